@@ -1,0 +1,1 @@
+"""The KTIR conformance suite (issue: conformance suite). Not built yet."""

@@ -1,0 +1,88 @@
+"""The `ktir` command. Each subcommand is a thin call into a library function."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ktir.fileio import write_atomic
+from ktir.syntax.diagnostics import KtirError, render
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _report(error: KtirError, source: str) -> None:
+    for diag in error.diagnostics:
+        print(render(diag, source), file=sys.stderr)
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    from ktir.syntax.parser import parse
+    from ktir.syntax.printer import print_module
+
+    name = "<stdin>" if args.file == "-" else args.file
+    try:
+        source = _read(args.file)
+    except OSError as e:
+        print(f"ktir fmt: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        module = parse(source, name)
+    except KtirError as e:
+        _report(e, source)
+        return EXIT_INVALID
+    if not args.quiet:
+        for w in module.warnings:
+            print(render(w, source), file=sys.stderr)
+    text = print_module(module)
+    if args.check:
+        if text != source:
+            print(f"{name}: not in canonical form (run `ktir fmt {args.file} -o {args.file}`)", file=sys.stderr)
+            return EXIT_INVALID
+        return EXIT_OK
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        write_atomic(args.output, text)
+    except OSError as e:
+        print(f"ktir fmt: cannot write {args.output}: {e.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ktir", description="Kernel Tile IR tools.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    fmt = sub.add_parser("fmt", help="print a KTIR file in canonical form", description="Parse FILE and print it in canonical KTIR form.")
+    fmt.add_argument("file", metavar="FILE", help="a .ktir or .mlir file, or - for stdin")
+    fmt.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
+    fmt.add_argument("--check", action="store_true", help="exit 1 if FILE is not already canonical; write nothing")
+    fmt.add_argument("-q", "--quiet", action="store_true", help="do not print legacy-spelling warnings")
+    fmt.set_defaults(run=cmd_fmt)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
+        return int(e.code or 0)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

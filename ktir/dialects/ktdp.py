@@ -1,0 +1,281 @@
+"""The `ktdp` dialect: compute tiles, memory views, access tiles, inter-tile communication."""
+
+from __future__ import annotations
+
+from ktir.dialects.base import Attr, OpDef, Operand, RegionSpec, Result, constraints
+
+_SET = "affine_set (IntegerSet attribute)"
+
+OPS: tuple[OpDef, ...] = (
+    OpDef(
+        name="ktdp.get_compute_tile_id",
+        format="TILE_ID",
+        summary="The coordinates of the executing compute tile in the grid.",
+        description=(
+            "Returns one `index` per dimension of the enclosing function's `grid`, the"
+            " coordinates of the compute tile executing this instance of the kernel."
+        ),
+        results=(Result("ids", "index", variadic=True),),
+        traits=frozenset({"Pure"}),
+        constraints=constraints(
+            "There is at least one result and every result has type `index`.",
+            "The number of results equals the rank of the enclosing function's `grid` (default `[1]`).",
+        ),
+        examples=("%id = ktdp.get_compute_tile_id : index", "%i:2 = ktdp.get_compute_tile_id : index, index"),
+    ),
+    OpDef(
+        name="ktdp.construct_memory_view",
+        format="MEMORY_VIEW",
+        summary="Interpret a region of memory as a shaped view (no allocation, no data movement).",
+        description=(
+            "Builds a memref view at `offset` in the memory space `memory_space`, with the given"
+            " sizes and strides (in elements) and the valid coordinates `coordinate_set`."
+        ),
+        operands=(
+            Operand("offset", "index"),
+            Operand("sizes", "index", variadic=True),
+            Operand("strides", "index", variadic=True),
+        ),
+        results=(Result("result", "memref"),),
+        attributes=(
+            Attr("static_sizes", "DenseI64ArrayAttr"),
+            Attr("static_strides", "DenseI64ArrayAttr"),
+            Attr("memory_space", "#ktdp.memory_space"),
+            Attr("coordinate_set", _SET, optional=True),
+        ),
+        traits=frozenset({"Pure", "AttrSizedOperandSegments"}),
+        constraints=constraints(
+            "`sizes` and `strides` have the same number of entries.",
+            "The number of dynamic size and stride operands equals the number of `?` entries.",
+            "The result memref's rank equals the number of sizes.",
+            "Static result dimensions equal the static sizes.",
+            "`coordinate_set`, when present, has one dimension per result dimension and one symbol per dynamic size.",
+            "`memory_space` is a ktdp memory space; `ct_id` is only given with `ct_local`.",
+            "Static sizes are non-negative and static strides are positive.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.construct_distributed_memory_view",
+        format="DISTRIBUTED_VIEW",
+        summary="One logical view assembled from per-tile memory views.",
+        description="The global index domain is the union of the inputs' coordinate sets.",
+        operands=(Operand("memrefs", "memref", variadic=True),),
+        results=(Result("result", "memref"),),
+        traits=frozenset({"Pure"}),
+        constraints=constraints(
+            "Every input is a memref with the result's element type and rank.",
+            "The inputs' coordinate sets are pairwise disjoint.",
+            "The union of the inputs' coordinate sets covers the result's index space.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.construct_access_tile",
+        format="ACCESS_TILE",
+        summary="A set of coordinates of a view: base subscripts plus an integer set.",
+        operands=(
+            Operand("base", "memref or ranked tensor"),
+            Operand("indices", "index", variadic=True),
+            Operand("symbol_operands", "index", variadic=True),
+        ),
+        results=(Result("result", "!ktdp.access_tile"),),
+        attributes=(
+            Attr("base_map", "AffineMap"),
+            Attr("access_tile_set", _SET),
+            Attr("access_tile_order", "AffineMap (permutation)"),
+        ),
+        traits=frozenset({"Pure", "AttrSizedOperandSegments"}),
+        constraints=constraints(
+            "`access_tile_set` has as many dimensions as `base_map` has results.",
+            "`base_map` has as many inputs as there are index operands.",
+            "`access_tile_set` has as many symbols as there are symbol operands.",
+            "`access_tile_order` has as many inputs and results as the set has dimensions and is a permutation.",
+            "The result's rank equals the set's number of dimensions.",
+            "The base's rank equals the number of subscripts.",
+            "Every coordinate of the tile lies inside the base view's coordinate set.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.construct_indirect_access_tile",
+        format="INDIRECT_TILE",
+        summary="An access tile whose subscripts are read from index views (gather/scatter).",
+        operands=(
+            Operand("base", "memref or ranked tensor"),
+            Operand("indirect_memrefs", "memref of integers", variadic=True),
+            Operand("captured_variables", "index", variadic=True),
+            Operand("symbol_operands", "index", variadic=True),
+        ),
+        results=(Result("result", "!ktdp.access_tile"),),
+        attributes=(
+            Attr("per_dim_subscript_kinds", "DenseBoolArrayAttr (true = indirect)"),
+            Attr("per_dim_subscript_maps", "array of AffineMap"),
+            Attr("variables_space_set", _SET),
+            Attr("variables_space_order", "AffineMap (permutation)"),
+        ),
+        regions=(RegionSpec("variables", "The intermediate variables.", "index per variable", "ktdp.region_terminator"),),
+        traits=frozenset({"AttrSizedOperandSegments"}),
+        constraints=constraints(
+            "There is one subscript per dimension of the base.",
+            "Each indirect subscript names an index view whose element type is an integer or index.",
+            "Each indirect subscript has one expression per dimension of its index view.",
+            "`variables_space_set` has one dimension per intermediate variable.",
+            "`variables_space_order` is a permutation over the intermediate variables.",
+            "The result's rank equals the number of intermediate variables.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.load",
+        format="LOAD",
+        summary="Gather the elements of an access tile into a tensor.",
+        operands=(Operand("access_tile", "!ktdp.access_tile"),),
+        results=(Result("result", "ranked tensor"),),
+        constraints=constraints(
+            "The result shape equals the access tile's shape.",
+            "The result element type equals the element type of the tile's base view.",
+        ),
+        examples=("%t = ktdp.load %tile : !ktdp.access_tile<4x64xindex> -> tensor<4x64xf16>",),
+    ),
+    OpDef(
+        name="ktdp.store",
+        format="STORE",
+        summary="Scatter a tensor into the elements of an access tile.",
+        operands=(Operand("data", "ranked tensor"), Operand("access_tile", "!ktdp.access_tile")),
+        constraints=constraints(
+            "The data shape equals the access tile's shape.",
+            "The data element type equals the element type of the tile's base view.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.runtime_arg_extract",
+        format="RUNTIME_ARG_EXTRACT",
+        summary="Read the value, granularity or upper bound of a runtime argument.",
+        operands=(Operand("input", "!ktdp.runtime_arg"),),
+        results=(Result("result", "the runtime argument's value type"),),
+        attributes=(Attr("kind", "value | granularity | upperbound"),),
+        traits=frozenset({"Pure"}),
+        constraints=constraints(
+            "`kind` is one of value, granularity, upperbound.",
+            "The extracted field is present in the runtime argument's type.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.region_terminator",
+        format="TERMINATOR",
+        summary="Terminator of the indirect access tile's region.",
+        traits=frozenset({"Terminator"}),
+    ),
+    OpDef(
+        name="ktdp.inter_tile_produce",
+        format="PRODUCE",
+        summary="Each producing tile contributes partial values to a tile future.",
+        attributes=(Attr("producer_tiles_per_group", _SET + " over (i)[g]"),),
+        results=(Result("future", "!ktdp.tile_future"),),
+        regions=(RegionSpec("body", "Computes the partial values.", "%gid: index", "ktdp.yield_partial"),),
+        traits=frozenset({"RecursiveMemoryEffects"}),
+        constraints=constraints(
+            "The body has one block with one `index` argument (the group id).",
+            "The yielded values' types equal the future's partial types.",
+            "Producer groups are pairwise disjoint.",
+            "The future has exactly one use.",
+            "Every producer is claimed by some consumer.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.yield_partial",
+        format="TERMINATOR",
+        summary="Terminator of inter_tile_produce: the tile's partial values.",
+        operands=(Operand("values", "ranked tensor", variadic=True),),
+        traits=frozenset({"Terminator"}),
+        options={"attr_dict_last": True},
+    ),
+    OpDef(
+        name="ktdp.inter_tile_consume",
+        format="CONSUME",
+        summary="Deliver producers' partial values to consumer tiles (broadcast or routing).",
+        operands=(Operand("future", "!ktdp.tile_future"),),
+        results=(Result("results", "the future's partial types", variadic=True),),
+        attributes=(
+            Attr("consumer_tiles_per_group", _SET),
+            Attr("producer_dependency_per_consumer", _SET + " over (p)[c] or (p)[c, g]", optional=True),
+        ),
+        constraints=constraints(
+            "The result types equal the future's partial types.",
+            "Declared dependencies are real producers.",
+            "Each consumer tile has exactly one source.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.inter_tile_reduce",
+        format="REDUCE",
+        summary="Combine producers' partial values (all-reduce or reduce-to-one).",
+        operands=(Operand("future", "!ktdp.tile_future"), Operand("identity", "scalar or tensor", variadic=True)),
+        results=(Result("results", "the future's partial types", variadic=True),),
+        attributes=(
+            Attr("consumer_tiles_per_group", _SET),
+            Attr("producer_dependency_per_consumer", _SET, optional=True),
+        ),
+        regions=(RegionSpec("combiner", "Combines two partial values.", "2N arguments (lhs..., rhs...)", "ktdp.yield_reduced"),),
+        accuracy="reduction",
+        constraints=constraints(
+            "The result types equal the future's partial types.",
+            "The combiner takes 2N arguments for N partial types and yields N values.",
+            "Consumers are a subset of the producers.",
+            "Consumers equal the producers, or there is a single consumer.",
+            "Declared dependencies are real producers.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.yield_reduced",
+        format="TERMINATOR",
+        summary="Terminator of the inter_tile_reduce combiner.",
+        operands=(Operand("values", "any", variadic=True),),
+        traits=frozenset({"Terminator"}),
+        options={"attr_dict_last": True},
+    ),
+    OpDef(
+        name="ktdp.inter_tile_gather",
+        format="COLLECTIVE",
+        summary="(Designed) Concatenate producers' partial values along `gather_dimensions`.",
+        operands=(Operand("future", "!ktdp.tile_future"),),
+        results=(Result("results", "ranked tensor", variadic=True),),
+        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("gather_dimensions", "DenseI64ArrayAttr")),
+        constraints=constraints(
+            "Each result's size along a gathered dimension is the partial size times the group's producer count.",
+        ),
+    ),
+    OpDef(
+        name="ktdp.inter_tile_scatter",
+        format="COLLECTIVE",
+        summary="(Designed) Split a producer's value along `scatter_dimensions` across consumers.",
+        operands=(Operand("future", "!ktdp.tile_future"),),
+        results=(Result("results", "ranked tensor", variadic=True),),
+        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", "DenseI64ArrayAttr")),
+        constraints=constraints("Each scattered dimension divides evenly by the number of consumers."),
+    ),
+    OpDef(
+        name="ktdp.inter_tile_all_to_all",
+        format="COLLECTIVE",
+        summary="(Designed) Split along `split_dimensions`, exchange, concatenate along `concat_dimensions`.",
+        operands=(Operand("future", "!ktdp.tile_future"),),
+        results=(Result("results", "ranked tensor", variadic=True),),
+        attributes=(
+            Attr("consumer_tiles_per_group", _SET),
+            Attr("split_dimensions", "DenseI64ArrayAttr"),
+            Attr("concat_dimensions", "DenseI64ArrayAttr"),
+        ),
+        constraints=constraints("`split_dimensions` and `concat_dimensions` have the same length."),
+    ),
+    OpDef(
+        name="ktdp.inter_tile_reduce_scatter",
+        format="COLLECTIVE",
+        summary="(Designed) Reduce producers' values, then scatter the result along `scatter_dimensions`.",
+        operands=(Operand("future", "!ktdp.tile_future"), Operand("identity", "scalar or tensor", variadic=True)),
+        results=(Result("results", "ranked tensor", variadic=True),),
+        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", "DenseI64ArrayAttr")),
+        regions=(RegionSpec("combiner", "Combines two partial values.", "2N arguments", "ktdp.yield_reduced"),),
+        accuracy="reduction",
+        constraints=constraints(
+            "The combiner takes 2N arguments for N partial types and yields N values.",
+            "Each scattered dimension divides evenly by the number of consumers.",
+        ),
+    ),
+)

@@ -1,0 +1,158 @@
+"""The `linalg` dialect: structured ops on tensors (named ops, generic, map, reduce)."""
+
+from __future__ import annotations
+
+from ktir.dialects.base import Attr, OpDef, Operand, RegionSpec, Result, constraints
+
+_INS = Operand("inputs", "ranked tensor or scalar", variadic=True)
+_OUTS = Operand("outputs", "ranked tensor", variadic=True)
+_RES = Result("results", "ranked tensor (the outputs' types)", variadic=True)
+_DPS = constraints(
+    "There is one result per output and each result has its output's type.",
+    "Operand shapes agree as the op's indexing maps require.",
+)
+
+
+def _named(name: str, summary: str, accuracy: str = "exact") -> OpDef:
+    return OpDef(
+        name=f"linalg.{name}",
+        format="LINALG_NAMED",
+        summary=summary,
+        operands=(_INS, _OUTS),
+        results=(_RES,),
+        traits=frozenset({"DestinationStyle", "AttrSizedOperandSegments"}),
+        constraints=_DPS,
+        accuracy=accuracy,
+    )
+
+
+_ELEMENTWISE = (
+    ("add", "Elementwise addition.", "correctly-rounded"),
+    ("sub", "Elementwise subtraction.", "correctly-rounded"),
+    ("mul", "Elementwise multiplication.", "correctly-rounded"),
+    ("div", "Elementwise division.", "correctly-rounded"),
+    ("max", "Elementwise maximum.", "exact"),
+    ("min", "Elementwise minimum.", "exact"),
+    ("exp", "Elementwise exponential.", "1 ulp"),
+    ("log", "Elementwise natural logarithm.", "1 ulp"),
+    ("abs", "Elementwise absolute value.", "exact"),
+    ("negf", "Elementwise float negation.", "exact"),
+    ("sqrt", "Elementwise square root.", "correctly-rounded"),
+    ("rsqrt", "Elementwise reciprocal square root.", "2 ulp"),
+    ("tanh", "Elementwise hyperbolic tangent.", "2 ulp"),
+    ("reciprocal", "Elementwise reciprocal.", "correctly-rounded"),
+    ("square", "Elementwise square.", "correctly-rounded"),
+    ("floor", "Elementwise floor.", "exact"),
+    ("erf", "Elementwise error function.", "2 ulp"),
+    ("powf", "Elementwise power.", "2 ulp"),
+)
+
+_REGION_BODY = RegionSpec("body", "Scalar computation per iteration point.", "one scalar per input and output", "linalg.yield")
+
+OPS: tuple[OpDef, ...] = (
+    *(_named(n, s, a) for n, s, a in _ELEMENTWISE),
+    _named("fill", "Fill the output with a scalar."),
+    _named("copy", "Copy the input into the output."),
+    _named(
+        "matmul",
+        "C += A x B; with `indexing_maps`, operands may be transposed or broadcast.",
+        "matmul",
+    ),
+    _named("batch_matmul", "Batched C[b] += A[b] x B[b].", "matmul"),
+    _named("matmul_transpose_a", "C += transpose(A) x B (older spelling).", "matmul"),
+    _named("matmul_transpose_b", "C += A x transpose(B) (older spelling).", "matmul"),
+    _named("batch_matmul_transpose_b", "Batched C[b] += A[b] x transpose(B[b]).", "matmul"),
+    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction"),
+    _named("matvec", "Matrix-vector product.", "matmul"),
+    OpDef(
+        name="linalg.generic",
+        format="LINALG_GENERIC",
+        summary="A perfectly nested loop over the iteration space with indexing maps per operand.",
+        operands=(_INS, _OUTS),
+        results=(_RES,),
+        attributes=(
+            Attr("indexing_maps", "array of AffineMap, one per operand"),
+            Attr("iterator_types", "array of parallel | reduction"),
+            Attr("doc", "string", optional=True),
+            Attr("library_call", "string", optional=True),
+        ),
+        regions=(_REGION_BODY,),
+        traits=frozenset({"DestinationStyle", "AttrSizedOperandSegments"}),
+        constraints=constraints(
+            "There is one indexing map per input and output.",
+            "Each indexing map has one input per iterator type and one result per operand dimension.",
+            "The body has one argument per operand, of the operand's element type.",
+            "The body yields one value per output, of the output's element type.",
+            "The loop bounds implied by the maps and operand shapes agree.",
+            "There is one result per tensor output and each result has its output's type.",
+        ),
+        accuracy="reduction",
+    ),
+    OpDef(
+        name="linalg.map",
+        format="LINALG_MAP",
+        summary="Apply the body elementwise to the inputs, writing the output.",
+        operands=(_INS, Operand("init", "ranked tensor")),
+        results=(_RES,),
+        regions=(_REGION_BODY,),
+        constraints=constraints(
+            "All inputs and the init have the same shape.",
+            "The body has one argument per input and yields one value of the init's element type.",
+        ),
+    ),
+    OpDef(
+        name="linalg.reduce",
+        format="LINALG_REDUCE",
+        summary="Reduce the inputs along `dimensions` with the body as combiner.",
+        operands=(_INS, Operand("inits", "ranked tensor", variadic=True)),
+        results=(_RES,),
+        attributes=(Attr("dimensions", "DenseI64ArrayAttr"),),
+        regions=(_REGION_BODY,),
+        constraints=constraints(
+            "`dimensions` are distinct, sorted and within the inputs' rank.",
+            "Each init has the input's shape with the reduced dimensions removed.",
+            "The body takes one input element and one accumulator per init and yields the accumulators.",
+        ),
+        accuracy="reduction",
+    ),
+    OpDef(
+        name="linalg.broadcast",
+        format="LINALG_DIMS",
+        summary="Broadcast the input by adding the `dimensions` of the output.",
+        operands=(Operand("input", "ranked tensor"), Operand("init", "ranked tensor")),
+        results=(_RES,),
+        attributes=(Attr("dimensions", "DenseI64ArrayAttr"),),
+        constraints=constraints(
+            "The input's rank plus the number of `dimensions` equals the init's rank.",
+            "The input's dimensions equal the init's non-broadcast dimensions.",
+        ),
+    ),
+    OpDef(
+        name="linalg.transpose",
+        format="LINALG_DIMS",
+        summary="Permute the input's dimensions into the init.",
+        operands=(Operand("input", "ranked tensor"), Operand("init", "ranked tensor")),
+        results=(_RES,),
+        attributes=(Attr("permutation", "DenseI64ArrayAttr"),),
+        constraints=constraints(
+            "`permutation` is a permutation of the input's dimensions.",
+            "init dimension i equals input dimension permutation[i].",
+        ),
+    ),
+    OpDef(
+        name="linalg.yield",
+        format="TERMINATOR",
+        summary="Terminator of linalg bodies: the values for the outputs.",
+        operands=(Operand("values", "any", variadic=True),),
+        traits=frozenset({"Terminator"}),
+    ),
+    OpDef(
+        name="linalg.index",
+        format="LINALG_INDEX",
+        summary="The current iteration index along `dim` inside a linalg body.",
+        attributes=(Attr("dim", "i64"),),
+        results=(Result("result", "index"),),
+        traits=frozenset({"Pure"}),
+        constraints=constraints("`dim` is less than the enclosing op's number of loops."),
+    ),
+)

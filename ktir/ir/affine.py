@@ -1,0 +1,214 @@
+"""Affine expressions, maps and integer sets, in MLIR's canonical form.
+
+Expressions are built through the smart constructors (`add`, `mul`, ...), which apply
+the same simplifications MLIR applies on construction (constant folding, constants on
+the right, `a - b` as `a + b * -1`). Because parsing goes through these constructors
+and printing inverts them, parse -> print -> parse is a fixpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+BinaryKind = Literal["add", "mul", "mod", "floordiv", "ceildiv"]
+
+
+class AffineExpr(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    def __add__(self, other: AffineExpr | int) -> AffineExpr:
+        return add(self, _lift(other))
+
+    def __radd__(self, other: int) -> AffineExpr:
+        return add(_lift(other), self)
+
+    def __sub__(self, other: AffineExpr | int) -> AffineExpr:
+        return sub(self, _lift(other))
+
+    def __mul__(self, other: AffineExpr | int) -> AffineExpr:
+        return mul(self, _lift(other))
+
+    def __rmul__(self, other: int) -> AffineExpr:
+        return mul(_lift(other), self)
+
+    def __neg__(self) -> AffineExpr:
+        return mul(self, Const(value=-1))
+
+    def floordiv(self, other: AffineExpr | int) -> AffineExpr:
+        return binary("floordiv", self, _lift(other))
+
+    def ceildiv(self, other: AffineExpr | int) -> AffineExpr:
+        return binary("ceildiv", self, _lift(other))
+
+    def mod(self, other: AffineExpr | int) -> AffineExpr:
+        return binary("mod", self, _lift(other))
+
+
+class Dim(AffineExpr):
+    position: int
+
+
+class Symbol(AffineExpr):
+    position: int
+
+
+class Const(AffineExpr):
+    value: int
+
+
+class Binary(AffineExpr):
+    kind: BinaryKind
+    lhs: AffineExpr
+    rhs: AffineExpr
+
+
+def _lift(value: AffineExpr | int) -> AffineExpr:
+    return value if isinstance(value, AffineExpr) else Const(value=value)
+
+
+def dim(position: int) -> Dim:
+    return Dim(position=position)
+
+
+def sym(position: int) -> Symbol:
+    return Symbol(position=position)
+
+
+def const(value: int) -> Const:
+    return Const(value=value)
+
+
+def _floordiv_int(a: int, b: int) -> int:
+    return a // b
+
+
+def _ceildiv_int(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+def _mod_int(a: int, b: int) -> int:
+    # MLIR's `mod` is the non-negative remainder for positive divisors.
+    return a % b
+
+
+_FOLD: dict[str, Callable[[int, int], int]] = {
+    "floordiv": _floordiv_int,
+    "ceildiv": _ceildiv_int,
+    "mod": _mod_int,
+}
+
+
+def add(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
+    if isinstance(lhs, Const) and isinstance(rhs, Const):
+        return Const(value=lhs.value + rhs.value)
+    if isinstance(lhs, Const):
+        lhs, rhs = rhs, lhs
+    if isinstance(rhs, Const) and rhs.value == 0:
+        return lhs
+    # (x + c1) + c2 -> x + (c1 + c2)
+    if (
+        isinstance(rhs, Const)
+        and isinstance(lhs, Binary)
+        and lhs.kind == "add"
+        and isinstance(lhs.rhs, Const)
+    ):
+        return add(lhs.lhs, Const(value=lhs.rhs.value + rhs.value))
+    return Binary(kind="add", lhs=lhs, rhs=rhs)
+
+
+def mul(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
+    if isinstance(lhs, Const) and isinstance(rhs, Const):
+        return Const(value=lhs.value * rhs.value)
+    if isinstance(lhs, Const):
+        lhs, rhs = rhs, lhs
+    if isinstance(rhs, Const):
+        if rhs.value == 1:
+            return lhs
+        if rhs.value == 0:
+            return rhs
+        # (x * c1) * c2 -> x * (c1 * c2)
+        if isinstance(lhs, Binary) and lhs.kind == "mul" and isinstance(lhs.rhs, Const):
+            return mul(lhs.lhs, Const(value=lhs.rhs.value * rhs.value))
+    return Binary(kind="mul", lhs=lhs, rhs=rhs)
+
+
+def sub(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
+    return add(lhs, mul(rhs, Const(value=-1)))
+
+
+def binary(kind: BinaryKind, lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
+    if kind == "add":
+        return add(lhs, rhs)
+    if kind == "mul":
+        return mul(lhs, rhs)
+    if isinstance(lhs, Const) and isinstance(rhs, Const) and rhs.value > 0:
+        return Const(value=_FOLD[kind](lhs.value, rhs.value))
+    if isinstance(rhs, Const) and rhs.value == 1 and kind != "mod":
+        return lhs
+    return Binary(kind=kind, lhs=lhs, rhs=rhs)
+
+
+class AffineMap(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    num_dims: int
+    num_symbols: int
+    results: tuple[AffineExpr, ...]
+
+    @classmethod
+    def identity(cls, rank: int) -> AffineMap:
+        return cls(num_dims=rank, num_symbols=0, results=tuple(dim(i) for i in range(rank)))
+
+    def is_permutation(self) -> bool:
+        if self.num_symbols or len(self.results) != self.num_dims:
+            return False
+        positions = sorted(r.position for r in self.results if isinstance(r, Dim))
+        return positions == list(range(self.num_dims))
+
+
+class Constraint(BaseModel):
+    """`expr == 0` when `is_equality`, else `expr >= 0`."""
+
+    model_config = ConfigDict(frozen=True)
+    expr: AffineExpr
+    is_equality: bool
+
+
+class IntegerSet(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    num_dims: int
+    num_symbols: int
+    constraints: tuple[Constraint, ...]
+
+
+def constraint(lhs: AffineExpr, op: Literal["==", ">=", "<="], rhs: AffineExpr) -> Constraint:
+    """Canonicalise `lhs op rhs` to `e == 0` or `e >= 0` as MLIR does."""
+    if op == "<=":
+        return Constraint(expr=sub(rhs, lhs), is_equality=False)
+    expr = lhs if isinstance(rhs, Const) and rhs.value == 0 else sub(lhs, rhs)
+    return Constraint(expr=expr, is_equality=op == "==")
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def evaluate(expr: AffineExpr, dims: Sequence[int], symbols: Sequence[int] = ()) -> int:
+    """Evaluate on integers; used by tests and by the interpreter's slow paths."""
+    if isinstance(expr, Const):
+        return expr.value
+    if isinstance(expr, Dim):
+        return dims[expr.position]
+    if isinstance(expr, Symbol):
+        return symbols[expr.position]
+    assert isinstance(expr, Binary)
+    lhs = evaluate(expr.lhs, dims, symbols)
+    rhs = evaluate(expr.rhs, dims, symbols)
+    if expr.kind == "add":
+        return lhs + rhs
+    if expr.kind == "mul":
+        return lhs * rhs
+    if rhs == 0:
+        raise ZeroDivisionError(f"affine {expr.kind} by zero")
+    return _FOLD[expr.kind](lhs, rhs)

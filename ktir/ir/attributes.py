@@ -1,0 +1,166 @@
+"""Builtin and ktdp attributes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ktir.ir.affine import AffineMap, IntegerSet
+from ktir.ir.base import Attribute, Type
+
+
+class UnitAttr(Attribute):
+    pass
+
+
+class BoolAttr(Attribute):
+    value: bool
+
+
+class IntegerAttr(Attribute):
+    """`42` or `42 : i32`; `type` is None when the text gave no type."""
+
+    value: int
+    type: Type | None = None
+
+
+class FloatAttr(Attribute):
+    """`1.5 : f32`, or a bit pattern `0xFC00 : f16` (kept as `bits` so it prints back)."""
+
+    value: float
+    type: Type | None = None
+    bits: int | None = None
+
+    def _key(self) -> tuple[object, ...]:
+        # NaN equals NaN here: attributes compare by their bits, not IEEE semantics
+        return (self.type, self.bits, float.hex(self.value))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FloatAttr) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+class StringAttr(Attribute):
+    value: str
+    type: Type | None = None
+
+
+class TypeAttr(Attribute):
+    value: Type
+
+
+class ArrayAttr(Attribute):
+    elements: tuple[Attribute, ...]
+
+
+class DictAttr(Attribute):
+    entries: tuple[tuple[str, Attribute], ...]
+
+    def get(self, key: str) -> Attribute | None:
+        for name, value in self.entries:
+            if name == key:
+                return value
+        return None
+
+
+class DenseArrayAttr(Attribute):
+    """`array<i64: 1, 2, 3>`."""
+
+    element_type: Type
+    values: tuple[int | float, ...]
+
+
+
+
+class DenseAttr(Attribute):
+    """`dense<...> : tensor<...>`; `values` is a splat scalar, nested tuples, or a hex blob."""
+
+    type: Type
+    # a scalar (splat), or nested tuples of scalars (one nesting level per dimension)
+    values: Any = None
+    hex: str | None = None
+
+    @property
+    def is_splat(self) -> bool:
+        return self.hex is None and not isinstance(self.values, tuple)
+
+
+class DenseResourceAttr(Attribute):
+    """`dense_resource<blob> : tensor<...>`."""
+
+    handle: str
+    type: Type
+
+
+class AffineMapAttr(Attribute):
+    value: AffineMap
+
+
+class IntegerSetAttr(Attribute):
+    value: IntegerSet
+
+
+class StridedLayoutAttr(Attribute):
+    """`strided<[s0, s1], offset: o>`; None entries are dynamic (`?`)."""
+
+    strides: tuple[int | None, ...]
+    offset: int | None = 0
+
+
+class SymbolRefAttr(Attribute):
+    """`@name` or `@root::@nested`."""
+
+    root: str
+    nested: tuple[str, ...] = ()
+
+
+class MemorySpaceAttr(Attribute):
+    """`#ktdp.memory_space<global>` / `<ct_local[, ct_id = N]>`.
+
+    Legacy `#ktdp.spyre_memory_space<HBM|LX[, core = N]>` parses to this with HBM as
+    global and LX as ct_local.
+    """
+
+    kind: Literal["global", "ct_local"]
+    ct_id: int | None = None
+
+
+class EnumAttr(Attribute):
+    """A dialect enum written `#dialect.name<value>` (e.g. `#linalg.iterator_type<parallel>`)."""
+
+    dialect: str
+    name: str
+    value: str
+
+
+class DialectAttr(Attribute):
+    """An attribute of a dialect we do not model (`#foo.bar<...>`), kept verbatim."""
+
+    dialect: str
+    name: str
+    body: str | None = None
+
+
+class AttrAliasRef(Attribute):
+    """A use of an attribute alias `#name`; resolved through the module's alias table."""
+
+    name: str
+
+
+def int_attr(value: int, type: Type | None = None) -> IntegerAttr:
+    return IntegerAttr(value=value, type=type)
+
+
+def array(*elements: Attribute) -> ArrayAttr:
+    return ArrayAttr(elements=tuple(elements))
+
+
+def int_array(values: list[int] | tuple[int, ...]) -> ArrayAttr:
+    return ArrayAttr(elements=tuple(IntegerAttr(value=v) for v in values))
+
+
+def i64_array(values: list[int] | tuple[int, ...]) -> DenseArrayAttr:
+    from ktir.ir.types import I64
+
+    return DenseArrayAttr(element_type=I64, values=tuple(values))

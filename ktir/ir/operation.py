@@ -1,0 +1,120 @@
+"""Operations, blocks, regions and modules: MLIR's generic structure.
+
+Every op, whatever text form it was written in, is an `Operation` with a name,
+operands (SSA names) and their types, results and their types, attributes and regions.
+Source locations ride along for diagnostics but do not take part in equality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ktir.ir.base import Attribute, Type
+
+
+class Location(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    line: int
+    column: int
+    file: str | None = None
+
+
+class _Node(BaseModel):
+    """Structural equality over fields, ignoring `loc`."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _key(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "loc"}
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._key() == other._key()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class BlockArgument(_Node):
+    name: str
+    type: Type
+    loc: Location | None = Field(default=None, repr=False)
+
+
+class Block(_Node):
+    label: str | None = None
+    arguments: list[BlockArgument] = Field(default_factory=list)
+    operations: list[Operation] = Field(default_factory=list)
+    loc: Location | None = Field(default=None, repr=False)
+
+
+class Region(_Node):
+    blocks: list[Block] = Field(default_factory=list)
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+
+class Operation(_Node):
+    name: str
+    operands: list[str] = Field(default_factory=list)
+    operand_types: list[Type] = Field(default_factory=list)
+    # Result value names, flattened: `%r:2 = ...` gives `%r#0`, `%r#1`.
+    results: list[str] = Field(default_factory=list)
+    result_types: list[Type] = Field(default_factory=list)
+    attributes: dict[str, Attribute] = Field(default_factory=dict)
+    # MLIR's `<{...}>` properties of ops KTIR does not define (kept apart to print back).
+    properties: dict[str, Attribute] | None = None
+    regions: list[Region] = Field(default_factory=list)
+    successors: list[str] = Field(default_factory=list)
+    loc: Location | None = Field(default=None, repr=False)
+
+    def walk(self) -> Iterator[Operation]:
+        """This op and every op nested in its regions, in pre-order."""
+        yield self
+        for region in self.regions:
+            for block in region.blocks:
+                for op in block.operations:
+                    yield from op.walk()
+
+    def attr(self, name: str) -> Attribute | None:
+        return self.attributes.get(name)
+
+
+class Module(_Node):
+    """A parsed file: alias definitions, then top-level ops (often one builtin.module)."""
+
+    attr_aliases: dict[str, Attribute] = Field(default_factory=dict)
+    type_aliases: dict[str, Type] = Field(default_factory=dict)
+    operations: list[Operation] = Field(default_factory=list)
+    filename: str | None = Field(default=None, repr=False)
+    # Warnings found while parsing (legacy spellings); not part of equality.
+    warnings: list[Any] = Field(default_factory=list, repr=False)
+
+    def _key(self) -> dict[str, Any]:
+        return {
+            "attr_aliases": self.attr_aliases,
+            "type_aliases": self.type_aliases,
+            "operations": self.operations,
+        }
+
+    def walk(self) -> Iterator[Operation]:
+        for op in self.operations:
+            yield from op.walk()
+
+    def functions(self) -> list[Operation]:
+        return [op for op in self.walk() if op.name == "func.func"]
+
+    def function(self, name: str) -> Operation:
+        for fn in self.functions():
+            sym = fn.attributes.get("sym_name")
+            if sym is not None and getattr(sym, "value", None) == name:
+                return fn
+        raise KeyError(name)
+
+
+Block.model_rebuild()
+Region.model_rebuild()
+Operation.model_rebuild()

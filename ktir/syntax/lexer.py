@@ -1,0 +1,199 @@
+"""The contextual lexer behind `ktir.lark`.
+
+One master regex splits the text; each word or symbol is then classified into the
+grammar's terminals. Where several terminals fit (a keyword that is also a valid
+identifier, an op name, `32x64x` as a shape prefix or `32` as an integer), the lexer asks
+the LALR parser which terminals its current state accepts, as lark's contextual lexer
+does. Tokens are light slotted objects: lark's `Token` costs more than parsing them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from lark.lexer import Lexer, LexerState
+
+from ktir.dialects.registry import SPELLINGS
+
+
+class Tok:
+    __slots__ = ("type", "value", "start_pos", "line", "column")
+    # lark reads these when it builds the end-of-input token
+    end_line = end_column = end_pos = None
+
+    def __init__(self, type_: str, value: str, start_pos: int, line: int, column: int) -> None:
+        self.type = type_
+        self.value = value
+        self.start_pos = start_pos
+        self.line = line
+        self.column = column
+
+    def __repr__(self) -> str:
+        return f"Tok({self.type}, {self.value!r}, {self.line}:{self.column})"
+
+
+class LexError(Exception):
+    def __init__(self, message: str, pos: int, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+        self.line = line
+        self.column = column
+
+
+_MASTER = re.compile(
+    r"""
+    (?P<ws>[ \t\r\n]+|//[^\n]*)
+  | (?P<value>%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?)
+  | (?P<symbol>@[A-Za-z_$.\-][A-Za-z0-9_$.\-]*|@"[^"\n]*")
+  | (?P<block>\^[A-Za-z0-9_$.\-]+)
+  | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<bang>![A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<string>"(?:\\.|[^"\\\n])*")
+  | (?P<number>0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*(?:[eE][+\-]?[0-9]+)?)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<punct>->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?])
+    """,
+    re.VERBOSE,
+)
+# Terminals the master regex recognises itself; the rest are keyword-like patterns.
+_GENERAL = frozenset(
+    {"BARE_ID", "INT", "FLOAT", "HEX_INT", "DIMS", "STRING", "VALUE_ID", "SYMBOL_REF", "BLOCK_ID", "ATTR_ALIAS", "TYPE_ALIAS"}
+)
+_DIMS = re.compile(r"(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+|\*x")
+_FLOAT = re.compile(r"[0-9]+\.")
+
+
+def _balanced_end(text: str, start: int) -> int:
+    """Index just past the `>` matching the `<` at `start` (strings skipped, `->`/`>=` ignored)."""
+    depth = 0
+    i = start
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c == "<":
+            depth += 1
+        elif c == ">" and text[i - 1] != "-" and not text.startswith(">=", i):
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+class KtirLexer(Lexer):
+    """Lark custom lexer (interface 1: receives the parser state for context)."""
+
+    __future_interface__ = 1
+
+    def __init__(self, lexer_conf: Any) -> None:
+        self._literals: dict[str, str] = {}
+        self._patterns: list[tuple[str, re.Pattern[str]]] = []
+        for term in lexer_conf.terminals:
+            pattern = term.pattern
+            if pattern.type == "str":
+                self._literals[pattern.value] = term.name
+            elif term.name not in _GENERAL:
+                self._patterns.append((term.name, re.compile(pattern.to_regexp())))
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    # A word's candidate terminals, most specific first; BARE_ID last.
+    def _candidates(self, text: str, kind: str) -> tuple[str, ...]:
+        found = self._cache.get(text)
+        if found is not None:
+            return found
+        names: list[str] = []
+        op = SPELLINGS.get(text) if kind == "word" else None
+        if op is not None:
+            names.append("OP_" + op.format)
+        literal = self._literals.get(text)
+        if literal is not None:
+            names.append(literal)
+        names.extend(name for name, rx in self._patterns if rx.fullmatch(text))
+        if kind == "word":
+            names.append("BARE_ID")
+        elif kind == "hash":
+            names.append("ATTR_ALIAS")
+        elif kind == "bang":
+            names.append("TYPE_ALIAS")
+        result = tuple(dict.fromkeys(names))
+        self._cache[text] = result
+        return result
+
+    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Tok]:
+        text = lexer_state.text
+        if not isinstance(text, str):
+            text = text.text
+        states = parser_state.parse_conf.states
+        match = _MASTER.match
+        pos = 0
+        line = 1
+        line_start = 0
+        n = len(text)
+        while pos < n:
+            m = match(text, pos)
+            if m is None:
+                raise LexError(
+                    f"unexpected character {text[pos]!r}", pos, line, pos - line_start + 1
+                )
+            kind = m.lastgroup
+            end = m.end()
+            if kind == "ws":
+                newlines = text.count("\n", pos, end)
+                if newlines:
+                    line += newlines
+                    line_start = text.rfind("\n", pos, end) + 1
+                pos = end
+                continue
+            column = pos - line_start + 1
+            accepted = states[parser_state.position]
+            if kind == "value":
+                tok_type = "VALUE_ID"
+            elif kind == "number" or (kind == "punct" and text[pos] in "?*"):
+                if "DIMS" in accepted and (d := _DIMS.match(text, pos)) is not None:
+                    end = d.end()
+                    tok_type = "DIMS"
+                elif kind == "punct":
+                    tok_type = self._pick(text[pos], kind, accepted)
+                elif text.startswith("0x", pos):
+                    tok_type = "HEX_INT"
+                elif _FLOAT.match(text, pos):
+                    tok_type = "FLOAT"
+                else:
+                    tok_type = "INT"
+            elif kind == "symbol":
+                tok_type = "SYMBOL_REF"
+            elif kind == "block":
+                tok_type = "BLOCK_ID"
+            elif kind == "string":
+                tok_type = "STRING"
+            else:
+                word = m.group()
+                if kind in ("hash", "bang") and end < n and text[end] == "<" and "." in word:
+                    candidates = self._candidates(word, kind)
+                    if candidates[0] in ("ATTR_ALIAS", "TYPE_ALIAS"):
+                        # an attribute or type of a dialect KTIR does not model
+                        close = _balanced_end(text, end)
+                        if close < 0:
+                            raise LexError(f"unterminated '<' after {word}", pos, line, column)
+                        end = close
+                        tok_type = "DIALECT_ATTR" if kind == "hash" else "DIALECT_TYPE"
+                    else:
+                        tok_type = self._pick(word, kind, accepted)
+                else:
+                    tok_type = self._pick(word, kind, accepted)
+            yield Tok(tok_type, text[pos:end], pos, line, column)
+            pos = end
+
+    def _pick(self, text: str, kind: str, accepted: dict[str, Any]) -> str:
+        candidates = self._candidates(text, kind)
+        for name in candidates:
+            if name in accepted:
+                return name
+        return candidates[0] if candidates else "BARE_ID"

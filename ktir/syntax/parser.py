@@ -1,0 +1,1627 @@
+"""Text -> typed AST. `parse(text)` runs the LALR grammar with an inline transformer.
+
+Each grammar rule has one callback below; op rules build generic `Operation`s, so the
+custom and generic forms of an op give the same AST (MLIR semantics: the custom syntax
+is sugar). Op names come from the registry through the lexer.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from importlib import resources
+from typing import Any, NamedTuple
+
+import lark
+from lark import Transformer
+
+from ktir.dialects.registry import SPELLINGS
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Attribute, Type
+from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
+from ktir.syntax.diagnostics import Diagnostic, ParseError
+from ktir.syntax.lexer import KtirLexer, LexError, Tok
+
+KDYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static_* arrays
+
+# Block-argument names of the short `{ arith.addf }` bodies of linalg.map/reduce.
+SHORT_BODY_RESULT = "%__0"
+
+
+def short_body_input(i: int) -> str:
+    return f"%__in{i}"
+
+
+def short_body_init(i: int) -> str:
+    return f"%__init{i}"
+
+
+class C(NamedTuple):
+    """A tagged clause, so builders find optional pieces by name, not by position."""
+
+    tag: str
+    value: Any
+
+
+class _AffName(af.AffineExpr):
+    """A name in an affine expression, resolved once the enclosing map is complete."""
+
+    name: str
+    is_symbol: bool = False
+    line: int = 0
+    column: int = 0
+
+
+def _loc(tok: Tok) -> Location:
+    return Location(line=tok.line, column=tok.column)
+
+
+def _err(tok: Tok | None, message: str) -> ParseError:
+    if tok is None:
+        return ParseError(message, 0, 0)
+    return ParseError(message, tok.line, tok.column)
+
+
+def _clauses(children: list[Any]) -> dict[str, Any]:
+    return {c.tag: c.value for c in children if isinstance(c, C)}
+
+
+def _values(toks: list[Tok]) -> list[str]:
+    return [t.value for t in toks]
+
+
+def _unquote(s: str) -> str:
+    body = s[1:-1]
+    if "\\" not in body:
+        return body
+    out = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            simple = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+            if nxt in simple:
+                out.append(simple[nxt])
+                i += 2
+                continue
+            if i + 2 < len(body):
+                out.append(chr(int(body[i + 1 : i + 3], 16)))
+                i += 3
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
+    return at.DenseArrayAttr(element_type=ty.I64, values=tuple(values))
+
+
+def _segments(*sizes: int) -> at.DenseArrayAttr:
+    return at.DenseArrayAttr(element_type=ty.I32, values=tuple(sizes))
+
+
+def _mixed(entries: list[Any]) -> tuple[list[int], list[str]]:
+    """Split a `[0, %o]` list into static values (kDynamic for SSA) and dynamic operands."""
+    static: list[int] = []
+    dynamic: list[str] = []
+    for e in entries:
+        if isinstance(e, Tok):
+            static.append(KDYNAMIC)
+            dynamic.append(e.value)
+        else:
+            static.append(e)
+    return static, dynamic
+
+
+def _resolve(expr: af.AffineExpr, names: dict[str, af.AffineExpr]) -> af.AffineExpr:
+    if isinstance(expr, _AffName):
+        found = names.get(expr.name)
+        if found is None:
+            raise ParseError(f"use of undeclared affine identifier '{expr.name}'", expr.line, expr.column)
+        return found
+    if isinstance(expr, af.Binary):
+        return af.Binary(kind=expr.kind, lhs=_resolve(expr.lhs, names), rhs=_resolve(expr.rhs, names))
+    return expr
+
+
+def _collect_names(expr: af.AffineExpr, out: list[_AffName]) -> None:
+    if isinstance(expr, _AffName):
+        out.append(expr)
+    elif isinstance(expr, af.Binary):
+        _collect_names(expr.lhs, out)
+        _collect_names(expr.rhs, out)
+
+
+class SsaMap(NamedTuple):
+    """Subscripts over SSA values: the map plus its operands (dims, then symbols)."""
+
+    map: af.AffineMap
+    operands: list[str]
+
+
+def ssa_map(exprs: list[af.AffineExpr], fixed_dims: list[str] = ()) -> SsaMap:  # type: ignore[assignment]
+    """Turn expressions over SSA names into an affine map: `fixed_dims` first, then other
+    values in order of first appearance; `symbol(%x)` values become symbols."""
+    dims = list(fixed_dims)
+    syms: list[str] = []
+    leaves: list[_AffName] = []
+    for e in exprs:
+        _collect_names(e, leaves)
+    for leaf in leaves:
+        bucket = syms if leaf.is_symbol else dims
+        if leaf.name not in bucket:
+            bucket.append(leaf.name)
+    names: dict[str, af.AffineExpr] = {n: af.dim(i) for i, n in enumerate(dims)}
+    names.update({n: af.sym(i) for i, n in enumerate(syms)})
+    results = tuple(_resolve(e, names) for e in exprs)
+    return SsaMap(af.AffineMap(num_dims=len(dims), num_symbols=len(syms), results=results), dims + syms)
+
+
+class _Builder(Transformer):  # type: ignore[type-arg]
+    """Inline LALR callbacks, one per grammar rule or alias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warnings: list[Diagnostic] = []
+
+    def _warn(self, tok: Tok | None, message: str) -> None:
+        line, col = (tok.line, tok.column) if tok is not None else (0, 0)
+        self.warnings.append(Diagnostic("warning", "legacy", message, line, col))
+
+    # ------------------------------------------------------------ top level
+
+    def start(self, children: list[Any]) -> Module:
+        module = Module()
+        for item in children:
+            if isinstance(item, Operation):
+                module.operations.append(item)
+            elif item.tag == "attr_alias":
+                module.attr_aliases[item.value[0]] = item.value[1]
+            else:
+                module.type_aliases[item.value[0]] = item.value[1]
+        module.warnings = self.warnings
+        return module
+
+    def attr_alias_def(self, c: list[Any]) -> C:
+        return C("attr_alias", (c[0].value[1:], c[1]))
+
+    def type_alias_def(self, c: list[Any]) -> C:
+        return C("type_alias", (c[0].value[1:], c[1]))
+
+    def operation(self, c: list[Any]) -> Operation:
+        if len(c) == 1:
+            op: Operation = c[0]
+            if op.result_types:
+                raise _err_at(op, f"'{op.name}' has {len(op.result_types)} result(s) but none are named")
+            return op
+        names, first, op = c[0][0], c[0][1], c[1]
+        if len(names) != len(op.result_types):
+            raise ParseError(
+                f"'{op.name}' defines {len(op.result_types)} result(s) but {len(names)} name(s) are given",
+                first.line,
+                first.column,
+            )
+        op.results = names
+        op.loc = _loc(first)
+        return op
+
+    def op_results(self, c: list[Any]) -> tuple[list[str], Tok]:
+        names: list[str] = []
+        for group in c:
+            names.extend(group[0])
+        return names, c[0][1]
+
+    def result_def(self, c: list[Any]) -> tuple[list[str], Tok]:
+        tok = c[0]
+        if "#" in tok.value:
+            raise _err(tok, f"result name '{tok.value}' may not contain '#'")
+        if len(c) == 1:
+            return [tok.value], tok
+        count = int(c[1].value)
+        if count < 1:
+            raise _err(c[1], "a result group must have at least one result")
+        return [f"{tok.value}#{i}" for i in range(count)], tok
+
+    # ------------------------------------------------------------ shared pieces
+
+    def value_list(self, c: list[Tok]) -> C:
+        return C("values", c)
+
+    def type_list(self, c: list[Type]) -> C:
+        return C("types", c)
+
+    def attr_dict(self, c: list[tuple[str, Attribute]]) -> C:
+        return C("attrs", dict(c))
+
+    def attr_entry(self, c: list[Any]) -> tuple[str, Attribute]:
+        name = c[0].value
+        return (_unquote(name) if name.startswith('"') else name), c[1]
+
+    def unit_entry(self, c: list[Any]) -> tuple[str, Attribute]:
+        name = c[0].value
+        return (_unquote(name) if name.startswith('"') else name), at.UnitAttr()
+
+    def region(self, c: list[Any]) -> Region:
+        ops = [x for x in c if isinstance(x, Operation)]
+        blocks = [x for x in c if isinstance(x, Block)]
+        if ops or not blocks:
+            blocks.insert(0, Block(operations=ops))
+        # the entry block's label carries no meaning (nothing may branch to it)
+        blocks[0].label = None
+        return Region(blocks=blocks)
+
+    def block(self, c: list[Any]) -> Block:
+        label = c[0]
+        args: list[BlockArgument] = []
+        ops: list[Operation] = []
+        for x in c[1:]:
+            if isinstance(x, C):
+                args = x.value
+            else:
+                ops.append(x)
+        return Block(label=label.value, arguments=args, operations=ops, loc=_loc(label))
+
+    def block_param_list(self, c: list[Any]) -> C:
+        return C("params", c[0].value if c else [])
+
+    def block_params(self, c: list[BlockArgument]) -> C:
+        return C("params", c)
+
+    def block_param(self, c: list[Any]) -> BlockArgument:
+        return BlockArgument(name=c[0].value, type=c[1], loc=_loc(c[0]))
+
+    def binding(self, c: list[Tok]) -> tuple[str, str]:
+        return c[0].value, c[1].value
+
+    def mixed_list(self, c: list[Any]) -> list[Any]:
+        return c
+
+    def mixed_parens(self, c: list[Any]) -> list[Any]:
+        return c
+
+    def int_list(self, c: list[int]) -> list[int]:
+        return c
+
+    def results_arrow(self, c: list[Any]) -> C:
+        return C("results", _plain(c[0]))
+
+    def results_types(self, c: list[Any]) -> C:
+        return C("results", c[0].value)
+
+    # result type lists keep per-result attributes (func.func); other users drop them
+    def single_result_type(self, c: list[Type]) -> list[tuple[Type, dict[str, Attribute]]]:
+        return [(c[0], {})]
+
+    def paren_result_types(self, c: list[tuple[Type, dict[str, Attribute]]]) -> list[tuple[Type, dict[str, Attribute]]]:
+        return c
+
+    def result_type(self, c: list[Any]) -> tuple[Type, dict[str, Attribute]]:
+        return c[0], (c[1].value if len(c) > 1 else {})
+
+    # ------------------------------------------------------------ types
+
+    def index_type(self, c: list[Tok]) -> Type:
+        return ty.INDEX
+
+    def integer_type(self, c: list[Tok]) -> Type:
+        text = c[0].value
+        if text[0] == "s":
+            return ty.IntegerType(width=int(text[2:]), signedness="signed")
+        if text[0] == "u":
+            return ty.IntegerType(width=int(text[2:]), signedness="unsigned")
+        return ty.IntegerType(width=int(text[1:]))
+
+    def float_type(self, c: list[Tok]) -> Type:
+        return ty.FloatType(kind=c[0].value)
+
+    def none_type(self, c: list[Any]) -> Type:
+        return ty.NoneType()
+
+    def shape_prefix(self, c: list[Tok]) -> Any:
+        text = "".join(c[0].value.split())
+        if text == "*x":
+            return "unranked"
+        return tuple(None if d == "?" else int(d) for d in text[:-1].split("x"))
+
+    def _shape(self, c: list[Any]) -> tuple[Any, list[Any]]:
+        if c and (isinstance(c[0], tuple) or c[0] == "unranked"):
+            return c[0], c[1:]
+        return (), c
+
+    def tensor_type(self, c: list[Any]) -> Type:
+        shape, rest = self._shape(c)
+        if shape == "unranked":
+            return ty.UnrankedTensorType(element_type=rest[0])
+        encoding = rest[1] if len(rest) > 1 else None
+        return ty.TensorType(shape=shape, element_type=rest[0], encoding=encoding)
+
+    def encoding(self, c: list[Attribute]) -> Attribute:
+        return c[0]
+
+    def memref_extras(self, c: list[Attribute]) -> list[Attribute]:
+        return c
+
+    def memref_type(self, c: list[Any]) -> Type:
+        shape, rest = self._shape(c)
+        extras: list[Attribute] = rest[1] if len(rest) > 1 else []
+        if shape == "unranked":
+            if len(extras) > 1:
+                raise ParseError("an unranked memref has no layout", 0, 0)
+            return ty.UnrankedMemRefType(element_type=rest[0], memory_space=extras[0] if extras else None)
+        layout: Attribute | None = None
+        space: Attribute | None = None
+        if len(extras) == 2:
+            layout, space = extras
+        elif len(extras) == 1:
+            if isinstance(extras[0], at.StridedLayoutAttr | at.AffineMapAttr):
+                layout = extras[0]
+            else:
+                space = extras[0]
+        return ty.MemRefType(shape=shape, element_type=rest[0], layout=layout, memory_space=space)
+
+    def vector_type(self, c: list[Any]) -> Type:
+        shape, rest = self._shape(c)
+        if shape == "unranked" or any(d is None for d in shape):
+            raise ParseError("vector dimensions must be static", 0, 0)
+        return ty.VectorType(shape=shape, element_type=rest[0])
+
+    def complex_type(self, c: list[Type]) -> Type:
+        return ty.ComplexType(element_type=c[0])
+
+    def tuple_type(self, c: list[Any]) -> Type:
+        return ty.TupleType(types=tuple(c[0].value) if c else ())
+
+    def access_tile_type(self, c: list[Any]) -> Type:
+        kw = c[0]
+        shape, rest = self._shape(c[1:])
+        if kw.value == "!ktdp.tile":
+            self._warn(kw, "legacy spelling '!ktdp.tile'; the canonical type is '!ktdp.access_tile'")
+        return self._access_tile(kw, shape, rest[0])
+
+    def _access_tile(self, tok: Tok | None, shape: Any, element: Type) -> Type:
+        if shape == "unranked":
+            raise _err(tok, "an access tile must be ranked")
+        if element != ty.INDEX:
+            raise _err(tok, "the element type of an access tile must be 'index'")
+        return ty.AccessTileType(shape=shape)
+
+    def short_access_tile(self, c: list[Any]) -> Type:
+        lt = c[0]
+        shape, rest = self._shape(c[1:-1])
+        tile = self._access_tile(lt, shape, rest[0])
+        dims = "x".join("?" if d is None else str(d) for d in tile.shape)  # type: ignore[attr-defined]
+        canon = f"!ktdp.access_tile<{dims + 'x' if dims else ''}index>"
+        self._warn(lt, f"short access tile type; the canonical spelling is '{canon}'")
+        return tile
+
+    def tile_future_type(self, c: list[Any]) -> Type:
+        kw, body = c
+        if body.tag == "legacy":
+            self._warn(kw, "legacy tile_future form; the canonical form puts the partial types in parentheses: '!ktdp.tile_future<(T), groups = ...>'")
+        return ty.TileFutureType(partial_types=tuple(body.value[0]), groups=body.value[1])
+
+    def future_body(self, c: list[Any]) -> C:
+        return C("current", (c[0].value, c[1]))
+
+    def legacy_future_body(self, c: list[Any]) -> C:
+        return C("legacy", ([c[0]], c[1]))
+
+    def short_tile_future(self, c: list[Any]) -> Type:
+        lt = c[0]
+        types = next(x for x in c if isinstance(x, C)).value
+        groups = [x for x in c if isinstance(x, Attribute)][-1]
+        self._warn(lt, "short tile_future type; the canonical spelling is '!ktdp.tile_future<(...), groups = ...>'")
+        return ty.TileFutureType(partial_types=tuple(types), groups=groups)
+
+    def runtime_arg_type(self, c: list[Any]) -> Type:
+        kw, value_type, *params = c
+        fields: dict[str, int] = {}
+        for name, tok, value in params:
+            if name not in ("granularity", "upperbound"):
+                raise _err(tok, f"unknown runtime_arg parameter '{name}' (expected granularity or upperbound)")
+            if value <= 0:
+                raise _err(tok, f"runtime_arg {name} must be positive")
+            fields[name] = value
+        return ty.RuntimeArgType(value_type=value_type, **fields)
+
+    def short_runtime_arg(self, c: list[Any]) -> Type:
+        lt = c[0]
+        t = self.runtime_arg_type([lt, *c[1:-1]])
+        self._warn(lt, "short runtime_arg type; the canonical spelling is '!ktdp.runtime_arg<...>'")
+        return t
+
+    def runtime_arg_param(self, c: list[Tok]) -> tuple[str, Tok, int]:
+        return c[0].value, c[0], int(c[1].value)
+
+    def dialect_type(self, c: list[Tok]) -> Type:
+        text = c[0].value
+        head, body = text.split("<", 1)
+        dialect, name = head[1:].split(".", 1)
+        return ty.DialectType(dialect=dialect, name=name, body=body[:-1])
+
+    def type_alias_ref(self, c: list[Tok]) -> Type:
+        return ty.TypeAliasRef(name=c[0].value[1:])
+
+    def function_type(self, c: list[Any]) -> ty.FunctionType:
+        if len(c) == 1:
+            return ty.FunctionType(inputs=(), results=tuple(_plain(c[0])))
+        return ty.FunctionType(inputs=tuple(c[0].value), results=tuple(_plain(c[1])))
+
+    # ------------------------------------------------------------ attributes
+
+    def pos_int(self, c: list[Tok]) -> int:
+        return int(c[0].value)
+
+    def neg_int(self, c: list[Tok]) -> int:
+        return -int(c[0].value)
+
+    def pos_float(self, c: list[Tok]) -> float:
+        return float(c[0].value)
+
+    def neg_float(self, c: list[Tok]) -> float:
+        return -float(c[0].value)
+
+    def int_attr(self, c: list[Any]) -> Attribute:
+        t = c[1] if len(c) > 1 else None
+        if isinstance(t, ty.FloatType):
+            return at.FloatAttr(value=float(c[0]), type=t)
+        return at.IntegerAttr(value=c[0], type=t)
+
+    def float_attr(self, c: list[Any]) -> Attribute:
+        return at.FloatAttr(value=c[0], type=c[1] if len(c) > 1 else None)
+
+    def hex_attr(self, c: list[Any]) -> Attribute:
+        bits = int(c[0].value, 16)
+        t = c[1] if len(c) > 1 else None
+        if isinstance(t, ty.FloatType):
+            return at.FloatAttr(value=float_from_bits(bits, t), type=t, bits=bits)
+        return at.IntegerAttr(value=bits, type=t)
+
+    def bool_attr(self, c: list[Tok]) -> Attribute:
+        return at.BoolAttr(value=c[0].value == "true")
+
+    def string_attr(self, c: list[Any]) -> Attribute:
+        return at.StringAttr(value=_unquote(c[0].value), type=c[1] if len(c) > 1 else None)
+
+    def unit_attr(self, c: list[Any]) -> Attribute:
+        return at.UnitAttr()
+
+    def array_attr(self, c: list[Attribute]) -> Attribute:
+        return at.ArrayAttr(elements=tuple(c))
+
+    def dict_attr(self, c: list[C]) -> Attribute:
+        return at.DictAttr(entries=tuple(c[0].value.items()))
+
+    def dense_attr(self, c: list[Any]) -> Attribute:
+        t = c[-1]
+        if len(c) == 1:
+            return at.DenseAttr(type=t, values=())
+        body = c[0]
+        if isinstance(body, C):
+            return at.DenseAttr(type=t, hex=body.value)
+        return at.DenseAttr(type=t, values=body)
+
+    def dense_body(self, c: list[Any]) -> Any:
+        return c[0]
+
+    def dense_hex(self, c: list[Tok]) -> C:
+        text = _unquote(c[0].value)
+        if not text.startswith("0x"):
+            raise _err(c[0], "a quoted dense literal must be a hex blob (\"0x...\")")
+        return C("hex", text)
+
+    def dense_hex_int(self, c: list[Tok]) -> int:
+        return int(c[0].value, 16)
+
+    def dense_bool(self, c: list[Tok]) -> bool:
+        return c[0].value == "true"
+
+    def dense_list(self, c: list[Any]) -> tuple[Any, ...]:
+        return tuple(c)
+
+    def dense_resource_attr(self, c: list[Any]) -> Attribute:
+        return at.DenseResourceAttr(handle=c[0].value, type=c[1])
+
+    def dense_array_attr(self, c: list[Any]) -> Attribute:
+        values = tuple(c[1]) if len(c) > 1 else ()
+        return at.DenseArrayAttr(element_type=c[0], values=values)
+
+    def dense_array_values(self, c: list[Any]) -> list[Any]:
+        return c
+
+    def strided_attr(self, c: list[Any]) -> Attribute:
+        # the last entry is the offset when the text had `offset:` (tracked by count below)
+        return at.StridedLayoutAttr(strides=tuple(c), offset=0)
+
+    def dynamic_stride(self, c: list[Any]) -> None:
+        return None
+
+    def memory_space_attr(self, c: list[Tok]) -> Attribute:
+        kw, kind = c[0], c[1]
+        legacy = kw.value == "#ktdp.spyre_memory_space"
+        key = c[2].value if len(c) > 2 else None
+        num = int(c[3].value) if len(c) > 3 else None
+        if legacy:
+            mapping = {"HBM": "global", "LX": "ct_local"}
+            if kind.value in ("unspecified", "L0"):
+                raise _err(
+                    kind,
+                    f"'{kw.value}<{kind.value}>' has no KTIR equivalent: use '#ktdp.memory_space<global>' or"
+                    " '#ktdp.memory_space<ct_local>', or omit the memory space",
+                )
+            if kind.value not in mapping:
+                raise _err(kind, f"unknown spyre memory space '{kind.value}' (expected HBM or LX)")
+            if key is not None and key != "core":
+                raise _err(c[2], f"expected 'core', found '{key}'")
+            space = mapping[kind.value]
+            canon = f"#ktdp.memory_space<{space}" + (f", ct_id = {num}" if num is not None else "") + ">"
+            self._warn(kw, f"legacy spelling '{kw.value}<{kind.value}>'; the canonical spelling is '{canon}'")
+            return at.MemorySpaceAttr(kind=space, ct_id=num)  # type: ignore[arg-type]
+        if kind.value not in ("global", "ct_local"):
+            raise _err(kind, f"unknown memory space '{kind.value}' (expected global or ct_local)")
+        if key is not None and key != "ct_id":
+            raise _err(c[2], f"expected 'ct_id', found '{key}'")
+        return at.MemorySpaceAttr(kind=kind.value, ct_id=num)
+
+    def symbol_ref_attr(self, c: list[Tok]) -> Attribute:
+        names = [_symbol_name(t.value) for t in c]
+        return at.SymbolRefAttr(root=names[0], nested=tuple(names[1:]))
+
+    def dialect_attr(self, c: list[Tok]) -> Attribute:
+        text = c[0].value
+        head, body = text.split("<", 1)
+        dialect, name = head[1:].split(".", 1)
+        inner = body[:-1]
+        if inner.replace("_", "").isalnum() and inner[:1].isalpha():
+            return at.EnumAttr(dialect=dialect, name=name, value=inner)
+        return at.DialectAttr(dialect=dialect, name=name, body=inner)
+
+    def attr_alias_ref(self, c: list[Tok]) -> Attribute:
+        return at.AttrAliasRef(name=c[0].value[1:])
+
+    def type_attr(self, c: list[Type]) -> Attribute:
+        return at.TypeAttr(value=c[0])
+
+    # ------------------------------------------------------------ affine
+
+    def aff_name(self, c: list[Tok]) -> af.AffineExpr:
+        t = c[0]
+        return _AffName(name=t.value, line=t.line, column=t.column)
+
+    def aff_symbol(self, c: list[Tok]) -> af.AffineExpr:
+        t = c[0]
+        return _AffName(name=t.value, is_symbol=True, line=t.line, column=t.column)
+
+    def aff_const(self, c: list[Tok]) -> af.AffineExpr:
+        return af.const(int(c[0].value))
+
+    def aff_add(self, c: list[af.AffineExpr]) -> af.AffineExpr:
+        return af.add(c[0], c[1])
+
+    def aff_sub(self, c: list[af.AffineExpr]) -> af.AffineExpr:
+        return af.sub(c[0], c[1])
+
+    def aff_mul(self, c: list[af.AffineExpr]) -> af.AffineExpr:
+        return af.mul(c[0], c[1])
+
+    def aff_div(self, c: list[Any]) -> af.AffineExpr:
+        return af.binary(c[1].value, c[0], c[2])
+
+    def aff_neg(self, c: list[af.AffineExpr]) -> af.AffineExpr:
+        return af.mul(c[0], af.const(-1))
+
+    def aff_dims(self, c: list[Tok]) -> list[Tok]:
+        return c
+
+    def aff_syms(self, c: list[Tok]) -> C:
+        return C("syms", c)
+
+    def aff_params(self, c: list[Any]) -> tuple[int, int, dict[str, af.AffineExpr]]:
+        dims: list[Tok] = c[0]
+        syms: list[Tok] = c[1].value if len(c) > 1 else []
+        names: dict[str, af.AffineExpr] = {}
+        for i, t in enumerate(dims):
+            if t.value in names:
+                raise _err(t, f"redefinition of affine identifier '{t.value}'")
+            names[t.value] = af.dim(i)
+        for i, t in enumerate(syms):
+            if t.value in names:
+                raise _err(t, f"redefinition of affine identifier '{t.value}'")
+            names[t.value] = af.sym(i)
+        return len(dims), len(syms), names
+
+    def affine_map_attr(self, c: list[Any]) -> Attribute:
+        nd, ns, names = c[0]
+        results = tuple(_resolve(e, names) for e in c[1:])
+        return at.AffineMapAttr(value=af.AffineMap(num_dims=nd, num_symbols=ns, results=results))
+
+    def aff_constraint(self, c: list[Any]) -> tuple[af.AffineExpr, str, af.AffineExpr]:
+        return c[0], c[1].value, c[2]
+
+    def affine_set_attr(self, c: list[Any]) -> Attribute:
+        nd, ns, names = c[0]
+        cons = tuple(
+            af.constraint(_resolve(lhs, names), op, _resolve(rhs, names)) for lhs, op, rhs in c[1:]
+        )
+        return at.IntegerSetAttr(value=af.IntegerSet(num_dims=nd, num_symbols=ns, constraints=cons))
+
+    def subscripts(self, c: list[af.AffineExpr]) -> C:
+        return C("subscripts", c)
+
+    # ------------------------------------------------------------ op helpers
+
+    def _op(
+        self,
+        tok: Tok,
+        operands: list[str] | None = None,
+        operand_types: list[Type] | None = None,
+        result_types: list[Type] | None = None,
+        attributes: dict[str, Attribute] | None = None,
+        regions: list[Region] | None = None,
+    ) -> Operation:
+        opdef = SPELLINGS[tok.value]
+        return Operation(
+            name=opdef.name,
+            operands=operands or [],
+            operand_types=operand_types or [],
+            result_types=result_types or [],
+            attributes=attributes or {},
+            regions=regions or [],
+            loc=_loc(tok),
+        )
+
+    # ------------------------------------------------------------ generic form
+
+    def generic_op(self, c: list[Any]) -> Operation:
+        name_tok: Tok = c[0]
+        name = _unquote(name_tok.value)
+        cl = _clauses(c)
+        fn: ty.FunctionType = c[-1]
+        operands = _values(cl.get("values", []))
+        if len(operands) != len(fn.inputs):
+            raise _err(name_tok, f"'{name}' has {len(operands)} operand(s) but its type lists {len(fn.inputs)}")
+        attrs: dict[str, Attribute] = dict(cl.get("attrs", {}))
+        props: dict[str, Attribute] | None = cl.get("props")
+        opdef = SPELLINGS.get(name)
+        if opdef is not None:
+            name = opdef.name
+            if props:
+                # properties of a defined op are its inherent attributes
+                attrs.update(props)
+                props = None
+        return Operation(
+            name=name,
+            operands=operands,
+            operand_types=list(fn.inputs),
+            result_types=list(fn.results),
+            attributes=attrs,
+            properties=props,
+            regions=cl.get("regions", []),
+            successors=cl.get("succ", []),
+            loc=_loc(name_tok),
+        )
+
+    def successors(self, c: list[Tok]) -> C:
+        return C("succ", _values(c))
+
+    def properties(self, c: list[C]) -> C:
+        return C("props", c[0].value)
+
+    def generic_regions(self, c: list[Region]) -> C:
+        return C("regions", c)
+
+    # ------------------------------------------------------------ builtin, func
+
+    def module_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        attrs: dict[str, Attribute] = dict(cl.get("module_attrs", {}))
+        sym = next((x for x in c[1:] if isinstance(x, Tok)), None)
+        if sym is not None:
+            attrs["sym_name"] = at.StringAttr(value=_symbol_name(sym.value))
+        return self._op(tok, attributes=attrs, regions=[c[-1]])
+
+    def module_attrs(self, c: list[C]) -> C:
+        return C("module_attrs", c[0].value)
+
+    def func_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        sym = next(x for x in c[1:] if isinstance(x, Tok) and x.type == "SYMBOL_REF")
+        params: list[tuple[str | None, Type, dict[str, Attribute]]] = cl.get("params", [])
+        results: list[tuple[Type, dict[str, Attribute]]] = cl.get("func_results", [])
+        attrs: dict[str, Attribute] = {
+            "sym_name": at.StringAttr(value=_symbol_name(sym.value)),
+            "function_type": at.TypeAttr(
+                value=ty.FunctionType(inputs=tuple(p[1] for p in params), results=tuple(r[0] for r in results))
+            ),
+        }
+        if "visibility" in cl:
+            attrs["sym_visibility"] = at.StringAttr(value=cl["visibility"])
+        if any(p[2] for p in params):
+            attrs["arg_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(p[2].items())) for p in params))
+        if any(r[1] for r in results):
+            attrs["res_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(r[1].items())) for r in results))
+        for key, value in cl.get("func_attrs", {}).items():
+            attrs[key] = value
+        region = c[-1] if isinstance(c[-1], Region) else None
+        if region is None:
+            region = Region()  # a declaration: argument names, if any, are not kept
+        else:
+            if any(p[0] is None for p in params):
+                raise _err(tok, "a function with a body must name every argument ('%name: type')")
+            entry = region.blocks[0]
+            if entry.label is not None:
+                raise _err(tok, "the entry block of a function takes its arguments from the signature")
+            entry.arguments = [BlockArgument(name=p[0], type=p[1]) for p in params]  # type: ignore[arg-type]
+        return self._op(tok, attributes=attrs, regions=[region])
+
+    def visibility(self, c: list[Tok]) -> C:
+        return C("visibility", c[0].value)
+
+    def func_params(self, c: list[Any]) -> C:
+        return C("params", c)
+
+    def named_param(self, c: list[Any]) -> tuple[str, Type, dict[str, Attribute]]:
+        return c[0].value, c[1], (c[2].value if len(c) > 2 else {})
+
+    def anonymous_param(self, c: list[Any]) -> tuple[None, Type, dict[str, Attribute]]:
+        return None, c[0], (c[1].value if len(c) > 1 else {})
+
+    def func_results(self, c: list[Any]) -> C:
+        inner = c[0]
+        return C("func_results", inner)
+
+    def func_attrs(self, c: list[C]) -> C:
+        return C("func_attrs", c[0].value)
+
+    def call_op(self, c: list[Any]) -> Operation:
+        tok, sym = c[0], c[1]
+        cl = _clauses(c)
+        fn: ty.FunctionType = c[-1]
+        operands = _values(cl.get("values", []))
+        if len(operands) != len(fn.inputs):
+            raise _err(tok, f"call has {len(operands)} operand(s) but its type lists {len(fn.inputs)}")
+        attrs = {"callee": at.SymbolRefAttr(root=_symbol_name(sym.value)), **cl.get("attrs", {})}
+        return self._op(tok, operands, list(fn.inputs), list(fn.results), attrs)
+
+    def terminator_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        attrs: dict[str, Attribute] = {}
+        values: list[Tok] = []
+        types: list[Type] = []
+        for x in c[1:]:
+            if x.tag == "attrs" or x.tag == "trailing":
+                attrs.update(x.value)
+            elif x.tag == "values":
+                values = x.value
+            elif x.tag == "types":
+                types = x.value
+        if len(values) != len(types):
+            raise _err(tok, f"{len(values)} value(s) but {len(types)} type(s)")
+        return self._op(tok, _values(values), types, [], attrs)
+
+    def trailing_attrs(self, c: list[C]) -> C:
+        return C("trailing", c[0].value)
+
+    # ------------------------------------------------------------ arith, math
+
+    def constant_op(self, c: list[Any]) -> Operation:
+        tok, value = c[0], c[-1]
+        attrs = dict(c[1].value) if len(c) > 2 else {}
+        # an untyped literal is i64 / f64, as in MLIR; store the type so text round-trips
+        if isinstance(value, at.IntegerAttr) and value.type is None:
+            value = at.IntegerAttr(value=value.value, type=ty.I64)
+        elif isinstance(value, at.FloatAttr) and value.type is None:
+            value = at.FloatAttr(value=value.value, type=ty.F64, bits=value.bits)
+        attrs["value"] = value
+        return self._op(tok, result_types=[constant_type(value)], attributes=attrs)
+
+    def op_flags(self, c: list[Tok]) -> C:
+        kind = c[0].value
+        flags = ",".join(t.value for t in c[1:])
+        key = "fastmath" if kind == "fastmath" else "overflowFlags"
+        return C("flag", (key, at.EnumAttr(dialect="arith", name=kind, value=flags)))
+
+    def _elementwise(self, c: list[Any]) -> Operation:
+        tok, t = c[0], c[-1]
+        vals = [x.value for x in c[1:] if isinstance(x, Tok)]
+        attrs: dict[str, Attribute] = {}
+        for x in c[1:]:
+            if isinstance(x, C):
+                if x.tag == "flag":
+                    attrs[x.value[0]] = x.value[1]
+                else:
+                    attrs.update(x.value)
+        return self._op(tok, vals, [t] * len(vals), [t], attrs)
+
+    binary_op = unary_op = ternary_op = _elementwise
+
+    def cast_op(self, c: list[Any]) -> Operation:
+        tok, val = c[0], c[1]
+        attrs = c[2].value if len(c) == 5 else {}
+        return self._op(tok, [val.value], [c[-2]], [c[-1]], dict(attrs))
+
+    def cmp_op(self, c: list[Any]) -> Operation:
+        tok, pred, a, b = c[0], c[1], c[2], c[3]
+        t = c[-1]
+        opdef = SPELLINGS[tok.value]
+        predicates = opdef.option("predicates")
+        assert isinstance(predicates, tuple)
+        if pred.value not in predicates:
+            raise _err(pred, f"unknown predicate '{pred.value}' for {opdef.name} (expected one of {', '.join(predicates)})")
+        attrs = dict(c[4].value) if len(c) == 6 else {}
+        attrs["predicate"] = at.IntegerAttr(value=predicates.index(pred.value), type=ty.I64)
+        return self._op(tok, [a.value, b.value], [t, t], [i1_like(t)], attrs)
+
+    def select_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        vals = [x.value for x in c[1:4]]
+        cl = _clauses(c)
+        types = [x for x in c[4:] if isinstance(x, Type)]
+        cond_t, t = (types[0], types[1]) if len(types) == 2 else (ty.I1, types[0])
+        return self._op(tok, vals, [cond_t, t, t], [t], dict(cl.get("attrs", {})))
+
+    # ------------------------------------------------------------ ktdp
+
+    def tile_id_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        return self._op(c[0], result_types=list(cl["types"]), attributes=dict(cl.get("attrs", {})))
+
+    def memory_view_op(self, c: list[Any]) -> Operation:
+        tok, offset, sizes, strides = c[0], c[1], c[2], c[3]
+        s_sizes, d_sizes = _mixed(sizes)
+        s_strides, d_strides = _mixed(strides)
+        attrs = dict(c[4].value) if len(c) == 6 else {}
+        attrs["static_sizes"] = _dense_i64(s_sizes)
+        attrs["static_strides"] = _dense_i64(s_strides)
+        attrs["operandSegmentSizes"] = _segments(1, len(d_sizes), len(d_strides))
+        operands = [offset.value, *d_sizes, *d_strides]
+        return self._op(tok, operands, [ty.INDEX] * len(operands), [c[-1]], attrs)
+
+    def distributed_view_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        vals = _values(cl.get("values", []))
+        types = list(cl.get("types", []))
+        if len(vals) != len(types):
+            raise _err(c[0], f"{len(vals)} view(s) but {len(types)} type(s)")
+        return self._op(c[0], vals, types, [c[-1]], dict(cl.get("attrs", {})))
+
+    def symbols_clause(self, c: list[C]) -> C:
+        return C("symbols", _values(c[0].value) if c else [])
+
+    def access_tile_op(self, c: list[Any]) -> Operation:
+        tok, base = c[0], c[1]
+        cl = _clauses(c)
+        sm = ssa_map(cl.get("subscripts", []))
+        symbols: list[str] = cl.get("symbols", [])
+        attrs = dict(cl.get("attrs", {}))
+        attrs["base_map"] = at.AffineMapAttr(value=sm.map)
+        attrs["operandSegmentSizes"] = _segments(1, len(sm.operands), len(symbols))
+        operands = [base.value, *sm.operands, *symbols]
+        base_t, result_t = c[-2], c[-1]
+        return self._op(tok, operands, [base_t] + [ty.INDEX] * (len(operands) - 1), [result_t], attrs)
+
+    def intermediate_vars(self, c: list[C]) -> C:
+        return C("variables", _values(c[0].value) if c else [])
+
+    def indirect_dim(self, c: list[Any]) -> C:
+        view = c[0]
+        exprs = c[1].value if len(c) > 1 else []
+        return C("indirect", (view.value, exprs))
+
+    def direct_dim(self, c: list[af.AffineExpr]) -> C:
+        return C("direct", c[0])
+
+    def indirect_tile_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        variables: list[str] = c[1].value
+        base = c[2]
+        dims = [x for x in c[3:] if isinstance(x, C) and x.tag in ("direct", "indirect")]
+        cl = _clauses(c)
+        symbols: list[str] = cl.get("symbols", [])
+        types: list[Type] = cl["types"]
+        result_t: Type = c[-1]
+        all_exprs: list[af.AffineExpr] = []
+        for d in dims:
+            all_exprs.extend([d.value] if d.tag == "direct" else d.value[1])
+        captured = [n for n in ssa_map(all_exprs, variables).operands if n not in variables]
+        kinds: list[bool] = []
+        maps: list[Attribute] = []
+        views: list[str] = []
+        for d in dims:
+            exprs = [d.value] if d.tag == "direct" else d.value[1]
+            sm = ssa_map(exprs, variables + captured)
+            kinds.append(d.tag == "indirect")
+            maps.append(at.AffineMapAttr(value=sm.map))
+            if d.tag == "indirect":
+                views.append(d.value[0])
+        if len(types) != 1 + len(views):
+            raise _err(tok, f"expected {1 + len(views)} type(s) (base and index views), found {len(types)}")
+        attrs = dict(cl.get("attrs", {}))
+        attrs["per_dim_subscript_kinds"] = at.DenseArrayAttr(element_type=ty.I1, values=tuple(kinds))
+        attrs["per_dim_subscript_maps"] = at.ArrayAttr(elements=tuple(maps))
+        attrs["operandSegmentSizes"] = _segments(1, len(views), len(captured), len(symbols))
+        operands = [base.value, *views, *captured, *symbols]
+        operand_types = [*types, *([ty.INDEX] * (len(captured) + len(symbols)))]
+        region = Region(
+            blocks=[
+                Block(
+                    arguments=[BlockArgument(name=v, type=ty.INDEX) for v in variables],
+                    operations=[Operation(name="ktdp.region_terminator", loc=_loc(tok))],
+                )
+            ]
+        )
+        return self._op(tok, operands, operand_types, [result_t], attrs, [region])
+
+    def load_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        return self._op(c[0], [c[1].value], [c[-2]], [c[-1]], dict(cl.get("attrs", {})))
+
+    def store_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        return self._op(c[0], [c[1].value, c[2].value], [c[-2], c[-1]], [], dict(cl.get("attrs", {})))
+
+    def runtime_arg_extract_op(self, c: list[Any]) -> Operation:
+        tok, kind, val = c[0], c[1], c[2]
+        if kind.value not in ("value", "granularity", "upperbound"):
+            raise _err(kind, f"unknown runtime_arg field '{kind.value}' (expected value, granularity or upperbound)")
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["kind"] = at.EnumAttr(dialect="ktdp", name="runtime_arg_kind", value=kind.value)
+        return self._op(tok, [val.value], [c[3]], [c[-1]], attrs)
+
+    def future_type(self, c: list[Type]) -> C:
+        return C("future", c[0])
+
+    def legacy_future_type(self, c: list[Type]) -> C:
+        self._warn(None, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
+        return C("future", c[1])
+
+    def produce_op(self, c: list[Any]) -> Operation:
+        tok, group_set = c[0], c[1]
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["producer_tiles_per_group"] = group_set
+        return self._op(tok, result_types=[cl["future"]], attributes=attrs, regions=[c[-1]])
+
+    def dependency(self, c: list[Attribute]) -> C:
+        return C("dependency", c[0])
+
+    def identity_clause(self, c: list[C]) -> C:
+        if not c:
+            return C("identity", ([], []))
+        return C("identity", (_values(c[0].value), list(c[1].value)))
+
+    def _inter_tile(self, c: list[Any]) -> Operation:
+        tok, future, group_set = c[0], c[1], c[2]
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["consumer_tiles_per_group"] = group_set
+        if "dependency" in cl:
+            attrs["producer_dependency_per_consumer"] = cl["dependency"]
+        for x in c:
+            if isinstance(x, C) and x.tag == "dims":
+                attrs[x.value[0]] = _dense_i64(x.value[1])
+        ids, id_types = cl.get("identity", ([], []))
+        if len(ids) != len(id_types):
+            raise _err(tok, f"{len(ids)} identity value(s) but {len(id_types)} type(s)")
+        future_t = [x for x in c if isinstance(x, Type)][0]
+        regions = [c[-1]] if isinstance(c[-1], Region) else []
+        return self._op(tok, [future.value, *ids], [future_t, *id_types], list(cl["types"]), attrs, regions)
+
+    consume_op = reduce_op = collective_op = _inter_tile
+
+    def collective_dims(self, c: list[Any]) -> C:
+        return C("dims", (c[0].value.value, c[1]))
+
+    def dims_key(self, c: list[Tok]) -> C:
+        return C("dims_key", c[0])
+
+    # ------------------------------------------------------------ scf
+
+    def _implicit_yield(self, region: Region, tok: Tok, terminator: str = "scf.yield") -> Region:
+        block = region.blocks[-1]
+        if not block.operations or block.operations[-1].name != terminator:
+            block.operations.append(Operation(name=terminator, loc=_loc(tok)))
+        return region
+
+    def iter_args(self, c: list[Any]) -> C:
+        return C("iter_args", (c[:-1], _plain(c[-1])))
+
+    def iv_type(self, c: list[Type]) -> C:
+        return C("iv_type", c[0])
+
+    def for_op(self, c: list[Any]) -> Operation:
+        tok, iv, lb, ub, step = c[0], c[1], c[2], c[3], c[4]
+        cl = _clauses(c)
+        region: Region = next(x for x in c if isinstance(x, Region))
+        bindings, result_types = cl.get("iter_args", ([], []))
+        if len(bindings) != len(result_types):
+            raise _err(tok, f"{len(bindings)} iter_args but {len(result_types)} result type(s)")
+        iv_t = cl.get("iv_type", ty.INDEX)
+        entry = region.blocks[0]
+        if entry.label is not None:
+            raise _err(tok, "the scf.for body takes its arguments from the loop header")
+        entry.arguments = [BlockArgument(name=iv.value, type=iv_t)] + [
+            BlockArgument(name=name, type=t) for (name, _), t in zip(bindings, result_types, strict=True)
+        ]
+        if not bindings:
+            self._implicit_yield(region, tok)
+        operands = [lb.value, ub.value, step.value, *(init for _, init in bindings)]
+        return self._op(tok, operands, [iv_t] * 3 + list(result_types), list(result_types), dict(cl.get("attrs", {})), [region])
+
+    def else_region(self, c: list[Region]) -> C:
+        return C("else", c[0])
+
+    def if_op(self, c: list[Any]) -> Operation:
+        tok, cond = c[0], c[1]
+        cl = _clauses(c)
+        then = next(x for x in c if isinstance(x, Region))
+        results = cl.get("results", [])
+        other = cl.get("else", Region())
+        if not results:
+            self._implicit_yield(then, tok)
+            if other.blocks:
+                self._implicit_yield(other, tok)
+        return self._op(tok, [cond.value], [ty.I1], list(results), dict(cl.get("attrs", {})), [then, other])
+
+    def while_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        bindings = [x for x in c if isinstance(x, tuple)]
+        fn: ty.FunctionType = next(x for x in c if isinstance(x, ty.FunctionType))
+        before, after = [x for x in c if isinstance(x, Region)]
+        cl = _clauses(c)
+        if len(bindings) != len(fn.inputs):
+            raise _err(tok, f"{len(bindings)} initial value(s) but {len(fn.inputs)} input type(s)")
+        entry = before.blocks[0]
+        if entry.label is not None:
+            raise _err(tok, "the scf.while before-region takes its arguments from the header")
+        entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
+        return self._op(tok, [v for _, v in bindings], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})), [before, after])
+
+    def condition_op(self, c: list[Any]) -> Operation:
+        tok, cond = c[0], c[1]
+        cl = _clauses(c)
+        vals = _values(cl.get("values", []))
+        types = list(cl.get("types", []))
+        if len(vals) != len(types):
+            raise _err(tok, f"{len(vals)} value(s) but {len(types)} type(s)")
+        return self._op(tok, [cond.value, *vals], [ty.I1, *types], [], dict(cl.get("attrs", {})))
+
+    def init_clause(self, c: list[C]) -> C:
+        return C("init", _values(c[0].value))
+
+    def parallel_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        ivs, lbs, ubs, steps = (_values(x.value) for x in c[1:5])
+        if not (len(ivs) == len(lbs) == len(ubs) == len(steps)):
+            raise _err(tok, "scf.parallel needs one lower bound, upper bound and step per induction variable")
+        cl = _clauses(c)
+        inits: list[str] = cl.get("init", [])
+        results = list(cl.get("results", []))
+        if len(inits) != len(results):
+            raise _err(tok, f"{len(inits)} init value(s) but {len(results)} result type(s)")
+        region = next(x for x in c if isinstance(x, Region))
+        entry = region.blocks[0]
+        if entry.label is not None:
+            raise _err(tok, "the scf.parallel body takes its arguments from the header")
+        entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        self._implicit_yield(region, tok, "scf.reduce")
+        n = len(ivs)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["operandSegmentSizes"] = _segments(n, n, n, len(inits))
+        return self._op(tok, [*lbs, *ubs, *steps, *inits], [ty.INDEX] * (3 * n) + results, results, attrs, [region])
+
+    def reduce_operands(self, c: list[Any]) -> C:
+        return C("reduce", (_values(c[0].value), list(c[1].value), list(c[2:])))
+
+    def scf_reduce_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        vals, types, regions = cl.get("reduce", ([], [], []))
+        if len(vals) != len(types):
+            raise _err(c[0], f"{len(vals)} value(s) but {len(types)} type(s)")
+        return self._op(c[0], vals, types, [], dict(cl.get("attrs", {})), regions)
+
+    def forall_in(self, c: list[Any]) -> C:
+        return C("bounds", ([0] * len(c), c, [1] * len(c)))
+
+    def forall_range(self, c: list[Any]) -> C:
+        return C("bounds", (c[0], c[1], c[2]))
+
+    def shared_outs(self, c: list[tuple[str, str]]) -> C:
+        return C("shared_outs", c)
+
+    def forall_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        ivs = _values(c[1].value)
+        cl = _clauses(c)
+        lbs, ubs, steps = cl["bounds"]
+        if not (len(ivs) == len(lbs) == len(ubs) == len(steps)):
+            raise _err(tok, "scf.forall needs one bound and step per induction variable")
+        outs: list[tuple[str, str]] = cl.get("shared_outs", [])
+        results = list(cl.get("results", []))
+        if len(outs) != len(results):
+            raise _err(tok, f"{len(outs)} shared output(s) but {len(results)} result type(s)")
+        region = next(x for x in c if isinstance(x, Region))
+        entry = region.blocks[0]
+        if entry.label is not None:
+            raise _err(tok, "the scf.forall body takes its arguments from the header")
+        entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
+            BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)
+        ]
+        self._implicit_yield(region, tok, "scf.forall.in_parallel")
+        terminator = region.blocks[-1].operations[-1]
+        if not terminator.regions:
+            terminator.regions = [Region(blocks=[Block()])]
+        s_lb, d_lb = _mixed(lbs)
+        s_ub, d_ub = _mixed(ubs)
+        s_st, d_st = _mixed(steps)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["staticLowerBound"] = _dense_i64(s_lb)
+        attrs["staticUpperBound"] = _dense_i64(s_ub)
+        attrs["staticStep"] = _dense_i64(s_st)
+        attrs["operandSegmentSizes"] = _segments(len(d_lb), len(d_ub), len(d_st), len(outs))
+        dyn = [*d_lb, *d_ub, *d_st]
+        return self._op(tok, [*dyn, *(v for _, v in outs)], [ty.INDEX] * len(dyn) + results, results, attrs, [region])
+
+    def in_parallel_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        return self._op(c[0], attributes=dict(cl.get("attrs", {})), regions=[c[1]])
+
+    def execute_region_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        region = next(x for x in c if isinstance(x, Region))
+        return self._op(c[0], result_types=list(cl.get("results", [])), attributes=dict(cl.get("attrs", {})), regions=[region])
+
+    # ------------------------------------------------------------ affine
+
+    def affine_symbols(self, c: list[C]) -> C:
+        return C("affine_symbols", _values(c[0].value) if c else [])
+
+    def affine_apply_op(self, c: list[Any]) -> Operation:
+        tok, amap = c[0], c[1]
+        cl = _clauses(c)
+        dims = _values(cl.get("values", []))
+        syms: list[str] = cl.get("affine_symbols", [])
+        attrs = dict(cl.get("attrs", {}))
+        attrs["map"] = amap
+        operands = [*dims, *syms]
+        attrs_out = attrs
+        if syms or "affine_symbols" in cl:
+            attrs_out = dict(attrs)
+        return self._op(tok, operands, [ty.INDEX] * len(operands), [ty.INDEX], attrs_out)
+
+    # ------------------------------------------------------------ linalg
+
+    def ins_clause(self, c: list[C]) -> C:
+        return C("ins", (_values(c[0].value), list(c[1].value)) if c else ([], []))
+
+    def outs_clause(self, c: list[C]) -> C:
+        return C("outs", (_values(c[0].value), list(c[1].value)) if c else ([], []))
+
+    def indexing_maps(self, c: list[Attribute]) -> C:
+        return C("indexing_maps", c[0])
+
+    def extra_attrs(self, c: list[C]) -> C:
+        return C("extra_attrs", c[0].value)
+
+    def _dps(self, tok: Tok, cl: dict[str, Any]) -> tuple[list[str], list[Type], dict[str, Attribute]]:
+        ins, in_types = cl["ins"]
+        outs, out_types = cl["outs"]
+        if len(ins) != len(in_types) or len(outs) != len(out_types):
+            raise _err(tok, "each ins/outs value needs one type")
+        attrs = dict(cl.get("attrs", {}))
+        attrs["operandSegmentSizes"] = _segments(len(ins), len(outs))
+        return [*ins, *outs], [*in_types, *out_types], attrs
+
+    def linalg_named_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        operands, types, attrs = self._dps(tok, cl)
+        if "indexing_maps" in cl:
+            attrs["indexing_maps"] = cl["indexing_maps"]
+        return self._op(tok, operands, types, list(cl.get("results", [])), attrs)
+
+    def linalg_generic_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        operands, types, attrs = self._dps(tok, cl)
+        attrs.update(cl.get("extra_attrs", {}))
+        region = next(x for x in c if isinstance(x, Region))
+        return self._op(tok, operands, types, list(cl.get("results", [])), attrs, [region])
+
+    def short_body(self, c: list[Tok]) -> C:
+        return C("short", c[0])
+
+    def explicit_body(self, c: list[Any]) -> C:
+        params: list[BlockArgument] = c[0].value if len(c) > 1 else []
+        region: Region = c[-1]
+        entry = region.blocks[0]
+        if entry.label is not None:
+            raise ParseError("the body takes its arguments from the parenthesised list", entry.loc.line if entry.loc else 0, entry.loc.column if entry.loc else 0)
+        entry.arguments = params
+        return C("body", region)
+
+    def _tensor_results(self, out_types: list[Type]) -> list[Type]:
+        return [t for t in out_types if isinstance(t, ty.TensorType)]
+
+    def _short_region(self, short: Tok, in_types: list[Type], out_types: list[Type], n_ins: int) -> Region:
+        """Build the body MLIR builds for `{ arith.addf }`: block args, the op, linalg.yield."""
+        elem_in = [ty.element_type(t) for t in in_types]
+        elem_out = [ty.element_type(t) for t in out_types]
+        args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
+        args += [BlockArgument(name=short_body_init(i), type=t) for i, t in enumerate(elem_out[: len(out_types)])]
+        operand_args = args if n_ins < 0 else args[:n_ins]
+        inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]])
+        inner.results = [SHORT_BODY_RESULT]
+        yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]], loc=_loc(short))
+        return Region(blocks=[Block(arguments=args, operations=[inner, yield_op])])
+
+    def linalg_map_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        operands, types, attrs = self._dps(tok, cl)
+        in_types, out_types = cl["ins"][1], cl["outs"][1]
+        if "short" in cl:
+            region = self._short_region(cl["short"], in_types, out_types, len(in_types))
+            region.blocks[0].arguments = region.blocks[0].arguments[: len(in_types)]
+        elif "body" in cl:
+            region = cl["body"]
+        else:
+            raise _err(tok, "linalg.map needs a body: `{ op }` or `(args) { ... }`")
+        return self._op(tok, operands, types, self._tensor_results(out_types), attrs, [region])
+
+    def linalg_reduce_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        operands, types, attrs = self._dps(tok, cl)
+        dims = next(x for x in c if isinstance(x, list))
+        attrs["dimensions"] = _dense_i64(dims)
+        in_types, out_types = cl["ins"][1], cl["outs"][1]
+        if "short" in cl:
+            region = self._short_region(cl["short"], in_types, out_types, -1)
+        elif "body" in cl:
+            region = cl["body"]
+        else:
+            raise _err(tok, "linalg.reduce needs a body: `{ op }` or `(args) { ... }`")
+        return self._op(tok, operands, types, self._tensor_results(out_types), attrs, [region])
+
+    def linalg_dims_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        cl = _clauses(c)
+        operands, types, attrs = self._dps(tok, cl)
+        key = next(x for x in c if isinstance(x, C) and x.tag == "dims_key").value
+        dims = next(x for x in c if isinstance(x, list))
+        expected = "permutation" if tok.value.endswith("transpose") else "dimensions"
+        if key.value != expected:
+            raise _err(key, f"expected '{expected}', found '{key.value}'")
+        attrs[expected] = _dense_i64(dims)
+        return self._op(tok, operands, types, self._tensor_results(cl["outs"][1]), attrs)
+
+    def linalg_index_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["dim"] = at.IntegerAttr(value=int(c[1].value), type=ty.I64)
+        return self._op(c[0], result_types=[c[-1]], attributes=attrs)
+
+    # ------------------------------------------------------------ tensor, memref
+
+    def empty_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        vals = _values(cl.get("values", []))
+        return self._op(c[0], vals, [ty.INDEX] * len(vals), [c[-1]], dict(cl.get("attrs", {})))
+
+    def dynamic_sizes(self, c: list[C]) -> C:
+        return C("dynamic_sizes", _values(c[0].value))
+
+    def splat_op(self, c: list[Any]) -> Operation:
+        tok, val = c[0], c[1]
+        cl = _clauses(c)
+        sizes: list[str] = cl.get("dynamic_sizes", [])
+        t: Type = c[-1]
+        return self._op(tok, [val.value, *sizes], [ty.element_type(t)] + [ty.INDEX] * len(sizes), [t], dict(cl.get("attrs", {})))
+
+    def extract_op(self, c: list[Any]) -> Operation:
+        tok, src = c[0], c[1]
+        cl = _clauses(c)
+        idx = _values(cl.get("values", []))
+        t: Type = c[-1]
+        return self._op(tok, [src.value, *idx], [t] + [ty.INDEX] * len(idx), [ty.element_type(t)], dict(cl.get("attrs", {})))
+
+    def insert_op(self, c: list[Any]) -> Operation:
+        tok, val, dest = c[0], c[1], c[2]
+        cl = _clauses(c)
+        idx = _values(cl.get("values", []))
+        t: Type = c[-1]
+        return self._op(tok, [val.value, dest.value, *idx], [ty.element_type(t), t] + [ty.INDEX] * len(idx), [t], dict(cl.get("attrs", {})))
+
+    def store_like_op(self, c: list[Any]) -> Operation:
+        tok, val, dest = c[0], c[1], c[2]
+        cl = _clauses(c)
+        idx = _values(cl.get("values", []))
+        t: Type = c[-1]
+        return self._op(tok, [val.value, dest.value, *idx], [ty.element_type(t), t] + [ty.INDEX] * len(idx), [], dict(cl.get("attrs", {})))
+
+    def _slice_parts(self, lists: list[list[Any]], attrs: dict[str, Attribute], names: tuple[str, ...]) -> list[list[str]]:
+        dynamic: list[list[str]] = []
+        for key, entries in zip(names, lists, strict=True):
+            static, dyn = _mixed(entries)
+            attrs[key] = _dense_i64(static)
+            dynamic.append(dyn)
+        return dynamic
+
+    def slice_op(self, c: list[Any]) -> Operation:
+        tok, src = c[0], c[1]
+        lists = [x for x in c if isinstance(x, list)]
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        dyn = self._slice_parts(lists, attrs, ("static_offsets", "static_sizes", "static_strides"))
+        attrs["operandSegmentSizes"] = _segments(1, *(len(d) for d in dyn))
+        flat = [v for d in dyn for v in d]
+        return self._op(tok, [src.value, *flat], [c[-2]] + [ty.INDEX] * len(flat), [c[-1]], attrs)
+
+    def insert_slice_op(self, c: list[Any]) -> Operation:
+        tok, src, dest = c[0], c[1], c[2]
+        lists = [x for x in c if isinstance(x, list)]
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        dyn = self._slice_parts(lists, attrs, ("static_offsets", "static_sizes", "static_strides"))
+        attrs["operandSegmentSizes"] = _segments(1, 1, *(len(d) for d in dyn))
+        flat = [v for d in dyn for v in d]
+        has_result = SPELLINGS[tok.value].option("has_result", True)
+        return self._op(
+            tok, [src.value, dest.value, *flat], [c[-2], c[-1]] + [ty.INDEX] * len(flat), [c[-1]] if has_result else [], attrs
+        )
+
+    def reassociation(self, c: list[list[int]]) -> C:
+        return C("reassociation", at.ArrayAttr(elements=tuple(at.ArrayAttr(elements=tuple(at.IntegerAttr(value=v, type=ty.I64) for v in g)) for g in c)))
+
+    def expand_shape_op(self, c: list[Any]) -> Operation:
+        tok, src = c[0], c[1]
+        cl = _clauses(c)
+        shape = next(x for x in c if isinstance(x, list))
+        static, dyn = _mixed(shape)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["reassociation"] = cl["reassociation"]
+        attrs["static_output_shape"] = _dense_i64(static)
+        return self._op(tok, [src.value, *dyn], [c[-2]] + [ty.INDEX] * len(dyn), [c[-1]], attrs)
+
+    def collapse_shape_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        attrs["reassociation"] = cl["reassociation"]
+        return self._op(c[0], [c[1].value], [c[-2]], [c[-1]], attrs)
+
+    def reshape_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        fn: ty.FunctionType = c[-1]
+        cl = _clauses(c)
+        if len(fn.inputs) != 2:
+            raise _err(tok, "tensor.reshape's type lists the source and shape types: (T, S) -> R")
+        return self._op(tok, [c[1].value, c[2].value], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})))
+
+    def concat_op(self, c: list[Any]) -> Operation:
+        tok = c[0]
+        fn: ty.FunctionType = c[-1]
+        cl = _clauses(c)
+        vals = _values(cl["values"])
+        if len(vals) != len(fn.inputs):
+            raise _err(tok, f"{len(vals)} input(s) but {len(fn.inputs)} type(s)")
+        attrs = dict(cl.get("attrs", {}))
+        attrs["dim"] = at.IntegerAttr(value=int(c[1].value), type=ty.I64)
+        return self._op(tok, vals, list(fn.inputs), list(fn.results), attrs)
+
+    def pad_op(self, c: list[Any]) -> Operation:
+        tok, src = c[0], c[1]
+        lists = [x for x in c if isinstance(x, list)]
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        if any(isinstance(x, Tok) and x.type == "NOFOLD" for x in c):
+            attrs["nofold"] = at.UnitAttr()
+        dyn = self._slice_parts(lists, attrs, ("static_low", "static_high"))
+        attrs["operandSegmentSizes"] = _segments(1, *(len(d) for d in dyn))
+        flat = [v for d in dyn for v in d]
+        region = next(x for x in c if isinstance(x, Region))
+        return self._op(tok, [src.value, *flat], [c[-2]] + [ty.INDEX] * len(flat), [c[-1]], attrs, [region])
+
+    def generate_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        vals = _values(cl.get("values", []))
+        region = next(x for x in c if isinstance(x, Region))
+        return self._op(c[0], vals, [ty.INDEX] * len(vals), [c[-1]], dict(cl.get("attrs", {})), [region])
+
+    def dim_op(self, c: list[Any]) -> Operation:
+        cl = _clauses(c)
+        return self._op(c[0], [c[1].value, c[2].value], [c[-1], ty.INDEX], [ty.INDEX], dict(cl.get("attrs", {})))
+
+    def reinterpret_cast_op(self, c: list[Any]) -> Operation:
+        tok, src = c[0], c[1]
+        lists = [x for x in c if isinstance(x, list)]
+        cl = _clauses(c)
+        attrs = dict(cl.get("attrs", {}))
+        dyn = self._slice_parts(lists, attrs, ("static_offsets", "static_sizes", "static_strides"))
+        attrs["operandSegmentSizes"] = _segments(1, *(len(d) for d in dyn))
+        flat = [v for d in dyn for v in d]
+        return self._op(tok, [src.value, *flat], [c[-2]] + [ty.INDEX] * len(flat), [c[-1]], attrs)
+
+
+def _plain(pairs: list[tuple[Type, dict[str, Attribute]]]) -> list[Type]:
+    return [t for t, _ in pairs]
+
+
+def _err_at(op: Operation, message: str) -> ParseError:
+    loc = op.loc
+    return ParseError(message, loc.line if loc else 0, loc.column if loc else 0)
+
+
+def _symbol_name(text: str) -> str:
+    body = text[1:]
+    return _unquote(body) if body.startswith('"') else body
+
+
+def i1_like(t: Type) -> Type:
+    """i1 with the shape of `t` (the result type of a comparison)."""
+    if isinstance(t, ty.TensorType):
+        return ty.TensorType(shape=t.shape, element_type=ty.I1, encoding=t.encoding)
+    if isinstance(t, ty.VectorType):
+        return ty.VectorType(shape=t.shape, element_type=ty.I1)
+    return ty.I1
+
+
+def constant_type(value: Attribute) -> Type:
+    if isinstance(value, at.BoolAttr):
+        return ty.I1
+    if isinstance(value, at.IntegerAttr):
+        return value.type or ty.I64
+    if isinstance(value, at.FloatAttr):
+        return value.type or ty.F64
+    if isinstance(value, at.DenseAttr):
+        return value.type
+    if isinstance(value, at.StringAttr) and value.type is not None:
+        return value.type
+    raise ParseError("arith.constant needs a typed value", 0, 0)
+
+
+def _np_float(t: ty.FloatType) -> Any:
+    import ml_dtypes
+    import numpy as np
+
+    dtypes = {
+        "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
+        "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
+        "f8E4M3": ml_dtypes.float8_e4m3, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+        "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+    }
+    return np.dtype(dtypes.get(t.kind, np.float32))
+
+
+_UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def float_from_bits(bits: int, t: ty.FloatType) -> float:
+    import numpy as np
+
+    dtype = _np_float(t)
+    return float(np.array([bits], dtype=_UINT[dtype.itemsize]).view(dtype)[0])
+
+
+def float_bits(value: float, t: ty.FloatType) -> int:
+    import numpy as np
+
+    dtype = _np_float(t)
+    return int(np.array([value], dtype=dtype).view(_UINT[dtype.itemsize])[0])
+
+
+# ---------------------------------------------------------------- entry points
+
+
+@functools.cache
+def _grammar_text() -> str:
+    return resources.files("ktir.syntax").joinpath("ktir.lark").read_text()
+
+
+_BUILDER = _Builder()
+_LOCK = threading.Lock()
+
+
+@functools.cache
+def _lark() -> lark.Lark:
+    return lark.Lark(
+        _grammar_text(),
+        parser="lalr",
+        lexer=KtirLexer,
+        start="start",
+        transformer=_BUILDER,
+        maybe_placeholders=False,
+    )
+
+
+def _expected_text(expected: set[str]) -> str:
+    names = _terminal_names()
+    shown = sorted({names.get(e, e) for e in expected})
+    if len(shown) > 8:
+        shown = shown[:8] + ["..."]
+    return ", ".join(shown)
+
+
+@functools.cache
+def _terminal_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for term in _lark().terminals:
+        if term.pattern.type == "str":
+            names[term.name] = f"'{term.pattern.value}'"
+    names.update(
+        {
+            "VALUE_ID": "an SSA value (%name)",
+            "SYMBOL_REF": "a symbol (@name)",
+            "BLOCK_ID": "a block label (^bb)",
+            "ATTR_ALIAS": "an attribute alias (#name)",
+            "TYPE_ALIAS": "a type alias (!name)",
+            "BARE_ID": "an identifier",
+            "STRING": "a string",
+            "INT": "an integer",
+            "FLOAT": "a float",
+            "HEX_INT": "a hex integer",
+            "DIMS": "a shape (e.g. 4x8x)",
+            "INTEGER_TYPE": "a type",
+            "FLOAT_TYPE": "a type",
+            "INDEX": "a type",
+            "CMP_OP": "'==', '>=' or '<='",
+            "$END": "end of input",
+        }
+    )
+    type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
+    for term in _lark().terminals:
+        if term.name.startswith("OP_"):
+            names[term.name] = "an operation"
+        elif term.name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
+            term.pattern.type == "str" and term.pattern.value in type_words
+        ):
+            names[term.name] = "a type"
+    return names
+
+
+def parse(text: str, filename: str | None = None) -> Module:
+    """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input."""
+    parser = _lark()
+    with _LOCK:
+        _BUILDER.warnings = []
+        try:
+            module: Module = parser.parse(text)
+        except LexError as e:
+            raise ParseError(e.message, e.line, e.column, filename) from None
+        except lark.exceptions.UnexpectedToken as e:
+            tok = e.token
+            if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in e.expected):
+                message = (
+                    f"unknown operation '{tok.value}': KTIR does not define it; write it in MLIR's generic form,"
+                    f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
+                )
+                raise ParseError(message, tok.line, tok.column, filename) from None
+            expected = _expected_text(e.expected)
+            if tok.type == "$END":
+                line, col = _end_position(text)
+                raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
+            raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
+        except ParseError as e:
+            raise ParseError(e.message, e.line, e.column, filename) from None
+    module.filename = filename
+    for w in module.warnings:
+        object.__setattr__(w, "file", filename)
+    return module
+
+
+def _describe(tok: Any) -> str:
+    if tok.type.startswith("OP_"):
+        return f"operation '{tok.value}'"
+    return f"'{tok.value}'"
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines), len(lines[-1]) + 1

@@ -1,0 +1,1044 @@
+"""Typed AST -> canonical KTIR text.
+
+Each assembly format has one printer, the inverse of its parser callback; ops without a
+definition print in MLIR's generic form. Canonical output: `!ktdp.access_tile<...>` in
+full, `#ktdp.memory_space<...>`, sorted attribute dictionaries, aliases kept as written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+
+from ktir.dialects.base import OpDef
+from ktir.dialects.registry import OPS
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Attribute, Type
+from ktir.ir.operation import Block, Module, Operation, Region
+from ktir.syntax.affine_print import format_expr, format_map, format_set
+from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, short_body_init, short_body_input
+
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
+_INDENT = "  "
+
+
+# ---------------------------------------------------------------- types
+
+
+def _dims(shape: Sequence[int | None]) -> str:
+    return "".join(("?" if d is None else str(d)) + "x" for d in shape)
+
+
+def type_text(t: Type) -> str:
+    if isinstance(t, ty.IndexType):
+        return "index"
+    if isinstance(t, ty.IntegerType):
+        prefix = {"signless": "i", "signed": "si", "unsigned": "ui"}[t.signedness]
+        return f"{prefix}{t.width}"
+    if isinstance(t, ty.FloatType):
+        return t.kind
+    if isinstance(t, ty.TensorType):
+        enc = f", {attr_text(t.encoding)}" if t.encoding is not None else ""
+        return f"tensor<{_dims(t.shape)}{type_text(t.element_type)}{enc}>"
+    if isinstance(t, ty.MemRefType):
+        extras = "".join(f", {attr_text(a)}" for a in (t.layout, t.memory_space) if a is not None)
+        return f"memref<{_dims(t.shape)}{type_text(t.element_type)}{extras}>"
+    if isinstance(t, ty.AccessTileType):
+        return f"!ktdp.access_tile<{_dims(t.shape)}index>"
+    if isinstance(t, ty.TileFutureType):
+        parts = ", ".join(type_text(p) for p in t.partial_types)
+        return f"!ktdp.tile_future<({parts}), groups = {attr_text(t.groups)}>"
+    if isinstance(t, ty.RuntimeArgType):
+        params = "".join(
+            f", {k} = {v}" for k, v in (("granularity", t.granularity), ("upperbound", t.upperbound)) if v is not None
+        )
+        return f"!ktdp.runtime_arg<{type_text(t.value_type)}{params}>"
+    if isinstance(t, ty.FunctionType):
+        return function_type_text(t)
+    if isinstance(t, ty.TypeAliasRef):
+        return f"!{t.name}"
+    if isinstance(t, ty.NoneType):
+        return "none"
+    if isinstance(t, ty.VectorType):
+        return f"vector<{_dims(t.shape)}{type_text(t.element_type)}>"
+    if isinstance(t, ty.UnrankedTensorType):
+        return f"tensor<*x{type_text(t.element_type)}>"
+    if isinstance(t, ty.UnrankedMemRefType):
+        space = f", {attr_text(t.memory_space)}" if t.memory_space is not None else ""
+        return f"memref<*x{type_text(t.element_type)}{space}>"
+    if isinstance(t, ty.ComplexType):
+        return f"complex<{type_text(t.element_type)}>"
+    if isinstance(t, ty.TupleType):
+        return f"tuple<{', '.join(type_text(x) for x in t.types)}>"
+    if isinstance(t, ty.DialectType):
+        return f"!{t.dialect}.{t.name}<{t.body}>"
+    raise TypeError(f"cannot print type {t!r}")
+
+
+def _result_types_text(results: Sequence[Type]) -> str:
+    if len(results) == 1 and not isinstance(results[0], ty.FunctionType):
+        return type_text(results[0])
+    return "(" + ", ".join(type_text(t) for t in results) + ")"
+
+
+def function_type_text(t: ty.FunctionType) -> str:
+    inputs = ", ".join(type_text(x) for x in t.inputs)
+    return f"({inputs}) -> {_result_types_text(t.results)}"
+
+
+def _types(ts: Sequence[Type]) -> str:
+    return ", ".join(type_text(t) for t in ts)
+
+
+# ---------------------------------------------------------------- attributes
+
+
+def float_text(value: float) -> str:
+    text = repr(float(value))
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def string_text(value: str) -> str:
+    out = ['"']
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):02X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _float_attr_text(a: at.FloatAttr) -> str:
+    suffix = f" : {type_text(a.type)}" if a.type is not None else ""
+    if a.bits is not None:
+        width = a.type.width if isinstance(a.type, ty.FloatType) else 64
+        return f"0x{a.bits:0{max(width // 4, 1)}X}{suffix}"
+    if math.isfinite(a.value):
+        return f"{float_text(a.value)}{suffix}"
+    # MLIR has no literal for inf/nan: print the bit pattern of the value in its type
+    from ktir.syntax.parser import float_bits
+
+    t = a.type if isinstance(a.type, ty.FloatType) else ty.F64
+    return f"0x{float_bits(a.value, t):0{t.width // 4}X} : {type_text(t)}"
+
+
+def _dense_value_text(v: object) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_dense_value_text(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return float_text(v)
+    return str(v)
+
+
+def attr_text(a: Attribute) -> str:
+    if isinstance(a, at.IntegerAttr):
+        return f"{a.value} : {type_text(a.type)}" if a.type is not None else str(a.value)
+    if isinstance(a, at.FloatAttr):
+        return _float_attr_text(a)
+    if isinstance(a, at.BoolAttr):
+        return "true" if a.value else "false"
+    if isinstance(a, at.StringAttr):
+        return string_text(a.value) + (f" : {type_text(a.type)}" if a.type is not None else "")
+    if isinstance(a, at.ArrayAttr):
+        return "[" + ", ".join(attr_text(e) for e in a.elements) + "]"
+    if isinstance(a, at.DictAttr):
+        return dict_text(dict(a.entries), always=True)
+    if isinstance(a, at.AttrAliasRef):
+        return f"#{a.name}"
+    if isinstance(a, at.AffineMapAttr):
+        return f"affine_map<{format_map(a.value)}>"
+    if isinstance(a, at.IntegerSetAttr):
+        return f"affine_set<{format_set(a.value)}>"
+    if isinstance(a, at.MemorySpaceAttr):
+        extra = f", ct_id = {a.ct_id}" if a.ct_id is not None else ""
+        return f"#ktdp.memory_space<{a.kind}{extra}>"
+    if isinstance(a, at.DenseArrayAttr):
+        values = ", ".join(_dense_value_text(v) for v in a.values)
+        return f"array<{type_text(a.element_type)}{': ' + values if a.values else ''}>"
+    if isinstance(a, at.DenseAttr):
+        if a.hex is not None:
+            body = string_text(a.hex)
+        elif a.values == ():
+            body = ""
+        else:
+            body = _dense_value_text(a.values)
+        return f"dense<{body}> : {type_text(a.type)}"
+    if isinstance(a, at.TypeAttr):
+        return type_text(a.value)
+    if isinstance(a, at.UnitAttr):
+        return "unit"
+    if isinstance(a, at.SymbolRefAttr):
+        return "::".join(_symbol_text(n) for n in (a.root, *a.nested))
+    if isinstance(a, at.EnumAttr):
+        return f"#{a.dialect}.{a.name}<{a.value}>"
+    if isinstance(a, at.DialectAttr):
+        return f"#{a.dialect}.{a.name}<{a.body}>"
+    if isinstance(a, at.StridedLayoutAttr):
+        strides = ", ".join("?" if s is None else str(s) for s in a.strides)
+        offset = "" if a.offset == 0 else f", offset: {'?' if a.offset is None else a.offset}"
+        return f"strided<[{strides}]{offset}>"
+    if isinstance(a, at.DenseResourceAttr):
+        return f"dense_resource<{a.handle}> : {type_text(a.type)}"
+    raise TypeError(f"cannot print attribute {a!r}")
+
+
+def _symbol_text(name: str) -> str:
+    return f"@{name}" if re.fullmatch(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*", name) else f"@{string_text(name)}"
+
+
+def _key_text(key: str) -> str:
+    return key if _BARE.match(key) else string_text(key)
+
+
+def dict_text(attrs: dict[str, Attribute], elided: Sequence[str] = (), always: bool = False) -> str:
+    items = []
+    for key in sorted(attrs):
+        if key in elided:
+            continue
+        value = attrs[key]
+        items.append(_key_text(key) if isinstance(value, at.UnitAttr) else f"{_key_text(key)} = {attr_text(value)}")
+    if not items:
+        return "{}" if always else ""
+    return "{" + ", ".join(items) + "}"
+
+
+def _opt_dict(attrs: dict[str, Attribute], elided: Sequence[str] = ()) -> str:
+    text = dict_text(attrs, elided)
+    return f" {text}" if text else ""
+
+
+def _static_list(attr: Attribute | None, dynamic: list[str]) -> str:
+    """`[0, %o]` from a static array with kDynamic holes and the dynamic operands."""
+    values = attr.values if isinstance(attr, at.DenseArrayAttr) else ()
+    it = iter(dynamic)
+    parts = [next(it) if v == KDYNAMIC else str(v) for v in values]
+    return "[" + ", ".join(parts) + "]"
+
+
+def _segments(op: Operation) -> list[int]:
+    seg = op.attributes.get("operandSegmentSizes")
+    assert isinstance(seg, at.DenseArrayAttr), f"{op.name} lacks operandSegmentSizes"
+    return [int(v) for v in seg.values]
+
+
+def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
+    out: list[list[str]] = []
+    i = 0
+    for n in sizes:
+        out.append(list(items[i : i + n]))
+        i += n
+    return out
+
+
+# ---------------------------------------------------------------- printer
+
+
+class Printer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(_INDENT * depth + text)
+
+    # ------------------------------------------------------------ structure
+
+    def module(self, module: Module) -> str:
+        for name, attr in module.attr_aliases.items():
+            self.lines.append(f"#{name} = {attr_text(attr)}")
+        for name, t in module.type_aliases.items():
+            self.lines.append(f"!{name} = {type_text(t)}")
+        for op in module.operations:
+            self.operation(op, 0)
+        return "\n".join(self.lines) + "\n"
+
+    def operation(self, op: Operation, depth: int) -> None:
+        head = _results_text(op.results)
+        opdef = OPS.get(op.name)
+        printer = _FORMATS.get(opdef.format) if opdef is not None else None
+        if printer is None or opdef is None:
+            self.generic(op, depth, head)
+            return
+        custom = Printer()
+        try:
+            printer(custom, op, opdef, depth, head)
+        except (KeyError, IndexError, AssertionError, ValueError, StopIteration):
+            # the op's attributes do not fit its custom form (e.g. read from generic
+            # text written by another tool): the generic form always round-trips
+            self.generic(op, depth, head)
+            return
+        self.lines.extend(custom.lines)
+
+    def region(self, region: Region, depth: int, entry_label: bool, elide: str | None = None) -> str:
+        """Print a region whose `{` ends the current line; returns the closing text."""
+        for index, block in enumerate(region.blocks):
+            ops = block.operations
+            if elide is not None and index == len(region.blocks) - 1 and ops and _is_empty_terminator(ops[-1], elide):
+                ops = ops[:-1]
+            if index > 0 or (entry_label and (block.label is not None or block.arguments)):
+                label = block.label or f"^bb{index}"
+                args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in block.arguments)
+                self.emit(depth, f"{label}({args}):" if block.arguments else f"{label}:")
+            for inner in ops:
+                self.operation(inner, depth + 1)
+        return "}"
+
+    def open_region(self, depth: int, head: str, region: Region, entry_label: bool, tail: str = "", elide: str | None = None) -> None:
+        self.emit(depth, head + " {")
+        self.region(region, depth, entry_label, elide)
+        self.emit(depth, "}" + tail)
+
+    def generic(self, op: Operation, depth: int, head: str) -> None:
+        text = f"{head}{string_text(op.name)}({', '.join(op.operands)})"
+        if op.successors:
+            text += "[" + ", ".join(op.successors) + "]"
+        if op.properties:
+            text += " <" + dict_text(op.properties, always=True) + ">"
+        fn = function_type_text(ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types)))
+        tail = _opt_dict(op.attributes) + f" : {fn}"
+        if not op.regions:
+            self.emit(depth, text + tail)
+            return
+        self.emit(depth, text + " ({")
+        for i, region in enumerate(op.regions):
+            if i > 0:
+                self.emit(depth, "}, {")
+            self.region(region, depth, entry_label=True)
+        self.emit(depth, "})" + tail)
+
+
+def _results_text(results: list[str]) -> str:
+    if not results:
+        return ""
+    groups: list[str] = []
+    i = 0
+    while i < len(results):
+        name = results[i]
+        if name.endswith("#0") and "#" in name:
+            base = name[:-2]
+            n = 1
+            while i + n < len(results) and results[i + n] == f"{base}#{n}":
+                n += 1
+            groups.append(f"{base}:{n}")
+            i += n
+        else:
+            groups.append(name)
+            i += 1
+    return ", ".join(groups) + " = "
+
+
+def _is_empty_terminator(op: Operation, name: str) -> bool:
+    return op.name == name and not op.operands and not op.attributes and not op.regions
+
+
+# ---------------------------------------------------------------- format printers
+
+FormatPrinter = Callable[[Printer, Operation, OpDef, int, str], None]
+_FORMATS: dict[str, FormatPrinter] = {}
+
+
+def _format(name: str) -> Callable[[FormatPrinter], FormatPrinter]:
+    def register(fn: FormatPrinter) -> FormatPrinter:
+        _FORMATS[name] = fn
+        return fn
+
+    return register
+
+
+@_format("MODULE")
+def _module(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    name = op.attributes.get("sym_name")
+    text = f"{head}module"
+    if isinstance(name, at.StringAttr):
+        text += f" {_symbol_text(name.value)}"
+    rest = dict_text(op.attributes, ("sym_name",))
+    if rest:
+        text += f" attributes {rest}"
+    p.open_region(depth, text, op.regions[0], entry_label=False)
+
+
+@_format("FUNC")
+def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    attrs = op.attributes
+    name = attrs["sym_name"]
+    fn = attrs["function_type"]
+    assert isinstance(name, at.StringAttr) and isinstance(fn, at.TypeAttr)
+    ftype = fn.value
+    assert isinstance(ftype, ty.FunctionType)
+    text = f"{head}func.func "
+    vis = attrs.get("sym_visibility")
+    if isinstance(vis, at.StringAttr):
+        text += f"{vis.value} "
+    arg_attrs = _dict_list(attrs.get("arg_attrs"), len(ftype.inputs))
+    res_attrs = _dict_list(attrs.get("res_attrs"), len(ftype.results))
+    region = op.regions[0] if op.regions else Region()
+    body = bool(region.blocks)
+    params = []
+    for i, t in enumerate(ftype.inputs):
+        extra = _opt_dict(arg_attrs[i])
+        if body:
+            params.append(f"{region.blocks[0].arguments[i].name}: {type_text(t)}{extra}")
+        else:
+            params.append(f"{type_text(t)}{extra}")
+    text += f"{_symbol_text(name.value)}({', '.join(params)})"
+    if ftype.results:
+        if len(ftype.results) == 1 and not res_attrs[0]:
+            text += f" -> {type_text(ftype.results[0])}"
+        else:
+            text += " -> (" + ", ".join(f"{type_text(t)}{_opt_dict(res_attrs[i])}" for i, t in enumerate(ftype.results)) + ")"
+    rest = dict_text(attrs, ("sym_name", "function_type", "sym_visibility", "arg_attrs", "res_attrs"))
+    if rest:
+        text += f" attributes {rest}"
+    if not body:
+        p.emit(depth, text)
+        return
+    p.open_region(depth, text, region, entry_label=False)
+
+
+def _dict_list(attr: Attribute | None, n: int) -> list[dict[str, Attribute]]:
+    if not isinstance(attr, at.ArrayAttr):
+        return [{} for _ in range(n)]
+    return [dict(e.entries) if isinstance(e, at.DictAttr) else {} for e in attr.elements]
+
+
+@_format("CALL")
+def _call(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    callee = op.attributes["callee"]
+    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
+    p.emit(
+        depth,
+        f"{head}func.call {attr_text(callee)}({', '.join(op.operands)}){_opt_dict(op.attributes, ('callee',))} : {function_type_text(fn)}",
+    )
+
+
+@_format("TERMINATOR")
+def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    attrs = dict_text(op.attributes)
+    text = f"{head}{op.name}"
+    values = f" {', '.join(op.operands)} : {_types(op.operand_types)}" if op.operands else ""
+    if d.option("attr_dict_last") and values:
+        text += values + (f" {attrs}" if attrs else "")
+    else:
+        text += (f" {attrs}" if attrs else "") + values
+    p.emit(depth, text)
+
+
+@_format("CONSTANT")
+def _constant(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    text = attr_text(op.attributes["value"])
+    p.emit(depth, f"{head}{op.name}{_opt_dict(op.attributes, ('value',))} {text}")
+
+
+def _flags(op: Operation) -> str:
+    out = ""
+    for key, kw in (("fastmath", "fastmath"), ("overflowFlags", "overflow")):
+        flag = op.attributes.get(key)
+        if isinstance(flag, at.EnumAttr):
+            out += f" {kw}<{flag.value}>"
+    return out
+
+
+def _elementwise(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    flags = _flags(op)
+    elided = ("fastmath", "overflowFlags") if flags else ()
+    p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{flags}{_opt_dict(op.attributes, elided)} : {type_text(op.result_types[0])}")
+
+
+for _name in ("BINARY", "UNARY", "TERNARY"):
+    _FORMATS[_name] = _elementwise
+
+
+@_format("CAST")
+def _cast(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(
+        depth,
+        f"{head}{op.name} {op.operands[0]}{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}",
+    )
+
+
+@_format("CMP")
+def _cmp(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    predicates = d.option("predicates")
+    assert isinstance(predicates, tuple)
+    pred = op.attributes["predicate"]
+    assert isinstance(pred, at.IntegerAttr)
+    p.emit(
+        depth,
+        f"{head}{op.name} {predicates[pred.value]}, {', '.join(op.operands)}{_opt_dict(op.attributes, ('predicate',))} : {type_text(op.operand_types[0])}",
+    )
+
+
+@_format("SELECT")
+def _select(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    cond_t, value_t = op.operand_types[0], op.operand_types[1]
+    types = type_text(value_t) if cond_t == ty.I1 else f"{type_text(cond_t)}, {type_text(value_t)}"
+    p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{_opt_dict(op.attributes)} : {types}")
+
+
+# ------------------------------------------------------------------ ktdp
+
+
+@_format("TILE_ID")
+def _tile_id(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(depth, f"{head}{op.name}{_opt_dict(op.attributes)} : {_types(op.result_types)}")
+
+
+@_format("MEMORY_VIEW")
+def _memory_view(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _, n_sizes, n_strides = _segments(op)
+    offset, sizes, strides = _split(op.operands, [1, n_sizes, n_strides])
+    a = op.attributes
+    p.emit(
+        depth,
+        f"{head}{op.name} {offset[0]}, sizes: {_static_list(a.get('static_sizes'), sizes)}, strides: {_static_list(a.get('static_strides'), strides)}"
+        f"{_opt_dict(a, ('static_sizes', 'static_strides', 'operandSegmentSizes'))} : {type_text(op.result_types[0])}",
+    )
+
+
+@_format("DISTRIBUTED_VIEW")
+def _distributed_view(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    inner = f"{', '.join(op.operands)} : {_types(op.operand_types)}" if op.operands else ""
+    p.emit(depth, f"{head}{op.name}({inner}){_opt_dict(op.attributes)} : {type_text(op.result_types[0])}")
+
+
+def _ssa_names(names: Sequence[str], num_dims: int) -> Callable[[af.AffineExpr], str]:
+    def namer(leaf: af.AffineExpr) -> str:
+        if isinstance(leaf, af.Dim):
+            return names[leaf.position]
+        assert isinstance(leaf, af.Symbol)
+        return f"symbol({names[num_dims + leaf.position]})"
+
+    return namer
+
+
+def _subscripts(amap: af.AffineMap, operands: Sequence[str]) -> str:
+    namer = _ssa_names(operands, amap.num_dims)
+    return ", ".join(format_expr(e, namer) for e in amap.results)
+
+
+@_format("ACCESS_TILE")
+def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _, n_idx, n_sym = _segments(op)
+    base, indices, symbols = _split(op.operands, [1, n_idx, n_sym])
+    base_map = op.attributes["base_map"]
+    assert isinstance(base_map, at.AffineMapAttr)
+    syms = f" symbols({', '.join(symbols)})" if symbols else ""
+    p.emit(
+        depth,
+        f"{head}{op.name} {base[0]}[{_subscripts(base_map.value, indices)}]{syms}"
+        f"{_opt_dict(op.attributes, ('base_map', 'operandSegmentSizes'))} : {type_text(op.operand_types[0])} -> {type_text(op.result_types[0])}",
+    )
+
+
+@_format("INDIRECT_TILE")
+def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _, n_views, n_captured, n_sym = _segments(op)
+    base, views, captured, symbols = _split(op.operands, [1, n_views, n_captured, n_sym])
+    variables = [a.name for a in op.regions[0].blocks[0].arguments]
+    names = variables + captured
+    kinds = op.attributes["per_dim_subscript_kinds"]
+    maps = op.attributes["per_dim_subscript_maps"]
+    assert isinstance(kinds, at.DenseArrayAttr) and isinstance(maps, at.ArrayAttr)
+    view_iter = iter(views)
+    subs = []
+    for indirect, m in zip(kinds.values, maps.elements, strict=True):
+        assert isinstance(m, at.AffineMapAttr)
+        text = _subscripts(m.value, names)
+        subs.append(f"ind({next(view_iter)}[{text}])" if indirect else f"({text})")
+    syms = f" symbols({', '.join(symbols)})" if symbols else ""
+    elided = ("per_dim_subscript_kinds", "per_dim_subscript_maps", "operandSegmentSizes")
+    types = _types(op.operand_types[: 1 + n_views])
+    p.emit(
+        depth,
+        f"{head}{op.name} intermediate_variables({', '.join(variables)}) {base[0]}[{', '.join(subs)}]{syms}"
+        f"{_opt_dict(op.attributes, elided)} : {types} -> {type_text(op.result_types[0])}",
+    )
+
+
+@_format("LOAD")
+def _load(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(depth, f"{head}{op.name} {op.operands[0]}{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])} -> {type_text(op.result_types[0])}")
+
+
+@_format("STORE")
+def _store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{_opt_dict(op.attributes)} : {_types(op.operand_types)}")
+
+
+@_format("RUNTIME_ARG_EXTRACT")
+def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    kind = op.attributes["kind"]
+    assert isinstance(kind, at.EnumAttr)
+    p.emit(
+        depth,
+        f"{head}{op.name} {kind.value} from {op.operands[0]} : {type_text(op.operand_types[0])}{_opt_dict(op.attributes, ('kind',))} -> {type_text(op.result_types[0])}",
+    )
+
+
+@_format("PRODUCE")
+def _produce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    group = op.attributes["producer_tiles_per_group"]
+    text = f"{head}{op.name} producer_tiles_per_group = {attr_text(group)}{_opt_dict(op.attributes, ('producer_tiles_per_group',))} -> {type_text(op.result_types[0])}"
+    p.open_region(depth, text, op.regions[0], entry_label=True)
+
+
+def _inter_tile_head(op: Operation, head: str) -> tuple[str, list[str]]:
+    a = op.attributes
+    text = f"{head}{op.name}({op.operands[0]}) consumer_tiles_per_group = {attr_text(a['consumer_tiles_per_group'])}"
+    elided = ["consumer_tiles_per_group"]
+    dep = a.get("producer_dependency_per_consumer")
+    if dep is not None:
+        text += f", producer_dependency_per_consumer = {attr_text(dep)}"
+        elided.append("producer_dependency_per_consumer")
+    return text, elided
+
+
+def _identity(op: Operation) -> str:
+    ids = op.operands[1:]
+    if not ids:
+        return "identity()"
+    return f"identity({', '.join(ids)} : {_types(op.operand_types[1:])})"
+
+
+@_format("CONSUME")
+def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    text, elided = _inter_tile_head(op, head)
+    p.emit(depth, f"{text}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}")
+
+
+@_format("REDUCE")
+def _reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    text, elided = _inter_tile_head(op, head)
+    text += f", {_identity(op)}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}"
+    p.open_region(depth, text, op.regions[0], entry_label=True)
+
+
+_COLLECTIVE_DIMS = ("gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions")
+
+
+@_format("COLLECTIVE")
+def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    text, elided = _inter_tile_head(op, head)
+    for key in _COLLECTIVE_DIMS:
+        dims = op.attributes.get(key)
+        if isinstance(dims, at.DenseArrayAttr):
+            text += f", {key} = [{', '.join(str(v) for v in dims.values)}]"
+            elided.append(key)
+    if op.regions or len(op.operands) > 1:
+        text += f", {_identity(op)}"
+    text += f"{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}"
+    if op.regions:
+        p.open_region(depth, text, op.regions[0], entry_label=True)
+    else:
+        p.emit(depth, text)
+
+
+# ------------------------------------------------------------------ scf
+
+
+def _arrow(types: Sequence[Type]) -> str:
+    return f" -> ({_types(types)})" if types else ""
+
+
+@_format("FOR")
+def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    region = op.regions[0]
+    args = region.blocks[0].arguments
+    lb, ub, step, *inits = op.operands
+    text = f"{head}scf.for {args[0].name} = {lb} to {ub} step {step}"
+    if inits:
+        bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(args[1:], inits, strict=True))
+        text += f" iter_args({bindings}) -> ({_types(op.result_types)})"
+    if args[0].type != ty.INDEX:
+        text += f" : {type_text(args[0].type)}"
+    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes), elide=None if inits else "scf.yield")
+
+
+@_format("IF")
+def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    then, other = op.regions[0], op.regions[1] if len(op.regions) > 1 else Region()
+    elide = None if op.result_types else "scf.yield"
+    p.emit(depth, f"{head}scf.if {op.operands[0]}{_arrow(op.result_types)} {{")
+    p.region(then, depth, False, elide)
+    if other.blocks:
+        p.emit(depth, "} else {")
+        p.region(other, depth, False, elide)
+    p.emit(depth, "}" + _opt_dict(op.attributes))
+
+
+@_format("WHILE")
+def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    before, after = op.regions
+    bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(before.blocks[0].arguments, op.operands, strict=True))
+    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
+    p.emit(depth, f"{head}scf.while ({bindings}) : {function_type_text(fn)} {{")
+    p.region(before, depth, False)
+    p.emit(depth, "} do {")
+    p.region(after, depth, True)
+    p.emit(depth, "}" + _opt_dict(op.attributes))
+
+
+@_format("CONDITION")
+def _condition(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    rest = op.operands[1:]
+    values = f" {', '.join(rest)} : {_types(op.operand_types[1:])}" if rest else ""
+    p.emit(depth, f"{head}scf.condition({op.operands[0]}){_opt_dict(op.attributes)}{values}")
+
+
+@_format("PARALLEL")
+def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    n_lb, n_ub, n_st, n_init = _segments(op)
+    lbs, ubs, steps, inits = _split(op.operands, [n_lb, n_ub, n_st, n_init])
+    region = op.regions[0]
+    ivs = ", ".join(a.name for a in region.blocks[0].arguments)
+    text = f"{head}scf.parallel ({ivs}) = ({', '.join(lbs)}) to ({', '.join(ubs)}) step ({', '.join(steps)})"
+    if inits:
+        text += f" init ({', '.join(inits)})"
+    text += _arrow(op.result_types)
+    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes, ("operandSegmentSizes",)), elide="scf.reduce")
+
+
+@_format("SCF_REDUCE")
+def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    if not op.operands:
+        p.emit(depth, f"{head}scf.reduce{_opt_dict(op.attributes)}")
+        return
+    p.emit(depth, f"{head}scf.reduce({', '.join(op.operands)} : {_types(op.operand_types)}) {{")
+    for i, region in enumerate(op.regions):
+        if i > 0:
+            p.emit(depth, "}, {")
+        p.region(region, depth, True)
+    p.emit(depth, "}" + _opt_dict(op.attributes))
+
+
+@_format("FORALL")
+def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    n_lb, n_ub, n_st, n_out = _segments(op)
+    d_lb, d_ub, d_st, outs = _split(op.operands, [n_lb, n_ub, n_st, n_out])
+    a = op.attributes
+    region = op.regions[0]
+    args = region.blocks[0].arguments
+    ivs = args[: len(args) - n_out]
+    lbs = _static_list(a.get("staticLowerBound"), d_lb)
+    ubs = _static_list(a.get("staticUpperBound"), d_ub)
+    steps = _static_list(a.get("staticStep"), d_st)
+    text = f"{head}scf.forall ({', '.join(v.name for v in ivs)})"
+    lb_vals = a.get("staticLowerBound")
+    st_vals = a.get("staticStep")
+    simple = (
+        isinstance(lb_vals, at.DenseArrayAttr)
+        and isinstance(st_vals, at.DenseArrayAttr)
+        and all(v == 0 for v in lb_vals.values)
+        and all(v == 1 for v in st_vals.values)
+    )
+    if simple:
+        text += f" in ({ubs[1:-1]})"
+    else:
+        text += f" = ({lbs[1:-1]}) to ({ubs[1:-1]}) step ({steps[1:-1]})"
+    if outs:
+        shared = ", ".join(f"{b.name} = {v}" for b, v in zip(args[len(ivs):], outs, strict=True))
+        text += f" shared_outs({shared})"
+    text += _arrow(op.result_types)
+    elided = ("staticLowerBound", "staticUpperBound", "staticStep", "operandSegmentSizes")
+    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(a, elided))
+
+
+@_format("IN_PARALLEL")
+def _in_parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.open_region(depth, f"{head}{op.name}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
+
+
+@_format("EXECUTE_REGION")
+def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.open_region(depth, f"{head}{op.name}{_arrow(op.result_types)}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
+
+
+# ------------------------------------------------------------------ affine
+
+
+@_format("AFFINE_APPLY")
+def _affine_apply(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    amap = op.attributes["map"]
+    n_dims = amap.value.num_dims if isinstance(amap, at.AffineMapAttr) else len(op.operands)
+    dims, syms = op.operands[:n_dims], op.operands[n_dims:]
+    sym_text = f"[{', '.join(syms)}]" if syms else ""
+    p.emit(depth, f"{head}{op.name} {attr_text(amap)}({', '.join(dims)}){sym_text}{_opt_dict(op.attributes, ('map',))}")
+
+
+# ------------------------------------------------------------------ linalg
+
+
+def _ins_outs(op: Operation) -> str:
+    n_in, n_out = _segments(op)
+    ins, outs = op.operands[:n_in], op.operands[n_in : n_in + n_out]
+    in_t, out_t = op.operand_types[:n_in], op.operand_types[n_in : n_in + n_out]
+    ins_text = f"{', '.join(ins)} : {_types(in_t)}" if ins else ""
+    outs_text = f"{', '.join(outs)} : {_types(out_t)}" if outs else ""
+    return f"ins({ins_text}) outs({outs_text})"
+
+
+def _results_arrow(op: Operation) -> str:
+    return f" -> {_types(op.result_types)}" if op.result_types else ""
+
+
+@_format("LINALG_NAMED")
+def _linalg_named(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    maps = op.attributes.get("indexing_maps")
+    maps_text = f" indexing_maps = {attr_text(maps)}" if maps is not None else ""
+    p.emit(
+        depth,
+        f"{head}{op.name}{maps_text}{_opt_dict(op.attributes, ('indexing_maps', 'operandSegmentSizes'))} {_ins_outs(op)}{_results_arrow(op)}",
+    )
+
+
+_GENERIC_TRAIT = ("indexing_maps", "iterator_types", "doc", "library_call")
+
+
+@_format("LINALG_GENERIC")
+def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    trait = {k: v for k, v in op.attributes.items() if k in _GENERIC_TRAIT}
+    extra = {k: v for k, v in op.attributes.items() if k not in _GENERIC_TRAIT and k != "operandSegmentSizes"}
+    text = f"{head}{op.name} {dict_text(trait, always=True)} {_ins_outs(op)}"
+    if extra:
+        text += f" attrs = {dict_text(extra, always=True)}"
+    p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))
+
+
+def _short_body(op: Operation, n_ins: int, with_inits: bool) -> str | None:
+    """The op name if the body is exactly what `{ op }` builds, else None."""
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    if len(block.operations) != 2 or block.label is not None:
+        return None
+    inner, yield_op = block.operations
+    n_out = len(block.arguments) - n_ins
+    expected = [short_body_input(i) for i in range(n_ins)]
+    if with_inits:
+        expected += [short_body_init(i) for i in range(n_out)]
+    names = [a.name for a in block.arguments]
+    inner_def = OPS.get(inner.name)
+    if (
+        names != expected
+        or inner_def is None
+        or inner_def.format not in ("BINARY", "UNARY", "TERNARY")
+        or inner.operands != names
+        or inner.attributes
+        or inner.results != [SHORT_BODY_RESULT]
+        or yield_op.name != "linalg.yield"
+        or yield_op.operands != [SHORT_BODY_RESULT]
+        or yield_op.attributes
+    ):
+        return None
+    return inner.name
+
+
+def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:
+    region = op.regions[0]
+    params = ", ".join(f"{a.name}: {type_text(a.type)}" for a in region.blocks[0].arguments)
+    p.open_region(depth, f"{text} ({params})", region, entry_label=False)
+
+
+@_format("LINALG_MAP")
+def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    n_in, _ = _segments(op)
+    short = _short_body(op, n_in, with_inits=False)
+    attrs = _opt_dict(op.attributes, ("operandSegmentSizes",))
+    if short is not None:
+        p.emit(depth, f"{head}linalg.map {{ {short} }} {_ins_outs(op)}{attrs}")
+        return
+    _explicit_body(p, op, depth, f"{head}linalg.map {_ins_outs(op)}{attrs}")
+
+
+@_format("LINALG_REDUCE")
+def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    n_in, _ = _segments(op)
+    dims = op.attributes["dimensions"]
+    assert isinstance(dims, at.DenseArrayAttr)
+    tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
+    short = _short_body(op, n_in, with_inits=True)
+    if short is not None:
+        p.emit(depth, f"{head}linalg.reduce {{ {short} }} {_ins_outs(op)}{tail}")
+        return
+    _explicit_body(p, op, depth, f"{head}linalg.reduce {_ins_outs(op)}{tail}")
+
+
+@_format("LINALG_DIMS")
+def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    key = "permutation" if op.name == "linalg.transpose" else "dimensions"
+    dims = op.attributes[key]
+    assert isinstance(dims, at.DenseArrayAttr)
+    values = ", ".join(str(v) for v in dims.values)
+    p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = [{values}]{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
+
+
+@_format("LINALG_INDEX")
+def _linalg_index(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    dim = op.attributes["dim"]
+    assert isinstance(dim, at.IntegerAttr)
+    p.emit(depth, f"{head}{op.name} {dim.value}{_opt_dict(op.attributes, ('dim',))} : {type_text(op.result_types[0])}")
+
+
+# ------------------------------------------------------------------ tensor, memref
+
+
+@_format("EMPTY")
+def _empty(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(depth, f"{head}{op.name}({', '.join(op.operands)}){_opt_dict(op.attributes)} : {type_text(op.result_types[0])}")
+
+
+@_format("SPLAT")
+def _splat(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    sizes = f"[{', '.join(op.operands[1:])}]" if len(op.operands) > 1 else ""
+    p.emit(depth, f"{head}{op.name} {op.operands[0]}{sizes}{_opt_dict(op.attributes)} : {type_text(op.result_types[0])}")
+
+
+@_format("EXTRACT")
+def _extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(depth, f"{head}{op.name} {op.operands[0]}[{', '.join(op.operands[1:])}]{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])}")
+
+
+@_format("INSERT")
+def _insert(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    value, dest, *idx = op.operands
+    p.emit(depth, f"{head}{op.name} {value} into {dest}[{', '.join(idx)}]{_opt_dict(op.attributes)} : {type_text(op.operand_types[1])}")
+
+
+@_format("MEMREF_STORE")
+def _memref_store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    value, dest, *idx = op.operands
+    p.emit(depth, f"{head}{op.name} {value}, {dest}[{', '.join(idx)}]{_opt_dict(op.attributes)} : {type_text(op.operand_types[1])}")
+
+
+def _offsets_sizes_strides(op: Operation, fixed: int, keys: Sequence[str]) -> str:
+    segs = _segments(op)
+    groups = _split(op.operands[fixed:], segs[fixed:])
+    return " ".join(_static_list(op.attributes.get(k), g) for k, g in zip(keys, groups, strict=True))
+
+
+_OSS = ("static_offsets", "static_sizes", "static_strides")
+
+
+@_format("SLICE")
+def _slice(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    lists = _offsets_sizes_strides(op, 1, _OSS)
+    p.emit(
+        depth,
+        f"{head}{op.name} {op.operands[0]}{lists}{_opt_dict(op.attributes, (*_OSS, 'operandSegmentSizes'))} : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}",
+    )
+
+
+@_format("INSERT_SLICE")
+def _insert_slice(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    lists = _offsets_sizes_strides(op, 2, _OSS)
+    p.emit(
+        depth,
+        f"{head}{op.name} {op.operands[0]} into {op.operands[1]}{lists}{_opt_dict(op.attributes, (*_OSS, 'operandSegmentSizes'))}"
+        f" : {type_text(op.operand_types[0])} into {type_text(op.operand_types[1])}",
+    )
+
+
+def _reassociation(attr: Attribute) -> str:
+    assert isinstance(attr, at.ArrayAttr)
+    groups = []
+    for g in attr.elements:
+        assert isinstance(g, at.ArrayAttr)
+        groups.append("[" + ", ".join(str(e.value) for e in g.elements if isinstance(e, at.IntegerAttr)) + "]")
+    return "[" + ", ".join(groups) + "]"
+
+
+@_format("EXPAND_SHAPE")
+def _expand_shape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    a = op.attributes
+    shape = _static_list(a.get("static_output_shape"), list(op.operands[1:]))
+    p.emit(
+        depth,
+        f"{head}{op.name} {op.operands[0]} {_reassociation(a['reassociation'])} output_shape {shape}"
+        f"{_opt_dict(a, ('reassociation', 'static_output_shape'))} : {type_text(op.operand_types[0])} into {type_text(op.result_types[0])}",
+    )
+
+
+@_format("COLLAPSE_SHAPE")
+def _collapse_shape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    a = op.attributes
+    p.emit(
+        depth,
+        f"{head}{op.name} {op.operands[0]} {_reassociation(a['reassociation'])}{_opt_dict(a, ('reassociation',))}"
+        f" : {type_text(op.operand_types[0])} into {type_text(op.result_types[0])}",
+    )
+
+
+@_format("RESHAPE")
+def _reshape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
+    p.emit(depth, f"{head}{op.name} {op.operands[0]}({op.operands[1]}){_opt_dict(op.attributes)} : {function_type_text(fn)}")
+
+
+@_format("CONCAT")
+def _concat(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    dim = op.attributes["dim"]
+    assert isinstance(dim, at.IntegerAttr)
+    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
+    p.emit(depth, f"{head}{op.name} dim({dim.value}) {', '.join(op.operands)}{_opt_dict(op.attributes, ('dim',))} : {function_type_text(fn)}")
+
+
+@_format("PAD")
+def _pad(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    keys = ("static_low", "static_high")
+    segs = _segments(op)
+    low, high = _split(op.operands[1:], segs[1:])
+    a = op.attributes
+    nofold = " nofold" if "nofold" in a else ""
+    text = f"{head}{op.name} {op.operands[0]}{nofold} low{_static_list(a.get(keys[0]), low)} high{_static_list(a.get(keys[1]), high)}"
+    tail = f"{_opt_dict(a, (*keys, 'nofold', 'operandSegmentSizes'))} : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}"
+    p.open_region(depth, text, op.regions[0], entry_label=True, tail=tail)
+
+
+@_format("GENERATE")
+def _generate(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    extents = f" {', '.join(op.operands)}" if op.operands else ""
+    tail = f"{_opt_dict(op.attributes)} : {type_text(op.result_types[0])}"
+    p.open_region(depth, f"{head}{op.name}{extents}", op.regions[0], entry_label=True, tail=tail)
+
+
+@_format("DIM")
+def _dim(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    p.emit(depth, f"{head}{op.name} {op.operands[0]}, {op.operands[1]}{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])}")
+
+
+@_format("REINTERPRET_CAST")
+def _reinterpret_cast(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    segs = _segments(op)
+    offs, sizes, strides = _split(op.operands[1:], segs[1:])
+    a = op.attributes
+    p.emit(
+        depth,
+        f"{head}{op.name} {op.operands[0]} to offset: {_static_list(a.get('static_offsets'), offs)}, sizes: {_static_list(a.get('static_sizes'), sizes)}, "
+        f"strides: {_static_list(a.get('static_strides'), strides)}{_opt_dict(a, (*_OSS, 'operandSegmentSizes'))}"
+        f" : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}",
+    )
+
+
+def print_module(module: Module) -> str:
+    """Canonical text of `module`; parsing it gives back an equal module."""
+    return Printer().module(module)
+
+
+def print_op(op: Operation) -> str:
+    p = Printer()
+    p.operation(op, 0)
+    return "\n".join(p.lines)

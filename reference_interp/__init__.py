@@ -1,0 +1,1 @@
+"""The KTIR reference interpreter (issue: reference interpreter). Not built yet."""

@@ -1,0 +1,1 @@
+"""KTIR tile schedulers (issue: pluggable tile schedulers). Not built yet."""
