@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, Result, constraints
 
+
 def _alloc(name: str, summary: str) -> OpDef:
     return OpDef(
         name=f"memref.{name}",

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from ktir.ir.affine import AffineExpr, AffineMap, Binary, Const, Dim, IntegerSet, Symbol
 
-
 _PREC = {"add": 1, "mul": 2, "mod": 2, "floordiv": 2, "ceildiv": 2}
 
 

@@ -126,7 +126,7 @@ class KtirLexer(Lexer):
         self._cache[text] = result
         return result
 
-    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Tok]:
+    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Any]:  # yields Tok
         text = lexer_state.text
         if not isinstance(text, str):
             text = text.text
@@ -142,7 +142,7 @@ class KtirLexer(Lexer):
                 raise LexError(
                     f"unexpected character {text[pos]!r}", pos, line, pos - line_start + 1
                 )
-            kind = m.lastgroup
+            kind = m.lastgroup or ""
             end = m.end()
             if kind == "ws":
                 newlines = text.count("\n", pos, end)

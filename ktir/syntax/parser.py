@@ -166,7 +166,13 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     def __init__(self) -> None:
         super().__init__()
+        self.reset()
+
+    def reset(self) -> None:
         self.warnings: list[Diagnostic] = []
+        # aliases must be defined before use, as in MLIR
+        self.attr_aliases: set[str] = set()
+        self.type_aliases: set[str] = set()
 
     def _warn(self, tok: Tok | None, message: str) -> None:
         line, col = (tok.line, tok.column) if tok is not None else (0, 0)
@@ -187,10 +193,18 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return module
 
     def attr_alias_def(self, c: list[Any]) -> C:
-        return C("attr_alias", (c[0].value[1:], c[1]))
+        name = c[0].value[1:]
+        if name in self.attr_aliases:
+            raise _err(c[0], f"redefinition of attribute alias '#{name}'")
+        self.attr_aliases.add(name)
+        return C("attr_alias", (name, c[1]))
 
     def type_alias_def(self, c: list[Any]) -> C:
-        return C("type_alias", (c[0].value[1:], c[1]))
+        name = c[0].value[1:]
+        if name in self.type_aliases:
+            raise _err(c[0], f"redefinition of type alias '!{name}'")
+        self.type_aliases.add(name)
+        return C("type_alias", (name, c[1]))
 
     def operation(self, c: list[Any]) -> Operation:
         if len(c) == 1:
@@ -444,7 +458,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return ty.DialectType(dialect=dialect, name=name, body=body[:-1])
 
     def type_alias_ref(self, c: list[Tok]) -> Type:
-        return ty.TypeAliasRef(name=c[0].value[1:])
+        name = c[0].value[1:]
+        if name not in self.type_aliases:
+            raise _err(c[0], f"undefined type alias '!{name}' (aliases are defined at the top, before use)")
+        return ty.TypeAliasRef(name=name)
 
     def function_type(self, c: list[Any]) -> ty.FunctionType:
         if len(c) == 1:
@@ -534,8 +551,14 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return c
 
     def strided_attr(self, c: list[Any]) -> Attribute:
-        # the last entry is the offset when the text had `offset:` (tracked by count below)
-        return at.StridedLayoutAttr(strides=tuple(c), offset=0)
+        offset = c[1].value if len(c) > 1 else 0
+        return at.StridedLayoutAttr(strides=tuple(c[0]), offset=offset)
+
+    def stride_list(self, c: list[int | None]) -> list[int | None]:
+        return c
+
+    def strided_offset(self, c: list[int | None]) -> C:
+        return C("offset", c[0])
 
     def dynamic_stride(self, c: list[Any]) -> None:
         return None
@@ -581,7 +604,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return at.DialectAttr(dialect=dialect, name=name, body=inner)
 
     def attr_alias_ref(self, c: list[Tok]) -> Attribute:
-        return at.AttrAliasRef(name=c[0].value[1:])
+        name = c[0].value[1:]
+        if name not in self.attr_aliases:
+            raise _err(c[0], f"undefined attribute alias '#{name}' (aliases are defined at the top, before use)")
+        return at.AttrAliasRef(name=name)
 
     def type_attr(self, c: list[Type]) -> Attribute:
         return at.TypeAttr(value=c[0])
@@ -1590,9 +1616,9 @@ def parse(text: str, filename: str | None = None) -> Module:
     """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input."""
     parser = _lark()
     with _LOCK:
-        _BUILDER.warnings = []
+        _BUILDER.reset()
         try:
-            module: Module = parser.parse(text)
+            module: Module = parser.parse(text)  # type: ignore[assignment]  # the transformer builds it
         except LexError as e:
             raise ParseError(e.message, e.line, e.column, filename) from None
         except lark.exceptions.UnexpectedToken as e:
@@ -1603,7 +1629,7 @@ def parse(text: str, filename: str | None = None) -> Module:
                     f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
                 )
                 raise ParseError(message, tok.line, tok.column, filename) from None
-            expected = _expected_text(e.expected)
+            expected = _expected_text(_acceptable(e.state, e.expected))
             if tok.type == "$END":
                 line, col = _end_position(text)
                 raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
@@ -1614,6 +1640,35 @@ def parse(text: str, filename: str | None = None) -> Module:
     for w in module.warnings:
         object.__setattr__(w, "file", filename)
     return module
+
+
+def _acceptable(state: Any, fallback: set[str]) -> set[str]:
+    """Terminals that would really be shifted next: LALR error states list lookaheads of
+    pending reductions from every context, so replay the reductions on the table."""
+    if state is None:
+        return fallback
+    table = state.parse_conf.parse_table.states
+    found = set()
+    for terminal in table[state.position]:
+        if not terminal.isupper():
+            continue
+        stack = list(state.state_stack)
+        while True:
+            action = table[stack[-1]].get(terminal)
+            if action is None:
+                break
+            kind, arg = action
+            if kind.name == "Shift":
+                found.add(terminal)
+                break
+            size = len(arg.expansion)
+            if size:
+                del stack[-size:]
+            goto = table[stack[-1]].get(arg.origin.name)
+            if goto is None:
+                break
+            stack.append(goto[1])
+    return found or fallback
 
 
 def _describe(tok: Any) -> str:

@@ -17,7 +17,7 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
-from ktir.ir.operation import Block, Module, Operation, Region
+from ktir.ir.operation import Module, Operation, Region
 from ktir.syntax.affine_print import format_expr, format_map, format_set
 from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, short_body_init, short_body_input
 

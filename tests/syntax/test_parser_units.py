@@ -1,0 +1,120 @@
+"""Focused parser/printer behaviour: canonical spellings, warnings, errors, aliases."""
+
+from __future__ import annotations
+
+import pytest
+
+import ktir
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+
+
+def roundtrip(text: str) -> str:
+    module = ktir.parse(text)
+    out = ktir.print_module(module)
+    assert ktir.parse(out) == module
+    return out
+
+
+def test_legacy_spellings_print_canonically_with_warnings() -> None:
+    src = """
+func.func @k(%a: memref<4xf16, #ktdp.spyre_memory_space<LX, core = 3>>, %t: !ktdp.tile<4xindex>) {
+  %x = ktdp.load %t : <4xindex> -> tensor<4xf16>
+  return
+}
+"""
+    module = ktir.parse(src, "k.ktir")
+    out = ktir.print_module(module)
+    assert "#ktdp.memory_space<ct_local, ct_id = 3>" in out
+    assert "!ktdp.access_tile<4xindex>" in out and "!ktdp.tile<" not in out
+    assert "spyre_memory_space" not in out
+    messages = [w.message for w in module.warnings]
+    assert len(messages) == 3
+    assert all(w.severity == "warning" and w.file == "k.ktir" for w in module.warnings)
+    # the short form warns at its own position
+    assert any(w.line == 3 and w.column == 23 for w in module.warnings)
+
+
+def test_generic_and_custom_forms_give_equal_ast() -> None:
+    custom = ktir.parse("""
+func.func @f(%a: f32, %b: f32) -> i1 {
+  %c = arith.cmpf olt, %a, %b : f32
+  return %c : i1
+}""")
+    generic = ktir.parse("""
+"func.func"() <{function_type = (f32, f32) -> i1, sym_name = "f"}> ({
+^bb0(%a: f32, %b: f32):
+  %c = "arith.cmpf"(%a, %b) <{predicate = 4 : i64}> : (f32, f32) -> i1
+  "func.return"(%c) : (i1) -> ()
+}) : () -> ()""")
+    assert custom == generic
+
+
+def test_unknown_generic_op_round_trips() -> None:
+    out = roundtrip('%r:2 = "acme.frob"(%a) <{k = 1 : i32}> ({\n^bb0(%x: f32):\n  "acme.done"() : () -> ()\n}) {tag = "t"} : (f32) -> (f32, i8)\n')
+    assert '"acme.frob"(%a) <{k = 1 : i32}>' in out
+
+
+def test_aliases_are_kept() -> None:
+    out = roundtrip("""
+#map = affine_map<(i, j)[s] -> (i * 4 + s, j floordiv 2)>
+!tile = !ktdp.access_tile<4x4xindex>
+func.func @f(%t: !tile) attributes {m = #map} { return }
+""")
+    assert out.startswith("#map = affine_map<(d0, d1)[s0] -> (d0 * 4 + s0, d1 floordiv 2)>\n!tile = !ktdp.access_tile<4x4xindex>")
+    assert "%t: !tile" in out and "m = #map" in out
+
+
+def test_float_literals_round_trip_exactly() -> None:
+    module = ktir.parse("""
+func.func @f() {
+  %a = arith.constant 0.1 : f64
+  %b = arith.constant 1.0e-300 : f64
+  %c = arith.constant 0xFC00 : f16
+  %d = arith.constant -2.5e+10 : f32
+  return
+}""")
+    values = [op.attributes["value"] for op in module.walk() if op.name == "arith.constant"]
+    assert isinstance(values[0], at.FloatAttr) and values[0].value == 0.1
+    assert values[2] == at.FloatAttr(value=float("-inf"), type=ty.F16, bits=0xFC00)
+    out = ktir.print_module(module)
+    assert "0xFC00 : f16" in out and "1.0e-300 : f64" in out
+    assert ktir.parse(out) == module
+
+
+def test_result_groups_print_back() -> None:
+    out = roundtrip("func.func @f() {\n  %i:2 = ktdp.get_compute_tile_id : index, index\n  %a, %b = ktdp.get_compute_tile_id : index, index\n  return\n}\n")
+    assert "%i:2 = ktdp.get_compute_tile_id" in out and "%a, %b = ktdp.get_compute_tile_id" in out
+
+
+def test_shapes_with_spaces_and_dynamic_dims() -> None:
+    out = roundtrip("func.func @f(%t: !ktdp.access_tile<? x 4 x index>, %m: memref<?x?xf16, strided<[?, 1], offset: ?>>) { return }")
+    assert "!ktdp.access_tile<?x4xindex>" in out
+    assert "memref<?x?xf16, strided<[?, 1], offset: ?>>" in out
+
+
+def test_keywords_are_identifiers_where_no_keyword_fits() -> None:
+    out = roundtrip("func.func @f() attributes {sizes = 1, to = 2, dimensions = [3], index = 4} { return }")
+    assert "{dimensions = [3], index = 4, sizes = 1, to = 2}" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col", "fragment"),
+    [
+        ("func.func @f() {\n  %x = arith.addf %a %b : f32\n}", 2, 22, "expected ','"),
+        ("func.func @f() {\n  %x = arith.constant 1 : tensor<4xfoo>\n}", 2, 36, "unexpected 'foo'"),
+        ("func.func @f() {\n  %x = memref.dealloc %a : memref<4xf32>\n}", 2, 8, "unknown operation 'memref.dealloc'"),
+        ("func.func @f() {\n  %x, %y = arith.addf %a, %a : f32\n}", 2, 3, "defines 1 result(s) but 2 name(s)"),
+        ("func.func @f() {\n  return\n", 3, 1, "unexpected end of input"),
+        ('func.func @f() attributes {s = "abc} { return }', 1, 32, "unexpected character"),
+        ("#s = affine_set<(d0) : (d1 >= 0)>", 1, 25, "undeclared affine identifier 'd1'"),
+        ("func.func @f() {\n  %x = arith.cmpi bogus, %a, %a : i32\n}", 2, 19, "unknown predicate 'bogus'"),
+    ],
+)
+def test_syntax_errors_are_located(text: str, line: int, col: int, fragment: str) -> None:
+    with pytest.raises(ktir.ParseError) as info:
+        ktir.parse(text, "bad.ktir")
+    err = info.value
+    assert fragment in err.message
+    assert (err.line, err.column) == (line, col)
+    assert err.diagnostics[0].file == "bad.ktir"
