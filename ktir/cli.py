@@ -34,6 +34,9 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"ktir fmt: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return EXIT_USAGE
+    except UnicodeDecodeError as e:
+        print(f"ktir fmt: {args.file} is not UTF-8 text (byte {e.start})", file=sys.stderr)
+        return EXIT_USAGE
     try:
         module = parse(source, name)
     except KtirError as e:

@@ -38,6 +38,13 @@ def short_body_init(i: int) -> str:
     return f"%__init{i}"
 
 
+class _NoMemorySpace(Attribute):
+    """Legacy `#ktdp.spyre_memory_space<unspecified>`: dropped where it appears."""
+
+
+NO_MEMORY_SPACE = _NoMemorySpace()
+
+
 class C(NamedTuple):
     """A tagged clause, so builders find optional pieces by name, not by position."""
 
@@ -208,9 +215,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     def operation(self, c: list[Any]) -> Operation:
         if len(c) == 1:
+            # results may go unnamed (MLIR allows it); they cannot be used
             op: Operation = c[0]
-            if op.result_types:
-                raise _err_at(op, f"'{op.name}' has {len(op.result_types)} result(s) but none are named")
             return op
         names, first, op = c[0][0], c[0][1], c[1]
         if len(names) != len(op.result_types):
@@ -249,7 +255,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return C("types", c)
 
     def attr_dict(self, c: list[tuple[str, Attribute]]) -> C:
-        return C("attrs", dict(c))
+        return C("attrs", {k: v for k, v in c if v is not NO_MEMORY_SPACE})
 
     def attr_entry(self, c: list[Any]) -> tuple[str, Attribute]:
         name = c[0].value
@@ -357,7 +363,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return c[0]
 
     def memref_extras(self, c: list[Attribute]) -> list[Attribute]:
-        return c
+        return [a for a in c if a is not NO_MEMORY_SPACE]
 
     def memref_type(self, c: list[Any]) -> Type:
         shape, rest = self._shape(c)
@@ -570,11 +576,14 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         num = int(c[3].value) if len(c) > 3 else None
         if legacy:
             mapping = {"HBM": "global", "LX": "ct_local"}
-            if kind.value in ("unspecified", "L0"):
+            if kind.value == "unspecified" and key is None:
+                self._warn(kw, f"legacy spelling '{kw.value}<unspecified>'; the canonical form omits the memory space")
+                return NO_MEMORY_SPACE
+            if kind.value == "L0":
                 raise _err(
                     kind,
-                    f"'{kw.value}<{kind.value}>' has no KTIR equivalent: use '#ktdp.memory_space<global>' or"
-                    " '#ktdp.memory_space<ct_local>', or omit the memory space",
+                    f"'{kw.value}<L0>' was dropped upstream and has no KTIR equivalent: use"
+                    " '#ktdp.memory_space<ct_local>' for a tile's local memory",
                 )
             if kind.value not in mapping:
                 raise _err(kind, f"unknown spyre memory space '{kind.value}' (expected HBM or LX)")
@@ -1478,11 +1487,6 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
 def _plain(pairs: list[tuple[Type, dict[str, Attribute]]]) -> list[Type]:
     return [t for t, _ in pairs]
-
-
-def _err_at(op: Operation, message: str) -> ParseError:
-    loc = op.loc
-    return ParseError(message, loc.line if loc else 0, loc.column if loc else 0)
 
 
 def _symbol_name(text: str) -> str:
