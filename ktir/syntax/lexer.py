@@ -62,6 +62,8 @@ _MASTER = re.compile(
 _GENERAL = frozenset(
     {"BARE_ID", "INT", "FLOAT", "HEX_INT", "DIMS", "STRING", "VALUE_ID", "SYMBOL_REF", "BLOCK_ID", "ATTR_ALIAS", "TYPE_ALIAS"}
 )
+# Words that open a type with a `<...>` body, eligible for the repeated-type fast path.
+_TYPE_STARTS = frozenset({"tensor", "memref", "vector", "!ktdp.access_tile", "!ktdp.tile_future", "!ktdp.runtime_arg"})
 _DIMS = re.compile(r"(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+|\*x")
 _FLOAT = re.compile(r"[0-9]+\.")
 
@@ -91,6 +93,9 @@ class KtirLexer(Lexer):
     """Lark custom lexer (interface 1: receives the parser state for context)."""
 
     __future_interface__ = 1
+    # Set by the parser: given a type's text, parse it once (cached) and say whether it
+    # may be passed on as a single PARSED_TYPE token.
+    type_hook: Any = None
 
     def __init__(self, lexer_conf: Any) -> None:
         self._literals: dict[str, str] = {}
@@ -184,6 +189,13 @@ class KtirLexer(Lexer):
                             raise LexError(f"unterminated '<' after {word}", pos, line, column)
                         end = close
                         tok_type = "DIALECT_ATTR" if kind == "hash" else "DIALECT_TYPE"
+                    else:
+                        tok_type = self._pick(word, kind, accepted)
+                elif word in _TYPE_STARTS and end < n and text[end] == "<" and "PARSED_TYPE" in accepted:
+                    close = _balanced_end(text, end)
+                    if close > 0 and self.type_hook is not None and self.type_hook(text[pos:close]):
+                        end = close
+                        tok_type = "PARSED_TYPE"
                     else:
                         tok_type = self._pick(word, kind, accepted)
                 else:

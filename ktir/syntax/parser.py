@@ -177,6 +177,9 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     def reset(self) -> None:
         self.warnings: list[Diagnostic] = []
+        # type text -> Type for this file (see PARSED_TYPE in the grammar)
+        self.types: dict[str, Type | None] = {}
+        self.in_type_parse = False
         # aliases must be defined before use, as in MLIR
         self.attr_aliases: set[str] = set()
         self.type_aliases: set[str] = set()
@@ -462,6 +465,14 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         head, body = text.split("<", 1)
         dialect, name = head[1:].split(".", 1)
         return ty.DialectType(dialect=dialect, name=name, body=body[:-1])
+
+    def parsed_type(self, c: list[Tok]) -> Type:
+        t = self.types[c[0].value]
+        assert t is not None
+        return t
+
+    def type_only(self, c: list[Type]) -> Type:
+        return c[0]
 
     def type_alias_ref(self, c: list[Tok]) -> Type:
         name = c[0].value[1:]
@@ -1561,14 +1572,38 @@ _LOCK = threading.Lock()
 
 @functools.cache
 def _lark() -> lark.Lark:
+    KtirLexer.type_hook = staticmethod(_type_hook)
     return lark.Lark(
         _grammar_text(),
         parser="lalr",
         lexer=KtirLexer,
-        start="start",
+        start=["start", "type_only"],
         transformer=_BUILDER,
         maybe_placeholders=False,
     )
+
+
+def _type_hook(text: str) -> bool:
+    """Parse a type's text once per file. Types that warn or fail are not shortcut, so
+    the main parse reports them at their real position."""
+    cache = _BUILDER.types
+    if text in cache:
+        return cache[text] is not None
+    if _BUILDER.in_type_parse:
+        return False  # inside a type being parsed: plain tokens
+    n_warnings = len(_BUILDER.warnings)
+    _BUILDER.in_type_parse = True
+    try:
+        parsed: Type | None = _lark().parse(text, start="type_only")  # type: ignore[assignment]
+    except (lark.exceptions.LarkError, ParseError, LexError):
+        parsed = None
+    finally:
+        _BUILDER.in_type_parse = False
+    if len(_BUILDER.warnings) != n_warnings:
+        del _BUILDER.warnings[n_warnings:]
+        parsed = None
+    cache[text] = parsed
+    return parsed is not None
 
 
 def _expected_text(expected: set[str]) -> str:
@@ -1622,7 +1657,7 @@ def parse(text: str, filename: str | None = None) -> Module:
     with _LOCK:
         _BUILDER.reset()
         try:
-            module: Module = parser.parse(text)  # type: ignore[assignment]  # the transformer builds it
+            module: Module = parser.parse(text, start="start")  # type: ignore[assignment]  # the transformer builds it
         except LexError as e:
             raise ParseError(e.message, e.line, e.column, filename) from None
         except lark.exceptions.UnexpectedToken as e:
