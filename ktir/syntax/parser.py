@@ -22,6 +22,7 @@ from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
 from ktir.syntax.diagnostics import Diagnostic, ParseError
+from ktir.syntax.lalr import Driver, UnexpectedToken
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
 
 KDYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static_* arrays
@@ -1583,6 +1584,11 @@ def _lark() -> lark.Lark:
     )
 
 
+@functools.cache
+def _driver() -> Driver:
+    return Driver(_lark())
+
+
 def _type_hook(text: str) -> bool:
     """Parse a type's text once per file. Types that warn or fail are not shortcut, so
     the main parse reports them at their real position."""
@@ -1594,8 +1600,8 @@ def _type_hook(text: str) -> bool:
     n_warnings = len(_BUILDER.warnings)
     _BUILDER.in_type_parse = True
     try:
-        parsed: Type | None = _lark().parse(text, start="type_only")  # type: ignore[assignment]
-    except (lark.exceptions.LarkError, ParseError, LexError):
+        parsed: Type | None = _driver().parse(text, "type_only")
+    except (UnexpectedToken, ParseError, LexError):
         parsed = None
     finally:
         _BUILDER.in_type_parse = False
@@ -1653,22 +1659,22 @@ def _terminal_names() -> dict[str, str]:
 
 def parse(text: str, filename: str | None = None) -> Module:
     """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input."""
-    parser = _lark()
     with _LOCK:
         _BUILDER.reset()
         try:
-            module: Module = parser.parse(text, start="start")  # type: ignore[assignment]  # the transformer builds it
+            module: Module = _driver().parse(text, "start")
         except LexError as e:
             raise ParseError(e.message, e.line, e.column, filename) from None
-        except lark.exceptions.UnexpectedToken as e:
+        except UnexpectedToken as e:
             tok = e.token
-            if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in e.expected):
+            fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
+            if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in fallback):
                 message = (
                     f"unknown operation '{tok.value}': KTIR does not define it; write it in MLIR's generic form,"
                     f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
                 )
                 raise ParseError(message, tok.line, tok.column, filename) from None
-            expected = _expected_text(_acceptable(e.state, e.expected))
+            expected = _expected_text(_acceptable(e.state, fallback))
             if tok.type == "$END":
                 line, col = _end_position(text)
                 raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
