@@ -57,7 +57,6 @@ class Driver:
         inner = parser.parser.parser.parser  # ParsingFrontend -> LALR_Parser -> _Parser
         table = inner.parse_table
         callbacks = inner.callbacks
-        self._conf = _Conf(table.states, table)
         self._lexer = parser.parser.lexer
         self._start = table.start_states
         self._end = table.end_states
@@ -65,11 +64,13 @@ class Driver:
         for state, actions in table.states.items():
             row = {}
             for symbol, (action, arg) in actions.items():
+                # plain str keys: lark's names are Token objects with a Python-level __eq__
                 if action is Shift:
-                    row[symbol] = (True, arg, "", None)
+                    row[str(symbol)] = (True, arg, "", None)
                 else:
-                    row[symbol] = (False, len(arg.expansion), arg.origin.name, callbacks[arg])
+                    row[str(symbol)] = (False, len(arg.expansion), str(arg.origin.name), callbacks[arg])
             self._rows[state] = row
+        self._conf = _Conf(self._rows, table)
 
     def parse(self, text: str, start: str) -> Any:
         rows = self._rows
