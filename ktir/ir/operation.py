@@ -22,13 +22,17 @@ class Location(BaseModel):
     file: str | None = None
 
 
+# Fields that ride along for people (positions, comments) and take no part in equality.
+_METADATA = frozenset({"loc", "comments", "trailing_comment"})
+
+
 class _Node(BaseModel):
-    """Structural equality over fields, ignoring `loc`."""
+    """Structural equality over fields, ignoring source positions and comments."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _key(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "loc"}
+        return {k: v for k, v in self.__dict__.items() if k not in _METADATA}
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._key() == other._key()  # type: ignore[attr-defined]
@@ -70,6 +74,9 @@ class Operation(_Node):
     regions: list[Region] = Field(default_factory=list)
     successors: list[str] = Field(default_factory=list)
     loc: Location | None = Field(default=None, repr=False)
+    # `//` comment lines written before the op, and one written after it on its line
+    comments: list[str] = Field(default_factory=list, repr=False)
+    trailing_comment: str | None = Field(default=None, repr=False)
 
     def walk(self) -> Iterator[Operation]:
         """This op and every op nested in its regions, in pre-order."""
@@ -92,6 +99,9 @@ class Module(_Node):
     filename: str | None = Field(default=None, repr=False)
     # Warnings found while parsing (legacy spellings); not part of equality.
     warnings: list[Any] = Field(default_factory=list, repr=False)
+    # Comments before each alias definition (by alias name, `#x` / `!t`) and at the end.
+    alias_comments: dict[str, list[str]] = Field(default_factory=dict, repr=False)
+    trailing_comments: list[str] = Field(default_factory=list, repr=False)
 
     def _key(self) -> dict[str, Any]:
         return {

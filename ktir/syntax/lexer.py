@@ -96,6 +96,8 @@ class KtirLexer(Lexer):
     # Set by the parser: given a type's text, parse it once (cached) and say whether it
     # may be passed on as a single PARSED_TYPE token.
     type_hook: Any = None
+    # Set by the parser: where `//` comments go, as (line, column, text).
+    comment_sink: list[tuple[int, int, str]] | None = None
 
     def __init__(self, lexer_conf: Any) -> None:
         self._literals: dict[str, str] = {}
@@ -150,6 +152,8 @@ class KtirLexer(Lexer):
             kind = m.lastgroup or ""
             end = m.end()
             if kind == "ws":
+                if text[pos] == "/" and self.comment_sink is not None:
+                    self.comment_sink.append((line, pos - line_start + 1, text[pos:end]))
                 newlines = text.count("\n", pos, end)
                 if newlines:
                     line += newlines

@@ -21,6 +21,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
+from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.lalr import Driver, UnexpectedToken
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
@@ -184,6 +185,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         # aliases must be defined before use, as in MLIR
         self.attr_aliases: set[str] = set()
         self.type_aliases: set[str] = set()
+        self.alias_lines: list[tuple[int, int, str]] = []
+        self.comments: list[tuple[int, int, str]] = []
 
     def _warn(self, tok: Tok | None, message: str) -> None:
         line, col = (tok.line, tok.column) if tok is not None else (0, 0)
@@ -208,6 +211,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if name in self.attr_aliases:
             raise _err(c[0], f"redefinition of attribute alias '#{name}'")
         self.attr_aliases.add(name)
+        self.alias_lines.append((c[0].line, c[0].column, "#" + name))
         return C("attr_alias", (name, c[1]))
 
     def type_alias_def(self, c: list[Any]) -> C:
@@ -215,6 +219,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if name in self.type_aliases:
             raise _err(c[0], f"redefinition of type alias '!{name}'")
         self.type_aliases.add(name)
+        self.alias_lines.append((c[0].line, c[0].column, "!" + name))
         return C("type_alias", (name, c[1]))
 
     def operation(self, c: list[Any]) -> Operation:
@@ -999,7 +1004,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             blocks=[
                 Block(
                     arguments=[BlockArgument(name=v, type=ty.INDEX) for v in variables],
-                    operations=[Operation(name="ktdp.region_terminator", loc=_loc(tok))],
+                    operations=[Operation(name="ktdp.region_terminator")],
                 )
             ]
         )
@@ -1074,7 +1079,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def _implicit_yield(self, region: Region, tok: Tok, terminator: str = "scf.yield") -> Region:
         block = region.blocks[-1]
         if not block.operations or block.operations[-1].name != terminator:
-            block.operations.append(Operation(name=terminator, loc=_loc(tok)))
+            block.operations.append(Operation(name=terminator))  # implicit: no location
         return region
 
     def iter_args(self, c: list[Any]) -> C:
@@ -1306,7 +1311,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         operand_args = args if n_ins < 0 else args[:n_ins]
         inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]])
         inner.results = [SHORT_BODY_RESULT]
-        yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]], loc=_loc(short))
+        inner.loc = None  # part of the short form's text, not an op of its own
+        yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])
         return Region(blocks=[Block(arguments=args, operations=[inner, yield_op])])
 
     def linalg_map_op(self, c: list[Any]) -> Operation:
@@ -1599,12 +1605,14 @@ def _type_hook(text: str) -> bool:
         return False  # inside a type being parsed: plain tokens
     n_warnings = len(_BUILDER.warnings)
     _BUILDER.in_type_parse = True
+    sink, KtirLexer.comment_sink = KtirLexer.comment_sink, None
     try:
         parsed: Type | None = _driver().parse(text, "type_only")
     except (UnexpectedToken, ParseError, LexError):
         parsed = None
     finally:
         _BUILDER.in_type_parse = False
+        KtirLexer.comment_sink = sink
     if len(_BUILDER.warnings) != n_warnings:
         del _BUILDER.warnings[n_warnings:]
         parsed = None
@@ -1661,6 +1669,7 @@ def parse(text: str, filename: str | None = None) -> Module:
     """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input."""
     with _LOCK:
         _BUILDER.reset()
+        KtirLexer.comment_sink = _BUILDER.comments
         try:
             module: Module = _driver().parse(text, "start")
         except LexError as e:
@@ -1681,6 +1690,9 @@ def parse(text: str, filename: str | None = None) -> Module:
             raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
         except ParseError as e:
             raise ParseError(e.message, e.line, e.column, filename) from None
+        finally:
+            KtirLexer.comment_sink = None
+        attach_comments(module, _BUILDER.comments, _BUILDER.alias_lines)
     module.filename = filename
     for w in module.warnings:
         object.__setattr__(w, "file", filename)

@@ -259,14 +259,25 @@ class Printer:
 
     def module(self, module: Module) -> str:
         for name, attr in module.attr_aliases.items():
+            self.lines.extend(module.alias_comments.get(f"#{name}", []))
             self.lines.append(f"#{name} = {attr_text(attr)}")
         for name, t in module.type_aliases.items():
+            self.lines.extend(module.alias_comments.get(f"!{name}", []))
             self.lines.append(f"!{name} = {type_text(t)}")
         for op in module.operations:
             self.operation(op, 0)
+        self.lines.extend(module.trailing_comments)
         return "\n".join(self.lines) + "\n"
 
     def operation(self, op: Operation, depth: int) -> None:
+        for comment in op.comments:
+            self.emit(depth, comment)
+        start = len(self.lines)
+        self._operation(op, depth)
+        if op.trailing_comment is not None and len(self.lines) > start:
+            self.lines[start] += f"  {op.trailing_comment}"
+
+    def _operation(self, op: Operation, depth: int) -> None:
         head = _results_text(op.results)
         opdef = OPS.get(op.name)
         printer = _FORMATS.get(opdef.format) if opdef is not None else None

@@ -15,7 +15,9 @@ EXAMPLE = ROOT / "examples" / "vector_add.ktir"
 def test_fmt_prints_canonical_text(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["fmt", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("#vec = affine_set<(d0) : (d0 >= 0, -d0 + 1023 >= 0)>")
+    assert out.startswith("// Vector add over a grid of 4 compute tiles")  # comments are kept
+    assert "\n#vec = affine_set<(d0) : (d0 >= 0, -d0 + 1023 >= 0)>\n" in out
+    assert "\n  // this tile's slice starts at tile * 256\n  %ta = " in out
     assert "func.func @vector_add(%A: index, %B: index, %C: index) attributes {grid = [4]} {" in out
 
 

@@ -118,3 +118,25 @@ def test_syntax_errors_are_located(text: str, line: int, col: int, fragment: str
     assert fragment in err.message
     assert (err.line, err.column) == (line, col)
     assert err.diagnostics[0].file == "bad.ktir"
+
+
+def test_comments_survive_formatting() -> None:
+    src = """// file header
+#m = affine_map<(d0) -> (d0)>  // trailing on an alias
+func.func @f(%a: f32) -> f32 {
+  // before the add
+  %b = arith.addf %a, %a : f32  // after the add
+  scf.for %i = %c0 to %c1 step %c1 {
+    // inside the loop
+    %x = arith.negf %a : f32
+  }
+  return %b : f32
+}
+// the end
+"""
+    out = ktir.print_module(ktir.parse(src))
+    for comment in ("// file header", "// trailing on an alias", "// before the add", "// inside the loop", "// the end"):
+        assert comment in out
+    assert "  %b = arith.addf %a, %a : f32  // after the add\n" in out
+    assert "    // inside the loop\n    %x = arith.negf" in out
+    assert ktir.print_module(ktir.parse(out)) == out
