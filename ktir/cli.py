@@ -62,6 +62,39 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from ktir.verify import validate_text
+
+    worst = EXIT_OK
+    for path in args.files:
+        name = "<stdin>" if path == "-" else path
+        try:
+            source = _read(path)
+        except OSError as e:
+            print(f"ktir validate: cannot read {path}: {e.strerror}", file=sys.stderr)
+            worst = max(worst, EXIT_USAGE)
+            continue
+        except UnicodeDecodeError as e:
+            print(f"ktir validate: {path} is not UTF-8 text (byte {e.start})", file=sys.stderr)
+            worst = max(worst, EXIT_USAGE)
+            continue
+        _, diagnostics = validate_text(source, name)
+        shown = [d for d in diagnostics if args.notes or d.severity != "note"]
+        failed = any(d.severity == "error" or (args.werror and d.severity == "warning") for d in diagnostics)
+        for d in shown:
+            if args.format == "json":
+                print(json.dumps(d.to_dict()))
+            else:
+                print(render(d, source), file=sys.stderr)
+        if failed:
+            worst = max(worst, EXIT_INVALID)
+        elif args.format == "text" and not args.quiet:
+            print(f"{name}: valid", file=sys.stderr)
+    return worst
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ktir", description="Kernel Tile IR tools.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -72,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--check", action="store_true", help="exit 1 if FILE is not already canonical; write nothing")
     fmt.add_argument("-q", "--quiet", action="store_true", help="do not print legacy-spelling warnings")
     fmt.set_defaults(run=cmd_fmt)
+
+    val = sub.add_parser(
+        "validate",
+        help="check KTIR files: syntax, structure, types and every op constraint",
+        description="Exit 0 when every file is valid (warnings allowed), 1 when any is invalid, 2 on usage or I/O errors.",
+    )
+    val.add_argument("files", nargs="+", metavar="FILE", help=".ktir/.mlir files, or - for stdin")
+    val.add_argument("--format", choices=("text", "json"), default="text", help="json: one object per diagnostic on stdout")
+    val.add_argument("--werror", action="store_true", help="treat warnings as errors")
+    val.add_argument("--notes", action="store_true", help="also show notes (properties that could not be decided statically)")
+    val.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
+    val.set_defaults(run=cmd_validate)
     return parser
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, Result, constraints
 
-_SAME = constraints("All operands and the result have the same type.")
-
 
 def _binary(name: str, summary: str, kind: str, accuracy: str = "exact") -> OpDef:
     return OpDef(
@@ -15,7 +13,10 @@ def _binary(name: str, summary: str, kind: str, accuracy: str = "exact") -> OpDe
         operands=(Operand("lhs", kind), Operand("rhs", kind)),
         results=(Result("result", kind),),
         traits=frozenset({"Pure", "Elementwise", "SameOperandsAndResultType"}),
-        constraints=_SAME,
+        constraints=constraints(
+            "All operands and the result have the same type.",
+            f"The element type is a {'float' if kind == _FLOAT else 'signless integer or index'} type.",
+        ),
         accuracy=accuracy,
         options={"operand_class": kind},
     )
@@ -106,7 +107,11 @@ OPS: tuple[OpDef, ...] = (
         operands=(Operand("operand", _FLOAT),),
         results=(Result("result", _FLOAT),),
         traits=frozenset({"Pure", "Elementwise", "SameOperandsAndResultType"}),
-        constraints=_SAME,
+        constraints=constraints(
+            "All operands and the result have the same type.",
+            "The element type is a float type.",
+        ),
+        options={"operand_class": _FLOAT},
     ),
     OpDef(
         name="arith.cmpi",

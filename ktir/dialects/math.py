@@ -6,7 +6,6 @@ from ktir.dialects.base import OpDef, Operand, Result, constraints
 
 _FLOAT = "float (scalar or tensor)"
 _INT = "signless integer (scalar or tensor)"
-_SAME = constraints("All operands and the result have the same type.")
 
 # name, arity, operand class, accuracy, summary
 _TABLE = (
@@ -50,7 +49,10 @@ OPS: tuple[OpDef, ...] = tuple(
         operands=tuple(Operand(n, kind) for n in _NAMES[arity]),
         results=(Result("result", kind),),
         traits=frozenset({"Pure", "Elementwise", "SameOperandsAndResultType"}),
-        constraints=_SAME,
+        constraints=constraints(
+            "All operands and the result have the same type.",
+            f"The element type is a {'float' if kind == _FLOAT else 'signless integer'} type.",
+        ),
         accuracy=accuracy,
         options={"operand_class": kind},
     )

@@ -1025,7 +1025,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         cl = _clauses(c)
         attrs = dict(cl.get("attrs", {}))
         attrs["kind"] = at.EnumAttr(dialect="ktdp", name="runtime_arg_kind", value=kind.value)
-        return self._op(tok, [val.value], [c[3]], [c[-1]], attrs)
+        arg_t: Type = c[3]
+        if isinstance(arg_t, ty.AccessTileType) and arg_t.shape == ():
+            # upstream prints the runtime_arg stripped: `<index>` here is !ktdp.runtime_arg<index>
+            arg_t = ty.RuntimeArgType(value_type=ty.INDEX)
+        return self._op(tok, [val.value], [arg_t], [c[-1]], attrs)
 
     def future_type(self, c: list[Type]) -> C:
         return C("future", c[0])

@@ -1,0 +1,295 @@
+"""Rules for the ktdp dialect (structure and types; integer-set facts are in ktir.verify.sets)."""
+
+from __future__ import annotations
+
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Attribute
+from ktir.syntax.parser import KDYNAMIC
+from ktir.verify import sets
+from ktir.verify.engine import Check, rule
+from ktir.verify.rules.common import elem, fmt_shape, is_signless_int, shape, t
+
+
+def _int_set(a: Attribute | None) -> af.IntegerSet | None:
+    return a.value if isinstance(a, at.IntegerSetAttr) else None
+
+
+def _map(a: Attribute | None) -> af.AffineMap | None:
+    return a.value if isinstance(a, at.AffineMapAttr) else None
+
+
+@rule("ktdp.get_compute_tile_id")
+def tile_id(check: Check) -> None:
+    if not check.result_types or any(r != ty.INDEX for r in check.result_types):
+        check.fail("C1", "get_compute_tile_id returns at least one value, all of type index")
+        return
+    rank = len(check.v.grid)
+    if len(check.result_types) != rank:
+        check.fail("C2", f"the grid has rank {rank} ({list(check.v.grid)}) but {len(check.result_types)} tile ids are requested")
+
+
+@rule("ktdp.construct_memory_view")
+def memory_view(check: Check) -> None:
+    sizes, strides = check.attr("static_sizes"), check.attr("static_strides")
+    if not isinstance(sizes, at.DenseArrayAttr) or not isinstance(strides, at.DenseArrayAttr):
+        check.fail("C1", "static_sizes and static_strides are required")
+        return
+    if len(sizes.values) != len(strides.values):
+        check.fail("C1", f"{len(sizes.values)} sizes but {len(strides.values)} strides")
+        return
+    seg = check.segments()
+    n_dyn_sizes = sum(1 for v in sizes.values if v == KDYNAMIC)
+    n_dyn_strides = sum(1 for v in strides.values if v == KDYNAMIC)
+    if seg is None or seg != [1, n_dyn_sizes, n_dyn_strides]:
+        check.fail("C2", f"expected 1 offset, {n_dyn_sizes} dynamic sizes and {n_dyn_strides} dynamic strides as operands")
+    result = check.result_types[0] if check.result_types else None
+    if not isinstance(result, ty.MemRefType) or result.rank != len(sizes.values):
+        check.fail("C3", f"the result must be a memref of rank {len(sizes.values)}, found {t(result) if result else 'none'}")
+        return
+    for i, (dim, size) in enumerate(zip(result.shape, sizes.values, strict=True)):
+        if size != KDYNAMIC and dim is not None and dim != size:
+            check.fail("C4", f"result dimension {i} is {dim} but size {i} is {size}")
+    cset = check.attr("coordinate_set")
+    if cset is not None:
+        iset = _int_set(cset)
+        if iset is None or iset.num_dims != len(sizes.values) or iset.num_symbols > n_dyn_sizes:
+            found = f"{iset.num_dims} dims and {iset.num_symbols} symbols" if iset else "not an affine_set"
+            check.fail("C5", f"coordinate_set needs {len(sizes.values)} dims and at most {n_dyn_sizes} symbols, found {found}")
+    space = check.attr("memory_space")
+    if not isinstance(space, at.MemorySpaceAttr):
+        check.fail("C6", "memory_space must be #ktdp.memory_space<global> or <ct_local[, ct_id = N]>")
+    elif space.ct_id is not None and (space.kind != "ct_local" or space.ct_id < 0):
+        check.fail("C6", "ct_id is only allowed with ct_local and must be non-negative")
+    elif space.ct_id is not None and check.v.grid_given and space.ct_id >= _grid_size(check):
+        check.fail("C6", f"ct_id = {space.ct_id} names no tile of the grid {list(check.v.grid)}")
+    if any(v != KDYNAMIC and v < 0 for v in sizes.values) or any(v != KDYNAMIC and v <= 0 for v in strides.values):
+        check.fail("C7", "static sizes must be non-negative and static strides positive")
+
+
+def _grid_size(check: Check) -> int:
+    n = 1
+    for d in check.v.grid:
+        n *= d
+    return n
+
+
+@rule("ktdp.construct_distributed_memory_view")
+def distributed_view(check: Check) -> None:
+    result = check.result_types[0] if check.result_types else None
+    if not isinstance(result, ty.MemRefType):
+        check.fail("C1", "the result must be a memref")
+        return
+    for i, operand in enumerate(check.operand_types):
+        if not isinstance(operand, ty.MemRefType) or operand.rank != result.rank or operand.element_type != result.element_type:
+            check.fail("C1", f"input {i} ({t(operand)}) must be a memref of rank {result.rank} with element type {t(result.element_type)}")
+            return
+    sets.check_distributed_view(check, result)
+
+
+@rule("ktdp.construct_access_tile")
+def access_tile(check: Check) -> None:
+    tile_set = _int_set(check.attr("access_tile_set"))
+    base_map = _map(check.attr("base_map"))
+    order = _map(check.attr("access_tile_order"))
+    seg = check.segments()
+    if tile_set is None or base_map is None or seg is None or len(seg) != 3:
+        check.fail("C1", "access_tile_set (an affine_set) and the base subscripts are required")
+        return
+    if tile_set.num_dims != len(base_map.results):
+        check.fail("C1", f"access_tile_set has {tile_set.num_dims} dims but there are {len(base_map.results)} subscripts")
+    if base_map.num_dims + base_map.num_symbols != seg[1]:
+        check.fail("C2", f"the subscripts use {base_map.num_dims + base_map.num_symbols} values but {seg[1]} index operands are given")
+    if tile_set.num_symbols != seg[2]:
+        check.fail("C3", f"access_tile_set has {tile_set.num_symbols} symbols but {seg[2]} symbol operands are given")
+    if order is None or order.num_dims != tile_set.num_dims or len(order.results) != tile_set.num_dims or not order.is_permutation():
+        check.fail("C4", f"access_tile_order must be a permutation map over {tile_set.num_dims} dims")
+    result = check.result_types[0] if check.result_types else None
+    if not isinstance(result, ty.AccessTileType) or result.rank != tile_set.num_dims:
+        check.fail("C5", f"the result must be an access tile of rank {tile_set.num_dims}, found {t(result) if result else 'none'}")
+        return
+    base = check.operand_types[0]
+    base_shape = shape(base)
+    if not isinstance(base, ty.MemRefType | ty.TensorType) or base_shape is None or len(base_shape) != len(base_map.results):
+        check.fail("C6", f"the base {t(base)} must be a ranked memref or tensor with {len(base_map.results)} dimensions")
+        return
+    sets.check_access_tile(check, tile_set, base_map, result)
+
+
+@rule("ktdp.construct_indirect_access_tile")
+def indirect_tile(check: Check) -> None:
+    seg = check.segments()
+    kinds = check.attr("per_dim_subscript_kinds")
+    maps = check.attr("per_dim_subscript_maps")
+    region = check.op.regions[0] if check.op.regions else None
+    if isinstance(kinds, at.ArrayAttr) and all(isinstance(k, at.BoolAttr) for k in kinds.elements):
+        # generic form written by upstream MLIR: an array of bools
+        kinds = at.DenseArrayAttr(element_type=ty.I1, values=tuple(k.value for k in kinds.elements if isinstance(k, at.BoolAttr)))
+    if seg is None or len(seg) != 4 or not isinstance(kinds, at.DenseArrayAttr) or not isinstance(maps, at.ArrayAttr) or region is None:
+        check.fail("C1", "subscripts, index views and the variables region are required")
+        return
+    base_shape = shape(check.operand_types[0])
+    if base_shape is None or len(base_shape) != len(kinds.values) or len(maps.elements) != len(kinds.values):
+        check.fail("C1", f"the base has rank {len(base_shape or ())} but {len(kinds.values)} subscripts are given")
+        return
+    views = check.operand_types[1 : 1 + seg[1]]
+    view_iter = iter(views)
+    for i, (indirect, m) in enumerate(zip(kinds.values, maps.elements, strict=True)):
+        amap = _map(check.v.rattr(m))
+        if not indirect:
+            continue
+        view = next(view_iter, None)
+        if view is None or not is_signless_int(view) or not isinstance(view, ty.MemRefType | ty.TensorType):
+            check.fail("C2", f"subscript {i} reads indices from {t(view) if view else 'nothing'}, which must be a memref or tensor of integers or index")
+            continue
+        if amap is None or len(amap.results) != len(view.shape):
+            check.fail("C3", f"subscript {i} indexes a rank-{len(view.shape)} index view with {len(amap.results) if amap else 0} expressions")
+    variables = region.blocks[0].arguments if region.blocks else []
+    vset = _int_set(check.attr("variables_space_set"))
+    if vset is None or vset.num_dims != len(variables):
+        check.fail("C4", f"variables_space_set needs one dimension per intermediate variable ({len(variables)})")
+    order = _map(check.attr("variables_space_order"))
+    if order is None or order.num_dims != len(variables) or not order.is_permutation():
+        check.fail("C5", f"variables_space_order must be a permutation over {len(variables)} variables")
+    result = check.result_types[0] if check.result_types else None
+    if not isinstance(result, ty.AccessTileType) or result.rank != len(variables):
+        check.fail("C6", f"the result must be an access tile of rank {len(variables)}")
+
+
+def _tile_base_element(check: Check, tile_value: str) -> tuple[ty.Type | None, object]:
+    """Element type of the view an access tile was built on, and the building op's location."""
+    op = check.defining_op(tile_value)
+    if op is None or op.name not in ("ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile"):
+        return None, None
+    return elem(check.v.rtype(op.operand_types[0])), op.loc
+
+
+@rule("ktdp.load")
+def load(check: Check) -> None:
+    tile = check.operand_types[0]
+    result = check.result_types[0] if check.result_types else None
+    if not isinstance(tile, ty.AccessTileType):
+        check.fail("C1", f"ktdp.load reads an access tile, found {t(tile)}")
+        return
+    if not isinstance(result, ty.TensorType) or result.shape != tile.shape:
+        check.fail("C1", f"the result shape {fmt_shape(shape(result) if result else None)} must equal the access tile's shape {fmt_shape(tile.shape)}")
+        return
+    base_elem, where = _tile_base_element(check, check.op.operands[0])
+    if base_elem is not None and base_elem != result.element_type:
+        check.fail("C2", f"the result element type {t(result.element_type)} differs from the view's {t(base_elem)}",
+                   (where, "the access tile is built here"))  # type: ignore[arg-type]
+
+
+@rule("ktdp.store")
+def store(check: Check) -> None:
+    data, tile = check.operand_types
+    if not isinstance(tile, ty.AccessTileType) or not isinstance(data, ty.TensorType) or data.shape != tile.shape:
+        check.fail("C1", f"the data shape {fmt_shape(shape(data))} must equal the access tile's shape {fmt_shape(shape(tile))}")
+        return
+    base_elem, where = _tile_base_element(check, check.op.operands[1])
+    if base_elem is not None and base_elem != data.element_type:
+        check.fail("C2", f"the data element type {t(data.element_type)} differs from the view's {t(base_elem)}",
+                   (where, "the access tile is built here"))  # type: ignore[arg-type]
+
+
+@rule("ktdp.runtime_arg_extract")
+def runtime_arg_extract(check: Check) -> None:
+    kind = check.attr("kind")
+    kinds = ("value", "granularity", "upperbound")
+    if isinstance(kind, at.IntegerAttr) and 0 <= kind.value < 3:  # the upstream I32 enum, in generic form
+        kind = at.EnumAttr(dialect="ktdp", name="runtime_arg_kind", value=kinds[kind.value])
+    if not isinstance(kind, at.EnumAttr) or kind.value not in kinds:
+        check.fail("C1", "kind must be value, granularity or upperbound")
+        return
+    arg = check.operand_types[0]
+    if not isinstance(arg, ty.RuntimeArgType):
+        check.fail("C2", f"the input must be a !ktdp.runtime_arg, found {t(arg)}")
+        return
+    if kind.value != "value" and getattr(arg, kind.value) is None:
+        check.fail("C2", f"{t(arg)} has no {kind.value}")
+
+
+def _future(check: Check) -> ty.TileFutureType | None:
+    f = check.operand_types[0] if check.operand_types else None
+    return f if isinstance(f, ty.TileFutureType) else None
+
+
+@rule("ktdp.inter_tile_produce")
+def produce(check: Check) -> None:
+    region = check.op.regions[0] if check.op.regions else None
+    future = check.result_types[0] if check.result_types else None
+    if region is None or len(region.blocks) != 1 or [a.type for a in region.blocks[0].arguments] != [ty.INDEX]:
+        check.fail("C1", "the body must be one block with one index argument (the group id)")
+        return
+    if not isinstance(future, ty.TileFutureType):
+        check.fail("C2", "the result must be a !ktdp.tile_future")
+        return
+    ops = region.blocks[0].operations
+    last = ops[-1] if ops else None
+    if last is not None and last.name == "ktdp.yield_partial":
+        yielded = [check.v.rtype(x) for x in last.operand_types]
+        if yielded != list(future.partial_types):
+            check.fail("C2", f"the body yields ({', '.join(t(x) for x in yielded)}) but the future's partial types are ({', '.join(t(x) for x in future.partial_types)})")
+    sets.check_produce(check, future)
+
+
+@rule("ktdp.inter_tile_consume")
+def consume(check: Check) -> None:
+    future = _future(check)
+    if future is None or list(future.partial_types) != check.result_types:
+        check.fail("C1", "the results must have the future's partial types")
+        return
+    sets.check_consume(check, future)
+
+
+@rule("ktdp.inter_tile_reduce")
+def reduce_(check: Check) -> None:
+    future = _future(check)
+    if future is None or list(future.partial_types) != check.result_types:
+        check.fail("C1", "the results must have the future's partial types")
+        return
+    _combiner(check, future, "C2")
+    sets.check_reduce(check, future)
+
+
+def _combiner(check: Check, future: ty.TileFutureType, cid: str) -> None:
+    n = len(future.partial_types)
+    region = check.op.regions[0] if check.op.regions else None
+    if region is None or not region.blocks:
+        check.fail(cid, "the combiner region is required")
+        return
+    args = region.blocks[0].arguments
+    last = region.blocks[-1].operations[-1] if region.blocks[-1].operations else None
+    if len(args) != 2 * n or last is None or len(last.operands) != n:
+        check.fail(cid, f"the combiner takes {2 * n} arguments and yields {n} values")
+
+
+@rule("ktdp.inter_tile_gather", "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter")
+def collective(check: Check) -> None:
+    future = _future(check)
+    name = check.op.name
+    if name == "ktdp.inter_tile_all_to_all":
+        split, concat = check.attr("split_dimensions"), check.attr("concat_dimensions")
+        if not isinstance(split, at.DenseArrayAttr) or not isinstance(concat, at.DenseArrayAttr) or len(split.values) != len(concat.values):
+            check.fail("C1", "split_dimensions and concat_dimensions must have the same length")
+        return
+    if name == "ktdp.inter_tile_reduce_scatter" and future is not None:
+        _combiner(check, future, "C1")
+    key = "gather_dimensions" if name == "ktdp.inter_tile_gather" else "scatter_dimensions"
+    dims = check.attr(key)
+    cid = "C2" if name == "ktdp.inter_tile_reduce_scatter" else "C1"
+    if not isinstance(dims, at.DenseArrayAttr):
+        check.fail(cid, f"{key} is required")
+        return
+    if future is None:
+        return
+    for part, res in zip(future.partial_types, check.result_types, strict=False):
+        ps, rs = shape(part), shape(res)
+        if ps is None or rs is None or len(ps) != len(rs):
+            check.fail(cid, f"result {t(res)} and partial {t(part)} must have the same rank")
+            return
+        for d in dims.values:
+            if not 0 <= int(d) < len(ps):
+                check.fail(cid, f"dimension {d} is out of range for rank {len(ps)}")
+                return
