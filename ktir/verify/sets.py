@@ -253,12 +253,7 @@ def check_access_tile(check: Check, tile_set: af.IntegerSet, base_map: af.Affine
 @functools.lru_cache(maxsize=4096)
 def _difference(a: str, b: str) -> dict[str, int] | None:
     diff = isl.Set(a).subtract(isl.Set(b))
-    if diff.is_empty():
-        return None
-    point = diff.sample_point()
-    space = diff.get_space()
-    return {space.get_dim_name(isl.dim_type.set, i): int(point.get_coordinate_val(isl.dim_type.set, i).to_python())
-            for i in range(space.dim(isl.dim_type.set))}
+    return None if diff.is_empty() else _point(diff)
 
 
 def check_distributed_view(check: Check, result: ty.MemRefType) -> None:
@@ -324,8 +319,10 @@ def _difference_union_rev(pieces: tuple[str, ...], box: str) -> dict[str, int] |
 def _point(s: isl.Set) -> dict[str, int]:
     point = s.sample_point()
     space = s.get_space()
-    return {space.get_dim_name(isl.dim_type.set, i): int(point.get_coordinate_val(isl.dim_type.set, i).to_python())
-            for i in range(space.dim(isl.dim_type.set))}
+    return {
+        (space.get_dim_name(isl.dim_type.set, i) or f"x{i}"): int(point.get_coordinate_val(isl.dim_type.set, i).to_python())
+        for i in range(space.dim(isl.dim_type.set))
+    }
 
 
 # ---------------------------------------------------------------- inter-tile
