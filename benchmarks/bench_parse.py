@@ -14,22 +14,23 @@ import time
 import ktir
 
 _BODY = [
-    "%v{i} = ktdp.construct_memory_view %a, sizes: [32, 64], strides: [64, 1] {{coordinate_set = #set, memory_space = #ktdp.memory_space<global>}} : memref<32x64xf16>",
-    "%t{i} = ktdp.construct_access_tile %v{i}[%id * 8 + %c0, %c0] {{access_tile_order = #id2, access_tile_set = #set}} : memref<32x64xf16> -> !ktdp.access_tile<32x64xindex>",
-    "%x{i} = ktdp.load %t{i} : !ktdp.access_tile<32x64xindex> -> tensor<32x64xf16>",
-    "%y{i} = arith.addf %x{i}, %x{i} : tensor<32x64xf16>",
-    "%z{i} = math.exp %y{i} : tensor<32x64xf16>",
-    "%e{i} = tensor.empty() : tensor<32x64xf16>",
-    "%m{i} = linalg.mul ins(%z{i}, %x{i} : tensor<32x64xf16>, tensor<32x64xf16>) outs(%e{i} : tensor<32x64xf16>) -> tensor<32x64xf16>",
+    "%v{i} = ktdp.construct_memory_view %a, sizes: [256, 64], strides: [64, 1] {{coordinate_set = #set, memory_space = #ktdp.memory_space<global>}} : memref<256x64xf16>",
+    "%t{i} = ktdp.construct_access_tile %v{i}[%id * 8 + %c0, %c0] {{access_tile_order = #id2, access_tile_set = #tile}} : memref<256x64xf16> -> !ktdp.access_tile<8x64xindex>",
+    "%x{i} = ktdp.load %t{i} : !ktdp.access_tile<8x64xindex> -> tensor<8x64xf16>",
+    "%y{i} = arith.addf %x{i}, %x{i} : tensor<8x64xf16>",
+    "%z{i} = math.exp %y{i} : tensor<8x64xf16>",
+    "%e{i} = tensor.empty() : tensor<8x64xf16>",
+    "%m{i} = linalg.mul ins(%z{i}, %x{i} : tensor<8x64xf16>, tensor<8x64xf16>) outs(%e{i} : tensor<8x64xf16>) -> tensor<8x64xf16>",
     "%k{i} = arith.constant 4 : index",
-    "%c{i} = arith.cmpi slt, %k{i}, %id : index",
-    "ktdp.store %m{i}, %t{i} : tensor<32x64xf16>, !ktdp.access_tile<32x64xindex>",
+    "%p{i} = arith.cmpi slt, %k{i}, %id : index",
+    "ktdp.store %m{i}, %t{i} : tensor<8x64xf16>, !ktdp.access_tile<8x64xindex>",
 ]
 
 
 def generate(lines: int) -> str:
     out = [
-        "#set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 31 >= 0, d1 >= 0, -d1 + 63 >= 0)>",
+        "#set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 255 >= 0, d1 >= 0, -d1 + 63 >= 0)>",
+        "#tile = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 63 >= 0)>",
         "#id2 = affine_map<(d0, d1) -> (d0, d1)>",
         "func.func @big(%a: index) attributes {grid = [32]} {",
         "  %id = ktdp.get_compute_tile_id : index",
