@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_parse import generate  # noqa: E402
 
 import ktir  # noqa: E402
-from ktir.verify import verify  # noqa: E402
 from ktir.verify import sets as isl_sets  # noqa: E402
+from ktir.verify import verify  # noqa: E402
 
 
 def distributed_kernel(pieces: int, repeats: int) -> str:
