@@ -60,7 +60,7 @@ def timed(fn):  # type: ignore[no-untyped-def]
 
 
 def clear_caches() -> None:
-    for fn in (isl_sets.sample, isl_sets._difference, isl_sets._intersection, isl_sets._difference_union, isl_sets._difference_union_rev):
+    for fn in (isl_sets.sample, isl_sets._difference, isl_sets._intersection, isl_sets._difference_union, isl_sets._difference_union_rev, isl_sets._overlapping_pair):
         fn.cache_clear()
 
 

@@ -271,13 +271,13 @@ def check_distributed_view(check: Check, result: ty.MemRefType) -> None:
             check.note(f"could not check piece {i} of the distributed view: its coordinate set is not static")
             return
         pieces.append(set_text(coords, inside))
-    for i in range(len(pieces)):
-        for j in range(i + 1, len(pieces)):
-            both = _intersection(pieces[i], pieces[j])
-            if both is not None:
-                where = ", ".join(str(both[c]) for c in coords)
-                check.fail("C2", f"pieces {i} and {j} both hold coordinate ({where})")
-                return
+    clash = _overlapping_pair(tuple(pieces))
+    if clash is not None:
+        i, j = clash
+        both = _intersection(pieces[i], pieces[j])
+        where = ", ".join(str(both[c]) for c in coords) if both else "?"
+        check.fail("C2", f"pieces {i} and {j} both hold coordinate ({where})")
+        return
     box = set_text(coords, [f"0 <= {c} < {d}" for c, d in zip(coords, result.shape, strict=True)])
     union = " + ".join(f"({p})" for p in pieces) if pieces else "{ [] : 1 = 0 }"
     missing = _difference_union(box, tuple(pieces))
@@ -287,6 +287,29 @@ def check_distributed_view(check: Check, result: ty.MemRefType) -> None:
     if extra is not None:
         check.fail("C3", f"a piece holds coordinate ({', '.join(str(extra[c]) for c in coords)}), outside the result's {result.shape}")
     del union
+
+
+@functools.lru_cache(maxsize=1024)
+def _overlapping_pair(pieces: tuple[str, ...]) -> tuple[int, int] | None:
+    """Two pieces sharing a coordinate, found with one isl query: tag each piece's set with
+    its index k, join the tagged map with its inverse, and look for k1 != k2."""
+    if len(pieces) < 2:
+        return None
+    tagged: isl.Map | None = None
+    for k, text in enumerate(pieces):
+        piece = isl.Map.from_range(isl.Set(text)).insert_dims(isl.dim_type.in_, 0, 1)
+        piece = piece.fix_val(isl.dim_type.in_, 0, isl.Val.int_from_si(piece.get_ctx(), k))
+        tagged = piece if tagged is None else tagged.union(piece)
+    assert tagged is not None
+    pairs = tagged.apply_range(tagged.reverse())
+    identity = isl.Map.identity(pairs.get_space())
+    others = pairs.subtract(identity)
+    if others.is_empty():
+        return None
+    point = others.wrap().sample_point()
+    k1 = int(point.get_coordinate_val(isl.dim_type.set, 0).to_python())
+    k2 = int(point.get_coordinate_val(isl.dim_type.set, 1).to_python())
+    return (min(k1, k2), max(k1, k2))
 
 
 @functools.lru_cache(maxsize=4096)
