@@ -8,15 +8,16 @@ Source locations ride along for diagnostics but do not take part in equality.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ktir.ir.base import Attribute, Type
 
 
-class Location(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Location(NamedTuple):
+    """Where an op or block starts in its source text (1-based)."""
+
     line: int
     column: int
     file: str | None = None
@@ -101,6 +102,8 @@ class Module(_Node):
     warnings: list[Any] = Field(default_factory=list, repr=False)
     # Comments before each alias definition (by alias name, `#x` / `!t`) and at the end.
     alias_comments: dict[str, list[str]] = Field(default_factory=dict, repr=False)
+    # Definition order of the aliases as written (`#a`, `!t`); the printer keeps it.
+    alias_order: list[str] = Field(default_factory=list, repr=False)
     trailing_comments: list[str] = Field(default_factory=list, repr=False)
 
     def _key(self) -> dict[str, Any]:

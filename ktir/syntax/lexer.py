@@ -47,7 +47,7 @@ _MASTER = re.compile(
     r"""
     (?P<ws>[ \t\r\n]+|//[^\n]*)
   | (?P<value>%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?)
-  | (?P<symbol>@[A-Za-z_$.\-][A-Za-z0-9_$.\-]*|@"[^"\n]*")
+  | (?P<symbol>@[A-Za-z_$.\-][A-Za-z0-9_$.\-]*|@"(?:\\.|[^"\\\n])*")
   | (?P<block>\^[A-Za-z0-9_$.\-]+)
   | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.]*)
   | (?P<bang>![A-Za-z_][A-Za-z0-9_$.]*)

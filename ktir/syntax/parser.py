@@ -64,7 +64,7 @@ class _AffName(af.AffineExpr):
 
 
 def _loc(tok: Tok) -> Location:
-    return Location(line=tok.line, column=tok.column)
+    return Location(tok.line, tok.column)
 
 
 def _err(tok: Tok | None, message: str) -> ParseError:
@@ -81,28 +81,44 @@ def _values(toks: list[Tok]) -> list[str]:
     return [t.value for t in toks]
 
 
+class BadEscape(ValueError):
+    pass
+
+
 def _unquote(s: str) -> str:
+    """The contents of a quoted string with MLIR escapes (\\n, \\t, \\", \\\\, \\XX hex)."""
     body = s[1:-1]
     if "\\" not in body:
         return body
     out = []
     i = 0
+    simple = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
     while i < len(body):
         c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            simple = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
-            if nxt in simple:
-                out.append(simple[nxt])
-                i += 2
-                continue
-            if i + 2 < len(body):
-                out.append(chr(int(body[i + 1 : i + 3], 16)))
-                i += 3
-                continue
-        out.append(c)
-        i += 1
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = body[i + 1 : i + 2]
+        if nxt in simple:
+            out.append(simple[nxt])
+            i += 2
+            continue
+        pair = body[i + 1 : i + 3]
+        if len(pair) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in pair):
+            out.append(chr(int(pair, 16)))
+            i += 3
+            continue
+        raise BadEscape(f"invalid escape '\\{nxt}' in string (use \\n, \\t, \\\", \\\\ or two hex digits)")
     return "".join(out)
+
+
+def _unq(tok: Tok) -> str:
+    """Unquote a STRING token, reporting a bad escape at the token."""
+    try:
+        return _unquote(tok.value)
+    except BadEscape as e:
+        raise _err(tok, str(e)) from None
 
 
 def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
@@ -126,9 +142,10 @@ def _mixed(entries: list[Any]) -> tuple[list[int], list[str]]:
     return static, dynamic
 
 
-def _resolve(expr: af.AffineExpr, names: dict[str, af.AffineExpr]) -> af.AffineExpr:
+def _resolve(expr: af.AffineExpr, names: dict[Any, af.AffineExpr]) -> af.AffineExpr:
     if isinstance(expr, _AffName):
-        found = names.get(expr.name)
+        # SSA subscripts keep `%x` and `symbol(%x)` apart; map/set bodies use bare names
+        found = names.get((expr.name, expr.is_symbol), names.get(expr.name))
         if found is None:
             raise ParseError(f"use of undeclared affine identifier '{expr.name}'", expr.line, expr.column)
         return found
@@ -164,8 +181,8 @@ def ssa_map(exprs: list[af.AffineExpr], fixed_dims: list[str] = ()) -> SsaMap:  
         bucket = syms if leaf.is_symbol else dims
         if leaf.name not in bucket:
             bucket.append(leaf.name)
-    names: dict[str, af.AffineExpr] = {n: af.dim(i) for i, n in enumerate(dims)}
-    names.update({n: af.sym(i) for i, n in enumerate(syms)})
+    names: dict[Any, af.AffineExpr] = {(n, False): af.dim(i) for i, n in enumerate(dims)}
+    names.update({(n, True): af.sym(i) for i, n in enumerate(syms)})
     results = tuple(_resolve(e, names) for e in exprs)
     return SsaMap(af.AffineMap(num_dims=len(dims), num_symbols=len(syms), results=results), dims + syms)
 
@@ -186,6 +203,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         self.attr_aliases: set[str] = set()
         self.type_aliases: set[str] = set()
         self.alias_lines: list[tuple[int, int, str]] = []
+        self.alias_order: list[str] = []
         self.comments: list[tuple[int, int, str]] = []
 
     def _warn(self, tok: Tok | None, message: str) -> None:
@@ -204,6 +222,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             else:
                 module.type_aliases[item.value[0]] = item.value[1]
         module.warnings = self.warnings
+        module.alias_order = list(self.alias_order)
         return module
 
     def attr_alias_def(self, c: list[Any]) -> C:
@@ -212,6 +231,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             raise _err(c[0], f"redefinition of attribute alias '#{name}'")
         self.attr_aliases.add(name)
         self.alias_lines.append((c[0].line, c[0].column, "#" + name))
+        self.alias_order.append("#" + name)
         return C("attr_alias", (name, c[1]))
 
     def type_alias_def(self, c: list[Any]) -> C:
@@ -220,6 +240,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             raise _err(c[0], f"redefinition of type alias '!{name}'")
         self.type_aliases.add(name)
         self.alias_lines.append((c[0].line, c[0].column, "!" + name))
+        self.alias_order.append("!" + name)
         return C("type_alias", (name, c[1]))
 
     def operation(self, c: list[Any]) -> Operation:
@@ -268,20 +289,21 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     def attr_entry(self, c: list[Any]) -> tuple[str, Attribute]:
         name = c[0].value
-        return (_unquote(name) if name.startswith('"') else name), c[1]
+        return (_unq(c[0]) if name.startswith('"') else name), c[1]
 
     def unit_entry(self, c: list[Any]) -> tuple[str, Attribute]:
         name = c[0].value
-        return (_unquote(name) if name.startswith('"') else name), at.UnitAttr()
+        return (_unq(c[0]) if name.startswith('"') else name), at.UnitAttr()
 
     def region(self, c: list[Any]) -> Region:
         ops = [x for x in c if isinstance(x, Operation)]
         blocks = [x for x in c if isinstance(x, Block)]
-        if ops or not blocks:
+        if ops:
             blocks.insert(0, Block(operations=ops))
-        # the entry block's label carries no meaning (nothing may branch to it)
-        blocks[0].label = None
-        return Region(blocks=blocks)
+        if blocks:
+            # the entry block's label carries no meaning (nothing may branch to it)
+            blocks[0].label = None
+        return Region(blocks=blocks)  # `{}` is a region with no blocks, as in MLIR
 
     def block(self, c: list[Any]) -> Block:
         label = c[0]
@@ -525,7 +547,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return at.BoolAttr(value=c[0].value == "true")
 
     def string_attr(self, c: list[Any]) -> Attribute:
-        return at.StringAttr(value=_unquote(c[0].value), type=c[1] if len(c) > 1 else None)
+        return at.StringAttr(value=_unq(c[0]), type=c[1] if len(c) > 1 else None)
 
     def unit_attr(self, c: list[Any]) -> Attribute:
         return at.UnitAttr()
@@ -549,7 +571,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return c[0]
 
     def dense_hex(self, c: list[Tok]) -> C:
-        text = _unquote(c[0].value)
+        text = _unq(c[0])
         if not text.startswith("0x"):
             raise _err(c[0], "a quoted dense literal must be a hex blob (\"0x...\")")
         return C("hex", text)
@@ -617,7 +639,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return at.MemorySpaceAttr(kind=kind.value, ct_id=num)
 
     def symbol_ref_attr(self, c: list[Tok]) -> Attribute:
-        names = [_symbol_name(t.value) for t in c]
+        names = [_symbol_name(t) for t in c]
         return at.SymbolRefAttr(root=names[0], nested=tuple(names[1:]))
 
     def dialect_attr(self, c: list[Tok]) -> Attribute:
@@ -716,21 +738,29 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         regions: list[Region] | None = None,
     ) -> Operation:
         opdef = SPELLINGS[tok.value]
-        return Operation(
+        for region in regions or []:
+            _entry(region)  # custom forms always have a block, even when written `{}`
+        # the parser builds well-formed fields itself: skip pydantic validation (hot path)
+        return Operation.model_construct(
             name=opdef.name,
             operands=operands or [],
             operand_types=operand_types or [],
+            results=[],
             result_types=result_types or [],
             attributes=attributes or {},
+            properties=None,
             regions=regions or [],
-            loc=_loc(tok),
+            successors=[],
+            loc=Location(tok.line, tok.column),
+            comments=[],
+            trailing_comment=None,
         )
 
     # ------------------------------------------------------------ generic form
 
     def generic_op(self, c: list[Any]) -> Operation:
         name_tok: Tok = c[0]
-        name = _unquote(name_tok.value)
+        name = _unq(name_tok)
         cl = _clauses(c)
         fn: ty.FunctionType = c[-1]
         operands = _values(cl.get("values", []))
@@ -774,7 +804,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         attrs: dict[str, Attribute] = dict(cl.get("module_attrs", {}))
         sym = next((x for x in c[1:] if isinstance(x, Tok)), None)
         if sym is not None:
-            attrs["sym_name"] = at.StringAttr(value=_symbol_name(sym.value))
+            attrs["sym_name"] = at.StringAttr(value=_symbol_name(sym))
         return self._op(tok, attributes=attrs, regions=[c[-1]])
 
     def module_attrs(self, c: list[C]) -> C:
@@ -787,7 +817,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         params: list[tuple[str | None, Type, dict[str, Attribute]]] = cl.get("params", [])
         results: list[tuple[Type, dict[str, Attribute]]] = cl.get("func_results", [])
         attrs: dict[str, Attribute] = {
-            "sym_name": at.StringAttr(value=_symbol_name(sym.value)),
+            "sym_name": at.StringAttr(value=_symbol_name(sym)),
             "function_type": at.TypeAttr(
                 value=ty.FunctionType(inputs=tuple(p[1] for p in params), results=tuple(r[0] for r in results))
             ),
@@ -801,16 +831,20 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         for key, value in cl.get("func_attrs", {}).items():
             attrs[key] = value
         region = c[-1] if isinstance(c[-1], Region) else None
+        declaration = region is None
         if region is None:
             region = Region()  # a declaration: argument names, if any, are not kept
         else:
             if any(p[0] is None for p in params):
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
-            entry = region.blocks[0]
+            entry = _entry(region)
             if entry.label is not None:
                 raise _err(tok, "the entry block of a function takes its arguments from the signature")
             entry.arguments = [BlockArgument(name=p[0], type=p[1]) for p in params]  # type: ignore[arg-type]
-        return self._op(tok, attributes=attrs, regions=[region])
+        op = self._op(tok, attributes=attrs, regions=[region])
+        if declaration:
+            op.regions[0].blocks = []  # a declaration has an empty body region
+        return op
 
     def visibility(self, c: list[Tok]) -> C:
         return C("visibility", c[0].value)
@@ -838,7 +872,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         operands = _values(cl.get("values", []))
         if len(operands) != len(fn.inputs):
             raise _err(tok, f"call has {len(operands)} operand(s) but its type lists {len(fn.inputs)}")
-        attrs = {"callee": at.SymbolRefAttr(root=_symbol_name(sym.value)), **cl.get("attrs", {})}
+        attrs = {"callee": at.SymbolRefAttr(root=_symbol_name(sym)), **cl.get("attrs", {})}
         return self._op(tok, operands, list(fn.inputs), list(fn.results), attrs)
 
     def terminator_op(self, c: list[Any]) -> Operation:
@@ -1081,6 +1115,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     # ------------------------------------------------------------ scf
 
     def _implicit_yield(self, region: Region, tok: Tok, terminator: str = "scf.yield") -> Region:
+        _entry(region)
         block = region.blocks[-1]
         if not block.operations or block.operations[-1].name != terminator:
             block.operations.append(Operation(name=terminator))  # implicit: no location
@@ -1100,7 +1135,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(bindings) != len(result_types):
             raise _err(tok, f"{len(bindings)} iter_args but {len(result_types)} result type(s)")
         iv_t = cl.get("iv_type", ty.INDEX)
-        entry = region.blocks[0]
+        entry = _entry(region)
         if entry.label is not None:
             raise _err(tok, "the scf.for body takes its arguments from the loop header")
         entry.arguments = [BlockArgument(name=iv.value, type=iv_t)] + [
@@ -1122,19 +1157,22 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         other = cl.get("else", Region())
         if not results:
             self._implicit_yield(then, tok)
-            if other.blocks:
+            if "else" in cl:
                 self._implicit_yield(other, tok)
-        return self._op(tok, [cond.value], [ty.I1], list(results), dict(cl.get("attrs", {})), [then, other])
+        op = self._op(tok, [cond.value], [ty.I1], list(results), dict(cl.get("attrs", {})), [then, other])
+        if "else" not in cl:
+            op.regions[1].blocks = []  # no else: an empty region
+        return op
 
     def while_op(self, c: list[Any]) -> Operation:
         tok = c[0]
-        bindings = [x for x in c if isinstance(x, tuple)]
+        bindings = [x for x in c if isinstance(x, tuple) and not isinstance(x, C)]
         fn: ty.FunctionType = next(x for x in c if isinstance(x, ty.FunctionType))
         before, after = [x for x in c if isinstance(x, Region)]
         cl = _clauses(c)
         if len(bindings) != len(fn.inputs):
             raise _err(tok, f"{len(bindings)} initial value(s) but {len(fn.inputs)} input type(s)")
-        entry = before.blocks[0]
+        entry = _entry(before)
         if entry.label is not None:
             raise _err(tok, "the scf.while before-region takes its arguments from the header")
         entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
@@ -1163,7 +1201,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(inits) != len(results):
             raise _err(tok, f"{len(inits)} init value(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
-        entry = region.blocks[0]
+        entry = _entry(region)
         if entry.label is not None:
             raise _err(tok, "the scf.parallel body takes its arguments from the header")
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
@@ -1204,7 +1242,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(outs) != len(results):
             raise _err(tok, f"{len(outs)} shared output(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
-        entry = region.blocks[0]
+        entry = _entry(region)
         if entry.label is not None:
             raise _err(tok, "the scf.forall body takes its arguments from the header")
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
@@ -1297,7 +1335,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def explicit_body(self, c: list[Any]) -> C:
         params: list[BlockArgument] = c[0].value if len(c) > 1 else []
         region: Region = c[-1]
-        entry = region.blocks[0]
+        entry = _entry(region)
         if entry.label is not None:
             raise ParseError("the body takes its arguments from the parenthesised list", entry.loc.line if entry.loc else 0, entry.loc.column if entry.loc else 0)
         entry.arguments = params
@@ -1507,13 +1545,25 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return self._op(tok, [src.value, *flat], [c[-2]] + [ty.INDEX] * len(flat), [c[-1]], attrs)
 
 
+def _entry(region: Region) -> Block:
+    """The entry block, created empty for a region written `{}` whose op needs one."""
+    if not region.blocks:
+        region.blocks.append(Block())
+    return region.blocks[0]
+
+
 def _plain(pairs: list[tuple[Type, dict[str, Attribute]]]) -> list[Type]:
     return [t for t, _ in pairs]
 
 
-def _symbol_name(text: str) -> str:
-    body = text[1:]
-    return _unquote(body) if body.startswith('"') else body
+def _symbol_name(tok: Tok) -> str:
+    body = tok.value[1:]
+    if not body.startswith('"'):
+        return body
+    try:
+        return _unquote(body)
+    except BadEscape as e:
+        raise _err(tok, str(e)) from None
 
 
 def i1_like(t: Type) -> Type:
@@ -1626,7 +1676,7 @@ def _type_hook(text: str) -> bool:
 
 def _expected_text(expected: set[str]) -> str:
     names = _terminal_names()
-    shown = sorted({names.get(e, e) for e in expected})
+    shown = sorted({names.get(e) or ("an operation" if e.startswith("OP_") else e) for e in expected})
     if len(shown) > 8:
         shown = shown[:8] + ["..."]
     return ", ".join(shown)

@@ -222,18 +222,39 @@ def _opt_dict(attrs: dict[str, Attribute], elided: Sequence[str] = ()) -> str:
     return f" {text}" if text else ""
 
 
+def _need(condition: object) -> None:
+    """Custom syntax can only carry attributes shaped as the parser makes them; anything
+    else (read from generic text) is printed in generic form instead."""
+    if not condition:
+        raise ValueError("attribute does not fit the custom form")
+
+
+def _is_i64_array(a: Attribute | None) -> bool:
+    return isinstance(a, at.DenseArrayAttr) and a.element_type == ty.I64 and all(isinstance(v, int) and not isinstance(v, bool) for v in a.values)
+
+
+def _is_set(a: Attribute | None) -> bool:
+    return isinstance(a, at.IntegerSetAttr | at.AttrAliasRef)
+
+
 def _static_list(attr: Attribute | None, dynamic: list[str]) -> str:
     """`[0, %o]` from a static array with kDynamic holes and the dynamic operands."""
-    values = attr.values if isinstance(attr, at.DenseArrayAttr) else ()
+    _need(_is_i64_array(attr))
+    assert isinstance(attr, at.DenseArrayAttr)
+    _need(sum(1 for v in attr.values if v == KDYNAMIC) == len(dynamic))
+    values = attr.values
     it = iter(dynamic)
     parts = [next(it) if v == KDYNAMIC else str(v) for v in values]
     return "[" + ", ".join(parts) + "]"
 
 
-def _segments(op: Operation) -> list[int]:
+def _segments(op: Operation, count: int | None = None) -> list[int]:
     seg = op.attributes.get("operandSegmentSizes")
-    assert isinstance(seg, at.DenseArrayAttr), f"{op.name} lacks operandSegmentSizes"
-    return [int(v) for v in seg.values]
+    _need(isinstance(seg, at.DenseArrayAttr) and seg.element_type == ty.I32)
+    assert isinstance(seg, at.DenseArrayAttr)
+    sizes = [int(v) for v in seg.values]
+    _need(sum(sizes) == len(op.operands) and (count is None or len(sizes) == count))
+    return sizes
 
 
 def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
@@ -249,8 +270,9 @@ def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
 
 
 class Printer:
-    def __init__(self) -> None:
+    def __init__(self, attr_aliases: dict[str, Attribute] | None = None) -> None:
         self.lines: list[str] = []
+        self.attr_aliases = attr_aliases or {}
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append(_INDENT * depth + text)
@@ -258,12 +280,10 @@ class Printer:
     # ------------------------------------------------------------ structure
 
     def module(self, module: Module) -> str:
-        for name, attr in module.attr_aliases.items():
-            self.lines.extend(module.alias_comments.get(f"#{name}", []))
-            self.lines.append(f"#{name} = {attr_text(attr)}")
-        for name, t in module.type_aliases.items():
-            self.lines.extend(module.alias_comments.get(f"!{name}", []))
-            self.lines.append(f"!{name} = {type_text(t)}")
+        self.attr_aliases = module.attr_aliases
+        for key, text in _ordered_aliases(module):
+            self.lines.extend(module.alias_comments.get(key, []))
+            self.lines.append(f"{key} = {text}")
         for op in module.operations:
             self.operation(op, 0)
         self.lines.extend(module.trailing_comments)
@@ -284,7 +304,7 @@ class Printer:
         if printer is None or opdef is None:
             self.generic(op, depth, head)
             return
-        custom = Printer()
+        custom = Printer(self.attr_aliases)
         try:
             printer(custom, op, opdef, depth, head)
         except (KeyError, IndexError, AssertionError, ValueError, StopIteration):
@@ -300,7 +320,9 @@ class Printer:
             ops = block.operations
             if elide is not None and index == len(region.blocks) - 1 and ops and _is_empty_terminator(ops[-1], elide):
                 ops = ops[:-1]
-            if index > 0 or (entry_label and (block.label is not None or block.arguments)):
+            # an empty entry block needs its label, or `{}` would read back as no block at all
+            empty_entry = index == 0 and not ops and entry_label
+            if index > 0 or (entry_label and (block.label is not None or block.arguments)) or empty_entry:
                 label = block.label or f"^bb{index}"
                 args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in block.arguments)
                 self.emit(depth, f"{label}({args}):" if block.arguments else f"{label}:")
@@ -317,7 +339,7 @@ class Printer:
         text = f"{head}{string_text(op.name)}({', '.join(op.operands)})"
         if op.successors:
             text += "[" + ", ".join(op.successors) + "]"
-        if op.properties:
+        if op.properties is not None:
             text += " <" + dict_text(op.properties, always=True) + ">"
         fn = function_type_text(ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types)))
         tail = _opt_dict(op.attributes) + f" : {fn}"
@@ -330,6 +352,31 @@ class Printer:
                 self.emit(depth, "}, {")
             self.region(region, depth, entry_label=True)
         self.emit(depth, "})" + tail)
+
+
+_ALIAS_USE = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def _ordered_aliases(module: Module) -> list[tuple[str, str]]:
+    """Alias definitions in written order, each after the aliases its text uses."""
+    texts = {f"#{n}": attr_text(a) for n, a in module.attr_aliases.items()}
+    texts.update({f"!{n}": type_text(t) for n, t in module.type_aliases.items()})
+    order = [k for k in module.alias_order if k in texts] + [k for k in texts if k not in module.alias_order]
+    done: list[str] = []
+    seen: set[str] = set()
+
+    def visit(key: str, depth: int) -> None:
+        if key in seen or depth > len(texts):
+            return
+        seen.add(key)
+        for used in _ALIAS_USE.findall(texts[key]):
+            if used in texts and used != key:
+                visit(used, depth + 1)
+        done.append(key)
+
+    for key in order:
+        visit(key, 0)
+    return [(k, texts[k]) for k in done]
 
 
 def _results_text(results: list[str]) -> str:
@@ -353,7 +400,8 @@ def _results_text(results: list[str]) -> str:
 
 
 def _is_empty_terminator(op: Operation, name: str) -> bool:
-    return op.name == name and not op.operands and not op.attributes and not op.regions
+    # an implicit terminator is elided, unless a comment is attached to it
+    return op.name == name and not op.operands and not op.attributes and not op.regions and not op.comments and op.trailing_comment is None
 
 
 # ---------------------------------------------------------------- format printers
@@ -373,6 +421,8 @@ def _format(name: str) -> Callable[[FormatPrinter], FormatPrinter]:
 @_format("MODULE")
 def _module(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     name = op.attributes.get("sym_name")
+    _need(name is None or isinstance(name, at.StringAttr))
+    _need(len(op.regions) == 1 and len(op.regions[0].blocks) == 1 and not op.regions[0].blocks[0].arguments)
     text = f"{head}module"
     if isinstance(name, at.StringAttr):
         text += f" {_symbol_text(name.value)}"
@@ -392,12 +442,15 @@ def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     assert isinstance(ftype, ty.FunctionType)
     text = f"{head}func.func "
     vis = attrs.get("sym_visibility")
+    _need(vis is None or (isinstance(vis, at.StringAttr) and vis.value in ("private", "public", "nested")))
     if isinstance(vis, at.StringAttr):
         text += f"{vis.value} "
     arg_attrs = _dict_list(attrs.get("arg_attrs"), len(ftype.inputs))
     res_attrs = _dict_list(attrs.get("res_attrs"), len(ftype.results))
-    region = op.regions[0] if op.regions else Region()
+    _need(len(op.regions) == 1)
+    region = op.regions[0]
     body = bool(region.blocks)
+    _need(not body or [a.type for a in region.blocks[0].arguments] == list(ftype.inputs))
     params = []
     for i, t in enumerate(ftype.inputs):
         extra = _opt_dict(arg_attrs[i])
@@ -421,14 +474,20 @@ def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 
 
 def _dict_list(attr: Attribute | None, n: int) -> list[dict[str, Attribute]]:
-    if not isinstance(attr, at.ArrayAttr):
+    if attr is None:
         return [{} for _ in range(n)]
-    return [dict(e.entries) if isinstance(e, at.DictAttr) else {} for e in attr.elements]
+    # the custom form can only carry one non-empty-somewhere dictionary per argument
+    _need(isinstance(attr, at.ArrayAttr) and len(attr.elements) == n and all(isinstance(e, at.DictAttr) for e in attr.elements))
+    assert isinstance(attr, at.ArrayAttr)
+    dicts = [dict(e.entries) for e in attr.elements if isinstance(e, at.DictAttr)]
+    _need(any(dicts))
+    return dicts
 
 
 @_format("CALL")
 def _call(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     callee = op.attributes["callee"]
+    _need(isinstance(callee, at.SymbolRefAttr) and not callee.nested)
     fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
     p.emit(
         depth,
@@ -450,22 +509,30 @@ def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
 
 @_format("CONSTANT")
 def _constant(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    text = attr_text(op.attributes["value"])
+    value = op.attributes["value"]
+    _need(
+        isinstance(value, at.IntegerAttr | at.FloatAttr | at.StringAttr) and value.type is not None
+        or isinstance(value, at.BoolAttr | at.DenseAttr)
+    )
+    _need(not op.regions and len(op.result_types) == 1)
+    text = attr_text(value)
     p.emit(depth, f"{head}{op.name}{_opt_dict(op.attributes, ('value',))} {text}")
 
 
-def _flags(op: Operation) -> str:
+def _flags(op: Operation) -> tuple[str, tuple[str, ...]]:
+    """`fastmath<...>` / `overflow<...>` clauses and the attributes they print."""
     out = ""
+    printed: list[str] = []
     for key, kw in (("fastmath", "fastmath"), ("overflowFlags", "overflow")):
         flag = op.attributes.get(key)
-        if isinstance(flag, at.EnumAttr):
+        if isinstance(flag, at.EnumAttr) and flag.dialect == "arith" and flag.name == kw and _BARE.match(flag.value.replace(",", "_")):
             out += f" {kw}<{flag.value}>"
-    return out
+            printed.append(key)
+    return out, tuple(printed)
 
 
 def _elementwise(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    flags = _flags(op)
-    elided = ("fastmath", "overflowFlags") if flags else ()
+    flags, elided = _flags(op)
     p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{flags}{_opt_dict(op.attributes, elided)} : {type_text(op.result_types[0])}")
 
 
@@ -486,6 +553,7 @@ def _cmp(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     predicates = d.option("predicates")
     assert isinstance(predicates, tuple)
     pred = op.attributes["predicate"]
+    _need(isinstance(pred, at.IntegerAttr) and pred.type == ty.I64 and 0 <= pred.value < len(predicates))
     assert isinstance(pred, at.IntegerAttr)
     p.emit(
         depth,
@@ -510,7 +578,7 @@ def _tile_id(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None
 
 @_format("MEMORY_VIEW")
 def _memory_view(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _, n_sizes, n_strides = _segments(op)
+    _, n_sizes, n_strides = _segments(op, 3)
     offset, sizes, strides = _split(op.operands, [1, n_sizes, n_strides])
     a = op.attributes
     p.emit(
@@ -543,10 +611,12 @@ def _subscripts(amap: af.AffineMap, operands: Sequence[str]) -> str:
 
 @_format("ACCESS_TILE")
 def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _, n_idx, n_sym = _segments(op)
+    _, n_idx, n_sym = _segments(op, 3)
     base, indices, symbols = _split(op.operands, [1, n_idx, n_sym])
     base_map = op.attributes["base_map"]
+    _need(isinstance(base_map, at.AffineMapAttr) and base_map.value.num_dims + base_map.value.num_symbols == n_idx)
     assert isinstance(base_map, at.AffineMapAttr)
+    _need(len(set(indices)) == len(indices))
     syms = f" symbols({', '.join(symbols)})" if symbols else ""
     p.emit(
         depth,
@@ -557,13 +627,15 @@ def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> 
 
 @_format("INDIRECT_TILE")
 def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _, n_views, n_captured, n_sym = _segments(op)
+    _, n_views, n_captured, n_sym = _segments(op, 4)
     base, views, captured, symbols = _split(op.operands, [1, n_views, n_captured, n_sym])
     variables = [a.name for a in op.regions[0].blocks[0].arguments]
     names = variables + captured
     kinds = op.attributes["per_dim_subscript_kinds"]
     maps = op.attributes["per_dim_subscript_maps"]
+    _need(isinstance(kinds, at.DenseArrayAttr) and kinds.element_type == ty.I1 and isinstance(maps, at.ArrayAttr))
     assert isinstance(kinds, at.DenseArrayAttr) and isinstance(maps, at.ArrayAttr)
+    _need(sum(1 for k in kinds.values if k) == n_views and len(op.regions) == 1)
     view_iter = iter(views)
     subs = []
     for indirect, m in zip(kinds.values, maps.elements, strict=True):
@@ -593,6 +665,7 @@ def _store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 @_format("RUNTIME_ARG_EXTRACT")
 def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     kind = op.attributes["kind"]
+    _need(isinstance(kind, at.EnumAttr) and kind.dialect == "ktdp" and kind.name == "runtime_arg_kind")
     assert isinstance(kind, at.EnumAttr)
     p.emit(
         depth,
@@ -603,12 +676,15 @@ def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: 
 @_format("PRODUCE")
 def _produce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     group = op.attributes["producer_tiles_per_group"]
+    _need(_is_set(group) and len(op.regions) == 1 and len(op.result_types) == 1)
     text = f"{head}{op.name} producer_tiles_per_group = {attr_text(group)}{_opt_dict(op.attributes, ('producer_tiles_per_group',))} -> {type_text(op.result_types[0])}"
     p.open_region(depth, text, op.regions[0], entry_label=True)
 
 
 def _inter_tile_head(op: Operation, head: str) -> tuple[str, list[str]]:
     a = op.attributes
+    _need(_is_set(a.get("consumer_tiles_per_group")))
+    _need("producer_dependency_per_consumer" not in a or _is_set(a["producer_dependency_per_consumer"]))
     text = f"{head}{op.name}({op.operands[0]}) consumer_tiles_per_group = {attr_text(a['consumer_tiles_per_group'])}"
     elided = ["consumer_tiles_per_group"]
     dep = a.get("producer_dependency_per_consumer")
@@ -646,6 +722,7 @@ def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     text, elided = _inter_tile_head(op, head)
     for key in _COLLECTIVE_DIMS:
         dims = op.attributes.get(key)
+        _need(dims is None or _is_i64_array(dims))
         if isinstance(dims, at.DenseArrayAttr):
             text += f", {key} = [{', '.join(str(v) for v in dims.values)}]"
             elided.append(key)
@@ -667,8 +744,11 @@ def _arrow(types: Sequence[Type]) -> str:
 
 @_format("FOR")
 def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(len(op.regions) == 1 and op.regions[0].blocks and len(op.operands) >= 3)
     region = op.regions[0]
     args = region.blocks[0].arguments
+    _need(len(args) == len(op.operands) - 2 and len(set(op.operand_types[:3])) == 1 and args[0].type == op.operand_types[0])
+    _need([a.type for a in args[1:]] == op.operand_types[3:] == op.result_types)
     lb, ub, step, *inits = op.operands
     text = f"{head}scf.for {args[0].name} = {lb} to {ub} step {step}"
     if inits:
@@ -784,7 +864,11 @@ def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
 @_format("AFFINE_APPLY")
 def _affine_apply(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     amap = op.attributes["map"]
-    n_dims = amap.value.num_dims if isinstance(amap, at.AffineMapAttr) else len(op.operands)
+    resolved = p.attr_aliases.get(amap.name) if isinstance(amap, at.AttrAliasRef) else amap
+    _need(isinstance(resolved, at.AffineMapAttr))
+    assert isinstance(resolved, at.AffineMapAttr)
+    n_dims = resolved.value.num_dims
+    _need(n_dims + resolved.value.num_symbols == len(op.operands))
     dims, syms = op.operands[:n_dims], op.operands[n_dims:]
     sym_text = f"[{', '.join(syms)}]" if syms else ""
     p.emit(depth, f"{head}{op.name} {attr_text(amap)}({', '.join(dims)}){sym_text}{_opt_dict(op.attributes, ('map',))}")
@@ -794,7 +878,7 @@ def _affine_apply(p: Printer, op: Operation, d: OpDef, depth: int, head: str) ->
 
 
 def _ins_outs(op: Operation) -> str:
-    n_in, n_out = _segments(op)
+    n_in, n_out = _segments(op, 2)
     ins, outs = op.operands[:n_in], op.operands[n_in : n_in + n_out]
     in_t, out_t = op.operand_types[:n_in], op.operand_types[n_in : n_in + n_out]
     ins_text = f"{', '.join(ins)} : {_types(in_t)}" if ins else ""
@@ -809,6 +893,8 @@ def _results_arrow(op: Operation) -> str:
 @_format("LINALG_NAMED")
 def _linalg_named(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     maps = op.attributes.get("indexing_maps")
+    _need(maps is None or isinstance(maps, at.ArrayAttr))
+    _need(not op.regions)
     maps_text = f" indexing_maps = {attr_text(maps)}" if maps is not None else ""
     p.emit(
         depth,
@@ -879,6 +965,7 @@ def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
 def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_in, _ = _segments(op)
     dims = op.attributes["dimensions"]
+    _need(_is_i64_array(dims))
     assert isinstance(dims, at.DenseArrayAttr)
     tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
     short = _short_body(op, n_in, with_inits=True)
@@ -892,6 +979,7 @@ def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
 def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     key = "permutation" if op.name == "linalg.transpose" else "dimensions"
     dims = op.attributes[key]
+    _need(_is_i64_array(dims))
     assert isinstance(dims, at.DenseArrayAttr)
     values = ", ".join(str(v) for v in dims.values)
     p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = [{values}]{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
@@ -900,6 +988,7 @@ def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> 
 @_format("LINALG_INDEX")
 def _linalg_index(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     dim = op.attributes["dim"]
+    _need(isinstance(dim, at.IntegerAttr) and dim.type == ty.I64 and dim.value >= 0)
     assert isinstance(dim, at.IntegerAttr)
     p.emit(depth, f"{head}{op.name} {dim.value}{_opt_dict(op.attributes, ('dim',))} : {type_text(op.result_types[0])}")
 
@@ -964,9 +1053,11 @@ def _insert_slice(p: Printer, op: Operation, d: OpDef, depth: int, head: str) ->
 
 
 def _reassociation(attr: Attribute) -> str:
+    _need(isinstance(attr, at.ArrayAttr))
     assert isinstance(attr, at.ArrayAttr)
     groups = []
     for g in attr.elements:
+        _need(isinstance(g, at.ArrayAttr) and all(isinstance(e, at.IntegerAttr) and e.type == ty.I64 for e in g.elements))
         assert isinstance(g, at.ArrayAttr)
         groups.append("[" + ", ".join(str(e.value) for e in g.elements if isinstance(e, at.IntegerAttr)) + "]")
     return "[" + ", ".join(groups) + "]"
@@ -1002,6 +1093,7 @@ def _reshape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None
 @_format("CONCAT")
 def _concat(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     dim = op.attributes["dim"]
+    _need(isinstance(dim, at.IntegerAttr) and dim.type == ty.I64 and dim.value >= 0)
     assert isinstance(dim, at.IntegerAttr)
     fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
     p.emit(depth, f"{head}{op.name} dim({dim.value}) {', '.join(op.operands)}{_opt_dict(op.attributes, ('dim',))} : {function_type_text(fn)}")
@@ -1013,6 +1105,7 @@ def _pad(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     segs = _segments(op)
     low, high = _split(op.operands[1:], segs[1:])
     a = op.attributes
+    _need("nofold" not in a or isinstance(a["nofold"], at.UnitAttr))
     nofold = " nofold" if "nofold" in a else ""
     text = f"{head}{op.name} {op.operands[0]}{nofold} low{_static_list(a.get(keys[0]), low)} high{_static_list(a.get(keys[1]), high)}"
     tail = f"{_opt_dict(a, (*keys, 'nofold', 'operandSegmentSizes'))} : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}"
