@@ -138,7 +138,10 @@ class KtirLexer(Lexer):
         if not isinstance(text, str):
             text = text.text
         states = parser_state.parse_conf.states
+        # the driver's state stack is mutated in place; reading it avoids a property call
+        stack = getattr(parser_state, "state_stack", None)
         match = _MASTER.match
+        candidates_of = self._candidates
         pos = 0
         line = 1
         line_start = 0
@@ -161,7 +164,7 @@ class KtirLexer(Lexer):
                 pos = end
                 continue
             column = pos - line_start + 1
-            accepted = states[parser_state.position]
+            accepted = states[stack[-1] if stack is not None else parser_state.position]
             if kind == "value":
                 tok_type = "VALUE_ID"
             elif kind == "number" or (kind == "punct" and text[pos] in "?*"):
@@ -203,7 +206,10 @@ class KtirLexer(Lexer):
                     else:
                         tok_type = self._pick(word, kind, accepted)
                 else:
-                    tok_type = self._pick(word, kind, accepted)
+                    candidates = candidates_of(word, kind)
+                    tok_type = candidates[0]
+                    if len(candidates) > 1 and tok_type not in accepted:
+                        tok_type = self._pick(word, kind, accepted)
             yield Tok(tok_type, text[pos:end], pos, line, column)
             pos = end
 
