@@ -22,7 +22,8 @@ def _all_files() -> list[Path]:
     return sorted(p for p in files if not _SKIP_DIRS.intersection(p.relative_to(ROOT).parts))
 
 
-VALID = [p for p in _all_files() if "invalid_syntax" not in p.parts]
+# tests/verify/invalid holds `// -----`-separated verifier cases, checked by tests/verify
+VALID = [p for p in _all_files() if "invalid_syntax" not in p.parts and "invalid" not in p.parts]
 INVALID = [p for p in _all_files() if "invalid_syntax" in p.parts]
 
 
