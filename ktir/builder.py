@@ -2,7 +2,7 @@
 
     b = Builder()
     with b.func("add", [("a", INDEX)], grid=[4]) as (a,):
-        tid = b.ktdp.get_compute_tile_id()
+        (tid,) = b.tile_id()
         c0 = b.constant(0, INDEX)
         b.func_return()
     text = print_module(b.module)

@@ -239,7 +239,7 @@ OPS: tuple[OpDef, ...] = (
         results=(Result("results", "ranked tensor", variadic=True),),
         attributes=(Attr("consumer_tiles_per_group", _SET), Attr("gather_dimensions", "DenseI64ArrayAttr")),
         constraints=constraints(
-            "Each result's size along a gathered dimension is the partial size times the group's producer count.",
+            "Each result has its partial's rank; along each gathered dimension its size is a multiple of the partial's.",
         ),
     ),
     OpDef(
@@ -249,7 +249,9 @@ OPS: tuple[OpDef, ...] = (
         operands=(Operand("future", "!ktdp.tile_future"),),
         results=(Result("results", "ranked tensor", variadic=True),),
         attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", "DenseI64ArrayAttr")),
-        constraints=constraints("Each scattered dimension divides evenly by the number of consumers."),
+        constraints=constraints(
+            "Each result has its partial's rank; along each scattered dimension the partial's size is a multiple of the result's."
+        ),
     ),
     OpDef(
         name="ktdp.inter_tile_all_to_all",
@@ -275,7 +277,7 @@ OPS: tuple[OpDef, ...] = (
         accuracy="reduction",
         constraints=constraints(
             "The combiner takes 2N arguments for N partial types and yields N values.",
-            "Each scattered dimension divides evenly by the number of consumers.",
+            "Each result has its partial's rank; along each scattered dimension the partial's size is a multiple of the result's.",
         ),
     ),
 )

@@ -39,7 +39,7 @@ OPS: tuple[OpDef, ...] = (
         constraints=constraints(
             "Offsets, sizes and strides have one entry per source dimension.",
             "The number of dynamic operands equals the number of `?` entries.",
-            "The result's layout equals the layout the offsets and strides imply.",
+            "The slice lies within the source's bounds where they are static.",
         ),
     ),
     OpDef(

@@ -99,7 +99,11 @@ OPS: tuple[OpDef, ...] = (
         ),
         attributes=_SLICE_ATTRS,
         traits=frozenset({"AttrSizedOperandSegments"}),
-        constraints=constraints(*_SLICE_RULES, "`dest` is a shared output of the enclosing scf.forall."),
+        constraints=constraints(
+            *_SLICE_RULES,
+            "The source shape equals the sizes, with unit dimensions possibly dropped.",
+            "`dest` is a shared output of the enclosing scf.forall.",
+        ),
         options={"has_result": False},
     ),
     OpDef(

@@ -1117,7 +1117,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def _implicit_yield(self, region: Region, tok: Tok, terminator: str = "scf.yield") -> Region:
         _entry(region)
         block = region.blocks[-1]
-        if not block.operations or block.operations[-1].name != terminator:
+        last = block.operations[-1] if block.operations else None
+        last_def = SPELLINGS.get(last.name) if last is not None else None
+        if last_def is not None and "Terminator" in last_def.traits:
+            return region  # an explicit terminator (possibly the wrong one: the verifier says so)
+        if last is None or last.name != terminator:
             block.operations.append(Operation(name=terminator))  # implicit: no location
         return region
 

@@ -22,20 +22,14 @@ STRUCTURAL_RULES: dict[str, str] = {
     "ssa.undefined": "Every operand names a value defined before it, in an enclosing scope.",
     "ssa.redefined": "A value name is defined once in its scope (no shadowing of visible names).",
     "ssa.type": "An operand's stated type equals the type its value was defined with.",
-    "ssa.unnamed-use": "Values are used by name; an op whose results are used must name them.",
-    "alias.undefined": "Attribute and type aliases are defined before use.",
-    "region.count": "An op has exactly the regions its definition declares.",
-    "region.terminator": "Each block of a region ends with the terminator its op expects, and only there.",
-    "region.arguments": "Region entry arguments have the number and types the op defines.",
     "op.operands": "An op has the number of operands its definition allows.",
     "op.results": "An op has the number of results its definition allows.",
-    "op.attribute": "Required attributes are present and have the right kind.",
-    "symbol.undefined": "A referenced symbol (func.call callee) is defined in the module.",
-    "symbol.redefined": "Symbol names are unique within a module.",
-    "func.grid": "`grid` is a non-empty array of positive integers.",
-    "op.unknown": "An op KTIR does not define (accepted in generic form, not checked).",
+    "op.attribute": "An op carries every attribute its definition requires.",
+    "region.count": "An op has exactly the regions its definition declares.",
+    "region.terminator": "Each block of a region ends with the terminator its op expects, and only there.",
 }
-
+# Diagnostics that are warnings, not rules: `op.unknown` (an op KTIR does not define, accepted
+# in generic form and not checked), `legacy` (a legacy spelling, printed canonically).
 
 @dataclass
 class ValueInfo:
@@ -220,7 +214,7 @@ class Verifier:
             name = op.attributes.get("sym_name")
             if op.name == "func.func" and isinstance(name, at.StringAttr):
                 if name.value in self.symbols:
-                    self.error("symbol.redefined", f"redefinition of symbol '@{name.value}'", op.loc,
+                    self.error("func.func.C4", f"redefinition of symbol '@{name.value}'", op.loc,
                                (self.symbols[name.value].loc, "first defined here"))
                 else:
                     self.symbols[name.value] = op
@@ -252,7 +246,8 @@ class Verifier:
         if is_func:
             self.current_func = op
             self.grid = self._grid(op, loc)
-        if opdef is not None:
+        if opdef is not None and self._check_counts(op, opdef, loc):
+            # op rules assume the operands, results and attributes their definition declares
             check = Check(self, op, opdef, loc)
             fn = RULES.get(op.name)
             if fn is not None:
@@ -274,6 +269,23 @@ class Verifier:
             self.define(name, info)
             if isinstance(self.rtype(t), ty.TileFutureType):
                 self.futures.append((name, info))
+
+    def _check_counts(self, op: Operation, opdef: OpDef, loc: Location | None) -> bool:
+        """Operand, result, attribute and region counts from the op's definition; True if all hold."""
+        before = len(self.report.errors)
+        for what, specs, actual in (("operand", opdef.operands, len(op.operands)), ("result", opdef.results, len(op.result_types))):
+            fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
+            variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
+            if actual < fixed or (not variadic and actual > fixed):
+                wanted = f"at least {fixed}" if variadic else str(fixed)
+                self.error(f"op.{what}s", f"'{op.name}' takes {wanted} {what}(s), found {actual}", loc)
+        for attr in opdef.attributes:
+            if not attr.optional and attr.name not in op.attributes:
+                self.error("op.attribute", f"'{op.name}' requires the attribute '{attr.name}' ({attr.type})", loc)
+        flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
+        if not flexible and len(op.regions) != len(opdef.regions):
+            self.error("region.count", f"'{op.name}' has {len(opdef.regions)} region(s), found {len(op.regions)}", loc)
+        return len(self.report.errors) == before
 
     def visit_region(self, op: Operation, index: int, region: Region, loc: Location | None) -> None:
         expected = _terminator_for(op, index)
@@ -321,7 +333,7 @@ class Verifier:
         values = grid.elements if isinstance(grid, at.ArrayAttr) else ()
         dims = [e.value for e in values if isinstance(e, at.IntegerAttr)]
         if not values or len(dims) != len(values) or any(d <= 0 for d in dims):
-            self.error("func.grid", "`grid` must be a non-empty array of positive integers", loc)
+            self.error("func.func.C2", "`grid` must be a non-empty array of positive integers", loc)
             return (1,)
         return tuple(dims)
 

@@ -14,7 +14,11 @@ _FLOAT_CLASS = "float (scalar or tensor)"
 
 def _class_ok(check: Check, operand_type: ty.Type) -> bool:
     kind = check.opdef.option("operand_class")
-    return is_float(operand_type) if kind == _FLOAT_CLASS else is_signless_int(operand_type)
+    if kind == _FLOAT_CLASS:
+        return is_float(operand_type)
+    if check.opdef.dialect == "math":  # math's integer ops take signless integers, not index
+        return is_signless_int(operand_type) and not is_index(elem(operand_type))
+    return is_signless_int(operand_type)
 
 
 def elementwise(check: Check) -> None:
@@ -23,7 +27,10 @@ def elementwise(check: Check) -> None:
         check.fail("C1", f"operands and result must have the same type, found {', '.join(t(x) for x in types)}")
         return
     if not _class_ok(check, types[0]):
-        kind = "float" if check.opdef.option("operand_class") == _FLOAT_CLASS else "signless integer or index"
+        if check.opdef.option("operand_class") == _FLOAT_CLASS:
+            kind = "float"
+        else:
+            kind = "signless integer" if check.opdef.dialect == "math" else "signless integer or index"
         check.fail("C2", f"'{check.op.name}' needs {kind} operands, found {t(types[0])}")
 
 

@@ -90,6 +90,7 @@ def distributed_view(check: Check) -> None:
 
 @rule("ktdp.construct_access_tile")
 def access_tile(check: Check) -> None:
+    errors_before = len(check.v.report.errors)
     tile_set = _int_set(check.attr("access_tile_set"))
     base_map = _map(check.attr("base_map"))
     order = _map(check.attr("access_tile_order"))
@@ -114,7 +115,8 @@ def access_tile(check: Check) -> None:
     if not isinstance(base, ty.MemRefType | ty.TensorType) or base_shape is None or len(base_shape) != len(base_map.results):
         check.fail("C6", f"the base {t(base)} must be a ranked memref or tensor with {len(base_map.results)} dimensions")
         return
-    sets.check_access_tile(check, tile_set, base_map, result)
+    if len(check.v.report.errors) == errors_before:  # the set check needs consistent counts
+        sets.check_access_tile(check, tile_set, base_map, result)
 
 
 @rule("ktdp.construct_indirect_access_tile")
@@ -289,7 +291,13 @@ def collective(check: Check) -> None:
         if ps is None or rs is None or len(ps) != len(rs):
             check.fail(cid, f"result {t(res)} and partial {t(part)} must have the same rank")
             return
-        for d in dims.values:
-            if not 0 <= int(d) < len(ps):
+        for value in dims.values:
+            d = int(value)
+            if not 0 <= d < len(ps):
                 check.fail(cid, f"dimension {d} is out of range for rank {len(ps)}")
+                return
+            big, small = (rs[d], ps[d]) if name == "ktdp.inter_tile_gather" else (ps[d], rs[d])
+            if big is not None and small is not None and (small == 0 or big % small != 0):
+                what = "result" if name == "ktdp.inter_tile_gather" else "partial"
+                check.fail(cid, f"along dimension {d} the {what} size {big} is not a multiple of {small}")
                 return

@@ -242,5 +242,8 @@ def index(check: Check) -> None:
         loops = len(iterators.elements) if isinstance(iterators, at.ArrayAttr) else None
     elif parent is not None:
         loops = len(shape(check.v.rtype(parent.operand_types[0])) or ())
+    if parent is None:
+        check.fail("C1", "linalg.index must be inside a linalg.generic, linalg.map or linalg.reduce body")
+        return
     if not isinstance(dim, at.IntegerAttr) or dim.value < 0 or (loops is not None and dim.value >= loops):
         check.fail("C1", f"dim must be below the enclosing op's {loops if loops is not None else 'number of'} loops")

@@ -164,11 +164,6 @@ def func(check: Check) -> None:
                     inner.loc or check.loc,
                     (check.loc, "the function is defined here"),
                 )
-    if "grid" in check.op.attributes and check.v.grid == (1,):
-        grid = check.attr("grid")
-        values = grid.elements if isinstance(grid, at.ArrayAttr) else ()
-        if not (len(values) == 1 and isinstance(values[0], at.IntegerAttr) and values[0].value == 1):
-            check.fail("C2", "`grid` must be a non-empty array of positive integers")
 
 
 @rule("func.call")

@@ -133,6 +133,14 @@ def insert_slice(check: Check) -> None:
     _in_bounds(check, lists, dest, "C3")
     if not _rank_reduced(lists[1], shape(source)):
         check.fail("C4", f"the source {t(source)} must have the slice sizes {lists[1]} (unit dimensions may be dropped)")
+    if check.op.name == "tensor.parallel_insert_slice":
+        forall = next((p for p in reversed(check.v.stack) if p.name == "scf.forall"), None)
+        shared: list[str] = []
+        if forall is not None and forall.regions and forall.regions[0].blocks:
+            args = forall.regions[0].blocks[0].arguments
+            shared = [a.name for a in args[len(args) - len(forall.result_types):]]
+        if check.op.operands[1] not in shared:
+            check.fail("C5", f"'{check.op.operands[1]}' is not a shared output of an enclosing scf.forall")
 
 
 def _groups(check: Check) -> list[list[int]] | None:
