@@ -52,6 +52,8 @@ OPS: tuple[OpDef, ...] = (
             "`coordinate_set`, when present, has one dimension per result dimension and at most one symbol per dynamic size (symbols bind to the dynamic sizes left to right).",
             "`memory_space` is a ktdp memory space; `ct_id` is only given with `ct_local`, and names a tile of the grid when the function has one.",
             "Static sizes are non-negative and static strides are positive.",
+            "In every dimension the coordinate_set spans at most `size` coordinates (it may start anywhere: pieces of a distributed view use global coordinates).",
+            "The result memref's memory space, when it has one, equals `memory_space`.",
         ),
     ),
     OpDef(
@@ -142,6 +144,7 @@ OPS: tuple[OpDef, ...] = (
         constraints=constraints(
             "The data shape equals the access tile's shape.",
             "The data element type equals the element type of the tile's base view.",
+            "The access tile's base is a memref (tensors are values and cannot be stored to).",
         ),
     ),
     OpDef(

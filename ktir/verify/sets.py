@@ -256,6 +256,39 @@ def _difference(a: str, b: str) -> dict[str, int] | None:
     return None if diff.is_empty() else _point(diff)
 
 
+def check_set_in_box(check: Check, iset: af.IntegerSet, sizes: list[int], cid: str) -> None:
+    """A view's coordinate set spans at most `size` coordinates in every dimension."""
+    coords = [f"c{i}" for i in range(len(sizes))]
+    try:
+        text = set_text(coords, isl_constraints(iset, coords, []))
+    except NotAffine as e:
+        check.note(f"could not check the coordinate set against the sizes: {e}")
+        return
+    span = _spans(text)
+    if span is None:
+        check.note("could not check the coordinate set against the sizes: it is unbounded or empty")
+        return
+    for i, ((low, high), size) in enumerate(zip(span, sizes, strict=True)):
+        if high - low + 1 > size:
+            check.fail(cid, f"dimension {i} of the coordinate set spans {low}..{high} ({high - low + 1} coordinates), more than the size {size}")
+            return
+
+
+@functools.lru_cache(maxsize=4096)
+def _spans(text: str) -> list[tuple[int, int]] | None:
+    s = isl.Set(text)
+    if s.is_empty() or not s.is_bounded():
+        return None
+    out = []
+    for i in range(s.dim(isl.dim_type.set)):
+        low = s.dim_min_val(i).to_python() if hasattr(s, "dim_min_val") else None
+        high = s.dim_max_val(i).to_python() if hasattr(s, "dim_max_val") else None
+        if low is None or high is None:
+            return None
+        out.append((int(low), int(high)))
+    return out
+
+
 def check_distributed_view(check: Check, result: ty.MemRefType) -> None:
     if any(d is None for d in result.shape):
         check.note("could not check the distributed view's pieces: the result shape is not static")

@@ -66,6 +66,12 @@ def memory_view(check: Check) -> None:
         check.fail("C6", f"ct_id = {space.ct_id} names no tile of the grid {list(check.v.grid)}")
     if any(v != KDYNAMIC and v < 0 for v in sizes.values) or any(v != KDYNAMIC and v <= 0 for v in strides.values):
         check.fail("C7", "static sizes must be non-negative and static strides positive")
+        return
+    iset = _int_set(cset) if cset is not None else None
+    if iset is not None and iset.num_dims == len(sizes.values) and iset.num_symbols == 0 and KDYNAMIC not in sizes.values:
+        sets.check_set_in_box(check, iset, [int(v) for v in sizes.values], "C8")
+    if result.memory_space is not None and isinstance(space, at.MemorySpaceAttr) and check.v.rattr(result.memory_space) != space:
+        check.fail("C9", f"the result type's memory space {t(result)} differs from memory_space")
 
 
 def _grid_size(check: Check) -> int:
@@ -193,6 +199,9 @@ def store(check: Check) -> None:
     if base_elem is not None and base_elem != data.element_type:
         check.fail("C2", f"the data element type {t(data.element_type)} differs from the view's {t(base_elem)}",
                    (where, "the access tile is built here"))  # type: ignore[arg-type]
+    tile_op = check.defining_op(check.op.operands[1])
+    if tile_op is not None and tile_op.operand_types and isinstance(check.v.rtype(tile_op.operand_types[0]), ty.TensorType):
+        check.fail("C3", "the access tile is built on a tensor; stores need a memref view", (tile_op.loc, "the access tile is built here"))
 
 
 @rule("ktdp.runtime_arg_extract")
