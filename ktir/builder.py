@@ -118,6 +118,11 @@ class Builder:
             raise AttributeError(dialect)
         return _Dialect(self, dialect)
 
+    def dialect(self, name: str) -> _Dialect:
+        """`b.dialect("func").call(...)`: the op builders of a dialect whose name is also a
+        Builder method (`func`); `b.arith.addf(...)` is the short form for the others."""
+        return _Dialect(self, name)
+
     # ------------------------------------------------------------ generic creation
 
     def append(self, op: Operation) -> list[Value]:
