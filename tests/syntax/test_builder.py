@@ -62,7 +62,7 @@ def test_every_op_has_a_builder_method() -> None:
 def test_unknown_op_and_uninferable_results_are_clear_errors() -> None:
     b = Builder()
     with pytest.raises(AttributeError, match="KTIR defines no op arith.frobnicate"):
-        b.arith.frobnicate
+        _ = b.arith.frobnicate
     with pytest.raises(BuildError, match="cannot infer the result types of arith.extf"):
         b.arith.extf(ktir.builder.Value("%a", ty.F16))
     value = b.arith.extf(ktir.builder.Value("%a", ty.F16), result_types=[ty.F32])
