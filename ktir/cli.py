@@ -117,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--notes", action="store_true", help="also show notes (properties that could not be decided statically)")
     val.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
     val.set_defaults(run=cmd_validate)
+
+    # subcommands owned by their packages (each adds its parser and handler)
+    from ktir.lower.cli import add_lower_parser
+    from reference_interp.cli import add_run_parser
+
+    add_run_parser(sub)
+    add_lower_parser(sub)
     return parser
 
 

@@ -1,0 +1,415 @@
+"""Access tiles and the loads and stores through them.
+
+An access tile is a set of coordinates of a view (a memref view, a distributed view or a
+tensor), with a traversal order:
+
+- a *direct* tile (`construct_access_tile`) is the integer set translated by the base
+  coordinates: a box `[lo, lo + ext)` plus, for non-rectangular sets, a mask;
+- an *indirect* tile (`construct_indirect_access_tile`) carries its coordinates
+  explicitly, one int64 array per view dimension, computed from the variable space.
+
+The tile's shape is the bounding box of its set, permuted by its order map (tile
+dimension r is set dimension `perm[r]`, the rightmost the innermost). `ktdp.load`
+returns a tensor of that shape; positions of the box outside a non-rectangular set
+(holes) read as zero, and `ktdp.store` leaves memory at holes untouched.
+
+Loads and stores of boxes go through strided numpy views of the memory (no index
+arrays); everything else gathers and scatters with one fancy-index operation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import KtirRuntimeError, fail
+from .memory import Allocation, BoxDesc, DistributedView, IdxDesc, MemoryView
+from .races import RaceFound, UninitFound
+from .runtime import TileContext
+
+
+class AccessTile:
+    """The run-time value of an `!ktdp.access_tile`."""
+
+    __slots__ = ("view", "lo", "ext", "mask", "perm", "shape", "coords")
+
+    def __init__(
+        self,
+        view: Any,
+        ext: tuple[int, ...],
+        perm: tuple[int, ...] | None,
+        lo: tuple[int, ...] | None = None,
+        mask: np.ndarray | None = None,
+        coords: list[np.ndarray] | None = None,
+    ) -> None:
+        self.view = view
+        self.lo = lo
+        self.ext = ext
+        self.mask = mask
+        self.perm = perm  # None: identity order
+        self.shape = ext if perm is None else tuple(ext[p] for p in perm)
+        # explicit coordinates: broadcastable to ext (mask None) or 1-D over the set's points
+        self.coords = coords
+
+    @classmethod
+    def box(cls, view: Any, lo: tuple[int, ...], ext: tuple[int, ...], perm: tuple[int, ...] | None,
+            mask: np.ndarray | None, shape: tuple[int, ...]) -> AccessTile:
+        """A direct tile (the hot path of construct_access_tile: no checks, no copies)."""
+        tile = cls.__new__(cls)
+        tile.view = view
+        tile.lo = lo
+        tile.ext = ext
+        tile.mask = mask
+        tile.perm = perm
+        tile.shape = shape
+        tile.coords = None
+        return tile
+
+    def points(self) -> list[np.ndarray]:
+        """Coordinates of the tile's points: broadcastable to `ext`, or 1-D when masked."""
+        if self.coords is not None:
+            return self.coords
+        assert self.lo is not None
+        if self.mask is None:
+            return [lo + g for lo, g in zip(self.lo, np.indices(self.ext, sparse=True), strict=True)]
+        idx = np.nonzero(self.mask)
+        return [lo + i for lo, i in zip(self.lo, idx, strict=True)]
+
+    def nbytes(self, itemsize: int) -> int:
+        n = int(self.mask.sum()) if self.mask is not None else int(math.prod(self.ext))
+        return n * itemsize
+
+
+def view_dtype(view: Any) -> np.dtype[Any]:
+    if isinstance(view, MemoryView | DistributedView):
+        return view.dtype
+    return np.asarray(view).dtype
+
+
+def where(view: MemoryView) -> str:
+    alloc = view.alloc
+    if view.space == "global" and alloc is not None:
+        return f"global array '{alloc.name}'"
+    if view.space == "ct_local" and alloc is not None:
+        return f"the ct_local memory of tile {alloc.owner}"
+    if view.space == "alloc" and alloc is not None:
+        return f"{alloc.name}"
+    return view.space
+
+
+def _alloc(view: MemoryView) -> Allocation:
+    if view.alloc is None:
+        raise fail(
+            "out-of-bounds",
+            f"the {view.describe()} does not lie in any array argument of the run "
+            "(global memory holds only the arrays passed as arguments)",
+        )
+    return view.alloc
+
+
+def _check_span(ctx: TileContext, view: MemoryView, alloc: Allocation, lo: int, hi: int, coord: Any) -> None:
+    """Bytes [lo, hi] (relative to the allocation) must be addressable; grows scratchpads."""
+    if hi < lo:
+        return
+    if lo < 0 or (not alloc.growable and hi >= alloc.nbytes):
+        size = alloc.nbytes
+        at_coord = f" at coordinate {coord}" if coord is not None else ""
+        raise fail(
+            "out-of-bounds",
+            f"the access{at_coord} reaches byte {alloc.base + (lo if lo < 0 else hi)} of {where(view)}, which holds "
+            f"bytes [{alloc.base}, {alloc.base + size}) (the {view.describe()})",
+            coordinate=coord,
+        )
+    if alloc.growable:
+        cap = alloc.capacity
+        if cap is not None and hi >= cap:
+            target = ctx.machine.options.target
+            named = f" of target {target}" if target else ""
+            at_coord = f" at coordinate {coord}" if coord is not None else ""
+            raise fail(
+                "capacity",
+                f"ct_local access{at_coord} reaches byte {hi}, beyond the scratchpad capacity{named} ({cap} bytes)",
+                coordinate=coord,
+            )
+        alloc.ensure(hi + 1)
+    elif hi + 1 > alloc.peak:
+        alloc.peak = hi + 1
+
+
+def _raise_race(e: RaceFound, ctx: TileContext, view: MemoryView, coord: tuple[int, ...], writing: bool) -> KtirRuntimeError:
+    mine = "writes" if writing else "reads"
+    theirs = {"write-write": "wrote", "write-read": "wrote", "read-write": "read"}[e.kind]
+    return fail(
+        "race",
+        f"data race on {where(view)} at coordinate {coord}: tile {ctx.tile} {mine} it here and tile "
+        f"{e.other_tile} {theirs} it in {e.other_op}, and no inter-tile op orders the two",
+        coordinate=coord,
+    )
+
+
+def _raise_uninit(view: MemoryView, coord: tuple[int, ...]) -> KtirRuntimeError:
+    return fail("uninitialised", f"reads {where(view)} at coordinate {coord}, which was never written", coordinate=coord)
+
+
+# ---------------------------------------------------------------------- box fast path
+
+
+def _box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tuple[Allocation, BoxDesc]:
+    alloc = view.alloc
+    if alloc is None:
+        _alloc(view)
+    assert alloc is not None
+    bs = view.bstrides
+    if len(lo) == 1:
+        off = view.boff + lo[0] * bs[0]
+        hi = off + (ext[0] - 1) * bs[0] + view.itemsize - 1
+    elif len(lo) == 2:
+        off = view.boff + lo[0] * bs[0] + lo[1] * bs[1]
+        hi = off + (ext[0] - 1) * bs[0] + (ext[1] - 1) * bs[1] + view.itemsize - 1
+    else:
+        off = view.boff
+        hi = view.itemsize - 1
+        for c, e, st in zip(lo, ext, bs, strict=True):
+            off += c * st
+            hi += (e - 1) * st
+        hi += off
+    if 0 in ext:
+        hi = off - 1
+    desc = BoxDesc(off, ext, bs, view.itemsize, hi)
+    if off < 0 or hi >= alloc.nbytes or alloc.growable:
+        limit = (alloc.capacity if alloc.capacity is not None else 1 << 62) if alloc.growable else alloc.nbytes
+        bad = _first_outside(lo, desc, limit) if off < 0 or hi >= limit else None
+        _check_span(ctx, view, alloc, off, hi, bad)
+    return alloc, desc
+
+
+def _first_outside(lo: tuple[int, ...], desc: BoxDesc, limit: int) -> tuple[int, ...] | None:
+    """The first coordinate (in traversal order) of a box access whose bytes leave [0, limit)."""
+    if not desc.ext or 0 in desc.ext:
+        return None
+    grids = np.indices(desc.ext, sparse=True)
+    start = desc.b0 + sum(g * s for g, s in zip(grids, desc.bstrides, strict=True))
+    start = np.broadcast_to(start, desc.ext).reshape(-1)
+    bad = (start < 0) | (start + desc.itemsize > limit)
+    if not bad.any():
+        return None
+    return _box_coord(lo, desc, int(np.argmax(bad)) * desc.itemsize)
+
+
+def _box_coord(lo: tuple[int, ...], desc: BoxDesc, flat: int) -> tuple[int, ...]:
+    return tuple(a + i for a, i in zip(lo, desc.element_of(flat), strict=True))
+
+
+def _strided(alloc: Allocation, dt: np.dtype[Any], desc: BoxDesc) -> np.ndarray:
+    """A writable numpy view of the box (fast paths for contiguous rows)."""
+    isz = desc.itemsize
+    ext = desc.ext
+    if desc.b0 % isz == 0:
+        typed = alloc.typed(dt)
+        start = desc.b0 // isz
+        if len(ext) == 1 and desc.bstrides[0] == isz:
+            return typed[start : start + ext[0]]
+        if len(ext) == 2 and desc.bstrides[1] == isz and desc.bstrides[0] % isz == 0:
+            row = desc.bstrides[0] // isz
+            if row >= ext[1] and start + ext[0] * row <= len(typed):
+                return typed[start : start + ext[0] * row].reshape(ext[0], row)[:, : ext[1]]
+    return np.ndarray(shape=ext, dtype=dt, buffer=alloc.raw, offset=desc.b0, strides=desc.bstrides)
+
+
+def _fast_1d(view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tuple[Allocation, BoxDesc, np.ndarray] | None:
+    """The common case in one step: a rank-1 contiguous box inside a fixed-size array."""
+    alloc = view.alloc
+    if alloc is None or alloc.growable or len(lo) != 1 or view.strides[0] != 1:
+        return None
+    isz = view.itemsize
+    off = view.boff + lo[0] * isz
+    n = ext[0]
+    hi = off + n * isz - 1
+    if off < 0 or hi >= alloc.nbytes or n == 0 or off % isz:
+        return None
+    start = off // isz
+    return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), alloc.typed(view.dtype)[start : start + n]
+
+
+def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
+    fast = _fast_1d(view, lo, ext)
+    if fast is not None:
+        alloc, desc, arr = fast
+    else:
+        alloc, desc = _box(ctx, view, lo, ext)
+        arr = _strided(alloc, view.dtype, desc)
+    if ctx.race_on or alloc.init is not None:
+        try:
+            ctx.tracker.read(alloc, desc, ctx.tile, opname)
+        except RaceFound as e:
+            raise _raise_race(e, ctx, view, _box_coord(lo, desc, e.flat), False) from None
+        except UninitFound as e:
+            raise _raise_uninit(view, _box_coord(lo, desc, e.flat)) from None
+    ctx.rd[view.space_id] += arr.size * desc.itemsize
+    return arr.copy()
+
+
+def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:
+    fast = _fast_1d(view, lo, ext)
+    if fast is not None:
+        alloc, desc, arr = fast
+    else:
+        alloc, desc = _box(ctx, view, lo, ext)
+        arr = _strided(alloc, view.dtype, desc)
+    if ctx.race_on or alloc.init is not None:
+        try:
+            ctx.tracker.write(alloc, desc, ctx.tile, opname)
+        except RaceFound as e:
+            raise _raise_race(e, ctx, view, _box_coord(lo, desc, e.flat), True) from None
+    arr[...] = data
+    ctx.wr[view.space_id] += arr.size * desc.itemsize
+
+
+# ---------------------------------------------------------------------- gathers
+
+
+def _elements(ctx: TileContext, view: MemoryView, coords: Sequence[Any]) -> tuple[Allocation, np.ndarray, IdxDesc]:
+    alloc = _alloc(view)
+    isz = view.itemsize
+    elem: Any = (view.addr - alloc.base) // isz
+    for c, o, s in zip(coords, view.origin, view.strides, strict=True):
+        elem = elem + (np.asarray(c, dtype=np.int64) - o) * s
+    elem = np.asarray(elem, dtype=np.int64)
+    if coords:
+        elem = np.broadcast_to(elem, np.broadcast_shapes(*(np.shape(c) for c in coords)))
+    flat = elem.reshape(-1)
+    if flat.size:
+        first, last = int(flat.min()) * isz, int(flat.max()) * isz + isz - 1
+        if first < 0 or last >= alloc.nbytes or alloc.growable:
+            k = int(np.argmin(flat)) if first < 0 else int(np.argmax(flat))
+            _check_span(ctx, view, alloc, first, last, _coord_at(coords, k, elem.shape))
+    return alloc, elem, IdxDesc(flat * isz, isz)
+
+
+def _coord_at(coords: Sequence[Any], k: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    full = np.broadcast_arrays(*[np.asarray(c) for c in coords]) if coords else []
+    return tuple(int(np.asarray(c).reshape(-1)[k]) for c in full)
+
+
+def gather(ctx: TileContext, view: Any, coords: Sequence[Any], opname: str) -> np.ndarray:
+    """Values of `view` at the given coordinates (arrays broadcast together)."""
+    if isinstance(view, MemoryView):
+        alloc, elem, desc = _elements(ctx, view, coords)
+        if ctx.race_on or alloc.init is not None:
+            try:
+                ctx.tracker.read(alloc, desc, ctx.tile, opname)
+            except RaceFound as e:
+                raise _raise_race(e, ctx, view, _coord_at(coords, e.flat // desc.itemsize, elem.shape), False) from None
+            except UninitFound as e:
+                raise _raise_uninit(view, _coord_at(coords, e.flat // desc.itemsize, elem.shape)) from None
+        ctx.rd[view.space_id] += elem.size * view.itemsize
+        return alloc.typed(view.dtype)[elem]
+    if isinstance(view, DistributedView):
+        return _gather_distributed(ctx, view, coords, opname)
+    arr = np.asarray(view)
+    full = np.broadcast_arrays(*coords) if coords else []
+    for d, (c, n) in enumerate(zip(full, arr.shape, strict=True)):
+        if c.size and (c.min() < 0 or c.max() >= n):
+            raise fail("out-of-view", f"coordinate outside the tensor's shape {arr.shape} in dimension {d}")
+    return arr[tuple(full)] if full else arr[()]
+
+
+def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarray, opname: str) -> None:
+    if isinstance(view, MemoryView):
+        alloc, elem, desc = _elements(ctx, view, coords)
+        try:
+            ctx.tracker.write(alloc, desc, ctx.tile, opname)
+        except RaceFound as e:
+            raise _raise_race(e, ctx, view, _coord_at(coords, e.flat // desc.itemsize, elem.shape), True) from None
+        alloc.typed(view.dtype)[elem] = values
+        ctx.wr[view.space_id] += elem.size * view.itemsize
+        return
+    if isinstance(view, DistributedView):
+        _scatter_distributed(ctx, view, coords, values, opname)
+        return
+    raise fail("type", "ktdp.store into an access tile of a tensor (tensors are values; store into a memref view)")
+
+
+def route(view: DistributedView, coords: Sequence[Any]) -> tuple[list[np.ndarray], tuple[int, ...]]:
+    """For each partition, the mask of points it holds; every point must be in exactly one."""
+    full = np.broadcast_arrays(*[np.asarray(c) for c in coords])
+    shape = full[0].shape if full else ()
+    count = np.zeros(shape, dtype=np.int32)
+    masks = []
+    for part in view.parts:
+        m = part.contains(list(full))
+        masks.append(m)
+        count += m
+    if not (count == 1).all():
+        k = int(np.argmax(count != 1))
+        coord = tuple(int(c.reshape(-1)[k]) for c in full)
+        n = int(count.reshape(-1)[k])
+        what = "no partition holds it" if n == 0 else f"{n} partitions hold it"
+        raise fail("out-of-view", f"coordinate {coord} of the distributed view: {what}", coordinate=coord)
+    return masks, shape
+
+
+def _gather_distributed(ctx: TileContext, view: DistributedView, coords: Sequence[Any], opname: str) -> np.ndarray:
+    masks, shape = route(view, coords)
+    full = np.broadcast_arrays(*[np.asarray(c) for c in coords])
+    out = np.zeros(shape, dtype=view.dtype)
+    for part, m in zip(view.parts, masks, strict=True):
+        if m.any():
+            out[m] = gather(ctx, part, [c[m] for c in full], opname)
+    return out
+
+
+def _scatter_distributed(ctx: TileContext, view: DistributedView, coords: Sequence[Any], values: np.ndarray, opname: str) -> None:
+    masks, shape = route(view, coords)
+    full = np.broadcast_arrays(*[np.asarray(c) for c in coords])
+    vals = np.broadcast_to(values, shape)
+    for part, m in zip(view.parts, masks, strict=True):
+        if m.any():
+            scatter(ctx, part, [c[m] for c in full], vals[m], opname)
+
+
+# ---------------------------------------------------------------------- load / store
+
+
+def load(ctx: TileContext, tile: AccessTile, opname: str) -> np.ndarray:
+    view = tile.view
+    if tile.coords is None and tile.mask is None and tile.perm is None and type(view) is MemoryView:
+        return _load_box(ctx, view, tile.lo, tile.ext, opname)  # type: ignore[arg-type]
+    if tile.coords is None and tile.mask is None:
+        assert tile.lo is not None
+        if type(view) is MemoryView:
+            data = _load_box(ctx, view, tile.lo, tile.ext, opname)
+        elif isinstance(view, np.ndarray):
+            data = np.array(view[tuple(slice(a, a + e) for a, e in zip(tile.lo, tile.ext, strict=True))])
+        else:
+            data = gather(ctx, view, tile.points(), opname)
+    else:
+        values = gather(ctx, view, tile.points(), opname)
+        if tile.mask is not None:
+            data = np.zeros(tile.ext, dtype=values.dtype)
+            data[tile.mask] = values
+        else:
+            data = np.array(np.broadcast_to(values, tile.ext))
+    if tile.perm is not None:
+        data = data.transpose(tile.perm)
+    return data
+
+
+def store(ctx: TileContext, tile: AccessTile, data: np.ndarray, opname: str) -> None:
+    view = tile.view
+    if data.shape != tile.shape:
+        raise fail("type", f"data of shape {data.shape} stored into an access tile of shape {tile.shape}")
+    dt = view_dtype(view)
+    if data.dtype != dt:
+        raise fail("type", f"data of element type {data.dtype} stored into a view of element type {dt}")
+    if tile.perm is not None:
+        data = data.transpose(np.argsort(tile.perm))
+    if tile.coords is None and tile.mask is None and type(view) is MemoryView:
+        assert tile.lo is not None
+        _store_box(ctx, view, tile.lo, tile.ext, data, opname)
+        return
+    values = data[tile.mask] if tile.mask is not None else data
+    scatter(ctx, view, tile.points(), values, opname)

@@ -1,0 +1,176 @@
+"""`ktir run`: parse, check, run a kernel and write the final contents of its arrays.
+
+Wire it into `ktir/cli.py` with:
+
+    from reference_interp.cli import add_run_parser
+    add_run_parser(sub)          # inside build_parser(), next to `fmt`
+
+`add_run_parser` sets `run=cmd_run` as the subcommand's handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "run",
+        help="run a kernel on the reference interpreter",
+        description="Run FILE's kernel on every tile of its grid with the reference interpreter. "
+        "Array arguments are placed in global memory; the final contents of every array argument "
+        "are written to --out.",
+    )
+    p.add_argument("file", metavar="FILE", help="a .ktir or .mlir file, or - for stdin")
+    p.add_argument("--func", metavar="NAME", help="the function to run (required when the file has several)")
+    p.add_argument(
+        "--arg", action="append", default=[], metavar="NAME=VALUE",
+        help="bind an argument: NAME=PATH.npy (an array in global memory), NAME=ct_local:PATH.npy "
+        "(one piece per tile in ct_local memory), NAME=INT or NAME=FLOAT (a value); repeatable",
+    )
+    p.add_argument("--random-inputs", type=int, metavar="SEED",
+                   help="generate the arguments not given with --arg (see reference_interp.inputs)")
+    p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument here")
+    p.add_argument("--target", metavar="NAME", help="target whose scratchpad capacity applies (e.g. spyre)")
+    p.add_argument("--stats", action="store_true", help="print per-tile statistics")
+    p.add_argument("--strict", action="store_true", help="reading tensor.empty contents is an error")
+    p.add_argument("--no-race-check", action="store_true", help="do not check for data races between tiles")
+    p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e8)")
+    p.add_argument("--trace", metavar="OUT.json", help="write the event trace (per tile) as JSON")
+    p.set_defaults(run=cmd_run)
+    return p
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _parse_arg(text: str) -> tuple[str, Any]:
+    from .executor import Local
+
+    if "=" not in text:
+        raise ValueError(f"--arg {text!r}: expected NAME=VALUE")
+    name, value = text.split("=", 1)
+    name = name.strip().lstrip("%")
+    if not name:
+        raise ValueError(f"--arg {text!r}: empty name")
+    if value.startswith("ct_local:"):
+        return name, Local(np.load(value[len("ct_local:"):], allow_pickle=False))
+    if value.endswith(".npy"):
+        return name, np.load(value, allow_pickle=False)
+    try:
+        return name, int(value, 0)
+    except ValueError:
+        pass
+    try:
+        return name, float(value)
+    except ValueError:
+        raise ValueError(f"--arg {name}: {value!r} is neither a .npy path nor a number") from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ktir.syntax.diagnostics import KtirError, render
+    from ktir.syntax.parser import parse
+
+    from .errors import KtirRuntimeError
+    from .executor import run
+    from .inputs import infer_args
+
+    name = "<stdin>" if args.file == "-" else args.file
+    try:
+        source = _read(args.file)
+    except OSError as e:
+        print(f"ktir run: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    except UnicodeDecodeError as e:
+        print(f"ktir run: {args.file} is not UTF-8 text (byte {e.start})", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        given = dict(_parse_arg(a) for a in args.arg)
+    except (ValueError, OSError) as e:
+        print(f"ktir run: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        module = parse(source, name)
+        problems = _validate(module)
+        if problems:
+            for diag in problems:
+                print(render(diag, source), file=sys.stderr)
+            return EXIT_INVALID
+        kwargs: dict[str, Any] = {"target": args.target, "strict": args.strict,
+                                  "check_races": not args.no_race_check}
+        if args.step_limit is not None:
+            kwargs["step_limit"] = args.step_limit
+        if args.random_inputs is not None:
+            given = infer_args(module, args.func, given, args.random_inputs, kwargs)
+        result = run(module, args.func, given, trace=bool(args.trace), **kwargs)
+    except KtirRuntimeError as e:
+        for diag in e.diagnostics:
+            print(render(diag, source), file=sys.stderr)
+        return EXIT_INVALID
+    except KtirError as e:
+        for diag in e.diagnostics:
+            print(render(diag, source), file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        if args.out:
+            arrays = {}
+            for key, value in result.outputs.items():
+                if isinstance(value, dict):
+                    for tile, piece in value.items():
+                        arrays[f"{key}.{tile}"] = piece
+                else:
+                    arrays[key] = value
+            np.savez(args.out, **arrays)
+        if args.trace:
+            assert result.trace is not None
+            Path(args.trace).write_text(json.dumps([[e.to_dict() for e in t] for t in result.trace]))
+    except OSError as e:
+        print(f"ktir run: cannot write output: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.stats:
+        _print_stats(result)
+    return EXIT_OK
+
+
+def _validate(module: Any) -> list[Any]:
+    """Run ktir.verify when it exists (the verifier is its own issue); [] otherwise."""
+    try:
+        import ktir.verify as verify
+    except ImportError:
+        return []
+    fn = getattr(verify, "verify_module", None) or getattr(verify, "verify", None)
+    if fn is None:
+        return []
+    found = fn(module)
+    if not found:
+        return []
+    return [d for d in found if getattr(d, "severity", "error") == "error"]
+
+
+def _print_stats(result: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"grid {list(result.grid)}")
+    for col in ("tile", "ops", "read global", "written global", "read ct_local", "written ct_local",
+                "scratchpad peak", "sent", "received"):
+        table.add_column(col, justify="right")
+    for s in result.stats:
+        table.add_row(
+            str(s.tile if len(result.grid) == 1 else f"{s.tile} {s.coords}"), str(s.ops),
+            str(s.bytes_read.get("global", 0)), str(s.bytes_written.get("global", 0)),
+            str(s.bytes_read.get("ct_local", 0)), str(s.bytes_written.get("ct_local", 0)),
+            str(s.scratchpad_peak), str(s.bytes_sent), str(s.bytes_received),
+        )
+    Console(file=sys.stdout).print(table)

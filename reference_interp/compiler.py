@@ -1,0 +1,519 @@
+"""Compile each function once into closures; run them on frames.
+
+Every SSA value of a function gets a slot in a flat Python list (the *frame*); slot 0
+holds the executing tile's `TileContext`. Each op compiles, once per function, into a
+closure `f(frame)` that reads its operand slots and writes its result slots; a block is
+a tuple of closures run in a tight loop. Op implementations are registered per op name
+with `@impl("arith.addf")` (one module per dialect under `reference_interp.ops`), and
+they specialise at compile time on the op's types (scalar or tensor, float or integer,
+width), so dispatch costs one Python call per executed op.
+
+Ops that may block on another tile (`inter_tile_*` delivery ops, and any op whose regions
+contain one) compile to generator functions; blocks containing them run as generators
+stepped by the tile scheduler. Everything else runs as plain calls.
+
+Inside `linalg.generic`/`map`/`reduce`/`tensor.generate` bodies, ops compile in *vector
+mode*: scalar-typed ops receive numpy arrays spanning the whole iteration space, so a
+body runs once per op, not once per element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from ktir.dialects.registry import OPS
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Attribute, Type
+from ktir.ir.operation import Block, Module, Operation, Region
+
+from .dtypes import UnsupportedType
+from .errors import CompileError, KtirRuntimeError
+from .runtime import Options, TileContext, Undefined
+from .trace import TraceEvent
+
+OpFn = Callable[[list[Any]], None]
+GenFn = Callable[[list[Any]], Generator[Any, None, None]]
+Factory = Callable[["FuncCompiler", Operation], "OpFn | Blocking"]
+
+FACTORIES: dict[str, Factory] = {}
+# Operand positions an op only uses for their shape (never reads the contents), for the
+# strict-mode check on tensor.empty; a function of the op.
+SHAPE_ONLY: dict[str, Callable[[Operation], set[int]]] = {}
+
+
+class Blocking:
+    """A compiled op that may wait for other tiles: a generator function."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: GenFn) -> None:
+        self.fn = fn
+
+
+def impl(*names: str, shape_only: Callable[[Operation], set[int]] | None = None) -> Callable[[Factory], Factory]:
+    """Register the compile-time factory of one or more ops."""
+
+    def register(factory: Factory) -> Factory:
+        for name in names:
+            if name not in OPS:
+                raise ValueError(f"no op named {name} in the registry")
+            FACTORIES[name] = factory
+            if shape_only is not None:
+                SHAPE_ONLY[name] = shape_only
+        return factory
+
+    return register
+
+
+TERMINATORS = frozenset(name for name, d in OPS.items() if "Terminator" in d.traits)
+
+
+class Uninit:
+    """Strict mode: a tensor whose elements are (partly) tensor.empty's unspecified contents."""
+
+    __slots__ = ("data", "defined")
+
+    def __init__(self, data: np.ndarray, defined: np.ndarray) -> None:
+        self.data = data
+        self.defined = defined
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.data.dtype
+
+
+# ---------------------------------------------------------------------- blocks
+
+
+class CBlock:
+    """A compiled block: op closures, block-argument slots and the terminator's operands."""
+
+    __slots__ = ("fns", "metas", "gens", "arg_slots", "term", "term_slots", "blocking", "n", "oslots")
+
+    def __init__(self) -> None:
+        self.fns: tuple[Any, ...] = ()
+        self.metas: tuple[Operation, ...] = ()
+        self.gens: tuple[bool, ...] = ()
+        self.arg_slots: tuple[int, ...] = ()
+        self.term: Operation | None = None
+        self.term_slots: tuple[int, ...] = ()
+        self.blocking = False
+        self.n = 0
+        self.oslots: tuple[tuple[int, ...], ...] = ()  # operand slots per op, for diagnostics
+
+    def run(self, fr: list[Any]) -> None:
+        ctx: TileContext = fr[0]
+        ctx.steps += self.n
+        if ctx.steps > ctx.step_limit:
+            raise _step_limit(ctx, self)
+        i = 0
+        try:
+            for f in self.fns:
+                f(fr)
+                i += 1
+        except Exception as e:  # noqa: BLE001 - every failure becomes a diagnostic
+            raise _wrap(e, self.metas[i] if i < len(self.metas) else self.term, ctx, self._undefined(i, fr)) from _cause(e)
+
+    def gen(self, fr: list[Any]) -> Generator[Any, None, None]:
+        ctx: TileContext = fr[0]
+        ctx.steps += self.n
+        if ctx.steps > ctx.step_limit:
+            raise _step_limit(ctx, self)
+        i = 0
+        try:
+            for f, g in zip(self.fns, self.gens, strict=True):
+                if g:
+                    yield from f(fr)
+                else:
+                    f(fr)
+                i += 1
+        except Exception as e:  # noqa: BLE001
+            raise _wrap(e, self.metas[i] if i < len(self.metas) else self.term, ctx, self._undefined(i, fr)) from _cause(e)
+
+    def results(self, fr: list[Any]) -> list[Any]:
+        return [fr[s] for s in self.term_slots]
+
+    def _undefined(self, i: int, fr: list[Any]) -> Undefined | None:
+        if i >= len(self.oslots):
+            return None
+        for s in self.oslots[i]:
+            if type(fr[s]) is Undefined:
+                return fr[s]  # type: ignore[no-any-return]
+        return None
+
+
+def _cause(e: Exception) -> BaseException | None:
+    return None if isinstance(e, KtirRuntimeError) else e
+
+
+def _step_limit(ctx: TileContext, block: CBlock) -> KtirRuntimeError:
+    op = block.metas[0] if block.metas else block.term
+    err = KtirRuntimeError(
+        "step-limit",
+        f"executed more than {ctx.step_limit} ops (raise Options.step_limit if the program is meant to run this long)",
+        op=op,
+    )
+    return err.attach(tile=ctx.tile, tile_coords=ctx.coords, grid=ctx.machine.grid)
+
+
+def _wrap(e: Exception, op: Operation | None, ctx: TileContext, undefined: Undefined | None = None) -> KtirRuntimeError:
+    if isinstance(e, KtirRuntimeError):
+        return e.attach(op, ctx.tile, tile_coords=ctx.coords, grid=ctx.machine.grid)
+    if undefined is not None:
+        err = KtirRuntimeError("undefined", f"uses a value that is undefined on this tile ({undefined.why})")
+    elif isinstance(e, ZeroDivisionError):
+        err = KtirRuntimeError("undefined", f"division by zero ({e})")
+    elif isinstance(e, MemoryError):
+        err = KtirRuntimeError("memory-limit", "out of memory")
+    elif isinstance(e, UnsupportedType):
+        err = KtirRuntimeError("unsupported", str(e))
+    elif isinstance(e, RecursionError):
+        err = KtirRuntimeError("memory-limit", "nesting too deep")
+    else:
+        err = KtirRuntimeError("internal", f"{type(e).__name__}: {e}")
+    return err.attach(op, ctx.tile, tile_coords=ctx.coords, grid=ctx.machine.grid)
+
+
+# ---------------------------------------------------------------------- functions
+
+
+class CompiledFunc:
+    def __init__(self, op: Operation, body: CBlock, nslots: int, blocking: bool, arg_types: list[Type]) -> None:
+        self.op = op
+        self.body = body
+        self.nslots = nslots
+        self.blocking = blocking
+        self.arg_types = arg_types
+
+    @property
+    def name(self) -> str:
+        sym = self.op.attributes.get("sym_name")
+        return str(getattr(sym, "value", "?"))
+
+    def frame(self, ctx: TileContext, args: list[Any]) -> list[Any]:
+        fr: list[Any] = [None] * self.nslots
+        fr[0] = ctx
+        for s, v in zip(self.body.arg_slots, args, strict=True):
+            fr[s] = v
+        return fr
+
+
+class Program:
+    """A module prepared for execution; compiled functions are cached per mode."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.funcs: dict[str, Operation] = {}
+        for fn in module.functions():
+            sym = fn.attributes.get("sym_name")
+            name = getattr(sym, "value", None)
+            if isinstance(name, str):
+                self.funcs[name] = fn
+        self._compiled: dict[tuple[str, bool, bool], CompiledFunc] = {}
+        self._blocking: dict[str, bool] = {}
+
+    def function(self, name: str, options: Options) -> CompiledFunc:
+        key = (name, options.trace, options.strict)
+        found = self._compiled.get(key)
+        if found is None:
+            if name not in self.funcs:
+                raise CompileError(f"no function @{name} in the module")
+            found = FuncCompiler(self, self.funcs[name], options).compile()
+            self._compiled[key] = found
+        return found
+
+    def func_blocks(self, name: str) -> bool:
+        """Whether function @name (transitively) contains an op that can block."""
+        if name not in self._blocking:
+            self._blocking[name] = False  # recursion guard
+            fn = self.funcs.get(name)
+            self._blocking[name] = fn is not None and any(self.op_blocks(op) for op in fn.walk() if op is not fn)
+        return self._blocking[name]
+
+    def op_blocks(self, op: Operation) -> bool:
+        if op.name in BLOCKING_OPS:
+            return True
+        if op.name == "func.call":
+            callee = op.attributes.get("callee")
+            return isinstance(callee, at.SymbolRefAttr) and self.func_blocks(callee.root)
+        return False
+
+    # --------------------------------------------------------------- resolution
+
+    def attr(self, value: Attribute | None) -> Attribute | None:
+        seen = 0
+        while isinstance(value, at.AttrAliasRef):
+            value = self.module.attr_aliases.get(value.name)
+            seen += 1
+            if seen > 64:
+                raise CompileError("attribute alias cycle")
+        return value
+
+    def type(self, t: Type) -> Type:
+        seen = 0
+        while isinstance(t, ty.TypeAliasRef):
+            found = self.module.type_aliases.get(t.name)
+            if found is None:
+                raise CompileError(f"undefined type alias !{t.name}")
+            t = found
+            seen += 1
+            if seen > 64:
+                raise CompileError("type alias cycle")
+        if isinstance(t, ty.TensorType | ty.MemRefType) and isinstance(t.element_type, ty.TypeAliasRef):
+            return t.model_copy(update={"element_type": self.type(t.element_type)})
+        return t
+
+
+BLOCKING_OPS = frozenset({
+    "ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_gather",
+    "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter",
+})
+
+
+class FuncCompiler:
+    """Compiles one function: slot assignment, then one closure per op."""
+
+    def __init__(self, program: Program, func: Operation, options: Options) -> None:
+        self.program = program
+        self.func = func
+        self.options = options
+        self.slots: dict[str, int] = {}
+        self.nslots = 1
+        self.vector = False  # compiling a linalg/tensor body (scalar ops see arrays)
+        self.op_ids: dict[int, int] = {}
+        # compiled closures that replace specific ops (by id) while compiling a body
+        self.overrides: dict[int, Any] = {}
+        self.linalg_index_slot: int | None = None
+
+    def compile(self) -> CompiledFunc:
+        if not self.func.regions or not self.func.regions[0].blocks:
+            raise CompileError("the function is a declaration (it has no body)", self.func)
+        body = self.compile_region(self.func.regions[0])
+        ftype = self.attr(self.func, "function_type")
+        arg_types = [self.type(t) for t in ftype.value.inputs] if isinstance(ftype, at.TypeAttr) and isinstance(ftype.value, ty.FunctionType) else []
+        return CompiledFunc(self.func, body, self.nslots, body.blocking, arg_types)
+
+    # --------------------------------------------------------------- helpers for factories
+
+    def slot(self, name: str) -> int:
+        s = self.slots.get(name)
+        if s is None:
+            s = self.nslots
+            self.slots[name] = s
+            self.nslots += 1
+        return s
+
+    def operand_slots(self, op: Operation) -> tuple[int, ...]:
+        out = []
+        for name in op.operands:
+            if name not in self.slots:
+                raise CompileError(f"use of undefined value {name}", op)
+            out.append(self.slots[name])
+        return tuple(out)
+
+    def result_slots(self, op: Operation) -> tuple[int, ...]:
+        return tuple(self.slot(n) for n in op.results)
+
+    def attr(self, op: Operation, name: str) -> Any:
+        return self.program.attr(op.attributes.get(name))
+
+    def need_attr(self, op: Operation, name: str) -> Any:
+        value = self.attr(op, name)
+        if value is None:
+            raise CompileError(f"missing attribute '{name}'", op)
+        return value
+
+    def type(self, t: Type) -> Type:
+        return self.program.type(t)
+
+    def otype(self, op: Operation, i: int) -> Type:
+        return self.type(op.operand_types[i])
+
+    def rtype(self, op: Operation, i: int = 0) -> Type:
+        return self.type(op.result_types[i])
+
+    def op_id(self, op: Operation) -> int:
+        return id(op)
+
+    def segments(self, op: Operation, n: int) -> list[int]:
+        seg = op.attributes.get("operandSegmentSizes")
+        if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == n:
+            return [int(v) for v in seg.values]
+        raise CompileError("missing or malformed operandSegmentSizes", op)
+
+    # --------------------------------------------------------------- regions
+
+    def compile_region(self, region: Region, vector: bool = False) -> CBlock:
+        if not region.blocks:
+            return CBlock()
+        if len(region.blocks) > 1:
+            raise CompileError("regions with more than one block (unstructured control flow) are not supported")
+        return self.compile_block(region.blocks[0], vector)
+
+    def compile_block(self, block: Block, vector: bool = False) -> CBlock:
+        saved = self.vector
+        self.vector = vector
+        try:
+            cb = CBlock()
+            cb.arg_slots = tuple(self.slot(a.name) for a in block.arguments)
+            fns: list[Any] = []
+            oslots: list[tuple[int, ...]] = []
+            metas: list[Operation] = []
+            gens: list[bool] = []
+            ops = block.operations
+            if ops and ops[-1].name in TERMINATORS:
+                cb.term = ops[-1]
+                ops = ops[:-1]
+            for op in ops:
+                compiled = self.compile_op(op)
+                if isinstance(compiled, Blocking):
+                    fns.append(compiled.fn)
+                    gens.append(True)
+                else:
+                    fns.append(compiled)
+                    gens.append(False)
+                metas.append(op)
+                oslots.append(tuple(self.slots.get(n, 0) for n in op.operands))
+            if cb.term is not None and cb.term.name not in ("scf.reduce", "scf.forall.in_parallel"):
+                cb.term_slots = self.operand_slots(cb.term)
+            cb.fns = tuple(fns)
+            cb.metas = tuple(metas)
+            cb.oslots = tuple(oslots)
+            cb.gens = tuple(gens)
+            cb.blocking = any(gens)
+            cb.n = len(block.operations)
+            return cb
+        finally:
+            self.vector = saved
+
+    def compile_op(self, op: Operation) -> OpFn | Blocking:
+        override = self.overrides.get(id(op))
+        if override is not None:
+            return override  # type: ignore[no-any-return]
+        factory = FACTORIES.get(op.name)
+        if factory is None:
+            known = "" if op.name in OPS else " (it is not a KTIR op)"
+            raise CompileError(f"the interpreter does not execute {op.name}{known}", op)
+        try:
+            compiled = factory(self, op)
+        except KtirRuntimeError as e:
+            raise e.attach(op) from None
+        except UnsupportedType as e:
+            raise CompileError(str(e), op) from None
+        if self.options.strict and not self.vector:
+            compiled = _strict(compiled, op, self)
+        if self.options.trace and not self.vector:
+            compiled = _traced(compiled, op, self)
+        return compiled
+
+
+# ---------------------------------------------------------------------- wrappers
+
+
+def _strict(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn | Blocking:
+    exempt = SHAPE_ONLY.get(op.name, lambda _op: set())(op)
+    slots = tuple(s for i, s in enumerate(c.operand_slots(op)) if i not in exempt)
+    if not slots:
+        return compiled
+
+    def check(fr: list[Any]) -> None:
+        for s in slots:
+            v = fr[s]
+            if type(v) is Uninit:
+                raise KtirRuntimeError(
+                    "undefined", "reads the unspecified contents of a tensor.empty (strict mode)"
+                )
+
+    if isinstance(compiled, Blocking):
+        inner_gen = compiled.fn
+
+        def gen(fr: list[Any]) -> Generator[Any, None, None]:
+            check(fr)
+            yield from inner_gen(fr)
+
+        return Blocking(gen)
+    inner = compiled
+
+    def run(fr: list[Any]) -> None:
+        check(fr)
+        inner(fr)
+
+    return run
+
+
+def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn | Blocking:
+    from .memory import SPACES
+
+    results = c.result_slots(op)
+    line = op.loc.line if op.loc is not None else 0
+    name = op.name
+    operands = c.operand_slots(op)
+
+    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int]]:
+        ctx: TileContext = fr[0]
+        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line)
+        ctx.seq += 1
+        assert ctx.trace is not None
+        ctx.trace.append(ev)  # appended at the start, so a tile's events are in program order
+        return ev, list(ctx.rd), list(ctx.wr)
+
+    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int]) -> None:
+        ctx: TileContext = fr[0]
+        elements = 0
+        for s in results:
+            v = fr[s]
+            if isinstance(v, np.ndarray):
+                elements += v.size
+        ev.end = ctx.seq
+        ev.bytes_read = {SPACES[i]: ctx.rd[i] - rd0[i] for i in range(len(SPACES)) if ctx.rd[i] != rd0[i]}
+        ev.bytes_written = {SPACES[i]: ctx.wr[i] - wr0[i] for i in range(len(SPACES)) if ctx.wr[i] != wr0[i]}
+        ev.elements = elements
+        ev.macs = _macs(name, fr, operands, results)
+        if ctx.sync is not None:
+            ev.future, ev.peers = ctx.sync
+            ctx.sync = None
+
+    if isinstance(compiled, Blocking):
+        inner_gen = compiled.fn
+
+        def gen(fr: list[Any]) -> Generator[Any, None, None]:
+            state = begin(fr)
+            yield from inner_gen(fr)
+            end(fr, *state)
+
+        return Blocking(gen)
+    inner = compiled
+
+    def run(fr: list[Any]) -> None:
+        state = begin(fr)
+        inner(fr)
+        end(fr, *state)
+
+    return run
+
+
+_MATMULS = {"linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
+            "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.dot"}
+
+
+def _macs(name: str, fr: list[Any], operands: tuple[int, ...], results: tuple[int, ...]) -> int:
+    if name not in _MATMULS or len(operands) < 3:
+        return 0
+    a = fr[operands[0]]
+    out = fr[operands[2]]
+    if not isinstance(a, np.ndarray) or not hasattr(out, "size"):
+        return 0
+    k = a.shape[0] if name == "linalg.matmul_transpose_a" else (a.shape[-1] if a.ndim else 1)
+    return int(out.size) * int(k)
+
+
+def is_undefined(v: Any) -> bool:
+    return type(v) is Undefined

@@ -1,0 +1,420 @@
+"""`run()`: bind arguments, execute every tile of the grid, collect the results."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Type
+from ktir.ir.operation import Module, Operation
+
+from . import ops as _ops  # noqa: F401 - registers the op implementations
+from .compiler import CompiledFunc, Program
+from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar, type_text
+from .errors import KtirRuntimeError, fail
+from .memory import ALIGN, Allocation, MemoryView, align_up
+from .runtime import TARGETS, Machine, Options, TileContext
+from .trace import TileStats, TraceEvent
+
+
+class Local:
+    """An array argument placed in ct_local memory: the same scratchpad address on each tile.
+
+    `arrays` is either an array whose leading dimension runs over all tiles of the grid
+    (tile t gets `arrays[t]`), or a dict {linear tile id: array}; all pieces have one
+    dtype and shape. The function argument receives the element address (index) or a
+    view of the executing tile's piece (memref).
+    """
+
+    def __init__(self, arrays: np.ndarray | Mapping[int, np.ndarray]) -> None:
+        self.arrays = arrays
+
+
+class At:
+    """An array argument placed in global memory at a chosen element address."""
+
+    def __init__(self, array: np.ndarray, address: int) -> None:
+        self.array = np.asarray(array)
+        self.address = address
+
+
+@dataclass
+class RunResult:
+    """What a run produced."""
+
+    grid: tuple[int, ...]
+    # final contents of every array argument, by argument name (Local: stacked per tile
+    # in tile order, or a dict when given as a dict)
+    outputs: dict[str, Any]
+    # values returned by func.return, per tile
+    returns: list[tuple[Any, ...]]
+    stats: list[TileStats]
+    # element address bound to each array argument
+    addresses: dict[str, int] = field(default_factory=dict)
+    trace: list[list[TraceEvent]] | None = None
+
+    @property
+    def total_ops(self) -> int:
+        return sum(s.ops for s in self.stats)
+
+
+_PROGRAMS: dict[int, tuple[Module, Program]] = {}
+_LOCK = threading.Lock()
+
+
+def _program(module: Module) -> Program:
+    with _LOCK:
+        found = _PROGRAMS.get(id(module))
+        if found is not None and found[0] is module:
+            return found[1]
+        program = Program(module)
+        if len(_PROGRAMS) > 32:
+            _PROGRAMS.clear()
+        _PROGRAMS[id(module)] = (module, program)
+        return program
+
+
+def choose_function(module: Module, func: str | None) -> Operation:
+    bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
+    if func is not None:
+        try:
+            return module.function(func)
+        except KeyError:
+            names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
+            raise fail("argument", f"no function @{func} in the module (functions: {names})") from None
+    if len(bodies) == 1:
+        return bodies[0]
+    names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
+    raise fail("argument", f"the module has {len(bodies)} functions ({names}); choose one with func=")
+
+
+def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:
+    attr = program.attr(fn.attributes.get("grid"))
+    if attr is None:
+        return (1,)
+    if isinstance(attr, at.ArrayAttr | at.DenseArrayAttr):
+        values = attr.values if isinstance(attr, at.DenseArrayAttr) else tuple(getattr(e, "value", None) for e in attr.elements)
+        if values and all(isinstance(v, int) and v > 0 for v in values):
+            return tuple(int(v) for v in values)  # type: ignore[arg-type]
+    raise fail("argument", "the function's grid must be a non-empty array of positive integers")
+
+
+def run(
+    module: Module,
+    func: str | None = None,
+    args: Mapping[str, Any] | None = None,
+    target: str | None = None,
+    trace: bool = False,
+    *,
+    strict: bool = False,
+    check_races: bool = True,
+    scratchpad_bytes: int | None = None,
+    step_limit: int | None = None,
+    max_value_bytes: int | None = None,
+) -> RunResult:
+    """Run `func` of `module` on every tile of its grid and return the results.
+
+    `args` maps argument names (without `%`) to values: a numpy array is placed in global
+    memory (an `index` argument receives its element address, a `memref` argument a view
+    of it, a `tensor` argument the value); `Local(...)` places arrays in ct_local memory;
+    `At(array, address)` pins an array's element address; Python/numpy numbers are
+    passed as values. Raises `KtirRuntimeError` when a check fails.
+    """
+    program = _program(module)
+    fn = choose_function(module, func)
+    options = Options(trace=trace, strict=strict, check_races=check_races, target=target)
+    if target is not None:
+        if target not in TARGETS:
+            raise fail("argument", f"unknown target '{target}' (known: {', '.join(sorted(TARGETS))})")
+        options.scratchpad_bytes = TARGETS[target]
+    if scratchpad_bytes is not None:
+        options.scratchpad_bytes = scratchpad_bytes
+    if step_limit is not None:
+        options.step_limit = step_limit
+    if max_value_bytes is not None:
+        options.max_value_bytes = max_value_bytes
+    name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
+    grid = grid_of(program, fn)
+    machine = Machine(grid, options)
+    try:
+        compiled = program.function(name, options)
+        binder = _Binder(program, machine, fn, compiled)
+        per_tile = binder.bind(dict(args or {}))
+        contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
+        with np.errstate(all="ignore"):
+            returns = _execute(compiled, machine, contexts, per_tile)
+    except KtirRuntimeError as e:
+        e.file = module.filename
+        raise e.attach() from e.__cause__
+    return RunResult(
+        grid=grid,
+        outputs=binder.outputs(),
+        returns=returns,
+        stats=[ctx.stats() for ctx in contexts],
+        addresses=binder.addresses,
+        trace=[ctx.trace or [] for ctx in contexts] if trace else None,
+    )
+
+
+# ---------------------------------------------------------------------- execution
+
+
+def _execute(compiled: CompiledFunc, machine: Machine, contexts: list[TileContext],
+             per_tile: list[list[Any]]) -> list[tuple[Any, ...]]:
+    frames = [compiled.frame(ctx, args) for ctx, args in zip(contexts, per_tile, strict=True)]
+    returns: list[tuple[Any, ...]] = [()] * machine.n_tiles
+    if not compiled.blocking:
+        for ctx, fr in zip(contexts, frames, strict=True):
+            compiled.body.run(fr)
+            returns[ctx.tile] = tuple(compiled.body.results(fr))
+            machine.tracker.finish(ctx.tile)
+        return returns
+    gens: dict[int, Generator[Any, None, None]] = {ctx.tile: compiled.body.gen(fr) for ctx, fr in zip(contexts, frames, strict=True)}
+    waiting: dict[int, Any] = {}
+    live = list(gens)
+    while live:
+        before = _fingerprint(machine, contexts)
+        still = []
+        finished_any = False
+        for t in live:
+            try:
+                waiting[t] = next(gens[t])
+                still.append(t)
+            except StopIteration:
+                returns[t] = tuple(compiled.body.results(frames[t]))
+                machine.tracker.finish(t)
+                waiting.pop(t, None)
+                finished_any = True
+        live = still
+        if live and not finished_any and _fingerprint(machine, contexts) == before:
+            raise _deadlock(machine, waiting, live)
+    return returns
+
+
+def _fingerprint(machine: Machine, contexts: list[TileContext]) -> tuple[int, int, int]:
+    from .ops.intertile import store_of
+
+    return machine.posts, store_of(machine).takes, sum(c.steps for c in contexts)
+
+
+def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> KtirRuntimeError:
+    lines = []
+    first_op = None
+    for t in live[:8]:
+        w = waiting.get(t)
+        if w is None:
+            continue
+        first_op = first_op or w.op
+        line = w.op.loc.line if w.op.loc is not None else 0
+        missing = ", ".join(map(str, w.missing[:8]))
+        lines.append(f"tile {t} waits in {w.op.name} (line {line}) for tile(s) {missing} to produce instance {w.future[1]}")
+    more = f" (and {len(live) - 8} more tiles)" if len(live) > 8 else ""
+    err = KtirRuntimeError("deadlock", "every unfinished tile is blocked: " + "; ".join(lines) + more, op=first_op)
+    return err.attach(grid=machine.grid)
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+class _Binder:
+    def __init__(self, program: Program, machine: Machine, fn: Operation, compiled: CompiledFunc) -> None:
+        self.program = program
+        self.machine = machine
+        self.fn = fn
+        self.compiled = compiled
+        self.addresses: dict[str, int] = {}
+        self._globals: dict[str, Allocation] = {}
+        self._locals: dict[str, tuple[Any, int, np.dtype[Any], tuple[int, ...]]] = {}
+
+    def names(self) -> list[str]:
+        block = self.fn.regions[0].blocks[0]
+        return [a.name[1:] for a in block.arguments]
+
+    def bind(self, args: dict[str, Any]) -> list[list[Any]]:
+        names = self.names()
+        types = self.compiled.arg_types
+        unknown = sorted(set(args) - set(names))
+        if unknown:
+            raise fail("argument", f"unknown argument(s) {', '.join(unknown)}; the function takes {', '.join(names) or 'none'}")
+        missing = [n for n in names if n not in args]
+        if missing:
+            raise fail("argument", f"missing argument(s) {', '.join(missing)}")
+        per_tile: list[list[Any]] = [[] for _ in range(self.machine.n_tiles)]
+        for name, t in zip(names, types, strict=True):
+            values = self._bind_one(name, self.program.type(t), args[name])
+            for tile in range(self.machine.n_tiles):
+                per_tile[tile].append(values(tile))
+        return per_tile
+
+    def _bind_one(self, name: str, t: Type, value: Any) -> Any:
+        try:
+            return self._bind(name, t, value)
+        except UnsupportedType as e:
+            raise fail("argument", f"argument {name}: {e}") from None
+
+    def _bind(self, name: str, t: Type, value: Any) -> Any:
+        if isinstance(value, Local):
+            return self._bind_local(name, t, value)
+        if isinstance(value, At | np.ndarray):
+            array = value.array if isinstance(value, At) else value
+            address = value.address if isinstance(value, At) else None
+            if isinstance(t, ty.TensorType):
+                v = self._tensor(name, t, array)
+                return lambda _tile: v
+            if isinstance(t, ty.IndexType | ty.IntegerType | ty.MemRefType):
+                byte = None if address is None else address * array.dtype.itemsize
+                alloc = self.machine.memory.place(name, array, byte)
+                self._globals[name] = alloc
+                elem = alloc.base // array.dtype.itemsize
+                self.addresses[name] = elem
+                if isinstance(t, ty.MemRefType):
+                    view = self._memref(name, t, array, "global", alloc, alloc.base)
+                    return lambda _tile: view
+                v = int_normaliser(t)(elem)
+                return lambda _tile: v
+            raise fail("argument", f"argument {name} has type {type_text(t)}; an array binds to index, integer, memref or tensor")
+        if isinstance(value, bool | int | float | np.generic):
+            v = self._scalar(name, t, value)
+            return lambda _tile: v
+        raise fail("argument", f"argument {name}: cannot bind a {type(value).__name__}")
+
+    def _scalar(self, name: str, t: Type, value: Any) -> Any:
+        if isinstance(t, ty.RuntimeArgType):
+            v = self._scalar(name, t.value_type, value)
+            if t.upperbound is not None and v > t.upperbound:
+                raise fail("argument", f"argument {name} = {v} exceeds the runtime_arg upperbound {t.upperbound}")
+            if t.granularity is not None and v % t.granularity:
+                raise fail("argument", f"argument {name} = {v} is not a multiple of the runtime_arg granularity {t.granularity}")
+            return v
+        if isinstance(t, ty.IndexType | ty.IntegerType):
+            if isinstance(value, float) or (isinstance(value, np.generic) and not isinstance(value, np.integer | np.bool_)):
+                raise fail("argument", f"argument {name} has type {type_text(t)} but a float {value} was given")
+            return to_scalar(int(value), t)
+        if isinstance(t, ty.FloatType):
+            return to_scalar(float(value), t)
+        raise fail("argument", f"argument {name} has type {type_text(t)}; a number binds to index, integer or float")
+
+    def _tensor(self, name: str, t: ty.TensorType, array: np.ndarray) -> np.ndarray:
+        dt = np_dtype(t.element_type)
+        if array.dtype != dt:
+            raise fail("argument", f"argument {name} is a {type_text(t)} but the array has dtype {array.dtype}")
+        _check_dims(name, t.shape, array.shape)
+        return np.array(array)
+
+    def _memref(self, name: str, t: ty.MemRefType, array: np.ndarray, space: str, alloc: Allocation | None, addr: int) -> MemoryView:
+        """A view of `array` as memref type `t`. The array holds the memref's storage: for an
+        identity layout its shape is the memref's; for a permutation layout (an affine map
+        like `(d0, d1) -> (d1, d0)`) it is the permuted shape; for `strided<[...], offset: o>`
+        any array holding the addressed elements."""
+        dt = np_dtype(t.element_type)
+        if array.dtype != dt:
+            raise fail("argument", f"argument {name} is a {type_text(t)} but the array has dtype {array.dtype}")
+        layout = self.program.attr(t.layout)
+        if layout is None and isinstance(self.program.attr(t.memory_space), at.AffineMapAttr | at.StridedLayoutAttr):
+            layout = self.program.attr(t.memory_space)  # the parser files an aliased layout (`#map`) as the space
+        rank = len(t.shape)
+        if isinstance(layout, at.StridedLayoutAttr):
+            if any(s is None for s in layout.strides) or layout.offset is None:
+                raise fail("argument", f"argument {name}: a strided layout with dynamic strides or offset cannot be bound")
+            shape = tuple(int(d) if d is not None else 0 for d in t.shape)
+            if any(d is None for d in t.shape):
+                raise fail("argument", f"argument {name}: a strided memref needs a static shape")
+            return MemoryView(space, alloc, addr + int(layout.offset) * dt.itemsize, shape,
+                              tuple(int(s) for s in layout.strides), dt)  # type: ignore[arg-type]
+        perm = list(range(rank))
+        if isinstance(layout, at.AffineMapAttr):
+            m = layout.value
+            if not m.is_permutation() or m.num_dims != rank:
+                raise fail("argument", f"argument {name}: only permutation layout maps can be bound")
+            perm = [e.position for e in m.results]  # type: ignore[attr-defined]
+        physical = tuple(t.shape[p] for p in perm)
+        _check_dims(name, physical, array.shape)
+        phys_strides = []
+        acc = 1
+        for d in reversed(array.shape):
+            phys_strides.append(acc)
+            acc *= max(int(d), 1)
+        phys_strides.reverse()
+        strides = [0] * rank
+        for r, p in enumerate(perm):
+            strides[p] = phys_strides[r]
+        sizes = [0] * rank
+        for r, p in enumerate(perm):
+            sizes[p] = int(array.shape[r])
+        return MemoryView(space, alloc, addr, tuple(sizes), tuple(strides), dt)
+
+    def _bind_local(self, name: str, t: Type, value: Local) -> Any:
+        pieces: dict[int, np.ndarray]
+        stacked = not isinstance(value.arrays, Mapping)
+        if isinstance(value.arrays, Mapping):
+            pieces = {int(k): np.asarray(v) for k, v in value.arrays.items()}
+        else:
+            arr = np.asarray(value.arrays)
+            if arr.shape[:1] != (self.machine.n_tiles,):
+                raise fail("argument", f"Local argument {name}: the leading dimension must be the {self.machine.n_tiles} tiles")
+            pieces = {i: arr[i] for i in range(self.machine.n_tiles)}
+        if not pieces:
+            raise fail("argument", f"Local argument {name} places no arrays")
+        first = next(iter(pieces.values()))
+        for tile, p in pieces.items():
+            if not 0 <= tile < self.machine.n_tiles:
+                raise fail("argument", f"Local argument {name}: tile {tile} is not in the grid")
+            if p.dtype != first.dtype or p.shape != first.shape:
+                raise fail("argument", f"Local argument {name}: every piece needs the same dtype and shape")
+        base = self.machine.local_top
+        nbytes = first.nbytes
+        self.machine.local_top = align_up(base + max(nbytes, 1), ALIGN)
+        for tile, p in pieces.items():
+            alloc = self.machine.local(tile)
+            cap = alloc.capacity
+            if cap is not None and base + nbytes > cap:
+                raise fail("capacity", f"Local argument {name} needs ct_local bytes up to {base + nbytes}, beyond the capacity {cap}")
+            alloc.ensure(base + nbytes)
+            alloc.raw[base : base + nbytes] = np.ascontiguousarray(p).reshape(-1).view(np.uint8)
+            if alloc.init is not None:
+                alloc.init[base : base + nbytes] = True
+        self._locals[name] = (value.arrays if not stacked else None, base, first.dtype, first.shape)
+        elem = base // first.dtype.itemsize
+        self.addresses[name] = elem
+        if isinstance(t, ty.MemRefType):
+            views = {tile: self._memref(name, t, first, "ct_local", self.machine.local(tile), base) for tile in range(self.machine.n_tiles)}
+            return lambda tile: views[tile]
+        if isinstance(t, ty.IndexType | ty.IntegerType):
+            return lambda _tile: elem
+        raise fail("argument", f"argument {name} has type {type_text(t)}; a Local array binds to index, integer or memref")
+
+    def outputs(self) -> dict[str, Any]:
+        # the machine is discarded after the run: hand out its buffers without copying
+        out: dict[str, Any] = {name: alloc.contents(copy=False) for name, alloc in self._globals.items()}
+        for name, (given, base, dt, shape) in self._locals.items():
+            count = int(math.prod(shape)) if shape else 1
+            nbytes = count * dt.itemsize
+
+            def piece(tile: int, base: int = base, nbytes: int = nbytes, dt: Any = dt, shape: Any = shape) -> np.ndarray:
+                alloc = self.machine.local(tile)
+                return alloc.raw[base : base + nbytes].view(dt).reshape(shape).copy()
+
+            if given is None:
+                out[name] = np.stack([piece(t) for t in range(self.machine.n_tiles)])
+            else:
+                out[name] = {t: piece(t) for t in given}
+        return out
+
+
+def _check_dims(name: str, want: tuple[int | None, ...], got: tuple[int, ...]) -> None:
+    if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got, strict=True)):
+        dims = "x".join("?" if d is None else str(d) for d in want)
+        raise fail("argument", f"argument {name} has shape {list(got)} but the type says {dims}")
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield

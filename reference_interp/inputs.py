@@ -1,0 +1,142 @@
+"""Random inputs for `ktir run --random-inputs`: infer what each argument needs.
+
+- `memref`/`tensor` arguments with a static shape get an array of that shape and dtype.
+- `!ktdp.runtime_arg` arguments get their upper bound (rounded down to the granularity).
+- float scalars get a standard normal draw.
+- an `index`/integer argument used (directly or through `arith.addi`/`subi`/`muli`/
+  `index_cast`/`affine.apply`) as the offset of a `construct_memory_view` is an array
+  pointer: its dtype is the view's element type, and its size is found by a *probe run*
+  that places a growable array for it and records the highest element touched.
+- other integer arguments cannot be guessed and must be given with `--arg`.
+
+Float arrays hold standard normal values; integer arrays hold values in [0, 8) (small,
+so that index arrays used for indirect access usually stay in range).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ktir.ir import types as ty
+from ktir.ir.operation import Module, Operation
+
+from .dtypes import np_dtype
+from .errors import KtirRuntimeError, fail
+
+_DERIVING = {"arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui", "affine.apply",
+             "affine.min", "affine.max", "arith.maxsi", "arith.minsi"}
+
+
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray:
+    if dt.kind in "iu":
+        return rng.integers(0, 8, size=shape).astype(dt)
+    if dt == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    return rng.standard_normal(size=shape).astype(np.float32).astype(dt)
+
+
+def pointer_dtypes(fn: Operation) -> dict[str, np.dtype[Any]]:
+    """For each argument used as (the base of) a memory view offset, the view's dtype."""
+    block = fn.regions[0].blocks[0]
+    origin: dict[str, str] = {a.name: a.name for a in block.arguments}
+    found: dict[str, np.dtype[Any]] = {}
+    for op in fn.walk():
+        if op.name in _DERIVING:
+            sources = {origin[n] for n in op.operands if n in origin}
+            if len(sources) == 1:
+                for r in op.results:
+                    origin[r] = next(iter(sources))
+        if op.name == "ktdp.construct_memory_view" and op.operands and op.operands[0] in origin:
+            arg = origin[op.operands[0]]
+            t = op.result_types[0] if op.result_types else None
+            if isinstance(t, ty.MemRefType):
+                try:
+                    found.setdefault(arg, np_dtype(t.element_type))
+                except Exception:  # noqa: BLE001 - unsupported types are reported later
+                    continue
+    return found
+
+
+def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any]) -> dict[str, Any]:
+    from .executor import choose_function
+
+    fn = choose_function(module, func)
+    block = fn.regions[0].blocks[0]
+    rng = np.random.default_rng(seed)
+    args = dict(given)
+    pointers: dict[str, np.dtype[Any]] = {}
+    dtypes = pointer_dtypes(fn)
+    for a in block.arguments:
+        name = a.name[1:]
+        if name in args:
+            continue
+        t = module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef) else a.type
+        if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
+            args[name] = random_array(rng, tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+        elif isinstance(t, ty.RuntimeArgType):
+            if t.upperbound is None:
+                raise fail("argument", f"argument {name}: a runtime_arg without an upperbound needs --arg {name}=VALUE")
+            g = t.granularity or 1
+            args[name] = t.upperbound // g * g
+        elif isinstance(t, ty.FloatType):
+            args[name] = float(rng.standard_normal())
+        elif isinstance(t, ty.IndexType | ty.IntegerType) and a.name in dtypes:
+            pointers[name] = dtypes[a.name]
+        else:
+            raise fail("argument", f"cannot infer a value for argument {name}; give it with --arg {name}=...")
+    if pointers:
+        sizes = _probe(module, func, args, pointers, run_kwargs)
+        for name, dt in pointers.items():
+            args[name] = random_array(rng, (sizes[name],), dt)
+    return args
+
+
+_PROBE_SPAN = 1 << 40
+
+
+def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dict[str, np.dtype[Any]],
+           run_kwargs: dict[str, Any]) -> dict[str, int]:
+    """Run once with growable arrays for the pointer arguments; return their sizes in elements."""
+    from . import executor
+    from .memory import Allocation
+
+    probes: dict[str, Allocation] = {}
+    original = executor._Binder._bind
+
+    def bind(self: Any, name: str, t: Any, value: Any) -> Any:
+        if name in pointers and value is _PROBE:
+            dt = pointers[name]
+            base = (len(probes) + 1) * _PROBE_SPAN
+            alloc = Allocation(name, "global", base, np.zeros(0, dtype=np.uint8), 0, capacity=_PROBE_SPAN)
+            alloc.dtype, alloc.shape = dt, (0,)
+            self.machine.memory.allocs.append(alloc)
+            self.machine.memory._bases.append(base)
+            probes[name] = alloc
+            elem = base // dt.itemsize
+            return lambda _tile: elem
+        return original(self, name, t, value)
+
+    probe_args = dict(args)
+    for name in pointers:
+        probe_args[name] = _PROBE
+    executor._Binder._bind = bind  # type: ignore[method-assign]
+    try:
+        executor.run(module, func, probe_args, **run_kwargs)
+    except KtirRuntimeError as e:
+        raise fail("argument", f"could not infer the array sizes (probe run failed: {e.message})") from None
+    finally:
+        executor._Binder._bind = original  # type: ignore[method-assign]
+    out = {}
+    for name, alloc in probes.items():
+        isz = pointers[name].itemsize
+        out[name] = max((alloc.peak + isz - 1) // isz, 1)
+    return out
+
+
+class _Probe:
+    pass
+
+
+_PROBE = _Probe()

@@ -1,0 +1,374 @@
+"""Memories, allocations and memory views.
+
+Memory model (see README.md for the reasons):
+
+- **global** memory is byte-addressed and shared by all tiles. Each array argument is an
+  *allocation* placed at a 128-byte-aligned byte address, in argument order from address
+  0. An `index` argument bound to an array receives the array's base address counted in
+  elements of the array's dtype (byte address / itemsize).
+- **ct_local** memory is one byte-addressed scratchpad per tile, from address 0 up to the
+  target's capacity. `#ktdp.memory_space<ct_local>` names the executing tile's scratchpad,
+  `<ct_local, ct_id = N>` the scratchpad of the tile with linear id N.
+- `memref.alloc`/`alloca` create fresh private allocations (space `alloc`).
+
+A memory view (`construct_memory_view`) counts its `offset` in elements of its element
+type: the element at view coordinate `c` lies at byte
+`(offset + sum((c[d] - origin[d]) * strides[d])) * itemsize`, where `origin` is the lower
+corner of the bounding box of the view's `coordinate_set` (all zeros for a set that
+starts at 0, which is the usual case; a partition of a distributed view whose set covers
+rows 96..127 has origin row 96). Every accessed coordinate must lie in the view's sizes
+(`origin <= c < origin + sizes`) and coordinate_set, and every accessed byte in the one
+allocation (or scratchpad) that holds the view's first element.
+
+Access descriptors (`BoxDesc`, `IdxDesc`) describe which bytes of an allocation an access
+touches; the race detector and the initialisation tracker work on them without Python
+loops over elements.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .affine_eval import CompiledSet
+from .errors import fail
+
+ALIGN = 128
+SPACES = ("global", "ct_local", "alloc")
+SPACE_ID = {name: i for i, name in enumerate(SPACES)}
+
+
+def align_up(n: int, a: int = ALIGN) -> int:
+    return (n + a - 1) // a * a
+
+
+class Allocation:
+    """A contiguous byte range of one memory: an argument array, a scratchpad, an alloc."""
+
+    __slots__ = (
+        "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
+        "w_seg", "writer_segs", "readers", "init", "_typed", "peak", "dtype", "shape", "tables",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        space: str,
+        base: int,
+        raw: np.ndarray,
+        nbytes: int,
+        owner: int | None = None,
+        capacity: int | None = None,
+        track_init: bool = False,
+    ) -> None:
+        self.name = name
+        self.space = space
+        self.base = base  # byte address of the first byte in its memory
+        self.raw = raw  # uint8 buffer, length a multiple of ALIGN
+        self.nbytes = nbytes  # valid bytes (accesses beyond are out of bounds)
+        self.owner = owner  # the tile owning a scratchpad or alloc
+        self.capacity = capacity  # scratchpads grow on demand up to this
+        self.growable = capacity is not None
+        self.w_seg: np.ndarray | None = None  # per byte: 1 + segment of the last write, 0 none
+        self.writer_segs: set[int] = set()
+        self.readers: dict[int, Any] = {}  # segment -> ReadRecord
+        self.tables: dict[int, tuple[int, Any]] = {}  # tile -> (clock version, unordered-writer table)
+        self.init: np.ndarray | None = np.zeros(len(raw), dtype=bool) if track_init else None
+        self._typed: dict[Any, np.ndarray] = {}
+        self.peak = 0  # highest byte touched + 1
+        self.dtype: np.dtype[Any] | None = None
+        self.shape: tuple[int, ...] | None = None
+
+    def typed(self, dt: np.dtype[Any]) -> np.ndarray:
+        arr = self._typed.get(dt)
+        if arr is None:
+            arr = self.raw.view(dt)
+            self._typed[dt] = arr
+        return arr
+
+    def ensure(self, end: int) -> None:
+        """Make bytes [0, end) addressable (scratchpads grow; others are fixed)."""
+        if end > self.peak:
+            self.peak = end
+        if end <= len(self.raw):
+            return
+        if not self.growable:
+            return
+        new_len = align_up(max(end, 2 * len(self.raw), 4096), 4096)
+        if self.capacity is not None:
+            new_len = min(new_len, align_up(self.capacity))
+        self.raw = _grow(self.raw, new_len, 0)
+        if self.init is not None:
+            self.init = _grow(self.init, new_len, False)
+        if self.w_seg is not None:
+            self.w_seg = _grow(self.w_seg, new_len, 0)
+        self._typed.clear()
+        self.nbytes = len(self.raw)
+
+    def contents(self, copy: bool = True) -> np.ndarray:
+        """The array's current contents, in its own dtype and shape."""
+        assert self.dtype is not None and self.shape is not None
+        count = int(math.prod(self.shape)) if self.shape else 1
+        flat = self.raw[: count * self.dtype.itemsize].view(self.dtype)
+        out = flat.reshape(self.shape)
+        return out.copy() if copy else out
+
+
+def _grow(arr: np.ndarray, n: int, fill: Any) -> np.ndarray:
+    out = np.full(n, fill, dtype=arr.dtype)
+    out[: len(arr)] = arr
+    return out
+
+
+class GlobalMemory:
+    """The byte-addressed global memory: argument arrays at 128-byte-aligned addresses."""
+
+    def __init__(self) -> None:
+        self.allocs: list[Allocation] = []
+        self._bases: list[int] = []
+        self.top = 0
+
+    def place(self, name: str, array: np.ndarray, address: int | None = None) -> Allocation:
+        """Place a copy of `array`; returns its allocation (base address in bytes)."""
+        data = np.ascontiguousarray(array)
+        nbytes = data.nbytes
+        base = self.top if address is None else address
+        if base % ALIGN:
+            raise fail("argument", f"array '{name}' placed at byte address {base}, which is not {ALIGN}-byte aligned")
+        raw = np.empty(max(align_up(nbytes), ALIGN), dtype=np.uint8)
+        raw[:nbytes] = data.reshape(-1).view(np.uint8)
+        raw[nbytes:] = 0
+        alloc = Allocation(name, "global", base, raw, nbytes)
+        alloc.dtype = data.dtype
+        alloc.shape = data.shape
+        alloc.peak = nbytes
+        for other in self.allocs:
+            if base < other.base + max(other.nbytes, 1) and other.base < base + max(nbytes, 1):
+                raise fail("argument", f"array '{name}' at byte {base} overlaps array '{other.name}'")
+        i = bisect.bisect(self._bases, base)
+        self.allocs.insert(i, alloc)
+        self._bases.insert(i, base)
+        self.top = max(self.top, align_up(base + max(nbytes, 1)))
+        return alloc
+
+    def find(self, byte_address: int) -> Allocation | None:
+        i = bisect.bisect_right(self._bases, byte_address) - 1
+        if i < 0:
+            return None
+        a = self.allocs[i]
+        limit = a.capacity if a.growable and a.capacity is not None else a.nbytes
+        if byte_address < a.base + limit:
+            return a
+        return None
+
+
+# ---------------------------------------------------------------------- views
+
+
+class MemoryView:
+    """A memref value: a strided interpretation of bytes of one memory."""
+
+    __slots__ = (
+        "space", "ct_id", "alloc", "addr", "sizes", "strides", "origin",
+        "cset", "csyms", "dtype", "itemsize", "box_lo", "box_hi", "is_box", "resolver",
+        "boff", "bstrides", "space_id",
+    )
+
+    def __init__(
+        self,
+        space: str,
+        alloc: Allocation | None,
+        addr: int,
+        sizes: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: np.dtype[Any],
+        cset: CompiledSet | None = None,
+        csyms: tuple[int, ...] = (),
+        ct_id: int | None = None,
+        origin: tuple[int, ...] | None = None,
+    ) -> None:
+        self.space = space
+        self.ct_id = ct_id
+        self.alloc = alloc
+        self.addr = addr  # byte address of the origin element in its memory
+        self.dtype = dtype
+        self.itemsize = dtype.itemsize
+        self.sizes = sizes
+        self.strides = strides
+        self.cset = cset
+        self.csyms = csyms
+        # the valid coordinates: the box [box_lo, box_hi] (inclusive), plus the set's mask
+        if cset is not None:
+            pts = cset.points(csyms)
+            self.origin = origin if origin is not None else (pts.lo if pts.count else tuple([0] * len(sizes)))
+            lo = [max(a, b) for a, b in zip(pts.lo, self.origin, strict=True)]
+            hi = [min(a + e - 1, b + s - 1) for a, e, b, s in zip(pts.lo, pts.ext, self.origin, sizes, strict=True)]
+            self.is_box = pts.mask is None
+            if pts.count == 0:
+                hi = [x - 1 for x in lo]
+        else:
+            self.origin = origin if origin is not None else tuple([0] * len(sizes))
+            lo = list(self.origin)
+            hi = [o + s - 1 for o, s in zip(self.origin, sizes, strict=True)]
+            self.is_box = True
+        self.box_lo = tuple(lo)
+        self.box_hi = tuple(hi)
+        self.resolver: Any = None
+        # byte strides, and the byte offset (within the allocation) of coordinate 0
+        self.bstrides = tuple(st * self.itemsize for st in strides)
+        self.boff = addr - (alloc.base if alloc is not None else 0) - sum(
+            o * st for o, st in zip(self.origin, self.bstrides, strict=True))
+        self.space_id = SPACE_ID[space]
+
+    @property
+    def elem0(self) -> int:
+        """Element index (in this view's dtype) of the origin element within its allocation."""
+        assert self.alloc is not None
+        return (self.addr - self.alloc.base) // self.itemsize
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+    def describe(self) -> str:
+        where = self.space if self.ct_id is None else f"{self.space}, ct_id = {self.ct_id}"
+        name = f" (array '{self.alloc.name}')" if self.alloc is not None and self.space == "global" else ""
+        return f"view at element address {self.addr // self.itemsize} in {where}{name}"
+
+    def contains_box(self, lo: tuple[int, ...], ext: tuple[int, ...]) -> bool:
+        for a, e, b, h in zip(lo, ext, self.box_lo, self.box_hi, strict=True):
+            if a < b or a + e - 1 > h:
+                return False
+        if self.is_box:
+            return True
+        assert self.cset is not None
+        return self.cset.contains_box(lo, ext, self.csyms)
+
+    def contains(self, coords: Sequence[Any]) -> np.ndarray:
+        """Membership of points (one int64 array per dimension)."""
+        ok = np.ones(np.broadcast_shapes(*(c.shape for c in coords)), dtype=bool)
+        for c, b, h in zip(coords, self.box_lo, self.box_hi, strict=True):
+            ok &= (c >= b) & (c <= h)
+        if not self.is_box:
+            assert self.cset is not None
+            ok &= self.cset.contains(coords, self.csyms)
+        return ok
+
+
+class DistributedView:
+    """construct_distributed_memory_view: global coordinates routed to partition views."""
+
+    __slots__ = ("parts", "shape", "dtype", "itemsize")
+
+    def __init__(self, parts: list[MemoryView], shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        self.parts = parts
+        self.shape = shape
+        self.dtype = dtype
+        self.itemsize = dtype.itemsize
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+# ---------------------------------------------------------------------- access descriptors
+
+
+class BoxDesc:
+    """Bytes b0 + sum(i[d] * bstrides[d]) + j for i in the box `ext`, j < itemsize.
+
+    `lo`/`hi` is the byte span (inclusive); the strides are positive (views require it).
+    """
+
+    __slots__ = ("b0", "ext", "bstrides", "itemsize", "lo", "hi")
+
+    def __init__(self, b0: int, ext: tuple[int, ...], bstrides: tuple[int, ...], itemsize: int, hi: int | None = None) -> None:
+        self.b0 = b0
+        self.ext = ext
+        self.bstrides = bstrides
+        self.itemsize = itemsize
+        self.lo = b0
+        if hi is None:
+            hi = b0 + itemsize - 1
+            for e, st in zip(ext, bstrides, strict=True):
+                if e == 0:
+                    hi = b0 - 1
+                    break
+                hi += (e - 1) * st
+        self.hi = hi
+
+    def span(self) -> tuple[int, int]:
+        return self.lo, self.hi
+
+    def count(self) -> int:
+        n = 1
+        for e in self.ext:
+            n *= e
+        return n
+
+    def cells(self, arr: np.ndarray, shift: int = 0) -> np.ndarray:
+        """A view of `arr` (one entry per byte) over the touched bytes, in traversal order
+        (flat position p is byte p % itemsize of element p // itemsize)."""
+        b0 = self.b0 - shift
+        ext, bs, isz = self.ext, self.bstrides, self.itemsize
+        if len(ext) == 1 and bs[0] == isz:
+            return arr[b0 : b0 + ext[0] * isz]
+        if len(ext) == 2 and bs[1] == isz and bs[0] >= ext[1] * isz and b0 + ext[0] * bs[0] <= len(arr):
+            return arr[b0 : b0 + ext[0] * bs[0]].reshape(ext[0], bs[0])[:, : ext[1] * isz]
+        a_isz = arr.itemsize
+        return np.ndarray(
+            shape=(*ext, isz),
+            dtype=arr.dtype,
+            buffer=arr,
+            offset=b0 * a_isz,
+            strides=(*(st * a_isz for st in bs), a_isz),
+        )
+
+    def element_of(self, flat: int) -> tuple[int, ...]:
+        """Box index of the element at flat position `flat` of the cells array."""
+        return tuple(int(x) for x in np.unravel_index(flat // self.itemsize, self.ext))
+
+
+class IdxDesc:
+    """Bytes offs[k] + j for each element byte offset offs[k], j < itemsize."""
+
+    __slots__ = ("offs", "itemsize", "lo", "hi")
+
+    def __init__(self, offs: np.ndarray, itemsize: int) -> None:
+        self.offs = offs  # 1-D int64 element byte offsets
+        self.itemsize = itemsize
+        if offs.size:
+            self.lo, self.hi = int(offs.min()), int(offs.max()) + itemsize - 1
+        else:
+            self.lo, self.hi = 0, -1
+
+    def span(self) -> tuple[int, int]:
+        return self.lo, self.hi
+
+    def count(self) -> int:
+        return int(self.offs.size)
+
+    def index(self, shift: int = 0) -> np.ndarray:
+        if self.itemsize == 1:
+            return self.offs - shift if shift else self.offs
+        return ((self.offs - shift)[:, None] + np.arange(self.itemsize)).reshape(-1)
+
+    def cells(self, arr: np.ndarray, shift: int = 0) -> np.ndarray:
+        return arr[self.index(shift)]
+
+    def element_of(self, flat: int) -> tuple[int, ...]:
+        return (flat // self.itemsize,)
+
+
+Desc = BoxDesc | IdxDesc
+
+
+def assign_cells(arr: np.ndarray, desc: Desc, value: Any, shift: int = 0) -> None:
+    if isinstance(desc, BoxDesc):
+        desc.cells(arr, shift)[...] = value
+    else:
+        arr[desc.index(shift)] = value

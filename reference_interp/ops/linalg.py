@@ -1,0 +1,787 @@
+"""`linalg`: named ops, `generic`, `map`, `reduce`, `broadcast`, `transpose`.
+
+Bodies run in vector mode: each block argument is bound to its operand broadcast over
+the op's whole iteration space (a numpy view, no copy), so the body's ops run once.
+
+Accumulation rules (documented in README.md):
+
+- matmul-like ops (`matmul`, `batch_matmul`, `matvec`, `dot`, their transposed
+  spellings, and `generic` bodies of the form `out + a * b`) compute
+  `round(C + sum_k A*B)`: products and sums in float32 (float64 when the result is
+  f64), the sum in an unspecified order (BLAS), the accumulator C added once, one
+  rounding to the result type. Integer contractions are exact in int64, then wrap to the
+  result width.
+- reductions whose combiner is one associative op (`addf`, `mulf`, `maximumf`, `addi`,
+  ...) reduce with numpy in an unspecified (pairwise) order; float sums and products
+  accumulate in at least float32 and round once. Other combiners run sequentially, in
+  index order, vectorised over the kept dimensions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.operation import Block, Operation
+
+from ..compiler import CBlock, FuncCompiler, OpFn, impl
+from ..dtypes import np_dtype, unsigned_dtype
+from ..errors import CompileError, fail
+from .common import element, int_array
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _split(c: FuncCompiler, op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    slots = c.operand_slots(op)
+    seg = op.attributes.get("operandSegmentSizes")
+    n_in = int(seg.values[0]) if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == 2 else len(slots) - 1
+    return slots[:n_in], slots[n_in:]
+
+
+def _outs_shape_only(op: Operation) -> set[int]:
+    seg = op.attributes.get("operandSegmentSizes")
+    n_in = int(seg.values[0]) if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == 2 else len(op.operands) - 1
+    return set(range(n_in, len(op.operands)))
+
+
+def _acc_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
+    if dt.kind in "iub":
+        return np.dtype(np.int64)
+    if dt == np.float64:
+        return dt
+    return np.dtype(np.float32)
+
+
+def _store_results(fr: list[Any], res: tuple[int, ...], values: list[Any]) -> None:
+    for r, v in zip(res, values, strict=False):
+        fr[r] = v
+
+
+def _out_types(c: FuncCompiler, op: Operation, outs: tuple[int, ...]) -> list[ty.Type]:
+    n_in = len(op.operands) - len(outs)
+    return [c.otype(op, n_in + i) for i in range(len(outs))]
+
+
+# ---------------------------------------------------------------------- named elementwise
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "exp": np.exp, "log": np.log, "abs": np.abs, "negf": np.negative, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "reciprocal": lambda x: 1.0 / x,
+    "square": lambda x: x * x, "floor": np.floor,
+}
+
+
+def _binary_fn(name: str, dt: np.dtype[Any]) -> Callable[[Any, Any], Any]:
+    from .arith import _array_int, _maximum, _minimum
+
+    if dt.kind in "iub":
+        et: ty.Type = ty.I1 if dt == np.bool_ else ty.IntegerType(width=8 * dt.itemsize)
+        kind = {"add": "addi", "sub": "subi", "mul": "muli", "div": "divsi", "max": "maxsi", "min": "minsi"}.get(name)
+        if kind is None:
+            raise CompileError(f"linalg.{name} on integers")
+        return _array_int(kind, et)
+    table: dict[str, Callable[[Any, Any], Any]] = {
+        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+        "max": _maximum, "min": _minimum, "powf": np.power,
+    }
+    return table[name]
+
+
+@impl(*(f"linalg.{n}" for n in ("add", "sub", "mul", "div", "max", "min", "powf")), shape_only=_outs_shape_only)
+def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    if len(ins) != 2 or len(outs) != 1:
+        raise CompileError(f"{op.name} takes two inputs and one output", op)
+    a, b = ins
+    (o,) = outs
+    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+    fn = _binary_fn(op.name.split(".")[1], dt)
+
+    def run(fr: list[Any]) -> None:
+        x, y, out = fr[a], fr[b], fr[o]
+        if x.shape != out.shape or y.shape != out.shape:
+            raise fail("type", f"operand shapes {x.shape}, {y.shape} and output {out.shape} differ")
+        v = np.asarray(fn(x.astype(dt, copy=False), y.astype(dt, copy=False)))
+        _store_results(fr, res, [v.astype(dt, copy=False)])
+
+    return run
+
+
+@impl(*(f"linalg.{n}" for n in (*_UNARY, "erf")), shape_only=_outs_shape_only)
+def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    if len(ins) != 1 or len(outs) != 1:
+        raise CompileError(f"{op.name} takes one input and one output", op)
+    (a,) = ins
+    (o,) = outs
+    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+    name = op.name.split(".")[1]
+    if name == "erf":
+        from .math import _float_fn
+
+        fn = _float_fn("erf", dt)
+    else:
+        fn = _UNARY[name]
+    if dt not in (np.float16, np.float32, np.float64) and dt.kind not in "iub":
+        inner = fn
+        fn = lambda x: inner(x.astype(np.float32))  # noqa: E731 - bf16/f8 evaluate in f32
+
+    def run(fr: list[Any]) -> None:
+        x, out = fr[a], fr[o]
+        if x.shape != out.shape:
+            raise fail("type", f"operand shape {x.shape} and output {out.shape} differ")
+        v = np.asarray(fn(x.astype(dt, copy=False)))
+        _store_results(fr, res, [v.astype(dt, copy=False)])
+
+    return run
+
+
+@impl("linalg.fill", shape_only=_outs_shape_only)
+def fill(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    (a,) = ins
+    (o,) = outs
+    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+
+    def run(fr: list[Any]) -> None:
+        value = np.asarray(fr[a]).astype(dt)
+        out = fr[o]
+        _store_results(fr, res, [np.full(out.shape, value, dtype=dt)])
+
+    return run
+
+
+@impl("linalg.copy", shape_only=_outs_shape_only)
+def copy(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    (a,) = ins
+    (o,) = outs
+    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+
+    def run(fr: list[Any]) -> None:
+        x, out = fr[a], fr[o]
+        if x.shape != out.shape:
+            raise fail("type", f"copy of shape {x.shape} into {out.shape}")
+        _store_results(fr, res, [np.array(x, dtype=dt)])
+
+    return run
+
+
+@impl("linalg.transpose", shape_only=_outs_shape_only)
+def transpose(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    (a,) = ins
+    (o,) = outs
+    perm = tuple(int_array(c.need_attr(op, "permutation")))
+
+    def run(fr: list[Any]) -> None:
+        x, out = fr[a], fr[o]
+        v = np.transpose(x, perm)
+        if v.shape != out.shape:
+            raise fail("type", f"transpose of {x.shape} by {list(perm)} gives {v.shape}, the init is {out.shape}")
+        _store_results(fr, res, [v.astype(out.dtype, copy=False)])
+
+    return run
+
+
+@impl("linalg.broadcast", shape_only=_outs_shape_only)
+def broadcast(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    (a,) = ins
+    (o,) = outs
+    dims = tuple(int_array(c.need_attr(op, "dimensions")))
+
+    def run(fr: list[Any]) -> None:
+        x, out = fr[a], fr[o]
+        expanded = np.expand_dims(x, dims) if dims else x
+        try:
+            v = np.broadcast_to(expanded, out.shape)
+        except ValueError:
+            raise fail("type", f"cannot broadcast {x.shape} to {out.shape} by adding dimensions {list(dims)}") from None
+        _store_results(fr, res, [v.astype(out.dtype, copy=False)])
+
+    return run
+
+
+# ---------------------------------------------------------------------- contractions
+
+
+def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: np.dtype[Any]) -> np.ndarray:
+    wide = _acc_dtype(out_dt if out_dt.kind not in "iub" else np.dtype(np.int64))
+    if out_dt.kind not in "iub" and (a.dtype.kind in "iub" or b.dtype.kind in "iub"):
+        wide = np.dtype(np.float32) if out_dt != np.float64 else out_dt
+    a2 = a.astype(wide, copy=False)
+    b2 = b.astype(wide, copy=False)
+    if spec == "mk,kn->mn" or spec == "bmk,bkn->bmn":
+        prod = np.matmul(a2, b2)
+    else:
+        prod = np.einsum(spec, a2, b2, optimize=True)
+    prod = np.asarray(prod)
+    if prod.dtype != wide:
+        prod = prod.astype(wide)
+    prod += acc.astype(wide, copy=False)
+    return prod.astype(out_dt, copy=False)
+
+
+_NAMED_SPECS = {
+    "linalg.matmul": "mk,kn->mn",
+    "linalg.batch_matmul": "bmk,bkn->bmn",
+    "linalg.matmul_transpose_a": "km,kn->mn",
+    "linalg.matmul_transpose_b": "mk,nk->mn",
+    "linalg.batch_matmul_transpose_b": "bmk,bnk->bmn",
+    "linalg.matvec": "mn,n->m",
+    "linalg.dot": "n,n->",
+}
+
+
+def _spec_from_maps(maps: list[af.AffineMap]) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    parts = []
+    for m in maps:
+        s = ""
+        for e in m.results:
+            if not isinstance(e, af.Dim):
+                raise CompileError("matmul indexing_maps must be projected permutations")
+            s += letters[e.position]
+        parts.append(s)
+    return f"{parts[0]},{parts[1]}->{parts[2]}"
+
+
+@impl(*_NAMED_SPECS)
+def matmul(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    if len(ins) != 2 or len(outs) != 1:
+        raise CompileError(f"{op.name} takes two inputs and one output", op)
+    a, b = ins
+    (o,) = outs
+    maps_attr = c.attr(op, "indexing_maps")
+    if maps_attr is not None:
+        maps = [c.program.attr(e) for e in maps_attr.elements]
+        spec = _spec_from_maps([m.value for m in maps if isinstance(m, at.AffineMapAttr)])
+    else:
+        spec = _NAMED_SPECS[op.name]
+    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+
+    def run(fr: list[Any]) -> None:
+        x, y, acc = fr[a], fr[b], fr[o]
+        try:
+            v = _contract(spec, x, y, acc, dt)
+        except ValueError as e:
+            raise fail("type", f"operand shapes {x.shape}, {y.shape}, {acc.shape} do not fit {spec}: {e}") from None
+        if v.shape != acc.shape:
+            raise fail("type", f"result shape {v.shape} differs from the output {acc.shape}")
+        _store_results(fr, res, [v])
+
+    return run
+
+
+# ---------------------------------------------------------------------- bodies
+
+_REDUCERS: dict[str, str] = {
+    "arith.addf": "add", "arith.mulf": "mul", "arith.maximumf": "maximum", "arith.minimumf": "minimum",
+    "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "arith.addi": "add", "arith.muli": "mul",
+    "arith.maxsi": "maximum", "arith.minsi": "minimum", "arith.maxui": "umax", "arith.minui": "umin",
+    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor",
+}
+
+
+def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[Any]) -> np.ndarray:
+    """Reduce `x` over `axes` with an associative combiner; floats sum in >= f32."""
+    uf: Any
+    if kind in ("add", "mul"):
+        if out_dt.kind in "iub":
+            uf = np.add if kind == "add" else np.multiply
+            if out_dt == np.bool_:
+                uf = np.bitwise_xor if kind == "add" else np.bitwise_and
+                return uf.reduce(x, axis=axes)
+            return uf.reduce(x.astype(out_dt, copy=False), axis=axes, dtype=out_dt)
+        wide = _acc_dtype(out_dt)
+        uf = np.add if kind == "add" else np.multiply
+        return uf.reduce(x.astype(wide, copy=False), axis=axes)
+    if kind in ("umax", "umin"):
+        udt = unsigned_dtype(out_dt)
+        uf = np.maximum if kind == "umax" else np.minimum
+        return np.asarray(uf.reduce(x.astype(out_dt, copy=False).view(udt), axis=axes)).view(out_dt)
+    uf = {"maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
+          "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
+    if x.size == 0:
+        return np.asarray(uf.reduce(x, axis=axes, initial=_identity(kind, out_dt)))
+    return np.asarray(uf.reduce(x, axis=axes))
+
+
+def _identity(kind: str, dt: np.dtype[Any]) -> Any:
+    if dt.kind == "f" or dt.kind not in "iub":
+        return {"maximum": -np.inf, "fmax": -np.inf, "minimum": np.inf, "fmin": np.inf}.get(kind, 0)
+    info = np.iinfo(dt) if dt != np.bool_ else None
+    if info is None:
+        return {"and": True}.get(kind, False)
+    return {"maximum": info.min, "minimum": info.max, "and": -1}.get(kind, 0)
+
+
+def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]) -> np.ndarray:
+    from .arith import _maximum, _minimum
+
+    if kind in ("add", "mul") and out_dt.kind not in "iub":
+        wide = _acc_dtype(out_dt)
+        i = init.astype(wide, copy=False)
+        v = i + red if kind == "add" else i * red
+        return np.asarray(v).astype(out_dt, copy=False)
+    if out_dt == np.bool_ and kind in ("add", "mul"):
+        return np.asarray(init ^ red if kind == "add" else init & red)
+    table: dict[str, Callable[[Any, Any], Any]] = {
+        "add": np.add, "mul": np.multiply, "maximum": _maximum, "minimum": _minimum,
+        "fmax": np.fmax, "fmin": np.fmin, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    }
+    if kind in ("umax", "umin"):
+        udt = unsigned_dtype(out_dt)
+        uf = np.maximum if kind == "umax" else np.minimum
+        return np.asarray(uf(init.view(udt), np.asarray(red).astype(out_dt).view(udt))).view(out_dt)
+    if out_dt.kind in "iu" and kind in ("maximum", "minimum"):
+        table[kind] = np.maximum if kind == "maximum" else np.minimum
+    return np.asarray(table[kind](init, np.asarray(red).astype(out_dt, copy=False))).astype(out_dt, copy=False)
+
+
+def _single_combiner(block: Block) -> tuple[Operation, int, int] | None:
+    """For a body `yield op(arg_i, arg_j)`: the op and the operand positions of (in, acc)."""
+    ops = block.operations
+    if len(ops) != 2 or ops[0].name not in _REDUCERS or ops[1].name not in ("linalg.yield",):
+        return None
+    inner, yld = ops
+    if len(yld.operands) != 1 or yld.operands[0] != inner.results[0] or len(block.arguments) != 2:
+        return None
+    names = [a.name for a in block.arguments]
+    if sorted(inner.operands) != sorted(names) or inner.operands[0] == inner.operands[1]:
+        return None
+    return inner, names.index(inner.operands[0]), names.index(inner.operands[1])
+
+
+@impl("linalg.reduce")
+def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    dims = tuple(int_array(c.need_attr(op, "dimensions")))
+    block = op.regions[0].blocks[0]
+    out_dts = [np_dtype(element(t)) for t in _out_types(c, op, outs)]
+    pattern = _single_combiner(block) if len(ins) == 1 else None
+    if pattern is not None:
+        kind = _REDUCERS[pattern[0].name]
+        (a,) = ins
+        (o,) = outs
+        dt = out_dts[0]
+
+        def fast(fr: list[Any]) -> None:
+            x, init = fr[a], fr[o]
+            red = _reduce(kind, x, dims, dt)
+            if np.shape(red) != init.shape:
+                raise fail("type", f"reducing {x.shape} over {list(dims)} gives {np.shape(red)}, the init is {init.shape}")
+            _store_results(fr, res, [_combine(kind, init, np.asarray(red), dt)])
+
+        return fast
+    body = c.compile_block(block, vector=True)
+    n = len(ins)
+
+    def run(fr: list[Any]) -> None:
+        xs = [fr[s] for s in ins]
+        acc = [np.array(fr[s]) for s in outs]
+        shape = xs[0].shape
+        kept = [d for d in range(len(shape)) if d not in dims]
+        # move reduced dims to the front, iterate over them in index order
+        moved = [np.moveaxis(x, list(dims), list(range(len(dims)))) for x in xs]
+        for idx in itertools.product(*(range(shape[d]) for d in dims)):
+            for j in range(n):
+                fr[body.arg_slots[j]] = moved[j][idx]
+            for j in range(len(outs)):
+                fr[body.arg_slots[n + j]] = acc[j]
+            body.run(fr)
+            acc = [np.asarray(v).astype(dt, copy=False) for v, dt in zip(body.results(fr), out_dts, strict=True)]
+        del kept
+        _store_results(fr, res, acc)
+
+    return run
+
+
+@impl("linalg.map", shape_only=_outs_shape_only)
+def linalg_map(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    body = c.compile_block(op.regions[0].blocks[0], vector=True)
+    (o,) = outs
+    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+    args = body.arg_slots
+
+    def run(fr: list[Any]) -> None:
+        out = fr[o]
+        for s, i in zip(args, ins, strict=False):
+            fr[s] = fr[i]
+        body.run(fr)
+        (v,) = body.results(fr)
+        _store_results(fr, res, [np.broadcast_to(np.asarray(v, dtype=dt), out.shape).astype(dt, copy=False)])
+
+    return run
+
+
+# ---------------------------------------------------------------------- linalg.generic
+
+
+class _Loops:
+    """Per-call iteration space facts of a linalg.generic."""
+
+    def __init__(self, maps: list[af.AffineMap], n_loops: int) -> None:
+        self.maps = maps
+        self.n = n_loops
+        self.fns = [_map_fn(m) for m in maps]
+        self.projected = [all(isinstance(e, af.Dim) or (isinstance(e, af.Const) and e.value == 0) for e in m.results)
+                          for m in maps]
+        self._plans: dict[tuple[tuple[int, ...], ...], tuple[list[int], list[Any], list[Any]]] = {}
+
+    def extents(self, shapes: list[tuple[int, ...]]) -> list[int]:
+        ext: list[int | None] = [None] * self.n
+        for m, shape in zip(self.maps, shapes, strict=True):
+            for e, size in zip(m.results, shape, strict=False):
+                if isinstance(e, af.Dim):
+                    if ext[e.position] is None:
+                        ext[e.position] = size
+                    elif ext[e.position] != size:
+                        raise fail("type", f"loop d{e.position} has extent {ext[e.position]} and {size} in different operands")
+        if any(x is None for x in ext):
+            missing = [f"d{i}" for i, x in enumerate(ext) if x is None]
+            raise fail("unsupported", f"cannot infer the extent of loop(s) {', '.join(missing)} from the operand shapes")
+        return [int(x) for x in ext]  # type: ignore[arg-type]
+
+    def plan(self, shapes: tuple[tuple[int, ...], ...]) -> tuple[list[int], list[Any], list[Any]]:
+        """For these operand shapes: the loop extents, and per operand how to view it over
+        the loops (index, transpose, reshape) and how to lay the loops out as it (outputs)."""
+        found = self._plans.get(shapes)
+        if found is not None:
+            return found
+        ext = self.extents(list(shapes))
+        views: list[Any] = []
+        outs: list[Any] = []
+        for i, m in enumerate(self.maps):
+            if not self.projected[i] or len(shapes[i]) != len(m.results):
+                views.append(None)
+                outs.append(None)
+                continue
+            consts = any(isinstance(e, af.Const) for e in m.results)
+            index = tuple(0 if isinstance(e, af.Const) else slice(None) for e in m.results) if consts else None
+            loops = [e.position for e in m.results if isinstance(e, af.Dim)]
+            order = sorted(range(len(loops)), key=lambda k: loops[k])
+            target = [1] * self.n
+            for k in order:
+                target[loops[k]] = ext[loops[k]]
+            views.append((index, None if order == list(range(len(loops))) else tuple(order), tuple(target)))
+            outs.append(None if loops == sorted(loops) else tuple(loops))
+        found = (ext, views, outs)
+        if len(self._plans) > 64:
+            self._plans.clear()
+        self._plans[shapes] = found
+        return found
+
+    def view(self, i: int, arr: Any, ext: list[int], spec: Any = None) -> Any:
+        """Operand i as an array broadcastable over the iteration space (loop order)."""
+        if spec is not None and isinstance(arr, np.ndarray) and arr.ndim:
+            index, order, target = spec
+            if index is not None:
+                arr = arr[index]
+            if order is not None:
+                arr = arr.transpose(order)
+            return arr.reshape(target)
+        if not isinstance(arr, np.ndarray) or arr.ndim == 0:
+            return arr
+        m = self.maps[i]
+        if self.projected[i]:
+            index = tuple(0 if isinstance(e, af.Const) else slice(None) for e in m.results)
+            arr = arr[index] if any(isinstance(e, af.Const) for e in m.results) else arr
+            loops = [e.position for e in m.results if isinstance(e, af.Dim)]
+            order = sorted(range(len(loops)), key=lambda k: loops[k])
+            arr = np.transpose(arr, order)
+            shape = [1] * self.n
+            for k in order:
+                shape[loops[k]] = ext[loops[k]]
+            return arr.reshape(shape)
+        grids = np.indices(ext, sparse=True)
+        idx = self.fns[i](*grids)
+        return arr[tuple(np.broadcast_arrays(*idx))]
+
+    def to_out(self, i: int, value: Any, ext: list[int], keep: list[int], out_shape: tuple[int, ...]) -> np.ndarray:
+        """A value over the loops in `keep` (in loop order) laid out as output i."""
+        m = self.maps[i]
+        if not self.projected[i]:
+            raise fail("unsupported", "linalg.generic output maps must be projected permutations")
+        loops = [e.position for e in m.results if isinstance(e, af.Dim)]
+        v = np.broadcast_to(np.asarray(value), [ext[k] for k in keep]) if np.ndim(value) < len(keep) or \
+            np.shape(value) != tuple(ext[k] for k in keep) else np.asarray(value)
+        pos = {k: j for j, k in enumerate(keep)}
+        v = np.transpose(v, [pos[k] for k in loops])
+        return v.reshape(out_shape)
+
+
+def _map_fn(m: af.AffineMap) -> Callable[..., tuple[Any, ...]]:
+    from ..affine_eval import compile_map
+
+    return compile_map(m)
+
+
+def _iterators(c: FuncCompiler, op: Operation) -> list[str]:
+    attr = c.need_attr(op, "iterator_types")
+    out = []
+    for e in attr.elements:
+        e = c.program.attr(e)
+        out.append(getattr(e, "value", ""))
+    return out
+
+
+def _generic_shape_only(op: Operation) -> set[int]:
+    block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+    if block is None:
+        return set()
+    used = {n for o in block.operations for n in o.operands}
+    return {i for i, a in enumerate(block.arguments) if a.name not in used}
+
+
+@impl("linalg.generic", shape_only=_generic_shape_only)
+def generic(c: FuncCompiler, op: Operation) -> OpFn:
+    ins, outs = _split(c, op)
+    res = c.result_slots(op)
+    maps = [c.program.attr(e) for e in c.need_attr(op, "indexing_maps").elements]
+    if not all(isinstance(m, at.AffineMapAttr) for m in maps):
+        raise CompileError("indexing_maps must be affine maps", op)
+    amaps = [m.value for m in maps]  # type: ignore[union-attr]
+    iters = _iterators(c, op)
+    loops = _Loops(amaps, len(iters))
+    reduction = [i for i, k in enumerate(iters) if k == "reduction"]
+    parallel = [i for i, k in enumerate(iters) if k != "reduction"]
+    block = op.regions[0].blocks[0]
+    out_dts = [np_dtype(element(t)) for t in _out_types(c, op, outs)]
+    operands = ins + outs
+    n_in = len(ins)
+    index_slot = c.slot(f"%__linalg_index_{id(op)}")
+    saved = c.linalg_index_slot
+    c.linalg_index_slot = index_slot
+    try:
+        if not reduction:
+            body = c.compile_block(block, vector=True)
+            return _generic_parallel(c, op, body, loops, operands, n_in, res, out_dts, index_slot)
+        plan = _reduction_plan(block, n_in)
+        if plan is not None:
+            body = _compile_with_passthrough(c, block, plan)
+            return _generic_reduce(op, body, loops, operands, n_in, res, out_dts, reduction, parallel, plan, index_slot, block)
+        body = c.compile_block(block, vector=True)
+        return _generic_sequential(body, loops, operands, n_in, res, out_dts, reduction, parallel, index_slot)
+    finally:
+        c.linalg_index_slot = saved
+
+
+def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],
+                      n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
+    machine_check = c.options.max_value_bytes
+    allp = list(range(loops.n))
+    uses_index = any(o.name == "linalg.index" for o in op.walk())
+    n_ops = len(operands)
+
+    def run(fr: list[Any]) -> None:
+        vals = [fr[s] for s in operands]
+        ext, views, layouts = loops.plan(tuple(np.shape(v) for v in vals))
+        volume = int(math.prod(ext)) if ext else 1
+        if volume * 8 > machine_check:
+            raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
+        if uses_index:
+            fr[index_slot] = np.indices(ext, sparse=True) if ext else ()
+        for i in range(n_ops):
+            fr[body.arg_slots[i]] = loops.view(i, vals[i], ext, views[i])
+        body.run(fr)
+        outs = []
+        for j, (v, dt) in enumerate(zip(body.results(fr), out_dts, strict=True)):
+            shape = np.shape(vals[n_in + j])
+            a = np.asarray(v).astype(dt, copy=False)
+            layout = layouts[n_in + j]
+            if views[n_in + j] is not None and a.shape == tuple(ext) and layout is None:
+                outs.append(a.reshape(shape))  # the common case: already in the output's layout
+            else:
+                outs.append(loops.to_out(n_in + j, a, ext, allp, shape))
+        _store_results(fr, res, outs)
+
+    return run
+
+
+def _reduction_plan(block: Block, n_in: int) -> list[tuple[str, Operation, str]] | None:
+    """If every output is `yield combine(value, out_arg)`, the combiner per output."""
+    term = block.operations[-1] if block.operations else None
+    if term is None or term.name != "linalg.yield":
+        return None
+    out_args = [a.name for a in block.arguments[n_in:]]
+    uses: dict[str, int] = {}
+    for o in block.operations:
+        for n in o.operands:
+            uses[n] = uses.get(n, 0) + 1
+    producers = {r: o for o in block.operations for r in o.results}
+    plan = []
+    for j, y in enumerate(term.operands):
+        comb = producers.get(y)
+        if comb is None or comb.name not in _REDUCERS or len(comb.operands) != 2:
+            return None
+        arg = out_args[j] if j < len(out_args) else None
+        if arg is None or arg not in comb.operands or uses.get(arg, 0) != 1 or uses.get(y, 0) != 1:
+            return None
+        if comb.operands[0] == comb.operands[1]:
+            return None
+        plan.append((_REDUCERS[comb.name], comb, arg))
+    return plan
+
+
+def _compile_with_passthrough(c: FuncCompiler, block: Block, plan: list[tuple[str, Operation, str]]) -> CBlock:
+    """Compile the body with each combiner replaced by `result = value` (its non-accumulator operand)."""
+    for _kind, comb, acc in plan:
+        value = comb.operands[1] if comb.operands[0] == acc else comb.operands[0]
+        src = c.slot(value)
+        (r,) = c.result_slots(comb)
+
+        def passthrough(fr: list[Any], r: int = r, src: int = src) -> None:
+            fr[r] = fr[src]
+
+        c.overrides[id(comb)] = passthrough
+    try:
+        return c.compile_block(block, vector=True)
+    finally:
+        for _kind, comb, _acc in plan:
+            c.overrides.pop(id(comb), None)
+
+
+def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...], n_in: int,
+                    res: tuple[int, ...], out_dts: list[np.dtype[Any]], reduction: list[int], parallel: list[int],
+                    plan: list[tuple[str, Operation, str]], index_slot: int, block: Block) -> OpFn:
+    contraction = _contraction_form(block, n_in, plan, loops)
+
+    def run(fr: list[Any]) -> None:
+        vals = [fr[s] for s in operands]
+        ext = loops.extents([np.shape(v) for v in vals])
+        outs = []
+        if contraction is not None:
+            ia, ib, spec = contraction
+            for j in range(len(out_dts)):
+                acc = vals[n_in + j]
+                outs.append(_contract(spec, vals[ia], vals[ib], acc, out_dts[j]))
+            _store_results(fr, res, outs)
+            return
+        volume = int(math.prod(ext)) if ext else 1
+        if volume * 8 > (2 << 30):
+            raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
+        fr[index_slot] = np.indices(ext, sparse=True)
+        for s, i, v in zip(body.arg_slots, range(len(vals)), vals, strict=True):
+            fr[s] = loops.view(i, v, ext) if i < n_in else None
+        body.run(fr)
+        for j, ((kind, _comb, _acc), v) in enumerate(zip(plan, body.results(fr), strict=True)):
+            full = np.broadcast_to(np.asarray(v), ext)
+            red = _reduce(kind, full, tuple(reduction), out_dts[j])
+            init = vals[n_in + j]
+            laid = loops.to_out(n_in + j, red, ext, parallel, init.shape)
+            outs.append(_combine(kind, init, laid, out_dts[j]))
+        _store_results(fr, res, outs)
+
+    return run
+
+
+def _contraction_form(block: Block, n_in: int, plan: list[tuple[str, Operation, str]], loops: _Loops) -> tuple[int, int, str] | None:
+    """`out + a * b` (optionally through extf/sitofp casts of a and b): an einsum."""
+    if len(plan) != 1 or plan[0][0] != "add" or n_in != 2:
+        return None
+    ops = block.operations[:-1]
+    comb, acc = plan[0][1], plan[0][2]
+    producers = {r: o for o in ops for r in o.results}
+    names = [a.name for a in block.arguments]
+    value = comb.operands[1] if comb.operands[0] == acc else comb.operands[0]
+    mul = producers.get(value)
+    if mul is None or mul.name not in ("arith.mulf", "arith.muli"):
+        return None
+    srcs = []
+    for operand in mul.operands:
+        o = producers.get(operand)
+        while o is not None and o.name in ("arith.extf", "arith.extsi", "arith.sitofp"):
+            operand = o.operands[0]
+            o = producers.get(operand)
+        if operand not in names[:n_in]:
+            return None
+        srcs.append(names.index(operand))
+    if len(ops) != 1 + 1 + sum(1 for o in ops if o.name in ("arith.extf", "arith.extsi", "arith.sitofp")):
+        return None
+    if sorted(srcs) != [0, 1] or not all(loops.projected):
+        return None
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    try:
+        spec = ",".join("".join(letters[e.position] for e in loops.maps[i].results) for i in (0, 1))  # type: ignore[attr-defined]
+        spec += "->" + "".join(letters[e.position] for e in loops.maps[2].results)  # type: ignore[attr-defined]
+    except AttributeError:
+        return None
+    return 0, 1, spec  # a * b is commutative: operand order does not matter
+
+
+def _generic_sequential(body: CBlock, loops: _Loops, operands: tuple[int, ...], n_in: int, res: tuple[int, ...],
+                        out_dts: list[np.dtype[Any]], reduction: list[int], parallel: list[int],
+                        index_slot: int) -> OpFn:
+    """General reductions: iterate the reduction loops in order, vectorised over the others."""
+
+    def run(fr: list[Any]) -> None:
+        vals = [fr[s] for s in operands]
+        ext = loops.extents([np.shape(v) for v in vals])
+        par_ext = [ext[k] if k in parallel else 1 for k in range(loops.n)]
+        acc = []
+        for j in range(len(out_dts)):
+            out = vals[n_in + j]
+            acc.append(np.broadcast_to(loops.view(n_in + j, out, ext), par_ext).astype(out_dts[j]))
+        full_views = [loops.view(i, v, ext) for i, v in enumerate(vals[:n_in])]
+        grids = np.indices(ext, sparse=True) if ext else ()
+        for point in itertools.product(*(range(ext[k]) for k in reduction)):
+            for s, v in zip(body.arg_slots[:n_in], full_views, strict=True):
+                fr[s] = _at(v, reduction, point)
+            for s, a in zip(body.arg_slots[n_in:], acc, strict=True):
+                fr[s] = a
+            fr[index_slot] = tuple(_at(g, reduction, point) for g in grids)
+            body.run(fr)
+            acc = [np.broadcast_to(np.asarray(v).astype(dt, copy=False), par_ext) for v, dt in zip(body.results(fr), out_dts, strict=True)]
+        outs = []
+        for j in range(len(out_dts)):
+            shape = np.shape(vals[n_in + j])
+            outs.append(loops.to_out(n_in + j, np.asarray(acc[j]).reshape([ext[k] for k in parallel]), ext, parallel, shape).copy())
+        _store_results(fr, res, outs)
+
+    return run
+
+
+def _at(v: Any, loops: list[int], point: tuple[int, ...]) -> Any:
+    """`v` (broadcastable over the loops) at the given positions of some loops (kept as size 1)."""
+    if not isinstance(v, np.ndarray) or v.ndim == 0:
+        return v
+    index: list[Any] = [slice(None)] * v.ndim
+    for k, p in zip(loops, point, strict=True):
+        if v.shape[k] != 1:
+            index[k] = slice(p, p + 1)
+    return v[tuple(index)]
+
+
+@impl("linalg.index")
+def linalg_index(c: FuncCompiler, op: Operation) -> OpFn:
+    (r,) = c.result_slots(op)
+    dim = int(c.need_attr(op, "dim").value)
+    slot = c.linalg_index_slot
+    if slot is None:
+        raise CompileError("linalg.index outside a linalg.generic body", op)
+
+    def run(fr: list[Any]) -> None:
+        fr[r] = fr[slot][dim]
+
+    return run

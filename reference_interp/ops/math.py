@@ -1,0 +1,139 @@
+"""`math`: elementwise transcendental, rounding and bit functions.
+
+Functions are evaluated with numpy in the operand's dtype (numpy and ml_dtypes evaluate
+16-bit and 8-bit floats in float32 and round once), except where a closer result needs a
+wider type: `rsqrt`, `fma`, `erf` and `round` compute in float64 (float32 for the
+narrow types) and round once to the declared type. `fma` on f64 rounds twice
+(Python 3.11 has no fused multiply-add); every other case is within the op's
+accuracy class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ktir.ir import types as ty
+from ktir.ir.operation import Operation
+
+from ..compiler import FuncCompiler, OpFn, impl
+from ..dtypes import np_dtype, unsigned_dtype
+from ..errors import CompileError
+from .common import coercer, element
+
+try:  # scipy is optional; erf falls back to math.erf
+    from scipy.special import erf as _scipy_erf
+except ImportError:  # pragma: no cover - depends on the environment
+    _scipy_erf = None
+
+
+_NATIVE = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def _wide(dt: np.dtype[Any]) -> np.dtype[Any]:
+    return np.dtype(np.float64)
+
+
+def _via_wide(fn: Callable[..., Any], dt: np.dtype[Any]) -> Callable[..., Any]:
+    wide = _wide(dt)
+
+    def run(*xs: Any) -> Any:
+        return np.asarray(fn(*(np.asarray(x, dtype=wide) for x in xs))).astype(dt)
+
+    return run
+
+
+def _erf(x: Any) -> Any:
+    if _scipy_erf is not None:
+        return _scipy_erf(x)
+    import math  # pragma: no cover
+
+    return np.vectorize(math.erf, otypes=[np.float64])(x)  # pragma: no cover
+
+
+def _round_away(x: Any) -> Any:
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _float_fn(name: str, dt: np.dtype[Any]) -> Callable[..., Any]:
+    direct: dict[str, Callable[..., Any]] = {
+        "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+        "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "tanh": np.tanh, "sin": np.sin,
+        "cos": np.cos, "tan": np.tan, "atan": np.arctan, "absf": np.abs, "ceil": np.ceil,
+        "floor": np.floor, "roundeven": np.rint, "trunc": np.trunc, "atan2": np.arctan2,
+        "powf": np.power, "copysign": np.copysign,
+    }
+    if name in direct:
+        if dt in _NATIVE:
+            return direct[name]
+        return _via_wide(direct[name], dt)  # bf16 / f8: evaluate in float64, round once
+    if name == "rsqrt":
+        return _via_wide(lambda x: 1.0 / np.sqrt(x), dt)
+    if name == "erf":
+        return _via_wide(_erf, dt)
+    if name == "round":
+        return _via_wide(_round_away, dt)
+    if name == "fma":
+        return _via_wide(lambda a, b, c: a * b + c, dt)
+    raise CompileError(f"math.{name} is not implemented")
+
+
+def _int_fn(name: str, dt: np.dtype[Any]) -> Callable[..., Any]:
+    if name == "absi":
+        return np.abs  # wraps at the minimum, as MLIR defines
+    if name == "ctpop":
+        if dt == np.bool_:
+            return lambda x: np.asarray(x, dtype=bool)
+        udt = unsigned_dtype(dt)
+        return lambda x: np.bitwise_count(np.asarray(x).view(udt)).astype(dt)
+    raise CompileError(f"math.{name} is not an integer function")
+
+
+@impl(*(f"math.{n}" for n in (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "tanh", "sin", "cos",
+    "tan", "atan", "erf", "absf", "ceil", "floor", "round", "roundeven", "trunc", "absi", "ctpop",
+    "atan2", "powf", "copysign", "fma",
+)))
+def math_op(c: FuncCompiler, op: Operation) -> OpFn:
+    slots = c.operand_slots(op)
+    (r,) = c.result_slots(op)
+    t = c.rtype(op)
+    et = element(t)
+    dt = np_dtype(et)
+    name = op.name.split(".")[1]
+    tensor = isinstance(t, ty.TensorType)
+    fn = _float_fn(name, dt) if isinstance(et, ty.FloatType) else _int_fn(name, dt)
+    co = coercer(dt)
+    typ = dt.type
+    scalar_int = not tensor and not c.vector and not isinstance(et, ty.FloatType)
+
+    if len(slots) == 1:
+        (a,) = slots
+
+        def run1(fr: list[Any]) -> None:
+            v = fn(co(fr[a]))
+            if isinstance(v, np.ndarray) and (tensor or v.ndim):
+                fr[r] = v if v.dtype == dt else v.astype(dt)
+            else:
+                fr[r] = _scalar(v, typ, scalar_int)
+
+        return run1
+
+    def run(fr: list[Any]) -> None:
+        v = fn(*(co(fr[s]) for s in slots))
+        if isinstance(v, np.ndarray) and (tensor or v.ndim):
+            fr[r] = v if v.dtype == dt else v.astype(dt)
+        else:
+            fr[r] = _scalar(v, typ, scalar_int)
+
+    return run
+
+
+def _scalar(v: Any, typ: Any, as_int: bool) -> Any:
+    if as_int:
+        x = np.asarray(v)[()]
+        return bool(x) if isinstance(x, np.bool_) else int(x)
+    return typ(v)

@@ -1,0 +1,322 @@
+"""Happens-before tracking: data races between tiles and reads of unwritten memory.
+
+Each tile's execution is cut into *segments* at every `inter_tile_produce` it executes as
+a producer. A segment is identified by (tile, epoch). Each tile carries a vector clock
+`vc[t]`: segment (u, e) happens before tile t's current point iff `u == t` or
+`vc[t][u] > e`. A producer posts a snapshot of its clock with its own entry advanced
+past the segment it just closed; a consumer joins the snapshots of the producers it
+waits for (`inter_tile_consume`/`reduce`/...). That is the only source of order between
+tiles, besides kernel end.
+
+Per allocation, at byte granularity:
+
+- `w_seg[b]` is 1 + the segment that last wrote byte b (0: never written; zero-filled
+  arrays cost nothing until touched); `writer_segs` lists segments that
+  wrote the allocation. A read or write checks the previous writers only when some
+  writer segment is not ordered before the accessing tile (a set test, O(#segments)),
+  then vectorised over the accessed bytes (a lookup table indexed by segment).
+- reads are recorded per segment as access descriptors with their byte range (cheap);
+  a write checks them only for segments that are unordered with it and whose byte range
+  overlaps, by materialising a bitmap of that segment's reads once.
+
+So correct programs pay O(1) per access for the race check, and a race is reported with
+the two tiles, both ops and the coordinate. Segments that every running tile has passed
+are dropped (they can no longer race).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .memory import Allocation, BoxDesc, Desc, assign_cells
+
+MAX_DESCS = 2048
+_ONES = b"\x01" * 4096
+_ZEROS = b"\x00" * 4096
+
+
+def _all_true(cells: np.ndarray) -> bool:
+    """cells (bool) are all True; a byte comparison is ten times faster than .all() on small arrays."""
+    nb = cells.nbytes
+    if nb <= 4096:
+        return cells.tobytes() == _ONES[:nb]
+    return bool(cells.all())
+
+
+def _unwritten(prev: np.ndarray) -> bool:
+    """prev (int32, 1 + writer segment) are all 0."""
+    nb = prev.nbytes
+    if nb <= 4096:
+        return prev.tobytes() == _ZEROS[:nb]
+    return not prev.any()
+
+
+class RaceFound(Exception):
+    """Raised by the tracker; the memory op turns it into a KtirRuntimeError with the coordinate."""
+
+    def __init__(self, flat: int, other_tile: int, other_op: str, kind: str) -> None:
+        super().__init__(kind)
+        self.flat = flat  # position in the access's cell array (byte granularity)
+        self.other_tile = other_tile
+        self.other_op = other_op
+        self.kind = kind  # "write-write", "read-write" (earlier read), "write-read" (earlier write)
+
+
+class UninitFound(Exception):
+    def __init__(self, flat: int) -> None:
+        super().__init__("uninitialised")
+        self.flat = flat
+
+
+class ReadRecord:
+    """The reads one segment made of one allocation."""
+
+    __slots__ = ("lo", "hi", "descs", "bitmap", "bm_lo", "ops")
+
+    def __init__(self) -> None:
+        self.lo = 1 << 62
+        self.hi = -1
+        self.descs: list[tuple[Desc, str]] = []
+        self.bitmap: np.ndarray | None = None
+        self.bm_lo = 0
+        self.ops: set[str] = set()
+
+    def add(self, desc: Desc, span: tuple[int, int], opname: str) -> None:
+        lo, hi = span
+        if hi < lo:
+            return
+        if self.bitmap is not None:
+            self._cover(lo, hi)
+            assign_cells(self.bitmap, desc, True, self.bm_lo)
+            self.ops.add(opname)
+            return
+        if lo < self.lo:
+            self.lo = lo
+        if hi > self.hi:
+            self.hi = hi
+        self.descs.append((desc, opname))
+        if len(self.descs) > MAX_DESCS:
+            self.materialise()
+            self.descs = []
+
+    def _cover(self, lo: int, hi: int) -> None:
+        assert self.bitmap is not None
+        if lo >= self.bm_lo and hi < self.bm_lo + len(self.bitmap):
+            self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+            return
+        new_lo = min(lo, self.bm_lo)
+        new_hi = max(hi, self.bm_lo + len(self.bitmap) - 1)
+        bm = np.zeros(new_hi - new_lo + 1, dtype=bool)
+        bm[self.bm_lo - new_lo : self.bm_lo - new_lo + len(self.bitmap)] = self.bitmap
+        self.bitmap, self.bm_lo = bm, new_lo
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+
+    def materialise(self) -> np.ndarray:
+        if self.bitmap is None:
+            self.bm_lo = self.lo
+            self.bitmap = np.zeros(max(self.hi - self.lo + 1, 0), dtype=bool)
+            for desc, opname in self.descs:
+                assign_cells(self.bitmap, desc, True, self.bm_lo)
+                self.ops.add(opname)
+        return self.bitmap
+
+    def hits(self, desc: Desc, span: tuple[int, int]) -> np.ndarray | None:
+        """Bool array over the access's cells: which of them this segment read (None if none)."""
+        lo, hi = span
+        if hi < self.lo or lo > self.hi or hi < lo:
+            return None
+        bm = self.materialise()
+        # clip: cells outside the bitmap were not read
+        if isinstance(desc, BoxDesc):
+            if lo >= self.bm_lo and hi < self.bm_lo + len(bm):
+                cells = desc.cells(bm, self.bm_lo).reshape(-1)
+            else:
+                idx = _box_index(desc).reshape(-1) - self.bm_lo
+                cells = _clipped(bm, idx)
+        else:
+            cells = _clipped(bm, desc.index(self.bm_lo))
+        return cells if cells.any() else None
+
+    def op_covering(self, byte: int) -> str:
+        for desc, opname in self.descs:
+            lo, hi = desc.span()
+            if lo <= byte <= hi:
+                idx = _box_index(desc).reshape(-1) if isinstance(desc, BoxDesc) else desc.index()
+                if np.any(idx == byte):
+                    return opname
+        return " or ".join(sorted(self.ops)) or "an earlier access"
+
+
+def _box_index(desc: BoxDesc) -> np.ndarray:
+    grids = np.indices(desc.ext, dtype=np.int64) if desc.ext else np.zeros((0,), dtype=np.int64)
+    base = np.full(desc.ext, desc.b0, dtype=np.int64)
+    for g, s in zip(grids, desc.bstrides, strict=True):
+        base = base + g * s
+    return (base[..., None] + np.arange(desc.itemsize)).reshape(-1)
+
+
+def _clipped(bm: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    ok = (idx >= 0) & (idx < len(bm))
+    out = np.zeros(idx.shape, dtype=bool)
+    out[ok] = bm[idx[ok]]
+    return out
+
+
+def desc_bytes(desc: Desc) -> np.ndarray:
+    return _box_index(desc) if isinstance(desc, BoxDesc) else desc.index()
+
+
+class RaceTracker:
+    """Vector clocks and per-allocation access records for all tiles of one run."""
+
+    def __init__(self, n_tiles: int, enabled: bool = True) -> None:
+        self.n = n_tiles
+        self.enabled = enabled and n_tiles > 1
+        self.vc: list[list[int]] = [[0] * n_tiles for _ in range(n_tiles)]
+        self.seg_tile: list[int] = list(range(n_tiles))
+        self.seg_epoch: list[int] = [0] * n_tiles
+        self.cur: list[int] = list(range(n_tiles))
+        self.finished: set[int] = set()
+        self.tracked: list[Allocation] = []
+        self._syncs = 0
+        self._last_writer_op: dict[tuple[int, int], str] = {}
+        self.version = 0  # bumped whenever a clock or the set of segments changes
+
+    # ------------------------------------------------------------------ clocks
+
+    def hb(self, seg: int, t: int) -> bool:
+        st = self.seg_tile[seg]
+        return st == t or self.vc[t][st] > self.seg_epoch[seg]
+
+    def snapshot_and_advance(self, t: int) -> list[int]:
+        """A producer posts: the clock others will join; the producer starts a new segment."""
+        snap = list(self.vc[t])
+        snap[t] += 1
+        self.vc[t][t] += 1
+        self.seg_tile.append(t)
+        self.seg_epoch.append(self.vc[t][t])
+        self.cur[t] = len(self.seg_tile) - 1
+        self.version += 1
+        return snap
+
+    def join(self, t: int, snaps: list[list[int]]) -> None:
+        mine = self.vc[t]
+        for snap in snaps:
+            for u, v in enumerate(snap):
+                if v > mine[u] and u != t:
+                    mine[u] = v
+        self._syncs += 1
+        self.version += 1
+        if self._syncs % max(self.n, 8) == 0:
+            self.collect()
+
+    def finish(self, t: int) -> None:
+        self.finished.add(t)
+
+    def collect(self) -> None:
+        """Drop segments that every unfinished tile has passed."""
+        running = [u for u in range(self.n) if u not in self.finished]
+
+        def dead(seg: int) -> bool:
+            st, e = self.seg_tile[seg], self.seg_epoch[seg]
+            return all(self.vc[u][st] > e for u in running if u != st)
+
+        for alloc in self.tracked:
+            gone = [s for s in alloc.writer_segs if dead(s)]
+            for s in gone:
+                alloc.writer_segs.discard(s)
+            for s in [s for s in alloc.readers if dead(s)]:
+                del alloc.readers[s]
+
+    # ------------------------------------------------------------------ accesses
+
+    def _track(self, alloc: Allocation) -> None:
+        if alloc.w_seg is None:
+            alloc.w_seg = np.zeros(len(alloc.raw), dtype=np.int32)
+            self.tracked.append(alloc)
+
+    def _unordered(self, alloc: Allocation, t: int) -> np.ndarray | None:
+        """A lookup table indexed by w_seg values: True for writer segments unordered with tile t."""
+        cached = alloc.tables.get(t)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        others = [s for s in alloc.writer_segs if not self.hb(s, t)]
+        table = None
+        if others:
+            table = np.zeros(len(self.seg_tile) + 1, dtype=bool)
+            table[np.asarray(others) + 1] = True
+        alloc.tables[t] = (self.version, table)
+        return table
+
+    def read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
+        if alloc.init is not None:
+            ok = desc.cells(alloc.init)
+            if not _all_true(ok):
+                raise UninitFound(int(np.argmin(ok.reshape(-1))))
+        if not self.enabled:
+            return
+        if alloc.writer_segs:
+            table = self._unordered(alloc, t)
+            if table is not None:
+                assert alloc.w_seg is not None
+                prev = desc.cells(alloc.w_seg)
+                bad = None if _unwritten(prev) else table[prev.reshape(-1)]
+                if bad is not None and bad.any():
+                    prev = prev.reshape(-1)
+                    k = int(np.argmax(bad))
+                    seg = int(prev[k]) - 1
+                    raise RaceFound(k, self.seg_tile[seg], self._writer_op(alloc, seg), "write-read")
+        seg = self.cur[t]
+        rec = alloc.readers.get(seg)
+        if rec is None:
+            rec = ReadRecord()
+            alloc.readers[seg] = rec
+            if alloc.w_seg is None:
+                self._track(alloc)
+        rec.add(desc, (desc.lo, desc.hi), opname)
+
+    def write(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
+        if not self.enabled:
+            if alloc.init is not None:
+                assign_cells(alloc.init, desc, True)
+            return
+        if alloc.w_seg is None:
+            self._track(alloc)
+        assert alloc.w_seg is not None
+        if alloc.writer_segs:
+            table = self._unordered(alloc, t)
+            if table is not None:
+                prev = desc.cells(alloc.w_seg)
+                bad = None if _unwritten(prev) else table[prev.reshape(-1)]
+                if bad is not None and bad.any():
+                    prev = prev.reshape(-1)
+                    k = int(np.argmax(bad))
+                    seg = int(prev[k]) - 1
+                    raise RaceFound(k, self.seg_tile[seg], self._writer_op(alloc, seg), "write-write")
+        if alloc.readers:
+            span = desc.span()
+            for seg, rec in alloc.readers.items():
+                if self.hb(seg, t):
+                    continue
+                hit = rec.hits(desc, span)
+                if hit is not None:
+                    k = int(np.argmax(hit))
+                    byte = int(desc_bytes(desc)[k])
+                    raise RaceFound(k, self.seg_tile[seg], rec.op_covering(byte), "read-write")
+        seg = self.cur[t]
+        desc.cells(alloc.w_seg)[...] = seg + 1
+        if seg not in alloc.writer_segs:
+            alloc.writer_segs.add(seg)
+            self.version += 1
+            self._last_writer_op[(id(alloc), seg)] = opname
+        if alloc.init is not None:
+            assign_cells(alloc.init, desc, True)
+
+    def _writer_op(self, alloc: Allocation, seg: int) -> str:
+        return self._last_writer_op.get((id(alloc), seg), "a store")
+
+
+def note_init(alloc: Allocation, desc: Desc) -> None:
+    if alloc.init is not None:
+        assign_cells(alloc.init, desc, True)
+

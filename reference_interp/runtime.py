@@ -1,0 +1,135 @@
+"""Run-time state: options, the machine (memories, clocks, futures) and per-tile contexts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import fail
+from .memory import SPACES, Allocation, GlobalMemory
+from .races import RaceTracker
+from .trace import TileStats, TraceEvent
+
+SPYRE_SCRATCHPAD = 2 * 1024 * 1024
+
+# Scratchpad capacities of the targets the interpreter knows until the hardware model
+# (ktir.targets) lands; `None` means unlimited.
+TARGETS: dict[str, int | None] = {
+    "spyre": SPYRE_SCRATCHPAD,
+    "unlimited": None,
+}
+
+
+@dataclass
+class Options:
+    """Limits and checks of one run (all checks are on by default)."""
+
+    step_limit: int = 200_000_000  # executed ops per tile
+    max_value_bytes: int = 2 << 30  # largest single tensor, enumerated set or memory
+    max_set_points: int = 1 << 26
+    scratchpad_bytes: int | None = None  # ct_local capacity per tile; None = unlimited
+    target: str | None = None
+    check_races: bool = True
+    strict: bool = False  # reading tensor.empty contents is an error
+    trace: bool = False
+    max_call_depth: int = 64
+
+
+class Undefined:
+    """The value of an inter-tile result on a tile that is not a consumer."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"<undefined: {self.why}>"
+
+
+class Machine:
+    """State shared by all tiles of one run."""
+
+    def __init__(self, grid: tuple[int, ...], options: Options) -> None:
+        self.grid = grid
+        self.n_tiles = int(math.prod(grid)) if grid else 1
+        self.options = options
+        self.memory = GlobalMemory()
+        self.tracker = RaceTracker(self.n_tiles, enabled=options.check_races)
+        self.locals: list[Allocation | None] = [None] * self.n_tiles
+        self.local_top = 0  # bytes of every scratchpad reserved for Local() arguments
+        self.futures: Any = None  # intertile.FutureStore, created on demand
+        self.posts = 0  # number of posted partials (progress detection)
+        self.strides = _row_major(grid)
+
+    def coords(self, tile: int) -> tuple[int, ...]:
+        return tuple(int(x) for x in np.unravel_index(tile, self.grid)) if self.grid else ()
+
+    def local(self, tile: int) -> Allocation:
+        alloc = self.locals[tile]
+        if alloc is None:
+            cap = self.options.scratchpad_bytes
+            alloc = Allocation(f"ct_local[{tile}]", "ct_local", 0, np.zeros(0, dtype=np.uint8), 0,
+                               owner=tile, capacity=cap if cap is not None else 1 << 62, track_init=True)
+            self.locals[tile] = alloc
+        return alloc
+
+    def check_bytes(self, n: int, what: str) -> None:
+        if n > self.options.max_value_bytes:
+            raise fail("memory-limit", f"{what} needs {n} bytes (limit {self.options.max_value_bytes})")
+
+
+def _row_major(grid: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    acc = 1
+    for g in reversed(grid):
+        out.append(acc)
+        acc *= g
+    return tuple(reversed(out))
+
+
+class TileContext:
+    """One compute tile's execution state; it lives in slot 0 of every frame."""
+
+    __slots__ = (
+        "tile", "coords", "machine", "steps", "step_limit", "rd", "wr", "counters",
+        "trace", "seq", "depth", "sent", "received", "returns", "tracker", "race_on", "sync",
+    )
+
+    def __init__(self, machine: Machine, tile: int) -> None:
+        self.tile = tile
+        self.coords = machine.coords(tile)
+        self.machine = machine
+        self.steps = 0
+        self.step_limit = machine.options.step_limit
+        self.rd = [0] * len(SPACES)
+        self.wr = [0] * len(SPACES)
+        self.counters: dict[int, int] = {}
+        self.trace: list[TraceEvent] | None = [] if machine.options.trace else None
+        self.seq = 0
+        self.depth = 0
+        self.sent = 0
+        self.received = 0
+        self.returns: tuple[Any, ...] = ()
+        self.tracker = machine.tracker
+        self.race_on = machine.tracker.enabled
+        self.sync: tuple[tuple[int, int], tuple[int, ...]] | None = None  # for the tracer
+
+    def local(self) -> Allocation:
+        return self.machine.local(self.tile)
+
+    def stats(self) -> TileStats:
+        local = self.machine.locals[self.tile]
+        return TileStats(
+            tile=self.tile,
+            coords=self.coords,
+            ops=self.steps,
+            bytes_read={s: v for s, v in zip(SPACES, self.rd, strict=True) if v},
+            bytes_written={s: v for s, v in zip(SPACES, self.wr, strict=True) if v},
+            scratchpad_peak=local.peak if local is not None else 0,
+            bytes_sent=self.sent,
+            bytes_received=self.received,
+        )

@@ -1,0 +1,71 @@
+"""Statistics and event-trace records produced by a run (read by the cost model).
+
+These are plain dataclasses: a trace of a large kernel holds one record per executed op
+per tile, so they stay cheap. `TraceEvent.start`/`end` are positions in the tile's
+program order: `start` is the op's sequence number and `end` is one past the last op
+executed inside it (so a region op such as `scf.for` spans its body's events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TileStats:
+    """Per-tile totals for one run."""
+
+    tile: int
+    coords: tuple[int, ...]
+    ops: int = 0
+    bytes_read: dict[str, int] = field(default_factory=dict)
+    bytes_written: dict[str, int] = field(default_factory=dict)
+    scratchpad_peak: int = 0
+    bytes_sent: int = 0  # partial values posted by inter_tile_produce
+    bytes_received: int = 0  # values delivered by inter-tile delivery ops
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tile": self.tile,
+            "coords": list(self.coords),
+            "ops": self.ops,
+            "bytes_read": dict(self.bytes_read),
+            "bytes_written": dict(self.bytes_written),
+            "scratchpad_peak": self.scratchpad_peak,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
+        }
+
+
+@dataclass
+class TraceEvent:
+    """One executed op on one tile."""
+
+    tile: int
+    op: str
+    start: int
+    end: int
+    line: int = 0
+    # bytes read / written per memory space ("global", "ct_local", "alloc") by this op,
+    # including ops nested in its regions
+    bytes_read: dict[str, int] = field(default_factory=dict)
+    bytes_written: dict[str, int] = field(default_factory=dict)
+    # elements of the op's results (a proxy for compute work) and, for matmul-like ops,
+    # multiply-accumulates
+    elements: int = 0
+    macs: int = 0
+    # inter-tile ops: the future instance and the tiles waited on / delivered to
+    future: tuple[int, int] | None = None
+    peers: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "tile": self.tile, "op": self.op, "start": self.start, "end": self.end, "line": self.line,
+            "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
+            "elements": self.elements, "macs": self.macs,
+        }
+        if self.future is not None:
+            d["future"] = list(self.future)
+            d["peers"] = list(self.peers)
+        return d
