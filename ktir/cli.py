@@ -120,10 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     # subcommands owned by their packages (each adds its parser and handler)
     from ktir.lower.cli import add_lower_parser
+    from ktir.targets.cli import add_targets_parser
     from reference_interp.cli import add_run_parser
 
     add_run_parser(sub)
     add_lower_parser(sub)
+    add_targets_parser(sub)
     return parser
 
 

@@ -44,7 +44,10 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="reading tensor.empty contents is an error")
     p.add_argument("--no-race-check", action="store_true", help="do not check for data races between tiles")
     p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e8)")
-    p.add_argument("--trace", metavar="OUT.json", help="write the event trace (per tile) as JSON")
+    p.add_argument("--event-trace", metavar="OUT.json", help="write the interpreter's raw event trace (per tile) as JSON")
+    from ktir.targets.cli import add_cost_arguments
+
+    add_cost_arguments(p)  # --report, --report-json PATH, --trace PATH (Perfetto)
     p.set_defaults(run=cmd_run)
     return p
 
@@ -113,7 +116,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             kwargs["step_limit"] = args.step_limit
         if args.random_inputs is not None:
             given = infer_args(module, args.func, given, args.random_inputs, kwargs)
-        result = run(module, args.func, given, trace=bool(args.trace), **kwargs)
+        from ktir.targets.cli import wants_cost
+
+        result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
     except KtirRuntimeError as e:
         for diag in e.diagnostics:
             print(render(diag, source), file=sys.stderr)
@@ -132,15 +137,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                 else:
                     arrays[key] = value
             np.savez(args.out, **arrays)
-        if args.trace:
+        if args.event_trace:
             assert result.trace is not None
-            Path(args.trace).write_text(json.dumps([[e.to_dict() for e in t] for t in result.trace]))
+            Path(args.event_trace).write_text(json.dumps([[e.to_dict() for e in t] for t in result.trace]))
     except OSError as e:
         print(f"ktir run: cannot write output: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.stats:
         _print_stats(result)
-    return EXIT_OK
+    from ktir.targets.cli import emit_cost_outputs
+
+    return emit_cost_outputs(args, module, result)
 
 
 def _validate(module: Any) -> list[Any]:

@@ -132,9 +132,16 @@ def run(
     fn = choose_function(module, func)
     options = Options(trace=trace, strict=strict, check_races=check_races, target=target)
     if target is not None:
-        if target not in TARGETS:
-            raise fail("argument", f"unknown target '{target}' (known: {', '.join(sorted(TARGETS))})")
-        options.scratchpad_bytes = TARGETS[target]
+        if target in TARGETS:
+            options.scratchpad_bytes = TARGETS[target]
+        else:
+            from ktir.targets import TargetError
+            from ktir.targets import scratchpad_bytes as target_scratchpad
+
+            try:
+                options.scratchpad_bytes = target_scratchpad(target)
+            except TargetError as e:
+                raise fail("argument", str(e)) from None
     if scratchpad_bytes is not None:
         options.scratchpad_bytes = scratchpad_bytes
     if step_limit is not None:

@@ -44,7 +44,7 @@ def _all_true(cells: np.ndarray) -> bool:
 
 
 def _unwritten(prev: np.ndarray) -> bool:
-    """prev (int32, 1 + writer segment) are all 0."""
+    """prev (1 + writer segment) are all 0."""
     nb = prev.nbytes
     if nb <= 4096:
         return prev.tobytes() == _ZEROS[:nb]
@@ -232,7 +232,7 @@ class RaceTracker:
 
     def _track(self, alloc: Allocation) -> None:
         if alloc.w_seg is None:
-            alloc.w_seg = np.zeros(len(alloc.raw), dtype=np.int32)
+            alloc.w_seg = np.zeros(len(alloc.raw), dtype=np.int16)  # widened past 32766 segments
             self.tracked.append(alloc)
 
     def _unordered(self, alloc: Allocation, t: int) -> np.ndarray | None:
@@ -256,16 +256,13 @@ class RaceTracker:
         if not self.enabled:
             return
         if alloc.writer_segs:
-            table = self._unordered(alloc, t)
+            cached = alloc.tables.get(t)
+            table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
             if table is not None:
                 assert alloc.w_seg is not None
                 prev = desc.cells(alloc.w_seg)
-                bad = None if _unwritten(prev) else table[prev.reshape(-1)]
-                if bad is not None and bad.any():
-                    prev = prev.reshape(-1)
-                    k = int(np.argmax(bad))
-                    seg = int(prev[k]) - 1
-                    raise RaceFound(k, self.seg_tile[seg], self._writer_op(alloc, seg), "write-read")
+                if not _unwritten(prev):
+                    self._check(table, prev, alloc, "write-read")
         seg = self.cur[t]
         rec = alloc.readers.get(seg)
         if rec is None:
@@ -273,7 +270,22 @@ class RaceTracker:
             alloc.readers[seg] = rec
             if alloc.w_seg is None:
                 self._track(alloc)
-        rec.add(desc, (desc.lo, desc.hi), opname)
+        if rec.bitmap is None and len(rec.descs) < MAX_DESCS and desc.hi >= desc.lo:
+            if desc.lo < rec.lo:
+                rec.lo = desc.lo
+            if desc.hi > rec.hi:
+                rec.hi = desc.hi
+            rec.descs.append((desc, opname))
+        else:
+            rec.add(desc, (desc.lo, desc.hi), opname)
+
+    def _check(self, table: np.ndarray, prev: np.ndarray, alloc: Allocation, kind: str) -> None:
+        flat = prev.reshape(-1)
+        bad = table[flat]
+        if bad.any():
+            k = int(np.argmax(bad))
+            seg = int(flat[k]) - 1
+            raise RaceFound(k, self.seg_tile[seg], self._writer_op(alloc, seg), kind)
 
     def write(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
         if not self.enabled:
@@ -283,28 +295,26 @@ class RaceTracker:
         if alloc.w_seg is None:
             self._track(alloc)
         assert alloc.w_seg is not None
+        seg = self.cur[t]
+        if seg + 1 > 32767 and alloc.w_seg.dtype == np.int16:
+            alloc.w_seg = alloc.w_seg.astype(np.int32)
+        cells = desc.cells(alloc.w_seg)
         if alloc.writer_segs:
-            table = self._unordered(alloc, t)
-            if table is not None:
-                prev = desc.cells(alloc.w_seg)
-                bad = None if _unwritten(prev) else table[prev.reshape(-1)]
-                if bad is not None and bad.any():
-                    prev = prev.reshape(-1)
-                    k = int(np.argmax(bad))
-                    seg = int(prev[k]) - 1
-                    raise RaceFound(k, self.seg_tile[seg], self._writer_op(alloc, seg), "write-write")
+            cached = alloc.tables.get(t)
+            table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
+            if table is not None and not _unwritten(cells):
+                self._check(table, cells, alloc, "write-write")
         if alloc.readers:
             span = desc.span()
-            for seg, rec in alloc.readers.items():
-                if self.hb(seg, t):
+            for rseg, rec in alloc.readers.items():
+                if self.hb(rseg, t):
                     continue
                 hit = rec.hits(desc, span)
                 if hit is not None:
                     k = int(np.argmax(hit))
                     byte = int(desc_bytes(desc)[k])
-                    raise RaceFound(k, self.seg_tile[seg], rec.op_covering(byte), "read-write")
-        seg = self.cur[t]
-        desc.cells(alloc.w_seg)[...] = seg + 1
+                    raise RaceFound(k, self.seg_tile[rseg], rec.op_covering(byte), "read-write")
+        cells[...] = seg + 1
         if seg not in alloc.writer_segs:
             alloc.writer_segs.add(seg)
             self.version += 1

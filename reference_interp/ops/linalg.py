@@ -31,7 +31,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
 
-from ..compiler import CBlock, FuncCompiler, OpFn, impl
+from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
 from .common import element, int_array
@@ -154,10 +154,17 @@ def fill(c: FuncCompiler, op: Operation) -> OpFn:
     (o,) = outs
     dt = np_dtype(element(_out_types(c, op, outs)[0]))
 
+    last: list[Any] = [None, None, None]  # values are immutable: reuse the last fill of the same value
+
     def run(fr: list[Any]) -> None:
         value = np.asarray(fr[a]).astype(dt)
-        out = fr[o]
-        _store_results(fr, res, [np.full(out.shape, value, dtype=dt)])
+        shape = fr[o].shape
+        key = value.tobytes()
+        if last[0] != shape or last[1] != key:
+            filled = np.full(shape, value, dtype=dt)
+            filled.flags.writeable = False
+            last[0], last[1], last[2] = shape, key, filled
+        _store_results(fr, res, [last[2]])
 
     return run
 
@@ -592,31 +599,56 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
     machine_check = c.options.max_value_bytes
     allp = list(range(loops.n))
     uses_index = any(o.name == "linalg.index" for o in op.walk())
-    n_ops = len(operands)
+    arg_slots = body.arg_slots
+    ndarray = np.ndarray
+    # per operand shapes: (ext, [(arg slot, operand index, view spec)], [(output index, dtype, fast)])
+    plans: dict[tuple[tuple[int, ...], ...], Any] = {}
+
+    def prepare(key: tuple[tuple[int, ...], ...]) -> Any:
+        ext, views, layouts = loops.plan(key)
+        volume = math.prod(ext) if ext else 1
+        if volume * 8 > machine_check:
+            raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
+        args = [(arg_slots[i], i, views[i]) for i in range(len(operands))]
+        outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
+                for j, dt in enumerate(out_dts)]
+        plan = (ext, tuple(ext), args, outs)
+        if len(plans) > 64:
+            plans.clear()
+        plans[key] = plan
+        return plan
 
     def run(fr: list[Any]) -> None:
         vals = [fr[s] for s in operands]
-        ext, views, layouts = loops.plan(tuple(np.shape(v) for v in vals))
-        volume = int(math.prod(ext)) if ext else 1
-        if volume * 8 > machine_check:
-            raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
+        key = tuple([v.shape if type(v) is ndarray else _shape(v) for v in vals])
+        plan = plans.get(key) or prepare(key)
+        ext, ext_t, args, outs = plan
         if uses_index:
             fr[index_slot] = np.indices(ext, sparse=True) if ext else ()
-        for i in range(n_ops):
-            fr[body.arg_slots[i]] = loops.view(i, vals[i], ext, views[i])
+        for slot, i, spec in args:
+            v = vals[i]
+            fr[slot] = loops.view(i, v, ext, spec) if spec is None or spec[0] is not None or spec[1] is not None \
+                or type(v) is not ndarray else v.reshape(spec[2])
         body.run(fr)
-        outs = []
-        for j, (v, dt) in enumerate(zip(body.results(fr), out_dts, strict=True)):
-            shape = np.shape(vals[n_in + j])
-            a = np.asarray(v).astype(dt, copy=False)
-            layout = layouts[n_in + j]
-            if views[n_in + j] is not None and a.shape == tuple(ext) and layout is None:
-                outs.append(a.reshape(shape))  # the common case: already in the output's layout
+        results = body.results(fr)
+        values = []
+        for (k, dt, fast), v in zip(outs, results, strict=True):
+            a = v if type(v) is ndarray else np.asarray(v)
+            if a.dtype != dt:
+                a = a.astype(dt)
+            shape = key[k]
+            if fast and a.shape == ext_t:
+                values.append(a.reshape(shape))  # the common case: already in the output's layout
             else:
-                outs.append(loops.to_out(n_in + j, a, ext, allp, shape))
-        _store_results(fr, res, outs)
+                values.append(loops.to_out(k, a, ext, allp, shape))
+        _store_results(fr, res, values)
 
     return run
+
+
+def _shape(v: Any) -> tuple[int, ...]:
+    """The shape of a value that is not a plain array (a scalar, a strict-mode Uninit)."""
+    return tuple(v.shape) if type(v) is Uninit else np.shape(v)
 
 
 def _reduction_plan(block: Block, n_in: int) -> list[tuple[str, Operation, str]] | None:

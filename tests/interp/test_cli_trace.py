@@ -75,7 +75,7 @@ def test_missing_arguments_and_uninferable_ones(capsys: pytest.CaptureFixture[st
 
 def test_trace_file(tmp_path: Path) -> None:
     trace = tmp_path / "t.json"
-    assert ktir_run(str(EXAMPLES / "vector_add.ktir"), "--random-inputs", "0", "--trace", str(trace)) == 0
+    assert ktir_run(str(EXAMPLES / "vector_add.ktir"), "--random-inputs", "0", "--event-trace", str(trace)) == 0
     events = json.loads(trace.read_text())
     assert len(events) == 4 and events[0][0]["op"] == "ktdp.get_compute_tile_id"
     loads = [e for e in events[2] if e["op"] == "ktdp.load"]

@@ -1,0 +1,730 @@
+"""Turn the reference interpreter's event trace into cost-model records.
+
+The interpreter records, per tile and executed op: its name and source line, its position in
+program order (`start`, and `end` one past the ops nested in it), bytes read and written
+per memory space, result elements and MACs, and for inter-tile ops the future instance and
+the peer tiles. It does not record which values an op read, so this adapter recovers the
+dependencies from the module: it maps each event to its op by (source line, op name) and
+follows SSA def-use edges to the most recent execution of each defining op (which is what
+a use sees in structured control flow). It also adds memory hazards between accesses whose
+memory views may alias (same function argument at the root of their offsets, or unknown).
+
+Event objects are read by attribute (`tile`, `op`, `start`, `end`, `line`, `bytes_read`,
+`bytes_written`, `elements`, `macs`, `future`, `peers`), so this module does not import
+the interpreter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Type
+from ktir.ir.operation import Block, Module, Operation
+
+from .records import CT_LOCAL, GLOBAL, KernelTrace, Kind, OpRecord
+
+# Ops whose nested events are ops of their own (their regions are control flow).
+TRANSPARENT = frozenset({
+    "scf.for", "scf.while", "scf.if", "scf.execute_region", "scf.index_switch", "scf.parallel", "scf.forall",
+    "affine.for", "affine.if", "affine.parallel", "func.call", "ktdp.inter_tile_produce",
+})
+# Ops that cost nothing: views, index arithmetic, shape changes without data movement.
+FREE_WITH_TENSORS = frozenset({
+    "tensor.empty", "tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
+    "tensor.dim", "tensor.bitcast", "tensor.extract", "arith.constant", "memref.alloc", "memref.alloca",
+    "memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape", "memref.collapse_shape",
+    "memref.dim", "memref.view", "ktdp.construct_memory_view", "ktdp.construct_distributed_memory_view",
+    "ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile", "ktdp.get_compute_tile_id",
+    "ktdp.runtime_arg_extract", "linalg.index",
+})
+# Ops that copy tensor data inside the tile's local memory.
+LOCAL_COPIES = frozenset({
+    "tensor.extract_slice", "tensor.insert_slice", "tensor.parallel_insert_slice", "tensor.pad", "tensor.concat",
+    "tensor.insert", "tensor.from_elements",
+})
+MATMULS = frozenset({
+    "linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
+    "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.vecmat", "linalg.dot", "linalg.batch_matvec",
+})
+TRANSCENDENTAL = frozenset({
+    "math.exp", "math.exp2", "math.expm1", "math.log", "math.log2", "math.log10", "math.log1p", "math.tanh",
+    "math.sin", "math.cos", "math.tan", "math.atan", "math.atan2", "math.erf", "math.sqrt", "math.rsqrt",
+    "math.powf", "math.cbrt", "arith.divf", "arith.remf", "linalg.div", "linalg.exp", "linalg.log",
+    "linalg.tanh", "linalg.sqrt", "linalg.rsqrt", "linalg.erf", "linalg.powf",
+})
+DELIVERY = frozenset({
+    "ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter", "ktdp.inter_tile_gather",
+    "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all",
+})
+COMBINING = frozenset({"ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter"})
+SPLIT_BY_PRODUCER = frozenset({"ktdp.inter_tile_gather", "ktdp.inter_tile_all_to_all"})
+VIEW_OPS = frozenset({
+    "ktdp.construct_access_tile", "ktdp.construct_memory_view", "ktdp.construct_indirect_access_tile",
+    "memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape", "memref.collapse_shape",
+    "memref.view", "arith.index_cast", "arith.index_castui",
+})
+
+ValueKey = tuple[int, str]  # (id of the enclosing func.func, SSA name)
+
+
+@dataclass
+class Conversion:
+    """The records, plus what the adapter could not map exactly."""
+
+    trace: KernelTrace
+    warnings: list[str]
+
+
+def from_interp(module: Module, result: Any, func: str | None = None, name: str | None = None) -> Conversion:
+    """Records for the cost model from an interpreter `RunResult` run with `trace=True`."""
+    if getattr(result, "trace", None) is None:
+        raise ValueError("the run has no event trace: run the interpreter with trace=True")
+    static = _Static(module)
+    fn = _choose(module, func)
+    warnings: list[str] = []
+    records: list[OpRecord] = []
+    syncs: dict[Any, str] = {}
+    for events in result.trace:
+        records.extend(_TileConverter(static, events, syncs, warnings).convert())
+    resident = {int(s.tile): int(getattr(s, "scratchpad_peak", 0)) for s in getattr(result, "stats", []) if getattr(s, "scratchpad_peak", 0)}
+    kernel = name or _func_name(fn) or "kernel"
+    grid = tuple(int(g) for g in result.grid)
+    return Conversion(KernelTrace(records, grid=grid, name=kernel, resident_local_bytes=resident), warnings)
+
+
+def _choose(module: Module, func: str | None) -> Operation | None:
+    if func is not None:
+        try:
+            return module.function(func)
+        except KeyError:
+            return None
+    bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
+    return bodies[0] if len(bodies) == 1 else None
+
+
+def _func_name(fn: Operation | None) -> str | None:
+    if fn is None:
+        return None
+    sym = fn.attributes.get("sym_name")
+    value = getattr(sym, "value", None)
+    return value if isinstance(value, str) else None
+
+
+# ---------------------------------------------------------------------- static facts
+
+
+@dataclass(frozen=True)
+class _Def:
+    kind: str  # "result" or "arg"
+    op: Operation  # the defining op, or the op owning the block (func.func for arguments)
+    index: int  # result index, or argument index
+    region: int = 0  # for "arg": which region of `op`
+
+
+class _Static:
+    """What the adapter needs from the module, computed once."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.by_line: dict[tuple[int, str], list[Operation]] = {}
+        self.fn_of: dict[int, Operation] = {}
+        self.defs: dict[ValueKey, _Def] = {}
+        self.functions: dict[str, Operation] = {}
+        self.calls: dict[str, list[Operation]] = {}
+        for fn in module.functions():
+            fid = id(fn)
+            fname = _func_name(fn)
+            if fname is not None:
+                self.functions[fname] = fn
+            for ri, region in enumerate(fn.regions):
+                for block in region.blocks:
+                    self._block_args(fid, fn, ri, block)
+            for op in fn.walk():
+                if op is fn:
+                    continue
+                self.fn_of[id(op)] = fn
+                if op.loc is not None:
+                    self.by_line.setdefault((op.loc.line, op.name), []).append(op)
+                for i, r in enumerate(op.results):
+                    self.defs[(fid, r)] = _Def("result", op, i)
+                for ri, region in enumerate(op.regions):
+                    for block in region.blocks:
+                        self._block_args(fid, op, ri, block)
+                if op.name == "func.call":
+                    callee = op.attributes.get("callee")
+                    if isinstance(callee, at.SymbolRefAttr):
+                        self.calls.setdefault(callee.root, []).append(op)
+        self._sources: dict[ValueKey, frozenset[ValueKey]] = {}
+        self.dynamic: set[ValueKey] = set()  # scf.for results and iteration arguments
+        self.position: dict[int, tuple[int, int]] = {}  # op -> (id of the op owning its block, index in it)
+        for op in module.walk():
+            for region in op.regions:
+                for block in region.blocks:
+                    for i, inner in enumerate(block.operations):
+                        self.position[id(inner)] = (id(op), i)
+        self._roots: dict[ValueKey, frozenset[str] | None] = {}
+        self._outer: dict[int, list[str]] = {}
+
+    def _block_args(self, fid: int, owner: Operation, region: int, block: Block) -> None:
+        for i, arg in enumerate(block.arguments):
+            self.defs[(fid, arg.name)] = _Def("arg", owner, i, region)
+
+    def op_for(self, line: int, name: str) -> tuple[Operation | None, bool]:
+        found = self.by_line.get((line, name))
+        if not found:
+            return None, False
+        return found[0], len(found) > 1
+
+    def type(self, t: Type) -> Type:
+        while isinstance(t, ty.TypeAliasRef):
+            nxt = self.module.type_aliases.get(t.name)
+            if nxt is None:
+                return t
+            t = nxt
+        return t
+
+    # SSA: which values a use may see ---------------------------------------------
+
+    def sources(self, key: ValueKey) -> frozenset[ValueKey]:
+        """The values that really define `key`, looking through loop-carried and branch results."""
+        found = self._sources.get(key)
+        if found is None:
+            self._sources[key] = frozenset()  # cycle guard (a loop yielding its own argument)
+            found = self._resolve(key)
+            self._sources[key] = found
+        return found
+
+    def _resolve(self, key: ValueKey) -> frozenset[ValueKey]:
+        fid, _ = key
+        d = self.defs.get(key)
+        if d is None:
+            return frozenset()
+        op = d.op
+        out: set[ValueKey] = set()
+        if op.name == "scf.for" and (d.kind == "result" or d.index > 0):
+            # loop-carried values: the converter binds them per iteration
+            self.dynamic.add(key)
+            return frozenset({key})
+        if d.kind == "result":
+            if op.name in ("scf.if", "scf.execute_region", "scf.index_switch"):
+                for ri in range(len(op.regions)):
+                    out |= self._many(fid, _yielded(op, ri, d.index))
+            elif op.name == "scf.while":
+                out |= self._many(fid, _yielded(op, 0, d.index + 1))
+            elif op.name == "func.call":
+                callee = self.functions.get(_callee(op) or "")
+                if callee is not None:
+                    out |= self._many(id(callee), _yielded(callee, 0, d.index))
+            else:
+                return frozenset({key})
+            return frozenset(out)
+        # a block argument
+        if op.name == "func.func":
+            for call in self.calls.get(_func_name(op) or "", []):
+                caller = self.fn_of.get(id(call))
+                if caller is not None and d.index < len(call.operands):
+                    out |= self.sources((id(caller), call.operands[d.index]))
+        elif op.name == "scf.while":
+            if d.region == 0:
+                out |= self._many(fid, op.operands[d.index : d.index + 1])
+                out |= self._many(fid, _yielded(op, 1, d.index))
+            else:
+                out |= self._many(fid, _yielded(op, 0, d.index + 1))
+        return frozenset(out)
+
+    def _many(self, fid: int, names: Iterable[str]) -> set[ValueKey]:
+        out: set[ValueKey] = set()
+        for n in names:
+            out |= self.sources((fid, n))
+        return out
+
+    # memory: which buffer an access may touch -------------------------------------
+
+    def roots(self, key: ValueKey) -> frozenset[str] | None:
+        """Function arguments at the root of a view's address; None when unknown."""
+        if key in self._roots:
+            return self._roots[key]
+        self._roots[key] = None
+        found = self._find_roots(key)
+        self._roots[key] = found
+        return found
+
+    def _find_roots(self, key: ValueKey) -> frozenset[str] | None:
+        fid, name = key
+        d = self.defs.get(key)
+        if d is None:
+            return None
+        if d.kind == "arg":
+            if d.op.name == "func.func":
+                return frozenset({f"{_func_name(d.op)}:{name}"})
+            return None
+        op = d.op
+        if op.name in ("memref.alloc", "memref.alloca"):
+            return frozenset({f"alloc:{id(op)}"})
+        if op.name in VIEW_OPS and op.operands:
+            return self.roots((fid, op.operands[0]))
+        if op.name == "ktdp.construct_distributed_memory_view":
+            return self._union(fid, op.operands)
+        if op.name == "arith.addi":
+            found = [self.roots((fid, o)) for o in op.operands]
+            known = [f for f in found if f]
+            return frozenset().union(*known) if known else None
+        if op.name == "arith.subi" and op.operands:
+            return self.roots((fid, op.operands[0]))
+        return None
+
+    def _union(self, fid: int, names: Sequence[str]) -> frozenset[str] | None:
+        out: set[str] = set()
+        for n in names:
+            r = self.roots((fid, n))
+            if r is None:
+                return None
+            out |= r
+        return frozenset(out)
+
+    def outer_uses(self, op: Operation) -> list[str]:
+        """Values used inside `op`'s regions but defined outside them."""
+        found = self._outer.get(id(op))
+        if found is not None:
+            return found
+        inner: set[str] = set()
+        used: list[str] = []
+        for nested in op.walk():
+            if nested is not op:
+                used.extend(nested.operands)
+                inner.update(nested.results)
+            for region in nested.regions:
+                for block in region.blocks:
+                    inner.update(a.name for a in block.arguments)
+        found = [u for u in dict.fromkeys(used) if u not in inner]
+        self._outer[id(op)] = found
+        return found
+
+
+@dataclass
+class _Loop:
+    """An scf.for being executed: where its event ends, the last body position seen."""
+
+    op: Operation
+    fid: int
+    end: int
+    last: int = -1
+    iterations: int = 0
+
+
+def _body_args(op: Operation) -> list[str]:
+    """The iteration arguments of an scf.for body (after the induction variable)."""
+    if not op.regions or not op.regions[0].blocks:
+        return []
+    return [a.name for a in op.regions[0].blocks[0].arguments[1:]]
+
+
+def _yielded(op: Operation, region: int, index: int) -> list[str]:
+    """Operand `index` of the terminator of `op`'s region (yield, condition, return)."""
+    if region >= len(op.regions) or not op.regions[region].blocks:
+        return []
+    ops = op.regions[region].blocks[-1].operations
+    if not ops:
+        return []
+    term = ops[-1]
+    return term.operands[index : index + 1]
+
+
+def _callee(op: Operation) -> str | None:
+    callee = op.attributes.get("callee")
+    return callee.root if isinstance(callee, at.SymbolRefAttr) else None
+
+
+# ---------------------------------------------------------------------- per tile
+
+
+class _Hazards:
+    """Memory ordering between accesses of one tile that may touch the same buffer."""
+
+    ANY = "*"
+
+    def __init__(self) -> None:
+        self.writer: dict[str, int] = {}
+        self.readers: dict[str, list[int]] = {}
+
+    def access(self, roots: frozenset[str] | None, write: bool, seq: int) -> set[int]:
+        keys = set(self.writer) | set(self.readers) | {self.ANY} if roots is None else set(roots) | {self.ANY}
+        deps: set[int] = set()
+        for k in keys:
+            if k in self.writer:
+                deps.add(self.writer[k])
+            if write:
+                deps.update(self.readers.get(k, ()))
+        mine = self.ANY if roots is None else None
+        targets = [mine] if mine is not None else list(roots or ())
+        for k in targets:
+            if write:
+                self.writer[k] = seq
+                self.readers[k] = []
+            else:
+                self.readers.setdefault(k, []).append(seq)
+        if roots is None and write:
+            for k in list(self.readers):
+                self.readers[k] = []
+        return deps
+
+
+class _TileConverter:
+    def __init__(self, static: _Static, events: Sequence[Any], syncs: dict[Any, str], warnings: list[str]) -> None:
+        self.s = static
+        self.events = sorted(events, key=lambda e: e.start)
+        self.syncs = syncs
+        self.warnings = warnings
+        self.records: list[OpRecord] = []
+        self.latest: dict[ValueKey, tuple[int, ...]] = {}
+        self.hazards = _Hazards()
+        self.tile = int(self.events[0].tile) if self.events else 0
+        self.bound: dict[ValueKey, tuple[int, ...]] = {}  # current values of loop-carried SSA values
+        self.loops: list[_Loop] = []
+
+    def convert(self) -> list[OpRecord]:
+        pending: list[tuple[int, Any, Operation | None]] = []  # produce ops waiting for their body
+        absorb_until = -1
+        for ev in self.events:
+            while pending and pending[-1][0] <= ev.start:
+                end, pev, pop = pending.pop()
+                self._post(pev, pop)
+            self._leave_loops(ev.start)
+            if ev.start < absorb_until:
+                continue
+            op, ambiguous = self.s.op_for(int(ev.line), ev.op)
+            if ambiguous:
+                self._warn(f"line {ev.line} has several {ev.op} ops; events were mapped to the first")
+            if op is not None:
+                self._next_iteration(op)
+            else:
+                self._warn("some events could not be mapped to an op by (line, name); each such record depends on the record before it")
+            nested = ev.end > ev.start + 1
+            if ev.op in TRANSPARENT:
+                if ev.op == "scf.for" and op is not None:
+                    self._enter_loop(op, ev)
+                if ev.op == "ktdp.inter_tile_produce":
+                    if nested:
+                        pending.append((ev.end, ev, op))
+                    else:
+                        self._post(ev, op)
+                continue
+            if nested:
+                absorb_until = ev.end
+            self._leaf(ev, op)
+        self._leave_loops(None)
+        while pending:
+            _, pev, pop = pending.pop()
+            self._post(pev, pop)
+        return self.records
+
+    # scf.for: bind the iteration arguments at each iteration, the results at the exit ----------
+
+    def _enter_loop(self, op: Operation, ev: Any) -> None:
+        fid = self._fid(op)
+        loop = _Loop(op, fid, int(ev.end))
+        inits = op.operands[3:]
+        for arg, init in zip(_body_args(op), inits, strict=False):
+            self.bound[(fid, arg)] = self._value(fid, init)
+        self.loops.append(loop)
+
+    def _next_iteration(self, op: Operation) -> None:
+        where = self.s.position.get(id(op))
+        if where is None:
+            return
+        for loop in self.loops:
+            if where[0] != id(loop.op):
+                continue
+            if where[1] <= loop.last:  # back at (or before) an op already run: a new iteration
+                self._bind_yielded(loop, _body_args(loop.op))
+            if loop.last == -1 or where[1] <= loop.last:
+                loop.iterations += 1
+            loop.last = where[1]
+
+    def _leave_loops(self, start: int | None) -> None:
+        while self.loops and (start is None or self.loops[-1].end <= start):
+            loop = self.loops.pop()
+            if loop.iterations:
+                self._bind_yielded(loop, loop.op.results)
+            else:
+                for res, init in zip(loop.op.results, loop.op.operands[3:], strict=False):
+                    self.bound[(loop.fid, res)] = self._value(loop.fid, init)
+
+    def _bind_yielded(self, loop: _Loop, names: Sequence[str]) -> None:
+        body = loop.op.regions[0].blocks[-1].operations if loop.op.regions and loop.op.regions[0].blocks else []
+        yielded = body[-1].operands if body and body[-1].name == "scf.yield" else []
+        values = [self._value(loop.fid, y) for y in yielded]
+        for name, value in zip(names, values, strict=False):
+            self.bound[(loop.fid, name)] = value
+
+    def _value(self, fid: int, name: str) -> tuple[int, ...]:
+        """The records that produced the current value of `name` (empty for a free value)."""
+        seen = []
+        for src in self.s.sources((fid, name)):
+            found = self.bound.get(src) if src in self.s.dynamic else self.latest.get(src)
+            if found:
+                seen.append(found)
+        return max(seen, key=max) if seen else ()
+
+    def _warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    # dependencies ---------------------------------------------------------------
+
+    def _fid(self, op: Operation) -> int:
+        fn = self.s.fn_of.get(id(op))
+        return id(fn) if fn is not None else 0
+
+    def _deps_of(self, op: Operation | None, names: Iterable[str] | None = None) -> set[int]:
+        if op is None:
+            return {self.records[-1].seq} if self.records else set()
+        fid = self._fid(op)
+        deps: set[int] = set()
+        used = list(op.operands) if names is None else list(names)
+        if names is None and op.regions:
+            used += self.s.outer_uses(op)
+        for n in used:
+            # the use sees the most recently executed of its possible definitions
+            deps.update(self._value(fid, n))
+        return deps
+
+    def _define(self, op: Operation | None, seqs: tuple[int, ...]) -> None:
+        if op is None:
+            return
+        fid = self._fid(op)
+        for r in op.results:
+            self.latest[(fid, r)] = seqs
+
+    # records --------------------------------------------------------------------
+
+    def _emit(self, ev: Any, kind: Kind, deps: set[int], **fields: Any) -> int:
+        seq = len(self.records)
+        self.records.append(OpRecord(
+            tile=self.tile, seq=seq, op=ev.op, kind=kind, deps=tuple(sorted(d for d in deps if d < seq)),
+            line=int(ev.line), **fields,
+        ))
+        return seq
+
+    def _leaf(self, ev: Any, op: Operation | None) -> None:
+        name = ev.op
+        rd = _spaces(ev.bytes_read)
+        wr = _spaces(ev.bytes_written)
+        deps = self._deps_of(op)
+        if name in DELIVERY:
+            self._delivery(ev, op, deps)
+            return
+        compute = self._compute_kind(ev, op)
+        moves = bool(rd or wr)
+        if not moves and compute is None:
+            if name in LOCAL_COPIES and op is not None:
+                nbytes = self._copy_bytes(op)
+                if nbytes:
+                    seq = self._emit(ev, Kind.LOCAL, deps, bytes_read={CT_LOCAL: nbytes}, bytes_written={CT_LOCAL: nbytes},
+                                     result_bytes=self._result_bytes(op, ev))
+                    self._define(op, (seq,))
+                    return
+            # free: the results depend on whatever the operands depended on
+            self._define(op, tuple(sorted(deps)))
+            return
+        last: int | None = None
+        if moves and compute is None:
+            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr else Kind.LOCAL
+            deps |= self._memory_deps(op, ev, len(self.records))
+            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev))
+            self._define(op, (last,))
+            return
+        assert compute is not None
+        if rd:  # a compute op reading memory directly: the read comes first
+            kind = Kind.TRANSFER if GLOBAL in rd else Kind.LOCAL
+            deps |= self._memory_deps(op, ev, len(self.records), reads_only=True)
+            deps = {self._emit(ev, kind, deps, bytes_read=rd)}
+        last = self._emit(ev, compute, deps, result_bytes=self._result_bytes(op, ev) if not wr else 0,
+                          **self._work(ev, op, compute))
+        if wr:
+            kind = Kind.TRANSFER if GLOBAL in wr else Kind.LOCAL
+            wdeps = {last} | self._memory_deps(op, ev, len(self.records), writes_only=True)
+            last = self._emit(ev, kind, wdeps, bytes_written=wr)
+        self._define(op, (last,))
+
+    def _compute_kind(self, ev: Any, op: Operation | None) -> Kind | None:
+        name = ev.op
+        if ev.macs or name in MATMULS:
+            return Kind.MATRIX
+        if name in FREE_WITH_TENSORS or name in LOCAL_COPIES:
+            return None
+        if op is not None:
+            if not any(isinstance(self.s.type(t), ty.TensorType | ty.MemRefType) for t in [*op.result_types, *op.operand_types]):
+                return None
+        elif not ev.elements:
+            return None
+        if name.startswith(("arith.", "math.", "linalg.", "tensor.")):
+            return Kind.VECTOR
+        return None
+
+    def _work(self, ev: Any, op: Operation | None, kind: Kind) -> dict[str, Any]:
+        if kind is Kind.MATRIX:
+            macs = int(ev.macs) or (self._static_macs(op) if op is not None else 0)
+            dtype = self._dtype(op.operand_types[0]) if op is not None and op.operand_types else None
+            return {"macs": macs, "dtype": dtype}
+        elements = int(ev.elements)
+        dtype = None
+        transcendental = ev.op in TRANSCENDENTAL
+        if op is not None:
+            shaped = [self.s.type(t) for t in [*op.operand_types, *op.result_types]]
+            sizes = [_count(t) for t in shaped if isinstance(t, ty.TensorType | ty.MemRefType)]
+            known = [n for n in sizes if n is not None]
+            if known:
+                elements = max(known)
+            first = next((t for t in shaped if isinstance(t, ty.TensorType | ty.MemRefType)), None)
+            dtype = self._dtype(first) if first is not None else None
+            if op.regions:
+                transcendental = transcendental or any(o.name in TRANSCENDENTAL for o in op.walk())
+        return {"elements": elements, "dtype": dtype, "transcendental": transcendental}
+
+    def _static_macs(self, op: Operation) -> int:
+        types = [self.s.type(t) for t in op.operand_types]
+        if len(types) < 3 or not all(isinstance(t, ty.TensorType | ty.MemRefType) for t in types[:3]):
+            return 0
+        shape = getattr(types[0], "shape", ())
+        k = shape[-1] if shape else 1
+        n = _count(types[2])
+        return int(k) * n if k is not None and n is not None else 0
+
+    def _dtype(self, t: Type) -> str | None:
+        e = ty.element_type(self.s.type(t))
+        if isinstance(e, ty.FloatType):
+            return e.kind
+        if isinstance(e, ty.IntegerType):
+            return f"i{e.width}"
+        if isinstance(e, ty.IndexType):
+            return "i64"
+        return None
+
+    def _result_bytes(self, op: Operation | None, ev: Any) -> int:
+        if op is None:
+            return 0
+        total = 0
+        for t in op.result_types:
+            t = self.s.type(t)
+            if isinstance(t, ty.TensorType):
+                total += _nbytes(t, fallback_elements=int(ev.elements))
+        return total
+
+    def _copy_bytes(self, op: Operation) -> int:
+        if op.name in ("tensor.insert_slice", "tensor.parallel_insert_slice") and op.operand_types:
+            t = self.s.type(op.operand_types[0])
+            return _nbytes(t) if isinstance(t, ty.TensorType) else 0
+        return sum(_nbytes(t) for t in map(self.s.type, op.result_types) if isinstance(t, ty.TensorType))
+
+    def _memory_deps(self, op: Operation | None, ev: Any, seq: int, reads_only: bool = False, writes_only: bool = False) -> set[int]:
+        deps: set[int] = set()
+        for roots, write in self._accesses(op, ev):
+            if (reads_only and write) or (writes_only and not write):
+                continue
+            deps |= self.hazards.access(roots, write, seq)
+        return deps
+
+    def _accesses(self, op: Operation | None, ev: Any) -> list[tuple[frozenset[str] | None, bool]]:
+        if op is None:
+            return [(None, bool(ev.bytes_written))]
+        fid = self._fid(op)
+        name = op.name
+
+        def root(i: int) -> frozenset[str] | None:
+            return self.s.roots((fid, op.operands[i])) if i < len(op.operands) else None
+
+        if name == "ktdp.load" or name == "memref.load":
+            return [(root(0), False)]
+        if name == "ktdp.store":
+            return [(root(1), True)]
+        if name == "memref.store":
+            return [(root(1), True)]
+        if name == "memref.copy":
+            return [(root(0), False), (root(1), True)]
+        out: list[tuple[frozenset[str] | None, bool]] = []
+        for i, t in enumerate(op.operand_types):
+            if isinstance(self.s.type(t), ty.MemRefType | ty.AccessTileType):
+                out.append((root(i), bool(ev.bytes_written)))
+        return out or [(None, bool(ev.bytes_written))]
+
+    # inter-tile ---------------------------------------------------------------------
+
+    def _sync(self, future: Any) -> str:
+        key, n = future[0], future[1]
+        label = self.syncs.get(key)
+        if label is None:
+            label = self.syncs[key] = f"f{len(self.syncs)}"
+        return f"{label}:{n}"
+
+    def _post(self, ev: Any, op: Operation | None) -> None:
+        if getattr(ev, "future", None) is None:  # not a producer: nothing leaves this tile
+            return
+        deps: set[int] = set()
+        if op is not None:
+            deps = self._deps_of(op, _yielded(op, 0, 0) + _yielded_rest(op))
+        seq = self._emit(ev, Kind.POST, deps, sync=self._sync(ev.future))
+        self._define(op, (seq,))
+
+    def _delivery(self, ev: Any, op: Operation | None, deps: set[int]) -> None:
+        if getattr(ev, "future", None) is None:  # not a consumer
+            self._define(op, ())
+            return
+        peers = [int(p) for p in ev.peers]
+        total = self._result_bytes(op, ev)
+        if op is None or total == 0:
+            total = int(ev.elements) * 2
+        each = total // max(1, len(peers)) if ev.op in SPLIT_BY_PRODUCER else total
+        seq = self._emit(ev, Kind.RECEIVE, deps, sync=self._sync(ev.future),
+                         sources=tuple((p, each) for p in peers),
+                         result_bytes=0 if ev.op in COMBINING else total)
+        if ev.op in COMBINING and op is not None:
+            work = self._work(ev, op, Kind.VECTOR)
+            work["elements"] = int(work["elements"]) * max(1, len(peers))
+            seq = self._emit(ev, Kind.VECTOR, {seq} | deps, result_bytes=total, **work)
+        self._define(op, (seq,))
+
+
+def _yielded_rest(op: Operation) -> list[str]:
+    """Operands after the first of the produce body's terminator (yield_partial of a tuple)."""
+    if not op.regions or not op.regions[0].blocks or not op.regions[0].blocks[-1].operations:
+        return []
+    return op.regions[0].blocks[-1].operations[-1].operands[1:]
+
+
+def _spaces(by_space: dict[str, int]) -> dict[str, int]:
+    """Interpreter spaces -> record spaces: private allocations live in ct_local memory."""
+    out: dict[str, int] = {}
+    for space, n in by_space.items():
+        if not n:
+            continue
+        key = GLOBAL if space == GLOBAL else CT_LOCAL
+        out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def _count(t: Type) -> int | None:
+    shape = getattr(t, "shape", None)
+    if shape is None or any(d is None for d in shape):
+        return None
+    return math.prod(int(d) for d in shape)
+
+
+def _bits(e: Type) -> int:
+    if isinstance(e, ty.FloatType):
+        return 32 if e.kind == "tf32" else e.width
+    if isinstance(e, ty.IntegerType):
+        return e.width
+    return 64
+
+
+def _nbytes(t: Type, fallback_elements: int = 0) -> int:
+    n = _count(t)
+    if n is None:
+        n = fallback_elements
+    return -(-n * _bits(ty.element_type(t)) // 8)
