@@ -1,4 +1,4 @@
-"""Regenerate the pictures of ktir/targets/README.md from real interpreter runs.
+"""Regenerate the pictures of docs/guides/hardware-model.md from real interpreter runs.
 
     python -m tests.targets.make_pictures
 
@@ -19,7 +19,7 @@ from ktir.targets.from_interp import from_interp
 from ktir.targets.svg import render_svg
 
 ROOT = Path(__file__).resolve().parents[2]
-IMAGES = ROOT / "ktir" / "targets" / "images"
+IMAGES = ROOT / "docs" / "guides" / "images"
 KERNELS = Path(__file__).with_name("kernels")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import ktir.targets
 
-README = Path(ktir.targets.__file__).with_name("README.md")
+README = Path(ktir.targets.__file__).parents[2] / "docs" / "guides" / "hardware-model.md"
 
 
 def test_package_doctest():
