@@ -201,6 +201,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         self.in_type_parse = False
         # aliases must be defined before use, as in MLIR
         self.attr_aliases: set[str] = set()
+        self.alias_values: dict[str, Attribute] = {}
         self.type_aliases: set[str] = set()
         self.alias_lines: list[tuple[int, int, str]] = []
         self.alias_order: list[str] = []
@@ -230,6 +231,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if name in self.attr_aliases:
             raise _err(c[0], f"redefinition of attribute alias '#{name}'")
         self.attr_aliases.add(name)
+        self.alias_values[name] = c[1]
         self.alias_lines.append((c[0].line, c[0].column, "#" + name))
         self.alias_order.append("#" + name)
         return C("attr_alias", (name, c[1]))
@@ -408,7 +410,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(extras) == 2:
             layout, space = extras
         elif len(extras) == 1:
-            if isinstance(extras[0], at.StridedLayoutAttr | at.AffineMapAttr):
+            extra = extras[0]
+            if isinstance(extra, at.AttrAliasRef):  # `#map` names a layout or a memory space
+                extra = self.alias_values.get(extra.name, extra)
+            if isinstance(extra, at.StridedLayoutAttr | at.AffineMapAttr):
                 layout = extras[0]
             else:
                 space = extras[0]
@@ -1309,7 +1314,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return C("extra_attrs", c[0].value)
 
     def _dps(self, tok: Tok, cl: dict[str, Any]) -> tuple[list[str], list[Type], dict[str, Attribute]]:
-        ins, in_types = cl["ins"]
+        ins, in_types = cl.get("ins", ([], []))
         outs, out_types = cl["outs"]
         if len(ins) != len(in_types) or len(outs) != len(out_types):
             raise _err(tok, "each ins/outs value needs one type")

@@ -25,7 +25,14 @@ def test_fmt_output_file_and_check(tmp_path: Path) -> None:
     out = tmp_path / "canon.ktir"
     assert main(["fmt", str(EXAMPLE), "-o", str(out)]) == 0
     assert main(["fmt", str(out), "--check"]) == 0
-    assert main(["fmt", str(EXAMPLE), "--check"]) == 1  # the example has comments and spacing
+    messy = tmp_path / "messy.ktir"
+    messy.write_text("func.func @f() {\n    return\n}\n")  # `return`, four-space indent
+    assert main(["fmt", str(messy), "--check"]) == 1
+
+
+def test_examples_are_canonical() -> None:
+    for path in sorted(EXAMPLE.parent.glob("*.ktir")):
+        assert main(["fmt", "-q", str(path), "--check"]) == 0, path
 
 
 def test_bad_input_leaves_previous_output_intact(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

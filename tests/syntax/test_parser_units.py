@@ -140,3 +140,21 @@ func.func @f(%a: f32) -> f32 {
     assert "  %b = arith.addf %a, %a : f32  // after the add\n" in out
     assert "    // inside the loop\n    %x = arith.negf" in out
     assert ktir.print_module(ktir.parse(out)) == out
+
+
+def test_mlir_spellings_found_by_the_interpreter_work() -> None:
+    # `-> (T1, T2)` results and an omitted `ins(...)` on linalg.generic, as MLIR prints them
+    roundtrip("""
+#m = affine_map<(d0) -> (d0)>
+func.func @f(%o: tensor<4xf32>, %p: tensor<4xi32>) {
+  %a, %b = linalg.generic {indexing_maps = [#m, #m], iterator_types = ["parallel"]} outs(%o, %p : tensor<4xf32>, tensor<4xi32>) {
+  ^bb0(%x: f32, %y: i32):
+    linalg.yield %x, %y : f32, i32
+  } -> (tensor<4xf32>, tensor<4xi32>)
+  return
+}
+""")
+    # an alias naming an affine map in a memref type is its layout, not its memory space
+    module = ktir.parse("#tr = affine_map<(d0, d1) -> (d1, d0)>\nfunc.func @g(%m: memref<4x4xf32, #tr>) { return }")
+    arg = module.functions()[0].regions[0].blocks[0].arguments[0].type
+    assert isinstance(arg, ty.MemRefType) and arg.layout == at.AttrAliasRef(name="tr") and arg.memory_space is None
