@@ -20,6 +20,16 @@ from reference_interp.executor import At, Local, RunResult, run
 from reference_interp.runtime import SPYRE_SCRATCHPAD, TARGETS, Options
 from reference_interp.trace import TileStats, TraceEvent
 
+
+def implemented_ops() -> frozenset[str]:
+    """Names of the ops the interpreter executes (read by the docs' status table)."""
+    from ktir.dialects.registry import OPS
+    from reference_interp.compiler import FACTORIES, TERMINATORS
+
+    structural = {"builtin.module", "func.func"}  # run as the program's structure itself
+    return frozenset(n for n in OPS if n in FACTORIES or n in TERMINATORS or n in structural)
+
+
 __all__ = [
     "SPYRE_SCRATCHPAD",
     "TARGETS",
@@ -30,5 +40,6 @@ __all__ = [
     "RunResult",
     "TileStats",
     "TraceEvent",
+    "implemented_ops",
     "run",
 ]

@@ -3,4 +3,13 @@
 from ktir.verify.engine import RULES, STRUCTURAL_RULES, verify
 from ktir.verify.validate import validate_text
 
-__all__ = ["RULES", "STRUCTURAL_RULES", "validate_text", "verify"]
+__all__ = ["RULES", "STRUCTURAL_RULES", "checked_constraints", "validate_text", "verify"]
+
+
+def checked_constraints() -> frozenset[str]:
+    """Constraint IDs with a rule in the verifier (read by the docs' status table): every
+    constraint of an op whose rule function is registered."""
+    from ktir.dialects.registry import OPS
+    from ktir.verify import rules  # noqa: F401  (registers the rule functions)
+
+    return frozenset(i for name, op in OPS.items() if name in RULES for i in op.constraint_ids())
