@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ktir.ir import affine as af
+from ktir.ir.isl_text import NotAffine, isl_constraints
 
 from .errors import fail
 
@@ -236,9 +237,10 @@ class CompiledSet:
             raise fail("unsupported", f"{self.what} is not bounded by single-dimension constraints and islpy is missing") from e
         dims = [f"d{i}" for i in range(self.nd)]
         svals = [str(v) for v in syms]
-        cons = []
-        for c in self.iset.constraints:
-            cons.append(_isl_expr(c.expr, dims, svals) + (" = 0" if c.is_equality else " >= 0"))
+        try:
+            cons = isl_constraints(self.iset, dims, svals)
+        except NotAffine as e:
+            raise fail("unsupported", f"{self.what} is not affine: {e}") from None
         text = "{ [" + ", ".join(dims) + "] : " + (" and ".join(cons) or "true") + " }"
         s = isl.Set(text)
         if s.is_empty():
@@ -283,27 +285,3 @@ class CompiledSet:
             return True
         sl = tuple(slice(a - b, a - b + e) for a, e, b in zip(lo, ext, pts.lo, strict=True))
         return bool(pts.mask[sl].all())
-
-
-def _isl_expr(expr: af.AffineExpr, dims: Sequence[str], syms: Sequence[str]) -> str:
-    """isl syntax: constants bare (`-1*(d1)`, never `(-1)*...`)."""
-    if isinstance(expr, af.Const):
-        return str(expr.value)
-    if isinstance(expr, af.Dim):
-        return dims[expr.position]
-    if isinstance(expr, af.Symbol):
-        return syms[expr.position]
-    assert isinstance(expr, af.Binary)
-    lhs = _isl_expr(expr.lhs, dims, syms)
-    rhs = _isl_expr(expr.rhs, dims, syms)
-    if expr.kind == "add":
-        return f"({lhs} + {rhs})"
-    if expr.kind == "mul":
-        if isinstance(expr.rhs, af.Const):
-            return f"{expr.rhs.value}*({lhs})"
-        return f"{lhs}*({rhs})"
-    if expr.kind == "floordiv":
-        return f"floor(({lhs}) / {rhs})"
-    if expr.kind == "ceildiv":
-        return f"ceil(({lhs}) / {rhs})"
-    return f"(({lhs}) mod {rhs})"

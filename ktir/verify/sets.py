@@ -21,48 +21,11 @@ import islpy as isl
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.isl_text import NotAffine, isl_constraints, isl_expr
 from ktir.syntax.parser import KDYNAMIC
 
 if TYPE_CHECKING:
     from ktir.verify.engine import Check
-
-
-class NotAffine(Exception):
-    pass
-
-
-# ---------------------------------------------------------------- affine -> isl text
-
-
-def isl_expr(expr: af.AffineExpr, dims: list[str], syms: list[str]) -> str:
-    if isinstance(expr, af.Const):
-        return str(expr.value)
-    if isinstance(expr, af.Dim):
-        return dims[expr.position]
-    if isinstance(expr, af.Symbol):
-        return syms[expr.position]
-    assert isinstance(expr, af.Binary)
-    lhs = isl_expr(expr.lhs, dims, syms)
-    if expr.kind == "add":
-        return f"({lhs} + {isl_expr(expr.rhs, dims, syms)})"
-    if isinstance(expr.rhs, af.Const):
-        c = expr.rhs.value
-        if expr.kind == "mul":
-            return f"({c} * {lhs})"
-        if c <= 0:
-            raise NotAffine(f"{expr.kind} by a non-positive constant")
-        if expr.kind == "floordiv":
-            return f"floor(({lhs}) / {c})"
-        if expr.kind == "ceildiv":
-            return f"ceil(({lhs}) / {c})"
-        return f"(({lhs}) mod {c})"
-    if expr.kind == "mul" and isinstance(expr.lhs, af.Const):
-        return f"({expr.lhs.value} * {isl_expr(expr.rhs, dims, syms)})"
-    raise NotAffine("a product or division of two non-constant terms")
-
-
-def isl_constraints(iset: af.IntegerSet, dims: list[str], syms: list[str]) -> list[str]:
-    return [f"{isl_expr(c.expr, dims, syms)} {'=' if c.is_equality else '>='} 0" for c in iset.constraints]
 
 
 @functools.lru_cache(maxsize=4096)
