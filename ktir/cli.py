@@ -5,18 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from ktir.fileio import write_atomic
+from ktir.fileio import InputError, read_source, write_atomic
 from ktir.syntax.diagnostics import KtirError, render
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    return Path(path).read_text(encoding="utf-8")
 
 
 def _report(error: KtirError, source: str) -> None:
@@ -30,12 +23,9 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
     name = "<stdin>" if args.file == "-" else args.file
     try:
-        source = _read(args.file)
-    except OSError as e:
-        print(f"ktir fmt: cannot read {args.file}: {e.strerror}", file=sys.stderr)
-        return EXIT_USAGE
-    except UnicodeDecodeError as e:
-        print(f"ktir fmt: {args.file} is not UTF-8 text (byte {e.start})", file=sys.stderr)
+        source = read_source(args.file)
+    except InputError as e:
+        print(f"ktir fmt: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
         module = parse(source, name)
@@ -71,13 +61,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.files:
         name = "<stdin>" if path == "-" else path
         try:
-            source = _read(path)
-        except OSError as e:
-            print(f"ktir validate: cannot read {path}: {e.strerror}", file=sys.stderr)
-            worst = max(worst, EXIT_USAGE)
-            continue
-        except UnicodeDecodeError as e:
-            print(f"ktir validate: {path} is not UTF-8 text (byte {e.start})", file=sys.stderr)
+            source = read_source(path)
+        except InputError as e:
+            print(f"ktir validate: {e}", file=sys.stderr)
             worst = max(worst, EXIT_USAGE)
             continue
         _, diagnostics = validate_text(source, name)

@@ -52,12 +52,6 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    return Path(path).read_text(encoding="utf-8")
-
-
 def _parse_arg(text: str) -> tuple[str, Any]:
     from .executor import Local
 
@@ -82,6 +76,7 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from ktir.fileio import InputError, read_source
     from ktir.syntax.diagnostics import KtirError, render
     from ktir.syntax.parser import parse
 
@@ -91,12 +86,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     name = "<stdin>" if args.file == "-" else args.file
     try:
-        source = _read(args.file)
-    except OSError as e:
-        print(f"ktir run: cannot read {args.file}: {e.strerror}", file=sys.stderr)
-        return EXIT_USAGE
-    except UnicodeDecodeError as e:
-        print(f"ktir run: {args.file} is not UTF-8 text (byte {e.start})", file=sys.stderr)
+        source = read_source(args.file)
+    except InputError as e:
+        print(f"ktir run: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
         given = dict(_parse_arg(a) for a in args.arg)
