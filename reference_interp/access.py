@@ -234,13 +234,17 @@ def _fast_1d(view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tup
     return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), alloc.typed(view.dtype)[start : start + n]
 
 
-def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
+def _box_array(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tuple[Any, BoxDesc, np.ndarray]:
+    """The allocation, box descriptor and strided array of a view's box (1-D fast path first)."""
     fast = _fast_1d(view, lo, ext)
     if fast is not None:
-        alloc, desc, arr = fast
-    else:
-        alloc, desc = _box(ctx, view, lo, ext)
-        arr = _strided(alloc, view.dtype, desc)
+        return fast
+    alloc, desc = _box(ctx, view, lo, ext)
+    return alloc, desc, _strided(alloc, view.dtype, desc)
+
+
+def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
+    alloc, desc, arr = _box_array(ctx, view, lo, ext)
     if ctx.race_on or alloc.init is not None:
         try:
             ctx.tracker.read(alloc, desc, ctx.tile, opname)
@@ -253,12 +257,7 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
 
 
 def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:
-    fast = _fast_1d(view, lo, ext)
-    if fast is not None:
-        alloc, desc, arr = fast
-    else:
-        alloc, desc = _box(ctx, view, lo, ext)
-        arr = _strided(alloc, view.dtype, desc)
+    alloc, desc, arr = _box_array(ctx, view, lo, ext)
     if ctx.race_on or alloc.init is not None:
         try:
             ctx.tracker.write(alloc, desc, ctx.tile, opname)
