@@ -570,6 +570,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         body = c[0]
         if isinstance(body, C):
             return at.DenseAttr(type=t, hex=body.value)
+        element = getattr(t, "element_type", None)
+        if isinstance(element, ty.FloatType):
+            # MLIR reads a hex integer in a float literal as the element's bit pattern
+            body = _hex_to_float(body, element)
         return at.DenseAttr(type=t, values=body)
 
     def dense_body(self, c: list[Any]) -> Any:
@@ -582,7 +586,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return C("hex", text)
 
     def dense_hex_int(self, c: list[Tok]) -> int:
-        return int(c[0].value, 16)
+        return _HexBits(c[0].value, 16)
 
     def dense_bool(self, c: list[Tok]) -> bool:
         return c[0].value == "true"
@@ -1612,6 +1616,18 @@ def _np_float(t: ty.FloatType) -> Any:
 
 
 _UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+class _HexBits(int):
+    """An integer written in hex inside a dense literal (a bit pattern for float elements)."""
+
+
+def _hex_to_float(values: Any, element: ty.FloatType) -> Any:
+    if isinstance(values, tuple):
+        return tuple(_hex_to_float(v, element) for v in values)
+    if isinstance(values, _HexBits):
+        return float_from_bits(int(values), element)
+    return values
 
 
 def float_from_bits(bits: int, t: ty.FloatType) -> float:

@@ -135,14 +135,20 @@ def _float_attr_text(a: at.FloatAttr) -> str:
     return f"0x{float_bits(a.value, t):0{t.width // 4}X} : {type_text(t)}"
 
 
-def _dense_value_text(v: object) -> str:
+def _dense_value_text(v: object, element: ty.Type | None = None) -> str:
     if isinstance(v, tuple):
-        return "[" + ", ".join(_dense_value_text(x) for x in v) + "]"
+        return "[" + ", ".join(_dense_value_text(x, element) for x in v) + "]"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return float_text(v)
-    return str(v)
+        if math.isfinite(v):
+            return float_text(v)
+        # no decimal literal for inf/nan: the bit pattern in the element type, as MLIR prints it
+        from ktir.syntax.parser import float_bits
+
+        t = element if isinstance(element, ty.FloatType) else ty.F64
+        return f"0x{float_bits(v, t):0{t.width // 4}X}"
+    return str(int(v)) if isinstance(v, int) else str(v)
 
 
 def attr_text(a: Attribute) -> str:
@@ -176,7 +182,7 @@ def attr_text(a: Attribute) -> str:
         elif a.values == ():
             body = ""
         else:
-            body = _dense_value_text(a.values)
+            body = _dense_value_text(a.values, getattr(a.type, "element_type", None))
         return f"dense<{body}> : {type_text(a.type)}"
     if isinstance(a, at.TypeAttr):
         return type_text(a.value)

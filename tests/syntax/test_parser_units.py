@@ -158,3 +158,23 @@ func.func @f(%o: tensor<4xf32>, %p: tensor<4xi32>) {
     module = ktir.parse("#tr = affine_map<(d0, d1) -> (d1, d0)>\nfunc.func @g(%m: memref<4x4xf32, #tr>) { return }")
     arg = module.functions()[0].regions[0].blocks[0].arguments[0].type
     assert isinstance(arg, ty.MemRefType) and arg.layout == at.AttrAliasRef(name="tr") and arg.memory_space is None
+
+
+def test_hex_in_float_dense_literal_is_a_bit_pattern() -> None:
+    src = """func.func @f() {
+  %a = arith.constant dense<0x7F800000> : tensor<4xf32>
+  %b = arith.constant dense<[0x3C00, 0x4000, 0xFC00]> : tensor<3xf16>
+  %c = arith.constant dense<0x10> : tensor<2xi32>
+  func.return
+}
+"""
+    module = ktir.parse(src)
+    values = [op.attributes["value"] for op in module.walk() if op.name == "arith.constant"]
+    assert values[0].values == float("inf")
+    assert values[1].values == (1.0, 2.0, float("-inf"))
+    assert values[2].values == 16 and isinstance(values[2].values, int)
+    out = roundtrip(src)
+    # inf has no decimal literal: it prints as the element type's bit pattern, as MLIR does
+    assert "dense<0x7F800000> : tensor<4xf32>" in out
+    assert "dense<[1.0, 2.0, 0xFC00]> : tensor<3xf16>" in out
+    assert "dense<16> : tensor<2xi32>" in out
