@@ -22,6 +22,7 @@ from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
 from ktir.syntax.comments import attach as attach_comments
+from ktir.syntax.comments import blank_lines
 from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.lalr import Driver, UnexpectedToken
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
@@ -1771,7 +1772,7 @@ def parse(text: str, filename: str | None = None) -> Module:
             raise ParseError(e.message, e.line, e.column, filename) from None
         finally:
             KtirLexer.comment_sink = None
-        attach_comments(module, _BUILDER.comments, _BUILDER.alias_lines)
+        attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
     module.filename = filename
     for w in module.warnings:
         object.__setattr__(w, "file", filename)

@@ -281,18 +281,28 @@ class Printer:
         self.attr_aliases = attr_aliases or {}
 
     def emit(self, depth: int, text: str) -> None:
-        self.lines.append(_INDENT * depth + text)
+        if text:
+            self.lines.append(_INDENT * depth + text)
+        else:
+            self.blank()
+
+    def blank(self) -> None:
+        """A kept blank line: never first, never doubled, no trailing spaces."""
+        if self.lines and self.lines[-1]:
+            self.lines.append("")
 
     # ------------------------------------------------------------ structure
 
     def module(self, module: Module) -> str:
         self.attr_aliases = module.attr_aliases
         for key, text in _ordered_aliases(module):
-            self.lines.extend(module.alias_comments.get(key, []))
+            for comment in module.alias_comments.get(key, []):
+                self.emit(0, comment)
             self.lines.append(f"{key} = {text}")
         for op in module.operations:
             self.operation(op, 0)
-        self.lines.extend(module.trailing_comments)
+        for comment in module.trailing_comments:
+            self.emit(0, comment)
         return "\n".join(self.lines) + "\n"
 
     def operation(self, op: Operation, depth: int) -> None:
@@ -407,7 +417,7 @@ def _results_text(results: list[str]) -> str:
 
 def _is_empty_terminator(op: Operation, name: str) -> bool:
     # an implicit terminator is elided, unless a comment is attached to it
-    return op.name == name and not op.operands and not op.attributes and not op.regions and not op.comments and op.trailing_comment is None
+    return op.name == name and not op.operands and not op.attributes and not op.regions and not any(op.comments) and op.trailing_comment is None
 
 
 # ---------------------------------------------------------------- format printers

@@ -178,3 +178,44 @@ def test_hex_in_float_dense_literal_is_a_bit_pattern() -> None:
     assert "dense<0x7F800000> : tensor<4xf32>" in out
     assert "dense<[1.0, 2.0, 0xFC00]> : tensor<3xf16>" in out
     assert "dense<16> : tensor<2xi32>" in out
+
+
+def test_blank_lines_between_ops_are_kept_once() -> None:
+    src = """
+// header
+
+#m = affine_map<(d0) -> (d0)>
+
+
+func.func @f(%a: index) {
+  %c = arith.constant 1 : index
+
+  // second group
+  %d = arith.addi %a, %c : index
+  scf.for %i = %c to %d step %c {
+    %e = arith.addi %i, %c : index
+
+  }
+
+  func.return
+}
+
+"""
+    out = roundtrip(src)
+    assert out == """// header
+
+#m = affine_map<(d0) -> (d0)>
+
+func.func @f(%a: index) {
+  %c = arith.constant 1 : index
+
+  // second group
+  %d = arith.addi %a, %c : index
+  scf.for %i = %c to %d step %c {
+    %e = arith.addi %i, %c : index
+  }
+
+  func.return
+}
+"""
+    assert ktir.print_module(ktir.parse(out)) == out
