@@ -77,10 +77,9 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ktir.fileio import InputError, read_source
-    from ktir.syntax.diagnostics import KtirError, render
+    from ktir.syntax.diagnostics import KtirError
     from ktir.syntax.parser import parse
 
-    from .errors import KtirRuntimeError
     from .executor import run
     from .inputs import infer_args
 
@@ -100,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         problems = _validate(module)
         if problems:
             for diag in problems:
-                print(render(diag, source), file=sys.stderr)
+                print(_render(diag, source, name), file=sys.stderr)
             return EXIT_INVALID
         kwargs: dict[str, Any] = {"target": args.target, "strict": args.strict,
                                   "check_races": not args.no_race_check}
@@ -111,13 +110,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ktir.targets.cli import wants_cost
 
         result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
-    except KtirRuntimeError as e:
-        for diag in e.diagnostics:
-            print(render(diag, source), file=sys.stderr)
-        return EXIT_INVALID
     except KtirError as e:
         for diag in e.diagnostics:
-            print(render(diag, source), file=sys.stderr)
+            print(_render(diag, source, name), file=sys.stderr)
         return EXIT_INVALID
     try:
         if args.out:
@@ -140,6 +135,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ktir.targets.cli import emit_cost_outputs
 
     return emit_cost_outputs(args, module, result)
+
+
+def _render(diag: Any, source: str, name: str) -> str:
+    """A diagnostic with a source position renders like the compiler's; one without (bad
+    arguments, a failure outside any op) names the file instead of a fake `:0:0`."""
+    from ktir.syntax.diagnostics import render
+
+    if diag.line >= 1:
+        return render(diag, source)
+    ident = f"[{diag.id}]" if diag.id else ""
+    return f"{diag.file or name}: {diag.severity}{ident}: {diag.message}"
 
 
 def _validate(module: Any) -> list[Any]:

@@ -29,6 +29,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, Module, Operation, Region
+from ktir.syntax.printer import type_text
 
 from .dtypes import UnsupportedType
 from .errors import CompileError, KtirRuntimeError
@@ -296,9 +297,13 @@ class FuncCompiler:
     def compile(self) -> CompiledFunc:
         if not self.func.regions or not self.func.regions[0].blocks:
             raise CompileError("the function is a declaration (it has no body)", self.func)
-        body = self.compile_region(self.func.regions[0])
         ftype = self.attr(self.func, "function_type")
         arg_types = [self.type(t) for t in ftype.value.inputs] if isinstance(ftype, at.TypeAttr) and isinstance(ftype.value, ty.FunctionType) else []
+        self.check_types(self.func, arg_types)
+        try:
+            body = self.compile_region(self.func.regions[0])
+        except KtirRuntimeError as e:
+            raise e.attach(self.func) from None
         return CompiledFunc(self.func, body, self.nslots, body.blocking, arg_types)
 
     # --------------------------------------------------------------- helpers for factories
@@ -355,7 +360,8 @@ class FuncCompiler:
         if not region.blocks:
             return CBlock()
         if len(region.blocks) > 1:
-            raise CompileError("regions with more than one block (unstructured control flow) are not supported")
+            raise CompileError(f"a region with {len(region.blocks)} blocks is not executed: KTIR has structured control "
+                               "flow only (scf), every region is one block")
         return self.compile_block(region.blocks[0], vector)
 
     def compile_block(self, block: Block, vector: bool = False) -> CBlock:
@@ -394,10 +400,21 @@ class FuncCompiler:
         finally:
             self.vector = saved
 
+    def check_types(self, op: Operation, types: list[Type]) -> None:
+        """Reject vector, complex and tuple values up front: KTIR 0.1 parses them but defines
+        no op on them (spec/types.md), so running one would invent semantics."""
+        for t in types:
+            bad = _semantics_free(self.type(t))
+            if bad is not None:
+                raise CompileError(
+                    f"values of type {type_text(bad)} are not executed: KTIR 0.1 defines no operation on "
+                    "vector, complex or tuple types", op)
+
     def compile_op(self, op: Operation) -> OpFn | Blocking:
         override = self.overrides.get(id(op))
         if override is not None:
             return override  # type: ignore[no-any-return]
+        self.check_types(op, [*op.operand_types, *op.result_types])
         factory = FACTORIES.get(op.name)
         if factory is None:
             known = "" if op.name in OPS else " (it is not a KTIR op)"
@@ -413,6 +430,16 @@ class FuncCompiler:
         if self.options.trace and not self.vector:
             compiled = _traced(compiled, op, self)
         return compiled
+
+
+def _semantics_free(t: Type) -> Type | None:
+    """The vector/complex/tuple type inside `t` (itself or its element type), if any."""
+    if isinstance(t, ty.VectorType | ty.ComplexType | ty.TupleType):
+        return t
+    element = getattr(t, "element_type", None)
+    if isinstance(t, ty.TensorType | ty.MemRefType) and isinstance(element, ty.ComplexType | ty.VectorType | ty.TupleType):
+        return element
+    return None
 
 
 # ---------------------------------------------------------------------- wrappers

@@ -82,18 +82,34 @@ def _program(module: Module) -> Program:
         return program
 
 
+def _names(fns: list[Operation]) -> str:
+    return ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in fns)
+
+
+def _private(fn: Operation) -> bool:
+    vis = fn.attributes.get("sym_visibility")
+    return getattr(vis, "value", None) == "private"
+
+
 def choose_function(module: Module, func: str | None) -> Operation:
+    """The function to run: `func` by name, else the one public function with a body
+    (private functions are helpers and declarations have nothing to run)."""
     bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
     if func is not None:
         try:
-            return module.function(func)
+            fn = module.function(func)
         except KeyError:
-            names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
-            raise fail("argument", f"no function @{func} in the module (functions: {names})") from None
-    if len(bodies) == 1:
-        return bodies[0]
-    names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
-    raise fail("argument", f"the module has {len(bodies)} functions ({names}); choose one with func=")
+            raise fail("argument", f"no function @{func} in the module (functions: {_names(bodies)})") from None
+        if not (fn.regions and fn.regions[0].blocks):
+            raise fail("argument", f"@{func} is a declaration (it has no body) and cannot be run")
+        return fn
+    public = [f for f in bodies if not _private(f)]
+    if len(public) == 1:
+        return public[0]
+    if not public:
+        what = f"only private functions ({_names(bodies)})" if bodies else "no function with a body"
+        raise fail("argument", f"the module has {what}; choose one with func=")
+    raise fail("argument", f"the module has {len(public)} public functions ({_names(public)}); choose one with func=")
 
 
 def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:

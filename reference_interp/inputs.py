@@ -125,7 +125,9 @@ def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dic
     try:
         executor.run(module, func, probe_args, **run_kwargs)
     except KtirRuntimeError as e:
-        raise fail("argument", f"could not infer the array sizes (probe run failed: {e.message})") from None
+        # keep the failing op, tile and location: the user must see where the kernel failed
+        e.detail = f"while running the kernel once to infer the array sizes for random inputs: {e.detail}"
+        raise e.attach() from None
     finally:
         executor._Binder._bind = original  # type: ignore[method-assign]
     out = {}

@@ -422,6 +422,73 @@ def test_choose_function() -> None:
     assert "no function @c" in fails("argument", text, func="c").message
 
 
+def test_default_function_ignores_private_ones() -> None:
+    text = """
+func.func private @helper(%x: index) -> index {
+  func.return %x : index
+}
+func.func private @decl(%x: index) -> index
+func.func @main(%n: index) -> index {
+  %r = func.call @helper(%n) : (index) -> index
+  func.return %r : index
+}
+"""
+    assert run(text, args={"n": 7}).returns == [(7,)]
+    assert run(text, func="helper", args={"x": 3}).returns == [(3,)]  # still runnable by name
+    assert "declaration" in fails("argument", text, func="decl").message
+    only_private = "func.func private @h() { return }\n"
+    assert "only private functions (@h)" in fails("argument", only_private).message
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "spelled"),
+    [
+        ("""
+func.func @k() -> vector<4xf32> {
+  %a = arith.constant dense<1.0> : vector<4xf32>
+  %r = arith.addf %a, %a : vector<4xf32>
+  func.return %r : vector<4xf32>
+}
+""", "arith.constant", "vector<4xf32>"),
+        ("""
+func.func @k() -> tensor<4xcomplex<f32>> {
+  %a = tensor.empty() : tensor<4xcomplex<f32>>
+  func.return %a : tensor<4xcomplex<f32>>
+}
+""", "tensor.empty", "complex<f32>"),
+        ("""
+func.func @k(%a: vector<4xf32>) {
+  return
+}
+""", "func.func", "vector<4xf32>"),
+    ],
+)
+def test_vector_and_complex_values_are_rejected_naming_the_op(text: str, op: str, spelled: str) -> None:
+    e = fails("unsupported", text)
+    assert e.op is not None and e.op.name == op
+    assert spelled in e.message and "KTIR 0.1 defines no operation" in e.message
+    assert e.diagnostics[0].line > 0
+
+
+@pytest.mark.parametrize("where", ["func", "nested"])
+def test_multi_block_regions_are_rejected_naming_the_op(where: str) -> None:
+    body = """
+  "cf.br"() [^bb1] : () -> ()
+^bb1:
+  func.return %n : index
+""" if where == "func" else """
+  %r = scf.execute_region -> index {
+    "cf.br"() [^bb1] : () -> ()
+  ^bb1:
+    scf.yield %n : index
+  }
+  func.return %r : index
+"""
+    e = fails("unsupported", f"func.func @k(%n: index) -> index {{{body}}}\n", args={"n": 1})
+    assert e.op is not None and e.op.name == ("func.func" if where == "func" else "scf.execute_region")
+    assert "2 blocks" in e.message
+
+
 def test_unknown_op_is_a_compile_error() -> None:
     text = """
 func.func @k() {

@@ -60,6 +60,25 @@ def test_runtime_errors_exit_1_with_a_diagnostic(tmp_path: Path, capsys: pytest.
     assert "error[runtime.out-of-bounds]" in err and "vector_add.ktir:" in err and "^" in err
 
 
+def test_a_failing_probe_run_points_at_the_failing_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # every tile stores to C[0:256]: the probe run behind --random-inputs finds the race
+    racy = (EXAMPLES / "vector_add.ktir").read_text().replace(
+        "construct_access_tile %c[%tile * 256]", "construct_access_tile %c[0]")
+    path = tmp_path / "racy.ktir"
+    path.write_text(racy)
+    assert ktir_run(str(path), "--random-inputs", "0") == 1
+    err = capsys.readouterr().err
+    line = 1 + racy.splitlines().index(next(s for s in racy.splitlines() if "ktdp.store" in s))
+    assert f"racy.ktir:{line}:3: error[runtime.race]" in err
+    assert "infer the array sizes" in err and ":0:0" not in err
+
+
+def test_errors_without_a_position_name_the_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert ktir_run(str(EXAMPLES / "vector_add.ktir")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{EXAMPLES / 'vector_add.ktir'}: error[runtime.argument]") and ":0:0" not in err
+
+
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert ktir_run(str(tmp_path / "missing.ktir")) == 2
     assert ktir_run(str(EXAMPLES / "vector_add.ktir"), "--arg", "A") == 2
