@@ -1,0 +1,44 @@
+"""PyTorch -> KTIR: `from_torch(module, example_inputs)` lowers a module through torch.export.
+
+    from ktir.lower.torch import from_torch
+    program = from_torch(model, (x,))
+    print(program.text)              # the KTIR module: one kernel per op or fused chain
+    program.manifest.kernels         # kernels in order, with the buffers they read and write
+    y = program.run(x)               # every kernel in the reference interpreter -> numpy
+
+Needs the `torch` extra. See docs/guides/lower-from-pytorch.md.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ktir.lower.torch.graph import TorchLoweringError
+from ktir.lower.torch.manifest import Manifest
+from ktir.lower.torch.program import Program, ProgramError
+
+
+def from_torch(module: Any, example_inputs: Any, *, target: str = "spyre", verify: bool = True, name: str | None = None) -> Program:
+    """Lower `module` (an nn.Module) traced on `example_inputs` (a tuple) to a KTIR program."""
+    from ktir.lower.torch.export import export
+
+    start = time.perf_counter()
+    ep = export(module, tuple(example_inputs) if isinstance(example_inputs, list | tuple) else (example_inputs,))
+    exported = time.perf_counter()
+    program = from_exported(ep, target=target, verify=verify, name=name or type(module).__name__)
+    program.timings = {"export": exported - start, **program.timings}
+    return program
+
+
+def from_exported(ep: Any, *, target: str = "spyre", verify: bool = True, name: str = "program", decomposed: bool = True) -> Program:
+    """Lower an ExportedProgram (already decomposed unless `decomposed=False`)."""
+    from ktir.lower.torch.emit import emit_program
+    from ktir.lower.torch.export import decompose
+
+    if not decomposed:
+        ep = decompose(ep)
+    return emit_program(ep, target=target, verify=verify, name=name)
+
+
+__all__ = ["Manifest", "Program", "ProgramError", "TorchLoweringError", "from_exported", "from_torch"]

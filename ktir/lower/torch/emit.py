@@ -1,0 +1,51 @@
+"""Assemble the program: partition the graph, print the module text, verify it, collect weights."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from ktir.lower.torch.graph import TorchLoweringError, partition
+from ktir.lower.torch.program import Program, build_manifest
+
+
+def target_cores(target: str) -> int:
+    from ktir.targets import load_target
+
+    try:
+        return int(load_target(target).tiles.count.value)
+    except Exception as e:  # an unknown name or a bad target file: one line for the user
+        raise TorchLoweringError(f"target {target}: {e}") from None
+
+
+def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name) or "program"
+    t0 = time.perf_counter()
+    cores = target_cores(target)
+    graph = partition(ep, cores)
+    t1 = time.perf_counter()
+    output_names = [s.arg.name if hasattr(s.arg, "name") else f"out{i}" for i, s in enumerate(ep.graph_signature.output_specs)]
+    header = [
+        f"// {name}: lowered from PyTorch (torch.export, core ATen) by ktir.lower.torch for target {target} ({cores} cores).",
+        f"// {len(graph.kernels)} kernels, run in order; buffers and order in {name}.manifest.json.",
+    ]
+    funcs = [k.kernel.text(k.comment) for k in graph.kernels]
+    text = "\n".join([*header, *graph.aliases.lines, *funcs]) + "\n"
+    manifest = build_manifest(graph, name, target, cores, output_names)
+    weights = {b.name: b.data for b in graph.buffers.values() if b.data is not None}
+    t2 = time.perf_counter()
+    program = Program(text, manifest, weights)
+    if verify:
+        from ktir.verify import validate_text
+
+        module, diagnostics = validate_text(text, f"{name}.ktir")
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if errors:
+            d = errors[0]
+            line = text.splitlines()[d.line - 1] if 0 < d.line <= len(text.splitlines()) else ""
+            raise AssertionError(f"the lowering produced invalid KTIR (a bug in ktir.lower.torch): line {d.line}: [{d.id}] {d.message}\n  {line.strip()}")
+        program._module = module
+    t3 = time.perf_counter()
+    program.timings = {"partition": t1 - t0, "print": t2 - t1, "verify": t3 - t2}
+    return program

@@ -1,0 +1,215 @@
+"""Fused elementwise chains: an expression tree over strided views, emitted as one linalg.generic.
+
+Leaves are `Ref`s already broadcast to the chain's shape (stride 0 = broadcast dim); every
+op computes in f32, so a chain of f16 ops rounds once, at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ktir.lower.torch.refs import Ref
+from ktir.lower.torch.writer import Kernel
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    args: tuple[Expr, ...]
+    param: float = 0.0
+
+
+Expr = Ref | Const | Op
+
+
+def leaves(expr: Expr) -> list[Ref]:
+    out: list[Ref] = []
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Ref):
+            if e not in out:
+                out.append(e)
+        elif isinstance(e, Op):
+            for a in e.args:
+                walk(a)
+
+    walk(expr)
+    return out
+
+
+def count_ops(expr: Expr) -> int:
+    return 1 + sum(count_ops(a) for a in expr.args) if isinstance(expr, Op) else 0
+
+
+def op_names(expr: Expr) -> list[str]:
+    return [expr.name, *(n for a in expr.args for n in op_names(a))] if isinstance(expr, Op) else []
+
+
+# ---------------------------------------------------------------- scalar ops (f32)
+
+
+def _bin(op: str) -> Callable[[Kernel, list[str], float], str]:
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        out = k.fresh("s")
+        k.emit(f"{out} = {op} {a[0]}, {a[1]} : f32")
+        return out
+
+    return f
+
+
+def _un(op: str) -> Callable[[Kernel, list[str], float], str]:
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        out = k.fresh("s")
+        k.emit(f"{out} = {op} {a[0]} : f32")
+        return out
+
+    return f
+
+
+def _chain(*steps: Callable[[Kernel, list[str], float], str]) -> Callable[[Kernel, list[str], float], str]:
+    """Unary composition: each step takes the previous result."""
+
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        v = a[0]
+        for s in steps:
+            v = s(k, [v], p)
+        return v
+
+    return f
+
+
+def _sigmoid(k: Kernel, a: list[str], p: float) -> str:
+    neg = _un("arith.negf")(k, a, p)
+    ex = _un("math.exp")(k, [neg], p)
+    den = _bin("arith.addf")(k, [k.fconst(1.0), ex], p)
+    return _bin("arith.divf")(k, [k.fconst(1.0), den], p)
+
+
+def _silu(k: Kernel, a: list[str], p: float) -> str:
+    return _bin("arith.mulf")(k, [a[0], _sigmoid(k, a, p)], p)
+
+
+def _gelu(k: Kernel, a: list[str], p: float) -> str:
+    # x * 0.5 * (1 + erf(x / sqrt(2)))
+    x = a[0]
+    t = _bin("arith.mulf")(k, [x, k.fconst(0.7071067811865476)], p)
+    e = _un("math.erf")(k, [t], p)
+    s = _bin("arith.addf")(k, [k.fconst(1.0), e], p)
+    h = _bin("arith.mulf")(k, [x, k.fconst(0.5)], p)
+    return _bin("arith.mulf")(k, [h, s], p)
+
+
+def _gelu_tanh(k: Kernel, a: list[str], p: float) -> str:
+    # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    x = a[0]
+    x2 = _bin("arith.mulf")(k, [x, x], p)
+    x3 = _bin("arith.mulf")(k, [x2, x], p)
+    c = _bin("arith.mulf")(k, [x3, k.fconst(0.044715)], p)
+    inner = _bin("arith.addf")(k, [x, c], p)
+    scaled = _bin("arith.mulf")(k, [inner, k.fconst(0.7978845608028654)], p)
+    th = _un("math.tanh")(k, [scaled], p)
+    s = _bin("arith.addf")(k, [k.fconst(1.0), th], p)
+    h = _bin("arith.mulf")(k, [x, k.fconst(0.5)], p)
+    return _bin("arith.mulf")(k, [h, s], p)
+
+
+def _pow(k: Kernel, a: list[str], p: float) -> str:
+    if p == 2.0:
+        return _bin("arith.mulf")(k, [a[0], a[0]], p)
+    if p == 1.0:
+        return a[0]
+    if p == 0.5:
+        return _un("math.sqrt")(k, a, p)
+    if p == -0.5:
+        return _un("math.rsqrt")(k, a, p)
+    if p == -1.0:
+        return _bin("arith.divf")(k, [k.fconst(1.0), a[0]], p)
+    return _bin("math.powf")(k, [a[0], k.fconst(p)], p)
+
+
+def _relu(k: Kernel, a: list[str], p: float) -> str:
+    return _bin("arith.maximumf")(k, [a[0], k.fconst(0.0)], p)
+
+
+def _recip(k: Kernel, a: list[str], p: float) -> str:
+    return _bin("arith.divf")(k, [k.fconst(1.0), a[0]], p)
+
+
+def _identity(k: Kernel, a: list[str], p: float) -> str:
+    return a[0]
+
+
+SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
+    "add": _bin("arith.addf"),
+    "sub": _bin("arith.subf"),
+    "mul": _bin("arith.mulf"),
+    "div": _bin("arith.divf"),
+    "maximum": _bin("arith.maximumf"),
+    "minimum": _bin("arith.minimumf"),
+    "neg": _un("arith.negf"),
+    "exp": _un("math.exp"),
+    "log": _un("math.log"),
+    "sqrt": _un("math.sqrt"),
+    "rsqrt": _un("math.rsqrt"),
+    "tanh": _un("math.tanh"),
+    "abs": _un("math.absf"),
+    "sin": _un("math.sin"),
+    "cos": _un("math.cos"),
+    "erf": _un("math.erf"),
+    "sigmoid": _sigmoid,
+    "silu": _silu,
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "relu": _relu,
+    "reciprocal": _recip,
+    "pow": _pow,
+    "identity": _identity,
+}
+
+
+def scalar(k: Kernel, expr: Expr, leaf_values: dict[Ref, str]) -> str:
+    """Emit the scalar ops of `expr` inside a region; leaves are already f32 scalars."""
+    if isinstance(expr, Ref):
+        return leaf_values[expr]
+    if isinstance(expr, Const):
+        return k.fconst(expr.value)
+    args = [scalar(k, a, leaf_values) for a in expr.args]
+    return SCALAR[expr.name](k, args, expr.param)
+
+
+# ---------------------------------------------------------------- tiles
+
+
+def load_leaves(k: Kernel, refs: Sequence[Ref], starts: Sequence[int | str], block: Sequence[int]) -> list[tuple[str, list[int], str, str]]:
+    """Load each leaf's box; returns linalg.generic inputs (value, shape, type, indexing map)."""
+    rank = len(block)
+    out = []
+    for ref in refs:
+        value, shape = k.load(ref, starts, block)
+        results = ["0" if s == 0 else f"d{i}" for i, s in enumerate(ref.strides)]
+        out.append((value, shape, ref.ktype, k.aliases.map(rank, results)))
+    return out
+
+
+def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence[int], out_type: str = "f32") -> str:
+    """The tile of `expr` at `starts` (an all-parallel linalg.generic over its leaves), as `out_type`."""
+    refs = leaves(expr)
+    if isinstance(expr, Ref) and all(s != 0 for s in expr.strides):
+        value, shape = k.load(expr, starts, block)
+        return k.convert(value, shape, expr.ktype, out_type)
+    inputs = load_leaves(k, refs, starts, block)
+    rank = len(block)
+
+    def body(kk: Kernel, names: list[str], acc: str) -> str:
+        values = {ref: kk.scalar_convert(n, ref.ktype, "f32") for ref, n in zip(refs, names, strict=True)}
+        return kk.scalar_convert(scalar(kk, expr, values), "f32", out_type)
+
+    return k.generic(inputs, block, k.aliases.identity(rank), ["parallel"] * rank, None, out_type, body)
+
+

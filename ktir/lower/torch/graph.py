@@ -1,0 +1,501 @@
+"""Walk a decomposed torch.export graph and partition it into KTIR kernels.
+
+Every graph value is bound to a strided view of a program buffer (`Ref`), a pending
+elementwise expression (`Pending`: fused into its single consumer, or materialised by one
+kernel when it has several), a list (multi-output ops) or a Python scalar. View ops only
+make new refs. Ops whose inputs are all weights or constants are folded with torch at
+lowering time into constant buffers.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ktir.lower.torch import kernels
+from ktir.lower.torch.export import torch
+from ktir.lower.torch.expr import Const, Expr, Op, count_ops, op_names
+from ktir.lower.torch.refs import KTIR_TYPES, Buffer, Ref, contiguous_strides
+from ktir.lower.torch.writer import Aliases, Kernel
+
+
+class TorchLoweringError(Exception):
+    """A graph that cannot be lowered: the message names the node and the op."""
+
+
+@dataclass
+class Pending:
+    expr: Expr
+    shape: tuple[int, ...]
+    ktype: str
+    users: int
+    nodes: list[str]
+
+
+@dataclass
+class KernelInfo:
+    kernel: Kernel
+    kind: str
+    nodes: list[str]
+    reads: list[str]
+    writes: list[str]
+    comment: str
+
+
+@dataclass
+class Graph:
+    """The result of partitioning: buffers, kernels in order, inputs and outputs."""
+
+    aliases: Aliases
+    buffers: dict[str, Buffer]
+    kernels: list[KernelInfo]
+    inputs: list[tuple[str, str]]  # (user input name, buffer)
+    outputs: list[Ref]
+    folded: list[str] = field(default_factory=list)
+
+
+UNARY = {
+    "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
+}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
+VIEWS = {
+    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "slice", "select", "unsqueeze", "squeeze",
+    "alias", "clone", "detach", "contiguous", "lift_fresh_copy", "split", "split_with_sizes", "unbind",
+}
+
+
+def _ktype(dtype: Any) -> str:
+    name = str(dtype).removeprefix("torch.")
+    if name not in KTIR_TYPES:
+        raise TorchLoweringError(f"element type {name} is not supported")
+    return KTIR_TYPES[name]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _to_numpy(t: Any) -> np.ndarray:
+    t = t.detach().contiguous()
+    if str(t.dtype) == "torch.bfloat16":
+        import ml_dtypes
+
+        return np.asarray(t.view(torch.int16).numpy()).view(ml_dtypes.bfloat16)
+    return np.asarray(t.numpy())
+
+
+class Lowering:
+    def __init__(self, ep: Any, cores: int) -> None:
+        self.ep = ep
+        self.cores = cores
+        self.aliases = Aliases()
+        self.buffers: dict[str, Buffer] = {}
+        self.kernels: list[KernelInfo] = []
+        self.values: dict[Any, Any] = {}
+        self.consts: dict[Any, Any] = {}  # node -> torch tensor (weights, constants, folded)
+        self.const_refs: dict[Any, Ref] = {}
+        self.const_kind: dict[Any, tuple[str, str]] = {}
+        self.inputs: list[tuple[str, str]] = []
+        self.folded: list[str] = []
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> Graph:
+        from torch.export.graph_signature import InputKind  # type: ignore[import-not-found]
+
+        specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+        graph = self.ep.graph_module.graph
+        outputs: list[Ref] = []
+        for node in graph.nodes:
+            try:
+                if node.op == "placeholder":
+                    spec = specs[node.name]
+                    if spec.kind == InputKind.USER_INPUT:
+                        self._user_input(node)
+                    else:
+                        tensor = self.ep.state_dict.get(spec.target) if spec.target in self.ep.state_dict else self.ep.constants[spec.target]
+                        self.consts[node] = tensor
+                        kind = "parameter" if spec.kind == InputKind.PARAMETER else "constant"
+                        self.const_kind[node] = (kind, str(spec.target))
+                elif node.op == "call_function":
+                    self._call(node)
+                elif node.op == "output":
+                    outputs = [self.ref(a, node) for a in node.args[0]]
+            except TorchLoweringError as e:
+                raise TorchLoweringError(f"node {node.name} ({_target_name(node)}): {e}") from None
+        return Graph(self.aliases, self.buffers, self.kernels, self.inputs, outputs, self.folded)
+
+    def _user_input(self, node: Any) -> None:
+        val = node.meta["val"]
+        name = f"in_{_safe(node.name)}"
+        self.buffers[name] = Buffer(name, _ktype(val.dtype), tuple(val.shape), "input", source=node.name)
+        self.inputs.append((node.name, name))
+        self.values[node] = Ref(name, _ktype(val.dtype), 0, tuple(val.shape), contiguous_strides(tuple(val.shape)))
+
+    # ------------------------------------------------------------------ values
+
+    def ref(self, arg: Any, user: Any) -> Ref:
+        """The strided view bound to a graph value (materialising a pending chain or a constant)."""
+        if arg in self.consts:
+            return self._const_ref(arg)
+        value = self.values.get(arg)
+        if isinstance(value, Pending):
+            ref = self._materialise(value, arg.name)
+            self.values[arg] = ref
+            return ref
+        if isinstance(value, Ref):
+            return value
+        raise TorchLoweringError(f"argument {arg} is not a tensor")
+
+    def _const_ref(self, node: Any) -> Ref:
+        if node not in self.const_refs:
+            tensor = self.consts[node]
+            kind, source = self.const_kind.get(node, ("constant", node.name))
+            prefix = "w_" if kind == "parameter" else "c_"
+            name = prefix + _safe(source if kind != "constant" or node in self.const_kind else node.name)
+            data = _to_numpy(tensor)
+            shape = tuple(data.shape)
+            self.buffers[name] = Buffer(name, _ktype(tensor.dtype), shape, kind, data=data.reshape(-1), source=source)
+            self.const_refs[node] = Ref(name, _ktype(tensor.dtype), 0, shape, contiguous_strides(shape))
+        return self.const_refs[node]
+
+    def expr(self, arg: Any, shape: tuple[int, ...], user: Any) -> Expr:
+        """An operand of an elementwise op whose result has `shape`."""
+        if isinstance(arg, bool) or arg is None:
+            raise TorchLoweringError(f"operand {arg!r} is not a number or tensor")
+        if isinstance(arg, int | float):
+            return Const(float(arg))
+        value = self.values.get(arg)
+        if isinstance(value, Pending) and value.shape == shape and value.users == 1:
+            return value.expr
+        ref = self.ref(arg, user)
+        if ref.ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"elementwise ops on {ref.ktype} are not supported")
+        return ref.broadcast_to(shape)
+
+    def _new_buffer(self, node_name: str, shape: tuple[int, ...], ktype: str) -> Ref:
+        name = f"t_{_safe(node_name)}"
+        while name in self.buffers:
+            name += "_"
+        self.buffers[name] = Buffer(name, ktype, shape, "intermediate", source=node_name)
+        return Ref(name, ktype, 0, shape, contiguous_strides(shape))
+
+    def _add_kernel(self, kernel: Kernel, kind: str, nodes: list[str], writes: list[str], comment: str) -> None:
+        reads = [a for a in kernel.args if a not in writes]
+        for w in writes:
+            self.buffers[w].writers.append(kernel.name)
+        self.kernels.append(KernelInfo(kernel, kind, nodes, reads, writes, comment))
+
+    def _kname(self, what: str) -> str:
+        return f"k{len(self.kernels)}_{_safe(what)}"
+
+    def _materialise(self, p: Pending, node_name: str, dest: Ref | None = None) -> Ref:
+        out = dest or self._new_buffer(node_name, p.shape, p.ktype)
+        names = op_names(p.expr)
+        label = "_".join(dict.fromkeys(names))[:40] or "copy"
+        k = kernels.elementwise(self._kname(label), self.aliases, p.expr, out, self.cores)
+        comment = f"{', '.join(p.nodes)}: {count_ops(p.expr)} elementwise op(s) fused" if names else f"{', '.join(p.nodes)}: copy"
+        self._add_kernel(k, "elementwise", p.nodes, [out.buffer], comment)
+        return out
+
+    def dense(self, ref: Ref, node: Any, dims: list[int]) -> Ref:
+        """A copy of `ref` when one of `dims` is broadcast (stride 0): kernels tile those dims."""
+        if all(ref.strides[d] != 0 or ref.shape[d] == 1 for d in dims):
+            return ref
+        return self._materialise(Pending(ref, ref.shape, ref.ktype, 1, [node.name]), node.name + "_dense")
+
+    # ------------------------------------------------------------------ ops
+
+    def _call(self, node: Any) -> None:
+        target = node.target
+        if target is operator.getitem:
+            seq, i = node.args
+            item = self.values[seq][i]
+            if item is None:
+                raise TorchLoweringError(f"output {i} of {seq.name} is not computed by the lowering")
+            self.values[node] = item
+            return
+        if self._foldable(node):
+            self._fold(node)
+            return
+        name = _target_name(node)
+        handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
+        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy"):
+            handler = self.op_elementwise
+        elif name in VIEWS:
+            handler = self.op_view
+        if handler is None:
+            raise TorchLoweringError("this op is not supported by the PyTorch lowering")
+        self.values[node] = handler(node)
+
+    def _foldable(self, node: Any) -> bool:
+        tensors = [a for a in node.all_input_nodes]
+        return all(t in self.consts for t in tensors) and "val" in node.meta and not isinstance(node.meta["val"], list | tuple)
+
+    def _fold(self, node: Any) -> None:
+        def sub(a: Any) -> Any:
+            return self.consts.get(a, a)
+
+        args = torch.utils._pytree.tree_map(sub, node.args)
+        kwargs = torch.utils._pytree.tree_map(sub, node.kwargs)
+        with torch.no_grad():
+            self.consts[node] = node.target(*args, **kwargs)
+        self.folded.append(node.name)
+
+    def _out(self, node: Any) -> tuple[tuple[int, ...], str]:
+        val = node.meta["val"]
+        return tuple(val.shape), _ktype(val.dtype)
+
+    def op_elementwise(self, node: Any) -> Pending:
+        shape, ktype = self._out(node)
+        name = _target_name(node)
+        args, kw = node.args, node.kwargs
+        x = self.expr(args[0], shape, node)
+        if name in UNARY:
+            e: Expr = Op(name, (x,))
+        elif name == "gelu":
+            e = Op("gelu_tanh" if kw.get("approximate", "none") == "tanh" else "gelu", (x,))
+        elif name == "pow":
+            if not isinstance(args[1], int | float):
+                raise TorchLoweringError("only pow(tensor, number) is supported")
+            e = Op("pow", (x,), float(args[1]))
+        elif name == "_to_copy":
+            e = x
+        elif name in BINARY or name == "rsub":
+            y = self.expr(args[1], shape, node)
+            if name == "div" and kw.get("rounding_mode") is not None:
+                raise TorchLoweringError("div with a rounding mode is not supported")
+            alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)
+            if alpha != 1:
+                y = Op("mul", (y, Const(float(alpha))))
+            e = Op("sub", (y, x)) if name == "rsub" else Op(name, (x, y))
+        else:  # pragma: no cover - dispatch guarantees one of the above
+            raise TorchLoweringError("unknown elementwise op")
+        nodes = [node.name]
+        for a in node.all_input_nodes:
+            v = self.values.get(a)
+            if isinstance(v, Pending) and v.users == 1 and v.shape == shape:
+                nodes = v.nodes + nodes
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
+        return Pending(e, shape, ktype, len(node.users), nodes)
+
+    def op_view(self, node: Any) -> Any:
+        name = _target_name(node)
+        args = node.args
+        src = args[0]
+        value = self.values.get(src)
+        if name in ("alias", "clone", "detach", "contiguous", "lift_fresh_copy") and isinstance(value, Pending):
+            return Pending(value.expr, value.shape, value.ktype, len(node.users), value.nodes)
+        r = self.ref(src, node)
+        shape, _ = self._out(node) if not isinstance(node.meta.get("val"), list | tuple) else ((), "")
+        if name in ("view", "_unsafe_view", "reshape"):
+            out = r.reshape(shape)
+            if out is None:
+                copy = self._materialise(Pending(r, r.shape, r.ktype, 1, [node.name]), node.name + "_copy")
+                out = copy.reshape(shape)
+            return out
+        if name == "permute":
+            return r.permute([d % r.rank for d in args[1]])
+        if name == "transpose":
+            perm = list(range(r.rank))
+            a, b = args[1] % r.rank, args[2] % r.rank
+            perm[a], perm[b] = perm[b], perm[a]
+            return r.permute(perm)
+        if name == "t":
+            return r.permute([1, 0]) if r.rank == 2 else r
+        if name == "expand":
+            return r.expand(shape)
+        if name == "slice":
+            dim = args[1] if len(args) > 1 else 0
+            start = args[2] if len(args) > 2 and args[2] is not None else 0
+            end = args[3] if len(args) > 3 and args[3] is not None else r.shape[dim % r.rank]
+            step = args[4] if len(args) > 4 else 1
+            return r.slice(dim % r.rank, start, min(end, r.shape[dim % r.rank]), step)
+        if name == "select":
+            return r.select(args[1] % r.rank, args[2])
+        if name == "unsqueeze":
+            return r.unsqueeze(args[1])
+        if name == "squeeze":
+            dims = list(range(r.rank)) if len(args) < 2 else ([args[1]] if isinstance(args[1], int) else list(args[1]))
+            return r.squeeze([d % max(r.rank, 1) for d in dims])
+        if name in ("alias", "clone", "detach", "contiguous", "lift_fresh_copy"):
+            return r
+        if name in ("split", "split_with_sizes"):
+            dim = (args[2] if len(args) > 2 else 0) % r.rank
+            n = r.shape[dim]
+            sizes = [args[1]] * math.ceil(n / args[1]) if name == "split" else list(args[1])
+            parts, start = [], 0
+            for s in sizes:
+                parts.append(r.slice(dim, start, min(start + s, n), 1))
+                start += s
+            return parts
+        if name == "unbind":
+            dim = (args[1] if len(args) > 1 else 0) % r.rank
+            return [r.select(dim, i) for i in range(r.shape[dim])]
+        raise TorchLoweringError("this view op is not supported")
+
+    def _reduce(self, node: Any, kind: str, dims: list[int] | None) -> Ref:
+        src = node.args[0]
+        in_shape = tuple(src.meta["val"].shape)
+        shape, ktype = self._out(node)
+        rank = len(in_shape)
+        dims = sorted({d % rank for d in dims}) if dims else list(range(rank))
+        e = self.expr(src, in_shape, node)
+        out_full = self._new_buffer(node.name, shape, ktype)
+        kept = tuple(in_shape[d] for d in range(rank) if d not in dims)
+        out = Ref(out_full.buffer, ktype, 0, kept, contiguous_strides(kept))
+        nodes = self._fused_nodes(src, in_shape) + [node.name]
+        k = kernels.reduction(self._kname(kind), self.aliases, e, in_shape, dims, kind, out, self.cores)
+        self._add_kernel(k, "reduction", nodes, [out.buffer], f"{', '.join(nodes)}: {kind} over dims {dims}")
+        return out_full
+
+    def _fused_nodes(self, src: Any, shape: tuple[int, ...]) -> list[str]:
+        v = self.values.get(src)
+        return list(v.nodes) if isinstance(v, Pending) and v.users == 1 and v.shape == shape else []
+
+    def op_sum(self, node: Any) -> Ref:
+        return self._reduce(node, "sum", list(node.args[1]) if len(node.args) > 1 and node.args[1] is not None else None)
+
+    def op_mean(self, node: Any) -> Ref:
+        return self._reduce(node, "mean", list(node.args[1]) if len(node.args) > 1 and node.args[1] is not None else None)
+
+    def op_amax(self, node: Any) -> Ref:
+        return self._reduce(node, "max", list(node.args[1]) if len(node.args) > 1 else None)
+
+    def op_amin(self, node: Any) -> Ref:
+        return self._reduce(node, "min", list(node.args[1]) if len(node.args) > 1 else None)
+
+    def op__softmax(self, node: Any) -> Ref:
+        src, dim = node.args[0], node.args[1]
+        shape, ktype = self._out(node)
+        e = self.expr(src, shape, node)
+        nodes = self._fused_nodes(src, shape) + [node.name]
+        out = self._new_buffer(node.name, shape, ktype)
+        k = kernels.softmax(self._kname("softmax"), self.aliases, e, shape, dim % len(shape), out, self.cores)
+        self._add_kernel(k, "softmax", nodes, [out.buffer], f"{', '.join(nodes)}: softmax over dim {dim % len(shape)}")
+        return out
+
+    op_softmax = op__softmax
+
+    def op_native_layer_norm(self, node: Any) -> list[Ref | None]:
+        src, normalized, w, b, eps = node.args
+        shape, ktype = tuple(src.meta["val"].shape), _ktype(node.meta["val"][0].dtype)
+        if len(normalized) != 1:
+            raise TorchLoweringError("layer norm over more than one dim is not supported")
+        e = self.expr(src, shape, node)
+        nodes = self._fused_nodes(src, shape) + [node.name]
+        weight = self.ref(w, node) if w is not None else None
+        bias = self.ref(b, node) if b is not None else None
+        out = self._new_buffer(node.name, shape, ktype)
+        k = kernels.layer_norm(self._kname("layer_norm"), self.aliases, e, shape, weight, bias, float(eps), out, self.cores)
+        self._add_kernel(k, "layer_norm", nodes, [out.buffer], f"{', '.join(nodes)}: layer norm over the last dim")
+        return [out, None, None]
+
+    def _matmul(self, node: Any, a: Ref, b: Ref, bias: Ref | None, what: str) -> Ref:
+        shape, ktype = self._out(node)
+        a = self.dense(a, node, [a.rank - 2, a.rank - 1])
+        b = self.dense(b, node, [b.rank - 2, b.rank - 1])
+        out_full = self._new_buffer(node.name, shape, ktype)
+        mshape = a.shape[:-1] + (b.shape[-1],)
+        out = Ref(out_full.buffer, ktype, 0, mshape, contiguous_strides(mshape))
+        k = kernels.matmul(self._kname(what), self.aliases, a, b, bias, out, self.cores)
+        m, kd, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        self._add_kernel(k, "matmul", [node.name], [out.buffer], f"{node.name}: {what} {list(mshape[:-2])} x ({m}x{kd} @ {kd}x{n})")
+        return out_full
+
+    def op_linear(self, node: Any) -> Ref:
+        x, w = self.ref(node.args[0], node), self.ref(node.args[1], node)
+        bias = self.ref(node.args[2], node) if len(node.args) > 2 and node.args[2] is not None else None
+        a = x if x.rank >= 2 else x.unsqueeze(0)
+        wt = w.permute([1, 0])
+        b = wt.broadcast_to(a.shape[:-2] + wt.shape)
+        return self._matmul(node, a, b, bias, "linear")
+
+    def op_mm(self, node: Any) -> Ref:
+        return self._matmul(node, self.ref(node.args[0], node), self.ref(node.args[1], node), None, "mm")
+
+    def op_bmm(self, node: Any) -> Ref:
+        return self._matmul(node, self.ref(node.args[0], node), self.ref(node.args[1], node), None, "bmm")
+
+    def op_addmm(self, node: Any) -> Ref:
+        bias = self.ref(node.args[0], node)
+        if bias.rank != 1 or node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            raise TorchLoweringError("addmm is supported with a 1-D bias and alpha = beta = 1")
+        return self._matmul(node, self.ref(node.args[1], node), self.ref(node.args[2], node), bias, "addmm")
+
+    def op_scaled_dot_product_attention(self, node: Any) -> Ref:
+        args = list(node.args) + [None] * 6
+        q, k, v = (self.ref(a, node) for a in args[:3])
+        attn_mask = args[3] if args[3] is not None else node.kwargs.get("attn_mask")
+        dropout = args[4] if args[4] is not None else node.kwargs.get("dropout_p", 0.0)
+        causal = args[5] if args[5] is not None else node.kwargs.get("is_causal", False)
+        scale = node.kwargs.get("scale", args[6] if len(args) > 6 else None)
+        if attn_mask is not None:
+            raise TorchLoweringError("an explicit attn_mask is not supported (use is_causal=True)")
+        if dropout:
+            raise TorchLoweringError("dropout is not supported")
+        if q.rank < 3:
+            raise TorchLoweringError("attention needs [..., heads, seq, dim] inputs")
+        if q.shape[-3] % k.shape[-3]:
+            raise TorchLoweringError(f"{q.shape[-3]} query heads cannot share {k.shape[-3]} key/value heads")
+        shape, ktype = self._out(node)
+        q, k, v = (self.dense(r, node, [r.rank - 2, r.rank - 1]) for r in (q, k, v))
+        out = self._new_buffer(node.name, shape, ktype)
+        scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+        kern = kernels.attention(self._kname("attention"), self.aliases, q, k, v, out, bool(causal), scale, self.cores)
+        what = "causal attention" if causal else "attention"
+        self._add_kernel(kern, "attention", [node.name], [out.buffer], f"{node.name}: {what}, q {list(q.shape)}, kv {list(k.shape)}")
+        return out
+
+    def op_embedding(self, node: Any) -> Ref:
+        weight = self.ref(node.args[0], node)
+        ids = self.ref(node.args[1], node)
+        shape, ktype = self._out(node)
+        flat = ids.reshape((ids.numel,))
+        if flat is None or ids.ktype not in ("i32", "i64"):
+            raise TorchLoweringError("embedding indices must be a contiguous integer tensor")
+        out_full = self._new_buffer(node.name, shape, ktype)
+        out = Ref(out_full.buffer, ktype, 0, (ids.numel, weight.shape[1]), contiguous_strides((ids.numel, weight.shape[1])))
+        k = kernels.embedding(self._kname("embedding"), self.aliases, weight, flat, out, self.cores)
+        self._add_kernel(k, "embedding", [node.name], [out.buffer], f"{node.name}: embedding gather of {ids.numel} rows of {list(weight.shape)}")
+        return out_full
+
+    def op_cat(self, node: Any) -> Ref:
+        tensors = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else 0
+        shape, ktype = self._out(node)
+        dim %= len(shape)
+        out = self._new_buffer(node.name, shape, ktype)
+        start = 0
+        for t in tensors:
+            tshape = tuple(t.meta["val"].shape)
+            if math.prod(tshape) == 0:
+                continue
+            dest = out.slice(dim, start, start + tshape[dim], 1)
+            value = self.values.get(t)
+            if isinstance(value, Pending) and value.users == 1:
+                self._materialise(Pending(value.expr, value.shape, ktype, 1, value.nodes + [node.name]), node.name, dest)
+            else:
+                self._materialise(Pending(self.ref(t, node), tshape, ktype, 1, [node.name]), node.name, dest)
+            start += tshape[dim]
+        return out
+
+
+def _target_name(node: Any) -> str:
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    if packet is not None:
+        return str(packet.__name__)
+    return str(getattr(target, "__name__", target))
+
+
+def partition(ep: Any, cores: int) -> Graph:
+    """The kernels and buffers of a decomposed ExportedProgram."""
+    return Lowering(ep, cores).run()

@@ -1,0 +1,340 @@
+"""One KTIR kernel per graph op (or fused elementwise chain), split over the target's cores.
+
+Every kernel reads strided views of global buffers, works in f32 and stores its output
+box; the division of work is `work.divide` over the output's parallel dims.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ktir.lower.torch.expr import Expr, Op, evaluate, leaves, load_leaves, scalar
+from ktir.lower.torch.refs import Ref
+from ktir.lower.torch.work import Division, divide
+from ktir.lower.torch.writer import Aliases, Kernel, tensor_type
+
+
+def _permute_expr(expr: Expr, perm: list[int]) -> Expr:
+    if isinstance(expr, Ref):
+        return expr.permute(perm)
+    if isinstance(expr, Op):
+        return Op(expr.name, tuple(_permute_expr(a, perm) for a in expr.args), expr.param)
+    return expr
+
+
+def _rank1(ref: Ref) -> Ref:
+    return ref if ref.rank else Ref(ref.buffer, ref.ktype, ref.offset, (1,), (1,))
+
+
+def _expr_rank1(expr: Expr) -> Expr:
+    if isinstance(expr, Ref):
+        return _rank1(expr)
+    if isinstance(expr, Op):
+        return Op(expr.name, tuple(_expr_rank1(a) for a in expr.args), expr.param)
+    return expr
+
+
+def elementwise(name: str, aliases: Aliases, expr: Expr, out: Ref, cores: int) -> Kernel:
+    """out = expr, one generic per tile."""
+    if out.rank == 0:
+        expr, out = _expr_rank1(expr), _rank1(out)
+    div = divide(out.shape, range(out.rank), cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    value = evaluate(k, expr, starts, div.block, out.ktype)
+    k.store(value, out, starts, div.block)
+    return k
+
+
+def reduction(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dims: Sequence[int], kind: str, out: Ref, cores: int) -> Kernel:
+    """out[kept dims] = sum | mean | max | min of expr over `dims`; `out` has the kept dims only."""
+    rank = len(shape)
+    kept = [d for d in range(rank) if d not in dims]
+    perm = kept + list(dims)
+    expr = _permute_expr(expr, perm)
+    pshape = [shape[d] for d in perm]
+    nk = len(kept)
+    if nk == 0:  # full reduction: one tile, a 1-element output
+        pshape, expr, nk = [1, *pshape], _permute_expr(_unsqueeze0(expr), list(range(rank + 1))), 1
+        out = _rank1(out)
+    div = divide(pshape[:nk], range(nk), cores, inner=None if nk < rank else -1)
+    block = list(div.block) + pshape[nk:]
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k) + [0] * (len(pshape) - nk)
+    combiner, init = {"sum": ("addf", 0.0), "mean": ("addf", 0.0), "max": ("maximumf", -math.inf), "min": ("minimumf", math.inf)}[kind]
+    refs = leaves(expr)
+    inputs = load_leaves(k, refs, starts, block)
+    acc0 = k.filled(div.block, init)
+    n = len(pshape)
+
+    def body(kk: Kernel, names: list[str], acc: str) -> str:
+        values = {ref: kk.scalar_convert(v, ref.ktype, "f32") for ref, v in zip(refs, names, strict=True)}
+        x = scalar(kk, expr, values)
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.{combiner} {acc}, {x} : f32")
+        return r
+
+    red = k.generic(inputs, div.block, aliases.map(n, [f"d{i}" for i in range(nk)]), ["parallel"] * nk + ["reduction"] * (n - nk), acc0, "f32", body)
+    if kind == "mean":
+        count = math.prod(pshape[nk:])
+        red = _scale(k, red, list(div.block), 1.0 / count)
+    k.store(k.convert(red, div.block, "f32", out.ktype), out, starts[:nk], div.block)
+    return k
+
+
+def _unsqueeze0(expr: Expr) -> Expr:
+    if isinstance(expr, Ref):
+        return expr.unsqueeze(0)
+    if isinstance(expr, Op):
+        return Op(expr.name, tuple(_unsqueeze0(a) for a in expr.args), expr.param)
+    return expr
+
+
+def _scale(k: Kernel, value: str, shape: list[int], factor: float) -> str:
+    rank = len(shape)
+    ident = k.aliases.identity(rank)
+
+    def body(kk: Kernel, names: list[str], acc: str) -> str:
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.mulf {names[0]}, {kk.fconst(factor)} : f32")
+        return r
+
+    return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * rank, None, "f32", body)
+
+
+def _rowwise(k: Kernel, op: str, x: str, row: str, shape: list[int], extra: str | None = None) -> str:
+    """x[..., j] <op> row[...] (row broadcast along the last dim), f32."""
+    rank = len(shape)
+    ident = k.aliases.identity(rank)
+    rmap = k.aliases.map(rank, [f"d{i}" for i in range(rank - 1)])
+
+    def body(kk: Kernel, names: list[str], acc: str) -> str:
+        r = kk.fresh("s")
+        if op == "expsub":
+            d = kk.fresh("s")
+            kk.emit(f"{d} = arith.subf {names[0]}, {names[1]} : f32")
+            kk.emit(f"{r} = math.exp {d} : f32")
+        else:
+            kk.emit(f"{r} = arith.{op} {names[0]}, {names[1]} : f32")
+        return r
+
+    return k.generic([(x, shape, "f32", ident), (row, shape[:-1], "f32", rmap)], shape, ident, ["parallel"] * rank, None, "f32", body)
+
+
+def _row_map(k: Kernel, value: str, shape: list[int], fn: object) -> str:
+    rank = len(shape)
+    ident = k.aliases.identity(rank)
+    return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * rank, None, "f32", fn)
+
+
+def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int) -> Kernel:
+    """out = softmax(expr, dim): max, exp(x - max), sum, divide; rows split over cores."""
+    rank = len(shape)
+    perm = [d for d in range(rank) if d != dim] + [dim]
+    expr, out = _permute_expr(expr, perm), out.permute(perm)
+    pshape = [shape[d] for d in perm]
+    div = divide(pshape, range(rank - 1), cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    block = list(div.block)
+    x = evaluate(k, expr, starts, block)
+    mx, _ = k.reduce(x, block, "maximumf", -math.inf)
+    e = _rowwise(k, "expsub", x, mx, block)
+    total, _ = k.reduce(e, block, "addf", 0.0)
+    y = _rowwise(k, "divf", e, total, block)
+    k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    return k
+
+
+def layer_norm(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], weight: Ref | None, bias: Ref | None, eps: float, out: Ref, cores: int) -> Kernel:
+    """out = (x - mean) * rsqrt(var + eps) * weight + bias over the last dim."""
+    rank = len(shape)
+    width = shape[-1]
+    div = divide(shape, range(rank - 1), cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    block = list(div.block)
+    x = evaluate(k, expr, starts, block)
+    total, _ = k.reduce(x, block, "addf", 0.0)
+    mean = _scale(k, total, block[:-1], 1.0 / width)
+    xc = _rowwise(k, "subf", x, mean, block)
+
+    def square(kk: Kernel, names: list[str], acc: str) -> str:
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.mulf {names[0]}, {names[0]} : f32")
+        return r
+
+    sq = _row_map(k, xc, block, square)
+    var_sum, _ = k.reduce(sq, block, "addf", 0.0)
+
+    def rstd(kk: Kernel, names: list[str], acc: str) -> str:
+        m = kk.fresh("s")
+        kk.emit(f"{m} = arith.mulf {names[0]}, {kk.fconst(1.0 / width)} : f32")
+        e = kk.fresh("s")
+        kk.emit(f"{e} = arith.addf {m}, {kk.fconst(eps)} : f32")
+        r = kk.fresh("s")
+        kk.emit(f"{r} = math.rsqrt {e} : f32")
+        return r
+
+    inv = _row_map(k, var_sum, block[:-1], rstd) if rank > 1 else _row_map(k, var_sum, [1], rstd)
+    y = _rowwise(k, "mulf", xc, inv, block)
+    ident = aliases.identity(rank)
+    col = aliases.map(rank, [f"d{rank - 1}"])
+    for param, op in ((weight, "mulf"), (bias, "addf")):
+        if param is None:
+            continue
+        pv, pshape = k.load(param, [0], [width])
+
+        def affine(kk: Kernel, names: list[str], acc: str, op: str = op, pt: str = param.ktype) -> str:
+            p = kk.scalar_convert(names[1], pt, "f32")
+            r = kk.fresh("s")
+            kk.emit(f"{r} = arith.{op} {names[0]}, {p} : f32")
+            return r
+
+        y = k.generic([(y, block, "f32", ident), (pv, pshape, param.ktype, col)], block, ident, ["parallel"] * rank, None, "f32", affine)
+    k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    return k
+
+
+def _batch_offsets(k: Kernel, ref: Ref, batch_idx: Sequence[int | str]) -> int | str:
+    off: int | str = 0
+    for idx, stride in zip(batch_idx, ref.strides, strict=False):
+        off = k.add(off, k.mul(idx, stride) if stride else 0)
+    return off
+
+
+def _plane(ref: Ref, nb: int) -> Ref:
+    """The trailing 2-D plane of a batched ref (its offset is added per batch index)."""
+    return Ref(ref.buffer, ref.ktype, ref.offset, ref.shape[nb:], ref.strides[nb:])
+
+
+def _batch_loops(k: Kernel, div: Division, nb: int) -> list[int | str]:
+    """Per batch dim, the index: a loop over the tile's block, or its start when the block is 1."""
+    starts = div.starts(k)
+    idx: list[int | str] = []
+    for d in range(nb):
+        if div.block[d] == 1:
+            idx.append(starts[d])
+        else:
+            idx.append(k.open_for(starts[d], k.add(starts[d], div.block[d])))
+    return idx
+
+
+def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: Ref, cores: int) -> Kernel:
+    """out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]); batch dims may broadcast (stride 0)."""
+    nb = out.rank - 2
+    m, n = out.shape[-2:]
+    kdim = a.shape[-1]
+    div = divide(out.shape, range(out.rank), cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    idx = _batch_loops(k, div, nb)
+    mb, nbk = div.block[-2], div.block[-1]
+    m0, n0 = starts[-2], starts[-1]
+    at, _ = k.load(_plane(a, nb), [m0, 0], [mb, kdim], _batch_offsets(k, a, idx))
+    bt, _ = k.load(_plane(b, nb), [0, n0], [kdim, nbk], _batch_offsets(k, b, idx))
+    acc = k.filled([mb, nbk], 0.0)
+    res = k.fresh("mm")
+    k.emit(
+        f"{res} = linalg.matmul ins({at}, {bt} : {tensor_type([mb, kdim], a.ktype)}, {tensor_type([kdim, nbk], b.ktype)}) "
+        f"outs({acc} : {tensor_type([mb, nbk], 'f32')}) -> {tensor_type([mb, nbk], 'f32')}"
+    )
+    if bias is not None:
+        bv, bshape = k.load(bias, [n0], [nbk])
+        ident = aliases.identity(2)
+
+        def add_bias(kk: Kernel, names: list[str], accv: str) -> str:
+            p = kk.scalar_convert(names[1], bias.ktype, "f32")
+            r = kk.fresh("s")
+            kk.emit(f"{r} = arith.addf {names[0]}, {p} : f32")
+            return r
+
+        res = k.generic([(res, [mb, nbk], "f32", ident), (bv, bshape, bias.ktype, aliases.map(2, ["d1"]))], [mb, nbk], ident, ["parallel"] * 2, None, "f32", add_bias)
+    k.store(k.convert(res, [mb, nbk], "f32", out.ktype), _plane(out, nb), [m0, n0], [mb, nbk], _batch_offsets(k, out, idx))
+    for _ in range(sum(1 for d in range(nb) if div.block[d] != 1)):
+        k.close()
+    return k
+
+
+def attention(name: str, aliases: Aliases, q: Ref, key: Ref, v: Ref, out: Ref, causal: bool, scale: float, cores: int) -> Kernel:
+    """out = softmax(q k^T * scale [+ causal mask]) v per (batch, head); k/v heads shared by groups of q heads."""
+    nb = q.rank - 2
+    sq, d = q.shape[-2:]
+    skv, dv = v.shape[-2:]
+    group = q.shape[-3] // key.shape[-3] if nb >= 1 else 1
+    div = divide(out.shape, range(out.rank - 1), cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    idx = _batch_loops(k, div, nb)
+    kv_idx = list(idx)
+    if group > 1:
+        kv_idx[-1] = k.div(idx[-1], group)
+    qb = div.block[-2]
+    q0 = starts[-2]
+    qt, _ = k.load(_plane(q, nb), [q0, 0], [qb, d], _batch_offsets(k, q, idx))
+    kt, _ = k.load(_plane(key, nb), [0, 0], [skv, d], _batch_offsets(k, key, kv_idx))
+    vt, _ = k.load(_plane(v, nb), [0, 0], [skv, dv], _batch_offsets(k, v, kv_idx))
+    zeros = k.filled([qb, skv], 0.0)
+    s = k.fresh("scores")
+    qmap, kmap, smap = aliases.map(3, ["d0", "d2"]), aliases.map(3, ["d1", "d2"]), aliases.map(3, ["d0", "d1"])
+    k.emit(
+        f"{s} = linalg.matmul indexing_maps = [{qmap}, {kmap}, {smap}] ins({qt}, {kt} : {tensor_type([qb, d], q.ktype)}, "
+        f"{tensor_type([skv, d], key.ktype)}) outs({zeros} : {tensor_type([qb, skv], 'f32')}) -> {tensor_type([qb, skv], 'f32')}"
+    )
+
+    def mask(kk: Kernel, names: list[str], acc: str) -> str:
+        xs = kk.fresh("s")
+        kk.emit(f"{xs} = arith.mulf {names[0]}, {kk.fconst(scale)} : f32")
+        if not causal:
+            return xs
+        i, j = kk.fresh("i"), kk.fresh("j")
+        kk.emit(f"{i} = linalg.index 0 : index")
+        kk.emit(f"{j} = linalg.index 1 : index")
+        qi = kk.add(i, q0)
+        fut = kk.fresh("fut")
+        kk.emit(f"{fut} = arith.cmpi ugt, {j}, {kk.index(qi)} : index")
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.select {fut}, {kk.fconst(-math.inf)}, {xs} : f32")
+        return r
+
+    sm = _row_map(k, s, [qb, skv], mask)
+    mx, _ = k.reduce(sm, [qb, skv], "maximumf", -math.inf)
+    e = _rowwise(k, "expsub", sm, mx, [qb, skv])
+    total, _ = k.reduce(e, [qb, skv], "addf", 0.0)
+    p = _rowwise(k, "divf", e, total, [qb, skv])
+    pt = k.convert(p, [qb, skv], "f32", v.ktype)
+    acc = k.filled([qb, dv], 0.0)
+    o = k.fresh("o")
+    k.emit(
+        f"{o} = linalg.matmul ins({pt}, {vt} : {tensor_type([qb, skv], v.ktype)}, {tensor_type([skv, dv], v.ktype)}) "
+        f"outs({acc} : {tensor_type([qb, dv], 'f32')}) -> {tensor_type([qb, dv], 'f32')}"
+    )
+    k.store(k.convert(o, [qb, dv], "f32", out.ktype), _plane(out, nb), [q0, 0], [qb, dv], _batch_offsets(k, out, idx))
+    for _ in range(sum(1 for dd in range(nb) if div.block[dd] != 1)):
+        k.close()
+    return k
+
+
+def embedding(name: str, aliases: Aliases, weight: Ref, ids: Ref, out: Ref, cores: int) -> Kernel:
+    """out[r, :] = weight[ids[r], :] through an indirect access tile (ids flattened, contiguous)."""
+    rows, width = out.shape
+    div = divide([rows, width], [0], cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    rb = div.block[0]
+    r0 = k.index(starts[0])
+    table, ttype = k.view(weight)
+    idv, itype = k.view(ids)
+    src = k.fresh("gather")
+    m, c = k.fresh("m"), k.fresh("k")
+    k.emit(
+        f"{src} = ktdp.construct_indirect_access_tile intermediate_variables({m}, {c}) {table}[ind({idv}[{r0} + {m}]), ({c})] "
+        f"{{variables_space_order = {aliases.identity(2)}, variables_space_set = {aliases.box([rb, width])}}} : {ttype}, {itype} "
+        f"-> !ktdp.access_tile<{rb}x{width}xindex>"
+    )
+    val = k.fresh("rows")
+    k.emit(f"{val} = ktdp.load {src} : !ktdp.access_tile<{rb}x{width}xindex> -> {tensor_type([rb, width], weight.ktype)}")
+    stored = k.convert(val, [rb, width], weight.ktype, out.ktype) if weight.ktype != out.ktype else val
+    k.store(stored, out, [starts[0], 0], [rb, width])
+    return k

@@ -1,0 +1,84 @@
+"""The manifest of a lowered program: its kernels in order, the buffers they read and write,
+the user inputs and the outputs. Written next to the KTIR as OUT.manifest.json."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION: Literal[1] = 1
+
+
+class StickLayout(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dim_order: list[int] = Field(description="The buffer's logical dims, innermost first (layoutDimOrder_ in SDSC terms).")
+    stick_dim: int | None = Field(description="The dim stored in 128-byte sticks (the innermost); null for a scalar.")
+    stick_elements: int = Field(description="Elements per 128-byte stick for this element type.")
+    sticks: int = Field(description="Sticks per row of the stick dim (its size rounded up to whole sticks).")
+
+
+class BufferEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="The buffer's name; kernels take it as an `index` argument of the same name.")
+    kind: Literal["input", "parameter", "constant", "intermediate"] = Field(
+        description="input: a user input; parameter/constant: stored in the weights file; intermediate: written by a kernel."
+    )
+    dtype: str = Field(description="KTIR element type (f16, bf16, f32, i32, i64).")
+    shape: list[int] = Field(description="Logical shape; the buffer is this shape, row-major, in global memory.")
+    elements: int = Field(description="Number of elements.")
+    source: str = Field(description="The graph node or state-dict key it comes from.")
+    layout: StickLayout = Field(description="The device (stick) layout the work division respects.")
+    writers: list[str] = Field(description="Kernels that write it, in order.")
+
+
+class KernelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="The func.func symbol in the KTIR module.")
+    kind: str = Field(description="elementwise, reduction, softmax, layer_norm, matmul, attention or embedding.")
+    grid: list[int] = Field(description="The kernel's grid: cores per split dim.")
+    args: list[str] = Field(description="Buffer names bound to the kernel's arguments, in order.")
+    reads: list[str] = Field(description="Buffers it reads.")
+    writes: list[str] = Field(description="Buffers it writes.")
+    nodes: list[str] = Field(description="The torch.export graph nodes it computes (fused chains list several).")
+    description: str = Field(description="One line on what it computes.")
+
+
+class TensorEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Graph name of the input or output.")
+    buffer: str = Field(description="The buffer holding it.")
+    dtype: str = Field(description="KTIR element type.")
+    offset: int = Field(description="Element offset of the tensor in its buffer.")
+    shape: list[int] = Field(description="Logical shape.")
+    strides: list[int] = Field(description="Element strides in the buffer (0: broadcast).")
+
+
+class Manifest(BaseModel):
+    """Everything needed to run the lowered program, besides the KTIR text and the weights."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = Field(default=SCHEMA_VERSION, description="Version of this manifest format.")
+    program: str = Field(description="Name of the program (the module's class name).")
+    target: str = Field(description="Target whose cores the work is divided over.")
+    cores: int = Field(description="Cores available on the target.")
+    ktir: str = Field(description="File name of the KTIR module (relative to the manifest).")
+    weights: str | None = Field(description="File name of the .npz with parameter and constant buffers (relative).")
+    buffers: list[BufferEntry] = Field(description="Every buffer of the program.")
+    kernels: list[KernelEntry] = Field(description="The kernels, in execution order.")
+    inputs: list[TensorEntry] = Field(description="User inputs, in the order run() takes them.")
+    outputs: list[TensorEntry] = Field(description="Outputs, in the order the module returns them.")
+    folded: list[str] = Field(default_factory=list, description="Graph nodes folded into constants at lowering time.")
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=1) + "\n"
+
+
+def json_schema() -> dict[str, object]:
+    return Manifest.model_json_schema()

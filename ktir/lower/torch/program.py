@@ -1,0 +1,218 @@
+"""A lowered program: the KTIR module, its manifest and its weights; `.run()` executes every
+kernel in order in the reference interpreter."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from ktir.lower.torch.graph import Graph
+from ktir.lower.torch.manifest import BufferEntry, KernelEntry, Manifest, StickLayout, TensorEntry
+from ktir.lower.torch.refs import STICK_BYTES, Buffer, Ref, element_bytes
+
+
+class ProgramError(Exception):
+    """A program that cannot be loaded or run with the given inputs (one-line message)."""
+
+
+def numpy_dtype(ktype: str) -> Any:
+    if ktype == "bf16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[ktype]
+
+
+def stick_layout(buf: Buffer) -> StickLayout:
+    rank = len(buf.shape)
+    per_stick = max(STICK_BYTES // element_bytes(buf.ktype), 1)
+    inner = buf.shape[-1] if rank else 1
+    return StickLayout(
+        dim_order=list(reversed(range(rank))), stick_dim=rank - 1 if rank else None, stick_elements=per_stick, sticks=math.ceil(inner / per_stick)
+    )
+
+
+def _tensor(name: str, ref: Ref) -> TensorEntry:
+    return TensorEntry(name=name, buffer=ref.buffer, dtype=ref.ktype, offset=ref.offset, shape=list(ref.shape), strides=list(ref.strides))
+
+
+def build_manifest(graph: Graph, name: str, target: str, cores: int, output_names: Sequence[str]) -> Manifest:
+    buffers = [
+        BufferEntry(
+            name=b.name, kind=b.kind, dtype=b.ktype, shape=list(b.shape), elements=b.size, source=b.source, layout=stick_layout(b), writers=list(b.writers)  # type: ignore[arg-type]
+        )
+        for b in graph.buffers.values()
+    ]
+    kernels = [
+        KernelEntry(name=k.kernel.name, kind=k.kind, grid=list(k.kernel.grid), args=list(k.kernel.args), reads=k.reads, writes=k.writes, nodes=k.nodes, description=k.comment)
+        for k in graph.kernels
+    ]
+    by_buffer = {b.name: b for b in graph.buffers.values()}
+    inputs = []
+    for user_name, buf in graph.inputs:
+        b = by_buffer[buf]
+        inputs.append(TensorEntry(name=user_name, buffer=buf, dtype=b.ktype, offset=0, shape=list(b.shape), strides=_contig(b.shape)))
+    outputs = [_tensor(n, r) for n, r in zip(output_names, graph.outputs, strict=True)]
+    return Manifest(
+        program=name, target=target, cores=cores, ktir=f"{name}.ktir", weights=f"{name}.weights.npz", buffers=buffers, kernels=kernels,
+        inputs=inputs, outputs=outputs, folded=graph.folded,
+    )
+
+
+def _contig(shape: Sequence[int]) -> list[int]:
+    from ktir.lower.torch.refs import contiguous_strides
+
+    return list(contiguous_strides(tuple(shape)))
+
+
+@dataclass
+class Program:
+    """A lowered PyTorch program: `text` (KTIR), `manifest`, `weights` (flat arrays by buffer name)."""
+
+    text: str
+    manifest: Manifest
+    weights: dict[str, np.ndarray]
+    timings: dict[str, float] = field(default_factory=dict)
+    _module: Any = None
+
+    @property
+    def module(self) -> Any:
+        """The parsed KTIR module (parsed once)."""
+        if self._module is None:
+            from ktir.syntax.parser import parse
+
+            self._module = parse(self.text, self.manifest.ktir)
+        return self._module
+
+    @property
+    def kernel_names(self) -> list[str]:
+        return [k.name for k in self.manifest.kernels]
+
+    def run(self, *inputs: Any, target: str | None = None, check_races: bool = True, progress: Any = None) -> Any:
+        """Run every kernel in order; returns the output array (several: a list), as numpy."""
+        outputs = self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _bind(self, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
+        specs = self.manifest.inputs
+        if len(inputs) != len(specs):
+            raise ProgramError(f"the program takes {len(specs)} input(s) ({', '.join(s.name for s in specs)}), got {len(inputs)}")
+        bound = {}
+        for spec, value in zip(specs, inputs, strict=True):
+            arr = _as_numpy(value)
+            if list(arr.shape) != spec.shape:
+                raise ProgramError(f"input {spec.name} has shape {list(arr.shape)}, the program expects {spec.shape}")
+            bound[spec.name] = arr
+        return bound
+
+    def run_buffers(self, inputs: Mapping[str, np.ndarray], *, target: str | None = None, check_races: bool = True, progress: Any = None) -> list[np.ndarray]:
+        """Run with user inputs given by name; returns the outputs in order."""
+        import reference_interp
+
+        arrays: dict[str, np.ndarray] = {}
+        for b in self.manifest.buffers:
+            dt = numpy_dtype(b.dtype)
+            if b.kind in ("parameter", "constant"):
+                if b.name not in self.weights:
+                    raise ProgramError(f"the weights do not hold buffer {b.name}")
+                arrays[b.name] = np.ascontiguousarray(self.weights[b.name].reshape(-1), dtype=dt)
+            else:
+                arrays[b.name] = np.zeros(b.elements, dt)
+        for spec in self.manifest.inputs:
+            if spec.name not in inputs:
+                raise ProgramError(f"input {spec.name} is missing")
+            arrays[spec.buffer] = np.ascontiguousarray(np.asarray(inputs[spec.name]), dtype=numpy_dtype(spec.dtype)).reshape(-1)
+        module = self.module
+        for k in self.manifest.kernels:
+            result = reference_interp.run(module, func=k.name, args={a: arrays[a] for a in k.args}, target=target, check_races=check_races)
+            for w in k.writes:
+                arrays[w] = np.asarray(result.outputs[w]).reshape(-1)
+            if progress is not None:
+                progress(k.name)
+        out = []
+        for spec in self.manifest.outputs:
+            ref = Ref(spec.buffer, spec.dtype, spec.offset, tuple(spec.shape), tuple(spec.strides))
+            out.append(ref.view_array(arrays[spec.buffer]))
+        return out
+
+    # ------------------------------------------------------------------ files
+
+    def save(self, ktir_path: str | Path) -> tuple[Path, Path, Path]:
+        """Write OUT.ktir, OUT.manifest.json and OUT.weights.npz (each atomically)."""
+        from ktir.fileio import write_atomic
+
+        path = Path(ktir_path)
+        stem = path.name.removesuffix(".ktir").removesuffix(".mlir")
+        manifest_path = path.with_name(f"{stem}.manifest.json")
+        weights_path = path.with_name(f"{stem}.weights.npz")
+        manifest = self.manifest.model_copy(update={"ktir": path.name, "weights": weights_path.name})
+        buf = io.BytesIO()
+        np.savez(buf, allow_pickle=False, **{k: _storable(v) for k, v in self.weights.items()})
+        _write_bytes_atomic(weights_path, buf.getvalue())
+        write_atomic(path, self.text)
+        write_atomic(manifest_path, manifest.to_json())
+        return path, manifest_path, weights_path
+
+    @classmethod
+    def load(cls, manifest_path: str | Path) -> Program:
+        """Load a program from its manifest (the KTIR and weights files it names sit next to it)."""
+        path = Path(manifest_path)
+        try:
+            manifest = Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as e:
+            raise ProgramError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ProgramError(f"{path}: {where}: {first['msg']}") from None
+        text = (path.parent / manifest.ktir).read_text(encoding="utf-8")
+        weights: dict[str, np.ndarray] = {}
+        if manifest.weights:
+            with np.load(path.parent / manifest.weights, allow_pickle=False) as data:
+                for b in manifest.buffers:
+                    if b.kind in ("parameter", "constant") and b.name in data:
+                        weights[b.name] = _restore(data[b.name], b.dtype)
+        return cls(text, manifest, weights)
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):
+        t = value.detach().cpu().contiguous()
+        if str(t.dtype) == "torch.bfloat16":
+            import ml_dtypes
+            import torch
+
+            return np.asarray(t.view(torch.int16).numpy()).view(ml_dtypes.bfloat16)
+        return np.asarray(t.numpy())
+    return np.asarray(value)
+
+
+def _storable(a: np.ndarray) -> np.ndarray:
+    # npz cannot store bfloat16: keep its bits (the manifest says the type)
+    return a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+
+
+def _restore(a: np.ndarray, ktype: str) -> np.ndarray:
+    return a.view(numpy_dtype(ktype)) if ktype == "bf16" else a
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
