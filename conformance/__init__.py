@@ -1,1 +1,46 @@
-"""The KTIR conformance suite (issue: conformance suite). Not built yet."""
+"""The KTIR conformance suite: cases, tolerance classes, runner, adapters and reports.
+
+    ktir conformance run [--adapter reference | --adapter python:pkg.mod:Class |
+                          --adapter-cmd 'CMD {ktir} {inputs} {outputs}'] [--level L] [-k PATTERN]
+                         [-j N] [--timeout S] [--report results.json] [--junit results.xml]
+                         [--html report.html]
+
+See spec/conformance.md (levels, tolerance classes, case format) and
+docs/guides/conformance.md (running it, writing an adapter).
+"""
+
+from collections.abc import Mapping
+
+from conformance.adapters import Adapter, CheckResult, CommandAdapter, NotSupported, ReferenceAdapter, load_adapter
+from conformance.model import LEVELS, Case, Manifest, load_suite
+from conformance.results import CaseResult, Results
+from conformance.runner import AdapterSpec, run_suite, select
+from conformance.tolerance import compare
+
+
+def cases_per_op() -> Mapping[str, int]:
+    """Op name -> number of executing and validation cases that use it (for the status table)."""
+    from conformance.coverage import cases_per_op as count
+
+    return count()
+
+
+__all__ = [
+    "LEVELS",
+    "Adapter",
+    "AdapterSpec",
+    "Case",
+    "CaseResult",
+    "CheckResult",
+    "CommandAdapter",
+    "Manifest",
+    "NotSupported",
+    "ReferenceAdapter",
+    "Results",
+    "cases_per_op",
+    "compare",
+    "load_adapter",
+    "load_suite",
+    "run_suite",
+    "select",
+]

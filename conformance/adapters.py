@@ -1,0 +1,199 @@
+"""Adapters: how the runner talks to an implementation.
+
+An adapter is any object with the two methods of `Adapter`. The runner calls `check` for
+the `syntax` and `validation` levels and `run` for the executing levels. Raising
+`NotSupported` marks a case `not_supported`; any other exception marks it `error`.
+
+Three ways to name one on the command line:
+
+- `reference`: the reference interpreter and verifier, in process (`ReferenceAdapter`);
+- `python:pkg.mod:Class`: a class (or factory) importable by Python, called with no arguments;
+- `--adapter-cmd 'CMD {ktir} {inputs} {outputs}'`: an external program (`CommandAdapter`),
+  following the subprocess contract documented in docs/guides/conformance.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from conformance.values import read_npz, write_npz
+
+EXIT_OK, EXIT_REJECTED, EXIT_NOT_SUPPORTED = 0, 1, 77
+
+
+class NotSupported(Exception):
+    """The implementation does not support this case (an op, a type, a grid size...)."""
+
+
+class AdapterError(Exception):
+    """The adapter cannot be loaded or did not follow its contract."""
+
+
+@dataclass
+class CheckResult:
+    """What an implementation says about a program without running it."""
+
+    accepted: bool = True
+    diagnostics: list[str] = field(default_factory=list)  # IDs of the errors reported
+    printed: str | None = None  # the program printed back, when the implementation prints
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """The Python interface a vendor implements (see docs/guides/conformance.md)."""
+
+    name: str
+
+    def check(self, source: str, filename: str) -> CheckResult:
+        """Parse and verify `source`; report acceptance and the IDs of the errors found."""
+        ...
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        """Run `function` of `source` on `inputs` (arrays by argument name, or scalars) and
+        return the final contents of the array arguments, by name."""
+        ...
+
+
+class ReferenceAdapter:
+    """The reference verifier and interpreter of this repository, in process."""
+
+    name = "reference"
+
+    def check(self, source: str, filename: str) -> CheckResult:
+        from ktir.syntax.printer import print_module
+        from ktir.verify import validate_text
+
+        module, diagnostics = validate_text(source, filename)
+        errors = [d.id for d in diagnostics if d.severity == "error"]
+        printed = print_module(module) if module is not None else None
+        return CheckResult(accepted=not errors, diagnostics=errors, printed=printed)
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        import reference_interp
+        from ktir.syntax.parser import parse
+
+        module = parse(source, filename)
+        result = reference_interp.run(module, function, args=dict(inputs))
+        return {k: np.asarray(v) for k, v in result.outputs.items()}
+
+
+_ID = re.compile(r"error\[([^\]\s]+)\]")
+
+
+@dataclass
+class CommandAdapter:
+    """An external program run once per case (the subprocess contract).
+
+    The template's placeholders `{ktir}`, `{inputs}`, `{outputs}`, `{function}` and `{mode}`
+    are replaced by (quoted) paths and names. Environment: KTIR_CONFORMANCE_MODE is `check`
+    or `run`, KTIR_CONFORMANCE_FUNCTION the function to run (empty for the only one).
+    Exit status: 0 accepted / ran (outputs written), 1 rejected (diagnostics `error[ID]` or
+    JSON objects with an `id` on stdout or stderr), 77 not supported, anything else an error.
+    """
+
+    template: str
+    timeout: float | None = None
+    name: str = "command"
+
+    def _call(self, mode: str, source: str, function: str | None, inputs: Mapping[str, Any]) -> tuple[int, str, Path]:
+        tmp = Path(tempfile.mkdtemp(prefix="ktir-conf-"))
+        ktir_path, in_path, out_path = tmp / "case.ktir", tmp / "inputs.npz", tmp / "outputs.npz"
+        ktir_path.write_text(source, encoding="utf-8")
+        write_npz(in_path, {k: np.asarray(v) for k, v in inputs.items()})
+        command = self.template.format(
+            ktir=shlex.quote(str(ktir_path)), inputs=shlex.quote(str(in_path)), outputs=shlex.quote(str(out_path)),
+            function=shlex.quote(function or ""), mode=mode,
+        )
+        env = dict(os.environ, KTIR_CONFORMANCE_MODE=mode, KTIR_CONFORMANCE_FUNCTION=function or "")
+        try:
+            done = subprocess.run(command, shell=True, capture_output=True, text=True, env=env, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"command did not finish in {self.timeout} s") from None
+        return done.returncode, done.stdout + "\n" + done.stderr, tmp
+
+    @staticmethod
+    def _ids(text: str) -> list[str]:
+        ids = _ID.findall(text)
+        for line in text.splitlines():
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(obj, dict) and obj.get("severity", "error") == "error" and "id" in obj:
+                    ids.append(str(obj["id"]))
+        return ids
+
+    def _status(self, code: int, text: str) -> None:
+        if code == EXIT_NOT_SUPPORTED:
+            raise NotSupported(_tail(text) or "the command exited 77 (not supported)")
+        if code not in (EXIT_OK, EXIT_REJECTED):
+            raise AdapterError(f"the command exited {code}: {_tail(text)}")
+
+    def check(self, source: str, filename: str) -> CheckResult:
+        code, text, tmp = self._call("check", source, None, {})
+        _cleanup(tmp)
+        self._status(code, text)
+        return CheckResult(accepted=code == EXIT_OK, diagnostics=self._ids(text) if code == EXIT_REJECTED else [])
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        code, text, tmp = self._call("run", source, function, inputs)
+        try:
+            self._status(code, text)
+            if code == EXIT_REJECTED:
+                raise AdapterError(f"the command rejected a valid program: {_tail(text)}")
+            out = tmp / "outputs.npz"
+            if not out.exists():
+                raise AdapterError("the command exited 0 but wrote no outputs file")
+            try:
+                return read_npz(out)
+            except (OSError, ValueError) as e:
+                raise AdapterError(f"cannot read the outputs file: {e}") from None
+        finally:
+            _cleanup(tmp)
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])
+
+
+def _cleanup(tmp: Path) -> None:
+    for p in tmp.iterdir():
+        p.unlink(missing_ok=True)
+    tmp.rmdir()
+
+
+def load_adapter(spec: str, command: str | None = None, timeout: float | None = None) -> Any:
+    """The adapter named by `spec` (`reference` or `python:pkg.mod:Class`), or a
+    CommandAdapter for `command`. Raises AdapterError with a one-line reason."""
+    if command is not None:
+        return CommandAdapter(command, timeout=timeout)
+    if spec == "reference":
+        return ReferenceAdapter()
+    if not spec.startswith("python:") or spec.count(":") != 2:
+        raise AdapterError(f"unknown adapter {spec!r}: use `reference` or `python:pkg.mod:Class`")
+    _, module_name, attr = spec.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise AdapterError(f"cannot import {module_name}: {e}") from None
+    factory = getattr(module, attr, None)
+    if factory is None or not callable(factory):
+        raise AdapterError(f"{module_name} has no class or factory {attr}")
+    adapter = factory()
+    if not isinstance(adapter, Adapter):
+        raise AdapterError(f"{spec} does not implement the adapter interface (name, check, run)")
+    return adapter

@@ -1,0 +1,146 @@
+"""`ktir conformance run | report | schema | list`: thin wrappers over the runner and reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance.model import LEVELS
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_conformance_parser(sub: Any) -> None:
+    conf = sub.add_parser("conformance", help="run the KTIR conformance suite against an implementation",
+                          description="Run the conformance suite, render a saved run, or print the results schema.")
+    csub = conf.add_subparsers(dest="conformance_command", required=True, metavar="ACTION")
+
+    run = csub.add_parser("run", help="run cases against an adapter",
+                          description="Exit 0 when every selected case passes or is not_supported at a level declared "
+                                      "optional; 1 otherwise; 2 on usage errors.")
+    who = run.add_mutually_exclusive_group()
+    who.add_argument("--adapter", default="reference", metavar="NAME",
+                     help="`reference` (default) or `python:pkg.mod:Class`")
+    who.add_argument("--adapter-cmd", metavar="CMD", help="external program: 'CMD {ktir} {inputs} {outputs}'")
+    run.add_argument("--level", action="append", choices=LEVELS, help="run only this level (repeatable)")
+    run.add_argument("-k", dest="pattern", metavar="PATTERN", help="only case ids containing PATTERN (or matching a glob)")
+    run.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    run.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per case (default 60; 0 = none)")
+    run.add_argument("--optional", action="append", choices=LEVELS, default=[], metavar="LEVEL",
+                     help="a level the implementation declares optional: not_supported there still conforms")
+    run.add_argument("--report", type=Path, metavar="results.json", help="write the results as JSON")
+    run.add_argument("--junit", type=Path, metavar="results.xml", help="write JUnit XML")
+    run.add_argument("--html", type=Path, metavar="report.html", help="write an HTML report")
+    run.add_argument("--suite", type=Path, help=argparse.SUPPRESS)  # another suite root (tests)
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(run=cmd_run)
+
+    rep = csub.add_parser("report", help="render a saved results.json", description="Print the summary of a saved run; "
+                          "optionally convert it to JUnit XML or HTML. Exit status as for `run`.")
+    rep.add_argument("results", type=Path, metavar="results.json")
+    rep.add_argument("--junit", type=Path, metavar="results.xml")
+    rep.add_argument("--html", type=Path, metavar="report.html")
+    rep.set_defaults(run=cmd_report)
+
+    sch = csub.add_parser("schema", help="print the JSON Schema of results files")
+    sch.set_defaults(run=cmd_schema)
+
+    lst = csub.add_parser("list", help="list the cases (id, level, ops)")
+    lst.add_argument("--level", action="append", choices=LEVELS)
+    lst.add_argument("-k", dest="pattern", metavar="PATTERN")
+    lst.set_defaults(run=cmd_list)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from conformance.adapters import AdapterError
+    from conformance.model import SUITE_ROOT, ManifestError, load_suite
+    from conformance.reports import print_report, write_reports
+    from conformance.runner import AdapterSpec, run_suite, select
+
+    console = Console(stderr=True)
+    root = args.suite or SUITE_ROOT
+    if args.jobs < 1:
+        console.print("ktir conformance: -j must be at least 1")
+        return EXIT_USAGE
+    try:
+        cases = select(load_suite(root), args.level, args.pattern)
+    except ManifestError as e:
+        console.print(f"ktir conformance: {e}", highlight=False, markup=False)
+        return EXIT_USAGE
+    if not cases:
+        console.print("ktir conformance: no case matches the selection")
+        return EXIT_USAGE
+    spec = AdapterSpec(adapter=args.adapter, command=args.adapter_cmd)
+    selection = {k: v for k, v in (("level", ",".join(args.level or [])), ("pattern", args.pattern or "")) if v}
+    timeout = args.timeout or None
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("[red]{task.fields[bad]}"), console=console, transient=True, disable=args.quiet) as bar:
+        task = bar.add_task("conformance", total=len(cases), bad="")
+        failed = 0
+
+        def tick(result: Any) -> None:
+            nonlocal failed
+            if result.status not in ("pass", "not_supported"):
+                failed += 1
+            bar.update(task, advance=1, description=result.level, bad=f"{failed} not passing" if failed else "")
+
+        try:
+            results = run_suite(cases, spec, jobs=args.jobs, timeout=timeout, optional_levels=set(args.optional),
+                                selection=selection, root=root, on_result=tick)
+        except AdapterError as e:
+            console.print(f"ktir conformance: {e}", highlight=False, markup=False)
+            return EXIT_USAGE
+    print_report(results, console)
+    try:
+        write_reports(results, args.report, args.junit, args.html)
+    except OSError as e:
+        console.print(f"ktir conformance: cannot write a report: {e.strerror}: {e.filename}", highlight=False, markup=False)
+        return EXIT_USAGE
+    return EXIT_OK if results.conformant else EXIT_FAILED
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from conformance.reports import print_report, write_reports
+    from conformance.results import ResultsError, load_results
+
+    console = Console()
+    try:
+        results = load_results(args.results)
+    except ResultsError as e:
+        print(f"ktir conformance report: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print_report(results, console)
+    try:
+        write_reports(results, None, args.junit, args.html)
+    except OSError as e:
+        print(f"ktir conformance report: cannot write: {e.strerror}: {e.filename}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK if results.conformant else EXIT_FAILED
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from conformance.reports import schema_text
+
+    sys.stdout.write(schema_text())
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from conformance.model import ManifestError, load_suite
+    from conformance.runner import select
+
+    try:
+        cases = select(load_suite(), args.level, args.pattern)
+    except ManifestError as e:
+        print(f"ktir conformance: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for c in cases:
+        print(f"{c.id}\t{c.level}\t{c.expect}\t{' '.join(c.ops)}")
+    return EXIT_OK

@@ -1,0 +1,92 @@
+"""The `syntax` and `validation` levels, derived from the repository's test files.
+
+- syntax: every valid program of tests/corpus and examples must be accepted (and, when the
+  implementation prints, printing must be a fixpoint); every file of
+  tests/corpus/invalid_syntax, plus truncations of valid programs, must be rejected with
+  the diagnostic ID `syntax`.
+- validation: every case of tests/verify/invalid/*.ktir, once per constraint ID it
+  expects (`// expected-error@+1 {{[ID] ...}}`): the program must be rejected with that ID.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from conformance.gen.draft import Draft
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus"
+VALID_DIRS = ("kernels", "upstream", "upstream_printed", "mlir", "rfc", "legacy", "generic")
+_SPLIT = re.compile(r"^// -----\s*$", re.M)
+_EXPECT = re.compile(r"//\s*expected-error(?:@[+-]\d+)?\s*\{\{\[([^\]]+)\]")
+
+
+def _slug(path: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", path.stem)
+
+
+def _errors(text: str, name: str) -> list[str] | None:
+    """Error IDs the reference verifier reports, or None when the text does not parse."""
+    from ktir.verify import validate_text
+
+    module, diagnostics = validate_text(text, name)
+    ids = [d.id for d in diagnostics if d.severity == "error"]
+    return ids
+
+
+def syntax_cases() -> Iterator[Draft]:
+    valid: list[tuple[str, Path]] = []
+    for sub in VALID_DIRS:
+        valid += [(sub, p) for p in sorted((CORPUS / sub).glob("*.ktir"))]
+    valid += [("examples", p) for p in sorted((ROOT / "examples").glob("*.ktir"))]
+    for sub, path in valid:
+        text = path.read_text(encoding="utf-8")
+        if _errors(text, str(path)):
+            continue  # semantically invalid corpus files belong to the validation level
+        yield Draft(id=f"syntax.accept.{sub}.{_slug(path)}", level="syntax", text=text, expect="accept",
+                    description=f"{path.relative_to(ROOT)} parses, verifies and prints to a fixpoint")
+    for path in sorted((CORPUS / "invalid_syntax").glob("*.ktir")):
+        text = path.read_text(encoding="utf-8")
+        if "syntax" not in (_errors(text, str(path)) or []):
+            continue
+        yield Draft(id=f"syntax.reject.{_slug(path)}", level="syntax", text=text, expect="reject", diagnostic="syntax",
+                    description=f"{path.relative_to(ROOT)} is rejected as malformed")
+    # truncated programs: a kernel cut inside its body is malformed wherever the cut falls
+    for path in sorted((ROOT / "examples").glob("*.ktir")):
+        text = path.read_text(encoding="utf-8")
+        body = text.index("func.func")
+        for k, frac in enumerate((0.5, 0.8)):
+            cut = body + int((len(text) - body) * frac)
+            truncated = text[:cut]
+            if "syntax" not in (_errors(truncated, str(path)) or []):
+                continue
+            yield Draft(id=f"syntax.reject.truncated.{_slug(path)}.{k}", level="syntax", text=truncated, expect="reject",
+                        diagnostic="syntax", description=f"{path.name} cut at {int(frac * 100)}% of its body is rejected")
+
+
+def _cases(path: Path) -> Iterator[tuple[int, str]]:
+    source = path.read_text(encoding="utf-8")
+    lines = source.split("\n")
+    bounds = [0] + [i + 1 for i, line in enumerate(lines) if _SPLIT.match(line)] + [len(lines) + 1]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        kept = lines[start:end - 1]
+        if any(line.strip() and not line.strip().startswith("//") for line in kept):
+            yield start + 1, "\n".join(kept).strip("\n") + "\n"
+
+
+def validation_cases() -> Iterator[Draft]:
+    for path in sorted((ROOT / "tests" / "verify" / "invalid").glob("*.ktir")):
+        for line, text in _cases(path):
+            expected = list(dict.fromkeys(_EXPECT.findall(text)))
+            if not expected:
+                continue
+            header = f"// From tests/verify/invalid/{path.name}, the case at line {line}.\n"
+            reported = set(_errors(header + text, path.name) or [])
+            for ident in expected:
+                if ident not in reported:
+                    continue
+                yield Draft(id=f"validation.{_slug(path)}.L{line}.{ident}", level="validation", text=header + text,
+                            expect="reject", diagnostic=ident, description=f"rejected with error[{ident}]",
+                            file_key=f"{_slug(path)}.L{line}")

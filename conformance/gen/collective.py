@@ -1,0 +1,83 @@
+"""The `collective` level: inter-tile communication through tile futures.
+
+Every case has the same frame: tile t loads row t of X (its partial), produces it into a
+tile future, receives a result through one delivery op, and stores it at rows
+[R t, R (t + 1)) of Y, where R is the number of rows of the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from conformance.gen.draft import Draft, run_draft
+from conformance.gen.kernel import Arr, box_set
+
+N = 16
+
+
+def _sets(g: int) -> str:
+    return (f"#all = affine_set<(d0)[s0] : (d0 - s0 * {g} >= 0, -d0 + s0 * {g} + {g - 1} >= 0)>\n"
+            f"#lead = affine_set<(d0)[s0] : (d0 - s0 * {g} == 0)>\n"
+            "#one = affine_set<(d0) : (d0 == 0)>\n"
+            f"#left = affine_set<(d0)[s0] : ((d0 - s0 + 1) mod {g} == 0)>\n"
+            "#id2 = affine_map<(d0, d1) -> (d0, d1)>\n")
+
+
+def kernel(g: int, dtype: str, producers: str, delivery: str, result: tuple[int, int], comment: str) -> str:
+    P = f"tensor<1x{N}x{dtype}>"
+    R = f"tensor<{result[0]}x{result[1]}x{dtype}>"
+    fut = f"!ktdp.tile_future<({P}), groups = #one>"
+    ys = (g * result[0], result[1])
+    return (f"// {comment}\n" + _sets(g)
+            + f"func.func @kernel(%x_ptr: index, %y_ptr: index) attributes {{grid = [{g}]}} {{\n"
+            "  %c0 = arith.constant 0 : index\n"
+            "  %t = ktdp.get_compute_tile_id : index\n"
+            f"  %xv = ktdp.construct_memory_view %x_ptr, sizes: [{g}, {N}], strides: [{N}, 1] {{coordinate_set = {box_set((g, N))}, memory_space = #ktdp.memory_space<global>}} : memref<{g}x{N}x{dtype}>\n"
+            f"  %xt = ktdp.construct_access_tile %xv[%t, %c0] {{access_tile_order = #id2, access_tile_set = {box_set((1, N))}}} : memref<{g}x{N}x{dtype}> -> !ktdp.access_tile<1x{N}xindex>\n"
+            f"  %mine = ktdp.load %xt : !ktdp.access_tile<1x{N}xindex> -> {P}\n"
+            f"  %f = ktdp.inter_tile_produce producer_tiles_per_group = {producers} -> {fut} {{\n"
+            "  ^bb0(%gid: index):\n"
+            f"    ktdp.yield_partial %mine : {P}\n"
+            "  }\n"
+            + "  " + delivery.replace("FUT", fut).replace("P_T", P).replace("R_T", R) + "\n"
+            f"  %row = affine.apply affine_map<(d0) -> (d0 * {result[0]})>(%t)\n"
+            f"  %yv = ktdp.construct_memory_view %y_ptr, sizes: [{ys[0]}, {ys[1]}], strides: [{ys[1]}, 1] {{coordinate_set = {box_set(ys)}, memory_space = #ktdp.memory_space<global>}} : memref<{ys[0]}x{ys[1]}x{dtype}>\n"
+            f"  %yt = ktdp.construct_access_tile %yv[%row, %c0] {{access_tile_order = #id2, access_tile_set = {box_set(result)}}} : memref<{ys[0]}x{ys[1]}x{dtype}> -> !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
+            f"  ktdp.store %r, %yt : {R}, !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
+            "  func.return\n}\n")
+
+
+def _reducer(T: str, dtype: str) -> str:
+    return (f"{{\n  ^bb0(%l: {T}, %r2: {T}):\n    %s = arith.addf %l, %r2 : {T}\n"
+            f"    ktdp.yield_reduced %s : {T}\n  }}")
+
+
+def cases() -> Iterator[Draft]:
+    seed = 15000
+    variants = [(2, "f32"), (4, "f16"), (8, "bf16"), (4, "f32")]
+    for g, dtype in variants:
+        seed += 10
+        x = Arr("x", (g, N), dtype, {"recipe": "normal", "seed": seed})
+        zero = "%zero = arith.constant dense<0.000000e+00> : P_T\n  "
+        specs: list[tuple[str, str, str, tuple[int, int], str, int]] = [
+            ("reduce", "#all", zero + "%r = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = #all, identity(%zero : P_T) : FUT -> P_T "
+             + _reducer(f"tensor<1x{N}x{dtype}>", dtype), (1, N), "reduction", g),
+            ("reduce_prefix", "#all", zero + "%r = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = #all, producer_dependency_per_consumer = "
+             "affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 >= 0)>, identity(%zero : P_T) : FUT -> P_T " + _reducer(f"tensor<1x{N}x{dtype}>", dtype),
+             (1, N), "reduction", g),
+            ("consume_broadcast", "#lead", "%r = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = #all : FUT -> P_T", (1, N), "exact", 1),
+            ("consume_ring_shift", "#all", "%r = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = #all, producer_dependency_per_consumer = #left : FUT -> P_T",
+             (1, N), "exact", 1),
+            ("gather_rows", "#all", "%r = ktdp.inter_tile_gather(%f) consumer_tiles_per_group = #all, gather_dimensions = [0] : FUT -> R_T", (g, N), "exact", 1),
+            ("gather_cols", "#all", "%r = ktdp.inter_tile_gather(%f) consumer_tiles_per_group = #all, gather_dimensions = [1] : FUT -> R_T", (1, g * N), "exact", 1),
+            ("scatter", "#lead", "%r = ktdp.inter_tile_scatter(%f) consumer_tiles_per_group = #all, scatter_dimensions = [1] : FUT -> R_T", (1, N // g), "exact", 1),
+            ("reduce_scatter", "#all", zero + "%r = ktdp.inter_tile_reduce_scatter(%f) consumer_tiles_per_group = #all, scatter_dimensions = [1], identity(%zero : P_T) : FUT -> R_T "
+             + _reducer(f"tensor<1x{N}x{dtype}>", dtype), (1, N // g), "reduction", g),
+            ("all_to_all", "#all", "%r = ktdp.inter_tile_all_to_all(%f) consumer_tiles_per_group = #all, split_dimensions = [1], concat_dimensions = [0] : FUT -> R_T",
+             (g, N // g), "exact", 1),
+        ]
+        for name, producers, delivery, result, tol, n in specs:
+            y = Arr("y", (g * result[0], result[1]), dtype)
+            text = kernel(g, dtype, producers, delivery, result, f"{name} over grid [{g}] in {dtype}")
+            yield run_draft(f"collective.{name}.grid{g}.{dtype}", "collective", text, [x], [y], tol,
+                            f"{name} over {g} tiles", n=n, grid=[g])

@@ -1,0 +1,158 @@
+"""The `core` level: every op on one tile, per element type and shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.gen.draft import Draft, run_draft
+from conformance.gen.kernel import Arr, io_kernel
+
+FLOATS = ("f16", "bf16", "f32")
+INTS = ("i8", "i16", "i32", "i64")
+SHAPES: tuple[tuple[int, ...], ...] = ((16,), (4, 8))
+NORMAL: dict[str, Any] = {"recipe": "normal"}
+POSITIVE: dict[str, Any] = {"recipe": "positive", "low": 0.05, "high": 8.0}
+UNIT: dict[str, Any] = {"recipe": "uniform", "low": -0.9, "high": 0.9}
+SMALL_INT: dict[str, Any] = {"recipe": "int", "low": -40, "high": 40}
+NONZERO: dict[str, Any] = {"recipe": "int", "low": 1, "high": 9}
+NONNEG: dict[str, Any] = {"recipe": "int", "low": 0, "high": 100}
+
+
+def shape_name(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+def accuracy(op: str) -> str:
+    from ktir.dialects.registry import OPS
+
+    return OPS[op].accuracy
+
+
+# op -> (arity, recipes per operand)
+FLOAT_ARITH: dict[str, tuple[dict[str, Any], ...]] = {
+    "arith.addf": (NORMAL, NORMAL), "arith.subf": (NORMAL, NORMAL), "arith.mulf": (NORMAL, NORMAL),
+    "arith.divf": (NORMAL, POSITIVE), "arith.remf": (NORMAL, POSITIVE), "arith.maximumf": (NORMAL, NORMAL),
+    "arith.minimumf": (NORMAL, NORMAL), "arith.maxnumf": (NORMAL, NORMAL), "arith.minnumf": (NORMAL, NORMAL),
+    "arith.negf": (NORMAL,), "math.absf": (NORMAL,), "math.ceil": (NORMAL,), "math.floor": (NORMAL,),
+    "math.round": (NORMAL,), "math.roundeven": (NORMAL,), "math.trunc": (NORMAL,), "math.sqrt": (POSITIVE,),
+    "math.rsqrt": (POSITIVE,), "math.exp": (NORMAL,), "math.exp2": (NORMAL,), "math.expm1": (NORMAL,),
+    "math.log": (POSITIVE,), "math.log2": (POSITIVE,), "math.log10": (POSITIVE,), "math.log1p": (POSITIVE,),
+    "math.tanh": (NORMAL,), "math.sin": (NORMAL,), "math.cos": (NORMAL,), "math.tan": (UNIT,), "math.atan": (NORMAL,),
+    "math.erf": (NORMAL,), "math.atan2": (NORMAL, NORMAL), "math.powf": (POSITIVE, UNIT),
+    "math.copysign": (NORMAL, NORMAL), "math.fma": (NORMAL, NORMAL, NORMAL),
+}
+SHIFT: dict[str, Any] = {"recipe": "int", "low": 0, "high": 8}
+INT_ARITH: dict[str, tuple[dict[str, Any], ...]] = {
+    "arith.addi": (SMALL_INT, SMALL_INT), "arith.subi": (SMALL_INT, SMALL_INT), "arith.muli": (SMALL_INT, SMALL_INT),
+    "arith.andi": (SMALL_INT, SMALL_INT), "arith.ori": (SMALL_INT, SMALL_INT), "arith.xori": (SMALL_INT, SMALL_INT),
+    "arith.maxsi": (SMALL_INT, SMALL_INT), "arith.minsi": (SMALL_INT, SMALL_INT), "arith.maxui": (NONNEG, NONNEG),
+    "arith.minui": (NONNEG, NONNEG), "arith.divsi": (SMALL_INT, NONZERO), "arith.divui": (NONNEG, NONZERO),
+    "arith.ceildivsi": (SMALL_INT, NONZERO), "arith.floordivsi": (SMALL_INT, NONZERO), "arith.remsi": (SMALL_INT, NONZERO),
+    "arith.remui": (NONNEG, NONZERO), "arith.shli": (SMALL_INT, SHIFT), "arith.shrsi": (SMALL_INT, SHIFT),
+    "arith.shrui": (NONNEG, SHIFT), "math.absi": (SMALL_INT,), "math.ctpop": (SMALL_INT,),
+}
+
+
+def elementwise(op: str, dtype: str, shape: tuple[int, ...], recipes: tuple[dict[str, Any], ...], seed: int) -> Draft:
+    ins = [Arr(f"x{i}", shape, dtype, dict(r, seed=seed + i)) for i, r in enumerate(recipes)]
+    y = Arr("y", shape, dtype)
+    operands = ", ".join(f"%{a.name}" for a in ins)
+    body = f"  %y = {op} {operands} : {y.tensor}\n"
+    text = io_kernel(f"{op} on {y.tensor}: y = {op}(x...)", ins, [y], body)
+    return run_draft(f"core.{op}.{dtype}.{shape_name(shape)}", "core", text, ins, [y], accuracy(op),
+                     f"{op} element-wise on {y.tensor}")
+
+
+def elementwise_cases() -> Iterator[Draft]:
+    seed = 100
+    for op, recipes in FLOAT_ARITH.items():
+        for dtype in FLOATS:
+            for shape in SHAPES:
+                seed += 7
+                yield elementwise(op, dtype, shape, recipes, seed)
+    for op, recipes in INT_ARITH.items():
+        for dtype in INTS:
+            seed += 7
+            yield elementwise(op, dtype, (16,), recipes, seed)
+
+
+CASTS: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("arith.extf", "f16", "f32", NORMAL), ("arith.extf", "bf16", "f32", NORMAL), ("arith.extf", "f32", "f64", NORMAL),
+    ("arith.truncf", "f32", "f16", NORMAL), ("arith.truncf", "f32", "bf16", NORMAL), ("arith.truncf", "f64", "f32", NORMAL),
+    ("arith.extsi", "i8", "i32", SMALL_INT), ("arith.extsi", "i16", "i64", SMALL_INT), ("arith.extsi", "i32", "i64", SMALL_INT),
+    ("arith.extui", "i8", "i32", NONNEG), ("arith.extui", "i16", "i64", NONNEG), ("arith.extui", "i32", "i64", NONNEG),
+    ("arith.trunci", "i32", "i8", SMALL_INT), ("arith.trunci", "i64", "i16", SMALL_INT), ("arith.trunci", "i64", "i32", SMALL_INT),
+    ("arith.fptosi", "f32", "i32", NORMAL), ("arith.fptosi", "f16", "i16", NORMAL), ("arith.fptosi", "bf16", "i8", NORMAL),
+    ("arith.fptoui", "f32", "i32", POSITIVE), ("arith.fptoui", "f16", "i16", POSITIVE), ("arith.fptoui", "f32", "i8", POSITIVE),
+    ("arith.sitofp", "i32", "f32", SMALL_INT), ("arith.sitofp", "i16", "f16", SMALL_INT), ("arith.sitofp", "i8", "bf16", SMALL_INT),
+    ("arith.uitofp", "i32", "f32", NONNEG), ("arith.uitofp", "i16", "f16", NONNEG), ("arith.uitofp", "i8", "bf16", NONNEG),
+    ("arith.bitcast", "f32", "i32", NORMAL), ("arith.bitcast", "f16", "i16", NORMAL), ("arith.bitcast", "i16", "bf16", SMALL_INT),
+]
+
+
+def cast_cases() -> Iterator[Draft]:
+    for k, (op, src, dst, recipe) in enumerate(CASTS):
+        x = Arr("x", (16,), src, dict(recipe, seed=500 + k))
+        y = Arr("y", (16,), dst)
+        body = f"  %y = {op} %x : {x.tensor} to {y.tensor}\n"
+        text = io_kernel(f"{op} from {src} to {dst}", [x], [y], body)
+        yield run_draft(f"core.{op}.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op} {src} -> {dst}")
+    for k, (via, src, dst) in enumerate([("arith.index_cast", "i32", "i64"), ("arith.index_castui", "i32", "i64"),
+                                         ("arith.index_cast", "i16", "i32"), ("arith.index_castui", "i8", "i16"),
+                                         ("arith.index_castui", "i16", "i64")]):
+        x = Arr("x", (16,), src, dict(NONNEG if "ui" in via else SMALL_INT, seed=600 + k))
+        y = Arr("y", (16,), dst)
+        body = (f"  %i = {via} %x : {x.tensor} to tensor<16xindex>\n"
+                f"  %y = {via} %i : tensor<16xindex> to {y.tensor}\n")
+        text = io_kernel(f"{via} {src} -> index -> {dst}", [x], [y], body)
+        yield run_draft(f"core.{via}.{src}_index_{dst}", "core", text, [x], [y], "exact", f"{via} through index")
+
+
+FPREDS = ("oeq", "one", "olt", "ole", "ogt", "oge", "ult", "une", "ord", "uno")
+IPREDS = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def compare_select_cases() -> Iterator[Draft]:
+    for k, pred in enumerate(FPREDS):
+        dtype = FLOATS[k % 3]
+        a = Arr("a", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 700 + k})
+        b = Arr("b", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 750 + k})
+        y = Arr("y", (16,), dtype)
+        body = (f"  %m = arith.cmpf {pred}, %a, %b : {a.tensor}\n"
+                f"  %y = arith.select %m, %a, %b : tensor<16xi1>, {a.tensor}\n")
+        text = io_kernel(f"arith.cmpf {pred} then arith.select: y = (a {pred} b) ? a : b", [a, b], [y], body)
+        yield run_draft(f"core.arith.cmpf.{pred}.{dtype}", "core", text, [a, b], [y], "exact", f"cmpf {pred} + select")
+    for k, pred in enumerate(IPREDS):
+        dtype = INTS[k % 4]
+        a = Arr("a", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 800 + k})
+        b = Arr("b", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 850 + k})
+        y = Arr("y", (16,), "i32")
+        body = (f"  %m = arith.cmpi {pred}, %a, %b : {a.tensor}\n"
+                f"  %y = arith.extui %m : tensor<16xi1> to tensor<16xi32>\n")
+        text = io_kernel(f"arith.cmpi {pred}, the i1 result widened with extui", [a, b], [y], body)
+        yield run_draft(f"core.arith.cmpi.{pred}.{dtype}", "core", text, [a, b], [y], "exact", f"cmpi {pred}")
+
+
+def constant_cases() -> Iterator[Draft]:
+    for k, dtype in enumerate((*FLOATS, *INTS)):
+        x = Arr("x", (16,), dtype, dict(SMALL_INT if dtype.startswith("i") else NORMAL, seed=900 + k))
+        y = Arr("y", (16,), dtype)
+        lit = "3" if dtype.startswith("i") else "1.500000e+00"
+        add = "arith.addi" if dtype.startswith("i") else "arith.addf"
+        body = (f"  %k = arith.constant dense<{lit}> : {x.tensor}\n"
+                f"  %y = {add} %x, %k : {x.tensor}\n")
+        text = io_kernel(f"a dense arith.constant of {dtype} added to x", [x], [y], body)
+        yield run_draft(f"core.arith.constant.dense.{dtype}", "core", text, [x], [y], "exact", "dense constant")
+
+
+def core_cases() -> Iterator[Draft]:
+    from conformance.gen import structured
+
+    yield from elementwise_cases()
+    yield from cast_cases()
+    yield from compare_select_cases()
+    yield from constant_cases()
+    yield from structured.cases()
+
+

@@ -1,0 +1,227 @@
+"""Regenerate the suite: case files, manifests and goldens, then show what changed.
+
+    python -m conformance.regen            # write everything, print a diff summary
+    python -m conformance.regen --check    # write nothing; exit 1 if anything would change
+
+Goldens are the reference interpreter's outputs. For outputs in the `reduction` and
+`matmul` classes the golden also stores `NAME.abs`: the same kernel run on the absolute
+values of its float inputs, i.e. the sums of |terms| that the bounds scale with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from conformance import toml_out
+from conformance.gen.draft import Draft
+from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
+from conformance.values import case_inputs, read_npz, to_bytes, write_npz
+
+
+class DraftError(Exception):
+    """A generated case that does not parse, verify or run as its generator meant."""
+
+
+def case_path(d: Draft) -> str:
+    return f"cases/{d.level}/{d.file_key or d.id.split('.', 1)[1]}.ktir"
+
+
+def golden_path(d: Draft) -> str:
+    return f"goldens/{d.level}/{d.id.split('.', 1)[1]}.npz"
+
+
+def ops_of(text: str, name: str) -> list[str]:
+    from ktir.dialects.registry import OPS
+    from ktir.syntax.parser import parse
+
+    module = parse(text, name)
+    found = {op.name for op in module.walk() if op.name in OPS}
+    found.add("builtin.module")
+    return sorted(found)
+
+
+def to_case(d: Draft) -> Case:
+    args = [ArgSpec(name=a.name, shape=list(a.shape), dtype=a.dtype, **a.recipe) for a in d.arrays]
+    for name, (dtype, v) in d.scalars.items():
+        args.append(ArgSpec(name=name, recipe="scalar", dtype=dtype, value=v))
+    try:
+        ops = ops_of(d.text, case_path(d)) if d.expect != "reject" or d.diagnostic != "syntax" else []
+    except Exception:  # noqa: BLE001 - syntax cases do not parse; their ops are not counted
+        ops = []
+    dtypes = sorted({a.dtype for a in d.arrays})
+    return Case(id=d.id, level=d.level, file=case_path(d), expect=d.expect, function=d.function,  # type: ignore[arg-type]
+                diagnostic=d.diagnostic, args=args,
+                outputs=[{"name": n, "tolerance": t, "n": k} for n, t, k in d.outputs],  # type: ignore[misc]
+                golden=golden_path(d) if d.expect == "run" else None, ops=ops, dtypes=dtypes, grid=d.grid,
+                description=d.description)
+
+
+def golden(case: Case, root: Path) -> dict[str, np.ndarray]:
+    import reference_interp
+    from ktir.syntax.parser import parse
+
+    source = (root / case.file).read_text(encoding="utf-8")
+    module = parse(source, case.file)
+    inputs = case_inputs(case, root)
+    try:
+        result = reference_interp.run(module, case.function, args=inputs)
+    except reference_interp.KtirRuntimeError as e:
+        raise DraftError(f"{case.id}: the reference interpreter fails: {e.message}") from None
+    out = {o.name: np.asarray(result.outputs[o.name]) for o in case.outputs}
+    bounded = [o for o in case.outputs if o.tolerance in ("reduction", "matmul")]
+    if bounded:
+        absolute = {k: (np.abs(v) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v) for k, v in inputs.items()}
+        again = reference_interp.run(module, case.function, args=absolute)
+        for o in bounded:
+            out[f"{o.name}.abs"] = np.asarray(again.outputs[o.name])
+    return out
+
+
+@dataclass
+class Changes:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    def lines(self) -> list[str]:
+        out = [f"{len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed, {self.unchanged} unchanged"]
+        out += [f"  + {p}" for p in self.added[:20]]
+        out += [f"  ~ {p}" for p in self.changed[:40]]
+        out += [f"  - {p}" for p in self.removed[:20]]
+        return out
+
+
+def _describe_npz_change(old: Path, new: dict[str, np.ndarray]) -> str:
+    try:
+        before = read_npz(old)
+    except Exception:  # noqa: BLE001 - an unreadable old golden is simply replaced
+        return "unreadable before"
+    parts = []
+    for k, v in new.items():
+        if k not in before:
+            parts.append(f"{k} new")
+        elif before[k].shape != v.shape or before[k].dtype != v.dtype:
+            parts.append(f"{k} {before[k].dtype}{list(before[k].shape)} -> {v.dtype}{list(v.shape)}")
+        else:
+            a, b = before[k].astype(np.float64), v.astype(np.float64)
+            with np.errstate(invalid="ignore"):
+                diff = np.abs(a - b)
+            count = int(np.count_nonzero(~((a == b) | (np.isnan(a) & np.isnan(b)))))
+            if count:
+                parts.append(f"{k}: {count} elements, max |diff| {np.nanmax(diff):.3g}")
+    return "; ".join(parts) or "bits only"
+
+
+def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = False,
+                progress: Any = None) -> Changes:
+    """Write (or with check=True, compare) every file of the suite; return what changed."""
+    drafts = list(drafts)
+    changes = Changes()
+    wanted: set[Path] = set()
+    by_level: dict[str, list[Case]] = {lv: [] for lv in LEVELS}
+    staging = root / ".staging"
+    for i, d in enumerate(drafts):
+        if progress is not None:
+            progress(i, len(drafts), d.id)
+        case = to_case(d)
+        by_level[d.level].append(case)
+        files: dict[Path, bytes] = {root / case.file: d.text.encode()}
+        if case.expect == "run":
+            # goldens are computed from the text as it will be stored
+            staging.mkdir(exist_ok=True)
+            tmp_case = case.model_copy(update={"file": f".staging/{Path(case.file).name}"})
+            (root / tmp_case.file).write_text(d.text, encoding="utf-8")
+            arrays = golden(tmp_case, root)
+            files[root / golden_path(d)] = to_bytes(arrays)
+        for path, data in files.items():
+            wanted.add(path)
+            _update(path, data, changes, check, root)
+    if staging.exists():
+        shutil.rmtree(staging)
+    for level, cases in by_level.items():
+        header: dict[str, Any] = {"schema_version": 1, "level": level}
+        rows = [c.model_dump(exclude_defaults=True) for c in cases]
+        for row, c in zip(rows, cases, strict=True):
+            row["level"], row["expect"] = c.level, c.expect
+        text = "# Generated by `python -m conformance.regen`; do not edit.\n" + toml_out.manifest(header, rows)
+        path = root / "manifest" / f"{level}.toml"
+        wanted.add(path)
+        _update(path, text.encode(), changes, check, root)
+    for sub in ("cases", "goldens", "manifest"):
+        for path in sorted((root / sub).rglob("*")) if (root / sub).exists() else []:
+            if path.is_file() and path not in wanted and path.suffix in (".ktir", ".npz", ".toml"):
+                changes.removed.append(str(path.relative_to(root)))
+                if not check:
+                    path.unlink()
+    return changes
+
+
+def _update(path: Path, data: bytes, changes: Changes, check: bool, root: Path) -> None:
+    rel = str(path.relative_to(root))
+    if not path.exists():
+        changes.added.append(rel)
+    elif path.read_bytes() == data:
+        changes.unchanged += 1
+        return
+    else:
+        if path.suffix == ".npz":
+            import io
+
+            with np.load(io.BytesIO(data)) as z:
+                new = {k: z[k] for k in z.files}
+            rel = f"{rel} ({_describe_npz_change(path, new)})"
+        changes.changed.append(rel)
+    if check:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".npz":
+        import io
+
+        with np.load(io.BytesIO(data)) as z:
+            write_npz(path, {k: z[k] for k in z.files})
+    else:
+        from ktir.fileio import write_atomic
+
+        write_atomic(path, data.decode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from conformance.gen import all_drafts
+
+    parser = argparse.ArgumentParser(prog="python -m conformance.regen", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the stored suite is out of date")
+    args = parser.parse_args(argv)
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("generating cases", total=None)
+
+        def tick(i: int, total: int, name: str) -> None:
+            bar.update(task, completed=i, total=total, description=name)
+
+        try:
+            changes = write_suite(all_drafts(), check=args.check, progress=tick)
+        except DraftError as e:
+            console.print(f"[red]error:[/red] {e}")
+            return 1
+    for line in changes.lines():
+        console.print(line, highlight=False, markup=False)
+    if args.check and (changes.added or changes.changed or changes.removed):
+        console.print("the stored suite is out of date: run `python -m conformance.regen`")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

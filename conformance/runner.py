@@ -1,0 +1,183 @@
+"""Run cases against an adapter: one case at a time per worker process, each under a timeout."""
+
+from __future__ import annotations
+
+import fnmatch
+import signal
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from conformance.adapters import Adapter, NotSupported, load_adapter
+from conformance.model import SUITE_ROOT, Case
+from conformance.results import CaseResult, Mismatch, Results, conformant, summarise
+from conformance.tolerance import compare
+from conformance.values import case_inputs, read_npz
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """What names the adapter, picklable so that worker processes can build their own."""
+
+    adapter: str = "reference"
+    command: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"cmd: {self.command}" if self.command else self.adapter
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def select(cases: list[Case], levels: list[str] | None = None, pattern: str | None = None) -> list[Case]:
+    """Cases of the given levels whose id matches `pattern` (a substring or a glob)."""
+    out = [c for c in cases if not levels or c.level in levels]
+    if pattern:
+        glob = any(ch in pattern for ch in "*?[")
+        out = [c for c in out if (fnmatch.fnmatch(c.id, pattern) if glob else pattern in c.id)]
+    return out
+
+
+def _fixpoint_problem(printed: str, filename: str) -> str | None:
+    """None when `printed` re-parses and prints to itself; otherwise what went wrong."""
+    from ktir.syntax.diagnostics import KtirError
+    from ktir.syntax.parser import parse
+    from ktir.syntax.printer import print_module
+
+    try:
+        again = print_module(parse(printed, filename))
+    except KtirError as e:
+        return f"the printed program does not parse: {e.diagnostics[0].message if e.diagnostics else e}"
+    return None if again == printed else "printing is not a fixpoint (print(parse(print(p))) != print(p))"
+
+
+def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch | None]:
+    """Run one case; return (status, message, worst mismatch). Exceptions propagate."""
+    source = (root / case.file).read_text(encoding="utf-8")
+    if case.expect in ("accept", "reject"):
+        checked = adapter.check(source, case.file)
+        if case.expect == "reject":
+            if checked.accepted:
+                return "fail", f"accepted an invalid program (expected error[{case.diagnostic}])", None
+            if case.diagnostic not in checked.diagnostics:
+                found = ", ".join(sorted(set(checked.diagnostics))) or "no ID"
+                return "fail", f"rejected with {found}, expected error[{case.diagnostic}]", None
+            return "pass", "", None
+        if not checked.accepted:
+            return "fail", f"rejected a valid program: {', '.join(checked.diagnostics)}", None
+        if checked.printed is not None:
+            problem = _fixpoint_problem(checked.printed, case.file)
+            if problem:
+                return "fail", problem, None
+        return "pass", "", None
+    inputs = case_inputs(case, root)
+    outputs = adapter.run(source, case.file, case.function, inputs)
+    if case.golden is None:
+        return "error", "the case has no golden file", None
+    golden = read_npz(root / case.golden)
+    worst: tuple[float, Mismatch, str] | None = None
+    for spec in case.outputs:
+        if spec.name not in outputs:
+            return "fail", f"no output {spec.name}", None
+        verdict = compare(outputs[spec.name], golden[spec.name], spec.tolerance, spec.n, golden.get(f"{spec.name}.abs"))
+        if not verdict.ok:
+            m = Mismatch(output=spec.name, index=list(verdict.worst_index) if verdict.worst_index else None,
+                         got=verdict.got, expected=verdict.want, error=verdict.worst_error,
+                         mismatches=verdict.mismatches, tolerance=spec.tolerance)
+            if worst is None or verdict.worst_error > worst[0]:
+                worst = (verdict.worst_error, m, f"{spec.name}: {verdict.message}")
+    if worst is not None:
+        return "fail", worst[2], worst[1]
+    return "pass", "", None
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise CaseTimeout
+
+
+def run_case(case: Case, adapter: Adapter, root: Path, timeout: float | None) -> CaseResult:
+    """One case, never raising: errors and timeouts become statuses."""
+    start = time.perf_counter()
+    mismatch = None
+    use_alarm = timeout is not None and timeout > 0
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, float(timeout or 0))
+    try:
+        status, message, mismatch = judge(case, adapter, root)
+    except (CaseTimeout, TimeoutError):
+        status, message = "timeout", f"did not finish in {timeout} s"
+    except NotSupported as e:
+        status, message = "not_supported", str(e) or "not supported"
+    except Exception as e:  # noqa: BLE001 - an adapter's failure is a result, not a crash
+        status, message = "error", f"{type(e).__name__}: {_first_line(e)}"
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    return CaseResult(id=case.id, level=case.level, status=status, message=message,  # type: ignore[arg-type]
+                      duration_s=round(time.perf_counter() - start, 4), mismatch=mismatch)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(getattr(e, "message", None) or e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(spec: AdapterSpec, timeout: float | None, root: Path) -> None:
+    _WORKER["adapter"] = load_adapter(spec.adapter, spec.command, timeout)
+    _WORKER["timeout"] = timeout
+    _WORKER["root"] = root
+
+
+def _work(case: Case) -> CaseResult:
+    return run_case(case, _WORKER["adapter"], _WORKER["root"], _WORKER["timeout"])
+
+
+def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: float | None = None,
+                 root: Path = SUITE_ROOT) -> Iterator[CaseResult]:
+    """Results as cases finish (in completion order). Raises AdapterError if the adapter
+    cannot be loaded."""
+    adapter = load_adapter(spec.adapter, spec.command, timeout)  # fail fast, in this process
+    if jobs <= 1:
+        for case in cases:
+            yield run_case(case, adapter, root, timeout)
+        return
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(spec, timeout, root)) as pool:
+        futures = {pool.submit(_work, case): case for case in cases}
+        for future in as_completed(futures):
+            case = futures[future]
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                yield CaseResult(id=case.id, level=case.level, status="error", duration_s=0.0,
+                                 message="the worker process died (the adapter crashed)")
+
+
+def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: float | None = None,
+              optional_levels: set[str] | None = None, selection: dict[str, str] | None = None,
+              root: Path = SUITE_ROOT, on_result: Callable[[CaseResult], None] | None = None) -> Results:
+    """Run `cases` and collect a Results (cases in suite order)."""
+    optional = set(optional_levels or ())
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    by_id: dict[str, CaseResult] = {}
+    for result in iter_results(cases, spec, jobs, timeout, root):
+        by_id[result.id] = result
+        if on_result is not None:
+            on_result(result)
+    ordered = [by_id[c.id] for c in cases]
+    return Results(adapter=spec.label, started=started.isoformat(timespec="seconds"),
+                   duration_s=round(time.perf_counter() - t0, 3), jobs=jobs, timeout_s=timeout,
+                   optional_levels=sorted(optional), selection=selection or {},
+                   conformant=conformant(ordered, optional), summary=summarise(ordered, optional), cases=ordered)
