@@ -1,9 +1,13 @@
-"""Lowering to KTIR. SDSC (SuperDSC, torch-spyre's Inductor backend) for now.
+"""Lowering to KTIR: SDSC (SuperDSC, torch-spyre's Inductor backend) and PyTorch (torch.export).
 
     from ktir.lower import lower_path
     lowered = lower_path("bundle_dir/")        # or one sdsc_*.json
     print(lowered.text)                          # canonical KTIR
     lowered.entry, lowered.args                  # the kernel to run and its arguments
+
+    from ktir.lower import from_torch            # needs the torch extra; imported on first use
+    program = from_torch(model, (x,))
+    program.text, program.manifest, program.run(x)
 
 See README.md in this directory for what lowers and how.
 """
@@ -11,12 +15,20 @@ See README.md in this directory for what lowers and how.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ktir.lower.bundle import Bundle, load_bundle, parse_bundle_text
 from ktir.lower.emit import ArgInfo, Lowered, lower_bundle, lower_sdsc
 from ktir.lower.errors import SdscError
 from ktir.lower.layout import AddressCheck, KernelSpec, build_kernel, check_addresses
 from ktir.lower.sdsc_model import SdscFile, load_sdsc_file, parse_sdsc
+
+
+def from_torch(module: Any, example_inputs: Any, **options: Any) -> Any:
+    """Lower a PyTorch module to a KTIR program (ktir.lower.torch.from_torch; imports torch)."""
+    from ktir.lower.torch import from_torch as lower_torch
+
+    return lower_torch(module, example_inputs, **options)
 
 
 def lower_path(path: str | Path, *, skip_missing: bool = False, verify: bool = True) -> Lowered:
@@ -57,6 +69,7 @@ __all__ = [
     "SdscFile",
     "build_kernel",
     "check_addresses",
+    "from_torch",
     "load_bundle",
     "load_sdsc_file",
     "lower_bundle",

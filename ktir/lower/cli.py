@@ -1,4 +1,5 @@
-"""`ktir lower sdsc PATH [-o OUT]`: the command-line side of ktir.lower.
+"""`ktir lower sdsc PATH [-o OUT]`, `ktir lower torch FILE.pt2 -o OUT.ktir` and
+`ktir run-program OUT.manifest.json`: the command-line side of ktir.lower.
 
 Wire it into ktir/cli.py's build_parser() with
 
@@ -42,6 +43,11 @@ def add_lower_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     sdsc.add_argument("-v", "--verbose", action="store_true", help="report the address checks and the entry's arguments")
     sdsc.set_defaults(run=cmd_lower_sdsc)
+    # the PyTorch side imports torch only when it runs
+    from ktir.lower.torch.program_cli import add_run_program_parser, add_torch_parser
+
+    add_torch_parser(sources)
+    add_run_program_parser(subparsers)
     return lower  # type: ignore[no-any-return]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ktir.lower.torch.graph import TorchLoweringError
+from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.manifest import Manifest
 from ktir.lower.torch.program import Program, ProgramError
 

@@ -6,7 +6,8 @@ import re
 import time
 from typing import Any
 
-from ktir.lower.torch.graph import TorchLoweringError, partition
+from ktir.lower.torch.errors import TorchLoweringError
+from ktir.lower.torch.graph import partition
 from ktir.lower.torch.program import Program, build_manifest
 
 

@@ -19,14 +19,11 @@ from typing import Any
 import numpy as np
 
 from ktir.lower.torch import kernels
+from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
 from ktir.lower.torch.expr import Const, Expr, Op, count_ops, op_names
 from ktir.lower.torch.refs import KTIR_TYPES, Buffer, Ref, contiguous_strides
 from ktir.lower.torch.writer import Aliases, Kernel
-
-
-class TorchLoweringError(Exception):
-    """A graph that cannot be lowered: the message names the node and the op."""
 
 
 @dataclass

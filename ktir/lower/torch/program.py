@@ -9,14 +9,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from ktir.lower.torch.graph import Graph
 from ktir.lower.torch.manifest import BufferEntry, KernelEntry, Manifest, StickLayout, TensorEntry
 from ktir.lower.torch.refs import STICK_BYTES, Buffer, Ref, element_bytes
+
+if TYPE_CHECKING:
+    from ktir.lower.torch.graph import Graph
 
 
 class ProgramError(Exception):

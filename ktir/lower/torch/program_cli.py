@@ -1,0 +1,181 @@
+"""`ktir lower torch FILE.pt2 -o OUT.ktir` and `ktir run-program OUT.manifest.json`.
+
+Both are registered by ktir.lower.cli.add_lower_parser. torch is imported only when
+`lower torch` runs; `run-program` needs only numpy and the reference interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def add_torch_parser(sources: Any) -> None:
+    p = sources.add_parser(
+        "torch",
+        help="a torch.export program (.pt2, from torch.export.save)",
+        description=(
+            "Lower an ExportedProgram saved with torch.export.save to KTIR: core ATen decompositions (linear, silu, "
+            "gelu and scaled_dot_product_attention kept whole), one kernel per op or fused elementwise chain, work "
+            "split over the target's cores. Writes OUT.ktir, OUT.manifest.json (kernels, buffers, order) and "
+            "OUT.weights.npz (parameters and constants), each atomically. Needs the torch extra. Exit 0 on success, "
+            "1 when the program cannot be lowered, 2 on usage or I/O errors."
+        ),
+    )
+    p.add_argument("path", metavar="FILE.pt2", help="an ExportedProgram written by torch.export.save")
+    p.add_argument("-o", "--output", metavar="OUT.ktir", required=True, help="the KTIR module to write; the manifest and weights go next to it")
+    p.add_argument("--target", default="spyre", help="target whose cores the work is split over (default: spyre)")
+    p.add_argument("--no-verify", action="store_true", help="skip running the KTIR verifier on the result")
+    p.add_argument("-v", "--verbose", action="store_true", help="list the kernels and the time each stage took")
+    p.set_defaults(run=cmd_lower_torch)
+
+
+def cmd_lower_torch(args: argparse.Namespace) -> int:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("ktir lower torch: PyTorch is not installed (pip install 'ktir[torch]')", file=sys.stderr)
+        return EXIT_USAGE
+    from ktir.lower.torch import TorchLoweringError, from_exported
+
+    path = Path(args.path)
+    if not path.is_file():
+        print(f"ktir lower torch: cannot read {path}: no such file", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        ep = _load_pt2(path)
+    except Exception as e:  # torch raises many types for a file that is not a saved ExportedProgram
+        print(f"{path}: error[torch]: not a torch.export program ({_one_line(e)})", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        program = from_exported(ep, target=args.target, verify=not args.no_verify, name=Path(args.output).name.removesuffix(".ktir"), decomposed=False)
+    except TorchLoweringError as e:
+        print(f"{path}: error[torch]: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    except AssertionError as e:  # our own output failed the verifier: a bug, reported plainly
+        print(f"{path}: error[internal]: {_one_line(e)}", file=sys.stderr)
+        return EXIT_INVALID
+    except Exception as e:  # decomposition failures inside torch
+        print(f"{path}: error[torch]: {_one_line(e)}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        written = program.save(args.output)
+    except OSError as e:
+        print(f"ktir lower torch: cannot write {e.filename or args.output}: {e.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.verbose:
+        for k in program.manifest.kernels:
+            print(f"  {k.name:<28} grid {k.grid!s:<10} {k.description}", file=sys.stderr)
+        times = ", ".join(f"{k} {v:.2f} s" for k, v in program.timings.items())
+        print(f"{len(program.manifest.kernels)} kernels; {times}", file=sys.stderr)
+        print("wrote " + ", ".join(str(w) for w in written), file=sys.stderr)
+    return EXIT_OK
+
+
+def _load_pt2(path: Path) -> Any:
+    import torch
+
+    return torch.export.load(str(path))
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:300]
+
+
+# ---------------------------------------------------------------------- run-program
+
+
+def add_run_program_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run-program",
+        help="run a lowered multi-kernel program (its manifest) in the reference interpreter",
+        description=(
+            "Run every kernel of a program lowered by `ktir lower torch` in order in the reference interpreter, with "
+            "its weights (OUT.weights.npz) and the given inputs, and write the outputs. Exit 0 on success, 1 when a "
+            "runtime check fails, 2 on usage or I/O errors."
+        ),
+    )
+    p.add_argument("manifest", metavar="OUT.manifest.json", help="the manifest written next to the KTIR")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy", help="a user input (repeat per input)")
+    p.add_argument("--random-inputs", type=int, metavar="SEED", help="fill inputs not given with random values (integers: 0..9)")
+    p.add_argument("--out", metavar="OUT.npz", help="write the outputs here (atomically); default: print a summary only")
+    p.add_argument("--target", help="check scratchpad capacity against this target")
+    p.add_argument("--no-race-check", action="store_true", help="skip the data-race checks between tiles")
+    p.set_defaults(run=cmd_run_program)
+
+
+def cmd_run_program(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ktir.lower.torch.program import Program, ProgramError, numpy_dtype
+    from reference_interp import KtirRuntimeError
+
+    try:
+        program = Program.load(args.manifest)
+    except ProgramError as e:
+        print(f"ktir run-program: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    except OSError as e:
+        print(f"ktir run-program: cannot read {e.filename or args.manifest}: {e.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    given: dict[str, Any] = {}
+    for item in args.input:
+        name, sep, file = item.partition("=")
+        if not sep:
+            print(f"ktir run-program: --input {item}: expected NAME=PATH.npy", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            given[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            print(f"ktir run-program: cannot read {file}: {_one_line(e)}", file=sys.stderr)
+            return EXIT_USAGE
+    known = {s.name for s in program.manifest.inputs}
+    for name in given:
+        if name not in known:
+            print(f"ktir run-program: the program has no input {name} (inputs: {', '.join(sorted(known))})", file=sys.stderr)
+            return EXIT_USAGE
+    rng = np.random.default_rng(args.random_inputs)
+    for spec in program.manifest.inputs:
+        if spec.name in given:
+            continue
+        if args.random_inputs is None:
+            print(f"ktir run-program: input {spec.name} is missing (--input {spec.name}=PATH.npy or --random-inputs SEED)", file=sys.stderr)
+            return EXIT_USAGE
+        dt = numpy_dtype(spec.dtype)
+        given[spec.name] = rng.integers(0, 10, spec.shape).astype(dt) if spec.dtype.startswith("i") else rng.standard_normal(spec.shape).astype(dt)
+    try:
+        outputs = _run_with_progress(program, given, args)
+    except (ProgramError, KtirRuntimeError) as e:
+        print(f"ktir run-program: {e}", file=sys.stderr)
+        return EXIT_INVALID
+    for spec, value in zip(program.manifest.outputs, outputs, strict=True):
+        print(f"{spec.name}: {spec.dtype} {list(value.shape)}  min {float(value.min()):.6g}  max {float(value.max()):.6g}")
+    if args.out:
+        import io
+
+        from ktir.lower.torch.program import _storable, _write_bytes_atomic
+
+        buf = io.BytesIO()
+        np.savez(buf, allow_pickle=False, **{s.name: _storable(v) for s, v in zip(program.manifest.outputs, outputs, strict=True)})
+        try:
+            _write_bytes_atomic(Path(args.out), buf.getvalue())
+        except OSError as e:
+            print(f"ktir run-program: cannot write {args.out}: {e.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_OK
+
+
+def _run_with_progress(program: Any, inputs: dict[str, Any], args: argparse.Namespace) -> list[Any]:
+    from rich.progress import Progress
+
+    with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task("kernels", total=len(program.manifest.kernels))
+        result: list[Any] = program.run_buffers(
+            inputs, target=args.target, check_races=not args.no_race_check, progress=lambda name: bar.update(task, advance=1, description=name)
+        )
+    return result

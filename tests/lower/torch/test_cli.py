@@ -1,0 +1,77 @@
+"""`ktir lower torch FILE.pt2 -o OUT.ktir` and `ktir run-program OUT.manifest.json`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ktir.cli import main  # noqa: E402
+from ktir.lower.torch import Program  # noqa: E402
+from tests.lower.torch.models import SwiGLU  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    d = tmp_path_factory.mktemp("pt2")
+    model = SwiGLU(64, 128).eval()
+    x = torch.randn(1, 32, 64)
+    path = d / "mlp.pt2"
+    torch.export.save(torch.export.export(model, (x,)), str(path))
+    return path, model, x
+
+
+def test_lower_torch_writes_ktir_manifest_weights(saved, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    path, model, x = saved
+    out = tmp_path / "mlp.ktir"
+    assert main(["lower", "torch", str(path), "-o", str(out), "-v"]) == 0
+    assert "kernels" in capsys.readouterr().err
+    assert out.read_text().count("func.func") == 4  # gate, up, silu*mul, down
+    program = Program.load(tmp_path / "mlp.manifest.json")
+    assert program.manifest.ktir == "mlp.ktir" and program.manifest.weights == "mlp.weights.npz"
+    got = program.run(x)
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(got - want).max() <= 1e-4 * max(1.0, float(np.abs(want).max()))
+
+    np.save(tmp_path / "x.npy", x.numpy())
+    result = tmp_path / "out.npz"
+    assert main(["run-program", str(tmp_path / "mlp.manifest.json"), "--input", f"x={tmp_path / 'x.npy'}", "--out", str(result)]) == 0
+    with np.load(result) as data:
+        (name,) = data.files
+        np.testing.assert_array_equal(data[name], got)
+
+
+def test_bad_inputs_give_one_line_errors(saved, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(b"not a zip file")
+    assert main(["lower", "torch", str(bad), "-o", str(tmp_path / "o.ktir")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}: error[torch]:") and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "o.ktir").exists()
+    assert main(["lower", "torch", str(tmp_path / "missing.pt2"), "-o", str(tmp_path / "o.ktir")]) == 2
+    assert main(["run-program", str(tmp_path / "missing.manifest.json")]) == 2
+    (tmp_path / "m.manifest.json").write_text('{"schema_version": 7}')
+    assert main(["run-program", str(tmp_path / "m.manifest.json")]) == 1
+    assert "schema_version" in capsys.readouterr().err
+
+
+def test_run_program_needs_every_input(saved, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    path, _, _ = saved
+    out = tmp_path / "p.ktir"
+    assert main(["lower", "torch", str(path), "-o", str(out)]) == 0
+    assert main(["run-program", str(tmp_path / "p.manifest.json")]) == 2
+    assert "input x is missing" in capsys.readouterr().err
+    assert main(["run-program", str(tmp_path / "p.manifest.json"), "--random-inputs", "1"]) == 0
+
+
+def test_importing_ktir_lower_does_not_import_torch() -> None:
+    code = "import sys, ktir.lower, ktir.lower.torch, ktir.cli; ktir.cli.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
