@@ -150,7 +150,17 @@ class Lowering:
             return value
         raise TorchLoweringError(f"argument {arg} is not a tensor")
 
-    def _const_ref(self, node: Any) -> Ref:
+    def _const_ref(self, node: Any, perm: list[int] | None = None) -> Ref:
+        """A weight's buffer; with `perm` (its only reader's view) it is stored in that order,
+        so the reader walks it along its sticks (layout chosen by the consumer)."""
+        if perm is not None and node not in self.const_refs:
+            tensor = self.consts[node].permute(perm).contiguous()
+            kind, source = self.const_kind.get(node, ("constant", node.name))
+            name = ("w_" if kind == "parameter" else "c_") + _safe(source) + "_t"
+            data = _to_numpy(tensor)
+            shape = tuple(data.shape)
+            self.buffers[name] = Buffer(name, _ktype(tensor.dtype), shape, kind, data=data.reshape(-1), source=source, permutation=list(perm))
+            return Ref(name, _ktype(tensor.dtype), 0, shape, contiguous_strides(shape))
         if node not in self.const_refs:
             tensor = self.consts[node]
             kind, source = self.const_kind.get(node, ("constant", node.name))
@@ -408,10 +418,13 @@ class Lowering:
         return out_full
 
     def op_linear(self, node: Any) -> Ref:
-        x, w = self.ref(node.args[0], node), self.ref(node.args[1], node)
+        x, wnode = self.ref(node.args[0], node), node.args[1]
         bias = self.ref(node.args[2], node) if len(node.args) > 2 and node.args[2] is not None else None
         a = x if x.rank >= 2 else x.unsqueeze(0)
-        wt = w.permute([1, 0])
+        if wnode in self.consts and len(wnode.users) == 1:
+            wt = self._const_ref(wnode, [1, 0])  # stored [in, out]: out along the sticks
+        else:
+            wt = self.ref(wnode, node).permute([1, 0])
         b = wt.broadcast_to(a.shape[:-2] + wt.shape)
         return self._matmul(node, a, b, bias, "linear")
 

@@ -33,6 +33,9 @@ class BufferEntry(BaseModel):
     source: str = Field(description="The graph node or state-dict key it comes from.")
     layout: StickLayout = Field(description="The device (stick) layout the work division respects.")
     writers: list[str] = Field(description="Kernels that write it, in order.")
+    permutation: list[int] | None = Field(
+        default=None, description="For a weight stored permuted (in the order its reader walks it): the source tensor's dims in storage order."
+    )
 
 
 class KernelEntry(BaseModel):
@@ -45,6 +48,10 @@ class KernelEntry(BaseModel):
     reads: list[str] = Field(description="Buffers it reads.")
     writes: list[str] = Field(description="Buffers it writes.")
     nodes: list[str] = Field(description="The torch.export graph nodes it computes (fused chains list several).")
+    across_sticks: list[str] = Field(
+        default_factory=list,
+        description="Buffers it reads with the tile's innermost dim not the buffer's stick dim (on Spyre: a re-stickify).",
+    )
     description: str = Field(description="One line on what it computes.")
 
 

@@ -49,12 +49,14 @@ def _tensor(name: str, ref: Ref) -> TensorEntry:
 def build_manifest(graph: Graph, name: str, target: str, cores: int, output_names: Sequence[str]) -> Manifest:
     buffers = [
         BufferEntry(
-            name=b.name, kind=b.kind, dtype=b.ktype, shape=list(b.shape), elements=b.size, source=b.source, layout=stick_layout(b), writers=list(b.writers)  # type: ignore[arg-type]
+            name=b.name, kind=b.kind, dtype=b.ktype, shape=list(b.shape), elements=b.size, source=b.source, layout=stick_layout(b), writers=list(b.writers),  # type: ignore[arg-type]
+            permutation=b.permutation,
         )
         for b in graph.buffers.values()
     ]
     kernels = [
-        KernelEntry(name=k.kernel.name, kind=k.kind, grid=list(k.kernel.grid), args=list(k.kernel.args), reads=k.reads, writes=k.writes, nodes=k.nodes, description=k.comment)
+        KernelEntry(name=k.kernel.name, kind=k.kind, grid=list(k.kernel.grid), args=list(k.kernel.args), reads=k.reads, writes=k.writes, nodes=k.nodes, description=k.comment,
+            across_sticks=list(k.kernel.across_sticks))
         for k in graph.kernels
     ]
     by_buffer = {b.name: b for b in graph.buffers.values()}

@@ -44,6 +44,7 @@ class Buffer:
     source: str = ""  # the graph node or state-dict key it comes from
     stick_dim: int | None = None  # set by layout propagation: the logical dim stored in sticks
     writers: list[str] = field(default_factory=list)
+    permutation: list[int] | None = None  # a weight stored permuted: the source tensor's dims in storage order
 
     @property
     def size(self) -> int:

@@ -74,7 +74,9 @@ class Kernel:
         self.indent = 1
         self.counter = 0
         self.tile_ids: list[str] = []
-        self.memo: dict[object, object] = {}  # per-kernel values computed once (tile starts)
+        self.memo: dict[object, object] = {}
+        # buffers read with the tile's innermost dim not along the buffer's sticks
+        self.across_sticks: list[str] = []  # per-kernel values computed once (tile starts)
 
     # ------------------------------------------------------------------ basics
 
@@ -177,6 +179,8 @@ class Kernel:
         return out, shape
 
     def load(self, ref: Ref, starts: Sequence[int | str], block: Sequence[int], extra_offset: int | str = 0) -> tuple[str, list[int]]:
+        if ref.rank and block[-1] > 1 and ref.strides[-1] not in (0, 1) and ref.buffer not in self.across_sticks:
+            self.across_sticks.append(ref.buffer)
         tile, shape = self.tile_of(ref, self.view(ref, extra_offset), starts, block)
         out = self.fresh("ld")
         self.emit(f"{out} = ktdp.load {tile} : !ktdp.access_tile<{dims(shape)}xindex> -> {tensor_type(shape, ref.ktype)}")

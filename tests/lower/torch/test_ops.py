@@ -70,7 +70,9 @@ def test_linear() -> None:
 def test_matmul_and_bmm() -> None:
     check(Fn(lambda s, a, b: a @ b), r(3, 32, 48), r(48, 64))
     check(Fn(lambda s, a, b: torch.bmm(a, b)), r(4, 16, 32), r(4, 32, 64))
-    check(Fn(lambda s, a: a @ a.transpose(-1, -2)), r(2, 16, 64))
+    p = check(Fn(lambda s, a: a @ a.transpose(-1, -2)), r(2, 16, 64))
+    (k,) = p.manifest.kernels
+    assert k.across_sticks == ["in_xs_0"], "the transposed operand is read across its sticks"
 
 
 @pytest.mark.parametrize("op", ["add", "mul", "sub", "div"])
