@@ -86,6 +86,8 @@ class Program:
     weights: dict[str, np.ndarray]
     timings: dict[str, float] = field(default_factory=dict)
     _module: Any = None
+    # kernels replaced by another module's function of the same name (e.g. a scheduled one)
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     @property
     def module(self) -> Any:
@@ -99,6 +101,32 @@ class Program:
     @property
     def kernel_names(self) -> list[str]:
         return [k.name for k in self.manifest.kernels]
+
+    def replace_kernel(self, name: str, text: str, filename: str = "<kernel>") -> None:
+        """Run kernel `name` from `text` instead (a module defining @name with the same arguments,
+        such as `ktir schedule --func name` writes)."""
+        from ktir.syntax.diagnostics import KtirError
+        from ktir.verify import validate_text
+
+        if name not in self.kernel_names:
+            raise ProgramError(f"the program has no kernel {name}")
+        try:
+            module, diagnostics = validate_text(text, filename)
+        except KtirError as e:
+            raise ProgramError(f"{filename}: {e}") from None
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if errors or module is None:
+            first = errors[0] if errors else None
+            raise ProgramError(f"{filename}:{first.line}: [{first.id}] {first.message}" if first else f"{filename}: not a KTIR module")
+        try:
+            fn = module.function(name)
+        except KeyError:
+            raise ProgramError(f"{filename} does not define @{name}") from None
+        want = next(k.args for k in self.manifest.kernels if k.name == name)
+        got = [a.lstrip("%") for a in _arg_names(fn)]
+        if got != want:
+            raise ProgramError(f"{filename}: @{name} takes ({', '.join(got)}), the program passes ({', '.join(want)})")
+        self.overrides[name] = module
 
     def run(self, *inputs: Any, target: str | None = None, check_races: bool = True, progress: Any = None) -> Any:
         """Run every kernel in order; returns the output array (several: a list), as numpy."""
@@ -134,8 +162,8 @@ class Program:
             if spec.name not in inputs:
                 raise ProgramError(f"input {spec.name} is missing")
             arrays[spec.buffer] = np.ascontiguousarray(np.asarray(inputs[spec.name]), dtype=numpy_dtype(spec.dtype)).reshape(-1)
-        module = self.module
         for k in self.manifest.kernels:
+            module = self.overrides.get(k.name) or self.module
             result = reference_interp.run(module, func=k.name, args={a: arrays[a] for a in k.args}, target=target, check_races=check_races)
             for w in k.writes:
                 arrays[w] = np.asarray(result.outputs[w]).reshape(-1)
@@ -185,6 +213,11 @@ class Program:
                     if b.kind in ("parameter", "constant") and b.name in data:
                         weights[b.name] = _restore(data[b.name], b.dtype)
         return cls(text, manifest, weights)
+
+
+def _arg_names(fn: Any) -> list[str]:
+    block = fn.regions[0].blocks[0]
+    return [str(a.name) for a in block.arguments]
 
 
 def _as_numpy(value: Any) -> np.ndarray:

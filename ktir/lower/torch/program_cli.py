@@ -104,6 +104,10 @@ def add_run_program_parser(subparsers: Any) -> None:
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy", help="a user input (repeat per input)")
     p.add_argument("--random-inputs", type=int, metavar="SEED", help="fill inputs not given with random values (integers: 0..9)")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs here (atomically); default: print a summary only")
+    p.add_argument(
+        "--kernel", action="append", default=[], metavar="NAME=FILE.ktir",
+        help="run kernel NAME from FILE instead (e.g. the output of `ktir schedule --func NAME`); repeatable",
+    )
     p.add_argument("--target", help="check scratchpad capacity against this target")
     p.add_argument("--no-race-check", action="store_true", help="skip the data-race checks between tiles")
     p.set_defaults(run=cmd_run_program)
@@ -123,6 +127,19 @@ def cmd_run_program(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"ktir run-program: cannot read {e.filename or args.manifest}: {e.strerror}", file=sys.stderr)
         return EXIT_USAGE
+    for item in args.kernel:
+        name, sep, file = item.partition("=")
+        if not sep:
+            print(f"ktir run-program: --kernel {item}: expected NAME=FILE.ktir", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            program.replace_kernel(name, Path(file).read_text(encoding="utf-8"), file)
+        except OSError as e:
+            print(f"ktir run-program: cannot read {file}: {e.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+        except ProgramError as e:
+            print(f"ktir run-program: {e}", file=sys.stderr)
+            return EXIT_INVALID
     given: dict[str, Any] = {}
     for item in args.input:
         name, sep, file = item.partition("=")

@@ -75,3 +75,33 @@ def test_importing_ktir_lower_does_not_import_torch() -> None:
     code = "import sys, ktir.lower, ktir.lower.torch, ktir.cli; ktir.cli.build_parser(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_run_program_with_a_replaced_kernel(saved, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    path, _, x = saved
+    out = tmp_path / "p.ktir"
+    assert main(["lower", "torch", str(path), "-o", str(out)]) == 0
+    manifest = tmp_path / "p.manifest.json"
+    first = Program.load(manifest).manifest.kernels[0].name
+    text = out.read_text()
+    start = text.index(f"func.func @{first}(")
+    func = text[start : text.index("\n}\n", start) + 3]
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    np.save(tmp_path / "x.npy", x.numpy())
+    # the kernel alone in its own file (as `ktir schedule --func` writes one) gives the same outputs
+    alone = tmp_path / "alone.ktir"
+    alone.write_text(header + "\n" + func)
+    args = ["run-program", str(manifest), "--input", f"x={tmp_path / 'x.npy'}"]
+    assert main([*args, "--out", str(tmp_path / "a.npz")]) == 0
+    assert main([*args, "--kernel", f"{first}={alone}", "--out", str(tmp_path / "b.npz")]) == 0
+    with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "b.npz") as b:
+        np.testing.assert_array_equal(a[a.files[0]], b[b.files[0]])
+    # a file that does not define the kernel, or defines it with other arguments
+    other = tmp_path / "other.ktir"
+    other.write_text(header + "\n" + func.replace(f"@{first}(", "@elsewhere("))
+    assert main([*args, "--kernel", f"{first}={other}"]) == 1
+    assert f"does not define @{first}" in capsys.readouterr().err
+    renamed = tmp_path / "renamed.ktir"
+    renamed.write_text(header + "\n" + func.replace("%in_x", "%in_y"))
+    assert main([*args, "--kernel", f"{first}={renamed}"]) == 1
+    assert "the program passes" in capsys.readouterr().err
