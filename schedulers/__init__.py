@@ -1,1 +1,56 @@
-"""KTIR tile schedulers (issue: pluggable tile schedulers). Not built yet."""
+"""Tile schedulers for KTIR: the plugin API, the shared passes and the built-in schedulers.
+
+    >>> import ktir, schedulers
+    >>> from ktir.targets import load_target
+    >>> m = ktir.parse(open("examples/softmax.ktir").read(), "softmax.ktir")
+    >>> r = schedulers.schedule(m, load_target("spyre"), "exact", schedulers.ScheduleOptions(sizes={"R": 1024}))
+    >>> r.report.kernel_class, r.report.applied
+    ('rowwise', True)
+
+- `api`: the `Scheduler` protocol, `ScheduleOptions`, `ScheduleResult`, errors.
+- `registry`: discovery through the entry-point group `ktir.schedulers`.
+- `kernels`: recognising kernel classes (matmul, row loops) and their sizes.
+- `cost`, `spaces`: the analytic cost model, the roofline bound and the schedule spaces.
+- `emit_matmul`, `rowloop`: the rewrites (work division, tiling, placement, double buffering).
+- `builtin`: `baseline`, `exact`, `search`; `check`: input/output equivalence in the interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ktir.ir.operation import Module
+from ktir.targets.schema import Target
+
+from .api import NoLegalSchedule, ScheduleError, ScheduleOptions, Scheduler, ScheduleResult, scheduler_ops
+from .registry import GROUP, SchedulerClash, discover
+from .report import Placement, Schedule, ScheduleReport
+
+
+def schedule(module: Module, target: Target, scheduler: str = "exact", options: ScheduleOptions | None = None) -> ScheduleResult:
+    """Schedule `module` for `target` with the named scheduler."""
+    from .registry import get
+
+    return get(scheduler).schedule(module, target, options or ScheduleOptions())
+
+
+def supported_ops() -> Mapping[str, Iterable[str]]:
+    """Scheduler name -> the op names it accepts (read by the docs' status table)."""
+    return {name: scheduler_ops(s) for name, s in discover().items()}
+
+
+__all__ = [
+    "GROUP",
+    "NoLegalSchedule",
+    "Placement",
+    "Schedule",
+    "ScheduleError",
+    "ScheduleOptions",
+    "ScheduleReport",
+    "ScheduleResult",
+    "Scheduler",
+    "SchedulerClash",
+    "discover",
+    "schedule",
+    "supported_ops",
+]

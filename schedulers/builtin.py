@@ -1,0 +1,209 @@
+"""The built-in schedulers: `baseline`, `exact` and `search`, all through one driver.
+
+The driver recognises the kernel's class, builds its schedule space, asks the strategy for
+a point, checks it fits the scratchpad, rewrites the module and fills in the report. A
+kernel outside the classes is returned unchanged, with the reason in the report.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ktir.ir.operation import Module
+from ktir.targets.schema import Target
+
+from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
+from .cost import Bound, figures, roofline_bound
+from .emit_matmul import emit_matmul
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, recognise
+from .report import ScheduleReport
+from .rowloop import rewrite_rows
+from .spaces import Evaluated, Space, row, space_for
+
+# A strategy returns the chosen point and how many candidates it evaluated.
+Strategy = Callable[[Space, ScheduleOptions], tuple[dict[str, int], int]]
+
+SUPPORTED_OPS = (
+    "linalg.matmul", "linalg.fill", "linalg.generic", "linalg.reduce", "tensor.empty", "arith.truncf", "arith.extf",
+    "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "math.exp", "math.rsqrt", "math.sqrt",
+    "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
+    "scf.for", "scf.yield", "arith.constant", "arith.muli", "arith.addi", "func.func", "func.return",
+)
+
+
+def evaluate_point(space: Space, point: dict[str, int]) -> Evaluated:
+    return space.evaluate({k: np.array([v]) for k, v in point.items()})
+
+
+def best_index(ev: Evaluated, capacity: int) -> int | None:
+    """The fastest schedule that fits; ties go to less global traffic, then to the first listed."""
+    fits = ev.scratch <= capacity
+    if not fits.any():
+        return None
+    cycles = np.where(fits, ev.cycles, np.inf)
+    order = np.lexsort((np.arange(ev.size), ev.global_bytes, np.round(cycles, 6)))
+    return int(order[0])
+
+
+def baseline_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, int], int]:
+    point = space.baseline()
+    return point, 1
+
+
+def exact_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, int], int]:
+    cols = space.candidates()
+    ev = space.evaluate(cols)
+    i = best_index(ev, space.fig.local_capacity)
+    if i is None:
+        raise NoLegalSchedule(space.fit_message())
+    return row(cols, i), ev.size
+
+
+def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, int], int]:
+    """Simulated annealing over the candidate table, seeded with the baseline and exact points.
+
+    A move changes one parameter to a neighbouring value; the walk accepts a worse schedule
+    with probability exp(-relative loss / temperature). It keeps the best point seen, so it
+    is never worse than its seeds, and stops when the time budget (which includes building
+    and costing the table) is spent.
+    """
+    deadline = time.perf_counter() + max(0.0, options.time_budget)
+    cols = space.candidates()
+    ev = space.evaluate(cols)
+    cap = space.fig.local_capacity
+    cost = np.where(ev.scratch <= cap, ev.cycles, np.inf)
+    names = list(cols)
+    values = [np.unique(cols[n]) for n in names]
+    radix = np.cumprod([1] + [len(v) for v in values[:-1]])
+    # a candidate's key: its position in each column's sorted values, in mixed radix
+    keys = sum(np.searchsorted(v, cols[n]) * r for n, v, r in zip(names, values, radix, strict=True))
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+
+    def lookup(pos: tuple[int, ...]) -> int | None:
+        key = int(sum(p * int(r) for p, r in zip(pos, radix, strict=True)))
+        i = int(np.searchsorted(sorted_keys, key))
+        return int(order[i]) if i < len(sorted_keys) and sorted_keys[i] == key else None
+
+    seeds = [space.baseline()]
+    exact = best_index(ev, cap)
+    if exact is not None:
+        seeds.append(row(cols, exact))
+    rng = np.random.default_rng(options.seed)
+    best, best_cost, evaluated = None, math.inf, ev.size
+    for seed in seeds:
+        pos = tuple(int(np.searchsorted(v, seed[n])) for n, v in zip(names, values, strict=True))
+        i = lookup(pos)
+        c = float(cost[i]) if i is not None else math.inf
+        if c < best_cost:
+            best, best_cost = pos, c
+    current, current_cost = best, best_cost
+    temperature = 0.05
+    while current is not None and time.perf_counter() < deadline:
+        j = int(rng.integers(len(names)))
+        p = current[j] + int(rng.choice((-1, 1)))
+        if not 0 <= p < len(values[j]):
+            continue
+        cand = current[:j] + (p,) + current[j + 1:]
+        i = lookup(cand)
+        if i is None:
+            continue
+        evaluated += 1
+        c = float(cost[i])
+        if not math.isfinite(c):
+            continue
+        if c <= current_cost or rng.random() < math.exp(-(c - current_cost) / (current_cost * temperature)):
+            current, current_cost = cand, c
+        if c < best_cost:
+            best, best_cost = cand, c
+        temperature = max(1e-3, temperature * 0.999)
+    if best is None or not math.isfinite(best_cost):
+        raise NoLegalSchedule(space.fit_message())
+    return {n: int(v[p]) for n, v, p in zip(names, values, best, strict=True)}, evaluated
+
+
+def plan(kernel: MatmulKernel | RowKernel | AttentionKernel, target: Target, strategy: Strategy,
+         options: ScheduleOptions) -> tuple[Space, dict[str, int], int, Bound]:
+    """The cost-model half of scheduling (no module): what the benchmarks call for every class."""
+    fig = figures(target)
+    space = space_for(kernel, fig)
+    bound = roofline_bound(space.work(), fig)
+    point, count = strategy(space, options)
+    ev = evaluate_point(space, point)
+    if ev.scratch[0] > fig.local_capacity:
+        raise NoLegalSchedule(space.fit_message())
+    return space, point, count, bound
+
+
+def fill_report(report: ScheduleReport, space: Space, point: dict[str, int], count: int, bound: Bound) -> None:
+    fig = space.fig
+    ev = evaluate_point(space, point)
+    report.schedule = space.describe(point)
+    report.estimate_cycles = float(ev.cycles[0])
+    report.estimate_seconds = fig.seconds(float(ev.cycles[0]))
+    report.roofline_cycles = bound.cycles
+    report.roofline_binding = bound.binding
+    report.ratio = float(ev.cycles[0]) / bound.cycles if bound.cycles else None
+    report.bytes_per_level = {"global": int(ev.global_bytes[0]), "ct_local": int(ev.local_bytes[0])}
+    report.scratchpad_peak_bytes = int(ev.scratch[0])
+    report.scratchpad_capacity_bytes = fig.local_capacity
+    report.candidates_evaluated = count
+
+
+class StrategyScheduler:
+    """A scheduler made of a strategy over the shared schedule spaces and rewrites.
+
+    Subclass it with a `name` and a `strategy(space, options) -> (point, evaluated)` to
+    write a scheduler plugin that reuses the kernel classes, cost model and rewrites.
+    """
+
+    name = ""
+    strategy: Strategy
+
+    def supported_ops(self) -> tuple[str, ...]:
+        return SUPPORTED_OPS
+
+    def schedule(self, module: Module, target: Target, options: ScheduleOptions) -> ScheduleResult:
+        start = time.perf_counter()
+        rec = recognise(module, options.sizes, options.func)
+        report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
+                                applied=False)
+        if rec.kernel is None:
+            report.reason = rec.reason
+            report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
+            report.schedule_seconds = time.perf_counter() - start
+            return ScheduleResult(module, report)
+        k = rec.kernel
+        report.kernel_class = "matmul" if isinstance(k, MatmulKernel) else "rowwise"
+        report.dims = {"M": k.M, "N": k.N, "K": k.K} if isinstance(k, MatmulKernel) else {"R": k.R}
+        space, point, count, bound = plan(k, target, type(self).strategy, options)
+        fill_report(report, space, point, count, bound)
+        out = emit_matmul(k, rec.fn, point) if isinstance(k, MatmulKernel) else rewrite_rows(module, k, point)
+        report.applied = True
+        report.schedule_seconds = time.perf_counter() - start
+        return ScheduleResult(out, report)
+
+
+class BaselineScheduler(StrategyScheduler):
+    """Even split over the tiles, whole blocks halved greedily until they fit; no double buffering."""
+
+    name = "baseline"
+    strategy = staticmethod(baseline_strategy)  # type: ignore[assignment]
+
+
+class ExactScheduler(StrategyScheduler):
+    """The fastest schedule of the whole space under the cost model (exhaustive, vectorised)."""
+
+    name = "exact"
+    strategy = staticmethod(exact_strategy)  # type: ignore[assignment]
+
+
+class SearchScheduler(StrategyScheduler):
+    """Annealing from the baseline and exact points within the time budget."""
+
+    name = "search"
+    strategy = staticmethod(search_strategy)  # type: ignore[assignment]

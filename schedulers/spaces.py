@@ -1,0 +1,349 @@
+"""Schedule spaces per kernel class: the candidates, their cost, and the baseline point.
+
+Each space lists its candidates as numpy columns (one row per schedule), evaluates all of
+them at once with `schedulers.cost`, and describes any row as a `Schedule`. Tile sizes are
+divisors of the problem dimensions, and every block's contiguous (last) dimension is a
+whole number of the target's transfer granules (128-byte sticks on Spyre) unless it is the
+whole dimension.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cost import Figures, Work
+from .kernels import AttentionKernel, MatmulKernel, RowKernel
+from .report import Placement, Schedule
+
+Columns = dict[str, np.ndarray]
+
+
+@dataclass
+class Evaluated:
+    cycles: np.ndarray
+    scratch: np.ndarray  # peak scratchpad bytes per tile
+    global_bytes: np.ndarray  # bytes read + written in global memory, all tiles
+    local_bytes: np.ndarray  # bytes moved in/out of scratchpads (loads, stores, local copies), all tiles
+
+    @property
+    def size(self) -> int:
+        return int(self.cycles.shape[0])
+
+
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def aligned_blocks(n: int, itemsize: int, granularity: int) -> list[int]:
+    """Block sizes along a contiguous dimension: divisors of n that are whole granules, or n itself."""
+    step = max(1, granularity // itemsize)
+    found = [d for d in divisors(n) if d % step == 0]
+    return found or [n]
+
+
+def _product(**cols: list[int]) -> Columns:
+    names = list(cols)
+    grid = np.array(list(itertools.product(*cols.values())), dtype=np.int64).reshape(-1, len(names))
+    return {k: grid[:, i] for i, k in enumerate(names)}
+
+
+def take(c: Columns, idx: np.ndarray | list[int]) -> Columns:
+    return {k: v[idx] for k, v in c.items()}
+
+
+def row(c: Columns, i: int) -> dict[str, int]:
+    return {k: int(v[i]) for k, v in c.items()}
+
+
+def _grids(tiles: int, max_m: int, max_n: int) -> list[tuple[int, int]]:
+    return [(gm, gn) for gm in range(1, tiles + 1) for gn in range(1, tiles // gm + 1) if gm <= max_m and gn <= max_n]
+
+
+# ---------------------------------------------------------------------- matmul
+
+ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident")
+
+
+class MatmulSpace:
+    """C = A B: splits gm x gn of the output over tiles, blocks bm x bn x bk, a loop order and
+    placement (which operand stays resident), and double buffering of the K loop."""
+
+    def __init__(self, k: MatmulKernel, fig: Figures) -> None:
+        self.k, self.fig = k, fig
+        g = fig.granularity
+        self.bm_all = divisors(k.M)
+        self.bn_all = aligned_blocks(k.N, max(k.b.itemsize, k.c.itemsize), g)
+        self.bk_all = aligned_blocks(k.K, max(k.a.itemsize, k.b.itemsize), g)
+
+    def work(self) -> Work:
+        k = self.k
+        return Work(macs=k.macs, mac_dtype=k.a.dtype, vector={"f32": 2.0 * k.M * k.N},
+                    bytes_read=k.M * k.K * k.a.itemsize + k.K * k.N * k.b.itemsize, bytes_written=k.M * k.N * k.c.itemsize)
+
+    def candidates(self) -> Columns:
+        k = self.k
+        grids = _grids(self.fig.tiles, k.M, len(self.bn_all) and k.N // self.bn_all[0])
+        cols = _product(grid=list(range(len(grids))), bm=self.bm_all, bn=self.bn_all, bk=self.bk_all,
+                        order=[0, 1, 2], db=[0, 1])
+        g = np.array(grids, dtype=np.int64)
+        cols["gm"], cols["gn"] = g[cols["grid"], 0], g[cols["grid"], 1]
+        del cols["grid"]
+        # a tile never owns less than one block: larger splits leave tiles idle
+        keep = (cols["bm"] * cols["gm"] <= max(k.M, 1) * 1) | (cols["gm"] == 1)
+        keep &= (cols["bn"] * cols["gn"] <= k.N) | (cols["gn"] == 1)
+        return take(cols, np.nonzero(keep)[0])
+
+    def evaluate(self, c: Columns) -> Evaluated:
+        k, f = self.k, self.fig
+        bm, bn, bk = (c[n].astype(np.float64) for n in ("bm", "bn", "bk"))
+        gm, gn, order, db = c["gm"], c["gn"], c["order"], c["db"].astype(bool)
+        ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
+        mb, nb = k.M / bm, k.N / bn
+        mt, nt = np.ceil(mb / gm), np.ceil(nb / gn)
+        active = np.minimum(gm, mb) * np.minimum(gn, nb)
+        ks = k.K / bk
+        a_res, b_res = order == 1, order == 2
+        a_step = np.where(a_res, 0.0, bm * bk * ea)
+        b_step = np.where(b_res, 0.0, bk * bn * eb)
+        load = f.load_step([a_step, b_step], active)
+        slice_copy = (np.where(a_res, bm * bk * ea, 0.0) + np.where(b_res, bk * bn * eb, 0.0)) * 2 / f.local_bw
+        compute = bm * bn * bk / f.mac_rate(k.a.dtype) + f.matrix_startup + slice_copy
+        kloop = np.where(db, load + ks * np.maximum(compute, load), ks * (compute + load))
+        vrate = f.vector_rate("f32")
+        epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([bm * bn * ec], active)
+        resident = (np.where(a_res, mt * f.load_step([bm * k.K * ea], active), 0.0)
+                    + np.where(b_res, nt * f.load_step([k.K * bn * eb], active), 0.0))
+        cycles = mt * nt * (kloop + epilogue) + resident
+        buffers = np.where(db, 2.0, 1.0)
+        a_mem = np.where(a_res, bm * k.K * ea + bm * bk * ea, buffers * bm * bk * ea)
+        b_mem = np.where(b_res, k.K * bn * eb + bk * bn * eb, buffers * bk * bn * eb)
+        scratch = 2 * bm * bn * 4 + bm * bn * ec + a_mem + b_mem  # accumulator in and out, rounded result
+        extra = np.where(db, mb * nb, 0.0)  # the last prefetch of each K loop is redundant
+        a_bytes = np.where(a_res, k.M * k.K * ea * np.minimum(gn, nb), k.M * k.K * ea * nb + extra * bm * bk * ea)
+        b_bytes = np.where(b_res, k.K * k.N * eb * np.minimum(gm, mb), k.K * k.N * eb * mb + extra * bk * bn * eb)
+        gbytes = a_bytes + b_bytes + k.M * k.N * ec
+        local = gbytes + np.where(order > 0, 2 * (k.M * k.N * k.K) * (ea / bn * a_res + eb / bm * b_res), 0.0)
+        return Evaluated(cycles, scratch, gbytes, local)
+
+    def baseline(self) -> dict[str, int]:
+        """Even split over the tiles (columns first), whole blocks, halved greedily until they fit."""
+        k, tiles = self.k, self.fig.tiles
+        gn = max(d for d in divisors(tiles) if k.N // self.bn_all[0] >= d)
+        gm = max(d for d in divisors(tiles // gn) if d <= k.M)
+        pick = {"gm": gm, "gn": gn, "bm": _at_most(self.bm_all, -(-k.M // gm)), "bn": _at_most(self.bn_all, -(-k.N // gn)),
+                "bk": self.bk_all[-1], "order": 0, "db": 0}
+        return _shrink(self, pick, ("bk", "bn", "bm"), {"bm": self.bm_all, "bn": self.bn_all, "bk": self.bk_all})
+
+    def describe(self, p: dict[str, int]) -> Schedule:
+        k = self.k
+        a_mode = "resident" if p["order"] == 1 else ("double-buffered" if p["db"] else "streamed")
+        b_mode = "resident" if p["order"] == 2 else ("double-buffered" if p["db"] else "streamed")
+        return Schedule(
+            grid=[p["gm"], p["gn"]], splits={"M": p["gm"], "N": p["gn"], "K": 1},
+            tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]}, loop_order=ORDERS[p["order"]],
+            double_buffered=bool(p["db"]),
+            placements=[
+                Placement(tensor=k.a.arg, memory="ct_local", mode=a_mode,
+                          block=[p["bm"], k.K if p["order"] == 1 else p["bk"]]),
+                Placement(tensor=k.b.arg, memory="ct_local", mode=b_mode,
+                          block=[k.K if p["order"] == 2 else p["bk"], p["bn"]]),
+                Placement(tensor=k.c.arg, memory="global", mode="output", block=[p["bm"], p["bn"]]),
+            ])
+
+    def fit_message(self) -> str:
+        k = self.k
+        bm, bn, bk = self.bm_all[0], self.bn_all[0], self.bk_all[0]
+        need = 2 * bm * bn * 4 + bm * bn * k.c.itemsize + bm * bk * k.a.itemsize + bk * bn * k.b.itemsize
+        return (f"the smallest matmul blocks (f32 accumulator {bm}x{bn}, {k.a.arg} block {bm}x{bk}, {k.b.arg} block "
+                f"{bk}x{bn}) need {need} bytes of ct_local scratchpad; a tile has {self.fig.local_capacity}")
+
+
+def _at_most(options: list[int], limit: int) -> int:
+    fitting = [o for o in options if o <= limit]
+    return fitting[-1] if fitting else options[0]
+
+
+def _shrink(space: MatmulSpace | RowSpace, pick: dict[str, int], order: tuple[str, ...],
+            options: dict[str, list[int]]) -> dict[str, int]:
+    """Halve (to the next smaller legal size) the dimensions in turn until the schedule fits."""
+    cap = space.fig.local_capacity
+    turn = 0
+    while True:
+        cols = {key: np.array([v]) for key, v in pick.items()}
+        if space.evaluate(cols).scratch[0] <= cap:
+            return pick
+        for _ in order:
+            key = order[turn % len(order)]
+            turn += 1
+            smaller = [o for o in options[key] if o <= pick[key] // 2]
+            if smaller:
+                pick[key] = smaller[-1]
+                break
+        else:
+            return pick  # nothing left to shrink: the caller reports it does not fit
+
+
+# ---------------------------------------------------------------------- rowwise
+
+
+class RowSpace:
+    """Row-block kernels: tiles g over the rows, rb rows per block, double buffering."""
+
+    def __init__(self, k: RowKernel, fig: Figures) -> None:
+        self.k, self.fig = k, fig
+        self.rb_all = divisors(k.R)
+
+    def _row_bytes(self, ops: list) -> float:  # type: ignore[type-arg]
+        return float(sum(math.prod(o.shape) * o.itemsize for o in ops))
+
+    def work(self) -> Work:
+        k = self.k
+        return Work(vector={d: e * k.R for d, e in k.vector_per_row.items()},
+                    transcendental={d: e * k.R for d, e in k.transcendental_per_row.items()},
+                    bytes_read=k.R * self._row_bytes(k.streamed) + sum(math.prod(o.shape) * o.itemsize for o in k.resident),
+                    bytes_written=k.R * self._row_bytes(k.outputs))
+
+    def candidates(self) -> Columns:
+        cols = _product(g=list(range(1, self.fig.tiles + 1)), rb=self.rb_all, db=[0, 1])
+        keep = cols["g"] * cols["rb"] <= self.k.R
+        return take(cols, np.nonzero(keep)[0])
+
+    def evaluate(self, c: Columns) -> Evaluated:
+        k, f = self.k, self.fig
+        g, rb, db = c["g"].astype(np.float64), c["rb"].astype(np.float64), c["db"].astype(bool)
+        blocks = k.R / rb
+        steps = np.ceil(blocks / g)
+        active = np.minimum(g, blocks)
+        ins = [rb * math.prod(o.shape) * o.itemsize for o in k.streamed]
+        outs = [rb * math.prod(o.shape) * o.itemsize for o in k.outputs]
+        compute = k.vector_ops * f.vector_startup + sum(
+            rb * e / f.vector_rate(d) for d, e in k.vector_per_row.items()) + sum(
+            rb * e / f.vector_rate(d, True) for d, e in k.transcendental_per_row.items())
+        load_in, store = f.load_step(ins, active), f.load_step(outs, active)
+        both = f.load_step(ins + outs, active)
+        body = np.where(db, load_in + steps * np.maximum(compute, both) + store, steps * (compute + load_in + store))
+        resident = sum(f.load_step([np.full_like(g, math.prod(o.shape) * o.itemsize)], active) for o in k.resident)
+        cycles = body + resident
+        in_row = self._row_bytes(k.streamed)
+        scratch = rb * k.live_bytes_per_row + np.where(db, rb * in_row, 0.0) + k.resident_bytes
+        res_bytes = sum(math.prod(o.shape) * o.itemsize for o in k.resident)
+        gbytes = k.R * (in_row + self._row_bytes(k.outputs)) + active * res_bytes + np.where(db, active * rb * in_row, 0.0)
+        return Evaluated(cycles, scratch, gbytes, gbytes.copy())
+
+    def baseline(self) -> dict[str, int]:
+        k = self.k
+        g = min(self.fig.tiles, k.R)
+        pick = {"g": g, "rb": _at_most(self.rb_all, -(-k.R // g)), "db": 0}
+        return _shrink(self, pick, ("rb",), {"rb": self.rb_all})
+
+    def describe(self, p: dict[str, int]) -> Schedule:
+        k = self.k
+        mode = "double-buffered" if p["db"] else "streamed"
+        places = [Placement(tensor=o.arg, memory="ct_local", mode=mode, block=[p["rb"], *o.shape]) for o in k.streamed]
+        places += [Placement(tensor=o.arg, memory="ct_local", mode="resident", block=list(o.shape)) for o in k.resident]
+        places += [Placement(tensor=o.arg, memory="global", mode="output", block=[p["rb"], *o.shape]) for o in k.outputs]
+        return Schedule(grid=[p["g"]], splits={"R": p["g"]}, tile_sizes={"R": p["rb"]}, loop_order="rows",
+                        double_buffered=bool(p["db"]), placements=places)
+
+    def fit_message(self) -> str:
+        k = self.k
+        parts = [f"a row of {o.arg} ({math.prod(o.shape) * o.itemsize} bytes)" for o in k.streamed + k.outputs]
+        parts.append(f"the row loop's intermediate tensors ({k.live_bytes_per_row} bytes per row)")
+        if k.resident:
+            parts.append("the data loaded before the loop: " + ", ".join(
+                f"{o.arg} ({math.prod(o.shape) * o.itemsize} bytes)" for o in k.resident))
+        return (f"even a 1-row block does not fit the {self.fig.local_capacity}-byte ct_local scratchpad of a tile: "
+                f"{k.live_bytes_per_row + k.resident_bytes} bytes are needed for " + "; ".join(parts))
+
+
+# ---------------------------------------------------------------------- attention (cost model only)
+
+
+class AttentionSpace:
+    """Flash-style attention per KV head: query blocks bq, KV blocks bkv, KV split s (partial
+    results combined over the ring), double buffering of the K/V stream."""
+
+    def __init__(self, k: AttentionKernel, fig: Figures) -> None:
+        self.k, self.fig = k, fig
+        self.bq_all = divisors(k.rows)
+        self.bkv_all = aligned_blocks(k.kv_len, k.itemsize, fig.granularity)
+
+    def _frac(self) -> float:
+        return 0.5 if self.k.causal and self.k.rows > 1 else 1.0
+
+    def work(self) -> Work:
+        k = self.k
+        pairs = k.kv_heads * k.rows * k.kv_len * self._frac()
+        e = k.itemsize
+        return Work(macs=2 * pairs * k.head_dim, mac_dtype=k.dtype, vector={"f32": 4 * pairs},
+                    transcendental={"f32": pairs},
+                    bytes_read=k.kv_heads * (k.rows + 2 * k.kv_len) * k.head_dim * e,
+                    bytes_written=k.kv_heads * k.rows * k.head_dim * e)
+
+    def candidates(self) -> Columns:
+        splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= self.fig.tiles]
+        cols = _product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
+        keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
+        return take(cols, np.nonzero(keep)[0])
+
+    def evaluate(self, c: Columns) -> Evaluated:
+        k, f = self.k, self.fig
+        bq, bkv, s, db = c["bq"].astype(np.float64), c["bkv"].astype(np.float64), c["s"].astype(np.float64), c["db"].astype(bool)
+        e, d = k.itemsize, k.head_dim
+        units = k.kv_heads * (k.rows / bq) * s
+        tiles = np.minimum(units, f.tiles)
+        per_tile = np.ceil(units / f.tiles)
+        steps = np.ceil(k.kv_len / s / bkv * self._frac())
+        kv = f.load_step([bkv * d * e, bkv * d * e], tiles)
+        compute = (2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup
+                   + 4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
+                   + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)
+        stream = np.where(db, kv + steps * np.maximum(compute, kv), steps * (compute + kv))
+        q_o = f.load_step([bq * d * e], tiles) * 2
+        link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
+        combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
+                                                 + bq * d * 3 / f.vector_rate("f32")), 0.0)
+        cycles = per_tile * (stream + q_o + combine)
+        buffers = np.where(db, 2.0, 1.0)
+        scratch = bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
+        gbytes = k.kv_heads * (k.rows / bq) * (s * 0 + 1) * (2 * k.kv_len * self._frac() * d * e) \
+            + k.kv_heads * k.rows * d * e * (1 + s)
+        return Evaluated(cycles, scratch, gbytes, gbytes.copy())
+
+    def baseline(self) -> dict[str, int]:
+        k = self.k
+        pick = {"bq": _at_most(self.bq_all, max(1, k.rows * k.kv_heads // self.fig.tiles)), "bkv": self.bkv_all[-1],
+                "s": 1, "db": 0}
+        return _shrink(self, pick, ("bkv", "bq"), {"bq": self.bq_all, "bkv": self.bkv_all})  # type: ignore[arg-type]
+
+    def describe(self, p: dict[str, int]) -> Schedule:
+        k = self.k
+        units = k.kv_heads * (k.rows // p["bq"]) * p["s"]
+        return Schedule(grid=[min(units, self.fig.tiles)], splits={"heads": k.kv_heads, "rows": k.rows // p["bq"], "kv": p["s"]},
+                        tile_sizes={"rows": p["bq"], "kv": p["bkv"]}, loop_order="heads,rows,kv",
+                        double_buffered=bool(p["db"]), placements=[
+                            Placement(tensor="q", memory="ct_local", mode="resident", block=[p["bq"], k.head_dim]),
+                            Placement(tensor="k", memory="ct_local", mode="double-buffered" if p["db"] else "streamed",
+                                      block=[p["bkv"], k.head_dim]),
+                            Placement(tensor="v", memory="ct_local", mode="double-buffered" if p["db"] else "streamed",
+                                      block=[p["bkv"], k.head_dim]),
+                            Placement(tensor="o", memory="global", mode="output", block=[p["bq"], k.head_dim])])
+
+    def fit_message(self) -> str:
+        return f"the smallest attention blocks do not fit the {self.fig.local_capacity}-byte scratchpad"
+
+
+Space = MatmulSpace | RowSpace | AttentionSpace
+
+
+def space_for(kernel: MatmulKernel | RowKernel | AttentionKernel, fig: Figures) -> Space:
+    if isinstance(kernel, MatmulKernel):
+        return MatmulSpace(kernel, fig)
+    if isinstance(kernel, RowKernel):
+        return RowSpace(kernel, fig)
+    return AttentionSpace(kernel, fig)
