@@ -10,15 +10,26 @@ moves 16-element tiles, against a numpy loop doing the same tile-by-tile work.
     python benchmarks/bench_interp.py --only matmul softmax
 
 Targets (issue 4): ratio <= 2 on the 32-tile 2048^3 matmul and the 4096 x 1024 softmax;
-<= 3 us of overhead per executed op on small tiles. Timings are wall-clock, the best of
---repeat runs. BLAS runs single-threaded by default (--threads N to change it) for both
-the interpreter and numpy: many mid-sized BLAS calls against one large one would otherwise
-measure thread start-up and contention with other processes more than the interpreter.
+<= 3 us of overhead per executed op on small tiles.
+
+How it measures: the best of --repeat runs, the interpreter's and numpy's runs interleaved
+so that both see the same machine load. BLAS runs single-threaded by default (--threads N
+to change it) for both the interpreter and numpy: many mid-sized BLAS calls against one
+large one would otherwise measure thread start-up and contention with other processes more
+than the interpreter. With one thread the clock is the process's CPU time (--clock cpu, the
+default), which other processes sharing the machine do not inflate; on an idle machine it
+equals wall-clock time. --clock wall measures wall-clock time (use it with --threads > 1,
+where CPU time adds up the threads).
+
+The matmul line also prints the ratio against numpy running the kernel's own blocked
+algorithm (32 x 8 block products with their f16 -> f32 conversions): the part of the ratio
+that the kernel's algorithm, not the interpreter, costs.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -44,14 +55,25 @@ import reference_interp as ri  # noqa: E402
 EXAMPLES = ROOT / "examples"
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    out = None
-    times = []
+CLOCK = time.process_time
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = CLOCK()
+    out = fn()
+    return CLOCK() - t0, out
+
+
+def best_pair(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[float, Any, float, Any]:
+    """Best times of a and b over `repeat` interleaved runs (a, b, a, b, ...)."""
+    ta, tb = [], []
+    out_a = out_b = None
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
+        t, out_a = timed(a)
+        ta.append(t)
+        t, out_b = timed(b)
+        tb.append(t)
+    return min(ta), out_a, min(tb), out_b
 
 
 def example(name: str) -> ktir.Module:
@@ -61,8 +83,13 @@ def example(name: str) -> ktir.Module:
 # ---------------------------------------------------------------------- cases
 
 
+def matmul_sizes(scale: int) -> tuple[int, int, int]:
+    # 32 tiles of 512 x 256 blocks need M and N multiples of 2048; --quick shortens K only
+    return 2048, 2048, 2048 // scale
+
+
 def case_matmul(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
-    M = N = K = 2048 // scale
+    M, N, K = matmul_sizes(scale)
     rng = np.random.default_rng(0)
     A = rng.standard_normal((M, K)).astype(np.float16)
     B = rng.standard_normal((K, N)).astype(np.float16)
@@ -74,6 +101,30 @@ def case_matmul(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], 
 
     return (f"matmul {M}x{N}x{K} f16, 32 tiles", lambda: ri.run(m, args=args),
             lambda: (A.astype(np.float32) @ B.astype(np.float32)).astype(np.float16), check)
+
+
+def blocked_matmul(scale: int) -> Callable[[], Any]:
+    """tiled_matmul.ktir's algorithm written directly in numpy (for the matmul's floor)."""
+    M, N, K = matmul_sizes(scale)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+
+    def run() -> np.ndarray:
+        C = np.zeros((M, N), np.float16)
+        for m in range(0, M, 512):
+            for n in range(0, N, 256):
+                acc = np.zeros((512, 256), np.float32)
+                for k in range(0, K, 256):
+                    x = A[m : m + 512, k : k + 256].copy()
+                    y = B[k : k + 256, n : n + 256].copy()
+                    p = x.astype(np.float32) @ y.astype(np.float32)
+                    p += acc
+                    acc = p
+                C[m : m + 512, n : n + 256] = acc.astype(np.float16)
+        return C
+
+    return run
 
 
 def _softmax_ref(X: np.ndarray) -> np.ndarray:
@@ -210,8 +261,8 @@ def small_tiles(n: int, repeat: int) -> dict[str, float]:
 
     results = {}
     for label, races in (("checks on", True), ("race check off", False)):
-        t_interp, r = best(lambda races=races: ri.run(m, args=args, check_races=races), repeat)
-        t_np, want = best(numpy_tiles, repeat)
+        interp = functools.partial(ri.run, m, args=args, check_races=races)
+        t_interp, r, t_np, want = best_pair(interp, numpy_tiles, repeat)
         np.testing.assert_array_equal(r.outputs["out_ptr"], want)
         results[label] = (t_interp - t_np) / r.total_ops * 1e6
         results[f"{label}: total"] = t_interp / r.total_ops * 1e6
@@ -232,11 +283,17 @@ CASES = {
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="sizes divided by 8 (smoke test)")
-    p.add_argument("--repeat", type=int, default=3, help="runs per measurement (the best is kept)")
+    p.add_argument("--repeat", type=int, default=5, help="runs per measurement (the best is kept)")
+    p.add_argument("--clock", choices=("cpu", "wall"), help="process CPU time (default with one BLAS thread) or wall-clock")
     p.add_argument("--only", nargs="*", metavar="CASE", help=f"cases to run: {', '.join(CASES)}, small")
     p.add_argument("--threads", default="1", help="BLAS threads (default 1; read before numpy is imported)")
     args = p.parse_args(argv)
+    global CLOCK
+    clock = args.clock or ("cpu" if args.threads == "1" else "wall")
+    CLOCK = time.process_time if clock == "cpu" else time.perf_counter
     scale = 8 if args.quick else 1
+    print(f"clock: {'process CPU time' if clock == 'cpu' else 'wall-clock'}; BLAS threads: {args.threads}; "
+          f"best of {args.repeat}")
     wanted = set(args.only) if args.only else set(CASES) | {"small"}
     print(f"{'kernel':44} {'interp s':>10} {'numpy s':>10} {'ratio':>7}")
     for name, make in CASES.items():
@@ -244,11 +301,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         label, interp, numpy_fn, check = make(scale)
         interp()  # compile, warm caches
-        t_np, want = best(numpy_fn, args.repeat)
-        t_in, got = best(interp, args.repeat)
+        t_in, got, t_np, want = best_pair(interp, numpy_fn, args.repeat)
         check(got, want)
         target = " (target <= 2)" if name in ("matmul", "softmax") else ""
         print(f"{label:44} {t_in:10.3f} {t_np:10.3f} {t_in / t_np:7.2f}{target}")
+        if name == "matmul":
+            t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
+            np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
+            print(f"{'  numpy, the kernel blocked the same way':44} {t_blk:10.3f} {t_np:10.3f} {t_blk / t_np:7.2f}"
+                  f"   (interpreter / blocked numpy {t_in / t_blk:.2f})")
     if "small" in wanted:
         res = small_tiles(65536 // scale, args.repeat)
         print(f"\nsmall tiles (16 elements), {int(res['ops'])} executed ops:")

@@ -51,7 +51,7 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "writer_segs", "readers", "init", "_typed", "peak", "dtype", "shape", "tables",
+        "w_seg", "writer_segs", "readers", "init", "_typed", "peak", "dtype", "shape", "tables", "granule",
     )
 
     def __init__(
@@ -73,7 +73,8 @@ class Allocation:
         self.owner = owner  # the tile owning a scratchpad or alloc
         self.capacity = capacity  # scratchpads grow on demand up to this
         self.growable = capacity is not None
-        self.w_seg: np.ndarray | None = None  # per byte: 1 + segment of the last write, 0 none
+        self.w_seg: np.ndarray | None = None  # per granule: 1 + segment of the last write, 0 none
+        self.granule = 1  # bytes per w_seg entry (races.py; the element size while accesses are aligned)
         self.writer_segs: set[int] = set()
         self.readers: dict[int, Any] = {}  # segment -> ReadRecord
         self.tables: dict[int, tuple[int, Any]] = {}  # tile -> (clock version, unordered-writer table)

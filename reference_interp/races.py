@@ -8,9 +8,13 @@ past the segment it just closed; a consumer joins the snapshots of the producers
 waits for (`inter_tile_consume`/`reduce`/...). That is the only source of order between
 tiles, besides kernel end.
 
-Per allocation, at byte granularity:
+Per allocation, per *granule*: the element size of an argument array for as long as every
+access to it is element-aligned (the usual case: it halves to eighths the bookkeeping of
+byte granularity and gives the same answers, since no aligned access touches part of an
+element), refined once to bytes at the first access that is not; scratchpads and
+allocations are tracked per byte.
 
-- `w_seg[b]` is 1 + the segment that last wrote byte b (0: never written; zero-filled
+- `w_seg[g]` is 1 + the segment that last wrote granule g (0: never written; zero-filled
   arrays cost nothing until touched); `writer_segs` lists segments that
   wrote the allocation. A read or write checks the previous writers only when some
   writer segment is not ordered before the accessing tile (a set test, O(#segments)),
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .memory import Allocation, BoxDesc, Desc, assign_cells
+from .memory import Allocation, BoxDesc, Desc, IdxDesc, assign_cells
 
 MAX_DESCS = 2048
 _ONES = b"\x01" * 4096
@@ -68,27 +72,63 @@ class UninitFound(Exception):
         self.flat = flat
 
 
+def scaled(desc: Desc, g: int) -> Desc | None:
+    """`desc` in units of g-byte granules, or None when it is not granule-aligned."""
+    if g == 1:
+        return desc
+    if type(desc) is BoxDesc:
+        bs = desc.bstrides
+        if desc.b0 % g or desc.itemsize % g:
+            return None
+        if len(bs) == 1:  # the common case without a generator (this runs once per store)
+            if bs[0] % g:
+                return None
+            gbs: tuple[int, ...] = (bs[0] // g,)
+        else:
+            for st in bs:
+                if st % g:
+                    return None
+            gbs = tuple(st // g for st in bs)
+        return BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
+    assert isinstance(desc, IdxDesc)
+    if desc.itemsize % g or (desc.offs.size and (desc.offs % g).any()):
+        return None
+    return IdxDesc(desc.offs // g, desc.itemsize // g)
+
+
 class ReadRecord:
-    """The reads one segment made of one allocation."""
+    """The reads one segment made of one allocation.
 
-    __slots__ = ("lo", "hi", "descs", "bitmap", "bm_lo", "ops")
+    `descs`, `lo` and `hi` are in bytes; the bitmap, once materialised, has one entry per
+    granule of `g` bytes (`bm_lo` in granules)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("lo", "hi", "descs", "bitmap", "bm_lo", "ops", "g")
+
+    def __init__(self, g: int = 1) -> None:
         self.lo = 1 << 62
         self.hi = -1
         self.descs: list[tuple[Desc, str]] = []
         self.bitmap: np.ndarray | None = None
         self.bm_lo = 0
         self.ops: set[str] = set()
+        self.g = g
+
+    def refine(self) -> None:
+        """Switch the bitmap to byte granularity (the allocation got an unaligned access)."""
+        if self.bitmap is not None and self.g > 1:
+            self.bitmap = np.repeat(self.bitmap, self.g)
+            self.bm_lo *= self.g
+        self.g = 1
 
     def add(self, desc: Desc, span: tuple[int, int], opname: str) -> None:
         lo, hi = span
         if hi < lo:
             return
         if self.bitmap is not None:
-            self._cover(lo, hi)
-            assign_cells(self.bitmap, desc, True, self.bm_lo)
+            self._cover(lo // self.g, hi // self.g)
+            assign_cells(self.bitmap, _scaled(desc, self.g), True, self.bm_lo)
             self.ops.add(opname)
+            self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
             return
         if lo < self.lo:
             self.lo = lo
@@ -100,41 +140,43 @@ class ReadRecord:
             self.descs = []
 
     def _cover(self, lo: int, hi: int) -> None:
+        """Grow the bitmap over granules lo..hi."""
         assert self.bitmap is not None
         if lo >= self.bm_lo and hi < self.bm_lo + len(self.bitmap):
-            self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
             return
         new_lo = min(lo, self.bm_lo)
         new_hi = max(hi, self.bm_lo + len(self.bitmap) - 1)
         bm = np.zeros(new_hi - new_lo + 1, dtype=bool)
         bm[self.bm_lo - new_lo : self.bm_lo - new_lo + len(self.bitmap)] = self.bitmap
         self.bitmap, self.bm_lo = bm, new_lo
-        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
 
     def materialise(self) -> np.ndarray:
         if self.bitmap is None:
-            self.bm_lo = self.lo
-            self.bitmap = np.zeros(max(self.hi - self.lo + 1, 0), dtype=bool)
+            g = self.g
+            self.bm_lo = self.lo // g
+            self.bitmap = np.zeros(max(self.hi // g - self.lo // g + 1, 0), dtype=bool)
             for desc, opname in self.descs:
-                assign_cells(self.bitmap, desc, True, self.bm_lo)
+                assign_cells(self.bitmap, _scaled(desc, g), True, self.bm_lo)
                 self.ops.add(opname)
         return self.bitmap
 
-    def hits(self, desc: Desc, span: tuple[int, int]) -> np.ndarray | None:
-        """Bool array over the access's cells: which of them this segment read (None if none)."""
+    def hits(self, gdesc: Desc, span: tuple[int, int]) -> np.ndarray | None:
+        """Bool array over the access's cells (`gdesc`: the access in granules, `span`: its
+        bytes): which of them this segment read (None if none)."""
         lo, hi = span
         if hi < self.lo or lo > self.hi or hi < lo:
             return None
         bm = self.materialise()
+        glo, ghi = gdesc.span()
         # clip: cells outside the bitmap were not read
-        if isinstance(desc, BoxDesc):
-            if lo >= self.bm_lo and hi < self.bm_lo + len(bm):
-                cells = desc.cells(bm, self.bm_lo).reshape(-1)
+        if isinstance(gdesc, BoxDesc):
+            if glo >= self.bm_lo and ghi < self.bm_lo + len(bm):
+                cells = gdesc.cells(bm, self.bm_lo).reshape(-1)
             else:
-                idx = _box_index(desc).reshape(-1) - self.bm_lo
+                idx = _box_index(gdesc).reshape(-1) - self.bm_lo
                 cells = _clipped(bm, idx)
         else:
-            cells = _clipped(bm, desc.index(self.bm_lo))
+            cells = _clipped(bm, gdesc.index(self.bm_lo))
         return cells if cells.any() else None
 
     def op_covering(self, byte: int) -> str:
@@ -145,6 +187,12 @@ class ReadRecord:
                 if np.any(idx == byte):
                     return opname
         return " or ".join(sorted(self.ops)) or "an earlier access"
+
+
+def _scaled(desc: Desc, g: int) -> Desc:
+    found = scaled(desc, g)
+    assert found is not None, "descriptors recorded at granule g are g-aligned"
+    return found
 
 
 def _box_index(desc: BoxDesc) -> np.ndarray:
@@ -232,8 +280,30 @@ class RaceTracker:
 
     def _track(self, alloc: Allocation) -> None:
         if alloc.w_seg is None:
-            alloc.w_seg = np.zeros(len(alloc.raw), dtype=np.int16)  # widened past 32766 segments
+            g = alloc.dtype.itemsize if alloc.dtype is not None and not alloc.growable else 1
+            if g < 1 or alloc.base % g or len(alloc.raw) % g:
+                g = 1
+            alloc.granule = g
+            alloc.w_seg = np.zeros(len(alloc.raw) // g, dtype=np.int16)  # widened past 32766 segments
             self.tracked.append(alloc)
+
+    def _refine(self, alloc: Allocation) -> None:
+        """An access that is not granule-aligned: track this allocation per byte from now on."""
+        assert alloc.w_seg is not None
+        alloc.w_seg = np.repeat(alloc.w_seg, alloc.granule)
+        alloc.granule = 1
+        for rec in alloc.readers.values():
+            rec.refine()
+
+    def _granules(self, alloc: Allocation, desc: Desc) -> Desc:
+        """`desc` in the allocation's granules (refining the allocation if it must)."""
+        if alloc.granule == 1:
+            return desc
+        found = scaled(desc, alloc.granule)
+        if found is None:
+            self._refine(alloc)
+            return desc
+        return found
 
     def _unordered(self, alloc: Allocation, t: int) -> np.ndarray | None:
         """A lookup table indexed by w_seg values: True for writer segments unordered with tile t."""
@@ -255,21 +325,27 @@ class RaceTracker:
                 raise UninitFound(int(np.argmin(ok.reshape(-1))))
         if not self.enabled:
             return
+        if alloc.w_seg is None:
+            self._track(alloc)
+        g = alloc.granule
+        if g > 1 and (type(desc) is not BoxDesc or desc.b0 % g or desc.itemsize % g):
+            # recorded reads must be granule-aligned (a box's strides are multiples of its itemsize)
+            self._granules(alloc, desc)
         if alloc.writer_segs:
             cached = alloc.tables.get(t)
             table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
             if table is not None:
                 assert alloc.w_seg is not None
-                prev = desc.cells(alloc.w_seg)
+                gdesc = self._granules(alloc, desc)
+                g = alloc.granule
+                prev = gdesc.cells(alloc.w_seg)
                 if not _unwritten(prev):
-                    self._check(table, prev, alloc, "write-read")
+                    self._check(table, prev, alloc, "write-read", g)
         seg = self.cur[t]
         rec = alloc.readers.get(seg)
         if rec is None:
-            rec = ReadRecord()
+            rec = ReadRecord(alloc.granule)
             alloc.readers[seg] = rec
-            if alloc.w_seg is None:
-                self._track(alloc)
         if rec.bitmap is None and len(rec.descs) < MAX_DESCS and desc.hi >= desc.lo:
             if desc.lo < rec.lo:
                 rec.lo = desc.lo
@@ -279,13 +355,13 @@ class RaceTracker:
         else:
             rec.add(desc, (desc.lo, desc.hi), opname)
 
-    def _check(self, table: np.ndarray, prev: np.ndarray, alloc: Allocation, kind: str) -> None:
+    def _check(self, table: np.ndarray, prev: np.ndarray, alloc: Allocation, kind: str, g: int) -> None:
         flat = prev.reshape(-1)
         bad = table[flat]
         if bad.any():
             k = int(np.argmax(bad))
             seg = int(flat[k]) - 1
-            raise RaceFound(k, self.seg_tile[seg], self._writer_op(alloc, seg), kind)
+            raise RaceFound(k * g, self.seg_tile[seg], self._writer_op(alloc, seg), kind)
 
     def write(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
         if not self.enabled:
@@ -298,22 +374,24 @@ class RaceTracker:
         seg = self.cur[t]
         if seg + 1 > 32767 and alloc.w_seg.dtype == np.int16:
             alloc.w_seg = alloc.w_seg.astype(np.int32)
-        cells = desc.cells(alloc.w_seg)
+        gdesc = self._granules(alloc, desc)
+        g = alloc.granule
+        cells = gdesc.cells(alloc.w_seg)
         if alloc.writer_segs:
             cached = alloc.tables.get(t)
             table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
             if table is not None and not _unwritten(cells):
-                self._check(table, cells, alloc, "write-write")
+                self._check(table, cells, alloc, "write-write", g)
         if alloc.readers:
             span = desc.span()
             for rseg, rec in alloc.readers.items():
                 if self.hb(rseg, t):
                     continue
-                hit = rec.hits(desc, span)
+                hit = rec.hits(gdesc, span)
                 if hit is not None:
                     k = int(np.argmax(hit))
-                    byte = int(desc_bytes(desc)[k])
-                    raise RaceFound(k, self.seg_tile[rseg], rec.op_covering(byte), "read-write")
+                    byte = int(desc_bytes(gdesc)[k]) * g
+                    raise RaceFound(k * g, self.seg_tile[rseg], rec.op_covering(byte), "read-write")
         cells[...] = seg + 1
         if seg not in alloc.writer_segs:
             alloc.writer_segs.add(seg)

@@ -133,6 +133,71 @@ def test_same_tile_accesses_never_race() -> None:
     run(kernel(body), args=X)
 
 
+# Races are tracked per element while every access to an array is element-aligned and per
+# byte from the first access that is not: tile 0 works on the f32 elements of x, tile 1 on
+# its bytes (an i8 view at x's byte address), so answers must be exact at byte level.
+BYTES = f"""
+  %is0 = arith.cmpi eq, %t, %c0 : index
+  %xb_ptr = arith.muli %x, %c4 : index
+  %xb = ktdp.construct_memory_view %xb_ptr, sizes: [64], strides: [1] {{coordinate_set = #v64, memory_space = {VIEW}}} : memref<64xi8>
+  %ones = arith.constant dense<1> : tensor<4xi8>
+  scf.if %is0 {{
+    {{tile0}}
+  }} else {{
+    {{tile1}}
+  }}"""
+BYTE_STORE = ("%b{0} = ktdp.construct_access_tile %xb[{1}] {{access_tile_order = #id1, access_tile_set = #v4}} : memref<64xi8> -> "
+              "!ktdp.access_tile<4xindex>\n    ktdp.store %ones, %b{0} : tensor<4xi8>, !ktdp.access_tile<4xindex>\n")
+
+
+def _f32(i: int, what: str) -> str:
+    tile = TILE.format(f"%e{i}")
+    head = f"%e{i} = arith.constant {4 * i} : index\n    %a{i} = {tile}\n    "
+    if what == "store":
+        return head + "%z = arith.constant dense<2.0> : tensor<4xf32>\n    " + STORE.format("%z", f"%a{i}") + "\n    "
+    return head + f"%v{i} = {LOAD.format(f'%a{i}')}\n    "
+
+
+def _bytes(*offsets: int) -> str:
+    out = ""
+    for k, off in enumerate(offsets):
+        out += f"%o{k} = arith.constant {off} : index\n    " + BYTE_STORE.format(k, f"%o{k}") + "    "
+    return out
+
+
+@pytest.mark.parametrize(
+    ("tile0", "tile1", "race"),
+    [
+        # tile 0 writes elements 0..3 = bytes 0..15; tile 1 writes bytes 16..19 (no race), then 12..15 (race)
+        (_f32(0, "store"), _bytes(16), None),
+        (_f32(0, "store"), _bytes(16, 12), ("write-write", 12)),
+        # byte accesses from the start: bytes 2..5 and 6..9 share f32 element 1 but not a byte
+        (_bytes(2), _bytes(6), None),
+        (_bytes(2), _bytes(6, 5), ("write-write", 5)),
+        # an aligned read recorded per element, then checked per byte
+        (_f32(0, "load"), _bytes(16), None),
+        (_f32(0, "load"), _bytes(16, 14), ("read-write", 14)),
+        # two loads make a read record whose bitmap an aligned store materialises; then bytes
+        # (tile 0 reads bytes 0..15 and 32..47, tile 1 writes 16..31: inside the record's span)
+        (_f32(0, "load") + _f32(2, "load"), _f32(1, "store") + _bytes(20), None),
+        (_f32(0, "load") + _f32(2, "load"), _f32(1, "store") + _bytes(20, 44), ("read-write", 44)),
+    ],
+    ids=["element-then-bytes", "element-then-bytes-race", "bytes", "bytes-race", "read-record", "read-record-race",
+         "read-bitmap", "read-bitmap-race"],
+)
+def test_races_are_exact_per_byte_when_views_disagree_on_element_size(
+        tile0: str, tile1: str, race: tuple[str, int] | None) -> None:
+    text = kernel(BYTES.replace("{tile0}", tile0).replace("{tile1}", tile1), grid=2).replace(
+        "#g0 =", "#v64 = affine_set<(d0) : (d0 >= 0, -d0 + 63 >= 0)>\n#g0 =")
+    if race is None:
+        run(text, args=X)
+        return
+    kind, byte = race
+    e = fails("race", text, args=X)
+    assert e.tile == 1 and e.coordinate == (byte,), e.message
+    assert ("tile 0 read it" if kind == "read-write" else "tile 0 wrote it") in e.message
+
+
 # ---------------------------------------------------------------------- views and bounds
 
 
