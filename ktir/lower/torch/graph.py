@@ -143,7 +143,7 @@ class Lowering:
             return self._const_ref(arg)
         value = self.values.get(arg)
         if isinstance(value, Pending):
-            ref = self._materialise(value, arg.name)
+            ref = self._materialise(value, arg.name, node=arg)
             self.values[arg] = ref
             return ref
         if isinstance(value, Ref):
@@ -186,12 +186,34 @@ class Lowering:
             raise TorchLoweringError(f"elementwise ops on {ref.ktype} are not supported")
         return ref.broadcast_to(shape)
 
-    def _new_buffer(self, node_name: str, shape: tuple[int, ...], ktype: str) -> Ref:
+    def _new_buffer(self, node_name: str, shape: tuple[int, ...], ktype: str, node: Any = None) -> Ref:
+        """A fresh buffer for a result; when `node`'s only user permutes it (keeping the stick
+        dim innermost), it is stored in that order so the permuted value is contiguous."""
         name = f"t_{_safe(node_name)}"
         while name in self.buffers:
             name += "_"
-        self.buffers[name] = Buffer(name, ktype, shape, "intermediate", source=node_name)
-        return Ref(name, ktype, 0, shape, contiguous_strides(shape))
+        perm = self._consumer_order(node, len(shape)) if node is not None else None
+        if perm is None:
+            self.buffers[name] = Buffer(name, ktype, shape, "intermediate", source=node_name)
+            return Ref(name, ktype, 0, shape, contiguous_strides(shape))
+        stored = tuple(shape[d] for d in perm)
+        self.buffers[name] = Buffer(name, ktype, stored, "intermediate", source=node_name, permutation=perm)
+        inverse = [perm.index(d) for d in range(len(shape))]
+        return Ref(name, ktype, 0, stored, contiguous_strides(stored)).permute(inverse)
+
+    @staticmethod
+    def _consumer_order(node: Any, rank: int) -> list[int] | None:
+        users = list(node.users)
+        if len(users) != 1 or rank < 2 or _target_name(users[0]) not in ("permute", "transpose"):
+            return None
+        user = users[0]
+        if _target_name(user) == "permute":
+            perm = [d % rank for d in user.args[1]]
+        else:
+            perm = list(range(rank))
+            a, b = user.args[1] % rank, user.args[2] % rank
+            perm[a], perm[b] = perm[b], perm[a]
+        return perm if perm[-1] == rank - 1 and perm != list(range(rank)) else None
 
     def _add_kernel(self, kernel: Kernel, kind: str, nodes: list[str], writes: list[str], comment: str) -> None:
         reads = [a for a in kernel.args if a not in writes]
@@ -202,8 +224,8 @@ class Lowering:
     def _kname(self, what: str) -> str:
         return f"k{len(self.kernels)}_{_safe(what)}"
 
-    def _materialise(self, p: Pending, node_name: str, dest: Ref | None = None) -> Ref:
-        out = dest or self._new_buffer(node_name, p.shape, p.ktype)
+    def _materialise(self, p: Pending, node_name: str, dest: Ref | None = None, node: Any = None) -> Ref:
+        out = dest or self._new_buffer(node_name, p.shape, p.ktype, node)
         names = op_names(p.expr)
         label = "_".join(dict.fromkeys(names))[:40] or "copy"
         k = kernels.elementwise(self._kname(label), self.aliases, p.expr, out, self.cores)
@@ -457,7 +479,7 @@ class Lowering:
             raise TorchLoweringError(f"{q.shape[-3]} query heads cannot share {k.shape[-3]} key/value heads")
         shape, ktype = self._out(node)
         q, k, v = (self.dense(r, node, [r.rank - 2, r.rank - 1]) for r in (q, k, v))
-        out = self._new_buffer(node.name, shape, ktype)
+        out = self._new_buffer(node.name, shape, ktype, node)
         scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
         kern = kernels.attention(self._kname("attention"), self.aliases, q, k, v, out, bool(causal), scale, self.cores)
         what = "causal attention" if causal else "attention"

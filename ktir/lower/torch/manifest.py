@@ -28,13 +28,19 @@ class BufferEntry(BaseModel):
         description="input: a user input; parameter/constant: stored in the weights file; intermediate: written by a kernel."
     )
     dtype: str = Field(description="KTIR element type (f16, bf16, f32, i32, i64).")
-    shape: list[int] = Field(description="Logical shape; the buffer is this shape, row-major, in global memory.")
+    shape: list[int] = Field(
+        description="Shape as stored, row-major, in global memory (a permuted buffer: the source dims in `permutation` order)."
+    )
     elements: int = Field(description="Number of elements.")
     source: str = Field(description="The graph node or state-dict key it comes from.")
     layout: StickLayout = Field(description="The device (stick) layout the work division respects.")
     writers: list[str] = Field(description="Kernels that write it, in order.")
     permutation: list[int] | None = Field(
-        default=None, description="For a weight stored permuted (in the order its reader walks it): the source tensor's dims in storage order."
+        default=None,
+        description=(
+            "Set when the buffer is stored permuted, in the order its only reader walks it (a weight read transposed, a "
+            "result its consumer permutes): the source tensor's dims in storage order."
+        ),
     )
 
 
