@@ -105,13 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(run=cmd_validate)
 
     # subcommands owned by their packages (each adds its parser and handler)
+    from conformance.cli import add_conformance_parser
     from ktir.lower.cli import add_lower_parser
     from ktir.targets.cli import add_targets_parser
     from reference_interp.cli import add_run_parser
+    from schedulers.cli import add_schedule_parser
 
     add_run_parser(sub)
     add_lower_parser(sub)
     add_targets_parser(sub)
+    add_conformance_parser(sub)
+    add_schedule_parser(sub)
     return parser
 
 
