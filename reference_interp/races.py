@@ -374,9 +374,15 @@ class RaceTracker:
         seg = self.cur[t]
         if seg + 1 > 32767 and alloc.w_seg.dtype == np.int16:
             alloc.w_seg = alloc.w_seg.astype(np.int32)
-        gdesc = self._granules(alloc, desc)
         g = alloc.granule
-        cells = gdesc.cells(alloc.w_seg)
+        gdesc: Desc | None = None
+        if (type(desc) is BoxDesc and len(desc.ext) == 1 and desc.bstrides[0] == desc.itemsize
+                and not (desc.b0 % g or desc.itemsize % g)):
+            cells = alloc.w_seg[desc.b0 // g : (desc.hi + 1) // g]  # a contiguous run: no scaled descriptor
+        else:
+            gdesc = self._granules(alloc, desc)
+            g = alloc.granule
+            cells = gdesc.cells(alloc.w_seg)
         if alloc.writer_segs:
             cached = alloc.tables.get(t)
             table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
@@ -387,6 +393,8 @@ class RaceTracker:
             for rseg, rec in alloc.readers.items():
                 if self.hb(rseg, t):
                     continue
+                if gdesc is None:
+                    gdesc = self._granules(alloc, desc)
                 hit = rec.hits(gdesc, span)
                 if hit is not None:
                     k = int(np.argmax(hit))
