@@ -10,9 +10,14 @@ import math
 from collections.abc import Sequence
 
 from ktir.lower.torch.expr import Expr, Op, evaluate, leaves, load_leaves, scalar
-from ktir.lower.torch.refs import Ref
+from ktir.lower.torch.refs import STICK_BYTES, Ref, element_bytes
 from ktir.lower.torch.work import Division, divide
 from ktir.lower.torch.writer import Aliases, Kernel, tensor_type
+
+
+def _stick(ktype: str) -> int:
+    """Elements per 128-byte stick."""
+    return STICK_BYTES // element_bytes(ktype)
 
 
 def _permute_expr(expr: Expr, perm: list[int]) -> Expr:
@@ -39,7 +44,7 @@ def elementwise(name: str, aliases: Aliases, expr: Expr, out: Ref, cores: int) -
     """out = expr, one generic per tile."""
     if out.rank == 0:
         expr, out = _expr_rank1(expr), _rank1(out)
-    div = divide(out.shape, range(out.rank), cores)
+    div = divide(out.shape, range(out.rank), cores, _stick(out.ktype))
     k = Kernel(name, aliases, div.grid)
     starts = div.starts(k)
     value = evaluate(k, expr, starts, div.block, out.ktype)
@@ -58,7 +63,7 @@ def reduction(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim
     if nk == 0:  # full reduction: one tile, a 1-element output
         pshape, expr, nk = [1, *pshape], _permute_expr(_unsqueeze0(expr), list(range(rank + 1))), 1
         out = _rank1(out)
-    div = divide(pshape[:nk], range(nk), cores, inner=None if nk < rank else -1)
+    div = divide(pshape[:nk], range(nk), cores, _stick(out.ktype), inner=None if nk < rank else -1)
     block = list(div.block) + pshape[nk:]
     k = Kernel(name, aliases, div.grid)
     starts = div.starts(k) + [0] * (len(pshape) - nk)
@@ -221,12 +226,24 @@ def _batch_loops(k: Kernel, div: Division, nb: int) -> list[int | str]:
     return idx
 
 
+def _matmul_division(shape: Sequence[int], kdim: int, cores: int, stick: int) -> Division:
+    """Batch dims first, then rows or columns, whichever moves fewer operand elements in
+    total (every tile loads its rows of A and its columns of B)."""
+    nb = len(shape) - 2
+    batch = list(range(nb))
+    candidates = [divide(shape, [*batch, nb, nb + 1], cores, stick), divide(shape, [*batch, nb + 1, nb], cores, stick)]
+
+    def traffic(d: Division) -> int:
+        return d.cores * kdim * (d.block[-2] + d.block[-1])
+
+    return min(candidates, key=traffic)
+
+
 def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: Ref, cores: int) -> Kernel:
     """out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]); batch dims may broadcast (stride 0)."""
     nb = out.rank - 2
-    m, n = out.shape[-2:]
     kdim = a.shape[-1]
-    div = divide(out.shape, range(out.rank), cores)
+    div = _matmul_division(out.shape, kdim, cores, _stick(out.ktype))
     k = Kernel(name, aliases, div.grid)
     starts = div.starts(k)
     idx = _batch_loops(k, div, nb)

@@ -1,9 +1,9 @@
 """Work division: which dims of a kernel's output are split over the target's cores.
 
-Dims are taken outermost first; each gets the largest number of cores that divides it
+Dims are taken in the order given (outermost first unless a kernel knows better); each gets the largest number of cores that divides it
 evenly and fits in the cores left, so every tile has an equal box and no tile idles on a
-padded remainder. The stick dim (innermost, stored in 128-byte sticks) is split last and
-only in whole sticks, so a tile never writes part of a stick another tile writes.
+padded remainder. The stick dim (innermost, stored in 128-byte sticks) is split only in
+whole sticks, so a tile never writes part of a stick another tile writes.
 """
 
 from __future__ import annotations
@@ -48,8 +48,7 @@ def divide(shape: Sequence[int], splittable: Sequence[int], cores: int, stick: i
     split: list[int] = []
     left = cores
     inner = len(shape) - 1 if inner == -1 else inner
-    order = [d for d in splittable if d != inner] + [d for d in splittable if d == inner]
-    for d in order:
+    for d in splittable:
         n = shape[d]
         if left <= 1 or n <= 1:
             continue
