@@ -74,7 +74,8 @@ class Allocation:
         self.capacity = capacity  # scratchpads grow on demand up to this
         self.growable = capacity is not None
         self.w_seg: np.ndarray | None = None  # per granule: 1 + segment of the last write, 0 none
-        self.granule = 1  # bytes per w_seg entry (races.py; the element size while accesses are aligned)
+        # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
+        self.granule = 0
         self.writer_segs: set[int] = set()
         self.readers: dict[int, Any] = {}  # segment -> ReadRecord
         self.tables: dict[int, tuple[int, Any]] = {}  # tile -> (clock version, unordered-writer table)

@@ -279,18 +279,23 @@ class RaceTracker:
     # ------------------------------------------------------------------ accesses
 
     def _track(self, alloc: Allocation) -> None:
+        """First access to `alloc`: choose its granule (the write map waits for a first write:
+        arrays that are only read never pay for one)."""
+        g = alloc.dtype.itemsize if alloc.dtype is not None and not alloc.growable else 1
+        if g < 1 or alloc.base % g or len(alloc.raw) % g:
+            g = 1
+        alloc.granule = g
+        self.tracked.append(alloc)
+
+    def _write_map(self, alloc: Allocation) -> np.ndarray:
         if alloc.w_seg is None:
-            g = alloc.dtype.itemsize if alloc.dtype is not None and not alloc.growable else 1
-            if g < 1 or alloc.base % g or len(alloc.raw) % g:
-                g = 1
-            alloc.granule = g
-            alloc.w_seg = np.zeros(len(alloc.raw) // g, dtype=np.int16)  # widened past 32766 segments
-            self.tracked.append(alloc)
+            alloc.w_seg = np.zeros(len(alloc.raw) // alloc.granule, dtype=np.int16)  # widened past 32766 segments
+        return alloc.w_seg
 
     def _refine(self, alloc: Allocation) -> None:
         """An access that is not granule-aligned: track this allocation per byte from now on."""
-        assert alloc.w_seg is not None
-        alloc.w_seg = np.repeat(alloc.w_seg, alloc.granule)
+        if alloc.w_seg is not None:
+            alloc.w_seg = np.repeat(alloc.w_seg, alloc.granule)
         alloc.granule = 1
         for rec in alloc.readers.values():
             rec.refine()
@@ -325,12 +330,13 @@ class RaceTracker:
                 raise UninitFound(int(np.argmin(ok.reshape(-1))))
         if not self.enabled:
             return
-        if alloc.w_seg is None:
+        if not alloc.granule:
             self._track(alloc)
         g = alloc.granule
-        if g > 1 and (type(desc) is not BoxDesc or desc.b0 % g or desc.itemsize % g):
-            # recorded reads must be granule-aligned (a box's strides are multiples of its itemsize)
-            self._granules(alloc, desc)
+        if g > 1 and (desc.itemsize % g or (type(desc) is BoxDesc and desc.b0 % g)):
+            # recorded reads must be granule-aligned; access.py builds descriptors whose strides
+            # and offsets are multiples of the itemsize, so the itemsize and a box's start decide
+            self._refine(alloc)
         if alloc.writer_segs:
             cached = alloc.tables.get(t)
             table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
@@ -368,8 +374,9 @@ class RaceTracker:
             if alloc.init is not None:
                 assign_cells(alloc.init, desc, True)
             return
-        if alloc.w_seg is None:
+        if not alloc.granule:
             self._track(alloc)
+        self._write_map(alloc)
         assert alloc.w_seg is not None
         seg = self.cur[t]
         if seg + 1 > 32767 and alloc.w_seg.dtype == np.int16:
