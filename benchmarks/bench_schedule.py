@@ -111,7 +111,7 @@ def main() -> int:
                 progress.advance(task)
     clock = target.clock_hz
     table = Table(title=f"schedules on {target.name} (estimate and bound in microseconds)")
-    table.add_column("kernel")
+    table.add_column("kernel", no_wrap=True, min_width=26)
     table.add_column("bound", justify="right")
     for s in SCHEDULERS:
         table.add_column(f"{s} est", justify="right")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from .spaces import Evaluated, Space, row, space_for
 
 # A strategy returns the chosen point and how many candidates it evaluated.
 Strategy = Callable[[Space, ScheduleOptions], tuple[dict[str, int], int]]
+
+REWRITE_MARGIN = 0.15  # seconds kept from a search's budget for the rewrite and the report
 
 SUPPORTED_OPS = (
     "linalg.matmul", "linalg.fill", "linalg.generic", "linalg.reduce", "tensor.empty", "arith.truncf", "arith.extf",
@@ -180,7 +183,9 @@ class StrategyScheduler:
         k = rec.kernel
         report.kernel_class = "matmul" if isinstance(k, MatmulKernel) else "rowwise"
         report.dims = {"M": k.M, "N": k.N, "K": k.K} if isinstance(k, MatmulKernel) else {"R": k.R}
-        space, point, count, bound = plan(k, target, type(self).strategy, options)
+        # the budget covers the whole call: what recognition took, and a margin for the rewrite
+        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
+        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
         fill_report(report, space, point, count, bound)
         out = emit_matmul(k, rec.fn, point) if isinstance(k, MatmulKernel) else rewrite_rows(module, k, point)
         report.applied = True

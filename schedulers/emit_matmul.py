@@ -24,15 +24,15 @@ def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     gm, gn, bm, bn, bk, order, db = (p[n] for n in ("gm", "gn", "bm", "bn", "bk", "order", "db"))
     M, N, K = k.M, k.N, k.K
     ta, tb, tc = k.a.dtype, k.b.dtype, k.c.dtype
+    a_res, b_res = order == 1, order == 2
     acc = f"tensor<{bm}x{bn}xf32>"
     a_blk, b_blk = f"tensor<{bm}x{bk}x{ta}>", f"tensor<{bk}x{bn}x{tb}>"
-    a_res, b_res = order == 1, order == 2
     args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
     lines = [
         "// scheduled by ktir schedule: see the report for the schedule and its cost",
         _box("sched_a", M, K), _box("sched_b", K, N), _box("sched_c", M, N),
         _box("sched_ablk", bm, bk), _box("sched_bblk", bk, bn), _box("sched_cblk", bm, bn),
-        _box("sched_ares", bm, K), _box("sched_bres", K, bn),
+        *([_box("sched_ares", bm, K)] if a_res else []), *([_box("sched_bres", K, bn)] if b_res else []),
         "#sched_id2 = affine_map<(d0, d1) -> (d0, d1)>",
         f"func.func @{k.name}({args}) attributes {{grid = [{gm}, {gn}]}} {{",
     ]

@@ -9,7 +9,6 @@ whole dimension.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -47,9 +46,10 @@ def aligned_blocks(n: int, itemsize: int, granularity: int) -> list[int]:
 
 
 def _product(**cols: list[int]) -> Columns:
-    names = list(cols)
-    grid = np.array(list(itertools.product(*cols.values())), dtype=np.int64).reshape(-1, len(names))
-    return {k: grid[:, i] for i, k in enumerate(names)}
+    """Every combination of the columns' values (the first column varies slowest)."""
+    arrays = [np.asarray(v, dtype=np.int64) for v in cols.values()]
+    mesh = np.meshgrid(*arrays, indexing="ij")
+    return {k: m.reshape(-1) for k, m in zip(cols, mesh, strict=True)}
 
 
 def take(c: Columns, idx: np.ndarray | list[int]) -> Columns:
@@ -122,7 +122,7 @@ class MatmulSpace:
         buffers = np.where(db, 2.0, 1.0)
         a_mem = np.where(a_res, bm * k.K * ea + bm * bk * ea, buffers * bm * bk * ea)
         b_mem = np.where(b_res, k.K * bn * eb + bk * bn * eb, buffers * bk * bn * eb)
-        scratch = 2 * bm * bn * 4 + bm * bn * ec + a_mem + b_mem  # accumulator in and out, rounded result
+        scratch = bm * bn * 4 + bm * bn * ec + a_mem + b_mem  # accumulator (updated in place), rounded result
         extra = np.where(db, mb * nb, 0.0)  # the last prefetch of each K loop is redundant
         a_bytes = np.where(a_res, k.M * k.K * ea * np.minimum(gn, nb), k.M * k.K * ea * nb + extra * bm * bk * ea)
         b_bytes = np.where(b_res, k.K * k.N * eb * np.minimum(gm, mb), k.K * k.N * eb * mb + extra * bk * bn * eb)
@@ -158,7 +158,7 @@ class MatmulSpace:
     def fit_message(self) -> str:
         k = self.k
         bm, bn, bk = self.bm_all[0], self.bn_all[0], self.bk_all[0]
-        need = 2 * bm * bn * 4 + bm * bn * k.c.itemsize + bm * bk * k.a.itemsize + bk * bn * k.b.itemsize
+        need = bm * bn * 4 + bm * bn * k.c.itemsize + bm * bk * k.a.itemsize + bk * bn * k.b.itemsize
         return (f"the smallest matmul blocks (f32 accumulator {bm}x{bn}, {k.a.arg} block {bm}x{bk}, {k.b.arg} block "
                 f"{bk}x{bn}) need {need} bytes of ct_local scratchpad; a tile has {self.fig.local_capacity}")
 
