@@ -141,6 +141,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     except ManifestError as e:
         print(f"ktir conformance: {e}", file=sys.stderr)
         return EXIT_USAGE
-    for c in cases:
-        print(f"{c.id}\t{c.level}\t{c.expect}\t{' '.join(c.ops)}")
+    try:
+        for c in cases:
+            print(f"{c.id}\t{c.level}\t{c.expect}\t{' '.join(c.ops)}")
+    except BrokenPipeError:  # `| head`
+        sys.stderr.close()
     return EXIT_OK

@@ -1,0 +1,1 @@
+"""Example adapters for vendors to copy (see docs/guides/conformance.md)."""
