@@ -133,6 +133,31 @@ def _pow(k: Kernel, a: list[str], p: float) -> str:
     return _bin("math.powf")(k, [a[0], k.fconst(p)], p)
 
 
+def _compare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
+    """1.0 where `a <predicate> b` holds, else 0.0 (masks stay f32 inside a chain)."""
+
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        c = k.fresh("s")
+        k.emit(f"{c} = arith.cmpf {predicate}, {a[0]}, {a[1]} : f32")
+        out = k.fresh("s")
+        k.emit(f"{out} = arith.select {c}, {k.fconst(1.0)}, {k.fconst(0.0)} : f32")
+        return out
+
+    return f
+
+
+def _where(k: Kernel, a: list[str], p: float) -> str:
+    c = k.fresh("s")
+    k.emit(f"{c} = arith.cmpf une, {a[0]}, {k.fconst(0.0)} : f32")
+    out = k.fresh("s")
+    k.emit(f"{out} = arith.select {c}, {a[1]}, {a[2]} : f32")
+    return out
+
+
+def _logical_not(k: Kernel, a: list[str], p: float) -> str:
+    return _compare("oeq")(k, [a[0], k.fconst(0.0)], p)
+
+
 def _relu(k: Kernel, a: list[str], p: float) -> str:
     return _bin("arith.maximumf")(k, [a[0], k.fconst(0.0)], p)
 
@@ -170,6 +195,14 @@ SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
     "reciprocal": _recip,
     "pow": _pow,
     "identity": _identity,
+    "gt": _compare("ogt"),
+    "ge": _compare("oge"),
+    "lt": _compare("olt"),
+    "le": _compare("ole"),
+    "eq": _compare("oeq"),
+    "ne": _compare("une"),
+    "where": _where,
+    "logical_not": _logical_not,
 }
 
 
@@ -200,7 +233,8 @@ def load_leaves(k: Kernel, refs: Sequence[Ref], starts: Sequence[int | str], blo
 def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence[int], out_type: str = "f32") -> str:
     """The tile of `expr` at `starts` (an all-parallel linalg.generic over its leaves), as `out_type`."""
     refs = leaves(expr)
-    if isinstance(expr, Ref) and all(s != 0 for s in expr.strides):
+    floats = ("f16", "bf16", "f32")
+    if isinstance(expr, Ref) and all(s != 0 for s in expr.strides) and expr.ktype in floats and out_type in floats:
         value, shape = k.load(expr, starts, block)
         return k.convert(value, shape, expr.ktype, out_type)
     inputs = load_leaves(k, refs, starts, block)

@@ -60,7 +60,9 @@ class Graph:
 UNARY = {
     "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
 }
-BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne"}
+# ops with no effect on values (export's runtime assertions)
+IGNORED = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "sym_constrain_range", "sym_constrain_range_for_size"}
 VIEWS = {
     "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "slice", "select", "unsqueeze", "squeeze",
     "alias", "clone", "detach", "contiguous", "lift_fresh_copy", "split", "split_with_sizes", "unbind",
@@ -182,7 +184,7 @@ class Lowering:
         if isinstance(value, Pending) and value.shape == shape and value.users == 1:
             return value.expr
         ref = self.ref(arg, user)
-        if ref.ktype not in ("f16", "bf16", "f32"):
+        if ref.ktype not in ("f16", "bf16", "f32", "i1"):
             raise TorchLoweringError(f"elementwise ops on {ref.ktype} are not supported")
         return ref.broadcast_to(shape)
 
@@ -250,12 +252,15 @@ class Lowering:
                 raise TorchLoweringError(f"output {i} of {seq.name} is not computed by the lowering")
             self.values[node] = item
             return
+        if _target_name(node) in IGNORED:
+            self.values[node] = None
+            return
         if self._foldable(node):
             self._fold(node)
             return
         name = _target_name(node)
         handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
-        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy"):
+        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not"):
             handler = self.op_elementwise
         elif name in VIEWS:
             handler = self.op_view
@@ -296,6 +301,10 @@ class Lowering:
             e = Op("pow", (x,), float(args[1]))
         elif name == "_to_copy":
             e = x
+        elif name == "logical_not":
+            e = Op("logical_not", (x,))
+        elif name == "where":
+            e = Op("where", (x, self.expr(args[1], shape, node), self.expr(args[2], shape, node)))
         elif name in BINARY or name == "rsub":
             y = self.expr(args[1], shape, node)
             if name == "div" and kw.get("rounding_mode") is not None:
@@ -311,7 +320,7 @@ class Lowering:
             v = self.values.get(a)
             if isinstance(v, Pending) and v.users == 1 and v.shape == shape:
                 nodes = v.nodes + nodes
-        if ktype not in ("f16", "bf16", "f32"):
+        if ktype not in ("f16", "bf16", "f32", "i1"):
             raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
         return Pending(e, shape, ktype, len(node.users), nodes)
 
@@ -371,9 +380,12 @@ class Lowering:
         raise TorchLoweringError("this view op is not supported")
 
     def _reduce(self, node: Any, kind: str, dims: list[int] | None) -> Ref:
+        shape, ktype = self._out(node)
+        return self._reduce_node(node, kind, dims, shape, ktype)
+
+    def _reduce_node(self, node: Any, kind: str, dims: list[int] | None, shape: tuple[int, ...], ktype: str) -> Ref:
         src = node.args[0]
         in_shape = tuple(src.meta["val"].shape)
-        shape, ktype = self._out(node)
         rank = len(in_shape)
         dims = sorted({d % rank for d in dims}) if dims else list(range(rank))
         e = self.expr(src, in_shape, node)
@@ -412,6 +424,48 @@ class Lowering:
         return out
 
     op_softmax = op__softmax
+
+    def op__log_softmax(self, node: Any) -> Ref:
+        src, dim = node.args[0], node.args[1]
+        shape, ktype = self._out(node)
+        e = self.expr(src, shape, node)
+        nodes = self._fused_nodes(src, shape) + [node.name]
+        out = self._new_buffer(node.name, shape, ktype)
+        k = kernels.softmax(self._kname("log_softmax"), self.aliases, e, shape, dim % len(shape), out, self.cores, log=True)
+        self._add_kernel(k, "softmax", nodes, [out.buffer], f"{', '.join(nodes)}: log_softmax over dim {dim % len(shape)}")
+        return out
+
+    def op_var(self, node: Any) -> Ref:
+        src = node.args[0]
+        in_shape = tuple(src.meta["val"].shape)
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        if dims is None or len(dims) != 1:
+            raise TorchLoweringError("variance is supported over one dim")
+        correction = node.kwargs.get("correction", 1)
+        correction = 1 if correction is None else correction
+        shape, ktype = self._out(node)
+        dim = dims[0] % len(in_shape)
+        e = self.expr(src, in_shape, node)
+        nodes = self._fused_nodes(src, in_shape) + [node.name]
+        out_full = self._new_buffer(node.name, shape, ktype)
+        keep = tuple(1 if d == dim else n for d, n in enumerate(in_shape))
+        out = Ref(out_full.buffer, ktype, 0, keep, contiguous_strides(keep))
+        k = kernels.variance(self._kname("var"), self.aliases, e, in_shape, dim, float(correction), out, self.cores)
+        self._add_kernel(k, "reduction", nodes, [out.buffer], f"{', '.join(nodes)}: variance over dim {dim}")
+        return out_full
+
+    def _reduce_with_indices(self, node: Any, kind: str) -> Any:
+        if len(node.args) < 2:  # max(x): one value
+            return self._reduce(node, kind, None)
+        # (values, indices): the indices are not computed; using them stops the lowering
+        values = self._reduce_node(node, kind, [node.args[1]], tuple(node.meta["val"][0].shape), _ktype(node.meta["val"][0].dtype))
+        return [values, None]
+
+    def op_max(self, node: Any) -> Any:
+        return self._reduce_with_indices(node, "max")
+
+    def op_min(self, node: Any) -> Any:
+        return self._reduce_with_indices(node, "min")
 
     def op_native_layer_norm(self, node: Any) -> list[Ref | None]:
         src, normalized, w, b, eps = node.args

@@ -133,13 +133,17 @@ def _row_map(k: Kernel, value: str, shape: list[int], fn: object) -> str:
     return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * rank, None, "f32", fn)
 
 
-def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int) -> Kernel:
-    """out = softmax(expr, dim): max, exp(x - max), sum, divide; rows split over cores."""
+def _rows_last(expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int) -> tuple[Expr, Ref, Division]:
+    """Move `dim` last in the operand and the output, and split the other dims over the cores."""
     rank = len(shape)
     perm = [d for d in range(rank) if d != dim] + [dim]
-    expr, out = _permute_expr(expr, perm), out.permute(perm)
     pshape = [shape[d] for d in perm]
-    div = divide(pshape, range(rank - 1), cores)
+    return _permute_expr(expr, perm), out.permute(perm), divide(pshape, range(rank - 1), cores)
+
+
+def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int, log: bool = False) -> Kernel:
+    """out = softmax(expr, dim) (or log_softmax): max, exp(x - max), sum, divide; rows split over cores."""
+    expr, out, div = _rows_last(expr, shape, dim, out, cores)
     k = Kernel(name, aliases, div.grid)
     starts = div.starts(k)
     block = list(div.block)
@@ -147,8 +151,42 @@ def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: 
     mx, _ = k.reduce(x, block, "maximumf", -math.inf)
     e = _rowwise(k, "expsub", x, mx, block)
     total, _ = k.reduce(e, block, "addf", 0.0)
-    y = _rowwise(k, "divf", e, total, block)
+    if log:  # (x - max) - log(sum)
+
+        def logsum(kk: Kernel, names: list[str], acc: str) -> str:
+            r = kk.fresh("s")
+            kk.emit(f"{r} = math.log {names[0]} : f32")
+            return r
+
+        lse = _row_map(k, total, block[:-1], logsum)
+        shifted = _rowwise(k, "subf", x, mx, block)
+        y = _rowwise(k, "subf", shifted, lse, block)
+    else:
+        y = _rowwise(k, "divf", e, total, block)
     k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    return k
+
+
+def variance(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, correction: float, out: Ref, cores: int) -> Kernel:
+    """out = sum((x - mean)^2) / (n - correction) over `dim`; `out` has that dim as size 1."""
+    expr, out, div = _rows_last(expr, shape, dim, out, cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    block = list(div.block)
+    n = block[-1]
+    x = evaluate(k, expr, starts, block)
+    total, _ = k.reduce(x, block, "addf", 0.0)
+    mean = _scale(k, total, block[:-1], 1.0 / n)
+    xc = _rowwise(k, "subf", x, mean, block)
+
+    def square(kk: Kernel, names: list[str], acc: str) -> str:
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.mulf {names[0]}, {names[0]} : f32")
+        return r
+
+    ss, _ = k.reduce(_row_map(k, xc, block, square), block, "addf", 0.0)
+    var = _scale(k, ss, block[:-1], 1.0 / (n - correction) if n > correction else math.nan)
+    k.store(k.convert(var, block[:-1], "f32", out.ktype), out.squeeze([out.rank - 1]), starts[:-1], block[:-1])
     return k
 
 

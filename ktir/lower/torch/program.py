@@ -30,7 +30,7 @@ def numpy_dtype(ktype: str) -> Any:
         import ml_dtypes
 
         return ml_dtypes.bfloat16
-    return {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[ktype]
+    return {"i1": np.bool_, "f16": np.float16, "f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[ktype]
 
 
 def stick_layout(buf: Buffer) -> StickLayout:

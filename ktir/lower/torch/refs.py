@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # element type names used in KTIR, by numpy dtype name
-KTIR_TYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+KTIR_TYPES = {"bool": "i1", "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 
 STICK_BYTES = 128  # Spyre moves and stores data in 128-byte sticks
 
 
 def element_bytes(ktype: str) -> int:
-    return {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8}[ktype]
+    return {"i1": 1, "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8}[ktype]
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

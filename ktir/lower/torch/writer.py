@@ -216,9 +216,14 @@ class Kernel:
     def scalar_convert(self, value: str, src: str, dst: str) -> str:
         if src == dst:
             return value
-        op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
         out = self.fresh("s")
-        self.emit(f"{out} = {op} {value} : {src} to {dst}")
+        if src == "i1":  # a mask: 1.0 where true
+            self.emit(f"{out} = arith.uitofp {value} : i1 to {dst}")
+        elif dst == "i1":
+            self.emit(f"{out} = arith.cmpf une, {value}, {self.fconst(0.0, src)} : {src}")
+        else:
+            op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
+            self.emit(f"{out} = {op} {value} : {src} to {dst}")
         return out
 
     def generic(

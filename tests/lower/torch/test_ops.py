@@ -19,7 +19,7 @@ from torch import nn  # noqa: E402
 from ktir.lower.torch import from_torch  # noqa: E402
 from tests.lower.torch.models import RMSNorm, Rope, SwiGLU  # noqa: E402
 
-TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 
 
 class Fn(nn.Module):
@@ -149,3 +149,27 @@ def test_unsupported_op_names_the_node() -> None:
 
     with pytest.raises(TorchLoweringError, match=r"cumsum"):
         from_torch(Fn(lambda s, x: torch.cumsum(x, 0)), (r(4, 4),))
+
+
+def test_masks_comparisons_and_where() -> None:
+    check(Fn(lambda s, x, m: x.masked_fill(m, -1.0) * 2), r(4, 64), torch.rand(4, 64) > 0.5)
+    check(Fn(lambda s, x: torch.where(x > 0, x, 0.1 * x)), r(8, 64))
+    p = check(Fn(lambda s, x, y: (x >= y, torch.logical_not(x < 0))), r(4, 32), r(32))
+    assert p.manifest.outputs[0].dtype == "i1"
+
+
+def test_log_softmax_variance_max_min() -> None:
+    check(Fn(lambda s, x: F.log_softmax(x, -1)), r(4, 64))
+    check(Fn(lambda s, x: (x.var(-1), x.var(0, keepdim=True, correction=0))), r(8, 64))
+    check(Fn(lambda s, x: (torch.max(x, -1).values, torch.min(x, 1, keepdim=True).values, x.max())), r(4, 8, 16))
+
+
+def test_bf16() -> None:
+    check(Fn(lambda s, x, w: torch.softmax(x @ w, -1)), r(16, 64), r(64, 64) * 0.1, dtype=torch.bfloat16)
+
+
+def test_using_argmax_indices_is_an_error() -> None:
+    from ktir.lower.torch import TorchLoweringError
+
+    with pytest.raises(TorchLoweringError, match="not computed"):
+        from_torch(Fn(lambda s, x: torch.max(x, -1).indices), (r(4, 8),))
