@@ -140,8 +140,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _render(diag: Any, source: str, name: str) -> str:
     """A diagnostic with a source position renders like the compiler's; one without (bad
     arguments, a failure outside any op) names the file instead of a fake `:0:0`."""
+    import dataclasses
+
     from ktir.syntax.diagnostics import render
 
+    if diag.file is None:
+        diag = dataclasses.replace(diag, file=name)
     if diag.line >= 1:
         return render(diag, source)
     ident = f"[{diag.id}]" if diag.id else ""

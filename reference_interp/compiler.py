@@ -401,14 +401,7 @@ class FuncCompiler:
             self.vector = saved
 
     def check_types(self, op: Operation, types: list[Type]) -> None:
-        """Reject vector, complex and tuple values up front: KTIR 0.1 parses them but defines
-        no op on them (spec/types.md), so running one would invent semantics."""
-        for t in types:
-            bad = _semantics_free(self.type(t))
-            if bad is not None:
-                raise CompileError(
-                    f"values of type {type_text(bad)} are not executed: KTIR 0.1 defines no operation on "
-                    "vector, complex or tuple types", op)
+        reject_semantics_free(op, [self.type(t) for t in types])
 
     def compile_op(self, op: Operation) -> OpFn | Blocking:
         override = self.overrides.get(id(op))
@@ -430,6 +423,17 @@ class FuncCompiler:
         if self.options.trace and not self.vector:
             compiled = _traced(compiled, op, self)
         return compiled
+
+
+def reject_semantics_free(op: Operation, types: list[Type]) -> None:
+    """Reject vector, complex and tuple values up front: KTIR 0.1 parses them but defines
+    no op on them (spec/types.md), so running one would invent semantics."""
+    for t in types:
+        bad = _semantics_free(t)
+        if bad is not None:
+            raise CompileError(
+                f"values of type {type_text(bad)} are not executed: KTIR 0.1 defines no operation on "
+                "vector, complex or tuple types", op)
 
 
 def _semantics_free(t: Type) -> Type | None:

@@ -22,6 +22,7 @@ import numpy as np
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
+from .compiler import reject_semantics_free
 from .dtypes import np_dtype
 from .errors import KtirRuntimeError, fail
 
@@ -64,6 +65,9 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
 
     fn = choose_function(module, func)
     block = fn.regions[0].blocks[0]
+    # an argument type the interpreter rejects is that error, not "cannot infer a value"
+    reject_semantics_free(fn, [module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef)
+                               else a.type for a in block.arguments])
     rng = np.random.default_rng(seed)
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}

@@ -73,6 +73,15 @@ def test_a_failing_probe_run_points_at_the_failing_op(tmp_path: Path, capsys: py
     assert "infer the array sizes" in err and ":0:0" not in err
 
 
+def test_random_inputs_for_a_vector_argument_report_the_unsupported_type(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "vec.ktir"
+    path.write_text("func.func @k(%a: vector<4xf32>) {\n  return\n}\n")
+    assert ktir_run(str(path), "--random-inputs", "0") == 1
+    err = capsys.readouterr().err
+    assert "vec.ktir:1:1: error[runtime.unsupported]: func.func: values of type vector<4xf32>" in err
+
+
 def test_errors_without_a_position_name_the_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert ktir_run(str(EXAMPLES / "vector_add.ktir")) == 1
     err = capsys.readouterr().err
