@@ -18,7 +18,7 @@ from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 from mkdocs.structure.pages import Page  # noqa: E402
 
-from ktir.docsgen import pages  # noqa: E402
+from ktir.docsgen import conformance_page, pages  # noqa: E402
 
 SPEC_DIR = ROOT / "spec"
 OPS_NAV_TARGET = "spec/ops/index.md"
@@ -72,4 +72,4 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    return pages.expand_directives(markdown)
+    return pages.expand_directives(conformance_page.expand(markdown))
