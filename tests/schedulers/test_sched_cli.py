@@ -89,3 +89,10 @@ def test_unrecognised_kernel_comes_back_unchanged_with_the_reason(tmp_path: Path
     report = json.loads(rep.read_text())
     assert report["applied"] is False and "matmul" in report["reason"]
     assert stdout == (EXAMPLES / "swiglu.ktir").read_text()
+
+
+def test_ktir_command_has_the_schedule_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["schedule", str(EXAMPLES / "rmsnorm.ktir"), "--target", "spyre", "--size", "R=256", "--scheduler",
+                 "baseline", "--check", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "check: ok" in err and "grid = [" in out
