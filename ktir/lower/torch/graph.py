@@ -523,8 +523,6 @@ class Lowering:
         dropout = args[4] if args[4] is not None else node.kwargs.get("dropout_p", 0.0)
         causal = args[5] if args[5] is not None else node.kwargs.get("is_causal", False)
         scale = node.kwargs.get("scale", args[6] if len(args) > 6 else None)
-        if attn_mask is not None:
-            raise TorchLoweringError("an explicit attn_mask is not supported (use is_causal=True)")
         if dropout:
             raise TorchLoweringError("dropout is not supported")
         if q.rank < 3:
@@ -533,10 +531,15 @@ class Lowering:
             raise TorchLoweringError(f"{q.shape[-3]} query heads cannot share {k.shape[-3]} key/value heads")
         shape, ktype = self._out(node)
         q, k, v = (self.dense(r, node, [r.rank - 2, r.rank - 1]) for r in (q, k, v))
+        mask = None
+        if attn_mask is not None:
+            mask = self.ref(attn_mask, node).broadcast_to(q.shape[:-1] + (k.shape[-2],))
+            if mask.ktype not in ("i1", "f16", "bf16", "f32"):
+                raise TorchLoweringError(f"an attention mask of {mask.ktype} is not supported")
         out = self._new_buffer(node.name, shape, ktype, node)
         scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-        kern = kernels.attention(self._kname("attention"), self.aliases, q, k, v, out, bool(causal), scale, self.cores)
-        what = "causal attention" if causal else "attention"
+        kern = kernels.attention(self._kname("attention"), self.aliases, q, k, v, out, bool(causal), scale, self.cores, mask)
+        what = ("causal attention" if causal else "attention") + (" with a mask" if mask is not None else "")
         self._add_kernel(kern, "attention", [node.name], [out.buffer], f"{node.name}: {what}, q {list(q.shape)}, kv {list(k.shape)}")
         return out
 

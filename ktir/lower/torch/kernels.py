@@ -312,8 +312,12 @@ def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: R
     return k
 
 
-def attention(name: str, aliases: Aliases, q: Ref, key: Ref, v: Ref, out: Ref, causal: bool, scale: float, cores: int) -> Kernel:
-    """out = softmax(q k^T * scale [+ causal mask]) v per (batch, head); k/v heads shared by groups of q heads."""
+def attention(
+    name: str, aliases: Aliases, q: Ref, key: Ref, v: Ref, out: Ref, causal: bool, scale: float, cores: int, attn_mask: Ref | None = None
+) -> Kernel:
+    """out = softmax(q k^T * scale [+ causal mask] [+ attn_mask]) v per (batch, head); k/v heads
+    shared by groups of q heads. `attn_mask` (broadcast to q's batch dims x [Sq, Skv]) is
+    boolean (False: masked out) or added to the scores."""
     nb = q.rank - 2
     sq, d = q.shape[-2:]
     skv, dv = v.shape[-2:]
@@ -338,9 +342,23 @@ def attention(name: str, aliases: Aliases, q: Ref, key: Ref, v: Ref, out: Ref, c
         f"{tensor_type([skv, d], key.ktype)}) outs({zeros} : {tensor_type([qb, skv], 'f32')}) -> {tensor_type([qb, skv], 'f32')}"
     )
 
+    inputs = [(s, [qb, skv], "f32", aliases.identity(2))]
+    if attn_mask is not None:
+        plane = _plane(attn_mask, nb)
+        mv, mshape = k.load(plane, [q0, 0], [qb, skv], _batch_offsets(k, attn_mask, idx))
+        inputs.append((mv, mshape, attn_mask.ktype, aliases.map(2, ["0" if st == 0 else f"d{i}" for i, st in enumerate(plane.strides)])))
+
     def mask(kk: Kernel, names: list[str], acc: str) -> str:
         xs = kk.fresh("s")
         kk.emit(f"{xs} = arith.mulf {names[0]}, {kk.fconst(scale)} : f32")
+        if attn_mask is not None and attn_mask.ktype == "i1":
+            kept = kk.fresh("s")
+            kk.emit(f"{kept} = arith.select {names[1]}, {xs}, {kk.fconst(-math.inf)} : f32")
+            xs = kept
+        elif attn_mask is not None:
+            added = kk.fresh("s")
+            kk.emit(f"{added} = arith.addf {xs}, {kk.scalar_convert(names[1], attn_mask.ktype, 'f32')} : f32")
+            xs = added
         if not causal:
             return xs
         i, j = kk.fresh("i"), kk.fresh("j")
@@ -353,7 +371,7 @@ def attention(name: str, aliases: Aliases, q: Ref, key: Ref, v: Ref, out: Ref, c
         kk.emit(f"{r} = arith.select {fut}, {kk.fconst(-math.inf)}, {xs} : f32")
         return r
 
-    sm = _row_map(k, s, [qb, skv], mask)
+    sm = k.generic(inputs, [qb, skv], aliases.identity(2), ["parallel"] * 2, None, "f32", mask)
     mx, _ = k.reduce(sm, [qb, skv], "maximumf", -math.inf)
     e = _rowwise(k, "expsub", sm, mx, [qb, skv])
     total, _ = k.reduce(e, [qb, skv], "addf", 0.0)

@@ -173,3 +173,11 @@ def test_using_argmax_indices_is_an_error() -> None:
 
     with pytest.raises(TorchLoweringError, match="not computed"):
         from_torch(Fn(lambda s, x: torch.max(x, -1).indices), (r(4, 8),))
+
+
+def test_attention_with_explicit_masks() -> None:
+    q, k, v = r(2, 4, 32, 16), r(2, 4, 48, 16), r(2, 4, 48, 16)
+    keep = torch.rand(32, 48) > 0.3
+    keep[:, 0] = True  # every query sees a key
+    check(Fn(lambda s, q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)), q, k, v, keep)
+    check(Fn(lambda s, q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3)), q, k, v, r(2, 1, 32, 48))
