@@ -159,7 +159,8 @@ def _step_limit(ctx: TileContext, block: CBlock) -> KtirRuntimeError:
     op = block.metas[0] if block.metas else block.term
     err = KtirRuntimeError(
         "step-limit",
-        f"executed more than {ctx.step_limit} ops (raise Options.step_limit if the program is meant to run this long)",
+        f"executed more than {ctx.step_limit} ops (raise the limit, step_limit= or --step-limit, if the program is "
+        "meant to run this long)",
         op=op,
     )
     return err.attach(tile=ctx.tile, tile_coords=ctx.coords, grid=ctx.machine.grid)

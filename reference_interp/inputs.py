@@ -129,6 +129,8 @@ def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dic
     try:
         executor.run(module, func, probe_args, **run_kwargs)
     except KtirRuntimeError as e:
+        if e.op is None:  # bad arguments or options: the message says it all
+            raise
         # keep the failing op, tile and location: the user must see where the kernel failed
         e.detail = f"while running the kernel once to infer the array sizes for random inputs: {e.detail}"
         raise e.attach() from None

@@ -71,6 +71,10 @@ def test_a_failing_probe_run_points_at_the_failing_op(tmp_path: Path, capsys: py
     line = 1 + racy.splitlines().index(next(s for s in racy.splitlines() if "ktdp.store" in s))
     assert f"racy.ktir:{line}:3: error[runtime.race]" in err
     assert "infer the array sizes" in err and ":0:0" not in err
+    # an argument error during the probe is just that
+    assert ktir_run(str(path), "--random-inputs", "0", "--arg", "Z=1") == 1
+    err = capsys.readouterr().err
+    assert "error[runtime.argument]: unknown argument(s) Z" in err and "infer the array sizes" not in err
 
 
 def test_random_inputs_for_a_vector_argument_report_the_unsupported_type(tmp_path: Path,
