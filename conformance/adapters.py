@@ -117,11 +117,18 @@ class CommandAdapter:
             function=shlex.quote(function or ""), mode=mode,
         )
         env = dict(os.environ, KTIR_CONFORMANCE_MODE=mode, KTIR_CONFORMANCE_FUNCTION=function or "")
+        # its own session, so that a timeout kills the whole pipeline the shell started
+        proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)
         try:
-            done = subprocess.run(command, shell=True, capture_output=True, text=True, env=env, timeout=self.timeout)
+            out, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
+            _kill(proc)
             raise TimeoutError(f"command did not finish in {self.timeout} s") from None
-        return done.returncode, done.stdout + "\n" + done.stderr, tmp
+        except BaseException:  # the runner's own timeout, or ^C
+            _kill(proc)
+            raise
+        return proc.returncode, out + "\n" + err, tmp
 
     @staticmethod
     def _ids(text: str) -> list[str]:
@@ -165,6 +172,15 @@ class CommandAdapter:
             _cleanup(tmp)
 
 
+def _kill(proc: subprocess.Popen[str]) -> None:
+    import contextlib
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+
 def _tail(text: str, lines: int = 3) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()]
     return " | ".join(kept[-lines:])
@@ -193,7 +209,10 @@ def load_adapter(spec: str, command: str | None = None, timeout: float | None = 
     factory = getattr(module, attr, None)
     if factory is None or not callable(factory):
         raise AdapterError(f"{module_name} has no class or factory {attr}")
-    adapter = factory()
+    try:
+        adapter = factory()
+    except Exception as e:  # noqa: BLE001 - a vendor's constructor failing is a usage problem, reported in one line
+        raise AdapterError(f"{spec}: constructing the adapter failed: {type(e).__name__}: {e}") from None
     if not isinstance(adapter, Adapter):
         raise AdapterError(f"{spec} does not implement the adapter interface (name, check, run)")
     return adapter

@@ -65,15 +65,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     root = args.suite or SUITE_ROOT
     if args.jobs < 1:
-        console.print("ktir conformance: -j must be at least 1")
+        print("ktir conformance: -j must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     try:
         cases = select(load_suite(root), args.level, args.pattern)
     except ManifestError as e:
-        console.print(f"ktir conformance: {e}", highlight=False, markup=False)
+        print(f"ktir conformance: {e}", file=sys.stderr)
         return EXIT_USAGE
     if not cases:
-        console.print("ktir conformance: no case matches the selection")
+        print("ktir conformance: no case matches the selection", file=sys.stderr)
         return EXIT_USAGE
     spec = AdapterSpec(adapter=args.adapter, command=args.adapter_cmd)
     selection = {k: v for k, v in (("level", ",".join(args.level or [])), ("pattern", args.pattern or "")) if v}
@@ -93,13 +93,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             results = run_suite(cases, spec, jobs=args.jobs, timeout=timeout, optional_levels=set(args.optional),
                                 selection=selection, root=root, on_result=tick)
         except AdapterError as e:
-            console.print(f"ktir conformance: {e}", highlight=False, markup=False)
+            print(f"ktir conformance: {e}", file=sys.stderr)
             return EXIT_USAGE
     print_report(results, console)
     try:
         write_reports(results, args.report, args.junit, args.html)
     except OSError as e:
-        console.print(f"ktir conformance: cannot write a report: {e.strerror}: {e.filename}", highlight=False, markup=False)
+        print(f"ktir conformance: cannot write a report: {e.strerror}: {e.filename}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK if results.conformant else EXIT_FAILED
 

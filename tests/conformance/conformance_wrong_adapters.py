@@ -95,3 +95,10 @@ class AcceptsEverything(ReferenceAdapter):
         from conformance.adapters import CheckResult
 
         return CheckResult(accepted=True)
+
+
+class Broken(ReferenceAdapter):
+    """An adapter whose constructor fails (no device found)."""
+
+    def __init__(self) -> None:
+        raise OSError("no device found")

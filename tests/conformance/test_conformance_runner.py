@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -185,3 +186,14 @@ def test_command_line_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "schema_version" in capsys.readouterr().err or True
     assert conformance_main(["report", str(tmp_path / "missing.json")]) == 2
     assert conformance_main(["schema"]) == 0
+
+
+def test_subprocess_timeout_kills_the_command() -> None:
+    start = time.perf_counter()
+    r = run("core.arith.addf.f32.16", command=f"sleep 30; {sys.executable} -c 'pass' {{ktir}}", timeout=0.5)
+    assert r.cases[0].status == "timeout" and time.perf_counter() - start < 5
+
+
+def test_adapter_constructor_failure_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert conformance_main(["run", "-q", "-k", "core.arith.addf.f32.16", "--adapter", WRONG + "Broken"]) == 2
+    assert "constructing the adapter failed" in capsys.readouterr().err
