@@ -221,6 +221,7 @@ class Program:
                 self.funcs[name] = fn
         self._compiled: dict[tuple[str, bool, bool], CompiledFunc] = {}
         self._blocking: dict[str, bool] = {}
+        self._shares: bool | None = None
 
     def function(self, name: str, options: Options) -> CompiledFunc:
         key = (name, options.trace, options.strict)
@@ -231,6 +232,23 @@ class Program:
             found = FuncCompiler(self, self.funcs[name], options).compile()
             self._compiled[key] = found
         return found
+
+    def shares_scratchpads(self) -> bool:
+        """Whether a tile can reach another tile's ct_local memory or memref.alloc memory: a
+        `ct_id` memory space anywhere in the module (ops, types, aliases), or a memref carried
+        by a tile future. When none can, those memories are private to their tile and their
+        accesses need no race bookkeeping (the uninitialised-read check still runs)."""
+        if self._shares is None:
+            roots: list[Any] = [*self.module.attr_aliases.values(), *self.module.type_aliases.values()]
+            for op in self.module.walk():
+                roots.extend(op.attributes.values())
+                roots.extend(op.operand_types)
+                roots.extend(op.result_types)
+                for region in op.regions:
+                    for block in region.blocks:
+                        roots.extend(a.type for a in block.arguments)
+            self._shares = any(_reaches_other_tiles(r, False) for r in roots)
+        return self._shares
 
     def func_blocks(self, name: str) -> bool:
         """Whether function @name (transitively) contains an op that can block."""
@@ -272,6 +290,22 @@ class Program:
         if isinstance(t, ty.TensorType | ty.MemRefType) and isinstance(t.element_type, ty.TypeAliasRef):
             return t.model_copy(update={"element_type": self.type(t.element_type)})
         return t
+
+
+def _reaches_other_tiles(value: Any, in_future: bool) -> bool:
+    """A ct_id memory space, or (inside a tile future type) a memref or an alias, in `value`."""
+    if isinstance(value, at.MemorySpaceAttr):
+        return value.ct_id is not None
+    if in_future and isinstance(value, ty.MemRefType | ty.UnrankedMemRefType | ty.TypeAliasRef | ty.DialectType):
+        return True  # (an alias or an opaque type might hide a memref: assume it does)
+    if isinstance(value, Attribute | Type):
+        inside = in_future or isinstance(value, ty.TileFutureType)
+        return any(_reaches_other_tiles(getattr(value, name), inside) for name in type(value).model_fields)
+    if isinstance(value, list | tuple):
+        return any(_reaches_other_tiles(v, in_future) for v in value)
+    if isinstance(value, dict):
+        return any(_reaches_other_tiles(v, in_future) for v in value.values())
+    return False
 
 
 BLOCKING_OPS = frozenset({

@@ -167,6 +167,7 @@ def run(
     name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
     grid = grid_of(program, fn)
     machine = Machine(grid, options)
+    machine.private_local = not program.shares_scratchpads()
     try:
         compiled = program.function(name, options)
         binder = _Binder(program, machine, fn, compiled)

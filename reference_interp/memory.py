@@ -52,6 +52,7 @@ class Allocation:
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
         "w_seg", "writer_segs", "readers", "init", "_typed", "peak", "dtype", "shape", "tables", "granule",
+        "private",
     )
 
     def __init__(
@@ -76,6 +77,7 @@ class Allocation:
         self.w_seg: np.ndarray | None = None  # per granule: 1 + segment of the last write, 0 none
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
+        self.private = False  # only its owner tile can reach it: no race bookkeeping
         self.writer_segs: set[int] = set()
         self.readers: dict[int, Any] = {}  # segment -> ReadRecord
         self.tables: dict[int, tuple[int, Any]] = {}  # tile -> (clock version, unordered-writer table)

@@ -328,7 +328,7 @@ class RaceTracker:
             ok = desc.cells(alloc.init)
             if not _all_true(ok):
                 raise UninitFound(int(np.argmin(ok.reshape(-1))))
-        if not self.enabled:
+        if not self.enabled or alloc.private:
             return
         if not alloc.granule:
             self._track(alloc)
@@ -370,7 +370,7 @@ class RaceTracker:
             raise RaceFound(k * g, self.seg_tile[seg], self._writer_op(alloc, seg), kind)
 
     def write(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
-        if not self.enabled:
+        if not self.enabled or alloc.private:
             if alloc.init is not None:
                 assign_cells(alloc.init, desc, True)
             return

@@ -64,6 +64,8 @@ class Machine:
         self.futures: Any = None  # intertile.FutureStore, created on demand
         self.posts = 0  # number of posted partials (progress detection)
         self.strides = _row_major(grid)
+        # no tile can reach another's scratchpad or memref.alloc memory (Program.shares_scratchpads)
+        self.private_local = False
 
     def coords(self, tile: int) -> tuple[int, ...]:
         return tuple(int(x) for x in np.unravel_index(tile, self.grid)) if self.grid else ()
@@ -74,6 +76,7 @@ class Machine:
             cap = self.options.scratchpad_bytes
             alloc = Allocation(f"ct_local[{tile}]", "ct_local", 0, np.zeros(0, dtype=np.uint8), 0,
                                owner=tile, capacity=cap if cap is not None else 1 << 62, track_init=True)
+            alloc.private = self.private_local
             self.locals[tile] = alloc
         return alloc
 

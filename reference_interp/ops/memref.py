@@ -43,6 +43,7 @@ def alloc(c: FuncCompiler, op: Operation) -> OpFn:
         fr[0].machine.check_bytes(nbytes, f"{name} of shape {list(shape)}")
         raw = np.zeros(max(align_up(nbytes), ALIGN), dtype=np.uint8)
         a = Allocation(f"the {name} of tile {fr[0].tile}", "alloc", 0, raw, nbytes, owner=fr[0].tile, track_init=True)
+        a.private = fr[0].machine.private_local
         strides = []
         acc = 1
         for d in reversed(shape):

@@ -198,6 +198,50 @@ def test_races_are_exact_per_byte_when_views_disagree_on_element_size(
     assert ("tile 0 read it" if kind == "read-write" else "tile 0 wrote it") in e.message
 
 
+REMOTE = """
+#s = affine_set<(d0) : (d0 >= 0, -d0 + 3 >= 0)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @k() attributes {grid = [2]} {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant dense<1.0> : tensor<4xf32>
+  %v = ktdp.construct_memory_view %c0, sizes: [4], strides: [1] {coordinate_set = #s, memory_space = SPACE} : memref<4xf32>
+  %a = ktdp.construct_access_tile %v[%c0] {access_tile_order = #id1, access_tile_set = #s} : memref<4xf32> -> !ktdp.access_tile<4xindex>
+  ktdp.store %z, %a : tensor<4xf32>, !ktdp.access_tile<4xindex>
+  return
+}
+"""
+
+
+def test_remote_scratchpad_writes_race() -> None:
+    # both tiles write tile 0's scratchpad: a race, found although scratchpads are usually private
+    e = fails("race", REMOTE.replace("SPACE", "#ktdp.memory_space<ct_local, ct_id = 0>"))
+    assert e.tile == 1 and "tile 0 wrote it" in e.message
+    # each tile writes its own scratchpad: no race
+    run(REMOTE.replace("SPACE", "#ktdp.memory_space<ct_local>"))
+
+
+@pytest.mark.parametrize(
+    ("text", "shares"),
+    [
+        (REMOTE.replace("SPACE", "#ktdp.memory_space<ct_local>"), False),
+        (REMOTE.replace("SPACE", "#ktdp.memory_space<ct_local, ct_id = 1>"), True),
+        # through an alias, even one the kernel does not use
+        ("#far = #ktdp.memory_space<ct_local, ct_id = 0>\n" + REMOTE.replace("SPACE", "#ktdp.memory_space<ct_local>"), True),
+        # a memref handed to other tiles by a tile future
+        (REMOTE.replace("SPACE", "#ktdp.memory_space<ct_local>").replace(
+            "  return\n", "  %m = memref.alloc() : memref<4xf32>\n  %f = \"test.share\"(%m) : (memref<4xf32>) -> "
+            "!ktdp.tile_future<(memref<4xf32>), groups = #s>\n  return\n"), True),
+    ],
+    ids=["own", "ct_id", "alias", "future"],
+)
+def test_which_programs_can_reach_another_tiles_scratchpad(text: str, shares: bool) -> None:
+    from reference_interp.compiler import Program
+
+    from .helpers import module
+
+    assert Program(module(text)).shares_scratchpads() is shares
+
+
 # ---------------------------------------------------------------------- views and bounds
 
 
