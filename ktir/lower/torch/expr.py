@@ -1,13 +1,20 @@
 """Fused elementwise chains: an expression tree over strided views, emitted as one linalg.generic.
 
 Leaves are `Ref`s already broadcast to the chain's shape (stride 0 = broadcast dim); every
-op computes in f32, so a chain of f16 ops rounds once, at the end.
+op computes in f32, so a chain of f16 ops rounds once, at the end. Two nodes mark values
+computed inside the kernel before the chain's generic, at their own shape, and read
+broadcast: `Reduce` (a keepdim reduction of a sub-expression; its reduced dims are never
+split over cores, so each tile holds whole rows) and `Row` (an expression over such
+values at the reduced shape, e.g. rsqrt(mean + eps), computed once per row rather than
+once per element).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ktir.lower.torch.refs import Ref
 from ktir.lower.torch.writer import Kernel
@@ -25,7 +32,25 @@ class Op:
     param: float = 0.0
 
 
-Expr = Ref | Const | Op
+@dataclass(frozen=True)
+class Reduce:
+    kind: str  # sum | mean | max | min
+    arg: Expr  # over in_shape
+    dims: tuple[int, ...]  # reduced dims
+    in_shape: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(1 if d in self.dims else n for d, n in enumerate(self.in_shape))
+
+
+@dataclass(frozen=True)
+class Row:
+    arg: Expr
+    shape: tuple[int, ...]
+
+
+Expr = Ref | Const | Op | Reduce | Row
 
 
 def leaves(expr: Expr) -> list[Ref]:
@@ -43,12 +68,49 @@ def leaves(expr: Expr) -> list[Ref]:
     return out
 
 
+def boundaries(expr: Expr) -> list[Reduce | Row]:
+    """The Reduce/Row nodes of `expr` outside any other one (computed before its generic)."""
+    out: list[Reduce | Row] = []
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Reduce | Row):
+            if e not in out:
+                out.append(e)
+        elif isinstance(e, Op):
+            for a in e.args:
+                walk(a)
+
+    walk(expr)
+    return out
+
+
+def reduced_dims(expr: Expr) -> set[int]:
+    """Every dim some Reduce inside `expr` reduces (those must stay whole on each tile)."""
+    if isinstance(expr, Reduce):
+        return set(expr.dims) | reduced_dims(expr.arg)
+    if isinstance(expr, Row):
+        return reduced_dims(expr.arg)
+    if isinstance(expr, Op):
+        return set().union(*(reduced_dims(a) for a in expr.args))
+    return set()
+
+
 def count_ops(expr: Expr) -> int:
-    return 1 + sum(count_ops(a) for a in expr.args) if isinstance(expr, Op) else 0
+    if isinstance(expr, Op):
+        return 1 + sum(count_ops(a) for a in expr.args)
+    if isinstance(expr, Reduce | Row):
+        return 1 + count_ops(expr.arg) if isinstance(expr, Reduce) else count_ops(expr.arg)
+    return 0
 
 
 def op_names(expr: Expr) -> list[str]:
-    return [expr.name, *(n for a in expr.args for n in op_names(a))] if isinstance(expr, Op) else []
+    if isinstance(expr, Op):
+        return [expr.name, *(n for a in expr.args for n in op_names(a))]
+    if isinstance(expr, Reduce):
+        return [expr.kind, *op_names(expr.arg)]
+    if isinstance(expr, Row):
+        return op_names(expr.arg)
+    return []
 
 
 # ---------------------------------------------------------------- scalar ops (f32)
@@ -206,9 +268,9 @@ SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
 }
 
 
-def scalar(k: Kernel, expr: Expr, leaf_values: dict[Ref, str]) -> str:
-    """Emit the scalar ops of `expr` inside a region; leaves are already f32 scalars."""
-    if isinstance(expr, Ref):
+def scalar(k: Kernel, expr: Expr, leaf_values: dict[Any, str]) -> str:
+    """Emit the scalar ops of `expr` inside a region; leaves (and Reduce/Row values) are f32 scalars."""
+    if isinstance(expr, Ref | Reduce | Row):
         return leaf_values[expr]
     if isinstance(expr, Const):
         return k.fconst(expr.value)
@@ -237,13 +299,53 @@ def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence
     if isinstance(expr, Ref) and all(s != 0 for s in expr.strides) and expr.ktype in floats and out_type in floats:
         value, shape = k.load(expr, starts, block)
         return k.convert(value, shape, expr.ktype, out_type)
-    inputs = load_leaves(k, refs, starts, block)
+    subs = boundaries(expr)
+    inputs = load_leaves(k, refs, starts, block) + [_boundary(k, node, starts, block) for node in subs]
+    types = [r.ktype for r in refs] + ["f32"] * len(subs)
+    keys: list[Any] = [*refs, *subs]
     rank = len(block)
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
-        values = {ref: kk.scalar_convert(n, ref.ktype, "f32") for ref, n in zip(refs, names, strict=True)}
+        values = {key: kk.scalar_convert(n, t, "f32") for key, n, t in zip(keys, names, types, strict=True)}
         return kk.scalar_convert(scalar(kk, expr, values), "f32", out_type)
 
     return k.generic(inputs, block, k.aliases.identity(rank), ["parallel"] * rank, None, out_type, body)
+
+
+def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block: Sequence[int]) -> tuple[str, list[int], str, str]:
+    """A Reduce/Row value for the consumer's box: (tensor, its shape, f32, the consumer's map to it)."""
+    rank = len(block)
+    own_starts = [0 if n == 1 else s for s, n in zip(starts, node.shape, strict=True)]
+    own_block = [1 if n == 1 else b for b, n in zip(block, node.shape, strict=True)]
+    if isinstance(node, Row):
+        value = evaluate(k, node.arg, own_starts, own_block)
+        return value, own_block, "f32", k.aliases.map(rank, ["0" if n == 1 else f"d{i}" for i, n in enumerate(node.shape)])
+    in_starts = [0 if d in node.dims else s for d, s in enumerate(own_starts)]
+    in_block = [node.in_shape[d] if d in node.dims else b for d, b in enumerate(own_block)]
+    x = evaluate(k, node.arg, in_starts, in_block)
+    kept = [d for d in range(rank) if d not in node.dims]
+    out_shape = [in_block[d] for d in kept]
+    combiner, init = {"sum": ("addf", 0.0), "mean": ("addf", 0.0), "max": ("maximumf", -math.inf), "min": ("minimumf", math.inf)}[node.kind]
+
+    def combine(kk: Kernel, names: list[str], acc: str) -> str:
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.{combiner} {acc}, {names[0]} : f32")
+        return r
+
+    iters = ["reduction" if d in node.dims else "parallel" for d in range(rank)]
+    value = k.generic([(x, in_block, "f32", k.aliases.identity(rank))], out_shape, k.aliases.map(rank, [f"d{d}" for d in kept]), iters,
+                      k.filled(out_shape, init), "f32", combine)
+    if node.kind == "mean":
+        count = math.prod(node.in_shape[d] for d in node.dims)
+        ident = k.aliases.identity(len(out_shape))
+
+        def scale(kk: Kernel, names: list[str], acc: str) -> str:
+            r = kk.fresh("s")
+            kk.emit(f"{r} = arith.mulf {names[0]}, {kk.fconst(1.0 / count)} : f32")
+            return r
+
+        value = k.generic([(value, out_shape, "f32", ident)], out_shape, ident, ["parallel"] * len(out_shape), None, "f32", scale)
+    results = ["0" if node.shape[d] == 1 else f"d{d}" for d in kept]
+    return value, out_shape, "f32", k.aliases.map(rank, results)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ktir.lower.torch import kernels
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
-from ktir.lower.torch.expr import Const, Expr, Op, count_ops, op_names
+from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
 from ktir.lower.torch.refs import KTIR_TYPES, Buffer, Ref, contiguous_strides
 from ktir.lower.torch.writer import Aliases, Kernel
 
@@ -174,15 +174,21 @@ class Lowering:
             self.const_refs[node] = Ref(name, _ktype(tensor.dtype), 0, shape, contiguous_strides(shape))
         return self.const_refs[node]
 
-    def expr(self, arg: Any, shape: tuple[int, ...], user: Any) -> Expr:
-        """An operand of an elementwise op whose result has `shape`."""
+    def expr(self, arg: Any, shape: tuple[int, ...], user: Any, rows: bool = False) -> Expr:
+        """An operand of an op whose result has `shape`: a pending chain with one user is fused.
+        `rows`: the consumer is an elementwise chain, which may also take a chain holding
+        reductions, computed per row and broadcast (other kernels split rows their own way)."""
         if isinstance(arg, bool) or arg is None:
             raise TorchLoweringError(f"operand {arg!r} is not a number or tensor")
         if isinstance(arg, int | float):
             return Const(float(arg))
         value = self.values.get(arg)
-        if isinstance(value, Pending) and value.shape == shape and value.users == 1:
-            return value.expr
+        if isinstance(value, Pending) and value.users == 1:
+            has_rows = bool(boundaries(value.expr))
+            if value.shape == shape and (rows or not has_rows):
+                return value.expr
+            if rows and has_rows and len(value.shape) == len(shape) and all(a in (1, b) for a, b in zip(value.shape, shape, strict=True)):
+                return value.expr if isinstance(value.expr, Reduce) else Row(value.expr, value.shape)
         ref = self.ref(arg, user)
         if ref.ktype not in ("f16", "bf16", "f32", "i1"):
             raise TorchLoweringError(f"elementwise ops on {ref.ktype} are not supported")
@@ -229,10 +235,12 @@ class Lowering:
     def _materialise(self, p: Pending, node_name: str, dest: Ref | None = None, node: Any = None) -> Ref:
         out = dest or self._new_buffer(node_name, p.shape, p.ktype, node)
         names = op_names(p.expr)
-        label = "_".join(dict.fromkeys(names))[:40] or "copy"
+        label = "_".join(dict.fromkeys(reversed(names)))[:40] or "copy"  # innermost op first
         k = kernels.elementwise(self._kname(label), self.aliases, p.expr, out, self.cores)
-        comment = f"{', '.join(p.nodes)}: {count_ops(p.expr)} elementwise op(s) fused" if names else f"{', '.join(p.nodes)}: copy"
-        self._add_kernel(k, "elementwise", p.nodes, [out.buffer], comment)
+        rows = boundaries(p.expr)
+        what = "op(s) fused, reducing rows" if rows else "elementwise op(s) fused"
+        comment = f"{', '.join(p.nodes)}: {count_ops(p.expr)} {what}" if names else f"{', '.join(p.nodes)}: copy"
+        self._add_kernel(k, "reduction" if rows else "elementwise", p.nodes, [out.buffer], comment)
         return out
 
     def dense(self, ref: Ref, node: Any, dims: list[int]) -> Ref:
@@ -290,7 +298,7 @@ class Lowering:
         shape, ktype = self._out(node)
         name = _target_name(node)
         args, kw = node.args, node.kwargs
-        x = self.expr(args[0], shape, node)
+        x = self.expr(args[0], shape, node, rows=True)
         if name in UNARY:
             e: Expr = Op(name, (x,))
         elif name == "gelu":
@@ -304,9 +312,9 @@ class Lowering:
         elif name == "logical_not":
             e = Op("logical_not", (x,))
         elif name == "where":
-            e = Op("where", (x, self.expr(args[1], shape, node), self.expr(args[2], shape, node)))
+            e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)))
         elif name in BINARY or name == "rsub":
-            y = self.expr(args[1], shape, node)
+            y = self.expr(args[1], shape, node, rows=True)
             if name == "div" and kw.get("rounding_mode") is not None:
                 raise TorchLoweringError("div with a rounding mode is not supported")
             alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)
@@ -318,7 +326,7 @@ class Lowering:
         nodes = [node.name]
         for a in node.all_input_nodes:
             v = self.values.get(a)
-            if isinstance(v, Pending) and v.users == 1 and v.shape == shape:
+            if isinstance(v, Pending) and v.users == 1 and _contains(e, v.expr):
                 nodes = v.nodes + nodes
         if ktype not in ("f16", "bf16", "f32", "i1"):
             raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
@@ -379,38 +387,47 @@ class Lowering:
             return [r.select(dim, i) for i in range(r.shape[dim])]
         raise TorchLoweringError("this view op is not supported")
 
-    def _reduce(self, node: Any, kind: str, dims: list[int] | None) -> Ref:
+    def _reduce(self, node: Any, kind: str, dims: list[int] | None) -> Pending | Ref:
         shape, ktype = self._out(node)
         return self._reduce_node(node, kind, dims, shape, ktype)
 
-    def _reduce_node(self, node: Any, kind: str, dims: list[int] | None, shape: tuple[int, ...], ktype: str) -> Ref:
+    def _reduce_node(self, node: Any, kind: str, dims: list[int] | None, shape: tuple[int, ...], ktype: str) -> Pending | Ref:
+        """A keepdim reduction stays pending (its consumer computes it per row); otherwise one
+        kernel writes it."""
         src = node.args[0]
         in_shape = tuple(src.meta["val"].shape)
         rank = len(in_shape)
         dims = sorted({d % rank for d in dims}) if dims else list(range(rank))
-        e = self.expr(src, in_shape, node)
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"reductions to {ktype} are not supported")
+        nodes = self._inlined_nodes(src) + [node.name]
+        reduce = Reduce(kind, self.expr(src, in_shape, node, rows=True), tuple(dims), in_shape)
+        # the values of max/min(dim) are reached through getitem: written out, not pending
+        if shape == reduce.shape and not isinstance(node.meta.get("val"), list | tuple):
+            return Pending(reduce, shape, ktype, len(node.users), nodes)
         out_full = self._new_buffer(node.name, shape, ktype)
-        kept = tuple(in_shape[d] for d in range(rank) if d not in dims)
-        out = Ref(out_full.buffer, ktype, 0, kept, contiguous_strides(kept))
-        nodes = self._fused_nodes(src, in_shape) + [node.name]
-        k = kernels.reduction(self._kname(kind), self.aliases, e, in_shape, dims, kind, out, self.cores)
-        self._add_kernel(k, "reduction", nodes, [out.buffer], f"{', '.join(nodes)}: {kind} over dims {dims}")
+        out = Ref(out_full.buffer, ktype, 0, reduce.shape, contiguous_strides(reduce.shape))
+        self._materialise(Pending(reduce, reduce.shape, ktype, 1, nodes), node.name, dest=out)
         return out_full
+
+    def _inlined_nodes(self, src: Any) -> list[str]:
+        v = self.values.get(src)
+        return list(v.nodes) if isinstance(v, Pending) and v.users == 1 else []
 
     def _fused_nodes(self, src: Any, shape: tuple[int, ...]) -> list[str]:
         v = self.values.get(src)
-        return list(v.nodes) if isinstance(v, Pending) and v.users == 1 and v.shape == shape else []
+        return list(v.nodes) if isinstance(v, Pending) and v.users == 1 and v.shape == shape and not boundaries(v.expr) else []
 
-    def op_sum(self, node: Any) -> Ref:
+    def op_sum(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "sum", list(node.args[1]) if len(node.args) > 1 and node.args[1] is not None else None)
 
-    def op_mean(self, node: Any) -> Ref:
+    def op_mean(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "mean", list(node.args[1]) if len(node.args) > 1 and node.args[1] is not None else None)
 
-    def op_amax(self, node: Any) -> Ref:
+    def op_amax(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "max", list(node.args[1]) if len(node.args) > 1 else None)
 
-    def op_amin(self, node: Any) -> Ref:
+    def op_amin(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "min", list(node.args[1]) if len(node.args) > 1 else None)
 
     def op__softmax(self, node: Any) -> Ref:
@@ -575,6 +592,16 @@ class Lowering:
                 self._materialise(Pending(self.ref(t, node), tshape, ktype, 1, [node.name]), node.name, dest)
             start += tshape[dim]
         return out
+
+
+def _contains(tree: Expr, sub: Expr) -> bool:
+    if tree is sub or tree == sub:
+        return True
+    if isinstance(tree, Op):
+        return any(_contains(a, sub) for a in tree.args)
+    if isinstance(tree, Reduce | Row):
+        return _contains(tree.arg, sub)
+    return False
 
 
 def _target_name(node: Any) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ktir.lower.torch.expr import Expr, Op, evaluate, leaves, load_leaves, scalar
+from ktir.lower.torch.expr import Expr, Op, Reduce, Row, evaluate, reduced_dims
 from ktir.lower.torch.refs import STICK_BYTES, Ref, element_bytes
 from ktir.lower.torch.work import Division, divide
 from ktir.lower.torch.writer import Aliases, Kernel, tensor_type
@@ -25,6 +25,11 @@ def _permute_expr(expr: Expr, perm: list[int]) -> Expr:
         return expr.permute(perm)
     if isinstance(expr, Op):
         return Op(expr.name, tuple(_permute_expr(a, perm) for a in expr.args), expr.param)
+    if isinstance(expr, Reduce):
+        dims = tuple(sorted(perm.index(d) for d in expr.dims))
+        return Reduce(expr.kind, _permute_expr(expr.arg, perm), dims, tuple(expr.in_shape[d] for d in perm))
+    if isinstance(expr, Row):
+        return Row(_permute_expr(expr.arg, perm), tuple(expr.shape[d] for d in perm))
     return expr
 
 
@@ -41,59 +46,17 @@ def _expr_rank1(expr: Expr) -> Expr:
 
 
 def elementwise(name: str, aliases: Aliases, expr: Expr, out: Ref, cores: int) -> Kernel:
-    """out = expr, one generic per tile."""
+    """out = expr, one generic per tile (after the reductions the chain reads, whose reduced
+    dims stay whole on each tile)."""
     if out.rank == 0:
         expr, out = _expr_rank1(expr), _rank1(out)
-    div = divide(out.shape, range(out.rank), cores, _stick(out.ktype))
+    whole = reduced_dims(expr)
+    div = divide(out.shape, [d for d in range(out.rank) if d not in whole], cores, _stick(out.ktype))
     k = Kernel(name, aliases, div.grid)
     starts = div.starts(k)
     value = evaluate(k, expr, starts, div.block, out.ktype)
     k.store(value, out, starts, div.block)
     return k
-
-
-def reduction(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dims: Sequence[int], kind: str, out: Ref, cores: int) -> Kernel:
-    """out[kept dims] = sum | mean | max | min of expr over `dims`; `out` has the kept dims only."""
-    rank = len(shape)
-    kept = [d for d in range(rank) if d not in dims]
-    perm = kept + list(dims)
-    expr = _permute_expr(expr, perm)
-    pshape = [shape[d] for d in perm]
-    nk = len(kept)
-    if nk == 0:  # full reduction: one tile, a 1-element output
-        pshape, expr, nk = [1, *pshape], _permute_expr(_unsqueeze0(expr), list(range(rank + 1))), 1
-        out = _rank1(out)
-    div = divide(pshape[:nk], range(nk), cores, _stick(out.ktype), inner=None if nk < rank else -1)
-    block = list(div.block) + pshape[nk:]
-    k = Kernel(name, aliases, div.grid)
-    starts = div.starts(k) + [0] * (len(pshape) - nk)
-    combiner, init = {"sum": ("addf", 0.0), "mean": ("addf", 0.0), "max": ("maximumf", -math.inf), "min": ("minimumf", math.inf)}[kind]
-    refs = leaves(expr)
-    inputs = load_leaves(k, refs, starts, block)
-    acc0 = k.filled(div.block, init)
-    n = len(pshape)
-
-    def body(kk: Kernel, names: list[str], acc: str) -> str:
-        values = {ref: kk.scalar_convert(v, ref.ktype, "f32") for ref, v in zip(refs, names, strict=True)}
-        x = scalar(kk, expr, values)
-        r = kk.fresh("s")
-        kk.emit(f"{r} = arith.{combiner} {acc}, {x} : f32")
-        return r
-
-    red = k.generic(inputs, div.block, aliases.map(n, [f"d{i}" for i in range(nk)]), ["parallel"] * nk + ["reduction"] * (n - nk), acc0, "f32", body)
-    if kind == "mean":
-        count = math.prod(pshape[nk:])
-        red = _scale(k, red, list(div.block), 1.0 / count)
-    k.store(k.convert(red, div.block, "f32", out.ktype), out, starts[:nk], div.block)
-    return k
-
-
-def _unsqueeze0(expr: Expr) -> Expr:
-    if isinstance(expr, Ref):
-        return expr.unsqueeze(0)
-    if isinstance(expr, Op):
-        return Op(expr.name, tuple(_unsqueeze0(a) for a in expr.args), expr.param)
-    return expr
 
 
 def _scale(k: Kernel, value: str, shape: list[int], factor: float) -> str:

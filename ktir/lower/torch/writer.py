@@ -75,6 +75,7 @@ class Kernel:
         self.counter = 0
         self.tile_ids: list[str] = []
         self.memo: dict[object, object] = {}
+        self.loads: dict[object, tuple[str, list[int]]] = {}  # loaded boxes, valid in the current loop body
         # buffers read with the tile's innermost dim not along the buffer's sticks
         self.across_sticks: list[str] = []  # per-kernel values computed once (tile starts)
 
@@ -179,6 +180,15 @@ class Kernel:
         return out, shape
 
     def load(self, ref: Ref, starts: Sequence[int | str], block: Sequence[int], extra_offset: int | str = 0) -> tuple[str, list[int]]:
+        key = ("load", ref, tuple(starts), tuple(block), extra_offset)
+        cached = self.loads.get(key)
+        if cached is not None:  # the same box read twice in one kernel (a chain and its row reduction)
+            return cached
+        result = self._load(ref, starts, block, extra_offset)
+        self.loads[key] = result
+        return result
+
+    def _load(self, ref: Ref, starts: Sequence[int | str], block: Sequence[int], extra_offset: int | str) -> tuple[str, list[int]]:
         if ref.rank and block[-1] > 1 and ref.strides[-1] not in (0, 1) and ref.buffer not in self.across_sticks:
             self.across_sticks.append(ref.buffer)
         tile, shape = self.tile_of(ref, self.view(ref, extra_offset), starts, block)
@@ -280,6 +290,7 @@ class Kernel:
     def close(self) -> None:
         self.indent -= 1
         self.emit("}")
+        self.loads.clear()  # values loaded inside the loop are not visible after it
 
     # ------------------------------------------------------------------ text
 

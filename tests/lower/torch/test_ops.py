@@ -99,7 +99,28 @@ def test_softmax() -> None:
 
 def test_rmsnorm() -> None:
     p = check(RMSNorm(128), r(2, 16, 128))
-    assert any(k.kind == "reduction" for k in p.manifest.kernels)
+    (k,) = p.manifest.kernels  # pow, mean, add, rsqrt, mul, mul: one kernel over whole rows
+    assert k.kind == "reduction" and k.grid == [2, 16]  # rows split, the reduced dim whole
+    check(nn.RMSNorm(64, eps=1e-5), r(4, 64))
+
+
+def test_keepdim_reductions_fuse_into_their_consumer() -> None:
+    def manual_layer_norm(s, x):  # type: ignore[no-untyped-def]
+        xc = x - x.mean(-1, keepdim=True)
+        return xc * torch.rsqrt((xc * xc).mean(-1, keepdim=True) + 1e-5)
+
+    p = check(Fn(manual_layer_norm), r(4, 8, 64))
+    assert len(p.manifest.kernels) <= 2
+    check(Fn(lambda s, x: x / x.sum(1, keepdim=True) - x.amax((0, 2), keepdim=True)), r(4, 8, 16).abs() + 0.1)
+
+    def manual_softmax(s, x):  # type: ignore[no-untyped-def]
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    p = check(Fn(manual_softmax), r(8, 64))
+    assert len(p.manifest.kernels) == 2
+    # a reduced dim is never split over cores: 8 rows of 64 -> 8 tiles
+    assert [k.grid for k in p.manifest.kernels] == [[8], [8]]
 
 
 def test_layernorm() -> None:
