@@ -179,7 +179,8 @@ def _box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int
     if 0 in ext:
         hi = off - 1
     desc = BoxDesc(off, ext, bs, view.itemsize, hi)
-    if off < 0 or hi >= alloc.nbytes or alloc.growable:
+    # a scratchpad needs the capacity check and growth only beyond its high-water mark
+    if off < 0 or hi >= alloc.nbytes or (alloc.growable and hi >= alloc.peak):
         limit = (alloc.capacity if alloc.capacity is not None else 1 << 62) if alloc.growable else alloc.nbytes
         bad = _first_outside(lo, desc, limit) if off < 0 or hi >= limit else None
         _check_span(ctx, view, alloc, off, hi, bad)
@@ -222,13 +223,13 @@ def _strided(alloc: Allocation, dt: np.dtype[Any], desc: BoxDesc) -> np.ndarray:
 def _fast_1d(view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tuple[Allocation, BoxDesc, np.ndarray] | None:
     """The common case in one step: a rank-1 contiguous box inside a fixed-size array."""
     alloc = view.alloc
-    if alloc is None or alloc.growable or len(lo) != 1 or view.strides[0] != 1:
+    if alloc is None or len(lo) != 1 or view.strides[0] != 1:
         return None
     isz = view.itemsize
     off = view.boff + lo[0] * isz
     n = ext[0]
     hi = off + n * isz - 1
-    if off < 0 or hi >= alloc.nbytes or n == 0 or off % isz:
+    if off < 0 or hi >= alloc.nbytes or n == 0 or off % isz or (alloc.growable and hi >= alloc.peak):
         return None
     start = off // isz
     return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), alloc.typed(view.dtype)[start : start + n]
