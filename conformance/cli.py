@@ -10,6 +10,7 @@ from typing import Any
 from conformance.model import LEVELS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+OPTIONAL_DTYPES = ("f64", "f8E4M3FN", "f8E5M2")
 
 
 def add_conformance_parser(sub: Any) -> None:
@@ -30,6 +31,9 @@ def add_conformance_parser(sub: Any) -> None:
     run.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per case (default 60; 0 = none)")
     run.add_argument("--optional", action="append", choices=LEVELS, default=[], metavar="LEVEL",
                      help="a level the implementation declares optional: not_supported there still conforms")
+    run.add_argument("--optional-dtype", action="append", choices=OPTIONAL_DTYPES, default=[], metavar="TYPE",
+                     help="an element type the implementation declares optional (f64, f8E4M3FN, f8E5M2): "
+                          "not_supported on a case using it still conforms")
     run.add_argument("--report", type=Path, metavar="results.json", help="write the results as JSON")
     run.add_argument("--junit", type=Path, metavar="results.xml", help="write JUnit XML")
     run.add_argument("--html", type=Path, metavar="report.html", help="write an HTML report")
@@ -91,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         try:
             results = run_suite(cases, spec, jobs=args.jobs, timeout=timeout, optional_levels=set(args.optional),
+                                optional_dtypes=set(args.optional_dtype),
                                 selection=selection, root=root, on_result=tick)
         except AdapterError as e:
             print(f"ktir conformance: {e}", file=sys.stderr)

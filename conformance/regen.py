@@ -156,6 +156,10 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
         path = root / "manifest" / f"{level}.toml"
         wanted.add(path)
         _update(path, text.encode(), changes, check, root)
+    for name, text in schemas().items():
+        path = root / "schema" / name
+        wanted.add(path)
+        _update(path, text.encode(), changes, check, root)
     for sub in ("cases", "goldens", "manifest"):
         for path in sorted((root / sub).rglob("*")) if (root / sub).exists() else []:
             if path.is_file() and path not in wanted and path.suffix in (".ktir", ".npz", ".toml"):
@@ -163,6 +167,19 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
                 if not check:
                     path.unlink()
     return changes
+
+
+def schemas() -> dict[str, str]:
+    """The published JSON Schemas: results files and manifests."""
+    import json
+
+    from conformance.model import Manifest
+    from conformance.results import json_schema
+
+    manifest = Manifest.model_json_schema()
+    manifest["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return {"results.schema.json": json.dumps(json_schema(), indent=2) + "\n",
+            "manifest.schema.json": json.dumps(manifest, indent=2) + "\n"}
 
 
 def _update(path: Path, data: bytes, changes: Changes, check: bool, root: Path) -> None:

@@ -39,6 +39,7 @@ class CaseResult(_Strict):
     status: Status = Field(description="pass, fail, error, not_supported or timeout")
     message: str = Field("", description="why it did not pass, in one line")
     duration_s: float = Field(description="wall-clock seconds spent on the case")
+    dtypes: list[str] = Field(default_factory=list, description="element types of the case's arrays")
     mismatch: Mismatch | None = Field(None, description="for `fail` on a compared output: the worst element")
 
 
@@ -61,14 +62,20 @@ class Results(_Strict):
     jobs: int = Field(description="worker processes used")
     timeout_s: float | None = Field(description="per-case timeout in seconds")
     optional_levels: list[str] = Field(default_factory=list, description="levels the vendor declared optional")
+    optional_dtypes: list[str] = Field(default_factory=list, description="element types the vendor declared optional (f64, f8E4M3FN...)")
     selection: dict[str, str] = Field(default_factory=dict, description="filters used: level, -k pattern")
-    conformant: bool = Field(description="true when every case passed, or is not_supported at an optional level")
+    conformant: bool = Field(description="true when every case passed, or is not_supported at an optional level or with an optional element type")
     summary: list[LevelSummary] = Field(description="counts per level")
     cases: list[CaseResult] = Field(description="one entry per case, in suite order")
 
 
-def conformant(cases: list[CaseResult], optional_levels: set[str]) -> bool:
-    return all(c.status == "pass" or (c.status == "not_supported" and c.level in optional_levels) for c in cases)
+def excused(case: CaseResult, optional_levels: set[str], optional_dtypes: set[str]) -> bool:
+    """A not_supported case that does not count against conformance."""
+    return case.status == "not_supported" and (case.level in optional_levels or bool(optional_dtypes & set(case.dtypes)))
+
+
+def conformant(cases: list[CaseResult], optional_levels: set[str], optional_dtypes: set[str] | None = None) -> bool:
+    return all(c.status == "pass" or excused(c, optional_levels, optional_dtypes or set()) for c in cases)
 
 
 def summarise(cases: list[CaseResult], optional_levels: set[str]) -> list[LevelSummary]:

@@ -123,7 +123,7 @@ def run_case(case: Case, adapter: Adapter, root: Path, timeout: float | None) ->
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
     return CaseResult(id=case.id, level=case.level, status=status, message=message,  # type: ignore[arg-type]
-                      duration_s=round(time.perf_counter() - start, 4), mismatch=mismatch)
+                      duration_s=round(time.perf_counter() - start, 4), dtypes=case.dtypes, mismatch=mismatch)
 
 
 def _first_line(e: BaseException) -> str:
@@ -160,15 +160,16 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
             try:
                 yield future.result()
             except BrokenProcessPool:
-                yield CaseResult(id=case.id, level=case.level, status="error", duration_s=0.0,
+                yield CaseResult(id=case.id, level=case.level, status="error", duration_s=0.0, dtypes=case.dtypes,
                                  message="the worker process died (the adapter crashed)")
 
 
 def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: float | None = None,
-              optional_levels: set[str] | None = None, selection: dict[str, str] | None = None,
+              optional_levels: set[str] | None = None, optional_dtypes: set[str] | None = None, selection: dict[str, str] | None = None,
               root: Path = SUITE_ROOT, on_result: Callable[[CaseResult], None] | None = None) -> Results:
     """Run `cases` and collect a Results (cases in suite order)."""
     optional = set(optional_levels or ())
+    dtypes = set(optional_dtypes or ())
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     by_id: dict[str, CaseResult] = {}
@@ -179,5 +180,5 @@ def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: f
     ordered = [by_id[c.id] for c in cases]
     return Results(adapter=spec.label, started=started.isoformat(timespec="seconds"),
                    duration_s=round(time.perf_counter() - t0, 3), jobs=jobs, timeout_s=timeout,
-                   optional_levels=sorted(optional), selection=selection or {},
-                   conformant=conformant(ordered, optional), summary=summarise(ordered, optional), cases=ordered)
+                   optional_levels=sorted(optional), optional_dtypes=sorted(dtypes), selection=selection or {},
+                   conformant=conformant(ordered, optional, dtypes), summary=summarise(ordered, optional), cases=ordered)

@@ -9,6 +9,7 @@ from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
 
 FLOATS = ("f16", "bf16", "f32")
+F8 = ("f8E4M3FN", "f8E5M2")
 INTS = ("i8", "i16", "i32", "i64")
 SHAPES: tuple[tuple[int, ...], ...] = ((16,), (4, 8))
 NORMAL: dict[str, Any] = {"recipe": "normal"}
@@ -75,6 +76,14 @@ def elementwise_cases() -> Iterator[Draft]:
         for dtype in INTS:
             seed += 7
             yield elementwise(op, dtype, (16,), recipes, seed)
+    # optional element types (an implementation may declare them with --optional-dtype)
+    for op, recipes in FLOAT_ARITH.items():
+        seed += 7
+        yield elementwise(op, "f64", (16,), recipes, seed)
+    for op in ("arith.addf", "arith.mulf", "arith.subf", "arith.maximumf", "arith.minimumf", "arith.negf", "math.absf"):
+        for dtype in F8:
+            seed += 7
+            yield elementwise(op, dtype, (16,), FLOAT_ARITH[op], seed)
 
 
 CASTS: list[tuple[str, str, str, dict[str, Any]]] = [
@@ -88,6 +97,9 @@ CASTS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("arith.sitofp", "i32", "f32", SMALL_INT), ("arith.sitofp", "i16", "f16", SMALL_INT), ("arith.sitofp", "i8", "bf16", SMALL_INT),
     ("arith.uitofp", "i32", "f32", NONNEG), ("arith.uitofp", "i16", "f16", NONNEG), ("arith.uitofp", "i8", "bf16", NONNEG),
     ("arith.bitcast", "f32", "i32", NORMAL), ("arith.bitcast", "f16", "i16", NORMAL), ("arith.bitcast", "i16", "bf16", SMALL_INT),
+    ("arith.extf", "f8E4M3FN", "f32", NORMAL), ("arith.extf", "f8E5M2", "f16", NORMAL), ("arith.extf", "f8E4M3FN", "bf16", NORMAL),
+    ("arith.truncf", "f32", "f8E4M3FN", NORMAL), ("arith.truncf", "f32", "f8E5M2", NORMAL), ("arith.truncf", "f16", "f8E5M2", NORMAL),
+    ("arith.bitcast", "f8E4M3FN", "i8", NORMAL), ("arith.sitofp", "i8", "f8E4M3FN", SMALL_INT), ("arith.fptosi", "f8E5M2", "i32", NORMAL),
 ]
 
 

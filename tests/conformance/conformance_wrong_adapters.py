@@ -102,3 +102,16 @@ class Broken(ReferenceAdapter):
 
     def __init__(self) -> None:
         raise OSError("no device found")
+
+
+class NoF64(ReferenceAdapter):
+    """Has no double precision."""
+
+    name = "no-f64"
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        from conformance.adapters import NotSupported
+
+        if "f64" in source:
+            raise NotSupported("no f64 on this part")
+        return super().run(source, filename, function, inputs)

@@ -197,3 +197,19 @@ def test_subprocess_timeout_kills_the_command() -> None:
 def test_adapter_constructor_failure_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert conformance_main(["run", "-q", "-k", "core.arith.addf.f32.16", "--adapter", WRONG + "Broken"]) == 2
     assert "constructing the adapter failed" in capsys.readouterr().err
+
+
+def test_not_supported_conforms_for_an_optional_element_type() -> None:
+    r = run("core.math.exp.", WRONG + "NoF64")
+    s = statuses(r)
+    assert s["core.math.exp.f64.16"] == "not_supported" and s["core.math.exp.f32.16"] == "pass"
+    assert not r.conformant
+    assert run("core.math.exp.", WRONG + "NoF64", optional_dtypes={"f64"}).conformant
+    assert not run("core.math.exp.", WRONG + "NoF64", optional_dtypes={"f8E5M2"}).conformant
+
+
+def test_published_schema_file_is_the_results_model() -> None:
+    from conformance.model import SUITE_ROOT
+
+    published = json.loads((SUITE_ROOT / "schema" / "results.schema.json").read_text())
+    assert published == json_schema()
