@@ -8,11 +8,15 @@ from conformance.gen.draft import Draft
 
 
 def all_drafts() -> Iterator[Draft]:
-    from conformance.gen import checks, collective, core, full, multitile
+    from conformance.gen.checks import syntax_cases, validation_cases
+    from conformance.gen.collective import cases as collective_cases
+    from conformance.gen.core import core_cases
+    from conformance.gen.full import cases as full_cases
+    from conformance.gen.multitile import cases as multitile_cases
 
-    yield from checks.syntax_cases()
-    yield from checks.validation_cases()
-    yield from core.core_cases()
-    yield from multitile.cases()
-    yield from collective.cases()
-    yield from full.cases()
+    yield from syntax_cases()
+    yield from validation_cases()
+    yield from core_cases()
+    yield from multitile_cases()
+    yield from collective_cases()
+    yield from full_cases()

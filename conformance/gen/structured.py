@@ -293,7 +293,7 @@ def _memref_fixup(text: str, dtype: str) -> str:
 
 
 def cases() -> Iterator[Draft]:
-    from conformance.gen import control
+    from conformance.gen.control import cases as control_cases
 
     yield from linalg_elementwise()
     yield from contractions()
@@ -302,4 +302,4 @@ def cases() -> Iterator[Draft]:
     yield from data_movement()
     yield from tensor_ops()
     yield from memref_ops()
-    yield from control.cases()
+    yield from control_cases()
