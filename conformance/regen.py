@@ -23,7 +23,7 @@ import numpy as np
 from conformance import toml_out
 from conformance.gen.draft import Draft
 from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
-from conformance.values import case_inputs, read_npz, to_bytes, write_npz
+from conformance.values import case_inputs, read_npz, to_bytes
 
 
 class DraftError(Exception):
@@ -64,13 +64,13 @@ def to_case(d: Draft) -> Case:
                 description=d.description)
 
 
-def golden(case: Case, root: Path) -> dict[str, np.ndarray]:
+def golden(case: Case, root: Path, stored: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     import reference_interp
     from ktir.syntax.parser import parse
 
     source = (root / case.file).read_text(encoding="utf-8")
     module = parse(source, case.file)
-    inputs = case_inputs(case, root)
+    inputs = case_inputs(case, root, stored)
     try:
         result = reference_interp.run(module, case.function, args=inputs)
     except reference_interp.KtirRuntimeError as e:
@@ -135,12 +135,14 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
         case = to_case(d)
         by_level[d.level].append(case)
         files: dict[Path, bytes] = {root / case.file: d.text.encode()}
+        for rel, array in d.npy.items():
+            files[root / rel] = _npy_bytes(array)
         if case.expect == "run":
             # goldens are computed from the text as it will be stored
             staging.mkdir(exist_ok=True)
             tmp_case = case.model_copy(update={"file": f".staging/{Path(case.file).name}"})
             (root / tmp_case.file).write_text(d.text, encoding="utf-8")
-            arrays = golden(tmp_case, root)
+            arrays = golden(tmp_case, root, d.npy)
             files[root / golden_path(d)] = to_bytes(arrays)
         for path, data in files.items():
             wanted.add(path)
@@ -160,13 +162,21 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
         path = root / "schema" / name
         wanted.add(path)
         _update(path, text.encode(), changes, check, root)
-    for sub in ("cases", "goldens", "manifest"):
+    for sub in ("cases", "goldens", "manifest", "inputs"):
         for path in sorted((root / sub).rglob("*")) if (root / sub).exists() else []:
-            if path.is_file() and path not in wanted and path.suffix in (".ktir", ".npz", ".toml"):
+            if path.is_file() and path not in wanted and path.suffix in (".ktir", ".npz", ".toml", ".npy"):
                 changes.removed.append(str(path.relative_to(root)))
                 if not check:
                     path.unlink()
     return changes
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)
+    return buf.getvalue()
 
 
 def schemas() -> dict[str, str]:
@@ -193,22 +203,26 @@ def _update(path: Path, data: bytes, changes: Changes, check: bool, root: Path) 
         if path.suffix == ".npz":
             import io
 
-            with np.load(io.BytesIO(data)) as z:
-                new = {k: z[k] for k in z.files}
-            rel = f"{rel} ({_describe_npz_change(path, new)})"
+            rel = f"{rel} ({_describe_npz_change(path, read_npz(io.BytesIO(data)))})"
         changes.changed.append(rel)
     if check:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".npz":
-        import io
+    write_bytes_atomic(path, data)
 
-        with np.load(io.BytesIO(data)) as z:
-            write_npz(path, {k: z[k] for k in z.files})
-    else:
-        from ktir.fileio import write_atomic
 
-        write_atomic(path, data.decode())
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
 
@@ -162,9 +164,38 @@ def core_cases() -> Iterator[Draft]:
     from conformance.gen.structured import cases as structured_cases
 
     yield from elementwise_cases()
+    yield from special_value_cases()
     yield from cast_cases()
     yield from compare_select_cases()
     yield from constant_cases()
     yield from structured_cases()
 
 
+
+
+# IEEE special values, stored as .npy inputs (exactly representable in f16, bf16 and f32
+# except where the type rounds or saturates them): NaN, infinities, signed zeros,
+# subnormals of f32, the largest finite f16, ties, and ordinary values.
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1.5, 3.5, 65504.0,
+                     1e-40, -1e-40, 6e-8, 2.0**-126], dtype=np.float32)
+SPECIAL_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
+               "arith.maxnumf", "arith.minnumf", "arith.negf", "math.absf", "math.copysign", "math.sqrt",
+               "math.floor", "math.ceil", "math.round", "math.roundeven", "math.trunc")
+
+
+def special_value_cases() -> Iterator[Draft]:
+    """Each op on every pair of special values (x0 = the specials, x1 = a rotation of them)."""
+    for op in SPECIAL_OPS:
+        arity = len(FLOAT_ARITH[op])
+        for dtype in FLOATS:
+            stored = {f"inputs/specials.{i}.npy": np.roll(SPECIALS, 5 * i) for i in range(arity)}
+            ins = [Arr(f"x{i}", (16,), dtype, {"recipe": "npy", "npy": f"inputs/specials.{i}.npy"}) for i in range(arity)]
+            y = Arr("y", (16,), dtype)
+            operands = ", ".join(f"%{a.name}" for a in ins)
+            body = f"  %y = {op} {operands} : {y.tensor}\n"
+            text = io_kernel(f"{op} on IEEE special values (NaN, infinities, signed zeros, subnormals, ties) in {dtype}",
+                             ins, [y], body)
+            d = run_draft(f"core.{op}.specials.{dtype}", "core", text, ins, [y], accuracy(op),
+                          f"{op} on special values")
+            d.npy = stored
+            yield d

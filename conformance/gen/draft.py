@@ -22,6 +22,7 @@ class Draft:
     diagnostic: str | None = None
     grid: list[int] = field(default_factory=lambda: [1])
     file_key: str | None = None  # cases sharing one program (validation IDs) share this file name
+    npy: dict[str, Any] = field(default_factory=dict)  # stored inputs: path under the suite root -> array
 
 
 def out(arr: Arr) -> Arr:
