@@ -67,3 +67,28 @@ def test_stored_suite_is_what_the_generators_make() -> None:
 
     changes = write_suite(all_drafts(), check=True)
     assert (changes.added, changes.changed, changes.removed) == ([], [], []), changes.lines()
+
+
+def test_regen_reports_what_changed(tmp_path: object) -> None:
+    from pathlib import Path
+
+    import numpy as np
+
+    from conformance.gen.core import elementwise_cases
+    from conformance.values import write_npz
+
+    root = Path(str(tmp_path))
+    drafts = [d for d in elementwise_cases() if d.id.startswith("core.arith.addf.f32")]
+    first = write_suite(drafts, root=root)
+    assert len(first.added) == 2 * len(drafts) + 6 + 2  # cases + goldens, six manifests, two schemas
+    golden = root / "goldens" / "core" / "arith.addf.f32.16.npz"
+    arrays = read_npz(golden)
+    arrays["y_ptr"] = arrays["y_ptr"].copy()
+    arrays["y_ptr"][3] += np.float32(0.5)
+    write_npz(golden, arrays)
+    (root / "cases" / "core" / "stale.ktir").write_text("// left over\n")
+    check = write_suite(drafts, root=root, check=True)
+    assert check.changed == ["goldens/core/arith.addf.f32.16.npz (y_ptr: 1 elements, max |diff| 0.5)"]
+    assert check.removed == ["cases/core/stale.ktir"] and (root / "cases" / "core" / "stale.ktir").exists()
+    write_suite(drafts, root=root)
+    assert write_suite(drafts, root=root, check=True).lines()[0].startswith("0 added, 0 changed, 0 removed")
