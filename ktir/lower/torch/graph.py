@@ -337,7 +337,7 @@ class Lowering:
         args = node.args
         src = args[0]
         value = self.values.get(src)
-        if name in ("alias", "clone", "detach", "contiguous", "lift_fresh_copy") and isinstance(value, Pending):
+        if name in ("alias", "clone", "detach", "contiguous", "lift_fresh_copy") and isinstance(value, Pending) and value.users == 1:
             return Pending(value.expr, value.shape, value.ktype, len(node.users), value.nodes)
         r = self.ref(src, node)
         shape, _ = self._out(node) if not isinstance(node.meta.get("val"), list | tuple) else ((), "")
