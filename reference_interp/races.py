@@ -214,6 +214,14 @@ def desc_bytes(desc: Desc) -> np.ndarray:
     return _box_index(desc) if isinstance(desc, BoxDesc) else desc.index()
 
 
+_MAP_LIMIT = {1: 255, 2: 32767, 4: 2**31 - 1}
+
+
+def _map_dtype(top: int) -> type[np.generic]:
+    """Write-map entry type for values up to `top` (1 + a segment id)."""
+    return np.uint8 if top <= 255 else np.int16 if top <= 32767 else np.int32
+
+
 class RaceTracker:
     """Vector clocks and per-allocation access records for all tiles of one run."""
 
@@ -289,7 +297,8 @@ class RaceTracker:
 
     def _write_map(self, alloc: Allocation) -> np.ndarray:
         if alloc.w_seg is None:
-            alloc.w_seg = np.zeros(len(alloc.raw) // alloc.granule, dtype=np.int16)  # widened past 32766 segments
+            # the narrowest type that holds 1 + every segment so far; write() widens it when needed
+            alloc.w_seg = np.zeros(len(alloc.raw) // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
         return alloc.w_seg
 
     def _refine(self, alloc: Allocation) -> None:
@@ -379,8 +388,8 @@ class RaceTracker:
         self._write_map(alloc)
         assert alloc.w_seg is not None
         seg = self.cur[t]
-        if seg + 1 > 32767 and alloc.w_seg.dtype == np.int16:
-            alloc.w_seg = alloc.w_seg.astype(np.int32)
+        if seg + 1 > _MAP_LIMIT[alloc.w_seg.dtype.itemsize]:
+            alloc.w_seg = alloc.w_seg.astype(_map_dtype(seg + 1))
         g = alloc.granule
         gdesc: Desc | None = None
         if (type(desc) is BoxDesc and len(desc.ext) == 1 and desc.bstrides[0] == desc.itemsize

@@ -113,6 +113,37 @@ def test_a_barrier_orders_the_write_before_the_reads() -> None:
     fails("race", kernel(early), args=X)
 
 
+@pytest.mark.parametrize("late_race", [False, True])
+def test_hundreds_of_barriers_then_a_race(late_race: bool) -> None:
+    # 70 barriers on 4 tiles make 280 segments: the write map outgrows 8-bit entries while
+    # the tiles take turns writing x[0:4], each turn ordered by the barrier after it
+    loop_barrier = BARRIER.replace("\n  ", "\n    ")
+    body = f"""
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c70 = arith.constant 70 : index
+  %a = {TILE.format('%c0')}
+  %z = arith.constant dense<1.0> : tensor<4xf32>
+  scf.for %i = %c0 to %c70 step %c1 {{
+    %who = arith.remui %i, %c4 : index
+    %mine = arith.cmpi eq, %who, %t : index
+    scf.if %mine {{
+      {STORE.format('%z', '%a')}
+    }}
+{loop_barrier}
+  }}"""
+    if late_race:  # tiles 0 and 1 write once more, with no barrier between them
+        body += f"""
+  %late = arith.cmpi ult, %t, %c2 : index
+  scf.if %late {{
+    {STORE.format('%z', '%a')}
+  }}"""
+        e = fails("race", kernel(body), args=X)
+        assert e.tile == 1 and "tile 0 wrote it" in e.message
+    else:
+        assert run(kernel(body), args=X).outputs["x"][:4].tolist() == [1.0] * 4
+
+
 def test_race_detection_can_be_switched_off() -> None:
     body = f"""
   %a = {TILE.format('%c0')}
