@@ -48,22 +48,38 @@ def syntax_cases() -> Iterator[Draft]:
         yield Draft(id=f"syntax.accept.{sub}.{_slug(path)}", level="syntax", text=text, expect="accept",
                     description=f"{path.relative_to(ROOT)} parses, verifies and prints to a fixpoint")
     for path in sorted((CORPUS / "invalid_syntax").glob("*.ktir")):
-        text = path.read_text(encoding="utf-8")
-        if "syntax" not in (_errors(text, str(path)) or []):
+        text = _located(path.read_text(encoding="utf-8"), str(path))
+        if text is None:
             continue
         yield Draft(id=f"syntax.reject.{_slug(path)}", level="syntax", text=text, expect="reject", diagnostic="syntax",
-                    description=f"{path.relative_to(ROOT)} is rejected as malformed")
+                    description=f"{path.relative_to(ROOT)} is rejected as malformed", file_key=f"invalid_syntax/{_slug(path)}")
     # truncated programs: a kernel cut inside its body is malformed wherever the cut falls
     for path in sorted((ROOT / "examples").glob("*.ktir")):
-        text = path.read_text(encoding="utf-8")
-        body = text.index("func.func")
+        source = path.read_text(encoding="utf-8")
+        body = source.index("func.func")
         for k, frac in enumerate((0.5, 0.8)):
-            cut = body + int((len(text) - body) * frac)
-            truncated = text[:cut]
-            if "syntax" not in (_errors(truncated, str(path)) or []):
+            cut = body + int((len(source) - body) * frac)
+            text = _located(source[:cut], str(path))
+            if text is None:
                 continue
-            yield Draft(id=f"syntax.reject.truncated.{_slug(path)}.{k}", level="syntax", text=truncated, expect="reject",
-                        diagnostic="syntax", description=f"{path.name} cut at {int(frac * 100)}% of its body is rejected")
+            name = f"truncated.{_slug(path)}.{k}"
+            yield Draft(id=f"syntax.reject.{name}", level="syntax", text=text, expect="reject", diagnostic="syntax",
+                        description=f"{path.name} cut at {int(frac * 100)}% of its body is rejected",
+                        file_key=f"invalid_syntax/{name}")
+
+
+def _located(text: str, name: str) -> str | None:
+    """`text` with a first line `// error-at: LINE:COL` giving where the reference parser
+    stops (the convention of tests/corpus/invalid_syntax); None if it parses."""
+    import ktir
+
+    body = text.split("\n", 1)[1] if text.startswith("// error-at:") else text
+    candidate = "// error-at: 0:0\n" + body
+    try:
+        ktir.parse(candidate, name)
+    except ktir.ParseError as e:
+        return f"// error-at: {e.line}:{e.column}\n" + body
+    return None
 
 
 def _cases(path: Path) -> Iterator[tuple[int, str]]:
@@ -89,4 +105,4 @@ def validation_cases() -> Iterator[Draft]:
                     continue
                 yield Draft(id=f"validation.{_slug(path)}.L{line}.{ident}", level="validation", text=header + text,
                             expect="reject", diagnostic=ident, description=f"rejected with error[{ident}]",
-                            file_key=f"{_slug(path)}.L{line}")
+                            file_key=f"invalid/{_slug(path)}.L{line}")
