@@ -13,7 +13,9 @@ from ktir.ir.operation import Module, Operation
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import type_text
 
+from .emit_shared import emit_shared
 from .kernels import MatmulKernel
+from .spaces import SHARED
 
 
 def _box(name: str, rows: int, cols: int) -> str:
@@ -21,6 +23,8 @@ def _box(name: str, rows: int, cols: int) -> str:
 
 
 def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
+    if p["order"] >= SHARED:
+        return emit_shared(k, fn, p)
     gm, gn, bm, bn, bk, order, db = (p[n] for n in ("gm", "gn", "bm", "bn", "bk", "order", "db"))
     M, N, K = k.M, k.N, k.K
     ta, tb, tc = k.a.dtype, k.b.dtype, k.c.dtype

@@ -66,7 +66,10 @@ def _grids(tiles: int, max_m: int, max_n: int) -> list[tuple[int, int]]:
 
 # ---------------------------------------------------------------------- matmul
 
-ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident")
+ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident",
+          "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles")
+SHARED = 3  # the order whose B panels are spread over the tiles' scratchpads and read over the ring
+SHARED_STREAM = 4  # the same, with A streamed from memory instead of resident
 
 
 class MatmulSpace:
@@ -96,7 +99,63 @@ class MatmulSpace:
         # a tile never owns less than one block: larger splits leave tiles idle
         keep = (cols["bm"] * cols["gm"] <= max(k.M, 1) * 1) | (cols["gm"] == 1)
         keep &= (cols["bn"] * cols["gn"] <= k.N) | (cols["gn"] == 1)
-        return take(cols, np.nonzero(keep)[0])
+        cols = take(cols, np.nonzero(keep)[0])
+        shared = self._shared_candidates()
+        return {n: np.concatenate([cols[n], shared[n]]) for n in cols} if shared["bm"].size else cols
+
+    def _shared_candidates(self) -> Columns:
+        """Grid [T, 1]: tile t owns rows [t M/T, (t+1) M/T) of A (resident) and, for each column
+        panel of B, rows [t K/T, (t+1) K/T) of the panel in its scratchpad; its K loop reads the
+        panel's T parts through a distributed view, one part per step."""
+        k = self.k
+        ts = [t for t in divisors(self.fig.tiles) if t > 1 and k.M % t == 0 and k.K % t == 0 and k.K // t in self.bk_all]
+        rows = [(t, k.M // t, k.K // t, bn, db, order) for t in ts for bn in self.bn_all for db in (0, 1)
+                for order in (SHARED, SHARED_STREAM)]
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 6)
+        return {"bm": arr[:, 1], "bn": arr[:, 3], "bk": arr[:, 2], "order": arr[:, 5],
+                "db": arr[:, 4], "gm": arr[:, 0], "gn": np.ones(len(rows), np.int64)}
+
+    def _shared(self, c: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Cycles, scratchpad, global and ct_local bytes of the shared-panel schedule."""
+        k, f = self.k, self.fig
+        m = f.machine
+        t = c["gm"].astype(np.float64)
+        bm, bn, kp = c["bm"].astype(np.float64), c["bn"].astype(np.float64), c["bk"].astype(np.float64)
+        db = c["db"].astype(bool)
+        stream = c["order"] == SHARED_STREAM
+        ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
+        n_blocks = k.N / bn
+        a_blk = np.where(stream, bm * kp * ea, 0.0)
+        part = kp * bn * eb
+        hops = t / 4  # mean distance between two tiles of a contiguous run of t on a bidirectional ring
+        link = min(m.topology.capacity.values()) if m.topology.capacity else f.dma_bw
+        links = np.maximum(2 * (t - 1), 1)
+        # every tile reads the t parts (one of them its own) of each panel; the ring carries the rest
+        remote = m.dma_setup + hops * m.topology.hop_latency + part / f.dma_bw
+        ring = t * part * hops / links / link
+        a_load = f.transfer(a_blk)
+        queue = np.maximum((remote + a_load) / f.engines, np.maximum(remote, a_load))
+        channel = np.where(stream, f.transfer_fixed + t * f.rounded(a_blk) / f.global_bw, 0.0)
+        fetch = np.maximum(np.maximum(queue, channel), ring)
+        slice_copy = np.where(stream, 0.0, bm * kp * ea * 2 / f.local_bw)
+        compute = bm * bn * kp / f.mac_rate(k.a.dtype) + f.matrix_startup + slice_copy
+        kloop = np.where(db, fetch + t * np.maximum(compute, fetch), t * (compute + fetch))
+        barrier = 2 * (m.dma_setup + m.topology.hop_latency * t / 2)  # a reduce then a broadcast over t tiles
+        load_part = f.load_step([part], t)
+        keep_part = m.local_latency + part / f.local_bw  # the loaded part, stored into the tile's scratchpad
+        epilogue = 2 * (bm * bn / f.vector_rate("f32") + f.vector_startup) + f.load_step([bm * bn * ec], t)
+        # double-buffered, the next panel's part is loaded from memory during this panel's K loop
+        per_panel = np.where(db, keep_part + np.maximum(kloop, load_part), load_part + keep_part + kloop)
+        cycles = (np.where(stream, 0.0, f.load_step([bm * k.K * ea], t)) + np.where(db, load_part, 0.0)
+                  + n_blocks * (per_panel + epilogue + 2 * barrier))
+        buffers = np.where(db, 2.0, 1.0)
+        a_mem = np.where(stream, buffers * bm * kp * ea, bm * k.K * ea + bm * kp * ea)
+        scratch = a_mem + buffers * part + buffers * part + bm * bn * 4 + bm * bn * ec
+        a_bytes = np.where(stream, k.M * k.K * ea * n_blocks + np.where(db, n_blocks * t * bm * kp * ea, 0.0),
+                           k.M * k.K * ea)
+        gbytes = a_bytes + k.K * k.N * eb + k.M * k.N * ec + np.where(db, t * part, 0.0)  # + the unused prefetches
+        local = gbytes + t * k.K * k.N * eb + np.where(stream, 0.0, 2 * k.M * k.N * k.K * ea / bn)
+        return cycles, scratch, gbytes, local
 
     def evaluate(self, c: Columns) -> Evaluated:
         k, f = self.k, self.fig
@@ -128,6 +187,11 @@ class MatmulSpace:
         b_bytes = np.where(b_res, k.K * k.N * eb * np.minimum(gm, mb), k.K * k.N * eb * mb + extra * bk * bn * eb)
         gbytes = a_bytes + b_bytes + k.M * k.N * ec
         local = gbytes + np.where(order > 0, 2 * (k.M * k.N * k.K) * (ea / bn * a_res + eb / bm * b_res), 0.0)
+        shared = order >= SHARED
+        if shared.any():
+            sc, ss, sg, sl = self._shared(c)
+            cycles, scratch = np.where(shared, sc, cycles), np.where(shared, ss, scratch)
+            gbytes, local = np.where(shared, sg, gbytes), np.where(shared, sl, local)
         return Evaluated(cycles, scratch, gbytes, local)
 
     def baseline(self) -> dict[str, int]:
@@ -141,8 +205,20 @@ class MatmulSpace:
 
     def describe(self, p: dict[str, int]) -> Schedule:
         k = self.k
-        a_mode = "resident" if p["order"] == 1 else ("double-buffered" if p["db"] else "streamed")
+        a_mode = "resident" if p["order"] in (1, SHARED) else ("double-buffered" if p["db"] else "streamed")
+        a_block = [p["bm"], k.K] if p["order"] in (1, SHARED) else [p["bm"], p["bk"]]
         b_mode = "resident" if p["order"] == 2 else ("double-buffered" if p["db"] else "streamed")
+        if p["order"] >= SHARED:
+            return Schedule(
+                grid=[p["gm"], 1], splits={"M": p["gm"], "N": 1, "K": p["gm"]},
+                tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]}, loop_order=ORDERS[p["order"]],
+                double_buffered=bool(p["db"]),
+                placements=[
+                    Placement(tensor=k.a.arg, memory="ct_local", mode=a_mode, block=a_block),
+                    Placement(tensor=k.b.arg, memory="ct_local", mode="double-buffered" if p["db"] else "streamed",
+                              block=[p["bk"], p["bn"]]),
+                    Placement(tensor=k.c.arg, memory="global", mode="output", block=[p["bm"], p["bn"]]),
+                ])
         return Schedule(
             grid=[p["gm"], p["gn"]], splits={"M": p["gm"], "N": p["gn"], "K": 1},
             tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]}, loop_order=ORDERS[p["order"]],
