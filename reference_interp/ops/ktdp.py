@@ -261,6 +261,31 @@ def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
             _check_in_view(view, tile)
         fr[r] = tile
 
+    if rank == 1 and len(idx) == 1:
+        (i0,) = idx
+
+        def run1(fr: list[Any]) -> None:
+            """The rank-1 case of run() below, unrolled (it is the commonest access tile)."""
+            view = fr[base]
+            (b,) = fn(fr[i0])
+            pts, shape, shifted = fixed[0] if fixed else points(fr)
+            a = b + pts.lo[0] if shifted else b
+            tile = new_tile(AccessTile)
+            tile.view = view
+            tile.lo = (a,)
+            ext = tile.ext = pts.ext
+            tile.mask = pts.mask
+            tile.perm = perm
+            tile.shape = shape
+            tile.coords = None
+            if (type(view) is MemoryView and view.is_box and pts.mask is None and len(view.sizes) == 1
+                    and view.box_lo[0] <= a and a + ext[0] - 1 <= view.box_hi[0]):
+                fr[r] = tile
+                return
+            slow(fr, view, tile, pts)
+
+        return run1
+
     def run(fr: list[Any]) -> None:
         view = fr[base]
         if len(idx) == 1:
