@@ -40,5 +40,7 @@ def plugin_installed() -> str:
         import importlib
 
         importlib.invalidate_caches()
+        # the editable install's import hook is read at interpreter start-up; this process needs the path
+        sys.path.insert(0, str(PLUGIN))
     assert _plugin_registered(), "the example plugin is installed but its entry point is not visible"
     return PLUGIN_NAME
