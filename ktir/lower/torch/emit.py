@@ -37,6 +37,10 @@ def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
     weights = {b.name: b.data for b in graph.buffers.values() if b.data is not None}
     t2 = time.perf_counter()
     program = Program(text, manifest, weights)
+    from ktir.lower.torch.sdsc import Spec, to_json
+
+    program.sdsc = {k.kernel.name: to_json(k.sdsc, f"{i}_{k.sdsc.opfunc}") for i, k in enumerate(graph.kernels) if isinstance(k.sdsc, Spec)}
+    program.sdsc_buffers = {k.kernel.name: [t.buffer for t in k.sdsc.tensors] for k in graph.kernels if isinstance(k.sdsc, Spec)}
     if verify:
         from ktir.verify import validate_text
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ktir.lower.torch import kernels
+from ktir.lower.torch import kernels, sdsc
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
 from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
@@ -43,6 +43,7 @@ class KernelInfo:
     reads: list[str]
     writes: list[str]
     comment: str
+    sdsc: object = None  # sdsc.Spec, or the reason the kernel has no SDSC
 
 
 @dataclass
@@ -223,11 +224,12 @@ class Lowering:
             perm[a], perm[b] = perm[b], perm[a]
         return perm if perm[-1] == rank - 1 and perm != list(range(rank)) else None
 
-    def _add_kernel(self, kernel: Kernel, kind: str, nodes: list[str], writes: list[str], comment: str) -> None:
+    def _add_kernel(self, kernel: Kernel, kind: str, nodes: list[str], writes: list[str], comment: str, sdsc_spec: object = None) -> None:
         reads = [a for a in kernel.args if a not in writes]
         for w in writes:
             self.buffers[w].writers.append(kernel.name)
-        self.kernels.append(KernelInfo(kernel, kind, nodes, reads, writes, comment))
+        spec = sdsc_spec if sdsc_spec is not None else f"SDSC has no {kind} kernel of this form"
+        self.kernels.append(KernelInfo(kernel, kind, nodes, reads, writes, comment, spec))
 
     def _kname(self, what: str) -> str:
         return f"k{len(self.kernels)}_{_safe(what)}"
@@ -240,7 +242,8 @@ class Lowering:
         rows = boundaries(p.expr)
         what = "op(s) fused, reducing rows" if rows else "elementwise op(s) fused"
         comment = f"{', '.join(p.nodes)}: {count_ops(p.expr)} {what}" if names else f"{', '.join(p.nodes)}: copy"
-        self._add_kernel(k, "reduction" if rows else "elementwise", p.nodes, [out.buffer], comment)
+        spec = "reduces rows" if rows else sdsc.elementwise_spec(p.expr, out, k.division, self.buffers)  # type: ignore[arg-type]
+        self._add_kernel(k, "reduction" if rows else "elementwise", p.nodes, [out.buffer], comment, spec)
         return out
 
     def dense(self, ref: Ref, node: Any, dims: list[int]) -> Ref:
@@ -507,7 +510,8 @@ class Lowering:
         out = Ref(out_full.buffer, ktype, 0, mshape, contiguous_strides(mshape))
         k = kernels.matmul(self._kname(what), self.aliases, a, b, bias, out, self.cores)
         m, kd, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        self._add_kernel(k, "matmul", [node.name], [out.buffer], f"{node.name}: {what} {list(mshape[:-2])} x ({m}x{kd} @ {kd}x{n})")
+        spec = sdsc.matmul_spec(a, b, bias, out, k.division, self.buffers)  # type: ignore[arg-type]
+        self._add_kernel(k, "matmul", [node.name], [out.buffer], f"{node.name}: {what} {list(mshape[:-2])} x ({m}x{kd} @ {kd}x{n})", spec)
         return out_full
 
     def op_linear(self, node: Any) -> Ref:

@@ -53,6 +53,7 @@ def elementwise(name: str, aliases: Aliases, expr: Expr, out: Ref, cores: int) -
     whole = reduced_dims(expr)
     div = divide(out.shape, [d for d in range(out.rank) if d not in whole], cores, _stick(out.ktype))
     k = Kernel(name, aliases, div.grid)
+    k.division = div
     starts = div.starts(k)
     value = evaluate(k, expr, starts, div.block, out.ktype)
     k.store(value, out, starts, div.block)
@@ -246,6 +247,7 @@ def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: R
     kdim = a.shape[-1]
     div = _matmul_division(out.shape, kdim, cores, _stick(out.ktype))
     k = Kernel(name, aliases, div.grid)
+    k.division = div
     starts = div.starts(k)
     idx = _batch_loops(k, div, nb)
     mb, nbk = div.block[-2], div.block[-1]

@@ -54,6 +54,8 @@ class KernelEntry(BaseModel):
     reads: list[str] = Field(description="Buffers it reads.")
     writes: list[str] = Field(description="Buffers it writes.")
     nodes: list[str] = Field(description="The torch.export graph nodes it computes (fused chains list several).")
+    sdsc: str | None = Field(default=None, description="File name of the kernel's SDSC JSON when one was written (--sdsc).")
+    sdsc_skipped: str | None = Field(default=None, description="Why the kernel has no SDSC (SDSC has no such op or layout).")
     across_sticks: list[str] = Field(
         default_factory=list,
         description="Buffers it reads with the tile's innermost dim not the buffer's stick dim (on Spyre: a re-stickify).",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,7 @@ def build_manifest(graph: Graph, name: str, target: str, cores: int, output_name
     ]
     kernels = [
         KernelEntry(name=k.kernel.name, kind=k.kind, grid=list(k.kernel.grid), args=list(k.kernel.args), reads=k.reads, writes=k.writes, nodes=k.nodes, description=k.comment,
-            across_sticks=list(k.kernel.across_sticks))
+            across_sticks=list(k.kernel.across_sticks), sdsc_skipped=k.sdsc if isinstance(k.sdsc, str) else None)
         for k in graph.kernels
     ]
     by_buffer = {b.name: b for b in graph.buffers.values()}
@@ -86,6 +87,10 @@ class Program:
     weights: dict[str, np.ndarray]
     timings: dict[str, float] = field(default_factory=dict)
     _module: Any = None
+    # per kernel with an SDSC: its document ({key: SuperDsc})
+    sdsc: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per kernel with an SDSC: the buffers bound to its Tensor0, Tensor1, ... (inputs, then the output)
+    sdsc_buffers: dict[str, list[str]] = field(default_factory=dict)
     # kernels replaced by another module's function of the same name (e.g. a scheduled one)
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -145,8 +150,12 @@ class Program:
             bound[spec.name] = arr
         return bound
 
-    def run_buffers(self, inputs: Mapping[str, np.ndarray], *, target: str | None = None, check_races: bool = True, progress: Any = None) -> list[np.ndarray]:
-        """Run with user inputs given by name; returns the outputs in order."""
+    def run_buffers(
+        self, inputs: Mapping[str, np.ndarray], *, target: str | None = None, check_races: bool = True, progress: Any = None,
+        keep: dict[str, np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
+        """Run with user inputs given by name; returns the outputs in order. `keep`, if given,
+        receives the final contents of every buffer (flat)."""
         import reference_interp
 
         arrays: dict[str, np.ndarray] = {}
@@ -169,6 +178,8 @@ class Program:
                 arrays[w] = np.asarray(result.outputs[w]).reshape(-1)
             if progress is not None:
                 progress(k.name)
+        if keep is not None:
+            keep.update(arrays)
         out = []
         for spec in self.manifest.outputs:
             ref = Ref(spec.buffer, spec.dtype, spec.offset, tuple(spec.shape), tuple(spec.strides))
@@ -177,8 +188,9 @@ class Program:
 
     # ------------------------------------------------------------------ files
 
-    def save(self, ktir_path: str | Path) -> tuple[Path, Path, Path]:
-        """Write OUT.ktir, OUT.manifest.json and OUT.weights.npz (each atomically)."""
+    def save(self, ktir_path: str | Path, sdsc_dir: str | Path | None = None) -> tuple[Path, ...]:
+        """Write OUT.ktir, OUT.manifest.json and OUT.weights.npz (each atomically); with
+        `sdsc_dir`, also one SDSC JSON per kernel that has one (named in the manifest)."""
         from ktir.fileio import write_atomic
 
         path = Path(ktir_path)
@@ -186,12 +198,27 @@ class Program:
         manifest_path = path.with_name(f"{stem}.manifest.json")
         weights_path = path.with_name(f"{stem}.weights.npz")
         manifest = self.manifest.model_copy(update={"ktir": path.name, "weights": weights_path.name})
+        written: list[Path] = []
+        if sdsc_dir is not None:
+            folder = Path(sdsc_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            kernels = []
+            for k in manifest.kernels:
+                doc = self.sdsc.get(k.name)
+                if doc is None:
+                    kernels.append(k)
+                    continue
+                target = folder / f"sdsc_{k.name}.json"
+                write_atomic(target, json.dumps(doc, indent=1) + "\n")
+                written.append(target)
+                kernels.append(k.model_copy(update={"sdsc": os.path.relpath(target.resolve(), path.parent.resolve())}))
+            manifest = manifest.model_copy(update={"kernels": kernels})
         buf = io.BytesIO()
         np.savez(buf, allow_pickle=False, **{k: _storable(v) for k, v in self.weights.items()})
         _write_bytes_atomic(weights_path, buf.getvalue())
         write_atomic(path, self.text)
         write_atomic(manifest_path, manifest.to_json())
-        return path, manifest_path, weights_path
+        return (path, manifest_path, weights_path, *written)
 
     @classmethod
     def load(cls, manifest_path: str | Path) -> Program:
@@ -242,7 +269,6 @@ def _restore(a: np.ndarray, ktype: str) -> np.ndarray:
 
 
 def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    import os
     import tempfile
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

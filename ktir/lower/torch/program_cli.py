@@ -30,6 +30,11 @@ def add_torch_parser(sources: Any) -> None:
     p.add_argument("-o", "--output", metavar="OUT.ktir", required=True, help="the KTIR module to write; the manifest and weights go next to it")
     p.add_argument("--target", default="spyre", help="target whose cores the work is split over (default: spyre)")
     p.add_argument("--no-verify", action="store_true", help="skip running the KTIR verifier on the result")
+    p.add_argument(
+        "--sdsc", metavar="DIR",
+        help="also write an SDSC JSON per kernel that SDSC can express (single elementwise ops, matmuls) into DIR, "
+        "to check against `ktir lower sdsc`; the manifest names each file or says why a kernel has none",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="list the kernels and the time each stage took")
     p.set_defaults(run=cmd_lower_torch)
 
@@ -63,7 +68,7 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
         print(f"{path}: error[torch]: {_one_line(e)}", file=sys.stderr)
         return EXIT_INVALID
     try:
-        written = program.save(args.output)
+        written = program.save(args.output, sdsc_dir=args.sdsc)
     except OSError as e:
         print(f"ktir lower torch: cannot write {e.filename or args.output}: {e.strerror}", file=sys.stderr)
         return EXIT_USAGE

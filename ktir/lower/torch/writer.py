@@ -75,7 +75,8 @@ class Kernel:
         self.counter = 0
         self.tile_ids: list[str] = []
         self.memo: dict[object, object] = {}
-        self.loads: dict[object, tuple[str, list[int]]] = {}  # loaded boxes, valid in the current loop body
+        self.loads: dict[object, tuple[str, list[int]]] = {}
+        self.division: object = None  # the work division (work.Division), for the SDSC writer  # loaded boxes, valid in the current loop body
         # buffers read with the tile's innermost dim not along the buffer's sticks
         self.across_sticks: list[str] = []  # per-kernel values computed once (tile starts)
 
