@@ -36,9 +36,14 @@ def from_exported(ep: Any, *, target: str = "spyre", verify: bool = True, name: 
     from ktir.lower.torch.emit import emit_program
     from ktir.lower.torch.export import decompose
 
+    start = time.perf_counter()
     if not decomposed:
         ep = decompose(ep)
-    return emit_program(ep, target=target, verify=verify, name=name)
+    decomposing = time.perf_counter() - start
+    program = emit_program(ep, target=target, verify=verify, name=name)
+    if not decomposed:
+        program.timings = {"decompose": decomposing, **program.timings}
+    return program
 
 
 __all__ = ["Manifest", "Program", "ProgramError", "TorchLoweringError", "from_exported", "from_torch"]
