@@ -51,6 +51,10 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"ktir lower torch: cannot read {path}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    folder = Path(args.output).parent
+    if not folder.is_dir():
+        print(f"ktir lower torch: cannot write {args.output}: no directory {folder}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         ep = _load_pt2(path)
     except Exception as e:  # torch raises many types for a file that is not a saved ExportedProgram
@@ -70,7 +74,7 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     try:
         written = program.save(args.output, sdsc_dir=args.sdsc)
     except OSError as e:
-        print(f"ktir lower torch: cannot write {e.filename or args.output}: {e.strerror}", file=sys.stderr)
+        print(f"ktir lower torch: cannot write {args.output}: {e.strerror}", file=sys.stderr)
         return EXIT_USAGE
     if args.verbose:
         for k in program.manifest.kernels:

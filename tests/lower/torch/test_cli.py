@@ -56,6 +56,10 @@ def test_bad_inputs_give_one_line_errors(saved, tmp_path: Path, capsys: pytest.C
     assert err.startswith(f"{bad}: error[torch]:") and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "o.ktir").exists()
     assert main(["lower", "torch", str(tmp_path / "missing.pt2"), "-o", str(tmp_path / "o.ktir")]) == 2
+    path, _, _ = saved
+    capsys.readouterr()
+    assert main(["lower", "torch", str(path), "-o", str(tmp_path / "nowhere" / "o.ktir")]) == 2
+    assert capsys.readouterr().err == f"ktir lower torch: cannot write {tmp_path / 'nowhere' / 'o.ktir'}: no directory {tmp_path / 'nowhere'}\n"
     assert main(["run-program", str(tmp_path / "missing.manifest.json")]) == 2
     (tmp_path / "m.manifest.json").write_text('{"schema_version": 7}')
     assert main(["run-program", str(tmp_path / "m.manifest.json")]) == 1
