@@ -43,6 +43,7 @@ def _barrier(tag: str) -> list[str]:
 
 def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     t, bm, bn, kp, db = p["gm"], p["bm"], p["bn"], p["bk"], bool(p["db"])
+    pp = bool(p.get("pp", p["db"]))  # prefetch the next panel's part during the K loop
     stream = p["order"] == SHARED_STREAM  # A blocks streamed from memory instead of resident
     M, N, K = k.M, k.N, k.K
     ta, tb, tc = k.a.dtype, k.b.dtype, k.c.dtype
@@ -95,19 +96,19 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     a_blk = f"tensor<{bm}x{kp}x{ta}>"
     if not stream:
         body += load("sc_ares", "sc_a", "%sc_m", "%sc_0", bm, K, ta, "sched_ares", a_view)
-    if db:
+    if pp:
         body += load("sc_own0", "sc_b", "%sc_r0", "%sc_0", kp, bn, tb, "sched_part", b_view)
         body.append(f"%sc_ownlast = scf.for %sc_n = %sc_0 to %sc_N step %sc_bn iter_args(%sc_own = %sc_own0) -> ({part_t}) {{")
     else:
         body.append("scf.for %sc_n = %sc_0 to %sc_N step %sc_bn {")
     panel: list[str] = []
-    if not db:
+    if not pp:
         panel += load("sc_own", "sc_b", "%sc_r0", "%sc_n", kp, bn, tb, "sched_part", b_view)
     panel += [f"%sc_mt = ktdp.construct_access_tile %sc_mine[%sc_0, %sc_0] {{access_tile_order = #sched_id2, "
               f"access_tile_set = #sched_part}} : {mine_t} -> !ktdp.access_tile<{kp}x{bn}xindex>",
               f"ktdp.store %sc_own, %sc_mt : {part_t}, !ktdp.access_tile<{kp}x{bn}xindex>"]
     panel += _barrier("in")
-    if db:  # the next panel's part, in flight during this panel's K loop
+    if pp:  # the next panel's part, in flight during this panel's K loop
         panel += ["%sc_nn = arith.addi %sc_n, %sc_bn : index", "%sc_nc = arith.minsi %sc_nn, %sc_nlast : index"]
         panel += load("sc_ownnext", "sc_b", "%sc_r0", "%sc_nc", kp, bn, tb, "sched_part", b_view)
     panel += [f"%sc_e = tensor.empty() : {acc}",
@@ -151,7 +152,7 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                  f"access_tile_set = #sched_cblk}} : memref<{M}x{N}x{tc}> -> !ktdp.access_tile<{bm}x{bn}xindex>")
     panel.append(f"ktdp.store {out}, %sc_tc : tensor<{bm}x{bn}x{tc}>, !ktdp.access_tile<{bm}x{bn}xindex>")
     panel += _barrier("out")
-    if db:
+    if pp:
         panel.append(f"scf.yield %sc_ownnext : {part_t}")
     body += ["  " + s for s in panel] + ["}", "func.return"]
     lines += ["  " + s for s in body] + ["}", ""]

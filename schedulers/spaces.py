@@ -100,6 +100,7 @@ class MatmulSpace:
         keep = (cols["bm"] * cols["gm"] <= max(k.M, 1) * 1) | (cols["gm"] == 1)
         keep &= (cols["bn"] * cols["gn"] <= k.N) | (cols["gn"] == 1)
         cols = take(cols, np.nonzero(keep)[0])
+        cols["pp"] = np.zeros_like(cols["db"])  # panel prefetch: shared-panel orders only
         shared = self._shared_candidates()
         return {n: np.concatenate([cols[n], shared[n]]) for n in cols} if shared["bm"].size else cols
 
@@ -109,11 +110,11 @@ class MatmulSpace:
         panel's T parts through a distributed view, one part per step."""
         k = self.k
         ts = [t for t in divisors(self.fig.tiles) if t > 1 and k.M % t == 0 and k.K % t == 0 and k.K // t in self.bk_all]
-        rows = [(t, k.M // t, k.K // t, bn, db, order) for t in ts for bn in self.bn_all for db in (0, 1)
-                for order in (SHARED, SHARED_STREAM)]
-        arr = np.array(rows, dtype=np.int64).reshape(-1, 6)
+        rows = [(t, k.M // t, k.K // t, bn, db, order, pp) for t in ts for bn in self.bn_all for db in (0, 1)
+                for order in (SHARED, SHARED_STREAM) for pp in (0, 1)]
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 7)
         return {"bm": arr[:, 1], "bn": arr[:, 3], "bk": arr[:, 2], "order": arr[:, 5],
-                "db": arr[:, 4], "gm": arr[:, 0], "gn": np.ones(len(rows), np.int64)}
+                "db": arr[:, 4], "gm": arr[:, 0], "gn": np.ones(len(rows), np.int64), "pp": arr[:, 6]}
 
     def _shared(self, c: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Cycles, scratchpad, global and ct_local bytes of the shared-panel schedule."""
@@ -122,6 +123,7 @@ class MatmulSpace:
         t = c["gm"].astype(np.float64)
         bm, bn, kp = c["bm"].astype(np.float64), c["bn"].astype(np.float64), c["bk"].astype(np.float64)
         db = c["db"].astype(bool)
+        pp = c["pp"].astype(bool) if "pp" in c else db
         stream = c["order"] == SHARED_STREAM
         ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
         n_blocks = k.N / bn
@@ -145,15 +147,15 @@ class MatmulSpace:
         keep_part = m.local_latency + part / f.local_bw  # the loaded part, stored into the tile's scratchpad
         epilogue = 2 * (bm * bn / f.vector_rate("f32") + f.vector_startup) + f.load_step([bm * bn * ec], t)
         # double-buffered, the next panel's part is loaded from memory during this panel's K loop
-        per_panel = np.where(db, keep_part + np.maximum(kloop, load_part), load_part + keep_part + kloop)
-        cycles = (np.where(stream, 0.0, f.load_step([bm * k.K * ea], t)) + np.where(db, load_part, 0.0)
+        per_panel = np.where(pp, keep_part + np.maximum(kloop, load_part), load_part + keep_part + kloop)
+        cycles = (np.where(stream, 0.0, f.load_step([bm * k.K * ea], t)) + np.where(pp, load_part, 0.0)
                   + n_blocks * (per_panel + epilogue + 2 * barrier))
         buffers = np.where(db, 2.0, 1.0)
         a_mem = np.where(stream, buffers * bm * kp * ea, bm * k.K * ea + bm * kp * ea)
-        scratch = a_mem + buffers * part + buffers * part + bm * bn * 4 + bm * bn * ec
+        scratch = a_mem + np.where(pp, 2.0, 1.0) * part + buffers * part + bm * bn * 4 + bm * bn * ec
         a_bytes = np.where(stream, k.M * k.K * ea * n_blocks + np.where(db, n_blocks * t * bm * kp * ea, 0.0),
                            k.M * k.K * ea)
-        gbytes = a_bytes + k.K * k.N * eb + k.M * k.N * ec + np.where(db, t * part, 0.0)  # + the unused prefetches
+        gbytes = a_bytes + k.K * k.N * eb + k.M * k.N * ec + np.where(pp, t * part, 0.0)  # + the unused prefetches
         local = gbytes + t * k.K * k.N * eb + np.where(stream, 0.0, 2 * k.M * k.N * k.K * ea / bn)
         return cycles, scratch, gbytes, local
 
@@ -200,7 +202,7 @@ class MatmulSpace:
         gn = max(d for d in divisors(tiles) if k.N // self.bn_all[0] >= d)
         gm = max(d for d in divisors(tiles // gn) if d <= k.M)
         pick = {"gm": gm, "gn": gn, "bm": _at_most(self.bm_all, -(-k.M // gm)), "bn": _at_most(self.bn_all, -(-k.N // gn)),
-                "bk": self.bk_all[-1], "order": 0, "db": 0}
+                "bk": self.bk_all[-1], "order": 0, "db": 0, "pp": 0}
         return _shrink(self, pick, ("bk", "bn", "bm"), {"bm": self.bm_all, "bn": self.bn_all, "bk": self.bk_all})
 
     def describe(self, p: dict[str, int]) -> Schedule:
@@ -211,7 +213,8 @@ class MatmulSpace:
         if p["order"] >= SHARED:
             return Schedule(
                 grid=[p["gm"], 1], splits={"M": p["gm"], "N": 1, "K": p["gm"]},
-                tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]}, loop_order=ORDERS[p["order"]],
+                tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]},
+                loop_order=ORDERS[p["order"]] + (", next panel prefetched" if p.get("pp") else ""),
                 double_buffered=bool(p["db"]),
                 placements=[
                     Placement(tensor=k.a.arg, memory="ct_local", mode=a_mode, block=a_block),

@@ -18,11 +18,11 @@ from schedulers.spaces import SHARED, SHARED_STREAM
 
 
 @pytest.mark.parametrize("order", [SHARED, SHARED_STREAM])
-@pytest.mark.parametrize("db", [0, 1])
-def test_shared_panels_compute_the_matmul(db: int, order: int) -> None:
+@pytest.mark.parametrize("db,pp", [(0, 0), (1, 1), (1, 0), (0, 1)])
+def test_shared_panels_compute_the_matmul(db: int, pp: int, order: int) -> None:
     before = ktir.parse(naive.matmul(64, 256, 256, "f16"), "mm.ktir")
     rec = recognise(before)
-    after = emit_matmul(rec.kernel, rec.fn, {"gm": 4, "gn": 1, "bm": 16, "bn": 64, "bk": 64, "order": order, "db": db})
+    after = emit_matmul(rec.kernel, rec.fn, {"gm": 4, "gn": 1, "bm": 16, "bn": 64, "bk": 64, "order": order, "db": db, "pp": pp})
     text = print_module(after)
     _, diags = validate_text(text, "shared.ktir")
     assert not [d for d in diags if d.severity == "error"]
