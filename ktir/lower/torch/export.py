@@ -27,9 +27,13 @@ def export(module: Any, example_inputs: tuple[Any, ...]) -> Any:
     """torch.export.export then the decompositions: an ExportedProgram in (nearly) core ATen."""
     if not isinstance(example_inputs, tuple):
         example_inputs = tuple(example_inputs)
-    module = module.eval()
-    with torch.no_grad():
-        ep = torch.export.export(module, example_inputs)
+    training = module.training
+    module.eval()  # inference semantics (dropout off, norms use running statistics)
+    try:
+        with torch.no_grad():
+            ep = torch.export.export(module, example_inputs)
+    finally:
+        module.train(training)  # the caller's module is left as it was
     return decompose(ep)
 
 

@@ -202,3 +202,10 @@ def test_attention_with_explicit_masks() -> None:
     keep[:, 0] = True  # every query sees a key
     check(Fn(lambda s, q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)), q, k, v, keep)
     check(Fn(lambda s, q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3)), q, k, v, r(2, 1, 32, 48))
+
+
+def test_lowering_uses_inference_mode_and_leaves_the_module_as_it_was() -> None:
+    model = nn.Sequential(nn.Linear(64, 64), nn.Dropout(0.5)).train()
+    program = from_torch(model, (r(4, 64),))
+    assert model.training
+    assert [k.kind for k in program.manifest.kernels] == ["matmul"]  # dropout is gone in eval mode
