@@ -85,7 +85,6 @@ class Ref:
         src = [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1]
         dst = [n for n in shape if n != 1]
         out: list[int] = []
-        i = 0
         for group in _groups(src, dst):
             if group is None:
                 return None
@@ -101,7 +100,6 @@ class Ref:
                 strides.append(acc)
                 acc *= n
             out.extend(reversed(strides))
-            i += len(target)
         it = iter(out)
         full = tuple(next(it) if n != 1 else 1 for n in shape)
         return Ref(self.buffer, self.ktype, self.offset, shape, full)
