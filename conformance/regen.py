@@ -24,6 +24,7 @@ from conformance import toml_out
 from conformance.gen.draft import Draft
 from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
 from conformance.values import case_inputs, read_npz, to_bytes
+from ktir.fileio import write_atomic
 
 
 class DraftError(Exception):
@@ -208,21 +209,7 @@ def _update(path: Path, data: bytes, changes: Changes, check: bool, root: Path) 
     if check:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(path, data)
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def main(argv: list[str] | None = None) -> int:

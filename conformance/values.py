@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -13,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.model import ArgSpec, Case
+from ktir.fileio import write_atomic
 
 DTYPES: dict[str, Any] = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,
@@ -91,14 +90,7 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write `arrays` to `path` atomically (temporary file in the same directory, then rename)."""
     data = to_bytes(arrays)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def read_npz(path: Path | IO[bytes]) -> dict[str, np.ndarray]:

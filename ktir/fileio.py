@@ -24,13 +24,22 @@ def read_source(path: str) -> str:
         raise InputError(f"{path} is not UTF-8 text (byte {e.start})") from None
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file in the same directory and a rename."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8, or bytes) to `path` via a temporary file in the same
+    directory and a rename, so a failed write leaves an earlier file intact. The file gets
+    the permissions a plain `open(path, "w")` would give it (mkstemp's are owner-only)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

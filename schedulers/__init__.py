@@ -35,8 +35,13 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
 
 
 def supported_ops() -> Mapping[str, Iterable[str]]:
-    """Scheduler name -> the op names it accepts (read by the docs' status table)."""
-    return {name: scheduler_ops(s) for name, s in discover().items()}
+    """Built-in scheduler name -> the op names it accepts (read by the docs' status table).
+
+    Plugins installed beside KTIR are left out: the site documents this project, and must
+    not change with what else happens to be installed where it is built."""
+    from .registry import builtin_schedulers
+
+    return {name: scheduler_ops(s) for name, s in builtin_schedulers().items()}
 
 
 __all__ = [

@@ -25,6 +25,11 @@ def _builtins() -> dict[str, tuple[Scheduler, str]]:
             for s in (BaselineScheduler(), ExactScheduler(), SearchScheduler())}
 
 
+def builtin_schedulers() -> dict[str, Scheduler]:
+    """The schedulers that ship with KTIR, by name."""
+    return {name: inst for name, (inst, _) in sorted(_builtins().items())}
+
+
 def _load(ep: EntryPoint) -> Scheduler:
     try:
         obj = ep.load()

@@ -48,10 +48,10 @@ def syntax_cases() -> Iterator[Draft]:
         yield Draft(id=f"syntax.accept.{sub}.{_slug(path)}", level="syntax", text=text, expect="accept",
                     description=f"{path.relative_to(ROOT)} parses, verifies and prints to a fixpoint")
     for path in sorted((CORPUS / "invalid_syntax").glob("*.ktir")):
-        text = _located(path.read_text(encoding="utf-8"), str(path))
-        if text is None:
+        located = _located(path.read_text(encoding="utf-8"), str(path))
+        if located is None:
             continue
-        yield Draft(id=f"syntax.reject.{_slug(path)}", level="syntax", text=text, expect="reject", diagnostic="syntax",
+        yield Draft(id=f"syntax.reject.{_slug(path)}", level="syntax", text=located, expect="reject", diagnostic="syntax",
                     description=f"{path.relative_to(ROOT)} is rejected as malformed", file_key=f"invalid_syntax/{_slug(path)}")
     # truncated programs: a kernel cut inside its body is malformed wherever the cut falls
     for path in sorted((ROOT / "examples").glob("*.ktir")):
@@ -59,11 +59,11 @@ def syntax_cases() -> Iterator[Draft]:
         body = source.index("func.func")
         for k, frac in enumerate((0.5, 0.8)):
             cut = body + int((len(source) - body) * frac)
-            text = _located(source[:cut], str(path))
-            if text is None:
+            cut_text = _located(source[:cut], str(path))
+            if cut_text is None:
                 continue
             name = f"truncated.{_slug(path)}.{k}"
-            yield Draft(id=f"syntax.reject.{name}", level="syntax", text=text, expect="reject", diagnostic="syntax",
+            yield Draft(id=f"syntax.reject.{name}", level="syntax", text=cut_text, expect="reject", diagnostic="syntax",
                         description=f"{path.name} cut at {int(frac * 100)}% of its body is rejected",
                         file_key=f"invalid_syntax/{name}")
 

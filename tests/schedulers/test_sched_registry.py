@@ -23,7 +23,7 @@ def test_builtins_are_schedulers() -> None:
 
 def test_supported_ops_maps_every_scheduler_to_op_names() -> None:
     ops = {k: set(v) for k, v in schedulers.supported_ops().items()}
-    assert {"baseline", "exact", "search"} <= set(ops)
+    assert set(ops) == {"baseline", "exact", "search"}  # built-ins only, whatever plugins are installed
     assert "linalg.matmul" in ops["exact"] and "ktdp.load" in ops["baseline"]
     from ktir.dialects.registry import OPS
 

@@ -215,7 +215,7 @@ class Program:
             manifest = manifest.model_copy(update={"kernels": kernels})
         buf = io.BytesIO()
         np.savez(buf, allow_pickle=False, **{k: _storable(v) for k, v in self.weights.items()})
-        _write_bytes_atomic(weights_path, buf.getvalue())
+        write_atomic(weights_path, buf.getvalue())
         write_atomic(path, self.text)
         write_atomic(manifest_path, manifest.to_json())
         return (path, manifest_path, weights_path, *written)
@@ -266,16 +266,3 @@ def _storable(a: np.ndarray) -> np.ndarray:
 
 def _restore(a: np.ndarray, ktype: str) -> np.ndarray:
     return a.view(numpy_dtype(ktype)) if ktype == "bf16" else a
-
-
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -184,12 +184,13 @@ def cmd_run_program(args: argparse.Namespace) -> int:
     if args.out:
         import io
 
-        from ktir.lower.torch.program import _storable, _write_bytes_atomic
+        from ktir.fileio import write_atomic
+        from ktir.lower.torch.program import _storable
 
         buf = io.BytesIO()
         np.savez(buf, allow_pickle=False, **{s.name: _storable(v) for s, v in zip(program.manifest.outputs, outputs, strict=True)})
         try:
-            _write_bytes_atomic(Path(args.out), buf.getvalue())
+            write_atomic(Path(args.out), buf.getvalue())
         except OSError as e:
             print(f"ktir run-program: cannot write {args.out}: {e.strerror}", file=sys.stderr)
             return EXIT_USAGE
