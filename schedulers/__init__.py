@@ -12,7 +12,8 @@
 - `kernels`: recognising kernel classes (matmul, row loops) and their sizes.
 - `cost`, `spaces`: the analytic cost model, the roofline bound and the schedule spaces.
 - `emit_matmul`, `rowloop`: the rewrites (work division, tiling, placement, double buffering).
-- `builtin`: `baseline`, `exact`, `search`; `check`: input/output equivalence in the interpreter.
+- `builtin`: `baseline`, `exact`, `search`; `check`: input/output equivalence in the interpreter
+  (`ScheduleOptions(check=True)` raises `CheckFailed` when they differ).
 """
 
 from __future__ import annotations
@@ -23,15 +24,23 @@ from ktir.ir.operation import Module
 from ktir.targets.schema import Target
 
 from .api import NoLegalSchedule, ScheduleError, ScheduleOptions, Scheduler, ScheduleResult, scheduler_ops
+from .check import CheckFailed, CheckResult, check_schedule
 from .registry import GROUP, SchedulerClash, discover
 from .report import Placement, Schedule, ScheduleReport
 
 
 def schedule(module: Module, target: Target, scheduler: str = "exact", options: ScheduleOptions | None = None) -> ScheduleResult:
-    """Schedule `module` for `target` with the named scheduler."""
+    """Schedule `module` for `target` with the named scheduler.
+
+    With `options.check` the result is run against the input in the reference interpreter
+    and `CheckFailed` is raised when they differ (the verdict is in `result.check`)."""
     from .registry import get
 
-    return get(scheduler).schedule(module, target, options or ScheduleOptions())
+    opts = options or ScheduleOptions()
+    result = get(scheduler).schedule(module, target, opts)
+    if opts.check:
+        check_schedule(module, result, opts)
+    return result
 
 
 def supported_ops() -> Mapping[str, Iterable[str]]:
@@ -46,6 +55,8 @@ def supported_ops() -> Mapping[str, Iterable[str]]:
 
 __all__ = [
     "GROUP",
+    "CheckFailed",
+    "CheckResult",
     "NoLegalSchedule",
     "Placement",
     "Schedule",
@@ -55,6 +66,7 @@ __all__ = [
     "ScheduleResult",
     "Scheduler",
     "SchedulerClash",
+    "check_schedule",
     "discover",
     "schedule",
     "supported_ops",

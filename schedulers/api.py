@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ktir.ir.operation import Module
 from ktir.targets.schema import Target
 
 from .report import ScheduleReport
+
+if TYPE_CHECKING:
+    from .check import CheckResult
 
 
 class ScheduleError(Exception):
@@ -35,6 +38,8 @@ class ScheduleOptions:
     time_budget: float = 1.5  # seconds a randomized search may spend
     seed: int = 0  # randomized schedulers are deterministic for a given seed
     func: str | None = None  # the function to schedule when the module has several
+    # run input and output in the reference interpreter; `schedulers.schedule` raises CheckFailed if they differ
+    check: bool = False
 
 
 @dataclass
@@ -43,6 +48,7 @@ class ScheduleResult:
 
     module: Module
     report: ScheduleReport
+    check: CheckResult | None = None  # the verdict of `schedulers.check.check_schedule`, once run
 
 
 @runtime_checkable

@@ -1,4 +1,8 @@
-"""`--check`: run the input and the scheduled module on the same random inputs and compare."""
+"""`--check`: run the input and the scheduled module on the same random inputs and compare.
+
+A failed check must not go unnoticed: `CheckResult` is falsy when the outputs differ, and
+`check_schedule` (what `ScheduleOptions(check=True)` runs) raises `CheckFailed`.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,41 @@ import numpy as np
 
 from ktir.ir.operation import Module
 
+from .api import ScheduleError, ScheduleOptions, ScheduleResult
+
 
 @dataclass
 class CheckResult:
     ok: bool
     message: str
     max_abs_error: float
+
+    def __bool__(self) -> bool:
+        # `if check_equivalent(...):` must mean "the outputs match", not "a result came back"
+        return self.ok
+
+
+class CheckFailed(ScheduleError):
+    """The scheduled module computes something else than its input (`.check` says where)."""
+
+    def __init__(self, check: CheckResult) -> None:
+        super().__init__(f"the scheduled module differs from its input: {check.message}")
+        self.check = check
+
+
+def check_schedule(before: Module, result: ScheduleResult, options: ScheduleOptions | None = None) -> CheckResult:
+    """Check `result` against the module it was scheduled from; raise `CheckFailed` if they differ.
+
+    The verdict is also kept in `result.check` and in the report's notes. An input the
+    interpreter cannot bind (a missing size) raises `ktir.syntax.diagnostics.KtirError`.
+    """
+    opts = options or ScheduleOptions()
+    verdict = check_equivalent(before, result.module, opts.sizes, opts.func, opts.seed)
+    result.check = verdict
+    result.report.notes.append(f"check: {verdict.message}")
+    if not verdict.ok:
+        raise CheckFailed(verdict)
+    return verdict
 
 
 def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | None = None, func: str | None = None,
@@ -39,8 +72,10 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
     worst = 0.0
     for name, want in ref.outputs.items():
         have = got.outputs.get(name)
-        if isinstance(want, dict) or have is None:
-            continue
+        if isinstance(want, dict):
+            continue  # per-tile scratchpads: a schedule may place data differently
+        if have is None:
+            return CheckResult(False, f"{name}: the scheduled module has no such output", float("inf"))
         a, b = np.asarray(want, dtype=np.float64), np.asarray(have, dtype=np.float64)
         if a.shape != b.shape:
             return CheckResult(False, f"{name}: shape {b.shape} differs from {a.shape}", float("inf"))
@@ -48,8 +83,10 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
         worst = max(worst, err)
         if not np.allclose(b, a, rtol=rtol, atol=atol, equal_nan=True):
             bad = int(np.argmax(np.abs(a - b) - rtol * np.abs(a)))
-            return CheckResult(False, f"{name}: element {np.unravel_index(bad, a.shape)} is {b.flat[bad]!r}, "
-                               f"expected {a.flat[bad]!r}", worst)
+            where = tuple(int(i) for i in np.unravel_index(bad, a.shape))
+            count = int(np.count_nonzero(~np.isclose(b, a, rtol=rtol, atol=atol, equal_nan=True)))
+            return CheckResult(False, f"{name}: {count} of {a.size} elements differ; element {list(where)} is "
+                               f"{float(b.flat[bad])!r}, expected {float(a.flat[bad])!r}", worst)
     return CheckResult(True, f"outputs match (max abs error {worst:.3g})", worst)
 
 

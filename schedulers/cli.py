@@ -21,7 +21,8 @@ def add_schedule_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="divide a kernel over a target's tiles, tile it for the scratchpad, double-buffer its loads",
         description="Schedule FILE's kernel for --target with a scheduler plugin and print its report. "
         "Exit 0 on success, 1 when the input is invalid, no legal schedule exists or --check fails, 2 on usage "
-        "or I/O errors.",
+        "or I/O errors. Outputs are written atomically, and only on success: a failed run leaves earlier files "
+        "intact.",
     )
     p.add_argument("file", metavar="FILE", help="a .ktir or .mlir file, or - for stdin")
     p.add_argument("--target", required=True, metavar="NAME", help="target name (see `ktir targets`) or a .toml path")
@@ -30,7 +31,8 @@ def add_schedule_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT.ktir", help="write the scheduled module here (atomically)")
     p.add_argument("--report-json", metavar="PATH", help="write the schedule report as JSON")
     p.add_argument("--check", action="store_true",
-                   help="run input and output in the reference interpreter on random inputs and compare")
+                   help="run input and output in the reference interpreter on random inputs and compare; "
+                   "on a mismatch exit 1 and write nothing")
     p.add_argument("--time-budget", type=float, default=1.5, metavar="S", help="seconds a search may spend (default 1.5)")
     p.add_argument("--size", action="append", default=[], metavar="NAME=INT",
                    help="value of an index argument that sizes tensors (e.g. --size M=2048); repeatable")
@@ -95,7 +97,6 @@ def cmd_schedule(args: argparse.Namespace) -> int:
             print(render(d, text), file=sys.stderr)
         print(f"ktir schedule: scheduler {args.scheduler!r} produced an invalid module", file=sys.stderr)
         return EXIT_INVALID
-    status = EXIT_OK
     if args.check:
         with err.status("checking the scheduled module against the input in the reference interpreter"):
             try:
@@ -106,7 +107,14 @@ def cmd_schedule(args: argparse.Namespace) -> int:
                 return EXIT_INVALID
         print(f"check: {'ok' if verdict.ok else 'FAILED'}: {verdict.message}", file=sys.stderr)
         result.report.notes.append(f"--check: {verdict.message}")
-        status = EXIT_OK if verdict.ok else EXIT_INVALID
+        if not verdict.ok:
+            # nothing is written: a wrong module must not replace an earlier good one, nor reach a pipe
+            if not args.quiet:
+                Console(file=sys.stderr).print(render_table(result.report))
+            written = [p for p in (args.output, args.report_json) if p]
+            print(f"ktir schedule: {name}: error: --check failed"
+                  + (f"; not written: {', '.join(written)}" if written else ""), file=sys.stderr)
+            return EXIT_INVALID
     try:
         if args.output:
             write_atomic(args.output, text)
@@ -119,4 +127,4 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         Console(file=sys.stdout if args.output else sys.stderr).print(render_table(result.report))
     if not args.output:
         sys.stdout.write(text)
-    return status
+    return EXIT_OK
