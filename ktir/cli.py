@@ -82,7 +82,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import ktir
+
     parser = argparse.ArgumentParser(prog="ktir", description="Kernel Tile IR tools.")
+    parser.add_argument(
+        "--version", action="version", version=f"ktir {ktir.__version__} (KTIR specification {ktir.SPEC_VERSION})"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fmt = sub.add_parser("fmt", help="print a KTIR file in canonical form", description="Parse FILE and print it in canonical KTIR form.")
