@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +94,12 @@ def test_regen_reports_what_changed(tmp_path: object) -> None:
     assert check.removed == ["cases/core/stale.ktir"] and (root / "cases" / "core" / "stale.ktir").exists()
     write_suite(drafts, root=root)
     assert write_suite(drafts, root=root, check=True).lines()[0].startswith("0 added, 0 changed, 0 removed")
+
+
+def test_case_count_stated_in_readme_and_guide_is_current() -> None:
+    root = Path(__file__).resolve().parents[2]
+    count = len(load_suite())
+    for doc in (root / "README.md", root / "docs" / "guides" / "conformance.md"):
+        stated = re.findall(r"([\d,]+) cases over six levels", doc.read_text(encoding="utf-8"))
+        assert stated, doc
+        assert all(int(s.replace(",", "")) == count for s in stated), (doc, stated, count)
