@@ -86,9 +86,14 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
 
 
 def _load_pt2(path: Path) -> Any:
+    import warnings
+
     import torch
 
-    return torch.export.load(str(path))
+    # torch's own deserialiser warns about its internal pytree API; nothing the user can act on
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return torch.export.load(str(path))
 
 
 def _one_line(e: BaseException) -> str:
