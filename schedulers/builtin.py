@@ -14,11 +14,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from ktir.ir.operation import Module
+from ktir.ir.operation import Module, Operation
 from ktir.targets.schema import Target
 
 from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
 from .cost import Bound, figures, roofline_bound
+from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
 from .kernels import AttentionKernel, MatmulKernel, RowKernel, recognise
 from .report import ScheduleReport
@@ -35,6 +36,7 @@ SUPPORTED_OPS = (
     "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "math.exp", "math.rsqrt", "math.sqrt",
     "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
     "scf.for", "scf.yield", "arith.constant", "arith.muli", "arith.addi", "func.func", "func.return",
+    "linalg.mul", "linalg.index", "linalg.yield", "arith.cmpi", "arith.select", "arith.ceildivsi",
 )
 
 
@@ -176,6 +178,9 @@ class StrategyScheduler:
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
                                 applied=False)
         if rec.kernel is None:
+            found = match_attention(rec.fn, options.sizes)
+            if found is not None:
+                return self._attention(found, rec.fn, target, options, report, start)
             report.reason = rec.reason
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
@@ -188,6 +193,20 @@ class StrategyScheduler:
         space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
         fill_report(report, space, point, count, bound)
         out = emit_matmul(k, rec.fn, point) if isinstance(k, MatmulKernel) else rewrite_rows(module, k, point)
+        report.applied = True
+        report.schedule_seconds = time.perf_counter() - start
+        return ScheduleResult(out, report)
+
+
+    def _attention(self, found: AttentionMatch, fn: Operation, target: Target, options: ScheduleOptions,
+                   report: ScheduleReport, start: float) -> ScheduleResult:
+        k = found.kernel
+        report.kernel_class = "attention"
+        report.dims = {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim}
+        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
+        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
+        fill_report(report, space, point, count, bound)
+        out = emit_attention(found, fn, point, space.fig.tiles)
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)

@@ -365,7 +365,7 @@ class AttentionSpace:
                     bytes_written=k.kv_heads * k.rows * k.head_dim * e)
 
     def candidates(self) -> Columns:
-        splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= self.fig.tiles]
+        splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split)]
         cols = _product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
         keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
         return take(cols, np.nonzero(keep)[0])

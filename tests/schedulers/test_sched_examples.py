@@ -26,7 +26,8 @@ SIZES: dict[str, dict[str, int]] = {
     "embedding_gather.ktir": {"V": 1000, "B": 256},
     "paged_attention.ktir": {"NP": 40},
 }
-REWRITTEN = {"softmax.ktir", "rmsnorm.ktir", "layernorm.ktir", "rope.ktir", "tiled_matmul.ktir"}
+REWRITTEN = {"softmax.ktir", "rmsnorm.ktir", "layernorm.ktir", "rope.ktir", "tiled_matmul.ktir",
+             "causal_attention.ktir"}
 FUNCS = {"ring_allreduce.ktir": "ring_allreduce"}
 SCHEDULERS = ("baseline", "exact", "search")
 

@@ -1,0 +1,292 @@
+"""Recognise flash-style attention and emit it scheduled over the tiles.
+
+Recognised: one function whose two `linalg.matmul` are S = Q K^T (K read transposed through
+the indexing maps) and O += P V, with Q, K, V loaded from, and O stored to, four global
+views of function arguments of one shape, `[S, D]` or `[H, S, D]` (H heads), f16 or bf16;
+an online softmax (`math.exp`, a `linalg.reduce` of `arith.maximumf`); the scores scaled by
+an f32 constant (`arith.mulf` in a `linalg.generic`) and, if that generic compares indices
+(`arith.cmpi` + `arith.select`), masked causally (key > query gets -inf). Everything else
+about the input is re-derived: the rewrite emits the standard online-softmax kernel for
+those numbers, and `--check` compares it with the input in the interpreter.
+
+The emitted kernel splits the H x (S / bq) query blocks cyclically over a grid of
+min(units, tiles) tiles. Per query block, the Q block is loaded once and stays resident in
+the tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (whole
+128-byte sticks) up to the causal bound ceil((q0 + bq) / bkv) blocks; with double buffering
+it carries the next K and V blocks as iter_args (clamped to the last block, so no access
+leaves the view). Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory, row
+offset h S.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ktir.ir import attributes as at
+from ktir.ir.operation import Module, Operation
+from ktir.syntax.parser import parse
+from ktir.syntax.printer import type_text
+
+from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name
+
+
+@dataclass
+class AttentionMatch:
+    """A recognised attention kernel and what the rewrite needs beyond the cost model's numbers."""
+
+    kernel: AttentionKernel
+    q: Operand
+    k: Operand
+    v: Operand
+    o: Operand
+    scale: float
+
+
+def _source_view(name: str, vals: _Values) -> Operand | None:
+    """The global view a tensor was loaded from (through reshapes), or None."""
+    op = vals.defs.get(name)
+    while op is not None and op.name in ("tensor.collapse_shape", "tensor.cast"):
+        op = vals.defs.get(op.operands[0])
+    if op is None or op.name != "ktdp.load":
+        return None
+    view = _view_of_load(op, vals)
+    return _operand(view, vals) if view is not None else None
+
+
+def _scale(ops: list[Operation], vals: _Values) -> float | None:
+    """The f32 constant the scores are multiplied by inside a linalg.generic (1.0 if none)."""
+    found = []
+    for op in ops:
+        if op.name != "linalg.generic":
+            continue
+        for inner in op.walk():
+            if inner.name != "arith.mulf":
+                continue
+            for o in inner.operands:
+                d = vals.defs.get(o)
+                value = d.attributes.get("value") if d is not None and d.name == "arith.constant" else None
+                if isinstance(value, at.FloatAttr):
+                    found.append(float(value.value))
+    if len(set(found)) > 1:
+        return None
+    return found[0] if found else 1.0
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+
+
+def match_attention(fn: Operation, sizes: Mapping[str, int] | None = None) -> AttentionMatch | None:
+    """The attention kernel of `fn`, or None when `fn` is not of that form."""
+    vals = _Values(fn, sizes or {})
+    ops = list(fn.walk())[1:]
+    names = {op.name for op in ops}
+    if any(n.startswith("ktdp.inter_tile") or n in ("ktdp.construct_indirect_access_tile",
+                                                    "ktdp.construct_distributed_memory_view") for n in names):
+        return None
+    matmuls = [op for op in ops if op.name == "linalg.matmul"]
+    stores = [op for op in ops if op.name == "ktdp.store"]
+    if len(matmuls) != 2 or len(stores) != 1 or "math.exp" not in names:
+        return None
+    if not any(op.name == "linalg.reduce" and any(i.name == "arith.maximumf" for i in op.walk()) for op in ops):
+        return None
+    qk, pv = (matmuls if "indexing_maps" in matmuls[0].attributes else matmuls[::-1])
+    if "indexing_maps" not in qk.attributes or "indexing_maps" in pv.attributes:
+        return None
+    q, k = _source_view(qk.operands[0], vals), _source_view(qk.operands[1], vals)
+    v = _source_view(pv.operands[1], vals)
+    if _source_view(pv.operands[0], vals) is not None:
+        return None  # P must be computed, not loaded
+    store_view = _view_of_load(stores[0], vals)
+    o = _operand(store_view, vals) if store_view is not None else None
+    if q is None or k is None or v is None or o is None:
+        return None
+    ops_views = (q, k, v, o)
+    if len({x.arg for x in ops_views}) != 4 or len({x.shape for x in ops_views}) != 1:
+        return None
+    if any(getattr(x, "offset", 0) or getattr(x, "strides", ()) not in ((), _row_major(x.shape)) for x in ops_views):
+        return None  # the rewrite reads row-major views at the argument's address
+    if len({x.dtype for x in ops_views}) != 1 or q.dtype not in ("f16", "bf16") or len(q.shape) not in (2, 3):
+        return None
+    scale = _scale(ops, vals)
+    if scale is None:
+        return None
+    causal = any(op.name == "linalg.generic" and {"arith.cmpi", "arith.select"} <= {i.name for i in op.walk()}
+                 for op in ops)
+    shape = q.shape if len(q.shape) == 3 else (1, *q.shape)
+    H, S, D = shape
+    kernel = AttentionKernel(kv_heads=H, rows=S, kv_len=S, head_dim=D, dtype=q.dtype, causal=causal,
+                             name=func_name(fn), max_kv_split=1)
+    return AttentionMatch(kernel, q, k, v, o, scale)
+
+
+def _box(name: str, rows: int, cols: int) -> str:
+    return f"#{name} = affine_set<(d0, d1) : (d0 >= 0, -d0 + {rows - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
+
+
+def _box3(name: str, h: int, rows: int, cols: int, one: int) -> str:
+    first = "d0 == 0" if one else f"d0 >= 0, -d0 + {h - 1} >= 0"
+    return (f"#{name} = affine_set<(d0, d1, d2) : ({first}, d1 >= 0, -d1 + {rows - 1} >= 0, d2 >= 0, "
+            f"-d2 + {cols - 1} >= 0)>")
+
+
+def attention_grid(k: AttentionKernel, bq: int, tiles: int) -> int:
+    return min(k.kv_heads * (k.rows // bq), tiles)
+
+
+def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: int, heads_dim: bool = False) -> Module:
+    """The scheduled kernel; `heads_dim` reads `[H, S, D]` views (else flat `[H S, D]` ones)."""
+    k = m.kernel
+    H, S, D, dt = k.kv_heads, k.rows, k.head_dim, k.dtype
+    bq, bkv, db = p["bq"], p["bkv"], bool(p["db"])
+    units = H * (S // bq)
+    grid = attention_grid(k, bq, tiles)
+    view = f"memref<{H}x{S}x{D}x{dt}>" if heads_dim else f"memref<{H * S}x{D}x{dt}>"
+    vec, mat, acc = f"tensor<{bq}xf32>", f"tensor<{bq}x{bkv}xf32>", f"tensor<{bq}x{D}xf32>"
+    qt, kvt = f"tensor<{bq}x{D}x{dt}>", f"tensor<{bkv}x{D}x{dt}>"
+    args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
+    lines = [
+        "// scheduled by ktir schedule: query blocks over the tiles, Q resident, K/V streamed (see the report)",
+        _box("sa_all", H * S, D), _box("sa_qblk", bq, D), _box("sa_kvblk", bkv, D),
+        *([_box3("sa_all3", H, S, D, 0), _box3("sa_qblk3", 1, bq, D, 1), _box3("sa_kvblk3", 1, bkv, D, 1),
+           "#sa_id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>"] if heads_dim else []),
+        "#sa_id1 = affine_map<(d0) -> (d0)>", "#sa_id2 = affine_map<(d0, d1) -> (d0, d1)>",
+        "#sa_row = affine_map<(d0, d1) -> (d0)>", "#sa_qk_q = affine_map<(d0, d1, d2) -> (d0, d2)>",
+        "#sa_qk_k = affine_map<(d0, d1, d2) -> (d1, d2)>", "#sa_qk_s = affine_map<(d0, d1, d2) -> (d0, d1)>",
+        f"func.func @{k.name}({args}) attributes {{grid = [{grid}]}} {{",
+    ]
+    body = [f"%sa_{n} = arith.constant {v} : index" for n, v in
+            (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("qblocks", S // bq), ("units", units), ("grid", grid))]
+    body += ["%sa_zero = arith.constant 0.0 : f32", "%sa_ninf = arith.constant 0xFF800000 : f32",
+             f"%sa_scale = arith.constant {m.scale!r} : f32", "%sa_tid = ktdp.get_compute_tile_id : index"]
+    for v, operand in (("q", m.q), ("k", m.k), ("v", m.v), ("o", m.o)):
+        sizes, strides, cset = (f"{H}, {S}, {D}", f"{S * D}, {D}, 1", "sa_all3") if heads_dim else (
+            f"{H * S}, {D}", f"{D}, 1", "sa_all")
+        body.append(f"%sa_{v}v = ktdp.construct_memory_view %{operand.arg}, sizes: [{sizes}], strides: [{strides}] "
+                    f"{{coordinate_set = #{cset}, memory_space = #ktdp.memory_space<global>}} : {view}")
+    body += [f"%sa_vec = tensor.empty() : {vec}", f"%sa_mat = tensor.empty() : {mat}", f"%sa_am = tensor.empty() : {acc}",
+             f"%sa_minit = linalg.fill ins(%sa_ninf : f32) outs(%sa_vec : {vec}) -> {vec}",
+             f"%sa_linit = linalg.fill ins(%sa_zero : f32) outs(%sa_vec : {vec}) -> {vec}",
+             f"%sa_szero = linalg.fill ins(%sa_zero : f32) outs(%sa_mat : {mat}) -> {mat}",
+             f"%sa_azero = linalg.fill ins(%sa_zero : f32) outs(%sa_am : {acc}) -> {acc}"]
+
+    def load(dst: str, v: str, inrow: str, rows: int, blk: str) -> list[str]:
+        """Load `rows` rows of head %sa_h from row `inrow` of the head."""
+        if heads_dim:
+            return [f"%{dst}_t = ktdp.construct_access_tile %sa_{v}v[%sa_h, {inrow}, %sa_c0] {{access_tile_order = "
+                    f"#sa_id3, access_tile_set = #{blk}3}} : {view} -> !ktdp.access_tile<1x{rows}x{D}xindex>",
+                    f"%{dst}_3 = ktdp.load %{dst}_t : !ktdp.access_tile<1x{rows}x{D}xindex> -> tensor<1x{rows}x{D}x{dt}>",
+                    f"%{dst} = tensor.collapse_shape %{dst}_3 [[0, 1], [2]] : tensor<1x{rows}x{D}x{dt}> into "
+                    f"tensor<{rows}x{D}x{dt}>"]
+        return [f"%{dst}_r = arith.addi %sa_base, {inrow} : index",
+                f"%{dst}_t = ktdp.construct_access_tile %sa_{v}v[%{dst}_r, %sa_c0] {{access_tile_order = #sa_id2, "
+                f"access_tile_set = #{blk}}} : {view} -> !ktdp.access_tile<{rows}x{D}xindex>",
+                f"%{dst} = ktdp.load %{dst}_t : !ktdp.access_tile<{rows}x{D}xindex> -> tensor<{rows}x{D}x{dt}>"]
+
+    unit = ["%sa_h = arith.divui %sa_u, %sa_qblocks : index", "%sa_qb = arith.remui %sa_u, %sa_qblocks : index",
+            "%sa_q0 = arith.muli %sa_qb, %sa_bq : index", "%sa_base = arith.muli %sa_h, %sa_S : index"]
+    unit += load("sa_q", "q", "%sa_q0", bq, "sa_qblk")  # resident for the whole KV loop
+    if k.causal:  # key blocks up to the last one holding a key <= the block's last query
+        unit += ["%sa_qend = arith.addi %sa_q0, %sa_bq : index", "%sa_nkv = arith.ceildivsi %sa_qend, %sa_bkv : index",
+                 "%sa_kend = arith.muli %sa_nkv, %sa_bkv : index"]
+        kend = "%sa_kend"
+    else:
+        kend = "%sa_S"
+    carried = ""
+    types = f"{vec}, {vec}, {acc}"
+    if db:
+        unit.append(f"%sa_klast = arith.subi {kend}, %sa_bkv : index")
+        unit += load("sa_k0", "k", "%sa_c0", bkv, "sa_kvblk") + load("sa_v0", "v", "%sa_c0", bkv, "sa_kvblk")
+        carried = ", %sa_kcur = %sa_k0, %sa_vcur = %sa_v0"
+        types += f", {kvt}, {kvt}"
+    results = "%sa_mf, %sa_lf, %sa_af" + (", %sa_kl, %sa_vl" if db else "")
+    unit.append(f"{results} = scf.for %sa_k0i = %sa_c0 to {kend} step %sa_bkv iter_args(%sa_m = %sa_minit, "
+                f"%sa_l = %sa_linit, %sa_acc = %sa_azero{carried}) -> ({types}) {{")
+    kv: list[str] = []
+    if db:
+        kv += ["%sa_kn = arith.addi %sa_k0i, %sa_bkv : index", "%sa_kc = arith.minsi %sa_kn, %sa_klast : index"]
+        kv += load("sa_knext", "k", "%sa_kc", bkv, "sa_kvblk") + load("sa_vnext", "v", "%sa_kc", bkv, "sa_kvblk")
+        kblk, vblk = "%sa_kcur", "%sa_vcur"
+    else:
+        kv += load("sa_kb", "k", "%sa_k0i", bkv, "sa_kvblk") + load("sa_vb", "v", "%sa_k0i", bkv, "sa_kvblk")
+        kblk, vblk = "%sa_kb", "%sa_vb"
+    kv.append(f"%sa_s = linalg.matmul indexing_maps = [#sa_qk_q, #sa_qk_k, #sa_qk_s] ins(%sa_q, {kblk} : {qt}, {kvt}) "
+              f"outs(%sa_szero : {mat}) -> {mat}")
+    kv.append(f"%sa_sm = linalg.generic {{indexing_maps = [#sa_id2, #sa_id2], iterator_types = [\"parallel\", "
+              f"\"parallel\"]}} ins(%sa_s : {mat}) outs(%sa_mat : {mat}) {{")
+    kv.append("^bb0(%sa_x: f32, %sa_o: f32):")
+    kv.append("  %sa_xs = arith.mulf %sa_x, %sa_scale : f32")
+    if k.causal:
+        kv += ["  %sa_i = linalg.index 0 : index", "  %sa_j = linalg.index 1 : index",
+               "  %sa_qi = arith.addi %sa_q0, %sa_i : index", "  %sa_kj = arith.addi %sa_k0i, %sa_j : index",
+               "  %sa_future = arith.cmpi ugt, %sa_kj, %sa_qi : index",
+               "  %sa_r = arith.select %sa_future, %sa_ninf, %sa_xs : f32", "  linalg.yield %sa_r : f32"]
+    else:
+        kv.append("  linalg.yield %sa_xs : f32")
+    kv.append(f"}} -> {mat}")
+    kv += [
+        f"%sa_mnew = linalg.reduce {{ arith.maximumf }} ins(%sa_sm : {mat}) outs(%sa_m : {vec}) dimensions = [1]",
+        f"%sa_p = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
+        f"\"parallel\"]}} ins(%sa_sm, %sa_mnew : {mat}, {vec}) outs(%sa_mat : {mat}) {{",
+        "^bb0(%sa_px: f32, %sa_pm: f32, %sa_po: f32):",
+        "  %sa_pd = arith.subf %sa_px, %sa_pm : f32", "  %sa_pe = math.exp %sa_pd : f32", "  linalg.yield %sa_pe : f32",
+        f"}} -> {mat}",
+        f"%sa_alpha = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1], iterator_types = [\"parallel\"]}} "
+        f"ins(%sa_m, %sa_mnew : {vec}, {vec}) outs(%sa_vec : {vec}) {{",
+        "^bb0(%sa_old: f32, %sa_new: f32, %sa_ao: f32):",
+        "  %sa_ad = arith.subf %sa_old, %sa_new : f32", "  %sa_ae = math.exp %sa_ad : f32", "  linalg.yield %sa_ae : f32",
+        f"}} -> {vec}",
+        f"%sa_ls = linalg.mul ins(%sa_l, %sa_alpha : {vec}, {vec}) outs(%sa_vec : {vec}) -> {vec}",
+        f"%sa_lnew = linalg.reduce {{ arith.addf }} ins(%sa_p : {mat}) outs(%sa_ls : {vec}) dimensions = [1]",
+        f"%sa_as = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
+        f"\"parallel\"]}} ins(%sa_acc, %sa_alpha : {acc}, {vec}) outs(%sa_am : {acc}) {{",
+        "^bb0(%sa_aa: f32, %sa_sa: f32, %sa_so: f32):",
+        "  %sa_ar = arith.mulf %sa_aa, %sa_sa : f32", "  linalg.yield %sa_ar : f32",
+        f"}} -> {acc}",
+        f"%sa_ph = arith.truncf %sa_p : {mat} to tensor<{bq}x{bkv}x{dt}>",
+        f"%sa_anew = linalg.matmul ins(%sa_ph, {vblk} : tensor<{bq}x{bkv}x{dt}>, {kvt}) outs(%sa_as : {acc}) -> {acc}",
+        "scf.yield %sa_mnew, %sa_lnew, %sa_anew" + (", %sa_knext, %sa_vnext" if db else "") + f" : {types}",
+    ]
+    unit += ["  " + s for s in kv] + ["}"]
+    unit += [
+        f"%sa_out = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
+        f"\"parallel\"]}} ins(%sa_af, %sa_lf : {acc}, {vec}) outs(%sa_am : {acc}) {{",
+        "^bb0(%sa_oa: f32, %sa_od: f32, %sa_oo: f32):",
+        "  %sa_or = arith.divf %sa_oa, %sa_od : f32", "  linalg.yield %sa_or : f32",
+        f"}} -> {acc}",
+        f"%sa_oh = arith.truncf %sa_out : {acc} to {qt}",
+    ]
+    if heads_dim:
+        unit += [f"%sa_o3 = tensor.expand_shape %sa_oh [[0, 1], [2]] output_shape [1, {bq}, {D}] : {qt} into "
+                 f"tensor<1x{bq}x{D}x{dt}>",
+                 f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_h, %sa_q0, %sa_c0] {{access_tile_order = #sa_id3, "
+                 f"access_tile_set = #sa_qblk3}} : {view} -> !ktdp.access_tile<1x{bq}x{D}xindex>",
+                 f"ktdp.store %sa_o3, %sa_to : tensor<1x{bq}x{D}x{dt}>, !ktdp.access_tile<1x{bq}x{D}xindex>"]
+    else:
+        unit += ["%sa_qrow = arith.addi %sa_base, %sa_q0 : index",
+                 f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_qrow, %sa_c0] {{access_tile_order = #sa_id2, "
+                 f"access_tile_set = #sa_qblk}} : {view} -> !ktdp.access_tile<{bq}x{D}xindex>",
+                 f"ktdp.store %sa_oh, %sa_to : {qt}, !ktdp.access_tile<{bq}x{D}xindex>"]
+    body.append("scf.for %sa_u = %sa_tid to %sa_units step %sa_grid {")
+    body += ["  " + s for s in unit] + ["}", "func.return"]
+    lines += ["  " + s for s in body] + ["}", ""]
+    return parse("\n".join(lines), f"{k.name}.scheduled.ktir")
+
+
+def attention_text(heads: int, seq: int, head_dim: int, dtype: str = "f16", causal: bool = True,
+                   name: str = "attention") -> str:
+    """A one-tile attention kernel over `[heads, seq, head_dim]` arrays (`[seq, head_dim]` for one
+    head), one KV block per head: the form `match_attention` recognises, as a scheduler input
+    for tests and benchmarks."""
+    from ktir.syntax.printer import print_module
+
+    shape = (heads, seq, head_dim) if heads > 1 else (seq, head_dim)
+    kernel = AttentionKernel(kv_heads=heads, rows=seq, kv_len=seq, head_dim=head_dim, dtype=dtype, causal=causal,
+                             name=name)
+    q, k, v, o = (Operand(f"{n}_ptr", dtype, 2, shape) for n in "qkvo")
+    match = AttentionMatch(kernel, q, k, v, o, scale=head_dim ** -0.5)
+    stub = parse(f"func.func @{name}({', '.join(f'%{v}_ptr: index' for v in 'qkvo')}) {{\n  func.return\n}}\n",
+                 "stub").functions()[0]
+    return print_module(emit_attention(match, stub, {"bq": seq, "bkv": seq, "db": 0}, 1, heads_dim=heads > 1))

@@ -1,0 +1,110 @@
+"""The attention rewrite: recognition, every schedule point valid and equal to the input in the interpreter."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+from conftest_paths import example
+
+import ktir
+import schedulers
+from ktir.syntax.printer import print_module
+from ktir.verify import validate_text
+from schedulers import naive
+from schedulers.check import check_equivalent
+from schedulers.emit_attention import attention_text, emit_attention, match_attention
+from schedulers.kernels import function_of
+
+
+def _valid(module: ktir.Module) -> None:
+    _, diags = validate_text(print_module(module), "scheduled.ktir")
+    assert not [d for d in diags if d.severity == "error"], [str(d) for d in diags]
+
+
+def test_the_example_is_recognised() -> None:
+    found = match_attention(function_of(example("causal_attention.ktir"), None))
+    assert found is not None
+    k = found.kernel
+    assert (k.kv_heads, k.rows, k.kv_len, k.head_dim, k.dtype, k.causal) == (1, 256, 256, 64, "f16", True)
+    assert found.scale == 0.125 and k.max_kv_split == 1
+    assert [o.arg for o in (found.q, found.k, found.v, found.o)] == ["q_ptr", "k_ptr", "v_ptr", "o_ptr"]
+
+
+@pytest.mark.parametrize("text", [naive.matmul(64, 128, 128), naive.softmax(64, 128)])
+def test_other_kernels_are_not_attention(text: str) -> None:
+    assert match_attention(function_of(ktir.parse(text, "k.ktir"), None)) is None
+
+
+def test_paged_attention_is_not_rewritten(spyre) -> None:  # type: ignore[no-untyped-def]
+    before = example("paged_attention.ktir")
+    assert match_attention(function_of(before, None), {"NP": 40}) is None
+
+
+@pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
+def test_example_through_each_scheduler(scheduler: str, spyre) -> None:  # type: ignore[no-untyped-def]
+    before = example("causal_attention.ktir")
+    r = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.2))
+    assert r.report.applied and r.report.kernel_class == "attention"
+    assert r.report.dims == {"heads": 1, "S": 256, "D": 64}
+    assert r.report.ratio is not None and r.report.ratio >= 1.0 - 1e-9
+    assert r.report.schedule is not None and r.report.schedule.splits["kv"] == 1
+    assert r.module != before
+    _valid(r.module)
+    verdict = check_equivalent(before, r.module, seed=5)
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize(("heads", "causal", "dtype"), [(2, True, "f16"), (3, False, "f16"), (2, True, "bf16")])
+def test_multi_head_inputs(heads: int, causal: bool, dtype: str, spyre) -> None:  # type: ignore[no-untyped-def]
+    before = ktir.parse(attention_text(heads, 128, 64, dtype, causal), "mha.ktir")
+    _valid(before)
+    r = schedulers.schedule(before, spyre, "exact")
+    assert r.report.applied and r.report.dims == {"heads": heads, "S": 128, "D": 64}
+    assert r.report.schedule is not None and r.report.schedule.grid[0] > 1  # the work is spread over tiles
+    _valid(r.module)
+    verdict = check_equivalent(before, r.module, seed=11)
+    assert verdict.ok, verdict.message
+
+
+POINTS = [dict(zip(("bq", "bkv", "db"), p, strict=True)) for p in itertools.product((16, 64, 128), (64, 128), (0, 1))]
+
+
+@pytest.mark.parametrize("point", POINTS, ids=lambda p: "bq{bq}-bkv{bkv}-db{db}".format(**p))
+def test_every_block_shape_is_equivalent(point: dict[str, int]) -> None:
+    """Query blocks smaller, equal and larger than the KV blocks (the causal bound), with and without prefetch."""
+    before = ktir.parse(attention_text(2, 128, 64, "f16", True), "mha.ktir")
+    fn = function_of(before, None)
+    found = match_attention(fn)
+    assert found is not None
+    after = emit_attention(found, fn, point, 32)
+    _valid(after)
+    verdict = check_equivalent(before, after, seed=3)
+    assert verdict.ok, verdict.message
+
+
+def test_a_dropped_mask_is_caught() -> None:
+    """The check can fail: the same schedule without the causal mask differs from the input."""
+    before = example("causal_attention.ktir")
+    fn = function_of(before, None)
+    found = match_attention(fn)
+    assert found is not None
+    wrong = replace(found, kernel=replace(found.kernel, causal=False))
+    verdict = check_equivalent(before, emit_attention(wrong, fn, {"bq": 64, "bkv": 64, "db": 1}, 32), seed=5)
+    assert not verdict.ok
+
+
+def test_the_cost_model_sees_the_double_buffering(spyre) -> None:  # type: ignore[no-untyped-def]
+    """The estimate of a prefetching schedule is lower than the same blocks without it."""
+    from schedulers.builtin import evaluate_point
+    from schedulers.cost import figures
+    from schedulers.spaces import space_for
+
+    found = match_attention(function_of(example("causal_attention.ktir"), None))
+    assert found is not None
+    space = space_for(found.kernel, figures(spyre))
+    plain = evaluate_point(space, {"bq": 64, "bkv": 64, "s": 1, "db": 0}).cycles[0]
+    prefetch = evaluate_point(space, {"bq": 64, "bkv": 64, "s": 1, "db": 1}).cycles[0]
+    assert prefetch < plain
+    assert set(space.candidates()["s"].tolist()) == {1}  # the rewrite does not split the KV loop
