@@ -7,7 +7,10 @@ Both are registered by ktir.lower.cli.add_lower_parser. torch is imported only w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +64,8 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
         print(f"{path}: error[torch]: not a torch.export program ({_one_line(e)})", file=sys.stderr)
         return EXIT_INVALID
     try:
-        program = from_exported(ep, target=args.target, verify=not args.no_verify, name=Path(args.output).name.removesuffix(".ktir"), decomposed=False)
+        with _quiet_torch():
+            program = from_exported(ep, target=args.target, verify=not args.no_verify, name=Path(args.output).name.removesuffix(".ktir"), decomposed=False)
     except TorchLoweringError as e:
         print(f"{path}: error[torch]: {e}", file=sys.stderr)
         return EXIT_INVALID
@@ -85,14 +89,19 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_pt2(path: Path) -> Any:
-    import warnings
-
-    import torch
-
-    # torch's own deserialiser warns about its internal pytree API; nothing the user can act on
+@contextlib.contextmanager
+def _quiet_torch() -> Iterator[None]:
+    # torch warns about its own internal APIs (pytree LeafSpec) while loading and
+    # decomposing; nothing a user of `ktir lower` can act on
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
+        yield
+
+
+def _load_pt2(path: Path) -> Any:
+    import torch
+
+    with _quiet_torch():
         return torch.export.load(str(path))
 
 
