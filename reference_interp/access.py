@@ -272,21 +272,32 @@ def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
 
 
 def _elements(ctx: TileContext, view: MemoryView, coords: Sequence[Any]) -> tuple[Allocation, np.ndarray, IdxDesc]:
-    alloc = _alloc(view)
+    alloc = view.alloc if view.alloc is not None else _alloc(view)
     isz = view.itemsize
-    elem: Any = (view.addr - alloc.base) // isz
+    base = (view.addr - alloc.base) // isz
+    terms = []
     for c, o, s in zip(coords, view.origin, view.strides, strict=True):
-        elem = elem + (np.asarray(c, dtype=np.int64) - o) * s
+        if type(c) is not np.ndarray or c.dtype != np.int64:
+            c = np.asarray(c, dtype=np.int64)
+        base -= o * s
+        terms.append(c if s == 1 else c * s)
+    # base + sum of the terms, exact in int64 in any order: the base joins the smallest term, so
+    # only the final sum spans the whole (broadcast) shape of the coordinates
+    elem: Any = base
+    if terms:
+        terms.sort(key=np.size)
+        elem = terms[0] + base
+        for t in terms[1:]:
+            elem = elem + t
     elem = np.asarray(elem, dtype=np.int64)
-    if coords:
-        elem = np.broadcast_to(elem, np.broadcast_shapes(*(np.shape(c) for c in coords)))
     flat = elem.reshape(-1)
-    if flat.size:
-        first, last = int(flat.min()) * isz, int(flat.max()) * isz + isz - 1
-        if first < 0 or last >= alloc.nbytes or alloc.growable:
-            k = int(np.argmin(flat)) if first < 0 else int(np.argmax(flat))
-            _check_span(ctx, view, alloc, first, last, _coord_at(coords, k, elem.shape))
-    return alloc, elem, IdxDesc(flat * isz, isz)
+    if not flat.size:
+        return alloc, elem, IdxDesc(flat * isz, isz)
+    first, last = int(flat.min()) * isz, int(flat.max()) * isz + isz - 1
+    if first < 0 or last >= alloc.nbytes or alloc.growable:
+        k = int(np.argmin(flat)) if first < 0 else int(np.argmax(flat))
+        _check_span(ctx, view, alloc, first, last, _coord_at(coords, k, elem.shape))
+    return alloc, elem, IdxDesc(flat * isz, isz, first, last)
 
 
 def _coord_at(coords: Sequence[Any], k: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -391,6 +402,8 @@ def load(ctx: TileContext, tile: AccessTile, opname: str) -> np.ndarray:
         if tile.mask is not None:
             data = np.zeros(tile.ext, dtype=values.dtype)
             data[tile.mask] = values
+        elif type(view) is MemoryView and values.shape == tile.ext:
+            data = values  # a fancy-indexed gather is already a fresh array
         else:
             data = np.array(np.broadcast_to(values, tile.ext))
     if tile.perm is not None:

@@ -342,10 +342,12 @@ class IdxDesc:
 
     __slots__ = ("offs", "itemsize", "lo", "hi")
 
-    def __init__(self, offs: np.ndarray, itemsize: int) -> None:
+    def __init__(self, offs: np.ndarray, itemsize: int, lo: int | None = None, hi: int | None = None) -> None:
         self.offs = offs  # 1-D int64 element byte offsets
         self.itemsize = itemsize
-        if offs.size:
+        if lo is not None and hi is not None:  # the caller knows the span (exact: min and max + itemsize - 1)
+            self.lo, self.hi = lo, hi
+        elif offs.size:
             self.lo, self.hi = int(offs.min()), int(offs.max()) + itemsize - 1
         else:
             self.lo, self.hi = 0, -1

@@ -416,7 +416,10 @@ class RaceTracker:
                     k = int(np.argmax(hit))
                     byte = int(desc_bytes(gdesc)[k]) * g
                     raise RaceFound(k * g, self.seg_tile[rseg], rec.op_covering(byte), "read-write")
-        cells[...] = seg + 1
+        if isinstance(gdesc, IdxDesc):
+            alloc.w_seg[gdesc.index()] = seg + 1  # cells of an index descriptor are a copy, not a view
+        else:
+            cells[...] = seg + 1
         if seg not in alloc.writer_segs:
             alloc.writer_segs.add(seg)
             self.version += 1

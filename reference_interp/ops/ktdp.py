@@ -181,6 +181,8 @@ def _check_in_view(view: Any, tile: AccessTile) -> None:
             assert tile.lo is not None
             if view.contains_box(tile.lo, tile.ext):
                 return
+        elif tile.coords is not None and view.is_box and _coords_in_box(tile.coords, view.box_lo, view.box_hi):
+            return
         pts = tile.points()
         ok = view.contains(pts)
         if ok.all():
@@ -206,6 +208,15 @@ def _check_in_view(view: Any, tile: AccessTile) -> None:
                            coordinate=coord)
         return
     raise fail("type", f"an access tile needs a memref or tensor base, not {type(view).__name__}")
+
+
+def _coords_in_box(coords: list[np.ndarray], lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
+    """Every point of explicit coordinates (arrays broadcast together, at least one point) lies
+    in the box [lo, hi]: each array's own minimum and maximum decide, since every element of
+    each array is a coordinate of some point. False sends the caller to the exact check."""
+    if len(coords) != len(lo):
+        return False
+    return all(c.size and a <= c.min() and c.max() <= b for c, a, b in zip(coords, lo, hi, strict=True))
 
 
 def _rank(view: Any) -> int:
@@ -346,14 +357,26 @@ def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
     t = c.rtype(op)
     opname = op.name
 
-    def run(fr: list[Any]) -> None:
-        ctx: TileContext = fr[0]
-        view = fr[base]
+    fixed: list[Any] = []  # without symbols, the variable space and its points are computed once
+
+    def space(fr: list[Any]) -> tuple[SetPoints, list[np.ndarray]]:
+        if fixed:
+            return fixed[0]  # type: ignore[no-any-return]
         pts = vset.points(tuple(int(fr[s]) for s in syms))
         if pts.mask is None:
             variables = [lo + g for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
         else:
             variables = [lo + i for lo, i in zip(pts.lo, np.nonzero(pts.mask), strict=True)]
+        for v in variables:
+            v.flags.writeable = False  # shared by every execution of the op
+        if not syms:
+            fixed.append((pts, variables))
+        return pts, variables
+
+    def run(fr: list[Any]) -> None:
+        ctx: TileContext = fr[0]
+        view = fr[base]
+        pts, variables = space(fr)
         captured = [int(fr[s]) for s in caps]
         coords: list[np.ndarray] = []
         vi = 0
@@ -365,7 +388,8 @@ def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
             index_view = fr[views[vi]]
             vi += 1
             sub_arrays = [np.asarray(s, dtype=np.int64) for s in sub]
-            if isinstance(index_view, MemoryView) and pts.count:
+            if isinstance(index_view, MemoryView) and pts.count and not (
+                    index_view.is_box and _coords_in_box(sub_arrays, index_view.box_lo, index_view.box_hi)):
                 _check_in_view(index_view, AccessTile(index_view, (), None, coords=sub_arrays))
             values = gather(ctx, index_view, sub_arrays, opname) if pts.count else np.zeros((), np.int64)
             coords.append(np.asarray(values).astype(np.int64))
