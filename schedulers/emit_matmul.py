@@ -1,7 +1,8 @@
 """Emit a scheduled matmul: grid split of C, block loops, a K loop with iter_args, resident
 operands sliced from the scratchpad, and double-buffered (prefetched) streaming loads.
 
-The function keeps its name and signature; views get the problem's static sizes. With
+The function keeps its name and signature; views get the problem's static sizes and keep the
+input views' strides and offsets (a transposed B stays transposed). With
 double buffering the K loop carries the next step's blocks: step k loads the blocks of
 step k + 1 (the last step reloads its own, clamped with `arith.minsi`, so no access ever
 leaves the view) while the matmul consumes the blocks loaded one step earlier.
@@ -13,7 +14,7 @@ from ktir.ir.operation import Module, Operation
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import type_text
 
-from .emit_shared import emit_shared
+from .emit_shared import emit_shared, global_view
 from .kernels import MatmulKernel
 from .spaces import SHARED
 
@@ -47,9 +48,8 @@ def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
         body.append(f"%sc_{name} = arith.constant {value} : index")
     body.append("%sc_zero = arith.constant 0.0 : f32")
     body.append("%sc_ti, %sc_tj = ktdp.get_compute_tile_id : index, index")
-    for v, arg, (r, c), t in (("a", k.a.arg, (M, K), ta), ("b", k.b.arg, (K, N), tb), ("c", k.c.arg, (M, N), tc)):
-        body.append(f"%sc_{v} = ktdp.construct_memory_view %{arg}, sizes: [{r}, {c}], strides: [{c}, 1] "
-                    f"{{coordinate_set = #sched_{v}, memory_space = #ktdp.memory_space<global>}} : memref<{r}x{c}x{t}>")
+    for v, operand, (r, c) in (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N))):
+        body += global_view(v, operand, r, c)
     body.append("%sc_m0 = arith.muli %sc_ti, %sc_bm : index")
     body.append("%sc_n0 = arith.muli %sc_tj, %sc_bn : index")
 

@@ -17,13 +17,27 @@ from ktir.ir.operation import Module, Operation
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import type_text
 
-from .kernels import MatmulKernel
+from .kernels import MatmulKernel, Operand
 from .spaces import SHARED_STREAM
 
 
 def _set(name: str, r0: int, r1: int, cols: int) -> str:
     low = f"d0 - {r0} >= 0" if r0 else "d0 >= 0"
     return f"#{name} = affine_set<(d0, d1) : ({low}, -d0 + {r1 - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
+
+
+def global_view(v: str, operand: Operand, rows: int, cols: int) -> list[str]:
+    """The global view `%sc_{v}` of an operand, with the input view's strides and offset."""
+    ptr = f"%{operand.arg}"
+    lines = []
+    if operand.offset:
+        lines = [f"%sc_{v}off = arith.constant {operand.offset} : index",
+                 f"%sc_{v}ptr = arith.addi %{operand.arg}, %sc_{v}off : index"]
+        ptr = f"%sc_{v}ptr"
+    strides = ", ".join(map(str, operand.layout))
+    return lines + [f"%sc_{v} = ktdp.construct_memory_view {ptr}, sizes: [{rows}, {cols}], strides: [{strides}] "
+                    f"{{coordinate_set = #sched_{v}, memory_space = #ktdp.memory_space<global>}} : "
+                    f"memref<{rows}x{cols}x{operand.dtype}>"]
 
 
 def _barrier(tag: str) -> list[str]:
@@ -64,9 +78,8 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     body = [f"%sc_{n} = arith.constant {v} : index" for n, v in
             (("0", 0), ("bm", bm), ("bn", bn), ("kp", kp), ("N", N), ("K", K), ("nlast", N - bn), ("klast", K - kp))]
     body += ["%sc_zero = arith.constant 0.0 : f32", "%sc_ti, %sc_tj = ktdp.get_compute_tile_id : index, index"]
-    for v, arg, (r, c), el in (("a", k.a.arg, (M, K), ta), ("b", k.b.arg, (K, N), tb), ("c", k.c.arg, (M, N), tc)):
-        body.append(f"%sc_{v} = ktdp.construct_memory_view %{arg}, sizes: [{r}, {c}], strides: [{c}, 1] "
-                    f"{{coordinate_set = #sched_{v}, memory_space = #ktdp.memory_space<global>}} : memref<{r}x{c}x{el}>")
+    for v, operand, (r, c) in (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N))):
+        body += global_view(v, operand, r, c)
     mine_t = f"memref<{kp}x{bn}x{tb}, {local}>"
     body.append(f"%sc_mine = ktdp.construct_memory_view %sc_0, sizes: [{kp}, {bn}], strides: [{bn}, 1] "
                 f"{{coordinate_set = #sched_part, memory_space = {local}}} : {mine_t}")

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -56,6 +57,15 @@ class Operand:
     dtype: str
     itemsize: int
     shape: tuple[int, ...]
+    strides: tuple[int, ...] = ()  # the view's strides in elements (row-major when empty)
+    offset: int = 0  # elements from the argument's address to the view's first element
+
+    @property
+    def layout(self) -> tuple[int, ...]:
+        """The strides to emit for the view: the input's, or row-major."""
+        if self.strides:
+            return self.strides
+        return tuple(math.prod(self.shape[i + 1:]) for i in range(len(self.shape)))
 
 
 @dataclass
@@ -175,14 +185,37 @@ class _Values:
         return v
 
 
+def _segments(view: Operation) -> tuple[list[str], list[str]]:
+    """The dynamic size and stride operands of a memory view."""
+    seg = view.attributes.get("operandSegmentSizes")
+    counts = list(getattr(seg, "values", ()))
+    n_sizes = int(counts[1]) if len(counts) == 3 else len(view.operands) - 1
+    n_strides = int(counts[2]) if len(counts) == 3 else 0
+    return view.operands[1:1 + n_sizes], view.operands[1 + n_sizes:1 + n_sizes + n_strides]
+
+
+def _mixed(view: Operation, attr: str, dynamic: list[str], vals: _Values, what: str) -> tuple[int, ...]:
+    static = view.attributes.get(attr)
+    values = iter(dynamic)
+    return tuple(vals.need(next(values), what) if d == _DYNAMIC else int(d) for d in getattr(static, "values", ()))
+
+
 def _view_shape(view: Operation, vals: _Values) -> tuple[int, ...]:
-    static = view.attributes.get("static_sizes")
-    dims = list(getattr(static, "values", ()))
-    dynamic = iter(view.operands[1:])
-    out = []
-    for d in dims:
-        out.append(vals.need(next(dynamic), "a tensor size") if d == _DYNAMIC else int(d))
-    return tuple(out)
+    return _mixed(view, "static_sizes", _segments(view)[0], vals, "a tensor size")
+
+
+def _pointer(name: str, vals: _Values) -> tuple[str, int] | None:
+    """(argument, element offset) of a view's base: an argument plus constants (`arith.addi`)."""
+    if name in vals.args:
+        return name, 0
+    op = vals.defs.get(name)
+    if op is None or op.name != "arith.addi":
+        return None
+    for base, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        inner, k = _pointer(base, vals), vals.const(other)
+        if inner is not None and k is not None:
+            return inner[0], inner[1] + k
+    return None
 
 
 def _operand(view: Operation, vals: _Values) -> Operand | None:
@@ -191,13 +224,15 @@ def _operand(view: Operation, vals: _Values) -> Operand | None:
     space = view.attributes.get("memory_space")
     if not isinstance(space, at.MemorySpaceAttr) or space.kind != "global":
         return None
-    ptr = view.operands[0]
-    if ptr not in vals.args:
+    ptr = _pointer(view.operands[0], vals)
+    if ptr is None:
         return None
     t = view.result_types[0]
     if not isinstance(t, ty.MemRefType):
         return None
-    return Operand(ptr[1:], dtype_name(t.element_type), itemsize(t.element_type), _view_shape(view, vals))
+    strides = _mixed(view, "static_strides", _segments(view)[1], vals, "a stride")
+    return Operand(ptr[0][1:], dtype_name(t.element_type), itemsize(t.element_type), _view_shape(view, vals), strides,
+                   ptr[1])
 
 
 def _view_of_load(op: Operation, vals: _Values) -> Operation | None:
@@ -218,7 +253,7 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
         return Recognised(None, fn, name, "inter-tile communication or indirect access is outside the recognised classes")
     matmuls = [op for op in ops if op.name == "linalg.matmul"]
     if len(matmuls) == 1 and not any(n in ("linalg.generic", "linalg.reduce") for n in names):
-        found = _matmul(fn, matmuls[0], vals, ops, name)
+        found = _matmul(module, fn, matmuls[0], vals, ops, name)
         if isinstance(found, MatmulKernel):
             return Recognised(found, fn, name)
         return Recognised(None, fn, name, found)
@@ -234,25 +269,89 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
     return Recognised(None, fn, name, found_row)
 
 
-def _matmul(fn: Operation, mm: Operation, vals: _Values, ops: list[Operation], name: str) -> MatmulKernel | str:
+def _alias(module: Module, attr: object) -> object:
+    if isinstance(attr, at.AttrAliasRef):
+        return module.attr_aliases.get(attr.name) or module.attr_aliases.get("#" + attr.name)
+    return attr
+
+
+def _is_box(module: Module, attr: object, extents: tuple[int, ...], syms: tuple[int, ...] = ()) -> bool:
+    """Whether an integer set is exactly the box [0, extents) (symbols bound to `syms`)."""
+    from reference_interp.affine_eval import CompiledSet
+
+    value = _alias(module, attr)
+    if not isinstance(value, at.IntegerSetAttr) or value.value.num_dims != len(extents):
+        return False
+    try:
+        pts = CompiledSet(value.value, max_points=1 << 22).points(syms)
+    except Exception:  # noqa: BLE001 - a set the evaluator cannot enumerate is not a box we can vouch for
+        return False
+    return pts.is_box and pts.lo == (0,) * len(extents) and pts.ext == extents
+
+
+def _is_identity(module: Module, attr: object, rank: int) -> bool:
+    value = _alias(module, attr)
+    return value is None or (isinstance(value, at.AffineMapAttr) and value.value == af.AffineMap.identity(rank))
+
+
+def _tile_reason(module: Module, tile: Operation) -> str | None:
+    """Why an access tile is not a plain box at its start coordinates, if it is not."""
+    t = tile.result_types[0]
+    if not isinstance(t, ty.AccessTileType):
+        return "an access tile has no access tile type"
+    rank = len(t.shape)
+    seg = list(getattr(tile.attributes.get("operandSegmentSizes"), "values", ()))
+    if len(seg) == 3 and seg[2]:
+        return "an access tile of the matmul has symbol operands"
+    if not _is_identity(module, tile.attributes.get("access_tile_order"), rank):
+        return "an access tile of the matmul has a non-identity access_tile_order"
+    if not _is_box(module, tile.attributes.get("access_tile_set"), tuple(int(d or 0) for d in t.shape)):
+        return "an access tile set of the matmul is not the box of its shape"
+    return None
+
+
+def _view_reason(module: Module, view: Operation, operand: Operand, vals: _Values) -> str | None:
+    """Why a memory view of the matmul cannot be re-tiled with its strides and offset, if it cannot."""
+    t = view.result_types[0]
+    if isinstance(t, ty.MemRefType) and t.layout is not None:
+        return f"the view of {operand.arg} has a memref layout"
+    if any(s <= 0 for s in operand.strides):
+        return f"the view of {operand.arg} has a non-positive stride {list(operand.strides)}"
+    syms = tuple(vals.need(o, "a tensor size") for o in _segments(view)[0])
+    # addresses count from the set's lower corner, and the rewrite's views use the box of their sizes
+    if not _is_box(module, view.attributes.get("coordinate_set"), operand.shape, syms):
+        return (f"the coordinate_set of the view of {operand.arg} is not proven to be the box of its sizes "
+                f"{list(operand.shape)} from 0")
+    return None
+
+
+def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: list[Operation], name: str
+            ) -> MatmulKernel | str:
+    from .footprint import matmul_footprint
+
     x, y = mm.operands[0], mm.operands[1]
-    views = []
-    for v in (x, y):
+    views: list[Operand] = []
+    names: dict[str, str] = {}
+    for v, role in ((x, "a"), (y, "b")):
         load = vals.defs.get(v)
         if load is None or load.name != "ktdp.load":
             return "the matmul's operands are not loaded directly from memory views"
         view = _view_of_load(load, vals)
         operand = _operand(view, vals) if view is not None else None
-        if operand is None or len(operand.shape) != 2:
+        if view is None or operand is None or len(operand.shape) != 2:
             return "the matmul's operands do not come from 2-D global views of function arguments"
         views.append(operand)
+        names[view.results[0]] = role
     stores = [op for op in ops if op.name == "ktdp.store"]
     if len(stores) != 1:
         return "a matmul kernel must store exactly one result"
     view = _view_of_load(stores[0], vals)
     c = _operand(view, vals) if view is not None else None
-    if c is None or len(c.shape) != 2:
+    if view is None or c is None or len(c.shape) != 2:
         return "the matmul's result is not stored to a 2-D global view of a function argument"
+    names[view.results[0]] = "c"
+    if len(names) != 3:
+        return "A, B and C of the matmul are not three distinct memory views"
     a, b = views
     M, K = a.shape
     K2, N = b.shape
@@ -264,6 +363,28 @@ def _matmul(fn: Operation, mm: Operation, vals: _Values, ops: list[Operation], n
     extra = sorted({op.name for op in ops} - allowed)
     if extra:
         return f"ops beyond a plain matmul ({', '.join(extra)}): an epilogue is not rewritten"
+    # the rewrite is a plain row-major product, accumulated in f32, of float operands
+    if set(mm.attributes) - {"operandSegmentSizes"}:
+        return f"the matmul has attributes ({', '.join(sorted(set(mm.attributes) - {'operandSegmentSizes'}))})"
+    acc = mm.result_types[0] if mm.result_types else None
+    if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType) and acc.element_type.kind == "f32"):
+        return "the matmul does not accumulate in f32"
+    if not all(o.dtype.startswith(("f", "bf")) for o in (a, b, c)):
+        return f"A, B and C must be floating point (got {a.dtype}, {b.dtype}, {c.dtype})"
+    for op in ops:
+        if op.name == "ktdp.construct_access_tile" and vals.defs.get(op.operands[0]) is not None \
+                and vals.defs[op.operands[0]].results[0] in names:
+            reason = _tile_reason(module, op)
+            if reason:
+                return reason
+    for role, operand in zip("abc", (a, b, c), strict=True):
+        vop = vals.defs[next(n for n, r in names.items() if r == role)]
+        reason = _view_reason(module, vop, operand, vals)
+        if reason:
+            return reason
+    reason = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
+    if reason:
+        return reason
     return MatmulKernel(M, N, K, a, b, c, name)
 
 
