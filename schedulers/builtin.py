@@ -21,6 +21,7 @@ from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
 from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
+from .emit_splitk import emit_splitk
 from .kernels import AttentionKernel, MatmulKernel, RowKernel, recognise
 from .report import ScheduleReport
 from .rowloop import rewrite_rows
@@ -37,6 +38,7 @@ SUPPORTED_OPS = (
     "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
     "scf.for", "scf.yield", "arith.constant", "arith.muli", "arith.addi", "func.func", "func.return",
     "linalg.mul", "linalg.index", "linalg.yield", "arith.cmpi", "arith.select", "arith.ceildivsi",
+    "ktdp.inter_tile_produce", "ktdp.inter_tile_reduce", "linalg.add", "scf.if",
 )
 
 
@@ -192,7 +194,10 @@ class StrategyScheduler:
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
         space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
         fill_report(report, space, point, count, bound)
-        out = emit_matmul(k, rec.fn, point) if isinstance(k, MatmulKernel) else rewrite_rows(module, k, point)
+        if isinstance(k, MatmulKernel):
+            out = emit_splitk(k, rec.fn, point) if point.get("sk", 1) > 1 else emit_matmul(k, rec.fn, point)
+        else:
+            out = rewrite_rows(module, k, point)
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)

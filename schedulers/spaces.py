@@ -422,7 +422,9 @@ Space = MatmulSpace | RowSpace | AttentionSpace
 
 def space_for(kernel: MatmulKernel | RowKernel | AttentionKernel, fig: Figures) -> Space:
     if isinstance(kernel, MatmulKernel):
-        return MatmulSpace(kernel, fig)
+        from .emit_splitk import SplitKSpace  # adds the split-K schedules (it builds on MatmulSpace)
+
+        return SplitKSpace(kernel, fig)
     if isinstance(kernel, RowKernel):
         return RowSpace(kernel, fig)
     return AttentionSpace(kernel, fig)
