@@ -37,8 +37,9 @@ SUPPORTED_OPS = (
     "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "math.exp", "math.rsqrt", "math.sqrt",
     "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
     "scf.for", "scf.yield", "arith.constant", "arith.muli", "arith.addi", "func.func", "func.return",
-    "linalg.mul", "linalg.index", "linalg.yield", "arith.cmpi", "arith.select", "arith.ceildivsi",
-    "ktdp.inter_tile_produce", "ktdp.inter_tile_reduce", "linalg.add", "scf.if",
+    # the attention form (`emit_attention._COMPUTE` and `_FREE`)
+    "linalg.mul", "linalg.index", "linalg.yield", "arith.cmpi", "arith.select", "arith.ceildivsi", "arith.subi",
+    "arith.divui", "arith.remui", "arith.minsi", "tensor.collapse_shape", "tensor.expand_shape",
 )
 
 

@@ -5,9 +5,11 @@ the indexing maps) and O += P V, with Q, K, V loaded from, and O stored to, four
 views of function arguments of one shape, `[S, D]` or `[H, S, D]` (H heads), f16 or bf16;
 an online softmax (`math.exp`, a `linalg.reduce` of `arith.maximumf`); the scores scaled by
 an f32 constant (`arith.mulf` in a `linalg.generic`) and, if that generic compares indices
-(`arith.cmpi` + `arith.select`), masked causally (key > query gets -inf). Everything else
-about the input is re-derived: the rewrite emits the standard online-softmax kernel for
-those numbers, and `--check` compares it with the input in the interpreter.
+(`arith.cmpi` + `arith.select`), masked causally (key > query gets -inf). The compute ops
+must be exactly those of the online-softmax step (`_COMPUTE`), so that an epilogue or a bias
+is never silently dropped; the index arithmetic and loop structure are free. The rewrite
+emits the standard online-softmax kernel for those numbers, and `--check` compares it with
+the input in the interpreter.
 
 The emitted kernel splits the H x (S / bq) query blocks cyclically over a grid of
 min(units, tiles) tiles. Per query block, the Q block is loaded once and stays resident in
@@ -21,6 +23,7 @@ offset h S.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -74,6 +77,26 @@ def _scale(ops: list[Operation], vals: _Values) -> float | None:
     return found[0] if found else 1.0
 
 
+# The online-softmax step, op for op: two exponentials (P and the rescale factor), the running
+# max and sum (reductions of maximumf and addf), the rescale of l (linalg.mul) and of the
+# accumulator, the final division, the two products and their roundings. A kernel with
+# anything more (an epilogue, a bias) is not this form: its extra work would be dropped.
+_COMPUTE = {"math.exp": 2, "arith.divf": 1, "arith.mulf": 2, "arith.subf": 2, "arith.addf": 1, "arith.maximumf": 1,
+            "arith.truncf": 2, "linalg.reduce": 2, "linalg.generic": 5, "linalg.mul": 1, "linalg.matmul": 2}
+_FREE = {"arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.divui", "arith.remui", "arith.ceildivsi",
+         "arith.minsi", "linalg.fill", "linalg.yield", "linalg.index", "tensor.empty", "tensor.collapse_shape",
+         "tensor.expand_shape", "tensor.cast", "scf.for", "scf.yield", "func.return", "ktdp.get_compute_tile_id",
+         "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store"}
+
+
+def _is_online_softmax(ops: list[Operation]) -> bool:
+    counts = Counter(op.name for op in ops)
+    mask = counts.pop("arith.cmpi", 0), counts.pop("arith.select", 0)
+    if mask not in ((0, 0), (1, 1)):
+        return False
+    return all(counts.get(n, 0) == c for n, c in _COMPUTE.items()) and set(counts) <= set(_COMPUTE) | _FREE
+
+
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
 
@@ -86,11 +109,11 @@ def match_attention(fn: Operation, sizes: Mapping[str, int] | None = None) -> At
     if any(n.startswith("ktdp.inter_tile") or n in ("ktdp.construct_indirect_access_tile",
                                                     "ktdp.construct_distributed_memory_view") for n in names):
         return None
+    if not _is_online_softmax(ops):
+        return None
     matmuls = [op for op in ops if op.name == "linalg.matmul"]
     stores = [op for op in ops if op.name == "ktdp.store"]
-    if len(matmuls) != 2 or len(stores) != 1 or "math.exp" not in names:
-        return None
-    if not any(op.name == "linalg.reduce" and any(i.name == "arith.maximumf" for i in op.walk()) for op in ops):
+    if len(stores) != 1:
         return None
     qk, pv = (matmuls if "indexing_maps" in matmuls[0].attributes else matmuls[::-1])
     if "indexing_maps" not in qk.attributes or "indexing_maps" in pv.attributes:
@@ -103,6 +126,9 @@ def match_attention(fn: Operation, sizes: Mapping[str, int] | None = None) -> At
     o = _operand(store_view, vals) if store_view is not None else None
     if q is None or k is None or v is None or o is None:
         return None
+    loaded = [_source_view(op.results[0], vals) for op in ops if op.name == "ktdp.load"]
+    if any(x is None or x.arg not in (q.arg, k.arg, v.arg) for x in loaded):
+        return None  # every load reads Q, K or V
     ops_views = (q, k, v, o)
     if len({x.arg for x in ops_views}) != 4 or len({x.shape for x in ops_views}) != 1:
         return None

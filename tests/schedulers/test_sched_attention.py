@@ -6,7 +6,7 @@ import itertools
 from dataclasses import replace
 
 import pytest
-from conftest_paths import example
+from conftest_paths import EXAMPLES, example
 
 import ktir
 import schedulers
@@ -35,6 +35,18 @@ def test_the_example_is_recognised() -> None:
 @pytest.mark.parametrize("text", [naive.matmul(64, 128, 128), naive.softmax(64, 128)])
 def test_other_kernels_are_not_attention(text: str) -> None:
     assert match_attention(function_of(ktir.parse(text, "k.ktir"), None)) is None
+
+
+def test_an_epilogue_is_not_dropped(spyre) -> None:  # type: ignore[no-untyped-def]
+    """One more multiply after the normalisation: not the recognised form, so the kernel comes back unchanged."""
+    text = (EXAMPLES / "causal_attention.ktir").read_text()
+    old = "    %r = arith.divf %a, %d : f32\n    linalg.yield %r : f32"
+    assert old in text
+    before = ktir.parse(text.replace(old, "    %r0 = arith.divf %a, %d : f32\n    %r = arith.mulf %r0, %scale : f32\n"
+                                               "    linalg.yield %r : f32"), "epilogue.ktir")
+    assert match_attention(function_of(before, None)) is None
+    r = schedulers.schedule(before, spyre, "exact")
+    assert not r.report.applied and r.module == before
 
 
 def test_paged_attention_is_not_rewritten(spyre) -> None:  # type: ignore[no-untyped-def]
