@@ -72,23 +72,27 @@ class UninitFound(Exception):
         self.flat = flat
 
 
+# (byte strides, granule) -> the strides in granules, or None when some stride is not a multiple
+_GRANULE_STRIDES: dict[tuple[tuple[int, ...], int], tuple[int, ...] | None] = {}
+
+
 def scaled(desc: Desc, g: int) -> Desc | None:
     """`desc` in units of g-byte granules, or None when it is not granule-aligned."""
     if g == 1:
         return desc
     if type(desc) is BoxDesc:
-        bs = desc.bstrides
         if desc.b0 % g or desc.itemsize % g:
             return None
-        if len(bs) == 1:  # the common case without a generator (this runs once per store)
-            if bs[0] % g:
-                return None
-            gbs: tuple[int, ...] = (bs[0] // g,)
+        key = (desc.bstrides, g)
+        if key in _GRANULE_STRIDES:  # this runs once per store: the strides repeat
+            gbs = _GRANULE_STRIDES[key]
         else:
-            for st in bs:
-                if st % g:
-                    return None
-            gbs = tuple(st // g for st in bs)
+            gbs = None if any(st % g for st in desc.bstrides) else tuple(st // g for st in desc.bstrides)
+            if len(_GRANULE_STRIDES) > 4096:
+                _GRANULE_STRIDES.clear()
+            _GRANULE_STRIDES[key] = gbs
+        if gbs is None:
+            return None
         return BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
     assert isinstance(desc, IdxDesc)
     if desc.itemsize % g or (desc.offs.size and (desc.offs % g).any()):

@@ -211,10 +211,21 @@ def broadcast(c: FuncCompiler, op: Operation) -> OpFn:
     (a,) = ins
     (o,) = outs
     dims = tuple(int_array(c.need_attr(op, "dimensions")))
+    shapes: dict[tuple[int, ...], tuple[int, ...] | None] = {}  # input shape -> shape with the new dims (size 1)
+
+    def expand(x: Any) -> Any:
+        shape = x.shape if type(x) is np.ndarray else None
+        new = shapes.get(shape) if shape is not None else None
+        if new is None:
+            expanded = np.expand_dims(x, dims)
+            if shape is not None and len(shapes) < 64:
+                shapes[shape] = expanded.shape
+            return expanded
+        return x.reshape(new)  # what expand_dims returns, without its argument handling
 
     def run(fr: list[Any]) -> None:
         x, out = fr[a], fr[o]
-        expanded = np.expand_dims(x, dims) if dims else x
+        expanded = expand(x) if dims else x
         try:
             v = np.broadcast_to(expanded, out.shape)
         except ValueError:
@@ -698,10 +709,17 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
                     res: tuple[int, ...], out_dts: list[np.dtype[Any]], reduction: list[int], parallel: list[int],
                     plan: list[tuple[str, Operation, str]], index_slot: int, block: Block) -> OpFn:
     contraction = _contraction_form(block, n_in, plan, loops)
+    uses_index = any(o.name == "linalg.index" for o in op.walk())
+    axes = tuple(reduction)
+    ndarray = np.ndarray
+    # outputs whose map lists the parallel loops in loop order: the reduced array is already laid out
+    direct = [loops.projected[n_in + j] and [e.position for e in loops.maps[n_in + j].results
+                                             if isinstance(e, af.Dim)] == parallel for j in range(len(out_dts))]
 
     def run(fr: list[Any]) -> None:
         vals = [fr[s] for s in operands]
-        ext = loops.extents([np.shape(v) for v in vals])
+        key = tuple([v.shape if type(v) is ndarray else _shape(v) for v in vals])
+        ext, views, _layouts = loops.plan(key)  # cached per operand shapes; checks the extents agree
         outs = []
         if contraction is not None:
             ia, ib, spec = contraction
@@ -713,15 +731,20 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
         volume = int(math.prod(ext)) if ext else 1
         if volume * 8 > (2 << 30):
             raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
-        fr[index_slot] = np.indices(ext, sparse=True)
+        if uses_index:
+            fr[index_slot] = np.indices(ext, sparse=True)
         for s, i, v in zip(body.arg_slots, range(len(vals)), vals, strict=True):
-            fr[s] = loops.view(i, v, ext) if i < n_in else None
+            fr[s] = loops.view(i, v, ext, views[i]) if i < n_in else None
         body.run(fr)
+        ext_t = tuple(ext)
         for j, ((kind, _comb, _acc), v) in enumerate(zip(plan, body.results(fr), strict=True)):
-            full = np.broadcast_to(np.asarray(v), ext)
-            red = _reduce(kind, full, tuple(reduction), out_dts[j])
+            full = v if type(v) is ndarray and v.shape == ext_t else np.broadcast_to(np.asarray(v), ext)
+            red = _reduce(kind, full, axes, out_dts[j])
             init = vals[n_in + j]
-            laid = loops.to_out(n_in + j, red, ext, parallel, init.shape)
+            if direct[j] and type(red) is ndarray and red.ndim == len(parallel):
+                laid = red.reshape(init.shape)
+            else:
+                laid = loops.to_out(n_in + j, red, ext, parallel, init.shape)
             outs.append(_combine(kind, init, laid, out_dts[j]))
         _store_results(fr, res, outs)
 
