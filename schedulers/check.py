@@ -56,7 +56,7 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
     """Run both modules in the reference interpreter on identical random inputs.
 
     Index arguments given in `sizes` are bound to those values; arrays are inferred as
-    `ktir run --random-inputs` does. Outputs are compared with a tolerance because a
+    `ktir run --random-inputs` does. An input that cannot run raises `ScheduleError`. Outputs are compared with a tolerance because a
     schedule may change the order of floating-point reductions (a K loop split differently).
     """
     import reference_interp as ri
@@ -66,9 +66,13 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
     try:
         args = infer_args(before, func, given, seed, {})
         ref = ri.run(before, func, {k: _copy(v) for k, v in args.items()})
+    except ri.KtirRuntimeError as e:
+        # the input itself cannot run: nothing is known about the schedule, so this is not a verdict
+        raise ScheduleError(f"--check cannot run the input in the interpreter: {e.message}") from None
+    try:
         got = ri.run(after, func, {k: _copy(v) for k, v in args.items()})
     except ri.KtirRuntimeError as e:
-        return CheckResult(False, f"the interpreter stopped: {e.message}", float("inf"))
+        return CheckResult(False, f"the interpreter stopped on the scheduled module: {e.message}", float("inf"))
     worst = 0.0
     for name, want in ref.outputs.items():
         have = got.outputs.get(name)

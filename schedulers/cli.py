@@ -105,6 +105,9 @@ def cmd_schedule(args: argparse.Namespace) -> int:
                 for d in e.diagnostics:
                     print(render(d, source), file=sys.stderr)
                 return EXIT_INVALID
+            except ScheduleError as e:
+                print(f"ktir schedule: {name}: error: {e}", file=sys.stderr)
+                return EXIT_INVALID
         print(f"check: {'ok' if verdict.ok else 'FAILED'}: {verdict.message}", file=sys.stderr)
         result.report.notes.append(f"--check: {verdict.message}")
         if not verdict.ok:

@@ -263,7 +263,7 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
     if matmuls or any(n.startswith("linalg.matmul") or n.startswith("linalg.batch") for n in names):
         return Recognised(None, fn, name, "several matrix products (attention, fused MLP): only single-matmul "
                           "kernels are rewritten")
-    found_row = _rowwise(fn, vals, name)
+    found_row = _rowwise(module, fn, vals, name)
     if isinstance(found_row, RowKernel):
         return Recognised(found_row, fn, name)
     return Recognised(None, fn, name, found_row)
@@ -388,7 +388,57 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     return MatmulKernel(M, N, K, a, b, c, name)
 
 
-def _rowwise(fn: Operation, vals: _Values, name: str) -> RowKernel | str:
+def _row_set_reason(module: Module, attr: object, B: int) -> str | None:
+    """Why an access tile set in the row loop cannot have its row bound changed, if it cannot.
+
+    The rewrite replaces the bound `d0 <= B - 1` and keeps the other constraints, which must
+    therefore not involve the row (a triangular set would mean something else per block)."""
+    from reference_interp.affine_eval import linear
+
+    value = _alias(module, attr)
+    if not isinstance(value, at.IntegerSetAttr):
+        return "an access tile set in the row loop is not an integer set"
+    for c in value.value.constraints:
+        lin = linear(c.expr)
+        if lin is None:
+            return "an access tile set in the row loop has a non-linear constraint"
+        dims, syms, const = lin
+        if not dims.get(0):
+            continue
+        lower = dims == {0: 1} and not syms and const == 0 and not c.is_equality
+        upper = dims == {0: -1} and not syms and const == B - 1 and not c.is_equality
+        if not (lower or upper):
+            return "an access tile set in the row loop constrains the row beyond 0 <= d0 < B"
+    return None
+
+
+def _row_subscripts(tile: Operation) -> bool:
+    """Whether an access tile's subscripts are [row, constants...]: the first is the first index
+    operand itself, the others do not involve it (subscripts are `base_map` of the operands)."""
+    from reference_interp.affine_eval import linear
+
+    base = tile.attributes.get("base_map")
+    if not isinstance(base, at.AffineMapAttr):
+        return True  # no map: the operands are the subscripts
+    results = base.value.results
+    if not results or results[0] != af.Dim(position=0):
+        return False
+    for e in results[1:]:
+        lin = linear(e)
+        if lin is None or lin[0].get(0):
+            return False
+    return True
+
+
+def _ambiguous_rows(body: list[Operation], loop: Operation, B: int) -> bool:
+    """Whether a tensor loaded before the row loop has a dimension of size B (a weight of C == B
+    columns, say): the rewrite finds row-block tensors by their leading size B, and a tensor
+    derived from such data could be taken for one."""
+    return any(op.name == "ktdp.load" and any(isinstance(t, ty.TensorType) and B in t.shape for t in op.result_types)
+               for op in body[:body.index(loop)])
+
+
+def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKernel | str:
     body = fn.regions[0].blocks[0].operations
     loops = [op for op in body if op.name == "scf.for"]
     tid = [op for op in body if op.name == "ktdp.get_compute_tile_id"]
@@ -404,6 +454,13 @@ def _rowwise(fn: Operation, vals: _Values, name: str) -> RowKernel | str:
     B = vals.const(other[0]) if other else None
     if B is None or B <= 0:
         return "the row block size is not a constant"
+    grid = grid_of(fn)
+    step = vals.const(loop.operands[2])
+    if math.prod(grid) != grid[0]:
+        return f"the row loop runs on a grid {list(grid)} of more than one dimension"
+    if step != grid[0] * B:
+        # the rewrite covers every row once; the input must too
+        return f"the row loop's step ({step}) is not grid x block ({grid[0]} x {B}): the tiles do not cover each row once"
     block = loop.regions[0].blocks[0]
     iv = block.arguments[0].name
     inner = block.operations
@@ -417,6 +474,12 @@ def _rowwise(fn: Operation, vals: _Values, name: str) -> RowKernel | str:
         tile = vals.defs.get(op.operands[-1] if op.name == "ktdp.store" else op.operands[0])
         if tile is None or tile.name != "ktdp.construct_access_tile" or len(tile.operands) < 2 or tile.operands[1] != iv:
             return "a load or store in the row loop is not indexed by the row"
+        rank = len(getattr(tile.result_types[0], "shape", ()))
+        if not _row_subscripts(tile) or not _is_identity(module, tile.attributes.get("access_tile_order"), rank):
+            return "a block in the row loop is not a plain box at [row, constant columns] (subscripts or order)"
+        reason = _row_set_reason(module, tile.attributes.get("access_tile_set"), B)
+        if reason:
+            return reason
         if any(vals.const(o) is None for o in tile.operands[2:]):
             return "a load or store in the row loop has a non-constant column offset"
         t = tile.result_types[0]
@@ -435,10 +498,13 @@ def _rowwise(fn: Operation, vals: _Values, name: str) -> RowKernel | str:
         return f"row blocks come from views with different row counts {sorted(rows)}"
     R = rows.pop()
     ub = vals.const(loop.operands[1])
-    if ub is not None and ub != R:
-        return f"the row loop ends at {ub}, not at the views' {R} rows"
+    if ub != R:
+        return f"the row loop ends at {ub if ub is not None else loop.operands[1]}, not at the views' {R} rows"
     if R % B:
         return f"{R} rows are not a multiple of the block {B}"
+    if _ambiguous_rows(body, loop, B):
+        return f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are " \
+               "row blocks is ambiguous"
     vector: dict[str, float] = {}
     trans: dict[str, float] = {}
     nvec = 0
