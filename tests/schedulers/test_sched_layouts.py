@@ -172,3 +172,21 @@ def test_random_layouts_schedule_to_equal_results(m: int, n: int, k: int, ka: st
     assert result.report.applied, result.report.reason
     verdict = check_equivalent(before, result.module, seed=1)
     assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("order", ["shared", "shared_stream"])
+def test_shared_panels_keep_layouts(order: str) -> None:
+    """The shared-panel rewrite reads A, B and C through the input's strides and offsets too."""
+    from schedulers.emit_matmul import emit_matmul
+    from schedulers.spaces import SHARED, SHARED_STREAM
+
+    M, N, K = 64, 256, 256
+    before = ktir.parse(matmul_kernel(M, N, K, layout(M, K, "col", pad=2, offset=9), layout(K, N, "col"),
+                                      layout(M, N, "row", pad=4, offset=33)), "mm.ktir")
+    rec = recognise(before)
+    assert isinstance(rec.kernel, MatmulKernel), rec.reason
+    point = {"gm": 4, "gn": 1, "bm": 16, "bn": 64, "bk": 64, "db": 1, "pp": 1,
+             "order": SHARED if order == "shared" else SHARED_STREAM}
+    after = emit_matmul(rec.kernel, rec.fn, point)
+    verdict = check_equivalent(before, after, seed=4)
+    assert verdict.ok, verdict.message
