@@ -217,6 +217,35 @@ def case_embedding(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any
     return f"embedding gather {B} of {V}x128 f16, 4 tiles", lambda: ri.run(m, args=args), lambda: E[ids], check
 
 
+def case_paged_attention(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+    # the kernel's sequences are fixed (4 of up to 128 tokens, head dim 64); the pool size varies
+    NP = 1024 // scale
+    rng = np.random.default_rng(8)
+    Q = rng.standard_normal((4, 64)).astype(np.float16)
+    Kc = rng.standard_normal((NP, 16, 64)).astype(np.float16)
+    Vc = rng.standard_normal((NP, 16, 64)).astype(np.float16)
+    BT = rng.permutation(NP)[:32].reshape(4, 8).astype(np.int32)
+    lens = np.array([128, 97, 40, 1], np.int32)
+    m = example("paged_attention.ktir")
+    args = {"q_ptr": Q, "kc_ptr": Kc, "vc_ptr": Vc, "bt_ptr": BT, "lens_ptr": lens,
+            "o_ptr": np.zeros((4, 64), np.float16), "NP": NP}
+    t = np.arange(128)
+
+    def ref() -> np.ndarray:
+        pages = BT[:, t // 16]  # (4, 128): each token's page, gathered by fancy indexing
+        K, V = Kc[pages, t % 16], Vc[pages, t % 16]  # (4, 128, 64)
+        s = np.einsum("bd,btd->bt", Q.astype(np.float32), K.astype(np.float32)) * np.float32(0.125)
+        s[t[None, :] >= lens[:, None]] = -np.inf
+        p = np.exp(s - s.max(1, keepdims=True))
+        o = np.einsum("bt,btd->bd", p, V.astype(np.float32)) / p.sum(1, keepdims=True)
+        return o.astype(np.float16)
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_allclose(got.outputs["o_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=2e-3)
+
+    return f"paged attention 4 x 128 tokens, {NP}-page pool", lambda: ri.run(m, args=args), ref, check
+
+
 SMALL = """
 #vec = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>
 #chunk = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>
@@ -299,6 +328,7 @@ CASES = {
     "layernorm": case_layernorm,
     "rope": case_rope,
     "embedding": case_embedding,
+    "paged_attention": case_paged_attention,
 }
 
 

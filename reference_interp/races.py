@@ -193,6 +193,32 @@ class ReadRecord:
         return " or ".join(sorted(self.ops)) or "an earlier access"
 
 
+def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
+    """The write-map entries of a box access whose elements are whole granules, shaped like
+    the box (the same flat order as `scaled(desc, g).cells(w)`); None for any other access."""
+    if desc.itemsize != g or desc.b0 % g:
+        return None
+    bs = desc.bstrides
+    ext = desc.ext
+    key = (bs, g)
+    if key in _GRANULE_STRIDES:
+        gbs = _GRANULE_STRIDES[key]
+    else:
+        gbs = None if any(st % g for st in bs) else tuple(st // g for st in bs)
+        _GRANULE_STRIDES[key] = gbs
+    if gbs is None:
+        return None
+    b0 = desc.b0 // g
+    if len(ext) == 1 and gbs[0] == 1:
+        return w[b0 : b0 + ext[0]]
+    if len(ext) == 2 and gbs[1] == 1 and gbs[0] >= ext[1] and b0 + ext[0] * gbs[0] <= len(w):
+        return w[b0 : b0 + ext[0] * gbs[0]].reshape(ext[0], gbs[0])[:, : ext[1]]
+    if 0 in ext:
+        return None
+    isz = w.itemsize
+    return np.ndarray(shape=ext, dtype=w.dtype, buffer=w, offset=b0 * isz, strides=tuple(st * isz for st in gbs))
+
+
 def _scaled(desc: Desc, g: int) -> Desc:
     found = scaled(desc, g)
     assert found is not None, "descriptors recorded at granule g are g-aligned"
@@ -396,10 +422,8 @@ class RaceTracker:
             alloc.w_seg = alloc.w_seg.astype(_map_dtype(seg + 1))
         g = alloc.granule
         gdesc: Desc | None = None
-        if (type(desc) is BoxDesc and len(desc.ext) == 1 and desc.bstrides[0] == desc.itemsize
-                and not (desc.b0 % g or desc.itemsize % g)):
-            cells = alloc.w_seg[desc.b0 // g : (desc.hi + 1) // g]  # a contiguous run: no scaled descriptor
-        else:
+        cells = _box_cells(alloc.w_seg, desc, g) if type(desc) is BoxDesc else None
+        if cells is None:
             gdesc = self._granules(alloc, desc)
             g = alloc.granule
             cells = gdesc.cells(alloc.w_seg)
