@@ -34,6 +34,7 @@ from ktir.ir.operation import Block, Operation
 from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
+from .arith import _array_int, _maximum, _minimum
 from .common import element, int_array
 
 # ---------------------------------------------------------------------- helpers
@@ -80,8 +81,6 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
 
 
 def _binary_fn(name: str, dt: np.dtype[Any]) -> Callable[[Any, Any], Any]:
-    from .arith import _array_int, _maximum, _minimum
-
     if dt.kind in "iub":
         et: ty.Type = ty.I1 if dt == np.bool_ else ty.IntegerType(width=8 * dt.itemsize)
         kind = {"add": "addi", "sub": "subi", "mul": "muli", "div": "divsi", "max": "maxsi", "min": "minsi"}.get(name)
@@ -110,8 +109,8 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
         x, y, out = fr[a], fr[b], fr[o]
         if x.shape != out.shape or y.shape != out.shape:
             raise fail("type", f"operand shapes {x.shape}, {y.shape} and output {out.shape} differ")
-        v = np.asarray(fn(x.astype(dt, copy=False), y.astype(dt, copy=False)))
-        _store_results(fr, res, [v.astype(dt, copy=False)])
+        v = np.asarray(fn(x if x.dtype == dt else x.astype(dt), y if y.dtype == dt else y.astype(dt)))
+        _store_results(fr, res, [v if v.dtype == dt else v.astype(dt)])
 
     return run
 
@@ -352,8 +351,6 @@ def _identity(kind: str, dt: np.dtype[Any]) -> Any:
 
 
 def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]) -> np.ndarray:
-    from .arith import _maximum, _minimum
-
     if kind in ("add", "mul") and out_dt.kind not in "iub":
         wide = _acc_dtype(out_dt)
         i = init.astype(wide, copy=False)
