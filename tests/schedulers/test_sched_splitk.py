@@ -96,6 +96,19 @@ def test_exact_splits_k_when_the_output_cannot_occupy_the_tiles(spyre) -> None: 
     assert r.report.estimate_cycles is not None and r.report.estimate_cycles < best_unsplit
 
 
+def test_a_transposed_operand_is_never_split(spyre) -> None:  # type: ignore[no-untyped-def]
+    """The split-K rewrite emits row-major views: a B stored column-major keeps the other schedules."""
+    text = naive.matmul(1, 256, 4096, "f16")
+    row_major = "sizes: [4096, 256], strides: [256, 1]"
+    assert row_major in text
+    _, k, _ = _recognised(text.replace(row_major, "sizes: [4096, 256], strides: [1, 4096]"))
+    assert k.b.strides == (1, 4096)
+    cols = space_for(k, figures(spyre)).candidates()
+    assert set(cols["sk"].tolist()) == {1}
+    _, k_plain, _ = _recognised(text)
+    assert set(space_for(k_plain, figures(spyre)).candidates()["sk"].tolist()) > {1}
+
+
 def test_large_outputs_are_not_split(spyre) -> None:  # type: ignore[no-untyped-def]
     _, k, _ = _recognised(naive.matmul(2048, 4096, 4096, "bf16"))
     _, point, _, _ = plan(k, spyre, exact_strategy, schedulers.ScheduleOptions())
