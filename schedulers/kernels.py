@@ -275,13 +275,64 @@ def _alias(module: Module, attr: object) -> object:
     return attr
 
 
+def linear(expr: af.AffineExpr) -> tuple[dict[int, int], dict[int, int], int] | None:
+    """(dim coefficients, symbol coefficients, constant) of an affine expression, or None when it
+    uses floordiv, ceildiv or mod (the interpreter has one too, but importing it takes a second)."""
+    if isinstance(expr, af.Const):
+        return {}, {}, expr.value
+    if isinstance(expr, af.Dim):
+        return {expr.position: 1}, {}, 0
+    if isinstance(expr, af.Symbol):
+        return {}, {expr.position: 1}, 0
+    if not isinstance(expr, af.Binary) or expr.kind not in ("add", "mul"):
+        return None
+    a, b = linear(expr.lhs), linear(expr.rhs)
+    if a is None or b is None:
+        return None
+    if expr.kind == "add":
+        dims = {k: a[0].get(k, 0) + b[0].get(k, 0) for k in {*a[0], *b[0]}}
+        syms = {k: a[1].get(k, 0) + b[1].get(k, 0) for k in {*a[1], *b[1]}}
+        return {k: v for k, v in dims.items() if v}, {k: v for k, v in syms.items() if v}, a[2] + b[2]
+    if a[0] or a[1]:
+        a, b = b, a
+    if a[0] or a[1]:
+        return None  # a product of two non-constants is not affine
+    k = a[2]
+    return ({d: k * v for d, v in b[0].items() if k * v}, {d: k * v for d, v in b[1].items() if k * v}, k * b[2])
+
+
+def _bounds(iset: af.IntegerSet, syms: tuple[int, ...]) -> tuple[list[int | None], list[int | None]] | None:
+    """Per-dimension lower and upper bounds when every constraint is `d >= c` or `d <= c`, else None."""
+    lo: list[int | None] = [None] * iset.num_dims
+    hi: list[int | None] = [None] * iset.num_dims
+    for c in iset.constraints:
+        lin = linear(c.expr)
+        if lin is None or c.is_equality or len(lin[0]) != 1:
+            return None
+        (d, a), = lin[0].items()
+        const = lin[2] + sum(k * syms[s] for s, k in lin[1].items())
+        if a == 1:  # d + const >= 0
+            lo[d] = max(-const, lo[d] if lo[d] is not None else -const)
+        elif a == -1:  # -d + const >= 0
+            hi[d] = min(const, hi[d] if hi[d] is not None else const)
+        else:
+            return None
+    return lo, hi
+
+
 def _is_box(module: Module, attr: object, extents: tuple[int, ...], syms: tuple[int, ...] = ()) -> bool:
     """Whether an integer set is exactly the box [0, extents) (symbols bound to `syms`)."""
-    from reference_interp.affine_eval import CompiledSet
-
     value = _alias(module, attr)
     if not isinstance(value, at.IntegerSetAttr) or value.value.num_dims != len(extents):
         return False
+    if len(syms) != value.value.num_symbols:
+        return False
+    found = _bounds(value.value, syms)
+    if found is not None:
+        return found[0] == [0] * len(extents) and found[1] == [e - 1 for e in extents]
+    # other constraints (possibly redundant): enumerate the set (rare, and slow to import)
+    from reference_interp.affine_eval import CompiledSet
+
     try:
         pts = CompiledSet(value.value, max_points=1 << 22).points(syms)
     except Exception:  # noqa: BLE001 - a set the evaluator cannot enumerate is not a box we can vouch for
@@ -393,8 +444,6 @@ def _row_set_reason(module: Module, attr: object, B: int) -> str | None:
 
     The rewrite replaces the bound `d0 <= B - 1` and keeps the other constraints, which must
     therefore not involve the row (a triangular set would mean something else per block)."""
-    from reference_interp.affine_eval import linear
-
     value = _alias(module, attr)
     if not isinstance(value, at.IntegerSetAttr):
         return "an access tile set in the row loop is not an integer set"
@@ -415,8 +464,6 @@ def _row_set_reason(module: Module, attr: object, B: int) -> str | None:
 def _row_subscripts(tile: Operation) -> bool:
     """Whether an access tile's subscripts are [row, constants...]: the first is the first index
     operand itself, the others do not involve it (subscripts are `base_map` of the operands)."""
-    from reference_interp.affine_eval import linear
-
     base = tile.attributes.get("base_map")
     if not isinstance(base, at.AffineMapAttr):
         return True  # no map: the operands are the subscripts
