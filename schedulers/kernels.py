@@ -312,9 +312,11 @@ def _bounds(iset: af.IntegerSet, syms: tuple[int, ...]) -> tuple[list[int | None
         (d, a), = lin[0].items()
         const = lin[2] + sum(k * syms[s] for s, k in lin[1].items())
         if a == 1:  # d + const >= 0
-            lo[d] = max(-const, lo[d] if lo[d] is not None else -const)
+            low = lo[d]
+            lo[d] = -const if low is None else max(-const, low)
         elif a == -1:  # -d + const >= 0
-            hi[d] = min(const, hi[d] if hi[d] is not None else const)
+            high = hi[d]
+            hi[d] = const if high is None else min(const, high)
         else:
             return None
     return lo, hi
