@@ -130,26 +130,28 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
     wanted: set[Path] = set()
     by_level: dict[str, list[Case]] = {lv: [] for lv in LEVELS}
     staging = root / ".staging"
-    for i, d in enumerate(drafts):
-        if progress is not None:
-            progress(i, len(drafts), d.id)
-        case = to_case(d)
-        by_level[d.level].append(case)
-        files: dict[Path, bytes] = {root / case.file: d.text.encode()}
-        for rel, array in d.npy.items():
-            files[root / rel] = _npy_bytes(array)
-        if case.expect == "run":
-            # goldens are computed from the text as it will be stored
-            staging.mkdir(exist_ok=True)
-            tmp_case = case.model_copy(update={"file": f".staging/{Path(case.file).name}"})
-            (root / tmp_case.file).write_text(d.text, encoding="utf-8")
-            arrays = golden(tmp_case, root, d.npy)
-            files[root / golden_path(d)] = to_bytes(arrays)
-        for path, data in files.items():
-            wanted.add(path)
-            _update(path, data, changes, check, root)
-    if staging.exists():
-        shutil.rmtree(staging)
+    try:
+        for i, d in enumerate(drafts):
+            if progress is not None:
+                progress(i, len(drafts), d.id)
+            case = to_case(d)
+            by_level[d.level].append(case)
+            files: dict[Path, bytes] = {root / case.file: d.text.encode()}
+            for rel, array in d.npy.items():
+                files[root / rel] = _npy_bytes(array)
+            if case.expect == "run":
+                # goldens are computed from the text as it will be stored
+                staging.mkdir(exist_ok=True)
+                tmp_case = case.model_copy(update={"file": f".staging/{Path(case.file).name}"})
+                (root / tmp_case.file).write_text(d.text, encoding="utf-8")
+                arrays = golden(tmp_case, root, d.npy)
+                files[root / golden_path(d)] = to_bytes(arrays)
+            for path, data in files.items():
+                wanted.add(path)
+                _update(path, data, changes, check, root)
+    finally:  # never leave half a regeneration's programs in the tree
+        if staging.exists():
+            shutil.rmtree(staging)
     for level, cases in by_level.items():
         header: dict[str, Any] = {"schema_version": 1, "level": level}
         rows = [c.model_dump(exclude_defaults=True) for c in cases]
