@@ -268,6 +268,12 @@ def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
     ctx.wr[view.space_id] += arr.size * desc.itemsize
 
 
+def load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
+    """A copy of the box [lo, lo + ext) of a view, with every memory check (the caller checks
+    the coordinates against the view)."""
+    return _load_box(ctx, view, lo, ext, opname)
+
+
 # ---------------------------------------------------------------------- gathers
 
 

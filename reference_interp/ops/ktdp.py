@@ -22,11 +22,11 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
-from ..access import AccessTile, gather, load, route, store
-from ..affine_eval import CompiledSet, SetPoints, compile_exprs, compile_map
+from ..access import AccessTile, gather, load, load_box, route, store
+from ..affine_eval import CompiledSet, SetPoints, compile_exprs, compile_map, linear
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import np_dtype, scalar_from_element
-from ..errors import CompileError, fail
+from ..errors import CompileError, KtirRuntimeError, fail
 from ..memory import DistributedView, MemoryView
 from ..runtime import TileContext
 from .common import check_shape, dims_text, element, int_array, mixed, resolve_mixed
@@ -356,6 +356,8 @@ def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
     perm = _order(c, op, "variables_space_order", n_vars)
     t = c.rtype(op)
     opname = op.name
+    boxes = [_index_box_plan(m.value, n_vars) for is_ind, m in zip(kinds, maps, strict=True)  # type: ignore[union-attr]
+             if is_ind]
 
     fixed: list[Any] = []  # without symbols, the variable space and its points are computed once
 
@@ -386,7 +388,13 @@ def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
                 coords.append(np.asarray(sub[0], dtype=np.int64))
                 continue
             index_view = fr[views[vi]]
+            box = boxes[vi]
             vi += 1
+            if box is not None and pts.mask is None and pts.count and type(index_view) is MemoryView:
+                values = _index_box(ctx, index_view, box, pts, captured, opname)
+                if values is not None:
+                    coords.append(values.astype(np.int64))
+                    continue
             sub_arrays = [np.asarray(s, dtype=np.int64) for s in sub]
             if isinstance(index_view, MemoryView) and pts.count and not (
                     index_view.is_box and _coords_in_box(sub_arrays, index_view.box_lo, index_view.box_hi)):
@@ -404,6 +412,59 @@ def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
         fr[r] = tile
 
     return run
+
+
+IndexBox = tuple[tuple[tuple[int | None, tuple[tuple[int, int], ...], int], ...], tuple[int, ...]]
+
+
+def _index_box_plan(m: Any, n_vars: int) -> IndexBox | None:
+    """When an index view's subscripts read a box of it: per subscript, the variable it steps
+    with unit stride (or None), the captured values' coefficients and the constant; and the
+    shape the values take over the variable space. Each variable is used at most once and in
+    increasing order, so the box's traversal order is the order of the points."""
+    plan = []
+    used: list[int] = []
+    for e in m.results:
+        lin = linear(e)
+        if lin is None:
+            return None
+        dims, _syms, const = lin
+        steps = {d: k for d, k in dims.items() if d < n_vars}
+        if len(steps) > 1 or any(k != 1 for k in steps.values()):
+            return None
+        v = next(iter(steps), None)
+        if v is not None:
+            used.append(v)
+        plan.append((v, tuple((d - n_vars, k) for d, k in dims.items() if d >= n_vars), const))
+    if used != sorted(set(used)):
+        return None
+    return tuple(plan), tuple(used)
+
+
+def _index_box(ctx: TileContext, view: MemoryView, box: IndexBox, pts: SetPoints, captured: list[int],
+               opname: str) -> np.ndarray | None:
+    """The index values read as one box (a strided view, no index arrays), shaped to broadcast
+    over the variable space as the gathered values would; None sends the caller to the
+    general gather, which also reports any error with its own coordinate."""
+    plan, used = box
+    if len(plan) != view.rank:
+        return None
+    lo, ext = [], []
+    for v, caps, const in plan:
+        a = const + sum(k * captured[i] for i, k in caps)
+        if v is None:
+            lo.append(a)
+            ext.append(1)
+        else:
+            lo.append(a + pts.lo[v])
+            ext.append(pts.ext[v])
+    if not view.contains_box(tuple(lo), tuple(ext)):
+        return None
+    try:
+        data = load_box(ctx, view, tuple(lo), tuple(ext), opname)
+    except KtirRuntimeError:
+        return None
+    return data.reshape(tuple(pts.ext[v] if v in used else 1 for v in range(len(pts.ext))) if used else ())
 
 
 # ---------------------------------------------------------------------- load / store
