@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest_paths import ktir_schedule
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ktir
@@ -155,19 +155,20 @@ def test_the_kernel_footprint_is_traced_through_loops(spyre: Target) -> None:
 kinds = st.sampled_from(["row", "col"])
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(m=st.sampled_from([1, 2, 8, 24]), n=st.sampled_from([64, 96, 128]), k=st.sampled_from([64, 128, 192]),
        ka=kinds, kb=kinds, kc=kinds, pads=st.tuples(*[st.integers(0, 3)] * 3),
        offs=st.tuples(*[st.integers(0, 40)] * 3), dtype=st.sampled_from(["f16", "bf16", "f32"]),
-       scheduler=st.sampled_from(["baseline", "exact", "search"]))
+       grid=st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 4)]), scheduler=st.sampled_from(["baseline", "exact", "search"]))
 def test_random_layouts_schedule_to_equal_results(m: int, n: int, k: int, ka: str, kb: str, kc: str,
                                                   pads: tuple[int, int, int], offs: tuple[int, int, int], dtype: str,
-                                                  scheduler: str, spyre: Target) -> None:
+                                                  grid: tuple[int, int], scheduler: str, spyre: Target) -> None:
+    assume(m % grid[0] == 0 and n % grid[1] == 0)
     a = layout(m, k, ka, pads[0], offs[0])
     b = layout(k, n, kb, pads[1], offs[1])
     c = layout(m, n, kc, pads[2], offs[2])
-    before = ktir.parse(matmul_kernel(m, n, k, a, b, c, dtype), "mm.ktir")
+    before = ktir.parse(matmul_kernel(m, n, k, a, b, c, dtype, grid=grid), "mm.ktir")
     result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.05))
     assert result.report.applied, result.report.reason
     verdict = check_equivalent(before, result.module, seed=1)

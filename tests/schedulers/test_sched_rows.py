@@ -125,7 +125,7 @@ def test_strided_and_offset_row_views(x: tuple[int, int, int], y: tuple[int, int
 layouts = st.tuples(st.integers(0, 1), st.integers(0, 3), st.integers(0, 40))
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=50, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows_per_tile=st.sampled_from([8, 16, 32]), grid=st.sampled_from([1, 2, 4]), iters=st.sampled_from([1, 2]),
        C=st.sampled_from([64, 96, 128]), x=layouts, y=layouts, dtype=st.sampled_from(["f16", "bf16", "f32"]),
