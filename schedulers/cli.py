@@ -9,7 +9,9 @@ Wire it into `ktir/cli.py` with:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -118,6 +120,13 @@ def cmd_schedule(args: argparse.Namespace) -> int:
             print(f"ktir schedule: {name}: error: --check failed"
                   + (f"; not written: {', '.join(written)}" if written else ""), file=sys.stderr)
             return EXIT_INVALID
+    # every destination is checked before the first is replaced: one bad path leaves all earlier files intact
+    for path in (args.output, args.report_json):
+        parent = Path(path).resolve().parent if path else None
+        if parent is not None and not (parent.is_dir() and os.access(parent, os.W_OK)):
+            print(f"ktir schedule: cannot write {path}: {parent} is not a writable directory; nothing written",
+                  file=sys.stderr)
+            return EXIT_USAGE
     try:
         if args.output:
             write_atomic(args.output, text)

@@ -98,3 +98,14 @@ def test_check_result_is_falsy_on_mismatch(wrong: str, softmax_file: Path, spyre
     assert not verdict and not verdict.ok
     assert "elements differ" in verdict.message and "np." not in verdict.message  # plain numbers, not numpy reprs
     assert check_equivalent(module, module)
+
+
+def test_a_bad_report_path_leaves_the_module_output_intact(softmax_file: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.ktir"
+    out.write_text("earlier module\n")
+    code = ktir_schedule([str(softmax_file), "--target", "spyre", "-q", "-o", str(out), "--report-json",
+                          str(tmp_path / "missing" / "r.json")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "nothing written" in err and "Traceback" not in err
+    assert out.read_text() == "earlier module\n"
