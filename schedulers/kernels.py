@@ -405,6 +405,9 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     names[view.results[0]] = "c"
     if len(names) != 3:
         return "A, B and C of the matmul are not three distinct memory views"
+    if c.arg in (views[0].arg, views[1].arg):
+        # in place: the rewrite stores blocks of C while other blocks still read the operand
+        return f"C is stored into {c.arg}, an array the matmul also reads"
     a, b = views
     M, K = a.shape
     K2, N = b.shape
@@ -517,6 +520,7 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         return "nested loops in the row loop"
     streamed: list[tuple[Operand, int]] = []
     outputs: list[tuple[Operand, int]] = []
+    layouts: dict[str, set[tuple[int, tuple[int, ...], bool]]] = {}  # per array: (offset, strides, stored)
     for op in inner:
         if op.name not in ("ktdp.load", "ktdp.store"):
             continue
@@ -539,9 +543,14 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         if operand is None:
             return "a row block is not in a global view of a function argument"
         per_row = Operand(operand.arg, operand.dtype, operand.itemsize, tuple(int(d or 0) for d in t.shape[1:]))
+        layouts.setdefault(operand.arg, set()).add((operand.offset, operand.strides, op.name == "ktdp.store"))
         (outputs if op.name == "ktdp.store" else streamed).append((per_row, operand.shape[0]))
     if not streamed or not outputs:
         return "the row loop does not load and store row blocks"
+    for arg, seen in layouts.items():
+        # in place through another view: row r is written where another block's rows are read
+        if any(w for *_, w in seen) and len({(o, st) for o, st, _ in seen}) > 1:
+            return f"{arg} is read and written through different views: the rows' order would matter"
     rows = {r for _, r in streamed + outputs}
     if len(rows) != 1:
         return f"row blocks come from views with different row counts {sorted(rows)}"

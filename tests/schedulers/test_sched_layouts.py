@@ -191,3 +191,10 @@ def test_shared_panels_keep_layouts(order: str) -> None:
     after = emit_matmul(rec.kernel, rec.fn, point)
     verdict = check_equivalent(before, after, seed=4)
     assert verdict.ok, verdict.message
+
+
+def test_a_matmul_into_its_own_operand_is_declined() -> None:
+    M, N, K = 16, 64, 64
+    text = matmul_kernel(M, N, K, layout(M, K, "row"), layout(K, N, "row"), layout(M, N, "row"))
+    text = text.replace("%c = ktdp.construct_memory_view %c_ptr", "%c = ktdp.construct_memory_view %a_ptr")
+    assert "also reads" in _declined(text)

@@ -142,3 +142,14 @@ def test_random_row_kernels_schedule_to_equal_results(rows_per_tile: int, grid: 
         return
     verdict = check_equivalent(before, result.module, seed=2)
     assert verdict.ok, verdict.message
+
+
+def test_in_place_rows(spyre: Target) -> None:
+    """y = f(x) in place through the same view is rewritten; through a view shifted by a row it is declined."""
+    same = row_kernel(64, 128, 16, 2).replace("%y = ktdp.construct_memory_view %y_ptr", "%y = ktdp.construct_memory_view %x_ptr")
+    same = same.replace(", %y_ptr: index", "")
+    result = schedulers.schedule(ktir.parse(same, "rows.ktir"), spyre, "exact", schedulers.ScheduleOptions(check=True))
+    assert result.report.applied and result.check
+    shifted = row_kernel(64, 128, 16, 2, y=(0, 0, 128)).replace("%y_at = arith.addi %y_ptr", "%y_at = arith.addi %x_ptr")
+    shifted = shifted.replace(", %y_ptr: index", "")
+    assert "different views" in _reason(shifted)
