@@ -181,7 +181,7 @@ class StrategyScheduler:
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
                                 applied=False)
         if rec.kernel is None:
-            found = match_attention(rec.fn, options.sizes)
+            found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
             report.reason = rec.reason

@@ -27,12 +27,13 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir.operation import Module, Operation
 from ktir.syntax.parser import parse
-from ktir.syntax.printer import type_text
+from ktir.syntax.printer import print_module, type_text
 
-from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name
+from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name, function_of
 
 
 @dataclass
@@ -97,12 +98,55 @@ def _is_online_softmax(ops: list[Operation]) -> bool:
     return all(counts.get(n, 0) == c for n, c in _COMPUTE.items()) and set(counts) <= set(_COMPUTE) | _FREE
 
 
+def _qk_maps(mm: Operation, aliases: Mapping[str, at.Attribute]) -> bool:
+    """Whether the matmul's indexing maps are S[i, j] += Q[i, d] K[j, d] (K read transposed)."""
+    maps = mm.attributes.get("indexing_maps")
+    if not isinstance(maps, at.ArrayAttr) or len(maps.elements) != 3:
+        return False
+    found = []
+    for m in maps.elements:
+        if isinstance(m, at.AttrAliasRef):
+            m = aliases.get(m.name) or aliases.get("#" + m.name)  # type: ignore[assignment]
+        if not isinstance(m, at.AffineMapAttr) or m.value.num_dims != 3 or m.value.num_symbols:
+            return False
+        found.append(tuple(af.evaluate(e, (1, 2, 3)) for e in m.value.results))
+    return found == [(1, 3), (2, 3), (1, 2)]
+
+
+# arith.cmpi predicates: "key > query" as (key, query) with sgt/ugt, or (query, key) with slt/ult
+_GREATER, _LESS = {4, 8}, {2, 6}
+
+
+def _masks_the_future(ops: list[Operation], vals: _Values) -> bool:
+    """Whether the mask's comparison is key position (linalg.index 1) > query position (linalg.index 0)."""
+    cmp = next(op for op in ops if op.name == "arith.cmpi")
+
+    def dims(name: str) -> set[int]:
+        op = vals.defs.get(name)
+        if op is None:
+            return set()
+        if op.name == "linalg.index":
+            d = op.attributes.get("dim")
+            return {int(d.value)} if isinstance(d, at.IntegerAttr) else set()
+        if op.name in ("arith.addi", "arith.subi", "arith.muli"):
+            return set().union(*(dims(o) for o in op.operands))
+        return set()
+
+    pred = cmp.attributes.get("predicate")
+    p = int(pred.value) if isinstance(pred, at.IntegerAttr) else -1
+    lhs, rhs = dims(cmp.operands[0]), dims(cmp.operands[1])
+    return (p in _GREATER and (lhs, rhs) == ({1}, {0})) or (p in _LESS and (lhs, rhs) == ({0}, {1}))
+
+
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
 
 
-def match_attention(fn: Operation, sizes: Mapping[str, int] | None = None) -> AttentionMatch | None:
-    """The attention kernel of `fn`, or None when `fn` is not of that form."""
+def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
+                    func: str | None = None) -> AttentionMatch | None:
+    """The attention kernel of the module's function (`func`, or its only one), or None when
+    it is not of that form."""
+    fn = function_of(module, func)
     vals = _Values(fn, sizes or {})
     ops = list(fn.walk())[1:]
     names = {op.name for op in ops}
@@ -116,7 +160,7 @@ def match_attention(fn: Operation, sizes: Mapping[str, int] | None = None) -> At
     if len(stores) != 1:
         return None
     qk, pv = (matmuls if "indexing_maps" in matmuls[0].attributes else matmuls[::-1])
-    if "indexing_maps" not in qk.attributes or "indexing_maps" in pv.attributes:
+    if not _qk_maps(qk, module.attr_aliases) or "indexing_maps" in pv.attributes:
         return None
     q, k = _source_view(qk.operands[0], vals), _source_view(qk.operands[1], vals)
     v = _source_view(pv.operands[1], vals)
@@ -139,8 +183,9 @@ def match_attention(fn: Operation, sizes: Mapping[str, int] | None = None) -> At
     scale = _scale(ops, vals)
     if scale is None:
         return None
-    causal = any(op.name == "linalg.generic" and {"arith.cmpi", "arith.select"} <= {i.name for i in op.walk()}
-                 for op in ops)
+    causal = any(op.name == "arith.cmpi" for op in ops)
+    if causal and not _masks_the_future(ops, vals):
+        return None
     shape = q.shape if len(q.shape) == 3 else (1, *q.shape)
     H, S, D = shape
     kernel = AttentionKernel(kv_heads=H, rows=S, kv_len=S, head_dim=D, dtype=q.dtype, causal=causal,
@@ -306,8 +351,6 @@ def attention_text(heads: int, seq: int, head_dim: int, dtype: str = "f16", caus
     """A one-tile attention kernel over `[heads, seq, head_dim]` arrays (`[seq, head_dim]` for one
     head), one KV block per head: the form `match_attention` recognises, as a scheduler input
     for tests and benchmarks."""
-    from ktir.syntax.printer import print_module
-
     shape = (heads, seq, head_dim) if heads > 1 else (seq, head_dim)
     kernel = AttentionKernel(kv_heads=heads, rows=seq, kv_len=seq, head_dim=head_dim, dtype=dtype, causal=causal,
                              name=name)
