@@ -311,9 +311,83 @@ def _coord_at(coords: Sequence[Any], k: int, shape: tuple[int, ...]) -> tuple[in
     return tuple(int(np.asarray(c).reshape(-1)[k]) for c in full)
 
 
+# Facts about coordinate arrays that cannot change: read-only arrays owning their data (the
+# variable spaces of indirect tiles, shared by every execution). id -> (array, facts); the
+# entry keeps the array alive, so the id is not reused while it is cached.
+_FACTS: dict[int, tuple[np.ndarray, tuple[int, int], tuple[int, int] | None]] = {}
+
+
+def coord_facts(c: np.ndarray) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
+    """(min, max) of a non-empty int64 coordinate array and, when it is a run start, start + 1,
+    ... along its last axis only, (start, length); cached for immutable arrays, None for others."""
+    if type(c) is not np.ndarray or c.flags.writeable or c.base is not None or not c.size or c.dtype != np.int64:
+        return None
+    hit = _FACTS.get(id(c))
+    if hit is not None and hit[0] is c:
+        return hit[1], hit[2]
+    flat = c.reshape(-1)
+    bounds = (int(flat.min()), int(flat.max()))
+    run = None
+    if all(d == 1 for d in c.shape[:-1]) and bounds[1] - bounds[0] + 1 == flat.size:
+        start = int(flat[0])
+        if (flat == np.arange(start, start + flat.size)).all():
+            run = (start, flat.size)
+    if len(_FACTS) > 256:
+        _FACTS.clear()
+    _FACTS[id(c)] = (c, bounds, run)
+    return bounds, run
+
+
+def _row_gather(ctx: TileContext, view: MemoryView, coords: Sequence[Any], opname: str) -> np.ndarray | None:
+    """A gather whose last coordinate is one contiguous run shared by every point of the other
+    coordinates (a table's rows, as in an embedding lookup): copies whole rows through a
+    windowed view of the array. None when the access is not of that form or leaves the array
+    (the general gather then reports it)."""
+    alloc = view.alloc
+    if alloc is None or alloc.growable or len(coords) < 2 or view.strides[-1] != 1:
+        return None
+    facts = coord_facts(coords[-1])
+    if facts is None or facts[1] is None:
+        return None
+    start, n = facts[1]
+    last = coords[-1]
+    isz = view.itemsize
+    base = (view.addr - alloc.base) // isz + start - view.origin[-1]
+    rows: Any = None
+    for c, o, s in zip(coords[:-1], view.origin, view.strides, strict=False):
+        if type(c) is not np.ndarray or c.dtype != np.int64:
+            return None
+        base -= o * s
+        t = c if s == 1 else c * s
+        rows = t if rows is None else rows + t
+    rows = rows + base
+    if rows.ndim != last.ndim or rows.shape[-1] != 1 or not rows.size:
+        return None
+    flat = rows.reshape(-1)
+    first, top = int(flat.min()), int(flat.max())
+    if first < 0 or (top + n) * isz > alloc.nbytes:
+        return None
+    desc = IdxDesc(None, isz, first * isz, (top + n) * isz - 1,
+                   make=lambda: (flat[:, None] + np.arange(n)).reshape(-1) * isz)  # elements in C order
+    if ctx.race_on or alloc.init is not None:
+        try:
+            ctx.tracker.read(alloc, desc, ctx.tile, opname)
+        except RaceFound as e:
+            raise _raise_race(e, ctx, view, _coord_at(coords, e.flat // isz, ()), False) from None
+        except UninitFound as e:
+            raise _raise_uninit(view, _coord_at(coords, e.flat // isz, ())) from None
+    ctx.rd[view.space_id] += flat.size * n * isz
+    typed = alloc.typed(view.dtype)
+    windows = np.ndarray(shape=(len(typed) - n + 1, n), dtype=typed.dtype, buffer=typed, strides=(isz, isz))
+    return windows[flat].reshape(rows.shape[:-1] + (n,))
+
+
 def gather(ctx: TileContext, view: Any, coords: Sequence[Any], opname: str) -> np.ndarray:
     """Values of `view` at the given coordinates (arrays broadcast together)."""
     if isinstance(view, MemoryView):
+        rows = _row_gather(ctx, view, coords, opname)
+        if rows is not None:
+            return rows
         alloc, elem, desc = _elements(ctx, view, coords)
         if ctx.race_on or alloc.init is not None:
             try:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -340,17 +340,29 @@ class BoxDesc:
 class IdxDesc:
     """Bytes offs[k] + j for each element byte offset offs[k], j < itemsize."""
 
-    __slots__ = ("offs", "itemsize", "lo", "hi")
+    __slots__ = ("_offs", "_make", "itemsize", "lo", "hi")
 
-    def __init__(self, offs: np.ndarray, itemsize: int, lo: int | None = None, hi: int | None = None) -> None:
-        self.offs = offs  # 1-D int64 element byte offsets
+    def __init__(self, offs: np.ndarray | None, itemsize: int, lo: int | None = None, hi: int | None = None,
+                 make: Callable[[], np.ndarray] | None = None) -> None:
+        # 1-D int64 element byte offsets; or None and `make`, which computes them when first
+        # needed (a read that no race check looks at never needs them), with lo and hi given
+        self._offs = offs
+        self._make = make
         self.itemsize = itemsize
         if lo is not None and hi is not None:  # the caller knows the span (exact: min and max + itemsize - 1)
             self.lo, self.hi = lo, hi
-        elif offs.size:
+        elif offs is not None and offs.size:
             self.lo, self.hi = int(offs.min()), int(offs.max()) + itemsize - 1
         else:
             self.lo, self.hi = 0, -1
+
+    @property
+    def offs(self) -> np.ndarray:
+        if self._offs is None:
+            assert self._make is not None
+            self._offs = self._make()
+            self._make = None
+        return self._offs
 
     def span(self) -> tuple[int, int]:
         return self.lo, self.hi

@@ -22,7 +22,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
-from ..access import AccessTile, gather, load, load_box, route, store
+from ..access import AccessTile, coord_facts, gather, load, load_box, route, store
 from ..affine_eval import CompiledSet, SetPoints, compile_exprs, compile_map, linear
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import np_dtype, scalar_from_element
@@ -216,7 +216,14 @@ def _coords_in_box(coords: list[np.ndarray], lo: tuple[int, ...], hi: tuple[int,
     each array is a coordinate of some point. False sends the caller to the exact check."""
     if len(coords) != len(lo):
         return False
-    return all(c.size and a <= c.min() and c.max() <= b for c, a, b in zip(coords, lo, hi, strict=True))
+    for c, a, b in zip(coords, lo, hi, strict=True):
+        facts = coord_facts(c)
+        if facts is not None:
+            if not a <= facts[0][0] <= facts[0][1] <= b:
+                return False
+        elif not (c.size and a <= c.min() and c.max() <= b):
+            return False
+    return True
 
 
 def _rank(view: Any) -> int:

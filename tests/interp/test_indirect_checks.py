@@ -227,3 +227,71 @@ def test_paged_attention_block_table_entry_outside_the_pool() -> None:
     e = info.value
     assert e.kind == "out-of-view" and e.tile == 2 and e.coordinate == (NP, 0, 0)
     assert e.message.endswith(f": coordinate ({NP}, 0, 0) is outside the view's sizes [{NP}, 16, 64]")
+
+
+def _general_paths_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn off the fast paths (box reads of index views, whole-row gathers)."""
+    import reference_interp.access as access
+    import reference_interp.ops.ktdp as ktdp
+
+    monkeypatch.setattr(access, "_row_gather", lambda *a: None)
+    monkeypatch.setattr(ktdp, "_index_box", lambda *a: None)
+
+
+def _error(text: str, a: dict[str, np.ndarray]) -> tuple[str, int | None, tuple[int, ...] | None, str]:
+    with pytest.raises(ri.KtirRuntimeError) as info:
+        run(text, args=a)
+    e = info.value
+    return e.kind, e.tile, e.coordinate, e.message
+
+
+SMALL_TABLE = {"e_ptr": E[:10].copy(), "ids_ptr": np.array([3, 0, 9, 3, 7, 12, 1, 2], np.int32),
+               "y_ptr": np.zeros((8, 8), np.float32)}
+RACY_IDS = kernel(f"""
+  %is0 = arith.cmpi eq, %t, %c0 : index
+  scf.if %is0 {{
+    %z = arith.constant dense<1> : tensor<4xi32>
+    %ia = ktdp.construct_access_tile %idv[%c4] {{access_tile_order = #id1, access_tile_set = #four}} : memref<8xi32> -> !ktdp.access_tile<4xindex>
+    ktdp.store %z, %ia : tensor<4xi32>, !ktdp.access_tile<4xindex>
+  }} else {{
+    %src = {IND.format(sub='%r + %m')}
+    %rows = {LOAD.format('%src')}
+  }}""").replace("#id2 = ", "#id1 = affine_map<(d0) -> (d0)>\n#four = affine_set<(d0) : (d0 >= 0, -d0 + 3 >= 0)>\n#id2 = ")
+RACY_ROWS = kernel(f"""
+  %is0 = arith.cmpi eq, %t, %c0 : index
+  scf.if %is0 {{
+    %src = {BOX}
+    %rows = {LOAD.format('%src')}
+    %dst = {IND.format(sub='%r + %m')}
+    {STORE.format('%rows', '%dst')}
+  }} else {{
+    %src = {IND.format(sub='%r + %m')}
+    %rows = {LOAD.format('%src')}
+  }}""")
+
+
+@pytest.mark.parametrize(("text", "a"), [
+    (GATHER, SMALL_TABLE),  # row 12 is in the view (16 rows) but beyond the 10-row array
+    (RACY_IDS, args([0] * 8)),  # the index read races
+    (RACY_ROWS, args([0, 1, 2, 3, 8, 2, 9, 10])),  # the row gather races
+    (GATHER, args([3, 0, 15, 3, 7, 1, 16, 2])),  # out of the view
+])
+def test_fast_paths_report_what_the_general_paths_report(text: str, a: dict[str, np.ndarray],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = _error(text, {k: v.copy() for k, v in a.items()})
+    _general_paths_only(monkeypatch)
+    assert _error(text, {k: v.copy() for k, v in a.items()}) == fast
+
+
+def test_fast_paths_give_the_general_paths_results_and_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    V, B = 300, 256
+    rng = np.random.default_rng(1)
+    a = {"e_ptr": rng.standard_normal((V, 128)).astype(np.float16), "ids_ptr": rng.integers(0, V, B).astype(np.int32),
+         "y_ptr": np.zeros((B, 128), np.float16), "V": V, "B": B}
+    m = example("embedding_gather.ktir")
+    fast = ri.run(m, args=a)
+    np.testing.assert_array_equal(fast.outputs["y_ptr"], a["e_ptr"][a["ids_ptr"]])
+    _general_paths_only(monkeypatch)
+    slow = ri.run(m, args=a)
+    np.testing.assert_array_equal(fast.outputs["y_ptr"], slow.outputs["y_ptr"])
+    assert fast.stats == slow.stats
