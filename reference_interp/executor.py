@@ -91,9 +91,25 @@ def _private(fn: Operation) -> bool:
     return getattr(vis, "value", None) == "private"
 
 
+_CHOSEN: dict[tuple[int, str | None], tuple[Module, Operation]] = {}
+
+
 def choose_function(module: Module, func: str | None) -> Operation:
     """The function to run: `func` by name, else the one public function with a body
     (private functions are helpers and declarations have nothing to run)."""
+    with _LOCK:
+        found = _CHOSEN.get((id(module), func))  # modules are not changed once run (see _program)
+    if found is not None and found[0] is module:
+        return found[1]
+    fn = _choose_function(module, func)
+    with _LOCK:
+        if len(_CHOSEN) > 64:
+            _CHOSEN.clear()
+        _CHOSEN[(id(module), func)] = (module, fn)
+    return fn
+
+
+def _choose_function(module: Module, func: str | None) -> Operation:
     bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
     if func is not None:
         try:

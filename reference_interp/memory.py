@@ -194,6 +194,7 @@ class MemoryView:
         csyms: tuple[int, ...] = (),
         ct_id: int | None = None,
         origin: tuple[int, ...] | None = None,
+        geometry: tuple[Any, ...] | None = None,
     ) -> None:
         self.space = space
         self.ct_id = ct_id
@@ -206,6 +207,13 @@ class MemoryView:
         self.cset = cset
         self.csyms = csyms
         # the valid coordinates: the box [box_lo, box_hi] (inclusive), plus the set's mask
+        if geometry is not None:  # what geometry() returned for a view of the same set, sizes and strides
+            self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides = geometry
+            self.resolver = None
+            self.boff = addr - (alloc.base if alloc is not None else 0) - sum(
+                o * st for o, st in zip(self.origin, self.bstrides, strict=True))
+            self.space_id = SPACE_ID[space]
+            return
         if cset is not None:
             pts = cset.points(csyms)
             self.origin = origin if origin is not None else (pts.lo if pts.count else tuple([0] * len(sizes)))
@@ -227,6 +235,10 @@ class MemoryView:
         self.boff = addr - (alloc.base if alloc is not None else 0) - sum(
             o * st for o, st in zip(self.origin, self.bstrides, strict=True))
         self.space_id = SPACE_ID[space]
+
+    def geometry(self) -> tuple[Any, ...]:
+        """What depends only on the coordinate set, its symbols, the sizes, strides and dtype."""
+        return self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides
 
     @property
     def elem0(self) -> int:

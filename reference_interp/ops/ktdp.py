@@ -101,6 +101,7 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             f"coordinate_set has {cset.nd} dims and {cset.ns} symbols; the view has rank {rank} and "
             f"{len(dyn_sizes)} dynamic sizes", op)
     type_shape = t.shape
+    geometries: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (sizes, strides, set symbols) -> view geometry
 
     def run(fr: list[Any]) -> None:
         ctx: TileContext = fr[0]
@@ -121,7 +122,14 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
                 raise fail("out-of-bounds", f"ct_id = {owner} names no tile of the grid {list(machine.grid)}")
             alloc = machine.local(owner)
         csyms = tuple(int(fr[s]) for s in dyn_sizes)
-        fr[r] = MemoryView(space, alloc, addr, sz, st, dt, cset, csyms, ct_id)
+        key = (sz, st, csyms)
+        geometry = geometries.get(key)
+        view = MemoryView(space, alloc, addr, sz, st, dt, cset, csyms, ct_id, geometry=geometry)
+        if geometry is None:
+            if len(geometries) > 64:
+                geometries.clear()
+            geometries[key] = view.geometry()
+        fr[r] = view
 
     return run
 
