@@ -206,10 +206,10 @@ class MemoryView:
         self.strides = strides
         self.cset = cset
         self.csyms = csyms
+        self.resolver: Any = None
         # the valid coordinates: the box [box_lo, box_hi] (inclusive), plus the set's mask
         if geometry is not None:  # what geometry() returned for a view of the same set, sizes and strides
             self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides = geometry
-            self.resolver = None
             self.boff = addr - (alloc.base if alloc is not None else 0) - sum(
                 o * st for o, st in zip(self.origin, self.bstrides, strict=True))
             self.space_id = SPACE_ID[space]
@@ -229,7 +229,6 @@ class MemoryView:
             self.is_box = True
         self.box_lo = tuple(lo)
         self.box_hi = tuple(hi)
-        self.resolver: Any = None
         # byte strides, and the byte offset (within the allocation) of coordinate 0
         self.bstrides = tuple(st * self.itemsize for st in strides)
         self.boff = addr - (alloc.base if alloc is not None else 0) - sum(
