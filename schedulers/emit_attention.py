@@ -189,7 +189,7 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     shape = q.shape if len(q.shape) == 3 else (1, *q.shape)
     H, S, D = shape
     kernel = AttentionKernel(kv_heads=H, rows=S, kv_len=S, head_dim=D, dtype=q.dtype, causal=causal,
-                             name=func_name(fn), max_kv_split=1)
+                             name=func_name(fn))
     return AttentionMatch(kernel, q, k, v, o, scale)
 
 
@@ -203,17 +203,19 @@ def _box3(name: str, h: int, rows: int, cols: int, one: int) -> str:
             f"-d2 + {cols - 1} >= 0)>")
 
 
-def attention_grid(k: AttentionKernel, bq: int, tiles: int) -> int:
-    return min(k.kv_heads * (k.rows // bq), tiles)
+def attention_grid(k: AttentionKernel, bq: int, split: int, tiles: int) -> int:
+    """Tiles used: every (query block, KV split) pair, or as many whole groups of `split` tiles as fit."""
+    units = k.kv_heads * (k.rows // bq) * split
+    return units if units <= tiles else tiles // split * split
 
 
 def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: int, heads_dim: bool = False) -> Module:
     """The scheduled kernel; `heads_dim` reads `[H, S, D]` views (else flat `[H S, D]` ones)."""
     k = m.kernel
     H, S, D, dt = k.kv_heads, k.rows, k.head_dim, k.dtype
-    bq, bkv, db = p["bq"], p["bkv"], bool(p["db"])
+    bq, bkv, db, sk = p["bq"], p["bkv"], bool(p["db"]), p.get("s", 1)
     units = H * (S // bq)
-    grid = attention_grid(k, bq, tiles)
+    grid = attention_grid(k, bq, sk, tiles)
     view = f"memref<{H}x{S}x{D}x{dt}>" if heads_dim else f"memref<{H * S}x{D}x{dt}>"
     vec, mat, acc = f"tensor<{bq}xf32>", f"tensor<{bq}x{bkv}xf32>", f"tensor<{bq}x{D}xf32>"
     qt, kvt = f"tensor<{bq}x{D}x{dt}>", f"tensor<{bkv}x{D}x{dt}>"
@@ -226,10 +228,15 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         "#sa_id1 = affine_map<(d0) -> (d0)>", "#sa_id2 = affine_map<(d0, d1) -> (d0, d1)>",
         "#sa_row = affine_map<(d0, d1) -> (d0)>", "#sa_qk_q = affine_map<(d0, d1, d2) -> (d0, d2)>",
         "#sa_qk_k = affine_map<(d0, d1, d2) -> (d1, d2)>", "#sa_qk_s = affine_map<(d0, d1, d2) -> (d0, d1)>",
+        *([f"#sa_split_group = affine_set<(d0)[s0] : (d0 - s0 * {sk} >= 0, -d0 + s0 * {sk} + {sk - 1} >= 0)>",
+           f"#sa_split_first = affine_set<(d0)[s0] : (d0 - s0 * {sk} == 0)>",
+           f"#sa_groups = affine_set<(d0) : (d0 >= 0, -d0 + {grid // sk - 1} >= 0)>"] if sk > 1 else []),
         f"func.func @{k.name}({args}) attributes {{grid = [{grid}]}} {{",
     ]
     body = [f"%sa_{n} = arith.constant {v} : index" for n, v in
             (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("qblocks", S // bq), ("units", units), ("grid", grid))]
+    if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
+        body += [f"%sa_{n} = arith.constant {v} : index" for n, v in (("sk", sk), ("splitlen", S // sk), ("groups", grid // sk))]
     body += ["%sa_zero = arith.constant 0.0 : f32", "%sa_ninf = arith.constant 0xFF800000 : f32",
              f"%sa_scale = arith.constant {m.scale!r} : f32", "%sa_tid = ktdp.get_compute_tile_id : index"]
     for v, operand in (("q", m.q), ("k", m.k), ("v", m.v), ("o", m.o)):
@@ -259,21 +266,24 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
     unit = ["%sa_h = arith.divui %sa_u, %sa_qblocks : index", "%sa_qb = arith.remui %sa_u, %sa_qblocks : index",
             "%sa_q0 = arith.muli %sa_qb, %sa_bq : index", "%sa_base = arith.muli %sa_h, %sa_S : index"]
     unit += load("sa_q", "q", "%sa_q0", bq, "sa_qblk")  # resident for the whole KV loop
+    kstart, kend = ("%sa_kstart", "%sa_kstop") if sk > 1 else ("%sa_c0", "%sa_S")
     if k.causal:  # key blocks up to the last one holding a key <= the block's last query
         unit += ["%sa_qend = arith.addi %sa_q0, %sa_bq : index", "%sa_nkv = arith.ceildivsi %sa_qend, %sa_bkv : index",
-                 "%sa_kend = arith.muli %sa_nkv, %sa_bkv : index"]
-        kend = "%sa_kend"
-    else:
-        kend = "%sa_S"
+                 "%sa_kcausal = arith.muli %sa_nkv, %sa_bkv : index"]
+        if sk > 1:  # a split past the causal bound runs no step: its partial is the identity
+            unit.append("%sa_kend = arith.minsi %sa_kcausal, %sa_kstop : index")
+            kend = "%sa_kend"
+        else:
+            kend = "%sa_kcausal"
     carried = ""
     types = f"{vec}, {vec}, {acc}"
     if db:
         unit.append(f"%sa_klast = arith.subi {kend}, %sa_bkv : index")
-        unit += load("sa_k0", "k", "%sa_c0", bkv, "sa_kvblk") + load("sa_v0", "v", "%sa_c0", bkv, "sa_kvblk")
+        unit += load("sa_k0", "k", kstart, bkv, "sa_kvblk") + load("sa_v0", "v", kstart, bkv, "sa_kvblk")
         carried = ", %sa_kcur = %sa_k0, %sa_vcur = %sa_v0"
         types += f", {kvt}, {kvt}"
     results = "%sa_mf, %sa_lf, %sa_af" + (", %sa_kl, %sa_vl" if db else "")
-    unit.append(f"{results} = scf.for %sa_k0i = %sa_c0 to {kend} step %sa_bkv iter_args(%sa_m = %sa_minit, "
+    unit.append(f"{results} = scf.for %sa_k0i = {kstart} to {kend} step %sa_bkv iter_args(%sa_m = %sa_minit, "
                 f"%sa_l = %sa_linit, %sa_acc = %sa_azero{carried}) -> ({types}) {{")
     kv: list[str] = []
     if db:
@@ -283,6 +293,14 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
     else:
         kv += load("sa_kb", "k", "%sa_k0i", bkv, "sa_kvblk") + load("sa_vb", "v", "%sa_k0i", bkv, "sa_kvblk")
         kblk, vblk = "%sa_kb", "%sa_vb"
+    def guard(v: str, mx: str) -> list[str]:
+        """exp(x - max) as 0 where the max is -inf. A KV split may see a row's keys all masked
+        (causal rows before the split's first key): without it exp(-inf + inf) is NaN."""
+        if sk == 1:
+            return [f"  linalg.yield %sa_{v}e : f32"]
+        return [f"  %sa_{v}none = arith.cmpf oeq, {mx}, %sa_ninf : f32",
+                f"  %sa_{v}g = arith.select %sa_{v}none, %sa_zero, %sa_{v}e : f32", f"  linalg.yield %sa_{v}g : f32"]
+
     kv.append(f"%sa_s = linalg.matmul indexing_maps = [#sa_qk_q, #sa_qk_k, #sa_qk_s] ins(%sa_q, {kblk} : {qt}, {kvt}) "
               f"outs(%sa_szero : {mat}) -> {mat}")
     kv.append(f"%sa_sm = linalg.generic {{indexing_maps = [#sa_id2, #sa_id2], iterator_types = [\"parallel\", "
@@ -302,12 +320,12 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         f"%sa_p = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
         f"\"parallel\"]}} ins(%sa_sm, %sa_mnew : {mat}, {vec}) outs(%sa_mat : {mat}) {{",
         "^bb0(%sa_px: f32, %sa_pm: f32, %sa_po: f32):",
-        "  %sa_pd = arith.subf %sa_px, %sa_pm : f32", "  %sa_pe = math.exp %sa_pd : f32", "  linalg.yield %sa_pe : f32",
+        "  %sa_pd = arith.subf %sa_px, %sa_pm : f32", "  %sa_pe = math.exp %sa_pd : f32", *guard("p", "%sa_pm"),
         f"}} -> {mat}",
         f"%sa_alpha = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1], iterator_types = [\"parallel\"]}} "
         f"ins(%sa_m, %sa_mnew : {vec}, {vec}) outs(%sa_vec : {vec}) {{",
         "^bb0(%sa_old: f32, %sa_new: f32, %sa_ao: f32):",
-        "  %sa_ad = arith.subf %sa_old, %sa_new : f32", "  %sa_ae = math.exp %sa_ad : f32", "  linalg.yield %sa_ae : f32",
+        "  %sa_ad = arith.subf %sa_old, %sa_new : f32", "  %sa_ae = math.exp %sa_ad : f32", *guard("a", "%sa_new"),
         f"}} -> {vec}",
         f"%sa_ls = linalg.mul ins(%sa_l, %sa_alpha : {vec}, {vec}) outs(%sa_vec : {vec}) -> {vec}",
         f"%sa_lnew = linalg.reduce {{ arith.addf }} ins(%sa_p : {mat}) outs(%sa_ls : {vec}) dimensions = [1]",
@@ -321,29 +339,94 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         "scf.yield %sa_mnew, %sa_lnew, %sa_anew" + (", %sa_knext, %sa_vnext" if db else "") + f" : {types}",
     ]
     unit += ["  " + s for s in kv] + ["}"]
-    unit += [
+    if sk > 1:
+        unit += _combine(vec, acc)
+        out, tail = ["%sa_mt", "%sa_lt", "%sa_at"], []
+        unit.append("scf.if %sa_first {")
+    else:
+        out = ["%sa_mf", "%sa_lf", "%sa_af"]
+    tail = [
         f"%sa_out = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
-        f"\"parallel\"]}} ins(%sa_af, %sa_lf : {acc}, {vec}) outs(%sa_am : {acc}) {{",
+        f"\"parallel\"]}} ins({out[2]}, {out[1]} : {acc}, {vec}) outs(%sa_am : {acc}) {{",
         "^bb0(%sa_oa: f32, %sa_od: f32, %sa_oo: f32):",
         "  %sa_or = arith.divf %sa_oa, %sa_od : f32", "  linalg.yield %sa_or : f32",
         f"}} -> {acc}",
         f"%sa_oh = arith.truncf %sa_out : {acc} to {qt}",
     ]
     if heads_dim:
-        unit += [f"%sa_o3 = tensor.expand_shape %sa_oh [[0, 1], [2]] output_shape [1, {bq}, {D}] : {qt} into "
+        tail += [f"%sa_o3 = tensor.expand_shape %sa_oh [[0, 1], [2]] output_shape [1, {bq}, {D}] : {qt} into "
                  f"tensor<1x{bq}x{D}x{dt}>",
                  f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_h, %sa_q0, %sa_c0] {{access_tile_order = #sa_id3, "
                  f"access_tile_set = #sa_qblk3}} : {view} -> !ktdp.access_tile<1x{bq}x{D}xindex>",
                  f"ktdp.store %sa_o3, %sa_to : tensor<1x{bq}x{D}x{dt}>, !ktdp.access_tile<1x{bq}x{D}xindex>"]
     else:
-        unit += ["%sa_qrow = arith.addi %sa_base, %sa_q0 : index",
+        tail += ["%sa_qrow = arith.addi %sa_base, %sa_q0 : index",
                  f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_qrow, %sa_c0] {{access_tile_order = #sa_id2, "
                  f"access_tile_set = #sa_qblk}} : {view} -> !ktdp.access_tile<{bq}x{D}xindex>",
                  f"ktdp.store %sa_oh, %sa_to : {qt}, !ktdp.access_tile<{bq}x{D}xindex>"]
-    body.append("scf.for %sa_u = %sa_tid to %sa_units step %sa_grid {")
+    unit += ["  " + s for s in tail] + ["}"] if sk > 1 else tail
+    if sk > 1:
+        body += ["%sa_split = arith.remui %sa_tid, %sa_sk : index", "%sa_grp = arith.divui %sa_tid, %sa_sk : index",
+                 "%sa_kstart = arith.muli %sa_split, %sa_splitlen : index",
+                 "%sa_kstop = arith.addi %sa_kstart, %sa_splitlen : index",
+                 "%sa_first = arith.cmpi eq, %sa_split, %sa_c0 : index",
+                 "scf.for %sa_u = %sa_grp to %sa_units step %sa_groups {"]
+    else:
+        body.append("scf.for %sa_u = %sa_tid to %sa_units step %sa_grid {")
     body += ["  " + s for s in unit] + ["}", "func.return"]
     lines += ["  " + s for s in body] + ["}", ""]
     return parse("\n".join(lines), f"{k.name}.scheduled.ktir")
+
+
+def _combine(vec: str, acc: str) -> list[str]:
+    """Add the KV splits' online-softmax states (m, l, acc) on the group's first tile.
+
+    Two states combine as m = max(m1, m2), l = l1 e1 + l2 e2, acc = acc1 e1 + acc2 e2 with
+    ei = exp(mi - m), taken as 0 where mi is -inf (a split that saw no key of the row, or
+    the identity), so that the identity (-inf, 0, 0) is neutral and no exp(-inf + inf) occurs.
+    """
+    types = f"{vec}, {vec}, {acc}"
+    fut = f"!ktdp.tile_future<({types}), groups = #sa_groups>"
+
+    def factor(i: int) -> list[str]:
+        return [
+            f"  %sa_c{i} = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1], iterator_types = [\"parallel\"]}} "
+            f"ins(%sa_m{i}, %sa_cm : {vec}, {vec}) outs(%sa_cv : {vec}) {{",
+            f"  ^bb0(%sa_x{i}: f32, %sa_y{i}: f32, %sa_o{i}: f32):",
+            f"    %sa_d{i} = arith.subf %sa_x{i}, %sa_y{i} : f32", f"    %sa_e{i} = math.exp %sa_d{i} : f32",
+            f"    %sa_none{i} = arith.cmpf oeq, %sa_x{i}, %sa_cninf : f32",
+            f"    %sa_f{i} = arith.select %sa_none{i}, %sa_czero, %sa_e{i} : f32", f"    linalg.yield %sa_f{i} : f32",
+            f"  }} -> {vec}"]
+
+    return [
+        f"%sa_fut = ktdp.inter_tile_produce producer_tiles_per_group = #sa_split_group -> {fut} {{",
+        "^bb0(%sa_gid: index):",
+        f"  ktdp.yield_partial %sa_mf, %sa_lf, %sa_af : {types}",
+        "}",
+        f"%sa_mt, %sa_lt, %sa_at = ktdp.inter_tile_reduce(%sa_fut) consumer_tiles_per_group = #sa_split_first, "
+        f"identity(%sa_minit, %sa_linit, %sa_azero : {types}) : {fut} -> {types} {{",
+        f"^bb0(%sa_m1: {vec}, %sa_l1: {vec}, %sa_a1: {acc}, %sa_m2: {vec}, %sa_l2: {vec}, %sa_a2: {acc}):",
+        "  %sa_czero = arith.constant 0.0 : f32", "  %sa_cninf = arith.constant 0xFF800000 : f32",
+        f"  %sa_cv = tensor.empty() : {vec}", f"  %sa_ca = tensor.empty() : {acc}",
+        f"  %sa_cm = arith.maximumf %sa_m1, %sa_m2 : {vec}",
+        *factor(1), *factor(2),
+        f"  %sa_cl = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1, #sa_id1, #sa_id1], "
+        f"iterator_types = [\"parallel\"]}} ins(%sa_l1, %sa_c1, %sa_l2, %sa_c2 : {vec}, {vec}, {vec}, {vec}) "
+        f"outs(%sa_cv : {vec}) {{",
+        "  ^bb0(%sa_p1: f32, %sa_q1: f32, %sa_p2: f32, %sa_q2: f32, %sa_po: f32):",
+        "    %sa_r1 = arith.mulf %sa_p1, %sa_q1 : f32", "    %sa_r2 = arith.mulf %sa_p2, %sa_q2 : f32",
+        "    %sa_rs = arith.addf %sa_r1, %sa_r2 : f32", "    linalg.yield %sa_rs : f32",
+        f"  }} -> {vec}",
+        f"  %sa_cacc = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2, #sa_row, #sa_id2], "
+        f"iterator_types = [\"parallel\", \"parallel\"]}} ins(%sa_a1, %sa_c1, %sa_a2, %sa_c2 : {acc}, {vec}, {acc}, "
+        f"{vec}) outs(%sa_ca : {acc}) {{",
+        "  ^bb0(%sa_u1: f32, %sa_v1: f32, %sa_u2: f32, %sa_v2: f32, %sa_uo: f32):",
+        "    %sa_w1 = arith.mulf %sa_u1, %sa_v1 : f32", "    %sa_w2 = arith.mulf %sa_u2, %sa_v2 : f32",
+        "    %sa_ws = arith.addf %sa_w1, %sa_w2 : f32", "    linalg.yield %sa_ws : f32",
+        f"  }} -> {acc}",
+        f"  ktdp.yield_reduced %sa_cm, %sa_cl, %sa_cacc : {types}",
+        "}",
+    ]
 
 
 def attention_text(heads: int, seq: int, head_dim: int, dtype: str = "f16", causal: bool = True,

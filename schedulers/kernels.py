@@ -112,7 +112,7 @@ class AttentionKernel:
     causal: bool = False
     name: str = "attention"
     kind: str = "attention"
-    max_kv_split: int = 32  # the rewrite (`emit_attention`) does not split the KV loop over tiles: 1
+    max_kv_split: int = 32  # the largest KV split (over tiles) the schedule space may use
 
     @property
     def itemsize(self) -> int:

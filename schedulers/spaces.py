@@ -365,7 +365,8 @@ class AttentionSpace:
                     bytes_written=k.kv_heads * k.rows * k.head_dim * e)
 
     def candidates(self) -> Columns:
-        splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split)]
+        # a split's tiles form whole groups of the grid (`emit_attention.attention_grid`)
+        splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split) and self.fig.tiles % s == 0]
         cols = _product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
         keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
         return take(cols, np.nonzero(keep)[0])
