@@ -174,8 +174,10 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     if any(x is None or x.arg not in (q.arg, k.arg, v.arg) for x in loaded):
         return None  # every load reads Q, K or V
     ops_views = (q, k, v, o)
-    if len({x.arg for x in ops_views}) != 4 or len({x.shape for x in ops_views}) != 1:
+    if len({x.arg for x in ops_views}) != 4 or q.shape != o.shape or k.shape != v.shape or len(q.shape) != len(k.shape):
         return None
+    if q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+        return None  # one KV head per query head (its rows may hold a group of query heads), one head dim
     if any(getattr(x, "offset", 0) or getattr(x, "strides", ()) not in ((), _row_major(x.shape)) for x in ops_views):
         return None  # the rewrite reads row-major views at the argument's address
     if len({x.dtype for x in ops_views}) != 1 or q.dtype not in ("f16", "bf16") or len(q.shape) not in (2, 3):
@@ -184,11 +186,11 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     if scale is None:
         return None
     causal = any(op.name == "arith.cmpi" for op in ops)
-    if causal and not _masks_the_future(ops, vals):
-        return None
-    shape = q.shape if len(q.shape) == 3 else (1, *q.shape)
-    H, S, D = shape
-    kernel = AttentionKernel(kv_heads=H, rows=S, kv_len=S, head_dim=D, dtype=q.dtype, causal=causal,
+    if causal and (q.shape != k.shape or not _masks_the_future(ops, vals)):
+        return None  # the causal mask compares query and key positions of one sequence
+    H, S, D = q.shape if len(q.shape) == 3 else (1, *q.shape)
+    L = k.shape[-2]
+    kernel = AttentionKernel(kv_heads=H, rows=S, kv_len=L, head_dim=D, dtype=q.dtype, causal=causal,
                              name=func_name(fn))
     return AttentionMatch(kernel, q, k, v, o, scale)
 
@@ -212,18 +214,20 @@ def attention_grid(k: AttentionKernel, bq: int, split: int, tiles: int) -> int:
 def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: int, heads_dim: bool = False) -> Module:
     """The scheduled kernel; `heads_dim` reads `[H, S, D]` views (else flat `[H S, D]` ones)."""
     k = m.kernel
-    H, S, D, dt = k.kv_heads, k.rows, k.head_dim, k.dtype
+    H, S, L, D, dt = k.kv_heads, k.rows, k.kv_len, k.head_dim, k.dtype
     bq, bkv, db, sk = p["bq"], p["bkv"], bool(p["db"]), p.get("s", 1)
     units = H * (S // bq)
     grid = attention_grid(k, bq, sk, tiles)
-    view = f"memref<{H}x{S}x{D}x{dt}>" if heads_dim else f"memref<{H * S}x{D}x{dt}>"
+    qview = f"memref<{H}x{S}x{D}x{dt}>" if heads_dim else f"memref<{H * S}x{D}x{dt}>"
+    kview = f"memref<{H}x{L}x{D}x{dt}>" if heads_dim else f"memref<{H * L}x{D}x{dt}>"
     vec, mat, acc = f"tensor<{bq}xf32>", f"tensor<{bq}x{bkv}xf32>", f"tensor<{bq}x{D}xf32>"
     qt, kvt = f"tensor<{bq}x{D}x{dt}>", f"tensor<{bkv}x{D}x{dt}>"
     args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
     lines = [
         "// scheduled by ktir schedule: query blocks over the tiles, Q resident, K/V streamed (see the report)",
-        _box("sa_all", H * S, D), _box("sa_qblk", bq, D), _box("sa_kvblk", bkv, D),
-        *([_box3("sa_all3", H, S, D, 0), _box3("sa_qblk3", 1, bq, D, 1), _box3("sa_kvblk3", 1, bkv, D, 1),
+        _box("sa_qall", H * S, D), _box("sa_kall", H * L, D), _box("sa_qblk", bq, D), _box("sa_kvblk", bkv, D),
+        *([_box3("sa_qall3", H, S, D, 0), _box3("sa_kall3", H, L, D, 0), _box3("sa_qblk3", 1, bq, D, 1),
+           _box3("sa_kvblk3", 1, bkv, D, 1),
            "#sa_id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>"] if heads_dim else []),
         "#sa_id1 = affine_map<(d0) -> (d0)>", "#sa_id2 = affine_map<(d0, d1) -> (d0, d1)>",
         "#sa_row = affine_map<(d0, d1) -> (d0)>", "#sa_qk_q = affine_map<(d0, d1, d2) -> (d0, d2)>",
@@ -234,16 +238,19 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         f"func.func @{k.name}({args}) attributes {{grid = [{grid}]}} {{",
     ]
     body = [f"%sa_{n} = arith.constant {v} : index" for n, v in
-            (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("qblocks", S // bq), ("units", units), ("grid", grid))]
+            (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
+             ("grid", grid))]
     if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
-        body += [f"%sa_{n} = arith.constant {v} : index" for n, v in (("sk", sk), ("splitlen", S // sk), ("groups", grid // sk))]
+        body += [f"%sa_{n} = arith.constant {v} : index" for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))]
     body += ["%sa_zero = arith.constant 0.0 : f32", "%sa_ninf = arith.constant 0xFF800000 : f32",
              f"%sa_scale = arith.constant {m.scale!r} : f32", "%sa_tid = ktdp.get_compute_tile_id : index"]
     for v, operand in (("q", m.q), ("k", m.k), ("v", m.v), ("o", m.o)):
-        sizes, strides, cset = (f"{H}, {S}, {D}", f"{S * D}, {D}, 1", "sa_all3") if heads_dim else (
-            f"{H * S}, {D}", f"{D}, 1", "sa_all")
+        rows, kind = (S, "q") if v in "qo" else (L, "k")
+        sizes, strides, cset = (f"{H}, {rows}, {D}", f"{rows * D}, {D}, 1", f"sa_{kind}all3") if heads_dim else (
+            f"{H * rows}, {D}", f"{D}, 1", f"sa_{kind}all")
         body.append(f"%sa_{v}v = ktdp.construct_memory_view %{operand.arg}, sizes: [{sizes}], strides: [{strides}] "
-                    f"{{coordinate_set = #{cset}, memory_space = #ktdp.memory_space<global>}} : {view}")
+                    f"{{coordinate_set = #{cset}, memory_space = #ktdp.memory_space<global>}} : "
+                    f"{qview if kind == 'q' else kview}")
     body += [f"%sa_vec = tensor.empty() : {vec}", f"%sa_mat = tensor.empty() : {mat}", f"%sa_am = tensor.empty() : {acc}",
              f"%sa_minit = linalg.fill ins(%sa_ninf : f32) outs(%sa_vec : {vec}) -> {vec}",
              f"%sa_linit = linalg.fill ins(%sa_zero : f32) outs(%sa_vec : {vec}) -> {vec}",
@@ -252,21 +259,23 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
 
     def load(dst: str, v: str, inrow: str, rows: int, blk: str) -> list[str]:
         """Load `rows` rows of head %sa_h from row `inrow` of the head."""
+        view, base = (qview, "%sa_qbase") if v in "qo" else (kview, "%sa_kbase")
         if heads_dim:
             return [f"%{dst}_t = ktdp.construct_access_tile %sa_{v}v[%sa_h, {inrow}, %sa_c0] {{access_tile_order = "
                     f"#sa_id3, access_tile_set = #{blk}3}} : {view} -> !ktdp.access_tile<1x{rows}x{D}xindex>",
                     f"%{dst}_3 = ktdp.load %{dst}_t : !ktdp.access_tile<1x{rows}x{D}xindex> -> tensor<1x{rows}x{D}x{dt}>",
                     f"%{dst} = tensor.collapse_shape %{dst}_3 [[0, 1], [2]] : tensor<1x{rows}x{D}x{dt}> into "
                     f"tensor<{rows}x{D}x{dt}>"]
-        return [f"%{dst}_r = arith.addi %sa_base, {inrow} : index",
+        return [f"%{dst}_r = arith.addi {base}, {inrow} : index",
                 f"%{dst}_t = ktdp.construct_access_tile %sa_{v}v[%{dst}_r, %sa_c0] {{access_tile_order = #sa_id2, "
                 f"access_tile_set = #{blk}}} : {view} -> !ktdp.access_tile<{rows}x{D}xindex>",
                 f"%{dst} = ktdp.load %{dst}_t : !ktdp.access_tile<{rows}x{D}xindex> -> tensor<{rows}x{D}x{dt}>"]
 
     unit = ["%sa_h = arith.divui %sa_u, %sa_qblocks : index", "%sa_qb = arith.remui %sa_u, %sa_qblocks : index",
-            "%sa_q0 = arith.muli %sa_qb, %sa_bq : index", "%sa_base = arith.muli %sa_h, %sa_S : index"]
+            "%sa_q0 = arith.muli %sa_qb, %sa_bq : index", "%sa_qbase = arith.muli %sa_h, %sa_S : index",
+            "%sa_kbase = arith.muli %sa_h, %sa_L : index"]
     unit += load("sa_q", "q", "%sa_q0", bq, "sa_qblk")  # resident for the whole KV loop
-    kstart, kend = ("%sa_kstart", "%sa_kstop") if sk > 1 else ("%sa_c0", "%sa_S")
+    kstart, kend = ("%sa_kstart", "%sa_kstop") if sk > 1 else ("%sa_c0", "%sa_L")
     if k.causal:  # key blocks up to the last one holding a key <= the block's last query
         unit += ["%sa_qend = arith.addi %sa_q0, %sa_bq : index", "%sa_nkv = arith.ceildivsi %sa_qend, %sa_bkv : index",
                  "%sa_kcausal = arith.muli %sa_nkv, %sa_bkv : index"]
@@ -357,12 +366,12 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         tail += [f"%sa_o3 = tensor.expand_shape %sa_oh [[0, 1], [2]] output_shape [1, {bq}, {D}] : {qt} into "
                  f"tensor<1x{bq}x{D}x{dt}>",
                  f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_h, %sa_q0, %sa_c0] {{access_tile_order = #sa_id3, "
-                 f"access_tile_set = #sa_qblk3}} : {view} -> !ktdp.access_tile<1x{bq}x{D}xindex>",
+                 f"access_tile_set = #sa_qblk3}} : {qview} -> !ktdp.access_tile<1x{bq}x{D}xindex>",
                  f"ktdp.store %sa_o3, %sa_to : tensor<1x{bq}x{D}x{dt}>, !ktdp.access_tile<1x{bq}x{D}xindex>"]
     else:
-        tail += ["%sa_qrow = arith.addi %sa_base, %sa_q0 : index",
+        tail += ["%sa_qrow = arith.addi %sa_qbase, %sa_q0 : index",
                  f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_qrow, %sa_c0] {{access_tile_order = #sa_id2, "
-                 f"access_tile_set = #sa_qblk}} : {view} -> !ktdp.access_tile<{bq}x{D}xindex>",
+                 f"access_tile_set = #sa_qblk}} : {qview} -> !ktdp.access_tile<{bq}x{D}xindex>",
                  f"ktdp.store %sa_oh, %sa_to : {qt}, !ktdp.access_tile<{bq}x{D}xindex>"]
     unit += ["  " + s for s in tail] + ["}"] if sk > 1 else tail
     if sk > 1:
@@ -430,15 +439,16 @@ def _combine(vec: str, acc: str) -> list[str]:
 
 
 def attention_text(heads: int, seq: int, head_dim: int, dtype: str = "f16", causal: bool = True,
-                   name: str = "attention") -> str:
+                   name: str = "attention", kv_len: int | None = None) -> str:
     """A one-tile attention kernel over `[heads, seq, head_dim]` arrays (`[seq, head_dim]` for one
     head), one KV block per head: the form `match_attention` recognises, as a scheduler input
     for tests and benchmarks."""
-    shape = (heads, seq, head_dim) if heads > 1 else (seq, head_dim)
-    kernel = AttentionKernel(kv_heads=heads, rows=seq, kv_len=seq, head_dim=head_dim, dtype=dtype, causal=causal,
+    L = seq if kv_len is None else kv_len
+    q_shape, kv_shape = ((heads, seq, head_dim), (heads, L, head_dim)) if heads > 1 else ((seq, head_dim), (L, head_dim))
+    kernel = AttentionKernel(kv_heads=heads, rows=seq, kv_len=L, head_dim=head_dim, dtype=dtype, causal=causal,
                              name=name)
-    q, k, v, o = (Operand(f"{n}_ptr", dtype, 2, shape) for n in "qkvo")
+    q, k, v, o = (Operand(f"{n}_ptr", dtype, 2, q_shape if n in "qo" else kv_shape) for n in "qkvo")
     match = AttentionMatch(kernel, q, k, v, o, scale=head_dim ** -0.5)
     stub = parse(f"func.func @{name}({', '.join(f'%{v}_ptr: index' for v in 'qkvo')}) {{\n  func.return\n}}\n",
                  "stub").functions()[0]
-    return print_module(emit_attention(match, stub, {"bq": seq, "bkv": seq, "db": 0}, 1, heads_dim=heads > 1))
+    return print_module(emit_attention(match, stub, {"bq": seq, "bkv": L, "db": 0}, 1, heads_dim=heads > 1))

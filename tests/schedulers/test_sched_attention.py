@@ -148,6 +148,28 @@ def test_a_kv_split_is_chosen_and_combined(scheduler: str, spyre) -> None:  # ty
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
+def test_decode_attention_with_grouped_query_heads(scheduler: str, spyre) -> None:  # type: ignore[no-untyped-def]
+    """Decode: Q [KV heads, group of query heads, D] against K, V [KV heads, context, D], no mask."""
+    before = ktir.parse(attention_text(2, 4, 64, "bf16", causal=False, kv_len=512), "decode.ktir")
+    found = match_attention(before)
+    assert found is not None and (found.kernel.rows, found.kernel.kv_len, found.kernel.causal) == (4, 512, False)
+    r = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.2))
+    assert r.report.applied and r.report.schedule is not None
+    if scheduler != "baseline":
+        assert r.report.schedule.splits["kv"] > 1  # 2 KV heads alone would leave 30 tiles idle
+    _valid(r.module)
+    verdict = check_equivalent(before, r.module, seed=8)
+    assert verdict.ok, verdict.message
+
+
+def test_a_causal_mask_needs_one_sequence() -> None:
+    """Causal positions compare query and key rows of one sequence: Q and K of different lengths are declined."""
+    assert match_attention(ktir.parse(attention_text(1, 128, 64, "f16", causal=True), "same.ktir")) is not None
+    longer = ktir.parse(attention_text(1, 128, 64, "f16", causal=True, kv_len=256), "longer.ktir")
+    assert match_attention(longer) is None
+
+
 def test_dropping_the_combine_of_the_kv_splits_is_caught() -> None:
     """Without the inter-tile reduce the first tile of each group stores its own split's softmax."""
     before = ktir.parse(attention_text(2, 128, 64, "f16", causal=True), "mha.ktir")
