@@ -64,7 +64,9 @@ class SplitKSpace(MatmulSpace):
         split = self._split_candidates()
         if not split or not split["sk"].size:
             return base
-        return {n: np.concatenate([base[n], split[n]]) for n in base}
+        # a column the matmul space adds later is off (0) in the split rows, which do not read it
+        n = split["sk"].size
+        return {c: np.concatenate([base[c], split.get(c, np.zeros(n, np.int64))]) for c in base}
 
     def _evaluate_split(self, c: Columns) -> Evaluated:
         k, f = self.k, self.fig
