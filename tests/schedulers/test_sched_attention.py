@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from conftest_paths import EXAMPLES, example
+from conftest_paths import EXAMPLES, example, ktir_schedule
 
 import ktir
 import schedulers
@@ -184,3 +184,14 @@ def test_dropping_the_combine_of_the_kv_splits_is_caught() -> None:
     module, diags = validate_text(broken, "broken.ktir")
     assert module is not None and not [d for d in diags if d.severity == "error"], [str(d) for d in diags]
     assert not check_equivalent(before, module, seed=3).ok
+
+
+def test_the_command_line_checks_the_rewrite(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out, rep = tmp_path / "attention.ktir", tmp_path / "report.json"
+    code = ktir_schedule([str(EXAMPLES / "causal_attention.ktir"), "--target", "spyre", "--check", "-o", str(out),
+                          "--report-json", str(rep)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "check: ok" in err and '"kernel_class": "attention"' in rep.read_text()
+    _, diags = validate_text(out.read_text(), str(out))
+    assert not [d for d in diags if d.severity == "error"]

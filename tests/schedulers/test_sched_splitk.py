@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest_paths import ktir_schedule
 
 import ktir
 import schedulers
@@ -127,3 +128,13 @@ def test_the_split_cost_counts_the_reduction(spyre) -> None:  # type: ignore[no-
     roofline = schedulers.builtin.roofline_bound(space.work(), space.fig).cycles
     ev = space.evaluate(space.candidates())
     assert float(ev.cycles.min()) >= roofline * (1 - 1e-9)
+
+
+def test_the_command_line_checks_a_split(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    src, out = tmp_path / "decode.ktir", tmp_path / "decode.scheduled.ktir"
+    src.write_text(naive.matmul(1, 256, 4096, "f16", "decode"))
+    code = ktir_schedule([str(src), "--target", "spyre", "--check", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "check: ok" in captured.err and "K split" in captured.out
+    assert "ktdp.inter_tile_reduce" in out.read_text()
