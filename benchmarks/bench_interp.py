@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"clock: {'process CPU time' if clock == 'cpu' else 'wall-clock'}; BLAS threads: {args.threads}; "
           f"best of {args.repeat}")
     wanted = set(args.only) if args.only else set(CASES) | {"small"}
-    print(f"{'kernel':44} {'interp s':>10} {'numpy s':>10} {'ratio':>7}")
+    print(f"{'kernel':48} {'interp ms':>10} {'numpy ms':>10} {'ratio':>7}")
     for name, make in CASES.items():
         if name not in wanted:
             continue
@@ -376,16 +376,16 @@ def main(argv: list[str] | None = None) -> int:
         check(got, want)
         goal = {"matmul": 2, "softmax": 2, "layernorm": 2, "rope": 2, "embedding": 5, "paged_attention": 5}.get(name)
         target = f" (target <= {goal})" if goal and scale == 1 else ""  # targets are at full size
-        print(f"{label:44} {t_in:10.3f} {t_np:10.3f} {t_in / t_np:7.2f}{target}")
+        print(f"{label:48} {t_in * 1e3:10.2f} {t_np * 1e3:10.2f} {t_in / t_np:7.2f}{target}")
         if name == "embedding":
             t_blk, blk, _, _ = best_pair(blocked_embedding(scale), lambda: None, args.repeat)
             np.testing.assert_array_equal(blk, got.outputs["y_ptr"])
-            print(f"{'  numpy, one gather per 32-row block':44} {t_blk:10.3f} {t_np:10.3f} {t_blk / t_np:7.2f}"
+            print(f"{'  numpy, one gather per 32-row block':48} {t_blk * 1e3:10.2f} {t_np * 1e3:10.2f} {t_blk / t_np:7.2f}"
                   f"   (interpreter / blocked numpy {t_in / t_blk:.2f})")
         if name == "matmul":
             t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
             np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
-            print(f"{'  numpy, the kernel blocked the same way':44} {t_blk:10.3f} {t_np:10.3f} {t_blk / t_np:7.2f}"
+            print(f"{'  numpy, the kernel blocked the same way':48} {t_blk * 1e3:10.2f} {t_np * 1e3:10.2f} {t_blk / t_np:7.2f}"
                   f"   (interpreter / blocked numpy {t_in / t_blk:.2f})")
     if "small" in wanted:
         for staged in (False, True):
