@@ -11,7 +11,10 @@
 - `registry`: discovery through the entry-point group `ktir.schedulers`.
 - `kernels`: recognising kernel classes (matmul, row loops) and their sizes.
 - `cost`, `spaces`: the analytic cost model, the roofline bound and the schedule spaces.
-- `emit_matmul`, `rowloop`: the rewrites (work division, tiling, placement, double buffering).
+- `emit_matmul`, `emit_shared`, `rowloop`: the matmul and row-loop rewrites (work division,
+  tiling, placement, double buffering); `emit_attention`: flash-style attention over
+  (batch x heads x query blocks), with an optional KV split; `emit_splitk`: K split over
+  tiles with an inter-tile reduce; `footprint`: what a matmul kernel provably computes.
 - `builtin`: `baseline`, `exact`, `search`; `check`: input/output equivalence in the interpreter
   (`ScheduleOptions(check=True)` raises `CheckFailed` when they differ).
 """
