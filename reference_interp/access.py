@@ -237,6 +237,22 @@ def _fast_1d(view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tup
 
 def _box_array(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tuple[Any, BoxDesc, np.ndarray]:
     """The allocation, box descriptor and strided array of a view's box (1-D fast path first)."""
+    alloc = view.alloc
+    if alloc is not None and len(lo) > 1 and not alloc.growable:
+        # a box inside a fixed-size array: _box's arithmetic, and no span check to make
+        isz = view.itemsize
+        off = view.boff
+        hi = isz - 1
+        for c, e, st in zip(lo, ext, view.bstrides):  # noqa: B905 - a view's rank, checked at construction
+            off += c * st
+            hi += (e - 1) * st
+            if not e:
+                break
+        else:
+            hi += off
+            if off >= 0 and hi < alloc.nbytes and not off % isz:
+                arr = np.ndarray(shape=ext, dtype=view.dtype, buffer=alloc.raw, offset=off, strides=view.bstrides)
+                return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), arr
     fast = _fast_1d(view, lo, ext)
     if fast is not None:
         return fast
@@ -495,7 +511,7 @@ def store(ctx: TileContext, tile: AccessTile, data: np.ndarray, opname: str) -> 
     view = tile.view
     if data.shape != tile.shape:
         raise fail("type", f"data of shape {data.shape} stored into an access tile of shape {tile.shape}")
-    dt = view_dtype(view)
+    dt = view.dtype if type(view) is MemoryView else view_dtype(view)
     if data.dtype != dt:
         raise fail("type", f"data of element type {data.dtype} stored into a view of element type {dt}")
     if tile.perm is not None:

@@ -415,7 +415,8 @@ class RaceTracker:
             return
         if not alloc.granule:
             self._track(alloc)
-        self._write_map(alloc)
+        if alloc.w_seg is None:
+            self._write_map(alloc)
         assert alloc.w_seg is not None
         seg = self.cur[t]
         if seg + 1 > _MAP_LIMIT[alloc.w_seg.dtype.itemsize]:

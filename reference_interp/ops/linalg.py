@@ -617,7 +617,10 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         volume = math.prod(ext) if ext else 1
         if volume * 8 > machine_check:
             raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
-        args = [(arg_slots[i], i, views[i]) for i in range(len(operands))]
+        # per operand: its view spec, or True when the operand is already laid out over the
+        # loops (a plain reshape to its own shape) and binds as it is
+        args = [(arg_slots[i], i, True if views[i] is not None and views[i][0] is None and views[i][1] is None
+                 and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
         plan = (ext, tuple(ext), args, outs)
@@ -625,6 +628,9 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
             plans.clear()
         plans[key] = plan
         return plan
+
+    def views_of(key: tuple[tuple[int, ...], ...]) -> list[Any]:
+        return loops.plan(key)[1]
 
     def run(fr: list[Any]) -> None:
         vals = [fr[s] for s in operands]
@@ -635,8 +641,13 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
             fr[index_slot] = np.indices(ext, sparse=True) if ext else ()
         for slot, i, spec in args:
             v = vals[i]
-            fr[slot] = loops.view(i, v, ext, spec) if spec is None or spec[0] is not None or spec[1] is not None \
-                or type(v) is not ndarray else v.reshape(spec[2])
+            if spec is True and type(v) is ndarray:
+                fr[slot] = v
+            else:
+                if spec is True:
+                    spec = views_of(key)[i]
+                fr[slot] = loops.view(i, v, ext, spec) if spec is None or spec[0] is not None or spec[1] is not None \
+                    or type(v) is not ndarray else v.reshape(spec[2])
         body.run(fr)
         results = body.results(fr)
         values = []
@@ -646,7 +657,7 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                 a = a.astype(dt)
             shape = key[k]
             if fast and a.shape == ext_t:
-                values.append(a.reshape(shape))  # the common case: already in the output's layout
+                values.append(a if shape == ext_t else a.reshape(shape))  # the common case: already in the output's layout
             else:
                 values.append(loops.to_out(k, a, ext, allp, shape))
         _store_results(fr, res, values)
