@@ -205,6 +205,8 @@ def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
         gbs = _GRANULE_STRIDES[key]
     else:
         gbs = None if any(st % g for st in bs) else tuple(st // g for st in bs)
+        if len(_GRANULE_STRIDES) > 4096:
+            _GRANULE_STRIDES.clear()
         _GRANULE_STRIDES[key] = gbs
     if gbs is None:
         return None
