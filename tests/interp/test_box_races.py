@@ -1,5 +1,5 @@
-"""Races on multi-dimensional box stores (the write map is viewed per box, not per element
-list): the first conflicting coordinate, in the box's traversal order, is reported."""
+"""Multi-dimensional box accesses (strided views of the array, the write map viewed per box):
+races and out-of-bounds accesses report the first offending coordinate in traversal order."""
 
 from __future__ import annotations
 
@@ -46,3 +46,14 @@ def test_overlapping_boxes_race_at_the_first_shared_coordinate(dt: str, np_dt: t
     e = fails("race", text(rowstep, colstep, dt), args={"y_ptr": np.zeros((8, 4, 16), np_dt)})
     assert e.tile == 1 and e.coordinate == coord
     assert "tile 1 writes it here and tile 0 wrote it in ktdp.store" in e.message
+
+
+@pytest.mark.parametrize(("row", "size", "coord"), [(6, 7 * 64 + 16, (7, 1, 0)), (5, 6 * 64 + 40, (6, 3, 0))])
+def test_box_beyond_the_array_is_out_of_bounds(row: int, size: int, coord: tuple[int, ...]) -> None:
+    # the view is 8 x 4 x 16, the array holds only `size` elements; one tile stores rows row, row + 1
+    text = KERNEL.replace("ONE", "1.0").replace("ROWSTEP", str(row)).replace("COLSTEP", "0").replace("DT", "f32")
+    text = text.replace("attributes {grid = [2]}", "attributes {grid = [1]}").replace(
+        "%r = arith.muli %t, %step : index", "%r = arith.addi %t, %step : index")
+    e = fails("out-of-bounds", text, args={"y_ptr": np.zeros(size, np.float32)})
+    assert e.coordinate == coord and "global array 'y_ptr'" in e.message
+    run(text, args={"y_ptr": np.zeros(8 * 64, np.float32)})
