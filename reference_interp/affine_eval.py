@@ -31,7 +31,7 @@ from ktir.ir.isl_text import NotAffine, isl_constraints
 
 from .errors import fail
 
-Linear = tuple[dict[int, int], dict[int, int], int]  # dim coefficients, symbol coefficients, constant
+Linear = af.Linear
 
 _HELPERS = {
     "_cdiv": lambda a, b: -((-a) // _pos(b)),
@@ -86,38 +86,7 @@ def compile_map(m: af.AffineMap) -> Callable[..., tuple[Any, ...]]:
     return compile_exprs(m.results, m.num_dims, m.num_symbols)
 
 
-def linear(expr: af.AffineExpr) -> Linear | None:
-    """The linear form of `expr`, or None when it uses floordiv, ceildiv, mod or a product."""
-    if isinstance(expr, af.Const):
-        return {}, {}, expr.value
-    if isinstance(expr, af.Dim):
-        return {expr.position: 1}, {}, 0
-    if isinstance(expr, af.Symbol):
-        return {}, {expr.position: 1}, 0
-    assert isinstance(expr, af.Binary)
-    if expr.kind == "add":
-        a, b = linear(expr.lhs), linear(expr.rhs)
-        if a is None or b is None:
-            return None
-        return _merge(a[0], b[0]), _merge(a[1], b[1]), a[2] + b[2]
-    if expr.kind == "mul":
-        a, b = linear(expr.lhs), linear(expr.rhs)
-        if a is None or b is None:
-            return None
-        if not a[0] and not a[1]:
-            a, b = b, a
-        if b[0] or b[1]:
-            return None
-        k = b[2]
-        return {i: c * k for i, c in a[0].items()}, {i: c * k for i, c in a[1].items()}, a[2] * k
-    return None
-
-
-def _merge(x: dict[int, int], y: dict[int, int]) -> dict[int, int]:
-    out = dict(x)
-    for k, v in y.items():
-        out[k] = out.get(k, 0) + v
-    return {k: v for k, v in out.items() if v != 0}
+linear = af.linear
 
 
 @dataclass(frozen=True)

@@ -275,30 +275,7 @@ def _alias(module: Module, attr: object) -> object:
     return attr
 
 
-def linear(expr: af.AffineExpr) -> tuple[dict[int, int], dict[int, int], int] | None:
-    """(dim coefficients, symbol coefficients, constant) of an affine expression, or None when it
-    uses floordiv, ceildiv or mod (the interpreter has one too, but importing it takes a second)."""
-    if isinstance(expr, af.Const):
-        return {}, {}, expr.value
-    if isinstance(expr, af.Dim):
-        return {expr.position: 1}, {}, 0
-    if isinstance(expr, af.Symbol):
-        return {}, {expr.position: 1}, 0
-    if not isinstance(expr, af.Binary) or expr.kind not in ("add", "mul"):
-        return None
-    a, b = linear(expr.lhs), linear(expr.rhs)
-    if a is None or b is None:
-        return None
-    if expr.kind == "add":
-        dims = {k: a[0].get(k, 0) + b[0].get(k, 0) for k in {*a[0], *b[0]}}
-        syms = {k: a[1].get(k, 0) + b[1].get(k, 0) for k in {*a[1], *b[1]}}
-        return {k: v for k, v in dims.items() if v}, {k: v for k, v in syms.items() if v}, a[2] + b[2]
-    if a[0] or a[1]:
-        a, b = b, a
-    if a[0] or a[1]:
-        return None  # a product of two non-constants is not affine
-    k = a[2]
-    return ({d: k * v for d, v in b[0].items() if k * v}, {d: k * v for d, v in b[1].items() if k * v}, k * b[2])
+linear = af.linear  # shared with the interpreter, which is slow to import
 
 
 def _bounds(iset: af.IntegerSet, syms: tuple[int, ...]) -> tuple[list[int | None], list[int | None]] | None:

@@ -212,3 +212,38 @@ def evaluate(expr: AffineExpr, dims: Sequence[int], symbols: Sequence[int] = ())
     if rhs == 0:
         raise ZeroDivisionError(f"affine {expr.kind} by zero")
     return _FOLD[expr.kind](lhs, rhs)
+
+
+Linear = tuple[dict[int, int], dict[int, int], int]
+"""The linear form of an affine expression: dim coefficients, symbol coefficients, constant."""
+
+
+def linear(expr: AffineExpr) -> Linear | None:
+    """The linear form of `expr` (zero coefficients dropped), or None when it uses floordiv,
+    ceildiv, mod or a product of two non-constants."""
+    if isinstance(expr, Const):
+        return {}, {}, expr.value
+    if isinstance(expr, Dim):
+        return {expr.position: 1}, {}, 0
+    if isinstance(expr, Symbol):
+        return {}, {expr.position: 1}, 0
+    if not isinstance(expr, Binary) or expr.kind not in ("add", "mul"):
+        return None
+    a, b = linear(expr.lhs), linear(expr.rhs)
+    if a is None or b is None:
+        return None
+    if expr.kind == "add":
+        return _merge(a[0], b[0]), _merge(a[1], b[1]), a[2] + b[2]
+    if a[0] or a[1]:
+        a, b = b, a
+    if a[0] or a[1]:
+        return None
+    k = a[2]
+    return ({i: c * k for i, c in b[0].items() if c * k}, {i: c * k for i, c in b[1].items() if c * k}, b[2] * k)
+
+
+def _merge(x: dict[int, int], y: dict[int, int]) -> dict[int, int]:
+    out = dict(x)
+    for k, v in y.items():
+        out[k] = out.get(k, 0) + v
+    return {k: v for k, v in out.items() if v != 0}
