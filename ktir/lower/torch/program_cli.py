@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
 import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,20 +91,51 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines += [x for x in record.getMessage().splitlines() if x.strip()]
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            self.lines.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
 @contextlib.contextmanager
-def _quiet_torch() -> Iterator[None]:
+def _quiet_torch(collect: _Collect | None = None) -> Iterator[None]:
     # torch warns about its own internal APIs (pytree LeafSpec) while loading and
-    # decomposing; nothing a user of `ktir lower` can act on
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        yield
+    # decomposing, and logs whole tracebacks for files it cannot read: nothing a user of
+    # `ktir lower` can act on, so it is kept from the terminal (the cause is reported in one line)
+    export_log = logging.getLogger("torch.export")
+    saved = export_log.level, export_log.propagate, export_log.handlers
+    export_log.setLevel(logging.DEBUG if collect else logging.CRITICAL)
+    export_log.propagate = False
+    export_log.handlers = [collect] if collect is not None else []  # torch attaches its own here
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        export_log.setLevel(saved[0])
+        export_log.propagate = saved[1]
+        export_log.handlers = saved[2]
 
 
 def _load_pt2(path: Path) -> Any:
     import torch
 
-    with _quiet_torch():
-        return torch.export.load(str(path))
+    if not zipfile.is_zipfile(path):  # a .pt2 is a zip archive; say so before torch does, at length
+        raise ValueError("not a zip archive")
+    collect = _Collect()
+    try:
+        with _quiet_torch(collect):
+            return torch.export.load(str(path))
+    except Exception as e:
+        # torch's exception says "see the warnings above"; the logged cause is its last line
+        cause = collect.lines[-1].strip() if collect.lines else str(e)
+        raise ValueError(cause) from e
 
 
 def _one_line(e: BaseException) -> str:

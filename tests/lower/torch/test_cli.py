@@ -109,3 +109,24 @@ def test_run_program_with_a_replaced_kernel(saved, tmp_path: Path, capsys: pytes
     renamed.write_text(header + "\n" + func.replace("%in_x", "%in_y"))
     assert main([*args, "--kernel", f"{first}={renamed}"]) == 1
     assert "the program passes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["not a zip", "zip without a program"])
+def test_unreadable_pt2_prints_one_line_and_no_torch_traceback(tmp_path: Path, content: str) -> None:
+    # torch logs a whole traceback for an archive it cannot read, through its own handler
+    # (not the captured sys.stderr), so only a real process shows what a user sees
+    import zipfile
+
+    bad = tmp_path / "bad.pt2"
+    if content == "not a zip":
+        bad.write_bytes(b"garbage")
+    else:
+        with zipfile.ZipFile(bad, "w") as z:
+            z.writestr("a.txt", "x")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ktir.cli", "lower", "torch", str(bad), "-o", str(tmp_path / "o.ktir")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"{bad}: error[torch]: not a torch.export program (")
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
