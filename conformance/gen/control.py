@@ -96,23 +96,15 @@ def loops() -> Iterator[Draft]:
             "  %c64 = arith.constant 64 : index\n"
             "  %fz = arith.constant 0.000000e+00 : f32\n"
             "  %sum = scf.parallel (%iv) = (%c0) to (%c64) step (%c1) init (%fz) -> f32 {\n"
-            f"    %el = tensor.extract %u[%iv] : {u.tensor}\n"
-            f"    %el32 = arith.extf %el : {dtype} to f32\n" if dtype != "f32" else
-            f"  %f = scf.forall (%i) in (4) shared_outs(%o = %u) -> ({u.tensor}) {{\n"
-            "    %c16 = arith.constant 16 : index\n"
-            "    %off = arith.muli %i, %c16 : index\n"
-            f"    %sl = tensor.extract_slice %u[%off] [16] [1] : {u.tensor} to tensor<16x{dtype}>\n"
-            f"    %ng = math.absf %sl : tensor<16x{dtype}>\n"
-            "    scf.forall.in_parallel {\n"
-            f"      tensor.parallel_insert_slice %ng into %o[%off] [16] [1] : tensor<16x{dtype}> into {u.tensor}\n"
-            "    }\n"
-            "  }\n"
-            "  %c1 = arith.constant 1 : index\n"
-            "  %c64 = arith.constant 64 : index\n"
-            "  %fz = arith.constant 0.000000e+00 : f32\n"
-            "  %sum = scf.parallel (%iv) = (%c0) to (%c64) step (%c1) init (%fz) -> f32 {\n"
-            f"    %el32 = tensor.extract %u[%iv] : {u.tensor}\n"
         )
+        # a narrow element is widened to the f32 accumulator; f32 is summed as it is
+        if dtype != "f32":
+            body += (
+                f"    %el = tensor.extract %u[%iv] : {u.tensor}\n"
+                f"    %el32 = arith.extf %el : {dtype} to f32\n"
+            )
+        else:
+            body += f"    %el32 = tensor.extract %u[%iv] : {u.tensor}\n"
         body += (
             "    scf.reduce(%el32 : f32) {\n"
             "    ^bb0(%lhs: f32, %rhs: f32):\n"
