@@ -53,11 +53,12 @@ class Row:
 Expr = Ref | Const | Op | Reduce | Row
 
 
-def leaves(expr: Expr) -> list[Ref]:
-    out: list[Ref] = []
+def _outermost(expr: Expr, kind: type | tuple[type, ...]) -> list[Any]:
+    """The distinct nodes of `kind` in `expr` that no other such node encloses, first seen first."""
+    out: list[Any] = []
 
     def walk(e: Expr) -> None:
-        if isinstance(e, Ref):
+        if isinstance(e, kind):
             if e not in out:
                 out.append(e)
         elif isinstance(e, Op):
@@ -66,22 +67,15 @@ def leaves(expr: Expr) -> list[Ref]:
 
     walk(expr)
     return out
+
+
+def leaves(expr: Expr) -> list[Ref]:
+    return _outermost(expr, Ref)
 
 
 def boundaries(expr: Expr) -> list[Reduce | Row]:
     """The Reduce/Row nodes of `expr` outside any other one (computed before its generic)."""
-    out: list[Reduce | Row] = []
-
-    def walk(e: Expr) -> None:
-        if isinstance(e, Reduce | Row):
-            if e not in out:
-                out.append(e)
-        elif isinstance(e, Op):
-            for a in e.args:
-                walk(a)
-
-    walk(expr)
-    return out
+    return _outermost(expr, (Reduce, Row))
 
 
 def reduced_dims(expr: Expr) -> set[int]:
