@@ -131,14 +131,8 @@ def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: 
     return k
 
 
-def variance(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, correction: float, out: Ref, cores: int) -> Kernel:
-    """out = sum((x - mean)^2) / (n - correction) over `dim`; `out` has that dim as size 1."""
-    expr, out, div = _rows_last(expr, shape, dim, out, cores)
-    k = Kernel(name, aliases, div.grid)
-    starts = div.starts(k)
-    block = list(div.block)
-    n = block[-1]
-    x = evaluate(k, expr, starts, block)
+def _centred(k: Kernel, x: str, block: list[int], n: int) -> tuple[str, str]:
+    """x minus its row mean over the last dim (of length n), and the rows' sums of its squares."""
     total, _ = k.reduce(x, block, "addf", 0.0)
     mean = _scale(k, total, block[:-1], 1.0 / n)
     xc = _rowwise(k, "subf", x, mean, block)
@@ -149,6 +143,18 @@ def variance(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim:
         return r
 
     ss, _ = k.reduce(_row_map(k, xc, block, square), block, "addf", 0.0)
+    return xc, ss
+
+
+def variance(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, correction: float, out: Ref, cores: int) -> Kernel:
+    """out = sum((x - mean)^2) / (n - correction) over `dim`; `out` has that dim as size 1."""
+    expr, out, div = _rows_last(expr, shape, dim, out, cores)
+    k = Kernel(name, aliases, div.grid)
+    starts = div.starts(k)
+    block = list(div.block)
+    n = block[-1]
+    x = evaluate(k, expr, starts, block)
+    _, ss = _centred(k, x, block, n)
     var = _scale(k, ss, block[:-1], 1.0 / (n - correction) if n > correction else math.nan)
     k.store(k.convert(var, block[:-1], "f32", out.ktype), out.squeeze([out.rank - 1]), starts[:-1], block[:-1])
     return k
@@ -163,17 +169,7 @@ def layer_norm(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], we
     starts = div.starts(k)
     block = list(div.block)
     x = evaluate(k, expr, starts, block)
-    total, _ = k.reduce(x, block, "addf", 0.0)
-    mean = _scale(k, total, block[:-1], 1.0 / width)
-    xc = _rowwise(k, "subf", x, mean, block)
-
-    def square(kk: Kernel, names: list[str], acc: str) -> str:
-        r = kk.fresh("s")
-        kk.emit(f"{r} = arith.mulf {names[0]}, {names[0]} : f32")
-        return r
-
-    sq = _row_map(k, xc, block, square)
-    var_sum, _ = k.reduce(sq, block, "addf", 0.0)
+    xc, var_sum = _centred(k, x, block, width)
 
     def rstd(kk: Kernel, names: list[str], acc: str) -> str:
         m = kk.fresh("s")
