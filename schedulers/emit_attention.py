@@ -34,6 +34,7 @@ from ktir.syntax.parser import parse
 from ktir.syntax.printer import print_module, type_text
 
 from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name, function_of
+from .text import box
 
 
 @dataclass
@@ -195,10 +196,6 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     return AttentionMatch(kernel, q, k, v, o, scale)
 
 
-def _box(name: str, rows: int, cols: int) -> str:
-    return f"#{name} = affine_set<(d0, d1) : (d0 >= 0, -d0 + {rows - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
-
-
 def _box3(name: str, h: int, rows: int, cols: int, one: int) -> str:
     first = "d0 == 0" if one else f"d0 >= 0, -d0 + {h - 1} >= 0"
     return (f"#{name} = affine_set<(d0, d1, d2) : ({first}, d1 >= 0, -d1 + {rows - 1} >= 0, d2 >= 0, "
@@ -225,7 +222,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
     args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
     lines = [
         "// scheduled by ktir schedule: query blocks over the tiles, Q resident, K/V streamed (see the report)",
-        _box("sa_qall", H * S, D), _box("sa_kall", H * L, D), _box("sa_qblk", bq, D), _box("sa_kvblk", bkv, D),
+        box("sa_qall", H * S, D), box("sa_kall", H * L, D), box("sa_qblk", bq, D), box("sa_kvblk", bkv, D),
         *([_box3("sa_qall3", H, S, D, 0), _box3("sa_kall3", H, L, D, 0), _box3("sa_qblk3", 1, bq, D, 1),
            _box3("sa_kvblk3", 1, bkv, D, 1),
            "#sa_id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>"] if heads_dim else []),

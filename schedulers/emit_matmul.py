@@ -14,13 +14,10 @@ from ktir.ir.operation import Module, Operation
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import type_text
 
-from .emit_shared import emit_shared, global_view
+from .emit_shared import emit_shared, global_view, store_c_block
 from .kernels import MatmulKernel
 from .spaces import SHARED
-
-
-def _box(name: str, rows: int, cols: int) -> str:
-    return f"#{name} = affine_set<(d0, d1) : (d0 >= 0, -d0 + {rows - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
+from .text import box
 
 
 def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
@@ -35,9 +32,9 @@ def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
     lines = [
         "// scheduled by ktir schedule: see the report for the schedule and its cost",
-        _box("sched_a", M, K), _box("sched_b", K, N), _box("sched_c", M, N),
-        _box("sched_ablk", bm, bk), _box("sched_bblk", bk, bn), _box("sched_cblk", bm, bn),
-        *([_box("sched_ares", bm, K)] if a_res else []), *([_box("sched_bres", K, bn)] if b_res else []),
+        box("sched_a", M, K), box("sched_b", K, N), box("sched_c", M, N),
+        box("sched_ablk", bm, bk), box("sched_bblk", bk, bn), box("sched_cblk", bm, bn),
+        *([box("sched_ares", bm, K)] if a_res else []), *([box("sched_bres", K, bn)] if b_res else []),
         "#sched_id2 = affine_map<(d0, d1) -> (d0, d1)>",
         f"func.func @{k.name}({args}) attributes {{grid = [{gm}, {gn}]}} {{",
     ]
@@ -95,13 +92,7 @@ def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     yields = ", ".join(["%sc_prod"] + [f"%sc_{v}next" for v, _ in carried])
     kbody.append(f"scf.yield {yields} : {types}")
     block += ["  " + s for s in kbody] + ["}"]
-    out = "%sc_acc"
-    if tc != "f32":
-        block.append(f"%sc_res = arith.truncf %sc_acc : {acc} to tensor<{bm}x{bn}x{tc}>")
-        out = "%sc_res"
-    block.append(f"%sc_tc = ktdp.construct_access_tile %sc_c[%sc_m, %sc_n] {{access_tile_order = #sched_id2, "
-                 f"access_tile_set = #sched_cblk}} : memref<{M}x{N}x{tc}> -> !ktdp.access_tile<{bm}x{bn}xindex>")
-    block.append(f"ktdp.store {out}, %sc_tc : tensor<{bm}x{bn}x{tc}>, !ktdp.access_tile<{bm}x{bn}xindex>")
+    block += store_c_block(acc, bm, bn, tc, M, N)
 
     m_loop = "scf.for %sc_m = %sc_m0 to %sc_M step %sc_mstep {"
     n_loop = "scf.for %sc_n = %sc_n0 to %sc_N step %sc_nstep {"

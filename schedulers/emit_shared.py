@@ -26,6 +26,19 @@ def _set(name: str, r0: int, r1: int, cols: int) -> str:
     return f"#{name} = affine_set<(d0, d1) : ({low}, -d0 + {r1 - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
 
 
+def store_c_block(acc: str, bm: int, bn: int, tc: str, M: int, N: int) -> list[str]:
+    """Lines storing the f32 accumulator `%sc_acc` (type `acc`) as the bm x bn block of C at
+    (`%sc_m`, `%sc_n`), rounded to C's element type `tc` first when that is narrower."""
+    lines, out = [], "%sc_acc"
+    if tc != "f32":
+        lines.append(f"%sc_res = arith.truncf %sc_acc : {acc} to tensor<{bm}x{bn}x{tc}>")
+        out = "%sc_res"
+    lines.append(f"%sc_tc = ktdp.construct_access_tile %sc_c[%sc_m, %sc_n] {{access_tile_order = #sched_id2, "
+                 f"access_tile_set = #sched_cblk}} : memref<{M}x{N}x{tc}> -> !ktdp.access_tile<{bm}x{bn}xindex>")
+    lines.append(f"ktdp.store {out}, %sc_tc : tensor<{bm}x{bn}x{tc}>, !ktdp.access_tile<{bm}x{bn}xindex>")
+    return lines
+
+
 def global_view(v: str, operand: Operand, rows: int, cols: int) -> list[str]:
     """The global view `%sc_{v}` of an operand, with the input view's strides and offset."""
     ptr = f"%{operand.arg}"
@@ -157,13 +170,7 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     ytypes = "".join(f", {ty}" for _, ty in carried)
     kbody.append(f"scf.yield %sc_prod{yields} : {acc}{ytypes}")
     panel += ["  " + s for s in kbody] + ["}"]
-    out = "%sc_acc"
-    if tc != "f32":
-        panel.append(f"%sc_res = arith.truncf %sc_acc : {acc} to tensor<{bm}x{bn}x{tc}>")
-        out = "%sc_res"
-    panel.append(f"%sc_tc = ktdp.construct_access_tile %sc_c[%sc_m, %sc_n] {{access_tile_order = #sched_id2, "
-                 f"access_tile_set = #sched_cblk}} : memref<{M}x{N}x{tc}> -> !ktdp.access_tile<{bm}x{bn}xindex>")
-    panel.append(f"ktdp.store {out}, %sc_tc : tensor<{bm}x{bn}x{tc}>, !ktdp.access_tile<{bm}x{bn}xindex>")
+    panel += store_c_block(acc, bm, bn, tc, M, N)
     panel += _barrier("out")
     if pp:
         panel.append(f"scf.yield %sc_ownnext : {part_t}")

@@ -28,6 +28,7 @@ from ktir.syntax.printer import type_text
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
 from .spaces import Columns, Evaluated, MatmulSpace, _product, take
+from .text import box
 
 SPLITS = (2, 4, 8, 16, 32, 64)
 
@@ -131,10 +132,6 @@ class SplitKSpace(MatmulSpace):
                         Placement(tensor=k.c.arg, memory="global", mode="output", block=[p["bm"], p["bn"]])])
 
 
-def _box(name: str, rows: int, cols: int) -> str:
-    return f"#{name} = affine_set<(d0, d1) : (d0 >= 0, -d0 + {rows - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
-
-
 def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     gn, sk, bm, bn, bk, db = (p[n] for n in ("gn", "sk", "bm", "bn", "bk", "db"))
     M, N, K = k.M, k.N, k.K
@@ -146,8 +143,8 @@ def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
     lines = [
         "// scheduled by ktir schedule: K split over tiles, partial sums added by inter_tile_reduce (see the report)",
-        _box("sk_a", M, K), _box("sk_b", K, N), _box("sk_c", M, N),
-        _box("sk_ablk", bm, bk), _box("sk_bblk", bk, bn), _box("sk_cblk", bm, bn),
+        box("sk_a", M, K), box("sk_b", K, N), box("sk_c", M, N),
+        box("sk_ablk", bm, bk), box("sk_bblk", bk, bn), box("sk_cblk", bm, bn),
         "#sk_id2 = affine_map<(d0, d1) -> (d0, d1)>",
         f"#sk_group = affine_set<(d0)[s0] : (d0 - s0 * {sk} >= 0, -d0 + s0 * {sk} + {sk - 1} >= 0)>",
         f"#sk_first = affine_set<(d0)[s0] : (d0 - s0 * {sk} == 0)>",

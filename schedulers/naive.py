@@ -7,19 +7,15 @@ build their Llama-3.1-8B and Granite kernels with them; the tests run them small
 
 from __future__ import annotations
 
-
-def _box(name: str, *extents: int) -> str:
-    dims = ", ".join(f"d{i}" for i in range(len(extents)))
-    cons = ", ".join(f"d{i} >= 0, -d{i} + {e - 1} >= 0" for i, e in enumerate(extents))
-    return f"#{name} = affine_set<({dims}) : ({cons})>"
+from .text import box
 
 
 def matmul(M: int, N: int, K: int, dtype: str = "f16", name: str = "matmul") -> str:
     """C = A B with A M x K, B K x N, C M x N, accumulated in f32."""
     return f"""// C = A B on one tile: A {M}x{K}, B {K}x{N}, C {M}x{N} ({dtype}), accumulated in f32.
-{_box("a", M, K)}
-{_box("b", K, N)}
-{_box("c", M, N)}
+{box("a", M, K)}
+{box("b", K, N)}
+{box("c", M, N)}
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 func.func @{name}(%a_ptr: index, %b_ptr: index, %c_ptr: index) attributes {{grid = [1]}} {{
   %c0 = arith.constant 0 : index
@@ -51,8 +47,8 @@ def _rows_header(name: str, args: str, R: int) -> str:
 def rmsnorm(R: int, C: int, dtype: str = "f16", name: str = "rmsnorm") -> str:
     """y = x * rsqrt(mean(x^2) + eps) * w over rows of an R x C matrix, computed in f32."""
     return f"""// RMSNorm of {R} rows of {C} ({dtype}) on one tile, in f32.
-{_box("rows", R, C)}
-{_box("vec", C)}
+{box("rows", R, C)}
+{box("vec", C)}
 #id1 = affine_map<(d0) -> (d0)>
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -105,7 +101,7 @@ def rmsnorm(R: int, C: int, dtype: str = "f16", name: str = "rmsnorm") -> str:
 def softmax(R: int, C: int, dtype: str = "f16", name: str = "softmax") -> str:
     """Row softmax of an R x C matrix, computed in f32."""
     return f"""// Row softmax of {R} rows of {C} ({dtype}) on one tile, in f32.
-{_box("rows", R, C)}
+{box("rows", R, C)}
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 {_rows_header(name, "%x_ptr: index, %y_ptr: index", R)}  %neg_inf = arith.constant 0xFF800000 : f32
@@ -153,9 +149,9 @@ def rope(T: int, H: int, D: int, name: str = "rope") -> str:
     tab = f"memref<{T}x{h}xf32>"
     blk, tblk = f"{T}x{H}x{h}", f"{T}x{h}"
     return f"""// RoPE of {T} tokens x {H} heads x {D} on one tile (f32).
-{_box("q", T, H, D)}
-{_box("tab", T, h)}
-{_box("half", T, H, h)}
+{box("q", T, H, D)}
+{box("tab", T, h)}
+{box("half", T, H, h)}
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #tok = affine_map<(d0, d1, d2) -> (d0, d2)>
