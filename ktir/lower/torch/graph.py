@@ -433,27 +433,24 @@ class Lowering:
     def op_amin(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "min", list(node.args[1]) if len(node.args) > 1 else None)
 
-    def op__softmax(self, node: Any) -> Ref:
+    def _softmax(self, node: Any, log: bool) -> Ref:
         src, dim = node.args[0], node.args[1]
         shape, ktype = self._out(node)
         e = self.expr(src, shape, node)
         nodes = self._fused_nodes(src, shape) + [node.name]
         out = self._new_buffer(node.name, shape, ktype)
-        k = kernels.softmax(self._kname("softmax"), self.aliases, e, shape, dim % len(shape), out, self.cores)
-        self._add_kernel(k, "softmax", nodes, [out.buffer], f"{', '.join(nodes)}: softmax over dim {dim % len(shape)}")
+        what = "log_softmax" if log else "softmax"
+        k = kernels.softmax(self._kname(what), self.aliases, e, shape, dim % len(shape), out, self.cores, log=log)
+        self._add_kernel(k, "softmax", nodes, [out.buffer], f"{', '.join(nodes)}: {what} over dim {dim % len(shape)}")
         return out
+
+    def op__softmax(self, node: Any) -> Ref:
+        return self._softmax(node, log=False)
 
     op_softmax = op__softmax
 
     def op__log_softmax(self, node: Any) -> Ref:
-        src, dim = node.args[0], node.args[1]
-        shape, ktype = self._out(node)
-        e = self.expr(src, shape, node)
-        nodes = self._fused_nodes(src, shape) + [node.name]
-        out = self._new_buffer(node.name, shape, ktype)
-        k = kernels.softmax(self._kname("log_softmax"), self.aliases, e, shape, dim % len(shape), out, self.cores, log=True)
-        self._add_kernel(k, "softmax", nodes, [out.buffer], f"{', '.join(nodes)}: log_softmax over dim {dim % len(shape)}")
-        return out
+        return self._softmax(node, log=True)
 
     def op_var(self, node: Any) -> Ref:
         src = node.args[0]
