@@ -366,7 +366,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return C("results", _plain(c[0]))
 
     def results_types(self, c: list[Any]) -> C:
-        return C("results", c[0].value)
+        return C("results", c[0].value if isinstance(c[0], C) else [c[0]])
 
     # result type lists keep per-result attributes (func.func); other users drop them
     def single_result_type(self, c: list[Type]) -> list[tuple[Type, dict[str, Attribute]]]:

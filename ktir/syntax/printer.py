@@ -174,7 +174,8 @@ def attr_text(a: Attribute) -> str:
         extra = f", ct_id = {a.ct_id}" if a.ct_id is not None else ""
         return f"#ktdp.memory_space<{a.kind}{extra}>"
     if isinstance(a, at.DenseArrayAttr):
-        values = ", ".join(_dense_value_text(v) for v in a.values)
+        # MLIR reads i1 elements only as `true`/`false`
+        values = ", ".join(_dense_value_text(bool(v) if a.element_type == ty.I1 else v) for v in a.values)
         return f"array<{type_text(a.element_type)}{': ' + values if a.values else ''}>"
     if isinstance(a, at.DenseAttr):
         if a.hex is not None:
@@ -942,7 +943,7 @@ def _ins_outs(op: Operation) -> str:
 
 
 def _results_arrow(op: Operation) -> str:
-    return f" -> {_types(op.result_types)}" if op.result_types else ""
+    return _arrow(op.result_types) if len(op.result_types) > 1 else f" -> {_types(op.result_types)}" if op.result_types else ""
 
 
 @_format("LINALG_NAMED")
