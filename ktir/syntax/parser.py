@@ -12,9 +12,6 @@ import threading
 from importlib import resources
 from typing import Any, NamedTuple
 
-import lark
-from lark import Transformer
-
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -24,7 +21,7 @@ from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation,
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
 from ktir.syntax.diagnostics import Diagnostic, ParseError
-from ktir.syntax.lalr import Driver, UnexpectedToken
+from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
 
 KDYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static_* arrays
@@ -188,11 +185,10 @@ def ssa_map(exprs: list[af.AffineExpr], fixed_dims: list[str] = ()) -> SsaMap:  
     return SsaMap(af.AffineMap(num_dims=len(dims), num_symbols=len(syms), results=results), dims + syms)
 
 
-class _Builder(Transformer):  # type: ignore[type-arg]
+class _Builder:
     """Inline LALR callbacks, one per grammar rule or alias."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.reset()
 
     def reset(self) -> None:
@@ -1673,22 +1669,14 @@ _BUILDER = _Builder()
 _LOCK = threading.Lock()
 
 
-@functools.cache
-def _lark() -> lark.Lark:
-    KtirLexer.type_hook = staticmethod(_type_hook)
-    return lark.Lark(
-        _grammar_text(),
-        parser="lalr",
-        lexer=KtirLexer,
-        start=["start", "type_only"],
-        transformer=_BUILDER,
-        maybe_placeholders=False,
-    )
+GRAMMAR_STARTS = ("start", "type_only")
 
 
 @functools.cache
 def _driver() -> Driver:
-    return Driver(_lark())
+    # the tables come from the on-disk cache (lark builds them only when the grammar changed)
+    KtirLexer.type_hook = staticmethod(_type_hook)
+    return Driver(load_tables(_grammar_text(), GRAMMAR_STARTS), _BUILDER)
 
 
 def _type_hook(text: str) -> bool:
@@ -1727,9 +1715,9 @@ def _expected_text(expected: set[str]) -> str:
 @functools.cache
 def _terminal_names() -> dict[str, str]:
     names: dict[str, str] = {}
-    for term in _lark().terminals:
-        if term.pattern.type == "str":
-            names[term.name] = f"'{term.pattern.value}'"
+    for name, kind, value in _driver().terminals:
+        if kind == "str":
+            names[name] = f"'{value}'"
     names.update(
         {
             "VALUE_ID": "an SSA value (%name)",
@@ -1751,13 +1739,13 @@ def _terminal_names() -> dict[str, str]:
         }
     )
     type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
-    for term in _lark().terminals:
-        if term.name.startswith("OP_"):
-            names[term.name] = "an operation"
-        elif term.name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
-            term.pattern.type == "str" and term.pattern.value in type_words
+    for name, kind, value in _driver().terminals:
+        if name.startswith("OP_"):
+            names[name] = "an operation"
+        elif name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
+            kind == "str" and value in type_words
         ):
-            names[term.name] = "a type"
+            names[name] = "a type"
     return names
 
 
@@ -1796,32 +1784,10 @@ def parse(text: str, filename: str | None = None) -> Module:
 
 
 def _acceptable(state: Any, fallback: set[str]) -> set[str]:
-    """Terminals that would really be shifted next: LALR error states list lookaheads of
-    pending reductions from every context, so replay the reductions on the table."""
+    """Terminals that would really be shifted next (see Driver.acceptable)."""
     if state is None:
         return fallback
-    table = state.parse_conf.parse_table.states
-    found = set()
-    for terminal in table[state.position]:
-        if not terminal.isupper():
-            continue
-        stack = list(state.state_stack)
-        while True:
-            action = table[stack[-1]].get(terminal)
-            if action is None:
-                break
-            kind, arg = action
-            if kind.name == "Shift":
-                found.add(terminal)
-                break
-            size = len(arg.expansion)
-            if size:
-                del stack[-size:]
-            goto = table[stack[-1]].get(arg.origin.name)
-            if goto is None:
-                break
-            stack.append(goto[1])
-    return found or fallback
+    return _driver().acceptable(state) or fallback
 
 
 def _describe(tok: Any) -> str:
