@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ktir.lower.torch import kernels, sdsc
+from ktir.lower.torch import kernels, routing, sdsc
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
 from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
@@ -594,6 +594,62 @@ class Lowering:
             start += tshape[dim]
         return out
 
+
+    def op_topk(self, node: Any) -> list[Ref]:
+        args = list(node.args) + [None] * 4
+        src, count = args[0], int(args[1])
+        dim = -1 if args[2] is None else args[2]
+        largest = True if args[3] is None else bool(args[3])
+        in_shape = tuple(src.meta["val"].shape)
+        vshape, vtype = tuple(node.meta["val"][0].shape), _ktype(node.meta["val"][0].dtype)
+        itype = _ktype(node.meta["val"][1].dtype)
+        if vtype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"topk of {vtype} is not supported")
+        vector = len(in_shape) == 1  # a 1-D input is lowered as one row
+        if vector:
+            e: Expr = self.ref(src, node).unsqueeze(0)
+            nodes = [node.name]
+            in_shape, vshape, dim = (1, *in_shape), (1, *vshape), -1
+        else:
+            e = self.expr(src, in_shape, node)
+            nodes = self._fused_nodes(src, in_shape) + [node.name]
+        dim %= len(in_shape)
+        values = self._new_buffer(node.name + "_values", vshape, vtype)
+        indices = self._new_buffer(node.name + "_indices", vshape, itype)
+        k = routing.topk(self._kname("topk"), self.aliases, e, list(in_shape), dim, count, largest, values, indices, self.cores)
+        what = "largest" if largest else "smallest"
+        self._add_kernel(k, "topk", nodes, [values.buffer, indices.buffer], f"{', '.join(nodes)}: top {count} ({what}) over dim {dim} of {list(in_shape)}")
+        return [values.squeeze([0]), indices.squeeze([0])] if vector else [values, indices]
+
+    def op_index(self, node: Any) -> Ref:
+        """x[ids] (integer ids indexing the first dim): a row gather through an indirect access tile."""
+        src, index = node.args[0], list(node.args[1])
+        if len(index) != 1 or index[0] is None:
+            raise TorchLoweringError("only indexing the first dim with one integer tensor (x[ids]) is supported")
+        ids = self.ref(index[0], node)
+        if ids.ktype not in ("i32", "i64"):
+            raise TorchLoweringError(f"indexing with a {ids.ktype} tensor is not supported (integer ids only)")
+        table = self.ref(src, node)
+        width = math.prod(table.shape[1:])
+        flat_table = table.reshape((table.shape[0], width))
+        if flat_table is None:
+            copy = self._materialise(Pending(table, table.shape, table.ktype, 1, [node.name]), node.name + "_table")
+            flat_table = copy.reshape((table.shape[0], width))
+        flat_ids = ids.reshape((ids.numel,))
+        if flat_table is None or flat_ids is None:
+            raise TorchLoweringError("the ids of x[ids] must be a contiguous tensor")
+        shape, ktype = self._out(node)
+        out_full = self._new_buffer(node.name, shape, ktype)
+        out = Ref(out_full.buffer, ktype, 0, (ids.numel, width), contiguous_strides((ids.numel, width)))
+        k = kernels.embedding(self._kname("gather"), self.aliases, flat_table, flat_ids, out, self.cores)
+        self._add_kernel(k, "gather", [node.name], [out.buffer], f"{node.name}: gather of {ids.numel} rows of {list(table.shape)}")
+        return out_full
+
+    def op_full_like(self, node: Any) -> Ref:
+        """A tensor of one value shaped like a computed one: a constant buffer."""
+        shape = tuple(node.meta["val"].shape)
+        self.consts[node] = torch.full(shape, node.args[1], dtype=node.meta["val"].dtype)
+        return self._const_ref(node)
 
 def _contains(tree: Expr, sub: Expr) -> bool:
     if tree is sub or tree == sub:
