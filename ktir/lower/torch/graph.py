@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ktir.lower.torch import kernels, routing, sdsc
+from ktir.lower.torch import kernels, routing, sdsc, sequence
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
 from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
@@ -59,7 +59,7 @@ class Graph:
 
 
 UNARY = {
-    "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
+    "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
 }
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne"}
 # ops with no effect on values (export's runtime assertions)
@@ -271,7 +271,7 @@ class Lowering:
             return
         name = _target_name(node)
         handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
-        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not"):
+        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp"):
             handler = self.op_elementwise
         elif name in VIEWS:
             handler = self.op_view
@@ -314,6 +314,15 @@ class Lowering:
             e = x
         elif name == "logical_not":
             e = Op("logical_not", (x,))
+        elif name == "clamp":
+            low, high = (list(args[1:]) + [kw.get("min"), kw.get("max")])[:2] if len(args) > 1 else (kw.get("min"), kw.get("max"))
+            if not all(b is None or isinstance(b, int | float) for b in (low, high)):
+                raise TorchLoweringError("clamp is supported with number bounds")
+            e = x
+            if low is not None and low != -math.inf:
+                e = Op("maximum", (e, Const(float(low))))
+            if high is not None and high != math.inf:
+                e = Op("minimum", (e, Const(float(high))))
         elif name == "where":
             e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)))
         elif name in BINARY or name == "rsub":
@@ -650,6 +659,67 @@ class Lowering:
         shape = tuple(node.meta["val"].shape)
         self.consts[node] = torch.full(shape, node.args[1], dtype=node.meta["val"].dtype)
         return self._const_ref(node)
+
+    def op_convolution(self, node: Any) -> Ref:
+        """Depthwise 1-D convolution (Mamba's short causal conv): one group per channel, stride 1."""
+        src, wnode, bnode, stride, padding, dilation, transposed, _, groups = node.args
+        in_shape = tuple(src.meta["val"].shape)
+        weight = self.ref(wnode, node)
+        if len(in_shape) != 3 or transposed or list(stride) != [1] or list(dilation) != [1] or groups != in_shape[1] or weight.shape[1] != 1:
+            raise TorchLoweringError("only depthwise 1-D convolution (groups = channels, stride 1, dilation 1) is supported")
+        shape, ktype = self._out(node)
+        e = self.expr(src, in_shape, node)
+        nodes = self._fused_nodes(src, in_shape) + [node.name]
+        bias = self.ref(bnode, node) if bnode is not None else None
+        out = self._new_buffer(node.name, shape, ktype)
+        k = sequence.conv1d_depthwise(self._kname("conv1d"), self.aliases, e, in_shape, weight, bias, int(padding[0]), out, self.cores)
+        comment = f"{', '.join(nodes)}: depthwise conv1d, {in_shape[1]} channels, {weight.shape[-1]} taps, padding {padding[0]}"
+        self._add_kernel(k, "conv1d", nodes, [out.buffer], comment)
+        return out
+
+    def op_cumsum(self, node: Any) -> Ref:
+        src, dim = node.args[0], node.args[1]
+        shape, ktype = self._out(node)
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"cumsum to {ktype} is not supported")
+        if not shape:
+            return self._materialise(Pending(self.expr(src, shape, node), shape, ktype, 1, [node.name]), node.name)
+        dim %= len(shape)
+        e = self.expr(src, shape, node)
+        nodes = self._fused_nodes(src, shape) + [node.name]
+        out = self._new_buffer(node.name, shape, ktype)
+        k = sequence.cumsum(self._kname("cumsum"), self.aliases, e, shape, dim, out, self.cores)
+        self._add_kernel(k, "cumsum", nodes, [out.buffer], f"{', '.join(nodes)}: cumulative sum over dim {dim} of {list(shape)}")
+        return out
+
+    def op_constant_pad_nd(self, node: Any) -> Any:
+        src, pads = node.args[0], list(node.args[1])
+        fill = float(node.args[2]) if len(node.args) > 2 else 0.0
+        shape, ktype = self._out(node)
+        rank = len(shape)
+        low, high = [0] * rank, [0] * rank
+        for i in range(len(pads) // 2):  # pairs from the last dim backwards
+            low[rank - 1 - i], high[rank - 1 - i] = pads[2 * i], pads[2 * i + 1]
+        value = self.values.get(src)
+        if not any(low) and not any(high):  # a copy: the value passes through
+            if isinstance(value, Pending) and value.users == 1:
+                return Pending(value.expr, value.shape, value.ktype, len(node.users), value.nodes)
+            return self.ref(src, node)
+        in_shape = tuple(src.meta["val"].shape)
+        e = self.expr(src, in_shape, node)
+        nodes = self._fused_nodes(src, in_shape) + [node.name]
+        if any(p < 0 for p in low + high):  # negative padding crops: read the kept part only
+            r = self.ref(src, node)
+            for d in range(rank):
+                r = r.slice(d, max(-low[d], 0), in_shape[d] - max(-high[d], 0), 1)
+            e, in_shape, nodes = r, r.shape, [node.name]
+            low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"padding {ktype} is not supported")
+        out = self._new_buffer(node.name, shape, ktype)
+        k = sequence.pad(self._kname("pad"), self.aliases, e, in_shape, low, high, fill, out, self.cores)
+        self._add_kernel(k, "pad", nodes, [out.buffer], f"{', '.join(nodes)}: pad {list(in_shape)} to {list(shape)} with {fill}")
+        return out
 
 def _contains(tree: Expr, sub: Expr) -> bool:
     if tree is sub or tree == sub:
