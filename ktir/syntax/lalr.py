@@ -13,6 +13,7 @@ from typing import Any
 import lark
 from lark.parsers.lalr_analysis import Shift
 
+from ktir.syntax.diagnostics import ParseError
 from ktir.syntax.lexer import Tok
 
 
@@ -97,7 +98,10 @@ class Driver:
                     del values[-arg:]
                 else:
                     children = []
-                values.append(callback(children))
+                try:
+                    values.append(callback(children))
+                except ParseError as e:
+                    raise _located(e, children, tok) from None
                 stack.append(rows[stack[-1]][origin][1])
         end = Tok("$END", "", len(text), last.line if last else 1, last.column if last else 1)
         while True:
@@ -111,8 +115,31 @@ class Driver:
                 del values[-arg:]
             else:
                 children = []
-            value = callback(children)
+            try:
+                value = callback(children)
+            except ParseError as e:
+                raise _located(e, children, end) from None
             stack.append(rows[stack[-1]][origin][1])
             values.append(value)
             if stack[-1] == end_state:
                 return value
+
+
+def _first_token(value: Any, depth: int = 0) -> Tok | None:
+    if isinstance(value, Tok):
+        return value
+    if isinstance(value, list | tuple) and depth < 3:
+        for item in value:
+            found = _first_token(item, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _located(error: ParseError, children: list[Any], lookahead: Tok) -> ParseError:
+    """A rule callback's error without a position is placed at the rule's first token
+    (or, when its children hold none, at the token that ended the rule)."""
+    if error.line >= 1:
+        return error
+    tok = _first_token(children) or lookahead
+    return ParseError(error.message, tok.line, tok.column, error.diagnostics[0].file, error.diagnostics[0].id)

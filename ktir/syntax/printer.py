@@ -19,7 +19,8 @@ from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation, Region
 from ktir.syntax.affine_print import format_expr, format_map, format_set
-from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, short_body_init, short_body_input
+from ktir.syntax.diagnostics import KtirError
+from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, constant_type, i1_like, short_body_init, short_body_input
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
 _INDENT = "  "
@@ -317,7 +318,7 @@ class Printer:
         head = _results_text(op.results)
         opdef = OPS.get(op.name)
         printer = _FORMATS.get(opdef.format) if opdef is not None else None
-        if printer is None or opdef is None or not _counts_fit(op, opdef):
+        if printer is None or opdef is None or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
             self.generic(op, depth, head)
             return
         custom = Printer(self.attr_aliases)
@@ -389,6 +390,67 @@ def _counts_fit(op: Operation, opdef: OpDef) -> bool:
             return False
     flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
     return flexible or len(op.regions) == len(opdef.regions)
+
+
+_INDEX = ty.INDEX
+
+
+def _indices(n: int) -> list[Type]:
+    return [_INDEX] * n
+
+
+def _implied_tensor_results(op: Operation) -> list[Type]:
+    n_in, n_out = _segments(op, 2)
+    return [t for t in op.operand_types[n_in : n_in + n_out] if isinstance(t, ty.TensorType)]
+
+
+# The types a custom form does not spell but implies, as the parser builds them:
+# format -> op -> (operand types or None, result types or None). An op whose types differ
+# (read from generic text) prints in generic form.
+_Implied = Callable[[Operation], tuple[list[Type] | None, list[Type] | None]]
+_IMPLIED: dict[str, _Implied] = {
+    "BINARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
+    "UNARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
+    "TERNARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
+    "CMP": lambda op: ([op.operand_types[0]] * 2, [i1_like(op.operand_types[0])]),
+    "SELECT": lambda op: ([op.operand_types[0], op.operand_types[1], op.operand_types[1]], [op.operand_types[1]]),
+    "CONSTANT": lambda op: (None, [constant_type(op.attributes["value"])]),
+    "MEMORY_VIEW": lambda op: (_indices(len(op.operands)), None),
+    "ACCESS_TILE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "IF": lambda op: ([ty.I1], None),
+    "CONDITION": lambda op: ([ty.I1, *op.operand_types[1:]], None),
+    "AFFINE_APPLY": lambda op: (_indices(len(op.operands)), [_INDEX]),
+    "LINALG_MAP": lambda op: (None, _implied_tensor_results(op)),
+    "LINALG_REDUCE": lambda op: (None, _implied_tensor_results(op)),
+    "LINALG_DIMS": lambda op: (None, _implied_tensor_results(op)),
+    "EMPTY": lambda op: (_indices(len(op.operands)), None),
+    "SPLAT": lambda op: ([ty.element_type(op.result_types[0]), *_indices(len(op.operands) - 1)], None),
+    "EXTRACT": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], [ty.element_type(op.operand_types[0])]),
+    "INSERT": lambda op: ([ty.element_type(op.operand_types[1]), op.operand_types[1], *_indices(len(op.operands) - 2)], [op.operand_types[1]]),
+    "MEMREF_STORE": lambda op: ([ty.element_type(op.operand_types[1]), op.operand_types[1], *_indices(len(op.operands) - 2)], None),
+    "SLICE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "INSERT_SLICE": lambda op: (
+        [op.operand_types[0], op.operand_types[1], *_indices(len(op.operands) - 2)],
+        [op.operand_types[1]] if OPS[op.name].option("has_result", True) else [],
+    ),
+    "EXPAND_SHAPE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "PAD": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "GENERATE": lambda op: (_indices(len(op.operands)), None),
+    "DIM": lambda op: ([op.operand_types[0], _INDEX], [_INDEX]),
+    "REINTERPRET_CAST": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+}
+
+
+def _types_fit(op: Operation, opdef: OpDef) -> bool:
+    """Whether the op's types are the ones its custom form implies."""
+    implied = _IMPLIED.get(opdef.format)
+    if implied is None:
+        return True
+    try:
+        operands, results = implied(op)
+    except (KeyError, IndexError, ValueError, KtirError):
+        return False
+    return (operands is None or operands == op.operand_types) and (results is None or results == op.result_types)
 
 
 def _ordered_aliases(module: Module) -> list[tuple[str, str]]:
@@ -680,6 +742,7 @@ def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     syms = f" symbols({', '.join(symbols)})" if symbols else ""
     elided = ("per_dim_subscript_kinds", "per_dim_subscript_maps", "operandSegmentSizes")
     types = _types(op.operand_types[: 1 + n_views])
+    _need(op.operand_types[1 + n_views :] == [ty.INDEX] * (len(op.operands) - 1 - n_views))
     p.emit(
         depth,
         f"{head}{op.name} intermediate_variables({', '.join(variables)}) {base[0]}[{', '.join(subs)}]{syms}"
@@ -701,6 +764,9 @@ def _store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     kind = op.attributes["kind"]
     _need(isinstance(kind, at.EnumAttr) and kind.dialect == "ktdp" and kind.name == "runtime_arg_kind")
+    _need(isinstance(kind, at.EnumAttr) and kind.value in ("value", "granularity", "upperbound"))
+    # `!ktdp.access_tile<index>` here reads back as the stripped runtime_arg spelling
+    _need(not (isinstance(op.operand_types[0], ty.AccessTileType) and op.operand_types[0].shape == ()))
     assert isinstance(kind, at.EnumAttr)
     p.emit(
         depth,
@@ -818,6 +884,8 @@ def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 @_format("WHILE")
 def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     before, after = op.regions
+    # the before-region's arguments are the header's bindings, typed as the inputs
+    _need(before.blocks and [a.type for a in before.blocks[0].arguments] == op.operand_types)
     bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(before.blocks[0].arguments, op.operands, strict=True))
     fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
     p.emit(depth, f"{head}scf.while ({bindings}) : {function_type_text(fn)} {{")
