@@ -351,6 +351,8 @@ class Printer:
         return "}"
 
     def open_region(self, depth: int, head: str, region: Region, entry_label: bool, tail: str = "", elide: str | None = None) -> None:
+        # custom forms give `{}` an entry block: a region without blocks needs generic form
+        _need(region.blocks)
         self.emit(depth, head + " {")
         self.region(region, depth, entry_label, elide)
         self.emit(depth, "}" + tail)
@@ -860,6 +862,7 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(len(args) == len(op.operands) - 2 and len(set(op.operand_types[:3])) == 1 and args[0].type == op.operand_types[0])
     _need([a.type for a in args[1:]] == op.operand_types[3:] == op.result_types)
     lb, ub, step, *inits = op.operands
+    _need(inits or _ends_in_terminator(region))
     text = f"{head}scf.for {args[0].name} = {lb} to {ub} step {step}"
     if inits:
         bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(args[1:], inits, strict=True))
@@ -873,6 +876,10 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     then, other = op.regions[0], op.regions[1] if len(op.regions) > 1 else Region()
     elide = None if op.result_types else "scf.yield"
+    # then: always a block; neither region's entry block has arguments (none are printed);
+    # without results, both end in a terminator (the parser adds an implicit one)
+    _need(then.blocks and all(not r.blocks[0].arguments for r in (then, other) if r.blocks))
+    _need(elide is None or all(_ends_in_terminator(r) for r in (then, other) if r.blocks))
     p.emit(depth, f"{head}scf.if {op.operands[0]}{_arrow(op.result_types)} {{")
     p.region(then, depth, False, elide)
     if other.blocks:
@@ -885,7 +892,7 @@ def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     before, after = op.regions
     # the before-region's arguments are the header's bindings, typed as the inputs
-    _need(before.blocks and [a.type for a in before.blocks[0].arguments] == op.operand_types)
+    _need(before.blocks and after.blocks and [a.type for a in before.blocks[0].arguments] == op.operand_types)
     bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(before.blocks[0].arguments, op.operands, strict=True))
     fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
     p.emit(depth, f"{head}scf.while ({bindings}) : {function_type_text(fn)} {{")
@@ -922,8 +929,10 @@ def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
 @_format("SCF_REDUCE")
 def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     if not op.operands:
+        _need(not op.regions)
         p.emit(depth, f"{head}scf.reduce{_opt_dict(op.attributes)}")
         return
+    _need(op.regions and all(r.blocks for r in op.regions))
     p.emit(depth, f"{head}scf.reduce({', '.join(op.operands)} : {_types(op.operand_types)}) {{")
     for i, region in enumerate(op.regions):
         if i > 0:
@@ -973,11 +982,13 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 
 @_format("IN_PARALLEL")
 def _in_parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
 
 
 @_format("EXECUTE_REGION")
 def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}{_arrow(op.result_types)}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
 
 
