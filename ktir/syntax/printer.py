@@ -282,6 +282,10 @@ class Printer:
         self.lines: list[str] = []
         self.attr_aliases = attr_aliases or {}
 
+    def fork(self) -> Printer:
+        """A printer for one op's custom text, printing nested ops as this one does."""
+        return Printer(self.attr_aliases)
+
     def emit(self, depth: int, text: str) -> None:
         if text:
             self.lines.append(_INDENT * depth + text)
@@ -322,7 +326,7 @@ class Printer:
         if printer is None or opdef is None or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
             self.generic(op, depth, head)
             return
-        custom = Printer(self.attr_aliases)
+        custom = self.fork()
         try:
             printer(custom, op, opdef, depth, head)
         except (KeyError, IndexError, AssertionError, ValueError, StopIteration):
@@ -1050,8 +1054,10 @@ def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))
 
 
-def _short_body(op: Operation, n_ins: int, with_inits: bool) -> str | None:
-    """The op name if the body is exactly what `{ op }` builds, else None."""
+def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
+    """The op name if the body is exactly what `{ op }` builds, else None. MLIR 22 gives
+    the body the inputs and the init; map applies the op to the inputs, reduce to
+    (init, inputs...)."""
     if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
         return None
     block = op.regions[0].blocks[0]
@@ -1059,16 +1065,15 @@ def _short_body(op: Operation, n_ins: int, with_inits: bool) -> str | None:
         return None
     inner, yield_op = block.operations
     n_out = len(block.arguments) - n_ins
-    expected = [short_body_input(i) for i in range(n_ins)]
-    if with_inits:
-        expected += [short_body_init(i) for i in range(n_out)]
+    expected = [short_body_input(i) for i in range(n_ins)] + [short_body_init(i) for i in range(n_out)]
     names = [a.name for a in block.arguments]
+    operands = [names[-1], *names[:-1]] if init_first and names else names[:n_ins]
     inner_def = OPS.get(inner.name)
     if (
         names != expected
         or inner_def is None
         or inner_def.format not in ("BINARY", "UNARY", "TERNARY")
-        or inner.operands != names
+        or inner.operands != operands
         or inner.attributes
         or inner.results != [SHORT_BODY_RESULT]
         or yield_op.name != "linalg.yield"
@@ -1088,7 +1093,7 @@ def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:
 @_format("LINALG_MAP")
 def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_in, _ = _segments(op)
-    short = _short_body(op, n_in, with_inits=False)
+    short = _short_body(op, n_in, init_first=False)
     attrs = _opt_dict(op.attributes, ("operandSegmentSizes",))
     if short is not None:
         p.emit(depth, f"{head}linalg.map {{ {short} }} {_ins_outs(op)}{attrs}")
@@ -1103,7 +1108,7 @@ def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     _need(_is_i64_array(dims))
     assert isinstance(dims, at.DenseArrayAttr)
     tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
-    short = _short_body(op, n_in, with_inits=True)
+    short = _short_body(op, n_in, init_first=True)
     if short is not None:
         p.emit(depth, f"{head}linalg.reduce {{ {short} }} {_ins_outs(op)}{tail}")
         return
