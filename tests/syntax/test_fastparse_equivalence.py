@@ -9,6 +9,7 @@ both, which are mostly invalid.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ FILES = sorted(
     for f in ROOT.rglob(ext)
     if not _SKIP.intersection(f.relative_to(ROOT).parts) and not any(x.startswith(".") for x in f.relative_to(ROOT).parts)
 )
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# KTIR_FUZZ_EXAMPLES=5000 for a long fuzzing run
+SETTINGS = settings(max_examples=int(os.environ.get("KTIR_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def fast_only(text: str) -> Module | None:
