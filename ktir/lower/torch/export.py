@@ -29,12 +29,34 @@ def export(module: Any, example_inputs: tuple[Any, ...]) -> Any:
         example_inputs = tuple(example_inputs)
     training = module.training
     module.eval()  # inference semantics (dropout off, norms use running statistics)
+    restore = _traceable_experts(module)
     try:
         with torch.no_grad():
             ep = torch.export.export(module, example_inputs)
     finally:
+        restore()
         module.train(training)  # the caller's module is left as it was
     return decompose(ep)
+
+
+def _traceable_experts(module: Any) -> Any:
+    """Hugging Face mixture-of-experts models default to `experts_implementation="grouped_mm"`,
+    whose sort / histogram / opaque grouped-matmul graph has data-dependent group sizes.
+    `"batched_mm"` computes the same function as a gather of each token's expert weights and
+    a batched matmul, which lowers; switch to it for the export and return the undo."""
+    switched = []
+    for sub in module.modules():
+        config = getattr(sub, "config", None)
+        if hasattr(sub, "set_experts_implementation") and getattr(config, "_experts_implementation", None) == "grouped_mm":
+            switched.append((sub, sub.get_experts_implementation()))
+    for sub, _ in switched:
+        sub.set_experts_implementation("batched_mm")
+
+    def restore() -> None:
+        for sub, before in reversed(switched):
+            sub.set_experts_implementation(before)
+
+    return restore
 
 
 def decompose(ep: Any) -> Any:
