@@ -1117,15 +1117,7 @@ class _Parser:
         c.append(self.values_types(b.ins_clause))
         self.expect("outs")
         c.append(self.values_types(b.outs_clause))
-        if self.V[self.i] == "->":
-            self.i += 1
-            if self.V[self.i] == "(":
-                self.i += 1
-                types = self.type_list()
-                self.expect(")")
-            else:
-                types = self.type_list()
-            c.append(b.results_types([types]))
+        self.results_types_opt(c)
         return b.linalg_named_op(c)
 
     def empty_op(self, tok: Tok) -> Any:
@@ -1193,7 +1185,7 @@ class _Parser:
         return b.linalg_generic_op(c)
 
     def results_types_opt(self, c: list[Any]) -> None:
-        """("->" type_list | "->" "(" type_list ")")?"""
+        """("->" type | "->" "(" type_list ")")?"""
         if self.V[self.i] != "->":
             return
         self.i += 1
@@ -1202,7 +1194,7 @@ class _Parser:
             types = self.type_list()
             self.expect(")")
         else:
-            types = self.type_list()
+            types = self.type()
         c.append(self.b.results_types([types]))
 
     def short_body_opt(self, c: list[Any]) -> None:

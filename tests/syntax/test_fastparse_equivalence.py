@@ -148,8 +148,8 @@ def _mutate(text: str, data: st.DataObject) -> str:
             if a[1] <= b[0]:
                 text = text[: a[0]] + text[b[0] : b[1]] + text[a[1] : b[0]] + text[a[0] : a[1]] + text[b[1] :]
         else:
-            piece = data.draw(st.sampled_from([",", ":", "(", ")", "{", "}", "[", "]", "<", ">", "-", "->", "=", "x", "4", "%z", "index", "f32", "#map", "to", "tensor<4xf32>", "\"s\"", "//c\n"]))
-            text = text[:start] + piece + text[end:]
+            piece = data.draw(st.sampled_from([",", ":", "(", ")", "{", "}", "[", "]", "<", ">", "-", "->", "=", "x", "4", "%z", "index", "f32", "#map", "to", "tensor<4xf32>", ", tensor<4xf32>", ", %z", "\"s\"", "//c\n"]))
+            text = text[:start] + piece + text[end:] if data.draw(st.booleans()) else text[:end] + piece + text[end:]
         spans = [m.span() for m in _TOKEN.finditer(text)]
         if not spans:
             break
