@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -64,32 +65,98 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ktir.batch import expand, run_many
+
+    files, problems = expand(args.files)
+    for problem in problems:
+        print(f"ktir validate: {problem}", file=sys.stderr)
+    if args.jobs > 1:
+        import ktir.verify  # noqa: F401  (loaded once here, inherited by the worker processes)
+    worst = run_many(validate_file, files, args, args.jobs, "validate")
+    return max(worst, EXIT_USAGE if problems else EXIT_OK)
+
+
+def validate_file(path: str, args: argparse.Namespace) -> int:
+    """`ktir validate` of one file; its exit code."""
     import json
 
     from ktir.verify import validate_text
 
-    worst = EXIT_OK
-    for path in args.files:
-        name = "<stdin>" if path == "-" else path
-        try:
-            source = read_source(path)
-        except InputError as e:
-            print(f"ktir validate: {e}", file=sys.stderr)
-            worst = max(worst, EXIT_USAGE)
-            continue
-        _, diagnostics = validate_text(source, name)
-        shown = [d for d in diagnostics if args.notes or d.severity != "note"]
-        failed = any(d.severity == "error" or (args.werror and d.severity == "warning") for d in diagnostics)
-        for d in shown:
-            if args.format == "json":
-                print(json.dumps(d.to_dict()))
-            else:
-                print(render(d, source), file=sys.stderr)
-        if failed:
-            worst = max(worst, EXIT_INVALID)
-        elif args.format == "text" and not args.quiet:
-            print(f"{name}: valid", file=sys.stderr)
-    return worst
+    name = "<stdin>" if path == "-" else path
+    try:
+        source = read_source(path)
+    except InputError as e:
+        print(f"ktir validate: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    _, diagnostics = validate_text(source, name)
+    shown = [d for d in diagnostics if args.notes or d.severity != "note"]
+    failed = any(d.severity == "error" or (args.werror and d.severity == "warning") for d in diagnostics)
+    for d in shown:
+        if args.format == "json":
+            print(json.dumps(d.to_dict()))
+        else:
+            print(render(d, source), file=sys.stderr)
+    if failed:
+        return EXIT_INVALID
+    if args.format == "text" and not args.quiet:
+        print(f"{name}: valid", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_fmt_files(args: argparse.Namespace) -> int:
+    """`ktir fmt` over one or many files and directories (each file through cmd_fmt)."""
+    from ktir.batch import expand, run_many
+
+    files, problems = expand(args.file)
+    for problem in problems:
+        print(f"ktir fmt: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    many = len(files) > 1 or len(args.file) != len(files) or any(os.path.isdir(f) for f in args.file)
+    if args.in_place and args.output is not None:
+        print("ktir fmt: -i (--in-place) and -o (--output) exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    if args.in_place and "-" in files:
+        print("ktir fmt: -i (--in-place) cannot rewrite stdin", file=sys.stderr)
+        return EXIT_USAGE
+    if many and args.output is not None:
+        print("ktir fmt: -o (--output) takes a single FILE; use -i to rewrite many in place", file=sys.stderr)
+        return EXIT_USAGE
+    if many and not (args.check or args.in_place):
+        print("ktir fmt: several files: use --check, or -i to rewrite them in place", file=sys.stderr)
+        return EXIT_USAGE
+    return run_many(fmt_file, files, args, args.jobs, "fmt")
+
+
+def fmt_file(path: str, args: argparse.Namespace) -> int:
+    """`ktir fmt` of one file (in place with -i); its exit code."""
+    one = argparse.Namespace(**vars(args))
+    one.file = path
+    if args.in_place:
+        one.output = path
+    return cmd_fmt(one)
+
+
+def _add_batch_options(parser: argparse.ArgumentParser, in_place: bool = False) -> None:
+    parser.add_argument(
+        "-j", "--jobs", type=_jobs, default=1, metavar="N", help="check N files at a time in N processes (0: one per CPU)"
+    )
+    if in_place:
+        parser.add_argument("-i", "--in-place", action="store_true", help="rewrite each FILE in canonical form (atomically)")
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError("the number of processes cannot be negative")
+    if jobs == 0:
+        from ktir.batch import default_jobs
+
+        return default_jobs()
+    return jobs
 
 
 class _VersionAction(argparse.Action):
@@ -112,7 +179,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fmt = sub.add_parser("fmt", help="print a KTIR file in canonical form", description="Parse FILE and print it in canonical KTIR form.")
-    fmt.add_argument("file", metavar="FILE", help="a .ktir or .mlir file, or - for stdin")
+    fmt.add_argument("file", nargs="+", metavar="FILE", help="a .ktir or .mlir file, - for stdin, or a directory (with --check or -i)")
     fmt.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
     fmt.add_argument("--check", action="store_true", help="exit 1 if FILE is not already canonical; write nothing")
     fmt.add_argument("-q", "--quiet", action="store_true", help="do not print legacy-spelling warnings")
@@ -126,18 +193,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help='write #ktdp.memory_space<...> in memref types as a string "#ktdp.memory_space<...>", which stock MLIR accepts',
     )
     fmt.set_defaults(run=cmd_fmt)
+    _add_batch_options(fmt, in_place=True)
+    fmt.set_defaults(run=cmd_fmt_files)  # each file goes through cmd_fmt
 
     val = sub.add_parser(
         "validate",
         help="check KTIR files: syntax, structure, types and every op constraint",
         description="Exit 0 when every file is valid (warnings allowed), 1 when any is invalid, 2 on usage or I/O errors.",
     )
-    val.add_argument("files", nargs="+", metavar="FILE", help=".ktir/.mlir files, or - for stdin")
+    val.add_argument("files", nargs="+", metavar="FILE", help=".ktir/.mlir files, directories (searched for them), or - for stdin")
     val.add_argument("--format", choices=("text", "json"), default="text", help="json: one object per diagnostic on stdout")
     val.add_argument("--werror", action="store_true", help="treat warnings as errors")
     val.add_argument("--notes", action="store_true", help="also show notes (properties that could not be decided statically)")
     val.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
     val.set_defaults(run=cmd_validate)
+    _add_batch_options(val)
 
     for register in _package_parsers(command):
         register(sub)

@@ -8,6 +8,7 @@ is sugar). Op names come from the registry through the lexer.
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from importlib import resources
 from typing import Any, NamedTuple
@@ -21,6 +22,7 @@ from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation,
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
 from ktir.syntax.diagnostics import Diagnostic, ParseError
+from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
 from ktir.syntax.mlir_generic import from_mlir, memory_space_from_string
@@ -1753,37 +1755,61 @@ def _terminal_names() -> dict[str, str]:
     return names
 
 
-def parse(text: str, filename: str | None = None) -> Module:
-    """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input."""
-    with _LOCK:
-        _BUILDER.reset()
-        KtirLexer.comment_sink = _BUILDER.comments
-        try:
-            module: Module = _driver().parse(text, "start")
-        except LexError as e:
-            raise ParseError(e.message, e.line, e.column, filename) from None
-        except UnexpectedToken as e:
-            tok = e.token
-            fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
-            if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in fallback):
-                message = (
-                    f"unknown operation '{tok.value}': KTIR does not define it; write it in MLIR's generic form,"
-                    f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
-                )
-                raise ParseError(message, tok.line, tok.column, filename) from None
-            expected = _expected_text(_acceptable(e.state, fallback))
-            if tok.type == "$END":
-                line, col = _end_position(text)
-                raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
-            raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
-        except ParseError as e:
-            raise ParseError(e.message, e.line, e.column, filename) from None
-        finally:
-            KtirLexer.comment_sink = None
-        attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
+def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Module:
+    """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input.
+
+    The recursive-descent fast path (ktir.syntax.fastparse) reads the common forms; the
+    grammar reads everything else and reports every error. `fast=False`: grammar only."""
+    collecting = gc.isenabled()
+    gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
+    try:
+        with _LOCK:
+            module = _parse_fast(text) if fast else None
+            if module is None:
+                module = _parse_lalr(text, filename)
+            attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
+    finally:
+        if collecting:
+            gc.enable()
     module.filename = filename
     for w in module.warnings:
         object.__setattr__(w, "file", filename)
+    return module
+
+
+def _parse_fast(text: str) -> Module | None:
+    _BUILDER.reset()
+    try:
+        return parse_fast(text, _BUILDER)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - Fallback, or an error the grammar path will report
+        return None
+
+
+def _parse_lalr(text: str, filename: str | None) -> Module:
+    _BUILDER.reset()
+    KtirLexer.comment_sink = _BUILDER.comments
+    try:
+        module: Module = _driver().parse(text, "start")
+    except LexError as e:
+        raise ParseError(e.message, e.line, e.column, filename) from None
+    except UnexpectedToken as e:
+        tok = e.token
+        fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
+        if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in fallback):
+            message = (
+                f"unknown operation '{tok.value}': KTIR does not define it; write it in MLIR's generic form,"
+                f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
+            )
+            raise ParseError(message, tok.line, tok.column, filename) from None
+        expected = _expected_text(_acceptable(e.state, fallback))
+        if tok.type == "$END":
+            line, col = _end_position(text)
+            raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
+        raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
+    except ParseError as e:
+        raise ParseError(e.message, e.line, e.column, filename) from None
+    finally:
+        KtirLexer.comment_sink = None
     return module
 
 
