@@ -307,7 +307,31 @@ def structural_rules() -> str:
     return "\n".join(_table(["ID", "Rule"], [[f'<a id="{k}"></a>`{k}`', v] for k, v in rules.items()])) + "\n"
 
 
+def warnings_table() -> str:
+    """The verifier's warnings and their IDs."""
+    import importlib
+
+    found: dict[str, str] = importlib.import_module("ktir.verify").WARNINGS
+    return "\n".join(_table(["ID", "Meaning"], [[f'<a id="{k}"></a>`{k}`', v] for k, v in found.items()])) + "\n"
+
+
+def runtime_kinds() -> str:
+    """The reference interpreter's runtime diagnostic IDs, with where the spec defines each."""
+    import importlib
+
+    kinds: tuple[str, ...] = importlib.import_module("reference_interp.errors").KINDS
+    limits = {"step-limit", "memory-limit", "unsupported", "internal"}
+    rows = []
+    for kind in kinds:
+        where = "execution.md#limits-of-an-implementation" if kind in limits else "execution.md#dynamic-errors"
+        what = "implementation limit" if kind in limits else "dynamic error"
+        rows.append([f"`runtime.{kind}`", f"[{what}]({where})"])
+    return "\n".join(_table(["ID", "Defined in"], rows)) + "\n"
+
+
 DIRECTIVES = {
+    "warnings": warnings_table,
+    "runtime-kinds": runtime_kinds,
     "structural-rules": structural_rules,
     "grammar": _directive_grammar,
     "ebnf": ebnf.ebnf_markdown,
