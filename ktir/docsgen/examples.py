@@ -14,6 +14,7 @@ generated example and the status column says so.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from dataclasses import dataclass
@@ -119,6 +120,10 @@ def _single_kernel(text: str) -> bool:
     return len(public_kernels(module)) == 1 and not module.warnings
 
 
+def _rank(op: str, case: Any) -> tuple[int, int, int, int, str]:
+    return _score(case, op)
+
+
 _READABLE = ("f32", "i32", "f16", "i64", "index", "i8", "i16", "i1", "f64", "bf16")
 
 
@@ -173,7 +178,7 @@ def collect() -> dict[str, Example]:
     built: dict[str, Example | None] = {}
     found: dict[str, Example] = {}
     for op in OPS:
-        for case in sorted(by_op.get(op, []), key=lambda c, op=op: _score(c, op)):
+        for case in sorted(by_op.get(op, []), key=functools.partial(_rank, op)):
             if case.id not in built:
                 built[case.id] = _build(case, root)
             example = built[case.id]
