@@ -27,6 +27,9 @@ ACCURACY_ANCHORS = {
 }
 
 
+SEARCH_BOOST = 4
+
+
 def dialects() -> list[str]:
     present = {op.dialect for op in OPS.values()}
     ordered = [d for d in DIALECT_ORDER if d in present]
@@ -80,7 +83,8 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
 def op_page(op: OpDef, semantics: str | None, example: run_examples.Example | None = None) -> str:
     """One op's page: syntax, operands, results, attributes, regions, semantics, constraints."""
     to_spec = "../"
-    out = [f"# {op.name}", "", op.summary, ""]
+    # front matter: op pages rank first when a search matches their name (mkdocs-material)
+    out = ["---", "search:", f"  boost: {SEARCH_BOOST}", "---", "", f"# {op.name}", "", op.summary, ""]
     facts = [
         f"**Dialect:** [{op.dialect}]({op.dialect}/index.md)",
         f"**Accuracy class:** {_accuracy_link(op.accuracy, to_spec)}",
