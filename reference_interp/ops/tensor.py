@@ -1,8 +1,8 @@
 """`tensor`: creation, element and slice access, reshapes, concat, pad, generate.
 
-`tensor.empty` has unspecified contents (MLIR semantics). The interpreter fills it with
-zeros so runs are deterministic; with `strict=True` it yields an *uninitialised* value
-and any op that reads an unspecified element fails with `runtime.undefined`
+`tensor.empty` has unspecified contents (MLIR semantics). With `strict=True` (the default)
+it yields an *uninitialised* value and any op that reads an unspecified element fails with
+`runtime.undefined`; with `strict=False` (`--lenient`) it reads as zeros
 (`insert`/`insert_slice` into it are tracked elementwise; ops that only use its shape,
 like the `outs` of elementwise linalg ops, are fine).
 """
@@ -232,7 +232,7 @@ def insert_slice(c: FuncCompiler, op: Operation) -> OpFn:
         region = _region(o, s, st, d.shape)
         value = fr[src]
         if type(value) is Uninit:
-            raise fail("undefined", "inserts the unspecified contents of a tensor.empty (strict mode)")
+            raise fail("undefined", "inserts the unspecified contents of a tensor.empty")
         fr[target] = _insert_into(d, region, np.reshape(value, s))
 
     return run
