@@ -27,7 +27,11 @@ def add_conformance_parser(sub: Any) -> None:
     who = run.add_mutually_exclusive_group()
     who.add_argument("--adapter", default="reference", metavar="NAME",
                      help="`reference` (default) or `python:pkg.mod:Class`")
-    who.add_argument("--adapter-cmd", metavar="CMD", help="external program: 'CMD {ktir} {inputs} {outputs}'")
+    who.add_argument("--adapter-cmd", metavar="CMD", help="external program: 'CMD {ktir} {inputs} {outputs}' (per case), "
+                     "or with --adapter-protocol persistent a server of JSON-line requests")
+    run.add_argument("--adapter-protocol", choices=("per-case", "persistent"), default="per-case",
+                     help="how --adapter-cmd is driven: started once per case (default) or once per worker, serving "
+                          "many cases over stdin/stdout")
     run.add_argument("--level", action="append", choices=LEVELS, help="run only this level (repeatable)")
     run.add_argument("-k", dest="pattern", metavar="PATTERN", help="only case ids containing PATTERN (or matching a glob)")
     run.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="worker processes (default 1)")
@@ -100,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not cases:
         print("ktir conformance: no case matches the selection", file=sys.stderr)
         return EXIT_USAGE
-    spec = AdapterSpec(adapter=args.adapter, command=args.adapter_cmd)
+    spec = AdapterSpec(adapter=args.adapter, command=args.adapter_cmd, protocol=args.adapter_protocol)
     selection = {k: v for k, v in (("level", ",".join(args.level or [])), ("pattern", args.pattern or "")) if v}
     timeout = args.timeout or None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

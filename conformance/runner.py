@@ -28,10 +28,13 @@ class AdapterSpec:
 
     adapter: str = "reference"
     command: str | None = None
+    protocol: str = "per-case"  # for `command`: "per-case" or "persistent"
 
     @property
     def label(self) -> str:
-        return f"cmd: {self.command}" if self.command else self.adapter
+        if not self.command:
+            return self.adapter
+        return f"cmd{' (persistent)' if self.protocol == 'persistent' else ''}: {self.command}"
 
 
 class CaseTimeout(Exception):
@@ -141,7 +144,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(spec: AdapterSpec, timeout: float | None, root: Path) -> None:
-    _WORKER["adapter"] = load_adapter(spec.adapter, spec.command, timeout)
+    _WORKER["adapter"] = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)
     _WORKER["timeout"] = timeout
     _WORKER["root"] = root
 
@@ -154,11 +157,15 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
                  root: Path = SUITE_ROOT) -> Iterator[CaseResult]:
     """Results as cases finish (in completion order). Raises AdapterError if the adapter
     cannot be loaded."""
-    adapter = load_adapter(spec.adapter, spec.command, timeout)  # fail fast, in this process
+    adapter = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)  # fail fast, in this process
     if jobs <= 1:
-        for case in cases:
-            yield run_case(case, adapter, root, timeout)
+        try:
+            for case in cases:
+                yield run_case(case, adapter, root, timeout)
+        finally:
+            _close(adapter)
         return
+    _close(adapter)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(spec, timeout, root)) as pool:
         futures = {pool.submit(_work, case): case for case in cases}
         for future in as_completed(futures):
@@ -167,6 +174,12 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
                 yield future.result()
             except BrokenProcessPool:
                 yield _result(case, "error", "the worker process died (the adapter crashed)", 0.0)
+
+
+def _close(adapter: Any) -> None:
+    close = getattr(adapter, "close", None)
+    if callable(close):
+        close()
 
 
 def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: float | None = None,
