@@ -21,10 +21,13 @@ from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
 from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
+from .emit_natural import emit_natural
 from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, recognise
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, grid_of, recognise
+from .natural import NaturalKernel, natural_reason_or_kernel
 from .report import ScheduleReport
 from .rowloop import rewrite_rows
+from .space_natural import NaturalSpace
 from .spaces import Evaluated, Space, row, space_for
 
 # A strategy returns the chosen point and how many candidates it evaluated.
@@ -134,7 +137,7 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
     return {n: int(v[p]) for n, v, p in zip(names, values, best, strict=True)}, evaluated
 
 
-def plan(kernel: MatmulKernel | RowKernel | AttentionKernel, target: Target, strategy: Strategy,
+def plan(kernel: MatmulKernel | RowKernel | AttentionKernel | NaturalKernel, target: Target, strategy: Strategy,
          options: ScheduleOptions) -> tuple[Space, dict[str, int], int, Bound]:
     """The cost-model half of scheduling (no module): what the benchmarks call for every class."""
     fig = figures(target)
@@ -184,7 +187,15 @@ class StrategyScheduler:
             found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
-            report.reason = rec.reason
+            natural = natural_reason_or_kernel(module, rec.fn, options.sizes)
+            if isinstance(natural, NaturalKernel) and natural.splittable():
+                return self._natural(natural, target, options, report, start)
+            if isinstance(natural, NaturalKernel):
+                report.reason = _uncuttable(natural)
+            else:  # the natural form's reason when the kernel is straight-line code on one tile
+                straight = not any(op.regions for op in rec.fn.regions[0].blocks[0].operations
+                                   if not op.name.startswith("linalg."))
+                report.reason = f"natural form: {natural}" if straight and math.prod(grid_of(rec.fn)) == 1 else rec.reason
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
             return ScheduleResult(module, report)
@@ -216,6 +227,29 @@ class StrategyScheduler:
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)
+
+
+    def _natural(self, k: NaturalKernel, target: Target, options: ScheduleOptions, report: ScheduleReport,
+                 start: float) -> ScheduleResult:
+        report.kernel_class = "natural"
+        report.dims = {k.label(c): k.extent[c] for c in k.classes}
+        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
+        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
+        fill_report(report, space, point, count, bound)
+        assert isinstance(space, NaturalSpace)
+        blocked = [f"{k.label(c)}: {k.free[c][0]}" for c in k.classes if k.free[c]]
+        if blocked:
+            report.notes.append("kept whole: " + "; ".join(blocked))
+        out = emit_natural(space, point)
+        report.applied = True
+        report.schedule_seconds = time.perf_counter() - start
+        return ScheduleResult(out, report)
+
+
+def _uncuttable(k: NaturalKernel) -> str:
+    """Why no dimension of a natural-form kernel can be cut: each class with its first blocker."""
+    parts = [f"{k.label(c)} ({k.extent[c]}): {k.free[c][0]}" for c in k.classes if k.extent[c] > 1 and k.free[c]]
+    return "no dimension of the iteration space can be cut into blocks without changing results: " + "; ".join(parts)
 
 
 class BaselineScheduler(StrategyScheduler):

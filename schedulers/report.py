@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 
-KernelClass = Literal["matmul", "rowwise", "attention", "unrecognized"]
+KernelClass = Literal["matmul", "rowwise", "attention", "natural", "unrecognized"]
 
 
 class Placement(BaseModel):
