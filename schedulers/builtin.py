@@ -22,6 +22,7 @@ from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
 from .emit_natural import emit_natural
+from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
 from .kernels import AttentionKernel, MatmulKernel, RowKernel, grid_of, recognise
 from .natural import NaturalKernel, natural_reason_or_kernel
@@ -191,7 +192,10 @@ class StrategyScheduler:
             if isinstance(natural, NaturalKernel) and natural.splittable():
                 return self._natural(natural, target, options, report, start)
             if isinstance(natural, NaturalKernel):
-                report.reason = _uncuttable(natural)
+                split = find_split_reduction(natural)
+                if isinstance(split, ReductionPlan):
+                    return self._natural(reduction_kernel(natural, split), target, options, report, start, split)
+                report.reason = _uncuttable(natural) + f"; and the reduction cannot be split over tiles: {split}"
             else:  # the natural form's reason when the kernel is straight-line code on one tile
                 straight = not any(op.regions for op in rec.fn.regions[0].blocks[0].operations
                                    if not op.name.startswith("linalg."))
@@ -230,17 +234,23 @@ class StrategyScheduler:
 
 
     def _natural(self, k: NaturalKernel, target: Target, options: ScheduleOptions, report: ScheduleReport,
-                 start: float) -> ScheduleResult:
+                 start: float, split: ReductionPlan | None = None) -> ScheduleResult:
         report.kernel_class = "natural"
         report.dims = {k.label(c): k.extent[c] for c in k.classes}
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
         space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
         fill_report(report, space, point, count, bound)
         assert isinstance(space, NaturalSpace)
-        blocked = [f"{k.label(c)}: {k.free[c][0]}" for c in k.classes if k.free[c]]
+        blocked = [f"{k.label(c)}: {k.free[c][0]}" for c in k.classes if k.free[c] and split is None]
         if blocked:
             report.notes.append("kept whole: " + "; ".join(blocked))
-        out = emit_natural(space, point)
+        if split is None:
+            out = emit_natural(space, point)
+        else:
+            out = emit_split_reduction(space, point, split)
+            report.notes.append(f"{split.op.name} (line {split.op.loc.line if split.op.loc else '?'}) is split over "
+                                f"the tiles along {k.label(split.cls)}: partial results combined by "
+                                "ktdp.inter_tile_reduce on tile 0, which runs what follows")
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)

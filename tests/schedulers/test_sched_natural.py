@@ -39,6 +39,7 @@ KERNELS = {
     "transpose": lambda: nat.transpose(128, 256),
     "rope": lambda: nat.rope(16, 4, 128),
     "swiglu": lambda: nat.swiglu(64, 256),
+    "reduce_sum_to_scalar": lambda: nat.reduce_sum(64, 128),
 }
 
 
@@ -70,11 +71,20 @@ def test_softmax_over_columns_cuts_the_columns(spyre: Target) -> None:
     assert any("reduces over this dimension (dimensions = [0])" in n for n in result.report.notes), result.report.notes
 
 
-def test_a_whole_reduction_is_declined_with_the_op_named(spyre: Target) -> None:
-    before = ktir.parse(_text(nat.reduce_sum(64, 128), "sum"), "sum.ktir")
-    result = schedulers.schedule(before, spyre, "exact")
+def test_a_whole_reduction_is_split_with_an_inter_tile_reduce(spyre: Target) -> None:
+    before = ktir.parse(_text(nat.reduce_sum(256, 128), "sum"), "sum.ktir")
+    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True))
+    assert result.report.applied and result.check
+    assert "ktdp.inter_tile_reduce" in print_module(result.module)
+    assert result.report.schedule is not None and "d0:256" in result.report.schedule.splits  # the rows, not the sticks
+
+
+def test_a_reduction_from_a_non_identity_init_is_declined_with_the_op_named(spyre: Target) -> None:
+    text = _text(nat.reduce_sum(64, 128), "sum").replace("arith.constant 0.0 : f32", "arith.constant 1.0 : f32")
+    result = schedulers.schedule(ktir.parse(text, "sum.ktir"), spyre, "exact")
     assert not result.report.applied
-    assert "linalg.generic (line" in (result.report.reason or "") and "reduction" in (result.report.reason or "")
+    reason = result.report.reason or ""
+    assert "linalg.generic (line" in reason and "reduction" in reason and "not the identity" in reason, reason
 
 
 def test_a_kernel_reading_and_writing_one_array_is_declined(spyre: Target) -> None:
