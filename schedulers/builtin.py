@@ -27,6 +27,7 @@ from .emit_splitk import emit_splitk
 from .kernels import AttentionKernel, MatmulKernel, RowKernel, grid_of, recognise
 from .natural import NaturalKernel, natural_reason_or_kernel
 from .report import ScheduleReport
+from .rerank import Ranked, rerank, timeline_of
 from .rowloop import rewrite_rows
 from .space_natural import NaturalSpace
 from .spaces import Evaluated, Space, row, space_for
@@ -175,6 +176,7 @@ class StrategyScheduler:
 
     name = ""
     strategy: Strategy
+    rerank = True  # natural-form kernels: re-rank the model's best schedules on the timeline
 
     def supported_ops(self) -> tuple[str, ...]:
         return SUPPORTED_OPS
@@ -239,8 +241,23 @@ class StrategyScheduler:
         report.dims = {k.label(c): k.extent[c] for c in k.classes}
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
         space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
-        fill_report(report, space, point, count, bound)
         assert isinstance(space, NaturalSpace)
+        deadline = start + max(options.time_budget, 0.0) - REWRITE_MARGIN
+        if type(self).rerank:
+            ranked = rerank(space, point, deadline, split)
+        else:  # the baseline is what it is; the timeline only measures it
+            ranked = Ranked(point, timeline_of(space, point, split, deadline), 1, point, None)
+        point = ranked.point
+        fill_report(report, space, point, count, bound)
+        if ranked.timeline is not None:
+            report.timeline_cycles = ranked.timeline
+            report.timeline_ratio = ranked.timeline / bound.cycles if bound.cycles else None
+        if ranked.point != ranked.analytic_first and ranked.analytic_first_timeline is not None:
+            report.notes.append(f"re-ranked by the timeline ({ranked.simulated} schedules simulated): the model's first "
+                                f"choice simulates to {ranked.analytic_first_timeline:,.0f} cycles, this one to "
+                                f"{ranked.timeline:,.0f}")
+        elif type(self).rerank:
+            report.notes.append(f"the timeline confirms the model's choice ({ranked.simulated} schedules simulated)")
         blocked = [f"{k.label(c)}: {k.free[c][0]}" for c in k.classes if k.free[c] and split is None]
         if blocked:
             report.notes.append("kept whole: " + "; ".join(blocked))
@@ -267,6 +284,7 @@ class BaselineScheduler(StrategyScheduler):
 
     name = "baseline"
     strategy = staticmethod(baseline_strategy)  # type: ignore[assignment]
+    rerank = False
 
 
 class ExactScheduler(StrategyScheduler):

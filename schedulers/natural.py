@@ -263,10 +263,15 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
 
 
 def _is_contraction(op: Operation) -> bool:
+    """`out + a * b` over two distinct inputs with a reduction: the matrix unit's work."""
     iters = [str(getattr(e, "value", e)) for e in getattr(op.attributes.get("iterator_types"), "elements", ())]
     block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
-    names = [x.name for x in block.operations] if block else []
-    return "reduction" in " ".join(iters) and names[:2] in (["arith.mulf", "arith.addf"], ["arith.extf", "arith.extf"])
+    if block is None or "reduction" not in iters or len(block.arguments) != 3 or len(op.operands) != 3:
+        return False
+    names = [x.name for x in block.operations]
+    a, b, acc = (x.name for x in block.arguments)
+    return (names == ["arith.mulf", "arith.addf", "linalg.yield"] and a != b
+            and set(block.operations[0].operands) == {a, b} and acc in block.operations[1].operands)
 
 
 __all__ = ["Access", "NaturalKernel", "Step", "natural_reason_or_kernel"]
