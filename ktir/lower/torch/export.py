@@ -49,9 +49,9 @@ def _traceable_experts(module: Any) -> Any:
     for sub in module.modules():
         config = getattr(sub, "config", None)
         # the experts modules transformers' @use_experts_implementation decorates
-        if hasattr(sub, "_is_expert_parallel") and hasattr(config, "_experts_implementation_internal"):
-            if config._experts_implementation_internal in (None, "eager", "grouped_mm"):
-                configs[id(config)] = (config, config._experts_implementation_internal)
+        experts = hasattr(sub, "_is_expert_parallel") and hasattr(config, "_experts_implementation_internal")
+        if experts and config._experts_implementation_internal in (None, "eager", "grouped_mm"):
+            configs[id(config)] = (config, config._experts_implementation_internal)
     for config, _ in configs.values():
         config._experts_implementation_internal = "batched_mm"
 
