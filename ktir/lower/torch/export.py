@@ -47,7 +47,7 @@ def _traceable_experts(module: Any) -> Any:
     batched matmul, which lowers; use it for the export and return the undo."""
     configs: dict[int, tuple[Any, Any]] = {}
     for sub in module.modules():
-        config = getattr(sub, "config", None)
+        config: Any = getattr(sub, "config", None)
         # the experts modules transformers' @use_experts_implementation decorates
         experts = hasattr(sub, "_is_expert_parallel") and hasattr(config, "_experts_implementation_internal")
         if experts and config._experts_implementation_internal in (None, "eager", "grouped_mm"):
