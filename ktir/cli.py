@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ktir.fileio import InputError, read_source, write_atomic
 from ktir.syntax.diagnostics import KtirError, render
@@ -81,13 +82,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return worst
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import ktir
+class _VersionAction(argparse.Action):
+    """argparse's version action, reading the installed version only when asked."""
 
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        import ktir
+
+        print(f"ktir {ktir.__version__} (KTIR specification {ktir.SPEC_VERSION})")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `ktir` argument parser; with `command`, only the subcommands it needs are loaded."""
     parser = argparse.ArgumentParser(prog="ktir", description="Kernel Tile IR tools.")
-    parser.add_argument(
-        "--version", action="version", version=f"ktir {ktir.__version__} (KTIR specification {ktir.SPEC_VERSION})"
-    )
+    parser.add_argument("--version", action=_VersionAction, help="show the library and specification versions and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fmt = sub.add_parser("fmt", help="print a KTIR file in canonical form", description="Parse FILE and print it in canonical KTIR form.")
@@ -109,23 +120,47 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
     val.set_defaults(run=cmd_validate)
 
-    # subcommands owned by their packages (each adds its parser and handler)
-    from conformance.cli import add_conformance_parser
-    from ktir.lower.cli import add_lower_parser
-    from ktir.targets.cli import add_targets_parser
-    from reference_interp.cli import add_run_parser
-    from schedulers.cli import add_schedule_parser
-
-    add_run_parser(sub)
-    add_lower_parser(sub)
-    add_targets_parser(sub)
-    add_conformance_parser(sub)
-    add_schedule_parser(sub)
+    for register in _package_parsers(command):
+        register(sub)
     return parser
 
 
+# Subcommands owned by their packages: (names it adds, module, function adding them). Only
+# the module of the command being run is imported, so `ktir validate` never loads numpy,
+# torch, rich tables or the conformance suite; help and unknown names load them all.
+_PACKAGE_COMMANDS = (
+    (("run",), "reference_interp.cli", "add_run_parser"),
+    (("lower", "run-program"), "ktir.lower.cli", "add_lower_parser"),
+    (("targets",), "ktir.targets.cli", "add_targets_parser"),
+    (("conformance",), "conformance.cli", "add_conformance_parser"),
+    (("schedule",), "schedulers.cli", "add_schedule_parser"),
+)
+_CORE_COMMANDS = ("fmt", "validate")
+
+
+def _package_parsers(command: str | None) -> list[Callable[[Any], Any]]:
+    import importlib
+
+    if command in _CORE_COMMANDS:
+        return []
+    chosen = [entry for entry in _PACKAGE_COMMANDS if command in entry[0]] or list(_PACKAGE_COMMANDS)
+    return [getattr(importlib.import_module(module), function) for _, module, function in chosen]
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the top level has no options taking values)."""
+    for arg in argv:
+        if arg == "--version":
+            return "fmt"  # argparse prints the version and exits before any subcommand runs
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help

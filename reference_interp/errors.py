@@ -24,6 +24,7 @@ KINDS = (
     "capacity",  # ct_local use beyond the target's scratchpad capacity
     "step-limit",  # too many executed ops (a hang guard)
     "memory-limit",  # a value, set or memory larger than the configured limit
+    "store-conflict",  # one ktdp.store writes one element twice (indirect duplicates, aliasing strides)
     "deadlock",  # tiles wait on inter-tile ops that can never complete
     "undefined",  # undefined behaviour: division by zero, poison shifts, reading tensor.empty in strict mode
     "type",  # a value does not match the type the program declares

@@ -146,7 +146,7 @@ def run(
     target: str | None = None,
     trace: bool = False,
     *,
-    strict: bool = False,
+    strict: bool = True,
     check_races: bool = True,
     scratchpad_bytes: int | None = None,
     step_limit: int | None = None,

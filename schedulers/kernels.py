@@ -418,7 +418,30 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     reason = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
     if reason:
         return reason
+    reason = _straight_matmul_reason(module, fn, mm, stores[0])
+    if reason:
+        return reason
     return MatmulKernel(M, N, K, a, b, c, name)
+
+
+def _straight_matmul_reason(module: Module, fn: Operation, mm: Operation, store: Operation) -> str | None:
+    """The dependence check of a straight-line matmul kernel: the rewrite cuts C's rows and
+    columns into blocks and K into steps, so M and N must be free and K reduced by the matmul
+    only. (Loop forms are proven by `footprint` instead, which evaluates what they compute.)"""
+    from .dependence import analyse
+
+    body = fn.regions[0].blocks[0].operations
+    if any(op.regions for op in body if op.name != "func.func"):
+        return None
+    g = analyse(module, body)
+    for d, what in ((0, "M"), (1, "N")):
+        found = g.reasons(g.cls(store.operands[0], d))
+        if found:
+            return f"the matmul's {what} dimension cannot be cut into blocks: {found[0]}"
+    k_reasons = g.reasons(g.cls(mm.operands[0], 1))
+    if any(not r.startswith(mm.name) for r in k_reasons):
+        return f"the matmul's K dimension cannot be cut into steps: {next(r for r in k_reasons if not r.startswith(mm.name))}"
+    return None
 
 
 def _row_set_reason(module: Module, attr: object, B: int) -> str | None:
@@ -540,6 +563,11 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     if _ambiguous_rows(body, loop, B):
         return f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are " \
                "row blocks is ambiguous"
+    from .dependence import row_split_reason
+
+    reason = row_split_reason(module, body[:body.index(loop)], loop, B)
+    if reason:
+        return reason
     vector: dict[str, float] = {}
     trans: dict[str, float] = {}
     nvec = 0

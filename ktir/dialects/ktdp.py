@@ -158,6 +158,7 @@ OPS: tuple[OpDef, ...] = (
         constraints=constraints(
             "`kind` is one of value, granularity, upperbound.",
             "The extracted field is present in the runtime argument's type.",
+            "The result type is the runtime argument's value type for `value`, and `index` for `granularity` and `upperbound`.",
         ),
     ),
     OpDef(

@@ -174,7 +174,8 @@ def attr_text(a: Attribute) -> str:
         extra = f", ct_id = {a.ct_id}" if a.ct_id is not None else ""
         return f"#ktdp.memory_space<{a.kind}{extra}>"
     if isinstance(a, at.DenseArrayAttr):
-        values = ", ".join(_dense_value_text(v) for v in a.values)
+        # MLIR reads i1 elements only as `true`/`false`
+        values = ", ".join(_dense_value_text(bool(v) if a.element_type == ty.I1 else v) for v in a.values)
         return f"array<{type_text(a.element_type)}{': ' + values if a.values else ''}>"
     if isinstance(a, at.DenseAttr):
         if a.hex is not None:
@@ -317,7 +318,7 @@ class Printer:
         head = _results_text(op.results)
         opdef = OPS.get(op.name)
         printer = _FORMATS.get(opdef.format) if opdef is not None else None
-        if printer is None or opdef is None:
+        if printer is None or opdef is None or not _counts_fit(op, opdef):
             self.generic(op, depth, head)
             return
         custom = Printer(self.attr_aliases)
@@ -332,6 +333,9 @@ class Printer:
 
     def region(self, region: Region, depth: int, entry_label: bool, elide: str | None = None) -> str:
         """Print a region whose `{` ends the current line; returns the closing text."""
+        # without its label, an empty entry block would vanish: the next block's label
+        # would open the region and be read as the entry
+        _need(entry_label or len(region.blocks) < 2 or region.blocks[0].operations)
         for index, block in enumerate(region.blocks):
             ops = block.operations
             if elide is not None and index == len(region.blocks) - 1 and ops and _is_empty_terminator(ops[-1], elide):
@@ -371,6 +375,21 @@ class Printer:
 
 
 _ALIAS_USE = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def _counts_fit(op: Operation, opdef: OpDef) -> bool:
+    """Whether the op has the operand, result and region counts its definition declares:
+    custom forms can spell only those (generic text can carry any counts, for the verifier
+    to report), so anything else prints in generic form."""
+    if len(op.operand_types) != len(op.operands) or len(op.result_types) != len(op.results):
+        return False
+    for specs, actual in ((opdef.operands, len(op.operands)), (opdef.results, len(op.result_types))):
+        fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
+        variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
+        if actual < fixed or (not variadic and actual > fixed):
+            return False
+    flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
+    return flexible or len(op.regions) == len(opdef.regions)
 
 
 def _ordered_aliases(module: Module) -> list[tuple[str, str]]:
@@ -589,6 +608,7 @@ def _select(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 
 @_format("TILE_ID")
 def _tile_id(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(op.result_types)  # the custom form names at least one result type
     p.emit(depth, f"{head}{op.name}{_opt_dict(op.attributes)} : {_types(op.result_types)}")
 
 
@@ -754,6 +774,15 @@ def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
 # ------------------------------------------------------------------ scf
 
 
+def _ends_in_terminator(region: Region) -> bool:
+    """The parser adds an implicit terminator to a region whose last block does not end in
+    one (and gives `{}` a block): such a region cannot be printed in custom form as is."""
+    if not region.blocks or not region.blocks[-1].operations:
+        return False
+    last = OPS.get(region.blocks[-1].operations[-1].name)
+    return last is not None and "Terminator" in last.traits
+
+
 def _arrow(types: Sequence[Type]) -> str:
     return f" -> ({_types(types)})" if types else ""
 
@@ -808,9 +837,13 @@ def _condition(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> No
 
 @_format("PARALLEL")
 def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    n_lb, n_ub, n_st, n_init = _segments(op)
+    n_lb, n_ub, n_st, n_init = _segments(op, 4)
     lbs, ubs, steps, inits = _split(op.operands, [n_lb, n_ub, n_st, n_init])
     region = op.regions[0]
+    _need(_ends_in_terminator(region))
+    ivs_args = region.blocks[0].arguments
+    _need(n_lb == n_ub == n_st == len(ivs_args) and all(a.type == ty.INDEX for a in ivs_args))
+    _need(op.operand_types[: 3 * n_lb] == [ty.INDEX] * (3 * n_lb) and op.operand_types[3 * n_lb :] == op.result_types)
     ivs = ", ".join(a.name for a in region.blocks[0].arguments)
     text = f"{head}scf.parallel ({ivs}) = ({', '.join(lbs)}) to ({', '.join(ubs)}) step ({', '.join(steps)})"
     if inits:
@@ -834,12 +867,19 @@ def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
 
 @_format("FORALL")
 def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    n_lb, n_ub, n_st, n_out = _segments(op)
+    n_lb, n_ub, n_st, n_out = _segments(op, 4)
     d_lb, d_ub, d_st, outs = _split(op.operands, [n_lb, n_ub, n_st, n_out])
     a = op.attributes
     region = op.regions[0]
+    _need(_ends_in_terminator(region))
     args = region.blocks[0].arguments
+    _need(len(args) >= n_out)
     ivs = args[: len(args) - n_out]
+    # one static entry per induction variable, index-typed, and outputs typed as results
+    statics = [a.get(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep")]
+    _need(all(isinstance(x, at.DenseArrayAttr) and _is_i64_array(x) and len(x.values) == len(ivs) for x in statics))
+    _need(all(v.type == ty.INDEX for v in ivs) and op.operand_types[: n_lb + n_ub + n_st] == [ty.INDEX] * (n_lb + n_ub + n_st))
+    _need([v.type for v in args[len(ivs):]] == op.operand_types[n_lb + n_ub + n_st :] == op.result_types)
     lbs = _static_list(a.get("staticLowerBound"), d_lb)
     ubs = _static_list(a.get("staticUpperBound"), d_ub)
     steps = _static_list(a.get("staticStep"), d_st)
@@ -903,7 +943,7 @@ def _ins_outs(op: Operation) -> str:
 
 
 def _results_arrow(op: Operation) -> str:
-    return f" -> {_types(op.result_types)}" if op.result_types else ""
+    return _arrow(op.result_types) if len(op.result_types) > 1 else f" -> {_types(op.result_types)}" if op.result_types else ""
 
 
 @_format("LINALG_NAMED")

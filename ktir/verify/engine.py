@@ -27,6 +27,7 @@ STRUCTURAL_RULES: dict[str, str] = {
     "op.attribute": "An op carries every attribute its definition requires.",
     "region.count": "An op has exactly the regions its definition declares.",
     "region.terminator": "Each block of a region ends with the terminator its op expects, and only there.",
+    "type.memory_space": "A `#ktdp.memory_space` in a memref type gives `ct_id` only with `ct_local`, and never a negative one.",
 }
 # Diagnostics that are warnings, not rules: `op.unknown` (an op KTIR does not define, accepted
 # in generic form and not checked), `legacy` (a legacy spelling, printed canonically).
@@ -96,6 +97,9 @@ class Check:
 
 Rule = Callable[[Check], None]
 RULES: dict[str, Rule] = {}
+# Rules on the type of every defined value (op results, block arguments), whatever its op.
+ValueRule = Callable[["Verifier", Type, "Location | None"], None]
+VALUE_RULES: list[ValueRule] = []
 
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
@@ -185,6 +189,8 @@ class Verifier:
         return None
 
     def define(self, name: str, info: ValueInfo) -> None:
+        for value_rule in VALUE_RULES:
+            value_rule(self, info.type, info.loc)
         if self.lookup(name) is not None:
             previous = self.lookup(name)
             self.error(

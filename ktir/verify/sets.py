@@ -149,25 +149,22 @@ def _view_domain(check: Check, view: str, model: Model, coords: list[str]) -> li
     op = info.op if info else None
     if op is not None and op.name == "ktdp.construct_memory_view":
         sizes = check.v.rattr(op.attributes.get("static_sizes", at.UnitAttr()))
-        dyn = op.operands[1:]
-        dyn_sizes: list[str] = []
-        if isinstance(sizes, at.DenseArrayAttr):
-            dyn_iter = iter(dyn)
-            for v in sizes.values:
-                if v == KDYNAMIC:
-                    dyn_sizes.append(model.value(next(dyn_iter)))
+        if not isinstance(sizes, at.DenseArrayAttr) or len(sizes.values) != len(coords):
+            return None  # an ill-formed view (reported on the view itself): nothing to check against
+        # the dynamic sizes follow the offset operand, one per kDynamic entry
+        n_dyn = sum(1 for v in sizes.values if v == KDYNAMIC)
+        dyn = op.operands[1 : 1 + n_dyn]
+        if len(dyn) != n_dyn:
+            return None
+        dyn_sizes = [model.value(x) for x in dyn]
         cset = op.attributes.get("coordinate_set")
         if cset is not None:
             cset = check.v.rattr(cset)
             if isinstance(cset, at.IntegerSetAttr):
                 return isl_constraints(cset.value, coords, dyn_sizes)
-        if isinstance(sizes, at.DenseArrayAttr):
-            bounds = []
-            dyn_iter2 = iter(dyn_sizes)
-            for c, v in zip(coords, sizes.values, strict=True):
-                bounds.append(f"0 <= {c} < {next(dyn_iter2) if v == KDYNAMIC else v}")
-            return bounds
-    if isinstance(vtype, ty.MemRefType | ty.TensorType) and all(d is not None for d in vtype.shape):
+        dyn_iter = iter(dyn_sizes)
+        return [f"0 <= {c} < {next(dyn_iter) if v == KDYNAMIC else v}" for c, v in zip(coords, sizes.values, strict=True)]
+    if isinstance(vtype, ty.MemRefType | ty.TensorType) and len(vtype.shape) == len(coords) and all(d is not None for d in vtype.shape):
         return [f"0 <= {c} < {d}" for c, d in zip(coords, vtype.shape, strict=True)]
     return None
 

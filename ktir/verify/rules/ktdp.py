@@ -219,6 +219,12 @@ def runtime_arg_extract(check: Check) -> None:
         return
     if kind.value != "value" and getattr(arg, kind.value) is None:
         check.fail("C2", f"{t(arg)} has no {kind.value}")
+        return
+    # the value has the argument's own type; granularity and upperbound are index counts
+    expected = check.v.rtype(arg.value_type) if kind.value == "value" else ty.INDEX
+    result = check.result_types[0]
+    if result != expected:
+        check.fail("C3", f"extracting {kind.value} from {t(arg)} gives {t(expected)}, but the result type is {t(result)}")
 
 
 def _future(check: Check) -> ty.TileFutureType | None:
