@@ -417,7 +417,7 @@ class _Slot:
 
 
 def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, memory_limit: int = 2 << 30,
-         batch: int = 250, interpret: bool = True, progress: bool = False) -> Report:
+         batch: int = 250, interpret: bool = True, progress: bool = False, log_every: int = 0) -> Report:
     """Run `inputs` inputs of the run `seed` on `jobs` worker processes."""
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
     report = Report(inputs=inputs)
@@ -428,6 +428,7 @@ def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, mem
     # the worker's own timer interrupts Python code; the parent kills a worker stuck in C
     hard_limit = time_limit * 2 + 1
     done = 0
+    next_log = log_every
     try:
         for slot in slots:
             if pending:
@@ -450,6 +451,9 @@ def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, mem
                     slot.submit(pending.pop())
                 if progress:
                     print(f"\r{done}/{inputs} inputs, failures {report.failed}", end="", file=sys.stderr, flush=True)
+                elif log_every and done >= next_log:
+                    next_log += log_every
+                    print(f"{done}/{inputs} inputs in {time.monotonic() - started:.0f} s, failures {report.failed}", file=sys.stderr, flush=True)
             now = time.monotonic()
             for slot in slots:
                 if slot.task is None:
@@ -516,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=int, default=2 << 30, help="address-space bytes per worker (0: none)")
     parser.add_argument("--no-interpret", action="store_true", help="skip running small valid kernels")
     parser.add_argument("--save", type=Path, default=Path("fuzz-failures"), help="directory for failing inputs")
+    parser.add_argument("--log-every", type=int, default=10_000, metavar="N", help="log progress every N inputs when not on a terminal")
     parser.add_argument("--show", type=int, metavar="INDEX", help="print input INDEX of the run and its outcome, then exit")
     args = parser.parse_args(argv)
     if args.show is not None:
@@ -524,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         print("outcome:", run_one(text, not args.no_interpret), file=sys.stderr)
         return 0
     report = fuzz(args.inputs, args.seed, args.jobs, args.time_limit, args.memory_limit,
-                  interpret=not args.no_interpret, progress=sys.stderr.isatty())
+                  interpret=not args.no_interpret, progress=sys.stderr.isatty(), log_every=args.log_every)
     print(report.summary())
     if report.failures:
         for path in save_failures(report, args.seed, args.save):

@@ -251,17 +251,27 @@ class Program:
             manifest = Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except json.JSONDecodeError as e:
             raise ProgramError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+        except (UnicodeDecodeError, RecursionError):
+            raise ProgramError(f"{path}: not a program manifest (not UTF-8 JSON, or nested too deeply)") from None
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise ProgramError(f"{path}: {where}: {first['msg']}") from None
-        text = (path.parent / manifest.ktir).read_text(encoding="utf-8")
+        try:
+            text = (path.parent / manifest.ktir).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ProgramError(f"{path.parent / manifest.ktir}: not UTF-8 text (byte {e.start})") from None
         weights: dict[str, np.ndarray] = {}
         if manifest.weights:
-            with np.load(path.parent / manifest.weights, allow_pickle=False) as data:
-                for b in manifest.buffers:
-                    if b.kind in ("parameter", "constant") and b.name in data:
-                        weights[b.name] = _restore(data[b.name], b.dtype)
+            try:
+                with np.load(path.parent / manifest.weights, allow_pickle=False) as data:
+                    for b in manifest.buffers:
+                        if b.kind in ("parameter", "constant") and b.name in data:
+                            weights[b.name] = _restore(data[b.name], b.dtype)
+            except OSError:
+                raise
+            except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types for a damaged .npz
+                raise ProgramError(f"{path.parent / manifest.weights}: not a readable .npz ({e})") from None
         return cls(text, manifest, weights)
 
 
