@@ -103,3 +103,28 @@ def load_suite(root: Path = SUITE_ROOT) -> list[Case]:
             raise ManifestError(f"duplicate case id {c.id}")
         seen.add(c.id)
     return cases
+
+
+def suite_version() -> str:
+    """The suite's release: the version of the `ktir` distribution that carries it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ktir")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def suite_hash(root: Path = SUITE_ROOT) -> str:
+    """sha256 over every manifest, case, golden and stored input (path and bytes), so that two
+    runs can tell whether they ran the same suite."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for sub in ("manifest", "cases", "goldens", "inputs"):
+        base = root / sub
+        for path in sorted(base.rglob("*")) if base.exists() else []:
+            if path.is_file() and path.suffix in (".toml", ".ktir", ".npz", ".npy"):
+                h.update(str(path.relative_to(root)).encode() + b"\0")
+                h.update(path.read_bytes())
+    return h.hexdigest()
