@@ -2,9 +2,12 @@
 
 MLIR renumbers SSA values (`%0`, `%arg0`) and block labels, replaces the aliases a file
 defines by its own (`#map`, `#set`) or prints inline, and wraps top-level ops that are
-not one `builtin.module` into one. `canonical` undoes exactly those: names become
-positional, aliases are inlined, the implicit module is unwrapped. Everything else
-(ops, operands, types, attributes, regions) must be equal.
+not one `builtin.module` into one. It also stores some attributes in a normal form that
+prints differently but means the same: affine expressions simplified and reordered
+(`s0 - d0 * 64` as `d0 * -64 + s0`, `(x + 8) mod 8` as `x mod 8`), the empty set's
+`0 == 0`, a dense list of equal elements as a splat, an untyped integer attribute as
+`i64`, and an unnamed result given a name. `canonical` undoes exactly those; everything
+else (ops, operands, types, attributes, regions) must be equal.
 """
 
 from __future__ import annotations

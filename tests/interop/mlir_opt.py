@@ -60,6 +60,8 @@ def run_batch(binary: str, programs: list[str], extra: tuple[str, ...] = ()) -> 
         failed: dict[int, str] = {}
         for m in _LOCATION.finditer(proc.stderr):
             at_line = int(m.group(1))
+            if at_line < 1:
+                continue  # `<unknown>:0`: a note on an op, not the error's location
             k = max(j for j, s in enumerate(starts) if s <= at_line)
             failed.setdefault(pending[k], f"{at_line - starts[k] + 1}:{m.group(2)}: {m.group(3)}")
         if not failed:

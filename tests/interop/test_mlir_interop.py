@@ -181,3 +181,14 @@ def test_mlir_reads_ktir_fmt_generic_output(lane: Lane) -> None:
     out = subprocess.run([binary, "--verify-each", "--allow-unregistered-dialect"], input=print_generic(module),
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_rejected_program_is_located_in_its_batch(lane: Lane) -> None:
+    binary = find_mlir_opt()
+    assert binary is not None
+    good = "func.func @f() {\n  return\n}\n"
+    bad = "func.func @g() {\n  %x = arith.constant 1 : i32\n  return %x : i32\n}\n"
+    comment = "// a comment line with the marker // ----- inside\n" + good
+    outcomes = run_batch(binary, [good, bad, comment, good])
+    assert [o.output is None for o in outcomes] == [False, True, False, False]
+    assert outcomes[1].error is not None and outcomes[1].error.startswith("3:")
