@@ -3,7 +3,8 @@
 Each command runs as a fresh `python -c "from ktir.cli import main; ..."` process (what the
 `ktir` console script does, without a shell shim in front); the figure is the best of
 `--repeat` runs, interleaved with the baselines `python -c pass` and `python -c "import
-numpy"` so that machine load hits all alike. Compiled bytecode goes to a private cache
+numpy"` so that machine load hits all alike; the child's CPU time is shown too (steadier
+than wall-clock on a loaded machine). Compiled bytecode goes to a private cache
 directory warmed by the first run, as an installed package has its .pyc files (even when
 PYTHONDONTWRITEBYTECODE is set in this shell). The parse tables come from the user cache
 (`ktir.syntax.lalr`), warmed the same way.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -42,13 +44,16 @@ COMMANDS = {
 }
 
 
-def run_once(args: list[str], env: dict[str, str]) -> float:
+def run_once(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) for one whole-process run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"`{' '.join(args)}` failed ({done.returncode}): {done.stderr.decode()[-500:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -64,15 +69,19 @@ def main() -> None:
     jobs = {**BASELINES, **commands}
     for argv in jobs.values():  # warm the bytecode and table caches
         run_once(argv, env)
-    best = {label: float("inf") for label in jobs}
+    wall = {label: float("inf") for label in jobs}
+    cpu = {label: float("inf") for label in jobs}
     for _ in range(args.repeat):
         for label, argv in jobs.items():
-            best[label] = min(best[label], run_once(argv, env))
-    base, numpy = best["python -c pass"], best['python -c "import numpy"']
-    print(f"best of {args.repeat} whole-process runs, interleaved ({sys.executable})")
-    print(f"{'command':34} {'seconds':>8} {'x pass':>8} {'x numpy':>8}")
-    for label, seconds in best.items():
-        print(f"{label:34} {seconds:8.3f} {seconds / base:8.2f} {seconds / numpy:8.2f}")
+            w, c = run_once(argv, env)
+            wall[label], cpu[label] = min(wall[label], w), min(cpu[label], c)
+    base, numpy = wall["python -c pass"], wall['python -c "import numpy"']
+    cpu_base, cpu_numpy = cpu["python -c pass"], cpu['python -c "import numpy"']
+    print(f"best of {args.repeat} whole-process runs, interleaved ({sys.executable}); wall-clock, then CPU (user+sys)")
+    print(f"{'command':32} {'wall s':>7} {'x pass':>7} {'x numpy':>7}  {'CPU s':>7} {'x pass':>7} {'x numpy':>7}")
+    for label in jobs:
+        w, c = wall[label], cpu[label]
+        print(f"{label:32} {w:7.3f} {w / base:7.2f} {w / numpy:7.2f}  {c:7.3f} {c / cpu_base:7.2f} {c / cpu_numpy:7.2f}")
 
 
 if __name__ == "__main__":

@@ -92,22 +92,22 @@ class _Tokens:
         for i in compress(count(), map(_TYPE, found)):
             kinds[i] = "type"
         gaps = list(map(len, map(_WS, found)))
+        # ends[i + 1]: where token i ends (with the whitespace before it)
+        ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
         # findall skips what no token matches: a character the grammar has no token for
-        covered = sum(gaps) + sum(map(len, values))
-        if covered != len(text.rstrip(" \t\r\n")):
+        if ends[-1] - base != len(text.rstrip(" \t\r\n")):
             raise Fallback
         self.comments: list[tuple[int, str]] = []
         if "comment" in kinds:
             self._drop_comments(kinds, values, gaps, base)
+            ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
         kinds.append("end")
         values.append("")
-        gaps.append(0)
+        ends.append(ends[-1])
         self.kinds = kinds
         self.values = values
-        self.gaps = gaps
         self.starts = starts
-        # ends[i + 1]: where token i ends (whitespace included before it)
-        self.ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        self.ends = ends
 
     def _drop_comments(self, kinds: list[str | None], values: list[str], gaps: list[int], base: int) -> None:
         pos = base
@@ -189,9 +189,11 @@ class _Parser:
         return False
 
     def value(self) -> Tok:
-        if self.K[self.i] != "value":
+        i = self.i
+        if self.K[i] != "value":
             raise Fallback
-        return self.tok("VALUE_ID")
+        self.i = i + 1
+        return _LazyTok("VALUE_ID", self.V[i], self.tokens, i)
 
     def value_list(self) -> Any:
         """value ("," value)*"""

@@ -11,11 +11,9 @@ corrupt or unwritable cache only costs the rebuild; it never changes a parse.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +100,8 @@ def load_tables(grammar: str, starts: tuple[str, ...]) -> Tables:
 
 
 def _fast_key(grammar: str, starts: tuple[str, ...]) -> str:
+    import hashlib
+
     # importlib.metadata costs more than the whole table load; lark's version is in the
     # module only once lark is imported, so key on its installed file instead
     lark_marker = _lark_marker()
@@ -123,6 +123,8 @@ def _lark_marker() -> str:
 
 
 def _store(path: Path, data: bytes) -> None:
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".lalr-", suffix=".tmp", dir=path.parent)

@@ -171,3 +171,18 @@ def test_mutated_files(data: st.DataObject) -> None:
 def test_mutated_programs(seed: int, data: st.DataObject) -> None:
     text = print_module(generate_module(seed, Options(max_depth=1, max_ops=4, max_funcs=1, budget=30)))
     check(_mutate(text, data))
+
+
+_TAILS = (", tensor<4xf32>", ", %z", " {x}", " f32")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.ktir")), ids=lambda f: f.name)
+def test_every_line_with_a_stray_tail(path: Path) -> None:
+    """An op line with something appended (most such texts are invalid): a way to catch a
+    list or an optional clause the fast path reads further than the grammar."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for n, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        for tail in _TAILS:
+            check("\n".join([*lines[:n], line + tail, *lines[n + 1 :]]))
