@@ -1101,15 +1101,17 @@ class _Builder:
         return C("future", c[0])
 
     def legacy_future_type(self, c: list[Type]) -> C:
-        self._warn(None, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
-        return C("future", c[1])
+        return C("legacy_future", c[1])  # warned about at the op's keyword (types carry no position)
 
     def produce_op(self, c: list[Any]) -> Operation:
         tok, group_set = c[0], c[1]
         cl = _clauses(c)
         attrs = dict(cl.get("attrs", {}))
         attrs["producer_tiles_per_group"] = group_set
-        return self._op(tok, result_types=[cl["future"]], attributes=attrs, regions=[c[-1]])
+        if "legacy_future" in cl:
+            self._warn(tok, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
+        future = cl["future"] if "future" in cl else cl["legacy_future"]
+        return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
 
     def dependency(self, c: list[Attribute]) -> C:
         return C("dependency", c[0])
