@@ -418,26 +418,30 @@ def _catalogue() -> list[Mutant]:
 # ---------------------------------------------------------------------- harness
 
 
-def run_mutant(name: str, pattern: str | None = None) -> tuple[str, list[str], int, float]:
-    """(name, ids of the cases that kill it, cases run, seconds) for one mutant, in this process."""
+def run_mutant(name: str, pattern: str | None = None, root: str | None = None) -> tuple[str, list[str], int, float]:
+    """(name, ids of the cases that kill it, cases run, seconds) for one mutant, in this process;
+    `root` is another suite's root (an older revision, to compare)."""
+    from pathlib import Path
+
     from conformance.adapters import ReferenceAdapter
     from conformance.model import SUITE_ROOT, load_suite
     from conformance.runner import run_case, select
 
+    suite = Path(root) if root else SUITE_ROOT
     mutant = next(m for m in catalogue() if m.name == name)
-    cases = [c for c in select(load_suite(), None, pattern) if c.expect == "run" and mutant.reaches(c.ops)]
+    cases = [c for c in select(load_suite(suite), None, pattern) if c.expect == "run" and mutant.reaches(c.ops)]
     adapter = ReferenceAdapter()
     t0 = time.perf_counter()
     with mutant.patch():
-        killers = [c.id for c in cases if run_case(c, adapter, SUITE_ROOT, 60).status != "pass"]
+        killers = [c.id for c in cases if run_case(c, adapter, suite, 60).status != "pass"]
     return name, killers, len(cases), time.perf_counter() - t0
 
 
-def run_all(names: list[str], jobs: int = 2, pattern: str | None = None) -> dict[str, list[str]]:
+def run_all(names: list[str], jobs: int = 2, pattern: str | None = None, root: str | None = None) -> dict[str, list[str]]:
     if jobs <= 1:
-        return {n: run_mutant(n, pattern)[1] for n in names}
+        return {n: run_mutant(n, pattern, root)[1] for n in names}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return {n: k for n, k, _, _ in pool.map(run_mutant, names, [pattern] * len(names))}
+        return {n: k for n, k, _, _ in pool.map(run_mutant, names, [pattern] * len(names), [root] * len(names))}
 
 
 def markdown(results: dict[str, list[str]]) -> str:
@@ -455,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("-k", dest="pattern", help="only cases whose id contains PATTERN")
     parser.add_argument("--markdown", action="store_true", help="print the guide's table")
+    parser.add_argument("--suite", help="another suite root (e.g. an older revision's conformance/), to compare")
     args = parser.parse_args(argv)
     names = args.mutant or [m.name for m in catalogue()]
     unknown = set(names) - {m.name for m in catalogue()}
@@ -462,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown mutant(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    results = run_all(names, args.jobs, args.pattern)
+    results = run_all(names, args.jobs, args.pattern, args.suite)
     seconds = time.perf_counter() - t0
     killed = [n for n, k in results.items() if k]
     if args.markdown:
