@@ -191,7 +191,9 @@ def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: f
 
     Without `capabilities` the implementation is taken to claim everything, less the
     `optional_levels` and `optional_dtypes` given (which must be optional per the spec)."""
-    caps = capabilities or everything(spec.label, "unknown", frozenset(optional_levels or ()), frozenset(optional_dtypes or ()))
+    # the reference adapter is this distribution's own implementation: its version is the suite's
+    version = suite_version() if spec.adapter == "reference" and not spec.command else "unknown"
+    caps = capabilities or everything(spec.label, version, frozenset(optional_levels or ()), frozenset(optional_dtypes or ()))
     reasons = waivers.reasons() if waivers is not None else {}
     started = datetime.now(UTC)
     t0 = time.perf_counter()

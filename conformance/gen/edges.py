@@ -94,6 +94,29 @@ def unsigned_ops() -> Iterator[Draft]:
         yield d
 
 
+def out_of_range_conversions() -> Iterator[Draft]:
+    """fptoui of values at or above 2^31 (top bit set in the i32 result); truncf that overflows."""
+    stored: dict[str, np.ndarray] = {}
+    big = np.array([3.0e9, 2147483648.0, 4.0e9, 1.0, 2.5e9, 0.0, 4294967040.0, 7.0] * 2, np.float32)
+    x = _stored("fptoui.f32_i32.x", big, "f32", stored)
+    y = Arr("y", (16,), "i32")
+    text = io_kernel("arith.fptoui f32 -> i32 of values from 2^31 to 2^32 - 256: the results have the top bit set",
+                     [x], [y], f"  %y = arith.fptoui %x : {x.tensor} to {y.tensor}\n")
+    d = run_draft("core.arith.fptoui.top_bit.f32_to_i32", "core", text, [x], [y], accuracy("arith.fptoui"), "fptoui, top bit set")
+    d.npy = stored
+    yield d
+    for dst, values in (("f16", [65519.0, 65520.0, 7.0e4, -1.0e5, 65504.0, -65536.0, 1.0e9, 2.0]),
+                        ("bf16", [3.4e38, -3.4e38, 3.38e38, 3.3895e38, 1.0, -2.0, 3.39e38, 3.0e38])):
+        stored = {}
+        x = _stored(f"truncf.overflow.f32_{dst}.x", np.array(values * 2, np.float32), "f32", stored)
+        y = Arr("y", (16,), dst)
+        text = io_kernel(f"arith.truncf f32 -> {dst} of values around and beyond the largest finite {dst}: overflow gives infinity",
+                         [x], [y], f"  %y = arith.truncf %x : {x.tensor} to {y.tensor}\n")
+        d = run_draft(f"core.arith.truncf.overflow.f32_to_{dst}", "core", text, [x], [y], accuracy("arith.truncf"), "truncf overflow")
+        d.npy = stored
+        yield d
+
+
 def subnormals() -> Iterator[Draft]:
     """Inputs and results in the subnormal range of each float type: a flush to zero shows."""
     tiny = {"f16": 2.0**-24, "bf16": 2.0**-133, "f32": 2.0**-149}
@@ -229,6 +252,7 @@ def indirect_orders() -> Iterator[Draft]:
 
 def cases() -> Iterator[Draft]:
     yield from unsigned_ops()
+    yield from out_of_range_conversions()
     yield from subnormals()
     yield from special_compares_and_casts()
     yield from reduction_inits()

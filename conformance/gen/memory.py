@@ -303,17 +303,17 @@ def grids_without_affine_apply() -> Iterator[Draft]:
         yield draft(f"multi-tile.memory.grid{grid}.base_{how}",
                     k.text(f"grid [{grid}]: tile t negates elements [{part} t, {part} (t + 1)), its base computed by {spelled}"),
                     [x], [y], "tile placement without affine.apply", grid=(grid,))
-    # a 2-D grid
+    # a 2-D grid that is not square, so that swapping the two tile coordinates shows
     x = Arr("x", (8, 8), "f32", dict(NORMAL, seed=30950))
     y = Arr("y", (8, 8), "f32")
-    k = Kernel(["x", "y"], grid=(2, 2))
+    k = Kernel(["x", "y"], grid=(2, 4))
     i, j = k.b.tile_id(2)
-    sub = [ssa(i) * 4, ssa(j) * 4]
-    data = k.load(k.tile(k.view("x", (8, 8), "f32"), sub, box((4, 4)), (4, 4)), "f32")
-    k.b.store(k.b.arith.negf(data), k.tile(k.view("y", (8, 8), "f32"), sub, box((4, 4)), (4, 4)))
-    yield draft("multi-tile.memory.grid2x2.base_subscript",
-                k.text("grid [2, 2]: tile (i, j) negates the 4x4 block at [4 i, 4 j], placed by the subscripts %i * 4, %j * 4"),
-                [x], [y], "2-D tile placement without affine.apply", grid=(2, 2))
+    sub = [ssa(i) * 4, ssa(j) * 2]
+    data = k.load(k.tile(k.view("x", (8, 8), "f32"), sub, box((4, 2)), (4, 2)), "f32")
+    k.b.store(k.b.arith.negf(data), k.tile(k.view("y", (8, 8), "f32"), sub, box((4, 2)), (4, 2)))
+    yield draft("multi-tile.memory.grid2x4.base_subscript",
+                k.text("grid [2, 4]: tile (i, j) negates the 4x2 block at [4 i, 2 j], placed by the subscripts %i * 4, %j * 2"),
+                [x], [y], "2-D tile placement without affine.apply", grid=(2, 4))
 
 
 def cases() -> Iterator[Draft]:

@@ -185,3 +185,18 @@ def test_command_line_capabilities_and_waivers(tmp_path: Path, capsys: pytest.Ca
     assert conformance_main(["run", "-q", "-k", "core.math.exp.", "--waivers", str(bad)]) == 2
     for which in ("capabilities", "waivers", "results"):
         assert conformance_main(["schema", which]) == 0
+
+
+def test_html_report_groups_filters_and_shows_expected_vs_got() -> None:
+    from conformance.reports import group_of, to_html
+
+    cases = select(SUITE, None, "core.arith.sub")
+    r = run_suite(cases, AdapterSpec(WRONG + "FlipsSign"), capabilities=caps())
+    page = to_html(r)
+    assert group_of("core.arith.subf.f16.16") == "arith.subf" and group_of("multi-tile.grid2.arith.addf.f32") == "grid2"
+    assert "<h3 id='level-core'>" in page and "arith.subf — " in page and "arith.subi — " in page
+    assert all(f"<input type='checkbox' value='{s}'" in page for s in ("pass", "fail", "error", "not_supported", "timeout"))
+    assert "id='case-core.arith.subf.f32.16'" in page and "href='#case-core.arith.subf.f32.16'" in page
+    assert "<th>expected</th><th>got</th>" in page
+    assert "arith.subf %x0, %x1" in page  # the failing case's program text
+    assert "acme-ktir 2.1.0" in page and r.suite.hash[:12] in page
