@@ -33,10 +33,16 @@ class NaturalSpace:
         self.k, self.fig = k, fig
         cut = sorted(k.splittable(), key=lambda c: -k.extent[c])[:4]
         self.cut = [c for c in k.classes if c in cut]  # program order
-        self.perms = list(itertools.permutations(range(len(self.cut)))) if len(self.cut) <= 3 else [
-            tuple(range(len(self.cut))), tuple(reversed(range(len(self.cut))))]
+        n = len(self.cut)
+        self.perms = list(itertools.permutations(range(n))) if n <= 3 else [tuple(range(n)), tuple(reversed(range(n)))]
+        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried
+        self.kclass = k.kloop[0] if k.kloop is not None and k.extent[k.kloop[0]] > 1 else None
+        if self.kclass is not None:
+            self.cut.append(self.kclass)
+            self.perms = [(*p, n) for p in self.perms]
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
-        self.options = [self._options(c, per) for c in self.cut]
+        self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
+                        for c in self.cut]
 
     def _blocks(self, c: int) -> list[int]:
         E = self.k.extent[c]
