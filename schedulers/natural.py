@@ -89,9 +89,18 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     if math.prod(grid) != 1:
         return f"the kernel already runs on a grid {list(grid)}"
     body = fn.regions[0].blocks[0].operations
+    allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
+                    "ktdp.get_compute_tile_id"}
     for op in body:
         if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")) or op.name == "ktdp.construct_indirect_access_tile":
             return f"{op.name}{where(op)} is not straight-line code over whole tensors"
+        if op.regions and not op.name.startswith("linalg."):
+            return f"{op.name}{where(op)} has regions: the natural form is straight-line code"
+        if op.name.startswith(("memref.", "func.call")) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
+            # memory effects other than whole-tensor loads and stores would run on every tile
+            return f"{op.name}{where(op)} reads or writes memory outside ktdp.load/ktdp.store"
+        if op.name != "ktdp.construct_access_tile" and any(isinstance(t, ty.MemRefType) for t in op.operand_types):
+            return f"{op.name}{where(op)} works on a memref (buffer) operand"
         if op.name == "ktdp.construct_distributed_memory_view":
             return f"{op.name}{where(op)}: distributed views are outside the natural form"
     vals = _Values(fn, sizes)
