@@ -73,8 +73,10 @@ class Placer:
                 if v not in self.empties and shape(self.g.types.get(v)):
                     d |= set(self.g.classes(v))
                 d |= self.deps.get(v, set())
+            kl = k.kloop
             for r in op.results:
-                self.deps[r] = d
+                # a looped contraction's result is whole after its loop
+                self.deps[r] = d - {kl[0]} if kl is not None and op is kl[1] else d
 
     def op_deps(self, op: Operation) -> set[int]:
         d: set[int] = set()
@@ -131,7 +133,17 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
     levels = [max((looped.index(c) for c in pl.op_deps(op) if c in looped), default=-1) for op in pl.orig]
     grid = [grid_of[c] for c in looped if grid_of[c] > 1] or [1]
 
+    kc = space.kclass if space.kclass in looped else None
+
     def level(n: int) -> None:
+        if kc is not None and n + 1 == looped.index(kc):
+            # the deepest loop of the grid: the contraction's K loop goes where the contraction was
+            for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
+                if lv == n:
+                    pl.place(op, copy)
+                elif space.k.kloop is not None and op is space.k.kloop[1]:
+                    _kloop(space, p, pl, levels, n + 1)
+            return
         for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
             if lv == n:
                 pl.place(op, copy)
@@ -154,6 +166,29 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         level(-1)
         b.func_return()
     return pl.finish(grid)
+
+
+def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int], level: int) -> None:
+    """`scf.for %k = 0 to K step bk iter_args(%acc = init)`: the ops feeding the contraction on
+    blocks of K, the contraction accumulating into %acc; the loop's result takes its name."""
+    assert space.k.kloop is not None and space.kclass is not None
+    c, mm, _ = space.k.kloop
+    b = pl.b
+    i = space.cut.index(c)
+    init = mm.operands[-1]
+    acc_t = pl.retype(mm.results[0], mm.result_types[0])
+    with b.for_(b.constant(0, INDEX), b.constant(space.k.extent[c], INDEX), b.constant(p[f"b{i}"], INDEX),
+                [Value(init, acc_t)]) as (iv, acc):
+        pl.ivs[c] = iv
+        for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
+            if lv == level and op is not mm:
+                pl.place(op, copy)
+        copy = pl.copies[pl.orig.index(mm)]
+        partial = b.fresh("part")
+        copy.results = [partial]
+        pl.place(mm, copy, {init: acc.name})
+        b.yield_(Value(partial, acc_t))
+    b.block.operations[-1].results = [mm.results[0]]
 
 
 def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str]) -> None:

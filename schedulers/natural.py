@@ -70,6 +70,9 @@ class NaturalKernel:
     op_deps: list[frozenset[int]]  # per step: the classes its execution depends on
     contiguous: dict[int, int]  # class -> the smallest itemsize of a view whose stride-1 dimension it is
     values: list[tuple[str, tuple[int, ...], int]] = field(default_factory=list)  # tensors: (name, classes, itemsize)
+    # a contraction whose reduced class may be looped over in blocks, its partial products
+    # accumulated in a loop-carried f32 accumulator: (class, the contraction, the ops feeding it)
+    kloop: tuple[int, Operation, frozenset[int]] | None = None
     kind: str = "natural"
 
     def splittable(self) -> list[int]:
@@ -86,9 +89,18 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     if math.prod(grid) != 1:
         return f"the kernel already runs on a grid {list(grid)}"
     body = fn.regions[0].blocks[0].operations
+    allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
+                    "ktdp.get_compute_tile_id"}
     for op in body:
         if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")) or op.name == "ktdp.construct_indirect_access_tile":
             return f"{op.name}{where(op)} is not straight-line code over whole tensors"
+        if op.regions and not op.name.startswith("linalg."):
+            return f"{op.name}{where(op)} has regions: the natural form is straight-line code"
+        if op.name.startswith(("memref.", "func.call")) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
+            # memory effects other than whole-tensor loads and stores would run on every tile
+            return f"{op.name}{where(op)} reads or writes memory outside ktdp.load/ktdp.store"
+        if op.name != "ktdp.construct_access_tile" and any(isinstance(t, ty.MemRefType) for t in op.operand_types):
+            return f"{op.name}{where(op)} works on a memref (buffer) operand"
         if op.name == "ktdp.construct_distributed_memory_view":
             return f"{op.name}{where(op)}: distributed views are outside the natural form"
     vals = _Values(fn, sizes)
@@ -129,7 +141,8 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
                     classes.append(c)
     extent = {c: g.size(c) for c in classes}
     free = {c: g.reasons(c) for c in classes}
-    steps, deps, op_deps = _steps(g, body, accesses, empties)
+    kloop = _kloop(g, body, empties)
+    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop)
     contiguous: dict[int, int] = {}
     for a in accesses:
         st = a.operand.layout
@@ -141,7 +154,7 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         for r, t in zip(op.results, op.result_types, strict=False):
             if shape(t) and r not in empties and isinstance(t, ty.TensorType):
                 values.append((r, g.classes(r), itemsize(t.element_type)))
-    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values)
+    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop)
 
 
 def _ins(op: Operation) -> list[str]:
@@ -227,7 +240,49 @@ def _count(op: Operation) -> tuple[float, float]:
     return float(max(1, len(scalar) - trans) if len(scalar) > trans else 0), float(trans)
 
 
-def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str]
+def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, Operation, frozenset[int]] | None:
+    """The contraction whose reduced class can be looped over, if there is one.
+
+    Its class must be blocked by that contraction alone, its accumulator f32 or f64 (a
+    narrower one would round at every step, where the input rounds once), and every other
+    op reading that class must only feed the contraction (loads, casts, scaling)."""
+    found = [op for op in body if op.name in CONTRACTIONS]
+    if len(found) != 1:
+        return None
+    mm = found[0]
+    acc = ty.element_type(mm.result_types[0]) if mm.result_types else None
+    if not (isinstance(acc, ty.FloatType) and acc.kind in ("f32", "f64")):
+        return None
+    ins = [v for v in mm.operands[:-1] if shape(g.types.get(v))]
+    reduced = {c for v in ins for c in g.classes(v)} - set(g.classes(mm.results[0]))
+    if len(reduced) != 1:
+        return None
+    (k,) = reduced
+    if any(not r.startswith(f"{mm.name}{where(mm)} contracts") for r in g.reasons(k)):
+        return None
+    feeders: set[int] = set()
+    needed = set(ins)
+    for op in reversed(body[:body.index(mm)]):
+        if set(op.results) & needed:
+            feeders.add(id(op))
+            needed |= set(op.operands)
+    users = {v for op in body if id(op) not in feeders and op is not mm for v in op.operands}
+    for op in body:
+        if id(op) not in feeders:
+            continue
+        touches = any(k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v)))
+        if touches and (set(op.results) & users or op.name == "ktdp.store"):
+            return None  # a value with the reduced dimension is used beside the contraction
+    kset = frozenset(id(op) for op in body if id(op) in feeders and any(
+        k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))))
+    init = mm.operands[-1]
+    if init in empties or k in g.classes(init):
+        return None
+    return k, mm, kset
+
+
+def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str],
+           kloop: tuple[int, Operation, frozenset[int]] | None = None
            ) -> tuple[list[Step], dict[str, frozenset[int]], list[frozenset[int]]]:
     by_op = {id(a.op): a for a in accesses}
     deps: dict[str, frozenset[int]] = {}
@@ -240,7 +295,8 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
             own |= set(g.classes(v))
         d = frozenset(own).union(*(deps.get(o, frozenset()) for o in op.operands))
         for r in op.results:
-            deps[r] = d
+            # a looped contraction's result is whole after its loop: it no longer depends on K
+            deps[r] = d - {kloop[0]} if kloop is not None and op is kloop[1] else d
         a = by_op.get(id(op))
         t = op.result_types[0] if op.result_types else (op.operand_types[0] if op.operand_types else None)
         el = ty.element_type(t) if isinstance(t, ty.TensorType) else None

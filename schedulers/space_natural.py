@@ -7,7 +7,8 @@ contiguous dimension of a view, unless it is the whole extent); a class cut (`g_
 `b_c` smaller than the extent) gets a loop `for i = tid_c * b_c to E_c step g_c * b_c`.
 Every op is placed in the innermost loop whose class it depends on, so an operand that
 does not depend on a loop is loaded once outside it (resident). The cost per tile is the
-sum over ops of executions x cost per execution (no overlap is assumed): transfers pay the
+sum over ops of executions x cost per execution, transfers and compute overlapping (the DMA
+queue runs ahead of the compute units) but for one iteration's share: transfers pay the
 fixed latency and their bytes rounded per contiguous run (a strided block costs its runs),
 sharing the global channel with the other active tiles; compute pays its elements at the
 target's rate for its dtype plus the unit's startup.
@@ -33,10 +34,16 @@ class NaturalSpace:
         self.k, self.fig = k, fig
         cut = sorted(k.splittable(), key=lambda c: -k.extent[c])[:4]
         self.cut = [c for c in k.classes if c in cut]  # program order
-        self.perms = list(itertools.permutations(range(len(self.cut)))) if len(self.cut) <= 3 else [
-            tuple(range(len(self.cut))), tuple(reversed(range(len(self.cut))))]
+        n = len(self.cut)
+        self.perms = list(itertools.permutations(range(n))) if n <= 3 else [tuple(range(n)), tuple(reversed(range(n)))]
+        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried
+        self.kclass = k.kloop[0] if k.kloop is not None and k.extent[k.kloop[0]] > 1 else None
+        if self.kclass is not None:
+            self.cut.append(self.kclass)
+            self.perms = [(*p, n) for p in self.perms]
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
-        self.options = [self._options(c, per) for c in self.cut]
+        self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
+                        for c in self.cut]
 
     def _blocks(self, c: int) -> list[int]:
         E = self.k.extent[c]
@@ -92,7 +99,8 @@ class NaturalSpace:
         cutm = [(g[i] > 1) | (b[i] < E[i]) for i in range(n_cut)]
         n_it = [np.ceil(E[i] / (g[i] * b[i])) for i in range(n_cut)]
         active = np.prod(g, axis=0) if g else np.ones(size)
-        cycles = np.zeros(size)
+        dma = np.zeros(size)  # transfer cycles per tile
+        compute = np.zeros(size)  # matrix and vector cycles per tile
         gbytes = np.zeros(size)
         for step, deps in zip(k.steps, k.op_deps, strict=True):
             lvl = np.full(size, -1, dtype=np.int64)
@@ -106,8 +114,17 @@ class NaturalSpace:
             for cls in step.dims:
                 elems = elems * self._blk(c, cls)
             cost, moved = self._step_cost(step, c, elems, active)
-            cycles += execs * cost
+            if step.kind in ("load", "store"):
+                dma += execs * cost
+            else:
+                compute += execs * cost
             gbytes += execs * moved * active
+        # the DMA queue runs ahead of the compute units (a block's loads wait for nothing but
+        # their queue), so one overlaps the other but for one iteration's share at the ends
+        iters = np.ones(size)
+        for i in range(n_cut):
+            iters = iters * np.where(cutm[i], n_it[i], 1.0)
+        cycles = np.maximum(dma + compute / iters, compute + dma / iters)
         scratch = np.zeros(size)
         for _, dims, isz in k.values:
             blk = np.ones(size)

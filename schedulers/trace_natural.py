@@ -52,7 +52,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
             if v not in empties and shape(g.types.get(v)):
                 d |= set(g.classes(v))
         for r in op.results:
-            deps[r] = d
+            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
         if op.name not in _FREE and not op.name.startswith("scf."):
             placed.append((op, max((looped.index(c) for c in d if c in looped), default=-1)))
     if split is not None:
@@ -70,20 +70,40 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         coords = _coords(tile, grid)
         counts = [_tile_trips(k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0)
                   for c in looped]
-        _nest(-1, placed, counts, work, tile, [0], {}, records)
+        kloop = None
+        if space.kclass is not None and space.kclass in looped and k.kloop is not None:
+            kloop = (looped.index(space.kclass), k.kloop[1], counts.pop())
+        _nest(-1, placed, counts, work, tile, [0], {}, records, kloop)
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 
 def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work: dict[int, dict[str, object]],
-          tile: int, seq: list[int], made: dict[str, int], records: list[OpRecord]) -> None:
-    """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level."""
+          tile: int, seq: list[int], made: dict[str, int], records: list[OpRecord],
+          kloop: tuple[int, Operation, int] | None = None) -> None:
+    """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
+
+    `kloop` = (its level, the contraction, trips): the contraction's K loop, run where the
+    contraction is, its ops in program order, each step's product accumulated into the next."""
+    if kloop is not None and level + 1 == kloop[0]:
+        klevel, mm, trips = kloop
+        for op, lv in ops:
+            if lv == level:
+                _record(op, work[id(op)], tile, seq, made, records)
+            elif op is mm:
+                for _ in range(trips):
+                    for inner, ilv in ops:
+                        if ilv == klevel and inner is not mm:
+                            _record(inner, work[id(inner)], tile, seq, made, records)
+                    _record(mm, work[id(mm)], tile, seq, made, records)
+                    made[mm.operands[-1]] = made[mm.results[0]]  # the carried accumulator
+        return
     for op, lv in ops:
         if lv == level:
             _record(op, work[id(op)], tile, seq, made, records)
     if level + 1 >= len(counts):
         return
     for _ in range(counts[level + 1]):
-        _nest(level + 1, ops, counts, work, tile, seq, made, records)
+        _nest(level + 1, ops, counts, work, tile, seq, made, records, kloop)
 
 
 def _coords(tile: int, grid: list[int]) -> list[int]:

@@ -148,3 +148,11 @@ def test_random_natural_kernels_are_scheduled_exactly_when_legal_and_right(steps
     if result.report.applied:
         verdict = check_equivalent(before, result.module, seed=5)
         assert verdict.ok, (steps, verdict.message)
+
+
+def test_memory_effects_beside_whole_loads_and_stores_are_declined(spyre: Target) -> None:
+    """An op writing memory on its own would run on every tile: the natural form declines it."""
+    text = _text(nat.swiglu(64, 256), "s")
+    extra = "  %buf = memref.alloc() : memref<4xf32>\n  func.return"
+    r = schedulers.schedule(ktir.parse(text.replace("  func.return", extra), "s.ktir"), spyre, "exact").report
+    assert not r.applied and "memref.alloc" in (r.reason or ""), r.reason
