@@ -388,7 +388,7 @@ def _counts_fit(op: Operation, opdef: OpDef) -> bool:
     """Whether the op has the operand, result and region counts its definition declares:
     custom forms can spell only those (generic text can carry any counts, for the verifier
     to report), so anything else prints in generic form."""
-    if len(op.operand_types) != len(op.operands) or len(op.result_types) != len(op.results):
+    if len(op.operand_types) != len(op.operands) or (op.results and len(op.result_types) != len(op.results)):
         return False
     for specs, actual in ((opdef.operands, len(op.operands)), (opdef.results, len(op.result_types))):
         fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))

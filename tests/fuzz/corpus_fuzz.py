@@ -417,12 +417,12 @@ class _Slot:
 
 
 def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, memory_limit: int = 2 << 30,
-         batch: int = 250, interpret: bool = True, progress: bool = False, log_every: int = 0) -> Report:
-    """Run `inputs` inputs of the run `seed` on `jobs` worker processes."""
+         batch: int = 250, interpret: bool = True, progress: bool = False, log_every: int = 0, start: int = 0) -> Report:
+    """Run inputs `start` .. `start + inputs - 1` of the run `seed` on `jobs` worker processes."""
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
     report = Report(inputs=inputs)
     started = time.monotonic()
-    pending = [(i, min(i + batch, inputs)) for i in range(0, inputs, batch)]
+    pending = [(i, min(i + batch, start + inputs)) for i in range(start, start + inputs, batch)]
     pending.reverse()
     slots = [_Slot(ctx, seed, time_limit, memory_limit, interpret) for _ in range(max(1, jobs))]
     # the worker's own timer interrupts Python code; the parent kills a worker stuck in C
@@ -444,6 +444,9 @@ def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, mem
                     continue
                 report.counts.update(counts)
                 report.failures.extend(failures)
+                if log_every:  # failing indices at once: a long run stopped early still names them
+                    for index, kind, _ in failures:
+                        print(f"failure: seed {seed} index {index}: {kind}", file=sys.stderr, flush=True)
                 assert slot.task is not None
                 done += slot.task[1] - slot.task[0]
                 slot.task = None
@@ -485,6 +488,7 @@ def _replace_dead(slots: list[_Slot], slot: _Slot, ctx: Any, seed: int, time_lim
     start, stop = slot.task
     report.counts[kind] += 1
     report.failures.append((index, kind, f"worker {'killed after the time limit' if kind == 'hang' else f'died (exit code {slot.proc.exitcode})'}"))
+    print(f"failure: seed {seed} index {index}: {kind} (worker replaced)", file=sys.stderr, flush=True)
     if index + 1 < stop:
         pending.append((index + 1, stop))
     # inputs before `index` in this batch ran but were not reported: run them again
@@ -515,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Corpus-mutation fuzzer for parse -> verify -> print -> re-parse -> run.")
     parser.add_argument("--inputs", type=int, default=20_000, help="number of inputs (default 20000, the CI lane)")
     parser.add_argument("--seed", type=int, default=0, help="run seed; a run is a pure function of it")
+    parser.add_argument("--start", type=int, default=0, help="index of the first input (to split a run over machines)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes")
     parser.add_argument("--time-limit", type=float, default=5.0, help="seconds per input before it counts as a hang")
     parser.add_argument("--memory-limit", type=int, default=2 << 30, help="address-space bytes per worker (0: none)")
@@ -528,8 +533,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         print("outcome:", run_one(text, not args.no_interpret), file=sys.stderr)
         return 0
-    report = fuzz(args.inputs, args.seed, args.jobs, args.time_limit, args.memory_limit,
-                  interpret=not args.no_interpret, progress=sys.stderr.isatty(), log_every=args.log_every)
+    report = fuzz(args.inputs, args.seed, args.jobs, args.time_limit, args.memory_limit, interpret=not args.no_interpret,
+                  progress=sys.stderr.isatty(), log_every=args.log_every, start=args.start)
     print(report.summary())
     if report.failures:
         for path in save_failures(report, args.seed, args.save):
