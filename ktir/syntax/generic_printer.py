@@ -16,27 +16,24 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation
-from ktir.syntax.mlir_generic import map_types, memory_space_string, to_mlir
+from ktir.syntax.mlir_generic import map_types, memory_space_string
 from ktir.syntax.printer import (
     Printer,
     _results_text,
     attr_text,
-    dict_text,
-    function_type_text,
     print_module,
-    string_text,
 )
 
 _MLIR_UNLEXABLE = re.compile(r"[<>]=")
 
 
 class GenericPrinter(Printer):
+    """Prints the selected ops (all, or those whose name starts with a prefix) generic."""
+
     def __init__(self, prefixes: Sequence[str] | None = None, attr_aliases: dict[str, Attribute] | None = None,
                  counter: list[int] | None = None) -> None:
-        super().__init__(attr_aliases)
+        super().__init__(attr_aliases, counter)
         self.prefixes = None if prefixes is None else tuple(prefixes)
-        # shared by every fork, so names made up for named-op bodies are unique in the text
-        self.counter = counter if counter is not None else [0]
 
     def fork(self) -> Printer:
         return GenericPrinter(self.prefixes, self.attr_aliases, self.counter)
@@ -44,31 +41,11 @@ class GenericPrinter(Printer):
     def selected(self, name: str) -> bool:
         return self.prefixes is None or any(name == p or name.startswith(p.rstrip(".") + ".") for p in self.prefixes)
 
-    def fresh(self, hint: str) -> str:
-        self.counter[0] += 1
-        return f"%__{hint}{self.counter[0]}"
-
     def _operation(self, op: Operation, depth: int) -> None:
-        if not self.selected(op.name):
+        if self.selected(op.name):
+            self.generic(op, depth, _results_text(op.results))
+        else:
             super()._operation(op, depth)
-            return
-        fields = to_mlir(op, self.fresh)
-        text = f"{_results_text(op.results)}{string_text(fields.name)}({', '.join(op.operands)})"
-        if op.successors:
-            text += "[" + ", ".join(op.successors) + "]"
-        if fields.properties:
-            text += " <" + dict_text(fields.properties, always=True) + ">"
-        fn = function_type_text(ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types)))
-        tail = (f" {dict_text(fields.attributes)}" if fields.attributes else "") + f" : {fn}"
-        if not fields.regions:
-            self.emit(depth, text + tail)
-            return
-        self.emit(depth, text + " ({")
-        for i, region in enumerate(fields.regions):
-            if i > 0:
-                self.emit(depth, "}, {")
-            self.region(region, depth, entry_label=True)
-        self.emit(depth, "})" + tail)
 
 
 def print_generic(module: Module, prefixes: Sequence[str] | None = None, string_memory_spaces: bool = False) -> str:

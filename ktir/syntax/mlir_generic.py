@@ -120,8 +120,8 @@ def to_mlir(op: Operation, fresh: Callable[[str], str]) -> GenericFields:
         attrs.setdefault("fastmath", _NONE_FASTMATH)
     if op.name in _OVERFLOW_OPS:
         attrs.setdefault("overflowFlags", _NONE_OVERFLOW)
-    if op.name in _NO_SEGMENTS:
-        attrs.pop("operandSegmentSizes", None)
+    if op.name in _NO_SEGMENTS and attrs.get("operandSegmentSizes") == _ktir_segments(op):
+        del attrs["operandSegmentSizes"]  # what reading the generic form recomputes
     if op.name in _ALLOC_SEGMENTS and "operandSegmentSizes" not in attrs:
         attrs["operandSegmentSizes"] = _segments(len(op.operands), 0)
     if op.name == "linalg.generic":

@@ -952,7 +952,8 @@ class _Builder:
         for x in c[1:]:
             if isinstance(x, C):
                 if x.tag == "flag":
-                    attrs[x.value[0]] = x.value[1]
+                    if x.value[1].value != "none":  # MLIR's default: the same op as no flag
+                        attrs[x.value[0]] = x.value[1]
                 else:
                     attrs.update(x.value)
         return self._op(tok, vals, [t] * len(vals), [t], attrs)

@@ -20,6 +20,7 @@ from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation, Region
 from ktir.syntax.affine_print import format_expr, format_map, format_set
 from ktir.syntax.diagnostics import KtirError
+from ktir.syntax.mlir_generic import to_mlir
 from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, constant_type, i1_like, short_body_init, short_body_input
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
@@ -278,13 +279,15 @@ def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
 
 
 class Printer:
-    def __init__(self, attr_aliases: dict[str, Attribute] | None = None) -> None:
+    def __init__(self, attr_aliases: dict[str, Attribute] | None = None, counter: list[int] | None = None) -> None:
         self.lines: list[str] = []
         self.attr_aliases = attr_aliases or {}
+        # shared by every fork, so names made up for generic named-op bodies are unique in the text
+        self.counter = counter if counter is not None else [0]
 
     def fork(self) -> Printer:
         """A printer for one op's custom text, printing nested ops as this one does."""
-        return Printer(self.attr_aliases)
+        return Printer(self.attr_aliases, self.counter)
 
     def emit(self, depth: int, text: str) -> None:
         if text:
@@ -363,22 +366,30 @@ class Printer:
         self.emit(depth, "}" + tail)
 
     def generic(self, op: Operation, depth: int, head: str) -> None:
-        text = f"{head}{string_text(op.name)}({', '.join(op.operands)})"
+        """MLIR's generic form, as MLIR 22 prints it (ktir.syntax.mlir_generic): also the
+        fallback for ops whose fields do not fit their custom form."""
+        fields = to_mlir(op, self.fresh)
+        text = f"{head}{string_text(fields.name)}({', '.join(op.operands)})"
         if op.successors:
             text += "[" + ", ".join(op.successors) + "]"
-        if op.properties is not None:
-            text += " <" + dict_text(op.properties, always=True) + ">"
+        if fields.properties or op.properties is not None:
+            text += " <" + dict_text(fields.properties, always=True) + ">"
         fn = function_type_text(ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types)))
-        tail = _opt_dict(op.attributes) + f" : {fn}"
-        if not op.regions:
+        tail = _opt_dict(fields.attributes) + f" : {fn}"
+        if not fields.regions:
             self.emit(depth, text + tail)
             return
         self.emit(depth, text + " ({")
-        for i, region in enumerate(op.regions):
+        for i, region in enumerate(fields.regions):
             if i > 0:
                 self.emit(depth, "}, {")
             self.region(region, depth, entry_label=True)
         self.emit(depth, "})" + tail)
+
+    def fresh(self, hint: str) -> str:
+        """A new value name for a body MLIR's generic form spells out (named linalg ops)."""
+        self.counter[0] += 1
+        return f"%__{hint}{self.counter[0]}"
 
 
 _ALIAS_USE = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$.]*")
