@@ -183,16 +183,19 @@ def _npy_bytes(array: np.ndarray) -> bytes:
 
 
 def schemas() -> dict[str, str]:
-    """The published JSON Schemas: results files and manifests."""
+    """The published JSON Schemas: results, manifests, capability files and waivers files."""
     import json
 
+    from conformance.capability import json_schemas
     from conformance.model import Manifest
     from conformance.results import json_schema
 
     manifest = Manifest.model_json_schema()
     manifest["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return {"results.schema.json": json.dumps(json_schema(), indent=2) + "\n",
-            "manifest.schema.json": json.dumps(manifest, indent=2) + "\n"}
+    out = {"results.schema.json": json.dumps(json_schema(), indent=2) + "\n",
+           "manifest.schema.json": json.dumps(manifest, indent=2) + "\n"}
+    out.update({f"{name}.schema.json": json.dumps(schema, indent=2) + "\n" for name, schema in json_schemas().items()})
+    return out
 
 
 def _update(path: Path, data: bytes, changes: Changes, check: bool, root: Path) -> None:

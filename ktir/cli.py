@@ -37,7 +37,17 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     if not args.quiet:
         for w in module.warnings:
             print(render(w, source), file=sys.stderr)
-    text = print_module(module)
+    generic = args.generic or args.generic_ops is not None
+    if generic and args.check:
+        print("ktir fmt: --check compares with the canonical form; it does not combine with --generic", file=sys.stderr)
+        return EXIT_USAGE
+    if generic or args.string_memory_spaces:
+        from ktir.syntax.generic_printer import print_generic
+
+        prefixes = None if args.generic_ops is None or args.generic else args.generic_ops
+        text = print_generic(module, prefixes if generic else [], string_memory_spaces=args.string_memory_spaces)
+    else:
+        text = print_module(module)
     if args.check:
         if text != source:
             print(f"{name}: not in canonical form (run `ktir fmt {args.file} -o {args.file}`)", file=sys.stderr)
@@ -173,6 +183,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     fmt.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
     fmt.add_argument("--check", action="store_true", help="exit 1 if FILE is not already canonical; write nothing")
     fmt.add_argument("-q", "--quiet", action="store_true", help="do not print legacy-spelling warnings")
+    fmt.add_argument("--generic", action="store_true", help="print every op in MLIR's generic form, as MLIR 22 prints it")
+    fmt.add_argument(
+        "--generic-ops", action="extend", type=lambda text: [p for p in text.split(",") if p], metavar="PREFIX[,PREFIX...]",
+        help="print only these ops generic: dialects (ktdp) or op names (linalg.matmul_transpose_b); repeatable",
+    )
+    fmt.add_argument(
+        "--string-memory-spaces", action="store_true",
+        help='write #ktdp.memory_space<...> in memref types as a string "#ktdp.memory_space<...>", which stock MLIR accepts',
+    )
     fmt.set_defaults(run=cmd_fmt)
     _add_batch_options(fmt, in_place=True)
     fmt.set_defaults(run=cmd_fmt_files)  # each file goes through cmd_fmt

@@ -57,6 +57,7 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _parse_arg(text: str) -> tuple[str, Any]:
     from .executor import Local
+    from .inputs import load_npy
 
     if "=" not in text:
         raise ValueError(f"--arg {text!r}: expected NAME=VALUE")
@@ -65,9 +66,9 @@ def _parse_arg(text: str) -> tuple[str, Any]:
     if not name:
         raise ValueError(f"--arg {text!r}: empty name")
     if value.startswith("ct_local:"):
-        return name, Local(np.load(value[len("ct_local:"):], allow_pickle=False))
+        return name, Local(load_npy(value[len("ct_local:"):]))
     if value.endswith(".npy"):
-        return name, np.load(value, allow_pickle=False)
+        return name, load_npy(value)
     try:
         return name, int(value, 0)
     except ValueError:

@@ -548,10 +548,12 @@ def maybe_empty_values(program: Program, func: Operation) -> frozenset[str]:
             exempt = SHAPE_ONLY.get(op.name, lambda _op: set())(op)
             if any(i in exempt for i in hit) and not op.name.startswith(_DEFINES_RESULTS):
                 tainted.update(op.results)
-            for region in op.regions:
-                for block in region.blocks:
-                    tainted.update(a.name for a in block.arguments)
-            if op.name in TERMINATORS and parent is not None and parent is not func:
+            if not op.name.startswith(_DEFINES_RESULTS):  # linalg bodies run vectorised, unchecked
+                for region in op.regions:
+                    for block in region.blocks:
+                        tainted.update(a.name for a in block.arguments)
+            if op.name in TERMINATORS and parent is not None and parent is not func \
+                    and not parent.name.startswith(_DEFINES_RESULTS):
                 tainted.update(parent.results)
                 for region in parent.regions:
                     for block in region.blocks:

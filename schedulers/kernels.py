@@ -400,8 +400,15 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     if set(mm.attributes) - {"operandSegmentSizes"}:
         return f"the matmul has attributes ({', '.join(sorted(set(mm.attributes) - {'operandSegmentSizes'}))})"
     acc = mm.result_types[0] if mm.result_types else None
-    if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType) and acc.element_type.kind == "f32"):
-        return "the matmul does not accumulate in f32"
+    if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType)):
+        return "the matmul does not accumulate in floating point"
+    if acc.element_type.kind != "f32":
+        # one whole-K product rounds once (interpreter semantics): an f32 accumulator rounded
+        # at the store gives that result; a K loop in the narrow type rounds at every step
+        if any(op.name == "scf.for" for op in ops):
+            return f"the matmul accumulates in {acc.element_type.kind} across a loop (rounding at every step)"
+        if acc.element_type.kind != c.dtype:
+            return f"the matmul accumulates in {acc.element_type.kind} but C is {c.dtype}"
     if not all(o.dtype.startswith(("f", "bf")) for o in (a, b, c)):
         return f"A, B and C must be floating point (got {a.dtype}, {b.dtype}, {c.dtype})"
     for op in ops:

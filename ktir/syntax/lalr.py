@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ktir.syntax.diagnostics import ParseError
 from ktir.syntax.lexer import KtirLexer, Tok
 
 FORMAT = 1  # bump when the layout of the cached tables changes
@@ -289,7 +290,10 @@ class Driver:
                     del values[-size:]
                 else:
                     children = []
-                values.append(callbacks[rule](children))
+                try:
+                    values.append(callbacks[rule](children))
+                except ParseError as e:
+                    raise _located(e, children, tok) from None
                 stack.append(rows[stack[-1]][origin][1])
         end = Tok("$END", "", len(text), last.line if last else 1, last.column if last else 1)
         while True:
@@ -303,7 +307,10 @@ class Driver:
                 del values[-size:]
             else:
                 children = []
-            value = callbacks[rule](children)
+            try:
+                value = callbacks[rule](children)
+            except ParseError as e:
+                raise _located(e, children, end) from None
             stack.append(rows[stack[-1]][origin][1])
             values.append(value)
             if stack[-1] == end_state:
@@ -333,3 +340,22 @@ class Driver:
                     break
                 stack.append(goto[1])
         return found
+
+def _first_token(value: Any, depth: int = 0) -> Tok | None:
+    if isinstance(value, Tok):
+        return value
+    if isinstance(value, list | tuple) and depth < 3:
+        for item in value:
+            found = _first_token(item, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _located(error: ParseError, children: list[Any], lookahead: Tok) -> ParseError:
+    """A rule callback's error without a position is placed at the rule's first token
+    (or, when its children hold none, at the token that ended the rule)."""
+    if error.line >= 1:
+        return error
+    tok = _first_token(children) or lookahead
+    return ParseError(error.message, tok.line, tok.column, error.diagnostics[0].file, error.diagnostics[0].id)

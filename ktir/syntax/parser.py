@@ -25,6 +25,7 @@ from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
+from ktir.syntax.mlir_generic import from_mlir, memory_space_from_string
 
 KDYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static_* arrays
 
@@ -438,7 +439,7 @@ class _Builder:
                 layout = extras[0]
             else:
                 space = extras[0]
-        return ty.MemRefType(shape=shape, element_type=rest[0], layout=layout, memory_space=space)
+        return ty.MemRefType(shape=shape, element_type=rest[0], layout=layout, memory_space=memory_space_from_string(space))
 
     def vector_type(self, c: list[Any]) -> Type:
         shape, rest = self._shape(c)
@@ -805,7 +806,7 @@ class _Builder:
                 # properties of a defined op are its inherent attributes
                 attrs.update(props)
                 props = None
-        return Operation(
+        op = Operation(
             name=name,
             operands=operands,
             operand_types=list(fn.inputs),
@@ -816,6 +817,8 @@ class _Builder:
             successors=cl.get("succ", []),
             loc=_loc(name_tok),
         )
+        # what MLIR's generic print spells out (named-op bodies, defaults) folds back
+        return op if opdef is None else from_mlir(op)
 
     def successors(self, c: list[Tok]) -> C:
         return C("succ", _values(c))
@@ -1098,15 +1101,17 @@ class _Builder:
         return C("future", c[0])
 
     def legacy_future_type(self, c: list[Type]) -> C:
-        self._warn(None, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
-        return C("future", c[1])
+        return C("legacy_future", c[1])  # warned about at the op's keyword (types carry no position)
 
     def produce_op(self, c: list[Any]) -> Operation:
         tok, group_set = c[0], c[1]
         cl = _clauses(c)
         attrs = dict(cl.get("attrs", {}))
         attrs["producer_tiles_per_group"] = group_set
-        return self._op(tok, result_types=[cl["future"]], attributes=attrs, regions=[c[-1]])
+        if "legacy_future" in cl:
+            self._warn(tok, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
+        future = cl["future"] if "future" in cl else cl["legacy_future"]
+        return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
 
     def dependency(self, c: list[Attribute]) -> C:
         return C("dependency", c[0])
@@ -1378,7 +1383,8 @@ class _Builder:
         elem_out = [ty.element_type(t) for t in out_types]
         args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
         args += [BlockArgument(name=short_body_init(i), type=t) for i, t in enumerate(elem_out[: len(out_types)])]
-        operand_args = args if n_ins < 0 else args[:n_ins]
+        # map applies the op to the inputs; reduce to (init, inputs...), as MLIR 22 builds it
+        operand_args = [args[-1], *args[:-1]] if n_ins < 0 else args[:n_ins]
         inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]])
         inner.results = [SHORT_BODY_RESULT]
         inner.loc = None  # part of the short form's text, not an op of its own
@@ -1391,8 +1397,8 @@ class _Builder:
         operands, types, attrs = self._dps(tok, cl)
         in_types, out_types = cl["ins"][1], cl["outs"][1]
         if "short" in cl:
+            # MLIR 22 gives the body one argument per input plus one for the init element
             region = self._short_region(cl["short"], in_types, out_types, len(in_types))
-            region.blocks[0].arguments = region.blocks[0].arguments[: len(in_types)]
         elif "body" in cl:
             region = cl["body"]
         else:

@@ -234,6 +234,31 @@ def check_set_in_box(check: Check, iset: af.IntegerSet, sizes: list[int], cid: s
             return
 
 
+def check_tile_shape(check: Check, iset: af.IntegerSet, order: af.AffineMap | None, result_shape: tuple[int | None, ...],
+                     what: str) -> None:
+    """A tile's shape is its set's extents (max - min + 1 per dimension) in the order's
+    permutation (spec/memory.md, access tiles). A warning, `<op>.shape`, when the set has no
+    symbols: upstream accepts such text (its own tests have some), but constructing the tile
+    is a `runtime.type` dynamic error."""
+    if iset.num_symbols or order is None or not order.is_permutation():
+        return
+    dims = [f"d{i}" for i in range(iset.num_dims)]
+    try:
+        text = set_text(dims, isl_constraints(iset, dims, []))
+    except NotAffine:
+        return
+    span = _spans(text)
+    if span is None:
+        return
+    perm = [r.position for r in order.results if isinstance(r, af.Dim)]
+    want = tuple(span[p][1] - span[p][0] + 1 for p in perm)
+    if len(want) == len(result_shape) and any(r is not None and r != w for r, w in zip(result_shape, want, strict=True)):
+        shown = "x".join("?" if r is None else str(r) for r in result_shape)
+        check.v.emit("warning", f"{check.op.name}.shape",
+                     f"the result shape {shown} differs from the extents of {what} in its order, "
+                     f"{'x'.join(map(str, want))}: constructing the tile is a runtime.type error", check.loc)
+
+
 @functools.lru_cache(maxsize=4096)
 def _spans(text: str) -> list[tuple[int, int]] | None:
     s = isl.Set(text)

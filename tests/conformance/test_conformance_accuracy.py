@@ -39,6 +39,9 @@ def test_every_stored_bound_magnitude_is_non_negative() -> None:
 
 
 def test_float64_accumulation_passes_every_executing_case() -> None:
-    cases = [c for c in SUITE if c.expect == "run"]
+    # the adapter changes only the accumulator of reference_interp/ops/linalg.py: a case
+    # without a linalg op runs exactly the reference's code, so only the others are run here
+    cases = [c for c in SUITE if c.expect == "run" and any(op.startswith("linalg.") for op in c.ops)]
+    assert len(cases) >= 100 and {c.level for c in cases} >= {"core", "full"}
     r = run_suite(cases, AdapterSpec("python:conformance.examples.f64_accumulation:F64Accumulation"), jobs=2, timeout=120)
-    assert r.conformant, [(c.id, c.message) for c in r.cases if c.status != "pass"]
+    assert r.passed and {c.status for c in r.cases} == {"pass"}, [(c.id, c.message) for c in r.cases if c.status != "pass"]

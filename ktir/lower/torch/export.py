@@ -40,21 +40,24 @@ def export(module: Any, example_inputs: tuple[Any, ...]) -> Any:
 
 
 def _traceable_experts(module: Any) -> Any:
-    """Hugging Face mixture-of-experts models default to `experts_implementation="grouped_mm"`,
-    whose sort / histogram / opaque grouped-matmul graph has data-dependent group sizes.
-    `"batched_mm"` computes the same function as a gather of each token's expert weights and
-    a batched matmul, which lowers; switch to it for the export and return the undo."""
-    switched = []
+    """Hugging Face mixture-of-experts layers pick their forward by `config._experts_implementation`:
+    "grouped_mm" (the default: sort, histogram, an opaque grouped matmul over data-dependent group
+    sizes) and "eager" (a Python loop over the experts hit) do not export to a static graph.
+    "batched_mm" computes the same function as a gather of each token's expert weights and a
+    batched matmul, which lowers; use it for the export and return the undo."""
+    configs: dict[int, tuple[Any, Any]] = {}
     for sub in module.modules():
-        config = getattr(sub, "config", None)
-        if hasattr(sub, "set_experts_implementation") and getattr(config, "_experts_implementation", None) == "grouped_mm":
-            switched.append((sub, sub.get_experts_implementation()))
-    for sub, _ in switched:
-        sub.set_experts_implementation("batched_mm")
+        config: Any = getattr(sub, "config", None)
+        # the experts modules transformers' @use_experts_implementation decorates
+        experts = hasattr(sub, "_is_expert_parallel") and hasattr(config, "_experts_implementation_internal")
+        if experts and config._experts_implementation_internal in (None, "eager", "grouped_mm"):
+            configs[id(config)] = (config, config._experts_implementation_internal)
+    for config, _ in configs.values():
+        config._experts_implementation_internal = "batched_mm"
 
     def restore() -> None:
-        for sub, before in reversed(switched):
-            sub.set_experts_implementation(before)
+        for config, before in configs.values():
+            config._experts_implementation_internal = before
 
     return restore
 

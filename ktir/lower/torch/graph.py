@@ -483,9 +483,46 @@ class Lowering:
     def _reduce_with_indices(self, node: Any, kind: str) -> Any:
         if len(node.args) < 2:  # max(x): one value
             return self._reduce(node, kind, None)
-        # (values, indices): the indices are not computed; using them stops the lowering
+        if any(u.target is operator.getitem and u.args[1] == 1 for u in node.users):  # the indices are used
+            keepdim = bool(node.args[2]) if len(node.args) > 2 else False
+            return self._arg_extreme(node, node.args[0], node.args[1], keepdim, kind)
+        # the values alone: a reduction
         values = self._reduce_node(node, kind, [node.args[1]], tuple(node.meta["val"][0].shape), _ktype(node.meta["val"][0].dtype))
         return [values, None]
+
+    def _arg_extreme(self, node: Any, src: Any, dim: int | None, keepdim: bool, kind: str) -> list[Ref]:
+        """(values, indices) of the max or min along `dim` (None: of the flattened tensor), the
+        first index on ties: a top-1 kernel."""
+        in_shape = tuple(src.meta["val"].shape)
+        if dim is None or not in_shape:
+            flat = self.ref(src, node).reshape((math.prod(in_shape),))
+            if flat is None:
+                flat = self._materialise(Pending(self.ref(src, node), in_shape, self.ref(src, node).ktype, 1, [node.name]), node.name + "_flat")
+                flat = flat.reshape((math.prod(in_shape),))
+            e: Expr = flat.unsqueeze(0)  # type: ignore[union-attr]
+            nodes, in_shape, dim = [node.name], (1, math.prod(in_shape)), 1
+        else:
+            e = self.expr(src, in_shape, node)
+            nodes = self._fused_nodes(src, in_shape) + [node.name]
+        dim %= len(in_shape)
+        vtype = _ktype(src.meta["val"].dtype)
+        if vtype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"arg-reductions of {vtype} are not supported")
+        keep = tuple(1 if d == dim else n for d, n in enumerate(in_shape))
+        values = self._new_buffer(node.name + "_values", keep, vtype)
+        indices = self._new_buffer(node.name + "_indices", keep, "i64")
+        k = routing.topk(self._kname(f"arg{kind}"), self.aliases, e, list(in_shape), dim, 1, kind == "max", values, indices, self.cores)
+        self._add_kernel(k, "topk", nodes, [values.buffer, indices.buffer], f"{', '.join(nodes)}: {kind} and its index over dim {dim} of {list(in_shape)}")
+        shape = tuple(node.meta["val"][0].shape if isinstance(node.meta["val"], list | tuple) else node.meta["val"].shape)
+        if keepdim and len(shape) == len(keep):
+            return [values, indices]
+        return [values.reshape(shape) or values, indices.reshape(shape) or indices]
+
+    def op_argmax(self, node: Any) -> Ref:
+        return self._arg_extreme(node, node.args[0], node.args[1] if len(node.args) > 1 else None, bool(node.args[2]) if len(node.args) > 2 else False, "max")[1]
+
+    def op_argmin(self, node: Any) -> Ref:
+        return self._arg_extreme(node, node.args[0], node.args[1] if len(node.args) > 1 else None, bool(node.args[2]) if len(node.args) > 2 else False, "min")[1]
 
     def op_max(self, node: Any) -> Any:
         return self._reduce_with_indices(node, "max")

@@ -189,11 +189,11 @@ def test_bf16() -> None:
     check(Fn(lambda s, x, w: torch.softmax(x @ w, -1)), r(16, 64), r(64, 64) * 0.1, dtype=torch.bfloat16)
 
 
-def test_using_argmax_indices_is_an_error() -> None:
-    from ktir.lower.torch import TorchLoweringError
-
-    with pytest.raises(TorchLoweringError, match="not computed"):
-        from_torch(Fn(lambda s, x: torch.max(x, -1).indices), (r(4, 8),))
+def test_max_min_indices_and_argmax() -> None:
+    p = check(Fn(lambda s, x: torch.max(x, -1).indices), r(4, 8))
+    assert [k.kind for k in p.manifest.kernels] == ["topk"]
+    check(Fn(lambda s, x: torch.min(x * 2, 1, keepdim=True)), r(4, 8, 6))
+    check(Fn(lambda s, x: (torch.argmax(x, 0), torch.argmin(x, -1, keepdim=True), torch.argmax(x))), r(6, 8))
 
 
 def test_attention_with_explicit_masks() -> None:

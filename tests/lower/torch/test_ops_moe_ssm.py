@@ -148,3 +148,11 @@ def test_mamba2_chunked_scan_matches_a_sequential_scan() -> None:
             ys.append(h @ c[0, t, 0] + scan.D[:, None] * x[0, t])
     want = torch.stack(ys)[None].numpy()
     assert float(np.abs(got - want).max()) <= 1e-4 * max(1.0, float(np.abs(want).max()))
+
+
+def test_program_estimate_costs_every_kernel_on_spyre() -> None:
+    x = r(8, 16)
+    p = from_torch(Fn(lambda s, x: torch.topk(torch.cumsum(x, -1), 2)[0] * 2), (x,))
+    reports = p.estimate(x, target="spyre")
+    assert [(n, kind) for n, kind, _ in reports] == [(k.name, k.kind) for k in p.manifest.kernels]
+    assert all(rep.estimate_seconds > 0 and rep.grid == p.manifest.kernels[i].grid for i, (_, _, rep) in enumerate(reports))
