@@ -26,12 +26,12 @@ from typing import Any
 from ktir.dialects.registry import SPELLINGS
 from ktir.syntax.lexer import _DIMS, Tok
 
-# Leading whitespace, then a type with its `<...>` body (one nesting level), or any other
+# Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
 # token: one findall over the whole text, classified by first character afterwards.
 _SCAN = re.compile(
-    r"""([ \t\r\n]*)(?:
-    ((?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>)
-  | (%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
+    r"""([ \t\r\n]*)(
+    (?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+  | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
   | [A-Za-z_][A-Za-z0-9_$.]*
   | 0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*(?:[eE][+\-]?[0-9]+)?)?
@@ -40,16 +40,17 @@ _SCAN = re.compile(
   | ![A-Za-z_][A-Za-z0-9_$.]*
   | "(?:\\.|[^"\\\n])*"
   | \^[A-Za-z0-9_$.\-]+
-  | //[^\n]*))""",
+  | //[^\n]*)""",
     re.VERBOSE,
 )
 _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
 _WS = itemgetter(0)
-_TYPE = itemgetter(1)
-_OTHER = itemgetter(2)
+_TEXT = itemgetter(1)
 _FIRST = itemgetter(0)
+_LAST = itemgetter(-1)
+_IS_CLOSE = ">".__eq__
 _NEWLINE = re.compile("\n")
 
 # Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
@@ -87,10 +88,12 @@ class _Tokens:
     def __init__(self, text: str, base: int, starts: list[int]) -> None:
         """`starts`: where each line of the whole text starts; `base`: where `text` starts in it."""
         found = _SCAN.findall(text)
-        values = list(map(str.__add__, map(_TYPE, found), map(_OTHER, found)))
+        values = list(map(_TEXT, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
-        for i in compress(count(), map(_TYPE, found)):
-            kinds[i] = "type"
+        # a word or `!name` never ends with `>`: such a token is a whole type
+        for i in compress(count(), map(_IS_CLOSE, map(_LAST, values))):
+            if kinds[i] == "word" or kinds[i] == "bang":
+                kinds[i] = "type"
         gaps = list(map(len, map(_WS, found)))
         # ends[i + 1]: where token i ends (with the whitespace before it)
         ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
@@ -145,16 +148,19 @@ class _LazyTok(Tok):
 
     @property
     def start_pos(self) -> int:  # type: ignore[override]
-        return self._tokens.position(self._index)
+        tokens, i = self._tokens, self._index
+        return tokens.ends[i + 1] - len(tokens.values[i])
 
     @property
     def line(self) -> int:  # type: ignore[override]
-        return bisect_right(self._tokens.starts, self.start_pos)
+        tokens, i = self._tokens, self._index
+        return bisect_right(tokens.starts, tokens.ends[i + 1] - len(tokens.values[i]))
 
     @property
     def column(self) -> int:  # type: ignore[override]
-        pos = self.start_pos
-        starts = self._tokens.starts
+        tokens, i = self._tokens, self._index
+        pos = tokens.ends[i + 1] - len(tokens.values[i])
+        starts = tokens.starts
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
 
