@@ -21,6 +21,15 @@ Two more tables cover the rewrites added for issue 7's gaps. Split-K: each decod
 both measured in this run. Attention: prefill self-attention (one query head per KV head,
 `schedulers.emit_attention.attention_text`) scheduled and rewritten by each scheduler.
 
+Natural form (issue 13): the 13 acceptance kernels written the plain way (`schedulers.single_tile`:
+grid [1], whole tensors loaded, linalg named/generic ops) at Llama-3.1-8B shapes with a 512-token
+prefill chunk, scheduled by `exact` (cache off; then a second, cached run timed too), checked
+against the input in the reference interpreter on the same random inputs, and measured on the
+timeline simulation of `ktir.targets` from the interpreter's own trace of the scheduled module.
+Kernels the matmul rewrite takes (plain matmuls) run for minutes in the interpreter at this size;
+they are checked and simulated only with `--full-matmul`.
+
+    python benchmarks/bench_schedule.py --natural       # the natural-form table only
     python benchmarks/bench_schedule.py                 # the full suite
     python benchmarks/bench_schedule.py --only decode   # kernels whose name contains a word
     python benchmarks/bench_schedule.py --json out.json
@@ -149,6 +158,102 @@ def attention(words: list[str], target: object) -> dict[str, dict[str, dict[str,
     return out
 
 
+TOKENS = 512  # a prefill chunk
+
+
+def natural_suite() -> dict[str, object]:
+    """The natural-form acceptance kernels at Llama-3.1-8B shapes (name -> a function making the module)."""
+    from schedulers import single_tile as nat
+
+    h, qh, _, d, ffn = MODELS["llama"]
+    t = TOKENS
+    return {
+        "matmul f32 acc (q_proj)": lambda: nat.matmul(t, h, h, "bf16", name="q_proj"),
+        "matmul f16 acc (o_proj)": lambda: nat.matmul(t, h, qh * d, "f16", acc="f16", name="o_proj"),
+        "batched matmul, B^T (QK^T)": lambda: nat.batch_matmul_tb(qh, t, t, d, "bf16", name="scores"),
+        "matmul+bias+silu (mlp_gate)": lambda: nat.matmul_bias_act(t, ffn, h, "bf16", act="silu", name="gate_bias_silu"),
+        "rmsnorm": lambda: nat.rmsnorm(t, h, "bf16"),
+        "layernorm": lambda: nat.layernorm(t, h, "bf16"),
+        "softmax over rows": lambda: nat.softmax(qh * t, t, 1, "bf16", name="softmax_rows"),
+        "softmax over columns": lambda: nat.softmax(t, h, 0, "bf16", name="softmax_columns"),
+        "sum to a scalar": lambda: nat.reduce_sum(t, h, "bf16"),
+        "3-D elementwise (add+silu)": lambda: nat.elementwise3d(t, qh, d, "bf16"),
+        "transpose": lambda: nat.transpose(t, h, "bf16"),
+        "rope": lambda: nat.rope(t, qh, d, "bf16"),
+        "swiglu": lambda: nat.swiglu(t, ffn, "bf16"),
+    }
+
+
+def natural(words: list[str], target: object, full_matmul: bool) -> dict[str, dict[str, object]]:
+    """Per natural-form kernel: schedule (timed, then cached), check and timeline from the interpreter's trace."""
+    import os
+    import tempfile
+
+    import reference_interp as ri
+    import schedulers
+    from ktir.syntax.printer import print_module
+    from ktir.targets.from_interp import from_interp
+    from ktir.targets.timeline import simulate
+    from reference_interp.inputs import infer_args
+
+    out: dict[str, dict[str, object]] = {}
+    cache_dir = tempfile.mkdtemp(prefix="ktir-bench-cache-")
+    os.environ["KTIR_SCHEDULE_CACHE"] = "off"
+    warm = ktir.parse(print_module(natural_suite()["swiglu"]()), "warm.ktir")  # type: ignore[operator]
+    schedulers.schedule(warm, target, "exact")  # type: ignore[arg-type]  # imports out of the timings
+    for name, make in natural_suite().items():
+        if words and not any(w in name for w in words):
+            continue
+        module = ktir.parse(print_module(make()), "kernel.ktir")  # type: ignore[operator]
+        os.environ["KTIR_SCHEDULE_CACHE"] = "off"
+        start = time.perf_counter()
+        result = schedulers.schedule(module, target, "exact")  # type: ignore[arg-type]
+        first = time.perf_counter() - start
+        os.environ["KTIR_SCHEDULE_CACHE"] = cache_dir
+        schedulers.schedule(module, target, "exact")  # type: ignore[arg-type]
+        start = time.perf_counter()
+        schedulers.schedule(module, target, "exact")  # type: ignore[arg-type]
+        cached = time.perf_counter() - start
+        r = result.report
+        row: dict[str, object] = {"class": r.kernel_class, "applied": r.applied, "grid": r.schedule.grid if r.schedule else [],
+                                  "bound": r.roofline_cycles, "estimate": r.estimate_cycles, "seconds": first,
+                                  "cached_seconds": cached, "reason": r.reason}
+        if r.applied and (r.kernel_class != "matmul" or full_matmul):
+            args = infer_args(module, None, {}, 0, {})
+            ref = ri.run(module, None, {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()})
+            got = ri.run(result.module, None, args, trace=True)
+            row["check"] = all(np.allclose(np.asarray(got.outputs[n], np.float64), np.asarray(v, np.float64),
+                                           rtol=1e-2, atol=1e-2, equal_nan=True)
+                               for n, v in ref.outputs.items() if not isinstance(v, dict))
+            row["timeline"] = float(simulate(from_interp(result.module, got).trace, target).makespan)  # type: ignore[arg-type]
+        out[name] = row
+    os.environ.pop("KTIR_SCHEDULE_CACHE", None)
+    return out
+
+
+def print_natural(rows: dict[str, dict[str, object]], console: Console, clock: float) -> None:
+    t = Table(title=f"natural single-tile kernels at Llama-3.1-8B shapes ({TOKENS} tokens), exact on spyre")
+    for col in ("kernel", "class", "grid", "bound us", "est ratio", "timeline ratio", "check", "s", "cached s"):
+        t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
+    for name, m in rows.items():
+        bound = float(m["bound"] or 0)  # type: ignore[arg-type]
+        est = float(m["estimate"] or 0) / bound if bound else float("nan")  # type: ignore[arg-type]
+        tl = f"{float(m['timeline']) / bound:.3f}" if "timeline" in m and bound else "-"  # type: ignore[arg-type]
+        check = {True: "ok", False: "FAILED"}.get(m.get("check"), "-")  # type: ignore[call-overload]
+        t.add_row(name, str(m["class"]), str(m["grid"]), f"{bound / clock * 1e6:,.1f}", f"{est:.3f}", tl, check,
+                  f"{m['seconds']:.2f}", f"{m['cached_seconds']:.3f}")
+    console.print(t)
+    tls = [float(m["timeline"]) / float(m["bound"]) for m in rows.values() if "timeline" in m]  # type: ignore[arg-type]
+    ests = [float(m["estimate"]) / float(m["bound"]) for m in rows.values() if m["estimate"]]  # type: ignore[arg-type]
+    scheduled = sum(1 for m in rows.values() if m["applied"] and math.prod(m["grid"]) > 1)  # type: ignore[arg-type]
+    console.print(f"scheduled with grid > 1: {scheduled} of {len(rows)}; checks passed: "
+                  f"{sum(1 for m in rows.values() if m.get('check') is True)} of {sum(1 for m in rows.values() if 'check' in m)} run")
+    console.print(f"exact vs roofline, geometric mean: analytic {geomean(ests):.3f} over {len(ests)} kernels; timeline "
+                  f"{geomean(tls):.3f} over the {len(tls)} simulated (target <= 1.3 on the timeline)")
+    console.print(f"slowest scheduling {max(float(m['seconds']) for m in rows.values()):.2f} s (target < 2 s); "  # type: ignore[arg-type]
+                  f"slowest cached run {max(float(m['cached_seconds']) for m in rows.values()):.3f} s (target < 0.2 s)")  # type: ignore[arg-type]
+
+
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -158,11 +263,20 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=[], help="run kernels whose name contains any of these words")
     ap.add_argument("--budget", type=float, default=1.0, help="time budget of `search` per kernel, seconds")
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
+    ap.add_argument("--natural", action="store_true", help="run the natural-form table only")
+    ap.add_argument("--full-matmul", action="store_true",
+                    help="also check and simulate the natural-form kernels the matmul rewrite takes (minutes each)")
     args = ap.parse_args()
     target = load_target("spyre")
+    console = Console(width=max(150, Console().width))
+    nat_rows = natural(args.only, target, args.full_matmul)
+    print_natural(nat_rows, console, target.clock_hz)
+    if args.natural:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"natural": nat_rows}, indent=2, default=str))
+        return 0
     kernels = [(n, k) for n, k in suite() if not args.only or any(w in n for w in args.only)]
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    console = Console(width=max(150, Console().width))
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("scheduling", total=len(kernels) * len(SCHEDULERS))
         for name, kernel in kernels:
@@ -220,7 +334,7 @@ def main() -> int:
                                                          f"{per[s]['seconds']:.2f}")])
         console.print(t)
     if args.json:
-        Path(args.json).write_text(json.dumps({**rows, **extra}, indent=2))
+        Path(args.json).write_text(json.dumps({**rows, **extra, "natural": nat_rows}, indent=2, default=str))
     return 0
 
 

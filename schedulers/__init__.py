@@ -36,11 +36,27 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
     """Schedule `module` for `target` with the named scheduler.
 
     With `options.check` the result is run against the input in the reference interpreter
-    and `CheckFailed` is raised when they differ (the verdict is in `result.check`)."""
-    from .registry import get
+    and `CheckFailed` is raised when they differ (the verdict is in `result.check`). Results
+    of the built-in schedulers are cached (`schedulers.cache`: a second call is instant)."""
+    import time
 
+    from . import cache
+    from .registry import builtin_schedulers, get
+
+    start = time.perf_counter()
     opts = options or ScheduleOptions()
-    result = get(scheduler).schedule(module, target, opts)
+    chosen = get(scheduler)
+    cacheable = builtin_schedulers().get(scheduler) is not None and type(chosen) is type(builtin_schedulers()[scheduler])
+    key = cache.key(module, target, scheduler, opts) if cacheable else None
+    result = cache.load(key) if key is not None else None
+    if result is not None:
+        result.report.notes.append(f"from the schedule cache ({cache.cache_dir()}); first scheduled in "
+                                   f"{result.report.schedule_seconds:.3f} s")
+        result.report.schedule_seconds = time.perf_counter() - start
+    else:
+        result = chosen.schedule(module, target, opts)
+        if key is not None:
+            cache.store(key, result)
     if opts.check:
         check_schedule(module, result, opts)
     return result

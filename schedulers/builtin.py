@@ -21,10 +21,15 @@ from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
 from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
+from .emit_natural import emit_natural
+from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, recognise
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, grid_of, recognise
+from .natural import NaturalKernel, natural_reason_or_kernel
 from .report import ScheduleReport
+from .rerank import Ranked, rerank, timeline_of
 from .rowloop import rewrite_rows
+from .space_natural import NaturalSpace
 from .spaces import Evaluated, Space, row, space_for
 
 # A strategy returns the chosen point and how many candidates it evaluated.
@@ -134,7 +139,7 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
     return {n: int(v[p]) for n, v, p in zip(names, values, best, strict=True)}, evaluated
 
 
-def plan(kernel: MatmulKernel | RowKernel | AttentionKernel, target: Target, strategy: Strategy,
+def plan(kernel: MatmulKernel | RowKernel | AttentionKernel | NaturalKernel, target: Target, strategy: Strategy,
          options: ScheduleOptions) -> tuple[Space, dict[str, int], int, Bound]:
     """The cost-model half of scheduling (no module): what the benchmarks call for every class."""
     fig = figures(target)
@@ -171,6 +176,7 @@ class StrategyScheduler:
 
     name = ""
     strategy: Strategy
+    rerank = True  # natural-form kernels: re-rank the model's best schedules on the timeline
 
     def supported_ops(self) -> tuple[str, ...]:
         return SUPPORTED_OPS
@@ -184,7 +190,18 @@ class StrategyScheduler:
             found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
-            report.reason = rec.reason
+            natural = natural_reason_or_kernel(module, rec.fn, options.sizes)
+            if isinstance(natural, NaturalKernel) and natural.splittable():
+                return self._natural(natural, target, options, report, start)
+            if isinstance(natural, NaturalKernel):
+                split = find_split_reduction(natural)
+                if isinstance(split, ReductionPlan):
+                    return self._natural(reduction_kernel(natural, split), target, options, report, start, split)
+                report.reason = _uncuttable(natural) + f"; and the reduction cannot be split over tiles: {split}"
+            else:  # the natural form's reason when the kernel is straight-line code on one tile
+                straight = not any(op.regions for op in rec.fn.regions[0].blocks[0].operations
+                                   if not op.name.startswith("linalg."))
+                report.reason = f"natural form: {natural}" if straight and math.prod(grid_of(rec.fn)) == 1 else rec.reason
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
             return ScheduleResult(module, report)
@@ -218,11 +235,56 @@ class StrategyScheduler:
         return ScheduleResult(out, report)
 
 
+    def _natural(self, k: NaturalKernel, target: Target, options: ScheduleOptions, report: ScheduleReport,
+                 start: float, split: ReductionPlan | None = None) -> ScheduleResult:
+        report.kernel_class = "natural"
+        report.dims = {k.label(c): k.extent[c] for c in k.classes}
+        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
+        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
+        assert isinstance(space, NaturalSpace)
+        deadline = start + max(options.time_budget, 0.0) - REWRITE_MARGIN
+        if type(self).rerank:
+            ranked = rerank(space, point, deadline, split)
+        else:  # the baseline is what it is; the timeline only measures it
+            ranked = Ranked(point, timeline_of(space, point, split, deadline), 1, point, None)
+        point = ranked.point
+        fill_report(report, space, point, count, bound)
+        if ranked.timeline is not None:
+            report.timeline_cycles = ranked.timeline
+            report.timeline_ratio = ranked.timeline / bound.cycles if bound.cycles else None
+        if ranked.point != ranked.analytic_first and ranked.analytic_first_timeline is not None:
+            report.notes.append(f"re-ranked by the timeline ({ranked.simulated} schedules simulated): the model's first "
+                                f"choice simulates to {ranked.analytic_first_timeline:,.0f} cycles, this one to "
+                                f"{ranked.timeline:,.0f}")
+        elif type(self).rerank:
+            report.notes.append(f"the timeline confirms the model's choice ({ranked.simulated} schedules simulated)")
+        blocked = [f"{k.label(c)}: {k.free[c][0]}" for c in k.classes if k.free[c] and split is None]
+        if blocked:
+            report.notes.append("kept whole: " + "; ".join(blocked))
+        if split is None:
+            out = emit_natural(space, point)
+        else:
+            out = emit_split_reduction(space, point, split)
+            report.notes.append(f"{split.op.name} (line {split.op.loc.line if split.op.loc else '?'}) is split over "
+                                f"the tiles along {k.label(split.cls)}: partial results combined by "
+                                "ktdp.inter_tile_reduce on tile 0, which runs what follows")
+        report.applied = True
+        report.schedule_seconds = time.perf_counter() - start
+        return ScheduleResult(out, report)
+
+
+def _uncuttable(k: NaturalKernel) -> str:
+    """Why no dimension of a natural-form kernel can be cut: each class with its first blocker."""
+    parts = [f"{k.label(c)} ({k.extent[c]}): {k.free[c][0]}" for c in k.classes if k.extent[c] > 1 and k.free[c]]
+    return "no dimension of the iteration space can be cut into blocks without changing results: " + "; ".join(parts)
+
+
 class BaselineScheduler(StrategyScheduler):
     """Even split over the tiles, whole blocks halved greedily until they fit; no double buffering."""
 
     name = "baseline"
     strategy = staticmethod(baseline_strategy)  # type: ignore[assignment]
+    rerank = False
 
 
 class ExactScheduler(StrategyScheduler):

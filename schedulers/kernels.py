@@ -400,8 +400,15 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     if set(mm.attributes) - {"operandSegmentSizes"}:
         return f"the matmul has attributes ({', '.join(sorted(set(mm.attributes) - {'operandSegmentSizes'}))})"
     acc = mm.result_types[0] if mm.result_types else None
-    if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType) and acc.element_type.kind == "f32"):
-        return "the matmul does not accumulate in f32"
+    if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType)):
+        return "the matmul does not accumulate in floating point"
+    if acc.element_type.kind != "f32":
+        # one whole-K product rounds once (interpreter semantics): an f32 accumulator rounded
+        # at the store gives that result; a K loop in the narrow type rounds at every step
+        if any(op.name == "scf.for" for op in ops):
+            return f"the matmul accumulates in {acc.element_type.kind} across a loop (rounding at every step)"
+        if acc.element_type.kind != c.dtype:
+            return f"the matmul accumulates in {acc.element_type.kind} but C is {c.dtype}"
     if not all(o.dtype.startswith(("f", "bf")) for o in (a, b, c)):
         return f"A, B and C must be floating point (got {a.dtype}, {b.dtype}, {c.dtype})"
     for op in ops:
@@ -418,7 +425,30 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     reason = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
     if reason:
         return reason
+    reason = _straight_matmul_reason(module, fn, mm, stores[0])
+    if reason:
+        return reason
     return MatmulKernel(M, N, K, a, b, c, name)
+
+
+def _straight_matmul_reason(module: Module, fn: Operation, mm: Operation, store: Operation) -> str | None:
+    """The dependence check of a straight-line matmul kernel: the rewrite cuts C's rows and
+    columns into blocks and K into steps, so M and N must be free and K reduced by the matmul
+    only. (Loop forms are proven by `footprint` instead, which evaluates what they compute.)"""
+    from .dependence import analyse
+
+    body = fn.regions[0].blocks[0].operations
+    if any(op.regions for op in body if op.name != "func.func"):
+        return None
+    g = analyse(module, body)
+    for d, what in ((0, "M"), (1, "N")):
+        found = g.reasons(g.cls(store.operands[0], d))
+        if found:
+            return f"the matmul's {what} dimension cannot be cut into blocks: {found[0]}"
+    k_reasons = g.reasons(g.cls(mm.operands[0], 1))
+    if any(not r.startswith(mm.name) for r in k_reasons):
+        return f"the matmul's K dimension cannot be cut into steps: {next(r for r in k_reasons if not r.startswith(mm.name))}"
+    return None
 
 
 def _row_set_reason(module: Module, attr: object, B: int) -> str | None:
@@ -540,6 +570,11 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     if _ambiguous_rows(body, loop, B):
         return f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are " \
                "row blocks is ambiguous"
+    from .dependence import row_split_reason
+
+    reason = row_split_reason(module, body[:body.index(loop)], loop, B)
+    if reason:
+        return reason
     vector: dict[str, float] = {}
     trans: dict[str, float] = {}
     nvec = 0

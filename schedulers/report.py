@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 
-KernelClass = Literal["matmul", "rowwise", "attention", "unrecognized"]
+KernelClass = Literal["matmul", "rowwise", "attention", "natural", "unrecognized"]
 
 
 class Placement(BaseModel):
@@ -57,6 +57,10 @@ class ScheduleReport(BaseModel):
     roofline_cycles: float | None = Field(default=None, description="roofline lower bound, cycles")
     roofline_binding: str | None = Field(default=None, description="resource that sets the roofline bound")
     ratio: float | None = Field(default=None, description="estimate / roofline bound (1.0 is the hardware limit)")
+    timeline_cycles: float | None = Field(
+        default=None, description="the chosen schedule simulated on the target's timeline (ktir.targets.timeline), cycles; "
+        "None when the kernel class has no timeline re-ranking")
+    timeline_ratio: float | None = Field(default=None, description="timeline_cycles / roofline bound")
     bytes_per_level: dict[str, int] = Field(default_factory=dict,
                                             description="bytes moved per memory level (global, ct_local)")
     scratchpad_peak_bytes: int | None = Field(default=None, description="largest scratchpad use of any tile")
@@ -87,6 +91,8 @@ def render_table(report: ScheduleReport) -> object:
         table.add_row("estimate", f"{report.estimate_cycles:,.0f} cycles ({(report.estimate_seconds or 0) * 1e6:,.1f} us)")
         table.add_row("roofline", f"{report.roofline_cycles:,.0f} cycles ({report.roofline_binding})")
         table.add_row("ratio", f"{report.ratio:.3f}")
+    if report.timeline_cycles is not None and report.timeline_ratio is not None:
+        table.add_row("timeline", f"{report.timeline_cycles:,.0f} cycles (ratio {report.timeline_ratio:.3f})")
     for level, n in report.bytes_per_level.items():
         table.add_row(f"bytes {level}", f"{n:,}")
     if report.scratchpad_peak_bytes is not None:

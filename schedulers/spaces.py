@@ -16,6 +16,7 @@ import numpy as np
 
 from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, RowKernel
+from .natural import NaturalKernel
 from .report import Placement, Schedule
 
 Columns = dict[str, np.ndarray]
@@ -421,7 +422,11 @@ class AttentionSpace:
 Space = MatmulSpace | RowSpace | AttentionSpace
 
 
-def space_for(kernel: MatmulKernel | RowKernel | AttentionKernel, fig: Figures) -> Space:
+def space_for(kernel: MatmulKernel | RowKernel | AttentionKernel | NaturalKernel, fig: Figures) -> Space:
+    if isinstance(kernel, NaturalKernel):
+        from .space_natural import NaturalSpace
+
+        return NaturalSpace(kernel, fig)  # type: ignore[return-value]
     if isinstance(kernel, MatmulKernel):
         from .emit_splitk import SplitKSpace  # adds the split-K schedules (it builds on MatmulSpace)
 

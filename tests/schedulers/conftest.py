@@ -44,3 +44,9 @@ def plugin_installed() -> str:
         sys.path.insert(0, str(PLUGIN))
     assert _plugin_registered(), "the example plugin is installed but its entry point is not visible"
     return PLUGIN_NAME
+
+
+@pytest.fixture(autouse=True)
+def _no_schedule_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scheduler tests schedule afresh (the cache has its own tests, in a temporary directory)."""
+    monkeypatch.setenv("KTIR_SCHEDULE_CACHE", "off")

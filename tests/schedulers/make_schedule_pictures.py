@@ -5,7 +5,8 @@
 A 256 x 1024 softmax written for one tile (`schedulers.naive.softmax`) is re-partitioned
 to 4 tiles of 16-row blocks, once streamed and once double-buffered, run by the reference
 interpreter and estimated on Spyre; each timeline is drawn as SVG, and the double-buffered
-one is also written as a Perfetto trace. test_sched_pictures.py checks they are current.
+one is also written as a Perfetto trace. A natural-form RMSNorm (`schedulers.single_tile`)
+scheduled by `exact` is drawn the same way. test_sched_pictures.py checks they are current.
 """
 
 from __future__ import annotations
@@ -51,6 +52,31 @@ def svg(db: int) -> str:
     return render_svg(est.timeline, title, tiles=[0], channels=1)
 
 
+def natural_rmsnorm() -> ktir.Module:
+    """The natural-form RMSNorm of the guide, scheduled by `exact` (cache off, budget wide enough to
+    re-rank every candidate, so the picture does not depend on the machine's load)."""
+    import os
+
+    import schedulers
+    from ktir.syntax.printer import print_module
+    from schedulers import single_tile
+
+    os.environ["KTIR_SCHEDULE_CACHE"] = "off"
+    before = ktir.parse(print_module(single_tile.rmsnorm(1024, 1024)), "rmsnorm.ktir")
+    return schedulers.schedule(before, load_target("spyre"), "exact", schedulers.ScheduleOptions(time_budget=60)).module
+
+
+def natural_svg() -> str:
+    m = natural_rmsnorm()
+    run = ri.run(m, None, infer_args(m, None, {}, 0, {}), trace=True)
+    est = estimate(from_interp(m, run).trace, load_target("spyre"))
+    r = est.report
+    grid = [int(getattr(e, "value", 1)) for e in getattr(m.functions()[0].attributes.get("grid"), "elements", ())]
+    title = (f"natural-form RMSNorm 1024x1024 scheduled by exact: grid {grid}, "
+             f"{r.estimate_cycles:,.0f} cycles ({r.ratio_to_roofline:.2f} x the roofline bound)")
+    return render_svg(est.timeline, title, tiles=[0], channels=1)
+
+
 def perfetto() -> str:
     import json
 
@@ -61,6 +87,7 @@ OUTPUTS = {
     "schedule_softmax_streamed.svg": lambda: svg(0),
     "schedule_softmax_double_buffered.svg": lambda: svg(1),
     "schedule_softmax_double_buffered.perfetto.json": perfetto,
+    "schedule_natural_rmsnorm.svg": natural_svg,
 }
 
 

@@ -1,0 +1,400 @@
+"""Which dimensions of a kernel may be cut into blocks: a dependence check on the IR.
+
+Every dimension of every tensor value is a node. Ops tie the nodes that index one
+iteration: the operands and result of an elementwise op position by position, the operand
+dimensions that a linalg op's indexing maps send to one loop dimension, the kept
+dimensions of a reduction with its result's, a transpose's permuted dimensions. A class of
+tied nodes is one dimension of the kernel's iteration space, with one extent.
+
+Cutting a class into blocks (over tiles or a loop) keeps every output element equal when
+each element of a block is computed from elements of the same block only. The check
+records, per class, every construct that breaks this, naming the op and where it is:
+
+- a reduction over the class (`iterator_types` "reduction", `linalg.reduce` dimensions, the
+  contracted dimension of a matmul);
+- an index that is not the loop dimension itself (a constant, `d0 + d1`, `linalg.index`);
+- two dimensions of one tensor in the class (a diagonal);
+- an op the check does not model, or a dense constant (its elements are positions).
+
+Tensors made by `tensor.empty` are not tied to their uses: their contents are undefined,
+so only shapes flow from them (a rewrite makes a fresh one per use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Type
+from ktir.ir.operation import Module, Operation
+from ktir.syntax.affine_print import format_expr
+
+# named contractions and their einsum form (as the interpreter reads them)
+CONTRACTIONS = {
+    "linalg.matmul": "mk,kn->mn",
+    "linalg.batch_matmul": "bmk,bkn->bmn",
+    "linalg.matmul_transpose_a": "km,kn->mn",
+    "linalg.matmul_transpose_b": "mk,nk->mn",
+    "linalg.batch_matmul_transpose_b": "bmk,bnk->bmn",
+    "linalg.matvec": "mn,n->m",
+    "linalg.dot": "n,n->",
+}
+_NAMED_ELEMENTWISE = frozenset(
+    f"linalg.{n}" for n in ("add", "sub", "mul", "div", "max", "min", "powf", "exp", "log", "abs", "ceil", "floor",
+                            "negf", "reciprocal", "round", "sqrt", "rsqrt", "square", "tanh", "erf", "copy", "map"))
+_SHAPE_ONLY_OUTS = frozenset({"linalg.fill", "linalg.transpose", "linalg.broadcast"}) | _NAMED_ELEMENTWISE
+
+
+def where(op: Operation) -> str:
+    return f" (line {op.loc.line})" if op.loc is not None else ""
+
+
+def resolve(module: Module, attr: object) -> object:
+    if isinstance(attr, at.AttrAliasRef):
+        return module.attr_aliases.get(attr.name) or module.attr_aliases.get("#" + attr.name)
+    return attr
+
+
+def shape(t: Type | None) -> tuple[int, ...] | None:
+    if isinstance(t, ty.TensorType) and t.has_static_shape:
+        return tuple(int(d or 0) for d in t.shape)
+    return None
+
+
+@dataclass
+class DimGraph:
+    """Union-find over (tensor value, dimension) nodes, with the reasons each class cannot be cut."""
+
+    module: Module
+    parent: list[int] = field(default_factory=list)
+    extent: list[int] = field(default_factory=list)
+    nodes: dict[tuple[str, int], int] = field(default_factory=dict)
+    notes: list[tuple[int, str]] = field(default_factory=list)  # (node, reason it cannot be cut)
+    types: dict[str, Type] = field(default_factory=dict)
+    empties: set[str] = field(default_factory=set)  # values made by tensor.empty
+
+    # ------------------------------------------------------------ nodes and classes
+
+    def fresh(self, size: int) -> int:
+        self.parent.append(len(self.parent))
+        self.extent.append(size)
+        return len(self.parent) - 1
+
+    def node(self, value: str, d: int) -> int:
+        key = (value, d)
+        if key not in self.nodes:
+            dims = shape(self.types.get(value)) or ()
+            self.nodes[key] = self.fresh(dims[d] if d < len(dims) else 0)
+        return self.nodes[key]
+
+    def dims(self, value: str) -> list[int]:
+        return [self.node(value, d) for d in range(len(shape(self.types.get(value)) or ()))]
+
+    def find(self, n: int) -> int:
+        while self.parent[n] != n:
+            self.parent[n] = self.parent[self.parent[n]]
+            n = self.parent[n]
+        return n
+
+    def tie(self, a: int, b: int, op: Operation) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        if self.extent[ra] != self.extent[rb]:
+            self.notes.append((a, f"{op.name}{where(op)} ties dimensions of sizes {self.extent[ra]} and {self.extent[rb]}"))
+        self.parent[rb] = ra
+
+    def block(self, n: int, reason: str) -> None:
+        self.notes.append((n, reason))
+
+    def cls(self, value: str, d: int) -> int:
+        return self.find(self.node(value, d))
+
+    def classes(self, value: str) -> tuple[int, ...]:
+        return tuple(self.find(n) for n in self.dims(value))
+
+    def reasons(self, c: int) -> list[str]:
+        """Why class `c` cannot be cut, first reason first (empty: it can)."""
+        found: list[str] = []
+        for n, why in self.notes:
+            if self.find(n) == c and why not in found:
+                found.append(why)
+        return found
+
+    def size(self, c: int) -> int:
+        return self.extent[self.find(c)]
+
+
+def analyse(module: Module, ops: Iterable[Operation], types: dict[str, Type] | None = None) -> DimGraph:
+    """The dimension classes of the tensors that `ops` (one block's ops, in order) make and use."""
+    g = DimGraph(module)
+    ops = list(ops)
+    g.types.update(types or {})
+    for op in ops:
+        for inner in op.walk():
+            g.types.update(zip(inner.operands, inner.operand_types, strict=False))
+            g.types.update(zip(inner.results, inner.result_types, strict=False))
+            if inner.name == "tensor.empty":
+                g.empties.update(inner.results)
+    for op in ops:
+        _tie_op(g, op)
+    for value, vt in g.types.items():
+        dims = g.dims(value) if shape(vt) else []
+        roots = [g.find(n) for n in dims]
+        for i, r in enumerate(roots):
+            j = roots.index(r)
+            if j != i and value not in g.empties:
+                g.block(dims[i], f"dimensions {j} and {i} of {value} index the same iteration (a diagonal)")
+    return g
+
+
+def _tensors(op: Operation) -> list[str]:
+    return [v for v, t in zip(op.operands + op.results, op.operand_types + op.result_types, strict=False)
+            if isinstance(t, ty.TensorType)]
+
+
+def _block_all(g: DimGraph, op: Operation, what: str) -> None:
+    for v in _tensors(op):
+        for n in g.dims(v):
+            g.block(n, f"{op.name}{where(op)} {what}")
+
+
+def _segments(op: Operation) -> tuple[list[str], list[str]]:
+    seg = op.attributes.get("operandSegmentSizes")
+    vals = list(getattr(seg, "values", ()))
+    n_in = int(vals[0]) if vals else len(op.operands) - len(op.results)
+    return op.operands[:n_in], op.operands[n_in:]
+
+
+def _ints(attr: object) -> list[int]:
+    return [int(v) for v in getattr(attr, "values", ())]
+
+
+def _positionwise(g: DimGraph, op: Operation, values: list[str]) -> None:
+    ranks = {len(shape(g.types.get(v)) or ()) for v in values}
+    if len(ranks) != 1:
+        _block_all(g, op, "mixes tensors of different ranks")
+        return
+    first = values[0]
+    for v in values[1:]:
+        for a, b in zip(g.dims(first), g.dims(v), strict=True):
+            g.tie(a, b, op)
+
+
+def _live(g: DimGraph, outs: list[str]) -> list[str]:
+    """The outs whose contents matter (not made by tensor.empty)."""
+    return [o for o in outs if o not in g.empties]
+
+
+def _tie_op(g: DimGraph, op: Operation) -> None:
+    name = op.name
+    tensors = _tensors(op)
+    if not tensors or name in ("tensor.empty", "ktdp.load", "ktdp.store", "func.return"):
+        return
+    if name == "arith.constant":
+        value = op.attributes.get("value")
+        if not isinstance(value, at.DenseAttr) or not value.is_splat:
+            _block_all(g, op, "is a dense constant tensor (its elements are positions)")
+        return
+    if name.startswith(("arith.", "math.")):
+        _positionwise(g, op, tensors)
+        return
+    ins, outs = _segments(op)
+    if name in _NAMED_ELEMENTWISE or name == "linalg.fill":
+        group = [v for v in ins if isinstance(g.types.get(v), ty.TensorType)] + _live(g, outs) + op.results
+        if group:
+            _positionwise(g, op, group)
+        _payload(g, op, [])
+        return
+    if name == "linalg.generic":
+        _generic(g, op, ins, outs)
+        return
+    if name == "linalg.reduce":
+        red = set(_ints(op.attributes.get("dimensions")))
+        for x, init, res in zip(ins, outs, op.results, strict=False):
+            kept = [n for d, n in enumerate(g.dims(x)) if d not in red]
+            for d, n in enumerate(g.dims(x)):
+                if d in red:
+                    g.block(n, f"linalg.reduce{where(op)} reduces over this dimension (dimensions = {sorted(red)})")
+            for a, b in zip(kept, g.dims(res), strict=False):
+                g.tie(a, b, op)
+            if init not in g.empties:
+                _positionwise(g, op, [init, res])
+        _payload(g, op, [])
+        return
+    if name == "linalg.transpose":
+        perm = _ints(op.attributes.get("permutation"))
+        src = g.dims(ins[0])
+        for res in op.results + _live(g, outs):
+            for i, n in enumerate(g.dims(res)):
+                g.tie(n, src[perm[i]], op)
+        return
+    if name == "linalg.broadcast":
+        added = set(_ints(op.attributes.get("dimensions")))
+        for res in op.results:
+            kept = [n for i, n in enumerate(g.dims(res)) if i not in added]
+            for n, m in zip(kept, g.dims(ins[0]), strict=False):
+                g.tie(n, m, op)
+        for o in _live(g, outs):
+            _positionwise(g, op, [o, *op.results])
+        return
+    if name in CONTRACTIONS:
+        _contraction(g, op, ins, outs)
+        return
+    _block_all(g, op, "is not modelled by the dependence check")
+
+
+def _maps(g: DimGraph, op: Operation) -> list[af.AffineMap] | None:
+    found = []
+    for e in getattr(op.attributes.get("indexing_maps"), "elements", ()):
+        m = resolve(g.module, e)
+        if not isinstance(m, at.AffineMapAttr):
+            return None
+        found.append(m.value)
+    return found
+
+
+def _loop_dims(g: DimGraph, op: Operation, operands: list[str], maps: list[af.AffineMap], n: int) -> list[int]:
+    """One node per loop dimension, sized from the first operand that indexes it directly."""
+    size = [0] * n
+    for v, m in zip(operands, maps, strict=False):
+        dims = shape(g.types.get(v)) or ()
+        for p, e in enumerate(m.results):
+            if isinstance(e, af.Dim) and p < len(dims) and not size[e.position]:
+                size[e.position] = dims[p]
+    return [g.fresh(s) for s in size]
+
+
+def _index(g: DimGraph, op: Operation, v: str, m: af.AffineMap, loops: list[int]) -> None:
+    """Tie operand `v`'s dimensions to the loop dimensions its map names; block the others."""
+    for p, (e, n) in enumerate(zip(m.results, g.dims(v), strict=False)):
+        if isinstance(e, af.Dim):
+            g.tie(n, loops[e.position], op)
+            continue
+        what = f"{op.name}{where(op)} indexes dimension {p} of {v} with `{format_expr(e)}`, not a loop dimension"
+        g.block(n, what)
+        for d in _dims_in(e):
+            g.block(loops[d], what)
+
+
+def _dims_in(e: af.AffineExpr) -> set[int]:
+    if isinstance(e, af.Dim):
+        return {e.position}
+    found: set[int] = set()
+    for child in (getattr(e, "lhs", None), getattr(e, "rhs", None)):
+        if child is not None:
+            found |= _dims_in(child)
+    return found
+
+
+def _generic(g: DimGraph, op: Operation, ins: list[str], outs: list[str]) -> None:
+    maps = _maps(g, op)
+    iters = [str(getattr(resolve(g.module, e), "value", e)) for e in getattr(op.attributes.get("iterator_types"), "elements", ())]
+    if maps is None or len(maps) != len(ins) + len(outs):
+        _block_all(g, op, "has indexing maps the check cannot read")
+        return
+    loops = _loop_dims(g, op, ins + outs, maps, len(iters))
+    for j, kind in enumerate(iters):
+        if "reduction" in kind:
+            g.block(loops[j], f"linalg.generic{where(op)} reduces over this dimension (iterator_types[{j}] = reduction)")
+    for v, m in zip(ins, maps, strict=False):
+        if isinstance(g.types.get(v), ty.TensorType):
+            _index(g, op, v, m, loops)
+    out_maps = maps[len(ins):]
+    for v, m in zip(outs, out_maps, strict=False):
+        if v not in g.empties:
+            _index(g, op, v, m, loops)
+    for r, m in zip(op.results, out_maps, strict=False):
+        _index(g, op, r, m, loops)
+    _payload(g, op, loops)
+
+
+def _payload(g: DimGraph, op: Operation, loops: list[int]) -> None:
+    """Payload ops: `linalg.index` reads a position; a tensor read inside reads any element."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                for nested in inner.walk():
+                    if nested.name == "linalg.index":
+                        d = int(getattr(nested.attributes.get("dim"), "value", -1))
+                        if 0 <= d < len(loops):
+                            g.block(loops[d], f"linalg.index{where(nested)} in {op.name}{where(op)} reads the "
+                                    f"position along loop dimension {d}")
+                    elif _tensors(nested):
+                        _block_all(g, nested, f"inside {op.name}{where(op)} reads a tensor element by element")
+
+
+def _contraction(g: DimGraph, op: Operation, ins: list[str], outs: list[str]) -> None:
+    maps = _maps(g, op)
+    if maps:
+        specs = ["".join("abcdefghijklmnopqrstuvwxyz"[e.position] if isinstance(e, af.Dim) else "?" for e in m.results)
+                 for m in maps]
+        if any("?" in s for s in specs) or len(specs) != 3:
+            _block_all(g, op, "has indexing maps that are not projected permutations")
+            return
+    else:
+        lhs, out = CONTRACTIONS[op.name].split("->")
+        specs = [*lhs.split(","), out]
+    letters: dict[str, int] = {}
+    for v, spec in zip([*ins, *outs, *op.results], [*specs, specs[2]], strict=False):
+        if v in g.empties:
+            continue
+        for ch, n in zip(spec, g.dims(v), strict=False):
+            if ch in letters:
+                g.tie(n, letters[ch], op)
+            else:
+                letters[ch] = n
+    for ch, n in letters.items():
+        if ch not in specs[2]:
+            g.block(n, f"{op.name}{where(op)} contracts (reduces over) this dimension")
+
+
+def row_split_reason(module: Module, before: list[Operation], loop: Operation, rows: int) -> str | None:
+    """Why a row loop's blocks of `rows` leading rows cannot be resized, if they cannot.
+
+    `before` are the function's ops before the loop. The loop's row blocks are the tensors
+    loaded and stored through access tiles indexed by the loop variable; resizing the block
+    is legal when their leading dimension's class can be cut (no reduction across rows, no
+    row-dependent index), it is the leading dimension of every tensor in it, every tensor of
+    `rows` leading elements is in it, and no tensor loaded once before the loop is in it."""
+    body = loop.regions[0].blocks[0]
+    iv = body.arguments[0].name
+    g = analyse(module, [*before, *body.operations])
+    defs = {r: op for op in body.operations for r in op.results}
+    seeds: list[tuple[str, Operation]] = []
+    for op in body.operations:
+        if op.name not in ("ktdp.load", "ktdp.store"):
+            continue
+        tile = defs.get(op.operands[-1] if op.name == "ktdp.store" else op.operands[0])
+        value = op.results[0] if op.name == "ktdp.load" else op.operands[0]
+        if tile is not None and len(tile.operands) > 1 and tile.operands[1] == iv and shape(g.types.get(value)):
+            seeds.append((value, op))
+    if not seeds:
+        return None
+    first = g.node(seeds[0][0], 0)
+    for value, op in seeds[1:]:
+        g.tie(first, g.node(value, 0), op)
+    rowc = g.find(first)
+    found = g.reasons(rowc)
+    if found:
+        return f"the rows cannot be cut into blocks: {found[0]}, a dependence across rows"
+    loaded_before = {r for op in before if op.name == "ktdp.load" for r in op.results}
+    for value, t in g.types.items():
+        dims = shape(t)
+        if not dims or value in g.empties:
+            continue
+        cls = g.classes(value)
+        for d, c in enumerate(cls):
+            if c != rowc:
+                continue
+            if value in loaded_before:
+                return f"{value}, loaded once before the row loop, is indexed by the row: the row blocks would read its first rows"
+            if d != 0:
+                return f"the row is dimension {d} of {value} (a transpose): the rewrite resizes leading dimensions only"
+        if dims[0] == rows and cls[0] != rowc:
+            return (f"{value} has {rows} leading elements, like the row block, but its dimension 0 is not the row: "
+                    "resizing the block would change it")
+    return None

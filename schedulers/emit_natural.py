@@ -1,0 +1,212 @@
+"""Emit a scheduled natural-form kernel with `ktir.builder`.
+
+The function keeps its name, arguments and views. Each cut dimension class gets a loop
+`scf.for %i = tid * b to E step g * b` (the tile id only when g > 1), outermost first in
+the schedule's order; every op of the input is placed, in program order, in the innermost
+loop whose class it depends on, with its tensor types resized to the blocks. Loads and
+stores get access tiles of the block at the input's start coordinates plus the loop
+variables; a `tensor.empty` is made afresh for each op whose shape-only init it is.
+"""
+
+from __future__ import annotations
+
+from ktir.builder import Builder, Value, ssa
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Type
+from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
+from ktir.syntax.parser import parse
+from ktir.syntax.printer import print_module
+
+from .dependence import shape
+from .kernels import func_name
+from .space_natural import NaturalSpace
+
+INDEX = ty.IndexType()
+
+
+class _Names(Builder):
+    """A builder whose generated names cannot clash with the input's."""
+
+    def __init__(self, module: Module, taken: set[str]) -> None:
+        super().__init__(module)
+        prefix = "ns"
+        while any(n.startswith("%" + prefix) for n in taken):
+            prefix += "_"
+        self._prefix = prefix
+
+    def fresh(self, hint: str = "") -> str:
+        return super().fresh(self._prefix + hint)
+
+
+def box(extents: tuple[int, ...]) -> af.IntegerSet:
+    cons = []
+    for i, e in enumerate(extents):
+        cons += [af.constraint(af.dim(i), ">=", af.const(0)), af.constraint(af.dim(i), "<=", af.const(e - 1))]
+    return af.IntegerSet(num_dims=len(extents), num_symbols=0, constraints=tuple(cons))
+
+
+class Placer:
+    """Copies of the input function's ops, placed by a builder with tensor types resized to blocks."""
+
+    def __init__(self, space: NaturalSpace, blk: dict[int, int]) -> None:
+        k = self.k = space.k
+        self.g = k.graph
+        self.blk = blk
+        self.module = self.g.module.model_copy(deep=True)  # aliases and other functions stay
+        self.fn = next(f for f in self.module.functions() if func_name(f) == k.name)
+        self.orig = k.fn.regions[0].blocks[0].operations
+        self.copies = self.fn.regions[0].blocks[0].operations  # the same positions as `orig`
+        self.empties = {r for op in self.orig if op.name == "tensor.empty" for r in op.results}
+        self.access_of = {id(a.op): a for a in k.accesses}
+        self.tiles = {id(a.tile) for a in k.accesses}
+        taken = {n for op in k.fn.walk() for n in op.results} | {a.name for a in k.fn.regions[0].blocks[0].arguments}
+        self.b = _Names(self.module, taken)
+        self.ivs: dict[int, Value] = {}
+        self.entry = Block(arguments=[BlockArgument(name=a.name, type=a.type)
+                                      for a in self.fn.regions[0].blocks[0].arguments])
+        self.deps: dict[str, set[int]] = {}  # value -> classes it depends on
+        for op in self.orig:
+            d: set[int] = set()
+            for v in [*op.operands, *op.results]:
+                if v not in self.empties and shape(self.g.types.get(v)):
+                    d |= set(self.g.classes(v))
+                d |= self.deps.get(v, set())
+            kl = k.kloop
+            for r in op.results:
+                # a looped contraction's result is whole after its loop
+                self.deps[r] = d - {kl[0]} if kl is not None and op is kl[1] else d
+
+    def op_deps(self, op: Operation) -> set[int]:
+        d: set[int] = set()
+        for v in [*op.operands, *op.results]:
+            d |= self.deps.get(v, set())
+            if v not in self.empties and shape(self.g.types.get(v)):
+                d |= set(self.g.classes(v))
+        return d
+
+    def retype(self, v: str, t: Type) -> Type:
+        if not isinstance(t, ty.TensorType) or not shape(t) or v in self.empties:
+            return t
+        return t.model_copy(update={"shape": tuple(self.blk.get(c, self.g.extent[c]) for c in self.g.classes(v))})
+
+    def place(self, op: Operation, copy: Operation, rename: dict[str, str] | None = None) -> None:
+        """Append the copy of `op`, resized; operands named in `rename` are replaced."""
+        b, g = self.b, self.g
+        if op.name == "tensor.empty" or id(op) in self.tiles or op.name in ("ktdp.get_compute_tile_id", "func.return"):
+            return
+        a = self.access_of.get(id(op))
+        if a is not None:
+            _access(b, a, self.retype(a.value, g.types[a.value]), self.ivs, g, rename or {})
+            return
+        seg = list(getattr(copy.attributes.get("operandSegmentSizes"), "values", ()))
+        n_in = int(seg[0]) if seg else len(copy.operands)
+        types = [self.retype(v, t) for v, t in zip(op.operands, copy.operand_types, strict=True)]
+        for i, v in enumerate(op.operands):
+            if v in self.empties:
+                j = i - n_in
+                t = self.retype(op.results[j], op.result_types[j]) if 0 <= j < len(op.results) else g.types[v]
+                made = b.create("tensor.empty", [], [t])[0]
+                copy.operands[i], types[i] = made.name, t
+        copy.operands = [(rename or {}).get(v, v) for v in copy.operands]
+        copy.operand_types = types
+        copy.result_types = [self.retype(r, t) for r, t in zip(op.results, copy.result_types, strict=True)]
+        if copy.name == "arith.constant":
+            value = copy.attributes.get("value")
+            if isinstance(value, at.DenseAttr) and copy.result_types:
+                copy.attributes["value"] = value.model_copy(update={"type": copy.result_types[0]})
+        b.append(copy)
+
+    def finish(self, grid: list[int]) -> Module:
+        self.fn.regions = [Region(blocks=[self.entry])]
+        self.fn.attributes["grid"] = at.ArrayAttr(elements=tuple(at.IntegerAttr(value=x, type=None) for x in grid))
+        return parse(print_module(self.module), f"{self.k.name}.scheduled.ktir")
+
+
+def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
+    loops = space.loops(p)
+    looped = [space.cut[i] for i in loops]
+    grid_of = {cls: p[f"g{i}"] for i, cls in enumerate(space.cut)}
+    pl = Placer(space, {cls: p[f"b{i}"] for i, cls in enumerate(space.cut)})
+    b, g = pl.b, pl.g
+    levels = [max((looped.index(c) for c in pl.op_deps(op) if c in looped), default=-1) for op in pl.orig]
+    grid = [grid_of[c] for c in looped if grid_of[c] > 1] or [1]
+
+    kc = space.kclass if space.kclass in looped else None
+
+    def level(n: int) -> None:
+        if kc is not None and n + 1 == looped.index(kc):
+            # the deepest loop of the grid: the contraction's K loop goes where the contraction was
+            for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
+                if lv == n:
+                    pl.place(op, copy)
+                elif space.k.kloop is not None and op is space.k.kloop[1]:
+                    _kloop(space, p, pl, levels, n + 1)
+            return
+        for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
+            if lv == n:
+                pl.place(op, copy)
+        if n + 1 >= len(looped):
+            return
+        c = looped[n + 1]
+        i = space.cut.index(c)
+        E, bb, gg = g.extent[c], p[f"b{i}"], p[f"g{i}"]
+        if gg > 1:
+            axis = [cc for cc in looped if grid_of[cc] > 1].index(c)
+            lo = b.create("arith.muli", [tids[axis], b.constant(bb, INDEX)], [INDEX])[0]
+        else:
+            lo = b.constant(0, INDEX)
+        with b.for_(lo, b.constant(E, INDEX), b.constant(gg * bb, INDEX)) as (iv,):
+            pl.ivs[c] = iv
+            level(n + 1)
+
+    with b.insert_into(pl.entry):
+        tids = b.tile_id(len(grid)) if grid != [1] else []
+        level(-1)
+        b.func_return()
+    return pl.finish(grid)
+
+
+def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int], level: int) -> None:
+    """`scf.for %k = 0 to K step bk iter_args(%acc = init)`: the ops feeding the contraction on
+    blocks of K, the contraction accumulating into %acc; the loop's result takes its name."""
+    assert space.k.kloop is not None and space.kclass is not None
+    c, mm, _ = space.k.kloop
+    b = pl.b
+    i = space.cut.index(c)
+    init = mm.operands[-1]
+    acc_t = pl.retype(mm.results[0], mm.result_types[0])
+    with b.for_(b.constant(0, INDEX), b.constant(space.k.extent[c], INDEX), b.constant(p[f"b{i}"], INDEX),
+                [Value(init, acc_t)]) as (iv, acc):
+        pl.ivs[c] = iv
+        for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
+            if lv == level and op is not mm:
+                pl.place(op, copy)
+        copy = pl.copies[pl.orig.index(mm)]
+        partial = b.fresh("part")
+        copy.results = [partial]
+        pl.place(mm, copy, {init: acc.name})
+        b.yield_(Value(partial, acc_t))
+    b.block.operations[-1].results = [mm.results[0]]
+
+
+def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str]) -> None:
+    from .dependence import DimGraph
+    from .natural import Access
+
+    assert isinstance(a, Access) and isinstance(g, DimGraph)
+    dims = shape(t) or ()
+    classes = g.classes(a.value)
+    subs: list[af.AffineExpr] = []
+    for start, c in zip(a.starts, classes, strict=True):
+        e: af.AffineExpr = af.const(start)
+        if c in ivs:
+            e = ssa(ivs[c]) + start if start else ssa(ivs[c])
+        subs.append(e)
+    view_t = a.tile.operand_types[0]
+    tile = b.access_tile(Value(a.view, view_t), subs, box(dims), dims)
+    if a.stored:
+        b.create("ktdp.store", [Value(rename.get(a.op.operands[0], a.op.operands[0]), t), tile], [])
+    else:
+        b.create("ktdp.load", [tile], [t], result_names=[a.op.results[0]])

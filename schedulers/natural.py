@@ -1,0 +1,333 @@
+"""Kernels in their natural single-tile form: whole tensors loaded, computed on, stored.
+
+The form is what people and the lowering write first: `grid = [1]`, straight-line code,
+each tensor loaded from (and stored to) a global view of a function argument through one
+box access tile at constant coordinates, linalg ops (named or generic) and elementwise
+arith/math ops in between. `recognise_natural` finds its iteration space with the
+dependence check (`schedulers.dependence`): each class of tied dimensions is one dimension
+of the space, and the classes with nothing blocking them can be cut into blocks, over the
+grid and in loops, without changing any output element.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.operation import Module, Operation
+from ktir.targets.from_interp import TRANSCENDENTAL
+
+from .dependence import CONTRACTIONS, DimGraph, analyse, resolve, shape, where
+from .kernels import Operand, _is_box, _is_identity, _operand, _Values, dtype_name, func_name, grid_of, itemsize
+
+_QUIET = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.get_compute_tile_id", "func.return",
+                    "arith.addi", "arith.muli", "arith.subi", "tensor.empty"})
+
+
+@dataclass
+class Access:
+    """One load or store of a whole box at constant coordinates of a global view."""
+
+    op: Operation  # the ktdp.load / ktdp.store
+    tile: Operation  # its construct_access_tile
+    view: str  # the memory view value
+    operand: Operand
+    value: str  # the tensor loaded or stored
+    starts: tuple[int, ...]  # view coordinates of the box's first element
+    stored: bool
+
+
+@dataclass
+class Step:
+    """What one op costs, per execution, as a function of the classes' block sizes."""
+
+    op: Operation
+    dims: tuple[int, ...]  # the classes of its iteration space (elements = product of their blocks)
+    kind: str  # "load", "store", "matrix", "vector", "free"
+    dtype: str = "f32"
+    plain: float = 0.0  # simple vector ops per element
+    transcendental: float = 0.0  # transcendental ops per element
+    itemsize: int = 4
+    strides: tuple[int, ...] = ()  # loads/stores: the view's strides per tensor dimension
+    value_dims: tuple[int, ...] = ()  # loads/stores: the class of each tensor dimension, in order
+
+
+@dataclass
+class NaturalKernel:
+    name: str
+    fn: Operation
+    graph: DimGraph
+    classes: list[int]  # every class of the iteration space, by first appearance
+    extent: dict[int, int]
+    free: dict[int, list[str]]  # class -> reasons it cannot be cut ([] when it can)
+    steps: list[Step]
+    accesses: list[Access]
+    deps: dict[str, frozenset[int]]  # value -> the classes it depends on (its dimensions and its inputs')
+    op_deps: list[frozenset[int]]  # per step: the classes its execution depends on
+    contiguous: dict[int, int]  # class -> the smallest itemsize of a view whose stride-1 dimension it is
+    values: list[tuple[str, tuple[int, ...], int]] = field(default_factory=list)  # tensors: (name, classes, itemsize)
+    # a contraction whose reduced class may be looped over in blocks, its partial products
+    # accumulated in a loop-carried f32 accumulator: (class, the contraction, the ops feeding it)
+    kloop: tuple[int, Operation, frozenset[int]] | None = None
+    kind: str = "natural"
+
+    def splittable(self) -> list[int]:
+        return [c for c in self.classes if not self.free[c] and self.extent[c] > 1]
+
+    def label(self, c: int) -> str:
+        return f"d{self.classes.index(c)}"
+
+
+def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, int]) -> NaturalKernel | str:
+    """The natural-form kernel of `fn`, or why `fn` is not in that form."""
+    name = func_name(fn)
+    grid = grid_of(fn)
+    if math.prod(grid) != 1:
+        return f"the kernel already runs on a grid {list(grid)}"
+    body = fn.regions[0].blocks[0].operations
+    allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
+                    "ktdp.get_compute_tile_id"}
+    for op in body:
+        if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")) or op.name == "ktdp.construct_indirect_access_tile":
+            return f"{op.name}{where(op)} is not straight-line code over whole tensors"
+        if op.regions and not op.name.startswith("linalg."):
+            return f"{op.name}{where(op)} has regions: the natural form is straight-line code"
+        if op.name.startswith(("memref.", "func.call")) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
+            # memory effects other than whole-tensor loads and stores would run on every tile
+            return f"{op.name}{where(op)} reads or writes memory outside ktdp.load/ktdp.store"
+        if op.name != "ktdp.construct_access_tile" and any(isinstance(t, ty.MemRefType) for t in op.operand_types):
+            return f"{op.name}{where(op)} works on a memref (buffer) operand"
+        if op.name == "ktdp.construct_distributed_memory_view":
+            return f"{op.name}{where(op)}: distributed views are outside the natural form"
+    vals = _Values(fn, sizes)
+    tid_results = {r for op in body if op.name == "ktdp.get_compute_tile_id" for r in op.results}
+    used = {o for op in body for inner in op.walk() for o in inner.operands}
+    if tid_results & used:
+        return "the kernel reads its tile id: it is already divided by hand"
+    accesses: list[Access] = []
+    for op in body:
+        if op.name not in ("ktdp.load", "ktdp.store"):
+            continue
+        found = _access(module, op, vals)
+        if isinstance(found, str):
+            return found
+        accesses.append(found)
+    if not any(a.stored for a in accesses):
+        return "the kernel stores nothing to global memory"
+    reason = _memory_reason(accesses)
+    if reason:
+        return reason
+    empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
+    for op in body:
+        ins = _ins(op)
+        for v in ins:
+            if v in empties:
+                return f"{op.name}{where(op)} reads {v}, made by tensor.empty (undefined contents)"
+    g = analyse(module, body)
+    for a in accesses:  # a tensor loaded or stored whole at constant coordinates: its dimensions are plain
+        if not a.stored and a.value in empties:
+            return "a load into an empty tensor"
+    classes: list[int] = []
+    for op in body:
+        for v in [*op.operands, *op.results]:
+            if v in empties or not shape(g.types.get(v)):
+                continue
+            for c in g.classes(v):
+                if c not in classes:
+                    classes.append(c)
+    extent = {c: g.size(c) for c in classes}
+    free = {c: g.reasons(c) for c in classes}
+    kloop = _kloop(g, body, empties)
+    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop)
+    contiguous: dict[int, int] = {}
+    for a in accesses:
+        st = a.operand.layout
+        if st and 1 in st:
+            c = g.cls(a.value, st.index(1))
+            contiguous[c] = min(contiguous.get(c, 1 << 30), a.operand.itemsize)
+    values = []
+    for op in body:
+        for r, t in zip(op.results, op.result_types, strict=False):
+            if shape(t) and r not in empties and isinstance(t, ty.TensorType):
+                values.append((r, g.classes(r), itemsize(t.element_type)))
+    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop)
+
+
+def _ins(op: Operation) -> list[str]:
+    """Operands whose contents an op reads (not the shape-only outs of linalg ops)."""
+    if not op.name.startswith("linalg."):
+        return list(op.operands)
+    seg = list(getattr(op.attributes.get("operandSegmentSizes"), "values", ()))
+    n_in = int(seg[0]) if seg else len(op.operands)
+    if op.name == "linalg.generic":
+        # outs are read when the payload uses their block argument
+        block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+        used = {o for inner in (block.operations if block else []) for x in inner.walk() for o in x.operands}
+        reads = [a.name in used for a in (block.arguments if block else [])]
+        return [v for i, v in enumerate(op.operands) if i < n_in or (i < len(reads) and reads[i])]
+    if op.name in CONTRACTIONS or op.name == "linalg.reduce":
+        return list(op.operands)  # the accumulator is added in
+    return op.operands[:n_in]
+
+
+def _access(module: Module, op: Operation, vals: _Values) -> Access | str:
+    stored = op.name == "ktdp.store"
+    tile = vals.defs.get(op.operands[-1] if stored else op.operands[0])
+    if tile is None or tile.name != "ktdp.construct_access_tile":
+        return f"{op.name}{where(op)} does not go through an access tile"
+    view = vals.defs.get(tile.operands[0])
+    operand = _operand(view, vals) if view is not None else None
+    if view is None or operand is None:
+        return f"{op.name}{where(op)} does not reach a global view of a function argument"
+    t = tile.result_types[0]
+    if not isinstance(t, ty.AccessTileType) or any(d is None for d in t.shape):
+        return f"the access tile of {op.name}{where(op)} has no static shape"
+    dims = tuple(int(d or 0) for d in t.shape)
+    seg = list(getattr(tile.attributes.get("operandSegmentSizes"), "values", ()))
+    if len(seg) == 3 and seg[2]:
+        return f"the access tile of {op.name}{where(op)} has symbol operands"
+    if not _is_identity(module, tile.attributes.get("access_tile_order"), len(dims)):
+        return f"the access tile of {op.name}{where(op)} has a non-identity access_tile_order"
+    if not _is_box(module, tile.attributes.get("access_tile_set"), dims):
+        return f"the access tile set of {op.name}{where(op)} is not the box of its shape"
+    indices = [vals.const(o) for o in tile.operands[1:]]
+    if any(i is None for i in indices):
+        return f"the access tile of {op.name}{where(op)} starts at a non-constant coordinate"
+    ints = [int(i or 0) for i in indices]
+    base = resolve(module, tile.attributes.get("base_map"))
+    if isinstance(base, at.AffineMapAttr):
+        nd = base.value.num_dims
+        starts = tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
+    else:
+        starts = tuple(ints)
+    value = op.operands[0] if stored else op.results[0]
+    return Access(op, tile, view.results[0], operand, value, starts, stored)
+
+
+def _memory_reason(accesses: list[Access]) -> str | None:
+    """Blocks of different tiles must not touch an element another tile writes."""
+    by_arg: dict[str, list[Access]] = {}
+    for a in accesses:
+        by_arg.setdefault(a.operand.arg, []).append(a)
+    for arg, group in by_arg.items():
+        writes = [a for a in group if a.stored]
+        if not writes:
+            continue
+        if len(writes) < len(group):
+            return f"%{arg} is read and written: blocks on different tiles would race"
+        layouts = {(a.operand.offset, a.operand.layout) for a in writes}
+        if len(layouts) > 1:
+            return f"%{arg} is written through views of different layouts"
+        for i, a in enumerate(writes):
+            for b in writes[i + 1:]:
+                sa = shape(a.op.operand_types[0]) or ()
+                sb = shape(b.op.operand_types[0]) or ()
+                if all(x < y + m and y < x + n for x, y, n, m in zip(a.starts, b.starts, sa, sb, strict=False)):
+                    return f"two stores to %{arg}{where(a.op)}{where(b.op)} overlap: their order would matter"
+    return None
+
+
+def _count(op: Operation) -> tuple[float, float]:
+    """Simple and transcendental scalar ops per element of an op's iteration space."""
+    scalar = [x.name for x in op.walk() if x is not op and x.name != "linalg.yield"]
+    if not op.regions:
+        scalar = [op.name]
+    trans = sum(1 for s in scalar if s in TRANSCENDENTAL)
+    return float(max(1, len(scalar) - trans) if len(scalar) > trans else 0), float(trans)
+
+
+def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, Operation, frozenset[int]] | None:
+    """The contraction whose reduced class can be looped over, if there is one.
+
+    Its class must be blocked by that contraction alone, its accumulator f32 or f64 (a
+    narrower one would round at every step, where the input rounds once), and every other
+    op reading that class must only feed the contraction (loads, casts, scaling)."""
+    found = [op for op in body if op.name in CONTRACTIONS]
+    if len(found) != 1:
+        return None
+    mm = found[0]
+    acc = ty.element_type(mm.result_types[0]) if mm.result_types else None
+    if not (isinstance(acc, ty.FloatType) and acc.kind in ("f32", "f64")):
+        return None
+    ins = [v for v in mm.operands[:-1] if shape(g.types.get(v))]
+    reduced = {c for v in ins for c in g.classes(v)} - set(g.classes(mm.results[0]))
+    if len(reduced) != 1:
+        return None
+    (k,) = reduced
+    if any(not r.startswith(f"{mm.name}{where(mm)} contracts") for r in g.reasons(k)):
+        return None
+    feeders: set[int] = set()
+    needed = set(ins)
+    for op in reversed(body[:body.index(mm)]):
+        if set(op.results) & needed:
+            feeders.add(id(op))
+            needed |= set(op.operands)
+    users = {v for op in body if id(op) not in feeders and op is not mm for v in op.operands}
+    for op in body:
+        if id(op) not in feeders:
+            continue
+        touches = any(k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v)))
+        if touches and (set(op.results) & users or op.name == "ktdp.store"):
+            return None  # a value with the reduced dimension is used beside the contraction
+    kset = frozenset(id(op) for op in body if id(op) in feeders and any(
+        k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))))
+    init = mm.operands[-1]
+    if init in empties or k in g.classes(init):
+        return None
+    return k, mm, kset
+
+
+def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str],
+           kloop: tuple[int, Operation, frozenset[int]] | None = None
+           ) -> tuple[list[Step], dict[str, frozenset[int]], list[frozenset[int]]]:
+    by_op = {id(a.op): a for a in accesses}
+    deps: dict[str, frozenset[int]] = {}
+    steps: list[Step] = []
+    op_deps: list[frozenset[int]] = []
+    for op in body:
+        tensors = [v for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))]
+        own: set[int] = set()
+        for v in tensors:
+            own |= set(g.classes(v))
+        d = frozenset(own).union(*(deps.get(o, frozenset()) for o in op.operands))
+        for r in op.results:
+            # a looped contraction's result is whole after its loop: it no longer depends on K
+            deps[r] = d - {kloop[0]} if kloop is not None and op is kloop[1] else d
+        a = by_op.get(id(op))
+        t = op.result_types[0] if op.result_types else (op.operand_types[0] if op.operand_types else None)
+        el = ty.element_type(t) if isinstance(t, ty.TensorType) else None
+        dt = dtype_name(el) if el is not None else "f32"
+        if a is not None:
+            st = a.operand.layout
+            steps.append(Step(op, g.classes(a.value), "store" if a.stored else "load", dt, itemsize=a.operand.itemsize,
+                              strides=tuple(st), value_dims=g.classes(a.value)))
+        elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:
+            continue
+        elif op.name in CONTRACTIONS or (op.name == "linalg.generic" and _is_contraction(op)):
+            ins_t = op.operand_types[0]
+            mdt = dtype_name(ty.element_type(ins_t)) if isinstance(ins_t, ty.TensorType) else dt
+            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt))
+        else:
+            plain, trans = _count(op)
+            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans))
+        op_deps.append(d)
+    return steps, deps, op_deps
+
+
+def _is_contraction(op: Operation) -> bool:
+    """`out + a * b` over two distinct inputs with a reduction: the matrix unit's work."""
+    iters = [str(getattr(e, "value", e)) for e in getattr(op.attributes.get("iterator_types"), "elements", ())]
+    block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+    if block is None or "reduction" not in iters or len(block.arguments) != 3 or len(op.operands) != 3:
+        return False
+    names = [x.name for x in block.operations]
+    a, b, acc = (x.name for x in block.arguments)
+    return (names == ["arith.mulf", "arith.addf", "linalg.yield"] and a != b
+            and set(block.operations[0].operands) == {a, b} and acc in block.operations[1].operands)
+
+
+__all__ = ["Access", "NaturalKernel", "Step", "natural_reason_or_kernel"]

@@ -1,0 +1,251 @@
+"""The schedule space of a natural-form kernel: which dimensions to cut, over how many tiles,
+in blocks of what size, in which loop order.
+
+A candidate gives each cuttable dimension class `c` a grid share `g_c` and a block `b_c`
+(a divisor of its extent, a whole number of transfer granules when the class is the
+contiguous dimension of a view, unless it is the whole extent); a class cut (`g_c > 1` or
+`b_c` smaller than the extent) gets a loop `for i = tid_c * b_c to E_c step g_c * b_c`.
+Every op is placed in the innermost loop whose class it depends on, so an operand that
+does not depend on a loop is loaded once outside it (resident). The cost per tile is the
+sum over ops of executions x cost per execution, transfers and compute overlapping (the DMA
+queue runs ahead of the compute units) but for one iteration's share: transfers pay the
+fixed latency and their bytes rounded per contiguous run (a strided block costs its runs),
+sharing the global channel with the other active tiles; compute pays its elements at the
+target's rate for its dtype plus the unit's startup.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .cost import Figures, Work
+from .natural import NaturalKernel, Step
+from .report import Placement, Schedule
+from .spaces import Columns, Evaluated, divisors
+
+BUDGET = 60_000  # candidates per kernel (before loop orders)
+
+
+class NaturalSpace:
+    def __init__(self, k: NaturalKernel, fig: Figures) -> None:
+        self.k, self.fig = k, fig
+        cut = sorted(k.splittable(), key=lambda c: -k.extent[c])[:4]
+        self.cut = [c for c in k.classes if c in cut]  # program order
+        n = len(self.cut)
+        self.perms = list(itertools.permutations(range(n))) if n <= 3 else [tuple(range(n)), tuple(reversed(range(n)))]
+        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried
+        self.kclass = k.kloop[0] if k.kloop is not None and k.extent[k.kloop[0]] > 1 else None
+        if self.kclass is not None:
+            self.cut.append(self.kclass)
+            self.perms = [(*p, n) for p in self.perms]
+        per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
+        self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
+                        for c in self.cut]
+
+    def _blocks(self, c: int) -> list[int]:
+        E = self.k.extent[c]
+        size = self.k.contiguous.get(c)
+        step = max(1, self.fig.granularity // size) if size else 1
+        return [d for d in divisors(E) if d % step == 0 or d == E]
+
+    def _options(self, c: int, limit: int) -> list[tuple[int, int]]:
+        E, tiles = self.k.extent[c], self.fig.tiles
+        grids = sorted({g for g in range(1, tiles + 1) if tiles % g == 0 or g & (g - 1) == 0})
+        found = [(g, b) for g in grids for b in self._blocks(c) if g * b <= E or (g == 1 and b == E)]
+        if len(found) <= limit:
+            return found
+        # keep the largest blocks of each grid share (small blocks pay per-transfer latency)
+        per_g = max(1, limit // len(grids))
+        keep: list[tuple[int, int]] = []
+        for g in grids:
+            keep += [o for o in found if o[0] == g][-per_g:]
+        return keep
+
+    # ------------------------------------------------------------ the strategies' interface
+
+    def candidates(self) -> Columns:
+        if not self.cut:
+            return {"perm": np.zeros(1, np.int64)}
+        idx = np.array(list(itertools.product(*(range(len(o)) for o in self.options))), dtype=np.int64)
+        cols: Columns = {}
+        for i, opts in enumerate(self.options):
+            arr = np.array(opts, dtype=np.int64)
+            cols[f"g{i}"], cols[f"b{i}"] = arr[idx[:, i], 0], arr[idx[:, i], 1]
+        grid = np.prod([cols[f"g{i}"] for i in range(len(self.cut))], axis=0)
+        keep = grid <= self.fig.tiles
+        cols = {n: v[keep] for n, v in cols.items()}
+        n = len(next(iter(cols.values())))
+        out: Columns = {name: np.tile(v, len(self.perms)) for name, v in cols.items()}
+        out["perm"] = np.repeat(np.arange(len(self.perms), dtype=np.int64), n)
+        return out
+
+    def _blk(self, c: Columns, cls: int) -> np.ndarray | float:
+        if cls in self.cut:
+            return c[f"b{self.cut.index(cls)}"].astype(np.float64)
+        return float(self.k.extent[cls])
+
+    def evaluate(self, c: Columns) -> Evaluated:
+        k = self.k
+        size = len(c["perm"])
+        n_cut = len(self.cut)
+        E = [float(k.extent[cls]) for cls in self.cut]
+        g = [c[f"g{i}"].astype(np.float64) for i in range(n_cut)]
+        b = [c[f"b{i}"].astype(np.float64) for i in range(n_cut)]
+        perms = np.array(self.perms, dtype=np.int64).reshape(len(self.perms), n_cut)
+        pos = [perms[c["perm"], i] for i in range(n_cut)]
+        cutm = [(g[i] > 1) | (b[i] < E[i]) for i in range(n_cut)]
+        n_it = [np.ceil(E[i] / (g[i] * b[i])) for i in range(n_cut)]
+        active = np.prod(g, axis=0) if g else np.ones(size)
+        dma = np.zeros(size)  # transfer cycles per tile
+        compute = np.zeros(size)  # matrix and vector cycles per tile
+        gbytes = np.zeros(size)
+        for step, deps in zip(k.steps, k.op_deps, strict=True):
+            lvl = np.full(size, -1, dtype=np.int64)
+            for i, cls in enumerate(self.cut):
+                if cls in deps:
+                    lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
+            execs = np.ones(size)
+            for i in range(n_cut):
+                execs = execs * np.where(cutm[i] & (pos[i] <= lvl), n_it[i], 1.0)
+            elems = np.ones(size)
+            for cls in step.dims:
+                elems = elems * self._blk(c, cls)
+            cost, moved = self._step_cost(step, c, elems, active)
+            if step.kind in ("load", "store"):
+                dma += execs * cost
+            else:
+                compute += execs * cost
+            gbytes += execs * moved * active
+        # the DMA queue runs ahead of the compute units (a block's loads wait for nothing but
+        # their queue), so one overlaps the other but for one iteration's share at the ends
+        iters = np.ones(size)
+        for i in range(n_cut):
+            iters = iters * np.where(cutm[i], n_it[i], 1.0)
+        cycles = np.maximum(dma + compute / iters, compute + dma / iters)
+        scratch = np.zeros(size)
+        for _, dims, isz in k.values:
+            blk = np.ones(size)
+            for cls in dims:
+                blk = blk * self._blk(c, cls)
+            scratch += blk * isz
+        return Evaluated(cycles, scratch, gbytes, gbytes.copy())
+
+    def _step_cost(self, s: Step, c: Columns, elems: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        f = self.fig
+        if s.kind in ("load", "store"):
+            run = self._run(s, c)
+            runs = elems / run
+            gran = float(f.granularity)
+            rounded = runs * np.ceil(run * s.itemsize / gran) * gran
+            queue = f.transfer_fixed + rounded / f.dma_bw
+            channel = f.transfer_fixed + active * rounded / f.global_bw
+            return np.maximum(queue, channel), elems * s.itemsize
+        if s.kind == "matrix":
+            return elems / f.mac_rate(s.dtype) + f.matrix_startup, np.zeros_like(elems)
+        work = np.zeros_like(elems)
+        if s.plain:
+            work = work + elems * s.plain / _vrate(f, s.dtype, False)
+        if s.transcendental:
+            work = work + elems * s.transcendental / _vrate(f, s.dtype, True)
+        return work + f.vector_startup, np.zeros_like(elems)
+
+    def _run(self, s: Step, c: Columns) -> np.ndarray:
+        """Elements per contiguous run of a block: the innermost dimensions while they are whole."""
+        order = sorted(range(len(s.strides)), key=lambda d: s.strides[d])
+        size = len(c["perm"])
+        run = np.ones(size)
+        going = np.ones(size, dtype=bool)
+        expect = 1
+        for d in order:
+            if s.strides[d] != expect:
+                break
+            blk = self._blk(c, s.value_dims[d])
+            run = np.where(going, run * blk, run)
+            full = self.k.extent[s.value_dims[d]]
+            going = going & (np.asarray(blk) == full)
+            expect *= full
+        return run
+
+    def work(self) -> Work:
+        vec: dict[str, float] = {}
+        trans: dict[str, float] = {}
+        macs, mdt, rd, wr = 0.0, "f16", 0.0, 0.0
+        for s in self.k.steps:
+            n = float(math.prod(self.k.extent[c] for c in s.dims))
+            if s.kind == "load":
+                rd += n * s.itemsize
+            elif s.kind == "store":
+                wr += n * s.itemsize
+            elif s.kind == "matrix":
+                macs, mdt = macs + n, s.dtype
+            else:
+                if s.plain:
+                    vec[s.dtype] = vec.get(s.dtype, 0.0) + n * s.plain
+                if s.transcendental:
+                    trans[s.dtype] = trans.get(s.dtype, 0.0) + n * s.transcendental
+        return Work(macs=macs, mac_dtype=mdt, vector=vec, transcendental=trans, bytes_read=rd, bytes_written=wr)
+
+    def baseline(self) -> dict[str, int]:
+        """One cuttable dimension split evenly over as many tiles as it can use, the largest block that fits."""
+        cols = self.candidates()
+        if not self.cut:
+            return {"perm": 0}
+        ev = self.evaluate(cols)
+        # the class that spreads over the most tiles (the largest when several do)
+        big = max(range(len(self.cut)), key=lambda i: (max(g for g, _ in self.options[i]), self.k.extent[self.cut[i]]))
+        fits = (cols["perm"] == 0) & (ev.scratch <= self.fig.local_capacity)
+        mask = fits.copy()
+        for i in range(len(self.cut)):
+            if i != big:
+                mask &= (cols[f"g{i}"] == 1) & (cols[f"b{i}"] == self.k.extent[self.cut[i]])
+        if not mask.any():
+            mask = fits
+        if not mask.any():
+            return {n: int(v[0]) for n, v in cols.items()}
+        idx = np.nonzero(mask)[0]
+        grid = np.prod([cols[f"g{i}"][idx] for i in range(len(self.cut))], axis=0)
+        blocks = np.prod([cols[f"b{i}"][idx] for i in range(len(self.cut))], axis=0)
+        best = idx[np.lexsort((-blocks, -grid))[0]]
+        return {n: int(v[best]) for n, v in cols.items()}
+
+    def loops(self, p: dict[str, int]) -> list[int]:
+        """Indices (into `cut`) of the classes that get a loop, outermost first."""
+        if not self.cut:
+            return []
+        order = self.perms[p["perm"]]
+        cut = [i for i in range(len(self.cut)) if p[f"g{i}"] > 1 or p[f"b{i}"] < self.k.extent[self.cut[i]]]
+        return sorted(cut, key=lambda i: order[i])
+
+    def describe(self, p: dict[str, int]) -> Schedule:
+        k = self.k
+        loops = self.loops(p)
+        grid = [p[f"g{i}"] for i in loops if p[f"g{i}"] > 1] or [1]
+        labels = {cls: f"{k.label(cls)}:{k.extent[cls]}" for cls in k.classes}
+        looped = {self.cut[i] for i in loops}
+        placements = []
+        for a in k.accesses:
+            dims = k.graph.classes(a.value)
+            block = [p[f"b{self.cut.index(cl)}"] if cl in self.cut else k.extent[cl] for cl in dims]
+            resident = not a.stored and not (k.deps.get(a.value, frozenset()) & looped)
+            mode = "output" if a.stored else ("resident" if resident else "streamed")
+            placements.append(Placement(tensor=a.operand.arg, memory="global" if a.stored else "ct_local", mode=mode,
+                                        block=block))
+        return Schedule(
+            grid=grid, splits={labels[self.cut[i]]: p[f"g{i}"] for i in range(len(self.cut))},
+            tile_sizes={labels[self.cut[i]]: p[f"b{i}"] for i in range(len(self.cut))},
+            loop_order=", ".join(labels[self.cut[i]] for i in loops) or "none", double_buffered=False,
+            placements=placements)
+
+    def fit_message(self) -> str:
+        return (f"no blocking of the cuttable dimensions ({', '.join(self.k.label(c) for c in self.cut) or 'none'}) "
+                f"fits the {self.fig.local_capacity}-byte scratchpad")
+
+
+def _vrate(f: Figures, dtype: str, transcendental: bool) -> float:
+    try:
+        return f.vector_rate(dtype, transcendental)
+    except Exception:  # noqa: BLE001 - a dtype the target lists no rate for: cost it at f32
+        return f.vector_rate("f32", transcendental)

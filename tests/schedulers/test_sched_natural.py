@@ -1,0 +1,158 @@
+"""Kernels in their natural single-tile form (grid [1], whole tensors) are divided over the grid.
+
+Each acceptance kernel, written the plain way, is scheduled by every built-in scheduler with
+a grid of more than one tile and gives the input's results in the interpreter. Random
+natural kernels (row and column reductions, transposes, broadcasts, weights along either
+dimension) are scheduled exactly when a dimension can legally be cut, and right when they are.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ktir
+import schedulers
+from ktir.ir import attributes as at
+from ktir.ir.operation import Module
+from ktir.syntax.printer import print_module
+from ktir.targets.schema import Target
+from ktir.verify import validate_text
+from schedulers import single_tile as nat
+from schedulers.check import check_equivalent
+from schedulers.single_tile import Kernel, amap
+
+KERNELS = {
+    "matmul_f32_acc": lambda: nat.matmul(64, 128, 64),
+    "matmul_f16_acc": lambda: nat.matmul(64, 128, 64, acc="f16"),
+    "batch_matmul_transpose_b": lambda: nat.batch_matmul_tb(4, 32, 64, 64),
+    "matmul_bias_relu": lambda: nat.matmul_bias_act(64, 128, 64),
+    "matmul_bias_silu_bf16": lambda: nat.matmul_bias_act(32, 128, 64, dtype="bf16", act="silu"),
+    "rmsnorm": lambda: nat.rmsnorm(64, 128),
+    "layernorm": lambda: nat.layernorm(64, 128),
+    "softmax_rows": lambda: nat.softmax(64, 128),
+    "softmax_columns": lambda: nat.softmax(128, 128, axis=0),
+    "elementwise_3d": lambda: nat.elementwise3d(8, 16, 128),
+    "transpose": lambda: nat.transpose(128, 256),
+    "rope": lambda: nat.rope(16, 4, 128),
+    "swiglu": lambda: nat.swiglu(64, 256),
+    "reduce_sum_to_scalar": lambda: nat.reduce_sum(64, 128),
+}
+
+
+def _text(m: Module, name: str) -> str:
+    text = print_module(m)
+    _, diags = validate_text(text, f"{name}.ktir")
+    assert not [d for d in diags if d.severity == "error"], [str(d) for d in diags]
+    return text
+
+
+@pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_natural_kernels_are_divided_and_equal(name: str, scheduler: str, spyre: Target) -> None:
+    before = ktir.parse(_text(KERNELS[name](), name), f"{name}.ktir")
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied, r.reason
+    assert r.schedule is not None and math.prod(r.schedule.grid) > 1
+    assert result.check and result.check.ok
+    _text(result.module, name)  # the scheduled module verifies
+
+
+def test_softmax_over_columns_cuts_the_columns(spyre: Target) -> None:
+    before = ktir.parse(_text(nat.softmax(64, 256, axis=0), "sc"), "sc.ktir")
+    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True))
+    assert result.report.schedule is not None
+    cut = {k: v for k, v in result.report.schedule.tile_sizes.items()}
+    assert any(k.endswith(":256") and v < 256 for k, v in cut.items()), cut  # the columns, not the reduced rows
+    assert any("reduces over this dimension (dimensions = [0])" in n for n in result.report.notes), result.report.notes
+
+
+def test_a_whole_reduction_is_split_with_an_inter_tile_reduce(spyre: Target) -> None:
+    before = ktir.parse(_text(nat.reduce_sum(256, 128), "sum"), "sum.ktir")
+    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True))
+    assert result.report.applied and result.check
+    assert "ktdp.inter_tile_reduce" in print_module(result.module)
+    assert result.report.schedule is not None and "d0:256" in result.report.schedule.splits  # the rows, not the sticks
+
+
+def test_a_reduction_from_a_non_identity_init_is_declined_with_the_op_named(spyre: Target) -> None:
+    text = _text(nat.reduce_sum(64, 128), "sum").replace("arith.constant 0.0 : f32", "arith.constant 1.0 : f32")
+    result = schedulers.schedule(ktir.parse(text, "sum.ktir"), spyre, "exact")
+    assert not result.report.applied
+    reason = result.report.reason or ""
+    assert "linalg.generic (line" in reason and "reduction" in reason and "not the identity" in reason, reason
+
+
+def test_a_kernel_reading_and_writing_one_array_is_declined(spyre: Target) -> None:
+    r = schedulers.schedule(ktir.parse(_text(nat.swiglu(64, 256), "s"), "s.ktir"), spyre, "exact").report
+    assert r.applied
+    # y written where the input is read: the same argument for both views
+    inplace = _text(nat.swiglu(64, 256), "s").replace("construct_memory_view %y,", "construct_memory_view %up,")
+    r = schedulers.schedule(ktir.parse(inplace, "s.ktir"), spyre, "exact").report
+    assert not r.applied and "read and written" in (r.reason or "")
+
+
+# ---------------------------------------------------------------------- random natural kernels
+
+ROW_REDUCING = {"rowsum", "rowbcast"}
+COL_REDUCING = {"colsum"}
+
+
+def random_kernel(R: int, C: int, steps: list[str]) -> Module:
+    args = ["x", "y"] + (["w"] if "wrow" in steps else []) + (["u"] if "wcol" in steps else [])
+    k = Kernel("k", args)
+    v = k.load(k.view("x", [R, C], "f32"))
+    ident = amap(2, 0, 1)
+    for s in steps:
+        if s in ("rowsum", "colsum"):
+            along, keep = (1, amap(2, 0)) if s == "rowsum" else (0, amap(2, 1))
+            total = k.reduce(v, [along], "arith.addf", 0.0)
+            (v,) = k.generic([v, total], [R, C], [ident, keep, ident], ["parallel"] * 2,
+                             lambda k, a: [k.op("arith.subf", a[0], a[1])])
+        elif s == "rowbcast":
+            mx = k.reduce(v, [1], "arith.maximumf", float("-inf"))
+            wide = k.named("linalg.broadcast", [mx], k.empty([R, C], "f32"), dimensions=at.i64_array([1]))
+            v = k.op("arith.subf", v, wide)
+        elif s == "exp":
+            (v,) = k.generic([v], [R, C], [ident, ident], ["parallel"] * 2, lambda k, a: [k.op("math.exp", a[0])])
+        elif s in ("wrow", "wcol"):
+            n, m = (C, amap(2, 1)) if s == "wrow" else (R, amap(2, 0))
+            w = k.load(k.view("w" if s == "wrow" else "u", [n], "f32"))
+            (v,) = k.generic([v, w], [R, C], [ident, m, ident], ["parallel"] * 2,
+                             lambda k, a: [k.op("arith.mulf", a[0], a[1])])
+        else:
+            assert s == "transpose" and R == C
+            t = k.named("linalg.transpose", [v], k.empty([C, R], "f32"), permutation=at.i64_array([1, 0]))
+            v = k.op("arith.addf", v, t)
+    k.store(v, k.view("y", [R, C], "f32"))
+    return k.done()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(steps=st.lists(st.sampled_from(["rowsum", "colsum", "rowbcast", "exp", "wrow", "wcol", "transpose"]),
+                      min_size=1, max_size=4),
+       shape=st.sampled_from([(64, 64), (32, 128), (128, 64)]), scheduler=st.sampled_from(["baseline", "exact", "search"]))
+def test_random_natural_kernels_are_scheduled_exactly_when_legal_and_right(steps: list[str], shape: tuple[int, int],
+                                                                          scheduler: str, spyre: Target) -> None:
+    R, C = (64, 64) if "transpose" in steps else shape
+    before = ktir.parse(_text(random_kernel(R, C, steps), "k"), "k.ktir")
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.05))
+    rows_free = not (COL_REDUCING & set(steps)) and "transpose" not in steps
+    cols_free = not (ROW_REDUCING & set(steps)) and "transpose" not in steps
+    assert result.report.applied == (rows_free or cols_free), (steps, result.report.reason)
+    if result.report.applied:
+        verdict = check_equivalent(before, result.module, seed=5)
+        assert verdict.ok, (steps, verdict.message)
+
+
+def test_memory_effects_beside_whole_loads_and_stores_are_declined(spyre: Target) -> None:
+    """An op writing memory on its own would run on every tile: the natural form declines it."""
+    text = _text(nat.swiglu(64, 256), "s")
+    extra = "  %buf = memref.alloc() : memref<4xf32>\n  func.return"
+    r = schedulers.schedule(ktir.parse(text.replace("  func.return", extra), "s.ktir"), spyre, "exact").report
+    assert not r.applied and "memref.alloc" in (r.reason or ""), r.reason
