@@ -156,3 +156,17 @@ def test_memory_effects_beside_whole_loads_and_stores_are_declined(spyre: Target
     extra = "  %buf = memref.alloc() : memref<4xf32>\n  func.return"
     r = schedulers.schedule(ktir.parse(text.replace("  func.return", extra), "s.ktir"), spyre, "exact").report
     assert not r.applied and "memref.alloc" in (r.reason or ""), r.reason
+
+
+def test_an_f16_accumulator_across_a_k_loop_is_declined(spyre: Target) -> None:
+    """A hand-tiled K loop accumulating in f16 rounds at every step; an f32 rewrite would differ."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "tiled_matmul.ktir").read_text()
+    text = text.replace("%zero = arith.constant 0.0 : f32", "%zero = arith.constant 0.0 : f16")
+    text = text.replace("ins(%zero : f32)", "ins(%zero : f16)").replace("512x256xf32", "512x256xf16")
+    text = text.replace("%res = arith.truncf %acc : tensor<512x256xf16> to tensor<512x256xf16>\n", "")
+    text = text.replace("ktdp.store %res,", "ktdp.store %acc,")
+    sizes = {"M": 1024, "N": 512, "K": 512}
+    r = schedulers.schedule(ktir.parse(text, "t.ktir"), spyre, "exact", schedulers.ScheduleOptions(sizes=sizes)).report
+    assert not r.applied and "accumulates in f16 across a loop" in (r.reason or ""), r.reason
