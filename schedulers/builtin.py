@@ -45,6 +45,13 @@ SUPPORTED_OPS = (
     # the attention form (`emit_attention._COMPUTE` and `_FREE`)
     "linalg.mul", "linalg.index", "linalg.yield", "arith.cmpi", "arith.select", "arith.ceildivsi", "arith.subi",
     "arith.divui", "arith.remui", "arith.minsi", "tensor.collapse_shape", "tensor.expand_shape",
+    # the natural form (`schedulers.natural`: every op the dependence check models) and the
+    # split reduction it may emit (`emit_reduction`)
+    "linalg.transpose", "linalg.broadcast", "linalg.map", "linalg.copy", "linalg.add", "linalg.sub", "linalg.div",
+    "linalg.max", "linalg.min", "linalg.batch_matmul", "linalg.batch_matmul_transpose_b", "linalg.matmul_transpose_a",
+    "linalg.matmul_transpose_b", "linalg.matvec", "linalg.dot", "arith.negf", "arith.minimumf", "math.tanh",
+    "math.log", "math.erf", "math.absf", "ktdp.inter_tile_produce", "ktdp.inter_tile_reduce", "ktdp.yield_partial",
+    "ktdp.yield_reduced", "scf.if",
 )
 
 
