@@ -8,8 +8,10 @@ Three ways to name one on the command line:
 
 - `reference`: the reference interpreter and verifier, in process (`ReferenceAdapter`);
 - `python:pkg.mod:Class`: a class (or factory) importable by Python, called with no arguments;
-- `--adapter-cmd 'CMD {ktir} {inputs} {outputs}'`: an external program (`CommandAdapter`),
-  following the subprocess contract documented in docs/guides/conformance.md.
+- `--adapter-cmd 'CMD {ktir} {inputs} {outputs}'`: an external program run once per case
+  (`CommandAdapter`), or with `--adapter-protocol persistent` a program started once per
+  worker that serves many cases over JSON lines (`PersistentCommandAdapter`); both contracts
+  are documented in docs/guides/conformance.md.
 """
 
 from __future__ import annotations
@@ -172,6 +174,147 @@ class CommandAdapter:
             _cleanup(tmp)
 
 
+@dataclass
+class PersistentCommandAdapter:
+    """An external program started once (per worker process) that serves many cases: the
+    persistent protocol of docs/guides/conformance.md.
+
+    The runner writes one JSON request per line to the program's stdin,
+    `{"id", "mode", "ktir", "inputs", "outputs", "function"}` (paths of the same files as the
+    per-case contract), and reads one JSON response per line from its stdout,
+    `{"id", "status", "diagnostics", "message"}` with `status` 0, 1 or 77 as the per-case exit
+    statuses. The program exits when its stdin closes. A program that dies or times out is
+    restarted for the next case.
+    """
+
+    command: str
+    timeout: float | None = None
+    name: str = "command (persistent)"
+    _proc: subprocess.Popen[str] | None = field(default=None, repr=False)
+    _tmp: Path | None = field(default=None, repr=False)
+    _log: Any = field(default=None, repr=False)
+    _next: int = 0
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="ktir-conf-serve-"))
+        if self._log is None:
+            self._log = open(self._tmp / "stderr.log", "w+", encoding="utf-8")  # noqa: SIM115 - lives as long as the adapter
+        env = dict(os.environ, KTIR_CONFORMANCE_PROTOCOL="persistent")
+        self._proc = subprocess.Popen(self.command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._log, text=True, env=env, start_new_session=True, bufsize=1)
+        return self._proc
+
+    def _stderr_tail(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.flush()
+        self._log.seek(0)
+        text = self._log.read()
+        self._log.seek(0, os.SEEK_END)
+        return _tail(text)
+
+    def _request(self, mode: str, source: str, function: str | None, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        import selectors
+        import time
+
+        proc = self._start()
+        assert self._tmp is not None and proc.stdin is not None and proc.stdout is not None
+        ktir_path, in_path, out_path = self._tmp / "case.ktir", self._tmp / "inputs.npz", self._tmp / "outputs.npz"
+        ktir_path.write_text(source, encoding="utf-8")
+        out_path.unlink(missing_ok=True)
+        if mode == "run":
+            write_npz(in_path, {k: np.asarray(v) for k, v in inputs.items()})
+        self._next += 1
+        request = {"id": self._next, "mode": mode, "ktir": str(ktir_path), "inputs": str(in_path) if mode == "run" else None,
+                   "outputs": str(out_path) if mode == "run" else None, "function": function}
+        try:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            with selectors.DefaultSelector() as sel:
+                sel.register(proc.stdout, selectors.EVENT_READ)
+                while True:
+                    wait = None if deadline is None else deadline - time.monotonic()
+                    if wait is not None and wait <= 0:
+                        self.close(kill=True)
+                        raise TimeoutError(f"command did not answer in {self.timeout} s")
+                    if sel.select(wait):
+                        break
+            line = proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        except BaseException:  # the runner's own timeout, or ^C: the server is mid-request
+            self.close(kill=True)
+            raise
+        if not line:
+            tail = self._stderr_tail()
+            self.close()
+            raise AdapterError(f"the command exited without answering{': ' + tail if tail else ''}")
+        try:
+            response = json.loads(line)
+        except json.JSONDecodeError:
+            self.close()
+            raise AdapterError(f"the command answered with something that is not JSON: {line.strip()[:200]}") from None
+        if not isinstance(response, dict) or response.get("id") != self._next:
+            self.close()
+            raise AdapterError(f"the command answered request {self._next} with {line.strip()[:200]}")
+        return response
+
+    def _status(self, response: dict[str, Any]) -> int:
+        code = response.get("status")
+        message = str(response.get("message") or "")
+        if code == EXIT_NOT_SUPPORTED:
+            raise NotSupported(message or "not supported")
+        if code not in (EXIT_OK, EXIT_REJECTED):
+            raise AdapterError(f"the command reported status {code}: {message or self._stderr_tail()}")
+        return int(code)
+
+    def check(self, source: str, filename: str) -> CheckResult:
+        response = self._request("check", source, None, {})
+        code = self._status(response)
+        ids = [str(i) for i in response.get("diagnostics") or []]
+        return CheckResult(accepted=code == EXIT_OK, diagnostics=ids if code == EXIT_REJECTED else [])
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        response = self._request("run", source, function, inputs)
+        code = self._status(response)
+        if code == EXIT_REJECTED:
+            raise AdapterError(f"the command rejected a valid program: {response.get('message') or ''}")
+        assert self._tmp is not None
+        out = self._tmp / "outputs.npz"
+        if not out.exists():
+            raise AdapterError("the command answered 0 but wrote no outputs file")
+        try:
+            return read_npz(out)
+        except (OSError, ValueError) as e:
+            raise AdapterError(f"cannot read the outputs file: {e}") from None
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the program (it is restarted on the next case): close its stdin and give it
+        a moment to exit, or with `kill` (it hangs) kill its process group at once."""
+        import contextlib
+        import signal
+
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        if proc.poll() is None and not kill:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 def _kill(proc: subprocess.Popen[str]) -> None:
     import contextlib
     import signal
@@ -192,10 +335,15 @@ def _cleanup(tmp: Path) -> None:
     tmp.rmdir()
 
 
-def load_adapter(spec: str, command: str | None = None, timeout: float | None = None) -> Any:
-    """The adapter named by `spec` (`reference` or `python:pkg.mod:Class`), or a
-    CommandAdapter for `command`. Raises AdapterError with a one-line reason."""
+PROTOCOLS = ("per-case", "persistent")
+
+
+def load_adapter(spec: str, command: str | None = None, timeout: float | None = None, protocol: str = "per-case") -> Any:
+    """The adapter named by `spec` (`reference` or `python:pkg.mod:Class`), or a command
+    adapter for `command` speaking `protocol`. Raises AdapterError with a one-line reason."""
     if command is not None:
+        if protocol == "persistent":
+            return PersistentCommandAdapter(command, timeout=timeout)
         return CommandAdapter(command, timeout=timeout)
     if spec == "reference":
         return ReferenceAdapter()

@@ -9,15 +9,29 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
 LEVELS: tuple[str, ...] = ("syntax", "validation", "core", "multi-tile", "collective", "full")
 Level = Literal["syntax", "validation", "core", "multi-tile", "collective", "full"]
 Recipe = Literal["normal", "uniform", "int", "positive", "zeros", "fill", "arange", "permutation", "scalar", "npy"]
 SUITE_ROOT = Path(__file__).resolve().parent
+
+
+def _confined(value: str | None) -> str | None:
+    """A path the manifest names must stay inside the suite root: no
+    absolute path, no `..` step (a manifest from elsewhere must not read arbitrary files)."""
+    if value is None:
+        return value
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts or value in ("", "."):
+        raise ValueError(f"{value!r} must be a relative path inside the suite root (no absolute path, no '..')")
+    return value
+
+
+RelativePath = Annotated[str, AfterValidator(_confined)]
 
 
 class _Strict(BaseModel):
@@ -35,7 +49,7 @@ class ArgSpec(_Strict):
     low: float = Field(-4.0, description="lower bound for `uniform`/`int`/`positive`")
     high: float = Field(4.0, description="upper bound (exclusive for `int`) for `uniform`/`int`/`positive`")
     value: float = Field(0.0, description="the value of `fill` and `scalar`")
-    npy: str | None = Field(None, description="for `npy`: path of the .npy file, relative to the suite root")
+    npy: RelativePath | None = Field(None, description="for `npy`: path of the .npy file, relative to the suite root")
 
 
 class OutputSpec(_Strict):
@@ -53,13 +67,13 @@ class Case(_Strict):
 
     id: str = Field(description="unique dotted name, starting with the level")
     level: Level = Field(description="the conformance level the case belongs to")
-    file: str = Field(description="the .ktir file, relative to the suite root")
+    file: RelativePath = Field(description="the .ktir file, relative to the suite root")
     expect: Literal["run", "accept", "reject"] = Field(description="run and compare; accept as valid; reject with `diagnostic`")
     function: str | None = Field(None, description="function to run (when the module has more than one)")
     diagnostic: str | None = Field(None, description="for `reject`: the diagnostic ID that must be reported (`syntax`, `ktdp.load.C1`)")
     args: list[ArgSpec] = Field(default_factory=list, description="kernel arguments, in any order")
     outputs: list[OutputSpec] = Field(default_factory=list, description="compared outputs")
-    golden: str | None = Field(None, description="for `run`: the golden .npz, relative to the suite root")
+    golden: RelativePath | None = Field(None, description="for `run`: the golden .npz, relative to the suite root")
     ops: list[str] = Field(default_factory=list, description="ops of the inventory the case uses")
     dtypes: list[str] = Field(default_factory=list, description="element types the case computes in")
     grid: list[int] = Field(default_factory=lambda: [1], description="the kernel's grid")
@@ -84,6 +98,10 @@ def load_manifest(path: Path) -> Manifest:
         return Manifest.model_validate(data)
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ManifestError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ManifestError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise ManifestError(f"{path}: not valid TOML: nested too deeply") from None
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -103,3 +121,28 @@ def load_suite(root: Path = SUITE_ROOT) -> list[Case]:
             raise ManifestError(f"duplicate case id {c.id}")
         seen.add(c.id)
     return cases
+
+
+def suite_version() -> str:
+    """The suite's release: the version of the `ktir` distribution that carries it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ktir")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def suite_hash(root: Path = SUITE_ROOT) -> str:
+    """sha256 over every manifest, case, golden and stored input (path and bytes), so that two
+    runs can tell whether they ran the same suite."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for sub in ("manifest", "cases", "goldens", "inputs"):
+        base = root / sub
+        for path in sorted(base.rglob("*")) if base.exists() else []:
+            if path.is_file() and path.suffix in (".toml", ".ktir", ".npz", ".npy"):
+                h.update(str(path.relative_to(root)).encode() + b"\0")
+                h.update(path.read_bytes())
+    return h.hexdigest()

@@ -23,7 +23,7 @@ import numpy as np
 from conformance import toml_out
 from conformance.gen.draft import Draft
 from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
-from conformance.values import case_inputs, read_npz, to_bytes
+from conformance.values import case_inputs, magnitude, read_npz, to_bytes
 from ktir.fileio import write_atomic
 
 
@@ -79,7 +79,7 @@ def golden(case: Case, root: Path, stored: dict[str, np.ndarray] | None = None) 
     out = {o.name: np.asarray(result.outputs[o.name]) for o in case.outputs}
     bounded = [o for o in case.outputs if o.tolerance in ("reduction", "matmul")]
     if bounded:
-        absolute = {k: (np.abs(v) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v) for k, v in inputs.items()}
+        absolute = {k: magnitude(v) for k, v in inputs.items()}
         again = reference_interp.run(module, case.function, args=absolute)
         for o in bounded:
             out[f"{o.name}.abs"] = np.asarray(again.outputs[o.name])
@@ -183,16 +183,19 @@ def _npy_bytes(array: np.ndarray) -> bytes:
 
 
 def schemas() -> dict[str, str]:
-    """The published JSON Schemas: results files and manifests."""
+    """The published JSON Schemas: results, manifests, capability files and waivers files."""
     import json
 
+    from conformance.capability import json_schemas
     from conformance.model import Manifest
     from conformance.results import json_schema
 
     manifest = Manifest.model_json_schema()
     manifest["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return {"results.schema.json": json.dumps(json_schema(), indent=2) + "\n",
-            "manifest.schema.json": json.dumps(manifest, indent=2) + "\n"}
+    out = {"results.schema.json": json.dumps(json_schema(), indent=2) + "\n",
+           "manifest.schema.json": json.dumps(manifest, indent=2) + "\n"}
+    out.update({f"{name}.schema.json": json.dumps(schema, indent=2) + "\n" for name, schema in json_schemas().items()})
+    return out
 
 
 def _update(path: Path, data: bytes, changes: Changes, check: bool, root: Path) -> None:

@@ -10,35 +10,59 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from conformance.results import STATUSES, Results, json_schema
+from conformance.results import STATUSES, CaseResult, Results, json_schema
 
+SHORT = {"pass": "pass", "fail": "fail", "error": "err", "not_supported": "n/s", "timeout": "t/o"}
 STYLE = {"pass": "green", "fail": "red", "error": "magenta", "not_supported": "yellow", "timeout": "red"}
 
 
+VERDICT_STYLE = {"certified": "green", "not certified": "red", "not attempted": "dim"}
+
+
 def summary_table(results: Results) -> Table:
-    table = Table(title=f"KTIR conformance — adapter {results.adapter}")
-    table.add_column("level")
+    impl = results.implementation
+    table = Table(title=f"KTIR conformance — {impl.name} {impl.version} (adapter {results.adapter})",
+                  caption="* mandatory for the declared kinds; n/s = not_supported")
+    table.add_column("level", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
     for s in STATUSES:
-        table.add_column(s, justify="right", style=STYLE[s])
-    table.add_column("total", justify="right")
-    for row in results.summary:
-        name = f"{row.level} (optional)" if row.optional else row.level
-        table.add_row(name, *(str(row.counts.get(s, 0)) for s in STATUSES), str(row.total))
-    totals = {s: sum(r.counts.get(s, 0) for r in results.summary) for s in STATUSES}
-    table.add_row("all", *(str(totals[s]) for s in STATUSES), str(sum(r.total for r in results.summary)), style="bold")
+        table.add_column(SHORT[s], justify="right", style=STYLE[s])
+    table.add_column("run", justify="right")
+    for row in results.levels:
+        table.add_row(row.level + ("*" if row.mandatory else ""), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
+                      *(str(row.counts.get(s, 0)) for s in STATUSES), f"{row.run}/{row.total}")
     return table
 
 
+def verdict_line(results: Results) -> str:
+    """`conformant` or `not conformant`, with why, in one line (no markup)."""
+    if results.conformant:
+        return "conformant"
+    if results.selection:
+        return "no conformance verdict (a selection of cases ran; certification needs whole levels)"
+    short = [f"{v.level} {v.verdict}" for v in results.levels if (v.mandatory or v.claimed) and v.verdict != "certified"]
+    return "not conformant (" + ", ".join(short) + ")"
+
+
 def print_report(results: Results, console: Console, failures: int = 20) -> None:
-    """The summary table, then the first `failures` cases that did not pass."""
+    """The verdict table, then the first `failures` cases that did not pass."""
     console.print(summary_table(results))
-    bad = [c for c in results.cases if c.status != "pass"]
+    for row in results.levels:
+        notes = [row.why] if row.why and row.verdict != "not attempted" else []
+        notes += [f"{row.excused} cases left out by the capability file"] if row.excused else []
+        notes += [f"{row.waived} cases waived"] if row.waived else []
+        if notes:
+            console.print(f"  {row.level}: {'; '.join(notes)}", highlight=False)
+    bad = [c for c in results.cases if c.status != "pass" and c.excused != "capability"]
     for c in bad[:failures]:
-        console.print(f"[{STYLE[c.status]}]{c.status}[/] {c.id}: {c.message}", highlight=False)
+        waived = f" [dim](waived: {c.waiver})[/]" if c.excused == "waiver" else ""
+        console.print(f"[{STYLE[c.status]}]{c.status}[/] {c.id}: {c.message}{waived}", highlight=False)
     if len(bad) > failures:
         console.print(f"... and {len(bad) - failures} more (see the JSON report)")
-    verdict = "[green]conformant[/green]" if results.conformant else "[red]not conformant[/red]"
-    console.print(f"{verdict}: {len(results.cases)} cases in {results.duration_s:.1f} s with {results.jobs} job(s)")
+    line = verdict_line(results)
+    colour = "green" if results.conformant else "red"
+    console.print(f"[{colour}]{line}[/]: {len(results.cases)} cases in {results.duration_s:.1f} s with {results.jobs} job(s); "
+                  f"suite {results.suite.version} ({results.suite.hash[:12]})", highlight=False)
 
 
 def to_json(results: Results) -> str:
@@ -52,9 +76,11 @@ def schema_text() -> str:
 def to_junit(results: Results) -> str:
     suites = ET.Element("testsuites", name="ktir-conformance", tests=str(len(results.cases)),
                         time=f"{results.duration_s:.3f}")
-    for row in results.summary:
+    for row in results.levels:
         mine = [c for c in results.cases if c.level == row.level]
-        suite = ET.SubElement(suites, "testsuite", name=row.level, tests=str(row.total),
+        if not mine:
+            continue
+        suite = ET.SubElement(suites, "testsuite", name=row.level, tests=str(row.run),
                               failures=str(row.counts["fail"]), errors=str(row.counts["error"] + row.counts["timeout"]),
                               skipped=str(row.counts["not_supported"]), time=f"{sum(c.duration_s for c in mine):.3f}")
         for c in mine:
@@ -69,41 +95,110 @@ def to_junit(results: Results) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}td.n{text-align:right}
-.pass{color:#176f2c}.fail,.timeout{color:#b00020}.error{color:#8e24aa}.not_supported{color:#a66f00}
-details{margin:.3em 0}code{font-size:90%}"""
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}td.n{text-align:right}
+.pass,.certified{color:#176f2c}.fail,.timeout,.not-certified{color:#b00020}.error{color:#8e24aa}
+.not_supported{color:#a66f00}.not-attempted{color:#777}details{margin:.3em 0}code{font-size:90%}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:85%}summary{cursor:pointer}
+#filters label{margin-right:1em}"""
+
+# status filter: hide the rows (and then the empty groups) whose status is unticked
+_JS = """function applyFilter(){const on=new Set([...document.querySelectorAll('#filters input:checked')].map(e=>e.value));
+document.querySelectorAll('tr.case').forEach(r=>{r.hidden=!on.has(r.dataset.status)});
+document.querySelectorAll('details.group').forEach(g=>{g.hidden=!g.querySelector('tr.case:not([hidden])')});}
+document.querySelectorAll('#filters input').forEach(e=>e.addEventListener('change',applyFilter));applyFilter();"""
+
+DIALECTS = ("arith", "math", "linalg", "tensor", "memref", "scf", "affine", "func", "ktdp")
 
 
-def to_html(results: Results) -> str:
+def group_of(case_id: str) -> str:
+    """The op (or family) a case is filed under: `core.arith.addf.f16.16` -> `arith.addf`."""
+    parts = case_id.split(".")
+    if len(parts) > 2 and parts[1] in DIALECTS:
+        return f"{parts[1]}.{parts[2]}"
+    return parts[1] if len(parts) > 1 else case_id
+
+
+def _case_row(c: CaseResult, root: Path | None) -> str:
     e = html.escape
+    anchor = f"case-{e(c.id)}"
+    detail = ""
+    if c.status != "pass":
+        parts = []
+        if c.mismatch is not None:
+            m = c.mismatch
+            parts.append(f"<table><tr><th>output</th><th>at</th><th>expected</th><th>got</th><th>tolerance</th>"
+                         f"<th>elements outside</th></tr><tr><td><code>{e(m.output)}</code></td><td>{e(str(m.index))}</td>"
+                         f"<td>{e(repr(m.expected))}</td><td>{e(repr(m.got))}</td><td>{e(m.tolerance)}</td>"
+                         f"<td class='n'>{m.mismatches}</td></tr></table>")
+        text = _case_text(c.file, root)
+        if text is not None:
+            parts.append(f"<details><summary>case text <code>{e(c.file)}</code></summary><pre>{e(text)}</pre></details>")
+        detail = "".join(parts)
+    waiver = f"<br><em>waived: {e(c.waiver or '')}</em>" if c.excused == "waiver" else ""
+    return (f"<tr class='case' id='{anchor}' data-status='{c.status}'><td class='{c.status}'>{c.status}</td>"
+            f"<td><a href='#{anchor}'><code>{e(c.id)}</code></a></td><td>{e(c.message)}{waiver}{detail}</td>"
+            f"<td class='n'>{c.duration_s:.3f}</td></tr>")
+
+
+def _case_text(file: str, root: Path | None) -> str | None:
+    if not file or root is None:
+        return None
+    try:
+        return (root / file).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def to_html(results: Results, root: Path | None = None) -> str:
+    """A standalone page: verdicts per level, then every case grouped by level and op, with a
+    status filter; a case that did not pass shows expected vs got and its program text
+    (read from the suite at `root`, the installed suite by default)."""
+    from conformance.model import SUITE_ROOT
+
+    root = SUITE_ROOT if root is None else root
+    e = html.escape
+    impl = results.implementation
     head = "".join(f"<th>{s}</th>" for s in STATUSES)
     rows = "".join(
-        f"<tr><td>{e(r.level)}{' (optional)' if r.optional else ''}</td>"
+        f"<tr><td><a href='#level-{e(r.level)}'>{e(r.level)}</a>{' (mandatory)' if r.mandatory else ''}</td>"
+        f"<td class='{r.verdict.replace(' ', '-')}'>{r.verdict}</td>"
         + "".join(f"<td class='n {s}'>{r.counts.get(s, 0)}</td>" for s in STATUSES)
-        + f"<td class='n'>{r.total}</td></tr>"
-        for r in results.summary
+        + f"<td class='n'>{r.run}/{r.total}</td><td>{e(r.why)}{f'; {r.waived} waived' if r.waived else ''}</td></tr>"
+        for r in results.levels
     )
-    bad = [c for c in results.cases if c.status != "pass"]
-    failing = "".join(
-        f"<tr><td class='{c.status}'>{c.status}</td><td><code>{e(c.id)}</code></td><td>{e(c.message)}</td></tr>" for c in bad
-    ) or "<tr><td colspan='3'>every case passed</td></tr>"
-    every = "".join(
-        f"<tr><td class='{c.status}'>{c.status}</td><td><code>{e(c.id)}</code></td><td class='n'>{c.duration_s:.3f}</td></tr>"
-        for c in results.cases
-    )
-    verdict = "conformant" if results.conformant else "not conformant"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>KTIR conformance: {e(results.adapter)}</title>"
+    filters = "".join(f"<label><input type='checkbox' value='{s}'{'' if s == 'pass' else ' checked'}> {s}</label>" for s in STATUSES)
+    sections = []
+    for level in results.levels:
+        mine = [c for c in results.cases if c.level == level.level]
+        if not mine:
+            continue
+        groups: dict[str, list[CaseResult]] = {}
+        for c in mine:
+            groups.setdefault(group_of(c.id), []).append(c)
+        body = []
+        for name, members in groups.items():
+            bad = sum(1 for c in members if c.status != "pass")
+            label = f"{e(name)} — {len(members)} case(s)" + (f", <span class='fail'>{bad} not passing</span>" if bad else "")
+            body.append(f"<details class='group'{' open' if bad else ''}><summary>{label}</summary><table>"
+                        f"<tr><th>status</th><th>case</th><th>why</th><th>s</th></tr>"
+                        + "".join(_case_row(c, root) for c in members) + "</table></details>")
+        sections.append(f"<h3 id='level-{e(level.level)}'>{e(level.level)}: <span class='{level.verdict.replace(' ', '-')}'>"
+                        f"{level.verdict}</span></h3>" + "".join(body))
+    verdict = verdict_line(results)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>KTIR conformance: {e(impl.name)} {e(impl.version)}</title>"
             f"<style>{_CSS}</style></head><body><h1>KTIR conformance</h1>"
-            f"<p>Adapter <code>{e(results.adapter)}</code>, started {e(results.started)}, {results.duration_s:.1f} s, "
-            f"{results.jobs} job(s): <strong class='{'pass' if results.conformant else 'fail'}'>{verdict}</strong>.</p>"
-            f"<h2>Summary</h2><table><tr><th>level</th>{head}<th>total</th></tr>{rows}</table>"
-            f"<h2>Cases that did not pass</h2><table><tr><th>status</th><th>case</th><th>why</th></tr>{failing}</table>"
-            f"<details><summary>All {len(results.cases)} cases</summary><table><tr><th>status</th><th>case</th>"
-            f"<th>seconds</th></tr>{every}</table></details></body></html>\n")
+            f"<p>Implementation <strong>{e(impl.name)} {e(impl.version)}</strong> through adapter <code>{e(results.adapter)}</code>; "
+            f"suite {e(results.suite.version)} <code title='{e(results.suite.hash)}'>{e(results.suite.hash[:12])}</code>; "
+            f"started {e(results.started)}, {results.duration_s:.1f} s, {results.jobs} job(s): "
+            f"<strong class='{'pass' if results.conformant else 'fail'}'>{e(verdict)}</strong>.</p>"
+            f"<h2>Verdicts</h2><table><tr><th>level</th><th>verdict</th>{head}<th>run</th><th>why</th></tr>{rows}</table>"
+            f"<h2>Cases</h2><p id='filters'>Show: {filters}</p>{''.join(sections)}"
+            f"<script>{_JS}</script></body></html>\n")
 
 
-def write_reports(results: Results, json_path: Path | None, junit: Path | None, html_path: Path | None) -> None:
+def write_reports(results: Results, json_path: Path | None, junit: Path | None, html_path: Path | None,
+                  root: Path | None = None) -> None:
     from ktir.fileio import write_atomic
 
     if json_path is not None:
@@ -111,4 +206,4 @@ def write_reports(results: Results, json_path: Path | None, junit: Path | None, 
     if junit is not None:
         write_atomic(junit, to_junit(results))
     if html_path is not None:
-        write_atomic(html_path, to_html(results))
+        write_atomic(html_path, to_html(results, root))

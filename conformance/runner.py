@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -14,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters import Adapter, NotSupported, load_adapter
-from conformance.model import SUITE_ROOT, Case
-from conformance.results import CaseResult, Mismatch, Results, conformant, summarise
+from conformance.capability import Capabilities, Waivers, everything
+from conformance.model import SUITE_ROOT, Case, load_suite, suite_hash, suite_version
+from conformance.results import CaseResult, Mismatch, Results, SuiteId, conformant, ok, verdicts
 from conformance.tolerance import compare
 from conformance.values import case_inputs, read_npz
 
@@ -26,10 +28,13 @@ class AdapterSpec:
 
     adapter: str = "reference"
     command: str | None = None
+    protocol: str = "per-case"  # for `command`: "per-case" or "persistent"
 
     @property
     def label(self) -> str:
-        return f"cmd: {self.command}" if self.command else self.adapter
+        if not self.command:
+            return self.adapter
+        return f"cmd{' (persistent)' if self.protocol == 'persistent' else ''}: {self.command}"
 
 
 class CaseTimeout(Exception):
@@ -122,8 +127,12 @@ def run_case(case: Case, adapter: Adapter, root: Path, timeout: float | None) ->
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+    return _result(case, status, message, time.perf_counter() - start, mismatch)
+
+
+def _result(case: Case, status: str, message: str, seconds: float, mismatch: Mismatch | None = None) -> CaseResult:
     return CaseResult(id=case.id, level=case.level, status=status, message=message,  # type: ignore[arg-type]
-                      duration_s=round(time.perf_counter() - start, 4), dtypes=case.dtypes, mismatch=mismatch)
+                      duration_s=round(seconds, 4), dtypes=case.dtypes, ops=case.ops, file=case.file, mismatch=mismatch)
 
 
 def _first_line(e: BaseException) -> str:
@@ -135,7 +144,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(spec: AdapterSpec, timeout: float | None, root: Path) -> None:
-    _WORKER["adapter"] = load_adapter(spec.adapter, spec.command, timeout)
+    _WORKER["adapter"] = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)
     _WORKER["timeout"] = timeout
     _WORKER["root"] = root
 
@@ -148,11 +157,15 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
                  root: Path = SUITE_ROOT) -> Iterator[CaseResult]:
     """Results as cases finish (in completion order). Raises AdapterError if the adapter
     cannot be loaded."""
-    adapter = load_adapter(spec.adapter, spec.command, timeout)  # fail fast, in this process
+    adapter = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)  # fail fast, in this process
     if jobs <= 1:
-        for case in cases:
-            yield run_case(case, adapter, root, timeout)
+        try:
+            for case in cases:
+                yield run_case(case, adapter, root, timeout)
+        finally:
+            _close(adapter)
         return
+    _close(adapter)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(spec, timeout, root)) as pool:
         futures = {pool.submit(_work, case): case for case in cases}
         for future in as_completed(futures):
@@ -160,25 +173,53 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
             try:
                 yield future.result()
             except BrokenProcessPool:
-                yield CaseResult(id=case.id, level=case.level, status="error", duration_s=0.0, dtypes=case.dtypes,
-                                 message="the worker process died (the adapter crashed)")
+                yield _result(case, "error", "the worker process died (the adapter crashed)", 0.0)
+
+
+def _close(adapter: Any) -> None:
+    close = getattr(adapter, "close", None)
+    if callable(close):
+        close()
 
 
 def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: float | None = None,
-              optional_levels: set[str] | None = None, optional_dtypes: set[str] | None = None, selection: dict[str, str] | None = None,
-              root: Path = SUITE_ROOT, on_result: Callable[[CaseResult], None] | None = None) -> Results:
-    """Run `cases` and collect a Results (cases in suite order)."""
-    optional = set(optional_levels or ())
-    dtypes = set(optional_dtypes or ())
+              capabilities: Capabilities | None = None, waivers: Waivers | None = None,
+              optional_levels: set[str] | None = None, optional_dtypes: set[str] | None = None,
+              selection: dict[str, str] | None = None, root: Path = SUITE_ROOT,
+              on_result: Callable[[CaseResult], None] | None = None) -> Results:
+    """Run `cases` and collect a Results (cases in suite order).
+
+    Without `capabilities` the implementation is taken to claim everything, less the
+    `optional_levels` and `optional_dtypes` given (which must be optional per the spec)."""
+    # the reference adapter is this distribution's own implementation: its version is the suite's
+    version = suite_version() if spec.adapter == "reference" and not spec.command else "unknown"
+    caps = capabilities or everything(spec.label, version, frozenset(optional_levels or ()), frozenset(optional_dtypes or ()))
+    reasons = waivers.reasons() if waivers is not None else {}
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     by_id: dict[str, CaseResult] = {}
-    for result in iter_results(cases, spec, jobs, timeout, root):
+    claimed = []
+    for case in cases:
+        why = caps.excluded(case)
+        if why is None:
+            claimed.append(case)
+            continue
+        by_id[case.id] = _result(case, "not_supported", f"not run: {why} in the capability file", 0.0).model_copy(
+            update={"excused": "capability"})
+        if on_result is not None:
+            on_result(by_id[case.id])
+    for result in iter_results(claimed, spec, jobs, timeout, root) if claimed else iter(()):
+        reason = reasons.get(result.id)
+        if reason is not None:
+            result = result.model_copy(update={"waiver": reason, "excused": None if result.status == "pass" else "waiver"})
         by_id[result.id] = result
         if on_result is not None:
             on_result(result)
     ordered = [by_id[c.id] for c in cases]
-    return Results(adapter=spec.label, started=started.isoformat(timespec="seconds"),
-                   duration_s=round(time.perf_counter() - t0, 3), jobs=jobs, timeout_s=timeout,
-                   optional_levels=sorted(optional), optional_dtypes=sorted(dtypes), selection=selection or {},
-                   conformant=conformant(ordered, optional, dtypes), summary=summarise(ordered, optional), cases=ordered)
+    totals: dict[str, int] = dict(Counter(str(c.level) for c in load_suite(root)))
+    levels = verdicts(ordered, caps, totals)
+    return Results(suite=SuiteId(version=suite_version(), hash=suite_hash(root)), implementation=caps.implementation,
+                   adapter=spec.label, capabilities=caps, waivers=list(waivers.waiver) if waivers else [],
+                   started=started.isoformat(timespec="seconds"), duration_s=round(time.perf_counter() - t0, 3), jobs=jobs,
+                   timeout_s=timeout, selection=selection or {}, passed=all(ok(c) for c in ordered),
+                   conformant=conformant(levels), levels=levels, cases=ordered)

@@ -20,6 +20,23 @@ DTYPES: dict[str, Any] = {
 }
 
 
+FLOAT_DTYPES: frozenset[np.dtype[Any]] = frozenset(
+    np.dtype(DTYPES[n]) for n in ("f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2"))
+
+
+def is_float(dt: np.dtype[Any]) -> bool:
+    """Whether `dt` is a floating-point type, including the ml_dtypes ones (bf16 and f8 have
+    numpy kind "V", not "f")."""
+    return dt.kind == "f" or np.dtype(dt) in FLOAT_DTYPES
+
+
+def magnitude(value: Any) -> Any:
+    """|value| for float arrays of any float type (bf16 and f8 included); other values unchanged."""
+    if isinstance(value, np.ndarray) and is_float(value.dtype):
+        return np.abs(value.astype(np.float64)).astype(value.dtype)
+    return value
+
+
 def np_dtype(name: str) -> np.dtype[Any]:
     if name not in DTYPES:
         raise ValueError(f"unknown element type {name!r}")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ktir.fileio import InputError, read_source, write_atomic
 from ktir.syntax.diagnostics import KtirError, render
@@ -35,7 +37,17 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     if not args.quiet:
         for w in module.warnings:
             print(render(w, source), file=sys.stderr)
-    text = print_module(module)
+    generic = args.generic or args.generic_ops is not None
+    if generic and args.check:
+        print("ktir fmt: --check compares with the canonical form; it does not combine with --generic", file=sys.stderr)
+        return EXIT_USAGE
+    if generic or args.string_memory_spaces:
+        from ktir.syntax.generic_printer import print_generic
+
+        prefixes = None if args.generic_ops is None or args.generic else args.generic_ops
+        text = print_generic(module, prefixes if generic else [], string_memory_spaces=args.string_memory_spaces)
+    else:
+        text = print_module(module)
     if args.check:
         if text != source:
             print(f"{name}: not in canonical form (run `ktir fmt {args.file} -o {args.file}`)", file=sys.stderr)
@@ -53,79 +65,191 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ktir.batch import expand, run_many
+
+    files, problems = expand(args.files)
+    for problem in problems:
+        print(f"ktir validate: {problem}", file=sys.stderr)
+    if args.jobs > 1:
+        import ktir.verify  # noqa: F401  (loaded once here, inherited by the worker processes)
+    worst = run_many(validate_file, files, args, args.jobs, "validate")
+    return max(worst, EXIT_USAGE if problems else EXIT_OK)
+
+
+def validate_file(path: str, args: argparse.Namespace) -> int:
+    """`ktir validate` of one file; its exit code."""
     import json
 
     from ktir.verify import validate_text
 
-    worst = EXIT_OK
-    for path in args.files:
-        name = "<stdin>" if path == "-" else path
-        try:
-            source = read_source(path)
-        except InputError as e:
-            print(f"ktir validate: {e}", file=sys.stderr)
-            worst = max(worst, EXIT_USAGE)
-            continue
-        _, diagnostics = validate_text(source, name)
-        shown = [d for d in diagnostics if args.notes or d.severity != "note"]
-        failed = any(d.severity == "error" or (args.werror and d.severity == "warning") for d in diagnostics)
-        for d in shown:
-            if args.format == "json":
-                print(json.dumps(d.to_dict()))
-            else:
-                print(render(d, source), file=sys.stderr)
-        if failed:
-            worst = max(worst, EXIT_INVALID)
-        elif args.format == "text" and not args.quiet:
-            print(f"{name}: valid", file=sys.stderr)
-    return worst
+    name = "<stdin>" if path == "-" else path
+    try:
+        source = read_source(path)
+    except InputError as e:
+        print(f"ktir validate: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    _, diagnostics = validate_text(source, name)
+    shown = [d for d in diagnostics if args.notes or d.severity != "note"]
+    failed = any(d.severity == "error" or (args.werror and d.severity == "warning") for d in diagnostics)
+    for d in shown:
+        if args.format == "json":
+            print(json.dumps(d.to_dict()))
+        else:
+            print(render(d, source), file=sys.stderr)
+    if failed:
+        return EXIT_INVALID
+    if args.format == "text" and not args.quiet:
+        print(f"{name}: valid", file=sys.stderr)
+    return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import ktir
+def cmd_fmt_files(args: argparse.Namespace) -> int:
+    """`ktir fmt` over one or many files and directories (each file through cmd_fmt)."""
+    from ktir.batch import expand, run_many
 
-    parser = argparse.ArgumentParser(prog="ktir", description="Kernel Tile IR tools.")
+    files, problems = expand(args.file)
+    for problem in problems:
+        print(f"ktir fmt: {problem}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    many = len(files) > 1 or len(args.file) != len(files) or any(os.path.isdir(f) for f in args.file)
+    if args.in_place and args.output is not None:
+        print("ktir fmt: -i (--in-place) and -o (--output) exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    if args.in_place and "-" in files:
+        print("ktir fmt: -i (--in-place) cannot rewrite stdin", file=sys.stderr)
+        return EXIT_USAGE
+    if many and args.output is not None:
+        print("ktir fmt: -o (--output) takes a single FILE; use -i to rewrite many in place", file=sys.stderr)
+        return EXIT_USAGE
+    if many and not (args.check or args.in_place):
+        print("ktir fmt: several files: use --check, or -i to rewrite them in place", file=sys.stderr)
+        return EXIT_USAGE
+    return run_many(fmt_file, files, args, args.jobs, "fmt")
+
+
+def fmt_file(path: str, args: argparse.Namespace) -> int:
+    """`ktir fmt` of one file (in place with -i); its exit code."""
+    one = argparse.Namespace(**vars(args))
+    one.file = path
+    if args.in_place:
+        one.output = path
+    return cmd_fmt(one)
+
+
+def _add_batch_options(parser: argparse.ArgumentParser, in_place: bool = False) -> None:
     parser.add_argument(
-        "--version", action="version", version=f"ktir {ktir.__version__} (KTIR specification {ktir.SPEC_VERSION})"
+        "-j", "--jobs", type=_jobs, default=1, metavar="N", help="check N files at a time in N processes (0: one per CPU)"
     )
+    if in_place:
+        parser.add_argument("-i", "--in-place", action="store_true", help="rewrite each FILE in canonical form (atomically)")
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError("the number of processes cannot be negative")
+    if jobs == 0:
+        from ktir.batch import default_jobs
+
+        return default_jobs()
+    return jobs
+
+
+class _VersionAction(argparse.Action):
+    """argparse's version action, reading the installed version only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        import ktir
+
+        print(f"ktir {ktir.__version__} (KTIR specification {ktir.SPEC_VERSION})")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `ktir` argument parser; with `command`, only the subcommands it needs are loaded."""
+    parser = argparse.ArgumentParser(prog="ktir", description="Kernel Tile IR tools.")
+    parser.add_argument("--version", action=_VersionAction, help="show the library and specification versions and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fmt = sub.add_parser("fmt", help="print a KTIR file in canonical form", description="Parse FILE and print it in canonical KTIR form.")
-    fmt.add_argument("file", metavar="FILE", help="a .ktir or .mlir file, or - for stdin")
+    fmt.add_argument("file", nargs="+", metavar="FILE", help="a .ktir or .mlir file, - for stdin, or a directory (with --check or -i)")
     fmt.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
     fmt.add_argument("--check", action="store_true", help="exit 1 if FILE is not already canonical; write nothing")
     fmt.add_argument("-q", "--quiet", action="store_true", help="do not print legacy-spelling warnings")
+    fmt.add_argument("--generic", action="store_true", help="print every op in MLIR's generic form, as MLIR 22 prints it")
+    fmt.add_argument(
+        "--generic-ops", action="extend", type=lambda text: [p for p in text.split(",") if p], metavar="PREFIX[,PREFIX...]",
+        help="print only these ops generic: dialects (ktdp) or op names (linalg.matmul_transpose_b); repeatable",
+    )
+    fmt.add_argument(
+        "--string-memory-spaces", action="store_true",
+        help='write #ktdp.memory_space<...> in memref types as a string "#ktdp.memory_space<...>", which stock MLIR accepts',
+    )
     fmt.set_defaults(run=cmd_fmt)
+    _add_batch_options(fmt, in_place=True)
+    fmt.set_defaults(run=cmd_fmt_files)  # each file goes through cmd_fmt
 
     val = sub.add_parser(
         "validate",
         help="check KTIR files: syntax, structure, types and every op constraint",
         description="Exit 0 when every file is valid (warnings allowed), 1 when any is invalid, 2 on usage or I/O errors.",
     )
-    val.add_argument("files", nargs="+", metavar="FILE", help=".ktir/.mlir files, or - for stdin")
+    val.add_argument("files", nargs="+", metavar="FILE", help=".ktir/.mlir files, directories (searched for them), or - for stdin")
     val.add_argument("--format", choices=("text", "json"), default="text", help="json: one object per diagnostic on stdout")
     val.add_argument("--werror", action="store_true", help="treat warnings as errors")
     val.add_argument("--notes", action="store_true", help="also show notes (properties that could not be decided statically)")
     val.add_argument("-q", "--quiet", action="store_true", help="print nothing for valid files")
     val.set_defaults(run=cmd_validate)
+    _add_batch_options(val)
 
-    # subcommands owned by their packages (each adds its parser and handler)
-    from conformance.cli import add_conformance_parser
-    from ktir.lower.cli import add_lower_parser
-    from ktir.targets.cli import add_targets_parser
-    from reference_interp.cli import add_run_parser
-    from schedulers.cli import add_schedule_parser
-
-    add_run_parser(sub)
-    add_lower_parser(sub)
-    add_targets_parser(sub)
-    add_conformance_parser(sub)
-    add_schedule_parser(sub)
+    for register in _package_parsers(command):
+        register(sub)
     return parser
 
 
+# Subcommands owned by their packages: (names it adds, module, function adding them). Only
+# the module of the command being run is imported, so `ktir validate` never loads numpy,
+# torch, rich tables or the conformance suite; help and unknown names load them all.
+_PACKAGE_COMMANDS = (
+    (("run",), "reference_interp.cli", "add_run_parser"),
+    (("lower", "run-program"), "ktir.lower.cli", "add_lower_parser"),
+    (("targets",), "ktir.targets.cli", "add_targets_parser"),
+    (("conformance",), "conformance.cli", "add_conformance_parser"),
+    (("schedule",), "schedulers.cli", "add_schedule_parser"),
+)
+_CORE_COMMANDS = ("fmt", "validate")
+
+
+def _package_parsers(command: str | None) -> list[Callable[[Any], Any]]:
+    import importlib
+
+    if command in _CORE_COMMANDS:
+        return []
+    chosen = [entry for entry in _PACKAGE_COMMANDS if command in entry[0]] or list(_PACKAGE_COMMANDS)
+    return [getattr(importlib.import_module(module), function) for _, module, function in chosen]
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the top level has no options taking values)."""
+    for arg in argv:
+        if arg == "--version":
+            return "fmt"  # argparse prints the version and exits before any subcommand runs
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help

@@ -424,9 +424,83 @@ def gather(ctx: TileContext, view: Any, coords: Sequence[Any], opname: str) -> n
     return arr[tuple(full)] if full else arr[()]
 
 
-def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarray, opname: str) -> None:
+def _first_duplicate(flat: np.ndarray) -> tuple[int, int] | None:
+    """The first two positions of `flat` (int64) holding the same value, or None."""
+    if flat.size < 2:
+        return None
+    low = int(flat.min())
+    span = int(flat.max()) - low + 1
+    if span <= 4 * flat.size + 64:  # counting beats sorting on dense index ranges
+        counts = np.bincount(flat - low, minlength=span)
+        if counts.max() <= 1:
+            return None
+        twice = int(np.argmax(counts > 1)) + low
+    else:
+        ordered = np.sort(flat)
+        same = ordered[1:] == ordered[:-1]
+        if not same.any():
+            return None
+        twice = int(ordered[int(np.argmax(same))])
+    first, second = np.nonzero(flat == twice)[0][:2]
+    return int(first), int(second)
+
+
+def _check_conflict(view: MemoryView, coords: Sequence[Any], elem: np.ndarray) -> None:
+    """runtime.store-conflict when two points of one store reach the same element."""
+    dup = _first_duplicate(elem.reshape(-1))
+    if dup is None:
+        return
+    a, b = (_coord_at(coords, k, elem.shape) for k in dup)
+    why = f"the access tile holds coordinate {a} twice" if a == b else (
+        f"the view's strides {list(view.strides)} map coordinates {a} and {b} to it")
+    raise fail("store-conflict", f"one store writes element {int(elem.reshape(-1)[dup[0]])} of {where(view)} twice: {why}",
+               coordinate=b)
+
+
+def box_injective(ext: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether distinct points of the box `ext` reach distinct elements under `strides`."""
+    if len(strides) == 1:
+        return strides[0] != 0 or ext[0] <= 1
+    if len(strides) == 2 and strides[1] == 1 and (strides[0] >= ext[1] or ext[0] <= 1):
+        return True
+    key = (ext, strides)
+    found = _INJECTIVE.get(key)
+    if found is None:
+        found = _injective(ext, strides)
+        if len(_INJECTIVE) > 1024:
+            _INJECTIVE.clear()
+        _INJECTIVE[key] = found
+    return found
+
+
+_INJECTIVE: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
+
+
+def _injective(ext: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    if 0 in ext:
+        return True
+    # each stride beyond the reach of the smaller ones: a mixed-radix numbering, injective
+    reach = 0
+    for e, st in sorted(((e, abs(st)) for e, st in zip(ext, strides, strict=True) if e > 1), key=lambda x: x[1]):
+        if st <= reach:
+            break
+        reach += (e - 1) * st
+    else:
+        return True
+    grids = np.indices(ext, sparse=True)
+    elem = sum((g * st for g, st in zip(grids, strides, strict=True)), np.zeros((), np.int64))
+    flat = np.broadcast_to(elem, ext).reshape(-1)
+    return _first_duplicate(np.asarray(flat, dtype=np.int64)) is None
+
+
+def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarray, opname: str,
+            check_conflicts: bool = False) -> None:
+    """Write `values` at the coordinates; `check_conflicts` when points may share an element
+    (indirect coordinates, self-aliasing strides)."""
     if isinstance(view, MemoryView):
         alloc, elem, desc = _elements(ctx, view, coords)
+        if check_conflicts:
+            _check_conflict(view, coords, elem)
         try:
             ctx.tracker.write(alloc, desc, ctx.tile, opname)
         except RaceFound as e:
@@ -435,7 +509,7 @@ def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarr
         ctx.wr[view.space_id] += elem.size * view.itemsize
         return
     if isinstance(view, DistributedView):
-        _scatter_distributed(ctx, view, coords, values, opname)
+        _scatter_distributed(ctx, view, coords, values, opname, check_conflicts)
         return
     raise fail("type", "ktdp.store into an access tile of a tensor (tensors are values; store into a memref view)")
 
@@ -469,13 +543,15 @@ def _gather_distributed(ctx: TileContext, view: DistributedView, coords: Sequenc
     return out
 
 
-def _scatter_distributed(ctx: TileContext, view: DistributedView, coords: Sequence[Any], values: np.ndarray, opname: str) -> None:
+def _scatter_distributed(ctx: TileContext, view: DistributedView, coords: Sequence[Any], values: np.ndarray, opname: str,
+                         check_conflicts: bool) -> None:
     masks, shape = route(view, coords)
     full = np.broadcast_arrays(*[np.asarray(c) for c in coords])
     vals = np.broadcast_to(values, shape)
     for part, m in zip(view.parts, masks, strict=True):
         if m.any():
-            scatter(ctx, part, [c[m] for c in full], vals[m], opname)
+            scatter(ctx, part, [c[m] for c in full], vals[m], opname,
+                    check_conflicts or not box_injective(part.sizes, part.strides))
 
 
 # ---------------------------------------------------------------------- load / store
@@ -516,9 +592,11 @@ def store(ctx: TileContext, tile: AccessTile, data: np.ndarray, opname: str) -> 
         raise fail("type", f"data of element type {data.dtype} stored into a view of element type {dt}")
     if tile.perm is not None:
         data = data.transpose(np.argsort(tile.perm))
-    if tile.coords is None and tile.mask is None and type(view) is MemoryView:
+    direct = tile.coords is None
+    aliasing = type(view) is MemoryView and not box_injective(tile.ext, view.strides)
+    if direct and tile.mask is None and type(view) is MemoryView and not aliasing:
         assert tile.lo is not None
         _store_box(ctx, view, tile.lo, tile.ext, data, opname)
         return
     values = data[tile.mask] if tile.mask is not None else data
-    scatter(ctx, view, tile.points(), values, opname)
+    scatter(ctx, view, tile.points(), values, opname, check_conflicts=not direct or aliasing)

@@ -41,7 +41,10 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument here")
     p.add_argument("--target", metavar="NAME", help="target whose scratchpad capacity applies (e.g. spyre)")
     p.add_argument("--stats", action="store_true", help="print per-tile statistics")
-    p.add_argument("--strict", action="store_true", help="reading tensor.empty contents is an error")
+    p.add_argument("--strict", action="store_true",
+                   help="reading tensor.empty contents is an error (the default; kept for compatibility)")
+    p.add_argument("--lenient", action="store_true",
+                   help="read tensor.empty contents as zeros instead of reporting runtime.undefined")
     p.add_argument("--no-race-check", action="store_true", help="do not check for data races between tiles")
     p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e8)")
     p.add_argument("--event-trace", metavar="OUT.json", help="write the interpreter's raw event trace (per tile) as JSON")
@@ -54,6 +57,7 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _parse_arg(text: str) -> tuple[str, Any]:
     from .executor import Local
+    from .inputs import load_npy
 
     if "=" not in text:
         raise ValueError(f"--arg {text!r}: expected NAME=VALUE")
@@ -62,9 +66,9 @@ def _parse_arg(text: str) -> tuple[str, Any]:
     if not name:
         raise ValueError(f"--arg {text!r}: empty name")
     if value.startswith("ct_local:"):
-        return name, Local(np.load(value[len("ct_local:"):], allow_pickle=False))
+        return name, Local(load_npy(value[len("ct_local:"):]))
     if value.endswith(".npy"):
-        return name, np.load(value, allow_pickle=False)
+        return name, load_npy(value)
     try:
         return name, int(value, 0)
     except ValueError:
@@ -101,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             for diag in problems:
                 print(_render(diag, source, name), file=sys.stderr)
             return EXIT_INVALID
-        kwargs: dict[str, Any] = {"target": args.target, "strict": args.strict,
+        kwargs: dict[str, Any] = {"target": args.target, "strict": not args.lenient,
                                   "check_races": not args.no_race_check}
         if args.step_limit is not None:
             kwargs["step_limit"] = args.step_limit

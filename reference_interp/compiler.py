@@ -167,7 +167,9 @@ def _step_limit(ctx: TileContext, block: CBlock) -> KtirRuntimeError:
 
 
 def _wrap(e: Exception, op: Operation | None, ctx: TileContext, undefined: Undefined | None = None) -> KtirRuntimeError:
-    if isinstance(e, KtirRuntimeError):
+    # an op that fails while using a value undefined on this tile (a delivery op's result on a
+    # non-consumer) fails because of that value, whatever check noticed it first
+    if isinstance(e, KtirRuntimeError) and (undefined is None or e.kind == "undefined"):
         return e.attach(op, ctx.tile, tile_coords=ctx.coords, grid=ctx.machine.grid)
     if undefined is not None:
         err = KtirRuntimeError("undefined", f"uses a value that is undefined on this tile ({undefined.why})")
@@ -222,6 +224,8 @@ class Program:
         self._compiled: dict[tuple[str, bool, bool], CompiledFunc] = {}
         self._blocking: dict[str, bool] = {}
         self._shares: bool | None = None
+        self._has_empty: bool | None = None
+        self._has_calls: bool | None = None
 
     def function(self, name: str, options: Options) -> CompiledFunc:
         key = (name, options.trace, options.strict)
@@ -249,6 +253,17 @@ class Program:
                         roots.extend(a.type for a in block.arguments)
             self._shares = any(_reaches_other_tiles(r, False) for r in roots)
         return self._shares
+
+    def has_empty(self) -> bool:
+        """Whether any function of the module has a tensor.empty."""
+        if self._has_empty is None:
+            self._has_empty = any(op.name == "tensor.empty" for op in self.module.walk())
+        return self._has_empty
+
+    def has_calls(self) -> bool:
+        if self._has_calls is None:
+            self._has_calls = any(op.name == "func.call" for op in self.module.walk())
+        return self._has_calls
 
     def func_blocks(self, name: str) -> bool:
         """Whether function @name (transitively) contains an op that can block."""
@@ -328,6 +343,10 @@ class FuncCompiler:
         # compiled closures that replace specific ops (by id) while compiling a body
         self.overrides: dict[int, Any] = {}
         self.linalg_index_slot: int | None = None
+        # values that may hold tensor.empty's unspecified contents (strict mode checks only
+        # the ops reading them): see maybe_empty_values
+        self.maybe_empty: frozenset[str] = (
+            maybe_empty_values(program, func) if options.strict else frozenset())
 
     def compile(self) -> CompiledFunc:
         if not self.func.regions or not self.func.regions[0].blocks:
@@ -453,7 +472,7 @@ class FuncCompiler:
             raise e.attach(op) from None
         except UnsupportedType as e:
             raise CompileError(str(e), op) from None
-        if self.options.strict and not self.vector:
+        if self.maybe_empty and not self.vector:
             compiled = _strict(compiled, op, self)
         if self.options.trace and not self.vector:
             compiled = _traced(compiled, op, self)
@@ -484,9 +503,69 @@ def _semantics_free(t: Type) -> Type | None:
 # ---------------------------------------------------------------------- wrappers
 
 
+# Ops whose results are fully defined even when an operand they use only for its shape holds
+# tensor.empty's contents (the `outs` of linalg ops that do not read them, a dimension).
+_DEFINES_RESULTS = ("linalg.", "tensor.dim", "memref.dim")
+
+
+def maybe_empty_values(program: Program, func: Operation) -> frozenset[str]:
+    """The SSA values of `func` that may hold (part of) a tensor.empty's unspecified contents.
+
+    A conservative data-flow fixpoint: a tensor.empty's result; the results of an op that
+    passes such a value through an operand it does not read (insert destinations, loop
+    inits, casts); block arguments of the regions of an op that receives one; the results
+    of an op whose region yields one; and, when the module has a tensor.empty, the results
+    of calls and the arguments of called functions. Only the ops reading these values pay
+    for the check, so programs without tensor.empty run exactly as fast as before.
+    """
+    if not program.has_empty():
+        return frozenset()
+    ops: list[tuple[Operation, Operation | None]] = []
+
+    def visit(op: Operation, parent: Operation | None) -> None:
+        ops.append((op, parent))
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner, op)
+
+    visit(func, None)
+    tainted: set[str] = set()
+    if program.has_calls() and func.regions and func.regions[0].blocks:
+        tainted.update(a.name for a in func.regions[0].blocks[0].arguments)
+    changed = True
+    while changed:
+        changed = False
+        before = len(tainted)
+        for op, parent in ops:
+            if op is func:
+                continue
+            if op.name in ("tensor.empty", "func.call"):
+                tainted.update(op.results)
+            hit = [i for i, name in enumerate(op.operands) if name in tainted]
+            if not hit:
+                continue
+            exempt = SHAPE_ONLY.get(op.name, lambda _op: set())(op)
+            if any(i in exempt for i in hit) and not op.name.startswith(_DEFINES_RESULTS):
+                tainted.update(op.results)
+            if not op.name.startswith(_DEFINES_RESULTS):  # linalg bodies run vectorised, unchecked
+                for region in op.regions:
+                    for block in region.blocks:
+                        tainted.update(a.name for a in block.arguments)
+            if op.name in TERMINATORS and parent is not None and parent is not func \
+                    and not parent.name.startswith(_DEFINES_RESULTS):
+                tainted.update(parent.results)
+                for region in parent.regions:
+                    for block in region.blocks:
+                        tainted.update(a.name for a in block.arguments)
+        changed = len(tainted) != before
+    return frozenset(tainted)
+
+
 def _strict(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn | Blocking:
     exempt = SHAPE_ONLY.get(op.name, lambda _op: set())(op)
-    slots = tuple(s for i, s in enumerate(c.operand_slots(op)) if i not in exempt)
+    slots = tuple(s for i, (name, s) in enumerate(zip(op.operands, c.operand_slots(op), strict=True))
+                  if i not in exempt and name in c.maybe_empty)
     if not slots:
         return compiled
 
@@ -494,9 +573,7 @@ def _strict(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
         for s in slots:
             v = fr[s]
             if type(v) is Uninit:
-                raise KtirRuntimeError(
-                    "undefined", "reads the unspecified contents of a tensor.empty (strict mode)"
-                )
+                raise KtirRuntimeError("undefined", "reads the unspecified contents of a tensor.empty")
 
     if isinstance(compiled, Blocking):
         inner_gen = compiled.fn

@@ -24,8 +24,9 @@ KINDS = (
     "capacity",  # ct_local use beyond the target's scratchpad capacity
     "step-limit",  # too many executed ops (a hang guard)
     "memory-limit",  # a value, set or memory larger than the configured limit
+    "store-conflict",  # one ktdp.store writes one element twice (indirect duplicates, aliasing strides)
     "deadlock",  # tiles wait on inter-tile ops that can never complete
-    "undefined",  # undefined behaviour: division by zero, poison shifts, reading tensor.empty in strict mode
+    "undefined",  # undefined behaviour: division by zero, poison shifts, reading tensor.empty contents
     "type",  # a value does not match the type the program declares
     "unsupported",  # a construct the interpreter does not execute
     "argument",  # bad run() arguments

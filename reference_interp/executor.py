@@ -146,7 +146,7 @@ def run(
     target: str | None = None,
     trace: bool = False,
     *,
-    strict: bool = False,
+    strict: bool = True,
     check_races: bool = True,
     scratchpad_bytes: int | None = None,
     step_limit: int | None = None,
@@ -216,6 +216,7 @@ def _execute(compiled: CompiledFunc, machine: Machine, contexts: list[TileContex
             compiled.body.run(fr)
             returns[ctx.tile] = tuple(compiled.body.results(fr))
             machine.tracker.finish(ctx.tile)
+        check_counts(machine, contexts)
         return returns
     gens: dict[int, Generator[Any, None, None]] = {ctx.tile: compiled.body.gen(fr) for ctx, fr in zip(contexts, frames, strict=True)}
     waiting: dict[int, Any] = {}
@@ -236,7 +237,14 @@ def _execute(compiled: CompiledFunc, machine: Machine, contexts: list[TileContex
         live = still
         if live and not finished_any and _fingerprint(machine, contexts) == before:
             raise _deadlock(machine, waiting, live)
+    check_counts(machine, contexts)
     return returns
+
+
+def check_counts(machine: Machine, contexts: list[TileContext]) -> None:
+    from .ops.intertile import check_counts as check
+
+    check(machine, contexts)
 
 
 def _fingerprint(machine: Machine, contexts: list[TileContext]) -> tuple[int, int, int]:

@@ -15,6 +15,7 @@ so that index arrays used for indirect access usually stay in range).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,22 @@ from .errors import KtirRuntimeError, fail
 
 _DERIVING = {"arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui", "affine.apply",
              "affine.min", "affine.max", "arith.maxsi", "arith.minsi"}
+
+
+def load_npy(path: str | Path) -> np.ndarray:
+    """Read one array from a `.npy` file for a kernel argument. Never unpickles
+    (`allow_pickle=False`: a pickled object array is refused, not run); any unreadable file
+    (empty, truncated, not .npy, a .npz archive) raises ValueError naming it, or OSError."""
+    try:
+        value = np.load(path, allow_pickle=False)
+    except OSError:
+        raise
+    except Exception as e:  # noqa: BLE001 - numpy raises EOFError, ValueError, BadZipFile, ... for bad files
+        raise ValueError(f"{path}: not a readable .npy file ({type(e).__name__}: {e})") from None
+    if not isinstance(value, np.ndarray):
+        value.close()
+        raise ValueError(f"{path}: holds several arrays (a .npz archive); give one array as a .npy file")
+    return value
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray:

@@ -33,7 +33,7 @@ class Options:
     scratchpad_bytes: int | None = None  # ct_local capacity per tile; None = unlimited
     target: str | None = None
     check_races: bool = True
-    strict: bool = False  # reading tensor.empty contents is an error
+    strict: bool = True  # reading tensor.empty contents is an error (False: they read as zeros)
     trace: bool = False
     max_call_depth: int = 64
 

@@ -180,7 +180,7 @@ def rope(T: int, H: int, D: int, name: str = "rope") -> str:
       %as = arith.mulf %a, %s : f32
       %r2 = arith.addf %bc, %as : f32
       linalg.yield %r1, %r2 : f32, f32
-    }} -> tensor<{blk}xf32>, tensor<{blk}xf32>
+    }} -> (tensor<{blk}xf32>, tensor<{blk}xf32>)
     %o1 = ktdp.construct_access_tile %yv[%t, %c0, %c0] {{access_tile_order = #id3, access_tile_set = #half}} : {q} -> !ktdp.access_tile<{blk}xindex>
     %o2 = ktdp.construct_access_tile %yv[%t, %c0, %ch] {{access_tile_order = #id3, access_tile_set = #half}} : {q} -> !ktdp.access_tile<{blk}xindex>
     ktdp.store %y1, %o1 : tensor<{blk}xf32>, !ktdp.access_tile<{blk}xindex>

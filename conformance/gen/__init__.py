@@ -8,6 +8,7 @@ from conformance.gen.draft import Draft
 
 
 def all_drafts() -> Iterator[Draft]:
+    from conformance.gen import edges, memory
     from conformance.gen.checks import syntax_cases, validation_cases
     from conformance.gen.collective import cases as collective_cases
     from conformance.gen.core import core_cases
@@ -17,6 +18,10 @@ def all_drafts() -> Iterator[Draft]:
     yield from syntax_cases()
     yield from validation_cases()
     yield from core_cases()
+    yield from memory.cases()
+    yield from edges.cases()
     yield from multitile_cases()
+    yield from memory.multitile_cases()
+    yield from edges.multitile_cases()
     yield from collective_cases()
     yield from full_cases()

@@ -158,6 +158,7 @@ OPS: tuple[OpDef, ...] = (
         constraints=constraints(
             "`kind` is one of value, granularity, upperbound.",
             "The extracted field is present in the runtime argument's type.",
+            "The result type is the runtime argument's value type for `value`, and `index` for `granularity` and `upperbound`.",
         ),
     ),
     OpDef(
@@ -224,6 +225,8 @@ OPS: tuple[OpDef, ...] = (
             "Consumers are a subset of the producers.",
             "Consumers equal the producers, or there is a single consumer.",
             "Declared dependencies are real producers.",
+            "There is one identity operand per partial type, of that type, and the combiner's 2N arguments have the"
+            " partial types (left values, then right values).",
         ),
     ),
     OpDef(
@@ -281,6 +284,8 @@ OPS: tuple[OpDef, ...] = (
         constraints=constraints(
             "The combiner takes 2N arguments for N partial types and yields N values.",
             "Each result has its partial's rank; along each scattered dimension the partial's size is a multiple of the result's.",
+            "There is one identity operand per partial type, of that type, and the combiner's 2N arguments have the"
+            " partial types (left values, then right values).",
         ),
     ),
 )

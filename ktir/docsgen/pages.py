@@ -13,6 +13,7 @@ from pathlib import Path
 from ktir.dialects.base import OpDef
 from ktir.dialects.registry import OPS
 from ktir.docsgen import ebnf, status
+from ktir.docsgen import examples as run_examples
 from ktir.docsgen.semantics import DialectText, load_semantics
 
 # Order of dialects on the site: ktdp first, then the MLIR dialects it composes with.
@@ -24,6 +25,9 @@ ACCURACY_ANCHORS = {
     "reduction": "reduction",
     "matmul": "matmul",
 }
+
+
+SEARCH_BOOST = 4
 
 
 def dialects() -> list[str]:
@@ -76,10 +80,11 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
     return lines
 
 
-def op_page(op: OpDef, semantics: str | None) -> str:
+def op_page(op: OpDef, semantics: str | None, example: run_examples.Example | None = None) -> str:
     """One op's page: syntax, operands, results, attributes, regions, semantics, constraints."""
     to_spec = "../"
-    out = [f"# {op.name}", "", op.summary, ""]
+    # front matter: op pages rank first when a search matches their name (mkdocs-material)
+    out = ["---", "search:", f"  boost: {SEARCH_BOOST}", "---", "", f"# {op.name}", "", op.summary, ""]
     facts = [
         f"**Dialect:** [{op.dialect}]({op.dialect}/index.md)",
         f"**Accuracy class:** {_accuracy_link(op.accuracy, to_spec)}",
@@ -155,10 +160,12 @@ def op_page(op: OpDef, semantics: str | None) -> str:
         out.append("No constraints beyond the op's syntax and the [type rules](" + to_spec + "types.md).")
     out.append("")
 
-    if op.examples:
+    if op.examples or example is not None:
         out += ["## Examples", ""]
-        for example in op.examples:
-            out += ["```ktir", example.rstrip(), "```", ""]
+        for text in op.examples:
+            out += ["```ktir", text.rstrip(), "```", ""]
+    if example is not None:
+        out += ["### Executed example", "", example.markdown()]
     out += [f"Implementation status: [status table](../../status.md#{_status_anchor(op.name)}).", ""]
     return "\n".join(out)
 
@@ -217,8 +224,10 @@ def _first_sentence(text: str) -> str:
     return plain if end < 0 else plain[: end + 1]
 
 
-def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None = None) -> str:
+def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None = None,
+                examples: dict[str, run_examples.Example] | None = None) -> str:
     coverage = coverage if coverage is not None else status.collect()
+    examples = examples if examples is not None else {}
     sections = {name for t in texts.values() for name in t.sections}
     out = [
         "---",
@@ -232,7 +241,9 @@ def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None 
         "One row per op of the registry. *spec*: the op has hand-written semantics (and how many",
         "numbered constraints its page lists). *verifier*: constraints the verifier checks, of all",
         "the op's constraints. *interpreter*: the reference interpreter executes the op.",
-        "*conformance*: number of conformance cases that use it. *schedulers*: the built-in",
+        "*conformance*: number of conformance cases that use it. *executed example*: the conformance",
+        "case whose inputs and outputs the op's page shows, run again by the docs test",
+        f"({len(examples)}/{len(OPS)} ops). *schedulers*: the built-in",
         f'schedulers that accept it. "{status.NOT_YET}" means the component does not exist yet or',
         "does not report its coverage yet.",
         "",
@@ -244,10 +255,14 @@ def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None 
     for op in OPS.values():
         cells = status.row(op, op.name in sections, coverage)
         link = f'<a id="{_status_anchor(op.name)}"></a>[`{op.name}`]({op_page_path(op.name)})'
+        example = examples.get(op.name)
+        shown = f"[{example.case_id}]({op_page_path(op.name)}#executed-example)" if example else "none"
         rows.append(
-            [link, cells["spec"], cells["verifier"], cells["interpreter"], cells["conformance"], cells["schedulers"]]
+            [link, cells["spec"], cells["verifier"], cells["interpreter"], cells["conformance"], shown,
+             cells["schedulers"]]
         )
-    out += _table(["Op", "Spec", "Verifier", "Interpreter", "Conformance cases", "Schedulers"], rows)
+    out += _table(["Op", "Spec", "Verifier", "Interpreter", "Conformance cases", "Executed example", "Schedulers"],
+                  rows)
     out.append("")
     return "\n".join(out)
 
@@ -255,14 +270,15 @@ def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None 
 def generate(spec_dir: Path) -> dict[str, str]:
     """Every generated page, by site path."""
     texts = load_semantics(spec_dir)
+    executed = run_examples.collect()
     pages: dict[str, str] = {"spec/ops/index.md": ops_index_page(texts)}
     for dialect in dialects():
         text = texts.get(dialect)
         pages[dialect_page_path(dialect)] = dialect_page(dialect, text)
         for op in ops_of(dialect):
             semantics = text.sections.get(op.name) if text else None
-            pages[op_page_path(op.name)] = op_page(op, semantics)
-    pages["status.md"] = status_page(texts)
+            pages[op_page_path(op.name)] = op_page(op, semantics, executed.get(op.name))
+    pages["status.md"] = status_page(texts, examples=executed)
     return pages
 
 
@@ -307,7 +323,31 @@ def structural_rules() -> str:
     return "\n".join(_table(["ID", "Rule"], [[f'<a id="{k}"></a>`{k}`', v] for k, v in rules.items()])) + "\n"
 
 
+def warnings_table() -> str:
+    """The verifier's warnings and their IDs."""
+    import importlib
+
+    found: dict[str, str] = importlib.import_module("ktir.verify").WARNINGS
+    return "\n".join(_table(["ID", "Meaning"], [[f'<a id="{k}"></a>`{k}`', v] for k, v in found.items()])) + "\n"
+
+
+def runtime_kinds() -> str:
+    """The reference interpreter's runtime diagnostic IDs, with where the spec defines each."""
+    import importlib
+
+    kinds: tuple[str, ...] = importlib.import_module("reference_interp.errors").KINDS
+    limits = {"step-limit", "memory-limit", "unsupported", "internal"}
+    rows = []
+    for kind in kinds:
+        where = "execution.md#limits-of-an-implementation" if kind in limits else "execution.md#dynamic-errors"
+        what = "implementation limit" if kind in limits else "dynamic error"
+        rows.append([f"`runtime.{kind}`", f"[{what}]({where})"])
+    return "\n".join(_table(["ID", "Defined in"], rows)) + "\n"
+
+
 DIRECTIVES = {
+    "warnings": warnings_table,
+    "runtime-kinds": runtime_kinds,
     "structural-rules": structural_rules,
     "grammar": _directive_grammar,
     "ebnf": ebnf.ebnf_markdown,

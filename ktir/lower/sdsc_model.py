@@ -202,6 +202,9 @@ def parse_sdsc(data: Any, path: str | None = None) -> SdscFile:
         first = e.errors()[0]
         where = _json_path((key, *first["loc"]))
         raise SdscError(f"{where}: {first['msg']}", path) from None
+    folds = (superdsc.model_extra or {}).get("sdscFoldProps_")
+    if folds is not None and not isinstance(folds, list):  # an extra field the lowering walks
+        raise SdscError(f"{key}.sdscFoldProps_: expected a list, found {type(folds).__name__}", path)
     if len(superdsc.dscs_) != 1 or len(superdsc.dscs_[0]) != 1:
         raise SdscError(f"{key}.dscs_: expected one {{opfunc: DSC}} entry, found {len(superdsc.dscs_)} entries", path)
     return SdscFile(key=key, superdsc=superdsc, path=path)
@@ -218,4 +221,6 @@ def load_sdsc_file(path: str | Path) -> SdscFile:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise SdscError(f"not JSON: {e.msg}", name, e.lineno, e.colno) from None
+    except RecursionError:
+        raise SdscError("not an SDSC file: JSON nested too deeply", name) from None
     return parse_sdsc(data, name)

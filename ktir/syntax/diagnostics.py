@@ -48,7 +48,8 @@ class ParseError(KtirError):
 
 def render(diag: Diagnostic, source: str | None = None) -> str:
     """Render like a compiler: location, severity[ID], message, source line, caret."""
-    where = f"{diag.file or '<input>'}:{diag.line}:{diag.column}"
+    # locations are 1-based; a diagnostic without one (line 0) names only the file
+    where = f"{diag.file or '<input>'}:{diag.line}:{diag.column}" if diag.line >= 1 else (diag.file or "<input>")
     ident = f"[{diag.id}]" if diag.id else ""
     lines = [f"{where}: {diag.severity}{ident}: {diag.message}"]
     if source is not None and diag.line >= 1:

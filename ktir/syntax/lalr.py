@@ -1,19 +1,28 @@
-"""A lean driver for lark's LALR tables.
+"""The LALR tables of `ktir.lark`, cached on disk, and a lean driver for them.
 
-lark's own loop costs several microseconds per token (Rule objects hashed per reduction,
-an assert per action). This driver runs the same tables and the same rule callbacks, with
-each action pre-resolved to plain tuples. Profiled before writing: it was the largest
-single cost of parsing.
+lark's grammar analysis takes about a second; its own parse loop several microseconds per
+token (Rule objects hashed per reduction, an assert per action). So lark runs only when
+the grammar changed: `load_tables` turns its tables into plain tuples, keyed by the
+grammar's hash and kept in the user's cache directory, and `Driver` runs them with the
+rule callbacks lark would have called, children shaped the way lark shapes them
+(anonymous tokens dropped, `?rule` inlined, `__star` helpers spliced). A missing, stale,
+corrupt or unwritable cache only costs the rebuild; it never changes a parse.
 """
 
 from __future__ import annotations
 
+import marshal
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-import lark
-from lark.parsers.lalr_analysis import Shift
+from ktir.syntax.diagnostics import ParseError
+from ktir.syntax.lexer import KtirLexer, Tok
 
-from ktir.syntax.lexer import Tok
+FORMAT = 1  # bump when the layout of the cached tables changes
+Tables = dict[str, Any]
 
 
 class UnexpectedToken(Exception):
@@ -24,15 +33,17 @@ class UnexpectedToken(Exception):
 
 
 class _Conf:
-    __slots__ = ("states", "parse_table")
+    __slots__ = ("states",)
 
-    def __init__(self, states: dict[int, Any], parse_table: Any) -> None:
+    def __init__(self, states: dict[int, Any]) -> None:
         self.states = states
-        self.parse_table = parse_table
 
 
 class ParserView:
-    """What the contextual lexer and error reporting read: the current state stack."""
+    """What the contextual lexer and error reporting read: the current state stack.
+
+    `parse_conf.states[state]` maps each acceptable symbol to its action: (True, target)
+    for a shift or goto, (False, length, origin, rule) for a reduction."""
 
     __slots__ = ("parse_conf", "state_stack")
 
@@ -45,74 +56,306 @@ class ParserView:
         return self.state_stack[-1]
 
 
-class _Text:
-    __slots__ = ("text",)
+class Tree:
+    """What lark builds for a rule the callbacks do not name (never reached by a valid
+    parse of ktir.lark: such rules are `?rule`s with one child)."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    __slots__ = ("data", "children")
+
+    def __init__(self, data: str, children: list[Any]) -> None:
+        self.data = data
+        self.children = children
+
+    def __repr__(self) -> str:
+        return f"Tree({self.data!r}, {self.children!r})"
+
+
+# ---------------------------------------------------------------- tables
+
+
+def cache_dir() -> Path:
+    """`$KTIR_CACHE_DIR`, else `$XDG_CACHE_HOME/ktir`, else `~/.cache/ktir`."""
+    explicit = os.environ.get("KTIR_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ktir"
+
+
+def load_tables(grammar: str, starts: tuple[str, ...]) -> Tables:
+    """The tables for `grammar`, from the cache when it holds them, else built by lark and
+    stored (atomically, best effort) for the next process."""
+    key = _fast_key(grammar, starts)
+    path = cache_dir() / f"lalr-{key}.marshal"
+    try:
+        tables = marshal.loads(path.read_bytes())
+        if isinstance(tables, dict) and tables.get("key") == key and tables.get("format") == FORMAT:
+            return tables
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    tables = build_tables(grammar, starts)
+    tables["key"] = key
+    _store(path, marshal.dumps(tables))
+    return tables
+
+
+def _fast_key(grammar: str, starts: tuple[str, ...]) -> str:
+    import hashlib
+
+    # importlib.metadata costs more than the whole table load; lark's version is in the
+    # module only once lark is imported, so key on its installed file instead
+    lark_marker = _lark_marker()
+    text = "\0".join([grammar, *starts, str(FORMAT), lark_marker, sys.version.split()[0]])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _lark_marker() -> str:
+    """Identifies the installed lark without importing it: its package path and mtime."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("lark")
+    if spec is None or spec.origin is None:
+        return "no-lark"
+    try:
+        return f"{spec.origin}:{os.stat(spec.origin).st_mtime_ns}"
+    except OSError:
+        return spec.origin
+
+
+def _store(path: Path, data: bytes) -> None:
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".lalr-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass  # an unwritable cache: the next process builds the tables again
+
+
+def build_tables(grammar: str, starts: tuple[str, ...]) -> Tables:
+    """Run lark's LALR analysis and keep what parsing needs, as plain data."""
+    import lark
+    from lark.lexer import Lexer
+    from lark.parsers.lalr_analysis import Shift
+
+    class _NoLexer(Lexer):  # lark wants a lexer class; the tables are all we take
+        def __init__(self, conf: Any) -> None:
+            pass
+
+        def lex(self, *args: Any) -> Iterator[Any]:
+            raise NotImplementedError
+
+    parser = lark.Lark(grammar, parser="lalr", lexer=_NoLexer, start=list(starts), maybe_placeholders=False)
+    table = parser.parser.parser.parser.parse_table
+    rule_index: dict[Any, int] = {}
+    rules: list[tuple[str, int, str, bool, list[tuple[int, bool]] | None]] = []
+    for rule in parser.rules:
+        rule_index[rule] = len(rules)
+        rules.append(_rule_entry(rule))
+    shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # one object per distinct action
+    rows: dict[int, dict[str, tuple[Any, ...]]] = {}
+    for state, actions in table.states.items():
+        row = {}
+        for symbol, (action, arg) in actions.items():
+            if action is Shift:
+                entry: tuple[Any, ...] = (True, arg)
+            else:
+                entry = (False, len(arg.expansion), str(arg.origin.name), rule_index[arg])
+            row[str(symbol)] = shared.setdefault(entry, entry)
+        rows[state] = row
+    terminals = [
+        (t.name, t.pattern.type, t.pattern.value if t.pattern.type == "str" else t.pattern.to_regexp())
+        for t in parser.terminals
+    ]
+    return {
+        "format": FORMAT,
+        "start": dict(table.start_states),
+        "end": dict(table.end_states),
+        "rows": rows,
+        "rules": rules,
+        "terminals": terminals,
+    }
+
+
+def _rule_entry(rule: Any) -> tuple[str, int, str, bool, list[tuple[int, bool]] | None]:
+    """(origin, length, callback name, inline-single-child, children to keep) for one rule,
+    computed as lark's parse_tree_builder does without placeholders."""
+    name = str(rule.alias or rule.options.template_source or rule.origin.name)
+    expand1 = bool(rule.options.expand1 and not rule.alias)
+    keep_all = rule.options.keep_all_tokens
+    include = [
+        (i, (not sym.is_term) and sym.name.startswith("_"))
+        for i, sym in enumerate(rule.expansion)
+        if keep_all or not (sym.is_term and sym.filter_out)
+    ]
+    needs_filter = len(include) < len(rule.expansion) or any(splice for _, splice in include)
+    return str(rule.origin.name), len(rule.expansion), name, expand1, include if needs_filter else None
+
+
+def make_callbacks(rules: list[Any], builder: Any) -> list[Callable[[list[Any]], Any]]:
+    """One callable per rule, from `builder`'s method of the rule's name (or alias)."""
+    callbacks = []
+    for origin, _, name, expand1, include in rules:
+        method = getattr(builder, name, None)
+        if method is None:
+            method = list if origin.startswith("_") else _tree_maker(name)
+        callbacks.append(_shape(method, expand1, include))
+    return callbacks
+
+
+def _tree_maker(name: str) -> Callable[[list[Any]], Any]:
+    return lambda children: Tree(name, children)
+
+
+def _shape(
+    method: Callable[[list[Any]], Any], expand1: bool, include: list[tuple[int, bool]] | None
+) -> Callable[[list[Any]], Any]:
+    if include is None:
+        if not expand1:
+            return method
+        return lambda children: children[0] if len(children) == 1 else method(children)
+    keep = tuple(i for i, _ in include)
+    if not any(splice for _, splice in include):
+        if len(keep) == 1:
+            (only,) = keep
+            if expand1:
+                return lambda children: children[only]
+            return lambda children: method([children[only]])
+
+        def pick(children: list[Any]) -> Any:
+            kept = [children[i] for i in keep]
+            return kept[0] if expand1 and len(kept) == 1 else method(kept)
+
+        return pick
+    plan = tuple(include)
+
+    def splice(children: list[Any]) -> Any:
+        kept: list[Any] = []
+        for i, spliced in plan:
+            if spliced:
+                if kept:
+                    kept += children[i]
+                else:
+                    kept = children[i]  # the left-recursive helper's own list, reused
+            else:
+                kept.append(children[i])
+        return kept[0] if expand1 and len(kept) == 1 else method(kept)
+
+    return splice
+
+
+# ---------------------------------------------------------------- driver
 
 
 class Driver:
-    def __init__(self, parser: lark.Lark) -> None:
-        inner = parser.parser.parser.parser  # ParsingFrontend -> LALR_Parser -> _Parser
-        table = inner.parse_table
-        callbacks = inner.callbacks
-        self._lexer = parser.parser.lexer
-        self._start = table.start_states
-        self._end = table.end_states
-        self._rows: dict[int, dict[str, tuple[bool, int, str, Any]]] = {}
-        for state, actions in table.states.items():
-            row = {}
-            for symbol, (action, arg) in actions.items():
-                # plain str keys: lark's names are Token objects with a Python-level __eq__
-                if action is Shift:
-                    row[str(symbol)] = (True, arg, "", None)
-                else:
-                    row[str(symbol)] = (False, len(arg.expansion), str(arg.origin.name), callbacks[arg])
-            self._rows[state] = row
-        self._conf = _Conf(self._rows, table)
+    def __init__(self, tables: Tables, builder: Any) -> None:
+        self._rows: dict[int, dict[str, tuple[Any, ...]]] = tables["rows"]
+        self._start: dict[str, int] = tables["start"]
+        self._end: dict[str, int] = tables["end"]
+        self.terminals: list[tuple[str, str, str]] = tables["terminals"]
+        self._callbacks = make_callbacks(tables["rules"], builder)
+        self._lexer = KtirLexer(self.terminals)
+        self._conf = _Conf(self._rows)
 
     def parse(self, text: str, start: str) -> Any:
         rows = self._rows
+        callbacks = self._callbacks
         end_state = self._end[start]
         stack = [self._start[start]]
         values: list[Any] = []
         view = ParserView(self._conf, stack)
         last: Tok | None = None
-        for tok in self._lexer.lex(_Text(text), view):
+        for tok in self._lexer.lex(text, view):
             last = tok
             kind = tok.type
             while True:
                 action = rows[stack[-1]].get(kind)
                 if action is None:
                     raise UnexpectedToken(tok, view)
-                is_shift, arg, origin, callback = action
-                if is_shift:
-                    stack.append(arg)
+                if action[0]:
+                    stack.append(action[1])
                     values.append(tok)
                     break
-                if arg:
-                    children = values[-arg:]
-                    del stack[-arg:]
-                    del values[-arg:]
+                _, size, origin, rule = action
+                if size:
+                    children = values[-size:]
+                    del stack[-size:]
+                    del values[-size:]
                 else:
                     children = []
-                values.append(callback(children))
+                try:
+                    values.append(callbacks[rule](children))
+                except ParseError as e:
+                    raise _located(e, children, tok) from None
                 stack.append(rows[stack[-1]][origin][1])
         end = Tok("$END", "", len(text), last.line if last else 1, last.column if last else 1)
         while True:
             action = rows[stack[-1]].get("$END")
             if action is None:
                 raise UnexpectedToken(end, view)
-            _, arg, origin, callback = action
-            if arg:
-                children = values[-arg:]
-                del stack[-arg:]
-                del values[-arg:]
+            _, size, origin, rule = action
+            if size:
+                children = values[-size:]
+                del stack[-size:]
+                del values[-size:]
             else:
                 children = []
-            value = callback(children)
+            try:
+                value = callbacks[rule](children)
+            except ParseError as e:
+                raise _located(e, children, end) from None
             stack.append(rows[stack[-1]][origin][1])
             values.append(value)
             if stack[-1] == end_state:
                 return value
+
+    def acceptable(self, view: ParserView) -> set[str]:
+        """Terminals that would really be shifted next: LALR error states list lookaheads
+        of pending reductions from every context, so replay the reductions."""
+        rows = self._rows
+        found = set()
+        for terminal in rows[view.position]:
+            if not terminal.isupper():
+                continue
+            stack = list(view.state_stack)
+            while True:
+                action = rows[stack[-1]].get(terminal)
+                if action is None:
+                    break
+                if action[0]:
+                    found.add(terminal)
+                    break
+                size = action[1]
+                if size:
+                    del stack[-size:]
+                goto = rows[stack[-1]].get(action[2])
+                if goto is None:
+                    break
+                stack.append(goto[1])
+        return found
+
+def _first_token(value: Any, depth: int = 0) -> Tok | None:
+    if isinstance(value, Tok):
+        return value
+    if isinstance(value, list | tuple) and depth < 3:
+        for item in value:
+            found = _first_token(item, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _located(error: ParseError, children: list[Any], lookahead: Tok) -> ParseError:
+    """A rule callback's error without a position is placed at the rule's first token
+    (or, when its children hold none, at the token that ended the rule)."""
+    if error.line >= 1:
+        return error
+    tok = _first_token(children) or lookahead
+    return ParseError(error.message, tok.line, tok.column, error.diagnostics[0].file, error.diagnostics[0].id)

@@ -13,8 +13,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lark.lexer import Lexer, LexerState
-
 from ktir.dialects.registry import SPELLINGS
 
 
@@ -89,25 +87,24 @@ def _balanced_end(text: str, start: int) -> int:
     return -1
 
 
-class KtirLexer(Lexer):
-    """Lark custom lexer (interface 1: receives the parser state for context)."""
+class KtirLexer:
+    """The contextual lexer: `lex` reads the parser's state stack to pick terminals."""
 
-    __future_interface__ = 1
     # Set by the parser: given a type's text, parse it once (cached) and say whether it
     # may be passed on as a single PARSED_TYPE token.
     type_hook: Any = None
     # Set by the parser: where `//` comments go, as (line, column, text).
     comment_sink: list[tuple[int, int, str]] | None = None
 
-    def __init__(self, lexer_conf: Any) -> None:
+    def __init__(self, terminals: list[tuple[str, str, str]]) -> None:
+        """`terminals`: (name, "str" or "re", the literal or the regexp) per terminal."""
         self._literals: dict[str, str] = {}
         self._patterns: list[tuple[str, re.Pattern[str]]] = []
-        for term in lexer_conf.terminals:
-            pattern = term.pattern
-            if pattern.type == "str":
-                self._literals[pattern.value] = term.name
-            elif term.name not in _GENERAL:
-                self._patterns.append((term.name, re.compile(pattern.to_regexp())))
+        for name, kind, value in terminals:
+            if kind == "str":
+                self._literals[value] = name
+            elif name not in _GENERAL:
+                self._patterns.append((name, re.compile(value)))
         self._cache: dict[str, tuple[str, ...]] = {}
 
     # A word's candidate terminals, most specific first; BARE_ID last.
@@ -133,13 +130,10 @@ class KtirLexer(Lexer):
         self._cache[text] = result
         return result
 
-    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Any]:  # yields Tok
-        text = lexer_state.text
-        if not isinstance(text, str):
-            text = text.text
+    def lex(self, text: str, parser_state: Any) -> Iterator[Tok]:
         states = parser_state.parse_conf.states
         # the driver's state stack is mutated in place; reading it avoids a property call
-        stack = getattr(parser_state, "state_stack", None)
+        stack = parser_state.state_stack
         match = _MASTER.match
         candidates_of = self._candidates
         pos = 0
@@ -164,7 +158,7 @@ class KtirLexer(Lexer):
                 pos = end
                 continue
             column = pos - line_start + 1
-            accepted = states[stack[-1] if stack is not None else parser_state.position]
+            accepted = states[stack[-1]]
             if kind == "value":
                 tok_type = "VALUE_ID"
             elif kind == "number" or (kind == "punct" and text[pos] in "?*"):

@@ -8,12 +8,10 @@ is sugar). Op names come from the registry through the lexer.
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from importlib import resources
 from typing import Any, NamedTuple
-
-import lark
-from lark import Transformer
 
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir import affine as af
@@ -24,8 +22,10 @@ from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation,
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
 from ktir.syntax.diagnostics import Diagnostic, ParseError
-from ktir.syntax.lalr import Driver, UnexpectedToken
+from ktir.syntax.fastparse import parse_fast
+from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
+from ktir.syntax.mlir_generic import from_mlir, memory_space_from_string
 
 KDYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static_* arrays
 
@@ -188,11 +188,10 @@ def ssa_map(exprs: list[af.AffineExpr], fixed_dims: list[str] = ()) -> SsaMap:  
     return SsaMap(af.AffineMap(num_dims=len(dims), num_symbols=len(syms), results=results), dims + syms)
 
 
-class _Builder(Transformer):  # type: ignore[type-arg]
+class _Builder:
     """Inline LALR callbacks, one per grammar rule or alias."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.reset()
 
     def reset(self) -> None:
@@ -207,6 +206,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         self.alias_lines: list[tuple[int, int, str]] = []
         self.alias_order: list[str] = []
         self.comments: list[tuple[int, int, str]] = []
+        # regions whose entry block was written with a `^label`: header-supplied block
+        # arguments may not be declared there too (MLIR: "invalid block name in region
+        # with named arguments")
+        self.labelled_entries: set[int] = set()
 
     def _warn(self, tok: Tok | None, message: str) -> None:
         line, col = (tok.line, tok.column) if tok is not None else (0, 0)
@@ -251,33 +254,38 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             # results may go unnamed (MLIR allows it); they cannot be used
             op: Operation = c[0]
             return op
-        names, first, op = c[0][0], c[0][1], c[1]
-        if len(names) != len(op.result_types):
+        groups, op = c[0], c[1]
+        first = groups[0][0]
+        # a group `%x:N` is expanded only once N is known to match the op: the count is
+        # user text and may be huge
+        given = sum(1 if n is None else n for _, n in groups)
+        if given != len(op.result_types):
             raise ParseError(
-                f"'{op.name}' defines {len(op.result_types)} result(s) but {len(names)} name(s) are given",
+                f"'{op.name}' defines {len(op.result_types)} result(s) but {given} name(s) are given",
                 first.line,
                 first.column,
             )
+        names: list[str] = []
+        for tok, n in groups:
+            names.extend([tok.value] if n is None else [f"{tok.value}#{i}" for i in range(n)])
         op.results = names
         op.loc = _loc(first)
         return op
 
-    def op_results(self, c: list[Any]) -> tuple[list[str], Tok]:
-        names: list[str] = []
-        for group in c:
-            names.extend(group[0])
-        return names, c[0][1]
+    def op_results(self, c: list[Any]) -> list[tuple[Tok, int | None]]:
+        return c
 
-    def result_def(self, c: list[Any]) -> tuple[list[str], Tok]:
+    def result_def(self, c: list[Any]) -> tuple[Tok, int | None]:
+        """`%x` (count None) or `%x:N`; expanded by `operation`."""
         tok = c[0]
         if "#" in tok.value:
             raise _err(tok, f"result name '{tok.value}' may not contain '#'")
         if len(c) == 1:
-            return [tok.value], tok
+            return tok, None
         count = int(c[1].value)
         if count < 1:
             raise _err(c[1], "a result group must have at least one result")
-        return [f"{tok.value}#{i}" for i in range(count)], tok
+        return tok, count
 
     # ------------------------------------------------------------ shared pieces
 
@@ -303,10 +311,23 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         blocks = [x for x in c if isinstance(x, Block)]
         if ops:
             blocks.insert(0, Block(operations=ops))
+        labelled = bool(blocks) and not ops
         if blocks:
             # the entry block's label carries no meaning (nothing may branch to it)
             blocks[0].label = None
-        return Region(blocks=blocks)  # `{}` is a region with no blocks, as in MLIR
+        region = Region(blocks=blocks)  # `{}` is a region with no blocks, as in MLIR
+        if labelled:
+            self.labelled_entries.add(id(region))
+        return region
+
+    def _check_header_args(self, region: Region, count: int, tok: Tok | None, message: str) -> None:
+        """The header of the op declares `count` entry-block arguments: the region may not
+        open with a block label of its own."""
+        if count and id(region) in self.labelled_entries:
+            loc = region.blocks[0].loc
+            if loc is not None:
+                raise ParseError(message, loc.line, loc.column)
+            raise _err(tok, message)
 
     def block(self, c: list[Any]) -> Block:
         label = c[0]
@@ -344,7 +365,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return C("results", _plain(c[0]))
 
     def results_types(self, c: list[Any]) -> C:
-        return C("results", c[0].value)
+        return C("results", c[0].value if isinstance(c[0], C) else [c[0]])
 
     # result type lists keep per-result attributes (func.func); other users drop them
     def single_result_type(self, c: list[Type]) -> list[tuple[Type, dict[str, Attribute]]]:
@@ -418,7 +439,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
                 layout = extras[0]
             else:
                 space = extras[0]
-        return ty.MemRefType(shape=shape, element_type=rest[0], layout=layout, memory_space=space)
+        return ty.MemRefType(shape=shape, element_type=rest[0], layout=layout, memory_space=memory_space_from_string(space))
 
     def vector_type(self, c: list[Any]) -> Type:
         shape, rest = self._shape(c)
@@ -785,7 +806,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
                 # properties of a defined op are its inherent attributes
                 attrs.update(props)
                 props = None
-        return Operation(
+        op = Operation(
             name=name,
             operands=operands,
             operand_types=list(fn.inputs),
@@ -796,6 +817,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             successors=cl.get("succ", []),
             loc=_loc(name_tok),
         )
+        # what MLIR's generic print spells out (named-op bodies, defaults) folds back
+        return op if opdef is None else from_mlir(op)
 
     def successors(self, c: list[Tok]) -> C:
         return C("succ", _values(c))
@@ -847,9 +870,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         else:
             if any(p[0] is None for p in params):
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
+            self._check_header_args(region, len(params), tok, "the entry block of a function takes its arguments from the signature; it has no label")
             entry = _entry(region)
-            if entry.label is not None:
-                raise _err(tok, "the entry block of a function takes its arguments from the signature")
             entry.arguments = [BlockArgument(name=p[0], type=p[1]) for p in params]  # type: ignore[arg-type]
         op = self._op(tok, attributes=attrs, regions=[region])
         if declaration:
@@ -930,7 +952,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         for x in c[1:]:
             if isinstance(x, C):
                 if x.tag == "flag":
-                    attrs[x.value[0]] = x.value[1]
+                    if x.value[1].value != "none":  # MLIR's default: the same op as no flag
+                        attrs[x.value[0]] = x.value[1]
                 else:
                     attrs.update(x.value)
         return self._op(tok, vals, [t] * len(vals), [t], attrs)
@@ -1079,15 +1102,17 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return C("future", c[0])
 
     def legacy_future_type(self, c: list[Type]) -> C:
-        self._warn(None, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
-        return C("future", c[1])
+        return C("legacy_future", c[1])  # warned about at the op's keyword (types carry no position)
 
     def produce_op(self, c: list[Any]) -> Operation:
         tok, group_set = c[0], c[1]
         cl = _clauses(c)
         attrs = dict(cl.get("attrs", {}))
         attrs["producer_tiles_per_group"] = group_set
-        return self._op(tok, result_types=[cl["future"]], attributes=attrs, regions=[c[-1]])
+        if "legacy_future" in cl:
+            self._warn(tok, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
+        future = cl["future"] if "future" in cl else cl["legacy_future"]
+        return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
 
     def dependency(self, c: list[Attribute]) -> C:
         return C("dependency", c[0])
@@ -1149,9 +1174,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(bindings) != len(result_types):
             raise _err(tok, f"{len(bindings)} iter_args but {len(result_types)} result type(s)")
         iv_t = cl.get("iv_type", ty.INDEX)
+        self._check_header_args(region, 1, tok, "the scf.for body takes its arguments from the loop header; its entry block has no label")
         entry = _entry(region)
-        if entry.label is not None:
-            raise _err(tok, "the scf.for body takes its arguments from the loop header")
         entry.arguments = [BlockArgument(name=iv.value, type=iv_t)] + [
             BlockArgument(name=name, type=t) for (name, _), t in zip(bindings, result_types, strict=True)
         ]
@@ -1186,9 +1210,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         cl = _clauses(c)
         if len(bindings) != len(fn.inputs):
             raise _err(tok, f"{len(bindings)} initial value(s) but {len(fn.inputs)} input type(s)")
+        self._check_header_args(before, len(bindings), tok, "the scf.while before-region takes its arguments from the header; its entry block has no label")
         entry = _entry(before)
-        if entry.label is not None:
-            raise _err(tok, "the scf.while before-region takes its arguments from the header")
         entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
         return self._op(tok, [v for _, v in bindings], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})), [before, after])
 
@@ -1215,9 +1238,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(inits) != len(results):
             raise _err(tok, f"{len(inits)} init value(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
+        self._check_header_args(region, len(ivs), tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
         entry = _entry(region)
-        if entry.label is not None:
-            raise _err(tok, "the scf.parallel body takes its arguments from the header")
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
         self._implicit_yield(region, tok, "scf.reduce")
         n = len(ivs)
@@ -1256,9 +1278,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(outs) != len(results):
             raise _err(tok, f"{len(outs)} shared output(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
+        self._check_header_args(region, len(ivs) + len(outs), tok, "the scf.forall body takes its arguments from the header; its entry block has no label")
         entry = _entry(region)
-        if entry.label is not None:
-            raise _err(tok, "the scf.forall body takes its arguments from the header")
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
             BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)
         ]
@@ -1349,9 +1370,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def explicit_body(self, c: list[Any]) -> C:
         params: list[BlockArgument] = c[0].value if len(c) > 1 else []
         region: Region = c[-1]
+        self._check_header_args(region, len(params), None, "the body takes its arguments from the parenthesised list; its entry block has no label")
         entry = _entry(region)
-        if entry.label is not None:
-            raise ParseError("the body takes its arguments from the parenthesised list", entry.loc.line if entry.loc else 0, entry.loc.column if entry.loc else 0)
         entry.arguments = params
         return C("body", region)
 
@@ -1364,7 +1384,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         elem_out = [ty.element_type(t) for t in out_types]
         args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
         args += [BlockArgument(name=short_body_init(i), type=t) for i, t in enumerate(elem_out[: len(out_types)])]
-        operand_args = args if n_ins < 0 else args[:n_ins]
+        # map applies the op to the inputs; reduce to (init, inputs...), as MLIR 22 builds it
+        operand_args = [args[-1], *args[:-1]] if n_ins < 0 else args[:n_ins]
         inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]])
         inner.results = [SHORT_BODY_RESULT]
         inner.loc = None  # part of the short form's text, not an op of its own
@@ -1377,8 +1398,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         operands, types, attrs = self._dps(tok, cl)
         in_types, out_types = cl["ins"][1], cl["outs"][1]
         if "short" in cl:
+            # MLIR 22 gives the body one argument per input plus one for the init element
             region = self._short_region(cl["short"], in_types, out_types, len(in_types))
-            region.blocks[0].arguments = region.blocks[0].arguments[: len(in_types)]
         elif "body" in cl:
             region = cl["body"]
         else:
@@ -1657,22 +1678,14 @@ _BUILDER = _Builder()
 _LOCK = threading.Lock()
 
 
-@functools.cache
-def _lark() -> lark.Lark:
-    KtirLexer.type_hook = staticmethod(_type_hook)
-    return lark.Lark(
-        _grammar_text(),
-        parser="lalr",
-        lexer=KtirLexer,
-        start=["start", "type_only"],
-        transformer=_BUILDER,
-        maybe_placeholders=False,
-    )
+GRAMMAR_STARTS = ("start", "type_only")
 
 
 @functools.cache
 def _driver() -> Driver:
-    return Driver(_lark())
+    # the tables come from the on-disk cache (lark builds them only when the grammar changed)
+    KtirLexer.type_hook = staticmethod(_type_hook)
+    return Driver(load_tables(_grammar_text(), GRAMMAR_STARTS), _BUILDER)
 
 
 def _type_hook(text: str) -> bool:
@@ -1711,9 +1724,9 @@ def _expected_text(expected: set[str]) -> str:
 @functools.cache
 def _terminal_names() -> dict[str, str]:
     names: dict[str, str] = {}
-    for term in _lark().terminals:
-        if term.pattern.type == "str":
-            names[term.name] = f"'{term.pattern.value}'"
+    for name, kind, value in _driver().terminals:
+        if kind == "str":
+            names[name] = f"'{value}'"
     names.update(
         {
             "VALUE_ID": "an SSA value (%name)",
@@ -1735,77 +1748,79 @@ def _terminal_names() -> dict[str, str]:
         }
     )
     type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
-    for term in _lark().terminals:
-        if term.name.startswith("OP_"):
-            names[term.name] = "an operation"
-        elif term.name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
-            term.pattern.type == "str" and term.pattern.value in type_words
+    for name, kind, value in _driver().terminals:
+        if name.startswith("OP_"):
+            names[name] = "an operation"
+        elif name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
+            kind == "str" and value in type_words
         ):
-            names[term.name] = "a type"
+            names[name] = "a type"
     return names
 
 
-def parse(text: str, filename: str | None = None) -> Module:
-    """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input."""
-    with _LOCK:
-        _BUILDER.reset()
-        KtirLexer.comment_sink = _BUILDER.comments
-        try:
-            module: Module = _driver().parse(text, "start")
-        except LexError as e:
-            raise ParseError(e.message, e.line, e.column, filename) from None
-        except UnexpectedToken as e:
-            tok = e.token
-            fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
-            if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in fallback):
-                message = (
-                    f"unknown operation '{tok.value}': KTIR does not define it; write it in MLIR's generic form,"
-                    f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
-                )
-                raise ParseError(message, tok.line, tok.column, filename) from None
-            expected = _expected_text(_acceptable(e.state, fallback))
-            if tok.type == "$END":
-                line, col = _end_position(text)
-                raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
-            raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
-        except ParseError as e:
-            raise ParseError(e.message, e.line, e.column, filename) from None
-        finally:
-            KtirLexer.comment_sink = None
-        attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
+def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Module:
+    """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input.
+
+    The recursive-descent fast path (ktir.syntax.fastparse) reads the common forms; the
+    grammar reads everything else and reports every error. `fast=False`: grammar only."""
+    collecting = gc.isenabled()
+    gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
+    try:
+        with _LOCK:
+            module = _parse_fast(text) if fast else None
+            if module is None:
+                module = _parse_lalr(text, filename)
+            attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
+    finally:
+        if collecting:
+            gc.enable()
     module.filename = filename
     for w in module.warnings:
         object.__setattr__(w, "file", filename)
     return module
 
 
+def _parse_fast(text: str) -> Module | None:
+    _BUILDER.reset()
+    try:
+        return parse_fast(text, _BUILDER)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - Fallback, or an error the grammar path will report
+        return None
+
+
+def _parse_lalr(text: str, filename: str | None) -> Module:
+    _BUILDER.reset()
+    KtirLexer.comment_sink = _BUILDER.comments
+    try:
+        module: Module = _driver().parse(text, "start")
+    except LexError as e:
+        raise ParseError(e.message, e.line, e.column, filename) from None
+    except UnexpectedToken as e:
+        tok = e.token
+        fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
+        if tok.type == "BARE_ID" and "." in tok.value and any(x.startswith("OP_") for x in fallback):
+            message = (
+                f"unknown operation '{tok.value}': KTIR does not define it; write it in MLIR's generic form,"
+                f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
+            )
+            raise ParseError(message, tok.line, tok.column, filename) from None
+        expected = _expected_text(_acceptable(e.state, fallback))
+        if tok.type == "$END":
+            line, col = _end_position(text)
+            raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
+        raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
+    except ParseError as e:
+        raise ParseError(e.message, e.line, e.column, filename) from None
+    finally:
+        KtirLexer.comment_sink = None
+    return module
+
+
 def _acceptable(state: Any, fallback: set[str]) -> set[str]:
-    """Terminals that would really be shifted next: LALR error states list lookaheads of
-    pending reductions from every context, so replay the reductions on the table."""
+    """Terminals that would really be shifted next (see Driver.acceptable)."""
     if state is None:
         return fallback
-    table = state.parse_conf.parse_table.states
-    found = set()
-    for terminal in table[state.position]:
-        if not terminal.isupper():
-            continue
-        stack = list(state.state_stack)
-        while True:
-            action = table[stack[-1]].get(terminal)
-            if action is None:
-                break
-            kind, arg = action
-            if kind.name == "Shift":
-                found.add(terminal)
-                break
-            size = len(arg.expansion)
-            if size:
-                del stack[-size:]
-            goto = table[stack[-1]].get(arg.origin.name)
-            if goto is None:
-                break
-            stack.append(goto[1])
-    return found or fallback
+    return _driver().acceptable(state) or fallback
 
 
 def _describe(tok: Any) -> str:

@@ -19,7 +19,9 @@ from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation, Region
 from ktir.syntax.affine_print import format_expr, format_map, format_set
-from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, short_body_init, short_body_input
+from ktir.syntax.diagnostics import KtirError
+from ktir.syntax.mlir_generic import to_mlir
+from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, constant_type, i1_like, short_body_init, short_body_input
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
 _INDENT = "  "
@@ -174,7 +176,8 @@ def attr_text(a: Attribute) -> str:
         extra = f", ct_id = {a.ct_id}" if a.ct_id is not None else ""
         return f"#ktdp.memory_space<{a.kind}{extra}>"
     if isinstance(a, at.DenseArrayAttr):
-        values = ", ".join(_dense_value_text(v) for v in a.values)
+        # MLIR reads i1 elements only as `true`/`false`
+        values = ", ".join(_dense_value_text(bool(v) if a.element_type == ty.I1 else v) for v in a.values)
         return f"array<{type_text(a.element_type)}{': ' + values if a.values else ''}>"
     if isinstance(a, at.DenseAttr):
         if a.hex is not None:
@@ -276,9 +279,15 @@ def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
 
 
 class Printer:
-    def __init__(self, attr_aliases: dict[str, Attribute] | None = None) -> None:
+    def __init__(self, attr_aliases: dict[str, Attribute] | None = None, counter: list[int] | None = None) -> None:
         self.lines: list[str] = []
         self.attr_aliases = attr_aliases or {}
+        # shared by every fork, so names made up for generic named-op bodies are unique in the text
+        self.counter = counter if counter is not None else [0]
+
+    def fork(self) -> Printer:
+        """A printer for one op's custom text, printing nested ops as this one does."""
+        return Printer(self.attr_aliases, self.counter)
 
     def emit(self, depth: int, text: str) -> None:
         if text:
@@ -317,10 +326,10 @@ class Printer:
         head = _results_text(op.results)
         opdef = OPS.get(op.name)
         printer = _FORMATS.get(opdef.format) if opdef is not None else None
-        if printer is None or opdef is None:
+        if printer is None or opdef is None or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
             self.generic(op, depth, head)
             return
-        custom = Printer(self.attr_aliases)
+        custom = self.fork()
         try:
             printer(custom, op, opdef, depth, head)
         except (KeyError, IndexError, AssertionError, ValueError, StopIteration):
@@ -332,6 +341,9 @@ class Printer:
 
     def region(self, region: Region, depth: int, entry_label: bool, elide: str | None = None) -> str:
         """Print a region whose `{` ends the current line; returns the closing text."""
+        # without its label, an empty entry block would vanish: the next block's label
+        # would open the region and be read as the entry
+        _need(entry_label or len(region.blocks) < 2 or region.blocks[0].operations)
         for index, block in enumerate(region.blocks):
             ops = block.operations
             if elide is not None and index == len(region.blocks) - 1 and ops and _is_empty_terminator(ops[-1], elide):
@@ -347,30 +359,116 @@ class Printer:
         return "}"
 
     def open_region(self, depth: int, head: str, region: Region, entry_label: bool, tail: str = "", elide: str | None = None) -> None:
+        # custom forms give `{}` an entry block: a region without blocks needs generic form
+        _need(region.blocks)
         self.emit(depth, head + " {")
         self.region(region, depth, entry_label, elide)
         self.emit(depth, "}" + tail)
 
     def generic(self, op: Operation, depth: int, head: str) -> None:
-        text = f"{head}{string_text(op.name)}({', '.join(op.operands)})"
+        """MLIR's generic form, as MLIR 22 prints it (ktir.syntax.mlir_generic): also the
+        fallback for ops whose fields do not fit their custom form."""
+        fields = to_mlir(op, self.fresh)
+        text = f"{head}{string_text(fields.name)}({', '.join(op.operands)})"
         if op.successors:
             text += "[" + ", ".join(op.successors) + "]"
-        if op.properties is not None:
-            text += " <" + dict_text(op.properties, always=True) + ">"
+        if fields.properties or op.properties is not None:
+            text += " <" + dict_text(fields.properties, always=True) + ">"
         fn = function_type_text(ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types)))
-        tail = _opt_dict(op.attributes) + f" : {fn}"
-        if not op.regions:
+        tail = _opt_dict(fields.attributes) + f" : {fn}"
+        if not fields.regions:
             self.emit(depth, text + tail)
             return
         self.emit(depth, text + " ({")
-        for i, region in enumerate(op.regions):
+        for i, region in enumerate(fields.regions):
             if i > 0:
                 self.emit(depth, "}, {")
             self.region(region, depth, entry_label=True)
         self.emit(depth, "})" + tail)
 
+    def fresh(self, hint: str) -> str:
+        """A new value name for a body MLIR's generic form spells out (named linalg ops)."""
+        self.counter[0] += 1
+        return f"%__{hint}{self.counter[0]}"
+
 
 _ALIAS_USE = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def _counts_fit(op: Operation, opdef: OpDef) -> bool:
+    """Whether the op has the operand, result and region counts its definition declares:
+    custom forms can spell only those (generic text can carry any counts, for the verifier
+    to report), so anything else prints in generic form."""
+    if len(op.operand_types) != len(op.operands) or (op.results and len(op.result_types) != len(op.results)):
+        return False
+    for specs, actual in ((opdef.operands, len(op.operands)), (opdef.results, len(op.result_types))):
+        fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
+        variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
+        if actual < fixed or (not variadic and actual > fixed):
+            return False
+    flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
+    return flexible or len(op.regions) == len(opdef.regions)
+
+
+_INDEX = ty.INDEX
+
+
+def _indices(n: int) -> list[Type]:
+    return [_INDEX] * n
+
+
+def _implied_tensor_results(op: Operation) -> list[Type]:
+    n_in, n_out = _segments(op, 2)
+    return [t for t in op.operand_types[n_in : n_in + n_out] if isinstance(t, ty.TensorType)]
+
+
+# The types a custom form does not spell but implies, as the parser builds them:
+# format -> op -> (operand types or None, result types or None). An op whose types differ
+# (read from generic text) prints in generic form.
+_Implied = Callable[[Operation], tuple[list[Type] | None, list[Type] | None]]
+_IMPLIED: dict[str, _Implied] = {
+    "BINARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
+    "UNARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
+    "TERNARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
+    "CMP": lambda op: ([op.operand_types[0]] * 2, [i1_like(op.operand_types[0])]),
+    "SELECT": lambda op: ([op.operand_types[0], op.operand_types[1], op.operand_types[1]], [op.operand_types[1]]),
+    "CONSTANT": lambda op: (None, [constant_type(op.attributes["value"])]),
+    "MEMORY_VIEW": lambda op: (_indices(len(op.operands)), None),
+    "ACCESS_TILE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "IF": lambda op: ([ty.I1], None),
+    "CONDITION": lambda op: ([ty.I1, *op.operand_types[1:]], None),
+    "AFFINE_APPLY": lambda op: (_indices(len(op.operands)), [_INDEX]),
+    "LINALG_MAP": lambda op: (None, _implied_tensor_results(op)),
+    "LINALG_REDUCE": lambda op: (None, _implied_tensor_results(op)),
+    "LINALG_DIMS": lambda op: (None, _implied_tensor_results(op)),
+    "EMPTY": lambda op: (_indices(len(op.operands)), None),
+    "SPLAT": lambda op: ([ty.element_type(op.result_types[0]), *_indices(len(op.operands) - 1)], None),
+    "EXTRACT": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], [ty.element_type(op.operand_types[0])]),
+    "INSERT": lambda op: ([ty.element_type(op.operand_types[1]), op.operand_types[1], *_indices(len(op.operands) - 2)], [op.operand_types[1]]),
+    "MEMREF_STORE": lambda op: ([ty.element_type(op.operand_types[1]), op.operand_types[1], *_indices(len(op.operands) - 2)], None),
+    "SLICE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "INSERT_SLICE": lambda op: (
+        [op.operand_types[0], op.operand_types[1], *_indices(len(op.operands) - 2)],
+        [op.operand_types[1]] if OPS[op.name].option("has_result", True) else [],
+    ),
+    "EXPAND_SHAPE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "PAD": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+    "GENERATE": lambda op: (_indices(len(op.operands)), None),
+    "DIM": lambda op: ([op.operand_types[0], _INDEX], [_INDEX]),
+    "REINTERPRET_CAST": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
+}
+
+
+def _types_fit(op: Operation, opdef: OpDef) -> bool:
+    """Whether the op's types are the ones its custom form implies."""
+    implied = _IMPLIED.get(opdef.format)
+    if implied is None:
+        return True
+    try:
+        operands, results = implied(op)
+    except (KeyError, IndexError, ValueError, KtirError):
+        return False
+    return (operands is None or operands == op.operand_types) and (results is None or results == op.result_types)
 
 
 def _ordered_aliases(module: Module) -> list[tuple[str, str]]:
@@ -589,6 +687,7 @@ def _select(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 
 @_format("TILE_ID")
 def _tile_id(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(op.result_types)  # the custom form names at least one result type
     p.emit(depth, f"{head}{op.name}{_opt_dict(op.attributes)} : {_types(op.result_types)}")
 
 
@@ -661,6 +760,7 @@ def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     syms = f" symbols({', '.join(symbols)})" if symbols else ""
     elided = ("per_dim_subscript_kinds", "per_dim_subscript_maps", "operandSegmentSizes")
     types = _types(op.operand_types[: 1 + n_views])
+    _need(op.operand_types[1 + n_views :] == [ty.INDEX] * (len(op.operands) - 1 - n_views))
     p.emit(
         depth,
         f"{head}{op.name} intermediate_variables({', '.join(variables)}) {base[0]}[{', '.join(subs)}]{syms}"
@@ -682,6 +782,9 @@ def _store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     kind = op.attributes["kind"]
     _need(isinstance(kind, at.EnumAttr) and kind.dialect == "ktdp" and kind.name == "runtime_arg_kind")
+    _need(isinstance(kind, at.EnumAttr) and kind.value in ("value", "granularity", "upperbound"))
+    # `!ktdp.access_tile<index>` here reads back as the stripped runtime_arg spelling
+    _need(not (isinstance(op.operand_types[0], ty.AccessTileType) and op.operand_types[0].shape == ()))
     assert isinstance(kind, at.EnumAttr)
     p.emit(
         depth,
@@ -754,6 +857,15 @@ def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
 # ------------------------------------------------------------------ scf
 
 
+def _ends_in_terminator(region: Region) -> bool:
+    """The parser adds an implicit terminator to a region whose last block does not end in
+    one (and gives `{}` a block): such a region cannot be printed in custom form as is."""
+    if not region.blocks or not region.blocks[-1].operations:
+        return False
+    last = OPS.get(region.blocks[-1].operations[-1].name)
+    return last is not None and "Terminator" in last.traits
+
+
 def _arrow(types: Sequence[Type]) -> str:
     return f" -> ({_types(types)})" if types else ""
 
@@ -766,6 +878,7 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(len(args) == len(op.operands) - 2 and len(set(op.operand_types[:3])) == 1 and args[0].type == op.operand_types[0])
     _need([a.type for a in args[1:]] == op.operand_types[3:] == op.result_types)
     lb, ub, step, *inits = op.operands
+    _need(inits or _ends_in_terminator(region))
     text = f"{head}scf.for {args[0].name} = {lb} to {ub} step {step}"
     if inits:
         bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(args[1:], inits, strict=True))
@@ -779,6 +892,10 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     then, other = op.regions[0], op.regions[1] if len(op.regions) > 1 else Region()
     elide = None if op.result_types else "scf.yield"
+    # then: always a block; neither region's entry block has arguments (none are printed);
+    # without results, both end in a terminator (the parser adds an implicit one)
+    _need(then.blocks and all(not r.blocks[0].arguments for r in (then, other) if r.blocks))
+    _need(elide is None or all(_ends_in_terminator(r) for r in (then, other) if r.blocks))
     p.emit(depth, f"{head}scf.if {op.operands[0]}{_arrow(op.result_types)} {{")
     p.region(then, depth, False, elide)
     if other.blocks:
@@ -790,6 +907,8 @@ def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 @_format("WHILE")
 def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     before, after = op.regions
+    # the before-region's arguments are the header's bindings, typed as the inputs
+    _need(before.blocks and after.blocks and [a.type for a in before.blocks[0].arguments] == op.operand_types)
     bindings = ", ".join(f"{a.name} = {v}" for a, v in zip(before.blocks[0].arguments, op.operands, strict=True))
     fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
     p.emit(depth, f"{head}scf.while ({bindings}) : {function_type_text(fn)} {{")
@@ -808,9 +927,13 @@ def _condition(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> No
 
 @_format("PARALLEL")
 def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    n_lb, n_ub, n_st, n_init = _segments(op)
+    n_lb, n_ub, n_st, n_init = _segments(op, 4)
     lbs, ubs, steps, inits = _split(op.operands, [n_lb, n_ub, n_st, n_init])
     region = op.regions[0]
+    _need(_ends_in_terminator(region))
+    ivs_args = region.blocks[0].arguments
+    _need(n_lb == n_ub == n_st == len(ivs_args) and all(a.type == ty.INDEX for a in ivs_args))
+    _need(op.operand_types[: 3 * n_lb] == [ty.INDEX] * (3 * n_lb) and op.operand_types[3 * n_lb :] == op.result_types)
     ivs = ", ".join(a.name for a in region.blocks[0].arguments)
     text = f"{head}scf.parallel ({ivs}) = ({', '.join(lbs)}) to ({', '.join(ubs)}) step ({', '.join(steps)})"
     if inits:
@@ -822,8 +945,10 @@ def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
 @_format("SCF_REDUCE")
 def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     if not op.operands:
+        _need(not op.regions)
         p.emit(depth, f"{head}scf.reduce{_opt_dict(op.attributes)}")
         return
+    _need(op.regions and all(r.blocks for r in op.regions))
     p.emit(depth, f"{head}scf.reduce({', '.join(op.operands)} : {_types(op.operand_types)}) {{")
     for i, region in enumerate(op.regions):
         if i > 0:
@@ -834,12 +959,19 @@ def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
 
 @_format("FORALL")
 def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    n_lb, n_ub, n_st, n_out = _segments(op)
+    n_lb, n_ub, n_st, n_out = _segments(op, 4)
     d_lb, d_ub, d_st, outs = _split(op.operands, [n_lb, n_ub, n_st, n_out])
     a = op.attributes
     region = op.regions[0]
+    _need(_ends_in_terminator(region))
     args = region.blocks[0].arguments
+    _need(len(args) >= n_out)
     ivs = args[: len(args) - n_out]
+    # one static entry per induction variable, index-typed, and outputs typed as results
+    statics = [a.get(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep")]
+    _need(all(isinstance(x, at.DenseArrayAttr) and _is_i64_array(x) and len(x.values) == len(ivs) for x in statics))
+    _need(all(v.type == ty.INDEX for v in ivs) and op.operand_types[: n_lb + n_ub + n_st] == [ty.INDEX] * (n_lb + n_ub + n_st))
+    _need([v.type for v in args[len(ivs):]] == op.operand_types[n_lb + n_ub + n_st :] == op.result_types)
     lbs = _static_list(a.get("staticLowerBound"), d_lb)
     ubs = _static_list(a.get("staticUpperBound"), d_ub)
     steps = _static_list(a.get("staticStep"), d_st)
@@ -866,11 +998,13 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 
 @_format("IN_PARALLEL")
 def _in_parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
 
 
 @_format("EXECUTE_REGION")
 def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}{_arrow(op.result_types)}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
 
 
@@ -903,7 +1037,7 @@ def _ins_outs(op: Operation) -> str:
 
 
 def _results_arrow(op: Operation) -> str:
-    return f" -> {_types(op.result_types)}" if op.result_types else ""
+    return _arrow(op.result_types) if len(op.result_types) > 1 else f" -> {_types(op.result_types)}" if op.result_types else ""
 
 
 @_format("LINALG_NAMED")
@@ -931,8 +1065,10 @@ def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))
 
 
-def _short_body(op: Operation, n_ins: int, with_inits: bool) -> str | None:
-    """The op name if the body is exactly what `{ op }` builds, else None."""
+def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
+    """The op name if the body is exactly what `{ op }` builds, else None. MLIR 22 gives
+    the body the inputs and the init; map applies the op to the inputs, reduce to
+    (init, inputs...)."""
     if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
         return None
     block = op.regions[0].blocks[0]
@@ -940,16 +1076,15 @@ def _short_body(op: Operation, n_ins: int, with_inits: bool) -> str | None:
         return None
     inner, yield_op = block.operations
     n_out = len(block.arguments) - n_ins
-    expected = [short_body_input(i) for i in range(n_ins)]
-    if with_inits:
-        expected += [short_body_init(i) for i in range(n_out)]
+    expected = [short_body_input(i) for i in range(n_ins)] + [short_body_init(i) for i in range(n_out)]
     names = [a.name for a in block.arguments]
+    operands = [names[-1], *names[:-1]] if init_first and names else names[:n_ins]
     inner_def = OPS.get(inner.name)
     if (
         names != expected
         or inner_def is None
         or inner_def.format not in ("BINARY", "UNARY", "TERNARY")
-        or inner.operands != names
+        or inner.operands != operands
         or inner.attributes
         or inner.results != [SHORT_BODY_RESULT]
         or yield_op.name != "linalg.yield"
@@ -969,7 +1104,7 @@ def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:
 @_format("LINALG_MAP")
 def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_in, _ = _segments(op)
-    short = _short_body(op, n_in, with_inits=False)
+    short = _short_body(op, n_in, init_first=False)
     attrs = _opt_dict(op.attributes, ("operandSegmentSizes",))
     if short is not None:
         p.emit(depth, f"{head}linalg.map {{ {short} }} {_ins_outs(op)}{attrs}")
@@ -984,7 +1119,7 @@ def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     _need(_is_i64_array(dims))
     assert isinstance(dims, at.DenseArrayAttr)
     tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
-    short = _short_body(op, n_in, with_inits=True)
+    short = _short_body(op, n_in, init_first=True)
     if short is not None:
         p.emit(depth, f"{head}linalg.reduce {{ {short} }} {_ins_outs(op)}{tail}")
         return

@@ -59,6 +59,8 @@ def load_target_file(path: Path) -> Target:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise TargetError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise TargetError(f"{path}: not UTF-8 text (byte {e.start})") from None
     return parse_target(text, str(path))
 
 
@@ -68,6 +70,8 @@ def parse_target(text: str, filename: str = "<target>") -> Target:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TargetError(f"{filename}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise TargetError(f"{filename}: not valid TOML: nested too deeply") from None
     return target_from_dict(data, filename)
 
 

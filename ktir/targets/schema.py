@@ -99,6 +99,31 @@ class Bandwidth(_Provenance):
 # ---------------------------------------------------------------------- parts
 
 
+class SubnormalMode(_Provenance):
+    """How arithmetic treats subnormal (denormal) floating-point values, with its provenance."""
+
+    value: Literal["preserve", "flush-to-zero"] = Field(
+        description="`preserve`: IEEE 754 gradual underflow (what the reference interpreter computes); "
+        "`flush-to-zero`: subnormal inputs read as zero and subnormal results are written as zero, keeping the sign."
+    )
+
+
+class Numerics(_Model):
+    """Floating-point behaviour that conformance results depend on (spec/targets.md)."""
+
+    subnormals: SubnormalMode = Field(description="Subnormal handling of every floating-point element type not listed below.")
+    subnormals_by_dtype: dict[DType, SubnormalMode] = Field(
+        default_factory=dict, description="Element types whose subnormal handling differs from `subnormals`."
+    )
+
+    def subnormal_mode(self, dtype: str) -> str:
+        """The mode for one element type (`f8` covers the 8-bit formats not named)."""
+        found = self.subnormals_by_dtype.get(dtype)  # type: ignore[call-overload]
+        if found is None and dtype.startswith("f8"):
+            found = self.subnormals_by_dtype.get("f8")
+        return (found or self.subnormals).value
+
+
 class Clock(_Model):
     hz: Quantity = Field(description="Clock frequency of the compute tiles, in hertz. Cycle counts in the file use it.")
 
@@ -184,6 +209,11 @@ class MemoryLevel(_Model):
     bandwidth: Bandwidth = Field(description="Peak bandwidth: in total for global, per tile for ct_local.")
     latency_cycles: Quantity = Field(description="Cycles from a request to its first byte.")
     granularity_bytes: Count = Field(description="Transfer unit: every transfer is rounded up to a multiple of it.")
+    alignment_bytes: Count | None = Field(
+        default=None,
+        description="Required alignment of a transfer's start address, in bytes (a power of two); absent: the "
+        "level has no alignment requirement beyond the element size.",
+    )
     attach_tiles: IntList | None = Field(
         default=None,
         description="global levels on a ring or mesh: the tiles whose interconnect stop the memory is attached to "
@@ -209,6 +239,11 @@ class Target(_Model):
     vendor: str | None = Field(default=None, description="Who makes it.")
     description: str = Field(description="What is modelled and what is not, in a few sentences.")
     dtypes: list[DType] = Field(description="Element types the hardware supports natively.")
+    numerics: Numerics | None = Field(
+        default=None,
+        description="Floating-point behaviour (subnormal handling); absent: not stated, and conformance claims "
+        "must not assume either mode.",
+    )
     clock: Clock = Field(description="The clock that cycle counts refer to.")
     tiles: Tiles = Field(description="The compute tiles.")
     interconnect: Interconnect = Field(description="How tiles (and global memory) are connected: ring, mesh2d or crossbar.")
@@ -253,6 +288,10 @@ class Target(_Model):
             raise ValueError(f"declared but never cited: {', '.join(unused)}")
 
     def _check_memory(self) -> None:
+        for m in self.memory:
+            a = m.alignment_bytes.value if m.alignment_bytes is not None else None
+            if a is not None and (a < 1 or a & (a - 1)):
+                raise ValueError(f"memory.{m.name}.alignment_bytes: {a} is not a power of two")
         for scope in ("global", "ct_local"):
             levels = [m.name for m in self.memory if m.scope == scope]
             if len(levels) != 1:

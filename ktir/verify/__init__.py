@@ -1,9 +1,9 @@
 """The KTIR verifier: structure, types, numbered op constraints, exact integer-set checks."""
 
-from ktir.verify.engine import RULES, STRUCTURAL_RULES, verify
+from ktir.verify.engine import RULES, STRUCTURAL_RULES, WARNINGS, verify
 from ktir.verify.validate import validate_text
 
-__all__ = ["RULES", "STRUCTURAL_RULES", "checked_constraints", "validate_text", "verify"]
+__all__ = ["RULES", "STRUCTURAL_RULES", "WARNINGS", "checked_constraints", "validate_text", "verify"]
 
 
 def checked_constraints() -> frozenset[str]:

@@ -27,9 +27,18 @@ STRUCTURAL_RULES: dict[str, str] = {
     "op.attribute": "An op carries every attribute its definition requires.",
     "region.count": "An op has exactly the regions its definition declares.",
     "region.terminator": "Each block of a region ends with the terminator its op expects, and only there.",
+    "type.memory_space": "A `#ktdp.memory_space` in a memref type gives `ct_id` only with `ct_local`, and never a negative one.",
 }
-# Diagnostics that are warnings, not rules: `op.unknown` (an op KTIR does not define, accepted
-# in generic form and not checked), `legacy` (a legacy spelling, printed canonically).
+# Diagnostics that are warnings, not rules (the program stays valid); `legacy` comes from the
+# parser. Listed in spec/diagnostics.md through the docs directive `ktir:warnings`.
+WARNINGS: dict[str, str] = {
+    "legacy": "A legacy spelling (`!ktdp.tile`, `#ktdp.spyre_memory_space<...>`, ...); it is printed in canonical form.",
+    "op.unknown": "An op KTIR does not define, accepted in generic form and not checked.",
+    "ktdp.construct_access_tile.shape": "The result type's shape differs from the extents of `access_tile_set` in"
+    " the order's permutation; constructing the tile is a `runtime.type` dynamic error.",
+    "ktdp.construct_indirect_access_tile.shape": "The result type's shape differs from the extents of"
+    " `variables_space_set` in the order's permutation; constructing the tile is a `runtime.type` dynamic error.",
+}
 
 @dataclass
 class ValueInfo:
@@ -96,6 +105,9 @@ class Check:
 
 Rule = Callable[[Check], None]
 RULES: dict[str, Rule] = {}
+# Rules on the type of every defined value (op results, block arguments), whatever its op.
+ValueRule = Callable[["Verifier", Type, "Location | None"], None]
+VALUE_RULES: list[ValueRule] = []
 
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
@@ -129,6 +141,7 @@ class Verifier:
 
     def emit(self, severity: Severity, ident: str, message: str, loc: Location | None,
              related: tuple[Location | None, str] | None = None) -> None:
+        assert severity != "warning" or ident in WARNINGS, f"warning {ident} is not listed in WARNINGS"
         notes: tuple[Diagnostic, ...] = ()
         if related is not None:
             rloc, rmsg = related
@@ -185,6 +198,8 @@ class Verifier:
         return None
 
     def define(self, name: str, info: ValueInfo) -> None:
+        for value_rule in VALUE_RULES:
+            value_rule(self, info.type, info.loc)
         if self.lookup(name) is not None:
             previous = self.lookup(name)
             self.error(

@@ -149,25 +149,22 @@ def _view_domain(check: Check, view: str, model: Model, coords: list[str]) -> li
     op = info.op if info else None
     if op is not None and op.name == "ktdp.construct_memory_view":
         sizes = check.v.rattr(op.attributes.get("static_sizes", at.UnitAttr()))
-        dyn = op.operands[1:]
-        dyn_sizes: list[str] = []
-        if isinstance(sizes, at.DenseArrayAttr):
-            dyn_iter = iter(dyn)
-            for v in sizes.values:
-                if v == KDYNAMIC:
-                    dyn_sizes.append(model.value(next(dyn_iter)))
+        if not isinstance(sizes, at.DenseArrayAttr) or len(sizes.values) != len(coords):
+            return None  # an ill-formed view (reported on the view itself): nothing to check against
+        # the dynamic sizes follow the offset operand, one per kDynamic entry
+        n_dyn = sum(1 for v in sizes.values if v == KDYNAMIC)
+        dyn = op.operands[1 : 1 + n_dyn]
+        if len(dyn) != n_dyn:
+            return None
+        dyn_sizes = [model.value(x) for x in dyn]
         cset = op.attributes.get("coordinate_set")
         if cset is not None:
             cset = check.v.rattr(cset)
             if isinstance(cset, at.IntegerSetAttr):
                 return isl_constraints(cset.value, coords, dyn_sizes)
-        if isinstance(sizes, at.DenseArrayAttr):
-            bounds = []
-            dyn_iter2 = iter(dyn_sizes)
-            for c, v in zip(coords, sizes.values, strict=True):
-                bounds.append(f"0 <= {c} < {next(dyn_iter2) if v == KDYNAMIC else v}")
-            return bounds
-    if isinstance(vtype, ty.MemRefType | ty.TensorType) and all(d is not None for d in vtype.shape):
+        dyn_iter = iter(dyn_sizes)
+        return [f"0 <= {c} < {next(dyn_iter) if v == KDYNAMIC else v}" for c, v in zip(coords, sizes.values, strict=True)]
+    if isinstance(vtype, ty.MemRefType | ty.TensorType) and len(vtype.shape) == len(coords) and all(d is not None for d in vtype.shape):
         return [f"0 <= {c} < {d}" for c, d in zip(coords, vtype.shape, strict=True)]
     return None
 
@@ -235,6 +232,31 @@ def check_set_in_box(check: Check, iset: af.IntegerSet, sizes: list[int], cid: s
         if high - low + 1 > size:
             check.fail(cid, f"dimension {i} of the coordinate set spans {low}..{high} ({high - low + 1} coordinates), more than the size {size}")
             return
+
+
+def check_tile_shape(check: Check, iset: af.IntegerSet, order: af.AffineMap | None, result_shape: tuple[int | None, ...],
+                     what: str) -> None:
+    """A tile's shape is its set's extents (max - min + 1 per dimension) in the order's
+    permutation (spec/memory.md, access tiles). A warning, `<op>.shape`, when the set has no
+    symbols: upstream accepts such text (its own tests have some), but constructing the tile
+    is a `runtime.type` dynamic error."""
+    if iset.num_symbols or order is None or not order.is_permutation():
+        return
+    dims = [f"d{i}" for i in range(iset.num_dims)]
+    try:
+        text = set_text(dims, isl_constraints(iset, dims, []))
+    except NotAffine:
+        return
+    span = _spans(text)
+    if span is None:
+        return
+    perm = [r.position for r in order.results if isinstance(r, af.Dim)]
+    want = tuple(span[p][1] - span[p][0] + 1 for p in perm)
+    if len(want) == len(result_shape) and any(r is not None and r != w for r, w in zip(result_shape, want, strict=True)):
+        shown = "x".join("?" if r is None else str(r) for r in result_shape)
+        check.v.emit("warning", f"{check.op.name}.shape",
+                     f"the result shape {shown} differs from the extents of {what} in its order, "
+                     f"{'x'.join(map(str, want))}: constructing the tile is a runtime.type error", check.loc)
 
 
 @functools.lru_cache(maxsize=4096)

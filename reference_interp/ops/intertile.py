@@ -78,6 +78,7 @@ class FutureStore:
     produce: dict[int, ProduceInfo] = field(default_factory=dict)
     plans: dict[tuple[int, int], DeliveryPlan] = field(default_factory=dict)
     takes: int = 0
+    ops: dict[int, Operation] = field(default_factory=dict)  # id -> every inter-tile op executed
 
 
 class FutureHandle:
@@ -174,6 +175,8 @@ def produce(c: FuncCompiler, op: Operation) -> OpFn:
         info = info_for(machine)
         n = ctx.counters.get(key, 0)
         ctx.counters[key] = n + 1
+        if not n:
+            store_of(machine).ops[key] = op
         g = info.group_of.get(ctx.tile)
         if g is not None:
             fr[gid] = g
@@ -320,6 +323,10 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
     def gen(fr: list[Any]) -> Generator[Any, None, None]:
         ctx: TileContext = fr[0]
         machine = ctx.machine
+        executed = ctx.counters.get(key, 0)
+        ctx.counters[key] = executed + 1
+        if not executed:
+            store_of(machine).ops[key] = op
         handle = fr[fut]
         if not isinstance(handle, FutureHandle):
             raise fail("type", "the operand is not a tile future")
@@ -381,3 +388,25 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
         ctx.sync = (fkey, tuple(deps))
 
     return Blocking(gen)
+
+
+def check_counts(machine: Machine, contexts: list[TileContext]) -> None:
+    """At kernel end: every tile executed each inter-tile op equally often (matching is by
+    execution count, so a tile that runs one more produce or delivery than another leaves a
+    communication without its partner: `runtime.deadlock`)."""
+    if machine.futures is None:
+        return
+    for key, op in store_of(machine).ops.items():
+        counts = [ctx.counters.get(key, 0) for ctx in contexts]
+        if len(set(counts)) <= 1:
+            continue
+        most = max(counts)
+        short = [t for t, n in enumerate(counts) if n != most]
+        ahead = counts.index(most)
+        times = "time" if most == 1 else "times"
+        raise fail(
+            "deadlock",
+            f"tile {ahead} executed this op {most} {times} but tile {short[0]} executed it {counts[short[0]]} "
+            f"time{'' if counts[short[0]] == 1 else 's'}: every tile must execute each inter-tile op equally often, "
+            "the n-th executions on all tiles forming one communication",
+        ).attach(op, grid=machine.grid)

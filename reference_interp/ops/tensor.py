@@ -1,8 +1,8 @@
 """`tensor`: creation, element and slice access, reshapes, concat, pad, generate.
 
-`tensor.empty` has unspecified contents (MLIR semantics). The interpreter fills it with
-zeros so runs are deterministic; with `strict=True` it yields an *uninitialised* value
-and any op that reads an unspecified element fails with `runtime.undefined`
+`tensor.empty` has unspecified contents (MLIR semantics). With `strict=True` (the default)
+it yields an *uninitialised* value and any op that reads an unspecified element fails with
+`runtime.undefined`; with `strict=False` (`--lenient`) it reads as zeros
 (`insert`/`insert_slice` into it are tracked elementwise; ops that only use its shape,
 like the `outs` of elementwise linalg ops, are fine).
 """
@@ -56,20 +56,19 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
     dt = np_dtype(element(t))
     strict = c.options.strict
 
-    last: list[Any] = [None, None]  # values are immutable: the zeros of one shape are shared
+    last: list[Any] = [None, None, None]  # values are immutable: the zeros of one shape are shared
 
     def run(fr: list[Any]) -> None:
         shape = _static_shape_with(t, [fr[s] for s in dyn]) if dyn or last[0] is None else last[0]
-        if strict:
-            _check_size(fr, shape, dt)
-            fr[r] = Uninit(np.zeros(shape, dtype=dt), np.zeros(shape, dtype=bool))
-            return
         if shape != last[0]:
             _check_size(fr, shape, dt)
             data = np.zeros(shape, dtype=dt)
             data.flags.writeable = False
-            last[0], last[1] = shape, data
-        fr[r] = last[1]
+            nothing = np.zeros(shape, dtype=bool)
+            nothing.flags.writeable = False
+            last[0], last[1], last[2] = shape, data, nothing
+        # strict: the shared zeros marked undefined (inserting into it copies both arrays)
+        fr[r] = Uninit(last[1], last[2]) if strict else last[1]
 
     return run
 
@@ -233,7 +232,7 @@ def insert_slice(c: FuncCompiler, op: Operation) -> OpFn:
         region = _region(o, s, st, d.shape)
         value = fr[src]
         if type(value) is Uninit:
-            raise fail("undefined", "inserts the unspecified contents of a tensor.empty (strict mode)")
+            raise fail("undefined", "inserts the unspecified contents of a tensor.empty")
         fr[target] = _insert_into(d, region, np.reshape(value, s))
 
     return run

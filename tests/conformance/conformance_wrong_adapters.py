@@ -115,3 +115,30 @@ class NoF64(ReferenceAdapter):
         if "f64" in source:
             raise NotSupported("no f64 on this part")
         return super().run(source, filename, function, inputs)
+
+
+class NothingSupported(ReferenceAdapter):
+    """Says `not supported` to every case."""
+
+    name = "nothing-supported"
+
+    def check(self, source: str, filename: str) -> Any:
+        from conformance.adapters import NotSupported
+
+        raise NotSupported("nothing is supported")
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        from conformance.adapters import NotSupported
+
+        raise NotSupported("nothing is supported")
+
+
+class CrashesOnF64(ReferenceAdapter):
+    """Crashes when given an f64 program: shows whether a case left out by the capability file is run."""
+
+    name = "crashes-on-f64"
+
+    def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
+        if "f64" in source:
+            raise RuntimeError("f64 program reached the device")
+        return super().run(source, filename, function, inputs)

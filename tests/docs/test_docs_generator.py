@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from docs_support import ROOT
+from docs_support import ROOT, generated_pages
 from pygments.token import Error, Keyword, Name, Text
 
 from ktir.dialects.registry import OPS
@@ -107,7 +107,8 @@ def test_python_m_docsgen_writes_the_pages(tmp_path: Path) -> None:
     from ktir.docsgen.__main__ import main
 
     assert main(["--spec", str(ROOT / "spec"), "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "spec" / "ops" / "ktdp.load.md").read_text().startswith("# ktdp.load")
+    page = (tmp_path / "spec" / "ops" / "ktdp.load.md").read_text()
+    assert page.startswith("---\nsearch:\n  boost: ") and "\n# ktdp.load\n" in page
     assert (tmp_path / "status.md").exists()
 
 
@@ -130,3 +131,27 @@ def test_status_rows_follow_what_components_report() -> None:
         "conformance": "3",
         "schedulers": "spyre",
     }
+
+
+def test_search_finds_op_pages_by_their_name() -> None:
+    """The site search splits op names on '.' and '_' (mkdocs.yml), so the words of a query such
+    as `inter_tile_reduce` are words of the op page's title, and op pages carry a boost."""
+    import re
+
+    import yaml
+
+    from ktir.docsgen.pages import SEARCH_BOOST
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text().split("\nnav:")[0].replace("!!python", "#"))
+    search = next(p["search"] for p in config["plugins"] if isinstance(p, dict) and "search" in p)
+    sep = re.compile(search["separator"])
+
+    def words(text: str) -> list[str]:
+        return [w for w in sep.split(text.lower()) if w]
+
+    assert words("ktdp.inter_tile_reduce") == ["ktdp", "inter", "tile", "reduce"]
+    assert words("inter_tile_reduce") == ["inter", "tile", "reduce"]
+    pages = generated_pages()
+    for name in OPS:
+        page = pages[f"spec/ops/{name}.md"]
+        assert f"\n# {name}\n" in page and f"boost: {SEARCH_BOOST}" in page.split("---")[1]

@@ -13,6 +13,7 @@ from docs_support import all_blocks
 
 import ktir
 from ktir.docsgen.blocks import FencedBlock
+from ktir.docsgen.examples import public_kernels
 
 BLOCKS = all_blocks()
 KTIR_BLOCKS = [b for b in BLOCKS if b.language == "ktir"]
@@ -54,8 +55,8 @@ def _expected_block(index: int) -> FencedBlock:
 
 
 def _kernel_arguments(module: ktir.Module) -> tuple[str, list[str]]:
-    kernels = [f for f in module.functions() if f.regions and f.regions[0].blocks]
-    assert len(kernels) == 1, "a runnable block holds exactly one kernel"
+    kernels = public_kernels(module)
+    assert len(kernels) == 1, "a runnable block holds exactly one public function with a body (helpers are private)"
     kernel = kernels[0]
     name = getattr(kernel.attributes["sym_name"], "value", "")
     return str(name), [a.name.lstrip("%") for a in kernel.regions[0].entry.arguments]

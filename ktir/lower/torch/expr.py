@@ -236,6 +236,8 @@ SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
     "neg": _un("arith.negf"),
     "exp": _un("math.exp"),
     "log": _un("math.log"),
+    "log1p": _un("math.log1p"),
+    "expm1": _un("math.expm1"),
     "sqrt": _un("math.sqrt"),
     "rsqrt": _un("math.rsqrt"),
     "tanh": _un("math.tanh"),

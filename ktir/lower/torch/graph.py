@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ktir.lower.torch import kernels, sdsc
+from ktir.lower.torch import kernels, routing, sdsc, sequence
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
 from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
@@ -59,7 +59,7 @@ class Graph:
 
 
 UNARY = {
-    "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
+    "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
 }
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne"}
 # ops with no effect on values (export's runtime assertions)
@@ -271,7 +271,7 @@ class Lowering:
             return
         name = _target_name(node)
         handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
-        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not"):
+        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp"):
             handler = self.op_elementwise
         elif name in VIEWS:
             handler = self.op_view
@@ -314,6 +314,15 @@ class Lowering:
             e = x
         elif name == "logical_not":
             e = Op("logical_not", (x,))
+        elif name == "clamp":
+            low, high = (list(args[1:]) + [kw.get("min"), kw.get("max")])[:2] if len(args) > 1 else (kw.get("min"), kw.get("max"))
+            if not all(b is None or isinstance(b, int | float) for b in (low, high)):
+                raise TorchLoweringError("clamp is supported with number bounds")
+            e = x
+            if low is not None and low != -math.inf:
+                e = Op("maximum", (e, Const(float(low))))
+            if high is not None and high != math.inf:
+                e = Op("minimum", (e, Const(float(high))))
         elif name == "where":
             e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)))
         elif name in BINARY or name == "rsub":
@@ -474,9 +483,46 @@ class Lowering:
     def _reduce_with_indices(self, node: Any, kind: str) -> Any:
         if len(node.args) < 2:  # max(x): one value
             return self._reduce(node, kind, None)
-        # (values, indices): the indices are not computed; using them stops the lowering
+        if any(u.target is operator.getitem and u.args[1] == 1 for u in node.users):  # the indices are used
+            keepdim = bool(node.args[2]) if len(node.args) > 2 else False
+            return self._arg_extreme(node, node.args[0], node.args[1], keepdim, kind)
+        # the values alone: a reduction
         values = self._reduce_node(node, kind, [node.args[1]], tuple(node.meta["val"][0].shape), _ktype(node.meta["val"][0].dtype))
         return [values, None]
+
+    def _arg_extreme(self, node: Any, src: Any, dim: int | None, keepdim: bool, kind: str) -> list[Ref]:
+        """(values, indices) of the max or min along `dim` (None: of the flattened tensor), the
+        first index on ties: a top-1 kernel."""
+        in_shape = tuple(src.meta["val"].shape)
+        if dim is None or not in_shape:
+            flat = self.ref(src, node).reshape((math.prod(in_shape),))
+            if flat is None:
+                flat = self._materialise(Pending(self.ref(src, node), in_shape, self.ref(src, node).ktype, 1, [node.name]), node.name + "_flat")
+                flat = flat.reshape((math.prod(in_shape),))
+            e: Expr = flat.unsqueeze(0)  # type: ignore[union-attr]
+            nodes, in_shape, dim = [node.name], (1, math.prod(in_shape)), 1
+        else:
+            e = self.expr(src, in_shape, node)
+            nodes = self._fused_nodes(src, in_shape) + [node.name]
+        dim %= len(in_shape)
+        vtype = _ktype(src.meta["val"].dtype)
+        if vtype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"arg-reductions of {vtype} are not supported")
+        keep = tuple(1 if d == dim else n for d, n in enumerate(in_shape))
+        values = self._new_buffer(node.name + "_values", keep, vtype)
+        indices = self._new_buffer(node.name + "_indices", keep, "i64")
+        k = routing.topk(self._kname(f"arg{kind}"), self.aliases, e, list(in_shape), dim, 1, kind == "max", values, indices, self.cores)
+        self._add_kernel(k, "topk", nodes, [values.buffer, indices.buffer], f"{', '.join(nodes)}: {kind} and its index over dim {dim} of {list(in_shape)}")
+        shape = tuple(node.meta["val"][0].shape if isinstance(node.meta["val"], list | tuple) else node.meta["val"].shape)
+        if keepdim and len(shape) == len(keep):
+            return [values, indices]
+        return [values.reshape(shape) or values, indices.reshape(shape) or indices]
+
+    def op_argmax(self, node: Any) -> Ref:
+        return self._arg_extreme(node, node.args[0], node.args[1] if len(node.args) > 1 else None, bool(node.args[2]) if len(node.args) > 2 else False, "max")[1]
+
+    def op_argmin(self, node: Any) -> Ref:
+        return self._arg_extreme(node, node.args[0], node.args[1] if len(node.args) > 1 else None, bool(node.args[2]) if len(node.args) > 2 else False, "min")[1]
 
     def op_max(self, node: Any) -> Any:
         return self._reduce_with_indices(node, "max")
@@ -594,6 +640,123 @@ class Lowering:
             start += tshape[dim]
         return out
 
+
+    def op_topk(self, node: Any) -> list[Ref]:
+        args = list(node.args) + [None] * 4
+        src, count = args[0], int(args[1])
+        dim = -1 if args[2] is None else args[2]
+        largest = True if args[3] is None else bool(args[3])
+        in_shape = tuple(src.meta["val"].shape)
+        vshape, vtype = tuple(node.meta["val"][0].shape), _ktype(node.meta["val"][0].dtype)
+        itype = _ktype(node.meta["val"][1].dtype)
+        if vtype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"topk of {vtype} is not supported")
+        vector = len(in_shape) == 1  # a 1-D input is lowered as one row
+        if vector:
+            e: Expr = self.ref(src, node).unsqueeze(0)
+            nodes = [node.name]
+            in_shape, vshape, dim = (1, *in_shape), (1, *vshape), -1
+        else:
+            e = self.expr(src, in_shape, node)
+            nodes = self._fused_nodes(src, in_shape) + [node.name]
+        dim %= len(in_shape)
+        values = self._new_buffer(node.name + "_values", vshape, vtype)
+        indices = self._new_buffer(node.name + "_indices", vshape, itype)
+        k = routing.topk(self._kname("topk"), self.aliases, e, list(in_shape), dim, count, largest, values, indices, self.cores)
+        what = "largest" if largest else "smallest"
+        self._add_kernel(k, "topk", nodes, [values.buffer, indices.buffer], f"{', '.join(nodes)}: top {count} ({what}) over dim {dim} of {list(in_shape)}")
+        return [values.squeeze([0]), indices.squeeze([0])] if vector else [values, indices]
+
+    def op_index(self, node: Any) -> Ref:
+        """x[ids] (integer ids indexing the first dim): a row gather through an indirect access tile."""
+        src, index = node.args[0], list(node.args[1])
+        if len(index) != 1 or index[0] is None:
+            raise TorchLoweringError("only indexing the first dim with one integer tensor (x[ids]) is supported")
+        ids = self.ref(index[0], node)
+        if ids.ktype not in ("i32", "i64"):
+            raise TorchLoweringError(f"indexing with a {ids.ktype} tensor is not supported (integer ids only)")
+        table = self.ref(src, node)
+        width = math.prod(table.shape[1:])
+        flat_table = table.reshape((table.shape[0], width))
+        if flat_table is None:
+            copy = self._materialise(Pending(table, table.shape, table.ktype, 1, [node.name]), node.name + "_table")
+            flat_table = copy.reshape((table.shape[0], width))
+        flat_ids = ids.reshape((ids.numel,))
+        if flat_table is None or flat_ids is None:
+            raise TorchLoweringError("the ids of x[ids] must be a contiguous tensor")
+        shape, ktype = self._out(node)
+        out_full = self._new_buffer(node.name, shape, ktype)
+        out = Ref(out_full.buffer, ktype, 0, (ids.numel, width), contiguous_strides((ids.numel, width)))
+        k = kernels.embedding(self._kname("gather"), self.aliases, flat_table, flat_ids, out, self.cores)
+        self._add_kernel(k, "gather", [node.name], [out.buffer], f"{node.name}: gather of {ids.numel} rows of {list(table.shape)}")
+        return out_full
+
+    def op_full_like(self, node: Any) -> Ref:
+        """A tensor of one value shaped like a computed one: a constant buffer."""
+        shape = tuple(node.meta["val"].shape)
+        self.consts[node] = torch.full(shape, node.args[1], dtype=node.meta["val"].dtype)
+        return self._const_ref(node)
+
+    def op_convolution(self, node: Any) -> Ref:
+        """Depthwise 1-D convolution (Mamba's short causal conv): one group per channel, stride 1."""
+        src, wnode, bnode, stride, padding, dilation, transposed, _, groups = node.args
+        in_shape = tuple(src.meta["val"].shape)
+        weight = self.ref(wnode, node)
+        if len(in_shape) != 3 or transposed or list(stride) != [1] or list(dilation) != [1] or groups != in_shape[1] or weight.shape[1] != 1:
+            raise TorchLoweringError("only depthwise 1-D convolution (groups = channels, stride 1, dilation 1) is supported")
+        shape, ktype = self._out(node)
+        e = self.expr(src, in_shape, node)
+        nodes = self._fused_nodes(src, in_shape) + [node.name]
+        bias = self.ref(bnode, node) if bnode is not None else None
+        out = self._new_buffer(node.name, shape, ktype)
+        k = sequence.conv1d_depthwise(self._kname("conv1d"), self.aliases, e, in_shape, weight, bias, int(padding[0]), out, self.cores)
+        comment = f"{', '.join(nodes)}: depthwise conv1d, {in_shape[1]} channels, {weight.shape[-1]} taps, padding {padding[0]}"
+        self._add_kernel(k, "conv1d", nodes, [out.buffer], comment)
+        return out
+
+    def op_cumsum(self, node: Any) -> Ref:
+        src, dim = node.args[0], node.args[1]
+        shape, ktype = self._out(node)
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"cumsum to {ktype} is not supported")
+        if not shape:
+            return self._materialise(Pending(self.expr(src, shape, node), shape, ktype, 1, [node.name]), node.name)
+        dim %= len(shape)
+        e = self.expr(src, shape, node)
+        nodes = self._fused_nodes(src, shape) + [node.name]
+        out = self._new_buffer(node.name, shape, ktype)
+        k = sequence.cumsum(self._kname("cumsum"), self.aliases, e, shape, dim, out, self.cores)
+        self._add_kernel(k, "cumsum", nodes, [out.buffer], f"{', '.join(nodes)}: cumulative sum over dim {dim} of {list(shape)}")
+        return out
+
+    def op_constant_pad_nd(self, node: Any) -> Any:
+        src, pads = node.args[0], list(node.args[1])
+        fill = float(node.args[2]) if len(node.args) > 2 else 0.0
+        shape, ktype = self._out(node)
+        rank = len(shape)
+        low, high = [0] * rank, [0] * rank
+        for i in range(len(pads) // 2):  # pairs from the last dim backwards
+            low[rank - 1 - i], high[rank - 1 - i] = pads[2 * i], pads[2 * i + 1]
+        value = self.values.get(src)
+        if not any(low) and not any(high):  # a copy: the value passes through
+            if isinstance(value, Pending) and value.users == 1:
+                return Pending(value.expr, value.shape, value.ktype, len(node.users), value.nodes)
+            return self.ref(src, node)
+        in_shape = tuple(src.meta["val"].shape)
+        e = self.expr(src, in_shape, node)
+        nodes = self._fused_nodes(src, in_shape) + [node.name]
+        if any(p < 0 for p in low + high):  # negative padding crops: read the kept part only
+            r = self.ref(src, node)
+            for d in range(rank):
+                r = r.slice(d, max(-low[d], 0), in_shape[d] - max(-high[d], 0), 1)
+            e, in_shape, nodes = r, r.shape, [node.name]
+            low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"padding {ktype} is not supported")
+        out = self._new_buffer(node.name, shape, ktype)
+        k = sequence.pad(self._kname("pad"), self.aliases, e, in_shape, low, high, fill, out, self.cores)
+        self._add_kernel(k, "pad", nodes, [out.buffer], f"{', '.join(nodes)}: pad {list(in_shape)} to {list(shape)} with {fill}")
+        return out
 
 def _contains(tree: Expr, sub: Expr) -> bool:
     if tree is sub or tree == sub:

@@ -4,11 +4,25 @@ the user inputs and the outputs. Written next to the KTIR as OUT.manifest.json."
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION: Literal[1] = 1
+
+
+def _confined(value: str | None) -> str | None:
+    """A path the manifest names must stay inside the folder it is relative to: no
+    absolute path, no `..` step (a manifest from elsewhere must not read arbitrary files)."""
+    if value is None:
+        return value
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts or value in ("", "."):
+        raise ValueError(f"{value!r} must be a relative path inside the manifest's folder (no absolute path, no '..')")
+    return value
+
+
+RelativePath = Annotated[str, AfterValidator(_confined)]
 
 
 class StickLayout(BaseModel):
@@ -54,7 +68,7 @@ class KernelEntry(BaseModel):
     reads: list[str] = Field(description="Buffers it reads.")
     writes: list[str] = Field(description="Buffers it writes.")
     nodes: list[str] = Field(description="The torch.export graph nodes it computes (fused chains list several).")
-    sdsc: str | None = Field(default=None, description="File name of the kernel's SDSC JSON when one was written (--sdsc).")
+    sdsc: RelativePath | None = Field(default=None, description="File name of the kernel's SDSC JSON when one was written (--sdsc).")
     sdsc_skipped: str | None = Field(default=None, description="Why the kernel has no SDSC (SDSC has no such op or layout).")
     across_sticks: list[str] = Field(
         default_factory=list,
@@ -83,8 +97,8 @@ class Manifest(BaseModel):
     program: str = Field(description="Name of the program (the module's class name).")
     target: str = Field(description="Target whose cores the work is divided over.")
     cores: int = Field(description="Cores available on the target.")
-    ktir: str = Field(description="File name of the KTIR module (relative to the manifest).")
-    weights: str | None = Field(description="File name of the .npz with parameter and constant buffers (relative).")
+    ktir: RelativePath = Field(description="File name of the KTIR module (relative to the manifest).")
+    weights: RelativePath | None = Field(description="File name of the .npz with parameter and constant buffers (relative).")
     buffers: list[BufferEntry] = Field(description="Every buffer of the program.")
     kernels: list[KernelEntry] = Field(description="The kernels, in execution order.")
     inputs: list[TensorEntry] = Field(description="User inputs, in the order run() takes them.")

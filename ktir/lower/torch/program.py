@@ -150,12 +150,32 @@ class Program:
             bound[spec.name] = arr
         return bound
 
+    def estimate(self, *inputs: Any, target: str = "spyre") -> list[tuple[str, str, Any]]:
+        """Run every kernel with an event trace and cost it on `target`'s hardware model:
+        per kernel (name, kind, ktir.targets CostReport). Kernels run one after another, so
+        the program's latency is the sum of the kernels' `estimate_seconds`."""
+        from ktir.targets import load_target
+        from ktir.targets.from_interp import from_interp
+        from ktir.targets.report import estimate
+
+        machine = load_target(target)
+        kinds = {k.name: k.kind for k in self.manifest.kernels}
+        reports: list[tuple[str, str, Any]] = []
+
+        def cost(name: str, module: Any, result: Any) -> None:
+            conversion = from_interp(module, result, func=name)
+            reports.append((name, kinds[name], estimate(conversion.trace, machine, conversion.warnings).report))
+
+        self.run_buffers(self._bind(inputs), target=target, traced=cost)
+        return reports
+
     def run_buffers(
         self, inputs: Mapping[str, np.ndarray], *, target: str | None = None, check_races: bool = True, progress: Any = None,
-        keep: dict[str, np.ndarray] | None = None,
+        keep: dict[str, np.ndarray] | None = None, traced: Any = None,
     ) -> list[np.ndarray]:
         """Run with user inputs given by name; returns the outputs in order. `keep`, if given,
-        receives the final contents of every buffer (flat)."""
+        receives the final contents of every buffer (flat); `traced(name, module, result)`, if
+        given, is called after each kernel, run with an event trace."""
         import reference_interp
 
         arrays: dict[str, np.ndarray] = {}
@@ -173,9 +193,12 @@ class Program:
             arrays[spec.buffer] = np.ascontiguousarray(np.asarray(inputs[spec.name]), dtype=numpy_dtype(spec.dtype)).reshape(-1)
         for k in self.manifest.kernels:
             module = self.overrides.get(k.name) or self.module
-            result = reference_interp.run(module, func=k.name, args={a: arrays[a] for a in k.args}, target=target, check_races=check_races)
+            args = {a: arrays[a] for a in k.args}
+            result = reference_interp.run(module, func=k.name, args=args, target=target, check_races=check_races, trace=traced is not None)
             for w in k.writes:
                 arrays[w] = np.asarray(result.outputs[w]).reshape(-1)
+            if traced is not None:
+                traced(k.name, module, result)
             if progress is not None:
                 progress(k.name)
         if keep is not None:
@@ -228,17 +251,27 @@ class Program:
             manifest = Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except json.JSONDecodeError as e:
             raise ProgramError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+        except (UnicodeDecodeError, RecursionError):
+            raise ProgramError(f"{path}: not a program manifest (not UTF-8 JSON, or nested too deeply)") from None
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise ProgramError(f"{path}: {where}: {first['msg']}") from None
-        text = (path.parent / manifest.ktir).read_text(encoding="utf-8")
+        try:
+            text = (path.parent / manifest.ktir).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ProgramError(f"{path.parent / manifest.ktir}: not UTF-8 text (byte {e.start})") from None
         weights: dict[str, np.ndarray] = {}
         if manifest.weights:
-            with np.load(path.parent / manifest.weights, allow_pickle=False) as data:
-                for b in manifest.buffers:
-                    if b.kind in ("parameter", "constant") and b.name in data:
-                        weights[b.name] = _restore(data[b.name], b.dtype)
+            try:
+                with np.load(path.parent / manifest.weights, allow_pickle=False) as data:
+                    for b in manifest.buffers:
+                        if b.kind in ("parameter", "constant") and b.name in data:
+                            weights[b.name] = _restore(data[b.name], b.dtype)
+            except OSError:
+                raise
+            except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types for a damaged .npz
+                raise ProgramError(f"{path.parent / manifest.weights}: not a readable .npz ({e})") from None
         return cls(text, manifest, weights)
 
 

@@ -174,6 +174,7 @@ def cmd_run_program(args: argparse.Namespace) -> int:
 
     from ktir.lower.torch.program import Program, ProgramError, numpy_dtype
     from reference_interp import KtirRuntimeError
+    from reference_interp.inputs import load_npy
 
     try:
         program = Program.load(args.manifest)
@@ -203,7 +204,7 @@ def cmd_run_program(args: argparse.Namespace) -> int:
             print(f"ktir run-program: --input {item}: expected NAME=PATH.npy", file=sys.stderr)
             return EXIT_USAGE
         try:
-            given[name] = np.load(file, allow_pickle=False)
+            given[name] = load_npy(file)
         except (OSError, ValueError) as e:
             print(f"ktir run-program: cannot read {file}: {_one_line(e)}", file=sys.stderr)
             return EXIT_USAGE

@@ -269,6 +269,20 @@ class Kernel:
         self.emit(f"}} -> {ot}")
         return out
 
+    def pad(self, value: str, shape: Sequence[int], low: Sequence[int], high: Sequence[int], fill: float = 0.0) -> tuple[str, list[int]]:
+        """An f32 tensor padded with `fill`: `low[d]` elements before and `high[d]` after dim d."""
+        out_shape = [n + a + b for n, a, b in zip(shape, low, high, strict=True)]
+        if list(out_shape) == list(shape):
+            return value, out_shape
+        out = self.fresh("pad")
+        fill_value = self.fconst(fill)
+        self.emit(f"{out} = tensor.pad {value} low[{', '.join(map(str, low))}] high[{', '.join(map(str, high))}] {{")
+        params = ", ".join(f"{self.fresh('p')}: index" for _ in shape)
+        self.body.append("  " * self.indent + f"^bb0({params}):")
+        self.emit(f"  tensor.yield {fill_value} : f32")
+        self.emit(f"}} : {tensor_type(shape, 'f32')} to {tensor_type(out_shape, 'f32')}")
+        return out, out_shape
+
     def reduce(self, value: str, shape: Sequence[int], combiner: str, init: float) -> tuple[str, list[int]]:
         """Reduce the last dim of an f32 tensor with `arith.<combiner>`."""
         out_shape = list(shape[:-1])

@@ -1,3 +1,3 @@
 """Per-op rules, one module per dialect family; importing registers them."""
 
-from ktir.verify.rules import arith_math, ktdp, linalg, scf_func, tensor_memref  # noqa: F401
+from ktir.verify.rules import arith_math, ktdp, linalg, memory_space, scf_func, tensor_memref  # noqa: F401

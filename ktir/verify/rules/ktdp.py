@@ -122,6 +122,7 @@ def access_tile(check: Check) -> None:
         check.fail("C6", f"the base {t(base)} must be a ranked memref or tensor with {len(base_map.results)} dimensions")
         return
     if len(check.v.report.errors) == errors_before:  # the set check needs consistent counts
+        sets.check_tile_shape(check, tile_set, order, tuple(result.shape), "access_tile_set")
         sets.check_access_tile(check, tile_set, base_map, result)
 
 
@@ -163,6 +164,9 @@ def indirect_tile(check: Check) -> None:
     result = check.result_types[0] if check.result_types else None
     if not isinstance(result, ty.AccessTileType) or result.rank != len(variables):
         check.fail("C6", f"the result must be an access tile of rank {len(variables)}")
+        return
+    if vset is not None and vset.num_dims == len(variables) and order is not None and order.num_dims == len(variables):
+        sets.check_tile_shape(check, vset, order, tuple(result.shape), "variables_space_set")
 
 
 def _tile_base_element(check: Check, tile_value: str) -> tuple[ty.Type | None, object]:
@@ -219,6 +223,12 @@ def runtime_arg_extract(check: Check) -> None:
         return
     if kind.value != "value" and getattr(arg, kind.value) is None:
         check.fail("C2", f"{t(arg)} has no {kind.value}")
+        return
+    # the value has the argument's own type; granularity and upperbound are index counts
+    expected = check.v.rtype(arg.value_type) if kind.value == "value" else ty.INDEX
+    result = check.result_types[0]
+    if result != expected:
+        check.fail("C3", f"extracting {kind.value} from {t(arg)} gives {t(expected)}, but the result type is {t(result)}")
 
 
 def _future(check: Check) -> ty.TileFutureType | None:
@@ -261,7 +271,26 @@ def reduce_(check: Check) -> None:
         check.fail("C1", "the results must have the future's partial types")
         return
     _combiner(check, future, "C2")
+    _identity(check, future, "C6")
     sets.check_reduce(check, future)
+
+
+def _identity(check: Check, future: ty.TileFutureType, cid: str) -> None:
+    """The identity operands and the combiner's arguments have the partial types: the
+    combination starts from the identity, so a mismatch would only fail while running."""
+    partials = [check.v.rtype(x) for x in future.partial_types]
+    identity = [check.v.rtype(x) for x in check.operand_types[1:]]
+    if identity != partials:
+        check.fail(cid, f"the identity operands are ({', '.join(t(x) for x in identity)}) but the future's partial "
+                        f"types are ({', '.join(t(x) for x in partials)})")
+        return
+    region = check.op.regions[0] if check.op.regions else None
+    if region is None or not region.blocks:
+        return
+    args = [check.v.rtype(a.type) for a in region.blocks[0].arguments]
+    if len(args) == 2 * len(partials) and args != partials + partials:
+        check.fail(cid, f"the combiner's arguments are ({', '.join(t(x) for x in args)}); they must be the partial "
+                        f"types twice ({', '.join(t(x) for x in partials + partials)})")
 
 
 def _combiner(check: Check, future: ty.TileFutureType, cid: str) -> None:
@@ -287,6 +316,7 @@ def collective(check: Check) -> None:
         return
     if name == "ktdp.inter_tile_reduce_scatter" and future is not None:
         _combiner(check, future, "C1")
+        _identity(check, future, "C3")
     key = "gather_dimensions" if name == "ktdp.inter_tile_gather" else "scatter_dimensions"
     dims = check.attr(key)
     cid = "C2" if name == "ktdp.inter_tile_reduce_scatter" else "C1"

@@ -168,8 +168,8 @@ def test_work_is_divided_over_the_cores() -> None:
 def test_unsupported_op_names_the_node() -> None:
     from ktir.lower.torch import TorchLoweringError
 
-    with pytest.raises(TorchLoweringError, match=r"cumsum"):
-        from_torch(Fn(lambda s, x: torch.cumsum(x, 0)), (r(4, 4),))
+    with pytest.raises(TorchLoweringError, match=r"node sort.*\(sort\): this op is not supported"):
+        from_torch(Fn(lambda s, x: torch.sort(x, 0).values), (r(4, 4),))
 
 
 def test_masks_comparisons_and_where() -> None:
@@ -189,11 +189,11 @@ def test_bf16() -> None:
     check(Fn(lambda s, x, w: torch.softmax(x @ w, -1)), r(16, 64), r(64, 64) * 0.1, dtype=torch.bfloat16)
 
 
-def test_using_argmax_indices_is_an_error() -> None:
-    from ktir.lower.torch import TorchLoweringError
-
-    with pytest.raises(TorchLoweringError, match="not computed"):
-        from_torch(Fn(lambda s, x: torch.max(x, -1).indices), (r(4, 8),))
+def test_max_min_indices_and_argmax() -> None:
+    p = check(Fn(lambda s, x: torch.max(x, -1).indices), r(4, 8))
+    assert [k.kind for k in p.manifest.kernels] == ["topk"]
+    check(Fn(lambda s, x: torch.min(x * 2, 1, keepdim=True)), r(4, 8, 6))
+    check(Fn(lambda s, x: (torch.argmax(x, 0), torch.argmin(x, -1, keepdim=True), torch.argmax(x))), r(6, 8))
 
 
 def test_attention_with_explicit_masks() -> None:

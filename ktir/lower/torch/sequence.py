@@ -1,0 +1,108 @@
+"""Kernels along a sequence dim (Mamba2's short convolution and chunked scan): depthwise
+causal conv1d, cumulative sum, constant padding.
+
+Each keeps the sequence dim whole on a tile and splits the others (channels, heads, rows)
+over the cores, so a tile never needs a neighbour's elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ktir.lower.torch.expr import Expr, evaluate
+from ktir.lower.torch.kernels import _rows_last
+from ktir.lower.torch.refs import Ref
+from ktir.lower.torch.work import divide
+from ktir.lower.torch.writer import Aliases, Kernel
+
+
+def conv1d_depthwise(
+    name: str, aliases: Aliases, expr: Expr, in_shape: Sequence[int], weight: Ref, bias: Ref | None, padding: int, out: Ref, cores: int
+) -> Kernel:
+    """out[b, c, t] = bias[c] + sum_j weight[c, 0, j] * x[b, c, t + j - padding] (zero outside
+    x): one group per channel, stride 1; (batch, channel) rows split over the cores."""
+    batch, channels, length = in_shape
+    taps = weight.shape[-1]
+    div = divide(out.shape, [1, 0], cores, inner=None)
+    k = Kernel(name, aliases, div.grid)
+    k.division = div
+    starts = div.starts(k)
+    bb, cb, lout = div.block
+    x = evaluate(k, expr, [starts[0], starts[1], 0], [bb, cb, length])
+    xp, pshape = k.pad(x, [bb, cb, length], [0, 0, padding], [0, 0, padding])
+    wv, wshape = k.load(weight, [starts[1], 0, 0], [cb, 1, taps])
+    out_map = aliases.map(4, ["d0", "d1", "d2"])
+    block = [bb, cb, lout]
+    if bias is not None:
+        bv, bshape = k.load(bias, [starts[1]], [cb])
+
+        def broadcast(kk: Kernel, names: list[str], acc: str) -> str:
+            return kk.scalar_convert(names[0], bias.ktype, "f32")
+
+        ident = aliases.identity(3)
+        init = k.generic([(bv, bshape, bias.ktype, aliases.map(3, ["d1"]))], block, ident, ["parallel"] * 3, None, "f32", broadcast)
+    else:
+        init = k.filled(block, 0.0)
+
+    def tap(kk: Kernel, names: list[str], acc: str) -> str:
+        w = kk.scalar_convert(names[1], weight.ktype, "f32")
+        m = kk.fresh("s")
+        kk.emit(f"{m} = arith.mulf {names[0]}, {w} : f32")
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.addf {acc}, {m} : f32")
+        return r
+
+    inputs = [(xp, pshape, "f32", aliases.map(4, ["d0", "d1", "d2 + d3"])), (wv, wshape, weight.ktype, aliases.map(4, ["d1", "0", "d3"]))]
+    y = k.generic(inputs, block, out_map, ["parallel"] * 3 + ["reduction"], init, "f32", tap)
+    k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    return k
+
+
+def cumsum(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int) -> Kernel:
+    """out = cumsum(expr, dim): out[..., i] = sum_{j <= i} x[..., j], as one generic whose
+    reduction dim j is masked above i; rows split over the cores."""
+    expr, out, div = _rows_last(expr, shape, dim, out, cores)
+    k = Kernel(name, aliases, div.grid)
+    k.division = div
+    starts = div.starts(k)
+    block = list(div.block)
+    rank = len(block)
+    x = evaluate(k, expr, starts, block)
+    xmap = aliases.map(rank + 1, [f"d{i}" for i in range(rank - 1)] + [f"d{rank}"])
+    omap = aliases.map(rank + 1, [f"d{i}" for i in range(rank)])
+
+    def prefix(kk: Kernel, names: list[str], acc: str) -> str:
+        i, j = kk.fresh("i"), kk.fresh("j")
+        kk.emit(f"{i} = linalg.index {rank - 1} : index")
+        kk.emit(f"{j} = linalg.index {rank} : index")
+        before = kk.fresh("le")
+        kk.emit(f"{before} = arith.cmpi ule, {j}, {i} : index")
+        v = kk.fresh("s")
+        kk.emit(f"{v} = arith.select {before}, {names[0]}, {kk.fconst(0.0)} : f32")
+        r = kk.fresh("s")
+        kk.emit(f"{r} = arith.addf {acc}, {v} : f32")
+        return r
+
+    y = k.generic([(x, block, "f32", xmap)], block, omap, ["parallel"] * rank + ["reduction"], k.filled(block, 0.0), "f32", prefix)
+    k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    return k
+
+
+def pad(
+    name: str, aliases: Aliases, expr: Expr, in_shape: Sequence[int], low: Sequence[int], high: Sequence[int], fill: float, out: Ref, cores: int
+) -> Kernel:
+    """out = expr padded with `fill` (`low[d]`/`high[d]` >= 0 elements around dim d); the
+    padded dims stay whole on a tile, the others are split over the cores."""
+    rank = len(in_shape)
+    padded = {d for d in range(rank) if low[d] or high[d]}
+    div = divide(out.shape, [d for d in range(rank) if d not in padded], cores)
+    k = Kernel(name, aliases, div.grid)
+    k.division = div
+    starts = div.starts(k)
+    block = list(div.block)
+    in_starts = [0 if d in padded else starts[d] for d in range(rank)]
+    in_block = [in_shape[d] if d in padded else block[d] for d in range(rank)]
+    x = evaluate(k, expr, in_starts, in_block)
+    y, _ = k.pad(x, in_block, low, high, fill)
+    k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    return k

@@ -1,0 +1,1470 @@
+"""A recursive-descent fast path for the common forms of KTIR text.
+
+The grammar (`ktir.lark`, run by `ktir.syntax.lalr`) stays normative. This parser reads
+the forms kernels are mostly made of, several times faster, and hands each grammar rule's
+children to the same callbacks, shaped as the LALR parser shapes them, so both build the
+same AST. It never reports an error itself: on anything it does not cover, or anything
+wrong, it raises `Fallback` and the caller parses the whole text with the grammar, which
+then reports the error (or parses a form this path leaves to it). So it only has to be
+exact on what it accepts; tests/syntax/test_fastparse_equivalence.py checks that on every
+file we have and on generated programs.
+
+Context the LALR lexer takes from the parser state is taken here from the position in
+the rule: a type starting `tensor<`, `memref<`, `vector<` or `!ktdp.access_tile<` is one
+token (parsed once per distinct text, as the LALR lexer's PARSED_TYPE does), and its
+shape prefix (`4x?x`) is read only there.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from itertools import accumulate, compress, count
+from operator import add, itemgetter
+from typing import Any
+
+from ktir.dialects.registry import SPELLINGS
+from ktir.syntax.lexer import _DIMS, Tok
+
+# Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
+# token: one findall over the whole text, classified by first character afterwards.
+_SCAN = re.compile(
+    r"""([ \t\r\n]*)(
+    (?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+  | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
+  | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
+  | [A-Za-z_][A-Za-z0-9_$.]*
+  | 0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*(?:[eE][+\-]?[0-9]+)?)?
+  | \#[A-Za-z_][A-Za-z0-9_$.]*
+  | @[A-Za-z_$.\-][A-Za-z0-9_$.\-]*|@"(?:\\.|[^"\\\n])*"
+  | ![A-Za-z_][A-Za-z0-9_$.]*
+  | "(?:\\.|[^"\\\n])*"
+  | \^[A-Za-z0-9_$.\-]+
+  | //[^\n]*)""",
+    re.VERBOSE,
+)
+_KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
+_KIND.update({c: "number" for c in "0123456789"})
+_KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
+_WS = itemgetter(0)
+_TEXT = itemgetter(1)
+_FIRST = itemgetter(0)
+_LAST = itemgetter(-1)
+_IS_CLOSE = ">".__eq__
+_NEWLINE = re.compile("\n")
+
+# Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
+# against the grammar).
+INTEGER_TYPE = re.compile(r"[su]?i[1-9][0-9]*")
+FLOAT_TYPES = frozenset({"f16", "bf16", "f32", "f64", "tf32", "f8E4M3FN", "f8E5M2", "f8E4M3", "f8E5M2FNUZ", "f8E4M3FNUZ"})
+AFF_DIV_OPS = frozenset({"floordiv", "ceildiv", "mod"})
+CMP_OPS = frozenset({"==", ">=", "<="})
+FLAG_KINDS = frozenset({"fastmath", "overflow"})
+VISIBILITIES = frozenset({"private", "public", "nested"})
+MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
+
+
+class Fallback(Exception):
+    """This text is for the grammar to parse (an uncovered form, or an error)."""
+
+
+def parse_fast(text: str, builder: Any) -> Any:
+    """The Module for `text`, built through `builder`'s callbacks; Fallback if this path
+    cannot take it. `builder` must be freshly reset; comments go to builder.comments."""
+    starts = [0]
+    starts += [m.end() for m in _NEWLINE.finditer(text)]
+    tokens = _Tokens(text, 0, starts)
+    module = _Parser(tokens, starts, builder, {}, {}).module()
+    for pos, comment in tokens.comments:
+        line = bisect_right(starts, pos)
+        builder.comments.append((line, pos - starts[line - 1] + 1, comment))
+    return module
+
+
+class _Tokens:
+    """The text's tokens as parallel lists: kinds (None for punctuation), texts, and the
+    length of the whitespace before each; positions are summed up only when asked."""
+
+    def __init__(self, text: str, base: int, starts: list[int]) -> None:
+        """`starts`: where each line of the whole text starts; `base`: where `text` starts in it."""
+        found = _SCAN.findall(text)
+        values = list(map(_TEXT, found))
+        kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
+        # a word or `!name` never ends with `>`: such a token is a whole type
+        for i in compress(count(), map(_IS_CLOSE, map(_LAST, values))):
+            if kinds[i] == "word" or kinds[i] == "bang":
+                kinds[i] = "type"
+        gaps = list(map(len, map(_WS, found)))
+        # ends[i + 1]: where token i ends (with the whitespace before it)
+        ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        # findall skips what no token matches: a character the grammar has no token for
+        if ends[-1] - base != len(text.rstrip(" \t\r\n")):
+            raise Fallback
+        self.comments: list[tuple[int, str]] = []
+        if "comment" in kinds:
+            self._drop_comments(kinds, values, gaps, base)
+            ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        kinds.append("end")
+        values.append("")
+        ends.append(ends[-1])
+        self.kinds = kinds
+        self.values = values
+        self.starts = starts
+        self.ends = ends
+
+    def _drop_comments(self, kinds: list[str | None], values: list[str], gaps: list[int], base: int) -> None:
+        pos = base
+        keep = []
+        carry = 0
+        for i, kind in enumerate(kinds):
+            pos += gaps[i]
+            if kind == "comment":
+                self.comments.append((pos, values[i]))
+                carry += gaps[i] + len(values[i])
+            else:
+                gaps[i] += carry
+                carry = 0
+                keep.append(i)
+            pos += len(values[i])
+        kinds[:] = [kinds[i] for i in keep]
+        values[:] = [values[i] for i in keep]
+        gaps[:] = [gaps[i] for i in keep]
+
+    def position(self, i: int) -> int:
+        """Where token `i` starts."""
+        return self.ends[i + 1] - len(self.values[i])
+
+
+class _LazyTok(Tok):
+    """A token whose line and column are found only if a callback asks (most never do)."""
+
+    __slots__ = ("_tokens", "_index")
+
+    def __init__(self, type_: str, value: str, tokens: _Tokens, index: int) -> None:  # noqa: D107
+        self.type = type_
+        self.value = value
+        self._tokens = tokens
+        self._index = index
+
+    @property
+    def start_pos(self) -> int:  # type: ignore[override]
+        tokens, i = self._tokens, self._index
+        return tokens.ends[i + 1] - len(tokens.values[i])
+
+    @property
+    def line(self) -> int:  # type: ignore[override]
+        tokens, i = self._tokens, self._index
+        return bisect_right(tokens.starts, tokens.ends[i + 1] - len(tokens.values[i]))
+
+    @property
+    def column(self) -> int:  # type: ignore[override]
+        tokens, i = self._tokens, self._index
+        pos = tokens.ends[i + 1] - len(tokens.values[i])
+        starts = tokens.starts
+        return pos - starts[bisect_right(starts, pos) - 1] + 1
+
+
+class _Parser:
+    def __init__(self, tokens: _Tokens, starts: list[int], builder: Any, types: dict[str, Any], scalars: dict[str, Any]) -> None:
+        self.tokens = tokens
+        self.K = tokens.kinds
+        self.V = tokens.values
+        self.i = 0
+        self.starts = starts
+        self.b = builder
+        self.types = types  # type text -> Type, for texts that parsed without warnings
+        self.scalars = scalars  # `index`, `f32`, ... -> Type
+
+    # ------------------------------------------------------------ tokens
+
+    def tok(self, kind: str) -> Tok:
+        """The current token as a `kind` terminal, consumed."""
+        i = self.i
+        self.i = i + 1
+        return _LazyTok(kind, self.V[i], self.tokens, i)
+
+    def expect(self, text: str) -> None:
+        if self.V[self.i] != text:
+            raise Fallback
+        self.i += 1
+
+    def accept(self, text: str) -> bool:
+        if self.V[self.i] == text:
+            self.i += 1
+            return True
+        return False
+
+    def value(self) -> Tok:
+        i = self.i
+        if self.K[i] != "value":
+            raise Fallback
+        self.i = i + 1
+        return _LazyTok("VALUE_ID", self.V[i], self.tokens, i)
+
+    def value_list(self) -> Any:
+        """value ("," value)*"""
+        vals = [self.value()]
+        while self.V[self.i] == ",":
+            self.i += 1
+            vals.append(self.value())
+        return self.b.value_list(vals)
+
+    def word(self, kind: str = "BARE_ID") -> Tok:
+        if self.K[self.i] != "word":
+            raise Fallback
+        return self.tok(kind)
+
+    def int_tok(self) -> Tok:
+        i = self.i
+        if self.K[i] != "number" or not self.V[i].isdigit():
+            raise Fallback
+        return self.tok("INT")
+
+    def signed_int(self) -> int:
+        if self.V[self.i] == "-":
+            self.i += 1
+            return self.b.neg_int([self.int_tok()])  # type: ignore[no-any-return]
+        return self.b.pos_int([self.int_tok()])  # type: ignore[no-any-return]
+
+    def attr_dict_opt(self, children: list[Any]) -> None:
+        if self.V[self.i] == "{":
+            children.append(self.attr_dict())
+
+    # ------------------------------------------------------------ top level
+
+    def module(self) -> Any:
+        K, V = self.K, self.V
+        items = []
+        while True:
+            kind = K[self.i]
+            if kind == "end":
+                break
+            if kind == "hash":
+                if "." in V[self.i]:
+                    raise Fallback
+                name = self.tok("ATTR_ALIAS")
+                self.expect("=")
+                items.append(self.b.attr_alias_def([name, self.attribute()]))
+            elif kind == "bang":
+                if "." in V[self.i]:
+                    raise Fallback
+                name = self.tok("TYPE_ALIAS")
+                self.expect("=")
+                items.append(self.b.type_alias_def([name, self.type()]))
+            else:
+                items.append(self.operation())
+        return self.b.start(items)
+
+    def operation(self) -> Any:
+        results = self.op_results() if self.K[self.i] == "value" else None
+        i = self.i
+        if self.K[i] != "word":
+            raise Fallback
+        opdef = SPELLINGS.get(self.V[i])
+        if opdef is None:
+            raise Fallback
+        handler = _HANDLERS.get(opdef.format)
+        if handler is None:
+            raise Fallback
+        op = handler(self, self.tok("OP_" + opdef.format))
+        return self.b.operation([op] if results is None else [results, op])
+
+    def op_results(self) -> Any:
+        """result_def ("," result_def)* "=" """
+        defs = [self.result_def()]
+        while self.V[self.i] == ",":
+            self.i += 1
+            defs.append(self.result_def())
+        self.expect("=")
+        return self.b.op_results(defs)
+
+    def result_def(self) -> Any:
+        c = [self.value()]
+        if self.V[self.i] == ":":
+            self.i += 1
+            c.append(self.int_tok())
+        return self.b.result_def(c)
+
+    def region(self) -> Any:
+        """"{" operation* block* "}" """
+        self.expect("{")
+        items = []
+        K, V = self.K, self.V
+        while V[self.i] != "}":
+            kind = K[self.i]
+            if kind == "block":
+                break
+            if kind == "end":
+                raise Fallback
+            items.append(self.operation())
+        while K[self.i] == "block":
+            items.append(self.block())
+        self.expect("}")
+        return self.b.region(items)
+
+    def block(self) -> Any:
+        """BLOCK_ID block_param_list? ":" operation*"""
+        b = self.b
+        c: list[Any] = [self.tok("BLOCK_ID")]
+        if self.V[self.i] == "(":
+            c.append(b.block_param_list(self.block_params(b.block_params)))
+        self.expect(":")
+        K, V = self.K, self.V
+        while V[self.i] != "}" and K[self.i] != "block":
+            if K[self.i] == "end":
+                raise Fallback
+            c.append(self.operation())
+        return b.block(c)
+
+    def block_params(self, rule: Any) -> list[Any]:
+        """"(" (block_param ("," block_param)*)? ")", the params given to `rule`"""
+        self.expect("(")
+        c = []
+        if self.V[self.i] != ")":
+            params = [self.block_param()]
+            while self.V[self.i] == ",":
+                self.i += 1
+                params.append(self.block_param())
+            c.append(rule(params))
+        self.expect(")")
+        return c
+
+    def block_param(self) -> Any:
+        name = self.value()
+        self.expect(":")
+        return self.b.block_param([name, self.type()])
+
+    # ------------------------------------------------------------ types
+
+    def type(self) -> Any:
+        i = self.i
+        kind = self.K[i]
+        text = self.V[i]
+        if kind == "type":
+            self.i = i + 1
+            found = self.types.get(text)
+            if found is None:
+                found = self.type_token(text, self.tokens.position(i))
+            return found
+        if kind == "word":
+            found = self.scalars.get(text)
+            if found is None:
+                found = self.scalar_type(text)
+            self.i = i + 1
+            return found
+        if kind == "bang":
+            if "." not in text:
+                return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
+            if self.V[i + 1] == "<":
+                if text == "!ktdp.tile_future":
+                    return self.tile_future()
+                if text == "!ktdp.runtime_arg":
+                    return self.runtime_arg()
+        raise Fallback
+
+    def tile_future(self) -> Any:
+        """FUTURE_KW "<" ("(" type_list ")" | type) "," "groups" "=" set_ref ">" """
+        b = self.b
+        keyword = self.tok("FUTURE_KW")
+        self.expect("<")
+        if self.V[self.i] == "(":
+            self.i += 1
+            c = [self.type_list()]
+            self.expect(")")
+            rule = b.future_body
+        else:
+            c = [self.type()]
+            rule = b.legacy_future_body
+        self.expect(",")
+        self.expect("groups")
+        self.expect("=")
+        c.append(self.set_ref())
+        self.expect(">")
+        return b.tile_future_type([keyword, rule(c)])
+
+    def runtime_arg(self) -> Any:
+        """RUNTIME_ARG_KW "<" type ("," BARE_ID "=" INT)* ">" """
+        b = self.b
+        c = [self.tok("RUNTIME_ARG_KW")]
+        self.expect("<")
+        c.append(self.type())
+        while self.V[self.i] == ",":
+            self.i += 1
+            name = self.word()
+            self.expect("=")
+            c.append(b.runtime_arg_param([name, self.int_tok()]))
+        self.expect(">")
+        return b.runtime_arg_type(c)
+
+    def set_ref(self) -> Any:
+        """affine_set_attr | attr_alias_ref"""
+        if self.V[self.i] == "affine_set":
+            return self.affine_set()
+        if self.K[self.i] == "hash" and "." not in self.V[self.i]:
+            return self.b.attr_alias_ref([self.tok("ATTR_ALIAS")])
+        raise Fallback
+
+    def scalar_type(self, text: str) -> Any:
+        if text == "index":
+            found = self.b.index_type([self.tok("INDEX")])
+        elif INTEGER_TYPE.fullmatch(text):
+            found = self.b.integer_type([self.tok("INTEGER_TYPE")])
+        elif text in FLOAT_TYPES:
+            found = self.b.float_type([self.tok("FLOAT_TYPE")])
+        elif text == "none":
+            self.i += 1
+            found = self.b.none_type([])
+        else:
+            raise Fallback
+        self.i -= 1  # the caller consumes the word
+        self.scalars[text] = found
+        return found
+
+    def type_list(self) -> Any:
+        """type ("," type)*"""
+        types = [self.type()]
+        while self.V[self.i] == ",":
+            self.i += 1
+            types.append(self.type())
+        return self.b.type_list(types)
+
+    def type_token(self, text: str, pos: int) -> Any:
+        """`tensor<...>`, `memref<...>`, `vector<...>` or `!ktdp.access_tile<...>`, whole."""
+        b = self.b
+        open_at = text.index("<")
+        keyword = text[:open_at]
+        p = open_at + 1
+        while text[p] in " \t":
+            p += 1
+        children: list[Any] = []
+        if keyword == "!ktdp.access_tile":
+            line = bisect_right(self.starts, pos)
+            children.append(Tok("ACCESS_TILE_KW", keyword, pos, line, pos - self.starts[line - 1] + 1))
+        if text[p] in "0123456789?*":
+            dims = _DIMS.match(text, p)
+            if dims is None:
+                raise Fallback
+            line = bisect_right(self.starts, pos + p)
+            children.append(b.shape_prefix([Tok("DIMS", dims.group(), pos + p, line, pos + p - self.starts[line - 1] + 1)]))
+            p = dims.end()
+        elif keyword == "vector":
+            raise Fallback
+        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars)
+        n_warnings = len(b.warnings)
+        children.append(inner.type())
+        if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
+            inner.i += 1
+            extras = [inner.attribute()]
+            if keyword == "memref" and inner.V[inner.i] == ",":
+                inner.i += 1
+                extras.append(inner.attribute())
+            children.append(b.encoding(extras) if keyword == "tensor" else b.memref_extras(extras))
+        inner.expect(">")
+        if inner.K[inner.i] != "end":
+            raise Fallback
+        if keyword == "tensor":
+            found = b.tensor_type(children)
+        elif keyword == "memref":
+            found = b.memref_type(children)
+        elif keyword == "vector":
+            found = b.vector_type(children)
+        else:
+            found = b.access_tile_type(children)
+        if len(b.warnings) == n_warnings:  # a type that warns is read again where it recurs
+            self.types[text] = found
+        return found
+
+    def result_type_list(self) -> Any:
+        """type -> single_result_type | "(" (result_type ("," result_type)*)? ")" """
+        b = self.b
+        if self.V[self.i] != "(":
+            return b.single_result_type([self.type()])
+        self.i += 1
+        results = []
+        if self.V[self.i] != ")":
+            results.append(self.result_type())
+            while self.V[self.i] == ",":
+                self.i += 1
+                results.append(self.result_type())
+        self.expect(")")
+        return b.paren_result_types(results)
+
+    def result_type(self) -> Any:
+        c = [self.type()]
+        self.attr_dict_opt(c)
+        return self.b.result_type(c)
+
+    def function_type(self) -> Any:
+        """"(" type_list? ")" "->" result_type_list"""
+        self.expect("(")
+        c = []
+        if self.V[self.i] != ")":
+            c.append(self.type_list())
+        self.expect(")")
+        self.expect("->")
+        c.append(self.result_type_list())
+        return self.b.function_type(c)
+
+    # ------------------------------------------------------------ attributes
+
+    def attr_dict(self) -> Any:
+        """"{" (attr_entry ("," attr_entry)*)? "}" """
+        self.expect("{")
+        entries = []
+        if self.V[self.i] != "}":
+            entries.append(self.attr_entry())
+            while self.V[self.i] == ",":
+                self.i += 1
+                entries.append(self.attr_entry())
+        self.expect("}")
+        return self.b.attr_dict(entries)
+
+    def attr_entry(self) -> Any:
+        kind = self.K[self.i]
+        if kind == "word":
+            name = self.tok("BARE_ID")
+        elif kind == "string":
+            name = self.tok("STRING")
+        else:
+            raise Fallback
+        if self.V[self.i] == "=":
+            self.i += 1
+            return self.b.attr_entry([name, self.attribute()])
+        return self.b.unit_entry([name])
+
+    def attribute(self) -> Any:
+        b = self.b
+        i = self.i
+        kind = self.K[i]
+        text = self.V[i]
+        if kind == "number" or text == "-":
+            return self.number_attr()
+        if kind == "word":
+            if text in ("true", "false"):
+                return b.bool_attr([self.tok("BOOL")])
+            if text == "unit":
+                self.i += 1
+                return b.unit_attr([])
+            if text == "affine_map":
+                return self.affine_map()
+            if text == "affine_set":
+                return self.affine_set()
+            if text == "dense":
+                return self.dense()
+            return b.type_attr([self.type()])  # a scalar type, or Fallback
+        if kind == "hash":
+            if text in MEMSPACE_KWS and self.V[i + 1] == "<":
+                return self.memory_space()
+            if "." in text:
+                raise Fallback
+            return b.attr_alias_ref([self.tok("ATTR_ALIAS")])
+        if kind == "string":
+            c: list[Any] = [self.tok("STRING")]
+            self.typed_suffix(c)
+            return b.string_attr(c)
+        if text == "[":
+            self.i += 1
+            elements = []
+            if self.V[self.i] != "]":
+                elements.append(self.attribute())
+                while self.V[self.i] == ",":
+                    self.i += 1
+                    elements.append(self.attribute())
+            self.expect("]")
+            return b.array_attr(elements)
+        if text == "{":
+            return b.dict_attr([self.attr_dict()])
+        if kind == "symbol":
+            names = [self.tok("SYMBOL_REF")]
+            while self.V[self.i] == "::":
+                self.i += 1
+                if self.K[self.i] != "symbol":
+                    raise Fallback
+                names.append(self.tok("SYMBOL_REF"))
+            return b.symbol_ref_attr(names)
+        if kind == "type" or kind == "bang":
+            return b.type_attr([self.type()])
+        raise Fallback
+
+    def typed_suffix(self, c: list[Any]) -> None:
+        if self.V[self.i] == ":":
+            self.i += 1
+            c.append(self.type())
+
+    def number_attr(self) -> Any:
+        """int_attr | float_attr | hex_attr, each with an optional `: type`"""
+        b = self.b
+        negative = self.V[self.i] == "-"
+        if negative:
+            self.i += 1
+        if self.K[self.i] != "number":
+            raise Fallback
+        text = self.V[self.i]
+        c: list[Any]
+        if text.isdigit():
+            tok = self.tok("INT")
+            c = [b.neg_int([tok]) if negative else b.pos_int([tok])]
+            self.typed_suffix(c)
+            return b.int_attr(c)
+        if text.startswith("0x"):
+            if negative:
+                raise Fallback
+            c = [self.tok("HEX_INT")]
+            self.typed_suffix(c)
+            return b.hex_attr(c)
+        tok = self.tok("FLOAT")
+        c = [b.neg_float([tok]) if negative else b.pos_float([tok])]
+        self.typed_suffix(c)
+        return b.float_attr(c)
+
+    def memory_space(self) -> Any:
+        """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """
+        c = [self.tok("MEMSPACE_KW")]
+        self.expect("<")
+        c.append(self.word())
+        if self.V[self.i] == ",":
+            self.i += 1
+            c.append(self.word())
+            self.expect("=")
+            c.append(self.int_tok())
+        self.expect(">")
+        return self.b.memory_space_attr(c)
+
+    def dense(self) -> Any:
+        """"dense" "<" dense_body? ">" ":" type"""
+        b = self.b
+        self.i += 1
+        self.expect("<")
+        c = []
+        if self.V[self.i] != ">":
+            if self.K[self.i] == "string":
+                c.append(b.dense_hex([self.tok("STRING")]))
+            else:
+                c.append(b.dense_body([self.dense_element()]))
+        self.expect(">")
+        self.expect(":")
+        c.append(self.type())
+        return b.dense_attr(c)
+
+    def dense_element(self) -> Any:
+        b = self.b
+        text = self.V[self.i]
+        if text == "[":
+            self.i += 1
+            items = []
+            if self.V[self.i] != "]":
+                items.append(self.dense_element())
+                while self.V[self.i] == ",":
+                    self.i += 1
+                    items.append(self.dense_element())
+            self.expect("]")
+            return b.dense_list(items)
+        if text in ("true", "false"):
+            return b.dense_bool([self.tok("BOOL")])
+        negative = text == "-"
+        if negative:
+            self.i += 1
+            text = self.V[self.i]
+        if self.K[self.i] != "number":
+            raise Fallback
+        if text.isdigit():
+            tok = self.tok("INT")
+            return b.neg_int([tok]) if negative else b.pos_int([tok])
+        if text.startswith("0x"):
+            if negative:
+                raise Fallback
+            return b.dense_hex_int([self.tok("HEX_INT")])
+        tok = self.tok("FLOAT")
+        return b.neg_float([tok]) if negative else b.pos_float([tok])
+
+    # ------------------------------------------------------------ affine
+
+    def aff_params(self) -> Any:
+        """aff_dims aff_syms?"""
+        b = self.b
+        self.expect("(")
+        dims = self.bare_ids(")")
+        c = [b.aff_dims(dims)]
+        if self.V[self.i] == "[":
+            self.i += 1
+            c.append(b.aff_syms(self.bare_ids("]")))
+        return b.aff_params(c)
+
+    def bare_ids(self, close: str) -> list[Tok]:
+        names = []
+        if self.V[self.i] != close:
+            names.append(self.word())
+            while self.V[self.i] == ",":
+                self.i += 1
+                names.append(self.word())
+        self.expect(close)
+        return names
+
+    def affine_map(self) -> Any:
+        """"affine_map" "<" aff_params "->" "(" (aff_expr ("," aff_expr)*)? ")" ">" """
+        self.i += 1
+        self.expect("<")
+        c = [self.aff_params()]
+        self.expect("->")
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.aff_expr())
+            while self.V[self.i] == ",":
+                self.i += 1
+                c.append(self.aff_expr())
+        self.expect(")")
+        self.expect(">")
+        return self.b.affine_map_attr(c)
+
+    def affine_set(self) -> Any:
+        """"affine_set" "<" aff_params ":" "(" (aff_constraint ("," aff_constraint)*)? ")" ">" """
+        self.i += 1
+        self.expect("<")
+        c = [self.aff_params()]
+        self.expect(":")
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.aff_constraint())
+            while self.V[self.i] == ",":
+                self.i += 1
+                c.append(self.aff_constraint())
+        self.expect(")")
+        self.expect(">")
+        return self.b.affine_set_attr(c)
+
+    def aff_constraint(self) -> Any:
+        lhs = self.aff_expr()
+        if self.V[self.i] not in CMP_OPS:
+            raise Fallback
+        op = self.tok("CMP_OP")
+        return self.b.aff_constraint([lhs, op, self.aff_expr()])
+
+    def aff_expr(self) -> Any:
+        """aff_term (("+" | "-") aff_term)*, left-associative"""
+        b = self.b
+        expr = self.aff_term()
+        while True:
+            text = self.V[self.i]
+            if text == "+":
+                self.i += 1
+                expr = b.aff_add([expr, self.aff_term()])
+            elif text == "-":
+                self.i += 1
+                expr = b.aff_sub([expr, self.aff_term()])
+            else:
+                return expr
+
+    def aff_term(self) -> Any:
+        """aff_unary (("*" | AFF_DIV_OP) aff_unary)*, left-associative"""
+        b = self.b
+        expr = self.aff_unary()
+        while True:
+            text = self.V[self.i]
+            if text == "*":
+                self.i += 1
+                expr = b.aff_mul([expr, self.aff_unary()])
+            elif text in AFF_DIV_OPS and self.K[self.i] == "word":
+                op = self.tok("AFF_DIV_OP")
+                expr = b.aff_div([expr, op, self.aff_unary()])
+            else:
+                return expr
+
+    def aff_unary(self) -> Any:
+        if self.V[self.i] == "-":
+            self.i += 1
+            return self.b.aff_neg([self.aff_unary()])
+        return self.aff_atom()
+
+    def aff_atom(self) -> Any:
+        b = self.b
+        kind = self.K[self.i]
+        text = self.V[self.i]
+        if kind == "value":
+            return b.aff_name([self.tok("VALUE_ID")])
+        if kind == "word":
+            if text == "symbol":
+                self.i += 1
+                self.expect("(")
+                name = self.value()
+                self.expect(")")
+                return b.aff_symbol([name])
+            return b.aff_name([self.tok("BARE_ID")])
+        if kind == "number":
+            return b.aff_const([self.int_tok()])
+        if text == "(":
+            self.i += 1
+            expr = self.aff_expr()
+            self.expect(")")
+            return expr
+        raise Fallback
+
+    # ------------------------------------------------------------ shared clauses
+
+    def mixed_list(self) -> Any:
+        """"[" (mixed_entry ("," mixed_entry)*)? "]" """
+        self.expect("[")
+        entries = []
+        if self.V[self.i] != "]":
+            entries.append(self.mixed_entry())
+            while self.V[self.i] == ",":
+                self.i += 1
+                entries.append(self.mixed_entry())
+        self.expect("]")
+        return self.b.mixed_list(entries)
+
+    def mixed_entry(self) -> Any:
+        if self.K[self.i] == "value":
+            return self.tok("VALUE_ID")
+        return self.signed_int()
+
+    def values_types(self, rule: Any) -> Any:
+        """"(" (value_list ":" type_list)? ")" for ins/outs"""
+        self.expect("(")
+        c = []
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+            self.expect(":")
+            c.append(self.type_list())
+        self.expect(")")
+        return rule(c)
+
+    # ------------------------------------------------------------ operations, by format
+
+    def func_op(self, tok: Tok) -> Any:
+        b = self.b
+        c: list[Any] = [tok]
+        if self.V[self.i] in VISIBILITIES and self.K[self.i] == "word":
+            c.append(b.visibility([self.tok("VISIBILITY")]))
+        if self.K[self.i] != "symbol":
+            raise Fallback
+        c.append(self.tok("SYMBOL_REF"))
+        self.expect("(")
+        if self.V[self.i] != ")":
+            params = [self.func_param()]
+            while self.V[self.i] == ",":
+                self.i += 1
+                params.append(self.func_param())
+            c.append(b.func_params(params))
+        self.expect(")")
+        if self.V[self.i] == "->":
+            self.i += 1
+            c.append(b.func_results([self.result_type_list()]))
+        if self.V[self.i] == "attributes":
+            self.i += 1
+            c.append(b.func_attrs([self.attr_dict()]))
+        if self.V[self.i] == "{":
+            c.append(self.region())
+        return b.func_op(c)
+
+    def func_param(self) -> Any:
+        if self.K[self.i] == "value":
+            c: list[Any] = [self.tok("VALUE_ID")]
+            self.expect(":")
+            c.append(self.type())
+            self.attr_dict_opt(c)
+            return self.b.named_param(c)
+        c = [self.type()]
+        self.attr_dict_opt(c)
+        return self.b.anonymous_param(c)
+
+    def module_op(self, tok: Tok) -> Any:
+        b = self.b
+        c: list[Any] = [tok]
+        if self.K[self.i] == "symbol":
+            c.append(self.tok("SYMBOL_REF"))
+        if self.V[self.i] == "attributes":
+            self.i += 1
+            c.append(b.module_attrs([self.attr_dict()]))
+        c.append(self.region())
+        return b.module_op(c)
+
+    def call_op(self, tok: Tok) -> Any:
+        """OP_CALL SYMBOL_REF "(" value_list? ")" attr_dict? ":" function_type"""
+        if self.K[self.i] != "symbol":
+            raise Fallback
+        c: list[Any] = [tok, self.tok("SYMBOL_REF")]
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+        self.expect(")")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.function_type())
+        return self.b.call_op(c)
+
+    def terminator_op(self, tok: Tok) -> Any:
+        """OP_TERMINATOR attr_dict? (value_list ":" type_list trailing_attrs?)?"""
+        b = self.b
+        c: list[Any] = [tok]
+        self.attr_dict_opt(c)
+        if self.K[self.i] == "value":
+            c.append(self.value_list())
+            self.expect(":")
+            c.append(self.type_list())
+            if self.V[self.i] == "{":
+                c.append(b.trailing_attrs([self.attr_dict()]))
+        return b.terminator_op(c)
+
+    def constant_op(self, tok: Tok) -> Any:
+        """OP_CONSTANT attr_dict? constant_value"""
+        c: list[Any] = [tok]
+        self.attr_dict_opt(c)
+        kind = self.K[self.i]
+        text = self.V[self.i]
+        if kind == "number" or text == "-":
+            c.append(self.number_attr())
+        elif text in ("true", "false"):
+            c.append(self.b.bool_attr([self.tok("BOOL")]))
+        elif text == "dense":
+            c.append(self.dense())
+        elif kind == "string":
+            s: list[Any] = [self.tok("STRING")]
+            self.typed_suffix(s)
+            c.append(self.b.string_attr(s))
+        else:
+            raise Fallback
+        return self.b.constant_op(c)
+
+    def elementwise(self, tok: Tok, operands: int) -> list[Any]:
+        """value ("," value)*{operands} op_flags* attr_dict? ":" type"""
+        c: list[Any] = [tok, self.value()]
+        for _ in range(operands - 1):
+            self.expect(",")
+            c.append(self.value())
+        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
+            flags = [self.tok("FLAG_KIND")]
+            self.expect("<")
+            flags.append(self.word())
+            while self.V[self.i] == ",":
+                self.i += 1
+                flags.append(self.word())
+            self.expect(">")
+            c.append(self.b.op_flags(flags))
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return c
+
+    def binary_op(self, tok: Tok) -> Any:
+        return self.b.binary_op(self.elementwise(tok, 2))
+
+    def unary_op(self, tok: Tok) -> Any:
+        return self.b.unary_op(self.elementwise(tok, 1))
+
+    def ternary_op(self, tok: Tok) -> Any:
+        return self.b.ternary_op(self.elementwise(tok, 3))
+
+    def cast_op(self, tok: Tok) -> Any:
+        """OP_CAST value attr_dict? ":" type "to" type"""
+        c: list[Any] = [tok, self.value()]
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("to")
+        c.append(self.type())
+        return self.b.cast_op(c)
+
+    def cmp_op(self, tok: Tok) -> Any:
+        """OP_CMP BARE_ID "," value "," value attr_dict? ":" type"""
+        c: list[Any] = [tok, self.word()]
+        self.expect(",")
+        c.append(self.value())
+        self.expect(",")
+        c.append(self.value())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.cmp_op(c)
+
+    def select_op(self, tok: Tok) -> Any:
+        """OP_SELECT value "," value "," value attr_dict? ":" type ("," type)?"""
+        c: list[Any] = [tok, self.value()]
+        self.expect(",")
+        c.append(self.value())
+        self.expect(",")
+        c.append(self.value())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        if self.V[self.i] == ",":
+            self.i += 1
+            c.append(self.type())
+        return self.b.select_op(c)
+
+    def tile_id_op(self, tok: Tok) -> Any:
+        """OP_TILE_ID attr_dict? ":" type_list"""
+        c: list[Any] = [tok]
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type_list())
+        return self.b.tile_id_op(c)
+
+    def memory_view_op(self, tok: Tok) -> Any:
+        """OP_MEMORY_VIEW value "," "sizes" ":" mixed_list "," "strides" ":" mixed_list attr_dict? ":" type"""
+        c: list[Any] = [tok, self.value()]
+        self.expect(",")
+        self.expect("sizes")
+        self.expect(":")
+        c.append(self.mixed_list())
+        self.expect(",")
+        self.expect("strides")
+        self.expect(":")
+        c.append(self.mixed_list())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.memory_view_op(c)
+
+    def access_tile_op(self, tok: Tok) -> Any:
+        """OP_ACCESS_TILE value "[" subscripts? "]" symbols_clause? attr_dict? ":" type "->" type"""
+        b = self.b
+        c: list[Any] = [tok, self.value()]
+        self.expect("[")
+        if self.V[self.i] != "]":
+            exprs = [self.aff_expr()]
+            while self.V[self.i] == ",":
+                self.i += 1
+                exprs.append(self.aff_expr())
+            c.append(b.subscripts(exprs))
+        self.expect("]")
+        if self.V[self.i] == "symbols":
+            self.i += 1
+            self.expect("(")
+            c.append(b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
+            self.expect(")")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type())
+        return b.access_tile_op(c)
+
+    def load_op(self, tok: Tok) -> Any:
+        """OP_LOAD value attr_dict? ":" type "->" type"""
+        c: list[Any] = [tok, self.value()]
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type())
+        return self.b.load_op(c)
+
+    def store_op(self, tok: Tok) -> Any:
+        """OP_STORE value "," value attr_dict? ":" type "," type"""
+        c: list[Any] = [tok, self.value()]
+        self.expect(",")
+        c.append(self.value())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect(",")
+        c.append(self.type())
+        return self.b.store_op(c)
+
+    def for_op(self, tok: Tok) -> Any:
+        """OP_FOR value "=" value "to" value "step" value iter_args? iv_type? region attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok, self.value()]
+        self.expect("=")
+        c.append(self.value())
+        self.expect("to")
+        c.append(self.value())
+        self.expect("step")
+        c.append(self.value())
+        if self.V[self.i] == "iter_args":
+            self.i += 1
+            self.expect("(")
+            args: list[Any] = []
+            if self.V[self.i] != ")":
+                args.append(self.binding())
+                while self.V[self.i] == ",":
+                    self.i += 1
+                    args.append(self.binding())
+            self.expect(")")
+            self.expect("->")
+            args.append(self.result_type_list())
+            c.append(b.iter_args(args))
+        if self.V[self.i] == ":":
+            self.i += 1
+            c.append(b.iv_type([self.type()]))
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return b.for_op(c)
+
+    def binding(self) -> Any:
+        first = self.value()
+        self.expect("=")
+        return self.b.binding([first, self.value()])
+
+    def if_op(self, tok: Tok) -> Any:
+        """OP_IF value results_arrow? region else_region? attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok, self.value()]
+        if self.V[self.i] == "->":
+            self.i += 1
+            c.append(b.results_arrow([self.result_type_list()]))
+        c.append(self.region())
+        if self.V[self.i] == "else":
+            self.i += 1
+            c.append(b.else_region([self.region()]))
+        self.attr_dict_opt(c)
+        return b.if_op(c)
+
+    def linalg_named_op(self, tok: Tok) -> Any:
+        """OP_LINALG_NAMED indexing_maps? attr_dict? ins_clause outs_clause results_types?"""
+        b = self.b
+        c: list[Any] = [tok]
+        if self.V[self.i] == "indexing_maps":
+            self.i += 1
+            self.expect("=")
+            if self.V[self.i] != "[":
+                raise Fallback
+            c.append(b.indexing_maps([self.attribute()]))
+        self.attr_dict_opt(c)
+        self.expect("ins")
+        c.append(self.values_types(b.ins_clause))
+        self.expect("outs")
+        c.append(self.values_types(b.outs_clause))
+        self.results_types_opt(c)
+        return b.linalg_named_op(c)
+
+    def empty_op(self, tok: Tok) -> Any:
+        """OP_EMPTY "(" value_list? ")" attr_dict? ":" type"""
+        c: list[Any] = [tok]
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+        self.expect(")")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.empty_op(c)
+
+    def extract_op(self, tok: Tok) -> Any:
+        """OP_EXTRACT value "[" value_list? "]" attr_dict? ":" type"""
+        c: list[Any] = [tok, self.value()]
+        self.expect("[")
+        if self.V[self.i] != "]":
+            c.append(self.value_list())
+        self.expect("]")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.extract_op(c)
+
+    def affine_apply_op(self, tok: Tok) -> Any:
+        """OP_AFFINE_APPLY map_ref "(" value_list? ")" affine_symbols? attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok]
+        text = self.V[self.i]
+        if text == "affine_map":
+            c.append(self.affine_map())
+        elif self.K[self.i] == "hash" and "." not in text:
+            c.append(b.attr_alias_ref([self.tok("ATTR_ALIAS")]))
+        else:
+            raise Fallback
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+        self.expect(")")
+        if self.V[self.i] == "[":
+            self.i += 1
+            c.append(b.affine_symbols([self.value_list()] if self.V[self.i] != "]" else []))
+            self.expect("]")
+        self.attr_dict_opt(c)
+        return b.affine_apply_op(c)
+
+
+    def linalg_generic_op(self, tok: Tok) -> Any:
+        """OP_LINALG_GENERIC attr_dict ins_clause? outs_clause extra_attrs? region results_types?"""
+        b = self.b
+        c: list[Any] = [tok, self.attr_dict()]
+        if self.V[self.i] == "ins":
+            self.i += 1
+            c.append(self.values_types(b.ins_clause))
+        self.expect("outs")
+        c.append(self.values_types(b.outs_clause))
+        if self.V[self.i] == "attrs":
+            self.i += 1
+            self.expect("=")
+            c.append(b.extra_attrs([self.attr_dict()]))
+        c.append(self.region())
+        self.results_types_opt(c)
+        return b.linalg_generic_op(c)
+
+    def results_types_opt(self, c: list[Any]) -> None:
+        """("->" type | "->" "(" type_list ")")?"""
+        if self.V[self.i] != "->":
+            return
+        self.i += 1
+        if self.V[self.i] == "(":
+            self.i += 1
+            types = self.type_list()
+            self.expect(")")
+        else:
+            types = self.type()
+        c.append(self.b.results_types([types]))
+
+    def short_body_opt(self, c: list[Any]) -> None:
+        """("{" (OP_BINARY | OP_UNARY | OP_TERNARY) "}")?"""
+        if self.V[self.i] != "{":
+            return
+        self.i += 1
+        opdef = SPELLINGS.get(self.V[self.i]) if self.K[self.i] == "word" else None
+        if opdef is None or opdef.format not in ("BINARY", "UNARY", "TERNARY"):
+            raise Fallback
+        c.append(self.b.short_body([self.tok("OP_" + opdef.format)]))
+        self.expect("}")
+
+    def explicit_body_opt(self, c: list[Any]) -> None:
+        """("(" block_params? ")" region)?"""
+        if self.V[self.i] != "(":
+            return
+        params = self.block_params(self.b.block_params)
+        c.append(self.b.explicit_body([*params, self.region()]))
+
+    def ins_outs(self, c: list[Any]) -> None:
+        self.expect("ins")
+        c.append(self.values_types(self.b.ins_clause))
+        self.expect("outs")
+        c.append(self.values_types(self.b.outs_clause))
+
+    def int_list(self) -> Any:
+        """"[" (signed_int ("," signed_int)*)? "]" """
+        self.expect("[")
+        ints = []
+        if self.V[self.i] != "]":
+            ints.append(self.signed_int())
+            while self.V[self.i] == ",":
+                self.i += 1
+                ints.append(self.signed_int())
+        self.expect("]")
+        return self.b.int_list(ints)
+
+    def linalg_map_op(self, tok: Tok) -> Any:
+        """OP_LINALG_MAP short_body? ins_clause outs_clause attr_dict? explicit_body?"""
+        c: list[Any] = [tok]
+        self.short_body_opt(c)
+        self.ins_outs(c)
+        self.attr_dict_opt(c)
+        self.explicit_body_opt(c)
+        return self.b.linalg_map_op(c)
+
+    def linalg_reduce_op(self, tok: Tok) -> Any:
+        """OP_LINALG_REDUCE short_body? ins_clause outs_clause "dimensions" "=" int_list attr_dict? explicit_body?"""
+        c: list[Any] = [tok]
+        self.short_body_opt(c)
+        self.ins_outs(c)
+        self.expect("dimensions")
+        self.expect("=")
+        c.append(self.int_list())
+        self.attr_dict_opt(c)
+        self.explicit_body_opt(c)
+        return self.b.linalg_reduce_op(c)
+
+    def linalg_dims_op(self, tok: Tok) -> Any:
+        """OP_LINALG_DIMS ins_clause outs_clause dims_key "=" int_list attr_dict?"""
+        c: list[Any] = [tok]
+        self.ins_outs(c)
+        key = self.V[self.i]
+        if key not in _DIMS_KEYS or self.K[self.i] != "word":
+            raise Fallback
+        c.append(self.b.dims_key([self.tok(key.upper())]))
+        self.expect("=")
+        c.append(self.int_list())
+        self.attr_dict_opt(c)
+        return self.b.linalg_dims_op(c)
+
+    def distributed_view_op(self, tok: Tok) -> Any:
+        """OP_DISTRIBUTED_VIEW "(" (value_list ":" type_list)? ")" attr_dict? ":" type"""
+        c: list[Any] = [tok]
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+            self.expect(":")
+            c.append(self.type_list())
+        self.expect(")")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.distributed_view_op(c)
+
+    def memref_store_op(self, tok: Tok) -> Any:
+        """OP_MEMREF_STORE value "," value "[" value_list? "]" attr_dict? ":" type"""
+        c: list[Any] = [tok, self.value()]
+        self.expect(",")
+        c.append(self.value())
+        self.expect("[")
+        if self.V[self.i] != "]":
+            c.append(self.value_list())
+        self.expect("]")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.store_like_op(c)
+
+    def indirect_tile_op(self, tok: Tok) -> Any:
+        """OP_INDIRECT_TILE intermediate_vars value "[" indirect_subscript ("," indirect_subscript)* "]"
+        symbols_clause? attr_dict? ":" type_list "->" type"""
+        b = self.b
+        c: list[Any] = [tok]
+        self.expect("intermediate_variables")
+        self.expect("(")
+        c.append(b.intermediate_vars([self.value_list()] if self.V[self.i] != ")" else []))
+        self.expect(")")
+        c.append(self.value())
+        self.expect("[")
+        c.append(self.indirect_subscript())
+        while self.V[self.i] == ",":
+            self.i += 1
+            c.append(self.indirect_subscript())
+        self.expect("]")
+        if self.V[self.i] == "symbols":
+            self.i += 1
+            self.expect("(")
+            c.append(b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
+            self.expect(")")
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type_list())
+        self.expect("->")
+        c.append(self.type())
+        return b.indirect_tile_op(c)
+
+    def indirect_subscript(self) -> Any:
+        """"ind" "(" value "[" subscripts? "]" ")" -> indirect_dim | "(" aff_expr ")" -> direct_dim"""
+        b = self.b
+        if self.V[self.i] == "(":
+            self.i += 1
+            expr = self.aff_expr()
+            self.expect(")")
+            return b.direct_dim([expr])
+        self.expect("ind")
+        self.expect("(")
+        c: list[Any] = [self.value()]
+        self.expect("[")
+        if self.V[self.i] != "]":
+            exprs = [self.aff_expr()]
+            while self.V[self.i] == ",":
+                self.i += 1
+                exprs.append(self.aff_expr())
+            c.append(b.subscripts(exprs))
+        self.expect("]")
+        self.expect(")")
+        return b.indirect_dim(c)
+
+    def runtime_arg_extract_op(self, tok: Tok) -> Any:
+        """OP_RUNTIME_ARG_EXTRACT BARE_ID "from" value ":" type attr_dict? "->" type"""
+        c: list[Any] = [tok, self.word()]
+        self.expect("from")
+        c.append(self.value())
+        self.expect(":")
+        c.append(self.type())
+        self.attr_dict_opt(c)
+        self.expect("->")
+        c.append(self.type())
+        return self.b.runtime_arg_extract_op(c)
+
+    def produce_op(self, tok: Tok) -> Any:
+        """OP_PRODUCE "producer_tiles_per_group" "=" set_ref attr_dict? produce_result region"""
+        b = self.b
+        self.expect("producer_tiles_per_group")
+        self.expect("=")
+        c: list[Any] = [tok, self.set_ref()]
+        self.attr_dict_opt(c)
+        if self.V[self.i] == "->":
+            self.i += 1
+            c.append(b.future_type([self.type()]))
+        else:
+            self.expect(":")
+            first = self.type()
+            self.expect("->")
+            c.append(b.legacy_future_type([first, self.type()]))
+        c.append(self.region())
+        return b.produce_op(c)
+
+    def consumer_head(self, tok: Tok) -> list[Any]:
+        """"(" value ")" "consumer_tiles_per_group" "=" set_ref dependency?"""
+        self.expect("(")
+        c: list[Any] = [tok, self.value()]
+        self.expect(")")
+        self.expect("consumer_tiles_per_group")
+        self.expect("=")
+        c.append(self.set_ref())
+        if self.V[self.i] == "," and self.V[self.i + 1] == "producer_dependency_per_consumer":
+            self.i += 2
+            self.expect("=")
+            c.append(self.b.dependency([self.set_ref()]))
+        return c
+
+    def consume_op(self, tok: Tok) -> Any:
+        """OP_CONSUME consumer head attr_dict? ":" type "->" type_list"""
+        c = self.consumer_head(tok)
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type_list())
+        return self.b.consume_op(c)
+
+    def reduce_op(self, tok: Tok) -> Any:
+        """OP_REDUCE consumer head "," identity_clause attr_dict? ":" type "->" type_list region"""
+        b = self.b
+        c = self.consumer_head(tok)
+        self.expect(",")
+        self.expect("identity")
+        self.expect("(")
+        identity: list[Any] = []
+        if self.V[self.i] != ")":
+            identity.append(self.value_list())
+            self.expect(":")
+            identity.append(self.type_list())
+        self.expect(")")
+        c.append(b.identity_clause(identity))
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type_list())
+        c.append(self.region())
+        return b.reduce_op(c)
+
+
+_DIMS_KEYS = frozenset(
+    {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
+)
+_HANDLERS = {
+    "LINALG_GENERIC": _Parser.linalg_generic_op,
+    "LINALG_MAP": _Parser.linalg_map_op,
+    "LINALG_REDUCE": _Parser.linalg_reduce_op,
+    "LINALG_DIMS": _Parser.linalg_dims_op,
+    "DISTRIBUTED_VIEW": _Parser.distributed_view_op,
+    "MEMREF_STORE": _Parser.memref_store_op,
+    "INDIRECT_TILE": _Parser.indirect_tile_op,
+    "RUNTIME_ARG_EXTRACT": _Parser.runtime_arg_extract_op,
+    "PRODUCE": _Parser.produce_op,
+    "CONSUME": _Parser.consume_op,
+    "REDUCE": _Parser.reduce_op,
+    "FUNC": _Parser.func_op,
+    "MODULE": _Parser.module_op,
+    "CALL": _Parser.call_op,
+    "TERMINATOR": _Parser.terminator_op,
+    "CONSTANT": _Parser.constant_op,
+    "BINARY": _Parser.binary_op,
+    "UNARY": _Parser.unary_op,
+    "TERNARY": _Parser.ternary_op,
+    "CAST": _Parser.cast_op,
+    "CMP": _Parser.cmp_op,
+    "SELECT": _Parser.select_op,
+    "TILE_ID": _Parser.tile_id_op,
+    "MEMORY_VIEW": _Parser.memory_view_op,
+    "ACCESS_TILE": _Parser.access_tile_op,
+    "LOAD": _Parser.load_op,
+    "STORE": _Parser.store_op,
+    "FOR": _Parser.for_op,
+    "IF": _Parser.if_op,
+    "LINALG_NAMED": _Parser.linalg_named_op,
+    "EMPTY": _Parser.empty_op,
+    "EXTRACT": _Parser.extract_op,
+    "AFFINE_APPLY": _Parser.affine_apply_op,
+}

@@ -1,0 +1,547 @@
+"""Corpus-mutation fuzzer for the KTIR text pipeline (issue 18).
+
+Every input is a program of the repository's own corpus (`*.ktir`/`*.mlir`) with one to
+three mutations: byte flips, token deletions, duplications and swaps, splices of lines
+from another file, truncation, and integer, shape and type mutations. Each input goes
+through parse -> verify -> print -> re-parse -> print (and, for a kernel that verifies
+clean and has small shapes, the reference interpreter). A failure is
+
+- an exception other than a located `KtirError` (parse/verify) or `KtirRuntimeError`
+  (interpreter): `exception`;
+- a parse error without a location (line 0): `unlocated`;
+- printed text that the parser rejects: `roundtrip-reject`;
+- a re-parsed module that differs from the first, or a second print that differs from
+  the first: `roundtrip-unstable`;
+- more than `--time-limit` seconds (default 5) on one input: `hang`;
+- more than `--memory-limit` bytes (default 2 GiB) of address space: `memory`.
+
+Inputs are generated from (seed, index) alone, so a run is reproducible and each input
+can be regenerated. They run in worker processes: a worker stuck in C code past the time
+limit is killed by the parent, which records the input and starts a new worker. Failing
+inputs are written to `--save DIR` as `<kind>-<hash>.ktir`.
+
+    python tests/fuzz/corpus_fuzz.py --inputs 200000 --seed 1 --jobs 2 --save fuzz-failures
+
+(`python -m tests.fuzz.corpus_fuzz ...` from the repository root works too.) The CI lane
+(`tests/fuzz/test_fuzz_lane.py`) runs 20,000 inputs with a fixed seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import multiprocessing as mp
+import os
+import random
+import re
+import signal
+import sys
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+_SKIP = {"site", "build", "node_modules", "ci-artifacts", "fuzz-failures"}
+MAX_SEED_BYTES = 6000  # larger files cost more per input and add little new syntax
+
+# ---------------------------------------------------------------- corpus
+
+
+def corpus_files(root: Path = ROOT) -> list[Path]:
+    files = [p for ext in ("*.ktir", "*.mlir") for p in root.rglob(ext)]
+    keep = []
+    for p in files:
+        parts = p.relative_to(root).parts
+        if _SKIP.intersection(parts) or any(x.startswith(".") for x in parts):
+            continue
+        if p.stat().st_size <= MAX_SEED_BYTES:
+            keep.append(p)
+    return sorted(keep)
+
+
+def load_corpus(root: Path = ROOT) -> list[str]:
+    return [p.read_text(errors="replace") for p in corpus_files(root)]
+
+
+# ---------------------------------------------------------------- mutations
+
+_TOKEN = re.compile(
+    r"""%[\w$.#-]+|\^[\w$.-]+|[#!@][\w$.-]+|"(?:[^"\\\n]|\\.)*"|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|[A-Za-z_][\w.$]*|\s+|."""
+)
+_INT = re.compile(r"(?<![\w%#^@!.])-?\d+(?![\w.])")
+_SHAPE = re.compile(r"\b((?:(?:\d+|\?)x)+)(?=[a-z!])")
+_TYPES = ["f16", "f32", "bf16", "f64", "i1", "i8", "i32", "i64", "index", "f8E4M3FN", "si32", "ui8", "none",
+          "tensor<4xf32>", "memref<?xf16>", "!ktdp.access_tile<4xindex>", "vector<2xf32>", "complex<f32>"]
+_TYPE_WORD = re.compile(r"\b(?:f16|f32|bf16|f64|i1|i8|i16|i32|i64|index)\b")
+INTERESTING = [0, 1, -1, 2, 3, 7, 8, 64, 255, 256, 2**15, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, -(2**63),
+               2**64, 10**21, -(2**31)]
+_PUNCT = list("{}()[]<>,:=%#^@!\"*?-+x.;") + ["->", "::", "//", "\n", " ", "\\", "\t", "\x00", "\u00e9", "0x"]
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _flip(rng: random.Random, text: str, corpus: list[str]) -> str:
+    if not text:
+        return text
+    i = rng.randrange(len(text))
+    choice = rng.random()
+    if choice < 0.5:
+        c = rng.choice(_PUNCT)
+    elif choice < 0.8:
+        c = chr(rng.randrange(32, 127))
+    else:
+        c = chr(ord(text[i]) ^ (1 << rng.randrange(7))) if ord(text[i]) < 128 else "?"
+    return text[:i] + c + text[i + 1 :]
+
+
+def _insert(rng: random.Random, text: str, corpus: list[str]) -> str:
+    i = rng.randrange(len(text) + 1)
+    return text[:i] + rng.choice(_PUNCT) + text[i:]
+
+
+def _delete_tokens(rng: random.Random, text: str, corpus: list[str]) -> str:
+    toks = _tokens(text)
+    if not toks:
+        return text
+    i = rng.randrange(len(toks))
+    n = 1 if rng.random() < 0.7 else rng.randint(2, 8)
+    del toks[i : i + n]
+    return "".join(toks)
+
+
+def _duplicate_tokens(rng: random.Random, text: str, corpus: list[str]) -> str:
+    toks = _tokens(text)
+    if not toks:
+        return text
+    i = rng.randrange(len(toks))
+    n = 1 if rng.random() < 0.7 else rng.randint(2, 8)
+    toks[i:i] = toks[i : i + n] * rng.choice((1, 1, 2, 30))
+    return "".join(toks)
+
+
+def _swap_tokens(rng: random.Random, text: str, corpus: list[str]) -> str:
+    toks = [t for t in _tokens(text)]
+    words = [i for i, t in enumerate(toks) if not t.isspace()]
+    if len(words) < 2:
+        return text
+    a, b = rng.sample(words, 2)
+    if rng.random() < 0.5:
+        toks[a], toks[b] = toks[b], toks[a]
+    else:
+        toks[a] = toks[b]
+    return "".join(toks)
+
+
+def _truncate(rng: random.Random, text: str, corpus: list[str]) -> str:
+    return text[: rng.randrange(len(text) + 1)]
+
+
+def _lines(rng: random.Random, text: str, corpus: list[str]) -> str:
+    lines = text.split("\n")
+    i = rng.randrange(len(lines))
+    kind = rng.randrange(4)
+    if kind == 0:
+        del lines[i]
+    elif kind == 1:
+        lines.insert(rng.randrange(len(lines) + 1), lines[i])
+    elif kind == 2:
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    else:  # a line from another program
+        other = rng.choice(corpus).split("\n")
+        lines.insert(i, rng.choice(other))
+    return "\n".join(lines)
+
+
+def _integer(rng: random.Random, text: str, corpus: list[str]) -> str:
+    spots = list(_INT.finditer(text))
+    if not spots:
+        return _flip(rng, text, corpus)
+    m = rng.choice(spots)
+    value = rng.choice(INTERESTING) if rng.random() < 0.7 else int(m.group()) + rng.choice((-1, 1))
+    return text[: m.start()] + str(value) + text[m.end() :]
+
+
+def _shape(rng: random.Random, text: str, corpus: list[str]) -> str:
+    spots = list(_SHAPE.finditer(text))
+    if not spots:
+        return _integer(rng, text, corpus)
+    m = rng.choice(spots)
+    dims = m.group(1)[:-1].split("x")
+    kind = rng.randrange(5)
+    i = rng.randrange(len(dims))
+    if kind == 0:
+        dims.insert(i, str(rng.choice((1, 2, 4, 16, 0))))
+    elif kind == 1 and len(dims) > 1:
+        del dims[i]
+    elif kind == 2:
+        dims[i] = "?"
+    elif kind == 3:
+        dims[i] = str(rng.choice(INTERESTING[:14]) if rng.random() < 0.5 else rng.randint(0, 9))
+    else:
+        dims = dims[::-1]
+    return text[: m.start()] + "x".join(dims) + "x" + text[m.end() :]
+
+
+def _type(rng: random.Random, text: str, corpus: list[str]) -> str:
+    spots = list(_TYPE_WORD.finditer(text))
+    if not spots:
+        return _flip(rng, text, corpus)
+    m = rng.choice(spots)
+    return text[: m.start()] + rng.choice(_TYPES) + text[m.end() :]
+
+
+MUTATORS = [
+    (_flip, 3), (_insert, 1), (_delete_tokens, 3), (_duplicate_tokens, 2), (_swap_tokens, 2),
+    (_truncate, 1), (_lines, 3), (_integer, 3), (_shape, 2), (_type, 2),
+]
+_MUTATOR_FNS = [f for f, w in MUTATORS for _ in range(w)]
+
+
+def generate(corpus: list[str], seed: int, index: int) -> str:
+    """The input number `index` of the run with `seed` (a pure function of both)."""
+    rng = random.Random(f"{seed}:{index}")
+    text = rng.choice(corpus)
+    for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
+        text = rng.choice(_MUTATOR_FNS)(rng, text, corpus)
+    return text
+
+
+# ---------------------------------------------------------------- one input
+
+
+class Failure(Exception):
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class _Timeout(BaseException):  # BaseException: code under test must not swallow it
+    pass
+
+
+# the interpreter runs only on kernels this small (elements per shaped type, tiles)
+SMALL_ELEMENTS = 4096
+SMALL_GRID = 16
+
+
+def _small(module: Any) -> bool:
+    from ktir.ir import types as ty
+
+    for op in module.walk():
+        for t in [*op.operand_types, *op.result_types]:
+            shape = getattr(t, "shape", None)
+            if shape is None:
+                continue
+            if isinstance(t, ty.AccessTileType):
+                continue
+            n = 1
+            for d in shape:
+                n *= d if d is not None else SMALL_ELEMENTS + 1
+            if n > SMALL_ELEMENTS:
+                return False
+        grid = op.attributes.get("grid")
+        if grid is not None:
+            n = 1
+            for g in getattr(grid, "elements", ()):
+                n *= getattr(g, "value", SMALL_GRID + 1)
+            if n > SMALL_GRID:
+                return False
+    return True
+
+
+def _interpret(module: Any) -> str:
+    import reference_interp
+    from reference_interp.inputs import infer_args
+
+    limits = {"step_limit": 20_000, "max_value_bytes": 1 << 26}
+    try:
+        args = infer_args(module, None, {}, 0, limits)
+        reference_interp.run(module, None, args, **limits)
+    except reference_interp.KtirRuntimeError:
+        return "runtime-error"
+    return "ran"
+
+
+def check(text: str, interpret: bool = True) -> str:
+    """Run one input through the pipeline; return its outcome ('parse-error', 'invalid',
+    'valid', 'ran', 'runtime-error') or raise Failure."""
+    import ktir
+    from ktir.syntax.diagnostics import KtirError
+    from ktir.verify import verify
+
+    try:
+        module = ktir.parse(text, "fuzz.ktir")
+    except KtirError as e:
+        d = e.diagnostics[0] if e.diagnostics else None
+        if d is None or d.line < 1 or d.column < 1:
+            raise Failure("unlocated", repr(d)) from None
+        return "parse-error"
+    diagnostics = verify(module, "fuzz.ktir")
+    errors = [d for d in diagnostics if d.severity == "error"]
+    printed = ktir.print_module(module)
+    try:
+        again = ktir.parse(printed, "printed.ktir")
+    except KtirError as e:
+        raise Failure("roundtrip-reject", f"{e}\n--- printed:\n{printed}") from None
+    if again != module:
+        raise Failure("roundtrip-unstable", f"the re-parsed module differs\n--- printed:\n{printed}")
+    if ktir.print_module(again) != printed:
+        raise Failure("roundtrip-unstable", f"the second print differs\n--- printed:\n{printed}")
+    if errors:
+        return "invalid"
+    if interpret and _small(module):
+        return _interpret(module)
+    return "valid"
+
+
+def run_one(text: str, interpret: bool = True) -> tuple[str, str]:
+    """(outcome, detail) for one input; outcome is a failure kind or a success outcome."""
+    try:
+        return check(text, interpret), ""
+    except Failure as f:
+        return f.kind, f.detail
+    except _Timeout:
+        return "hang", "interrupted by the time limit"
+    except MemoryError:
+        return "memory", "MemoryError (address-space limit)"
+    except RecursionError:
+        return "exception", traceback.format_exc(limit=-8)
+    except Exception:  # noqa: BLE001 - the point of the fuzzer: any other exception is a bug
+        return "exception", traceback.format_exc(limit=-8)
+
+
+FAILURES = ("exception", "unlocated", "roundtrip-reject", "roundtrip-unstable", "hang", "memory")
+
+
+# ---------------------------------------------------------------- workers
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout()
+
+
+def _warm_up() -> None:
+    """Build the parser tables and import the pipeline before the first timed input:
+    building the LALR tables takes seconds, and a timer must not interrupt it."""
+    for text in ("func.func @f(%a: f32) -> f32 {\n  return %a : f32\n}\n", "func.func @f( {"):
+        run_one(text)
+    import reference_interp  # noqa: F401
+
+
+def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory_limit: int, interpret: bool) -> None:
+    import resource
+
+    if memory_limit > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    signal.signal(signal.SIGALRM, _alarm)
+    sys.setrecursionlimit(10_000)
+    corpus = load_corpus()
+    _warm_up()
+    conn.send(("ready", None))
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        start, stop = task
+        counts: Counter[str] = Counter()
+        failures: list[tuple[int, str, str]] = []
+        for index in range(start, stop):
+            current.value = index
+            text = generate(corpus, seed, index)
+            signal.setitimer(signal.ITIMER_REAL, time_limit)
+            try:
+                outcome, detail = run_one(text, interpret)
+            except _Timeout:  # raised between run_one's handlers and the disarm below
+                outcome, detail = "hang", "interrupted by the time limit"
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            counts[outcome] += 1
+            if outcome in FAILURES:
+                failures.append((index, outcome, detail))
+        current.value = -1
+        conn.send(("done", (dict(counts), failures)))
+
+
+@dataclass
+class Report:
+    inputs: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[int, str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        return sum(self.counts[k] for k in FAILURES)
+
+    def summary(self) -> str:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        return f"{self.inputs} inputs in {self.seconds:.1f} s ({self.inputs / max(self.seconds, 1e-9):.0f}/s): {outcomes}; failures {self.failed}"
+
+
+class _Slot:
+    """One worker process and the batch it is running."""
+
+    def __init__(self, ctx: Any, seed: int, time_limit: float, memory_limit: int, interpret: bool) -> None:
+        self.current = ctx.Value("q", -1, lock=False)
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, self.current, seed, time_limit, memory_limit, interpret), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn.recv()  # ready
+        self.task: tuple[int, int] | None = None
+        self.last_index = -1
+        self.since = time.monotonic()
+
+    def submit(self, task: tuple[int, int]) -> None:
+        self.task = task
+        self.last_index = -1
+        self.since = time.monotonic()
+        self.conn.send(task)
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+
+
+def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, memory_limit: int = 2 << 30,
+         batch: int = 250, interpret: bool = True, progress: bool = False, log_every: int = 0, start: int = 0) -> Report:
+    """Run inputs `start` .. `start + inputs - 1` of the run `seed` on `jobs` worker processes."""
+    ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
+    report = Report(inputs=inputs)
+    started = time.monotonic()
+    pending = [(i, min(i + batch, start + inputs)) for i in range(start, start + inputs, batch)]
+    pending.reverse()
+    slots = [_Slot(ctx, seed, time_limit, memory_limit, interpret) for _ in range(max(1, jobs))]
+    # the worker's own timer interrupts Python code; the parent kills a worker stuck in C
+    hard_limit = time_limit * 2 + 1
+    done = 0
+    next_log = log_every
+    try:
+        for slot in slots:
+            if pending:
+                slot.submit(pending.pop())
+        while any(s.task is not None for s in slots):
+            busy = {s.conn: s for s in slots if s.task is not None}
+            for conn in wait(list(busy), timeout=0.25):
+                slot = busy[conn]  # type: ignore[index]
+                try:
+                    _, (counts, failures) = slot.conn.recv()
+                except (EOFError, OSError):
+                    _replace_dead(slots, slot, ctx, seed, time_limit, memory_limit, interpret, report, pending, "memory")
+                    continue
+                report.counts.update(counts)
+                report.failures.extend(failures)
+                if log_every:  # failing indices at once: a long run stopped early still names them
+                    for index, kind, _ in failures:
+                        print(f"failure: seed {seed} index {index}: {kind}", file=sys.stderr, flush=True)
+                assert slot.task is not None
+                done += slot.task[1] - slot.task[0]
+                slot.task = None
+                if pending:
+                    slot.submit(pending.pop())
+                if progress:
+                    print(f"\r{done}/{inputs} inputs, failures {report.failed}", end="", file=sys.stderr, flush=True)
+                elif log_every and done >= next_log:
+                    next_log += log_every
+                    print(f"{done}/{inputs} inputs in {time.monotonic() - started:.0f} s, failures {report.failed}", file=sys.stderr, flush=True)
+            now = time.monotonic()
+            for slot in slots:
+                if slot.task is None:
+                    continue
+                index = slot.current.value
+                if index != slot.last_index:
+                    slot.last_index, slot.since = index, now
+                elif index >= 0 and now - slot.since > hard_limit:
+                    _replace_dead(slots, slot, ctx, seed, time_limit, memory_limit, interpret, report, pending, "hang")
+    finally:
+        for slot in slots:
+            slot.stop()
+    if progress:
+        print(file=sys.stderr)
+    report.seconds = time.monotonic() - started
+    report.failures.sort()
+    return report
+
+
+def _replace_dead(slots: list[_Slot], slot: _Slot, ctx: Any, seed: int, time_limit: float, memory_limit: int,
+                  interpret: bool, report: Report, pending: list[tuple[int, int]], kind: str) -> None:
+    """A worker hung (killed here) or died (memory): record its input, re-queue the rest
+    of its batch, start a new worker. The results it had not reported yet are re-run."""
+    index = slot.current.value
+    if slot.proc.is_alive():
+        slot.proc.kill()
+    slot.proc.join()
+    assert slot.task is not None
+    start, stop = slot.task
+    report.counts[kind] += 1
+    report.failures.append((index, kind, f"worker {'killed after the time limit' if kind == 'hang' else f'died (exit code {slot.proc.exitcode})'}"))
+    print(f"failure: seed {seed} index {index}: {kind} (worker replaced)", file=sys.stderr, flush=True)
+    if index + 1 < stop:
+        pending.append((index + 1, stop))
+    # inputs before `index` in this batch ran but were not reported: run them again
+    if start < index:
+        pending.append((start, index))
+    fresh = _Slot(ctx, seed, time_limit, memory_limit, interpret)
+    slots[slots.index(slot)] = fresh
+    if pending:
+        fresh.submit(pending.pop())
+
+
+def save_failures(report: Report, seed: int, directory: Path) -> list[Path]:
+    """Write each failing input as `<kind>-<hash>.ktir` (with its detail beside it)."""
+    corpus = load_corpus()
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for index, kind, detail in report.failures:
+        text = generate(corpus, seed, index)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+        path = directory / f"{kind}-{digest}.ktir"
+        path.write_text(text)
+        path.with_suffix(".txt").write_text(f"seed {seed} index {index}\n{detail}\n")
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Corpus-mutation fuzzer for parse -> verify -> print -> re-parse -> run.")
+    parser.add_argument("--inputs", type=int, default=20_000, help="number of inputs (default 20000, the CI lane)")
+    parser.add_argument("--seed", type=int, default=0, help="run seed; a run is a pure function of it")
+    parser.add_argument("--start", type=int, default=0, help="index of the first input (to split a run over machines)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes")
+    parser.add_argument("--time-limit", type=float, default=5.0, help="seconds per input before it counts as a hang")
+    parser.add_argument("--memory-limit", type=int, default=2 << 30, help="address-space bytes per worker (0: none)")
+    parser.add_argument("--no-interpret", action="store_true", help="skip running small valid kernels")
+    parser.add_argument("--save", type=Path, default=Path("fuzz-failures"), help="directory for failing inputs")
+    parser.add_argument("--log-every", type=int, default=10_000, metavar="N", help="log progress every N inputs when not on a terminal")
+    parser.add_argument("--show", type=int, metavar="INDEX", help="print input INDEX of the run and its outcome, then exit")
+    args = parser.parse_args(argv)
+    if args.show is not None:
+        text = generate(load_corpus(), args.seed, args.show)
+        print(text)
+        print("outcome:", run_one(text, not args.no_interpret), file=sys.stderr)
+        return 0
+    report = fuzz(args.inputs, args.seed, args.jobs, args.time_limit, args.memory_limit, interpret=not args.no_interpret,
+                  progress=sys.stderr.isatty(), log_every=args.log_every, start=args.start)
+    print(report.summary())
+    if report.failures:
+        for path in save_failures(report, args.seed, args.save):
+            print(f"saved {path}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The recursive-descent fast path agrees with the grammar (which stays normative).
+
+Wherever the fast path accepts a text, the LALR parser of `ktir.lark` must accept it too
+and build the same AST, with the same locations, comments and warnings; wherever the
+grammar rejects a text, the fast path must not accept it. Checked on every file in the
+repository, on generated programs (tests/strategies.py), and on token-level mutations of
+both, which are mostly invalid.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ktir.ir.operation import Module
+from ktir.syntax import fastparse
+from ktir.syntax import parser as p
+from ktir.syntax.diagnostics import ParseError
+from ktir.syntax.printer import print_module
+
+try:  # tests/ as a package, or as a rootdir-relative directory (pytest's default)
+    from ..strategies import Options, generate_module
+except ImportError:
+    from strategies import Options, generate_module  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[2]
+_SKIP = {"site", "build", "node_modules", "ci-artifacts"}
+FILES = sorted(
+    f
+    for ext in ("*.ktir", "*.mlir")
+    for f in ROOT.rglob(ext)
+    if not _SKIP.intersection(f.relative_to(ROOT).parts) and not any(x.startswith(".") for x in f.relative_to(ROOT).parts)
+)
+# KTIR_FUZZ_EXAMPLES=5000 for a long fuzzing run
+SETTINGS = settings(max_examples=int(os.environ.get("KTIR_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def fast_only(text: str) -> Module | None:
+    """The fast path's module, or None where it leaves the text to the grammar."""
+    with p._LOCK:
+        module = p._parse_fast(text)
+        if module is not None:
+            p.attach_comments(module, p._BUILDER.comments + p.blank_lines(text), p._BUILDER.alias_lines)
+    return module
+
+
+def observable(module: Module) -> list[Any]:
+    """Everything a parse result shows beyond AST equality: where each op, block and block
+    argument starts, the comments and blank lines kept, and the warnings."""
+    seen: list[Any] = [module.alias_order, module.alias_comments, module.trailing_comments, list(module.warnings)]
+    for op in module.walk():
+        seen.append((op.name, op.loc, op.results, op.comments, op.trailing_comment))
+        for region in op.regions:
+            for block in region.blocks:
+                seen.append((block.label, block.loc, [(a.name, a.loc) for a in block.arguments]))
+    return seen
+
+
+def check(text: str) -> bool:
+    """Assert the two paths agree on `text`; True when the fast path took it."""
+    fast = fast_only(text)
+    if fast is None:
+        return False
+    try:
+        reference = p.parse(text, fast=False)
+    except ParseError as e:
+        raise AssertionError(f"the fast path accepts text the grammar rejects ({e.message} at {e.line}:{e.column}):\n{text}") from None
+    assert fast == reference, text
+    assert observable(fast) == observable(reference), text
+    return True
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda f: str(f.relative_to(ROOT)))
+def test_every_file(path: Path) -> None:
+    check(path.read_text(encoding="utf-8"))
+
+
+def test_the_fast_path_takes_the_common_files() -> None:
+    """Not a correctness property, but the point of the fast path: most kernels use it."""
+    examples = sorted((ROOT / "examples").rglob("*.ktir"))
+    taken = [f for f in examples if check(f.read_text(encoding="utf-8"))]
+    assert len(taken) >= 0.6 * len(examples), sorted(set(map(str, examples)) - set(map(str, taken)))
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_parse import generate
+
+    assert check(generate(300))
+
+
+def test_errors_are_the_grammars() -> None:
+    """Bad text is reported by the grammar, at the grammar's position, through `parse`."""
+    text = "func.func @f(%a: index) {\n  %x = arith.addi %a, %a : index index\n  func.return\n}\n"
+    with pytest.raises(ParseError) as fast:
+        p.parse(text)
+    with pytest.raises(ParseError) as slow:
+        p.parse(text, fast=False)
+    assert (fast.value.message, fast.value.line, fast.value.column) == (slow.value.message, slow.value.line, slow.value.column)
+    assert fast.value.line == 2
+
+
+def test_terminals_match_the_grammar() -> None:
+    terminals = {name: (kind, value) for name, kind, value in p._driver().terminals}
+
+    def words(name: str) -> set[str]:
+        kind, value = terminals[name]
+        return {value} if kind == "str" else {w.replace("\\", "") for w in re.sub(r"^\(\?:|\)$", "", value).split("|")}
+
+    assert words("FLOAT_TYPE") == fastparse.FLOAT_TYPES
+    assert words("AFF_DIV_OP") == fastparse.AFF_DIV_OPS
+    assert words("CMP_OP") == fastparse.CMP_OPS
+    assert words("FLAG_KIND") == fastparse.FLAG_KINDS
+    assert words("VISIBILITY") == fastparse.VISIBILITIES
+    assert words("MEMSPACE_KW") == fastparse.MEMSPACE_KWS
+    assert terminals["INTEGER_TYPE"][1] == fastparse.INTEGER_TYPE.pattern
+
+
+@SETTINGS
+@given(st.integers(0, 2**32), st.integers(0, 2), st.integers(1, 6))
+def test_generated_programs(seed: int, depth: int, ops: int) -> None:
+    module = generate_module(seed, Options(max_depth=depth, max_ops=ops, max_funcs=2, budget=60))
+    check(print_module(module))
+
+
+_TOKEN = re.compile(r"%[\w$.#-]+|[A-Za-z_!#][\w$.]*|\"[^\"\n]*\"|[0-9]+|->|\S")
+
+
+def _mutate(text: str, data: st.DataObject) -> str:
+    spans = [m.span() for m in _TOKEN.finditer(text)]
+    if not spans:
+        return text
+    for _ in range(data.draw(st.integers(1, 3))):
+        start, end = spans[data.draw(st.integers(0, len(spans) - 1))]
+        kind = data.draw(st.sampled_from(["drop", "double", "swap", "replace"]))
+        if kind == "drop":
+            text = text[:start] + text[end:]
+        elif kind == "double":
+            text = text[:end] + " " + text[start:end] + text[end:]
+        elif kind == "swap":
+            other = spans[data.draw(st.integers(0, len(spans) - 1))]
+            a, b = sorted([(start, end), other])
+            if a[1] <= b[0]:
+                text = text[: a[0]] + text[b[0] : b[1]] + text[a[1] : b[0]] + text[a[0] : a[1]] + text[b[1] :]
+        else:
+            piece = data.draw(st.sampled_from([",", ":", "(", ")", "{", "}", "[", "]", "<", ">", "-", "->", "=", "x", "4", "%z", "index", "f32", "#map", "to", "tensor<4xf32>", ", tensor<4xf32>", ", %z", "\"s\"", "//c\n"]))
+            text = text[:start] + piece + text[end:] if data.draw(st.booleans()) else text[:end] + piece + text[end:]
+        spans = [m.span() for m in _TOKEN.finditer(text)]
+        if not spans:
+            break
+    return text
+
+
+_SEEDS = [f for f in FILES if "invalid" not in f.parts and f.stat().st_size < 6000]
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_files(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(_SEEDS))
+    check(_mutate(path.read_text(encoding="utf-8"), data))
+
+
+@SETTINGS
+@given(st.integers(0, 2**32), st.data())
+def test_mutated_programs(seed: int, data: st.DataObject) -> None:
+    text = print_module(generate_module(seed, Options(max_depth=1, max_ops=4, max_funcs=1, budget=30)))
+    check(_mutate(text, data))
+
+
+_TAILS = (", tensor<4xf32>", ", %z", " {x}", " f32")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.ktir")), ids=lambda f: f.name)
+def test_every_line_with_a_stray_tail(path: Path) -> None:
+    """An op line with something appended (most such texts are invalid): a way to catch a
+    list or an optional clause the fast path reads further than the grammar."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for n, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        for tail in _TAILS:
+            check("\n".join([*lines[:n], line + tail, *lines[n + 1 :]]))

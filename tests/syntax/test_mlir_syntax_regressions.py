@@ -1,0 +1,60 @@
+"""Printer and parser defects found by reading KTIR with MLIR 22's own parser (issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ktir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_BOOL_ARRAY = """func.func @f() {
+  "test.op"() {flags = array<i1: true, false, true>} : () -> ()
+  func.return
+}
+"""
+
+_TWO_RESULTS = """#id = affine_map<(d0) -> (d0)>
+func.func @f(%a: tensor<4xf32>, %e: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r:2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%a : tensor<4xf32>) outs(%e, %e : tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%x: f32, %o1: f32, %o2: f32):
+    linalg.yield %x, %x : f32, f32
+  } -> (tensor<4xf32>, tensor<4xf32>)
+  func.return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
+}
+"""
+
+
+def test_bool_dense_array_prints_true_false() -> None:
+    # MLIR reads `array<i1: 1, 0>` as an error: i1 elements are spelled true/false
+    assert ktir.print_module(ktir.parse(_BOOL_ARRAY)) == _BOOL_ARRAY
+
+
+def test_multi_result_linalg_generic_prints_parenthesised_types() -> None:
+    assert ktir.print_module(ktir.parse(_TWO_RESULTS)) == _TWO_RESULTS
+
+
+def test_multi_result_without_parentheses_is_rejected() -> None:
+    # MLIR's optional arrow type list: several result types need parentheses
+    bad = _TWO_RESULTS.replace("} -> (tensor<4xf32>, tensor<4xf32>)", "} -> tensor<4xf32>, tensor<4xf32>")
+    with pytest.raises(ktir.ParseError) as info:
+        ktir.parse(bad)
+    assert (info.value.line, info.value.column) == (6, 21)  # the comma after the first type
+
+
+def test_single_result_may_be_parenthesised() -> None:
+    text = _TWO_RESULTS.replace("outs(%e, %e : tensor<4xf32>, tensor<4xf32>)", "outs(%e : tensor<4xf32>)")
+    text = text.replace("%r:2 =", "%r =").replace("%o2: f32", "").replace("%o1: f32, ", "%o1: f32")
+    text = text.replace("linalg.yield %x, %x : f32, f32", "linalg.yield %x : f32")
+    text = text.replace("} -> (tensor<4xf32>, tensor<4xf32>)", "} -> (tensor<4xf32>)")
+    text = text.replace("func.return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>", "func.return %r, %r : tensor<4xf32>, tensor<4xf32>")
+    module = ktir.parse(text)
+    assert "} -> tensor<4xf32>\n" in ktir.print_module(module)
+
+
+def test_rope_example_uses_the_parenthesised_form() -> None:
+    source = (ROOT / "examples" / "rope.ktir").read_text()
+    assert "} -> (tensor<32x4x32xf32>, tensor<32x4x32xf32>)" in source
+    assert ktir.print_module(ktir.parse(source)) == source
