@@ -143,7 +143,8 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
         first = b.create("arith.cmpi", [tid, b.constant(0, INDEX)], [ty.I1],
                          {"predicate": at.IntegerAttr(value=0, type=ty.I64)})[0]
         then = Block()
-        b.append(Operation(name="scf.if", operands=[first.name], operand_types=[ty.I1], regions=[Region(blocks=[then])]))
+        b.append(Operation(name="scf.if", operands=[first.name], operand_types=[ty.I1],
+                           regions=[Region(blocks=[then]), Region(blocks=[])]))  # no else
         with b.insert_into(then):
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
                 if where_ == "tail":
