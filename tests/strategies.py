@@ -1346,6 +1346,7 @@ class Gen:
         outs: list[Type] = [kind(shape=shape, element_type=out_elem)]
         short = self._short_op(elem, k) if out_elem == elem and self.chance(0.6) else None
         if short is not None:
+            # MLIR 22 gives the short body one argument per input plus one for the init element
             args = [BlockArgument(name=short_body_input(i), type=elem) for i in range(k)]
             inner = Operation(
                 name=short,
@@ -1355,7 +1356,7 @@ class Gen:
                 result_types=[elem],
             )
             yld = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem])
-            block = Block(arguments=args, operations=[inner, yld])
+            block = Block(arguments=[*args, BlockArgument(name=short_body_init(0), type=elem)], operations=[inner, yld])
         else:
             block = self.body(ctx, [elem] * k, "linalg.yield", [out_elem])
         self._dps(ctx, name, ins, outs, self.extras(), [Region(blocks=[block])])
@@ -1373,8 +1374,9 @@ class Gen:
         if short is not None:
             e = elems[0]
             args = [BlockArgument(name=short_body_input(0), type=e), BlockArgument(name=short_body_init(0), type=e)]
+            # the op is applied to (init, input), as MLIR 22 builds the short form
             inner = Operation(
-                name=short, operands=[a.name for a in args], operand_types=[e, e], results=[SHORT_BODY_RESULT], result_types=[e]
+                name=short, operands=[args[1].name, args[0].name], operand_types=[e, e], results=[SHORT_BODY_RESULT], result_types=[e]
             )
             yld = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[e])
             block = Block(arguments=args, operations=[inner, yld])
