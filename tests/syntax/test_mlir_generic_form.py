@@ -175,16 +175,17 @@ def test_cli_fmt_generic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_generic_fallback_keeps_the_named_op_body() -> None:
-    # a result left unnamed has no custom spelling here: the op falls back to the generic
-    # form, which must be MLIR's (with the body MLIR builds), not a body-less variant
+    # an `indexing_maps` that is not an array has no custom spelling: the op falls back to the
+    # generic form, which must be MLIR's (with the body MLIR builds), not a body-less variant
     source = (
         "func.func @f(%a: tensor<4xf32>, %e: tensor<4xf32>) {\n"
-        "  linalg.add ins(%a, %a : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>\n"
+        "  %r = linalg.add {indexing_maps = 0 : i64} ins(%a, %a : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>)"
+        " -> tensor<4xf32>\n"
         "  func.return\n}\n"
     )
     module = ktir.parse(source)
     text = ktir.print_module(module)
-    assert '"linalg.add"(%a, %a, %e) <{operandSegmentSizes = array<i32: 2, 1>}> ({' in text
+    assert '%r = "linalg.add"(%a, %a, %e) <{indexing_maps = 0 : i64, operandSegmentSizes = array<i32: 2, 1>}> ({' in text
     assert "%__v4 = arith.addf %__in1, %__in2 : f32" in text
     assert ktir.parse(text) == module and ktir.print_module(ktir.parse(text)) == text
 
