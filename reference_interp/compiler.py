@@ -379,6 +379,8 @@ class FuncCompiler:
         return tuple(out)
 
     def result_slots(self, op: Operation) -> tuple[int, ...]:
+        if len(op.results) < len(op.result_types):  # unnamed results (MLIR allows them): private slots
+            return tuple(self.slot(f"%__unnamed{id(op)}#{i}") for i in range(len(op.result_types)))
         return tuple(self.slot(n) for n in op.results)
 
     def attr(self, op: Operation, name: str) -> Any:

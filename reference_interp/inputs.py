@@ -125,12 +125,17 @@ def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dic
 
     probes: dict[str, Allocation] = {}
     original = executor._Binder._bind
+    # a probe array grows to the highest element touched, but no larger than any one value
+    # may be: a kernel that addresses far away fails cleanly instead of allocating for long
+    from .runtime import Options
+
+    span = min(_PROBE_SPAN, int(run_kwargs.get("max_value_bytes") or Options.max_value_bytes))
 
     def bind(self: Any, name: str, t: Any, value: Any) -> Any:
         if name in pointers and value is _PROBE:
             dt = pointers[name]
             base = (len(probes) + 1) * _PROBE_SPAN
-            alloc = Allocation(name, "global", base, np.zeros(0, dtype=np.uint8), 0, capacity=_PROBE_SPAN)
+            alloc = Allocation(name, "global", base, np.zeros(0, dtype=np.uint8), 0, capacity=span)
             alloc.dtype, alloc.shape = dt, (0,)
             self.machine.memory.allocs.append(alloc)
             self.machine.memory._bases.append(base)

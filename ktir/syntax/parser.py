@@ -86,6 +86,15 @@ class BadEscape(ValueError):
     pass
 
 
+def _finite(tok: Tok) -> float:
+    """A decimal float literal; one that overflows to infinity is an error (MLIR has no
+    decimal spelling of inf: it is written as a hexadecimal bit pattern)."""
+    value = float(tok.value)
+    if value in (float("inf"), float("-inf")):
+        raise _err(tok, f"floating-point literal {tok.value} is out of range (write inf or nan as a hexadecimal bit pattern)")
+    return value
+
+
 def _unquote(s: str) -> str:
     """The contents of a quoted string with MLIR escapes (\\n, \\t, \\", \\\\, \\XX hex)."""
     body = s[1:-1]
@@ -549,15 +558,18 @@ class _Builder:
         return -int(c[0].value)
 
     def pos_float(self, c: list[Tok]) -> float:
-        return float(c[0].value)
+        return _finite(c[0])
 
     def neg_float(self, c: list[Tok]) -> float:
-        return -float(c[0].value)
+        return -_finite(c[0])
 
     def int_attr(self, c: list[Any]) -> Attribute:
         t = c[1] if len(c) > 1 else None
         if isinstance(t, ty.FloatType):
-            return at.FloatAttr(value=float(c[0]), type=t)
+            try:
+                return at.FloatAttr(value=float(c[0]), type=t)
+            except OverflowError:
+                raise _err(None, f"integer literal {c[0]} is too large for a floating-point value") from None
         return at.IntegerAttr(value=c[0], type=t)
 
     def float_attr(self, c: list[Any]) -> Attribute:
@@ -567,6 +579,8 @@ class _Builder:
         bits = int(c[0].value, 16)
         t = c[1] if len(c) > 1 else None
         if isinstance(t, ty.FloatType):
+            if bits >> t.width:
+                raise _err(c[0], f"hexadecimal float {c[0].value} has more than the {t.width} bits of {t.kind}")
             return at.FloatAttr(value=float_from_bits(bits, t), type=t, bits=bits)
         return at.IntegerAttr(value=bits, type=t)
 

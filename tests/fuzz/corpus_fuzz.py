@@ -262,7 +262,7 @@ def _interpret(module: Any) -> str:
     import reference_interp
     from reference_interp.inputs import infer_args
 
-    limits = {"step_limit": 20_000, "max_value_bytes": 1 << 26}
+    limits = {"step_limit": 20_000, "max_value_bytes": 1 << 22}  # small kernels need far less
     try:
         args = infer_args(module, None, {}, 0, limits)
         reference_interp.run(module, None, args, **limits)
@@ -348,7 +348,10 @@ def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory
     _warm_up()
     conn.send(("ready", None))
     while True:
-        task = conn.recv()
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
         if task is None:
             return
         start, stop = task
@@ -368,7 +371,10 @@ def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory
             if outcome in FAILURES:
                 failures.append((index, outcome, detail))
         current.value = -1
-        conn.send(("done", (dict(counts), failures)))
+        try:
+            conn.send(("done", (dict(counts), failures)))
+        except OSError:  # the parent is gone
+            return
 
 
 @dataclass

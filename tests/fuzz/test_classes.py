@@ -127,3 +127,42 @@ def test_access_tile_on_a_view_of_another_rank_is_reported_not_raised() -> None:
     )
     diagnostics = verify(ktir.parse(text))
     assert "ktdp.construct_memory_view.C5" in {d.id for d in diagnostics}
+
+
+# ---------------------------------------------------------------- found by the 200,000-input run
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ("1.0e+99999 : f32", "floating-point literal 1.0e+99999 is out of range"),
+        ("0x1FF800000 : f32", "has more than the 32 bits of f32"),
+        ("99999999999999999999" * 20 + " : f32", "too large for a floating-point value"),
+    ],
+    ids=["decimal-overflow", "hex-too-wide", "integer-too-large"],
+)
+def test_float_literals_out_of_range_are_located_errors(literal: str, message: str) -> None:
+    with pytest.raises(ktir.ParseError) as info:
+        ktir.parse(f"func.func @f() {{\n  %c = arith.constant {literal}\n  return\n}}\n")
+    assert info.value.line == 2 and info.value.column >= 1 and message in info.value.message
+
+
+def test_forall_with_short_segment_sizes_is_reported_not_raised() -> None:
+    text = (
+        'func.func @f() {\n  "scf.forall"() ({\n  ^bb0(%i: index):\n    scf.forall.in_parallel {\n    }\n  })'
+        " {operandSegmentSizes = array<i32: 0, 0>, staticLowerBound = array<i64: 0>, staticStep = array<i64: 1>,"
+        " staticUpperBound = array<i64: 4>} : () -> ()\n  return\n}\n"
+    )
+    _round_trips(text)
+
+
+def test_the_interpreter_runs_ops_with_unnamed_results() -> None:
+    import numpy as np
+
+    import reference_interp
+
+    module = ktir.parse(
+        "func.func @k(%a: memref<4xf32>) {\n  arith.constant 1.0 : f32\n  %c0 = arith.constant 0 : index\n"
+        "  %x = memref.load %a[%c0] : memref<4xf32>\n  return\n}\n"
+    )
+    reference_interp.run(module, None, {"a": np.zeros(4, np.float32)})

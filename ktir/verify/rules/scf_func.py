@@ -114,7 +114,7 @@ def forall(check: Check) -> None:
     if not all(isinstance(x, at.DenseArrayAttr) and len(x.values) == n_iv for x in (lbs, ubs, steps)):
         check.fail("C1", f"bounds and steps need {n_iv} entries, one per induction variable")
     seg = check.segments()
-    outputs = check.operand_types[len(check.operand_types) - (seg[3] if seg else 0):]
+    outputs = check.operand_types[len(check.operand_types) - (seg[3] if seg and len(seg) == 4 else 0):]
     if check.result_types != outputs:
         check.fail("C2", "the results must match the shared outputs")
 
