@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from ktir.fileio import confined_path
+
 SCHEMA_VERSION = 1
 LEVELS: tuple[str, ...] = ("syntax", "validation", "core", "multi-tile", "collective", "full")
 Level = Literal["syntax", "validation", "core", "multi-tile", "collective", "full"]
@@ -20,18 +22,7 @@ Recipe = Literal["normal", "uniform", "int", "positive", "zeros", "fill", "arang
 SUITE_ROOT = Path(__file__).resolve().parent
 
 
-def _confined(value: str | None) -> str | None:
-    """A path the manifest names must stay inside the suite root: no
-    absolute path, no `..` step (a manifest from elsewhere must not read arbitrary files)."""
-    if value is None:
-        return value
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts or value in ("", "."):
-        raise ValueError(f"{value!r} must be a relative path inside the suite root (no absolute path, no '..')")
-    return value
-
-
-RelativePath = Annotated[str, AfterValidator(_confined)]
+RelativePath = Annotated[str, AfterValidator(lambda v: confined_path(v, "the suite root"))]
 
 
 class _Strict(BaseModel):

@@ -44,3 +44,13 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def confined_path(value: str, root: str) -> str:
+    """`value` unchanged if it is a relative path that stays inside `root` (no absolute path,
+    no drive, no `..` step): files a manifest names must not reach outside its folder.
+    Raises ValueError naming `root` otherwise (pydantic turns it into a located error)."""
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts or value in ("", "."):
+        raise ValueError(f"{value!r} must be a relative path inside {root} (no absolute path, no '..')")
+    return value

@@ -8,21 +8,12 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ktir.fileio import confined_path
+
 SCHEMA_VERSION: Literal[1] = 1
 
 
-def _confined(value: str | None) -> str | None:
-    """A path the manifest names must stay inside the folder it is relative to: no
-    absolute path, no `..` step (a manifest from elsewhere must not read arbitrary files)."""
-    if value is None:
-        return value
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts or value in ("", "."):
-        raise ValueError(f"{value!r} must be a relative path inside the manifest's folder (no absolute path, no '..')")
-    return value
-
-
-RelativePath = Annotated[str, AfterValidator(_confined)]
+RelativePath = Annotated[str, AfterValidator(lambda v: confined_path(v, "the manifest's folder"))]
 
 
 class StickLayout(BaseModel):
