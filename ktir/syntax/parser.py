@@ -217,8 +217,10 @@ class _Builder:
         self.comments: list[tuple[int, int, str]] = []
         # regions whose entry block was written with a `^label`: header-supplied block
         # arguments may not be declared there too (MLIR: "invalid block name in region
-        # with named arguments")
-        self.labelled_entries: set[int] = set()
+        # with named arguments"). Keyed by id() but holding the region: a region dropped during
+        # the parse (e.g. the standard body of a named op read in generic form) must not free
+        # its id for a later region to inherit the flag
+        self.labelled_entries: dict[int, Region] = {}
 
     def _warn(self, tok: Tok | None, message: str) -> None:
         line, col = (tok.line, tok.column) if tok is not None else (0, 0)
@@ -326,13 +328,13 @@ class _Builder:
             blocks[0].label = None
         region = Region(blocks=blocks)  # `{}` is a region with no blocks, as in MLIR
         if labelled:
-            self.labelled_entries.add(id(region))
+            self.labelled_entries[id(region)] = region
         return region
 
     def _check_header_args(self, region: Region, count: int, tok: Tok | None, message: str) -> None:
         """The header of the op declares `count` entry-block arguments: the region may not
         open with a block label of its own."""
-        if count and id(region) in self.labelled_entries:
+        if count and self.labelled_entries.get(id(region)) is region:
             loc = region.blocks[0].loc
             if loc is not None:
                 raise ParseError(message, loc.line, loc.column)
