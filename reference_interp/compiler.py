@@ -226,6 +226,13 @@ class Program:
         self._shares: bool | None = None
         self._has_empty: bool | None = None
         self._has_calls: bool | None = None
+        self._op_ids: dict[int, int] | None = None
+
+    def op_id(self, op: Operation) -> int:
+        """The op's position in the module's pre-order walk: its identity in trace events."""
+        if self._op_ids is None:
+            self._op_ids = {id(o): i for i, o in enumerate(self.module.walk())}
+        return self._op_ids.get(id(op), -1)
 
     def function(self, name: str, options: Options) -> CompiledFunc:
         key = (name, options.trace, options.strict)
@@ -601,10 +608,11 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     line = op.loc.line if op.loc is not None else 0
     name = op.name
     operands = c.operand_slots(op)
+    op_id = c.program.op_id(op)
 
     def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int]]:
         ctx: TileContext = fr[0]
-        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line)
+        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line, op_id=op_id)
         ctx.seq += 1
         assert ctx.trace is not None
         ctx.trace.append(ev)  # appended at the start, so a tile's events are in program order

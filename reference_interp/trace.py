@@ -58,12 +58,15 @@ class TraceEvent:
     # inter-tile ops: the future instance and the tiles waited on / delivered to
     future: tuple[int, int] | None = None
     peers: tuple[int, ...] = ()
+    # the op's identity: its position in the module's pre-order walk (`Module.walk()`), the
+    # same with or without source locations (-1: an op outside the module's walk)
+    op_id: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "tile": self.tile, "op": self.op, "start": self.start, "end": self.end, "line": self.line,
             "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-            "elements": self.elements, "macs": self.macs,
+            "elements": self.elements, "macs": self.macs, "op_id": self.op_id,
         }
         if self.future is not None:
             d["future"] = list(self.future)

@@ -2,15 +2,16 @@
 
 The interpreter records, per tile and executed op: its name and source line, its position in
 program order (`start`, and `end` one past the ops nested in it), bytes read and written
-per memory space, result elements and MACs, and for inter-tile ops the future instance and
-the peer tiles. It does not record which values an op read, so this adapter recovers the
-dependencies from the module: it maps each event to its op by (source line, op name) and
-follows SSA def-use edges to the most recent execution of each defining op (which is what
+per memory space, result elements and MACs, for inter-tile ops the future instance and
+the peer tiles, and the op's identity (`op_id`, its position in the module's pre-order walk).
+It does not record which values an op read, so this adapter recovers the dependencies from
+the module: it maps each event to its op by identity (so the costs do not depend on source
+locations; events without one fall back to (source line, op name)) and follows SSA def-use edges to the most recent execution of each defining op (which is what
 a use sees in structured control flow). It also adds memory hazards between accesses whose
 memory views may alias (same function argument at the root of their offsets, or unknown).
 
 Event objects are read by attribute (`tile`, `op`, `start`, `end`, `line`, `bytes_read`,
-`bytes_written`, `elements`, `macs`, `future`, `peers`), so this module does not import
+`bytes_written`, `elements`, `macs`, `future`, `peers`, and `op_id` when present), so this module does not import
 the interpreter.
 """
 
@@ -132,6 +133,7 @@ class _Static:
     def __init__(self, module: Module) -> None:
         self.module = module
         self.by_line: dict[tuple[int, str], list[Operation]] = {}
+        self.walked = list(module.walk())  # an event's op_id is its op's index here
         self.fn_of: dict[int, Operation] = {}
         self.defs: dict[ValueKey, _Def] = {}
         self.functions: dict[str, Operation] = {}
@@ -174,7 +176,10 @@ class _Static:
         for i, arg in enumerate(block.arguments):
             self.defs[(fid, arg.name)] = _Def("arg", owner, i, region)
 
-    def op_for(self, line: int, name: str) -> tuple[Operation | None, bool]:
+    def op_for(self, line: int, name: str, op_id: int = -1) -> tuple[Operation | None, bool]:
+        """The event's op: by identity when the event carries it, else by (line, name)."""
+        if 0 <= op_id < len(self.walked) and self.walked[op_id].name == name:
+            return self.walked[op_id], False
         found = self.by_line.get((line, name))
         if not found:
             return None, False
@@ -397,13 +402,13 @@ class _TileConverter:
             self._leave_loops(ev.start)
             if ev.start < absorb_until:
                 continue
-            op, ambiguous = self.s.op_for(int(ev.line), ev.op)
+            op, ambiguous = self.s.op_for(int(ev.line), ev.op, int(getattr(ev, "op_id", -1)))
             if ambiguous:
                 self._warn(f"line {ev.line} has several {ev.op} ops; events were mapped to the first")
             if op is not None:
                 self._next_iteration(op)
             else:
-                self._warn("some events could not be mapped to an op by (line, name); each such record depends on the record before it")
+                self._warn("some events could not be mapped to an op (by identity or by (line, name)); each such record depends on the record before it")
             nested = ev.end > ev.start + 1
             if ev.op in TRANSPARENT:
                 if ev.op == "scf.for" and op is not None:
