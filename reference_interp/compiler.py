@@ -610,16 +610,23 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     operands = c.operand_slots(op)
     op_id = c.program.op_id(op)
 
-    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int]]:
+    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int], dict[int, int]]:
         ctx: TileContext = fr[0]
         ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line, op_id=op_id)
         ctx.seq += 1
         assert ctx.trace is not None
         ctx.trace.append(ev)  # appended at the start, so a tile's events are in program order
-        return ev, list(ctx.rd), list(ctx.wr)
+        return ev, list(ctx.rd), list(ctx.wr), dict(ctx.remote) if ctx.remote else {}
 
-    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int]) -> None:
+    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int], rem0: dict[int, int]) -> None:
         ctx: TileContext = fr[0]
+        if ctx.remote:
+            for key, n in ctx.remote.items():
+                moved = n - rem0.get(key, 0)
+                if moved and key >= 0:
+                    ev.remote_read[key] = moved
+                elif moved:
+                    ev.remote_written[-key - 1] = moved
         elements = 0
         for s in results:
             v = fr[s]

@@ -99,7 +99,7 @@ class TileContext:
 
     __slots__ = (
         "tile", "coords", "machine", "steps", "step_limit", "rd", "wr", "counters",
-        "trace", "seq", "depth", "sent", "received", "returns", "tracker", "race_on", "sync",
+        "trace", "seq", "depth", "sent", "received", "returns", "tracker", "race_on", "sync", "remote",
     )
 
     def __init__(self, machine: Machine, tile: int) -> None:
@@ -120,6 +120,8 @@ class TileContext:
         self.tracker = machine.tracker
         self.race_on = machine.tracker.enabled
         self.sync: tuple[tuple[int, int], tuple[int, ...]] | None = None  # for the tracer
+        # bytes read (+) and written (-tile - 1 keys) in other tiles' scratchpads, by owner: the ring traffic
+        self.remote: dict[int, int] = {}
 
     def local(self) -> Allocation:
         return self.machine.local(self.tile)

@@ -132,10 +132,11 @@ class MatmulSpace:
         part = kp * bn * eb
         hops = t / 4  # mean distance between two tiles of a contiguous run of t on a bidirectional ring
         link = min(m.topology.capacity.values()) if m.topology.capacity else f.dma_bw
-        links = np.maximum(2 * (t - 1), 1)
         # every tile reads the t parts (one of them its own) of each panel; the ring carries the rest
         remote = m.dma_setup + hops * m.topology.hop_latency + part / f.dma_bw
-        ring = t * part * hops / links / link
+        # the timeline gives each tile reading over a link an equal fixed share of it: a tile
+        # reads its parts at link / (t - 1) on the busiest link of the run (static sharing)
+        ring = part * np.maximum(t - 1, 1) / link
         a_load = f.transfer(a_blk)
         queue = np.maximum((remote + a_load) / f.engines, np.maximum(remote, a_load))
         channel = np.where(stream, f.transfer_fixed + t * f.rounded(a_blk) / f.global_bw, 0.0)

@@ -98,6 +98,17 @@ def from_interp(module: Module, result: Any, func: str | None = None, name: str 
     return Conversion(KernelTrace(records, grid=grid, name=kernel, resident_local_bytes=resident), warnings)
 
 
+def _remote(ev: Any) -> tuple[tuple[int, int], ...]:
+    """Bytes the event moved between this tile and other tiles' scratchpads, by peer tile: they
+    cross the interconnect (a write to a peer is charged on the route from the peer, the
+    same number of links on a ring or mesh)."""
+    moved: dict[int, int] = {}
+    for table in (getattr(ev, "remote_read", None), getattr(ev, "remote_written", None)):
+        for tile, n in (table or {}).items():
+            moved[int(tile)] = moved.get(int(tile), 0) + int(n)
+    return tuple(sorted((t, n) for t, n in moved.items() if n > 0))
+
+
 def _choose(module: Module, func: str | None) -> Operation | None:
     if func is not None:
         try:
@@ -538,17 +549,19 @@ class _TileConverter:
             self._define(op, tuple(sorted(deps)))
             return
         last: int | None = None
+        remote = _remote(ev)
         if moves and compute is None:
-            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr else Kind.LOCAL
+            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records))
-            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev))
+            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev),
+                              sources=remote)
             self._define(op, (last,))
             return
         assert compute is not None
         if rd:  # a compute op reading memory directly: the read comes first
-            kind = Kind.TRANSFER if GLOBAL in rd else Kind.LOCAL
+            kind = Kind.TRANSFER if GLOBAL in rd or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records), reads_only=True)
-            deps = {self._emit(ev, kind, deps, bytes_read=rd)}
+            deps = {self._emit(ev, kind, deps, bytes_read=rd, sources=remote)}
         last = self._emit(ev, compute, deps, result_bytes=self._result_bytes(op, ev) if not wr else 0,
                           **self._work(ev, op, compute))
         if wr:
