@@ -36,6 +36,11 @@ class Options:
     strict: bool = True  # reading tensor.empty contents is an error (False: they read as zeros)
     trace: bool = False
     max_call_depth: int = 64
+    # cost tracing: tensor compute ops (linalg, arith, math on tensors) make zero-filled results
+    # of their types instead of computing them; loads, stores, control flow and inter-tile ops
+    # run as usual. The trace is that of a real run when no control flow or address depends on
+    # tensor contents; the outputs are meaningless.
+    shapes_only: bool = False
 
 
 class Undefined:
