@@ -73,3 +73,13 @@ def test_outputs_of_a_shapes_only_run_are_not_results() -> None:
         simulate(from_interp(module, full).trace, load_target("spyre")).makespan
     y = next(n for n in full.outputs if n.startswith("y"))
     assert (quick.outputs[y] == 0).all() and not (full.outputs[y] == 0).all()
+
+
+def test_zero_inputs_size_pointer_arguments_like_random_ones() -> None:
+    """`infer_args(..., zeros=True)` sizes the arrays behind pointer arguments with a shapes-only probe."""
+    module = ktir.parse(naive.matmul(64, 128, 256, "f16"), "mm.ktir")
+    rand = infer_args(module, None, {}, 0, {})
+    zero = infer_args(module, None, {}, 0, {"shapes_only": True}, zeros=True)
+    assert rand.keys() == zero.keys()
+    for name, value in rand.items():
+        assert zero[name].shape == value.shape and zero[name].dtype == value.dtype and not zero[name].any()
