@@ -250,6 +250,8 @@ def natural(words: list[str], target: object) -> dict[str, dict[str, object]]:
 
 
 def print_natural(rows: dict[str, dict[str, object]], console: Console, clock: float) -> None:
+    if not rows:
+        return
     t = Table(title=f"natural single-tile kernels at Llama-3.1-8B shapes ({TOKENS} tokens), exact on spyre")
     for col in ("kernel", "class", "grid", "bound us", "est ratio", "timeline ratio", "check", "s", "cached s"):
         t.add_column(col, justify="left" if col in ("kernel", "class") else "right")
