@@ -95,7 +95,11 @@ def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None) -> tuple[
     return found, local - set(found)
 
 
-def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any]) -> dict[str, Any]:
+def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any],
+               zeros: bool = False) -> dict[str, Any]:
+    """Arguments for `func`: the given ones, random arrays and numbers for the rest; zero arrays
+    with `zeros` (for cost traces, with `run_kwargs={"shapes_only": True}` for the probe run
+    that sizes pointer arguments: no random numbers drawn, no arithmetic done)."""
     from .executor import choose_function
 
     fn = choose_function(module, func)
@@ -104,6 +108,10 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     reject_semantics_free(fn, [module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef)
                                else a.type for a in block.arguments])
     rng = np.random.default_rng(seed)
+
+    def array(shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray:
+        return np.zeros(shape, dt) if zeros else random_array(rng, shape, dt)
+
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}
     dtypes, scratchpad = view_offsets(fn, module.attr_aliases)
@@ -113,7 +121,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
             continue
         t = module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef) else a.type
         if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
-            args[name] = random_array(rng, tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+            args[name] = array(tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
         elif isinstance(t, ty.RuntimeArgType):
             if t.upperbound is None:
                 raise fail("argument", f"argument {name}: a runtime_arg without an upperbound needs --arg {name}=VALUE")
@@ -130,7 +138,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     if pointers:
         sizes = _probe(module, func, args, pointers, run_kwargs)
         for name, dt in pointers.items():
-            args[name] = random_array(rng, (sizes[name],), dt)
+            args[name] = array((sizes[name],), dt)
     return args
 
 

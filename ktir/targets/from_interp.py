@@ -2,15 +2,16 @@
 
 The interpreter records, per tile and executed op: its name and source line, its position in
 program order (`start`, and `end` one past the ops nested in it), bytes read and written
-per memory space, result elements and MACs, and for inter-tile ops the future instance and
-the peer tiles. It does not record which values an op read, so this adapter recovers the
-dependencies from the module: it maps each event to its op by (source line, op name) and
-follows SSA def-use edges to the most recent execution of each defining op (which is what
+per memory space, result elements and MACs, for inter-tile ops the future instance and
+the peer tiles, and the op's identity (`op_id`, its position in the module's pre-order walk).
+It does not record which values an op read, so this adapter recovers the dependencies from
+the module: it maps each event to its op by identity (so the costs do not depend on source
+locations; events without one fall back to (source line, op name)) and follows SSA def-use edges to the most recent execution of each defining op (which is what
 a use sees in structured control flow). It also adds memory hazards between accesses whose
 memory views may alias (same function argument at the root of their offsets, or unknown).
 
 Event objects are read by attribute (`tile`, `op`, `start`, `end`, `line`, `bytes_read`,
-`bytes_written`, `elements`, `macs`, `future`, `peers`), so this module does not import
+`bytes_written`, `elements`, `macs`, `future`, `peers`, and `op_id` when present), so this module does not import
 the interpreter.
 """
 
@@ -97,6 +98,17 @@ def from_interp(module: Module, result: Any, func: str | None = None, name: str 
     return Conversion(KernelTrace(records, grid=grid, name=kernel, resident_local_bytes=resident), warnings)
 
 
+def _remote(ev: Any) -> tuple[tuple[int, int], ...]:
+    """Bytes the event moved between this tile and other tiles' scratchpads, by peer tile: they
+    cross the interconnect (a write to a peer is charged on the route from the peer, the
+    same number of links on a ring or mesh)."""
+    moved: dict[int, int] = {}
+    for table in (getattr(ev, "remote_read", None), getattr(ev, "remote_written", None)):
+        for tile, n in (table or {}).items():
+            moved[int(tile)] = moved.get(int(tile), 0) + int(n)
+    return tuple(sorted((t, n) for t, n in moved.items() if n > 0))
+
+
 def _choose(module: Module, func: str | None) -> Operation | None:
     if func is not None:
         try:
@@ -132,6 +144,7 @@ class _Static:
     def __init__(self, module: Module) -> None:
         self.module = module
         self.by_line: dict[tuple[int, str], list[Operation]] = {}
+        self.walked = list(module.walk())  # an event's op_id is its op's index here
         self.fn_of: dict[int, Operation] = {}
         self.defs: dict[ValueKey, _Def] = {}
         self.functions: dict[str, Operation] = {}
@@ -174,7 +187,10 @@ class _Static:
         for i, arg in enumerate(block.arguments):
             self.defs[(fid, arg.name)] = _Def("arg", owner, i, region)
 
-    def op_for(self, line: int, name: str) -> tuple[Operation | None, bool]:
+    def op_for(self, line: int, name: str, op_id: int = -1) -> tuple[Operation | None, bool]:
+        """The event's op: by identity when the event carries it, else by (line, name)."""
+        if 0 <= op_id < len(self.walked) and self.walked[op_id].name == name:
+            return self.walked[op_id], False
         found = self.by_line.get((line, name))
         if not found:
             return None, False
@@ -397,13 +413,13 @@ class _TileConverter:
             self._leave_loops(ev.start)
             if ev.start < absorb_until:
                 continue
-            op, ambiguous = self.s.op_for(int(ev.line), ev.op)
+            op, ambiguous = self.s.op_for(int(ev.line), ev.op, int(getattr(ev, "op_id", -1)))
             if ambiguous:
                 self._warn(f"line {ev.line} has several {ev.op} ops; events were mapped to the first")
             if op is not None:
                 self._next_iteration(op)
             else:
-                self._warn("some events could not be mapped to an op by (line, name); each such record depends on the record before it")
+                self._warn("some events could not be mapped to an op (by identity or by (line, name)); each such record depends on the record before it")
             nested = ev.end > ev.start + 1
             if ev.op in TRANSPARENT:
                 if ev.op == "scf.for" and op is not None:
@@ -533,17 +549,19 @@ class _TileConverter:
             self._define(op, tuple(sorted(deps)))
             return
         last: int | None = None
+        remote = _remote(ev)
         if moves and compute is None:
-            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr else Kind.LOCAL
+            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records))
-            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev))
+            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev),
+                              sources=remote)
             self._define(op, (last,))
             return
         assert compute is not None
         if rd:  # a compute op reading memory directly: the read comes first
-            kind = Kind.TRANSFER if GLOBAL in rd else Kind.LOCAL
+            kind = Kind.TRANSFER if GLOBAL in rd or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records), reads_only=True)
-            deps = {self._emit(ev, kind, deps, bytes_read=rd)}
+            deps = {self._emit(ev, kind, deps, bytes_read=rd, sources=remote)}
         last = self._emit(ev, compute, deps, result_bytes=self._result_bytes(op, ev) if not wr else 0,
                           **self._work(ev, op, compute))
         if wr:
