@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ktir.dialects import affine, arith, func, ktdp, linalg, math, memref, scf, tensor
 from ktir.dialects.base import OpDef
+from ktir.dialects.cost import CostClass
 
 DIALECT_MODULES = (ktdp, arith, math, linalg, tensor, memref, scf, affine, func)
 
@@ -33,3 +34,14 @@ def lookup(name: str) -> OpDef | None:
 
 def dialects() -> list[str]:
     return sorted({op.dialect for op in OPS.values()})
+
+
+def cost_class(name: str) -> CostClass | None:
+    """The cost class of the op named `name` (any accepted spelling); None for unknown ops."""
+    op = SPELLINGS.get(name)
+    return op.cost if op is not None else None
+
+
+def ops_of_cost(*classes: CostClass) -> frozenset[str]:
+    """The names of the ops whose cost class is one of `classes`."""
+    return frozenset(name for name, op in OPS.items() if op.cost in classes)
