@@ -19,7 +19,7 @@ _FLOAT = FLOAT_LIKE
 _INT = SIGNLESS_INT_LIKE  # math's integer ops take signless integers, not index
 
 # name, arity, operand class, accuracy, cost class, summary
-_TABLE: tuple[tuple[str, int, TypeConstraint, str, CostClass, str], ...] = (
+_TABLE: tuple[tuple[str, int, TypeConstraint, str, CostClass, str], ...] = (  # see `Row`
     ("exp", 1, _FLOAT, "1 ulp", _TR, "e raised to the operand."),
     ("exp2", 1, _FLOAT, "1 ulp", _TR, "2 raised to the operand."),
     ("expm1", 1, _FLOAT, "1 ulp", _TR, "exp(x) - 1, accurate near zero."),
@@ -52,8 +52,13 @@ _TABLE: tuple[tuple[str, int, TypeConstraint, str, CostClass, str], ...] = (
 _FORMATS = {1: "UNARY", 2: "BINARY", 3: "TERNARY"}
 _NAMES = {1: ("operand",), 2: ("lhs", "rhs"), 3: ("a", "b", "c")}
 
-OPS: tuple[OpDef, ...] = tuple(
-    OpDef(
+Row = tuple[str, int, TypeConstraint, str, CostClass, str]
+
+
+def op_from_row(row: Row) -> OpDef:
+    """The definition of one math op from its row of `_TABLE`."""
+    name, arity, kind, accuracy, cost, summary = row
+    return OpDef(
         name=f"math.{name}",
         format=_FORMATS[arity],
         summary=summary,
@@ -64,5 +69,6 @@ OPS: tuple[OpDef, ...] = tuple(
         accuracy=accuracy,
         cost=cost,
     )
-    for name, arity, kind, accuracy, cost, summary in _TABLE
-)
+
+
+OPS: tuple[OpDef, ...] = tuple(op_from_row(row) for row in _TABLE)

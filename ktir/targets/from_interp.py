@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktir.dialects.cost import VECTOR_WORK, CostClass
-from ktir.dialects.registry import cost_class, ops_of_cost
+from ktir.dialects.registry import OpsOfCost, cost_class
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
@@ -32,15 +32,15 @@ from .records import CT_LOCAL, GLOBAL, KernelTrace, Kind, OpRecord
 
 # Op classes come from each op's cost class in its definition (ktir.dialects.cost), not lists here.
 # Ops whose nested events are ops of their own (their regions are control flow).
-TRANSPARENT = ops_of_cost(CostClass.CONTROL) | {"ktdp.inter_tile_produce"}
+TRANSPARENT = OpsOfCost(CostClass.CONTROL, also=("ktdp.inter_tile_produce",))
 # Ops that cost nothing: views, index arithmetic, shape changes without data movement.
-FREE_WITH_TENSORS = ops_of_cost(CostClass.FREE)
+FREE_WITH_TENSORS = OpsOfCost(CostClass.FREE)
 # Ops that copy tensor data inside the tile's local memory.
-LOCAL_COPIES = ops_of_cost(CostClass.LOCAL_COPY)
-MATMULS = ops_of_cost(CostClass.MATMUL)
-TRANSCENDENTAL = ops_of_cost(CostClass.TRANSCENDENTAL)
+LOCAL_COPIES = OpsOfCost(CostClass.LOCAL_COPY)
+MATMULS = OpsOfCost(CostClass.MATMUL)
+TRANSCENDENTAL = OpsOfCost(CostClass.TRANSCENDENTAL)
 # Inter-tile ops that deliver partial values (the producer's own cost is its body).
-DELIVERY = ops_of_cost(CostClass.COMMUNICATION) - {"ktdp.inter_tile_produce"}
+DELIVERY = OpsOfCost(CostClass.COMMUNICATION, but_not=("ktdp.inter_tile_produce",))
 COMBINING = frozenset({"ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter"})
 SPLIT_BY_PRODUCER = frozenset({"ktdp.inter_tile_gather", "ktdp.inter_tile_all_to_all"})
 VIEW_OPS = frozenset({
