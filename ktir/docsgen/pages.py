@@ -89,6 +89,8 @@ def op_page(op: OpDef, semantics: str | None, example: run_examples.Example | No
         f"**Dialect:** [{op.dialect}]({op.dialect}/index.md)",
         f"**Accuracy class:** {_accuracy_link(op.accuracy, to_spec)}",
     ]
+    if op.cost is not None:
+        facts.append(f"**Cost class:** `{op.cost.value}`")
     if op.traits:
         facts.append("**Traits:** " + ", ".join(f"`{t}`" for t in sorted(op.traits)))
     if op.aliases:
