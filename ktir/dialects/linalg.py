@@ -9,6 +9,7 @@ from ktir.dialects.constraints import (
     DENSE_I64_ARRAY,
     I64,
     INDEX,
+    MEMREF,
     RANKED_TENSOR,
     STRING,
     AnyOf,
@@ -20,8 +21,9 @@ from ktir.dialects.constraints import (
 from ktir.dialects.cost import CostClass
 from ktir.dialects.traits import ATTR_SIZED_OPERAND_SEGMENTS, DESTINATION_STYLE, PURE, TERMINATOR, VARIADIC_REGIONS
 
-_INS = Operand("inputs", AnyOf((RANKED_TENSOR, AnyScalar())), variadic=True)
-_OUTS = Operand("outputs", RANKED_TENSOR, variadic=True)
+# the buffer form (memref operands, no results) parses too
+_INS = Operand("inputs", AnyOf((RANKED_TENSOR, MEMREF, AnyScalar())), variadic=True)
+_OUTS = Operand("outputs", AnyOf((RANKED_TENSOR, MEMREF)), variadic=True)
 _RES = Result("results", Derived("the outputs' types", RANKED_TENSOR), variadic=True)
 _DPS = constraints(
     "There is one result per output and each result has its output's type.",

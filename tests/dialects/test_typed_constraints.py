@@ -52,10 +52,18 @@ def _diagnostics(paths: list[Path]) -> dict[str, list[tuple[object, ...]]]:
     return out
 
 
-def test_rewording_every_doc_string_changes_no_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, list[tuple[object, ...]]]:
+    """Diagnostics of every corpus file under the real registry."""
+    return _diagnostics(_corpus())
+
+
+def test_rewording_every_doc_string_changes_no_diagnostic(
+    monkeypatch: pytest.MonkeyPatch, corpus: dict[str, list[tuple[object, ...]]]
+) -> None:
     paths = _corpus()
     assert len(paths) > 300
-    before = _diagnostics(paths)
+    before = corpus
     assert sum(len(d) for d in before.values()) > 500  # the corpus exercises the verifier
     reworded = {name: _reword(op) for name, op in OPS.items()}
     assert reworded["math.exp"].summary != OPS["math.exp"].summary
@@ -133,3 +141,48 @@ def test_every_same_type_trait_has_its_checked_constraint() -> None:
         assert (SAME_OPERANDS_AND_RESULT_TYPE in op.traits) == any(
             isinstance(c, tc.SameOperandsAndResultType) for c in checks
         ), op.name
+
+
+def _groups(specs: tuple[Operand, ...] | tuple[Result, ...], n: int, segments: list[int] | None) -> list[tuple[Any, range]]:
+    """Which positions each declared operand (or result) covers: by `operandSegmentSizes`, or
+    by arity when at most one group is variadic."""
+    if segments is not None and len(segments) == len(specs):
+        starts = [sum(segments[:i]) for i in range(len(segments))]
+        return [(s, range(a, a + k)) for s, a, k in zip(specs, starts, segments, strict=True)]
+    flexible = [i for i, s in enumerate(specs) if s.variadic or getattr(s, "optional", False)]
+    if len(flexible) > 1:
+        return []
+    out, at = [], 0
+    for i, s in enumerate(specs):
+        k = n - (len(specs) - 1) if flexible == [i] else 1
+        out.append((s, range(at, at + k)))
+        at += k
+    return out
+
+
+def test_declared_types_accept_every_valid_corpus_program(corpus: dict[str, list[tuple[object, ...]]]) -> None:
+    """The typed declarations are true of real programs, not decoration."""
+    from ktir.ir import attributes as at
+    from ktir.verify.engine import Verifier
+
+    wrong, checked = [], 0
+    for path, diagnostics in corpus.items():
+        if any(d[0] == "error" for d in diagnostics):
+            continue
+        module, _ = validate_text(Path(path).read_text(encoding="utf-8"), path)
+        assert module is not None
+        resolve = Verifier(module).rtype
+        for op in module.walk():
+            opdef = OPS.get(op.name)
+            if opdef is None:
+                continue
+            seg = op.attributes.get("operandSegmentSizes")
+            segments = [int(x) for x in seg.values] if isinstance(seg, at.DenseArrayAttr) else None
+            for specs, types, sizes in ((opdef.operands, op.operand_types, segments), (opdef.results, op.result_types, None)):
+                for spec, positions in _groups(specs, len(types), sizes):
+                    for i in positions:
+                        checked += 1
+                        if i < len(types) and not spec.type.accepts(resolve(types[i])):
+                            wrong.append(f"{path}: {op.name} {spec.name}: {types[i]!r} is not {spec.type.describe()}")
+    assert checked > 2000
+    assert not wrong, "\n".join(wrong[:20])
