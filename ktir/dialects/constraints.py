@@ -437,3 +437,61 @@ class SameBitWidth(ElementCast):
 
     def holds(self, a: Type, b: Type) -> bool:
         return bit_width(a) is not None and bit_width(a) == bit_width(b)
+
+
+@dataclass(frozen=True)
+class OperandIs(OpConstraint):
+    """The operand named `operand` meets `constraint`. With `stops=False` the op's other rules
+    still run when it is broken (they do not depend on it)."""
+
+    operand: str
+    constraint: TypeConstraint
+    stops: bool = True
+
+    def describe(self, op: OpDef) -> str:
+        return f"The {self.operand} is {self.constraint.describe()}."
+
+    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+        index = next(i for i, o in enumerate(op.operands) if o.name == self.operand)
+        t = operands[index]
+        if self.constraint.accepts(t):
+            return None
+        return f"the {self.operand} must be {self.constraint.describe()}, found {show(t)}"
+
+
+def _shape(t: Type) -> tuple[int | None, ...] | None:
+    """A shaped type's shape, () for a scalar, None when unranked."""
+    if isinstance(t, _SHAPED + (ty.AccessTileType,)):
+        return tuple(t.shape)
+    if isinstance(t, ty.UnrankedTensorType | ty.UnrankedMemRefType):
+        return None
+    return ()
+
+
+def _shapes_compatible(a: Type, b: Type) -> bool:
+    """Same rank and equal extents where both are static, or one side unranked."""
+    sa, sb = _shape(a), _shape(b)
+    if sa is None or sb is None:
+        return True
+    return len(sa) == len(sb) and all(x is None or y is None or x == y for x, y in zip(sa, sb, strict=True))
+
+
+@dataclass(frozen=True)
+class CompatibleCast(OpConstraint):
+    """A shape cast: the one operand and the one result have the same element type and
+    compatible shapes (equal where both are static), and with `memory_space` the same memory space."""
+
+    memory_space: bool = False
+
+    def describe(self, op: OpDef) -> str:
+        if self.memory_space:
+            return "Source and result have the same element type, rank and memory space."
+        return "Source and result have the same element type and compatible shapes."
+
+    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+        a, b = operands[0], results[0]
+        same_space = getattr(a, "memory_space", None) == getattr(b, "memory_space", None)
+        if element(a) == element(b) and _shapes_compatible(a, b) and (same_space or not self.memory_space):
+            return None
+        what = "element type, rank and memory space" if self.memory_space else "element type and compatible shapes"
+        return f"{show(a)} and {show(b)} must have the same {what}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, Result, constraints
-from ktir.dialects.constraints import BOOL, DENSE_I64_ARRAY, INDEX, MEMREF, AnyScalar, Derived
+from ktir.dialects.constraints import BOOL, DENSE_I64_ARRAY, INDEX, MEMREF, AnyScalar, CompatibleCast, Derived
 from ktir.dialects.cost import CostClass
 from ktir.dialects.traits import ATTR_SIZED_OPERAND_SEGMENTS, PURE
 
@@ -55,7 +55,7 @@ OPS: tuple[OpDef, ...] = (
         operands=(Operand("source", MEMREF),),
         results=(Result("dest", MEMREF),),
         traits=frozenset({PURE}),
-        constraints=constraints("Source and result have the same element type, rank and memory space."),
+        constraints=constraints(CompatibleCast(memory_space=True)),
     ),
     OpDef(
         name="memref.reinterpret_cast",

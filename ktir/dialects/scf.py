@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ktir.dialects.base import OpDef, Operand, RegionSpec, Result, constraints
-from ktir.dialects.constraints import ANY, I1, INDEX, RANKED_TENSOR, AnyOf, Derived, SignlessInteger
+from ktir.dialects.constraints import ANY, I1, INDEX, RANKED_TENSOR, AnyOf, Derived, OperandIs, SignlessInteger
 from ktir.dialects.cost import CostClass
 from ktir.dialects.traits import ATTR_SIZED_OPERAND_SEGMENTS, TERMINATOR, VARIADIC_REGIONS
 
@@ -40,7 +40,7 @@ OPS: tuple[OpDef, ...] = (
         results=(Result("results", ANY, variadic=True),),
         regions=(RegionSpec("then", "Runs when true.", "", "scf.yield"), RegionSpec("else", "Runs when false (optional without results).", "", "scf.yield")),
         constraints=constraints(
-            "The condition is i1.",
+            OperandIs("condition", I1, stops=False),
             "With results, the else region is present.",
             "Both regions yield values of the result types.",
         ),
@@ -69,7 +69,7 @@ OPS: tuple[OpDef, ...] = (
         summary="Terminator of scf.while's before region.",
         operands=(Operand("condition", I1), Operand("args", ANY, variadic=True)),
         traits=_TERM,
-        constraints=constraints("The condition is i1."),
+        constraints=constraints(OperandIs("condition", I1)),
     ),
     OpDef(
         name="scf.parallel",

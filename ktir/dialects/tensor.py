@@ -11,6 +11,7 @@ from ktir.dialects.constraints import (
     RANKED_TENSOR,
     UNIT,
     AnyScalar,
+    CompatibleCast,
     Derived,
     RankedTensorOf,
     TensorOf,
@@ -236,6 +237,6 @@ OPS: tuple[OpDef, ...] = (
         operands=(Operand("source", TensorOf()),),
         results=(Result("dest", TensorOf()),),
         traits=frozenset({PURE}),
-        constraints=constraints("Source and result have the same element type and compatible shapes."),
+        constraints=constraints(CompatibleCast()),
     ),
 )

@@ -356,7 +356,8 @@ class Verifier:
 def check_typed(check: Check) -> bool:
     """The generic pass: the op's typed constraints (`Constraint.check`), in their order, each
     reported under its numbered ID. It stops at the first broken one, since later rules assume
-    the earlier ones; True when all hold."""
+    the earlier ones (unless the constraint says others do not depend on it, `stops=False`);
+    True when the op's rule function may run."""
     from ktir.syntax.printer import type_text
 
     for constraint in check.opdef.checked_constraints():
@@ -364,7 +365,8 @@ def check_typed(check: Check) -> bool:
         message = constraint.check.violation(check.opdef, check.operand_types, check.result_types, type_text)
         if message is not None:
             check.fail(constraint.id, message)
-            return False
+            if getattr(constraint.check, "stops", True):
+                return False
     return True
 
 
