@@ -105,6 +105,7 @@ class OpDef:
             Constraint(c.id, c.check.describe(self), c.check) if c.check is not None else c for c in self.constraints
         )
         object.__setattr__(self, "constraints", generated)
+        object.__setattr__(self, "_checked", tuple(c for c in generated if c.check is not None))
 
     @property
     def dialect(self) -> str:
@@ -125,7 +126,8 @@ class OpDef:
 
     def checked_constraints(self) -> tuple[Constraint, ...]:
         """The numbered constraints the verifier's generic pass checks (those with a typed check)."""
-        return tuple(c for c in self.constraints if c.check is not None)
+        checked: tuple[Constraint, ...] = self._checked  # type: ignore[attr-defined]
+        return checked
 
 
 def constraints(*rules: str | OpConstraint) -> tuple[Constraint, ...]:

@@ -358,9 +358,12 @@ def check_typed(check: Check) -> bool:
     reported under its numbered ID. It stops at the first broken one, since later rules assume
     the earlier ones (unless the constraint says others do not depend on it, `stops=False`);
     True when the op's rule function may run."""
+    checked = check.opdef.checked_constraints()
+    if not checked:
+        return True
     from ktir.syntax.printer import type_text
 
-    for constraint in check.opdef.checked_constraints():
+    for constraint in checked:
         assert constraint.check is not None
         message = constraint.check.violation(check.opdef, check.operand_types, check.result_types, type_text)
         if message is not None:
