@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ktir.dialects.cost import VECTOR_WORK, CostClass
+from ktir.dialects.registry import OpsOfCost, cost_class
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
@@ -29,39 +31,17 @@ from ktir.ir.operation import Block, Module, Operation
 
 from .records import CT_LOCAL, GLOBAL, KernelTrace, Kind, OpRecord
 
+# Op classes come from each op's cost class in its definition (ktir.dialects.cost), not lists here.
 # Ops whose nested events are ops of their own (their regions are control flow).
-TRANSPARENT = frozenset({
-    "scf.for", "scf.while", "scf.if", "scf.execute_region", "scf.index_switch", "scf.parallel", "scf.forall",
-    "affine.for", "affine.if", "affine.parallel", "func.call", "ktdp.inter_tile_produce",
-})
+TRANSPARENT = OpsOfCost(CostClass.CONTROL, also=("ktdp.inter_tile_produce",))
 # Ops that cost nothing: views, index arithmetic, shape changes without data movement.
-FREE_WITH_TENSORS = frozenset({
-    "tensor.empty", "tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
-    "tensor.dim", "tensor.bitcast", "tensor.extract", "arith.constant", "memref.alloc", "memref.alloca",
-    "memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape", "memref.collapse_shape",
-    "memref.dim", "memref.view", "ktdp.construct_memory_view", "ktdp.construct_distributed_memory_view",
-    "ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile", "ktdp.get_compute_tile_id",
-    "ktdp.runtime_arg_extract", "linalg.index",
-})
+FREE_WITH_TENSORS = OpsOfCost(CostClass.FREE)
 # Ops that copy tensor data inside the tile's local memory.
-LOCAL_COPIES = frozenset({
-    "tensor.extract_slice", "tensor.insert_slice", "tensor.parallel_insert_slice", "tensor.pad", "tensor.concat",
-    "tensor.insert", "tensor.from_elements",
-})
-MATMULS = frozenset({
-    "linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
-    "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.vecmat", "linalg.dot", "linalg.batch_matvec",
-})
-TRANSCENDENTAL = frozenset({
-    "math.exp", "math.exp2", "math.expm1", "math.log", "math.log2", "math.log10", "math.log1p", "math.tanh",
-    "math.sin", "math.cos", "math.tan", "math.atan", "math.atan2", "math.erf", "math.sqrt", "math.rsqrt",
-    "math.powf", "math.cbrt", "arith.divf", "arith.remf", "linalg.div", "linalg.exp", "linalg.log",
-    "linalg.tanh", "linalg.sqrt", "linalg.rsqrt", "linalg.erf", "linalg.powf",
-})
-DELIVERY = frozenset({
-    "ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter", "ktdp.inter_tile_gather",
-    "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all",
-})
+LOCAL_COPIES = OpsOfCost(CostClass.LOCAL_COPY)
+MATMULS = OpsOfCost(CostClass.MATMUL)
+TRANSCENDENTAL = OpsOfCost(CostClass.TRANSCENDENTAL)
+# Inter-tile ops that deliver partial values (the producer's own cost is its body).
+DELIVERY = OpsOfCost(CostClass.COMMUNICATION, but_not=("ktdp.inter_tile_produce",))
 COMBINING = frozenset({"ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter"})
 SPLIT_BY_PRODUCER = frozenset({"ktdp.inter_tile_gather", "ktdp.inter_tile_all_to_all"})
 VIEW_OPS = frozenset({
@@ -581,7 +561,7 @@ class _TileConverter:
                 return None
         elif not ev.elements:
             return None
-        if name.startswith(("arith.", "math.", "linalg.", "tensor.")):
+        if cost_class(name) in VECTOR_WORK:
             return Kind.VECTOR
         return None
 
