@@ -41,6 +41,7 @@ from ktir.syntax.parser import (
     SHORT_BODY_RESULT,
     constant_type,
     i1_like,
+    parse,
     short_body_init,
     short_body_input,
     ssa_map,
@@ -500,6 +501,27 @@ class Builder:
             raise BuildError(f"{len(names)} names for {len(types)} block arguments")
         arg_names = [_ssa_name(n) for n in names] if names is not None else [self.fresh(hint) for _ in types]
         return Block(arguments=[BlockArgument(name=n, type=t) for n, t in zip(arg_names, types, strict=True)])
+
+
+def located(module: Module, filename: str) -> Module:
+    """Give a built module the source positions of its printed text (`filename`), as if it had
+    been read from that file: diagnostics point into the file a tool writes, and the cost
+    model, which still matches interpreter events to ops by (line, op name), sees each op
+    apart. Prints and parses once; the module is returned with positions set in place."""
+    from ktir.syntax.printer import print_module
+
+    again = parse(print_module(module), filename)
+    if again != module:
+        raise BuildError("the built module does not read back as itself: it has no faithful text")
+    for built, read in zip(module.walk(), again.walk(), strict=True):
+        built.loc = read.loc
+        for rb, rr in zip(built.regions, read.regions, strict=True):
+            for bb, br in zip(rb.blocks, rr.blocks, strict=True):
+                bb.loc = br.loc
+                for ab, ar in zip(bb.arguments, br.arguments, strict=True):
+                    ab.loc = ar.loc
+    module.filename = filename
+    return module
 
 
 def ssa(value: Value) -> af.AffineExpr:

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ktir.builder import Builder, Value
+from ktir.builder import Builder, Value, located
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -356,7 +356,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             else:
                 _store(b, A, views["o"], (mf, lf, af_), e_acc, qt, h, q0, qbase, c["c0"], heads_dim)
         b.func_return()
-    return b.module
+    return located(b.module, f"{k.name}.scheduled.ktir")
 
 
 def _store(b: Builder, A: dict[str, at.AttrAliasRef], ov: Value, state: tuple[Value, ...], e_acc: Value,
