@@ -398,11 +398,14 @@ class Builder:
     ) -> Value:
         """A destination-passing linalg op (`linalg.fill`, `linalg.matmul`, `linalg.add`, ...):
         `ins(...) outs(...)`, one tensor result per tensor init."""
+        return self._dps(op, ins, outs, attributes, name, regions)[0]
+
+    def _dps(self, op: str, ins: Sequence[Value], outs: Sequence[Value], attributes: dict[str, Any] | None,
+             name: str | Sequence[str] | None, regions: Sequence[Region]) -> list[Value]:
         attrs = {"operandSegmentSizes": _segments(len(ins), len(outs)), **(attributes or {})}
         results = [v.type for v in outs if isinstance(v.type, ty.TensorType)]
         names = [name] if isinstance(name, str) else name
-        values = self.create(op, [*ins, *outs], results, attrs, regions, result_names=names)
-        return values[0]
+        return self.create(op, [*ins, *outs], results, attrs, regions, result_names=names)
 
     def fill(self, value: Value, out: Value, name: str | None = None) -> Value:
         return self.dps("linalg.fill", [value], [out], name=name)
@@ -415,14 +418,14 @@ class Builder:
         indexing_maps: Sequence[Attribute | af.AffineMap],
         iterator_types: Sequence[str],
         args: Sequence[str] | None = None,
-        name: str | None = None,
+        name: str | Sequence[str] | None = None,
     ) -> Iterator[tuple[Value, ...]]:
         """`linalg.generic`; yields the body's scalar arguments (one per input and init),
         named by `args`; the body ends with `yield_(..., op="linalg.yield")`. After the block,
         `last_results` holds the op's results (as after every block-building helper)."""
         body = self._region_block([ty.element_type(v.type) for v in (*ins, *outs)], args, "x")
         attrs = {"indexing_maps": list(indexing_maps), "iterator_types": list(iterator_types)}
-        results = [self.dps("linalg.generic", ins, outs, attrs, name, [Region(blocks=[body])])]
+        results = self._dps("linalg.generic", ins, outs, attrs, name, [Region(blocks=[body])])
         with self.insert_into(body):
             yield tuple(Value(a.name, a.type) for a in body.arguments)
         self.last_results = results
@@ -442,6 +445,18 @@ class Builder:
             self.yield_(result, op="linalg.yield")
         dims = at.DenseArrayAttr(element_type=ty.I64, values=tuple(dimensions))
         return self.dps("linalg.reduce", ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
+
+    @contextlib.contextmanager
+    def reduce_body(self, ins: Sequence[Value], outs: Sequence[Value], dimensions: Sequence[int],
+                    args: Sequence[str] | None = None, name: str | None = None) -> Iterator[tuple[Value, ...]]:
+        """`linalg.reduce ... dimensions = [...] (%in: f32, %acc: f32) { ... }`: the written-out
+        body; yields its arguments (inputs, then inits); end it with `yield_(..., op="linalg.yield")`."""
+        body = self._region_block([ty.element_type(v.type) for v in (*ins, *outs)], args, "r")
+        dims = at.DenseArrayAttr(element_type=ty.I64, values=tuple(dimensions))
+        results = self._dps("linalg.reduce", ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
+        with self.insert_into(body):
+            yield tuple(Value(a.name, a.type) for a in body.arguments)
+        self.last_results = results
 
     def collapse_shape(self, source: Value, reassociation: Sequence[Sequence[int]], result: ty.TensorType,
                        name: str | None = None) -> Value:
