@@ -129,11 +129,19 @@ class Builder:
 
     @contextlib.contextmanager
     def insert_into(self, block: Block) -> Iterator[Block]:
-        self._blocks.append(block)
+        self.enter(block)
         try:
             yield block
         finally:
-            self._blocks.pop()
+            self.leave()
+
+    def enter(self, block: Block) -> None:
+        """Make `block` the insertion point until `leave()` (for builders whose nesting is not
+        a Python `with`, e.g. a loop opened by one call and closed by another)."""
+        self._blocks.append(block)
+
+    def leave(self) -> None:
+        self._blocks.pop()
 
     def __getattr__(self, dialect: str) -> _Dialect:
         if dialect.startswith("_"):
