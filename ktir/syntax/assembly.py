@@ -48,6 +48,8 @@ from importlib import resources
 from pathlib import Path
 
 from ktir.dialects.formats import FORMATS, AssemblyFormat
+from ktir.ir import types as ty
+from ktir.ir.base import Type
 
 # The irregular formats (see above), parsed and printed by hand-written code.
 HAND_WRITTEN = (
@@ -128,8 +130,49 @@ class Format:
     # attributes the syntax spells, elided from the attribute dictionary
     spelled: tuple[str, ...]
 
-    def is_variadic(self, name: str) -> bool:
-        return any(n == name and m in ("*", "+") for n, m in (*self.operands, *self.results))
+    @functools.cached_property
+    def has_flags(self) -> bool:
+        return any(isinstance(e, Custom) and e.name == "ArithFlags" for e in _walk(self.elements))
+
+    @functools.cached_property
+    def type_rules(self) -> dict[str, TypeRule]:
+        return {name: _type_rule(rule) for name, rule in self.types.items()}
+
+
+TypeRule = tuple[str, str]
+
+
+def _type_rule(rule: str) -> TypeRule:
+    """`$x` -> ("same", "x"); `index`, `i1` -> (rule, ""); `f($x)` -> ("f", "x")."""
+    if rule.startswith("$"):
+        return "same", rule[1:]
+    head, _, ref = rule.partition("($")
+    return head, ref.rstrip(")")
+
+
+def derive(rule: TypeRule, types: dict[str, Type]) -> Type:
+    """The type a format does not write, from the ones it does."""
+    kind, ref = rule
+    if kind == "index":
+        return ty.INDEX
+    if kind == "i1":
+        return ty.I1
+    t = types[ref]
+    if kind == "same":
+        return t
+    if kind == "i1_like":
+        return _i1_like(t)
+    return ty.element_type(t)
+
+
+def _i1_like(t: Type) -> Type:
+    """i1 with the shape of `t` (the result type of a comparison; as ktir.syntax.parser.i1_like,
+    which this module cannot import: the parser imports it)."""
+    if isinstance(t, ty.TensorType):
+        return ty.TensorType(shape=t.shape, element_type=ty.I1, encoding=t.encoding)
+    if isinstance(t, ty.VectorType):
+        return ty.VectorType(shape=t.shape, element_type=ty.I1)
+    return ty.I1
 
 
 class FormatError(ValueError):
@@ -243,6 +286,8 @@ def read(name: str, spec: AssemblyFormat) -> Format:
     for vname, _ in (*operands, *results):
         if vname not in written and vname not in types and not functional:
             raise FormatError(f"{name}: the type of ${vname} is neither written nor derived")
+    if len(results) > 1:
+        raise FormatError(f"{name}: at most one result group (a single result or a variadic one)")
     variadic_groups = sum(1 for _, m in operands if m in ("*", "+"))
     if variadic_groups > 1 and not spec.segments:
         raise FormatError(f"{name}: several variadic operand groups need `segments`")

@@ -1515,33 +1515,9 @@ def _spelled_attr(kind: str, tok: Tok, opdef: Any) -> Attribute:
     return at.IntegerAttr(value=predicates.index(tok.value), type=ty.I64)
 
 
-def _type_rule(rule: str) -> tuple[str, str | None]:
-    """`$x` -> ("same", "x"); `index`, `i1`; `i1_like($x)`, `element_type($x)`."""
-    if rule.startswith("$"):
-        return "same", rule[1:]
-    if "(" in rule:
-        head, _, ref = rule.partition("($")
-        return head, ref.rstrip(")")
-    return rule, None
-
-
-def _derive(rule: tuple[str, str | None], types: dict[str, Any]) -> Type:
-    kind, ref = rule
-    if kind == "index":
-        return ty.INDEX
-    if kind == "i1":
-        return ty.I1
-    t = types[str(ref)]
-    if kind == "same":
-        return t  # type: ignore[no-any-return]
-    if kind == "i1_like":
-        return i1_like(t)
-    return ty.element_type(t)
-
-
 def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operation]:
     steps = _plan(fmt.elements)
-    rules = {name: _type_rule(rule) for name, rule in fmt.types.items()}
+    rules = fmt.type_rules
     operands = fmt.operands
     results = fmt.results
     segments = fmt.segments
@@ -1567,7 +1543,7 @@ def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operati
                     raise _err(tok, f"{len(group)} value(s) but {len(written)} type(s)")
                 operand_types.extend(written)
             else:
-                operand_types.extend([_derive(rules[name], types)] * len(group))
+                operand_types.extend([asm.derive(rules[name], types)] * len(group))
         result_types: list[Type] = []
         if p.fn is not None:
             if len(p.fn.inputs) != len(names):
@@ -1581,7 +1557,7 @@ def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operati
                 if name in types:
                     result_types.extend(types[name] if mult in ("*", "+") else [types[name]])
                 else:
-                    result_types.append(_derive(rules[name], types))
+                    result_types.append(asm.derive(rules[name], types))
         attrs = p.attrs
         attrs.update(p.spelled)
         if segments:
