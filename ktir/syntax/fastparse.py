@@ -17,13 +17,15 @@ shape prefix (`4x?x`) is read only there.
 
 from __future__ import annotations
 
+import gc
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import accumulate, compress, count
 from operator import add, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
+from ktir.ir.operation import Location, trusted_operation
 from ktir.syntax.lexer import _DIMS, Tok
 
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
@@ -74,11 +76,26 @@ def parse_fast(text: str, builder: Any) -> Any:
     starts = [0]
     starts += [m.end() for m in _NEWLINE.finditer(text)]
     tokens = _Tokens(text, 0, starts)
-    module = _Parser(tokens, starts, builder, {}, {}).module()
+    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
     for pos, comment in tokens.comments:
         line = bisect_right(starts, pos)
         builder.comments.append((line, pos - starts[line - 1] + 1, comment))
+    _age_new_objects()
     return module
+
+
+def _age_new_objects() -> None:
+    """Move every object the collector tracks to its oldest generation, without a pass.
+
+    The parse runs with the collector off (ktir.syntax.parser.parse); the tree it made is
+    all young, so the first allocation after it would have the collector walk the whole
+    tree (15% of a large parse) only to find it alive. freeze + unfreeze re-links the
+    generations in O(1) and clears the young count: the tree is looked at again only by
+    full collections, like any long-lived data. Skipped if the program froze objects
+    itself (unfreeze would release them)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 class _Tokens:
@@ -164,8 +181,21 @@ class _LazyTok(Tok):
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
 
+# An op line longer than this many tokens is not looked up among the shapes seen (the key
+# costs more than a hit saves, and long lines seldom recur).
+_MAX_SHAPE_TOKENS = 48
+
+
 class _Parser:
-    def __init__(self, tokens: _Tokens, starts: list[int], builder: Any, types: dict[str, Any], scalars: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        tokens: _Tokens,
+        starts: list[int],
+        builder: Any,
+        types: dict[str, Any],
+        scalars: dict[str, Any],
+        shapes: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[int, ...]]],
+    ) -> None:
         self.tokens = tokens
         self.K = tokens.kinds
         self.V = tokens.values
@@ -174,6 +204,9 @@ class _Parser:
         self.b = builder
         self.types = types  # type text -> Type, for texts that parsed without warnings
         self.scalars = scalars  # `index`, `f32`, ... -> Type
+        # an op's tokens with its SSA names abstracted -> (op built from them, where its
+        # operands and results are among those names); see operation()
+        self.shapes = shapes
 
     # ------------------------------------------------------------ tokens
 
@@ -256,6 +289,71 @@ class _Parser:
         return self.b.start(items)
 
     def operation(self) -> Any:
+        """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
+        is copied from it with its own names and location (see shape())."""
+        start = self.i
+        shape = self.shape(start)
+        if shape is None:
+            return self.parse_operation()
+        key, names, end, line, column = shape
+        seen = self.shapes.get(key)
+        if seen is not None:
+            self.i = end
+            op, operand_slots, result_slots = seen
+            return trusted_operation(
+                op.name,
+                [names[k] for k in operand_slots],
+                list(op.operand_types),
+                [names[k] for k in result_slots],
+                list(op.result_types),
+                dict(op.attributes),
+                None if op.properties is None else dict(op.properties),
+                [],
+                list(op.successors),
+                Location(line, column),
+            )
+        n_warnings = len(self.b.warnings)
+        op = self.parse_operation()
+        if self.i == end and len(self.b.warnings) == n_warnings and not op.regions and op.loc == (line, column, None):
+            slot = {name: k for k, name in enumerate(names)}
+            if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
+                self.shapes[key] = (op, tuple(slot[n] for n in op.operands), tuple(slot[n] for n in op.results))
+        return op
+
+    def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
+        """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
+        end with its line. The key is the line's tokens with each SSA name replaced by
+        the number of its first occurrence, then the two tokens after the line (an SSA
+        name there as None): this parser decides where an op ends by looking at most
+        two tokens ahead, and never at the text of an SSA name, so on two lines with
+        equal keys it reads the same rules; and the grammar's callbacks, which read
+        names only to copy them into operands and results and compare them with each
+        other, build equal ops up to the renaming. None for lines not worth a key, and
+        for names with `#`, which the callbacks also look into."""
+        V, K = self.V, self.K
+        ends = self.tokens.ends
+        starts = self.starts
+        pos = ends[start + 1] - len(V[start])
+        line = bisect_right(starts, pos)
+        end = bisect_left(ends, starts[line]) - 1 if line < len(starts) else len(V) - 1
+        if end - start > _MAX_SHAPE_TOKENS:
+            return None
+        key: list[Any] = V[start : end + 2]
+        names: list[str] = []
+        for k in range(start, end):
+            if K[k] == "value":
+                name = V[k]
+                if "#" in name:
+                    return None
+                if name not in names:
+                    names.append(name)
+                key[k - start] = names.index(name)
+        for k in range(end, min(end + 2, len(V))):
+            if K[k] == "value":
+                key[k - start] = None
+        return tuple(key), names, end, line, pos - starts[line - 1] + 1
+
+    def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
         i = self.i
         if self.K[i] != "word":
@@ -449,7 +547,7 @@ class _Parser:
             p = dims.end()
         elif keyword == "vector":
             raise Fallback
-        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars)
+        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
         n_warnings = len(b.warnings)
         children.append(inner.type())
         if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
