@@ -133,7 +133,7 @@ Region.model_rebuild()
 Operation.model_rebuild()
 
 
-_OPERATION_FIELDS = tuple(Operation.model_fields)
+_OPERATION_FIELDS = set(Operation.model_fields)
 _new = object.__new__
 _set = object.__setattr__
 
@@ -174,7 +174,7 @@ def trusted_operation(
             "trailing_comment": None,
         },
     )
-    _set(op, "__pydantic_fields_set__", set(_OPERATION_FIELDS))
+    _set(op, "__pydantic_fields_set__", _OPERATION_FIELDS.copy())
     _set(op, "__pydantic_extra__", None)
     _set(op, "__pydantic_private__", None)
     return op
