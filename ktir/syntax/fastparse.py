@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from itertools import accumulate, compress, count
 from operator import add, itemgetter
 from typing import Any
@@ -234,13 +235,24 @@ class _Parser:
         self.i = i + 1
         return _LazyTok("VALUE_ID", self.V[i], self.tokens, i)
 
+    def comma_list(self, item: Callable[[], Any]) -> list[Any]:
+        """item ("," item)*"""
+        items = [item()]
+        V = self.V
+        while V[self.i] == ",":
+            self.i += 1
+            items.append(item())
+        return items
+
+    def comma_list_opt(self, item: Callable[[], Any], close: str) -> list[Any]:
+        """(item ("," item)*)? before `close`, which is left to the caller"""
+        if self.V[self.i] == close:
+            return []
+        return self.comma_list(item)
+
     def value_list(self) -> Any:
         """value ("," value)*"""
-        vals = [self.value()]
-        while self.V[self.i] == ",":
-            self.i += 1
-            vals.append(self.value())
-        return self.b.value_list(vals)
+        return self.b.value_list(self.comma_list(self.value))
 
     def word(self, kind: str = "BARE_ID") -> Tok:
         if self.K[self.i] != "word":
@@ -369,10 +381,7 @@ class _Parser:
 
     def op_results(self) -> Any:
         """result_def ("," result_def)* "=" """
-        defs = [self.result_def()]
-        while self.V[self.i] == ",":
-            self.i += 1
-            defs.append(self.result_def())
+        defs = self.comma_list(self.result_def)
         self.expect("=")
         return self.b.op_results(defs)
 
@@ -419,11 +428,7 @@ class _Parser:
         self.expect("(")
         c = []
         if self.V[self.i] != ")":
-            params = [self.block_param()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                params.append(self.block_param())
-            c.append(rule(params))
+            c.append(rule(self.comma_list(self.block_param)))
         self.expect(")")
         return c
 
@@ -520,11 +525,7 @@ class _Parser:
 
     def type_list(self) -> Any:
         """type ("," type)*"""
-        types = [self.type()]
-        while self.V[self.i] == ",":
-            self.i += 1
-            types.append(self.type())
-        return self.b.type_list(types)
+        return self.b.type_list(self.comma_list(self.type))
 
     def type_token(self, text: str, pos: int) -> Any:
         """`tensor<...>`, `memref<...>`, `vector<...>` or `!ktdp.access_tile<...>`, whole."""
@@ -578,12 +579,7 @@ class _Parser:
         if self.V[self.i] != "(":
             return b.single_result_type([self.type()])
         self.i += 1
-        results = []
-        if self.V[self.i] != ")":
-            results.append(self.result_type())
-            while self.V[self.i] == ",":
-                self.i += 1
-                results.append(self.result_type())
+        results = self.comma_list_opt(self.result_type, ")")
         self.expect(")")
         return b.paren_result_types(results)
 
@@ -608,12 +604,7 @@ class _Parser:
     def attr_dict(self) -> Any:
         """"{" (attr_entry ("," attr_entry)*)? "}" """
         self.expect("{")
-        entries = []
-        if self.V[self.i] != "}":
-            entries.append(self.attr_entry())
-            while self.V[self.i] == ",":
-                self.i += 1
-                entries.append(self.attr_entry())
+        entries = self.comma_list_opt(self.attr_entry, "}")
         self.expect("}")
         return self.b.attr_dict(entries)
 
@@ -662,12 +653,7 @@ class _Parser:
             return b.string_attr(c)
         if text == "[":
             self.i += 1
-            elements = []
-            if self.V[self.i] != "]":
-                elements.append(self.attribute())
-                while self.V[self.i] == ",":
-                    self.i += 1
-                    elements.append(self.attribute())
+            elements = self.comma_list_opt(self.attribute, "]")
             self.expect("]")
             return b.array_attr(elements)
         if text == "{":
@@ -749,12 +735,7 @@ class _Parser:
         text = self.V[self.i]
         if text == "[":
             self.i += 1
-            items = []
-            if self.V[self.i] != "]":
-                items.append(self.dense_element())
-                while self.V[self.i] == ",":
-                    self.i += 1
-                    items.append(self.dense_element())
+            items = self.comma_list_opt(self.dense_element, "]")
             self.expect("]")
             return b.dense_list(items)
         if text in ("true", "false"):
@@ -789,12 +770,7 @@ class _Parser:
         return b.aff_params(c)
 
     def bare_ids(self, close: str) -> list[Tok]:
-        names = []
-        if self.V[self.i] != close:
-            names.append(self.word())
-            while self.V[self.i] == ",":
-                self.i += 1
-                names.append(self.word())
+        names = self.comma_list_opt(self.word, close)
         self.expect(close)
         return names
 
@@ -805,11 +781,7 @@ class _Parser:
         c = [self.aff_params()]
         self.expect("->")
         self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.aff_expr())
-            while self.V[self.i] == ",":
-                self.i += 1
-                c.append(self.aff_expr())
+        c += self.comma_list_opt(self.aff_expr, ")")
         self.expect(")")
         self.expect(">")
         return self.b.affine_map_attr(c)
@@ -821,11 +793,7 @@ class _Parser:
         c = [self.aff_params()]
         self.expect(":")
         self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.aff_constraint())
-            while self.V[self.i] == ",":
-                self.i += 1
-                c.append(self.aff_constraint())
+        c += self.comma_list_opt(self.aff_constraint, ")")
         self.expect(")")
         self.expect(">")
         return self.b.affine_set_attr(c)
@@ -901,12 +869,7 @@ class _Parser:
     def mixed_list(self) -> Any:
         """"[" (mixed_entry ("," mixed_entry)*)? "]" """
         self.expect("[")
-        entries = []
-        if self.V[self.i] != "]":
-            entries.append(self.mixed_entry())
-            while self.V[self.i] == ",":
-                self.i += 1
-                entries.append(self.mixed_entry())
+        entries = self.comma_list_opt(self.mixed_entry, "]")
         self.expect("]")
         return self.b.mixed_list(entries)
 
@@ -938,11 +901,7 @@ class _Parser:
         c.append(self.tok("SYMBOL_REF"))
         self.expect("(")
         if self.V[self.i] != ")":
-            params = [self.func_param()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                params.append(self.func_param())
-            c.append(b.func_params(params))
+            c.append(b.func_params(self.comma_list(self.func_param)))
         self.expect(")")
         if self.V[self.i] == "->":
             self.i += 1
@@ -1032,10 +991,7 @@ class _Parser:
         while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
             flags = [self.tok("FLAG_KIND")]
             self.expect("<")
-            flags.append(self.word())
-            while self.V[self.i] == ",":
-                self.i += 1
-                flags.append(self.word())
+            flags += self.comma_list(self.word)
             self.expect(">")
             c.append(self.b.op_flags(flags))
         self.attr_dict_opt(c)
@@ -1119,11 +1075,7 @@ class _Parser:
         c: list[Any] = [tok, self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
-            exprs = [self.aff_expr()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                exprs.append(self.aff_expr())
-            c.append(b.subscripts(exprs))
+            c.append(b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
         if self.V[self.i] == "symbols":
             self.i += 1
@@ -1172,12 +1124,7 @@ class _Parser:
         if self.V[self.i] == "iter_args":
             self.i += 1
             self.expect("(")
-            args: list[Any] = []
-            if self.V[self.i] != ")":
-                args.append(self.binding())
-                while self.V[self.i] == ",":
-                    self.i += 1
-                    args.append(self.binding())
+            args = self.comma_list_opt(self.binding, ")")
             self.expect(")")
             self.expect("->")
             args.append(self.result_type_list())
@@ -1330,12 +1277,7 @@ class _Parser:
     def int_list(self) -> Any:
         """"[" (signed_int ("," signed_int)*)? "]" """
         self.expect("[")
-        ints = []
-        if self.V[self.i] != "]":
-            ints.append(self.signed_int())
-            while self.V[self.i] == ",":
-                self.i += 1
-                ints.append(self.signed_int())
+        ints = self.comma_list_opt(self.signed_int, "]")
         self.expect("]")
         return self.b.int_list(ints)
 
@@ -1412,10 +1354,7 @@ class _Parser:
         self.expect(")")
         c.append(self.value())
         self.expect("[")
-        c.append(self.indirect_subscript())
-        while self.V[self.i] == ",":
-            self.i += 1
-            c.append(self.indirect_subscript())
+        c += self.comma_list(self.indirect_subscript)
         self.expect("]")
         if self.V[self.i] == "symbols":
             self.i += 1
@@ -1442,11 +1381,7 @@ class _Parser:
         c: list[Any] = [self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
-            exprs = [self.aff_expr()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                exprs.append(self.aff_expr())
-            c.append(b.subscripts(exprs))
+            c.append(b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
         self.expect(")")
         return b.indirect_dim(c)
