@@ -16,8 +16,6 @@ import json
 import sys
 from typing import Any
 
-import numpy as np
-
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
@@ -80,6 +78,8 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from ktir.fileio import InputError, read_source, write_atomic
     from ktir.syntax.diagnostics import KtirError
     from ktir.syntax.parser import parse

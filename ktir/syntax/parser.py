@@ -19,7 +19,7 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
-from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
+from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region, trusted_operation
 from ktir.syntax import assembly as asm
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
@@ -790,19 +790,17 @@ class _Builder:
         for region in regions or []:
             _entry(region)  # custom forms always have a block, even when written `{}`
         # the parser builds well-formed fields itself: skip pydantic validation (hot path)
-        return Operation.model_construct(
-            name=opdef.name,
-            operands=operands or [],
-            operand_types=operand_types or [],
-            results=[],
-            result_types=result_types or [],
-            attributes=attributes or {},
-            properties=None,
-            regions=regions or [],
-            successors=[],
-            loc=Location(tok.line, tok.column),
-            comments=[],
-            trailing_comment=None,
+        return trusted_operation(
+            opdef.name,
+            operands or [],
+            operand_types or [],
+            [],
+            result_types or [],
+            attributes or {},
+            None,
+            regions or [],
+            [],
+            Location(tok.line, tok.column),
         )
 
     # ------------------------------------------------------------ generic form
