@@ -27,9 +27,9 @@ import numpy as np
 from ktir.dialects.registry import OPS
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, Module, Operation, Region
-from ktir.syntax.printer import type_text
 
 from .dtypes import UnsupportedType
 from .errors import CompileError, KtirRuntimeError

@@ -244,7 +244,7 @@ class Verifier:
                 continue
             info.uses += 1
             if self.rtype(info.type) != self.rtype(t):
-                from ktir.syntax.printer import type_text
+                from ktir.ir.asm import type_text
 
                 self.error(
                     "ssa.type",

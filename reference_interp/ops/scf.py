@@ -299,7 +299,7 @@ def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
 
 
 def _static_or_dyn(attr: at.Attribute | None) -> list[int | None]:
-    from ktir.syntax.parser import KDYNAMIC
+    from ktir.ir.types import KDYNAMIC
 
     if attr is None:
         return []

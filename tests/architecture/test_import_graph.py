@@ -129,7 +129,6 @@ DYNAMIC_LOADS: dict[str, str] = {
 # Violations present when this test was written, removed as they are fixed; empty is the goal.
 # (source module, target module) -> why it is still there.
 KNOWN: dict[tuple[str, str], str] = {
-    ("ktir.builder", "ktir.syntax.parser"): "being fixed (issue 16)",
     ("ktir.docsgen.conformance_page", "conformance.coverage"): "being fixed (issue 16)",
     ("ktir.docsgen.examples", "conformance.model"): "being fixed (issue 16)",
     ("ktir.docsgen.examples", "conformance.values"): "being fixed (issue 16)",
@@ -138,15 +137,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("ktir.docsgen.status", "<computed>"): "being fixed (issue 16)",
     ("ktir.lower.torch.program", "reference_interp"): "being fixed (issue 16)",
     ("ktir.lower.torch.program_cli", "ktir.lower.torch.program"): "being fixed (issue 16)",
-    ("ktir.verify.engine", "ktir.syntax.printer"): "being fixed (issue 16)",
-    ("ktir.verify.rules.arith_math", "ktir.syntax.parser"): "being fixed (issue 16)",
-    ("ktir.verify.rules.common", "ktir.syntax.printer"): "being fixed (issue 16)",
-    ("ktir.verify.rules.ktdp", "ktir.syntax.parser"): "being fixed (issue 16)",
-    ("ktir.verify.rules.tensor_memref", "ktir.syntax.parser"): "being fixed (issue 16)",
-    ("ktir.verify.sets", "ktir.syntax.parser"): "being fixed (issue 16)",
-    ("reference_interp.compiler", "ktir.syntax.printer"): "being fixed (issue 16)",
-    ("reference_interp.ops.common", "ktir.syntax.parser"): "being fixed (issue 16)",
-    ("reference_interp.ops.scf", "ktir.syntax.parser"): "being fixed (issue 16)",
 }
 
 # Import cycles present when this test was written (sorted members); empty is the goal.
