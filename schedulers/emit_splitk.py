@@ -27,7 +27,8 @@ from ktir.syntax.printer import type_text
 
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
-from .spaces import Columns, Evaluated, MatmulSpace, _product, take
+from .spaces import Columns, Evaluated, MatmulSpace, take
+from .spaces import product as _product
 from .text import box
 
 SPLITS = (2, 4, 8, 16, 32, 64)

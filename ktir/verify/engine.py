@@ -368,7 +368,6 @@ def walk_ops(module: Module) -> Iterator[Operation]:
 
 
 def verify(module: Module, filename: str | None = None) -> list[Diagnostic]:
-    """All diagnostics for `module`: errors, warnings and notes, in walk order."""
-    from ktir.verify import rules  # noqa: F401  (registers the rule functions)
-
+    """All diagnostics for `module`: errors, warnings and notes, in walk order (the rules
+    register themselves when the package `ktir.verify` is imported)."""
     return Verifier(module, filename).run().diagnostics

@@ -139,22 +139,8 @@ KNOWN: dict[tuple[str, str], str] = {
     ("ktir.lower.torch.program_cli", "ktir.lower.torch.program"): "being fixed (issue 16)",
 }
 
-# Import cycles present when this test was written (sorted members); empty is the goal.
-KNOWN_CYCLES: set[tuple[str, ...]] = {
-    (
-        "ktir.verify.engine",
-        "ktir.verify.rules",
-        "ktir.verify.rules.arith_math",
-        "ktir.verify.rules.ktdp",
-        "ktir.verify.rules.linalg",
-        "ktir.verify.rules.memory_space",
-        "ktir.verify.rules.scf_func",
-        "ktir.verify.rules.tensor_memref",
-        "ktir.verify.sets",
-    ),
-    ("schedulers.api", "schedulers.check"),
-    ("schedulers.emit_splitk", "schedulers.space_natural", "schedulers.spaces"),
-}
+# Import cycles still present (sorted members), each with why; empty is the goal.
+KNOWN_CYCLES: set[tuple[str, ...]] = set()
 
 
 def layer_of(module: str) -> str:
