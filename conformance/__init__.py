@@ -12,10 +12,11 @@ docs/guides/conformance.md (running it, writing an adapter).
 from collections.abc import Mapping
 
 from conformance.adapters import Adapter, CheckResult, CommandAdapter, NotSupported, ReferenceAdapter, load_adapter
-from conformance.model import LEVELS, Case, Manifest, load_suite
+from conformance.model import LEVELS, SUITE_ROOT, Case, Manifest, load_suite
 from conformance.results import CaseResult, Results
 from conformance.runner import AdapterSpec, run_suite, select
 from conformance.tolerance import compare
+from conformance.values import case_inputs, read_npz
 
 
 def cases_per_op() -> Mapping[str, int]:
@@ -25,8 +26,16 @@ def cases_per_op() -> Mapping[str, int]:
     return count()
 
 
+def coverage_markdown() -> str:
+    """The op x level x dtype coverage table of the suite, in Markdown (for the docs)."""
+    from conformance.coverage import markdown
+
+    return markdown()
+
+
 __all__ = [
     "LEVELS",
+    "SUITE_ROOT",
     "Adapter",
     "AdapterSpec",
     "Case",
@@ -37,10 +46,13 @@ __all__ = [
     "NotSupported",
     "ReferenceAdapter",
     "Results",
+    "case_inputs",
     "cases_per_op",
     "compare",
+    "coverage_markdown",
     "load_adapter",
     "load_suite",
+    "read_npz",
     "run_suite",
     "select",
 ]

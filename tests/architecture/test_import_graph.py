@@ -126,18 +126,9 @@ DYNAMIC_LOADS: dict[str, str] = {
     "conformance.adapters": "`--adapter python:pkg.mod:Class` loads the user's adapter, named on the command line",
 }
 
-# Violations present when this test was written, removed as they are fixed; empty is the goal.
+# Violations tolerated for now, each with why (source module, target module): none left.
 # (source module, target module) -> why it is still there.
-KNOWN: dict[tuple[str, str], str] = {
-    ("ktir.docsgen.conformance_page", "conformance.coverage"): "being fixed (issue 16)",
-    ("ktir.docsgen.examples", "conformance.model"): "being fixed (issue 16)",
-    ("ktir.docsgen.examples", "conformance.values"): "being fixed (issue 16)",
-    ("ktir.docsgen.pages", "ktir.verify"): "being fixed (issue 16)",
-    ("ktir.docsgen.pages", "reference_interp.errors"): "being fixed (issue 16)",
-    ("ktir.docsgen.status", "<computed>"): "being fixed (issue 16)",
-    ("ktir.lower.torch.program", "reference_interp"): "being fixed (issue 16)",
-    ("ktir.lower.torch.program_cli", "ktir.lower.torch.program"): "being fixed (issue 16)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 # Import cycles still present (sorted members), each with why; empty is the goal.
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
