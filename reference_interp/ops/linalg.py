@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -40,17 +41,20 @@ from .common import element, int_array
 # ---------------------------------------------------------------------- helpers
 
 
+def _dps_groups(op: Operation) -> tuple[list[str], str]:
+    """The names of a linalg op's input operand groups and of its outs (destination) group:
+    every linalg definition declares its destination operands last (`outs`, `init`, `inits`)."""
+    *ins, outs = (o.name for o in named(op).opdef.operands)
+    return ins, outs
+
+
 def _split(c: FuncCompiler, op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    slots = c.operand_slots(op)
-    seg = op.attributes.get("operandSegmentSizes")
-    n_in = int(seg.values[0]) if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == 2 else len(slots) - 1
-    return slots[:n_in], slots[n_in:]
+    ins, outs = _dps_groups(op)
+    return tuple(s for name in ins for s in c.operand_group(op, name)), c.operand_group(op, outs)
 
 
 def _outs_shape_only(op: Operation) -> set[int]:
-    seg = op.attributes.get("operandSegmentSizes")
-    n_in = int(seg.values[0]) if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == 2 else len(op.operands) - 1
-    return set(range(n_in, len(op.operands)))
+    return set(named(op).operand_positions(_dps_groups(op)[1]))
 
 
 def _acc_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
@@ -67,8 +71,7 @@ def _store_results(fr: list[Any], res: tuple[int, ...], values: list[Any]) -> No
 
 
 def _out_types(c: FuncCompiler, op: Operation, outs: tuple[int, ...]) -> list[ty.Type]:
-    n_in = len(op.operands) - len(outs)
-    return [c.otype(op, n_in + i) for i in range(len(outs))]
+    return [c.type(t) for t in named(op).operand_types(_dps_groups(op)[1])]
 
 
 # ---------------------------------------------------------------------- named elementwise
