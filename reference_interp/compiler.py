@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ktir.dialects.access import AccessError, named
+from ktir.dialects.access import AccessError, OpView, named
 from ktir.dialects.registry import OPS
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -344,6 +344,7 @@ class FuncCompiler:
         # compiled closures that replace specific ops (by id) while compiling a body
         self.overrides: dict[int, Any] = {}
         self.linalg_index_slot: int | None = None
+        self.views: dict[int, OpView] = {}  # each op seen through its definition, once
         # values that may hold tensor.empty's unspecified contents (strict mode checks only
         # the ops reading them): see maybe_empty_values
         self.maybe_empty: frozenset[str] = (
@@ -407,24 +408,33 @@ class FuncCompiler:
 
     # ------------------------------------------------- operands by name (from the op's definition)
 
+    def view(self, op: Operation) -> OpView:
+        found = self.views.get(id(op))
+        if found is None:
+            try:
+                found = self.views[id(op)] = named(op)
+            except AccessError as e:
+                raise CompileError(str(e), op) from None
+        return found
+
     def operand_group(self, op: Operation, name: str) -> tuple[int, ...]:
         """Slots of operand group `name` (variadic or optional: any number; segments honoured)."""
         slots = self.operand_slots(op)
         try:
-            return tuple(slots[i] for i in named(op).operand_positions(name))
+            return tuple(slots[i] for i in self.view(op).operand_positions(name))
         except AccessError as e:
             raise CompileError(str(e), op) from None
 
     def operand_slot(self, op: Operation, name: str) -> int:
         """The slot of operand `name`, which stands for exactly one value."""
         try:
-            return self.operand_slots(op)[named(op).operand_position(name)]
+            return self.operand_slots(op)[self.view(op).operand_position(name)]
         except AccessError as e:
             raise CompileError(str(e), op) from None
 
     def operand_type(self, op: Operation, name: str) -> Type:
         try:
-            return self.type(named(op).operand_type(name))
+            return self.type(self.view(op).operand_type(name))
         except AccessError as e:
             raise CompileError(str(e), op) from None
 

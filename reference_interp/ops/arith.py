@@ -247,7 +247,7 @@ _INT_BINARY = (
 
 @impl(*(f"arith.{k}" for k in _INT_BINARY))
 def int_binary(c: FuncCompiler, op: Operation) -> OpFn:
-    a, b = c.operand_slots(op)
+    a, b = c.operand_slot(op, "lhs"), c.operand_slot(op, "rhs")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     et = element(t)
@@ -330,7 +330,7 @@ _FLOAT_BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 @impl(*(f"arith.{k}" for k in _FLOAT_BINARY))
 def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
-    a, b = c.operand_slots(op)
+    a, b = c.operand_slot(op, "lhs"), c.operand_slot(op, "rhs")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     et = element(t)
@@ -354,7 +354,7 @@ def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("arith.negf")
 def negf(c: FuncCompiler, op: Operation) -> OpFn:
-    (a,) = c.operand_slots(op)
+    a = c.operand_slot(op, "operand")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:

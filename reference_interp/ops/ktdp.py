@@ -134,7 +134,7 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("ktdp.construct_distributed_memory_view")
 def distributed_view(c: FuncCompiler, op: Operation) -> OpFn:
-    slots = c.operand_slots(op)
+    slots = c.operand_group(op, "memrefs")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     if not isinstance(t, ty.MemRefType):
@@ -483,7 +483,7 @@ def _index_box(ctx: TileContext, view: MemoryView, box: IndexBox, pts: SetPoints
 
 @impl("ktdp.load")
 def ktdp_load(c: FuncCompiler, op: Operation) -> OpFn:
-    (a,) = c.operand_slots(op)
+    a = c.operand_slot(op, "access_tile")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     name = op.name

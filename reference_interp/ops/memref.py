@@ -25,7 +25,7 @@ from .common import element, int_array, mixed, resolve_mixed
 
 
 def alloc(c: FuncCompiler, op: Operation) -> OpFn:
-    dyn = c.operand_slots(op)
+    dyn = c.operand_group(op, "dynamic_sizes")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     if not isinstance(t, ty.MemRefType):
@@ -163,7 +163,7 @@ def _result_shape(c: FuncCompiler, op: Operation) -> tuple[Any, ...]:
 
 @impl("memref.cast")
 def memref_cast(c: FuncCompiler, op: Operation) -> OpFn:
-    (src,) = c.operand_slots(op)
+    src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:

@@ -100,7 +100,7 @@ def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
 
 @impl("scf.if", shape_only=lambda op: set())
 def scf_if(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
-    (k,) = c.operand_slots(op)
+    k = c.operand_slot(op, "condition")
     res = c.result_slots(op)
     then = c.compile_region(op.regions[0], c.vector)
     other = c.compile_region(op.regions[1], c.vector) if len(op.regions) > 1 and op.regions[1].blocks else None
@@ -145,9 +145,9 @@ def scf_if(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl("scf.while", shape_only=lambda op: set(range(len(op.operands))))
+@impl("scf.while", shape_only=lambda op: set(named(op).operand_positions("inits")))
 def scf_while(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
-    inits = c.operand_slots(op)
+    inits = c.operand_group(op, "inits")
     res = c.result_slots(op)
     before = c.compile_region(op.regions[0], c.vector)
     after = c.compile_region(op.regions[1], c.vector)

@@ -50,7 +50,7 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
         from .memref import alloc
 
         return alloc(c, op)
-    dyn = c.operand_slots(op)
+    dyn = c.operand_group(op, "dynamic_sizes")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     dt = np_dtype(element(t))
@@ -236,7 +236,7 @@ def _reassociation(c: FuncCompiler, op: Operation) -> list[list[int]]:
 
 @impl("tensor.collapse_shape")
 def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
-    (src,) = c.operand_slots(op)
+    src = c.operand_slot(op, "src")
     (r,) = c.result_slots(op)
     groups = _reassociation(c, op)
 
@@ -281,7 +281,7 @@ def reshape(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.concat")
 def concat(c: FuncCompiler, op: Operation) -> OpFn:
-    slots = c.operand_slots(op)
+    slots = c.operand_group(op, "inputs")
     (r,) = c.result_slots(op)
     dim = int(c.need_attr(op, "dim").value)
 
@@ -325,7 +325,7 @@ def pad(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.generate")
 def generate(c: FuncCompiler, op: Operation) -> OpFn:
-    dyn = c.operand_slots(op)
+    dyn = c.operand_group(op, "dynamic_extents")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     dt = np_dtype(element(t))
@@ -360,9 +360,9 @@ def dim(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.cast", shape_only=lambda op: {0})
+@impl("tensor.cast", shape_only=lambda op: {named(op).operand_position("source")})
 def tensor_cast(c: FuncCompiler, op: Operation) -> OpFn:
-    (src,) = c.operand_slots(op)
+    src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
 
