@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
@@ -66,8 +67,9 @@ def pointer_dtypes(fn: Operation) -> dict[str, np.dtype[Any]]:
             if len(sources) == 1:
                 for r in op.results:
                     origin[r] = next(iter(sources))
-        if op.name == "ktdp.construct_memory_view" and op.operands and op.operands[0] in origin:
-            arg = origin[op.operands[0]]
+        base = _view_base(op) if op.name == "ktdp.construct_memory_view" else None
+        if base is not None and base in origin:
+            arg = origin[base]
             t = op.result_types[0] if op.result_types else None
             if isinstance(t, ty.MemRefType):
                 try:
@@ -170,3 +172,11 @@ class _Probe:
 
 
 _PROBE = _Probe()
+
+
+def _view_base(op: Operation) -> str | None:
+    """The value a memory view starts at (its `offset` operand); None for a malformed view."""
+    try:
+        return named(op).operand("offset")
+    except AccessError:
+        return None
