@@ -64,7 +64,7 @@ from schedulers.cost import figures  # noqa: E402
 from schedulers.emit_attention import attention_text  # noqa: E402
 from schedulers.kernels import AttentionKernel, MatmulKernel, recognise  # noqa: E402
 from schedulers.registry import get  # noqa: E402
-from schedulers.spaces import space_for  # noqa: E402
+from schedulers.space_choice import space_for  # noqa: E402
 
 SCHEDULERS = ("baseline", "exact", "search")
 STRATEGIES = {"baseline": baseline_strategy, "exact": exact_strategy, "search": search_strategy}

@@ -34,18 +34,12 @@ from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.attributes import constant_type
 from ktir.ir.base import Attribute, Type
+from ktir.ir.named_affine import AffineName, ssa_map
 from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
-from ktir.syntax.parser import (
-    KDYNAMIC,
-    SHORT_BODY_RESULT,
-    constant_type,
-    i1_like,
-    parse,
-    short_body_init,
-    short_body_input,
-    ssa_map,
-)
+from ktir.ir.types import KDYNAMIC, i1_like
+from ktir.syntax.parser import SHORT_BODY_RESULT, parse, short_body_init, short_body_input
 
 
 @dataclass(frozen=True)
@@ -549,9 +543,7 @@ def located(module: Module, filename: str) -> Module:
 
 def ssa(value: Value) -> af.AffineExpr:
     """An affine leaf standing for an SSA value, for access tile subscripts."""
-    from ktir.syntax.parser import _AffName
-
-    return _AffName(name=value.name)
+    return AffineName(name=value.name)
 
 
 def _subscript(s: af.AffineExpr | Value | int) -> af.AffineExpr:

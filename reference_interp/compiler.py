@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import AccessError, OpView, named
 from ktir.dialects.registry import OPS
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, Module, Operation, Region
-from ktir.syntax.printer import type_text
 
 from .dtypes import UnsupportedType
 from .errors import CompileError, KtirRuntimeError
@@ -350,6 +351,7 @@ class FuncCompiler:
         # compiled closures that replace specific ops (by id) while compiling a body
         self.overrides: dict[int, Any] = {}
         self.linalg_index_slot: int | None = None
+        self.views: dict[int, OpView] = {}  # each op seen through its definition, once
         # values that may hold tensor.empty's unspecified contents (strict mode checks only
         # the ops reading them): see maybe_empty_values
         self.maybe_empty: frozenset[str] = (
@@ -411,11 +413,37 @@ class FuncCompiler:
     def op_id(self, op: Operation) -> int:
         return id(op)
 
-    def segments(self, op: Operation, n: int) -> list[int]:
-        seg = op.attributes.get("operandSegmentSizes")
-        if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == n:
-            return [int(v) for v in seg.values]
-        raise CompileError("missing or malformed operandSegmentSizes", op)
+    # ------------------------------------------------- operands by name (from the op's definition)
+
+    def view(self, op: Operation) -> OpView:
+        found = self.views.get(id(op))
+        if found is None:
+            try:
+                found = self.views[id(op)] = named(op)
+            except AccessError as e:
+                raise CompileError(str(e), op) from None
+        return found
+
+    def operand_group(self, op: Operation, name: str) -> tuple[int, ...]:
+        """Slots of operand group `name` (variadic or optional: any number; segments honoured)."""
+        slots = self.operand_slots(op)
+        try:
+            return tuple(slots[i] for i in self.view(op).operand_positions(name))
+        except AccessError as e:
+            raise CompileError(str(e), op) from None
+
+    def operand_slot(self, op: Operation, name: str) -> int:
+        """The slot of operand `name`, which stands for exactly one value."""
+        try:
+            return self.operand_slots(op)[self.view(op).operand_position(name)]
+        except AccessError as e:
+            raise CompileError(str(e), op) from None
+
+    def operand_type(self, op: Operation, name: str) -> Type:
+        try:
+            return self.type(self.view(op).operand_type(name))
+        except AccessError as e:
+            raise CompileError(str(e), op) from None
 
     # --------------------------------------------------------------- regions
 
@@ -630,8 +658,8 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     results = c.result_slots(op)
     line = op.loc.line if op.loc is not None else 0
     name = op.name
-    operands = c.operand_slots(op)
     op_id = c.program.op_id(op)
+    mac_slots = _mac_slots(c, op)
 
     def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int], dict[int, int]]:
         ctx: TileContext = fr[0]
@@ -659,7 +687,7 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
         ev.bytes_read = {SPACES[i]: ctx.rd[i] - rd0[i] for i in range(len(SPACES)) if ctx.rd[i] != rd0[i]}
         ev.bytes_written = {SPACES[i]: ctx.wr[i] - wr0[i] for i in range(len(SPACES)) if ctx.wr[i] != wr0[i]}
         ev.elements = elements
-        ev.macs = _macs(name, fr, operands, results)
+        ev.macs = _macs(name, fr, mac_slots)
         if ctx.sync is not None:
             ev.future, ev.peers = ctx.sync
             ctx.sync = None
@@ -687,11 +715,19 @@ _MATMULS = {"linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a",
             "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.dot"}
 
 
-def _macs(name: str, fr: list[Any], operands: tuple[int, ...], results: tuple[int, ...]) -> int:
-    if name not in _MATMULS or len(operands) < 3:
+def _mac_slots(c: FuncCompiler, op: Operation) -> tuple[int, int] | None:
+    """The slots of a contraction's first input and its output (for counting multiply-adds)."""
+    if op.name not in _MATMULS:
+        return None
+    ins, outs = c.operand_group(op, "inputs"), c.operand_group(op, "outputs")
+    return (ins[0], outs[0]) if ins and outs else None
+
+
+def _macs(name: str, fr: list[Any], slots: tuple[int, int] | None) -> int:
+    if slots is None:
         return 0
-    a = fr[operands[0]]
-    out = fr[operands[2]]
+    a = fr[slots[0]]
+    out = fr[slots[1]]
     if not isinstance(a, np.ndarray) or not hasattr(out, "size"):
         return 0
     k = a.shape[0] if name == "linalg.matmul_transpose_a" else (a.shape[-1] if a.ndim else 1)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -82,8 +83,9 @@ def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None) -> tuple[
             if len(sources) == 1:
                 for r in op.results:
                     origin[r] = next(iter(sources))
-        if op.name == "ktdp.construct_memory_view" and op.operands and op.operands[0] in origin:
-            arg = origin[op.operands[0]]
+        base = _view_base(op) if op.name == "ktdp.construct_memory_view" else None
+        if base is not None and base in origin:
+            arg = origin[base]
             t = op.result_types[0] if op.result_types else None
             if _view_space(op, aliases or {}) == "ct_local":
                 local.add(arg)
@@ -198,3 +200,11 @@ class _Probe:
 
 
 _PROBE = _Probe()
+
+
+def _view_base(op: Operation) -> str | None:
+    """The value a memory view starts at (its `offset` operand); None for a malformed view."""
+    try:
+        return named(op).operand("offset")
+    except AccessError:
+        return None

@@ -30,7 +30,8 @@ from .emit_shared import arguments
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
 from .sets import box, group_first, group_tiles, projection, scalar
-from .spaces import Columns, Evaluated, MatmulSpace, _product, take
+from .spaces import Columns, Evaluated, MatmulSpace, take
+from .spaces import product as _product
 
 SPLITS = (2, 4, 8, 16, 32, 64)
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
-from .natural import NaturalKernel
 from .report import Placement, Schedule
 
 Columns = dict[str, np.ndarray]
@@ -46,7 +45,7 @@ def aligned_blocks(n: int, itemsize: int, granularity: int) -> list[int]:
     return found or [n]
 
 
-def _product(**cols: list[int]) -> Columns:
+def product(**cols: list[int]) -> Columns:
     """Every combination of the columns' values (the first column varies slowest)."""
     arrays = [np.asarray(v, dtype=np.int64) for v in cols.values()]
     mesh = np.meshgrid(*arrays, indexing="ij")
@@ -114,7 +113,7 @@ class MatmulSpace:
     def candidates(self) -> Columns:
         k = self.k
         grids = _grids(self.fig.tiles, k.M, len(self.bn_all) and k.N // self.bn_all[0])
-        cols = _product(grid=list(range(len(grids))), bm=self.bm_all, bn=self.bn_all, bk=self.bk_all,
+        cols = product(grid=list(range(len(grids))), bm=self.bm_all, bn=self.bn_all, bk=self.bk_all,
                         order=[0, 1, 2], db=[0, 1])
         g = np.array(grids, dtype=np.int64)
         cols["gm"], cols["gn"] = g[cols["grid"], 0], g[cols["grid"], 1]
@@ -313,7 +312,7 @@ class RowSpace:
                     bytes_written=k.R * self._row_bytes(k.outputs))
 
     def candidates(self) -> Columns:
-        cols = _product(g=list(range(1, self.fig.tiles + 1)), rb=self.rb_all, db=[0, 1])
+        cols = product(g=list(range(1, self.fig.tiles + 1)), rb=self.rb_all, db=[0, 1])
         keep = cols["g"] * cols["rb"] <= self.k.R
         return take(cols, np.nonzero(keep)[0])
 
@@ -392,7 +391,7 @@ class AttentionSpace:
     def candidates(self) -> Columns:
         # a split's tiles form whole groups of the grid (`emit_attention.attention_grid`)
         splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split) and self.fig.tiles % s == 0]
-        cols = _product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
+        cols = product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
         keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
         return take(cols, np.nonzero(keep)[0])
 
@@ -444,17 +443,3 @@ class AttentionSpace:
 
 
 Space = MatmulSpace | RowSpace | AttentionSpace
-
-
-def space_for(kernel: MatmulKernel | RowKernel | AttentionKernel | NaturalKernel, fig: Figures) -> Space:
-    if isinstance(kernel, NaturalKernel):
-        from .space_natural import NaturalSpace
-
-        return NaturalSpace(kernel, fig)  # type: ignore[return-value]
-    if isinstance(kernel, MatmulKernel):
-        from .emit_splitk import SplitKSpace  # adds the split-K schedules (it builds on MatmulSpace)
-
-        return SplitKSpace(kernel, fig)
-    if isinstance(kernel, RowKernel):
-        return RowSpace(kernel, fig)
-    return AttentionSpace(kernel, fig)

@@ -1,5 +1,6 @@
 """The KTIR verifier: structure, types, numbered op constraints, exact integer-set checks."""
 
+from ktir.verify import rules  # noqa: F401  (registers the rule functions with the engine)
 from ktir.verify.engine import RULES, STRUCTURAL_RULES, WARNINGS, verify
 from ktir.verify.validate import validate_text
 
@@ -11,7 +12,6 @@ def checked_constraints() -> frozenset[str]:
     constraint of an op whose rule function is registered, and every typed constraint (checked
     by the generic pass)."""
     from ktir.dialects.registry import OPS
-    from ktir.verify import rules  # noqa: F401  (registers the rule functions)
 
     by_rule = {i for name, op in OPS.items() if name in RULES for i in op.constraint_ids()}
     typed = {f"{op.name}.{c.id}" for op in OPS.values() for c in op.checked_constraints()}

@@ -245,7 +245,7 @@ class Verifier:
                 continue
             info.uses += 1
             if self.rtype(info.type) != self.rtype(t):
-                from ktir.syntax.printer import type_text
+                from ktir.ir.asm import type_text
 
                 self.error(
                     "ssa.type",
@@ -388,7 +388,6 @@ def walk_ops(module: Module) -> Iterator[Operation]:
 
 
 def verify(module: Module, filename: str | None = None) -> list[Diagnostic]:
-    """All diagnostics for `module`: errors, warnings and notes, in walk order."""
-    from ktir.verify import rules  # noqa: F401  (registers the rule functions)
-
+    """All diagnostics for `module`: errors, warnings and notes, in walk order (the rules
+    register themselves when the package `ktir.verify` is imported)."""
     return Verifier(module, filename).run().diagnostics

@@ -140,7 +140,7 @@ def test_the_cost_model_sees_the_double_buffering(spyre) -> None:  # type: ignor
     """The estimate of a prefetching schedule is lower than the same blocks without it."""
     from schedulers.builtin import evaluate_point
     from schedulers.cost import figures
-    from schedulers.spaces import space_for
+    from schedulers.space_choice import space_for
 
     found = match_attention(example("causal_attention.ktir"))
     assert found is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.syntax.parser import constant_type
+from ktir.ir.attributes import constant_type
 from ktir.verify.engine import Check, rule
 from ktir.verify.rules.common import elem, is_float, is_signless_int, t
 
@@ -39,7 +39,7 @@ def compare(check: Check) -> None:
     assert isinstance(predicates, tuple)
     if not isinstance(pred, at.IntegerAttr) or not 0 <= pred.value < len(predicates):
         check.fail("C2", f"predicate must be one of {', '.join(predicates)}")
-    from ktir.syntax.parser import i1_like
+    from ktir.ir.types import i1_like
 
     if check.result_types != [i1_like(a)]:
         check.fail("C3", f"result must be {t(i1_like(a))}, found {', '.join(t(x) for x in check.result_types)}")

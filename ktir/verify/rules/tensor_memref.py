@@ -6,7 +6,7 @@ import math
 
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.syntax.parser import KDYNAMIC
+from ktir.ir.types import KDYNAMIC
 from ktir.verify.engine import Check, rule
 from ktir.verify.rules.common import elem, fmt_shape, shape, shapes_compatible, t
 
