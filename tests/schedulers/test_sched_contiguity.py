@@ -12,7 +12,8 @@ from schedulers import naive
 from schedulers.check import check_equivalent
 from schedulers.cost import figures
 from schedulers.kernels import MatmulKernel, recognise
-from schedulers.spaces import moved, space_for
+from schedulers.space_choice import space_for
+from schedulers.spaces import moved
 
 
 def _kernels(M: int, N: int, K: int, operand: str = "b") -> tuple[str, str]:

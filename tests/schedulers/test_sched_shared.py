@@ -55,7 +55,7 @@ def test_the_model_charges_the_ring_as_the_timeline_does(order: int, tiles: int,
     from ktir.targets.from_interp import from_interp
     from ktir.targets.timeline import simulate
     from schedulers.cost import figures
-    from schedulers.spaces import space_for
+    from schedulers.space_choice import space_for
 
     before = ktir.parse(naive.matmul(256, 256, 512, "f16"), "mm.ktir")
     rec = recognise(before)
