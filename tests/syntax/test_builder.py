@@ -137,3 +137,15 @@ def test_names_must_match_the_results() -> None:
     b.alias("x", af.AffineMap.identity(1))
     with pytest.raises(BuildError):
         b.alias("x", af.AffineMap.identity(1))
+
+
+def test_located_gives_the_positions_the_printed_text_has() -> None:
+    """Every op gets the line and column where the printer writes it; ops the text leaves
+    implicit (elided terminators, short reduce bodies) get none, as the parser gives them."""
+    from ktir.builder import located
+
+    module = located(build_blocked_sum(), "sum.ktir")
+    again = ktir.parse(ktir.print_module(module), "sum.ktir")
+    pairs = list(zip(module.walk(), again.walk(), strict=True))
+    assert all(a.loc == b.loc for a, b in pairs)
+    assert sum(a.loc is None for a, _ in pairs) >= 3  # the reduce body's two ops, the loop-less yield
