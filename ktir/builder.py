@@ -543,13 +543,24 @@ def located(module: Module, filename: str) -> Module:
             at_line += 1
         text = lines[at_line] if at_line < len(lines) else ""
         head = text.lstrip()
-        if head.startswith(f"{', '.join(op.results)} = " if op.results else (op.name, f'"{op.name}"')):
+        if head.startswith(_heads(op)):
             op.loc = Location(line=at_line + 1, column=len(text) - len(head) + 1)
             at_line += 1
         else:
             op.loc = None
     module.filename = filename
     return module
+
+
+def _heads(op: Operation) -> tuple[str, ...]:
+    """How the printed line of `op` starts: its results (`%a, %b = `, `%r:2 = `) or its name."""
+    if not op.results:
+        return ("module", op.name, f'"{op.name}"') if op.name == "builtin.module" else (op.name, f'"{op.name}"')
+    heads = [f"{', '.join(op.results)} = "]
+    base = op.results[0].partition("#")[0]
+    if all(r == f"{base}#{i}" for i, r in enumerate(op.results)):
+        heads.append(f"{base}:{len(op.results)} = ")
+    return tuple(heads)
 
 
 def _between_ops(line: str) -> bool:
