@@ -18,10 +18,11 @@ from ktir.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from conformance.adapters import Adapter, CheckResult, CommandAdapter, NotSupported, ReferenceAdapter, load_adapter
-    from conformance.model import LEVELS, Case, Manifest, load_suite
+    from conformance.model import LEVELS, SUITE_ROOT, Case, Manifest, load_suite
     from conformance.results import CaseResult, Results
     from conformance.runner import AdapterSpec, run_suite, select
     from conformance.tolerance import compare
+    from conformance.values import case_inputs, read_npz
 
 # loaded on first use (ktir.lazy): importing a submodule such as the CLI's stays cheap
 __getattr__ = lazy_exports(
@@ -34,6 +35,7 @@ __getattr__ = lazy_exports(
         "ReferenceAdapter": "conformance.adapters",
         "load_adapter": "conformance.adapters",
         "LEVELS": "conformance.model",
+        "SUITE_ROOT": "conformance.model",
         "Case": "conformance.model",
         "Manifest": "conformance.model",
         "load_suite": "conformance.model",
@@ -43,6 +45,8 @@ __getattr__ = lazy_exports(
         "run_suite": "conformance.runner",
         "select": "conformance.runner",
         "compare": "conformance.tolerance",
+        "case_inputs": "conformance.values",
+        "read_npz": "conformance.values",
     },
 )
 
@@ -54,8 +58,16 @@ def cases_per_op() -> Mapping[str, int]:
     return count()
 
 
+def coverage_markdown() -> str:
+    """The op x level x dtype coverage table of the suite, in Markdown (for the docs)."""
+    from conformance.coverage import markdown
+
+    return markdown()
+
+
 __all__ = [
     "LEVELS",
+    "SUITE_ROOT",
     "Adapter",
     "AdapterSpec",
     "Case",
@@ -66,10 +78,13 @@ __all__ = [
     "NotSupported",
     "ReferenceAdapter",
     "Results",
+    "case_inputs",
     "cases_per_op",
     "compare",
+    "coverage_markdown",
     "load_adapter",
     "load_suite",
+    "read_npz",
     "run_suite",
     "select",
 ]

@@ -6,7 +6,7 @@
     lowered.entry, lowered.args                  # the kernel to run and its arguments
 
     from ktir.lower import from_torch            # needs the torch extra; imported on first use
-    program = from_torch(model, (x,))
+    program = from_torch(model, (x,), runner=reference_interp.run)   # runner: what executes kernels
     program.text, program.manifest, program.run(x)
 
 See README.md in this directory for what lowers and how.
