@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import AccessError, OpView, named
 from ktir.dialects.registry import OPS
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, Module, Operation, Region
-from ktir.syntax.printer import type_text
 
 from .dtypes import UnsupportedType
 from .errors import CompileError, KtirRuntimeError
@@ -221,14 +222,21 @@ class Program:
             name = getattr(sym, "value", None)
             if isinstance(name, str):
                 self.funcs[name] = fn
-        self._compiled: dict[tuple[str, bool, bool], CompiledFunc] = {}
+        self._compiled: dict[tuple[str, bool, bool, bool], CompiledFunc] = {}
         self._blocking: dict[str, bool] = {}
         self._shares: bool | None = None
         self._has_empty: bool | None = None
         self._has_calls: bool | None = None
+        self._op_ids: dict[int, int] | None = None
+
+    def op_id(self, op: Operation) -> int:
+        """The op's position in the module's pre-order walk: its identity in trace events."""
+        if self._op_ids is None:
+            self._op_ids = {id(o): i for i, o in enumerate(self.module.walk())}
+        return self._op_ids.get(id(op), -1)
 
     def function(self, name: str, options: Options) -> CompiledFunc:
-        key = (name, options.trace, options.strict)
+        key = (name, options.trace, options.strict, options.shapes_only)
         found = self._compiled.get(key)
         if found is None:
             if name not in self.funcs:
@@ -343,6 +351,7 @@ class FuncCompiler:
         # compiled closures that replace specific ops (by id) while compiling a body
         self.overrides: dict[int, Any] = {}
         self.linalg_index_slot: int | None = None
+        self.views: dict[int, OpView] = {}  # each op seen through its definition, once
         # values that may hold tensor.empty's unspecified contents (strict mode checks only
         # the ops reading them): see maybe_empty_values
         self.maybe_empty: frozenset[str] = (
@@ -404,11 +413,37 @@ class FuncCompiler:
     def op_id(self, op: Operation) -> int:
         return id(op)
 
-    def segments(self, op: Operation, n: int) -> list[int]:
-        seg = op.attributes.get("operandSegmentSizes")
-        if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == n:
-            return [int(v) for v in seg.values]
-        raise CompileError("missing or malformed operandSegmentSizes", op)
+    # ------------------------------------------------- operands by name (from the op's definition)
+
+    def view(self, op: Operation) -> OpView:
+        found = self.views.get(id(op))
+        if found is None:
+            try:
+                found = self.views[id(op)] = named(op)
+            except AccessError as e:
+                raise CompileError(str(e), op) from None
+        return found
+
+    def operand_group(self, op: Operation, name: str) -> tuple[int, ...]:
+        """Slots of operand group `name` (variadic or optional: any number; segments honoured)."""
+        slots = self.operand_slots(op)
+        try:
+            return tuple(slots[i] for i in self.view(op).operand_positions(name))
+        except AccessError as e:
+            raise CompileError(str(e), op) from None
+
+    def operand_slot(self, op: Operation, name: str) -> int:
+        """The slot of operand `name`, which stands for exactly one value."""
+        try:
+            return self.operand_slots(op)[self.view(op).operand_position(name)]
+        except AccessError as e:
+            raise CompileError(str(e), op) from None
+
+    def operand_type(self, op: Operation, name: str) -> Type:
+        try:
+            return self.type(self.view(op).operand_type(name))
+        except AccessError as e:
+            raise CompileError(str(e), op) from None
 
     # --------------------------------------------------------------- regions
 
@@ -469,7 +504,8 @@ class FuncCompiler:
             known = "" if op.name in OPS else " (it is not a KTIR op)"
             raise CompileError(f"the interpreter does not execute {op.name}{known}", op)
         try:
-            compiled = factory(self, op)
+            zeros = _zeros(self, op) if self.options.shapes_only and not self.vector else None
+            compiled = zeros if zeros is not None else factory(self, op)
         except KtirRuntimeError as e:
             raise e.attach(op) from None
         except UnsupportedType as e:
@@ -479,6 +515,28 @@ class FuncCompiler:
         if self.options.trace and not self.vector:
             compiled = _traced(compiled, op, self)
         return compiled
+
+
+def _zeros(c: FuncCompiler, op: Operation) -> OpFn | None:
+    """For `Options.shapes_only`: a tensor compute op that writes zeros of its result types."""
+    if not op.name.startswith(("linalg.", "arith.", "math.")) or not op.results:
+        return None
+    types = [c.type(t) for t in op.result_types]
+    if any(isinstance(c.type(t), ty.MemRefType) for t in op.operand_types):
+        return None
+    tensors = [t for t in types if isinstance(t, ty.TensorType) and all(d is not None for d in t.shape)]
+    if len(tensors) != len(types):
+        return None
+    from .dtypes import np_dtype
+
+    made = [(s, tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+            for s, t in zip(c.result_slots(op), tensors, strict=True)]
+
+    def run(fr: list[Any]) -> None:
+        for s, shape, dt in made:
+            fr[s] = np.zeros(shape, dt)
+
+    return run
 
 
 def reject_semantics_free(op: Operation, types: list[Type]) -> None:
@@ -600,18 +658,26 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     results = c.result_slots(op)
     line = op.loc.line if op.loc is not None else 0
     name = op.name
-    operands = c.operand_slots(op)
+    op_id = c.program.op_id(op)
+    mac_slots = _mac_slots(c, op)
 
-    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int]]:
+    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int], dict[int, int]]:
         ctx: TileContext = fr[0]
-        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line)
+        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line, op_id=op_id)
         ctx.seq += 1
         assert ctx.trace is not None
         ctx.trace.append(ev)  # appended at the start, so a tile's events are in program order
-        return ev, list(ctx.rd), list(ctx.wr)
+        return ev, list(ctx.rd), list(ctx.wr), dict(ctx.remote) if ctx.remote else {}
 
-    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int]) -> None:
+    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int], rem0: dict[int, int]) -> None:
         ctx: TileContext = fr[0]
+        if ctx.remote:
+            for key, n in ctx.remote.items():
+                moved = n - rem0.get(key, 0)
+                if moved and key >= 0:
+                    ev.remote_read[key] = moved
+                elif moved:
+                    ev.remote_written[-key - 1] = moved
         elements = 0
         for s in results:
             v = fr[s]
@@ -621,7 +687,7 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
         ev.bytes_read = {SPACES[i]: ctx.rd[i] - rd0[i] for i in range(len(SPACES)) if ctx.rd[i] != rd0[i]}
         ev.bytes_written = {SPACES[i]: ctx.wr[i] - wr0[i] for i in range(len(SPACES)) if ctx.wr[i] != wr0[i]}
         ev.elements = elements
-        ev.macs = _macs(name, fr, operands, results)
+        ev.macs = _macs(name, fr, mac_slots)
         if ctx.sync is not None:
             ev.future, ev.peers = ctx.sync
             ctx.sync = None
@@ -649,11 +715,19 @@ _MATMULS = {"linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a",
             "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.dot"}
 
 
-def _macs(name: str, fr: list[Any], operands: tuple[int, ...], results: tuple[int, ...]) -> int:
-    if name not in _MATMULS or len(operands) < 3:
+def _mac_slots(c: FuncCompiler, op: Operation) -> tuple[int, int] | None:
+    """The slots of a contraction's first input and its output (for counting multiply-adds)."""
+    if op.name not in _MATMULS:
+        return None
+    ins, outs = c.operand_group(op, "inputs"), c.operand_group(op, "outputs")
+    return (ins[0], outs[0]) if ins and outs else None
+
+
+def _macs(name: str, fr: list[Any], slots: tuple[int, int] | None) -> int:
+    if slots is None:
         return 0
-    a = fr[operands[0]]
-    out = fr[operands[2]]
+    a = fr[slots[0]]
+    out = fr[slots[1]]
     if not isinstance(a, np.ndarray) or not hasattr(out, "size"):
         return 0
     k = a.shape[0] if name == "linalg.matmul_transpose_a" else (a.shape[-1] if a.ndim else 1)

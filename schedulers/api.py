@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ktir.ir.operation import Module
 from ktir.targets.schema import Target
 
 from .report import ScheduleReport
-
-if TYPE_CHECKING:
-    from .check import CheckResult
 
 
 class ScheduleError(Exception):
@@ -40,6 +37,19 @@ class ScheduleOptions:
     func: str | None = None  # the function to schedule when the module has several
     # run input and output in the reference interpreter; `schedulers.schedule` raises CheckFailed if they differ
     check: bool = False
+
+
+@dataclass
+class CheckResult:
+    """The verdict of `schedulers.check.check_equivalent`: falsy when the outputs differ."""
+
+    ok: bool
+    message: str
+    max_abs_error: float
+
+    def __bool__(self) -> bool:
+        # `if check_equivalent(...):` must mean "the outputs match", not "a result came back"
+        return self.ok
 
 
 @dataclass

@@ -29,8 +29,9 @@ from .natural import NaturalKernel, natural_reason_or_kernel
 from .report import ScheduleReport
 from .rerank import Ranked, rerank, timeline_of
 from .rowloop import rewrite_rows
+from .space_choice import space_for
 from .space_natural import NaturalSpace
-from .spaces import Evaluated, Space, row, space_for
+from .spaces import Evaluated, Space, row
 
 # A strategy returns the chosen point and how many candidates it evaluated.
 Strategy = Callable[[Space, ScheduleOptions], tuple[dict[str, int], int]]

@@ -7,25 +7,14 @@ A failed check must not go unnoticed: `CheckResult` is falsy when the outputs di
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ktir.ir.operation import Module
 
+from .api import CheckResult as CheckResult  # defined with the result it is part of; re-exported
 from .api import ScheduleError, ScheduleOptions, ScheduleResult
-
-
-@dataclass
-class CheckResult:
-    ok: bool
-    message: str
-    max_abs_error: float
-
-    def __bool__(self) -> bool:
-        # `if check_equivalent(...):` must mean "the outputs match", not "a result came back"
-        return self.ok
 
 
 class CheckFailed(ScheduleError):

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -187,11 +188,11 @@ class _Values:
 
 def _segments(view: Operation) -> tuple[list[str], list[str]]:
     """The dynamic size and stride operands of a memory view."""
-    seg = view.attributes.get("operandSegmentSizes")
-    counts = list(getattr(seg, "values", ()))
-    n_sizes = int(counts[1]) if len(counts) == 3 else len(view.operands) - 1
-    n_strides = int(counts[2]) if len(counts) == 3 else 0
-    return view.operands[1:1 + n_sizes], view.operands[1 + n_sizes:1 + n_sizes + n_strides]
+    try:
+        v = named(view)
+        return v.operands("sizes"), v.operands("strides")
+    except AccessError as e:
+        raise ScheduleError(str(e)) from None
 
 
 def _mixed(view: Operation, attr: str, dynamic: list[str], vals: _Values, what: str) -> tuple[int, ...]:
@@ -330,8 +331,11 @@ def _tile_reason(module: Module, tile: Operation) -> str | None:
     if not isinstance(t, ty.AccessTileType):
         return "an access tile has no access tile type"
     rank = len(t.shape)
-    seg = list(getattr(tile.attributes.get("operandSegmentSizes"), "values", ()))
-    if len(seg) == 3 and seg[2]:
+    try:
+        symbols = named(tile).operands("symbol_operands")
+    except AccessError as e:
+        return str(e)
+    if symbols:
         return "an access tile of the matmul has symbol operands"
     if not _is_identity(module, tile.attributes.get("access_tile_order"), rank):
         return "an access tile of the matmul has a non-identity access_tile_order"

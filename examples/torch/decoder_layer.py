@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import reference_interp
 from ktir.lower import from_torch
 
 
@@ -87,7 +88,7 @@ def main() -> None:
     x = torch.randn(1, 64, 256, dtype=dtype)
 
     start = time.perf_counter()
-    program = from_torch(model, (x,))
+    program = from_torch(model, (x,), runner=reference_interp.run)
     lowering = time.perf_counter() - start
     for k in program.manifest.kernels:
         print(f"{k.name:<22} grid {str(k.grid):<9} {k.description}")

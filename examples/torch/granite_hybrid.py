@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import transformers
 
+import reference_interp
 from ktir.lower import from_torch
 
 
@@ -48,7 +49,7 @@ def main() -> None:
     ids = torch.randint(0, 128, (1, args.seq), generator=torch.Generator().manual_seed(1))
 
     start, cpu = time.perf_counter(), time.process_time()
-    program = from_torch(model, (ids,), name="granite_hybrid")
+    program = from_torch(model, (ids,), name="granite_hybrid", runner=reference_interp.run)
     total, cpu = time.perf_counter() - start, time.process_time() - cpu
     stages = ", ".join(f"{k} {v:.2f} s" for k, v in program.timings.items())
     print(f"lowered in {total:.2f} s wall, {cpu:.2f} s CPU ({stages})")

@@ -9,6 +9,6 @@ def expand(markdown: str) -> str:
     """Replace the coverage directive (if present) by the generated op x level x dtype table."""
     if DIRECTIVE not in markdown:
         return markdown
-    from conformance.coverage import markdown as coverage_table
+    import conformance
 
-    return markdown.replace(DIRECTIVE, coverage_table())
+    return markdown.replace(DIRECTIVE, conformance.coverage_markdown())

@@ -7,15 +7,13 @@ values. The outputs are those of the reference interpreter on those inputs, comp
 page is generated; the docs test runs every such block again and compares exactly, and the
 page says whether they equal the case's golden file.
 
-The conformance suite is read through its public API (`conformance.model`,
-`conformance.values`), like the status table's providers: without it, op pages have no
-generated example and the status column says so.
+The conformance suite is read through its public API (the package `conformance`: the suite,
+its case inputs and goldens), like the status table's providers.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from dataclasses import dataclass
 from functools import cache
@@ -136,14 +134,14 @@ def _score(case: Any, op: str) -> tuple[int, int, int, int, str]:
 
 
 def _build(case: Any, root: Path) -> Example | None:
+    import conformance
     import ktir
     import reference_interp
 
-    values = importlib.import_module("conformance.values")
     text = (root / case.file).read_text()
     if not _single_kernel(text):
         return None
-    inputs = values.case_inputs(case, root)
+    inputs = conformance.case_inputs(case, root)
     if sum(_size(v) for v in inputs.values()) > _LARGEST:
         return None
     module = ktir.parse(text, case.file)
@@ -154,7 +152,7 @@ def _build(case: Any, root: Path) -> Example | None:
         return None
     names = [o.name for o in case.outputs]
     expected = {n: np.asarray(result.outputs[n]) for n in names}
-    golden = values.read_npz(root / case.golden) if case.golden else {}
+    golden = conformance.read_npz(root / case.golden) if case.golden else {}
     matches = all(n in golden and np.array_equal(golden[n], expected[n], equal_nan=expected[n].dtype.kind == "f")
                   for n in names)
     return Example(case.id, case.description, text, inputs, expected, matches)
@@ -163,14 +161,11 @@ def _build(case: Any, root: Path) -> Example | None:
 @cache
 def collect() -> dict[str, Example]:
     """The executed example of each op that a conformance case can supply, by op name."""
-    try:
-        model = importlib.import_module("conformance.model")
-    except ImportError:
-        return {}
+    import conformance
     from ktir.dialects.registry import OPS
 
-    root: Path = model.SUITE_ROOT
-    cases = [c for c in model.load_suite(root) if c.expect == "run" and c.outputs]
+    root: Path = conformance.SUITE_ROOT
+    cases = [c for c in conformance.load_suite(root) if c.expect == "run" and c.outputs]
     by_op: dict[str, list[Any]] = {}
     for case in cases:
         for op in case.ops:

@@ -1,43 +1,26 @@
 """The implementation status table: for each op, what the spec, verifier, interpreter,
 conformance suite and schedulers cover.
 
-Each column other than the spec's is filled by a *provider*: a function at a fixed import
-path that the component exports. While a component does not exist yet (or does not export
-its provider) its column says so, instead of guessing.
+Each column other than the spec's is filled by a *provider*: a function of the component's
+public API, imported here like any other dependency (so the import-graph test sees it).
 
 | column | provider | returns |
 |---|---|---|
-| verifier | `ktir.verify:checked_constraints` | iterable of constraint IDs the verifier checks (`ktdp.load.C1`) |
-| interpreter | `reference_interp:implemented_ops` | iterable of op names the reference interpreter executes |
-| conformance | `conformance:cases_per_op` | mapping op name -> number of conformance cases using it |
-| schedulers | `schedulers:supported_ops` | mapping scheduler name -> iterable of op names it accepts |
+| verifier | `ktir.verify.checked_constraints` | iterable of constraint IDs the verifier checks (`ktdp.load.C1`) |
+| interpreter | `reference_interp.implemented_ops` | iterable of op names the reference interpreter executes |
+| conformance | `conformance.cases_per_op` | mapping op name -> number of conformance cases using it |
+| schedulers | `schedulers.supported_ops` | mapping scheduler name -> iterable of op names it accepts |
+
+`Coverage` keeps a None column ("not yet") for a component that reports nothing, which the
+table renders without guessing.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ktir.dialects.base import OpDef
-
-PROVIDERS: dict[str, str] = {
-    "verifier": "ktir.verify:checked_constraints",
-    "interpreter": "reference_interp:implemented_ops",
-    "conformance": "conformance:cases_per_op",
-    "schedulers": "schedulers:supported_ops",
-}
-
-
-def _provider(column: str) -> Callable[[], Any] | None:
-    module_name, _, attr = PROVIDERS[column].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        return None
-    found = getattr(module, attr, None)
-    return found if callable(found) else None
 
 
 @dataclass(frozen=True)
@@ -51,21 +34,17 @@ class Coverage:
 
 
 def collect() -> Coverage:
-    def as_set(column: str) -> frozenset[str] | None:
-        fn = _provider(column)
-        return None if fn is None else frozenset(fn())
+    import conformance
+    import reference_interp
+    import schedulers
+    from ktir.verify import checked_constraints
 
-    conformance_fn = _provider("conformance")
-    schedulers_fn = _provider("schedulers")
-    schedulers: dict[str, frozenset[str]] | None = None
-    if schedulers_fn is not None:
-        reported: Mapping[str, Iterable[str]] = schedulers_fn()
-        schedulers = {name: frozenset(ops) for name, ops in reported.items()}
+    reported: Mapping[str, Iterable[str]] = schedulers.supported_ops()
     return Coverage(
-        verifier=as_set("verifier"),
-        interpreter=as_set("interpreter"),
-        conformance=None if conformance_fn is None else dict(conformance_fn()),
-        schedulers=schedulers,
+        verifier=frozenset(checked_constraints()),
+        interpreter=frozenset(reference_interp.implemented_ops()),
+        conformance=dict(conformance.cases_per_op()),
+        schedulers={name: frozenset(ops) for name, ops in reported.items()},
     )
 
 

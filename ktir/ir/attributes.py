@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from ktir.ir import types as ty
 from ktir.ir.affine import AffineMap, IntegerSet
 from ktir.ir.base import Attribute, Type
 
@@ -164,3 +165,18 @@ def i64_array(values: list[int] | tuple[int, ...]) -> DenseArrayAttr:
     from ktir.ir.types import I64
 
     return DenseArrayAttr(element_type=I64, values=tuple(values))
+
+
+def constant_type(value: Attribute) -> Type:
+    """The result type of `arith.constant` with this value (`42` alone is i64, `1.0` f64)."""
+    if isinstance(value, BoolAttr):
+        return ty.I1
+    if isinstance(value, IntegerAttr):
+        return value.type or ty.I64
+    if isinstance(value, FloatAttr):
+        return value.type or ty.F64
+    if isinstance(value, DenseAttr):
+        return value.type
+    if isinstance(value, StringAttr) and value.type is not None:
+        return value.type
+    raise ValueError("arith.constant needs a typed value")

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import field_validator
+
 from ktir.ir.base import Attribute, Type
 
 # `None` in a shape is a dynamic dimension (`?`).
 Shape = tuple[int | None, ...]
+
+# MLIR's ShapedType::kDynamic: the entry of a `static_*` array whose value is an SSA operand.
+KDYNAMIC = -(2**63)
 
 FLOAT_KINDS = ("f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2", "f8E4M3", "f8E5M2FNUZ", "f8E4M3FNUZ", "tf32")
 FLOAT_WIDTHS = {
@@ -31,6 +36,13 @@ class IntegerType(Type):
 
 class FloatType(Type):
     kind: str
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in FLOAT_WIDTHS:
+            raise ValueError(f"unknown float type {kind!r}; KTIR's float types are {', '.join(FLOAT_KINDS)}")
+        return kind
 
     @property
     def width(self) -> int:
@@ -161,6 +173,15 @@ def is_float(t: Type) -> bool:
 
 def is_integer_like(t: Type) -> bool:
     return isinstance(t, IntegerType | IndexType)
+
+
+def i1_like(t: Type) -> Type:
+    """i1 with the shape of `t` (the result type of a comparison)."""
+    if isinstance(t, TensorType):
+        return TensorType(shape=t.shape, element_type=I1, encoding=t.encoding)
+    if isinstance(t, VectorType):
+        return VectorType(shape=t.shape, element_type=I1)
+    return I1
 
 
 def element_type(t: Type) -> Type:

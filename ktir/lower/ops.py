@@ -143,7 +143,7 @@ class FuncEmitter:
 
     def apply(self, exprs: af.AffineExpr, hint: str) -> Value:
         """`affine.apply` of an expression over SSA values (`ssa(v)` leaves)."""
-        from ktir.syntax.parser import ssa_map
+        from ktir.ir.named_affine import ssa_map
 
         sm = ssa_map([exprs])
         operands = [Value(n, ty.INDEX) for n in sm.operands]
@@ -172,7 +172,7 @@ class FuncEmitter:
         return self.one("ktdp.construct_memory_view", [offset], result, attrs, hint=hint)
 
     def access_tile(self, view: Value, subscripts: Sequence[af.AffineExpr], shape: Sequence[int], hint: str) -> Value:
-        from ktir.syntax.parser import ssa_map
+        from ktir.ir.named_affine import ssa_map
 
         sm = ssa_map(list(subscripts))
         indices = [Value(n, ty.INDEX) for n in sm.operands]

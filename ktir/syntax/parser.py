@@ -18,8 +18,17 @@ from ktir.dialects.registry import SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.attributes import constant_type as _constant_type
 from ktir.ir.base import Attribute, Type
-from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
+from ktir.ir.floats import float_bits as float_bits  # re-exported for old imports
+from ktir.ir.floats import float_from_bits as float_from_bits  # re-exported for old imports
+from ktir.ir.named_affine import AffineName as _AffName
+from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
+from ktir.ir.named_affine import UndeclaredAffineName, resolve_names
+from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
+from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region, trusted_operation
+from ktir.ir.types import KDYNAMIC as KDYNAMIC  # re-exported for old imports
+from ktir.ir.types import i1_like as i1_like  # re-exported for old imports
 from ktir.syntax import assembly as asm
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
@@ -28,8 +37,6 @@ from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
 from ktir.syntax.mlir_generic import from_mlir, memory_space_from_string
-
-KDYNAMIC = -(2**63)  # MLIR's ShapedType::kDynamic in static_* arrays
 
 # Block-argument names of the short `{ arith.addf }` bodies of linalg.map/reduce.
 SHORT_BODY_RESULT = "%__0"
@@ -55,15 +62,6 @@ class C(NamedTuple):
 
     tag: str
     value: Any
-
-
-class _AffName(af.AffineExpr):
-    """A name in an affine expression, resolved once the enclosing map is complete."""
-
-    name: str
-    is_symbol: bool = False
-    line: int = 0
-    column: int = 0
 
 
 def _loc(tok: Tok) -> Location:
@@ -155,48 +153,10 @@ def _mixed(entries: list[Any]) -> tuple[list[int], list[str]]:
 
 
 def _resolve(expr: af.AffineExpr, names: dict[Any, af.AffineExpr]) -> af.AffineExpr:
-    if isinstance(expr, _AffName):
-        # SSA subscripts keep `%x` and `symbol(%x)` apart; map/set bodies use bare names
-        found = names.get((expr.name, expr.is_symbol), names.get(expr.name))
-        if found is None:
-            raise ParseError(f"use of undeclared affine identifier '{expr.name}'", expr.line, expr.column)
-        return found
-    if isinstance(expr, af.Binary):
-        return af.Binary(kind=expr.kind, lhs=_resolve(expr.lhs, names), rhs=_resolve(expr.rhs, names))
-    return expr
-
-
-def _collect_names(expr: af.AffineExpr, out: list[_AffName]) -> None:
-    if isinstance(expr, _AffName):
-        out.append(expr)
-    elif isinstance(expr, af.Binary):
-        _collect_names(expr.lhs, out)
-        _collect_names(expr.rhs, out)
-
-
-class SsaMap(NamedTuple):
-    """Subscripts over SSA values: the map plus its operands (dims, then symbols)."""
-
-    map: af.AffineMap
-    operands: list[str]
-
-
-def ssa_map(exprs: list[af.AffineExpr], fixed_dims: list[str] = ()) -> SsaMap:  # type: ignore[assignment]
-    """Turn expressions over SSA names into an affine map: `fixed_dims` first, then other
-    values in order of first appearance; `symbol(%x)` values become symbols."""
-    dims = list(fixed_dims)
-    syms: list[str] = []
-    leaves: list[_AffName] = []
-    for e in exprs:
-        _collect_names(e, leaves)
-    for leaf in leaves:
-        bucket = syms if leaf.is_symbol else dims
-        if leaf.name not in bucket:
-            bucket.append(leaf.name)
-    names: dict[Any, af.AffineExpr] = {(n, False): af.dim(i) for i, n in enumerate(dims)}
-    names.update({(n, True): af.sym(i) for i, n in enumerate(syms)})
-    results = tuple(_resolve(e, names) for e in exprs)
-    return SsaMap(af.AffineMap(num_dims=len(dims), num_symbols=len(syms), results=results), dims + syms)
+    try:
+        return resolve_names(expr, names)
+    except UndeclaredAffineName as e:
+        raise ParseError(str(e), e.line, e.column) from None
 
 
 class _Builder:
@@ -790,19 +750,17 @@ class _Builder:
         for region in regions or []:
             _entry(region)  # custom forms always have a block, even when written `{}`
         # the parser builds well-formed fields itself: skip pydantic validation (hot path)
-        return Operation.model_construct(
-            name=opdef.name,
-            operands=operands or [],
-            operand_types=operand_types or [],
-            results=[],
-            result_types=result_types or [],
-            attributes=attributes or {},
-            properties=None,
-            regions=regions or [],
-            successors=[],
-            loc=Location(tok.line, tok.column),
-            comments=[],
-            trailing_comment=None,
+        return trusted_operation(
+            opdef.name,
+            operands or [],
+            operand_types or [],
+            [],
+            result_types or [],
+            attributes or {},
+            None,
+            regions or [],
+            [],
+            Location(tok.line, tok.column),
         )
 
     # ------------------------------------------------------------ generic form
@@ -1615,43 +1573,11 @@ def _symbol_name(tok: Tok) -> str:
         raise _err(tok, str(e)) from None
 
 
-def i1_like(t: Type) -> Type:
-    """i1 with the shape of `t` (the result type of a comparison)."""
-    if isinstance(t, ty.TensorType):
-        return ty.TensorType(shape=t.shape, element_type=ty.I1, encoding=t.encoding)
-    if isinstance(t, ty.VectorType):
-        return ty.VectorType(shape=t.shape, element_type=ty.I1)
-    return ty.I1
-
-
 def constant_type(value: Attribute) -> Type:
-    if isinstance(value, at.BoolAttr):
-        return ty.I1
-    if isinstance(value, at.IntegerAttr):
-        return value.type or ty.I64
-    if isinstance(value, at.FloatAttr):
-        return value.type or ty.F64
-    if isinstance(value, at.DenseAttr):
-        return value.type
-    if isinstance(value, at.StringAttr) and value.type is not None:
-        return value.type
-    raise ParseError("arith.constant needs a typed value", 0, 0)
-
-
-def _np_float(t: ty.FloatType) -> Any:
-    import ml_dtypes
-    import numpy as np
-
-    dtypes = {
-        "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
-        "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-        "f8E4M3": ml_dtypes.float8_e4m3, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
-        "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
-    }
-    return np.dtype(dtypes.get(t.kind, np.float32))
-
-
-_UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+    try:
+        return _constant_type(value)
+    except ValueError as e:
+        raise ParseError(str(e), 0, 0) from None
 
 
 class _HexBits(int):
@@ -1664,20 +1590,6 @@ def _hex_to_float(values: Any, element: ty.FloatType) -> Any:
     if isinstance(values, _HexBits):
         return float_from_bits(int(values), element)
     return values
-
-
-def float_from_bits(bits: int, t: ty.FloatType) -> float:
-    import numpy as np
-
-    dtype = _np_float(t)
-    return float(np.array([bits], dtype=_UINT[dtype.itemsize]).view(dtype)[0])
-
-
-def float_bits(value: float, t: ty.FloatType) -> int:
-    import numpy as np
-
-    dtype = _np_float(t)
-    return int(np.array([value], dtype=dtype).view(_UINT[dtype.itemsize])[0])
 
 
 # ---------------------------------------------------------------- entry points

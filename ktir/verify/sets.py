@@ -22,7 +22,7 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.isl_text import NotAffine, isl_constraints, isl_expr
-from ktir.syntax.parser import KDYNAMIC
+from ktir.ir.types import KDYNAMIC
 
 if TYPE_CHECKING:
     from ktir.verify.engine import Check

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from ktir.dialects.access import named
 from ktir.ir import attributes as at
 from ktir.ir.operation import Operation
 
@@ -13,9 +14,9 @@ from ..compiler import Blocking, FuncCompiler, OpFn, impl
 from ..errors import CompileError, fail
 
 
-@impl("func.call", shape_only=lambda op: set(range(len(op.operands))))
+@impl("func.call", shape_only=lambda op: set(named(op).operand_positions("operands")))
 def call(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
-    args = c.operand_slots(op)
+    args = c.operand_group(op, "operands")
     res = c.result_slots(op)
     callee = op.attributes.get("callee")
     if not isinstance(callee, at.SymbolRefAttr) or callee.nested:
@@ -66,7 +67,7 @@ def call(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
 
 @impl("affine.apply", "affine.min", "affine.max")
 def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
-    slots = c.operand_slots(op)
+    slots = c.operand_group(op, "map_operands")
     (r,) = c.result_slots(op)
     attr = c.need_attr(op, "map")
     if not isinstance(attr, at.AffineMapAttr):

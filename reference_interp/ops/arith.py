@@ -247,7 +247,7 @@ _INT_BINARY = (
 
 @impl(*(f"arith.{k}" for k in _INT_BINARY))
 def int_binary(c: FuncCompiler, op: Operation) -> OpFn:
-    a, b = c.operand_slots(op)
+    a, b = c.operand_slot(op, "lhs"), c.operand_slot(op, "rhs")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     et = element(t)
@@ -330,7 +330,7 @@ _FLOAT_BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 @impl(*(f"arith.{k}" for k in _FLOAT_BINARY))
 def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
-    a, b = c.operand_slots(op)
+    a, b = c.operand_slot(op, "lhs"), c.operand_slot(op, "rhs")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     et = element(t)
@@ -354,7 +354,7 @@ def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("arith.negf")
 def negf(c: FuncCompiler, op: Operation) -> OpFn:
-    (a,) = c.operand_slots(op)
+    a = c.operand_slot(op, "operand")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:
@@ -420,9 +420,9 @@ def _cmpi(pred: str, t: ty.Type, arrays: bool) -> Callable[[Any, Any], Any]:
 
 @impl("arith.cmpi", "arith.cmpf")
 def compare(c: FuncCompiler, op: Operation) -> OpFn:
-    a, b = c.operand_slots(op)
+    a, b = c.operand_slot(op, "lhs"), c.operand_slot(op, "rhs")
     (r,) = c.result_slots(op)
-    t = c.otype(op, 0)
+    t = c.operand_type(op, "lhs")
     et = element(t)
     preds = OPS[op.name].option("predicates")
     attr = c.need_attr(op, "predicate")
@@ -445,9 +445,9 @@ def compare(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("arith.select")
 def select(c: FuncCompiler, op: Operation) -> OpFn:
-    k, a, b = c.operand_slots(op)
+    k, a, b = (c.operand_slot(op, n) for n in ("condition", "true_value", "false_value"))
     (r,) = c.result_slots(op)
-    cond_array = array_mode(c, c.otype(op, 0))
+    cond_array = array_mode(c, c.operand_type(op, "condition"))
     if cond_array:
         dt = np_dtype(element(c.rtype(op)))
 
@@ -565,9 +565,9 @@ _CASTS = ("extf", "truncf", "extsi", "extui", "trunci", "sitofp", "uitofp", "fpt
 
 @impl(*(f"arith.{k}" for k in _CASTS))
 def cast(c: FuncCompiler, op: Operation) -> OpFn:
-    (a,) = c.operand_slots(op)
+    a = c.operand_slot(op, "in")
     (r,) = c.result_slots(op)
-    src, dst = c.otype(op, 0), c.rtype(op)
+    src, dst = c.operand_type(op, "in"), c.rtype(op)
     fn = _cast_fn(op.name.split(".")[1], element(src), element(dst), array_mode(c, dst))
 
     def run(fr: list[Any]) -> None:

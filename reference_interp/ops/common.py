@@ -10,7 +10,7 @@ import numpy as np
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
-from ktir.syntax.parser import KDYNAMIC
+from ktir.ir.types import KDYNAMIC
 
 from ..compiler import FuncCompiler
 from ..dtypes import int_normaliser, np_dtype

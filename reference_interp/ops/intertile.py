@@ -283,9 +283,9 @@ DELIVERY = ("ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_til
 
 @impl(*DELIVERY)
 def deliver(c: FuncCompiler, op: Operation) -> Blocking:
-    slots = c.operand_slots(op)
-    fut = slots[0]
-    identity = slots[1:]
+    fut = c.operand_slot(op, "future")
+    reduces = op.name in ("ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter")
+    identity = c.operand_group(op, "identity") if reduces else ()
     res = c.result_slots(op)
     kind = op.name
     cset = _set1(c, op, op.attributes.get("consumer_tiles_per_group"), "consumer_tiles_per_group", (1,))

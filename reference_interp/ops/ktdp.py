@@ -82,12 +82,10 @@ def _set(c: FuncCompiler, op: Operation, name: str, what: str) -> CompiledSet | 
 
 @impl("ktdp.construct_memory_view")
 def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
-    _, n_sizes, n_strides = c.segments(op, 3)
-    slots = c.operand_slots(op)
-    off = slots[0]
-    sizes = mixed(c, int_array(c.need_attr(op, "static_sizes")), list(slots[1 : 1 + n_sizes]))
-    strides = mixed(c, int_array(c.need_attr(op, "static_strides")), list(slots[1 + n_sizes : 1 + n_sizes + n_strides]))
-    dyn_sizes = list(slots[1 : 1 + n_sizes])
+    off = c.operand_slot(op, "offset")
+    dyn_sizes = list(c.operand_group(op, "sizes"))
+    sizes = mixed(c, int_array(c.need_attr(op, "static_sizes")), dyn_sizes)
+    strides = mixed(c, int_array(c.need_attr(op, "static_strides")), list(c.operand_group(op, "strides")))
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     if not isinstance(t, ty.MemRefType):
@@ -136,7 +134,7 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("ktdp.construct_distributed_memory_view")
 def distributed_view(c: FuncCompiler, op: Operation) -> OpFn:
-    slots = c.operand_slots(op)
+    slots = c.operand_group(op, "memrefs")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     if not isinstance(t, ty.MemRefType):
@@ -242,11 +240,10 @@ def _rank(view: Any) -> int:
 
 @impl("ktdp.construct_access_tile")
 def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
-    _, n_idx, n_sym = c.segments(op, 3)
-    slots = c.operand_slots(op)
-    base = slots[0]
-    idx = slots[1 : 1 + n_idx]
-    syms = slots[1 + n_idx : 1 + n_idx + n_sym]
+    base = c.operand_slot(op, "base")
+    idx = c.operand_group(op, "indices")
+    syms = c.operand_group(op, "symbol_operands")
+    n_idx, n_sym = len(idx), len(syms)
     (r,) = c.result_slots(op)
     bmap_attr = c.need_attr(op, "base_map")
     if not isinstance(bmap_attr, at.AffineMapAttr):
@@ -344,12 +341,11 @@ def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("ktdp.construct_indirect_access_tile")
 def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
-    _, n_views, n_cap, n_sym = c.segments(op, 4)
-    slots = c.operand_slots(op)
-    base = slots[0]
-    views = slots[1 : 1 + n_views]
-    caps = slots[1 + n_views : 1 + n_views + n_cap]
-    syms = slots[1 + n_views + n_cap : 1 + n_views + n_cap + n_sym]
+    base = c.operand_slot(op, "base")
+    views = c.operand_group(op, "indirect_memrefs")
+    caps = c.operand_group(op, "captured_variables")
+    syms = c.operand_group(op, "symbol_operands")
+    n_views, n_cap, n_sym = len(views), len(caps), len(syms)
     (r,) = c.result_slots(op)
     kinds = [bool(v) for v in c.need_attr(op, "per_dim_subscript_kinds").values]
     maps = [c.program.attr(m) for m in c.need_attr(op, "per_dim_subscript_maps").elements]
@@ -487,7 +483,7 @@ def _index_box(ctx: TileContext, view: MemoryView, box: IndexBox, pts: SetPoints
 
 @impl("ktdp.load")
 def ktdp_load(c: FuncCompiler, op: Operation) -> OpFn:
-    (a,) = c.operand_slots(op)
+    a = c.operand_slot(op, "access_tile")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     name = op.name
@@ -510,7 +506,7 @@ def ktdp_load(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("ktdp.store")
 def ktdp_store(c: FuncCompiler, op: Operation) -> OpFn:
-    d, a = c.operand_slots(op)
+    d, a = c.operand_slot(op, "data"), c.operand_slot(op, "access_tile")
     name = op.name
 
     def run(fr: list[Any]) -> None:
@@ -521,9 +517,9 @@ def ktdp_store(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("ktdp.runtime_arg_extract")
 def runtime_arg_extract(c: FuncCompiler, op: Operation) -> OpFn:
-    (a,) = c.operand_slots(op)
+    a = c.operand_slot(op, "input")
     (r,) = c.result_slots(op)
-    t = c.otype(op, 0)
+    t = c.operand_type(op, "input")
     kind = getattr(c.need_attr(op, "kind"), "value", "value")
     if not isinstance(t, ty.RuntimeArgType):
         raise CompileError("runtime_arg_extract needs a !ktdp.runtime_arg operand", op)

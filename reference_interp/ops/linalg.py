@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -40,17 +41,20 @@ from .common import element, int_array
 # ---------------------------------------------------------------------- helpers
 
 
+def _dps_groups(op: Operation) -> tuple[list[str], str]:
+    """The names of a linalg op's input operand groups and of its outs (destination) group:
+    every linalg definition declares its destination operands last (`outs`, `init`, `inits`)."""
+    *ins, outs = (o.name for o in named(op).opdef.operands)
+    return ins, outs
+
+
 def _split(c: FuncCompiler, op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    slots = c.operand_slots(op)
-    seg = op.attributes.get("operandSegmentSizes")
-    n_in = int(seg.values[0]) if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == 2 else len(slots) - 1
-    return slots[:n_in], slots[n_in:]
+    ins, outs = _dps_groups(op)
+    return tuple(s for name in ins for s in c.operand_group(op, name)), c.operand_group(op, outs)
 
 
 def _outs_shape_only(op: Operation) -> set[int]:
-    seg = op.attributes.get("operandSegmentSizes")
-    n_in = int(seg.values[0]) if isinstance(seg, at.DenseArrayAttr) and len(seg.values) == 2 else len(op.operands) - 1
-    return set(range(n_in, len(op.operands)))
+    return set(named(op).operand_positions(_dps_groups(op)[1]))
 
 
 def _acc_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
@@ -67,8 +71,7 @@ def _store_results(fr: list[Any], res: tuple[int, ...], values: list[Any]) -> No
 
 
 def _out_types(c: FuncCompiler, op: Operation, outs: tuple[int, ...]) -> list[ty.Type]:
-    n_in = len(op.operands) - len(outs)
-    return [c.otype(op, n_in + i) for i in range(len(outs))]
+    return [c.type(t) for t in named(op).operand_types(_dps_groups(op)[1])]
 
 
 # ---------------------------------------------------------------------- named elementwise
@@ -377,12 +380,24 @@ def _single_combiner(block: Block) -> tuple[Operation, int, int] | None:
     if len(ops) != 2 or ops[0].name not in _REDUCERS or ops[1].name not in ("linalg.yield",):
         return None
     inner, yld = ops
-    if len(yld.operands) != 1 or yld.operands[0] != inner.results[0] or len(block.arguments) != 2:
+    if named(yld).operands("values") != inner.results[:1] or len(block.arguments) != 2:
         return None
     names = [a.name for a in block.arguments]
-    if sorted(inner.operands) != sorted(names) or inner.operands[0] == inner.operands[1]:
+    lhs, rhs = _lhs_rhs(inner)
+    if sorted((lhs, rhs)) != sorted(names) or lhs == rhs:
         return None
-    return inner, names.index(inner.operands[0]), names.index(inner.operands[1])
+    return inner, names.index(lhs), names.index(rhs)
+
+
+def _lhs_rhs(op: Operation) -> tuple[str, str]:
+    v = named(op)
+    return v.operand("lhs"), v.operand("rhs")
+
+
+def _other_operand(comb: Operation, acc: str) -> str:
+    """The operand of a binary combiner that is not the accumulator."""
+    lhs, rhs = _lhs_rhs(comb)
+    return rhs if lhs == acc else lhs
 
 
 @impl("linalg.reduce")
@@ -689,7 +704,7 @@ def _reduction_plan(block: Block, n_in: int) -> list[tuple[str, Operation, str]]
         arg = out_args[j] if j < len(out_args) else None
         if arg is None or arg not in comb.operands or uses.get(arg, 0) != 1 or uses.get(y, 0) != 1:
             return None
-        if comb.operands[0] == comb.operands[1]:
+        if len(set(_lhs_rhs(comb))) == 1:
             return None
         plan.append((_REDUCERS[comb.name], comb, arg))
     return plan
@@ -698,7 +713,7 @@ def _reduction_plan(block: Block, n_in: int) -> list[tuple[str, Operation, str]]
 def _compile_with_passthrough(c: FuncCompiler, block: Block, plan: list[tuple[str, Operation, str]]) -> CBlock:
     """Compile the body with each combiner replaced by `result = value` (its non-accumulator operand)."""
     for _kind, comb, acc in plan:
-        value = comb.operands[1] if comb.operands[0] == acc else comb.operands[0]
+        value = _other_operand(comb, acc)
         src = c.slot(value)
         (r,) = c.result_slots(comb)
 
@@ -767,7 +782,7 @@ def _contraction_form(block: Block, n_in: int, plan: list[tuple[str, Operation, 
     comb, acc = plan[0][1], plan[0][2]
     producers = {r: o for o in ops for r in o.results}
     names = [a.name for a in block.arguments]
-    value = comb.operands[1] if comb.operands[0] == acc else comb.operands[0]
+    value = _other_operand(comb, acc)
     mul = producers.get(value)
     if mul is None or mul.name not in ("arith.mulf", "arith.muli"):
         return None
@@ -775,7 +790,7 @@ def _contraction_form(block: Block, n_in: int, plan: list[tuple[str, Operation, 
     for operand in mul.operands:
         o = producers.get(operand)
         while o is not None and o.name in ("arith.extf", "arith.extsi", "arith.sitofp"):
-            operand = o.operands[0]
+            operand = named(o).operand("in")
             o = producers.get(operand)
         if operand not in names[:n_in]:
             return None

@@ -25,7 +25,7 @@ from .common import element, int_array, mixed, resolve_mixed
 
 
 def alloc(c: FuncCompiler, op: Operation) -> OpFn:
-    dyn = c.operand_slots(op)
+    dyn = c.operand_group(op, "dynamic_sizes")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     if not isinstance(t, ty.MemRefType):
@@ -62,9 +62,9 @@ def _view(v: Any) -> MemoryView:
 
 @impl("memref.load")
 def memref_load(c: FuncCompiler, op: Operation) -> OpFn:
-    m, *idx = c.operand_slots(op)
+    m, idx = c.operand_slot(op, "memref"), c.operand_group(op, "indices")
     (r,) = c.result_slots(op)
-    et = element(c.otype(op, 0))
+    et = element(c.operand_type(op, "memref"))
     name = op.name
     vector = c.vector
 
@@ -80,7 +80,7 @@ def memref_load(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("memref.store")
 def memref_store(c: FuncCompiler, op: Operation) -> OpFn:
-    v, m, *idx = c.operand_slots(op)
+    v, m, idx = c.operand_slot(op, "value"), c.operand_slot(op, "memref"), c.operand_group(op, "indices")
     name = op.name
 
     def run(fr: list[Any]) -> None:
@@ -103,17 +103,10 @@ def _in_view(view: MemoryView, coord: list[int]) -> None:
 
 @impl("memref.subview", "memref.reinterpret_cast")
 def subview(c: FuncCompiler, op: Operation) -> OpFn:
-    slots = c.operand_slots(op)
-    src = slots[0]
-    seg = c.segments(op, 4)
-    pos = 1
-    groups = []
-    for n in seg[1:]:
-        groups.append(list(slots[pos : pos + n]))
-        pos += n
-    offs = mixed(c, int_array(c.need_attr(op, "static_offsets")), groups[0])
-    sizes = mixed(c, int_array(c.need_attr(op, "static_sizes")), groups[1])
-    strides = mixed(c, int_array(c.need_attr(op, "static_strides")), groups[2])
+    src = c.operand_slot(op, "source")
+    offs = mixed(c, int_array(c.need_attr(op, "static_offsets")), list(c.operand_group(op, "offsets")))
+    sizes = mixed(c, int_array(c.need_attr(op, "static_sizes")), list(c.operand_group(op, "sizes")))
+    strides = mixed(c, int_array(c.need_attr(op, "static_strides")), list(c.operand_group(op, "strides")))
     (r,) = c.result_slots(op)
     reinterpret = op.name == "memref.reinterpret_cast"
 
@@ -170,7 +163,7 @@ def _result_shape(c: FuncCompiler, op: Operation) -> tuple[Any, ...]:
 
 @impl("memref.cast")
 def memref_cast(c: FuncCompiler, op: Operation) -> OpFn:
-    (src,) = c.operand_slots(op)
+    src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.access import named
 from ktir.ir import attributes as at
 from ktir.ir.operation import Operation
 
@@ -23,14 +24,13 @@ from .common import int_array
 
 
 def _for_inits(op: Operation) -> set[int]:
-    return set(range(3, len(op.operands)))
+    return set(named(op).operand_positions("init_args"))
 
 
 @impl("scf.for", shape_only=_for_inits)
 def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
-    slots = c.operand_slots(op)
-    lb, ub, st = slots[:3]
-    inits = slots[3:]
+    lb, ub, st = (c.operand_slot(op, n) for n in ("lower_bound", "upper_bound", "step"))
+    inits = c.operand_group(op, "init_args")
     res = c.result_slots(op)
     body = c.compile_region(op.regions[0], c.vector)
     if len(body.arg_slots) != 1 + len(inits) or len(body.term_slots) != len(inits):
@@ -100,7 +100,7 @@ def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
 
 @impl("scf.if", shape_only=lambda op: set())
 def scf_if(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
-    (k,) = c.operand_slots(op)
+    k = c.operand_slot(op, "condition")
     res = c.result_slots(op)
     then = c.compile_region(op.regions[0], c.vector)
     other = c.compile_region(op.regions[1], c.vector) if len(op.regions) > 1 and op.regions[1].blocks else None
@@ -145,9 +145,9 @@ def scf_if(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl("scf.while", shape_only=lambda op: set(range(len(op.operands))))
+@impl("scf.while", shape_only=lambda op: set(named(op).operand_positions("inits")))
 def scf_while(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
-    inits = c.operand_slots(op)
+    inits = c.operand_group(op, "inits")
     res = c.result_slots(op)
     before = c.compile_region(op.regions[0], c.vector)
     after = c.compile_region(op.regions[1], c.vector)
@@ -213,12 +213,7 @@ def execute_region(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
 
 @impl("scf.parallel", shape_only=lambda op: set())
 def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
-    n_lb, n_ub, n_st, n_init = c.segments(op, 4)
-    slots = c.operand_slots(op)
-    lbs = slots[:n_lb]
-    ubs = slots[n_lb : n_lb + n_ub]
-    sts = slots[n_lb + n_ub : n_lb + n_ub + n_st]
-    inits = slots[n_lb + n_ub + n_st :]
+    lbs, ubs, sts, inits = (c.operand_group(op, n) for n in ("lower_bounds", "upper_bounds", "steps", "init_vals"))
     res = c.result_slots(op)
     body = c.compile_region(op.regions[0], c.vector)
     if body.blocking:
@@ -257,10 +252,8 @@ def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("scf.forall", shape_only=lambda op: set(range(len(op.operands))))
 def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
-    n_lb, n_ub, n_st, n_out = c.segments(op, 4)
-    slots = c.operand_slots(op)
-    dyn = list(slots[: n_lb + n_ub + n_st])
-    outs = slots[n_lb + n_ub + n_st :]
+    dyn = [s for n in ("dynamic_lower_bound", "dynamic_upper_bound", "dynamic_step") for s in c.operand_group(op, n)]
+    outs = c.operand_group(op, "outputs")
     res = c.result_slots(op)
     lbs = _static_or_dyn(c.attr(op, "staticLowerBound"))
     ubs = _static_or_dyn(c.attr(op, "staticUpperBound"))
@@ -299,7 +292,7 @@ def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
 
 
 def _static_or_dyn(attr: at.Attribute | None) -> list[int | None]:
-    from ktir.syntax.parser import KDYNAMIC
+    from ktir.ir.types import KDYNAMIC
 
     if attr is None:
         return []

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ktir.ir import attributes as at
+from ktir.dialects.access import named
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
 from ..compiler import FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, scalar_from_element
-from ..errors import CompileError, fail
+from ..errors import fail
 from .common import dims_text, element, int_array, mixed, resolve_mixed
 
 
@@ -50,7 +50,7 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
         from .memref import alloc
 
         return alloc(c, op)
-    dyn = c.operand_slots(op)
+    dyn = c.operand_group(op, "dynamic_sizes")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     dt = np_dtype(element(t))
@@ -75,7 +75,7 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.splat")
 def splat(c: FuncCompiler, op: Operation) -> OpFn:
-    v, *dyn = c.operand_slots(op)
+    v, dyn = c.operand_slot(op, "input"), c.operand_group(op, "dynamic_sizes")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     dt = np_dtype(element(t))
@@ -99,9 +99,9 @@ def _check_index(idx: list[int], shape: tuple[int, ...]) -> None:
 
 @impl("tensor.extract")
 def extract(c: FuncCompiler, op: Operation) -> OpFn:
-    src, *idx = c.operand_slots(op)
+    src, idx = c.operand_slot(op, "tensor"), c.operand_group(op, "indices")
     (r,) = c.result_slots(op)
-    et = element(c.otype(op, 0))
+    et = element(c.operand_type(op, "tensor"))
     vector = c.vector
 
     def run(fr: list[Any]) -> None:
@@ -131,7 +131,7 @@ def _insert_into(dest: Any, region: Any, value: Any) -> Any:
 
 @impl("tensor.insert", shape_only=lambda op: {1})
 def insert(c: FuncCompiler, op: Operation) -> OpFn:
-    v, dest, *idx = c.operand_slots(op)
+    v, dest, idx = c.operand_slot(op, "scalar"), c.operand_slot(op, "dest"), c.operand_group(op, "indices")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:
@@ -146,18 +146,9 @@ def insert(c: FuncCompiler, op: Operation) -> OpFn:
 class _Slice:
     """Offsets, sizes and strides of a slice op: static attributes plus dynamic operands."""
 
-    def __init__(self, c: FuncCompiler, op: Operation, first: int, names: tuple[str, str, str]) -> None:
-        slots = c.operand_slots(op)
-        seg = op.attributes.get("operandSegmentSizes")
-        if not isinstance(seg, at.DenseArrayAttr):
-            raise CompileError("missing operandSegmentSizes", op)
-        counts = [int(v) for v in seg.values][first:]
-        pos = sum(int(v) for v in seg.values[:first])
-        groups = []
-        for n in counts:
-            groups.append(list(slots[pos : pos + n]))
-            pos += n
-        self.parts = [mixed(c, int_array(c.need_attr(op, name)), g) for name, g in zip(names, groups, strict=True)]
+    def __init__(self, c: FuncCompiler, op: Operation) -> None:
+        self.parts = [mixed(c, int_array(c.need_attr(op, f"static_{name}")), list(c.operand_group(op, name)))
+                      for name in ("offsets", "sizes", "strides")]
 
     def values(self, fr: list[Any]) -> tuple[list[int], list[int], list[int]]:
         o, s, t = (resolve_mixed(entries, slots, fr) for entries, slots in self.parts)
@@ -204,9 +195,9 @@ def _reduced_shape(sizes: list[int], t: ty.Type) -> tuple[int, ...]:
 
 @impl("tensor.extract_slice")
 def extract_slice(c: FuncCompiler, op: Operation) -> OpFn:
-    src = c.operand_slots(op)[0]
+    src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
-    sl = _Slice(c, op, 1, ("static_offsets", "static_sizes", "static_strides"))
+    sl = _Slice(c, op)
     t = c.rtype(op)
 
     def run(fr: list[Any]) -> None:
@@ -218,11 +209,11 @@ def extract_slice(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.insert_slice", "tensor.parallel_insert_slice", shape_only=lambda op: {1})
+@impl("tensor.insert_slice", "tensor.parallel_insert_slice", shape_only=lambda op: {named(op).operand_position("dest")})
 def insert_slice(c: FuncCompiler, op: Operation) -> OpFn:
-    src, dest = c.operand_slots(op)[:2]
+    src, dest = c.operand_slot(op, "source"), c.operand_slot(op, "dest")
     res = c.result_slots(op)
-    sl = _Slice(c, op, 2, ("static_offsets", "static_sizes", "static_strides"))
+    sl = _Slice(c, op)
     # parallel_insert_slice updates the shared output in place (its dest is the forall's block argument)
     target = res[0] if res else dest
 
@@ -245,7 +236,7 @@ def _reassociation(c: FuncCompiler, op: Operation) -> list[list[int]]:
 
 @impl("tensor.collapse_shape")
 def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
-    (src,) = c.operand_slots(op)
+    src = c.operand_slot(op, "src")
     (r,) = c.result_slots(op)
     groups = _reassociation(c, op)
 
@@ -259,7 +250,7 @@ def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.expand_shape")
 def expand_shape(c: FuncCompiler, op: Operation) -> OpFn:
-    src, *dyn = c.operand_slots(op)
+    src, dyn = c.operand_slot(op, "src"), c.operand_group(op, "output_shape")
     (r,) = c.result_slots(op)
     static, _ = mixed(c, int_array(c.need_attr(op, "static_output_shape")), list(dyn))
 
@@ -275,7 +266,7 @@ def expand_shape(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.reshape")
 def reshape(c: FuncCompiler, op: Operation) -> OpFn:
-    src, shp = c.operand_slots(op)
+    src, shp = c.operand_slot(op, "source"), c.operand_slot(op, "shape")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:
@@ -290,7 +281,7 @@ def reshape(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.concat")
 def concat(c: FuncCompiler, op: Operation) -> OpFn:
-    slots = c.operand_slots(op)
+    slots = c.operand_group(op, "inputs")
     (r,) = c.result_slots(op)
     dim = int(c.need_attr(op, "dim").value)
 
@@ -305,15 +296,10 @@ def concat(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.pad")
 def pad(c: FuncCompiler, op: Operation) -> OpFn:
-    src = c.operand_slots(op)[0]
+    src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
-    seg = op.attributes.get("operandSegmentSizes")
-    slots = c.operand_slots(op)
-    if not isinstance(seg, at.DenseArrayAttr):
-        raise CompileError("missing operandSegmentSizes", op)
-    n_low, n_high = int(seg.values[1]), int(seg.values[2])
-    low = mixed(c, int_array(c.need_attr(op, "static_low")), list(slots[1 : 1 + n_low]))
-    high = mixed(c, int_array(c.need_attr(op, "static_high")), list(slots[1 + n_low : 1 + n_low + n_high]))
+    low = mixed(c, int_array(c.need_attr(op, "static_low")), list(c.operand_group(op, "low")))
+    high = mixed(c, int_array(c.need_attr(op, "static_high")), list(c.operand_group(op, "high")))
     body = c.compile_region(op.regions[0], vector=True)
     dt = np_dtype(element(c.rtype(op)))
 
@@ -339,7 +325,7 @@ def pad(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.generate")
 def generate(c: FuncCompiler, op: Operation) -> OpFn:
-    dyn = c.operand_slots(op)
+    dyn = c.operand_group(op, "dynamic_extents")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
     dt = np_dtype(element(t))
@@ -360,7 +346,7 @@ def generate(c: FuncCompiler, op: Operation) -> OpFn:
 
 @impl("tensor.dim", "memref.dim", shape_only=lambda op: {0})
 def dim(c: FuncCompiler, op: Operation) -> OpFn:
-    src, i = c.operand_slots(op)
+    src, i = c.operand_slot(op, "source"), c.operand_slot(op, "index")
     (r,) = c.result_slots(op)
 
     def run(fr: list[Any]) -> None:
@@ -374,9 +360,9 @@ def dim(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.cast", shape_only=lambda op: {0})
+@impl("tensor.cast", shape_only=lambda op: {named(op).operand_position("source")})
 def tensor_cast(c: FuncCompiler, op: Operation) -> OpFn:
-    (src,) = c.operand_slots(op)
+    src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
     t = c.rtype(op)
 

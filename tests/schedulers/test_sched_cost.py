@@ -15,7 +15,7 @@ from schedulers import naive
 from schedulers.builtin import baseline_strategy, exact_strategy, plan, search_strategy
 from schedulers.cost import figures, roofline_bound
 from schedulers.kernels import AttentionKernel, recognise
-from schedulers.spaces import space_for
+from schedulers.space_choice import space_for
 
 KERNELS = {
     "matmul_decode": naive.matmul(1, 4096, 4096, "bf16"),

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 from conftest_paths import ktir_schedule  # noqa: E402
 
+import reference_interp  # noqa: E402
 import schedulers  # noqa: E402
 from ktir.lower.torch import from_torch  # noqa: E402
 from ktir.syntax.printer import print_module  # noqa: E402
@@ -29,7 +30,7 @@ def decoder(request):  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
     model = DecoderLayer(hidden=256, heads=4, kv_heads=2, seq=64).to(request.param)
     x = torch.randn(1, 64, 256).to(request.param)
-    return model, x, from_torch(model, (x,))
+    return model, x, from_torch(model, (x,), runner=reference_interp.run)
 
 
 def test_every_decoder_kernel_schedules_and_checks(decoder, spyre: Target) -> None:  # type: ignore[no-untyped-def]
@@ -61,7 +62,7 @@ class XWt(torch.nn.Module):
 
 
 def test_x_matmul_w_transposed_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    program = from_torch(XWt(), (torch.randn(64, 128), torch.randn(96, 128)))
+    program = from_torch(XWt(), (torch.randn(64, 128), torch.randn(96, 128)), runner=reference_interp.run)
     assert "strides: [1, 128]" in program.text  # the lowering reads w.t() in place
     src = tmp_path / "xwt.ktir"
     src.write_text(program.text)

@@ -19,7 +19,7 @@ from schedulers.check import check_equivalent
 from schedulers.cost import figures
 from schedulers.emit_splitk import SplitKSpace, emit_splitk
 from schedulers.kernels import MatmulKernel, recognise
-from schedulers.spaces import space_for
+from schedulers.space_choice import space_for
 
 
 def _recognised(text: str) -> tuple[ktir.Module, MatmulKernel, ktir.Operation]:

@@ -1,5 +1,6 @@
 """A lowered program: the KTIR module, its manifest and its weights; `.run()` executes every
-kernel in order in the reference interpreter."""
+kernel in order with a kernel runner the caller supplies (the reference interpreter's
+`reference_interp.run`, or a vendor's). The lowering does not depend on any executor."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
 
 class ProgramError(Exception):
     """A program that cannot be loaded or run with the given inputs (one-line message)."""
+
+
+# Runs one kernel: runner(module, func, args={name: array}, target=..., trace=bool, check_races=bool)
+# returns a result whose `.outputs` holds the final contents of every array argument by name.
+# `reference_interp.run` is one; `ktir run-program` passes it.
+KernelRunner = Callable[..., Any]
+
+NO_RUNNER = ("no kernel runner: pass runner=reference_interp.run (or your own) to from_torch, Program.load, "
+             "or set program.runner")
 
 
 def numpy_dtype(ktype: str) -> Any:
@@ -93,6 +103,8 @@ class Program:
     sdsc_buffers: dict[str, list[str]] = field(default_factory=dict)
     # kernels replaced by another module's function of the same name (e.g. a scheduled one)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # what executes each kernel (see KernelRunner); run/estimate need one
+    runner: KernelRunner | None = field(default=None, repr=False)
 
     @property
     def module(self) -> Any:
@@ -176,8 +188,8 @@ class Program:
         """Run with user inputs given by name; returns the outputs in order. `keep`, if given,
         receives the final contents of every buffer (flat); `traced(name, module, result)`, if
         given, is called after each kernel, run with an event trace."""
-        import reference_interp
-
+        if self.runner is None:
+            raise ProgramError(NO_RUNNER)
         arrays: dict[str, np.ndarray] = {}
         for b in self.manifest.buffers:
             dt = numpy_dtype(b.dtype)
@@ -194,7 +206,7 @@ class Program:
         for k in self.manifest.kernels:
             module = self.overrides.get(k.name) or self.module
             args = {a: arrays[a] for a in k.args}
-            result = reference_interp.run(module, func=k.name, args=args, target=target, check_races=check_races, trace=traced is not None)
+            result = self.runner(module, func=k.name, args=args, target=target, check_races=check_races, trace=traced is not None)
             for w in k.writes:
                 arrays[w] = np.asarray(result.outputs[w]).reshape(-1)
             if traced is not None:
@@ -237,15 +249,16 @@ class Program:
                 kernels.append(k.model_copy(update={"sdsc": os.path.relpath(target.resolve(), path.parent.resolve())}))
             manifest = manifest.model_copy(update={"kernels": kernels})
         buf = io.BytesIO()
-        np.savez(buf, allow_pickle=False, **{k: _storable(v) for k, v in self.weights.items()})
+        np.savez(buf, allow_pickle=False, **{k: storable(v) for k, v in self.weights.items()})
         write_atomic(weights_path, buf.getvalue())
         write_atomic(path, self.text)
         write_atomic(manifest_path, manifest.to_json())
         return (path, manifest_path, weights_path, *written)
 
     @classmethod
-    def load(cls, manifest_path: str | Path) -> Program:
-        """Load a program from its manifest (the KTIR and weights files it names sit next to it)."""
+    def load(cls, manifest_path: str | Path, runner: KernelRunner | None = None) -> Program:
+        """Load a program from its manifest (the KTIR and weights files it names sit next to it);
+        `runner` executes its kernels (see KernelRunner)."""
         path = Path(manifest_path)
         try:
             manifest = Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
@@ -272,7 +285,7 @@ class Program:
                 raise
             except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types for a damaged .npz
                 raise ProgramError(f"{path.parent / manifest.weights}: not a readable .npz ({e})") from None
-        return cls(text, manifest, weights)
+        return cls(text, manifest, weights, runner=runner)
 
 
 def _arg_names(fn: Any) -> list[str]:
@@ -292,7 +305,7 @@ def _as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def _storable(a: np.ndarray) -> np.ndarray:
+def storable(a: np.ndarray) -> np.ndarray:
     # npz cannot store bfloat16: keep its bits (the manifest says the type)
     return a.view(np.uint16) if a.dtype.name == "bfloat16" else a
 

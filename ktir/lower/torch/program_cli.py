@@ -172,12 +172,13 @@ def add_run_program_parser(subparsers: Any) -> None:
 def cmd_run_program(args: argparse.Namespace) -> int:
     import numpy as np
 
+    import reference_interp
     from ktir.lower.torch.program import Program, ProgramError, numpy_dtype
     from reference_interp import KtirRuntimeError
     from reference_interp.inputs import load_npy
 
     try:
-        program = Program.load(args.manifest)
+        program = Program.load(args.manifest, runner=reference_interp.run)
     except ProgramError as e:
         print(f"ktir run-program: {e}", file=sys.stderr)
         return EXIT_INVALID
@@ -233,10 +234,10 @@ def cmd_run_program(args: argparse.Namespace) -> int:
         import io
 
         from ktir.fileio import write_atomic
-        from ktir.lower.torch.program import _storable
+        from ktir.lower.torch.program import storable
 
         buf = io.BytesIO()
-        np.savez(buf, allow_pickle=False, **{s.name: _storable(v) for s, v in zip(program.manifest.outputs, outputs, strict=True)})
+        np.savez(buf, allow_pickle=False, **{s.name: storable(v) for s, v in zip(program.manifest.outputs, outputs, strict=True)})
         try:
             write_atomic(Path(args.out), buf.getvalue())
         except OSError as e:

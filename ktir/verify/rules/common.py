@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.base import Type
-from ktir.syntax.printer import type_text
 
 SHAPED = (ty.TensorType, ty.MemRefType, ty.VectorType)
 

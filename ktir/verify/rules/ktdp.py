@@ -6,7 +6,7 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute
-from ktir.syntax.parser import KDYNAMIC
+from ktir.ir.types import KDYNAMIC
 from ktir.verify import sets
 from ktir.verify.engine import Check, rule
 from ktir.verify.rules.common import elem, fmt_shape, is_signless_int, shape, t

@@ -6,7 +6,7 @@ import math
 
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.syntax.parser import KDYNAMIC
+from ktir.ir.types import KDYNAMIC
 from ktir.verify.engine import Check, rule
 from ktir.verify.rules.common import elem, fmt_shape, shape, shapes_compatible, t
 
@@ -246,21 +246,6 @@ def dim(check: Check) -> None:
         v = op.attributes.get("value")
         if isinstance(v, at.IntegerAttr) and not 0 <= v.value < rank:
             check.fail("C1", f"dimension {v.value} is not below the rank {rank}")
-
-
-@rule("tensor.cast")
-def tensor_cast(check: Check) -> None:
-    a, b = check.operand_types[0], check.result_types[0]
-    if elem(a) != elem(b) or not shapes_compatible(shape(a), shape(b)):
-        check.fail("C1", f"{t(a)} and {t(b)} must have the same element type and compatible shapes")
-
-
-@rule("memref.cast")
-def memref_cast(check: Check) -> None:
-    a, b = check.operand_types[0], check.result_types[0]
-    same_space = getattr(a, "memory_space", None) == getattr(b, "memory_space", None)
-    if elem(a) != elem(b) or not shapes_compatible(shape(a), shape(b)) or not same_space:
-        check.fail("C1", f"{t(a)} and {t(b)} must have the same element type, rank and memory space")
 
 
 @rule("memref.reinterpret_cast")

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import reference_interp  # noqa: E402
 from ktir.cli import main  # noqa: E402
 from ktir.lower.torch import Program  # noqa: E402
 from tests.lower.torch.models import SwiGLU  # noqa: E402
@@ -33,7 +34,7 @@ def test_lower_torch_writes_ktir_manifest_weights(saved, tmp_path: Path, capsys:
     assert main(["lower", "torch", str(path), "-o", str(out), "-v"]) == 0
     assert "kernels" in capsys.readouterr().err
     assert out.read_text().count("func.func") == 4  # gate, up, silu*mul, down
-    program = Program.load(tmp_path / "mlp.manifest.json")
+    program = Program.load(tmp_path / "mlp.manifest.json", runner=reference_interp.run)
     assert program.manifest.ktir == "mlp.ktir" and program.manifest.weights == "mlp.weights.npz"
     got = program.run(x)
     with torch.no_grad():

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ktir.lower.torch import from_torch  # noqa: E402
+from tests.lower.torch.lowered import from_torch  # noqa: E402
 from tests.lower.torch.models import DecoderLayer  # noqa: E402
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2}

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from ktir.lower.torch import from_torch  # noqa: E402
+from tests.lower.torch.lowered import from_torch  # noqa: E402
 from tests.lower.torch.models import RMSNorm, Rope, SwiGLU  # noqa: E402
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}

@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from ktir.lower.torch import TorchLoweringError, from_torch  # noqa: E402
+from ktir.lower.torch import TorchLoweringError  # noqa: E402
+from tests.lower.torch.lowered import from_torch  # noqa: E402
 from tests.lower.torch.test_ops import Fn, check, r  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from torch import nn  # noqa: E402
 import reference_interp  # noqa: E402
 from ktir.cli import main  # noqa: E402
 from ktir.lower import lower_sdsc, parse_sdsc  # noqa: E402
-from ktir.lower.torch import from_torch  # noqa: E402
+from tests.lower.torch.lowered import from_torch  # noqa: E402
 from tests.lower.torch.models import DecoderLayer  # noqa: E402
 
 

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 
 from torch import nn  # noqa: E402
 
-from ktir.lower.torch import from_torch  # noqa: E402
+from tests.lower.torch.lowered import from_torch  # noqa: E402
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
 VOCAB, SEQ = 128, 16

@@ -28,7 +28,7 @@ def test_guide_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("block", None)
     namespace: dict[str, object] = {}
-    exec(next(b for b in python if "from_torch(model, (x,))" in b), namespace)  # noqa: S102
+    exec(next(b for b in python if "from_torch(model, (x,)" in b), namespace)  # noqa: S102
     listing = capsys.readouterr().out.strip()
     assert listing == _blocks("text")[0].strip()
     program = namespace["program"]
