@@ -9,14 +9,46 @@ See spec/conformance.md (levels, tolerance classes, case format) and
 docs/guides/conformance.md (running it, writing an adapter).
 """
 
-from collections.abc import Mapping
+from __future__ import annotations
 
-from conformance.adapters import Adapter, CheckResult, CommandAdapter, NotSupported, ReferenceAdapter, load_adapter
-from conformance.model import LEVELS, SUITE_ROOT, Case, Manifest, load_suite
-from conformance.results import CaseResult, Results
-from conformance.runner import AdapterSpec, run_suite, select
-from conformance.tolerance import compare
-from conformance.values import case_inputs, read_npz
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ktir.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from conformance.adapters import Adapter, CheckResult, CommandAdapter, NotSupported, ReferenceAdapter, load_adapter
+    from conformance.model import LEVELS, SUITE_ROOT, Case, Manifest, load_suite
+    from conformance.results import CaseResult, Results
+    from conformance.runner import AdapterSpec, run_suite, select
+    from conformance.tolerance import compare
+    from conformance.values import case_inputs, read_npz
+
+# loaded on first use (ktir.lazy): importing a submodule such as the CLI's stays cheap
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Adapter": "conformance.adapters",
+        "CheckResult": "conformance.adapters",
+        "CommandAdapter": "conformance.adapters",
+        "NotSupported": "conformance.adapters",
+        "ReferenceAdapter": "conformance.adapters",
+        "load_adapter": "conformance.adapters",
+        "LEVELS": "conformance.model",
+        "SUITE_ROOT": "conformance.model",
+        "Case": "conformance.model",
+        "Manifest": "conformance.model",
+        "load_suite": "conformance.model",
+        "CaseResult": "conformance.results",
+        "Results": "conformance.results",
+        "AdapterSpec": "conformance.runner",
+        "run_suite": "conformance.runner",
+        "select": "conformance.runner",
+        "compare": "conformance.tolerance",
+        "case_inputs": "conformance.values",
+        "read_npz": "conformance.values",
+    },
+)
 
 
 def cases_per_op() -> Mapping[str, int]:

@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from conformance.levels import OPTIONAL_DTYPES as OPTIONAL_DTYPES
+from conformance.levels import OPTIONAL_LEVELS as OPTIONAL_LEVELS
 from conformance.model import LEVELS, Case, Level
 
 CAPABILITIES_SCHEMA_VERSION = 1
@@ -31,8 +33,6 @@ MANDATORY: dict[str, tuple[str, ...]] = {
     "verifier": ("syntax", "validation"),
     "executor": ("core", "multi-tile", "full"),
 }
-OPTIONAL_LEVELS: dict[str, tuple[str, ...]] = {"parser": (), "verifier": (), "executor": ("collective",)}
-OPTIONAL_DTYPES: tuple[str, ...] = ("f64", "f8E4M3FN", "f8E5M2")
 OPTIONAL_OPS: tuple[str, ...] = ("ktdp.inter_tile_gather", "ktdp.inter_tile_scatter", "ktdp.inter_tile_reduce_scatter",
                                  "ktdp.inter_tile_all_to_all")
 

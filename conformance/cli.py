@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance.capability import OPTIONAL_DTYPES, OPTIONAL_LEVELS
-from conformance.model import LEVELS
+from conformance.levels import LEVELS, OPTIONAL_DTYPES, OPTIONAL_LEVELS
 
 MAY_BE_OPTIONAL = sorted({lv for levels in OPTIONAL_LEVELS.values() for lv in levels})
 

@@ -13,10 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from conformance.levels import LEVELS as LEVELS
 from ktir.fileio import confined_path
 
 SCHEMA_VERSION = 1
-LEVELS: tuple[str, ...] = ("syntax", "validation", "core", "multi-tile", "collective", "full")
 Level = Literal["syntax", "validation", "core", "multi-tile", "collective", "full"]
 Recipe = Literal["normal", "uniform", "int", "positive", "zeros", "fill", "arange", "permutation", "scalar", "npy"]
 SUITE_ROOT = Path(__file__).resolve().parent

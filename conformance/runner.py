@@ -12,14 +12,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conformance.adapters import Adapter, NotSupported, load_adapter
 from conformance.capability import Capabilities, Waivers, everything
 from conformance.model import SUITE_ROOT, Case, load_suite, suite_hash, suite_version
 from conformance.results import CaseResult, Mismatch, Results, SuiteId, conformant, ok, verdicts
-from conformance.tolerance import compare
-from conformance.values import case_inputs, read_npz
+
+if TYPE_CHECKING:  # the adapters bring in the interpreter (numpy, ml_dtypes, scipy): `ktir conformance list` needs none
+    from conformance.adapters import Adapter
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ def _fixpoint_problem(printed: str, filename: str) -> str | None:
 
 def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch | None]:
     """Run one case; return (status, message, worst mismatch). Exceptions propagate."""
+    from conformance.tolerance import compare
+    from conformance.values import case_inputs, read_npz
+
     source = (root / case.file).read_text(encoding="utf-8")
     if case.expect in ("accept", "reject"):
         checked = adapter.check(source, case.file)
@@ -109,6 +112,8 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 def run_case(case: Case, adapter: Adapter, root: Path, timeout: float | None) -> CaseResult:
     """One case, never raising: errors and timeouts become statuses."""
+    from conformance.adapters import NotSupported
+
     start = time.perf_counter()
     mismatch = None
     use_alarm = timeout is not None and timeout > 0
@@ -144,6 +149,8 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(spec: AdapterSpec, timeout: float | None, root: Path) -> None:
+    from conformance.adapters import load_adapter
+
     _WORKER["adapter"] = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)
     _WORKER["timeout"] = timeout
     _WORKER["root"] = root
@@ -157,6 +164,8 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
                  root: Path = SUITE_ROOT) -> Iterator[CaseResult]:
     """Results as cases finish (in completion order). Raises AdapterError if the adapter
     cannot be loaded."""
+    from conformance.adapters import load_adapter
+
     adapter = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)  # fail fast, in this process
     if jobs <= 1:
         try:

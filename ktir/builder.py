@@ -10,8 +10,17 @@
 Every op can be created with `create(name, operands, result_types, attributes, regions)`;
 `b.<dialect>.<op>(*operands, **attributes)` does the same and infers result types where
 the op's format determines them. Helpers cover the ops whose operands carry structure
-(memory views, access tiles, loops). Values are `Value(name, type)` handles; names are
-generated unless given.
+(memory views, access tiles, loops with iter_args, `scf.if`, linalg ops with ins/outs and
+bodies, reshapes and slices, inter-tile produce/reduce). Values are `Value(name, type)`
+handles; names are generated unless given (`name="acc"` or `name="%acc"` on any op, so a
+scheduler's output keeps readable, stable SSA names). `alias` defines `#name = ...` and
+returns its reference; `note` attaches `//` comment lines to the next alias or op.
+
+    with b.for_(lb, ub, step, [init], names=("k", "sum"), results=("total",)) as (k, s):
+        prod = b.dps("linalg.matmul", [x, y], [s], name="prod")
+        b.yield_(prod)
+    with b.generic([x], [out], [idmap, idmap], ["parallel"], args=("a", "o")) as (a, o):
+        b.yield_(b.math.exp(a), op="linalg.yield")
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from ktir.ir.base import Attribute, Type
 from ktir.ir.named_affine import AffineName, ssa_map
 from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 from ktir.ir.types import KDYNAMIC, i1_like
+from ktir.syntax.parser import SHORT_BODY_RESULT, parse, short_body_init, short_body_input
 
 
 @dataclass(frozen=True)
@@ -74,16 +84,18 @@ class _Dialect:
         self._dialect = dialect
 
     def __getattr__(self, mnemonic: str) -> Any:
-        name = f"{self._dialect}.{mnemonic}"
-        if name not in OPS:
-            raise AttributeError(f"KTIR defines no op {name}")
+        op_name = f"{self._dialect}.{mnemonic}"
+        if op_name not in OPS:
+            raise AttributeError(f"KTIR defines no op {op_name}")
 
-        def build(*operands: Value, result_types: Sequence[Type] | None = None, **attributes: Any) -> Any:
-            results = self._builder.create(name, list(operands), result_types, attributes)
+        def build(*operands: Value, result_types: Sequence[Type] | None = None, name: str | Sequence[str] | None = None,
+                  **attributes: Any) -> Any:
+            names = [name] if isinstance(name, str) else name
+            results = self._builder.create(op_name, list(operands), result_types, attributes, result_names=names)
             return results[0] if len(results) == 1 else (tuple(results) if results else None)
 
         build.__name__ = mnemonic
-        build.__doc__ = OPS[name].summary
+        build.__doc__ = OPS[op_name].summary
         return build
 
 
@@ -95,6 +107,8 @@ class Builder:
         self._blocks: list[Block] = []
         self._counter = 0
         self._top = Block()
+        self._notes: list[str] = []
+        self.last_results: list[Value] = []
 
     # ------------------------------------------------------------ names and blocks
 
@@ -109,11 +123,19 @@ class Builder:
 
     @contextlib.contextmanager
     def insert_into(self, block: Block) -> Iterator[Block]:
-        self._blocks.append(block)
+        self.enter(block)
         try:
             yield block
         finally:
-            self._blocks.pop()
+            self.leave()
+
+    def enter(self, block: Block) -> None:
+        """Make `block` the insertion point until `leave()` (for builders whose nesting is not
+        a Python `with`, e.g. a loop opened by one call and closed by another)."""
+        self._blocks.append(block)
+
+    def leave(self) -> None:
+        self._blocks.pop()
 
     def __getattr__(self, dialect: str) -> _Dialect:
         if dialect.startswith("_"):
@@ -127,7 +149,24 @@ class Builder:
 
     # ------------------------------------------------------------ generic creation
 
+    def note(self, *lines: str) -> None:
+        """`//` comment lines printed before the next alias or op built."""
+        self._notes += [line if line.startswith("//") else f"// {line}" for line in lines]
+
+    def alias(self, name: str, value: Any) -> at.AttrAliasRef:
+        """Define `#name = value` in the module; returns the reference ops use."""
+        key = name.lstrip("#")
+        if key in self.module.attr_aliases:
+            raise BuildError(f"alias #{key} is defined twice")
+        self.module.attr_aliases[key] = _attr(value)
+        self.module.alias_order.append(f"#{key}")
+        if self._notes:
+            self.module.alias_comments[f"#{key}"], self._notes = self._notes, []
+        return at.AttrAliasRef(name=key)
+
     def append(self, op: Operation) -> list[Value]:
+        if self._notes:
+            op.comments, self._notes = [*op.comments, *self._notes], []
         if self._blocks:
             self.block.operations.append(op)
         else:
@@ -147,7 +186,9 @@ class Builder:
         attrs = {k: _attr(v) for k, v in (attributes or {}).items()}
         if result_types is None:
             result_types = _infer(name, operands, attrs)
-        names = list(result_names) if result_names is not None else [self.fresh() for _ in result_types]
+        names = [_ssa_name(n) for n in result_names] if result_names is not None else [self.fresh() for _ in result_types]
+        if len(names) != len(result_types):
+            raise BuildError(f"{name}: {len(names)} result names for {len(result_types)} results")
         op = Operation(
             name=name,
             operands=[v.name for v in operands],
@@ -171,7 +212,7 @@ class Builder:
         attributes: dict[str, Any] | None = None,
     ) -> Iterator[tuple[Value, ...]]:
         """Define `func.func @name`; yields the argument values; the body is the insertion point."""
-        args = [BlockArgument(name=f"%{n}", type=t) for n, t in arguments]
+        args = [BlockArgument(name=_ssa_name(n), type=t) for n, t in arguments]
         entry = Block(arguments=args)
         attrs: dict[str, Attribute] = {
             "sym_name": at.StringAttr(value=name),
@@ -189,7 +230,7 @@ class Builder:
 
     # ------------------------------------------------------------ arith
 
-    def constant(self, value: Any, type: Type | None = None) -> Value:
+    def constant(self, value: Any, type: Type | None = None, name: str | None = None) -> Value:
         if isinstance(value, Attribute):
             attr = value
         elif isinstance(value, bool):
@@ -200,12 +241,25 @@ class Builder:
             attr = at.FloatAttr(value=value, type=type or ty.F64)
         else:
             raise BuildError(f"cannot make a constant from {value!r}")
-        return self.create("arith.constant", [], [constant_type(attr)], {"value": attr})[0]
+        return self.create("arith.constant", [], [constant_type(attr)], {"value": attr}, result_names=_names(name))[0]
+
+    def index(self, value: int, name: str | None = None) -> Value:
+        """An `index` constant."""
+        return self.constant(value, ty.INDEX, name)
+
+    def cmp(self, op: str, predicate: str, lhs: Value, rhs: Value, name: str | None = None) -> Value:
+        """`arith.cmpi` / `arith.cmpf` with the predicate spelled as in the text (`ult`, `oeq`)."""
+        predicates = OPS[op].option("predicates")
+        assert isinstance(predicates, tuple)
+        if predicate not in predicates:
+            raise BuildError(f"unknown predicate '{predicate}' for {op}")
+        pred = at.IntegerAttr(value=predicates.index(predicate), type=ty.I64)
+        return self.create(op, [lhs, rhs], [i1_like(lhs.type)], {"predicate": pred}, result_names=_names(name))[0]
 
     # ------------------------------------------------------------ ktdp
 
-    def tile_id(self, rank: int = 1) -> list[Value]:
-        return self.create("ktdp.get_compute_tile_id", [], [ty.INDEX] * rank)
+    def tile_id(self, rank: int = 1, names: Sequence[str] | None = None) -> list[Value]:
+        return self.create("ktdp.get_compute_tile_id", [], [ty.INDEX] * rank, result_names=names)
 
     def memory_view(
         self,
@@ -215,7 +269,10 @@ class Builder:
         element_type: Type,
         memory_space: at.MemorySpaceAttr | None = None,
         coordinate_set: Attribute | af.IntegerSet | None = None,
+        name: str | None = None,
     ) -> Value:
+        """A view of `sizes` elements; a view of scratchpad (`ct_local`) memory carries its
+        memory space in its type too."""
         static_sizes, dyn_sizes = _mixed(sizes)
         static_strides, dyn_strides = _mixed(strides)
         attrs: dict[str, Any] = {
@@ -227,8 +284,17 @@ class Builder:
         if coordinate_set is not None:
             attrs["coordinate_set"] = coordinate_set
         shape = tuple(None if v == KDYNAMIC else v for v in static_sizes)
-        result = ty.MemRefType(shape=shape, element_type=element_type)
-        return self.create("ktdp.construct_memory_view", [offset, *dyn_sizes, *dyn_strides], [result], attrs)[0]
+        space = memory_space if memory_space is not None and memory_space.kind != "global" else None
+        result = ty.MemRefType(shape=shape, element_type=element_type, memory_space=space)
+        return self.create("ktdp.construct_memory_view", [offset, *dyn_sizes, *dyn_strides], [result], attrs,
+                           result_names=_names(name))[0]
+
+    def distributed_view(self, parts: Sequence[Value], shape: Sequence[int], name: str | None = None) -> Value:
+        """`ktdp.construct_distributed_memory_view`: the parts as one view of `shape`."""
+        first = parts[0].type
+        assert isinstance(first, ty.MemRefType)
+        result = ty.MemRefType(shape=tuple(shape), element_type=first.element_type)
+        return self.create("ktdp.construct_distributed_memory_view", parts, [result], result_names=_names(name))[0]
 
     def access_tile(
         self,
@@ -238,6 +304,7 @@ class Builder:
         shape: Sequence[int],
         order: Attribute | af.AffineMap | None = None,
         symbols: Sequence[Value] = (),
+        name: str | None = None,
     ) -> Value:
         """`subscripts` are affine expressions over Values (use `ssa(v)`), Values or ints."""
         exprs = [_subscript(s) for s in subscripts]
@@ -250,11 +317,16 @@ class Builder:
             "operandSegmentSizes": _segments(1, len(indices), len(symbols)),
         }
         result = ty.AccessTileType(shape=tuple(shape))
-        return self.create("ktdp.construct_access_tile", [base, *indices, *symbols], [result], attrs)[0]
+        return self.create("ktdp.construct_access_tile", [base, *indices, *symbols], [result], attrs,
+                           result_names=_names(name))[0]
 
-    def load(self, tile: Value, element_type: Type) -> Value:
+    def load(self, tile: Value, element_type: Type | None = None, name: str | None = None) -> Value:
+        """Load through an access tile; the element type defaults to the tile's view's."""
         assert isinstance(tile.type, ty.AccessTileType)
-        return self.create("ktdp.load", [tile], [ty.TensorType(shape=tile.type.shape, element_type=element_type)])[0]
+        if element_type is None:
+            raise BuildError("ktdp.load: pass the element type")
+        result = ty.TensorType(shape=tile.type.shape, element_type=element_type)
+        return self.create("ktdp.load", [tile], [result], result_names=_names(name))[0]
 
     def store(self, data: Value, tile: Value) -> None:
         self.create("ktdp.store", [data, tile], [])
@@ -262,28 +334,211 @@ class Builder:
     # ------------------------------------------------------------ scf
 
     @contextlib.contextmanager
-    def for_(self, lb: Value, ub: Value, step: Value, inits: Sequence[Value] = ()) -> Iterator[tuple[Value, ...]]:
-        """`scf.for`; yields (iv, *iter_args). Without inits the scf.yield is added for you."""
-        iv = BlockArgument(name=self.fresh("iv"), type=lb.type)
-        carried = [BlockArgument(name=self.fresh("acc"), type=v.type) for v in inits]
+    def for_(
+        self,
+        lb: Value,
+        ub: Value,
+        step: Value,
+        inits: Sequence[Value] = (),
+        names: Sequence[str] | None = None,
+        results: Sequence[str] | None = None,
+    ) -> Iterator[tuple[Value, ...]]:
+        """`scf.for`; yields (iv, *iter_args). Without inits the scf.yield is added for you.
+        `names` name the induction variable and the iter_args, `results` the loop's results
+        (also in `last_results` after the loop)."""
+        arg_names = [_ssa_name(n) for n in names] if names is not None else [
+            self.fresh("iv"), *(self.fresh("acc") for _ in inits)]
+        if len(arg_names) != 1 + len(inits):
+            raise BuildError(f"scf.for: {len(arg_names)} names for the iv and {len(inits)} iter_args")
+        iv = BlockArgument(name=arg_names[0], type=lb.type)
+        carried = [BlockArgument(name=n, type=v.type) for n, v in zip(arg_names[1:], inits, strict=True)]
         body = Block(arguments=[iv, *carried])
+        result_names = [_ssa_name(n) for n in results] if results is not None else [self.fresh() for _ in inits]
         op = Operation(
             name="scf.for",
             operands=[lb.name, ub.name, step.name, *(v.name for v in inits)],
             operand_types=[lb.type, ub.type, step.type, *(v.type for v in inits)],
-            results=[self.fresh() for _ in inits],
+            results=result_names,
             result_types=[v.type for v in inits],
             regions=[Region(blocks=[body])],
         )
-        self.append(op)
-        self.last_results = [Value(n, t) for n, t in zip(op.results, op.result_types, strict=True)]
+        results_ = self.append(op)
         with self.insert_into(body):
             yield tuple(Value(a.name, a.type) for a in body.arguments)
             if not inits and not (body.operations and body.operations[-1].name == "scf.yield"):
                 self.create("scf.yield", [], [])
+        self.last_results = results_
+
+    @contextlib.contextmanager
+    def if_(self, condition: Value) -> Iterator[None]:
+        """`scf.if` without results or else branch; the then-branch is the insertion point."""
+        then = Block()
+        self.append(Operation(name="scf.if", operands=[condition.name], operand_types=[condition.type],
+                              regions=[Region(blocks=[then]), Region(blocks=[])]))
+        with self.insert_into(then):
+            yield
+            if not (then.operations and then.operations[-1].name == "scf.yield"):
+                self.create("scf.yield", [], [])
 
     def yield_(self, *values: Value, op: str = "scf.yield") -> None:
         self.create(op, list(values), [])
+
+    # ------------------------------------------------------------ tensor and linalg
+
+    def empty(self, type: ty.TensorType, name: str | None = None) -> Value:
+        """`tensor.empty() : type`."""
+        return self.create("tensor.empty", [], [type], result_names=_names(name))[0]
+
+    def dps(
+        self,
+        op: str,
+        ins: Sequence[Value],
+        outs: Sequence[Value],
+        attributes: dict[str, Any] | None = None,
+        name: str | Sequence[str] | None = None,
+        regions: Sequence[Region] = (),
+    ) -> Value:
+        """A destination-passing linalg op (`linalg.fill`, `linalg.matmul`, `linalg.add`, ...):
+        `ins(...) outs(...)`, one tensor result per tensor init."""
+        return self._dps(op, ins, outs, attributes, name, regions)[0]
+
+    def _dps(self, op: str, ins: Sequence[Value], outs: Sequence[Value], attributes: dict[str, Any] | None,
+             name: str | Sequence[str] | None, regions: Sequence[Region]) -> list[Value]:
+        attrs = {"operandSegmentSizes": _segments(len(ins), len(outs)), **(attributes or {})}
+        results = [v.type for v in outs if isinstance(v.type, ty.TensorType)]
+        names = [name] if isinstance(name, str) else name
+        return self.create(op, [*ins, *outs], results, attrs, regions, result_names=names)
+
+    def fill(self, value: Value, out: Value, name: str | None = None) -> Value:
+        return self.dps("linalg.fill", [value], [out], name=name)
+
+    @contextlib.contextmanager
+    def generic(
+        self,
+        ins: Sequence[Value],
+        outs: Sequence[Value],
+        indexing_maps: Sequence[Attribute | af.AffineMap],
+        iterator_types: Sequence[str],
+        args: Sequence[str] | None = None,
+        name: str | Sequence[str] | None = None,
+    ) -> Iterator[tuple[Value, ...]]:
+        """`linalg.generic`; yields the body's scalar arguments (one per input and init),
+        named by `args`; the body ends with `yield_(..., op="linalg.yield")`. After the block,
+        `last_results` holds the op's results (as after every block-building helper)."""
+        body = self._region_block([ty.element_type(v.type) for v in (*ins, *outs)], args, "x")
+        attrs = {"indexing_maps": list(indexing_maps), "iterator_types": list(iterator_types)}
+        results = self._dps("linalg.generic", ins, outs, attrs, name, [Region(blocks=[body])])
+        with self.insert_into(body):
+            yield tuple(Value(a.name, a.type) for a in body.arguments)
+        self.last_results = results
+
+    def reduce(self, combiner: str, ins: Sequence[Value], outs: Sequence[Value], dimensions: Sequence[int],
+               name: str | None = None) -> Value:
+        """`linalg.reduce { combiner } ins(...) outs(...) dimensions = [...]`: the short form,
+        with the body MLIR builds for it (the combiner applied to (init, input))."""
+        elem_in = [ty.element_type(v.type) for v in ins]
+        elem_out = [ty.element_type(v.type) for v in outs]
+        args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
+        args += [BlockArgument(name=short_body_init(i), type=t) for i, t in enumerate(elem_out)]
+        body = Block(arguments=args)
+        with self.insert_into(body):
+            (result,) = self.create(combiner, [Value(a.name, a.type) for a in (args[-1], *args[:-1])], [elem_out[0]],
+                                    result_names=[SHORT_BODY_RESULT])
+            self.yield_(result, op="linalg.yield")
+        dims = at.DenseArrayAttr(element_type=ty.I64, values=tuple(dimensions))
+        return self.dps("linalg.reduce", ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
+
+    @contextlib.contextmanager
+    def reduce_body(self, ins: Sequence[Value], outs: Sequence[Value], dimensions: Sequence[int],
+                    args: Sequence[str] | None = None, name: str | None = None) -> Iterator[tuple[Value, ...]]:
+        """`linalg.reduce ... dimensions = [...] (%in: f32, %acc: f32) { ... }`: the written-out
+        body; yields its arguments (inputs, then inits); end it with `yield_(..., op="linalg.yield")`."""
+        body = self._region_block([ty.element_type(v.type) for v in (*ins, *outs)], args, "r")
+        dims = at.DenseArrayAttr(element_type=ty.I64, values=tuple(dimensions))
+        results = self._dps("linalg.reduce", ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
+        with self.insert_into(body):
+            yield tuple(Value(a.name, a.type) for a in body.arguments)
+        self.last_results = results
+
+    def collapse_shape(self, source: Value, reassociation: Sequence[Sequence[int]], result: ty.TensorType,
+                       name: str | None = None) -> Value:
+        return self.create("tensor.collapse_shape", [source], [result], {"reassociation": _reassociation(reassociation)},
+                           result_names=_names(name))[0]
+
+    def expand_shape(self, source: Value, reassociation: Sequence[Sequence[int]], result: ty.TensorType,
+                     name: str | None = None) -> Value:
+        """`tensor.expand_shape` to a static `result` shape."""
+        attrs = {"reassociation": _reassociation(reassociation),
+                 "static_output_shape": at.DenseArrayAttr(element_type=ty.I64, values=tuple(result.shape))}
+        return self.create("tensor.expand_shape", [source], [result], attrs, result_names=_names(name))[0]
+
+    def extract_slice(self, source: Value, offsets: Sequence[int | Value], sizes: Sequence[int],
+                      strides: Sequence[int] | None = None, name: str | None = None) -> Value:
+        """`tensor.extract_slice` of static `sizes` (offsets static or SSA values)."""
+        static_offsets, dyn_offsets = _mixed(offsets)
+        attrs = {
+            "static_offsets": at.i64_array(static_offsets),
+            "static_sizes": at.i64_array(list(sizes)),
+            "static_strides": at.i64_array(list(strides) if strides is not None else [1] * len(sizes)),
+            "operandSegmentSizes": _segments(1, len(dyn_offsets), 0, 0),
+        }
+        result = ty.TensorType(shape=tuple(sizes), element_type=ty.element_type(source.type))
+        return self.create("tensor.extract_slice", [source, *dyn_offsets], [result], attrs, result_names=_names(name))[0]
+
+    # ------------------------------------------------------------ inter-tile
+
+    @contextlib.contextmanager
+    def produce(self, producers: Attribute | af.IntegerSet, future: ty.TileFutureType, arg: str | None = None,
+                name: str | None = None) -> Iterator[Value]:
+        """`ktdp.inter_tile_produce producer_tiles_per_group = producers -> future`; yields the
+        body's group id; the body ends with `yield_(..., op="ktdp.yield_partial")`."""
+        body = self._region_block([ty.INDEX], [arg] if arg is not None else None, "gid")
+        results = self.create("ktdp.inter_tile_produce", [], [future], {"producer_tiles_per_group": producers},
+                              [Region(blocks=[body])], result_names=_names(name))
+        with self.insert_into(body):
+            yield Value(body.arguments[0].name, ty.INDEX)
+        self.last_results = results
+
+    @contextlib.contextmanager
+    def reduce_tiles(self, future: Value, consumers: Attribute | af.IntegerSet, identity: Sequence[Value],
+                     args: Sequence[str] | None = None, names: Sequence[str] | None = None) -> Iterator[tuple[Value, ...]]:
+        """`ktdp.inter_tile_reduce(future) consumer_tiles_per_group = consumers, identity(...)`;
+        yields the combiner's arguments (two partials, each as many values as the identity);
+        the body ends with `yield_(..., op="ktdp.yield_reduced")`. Results in `last_results`."""
+        types = [v.type for v in identity]
+        body = self._region_block(types + types, args, "p")
+        results = self.create("ktdp.inter_tile_reduce", [future, *identity], types,
+                              {"consumer_tiles_per_group": consumers}, [Region(blocks=[body])], result_names=names)
+        with self.insert_into(body):
+            yield tuple(Value(a.name, a.type) for a in body.arguments)
+        self.last_results = results
+
+    def _region_block(self, types: Sequence[Type], names: Sequence[str] | None, hint: str) -> Block:
+        if names is not None and len(names) != len(types):
+            raise BuildError(f"{len(names)} names for {len(types)} block arguments")
+        arg_names = [_ssa_name(n) for n in names] if names is not None else [self.fresh(hint) for _ in types]
+        return Block(arguments=[BlockArgument(name=n, type=t) for n, t in zip(arg_names, types, strict=True)])
+
+
+def located(module: Module, filename: str) -> Module:
+    """Give a built module the source positions of its printed text (`filename`), as if it had
+    been read from that file: diagnostics point into the file a tool writes, and the cost
+    model, which still matches interpreter events to ops by (line, op name), sees each op
+    apart. Prints and parses once; the module is returned with positions set in place."""
+    from ktir.syntax.printer import print_module
+
+    again = parse(print_module(module), filename)
+    if again != module:
+        raise BuildError("the built module does not read back as itself: it has no faithful text")
+    for built, read in zip(module.walk(), again.walk(), strict=True):
+        built.loc = read.loc
+        for rb, rr in zip(built.regions, read.regions, strict=True):
+            for bb, br in zip(rb.blocks, rr.blocks, strict=True):
+                bb.loc = br.loc
+                for ab, ar in zip(bb.arguments, br.arguments, strict=True):
+                    ab.loc = ar.loc
+    module.filename = filename
+    return module
 
 
 def ssa(value: Value) -> af.AffineExpr:
@@ -297,6 +552,32 @@ def _subscript(s: af.AffineExpr | Value | int) -> af.AffineExpr:
     if isinstance(s, int):
         return af.const(s)
     return s
+
+
+def _ssa_name(name: str) -> str:
+    return name if name.startswith("%") else f"%{name}"
+
+
+def _names(name: str | None) -> list[str] | None:
+    return None if name is None else [name]
+
+
+def _reassociation(groups: Sequence[Sequence[int]]) -> at.ArrayAttr:
+    return at.ArrayAttr(elements=tuple(
+        at.ArrayAttr(elements=tuple(at.IntegerAttr(value=i, type=ty.I64) for i in g)) for g in groups))
+
+
+def box(*extents: int, fixed: Sequence[int] = ()) -> af.IntegerSet:
+    """The box 0 <= d_i < extents[i] as an integer set (`d_i == 0` for the dims in `fixed`),
+    with the constraints written the way MLIR prints them (`d0 >= 0, -d0 + 31 >= 0`)."""
+    cons: list[af.Constraint] = []
+    for i, e in enumerate(extents):
+        d = af.dim(i)
+        if i in fixed:
+            cons.append(af.Constraint(expr=d, is_equality=True))
+        else:
+            cons += [af.Constraint(expr=d, is_equality=False), af.Constraint(expr=-d + (e - 1), is_equality=False)]
+    return af.IntegerSet(num_dims=len(extents), num_symbols=0, constraints=tuple(cons))
 
 
 def _mixed(entries: Sequence[int | Value]) -> tuple[list[int], list[Value]]:

@@ -15,10 +15,34 @@ capacity, step and memory limits, deadlocks) raises a `KtirRuntimeError` naming 
 the tile and the coordinate. See README.md for the execution and memory model.
 """
 
-from reference_interp.errors import KtirRuntimeError
-from reference_interp.executor import At, Local, RunResult, run
-from reference_interp.runtime import SPYRE_SCRATCHPAD, TARGETS, Options
-from reference_interp.trace import TileStats, TraceEvent
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ktir.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from reference_interp.errors import KtirRuntimeError
+    from reference_interp.executor import At, Local, RunResult, run
+    from reference_interp.runtime import SPYRE_SCRATCHPAD, TARGETS, Options
+    from reference_interp.trace import TileStats, TraceEvent
+
+# loaded on first use (ktir.lazy): importing a submodule such as the CLI's stays cheap
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "KtirRuntimeError": "reference_interp.errors",
+        "At": "reference_interp.executor",
+        "Local": "reference_interp.executor",
+        "RunResult": "reference_interp.executor",
+        "run": "reference_interp.executor",
+        "SPYRE_SCRATCHPAD": "reference_interp.runtime",
+        "TARGETS": "reference_interp.runtime",
+        "Options": "reference_interp.runtime",
+        "TileStats": "reference_interp.trace",
+        "TraceEvent": "reference_interp.trace",
+    },
+)
 
 
 def implemented_ops() -> frozenset[str]:

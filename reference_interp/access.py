@@ -260,6 +260,11 @@ def _box_array(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
     return alloc, desc, _strided(alloc, view.dtype, desc)
 
 
+def _remote(ctx: TileContext, key: int, nbytes: int) -> None:
+    """Count bytes moved to (key = owner) or from (key = -owner - 1) another tile's scratchpad."""
+    ctx.remote[key] = ctx.remote.get(key, 0) + nbytes
+
+
 def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
     alloc, desc, arr = _box_array(ctx, view, lo, ext)
     if ctx.race_on or alloc.init is not None:
@@ -270,6 +275,8 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
         except UninitFound as e:
             raise _raise_uninit(view, _box_coord(lo, desc, e.flat)) from None
     ctx.rd[view.space_id] += arr.size * desc.itemsize
+    if view.ct_id is not None and view.ct_id != ctx.tile:
+        _remote(ctx, view.ct_id, arr.size * desc.itemsize)
     return arr.copy()
 
 
@@ -282,6 +289,8 @@ def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
             raise _raise_race(e, ctx, view, _box_coord(lo, desc, e.flat), True) from None
     arr[...] = data
     ctx.wr[view.space_id] += arr.size * desc.itemsize
+    if view.ct_id is not None and view.ct_id != ctx.tile:
+        _remote(ctx, -view.ct_id - 1, arr.size * desc.itemsize)
 
 
 def load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
@@ -393,6 +402,8 @@ def _row_gather(ctx: TileContext, view: MemoryView, coords: Sequence[Any], opnam
         except UninitFound as e:
             raise _raise_uninit(view, _coord_at(coords, e.flat // isz, ())) from None
     ctx.rd[view.space_id] += flat.size * n * isz
+    if view.ct_id is not None and view.ct_id != ctx.tile:
+        _remote(ctx, view.ct_id, flat.size * n * isz)
     typed = alloc.typed(view.dtype)
     windows = np.ndarray(shape=(len(typed) - n + 1, n), dtype=typed.dtype, buffer=typed, strides=(isz, isz))
     return windows[flat].reshape(rows.shape[:-1] + (n,))
@@ -413,6 +424,8 @@ def gather(ctx: TileContext, view: Any, coords: Sequence[Any], opname: str) -> n
             except UninitFound as e:
                 raise _raise_uninit(view, _coord_at(coords, e.flat // desc.itemsize, elem.shape)) from None
         ctx.rd[view.space_id] += elem.size * view.itemsize
+        if view.ct_id is not None and view.ct_id != ctx.tile:
+            _remote(ctx, view.ct_id, elem.size * view.itemsize)
         return alloc.typed(view.dtype)[elem]
     if isinstance(view, DistributedView):
         return _gather_distributed(ctx, view, coords, opname)
@@ -507,6 +520,8 @@ def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarr
             raise _raise_race(e, ctx, view, _coord_at(coords, e.flat // desc.itemsize, elem.shape), True) from None
         alloc.typed(view.dtype)[elem] = values
         ctx.wr[view.space_id] += elem.size * view.itemsize
+        if view.ct_id is not None and view.ct_id != ctx.tile:
+            _remote(ctx, -view.ct_id - 1, elem.size * view.itemsize)
         return
     if isinstance(view, DistributedView):
         _scatter_distributed(ctx, view, coords, values, opname, check_conflicts)

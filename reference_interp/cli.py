@@ -11,12 +11,10 @@ Wire it into `ktir/cli.py` with:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -80,7 +78,9 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ktir.fileio import InputError, read_source
+    import numpy as np
+
+    from ktir.fileio import InputError, read_source, write_atomic
     from ktir.syntax.diagnostics import KtirError
     from ktir.syntax.parser import parse
 
@@ -117,6 +117,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KtirError as e:
         for diag in e.diagnostics:
             print(_render(diag, source, name), file=sys.stderr)
+        if args.random_inputs is None and any(d.message.startswith("missing argument") for d in e.diagnostics):
+            print("note: bind them with --arg NAME=PATH.npy or NAME=VALUE, or generate them with "
+                  "--random-inputs SEED", file=sys.stderr)
         return EXIT_INVALID
     try:
         if args.out:
@@ -127,10 +130,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                         arrays[f"{key}.{tile}"] = piece
                 else:
                     arrays[key] = value
-            np.savez(args.out, **arrays)
+            buf = io.BytesIO()
+            np.savez(buf, **arrays)
+            # numpy's own rule for a bare name: `--out result` writes result.npz
+            out = args.out if args.out.endswith(".npz") else args.out + ".npz"
+            write_atomic(out, buf.getvalue())  # a failed run leaves an earlier file intact
         if args.event_trace:
             assert result.trace is not None
-            Path(args.event_trace).write_text(json.dumps([[e.to_dict() for e in t] for t in result.trace]))
+            write_atomic(args.event_trace, json.dumps([[e.to_dict() for e in t] for t in result.trace]))
     except OSError as e:
         print(f"ktir run: cannot write output: {e}", file=sys.stderr)
         return EXIT_USAGE

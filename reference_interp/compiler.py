@@ -222,14 +222,21 @@ class Program:
             name = getattr(sym, "value", None)
             if isinstance(name, str):
                 self.funcs[name] = fn
-        self._compiled: dict[tuple[str, bool, bool], CompiledFunc] = {}
+        self._compiled: dict[tuple[str, bool, bool, bool], CompiledFunc] = {}
         self._blocking: dict[str, bool] = {}
         self._shares: bool | None = None
         self._has_empty: bool | None = None
         self._has_calls: bool | None = None
+        self._op_ids: dict[int, int] | None = None
+
+    def op_id(self, op: Operation) -> int:
+        """The op's position in the module's pre-order walk: its identity in trace events."""
+        if self._op_ids is None:
+            self._op_ids = {id(o): i for i, o in enumerate(self.module.walk())}
+        return self._op_ids.get(id(op), -1)
 
     def function(self, name: str, options: Options) -> CompiledFunc:
-        key = (name, options.trace, options.strict)
+        key = (name, options.trace, options.strict, options.shapes_only)
         found = self._compiled.get(key)
         if found is None:
             if name not in self.funcs:
@@ -497,7 +504,8 @@ class FuncCompiler:
             known = "" if op.name in OPS else " (it is not a KTIR op)"
             raise CompileError(f"the interpreter does not execute {op.name}{known}", op)
         try:
-            compiled = factory(self, op)
+            zeros = _zeros(self, op) if self.options.shapes_only and not self.vector else None
+            compiled = zeros if zeros is not None else factory(self, op)
         except KtirRuntimeError as e:
             raise e.attach(op) from None
         except UnsupportedType as e:
@@ -507,6 +515,28 @@ class FuncCompiler:
         if self.options.trace and not self.vector:
             compiled = _traced(compiled, op, self)
         return compiled
+
+
+def _zeros(c: FuncCompiler, op: Operation) -> OpFn | None:
+    """For `Options.shapes_only`: a tensor compute op that writes zeros of its result types."""
+    if not op.name.startswith(("linalg.", "arith.", "math.")) or not op.results:
+        return None
+    types = [c.type(t) for t in op.result_types]
+    if any(isinstance(c.type(t), ty.MemRefType) for t in op.operand_types):
+        return None
+    tensors = [t for t in types if isinstance(t, ty.TensorType) and all(d is not None for d in t.shape)]
+    if len(tensors) != len(types):
+        return None
+    from .dtypes import np_dtype
+
+    made = [(s, tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+            for s, t in zip(c.result_slots(op), tensors, strict=True)]
+
+    def run(fr: list[Any]) -> None:
+        for s, shape, dt in made:
+            fr[s] = np.zeros(shape, dt)
+
+    return run
 
 
 def reject_semantics_free(op: Operation, types: list[Type]) -> None:
@@ -628,18 +658,26 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     results = c.result_slots(op)
     line = op.loc.line if op.loc is not None else 0
     name = op.name
+    op_id = c.program.op_id(op)
     mac_slots = _mac_slots(c, op)
 
-    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int]]:
+    def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int], dict[int, int]]:
         ctx: TileContext = fr[0]
-        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line)
+        ev = TraceEvent(ctx.tile, name, ctx.seq, ctx.seq, line, op_id=op_id)
         ctx.seq += 1
         assert ctx.trace is not None
         ctx.trace.append(ev)  # appended at the start, so a tile's events are in program order
-        return ev, list(ctx.rd), list(ctx.wr)
+        return ev, list(ctx.rd), list(ctx.wr), dict(ctx.remote) if ctx.remote else {}
 
-    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int]) -> None:
+    def end(fr: list[Any], ev: TraceEvent, rd0: list[int], wr0: list[int], rem0: dict[int, int]) -> None:
         ctx: TileContext = fr[0]
+        if ctx.remote:
+            for key, n in ctx.remote.items():
+                moved = n - rem0.get(key, 0)
+                if moved and key >= 0:
+                    ev.remote_read[key] = moved
+                elif moved:
+                    ev.remote_written[-key - 1] = moved
         elements = 0
         for s in results:
             v = fr[s]

@@ -151,6 +151,7 @@ def run(
     scratchpad_bytes: int | None = None,
     step_limit: int | None = None,
     max_value_bytes: int | None = None,
+    shapes_only: bool = False,
 ) -> RunResult:
     """Run `func` of `module` on every tile of its grid and return the results.
 
@@ -158,11 +159,13 @@ def run(
     memory (an `index` argument receives its element address, a `memref` argument a view
     of it, a `tensor` argument the value); `Local(...)` places arrays in ct_local memory;
     `At(array, address)` pins an array's element address; Python/numpy numbers are
-    passed as values. Raises `KtirRuntimeError` when a check fails.
+    passed as values. Raises `KtirRuntimeError` when a check fails. `shapes_only` (with
+    `trace`) skips the arithmetic of tensor compute ops, for a cost trace in a fraction of the
+    time (`Options.shapes_only`); its outputs are meaningless.
     """
     program = _program(module)
     fn = choose_function(module, func)
-    options = Options(trace=trace, strict=strict, check_races=check_races, target=target)
+    options = Options(trace=trace, strict=strict, check_races=check_races, target=target, shapes_only=shapes_only)
     if target is not None:
         if target in TARGETS:
             options.scratchpad_bytes = TARGETS[target]

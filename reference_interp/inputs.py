@@ -7,6 +7,8 @@
   `index_cast`/`affine.apply`) as the offset of a `construct_memory_view` is an array
   pointer: its dtype is the view's element type, and its size is found by a *probe run*
   that places a growable array for it and records the highest element touched.
+- an `index`/integer argument used that way only for `ct_local` views is an address in
+  each tile's scratchpad: it gets 0, the start of the scratchpad.
 - other integer arguments cannot be guessed and must be given with `--arg`.
 
 Float arrays hold standard normal values; integer arrays hold values in [0, 8) (small,
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import AccessError, named
+from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
@@ -56,11 +59,24 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[
     return rng.standard_normal(size=shape).astype(np.float32).astype(dt)
 
 
-def pointer_dtypes(fn: Operation) -> dict[str, np.dtype[Any]]:
-    """For each argument used as (the base of) a memory view offset, the view's dtype."""
+def _view_space(op: Operation, aliases: dict[str, Any]) -> str:
+    """The memory space kind of a construct_memory_view: its attribute, else its memref type's."""
+    attr = op.attributes.get("memory_space")
+    if attr is None:
+        t = op.result_types[0] if op.result_types else None
+        attr = t.memory_space if isinstance(t, ty.MemRefType) else None
+    if isinstance(attr, at.AttrAliasRef):
+        attr = aliases.get(attr.name)
+    return attr.kind if isinstance(attr, at.MemorySpaceAttr) else "global"
+
+
+def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None) -> tuple[dict[str, np.dtype[Any]], set[str]]:
+    """Arguments used as (the base of) a memory view offset: for global views, each one's
+    dtype (the view's element type); and those used only for ct_local views (scratchpad addresses)."""
     block = fn.regions[0].blocks[0]
     origin: dict[str, str] = {a.name: a.name for a in block.arguments}
     found: dict[str, np.dtype[Any]] = {}
+    local: set[str] = set()
     for op in fn.walk():
         if op.name in _DERIVING:
             sources = {origin[n] for n in op.operands if n in origin}
@@ -71,15 +87,21 @@ def pointer_dtypes(fn: Operation) -> dict[str, np.dtype[Any]]:
         if base is not None and base in origin:
             arg = origin[base]
             t = op.result_types[0] if op.result_types else None
-            if isinstance(t, ty.MemRefType):
+            if _view_space(op, aliases or {}) == "ct_local":
+                local.add(arg)
+            elif isinstance(t, ty.MemRefType):
                 try:
                     found.setdefault(arg, np_dtype(t.element_type))
                 except Exception:  # noqa: BLE001 - unsupported types are reported later
                     continue
-    return found
+    return found, local - set(found)
 
 
-def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any]) -> dict[str, Any]:
+def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any],
+               zeros: bool = False) -> dict[str, Any]:
+    """Arguments for `func`: the given ones, random arrays and numbers for the rest; zero arrays
+    with `zeros` (for cost traces, with `run_kwargs={"shapes_only": True}` for the probe run
+    that sizes pointer arguments: no random numbers drawn, no arithmetic done)."""
     from .executor import choose_function
 
     fn = choose_function(module, func)
@@ -88,16 +110,20 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     reject_semantics_free(fn, [module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef)
                                else a.type for a in block.arguments])
     rng = np.random.default_rng(seed)
+
+    def array(shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray:
+        return np.zeros(shape, dt) if zeros else random_array(rng, shape, dt)
+
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}
-    dtypes = pointer_dtypes(fn)
+    dtypes, scratchpad = view_offsets(fn, module.attr_aliases)
     for a in block.arguments:
         name = a.name[1:]
         if name in args:
             continue
         t = module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef) else a.type
         if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
-            args[name] = random_array(rng, tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+            args[name] = array(tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
         elif isinstance(t, ty.RuntimeArgType):
             if t.upperbound is None:
                 raise fail("argument", f"argument {name}: a runtime_arg without an upperbound needs --arg {name}=VALUE")
@@ -107,12 +133,14 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
             args[name] = float(rng.standard_normal())
         elif isinstance(t, ty.IndexType | ty.IntegerType) and a.name in dtypes:
             pointers[name] = dtypes[a.name]
+        elif isinstance(t, ty.IndexType | ty.IntegerType) and a.name in scratchpad:
+            args[name] = 0
         else:
             raise fail("argument", f"cannot infer a value for argument {name}; give it with --arg {name}=...")
     if pointers:
         sizes = _probe(module, func, args, pointers, run_kwargs)
         for name, dt in pointers.items():
-            args[name] = random_array(rng, (sizes[name],), dt)
+            args[name] = array((sizes[name],), dt)
     return args
 
 

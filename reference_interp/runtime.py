@@ -36,6 +36,11 @@ class Options:
     strict: bool = True  # reading tensor.empty contents is an error (False: they read as zeros)
     trace: bool = False
     max_call_depth: int = 64
+    # cost tracing: tensor compute ops (linalg, arith, math on tensors) make zero-filled results
+    # of their types instead of computing them; loads, stores, control flow and inter-tile ops
+    # run as usual. The trace is that of a real run when no control flow or address depends on
+    # tensor contents; the outputs are meaningless.
+    shapes_only: bool = False
 
 
 class Undefined:
@@ -99,7 +104,7 @@ class TileContext:
 
     __slots__ = (
         "tile", "coords", "machine", "steps", "step_limit", "rd", "wr", "counters",
-        "trace", "seq", "depth", "sent", "received", "returns", "tracker", "race_on", "sync",
+        "trace", "seq", "depth", "sent", "received", "returns", "tracker", "race_on", "sync", "remote",
     )
 
     def __init__(self, machine: Machine, tile: int) -> None:
@@ -120,6 +125,8 @@ class TileContext:
         self.tracker = machine.tracker
         self.race_on = machine.tracker.enabled
         self.sync: tuple[tuple[int, int], tuple[int, ...]] | None = None  # for the tracer
+        # bytes read (+) and written (-tile - 1 keys) in other tiles' scratchpads, by owner: the ring traffic
+        self.remote: dict[int, int] = {}
 
     def local(self) -> Allocation:
         return self.machine.local(self.tile)

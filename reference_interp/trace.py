@@ -58,13 +58,24 @@ class TraceEvent:
     # inter-tile ops: the future instance and the tiles waited on / delivered to
     future: tuple[int, int] | None = None
     peers: tuple[int, ...] = ()
+    # the op's identity: its position in the module's pre-order walk (`Module.walk()`), the
+    # same with or without source locations (-1: an op outside the module's walk)
+    op_id: int = -1
+    # bytes read from (`remote_read`) and written to (`remote_written`) other tiles' scratchpads
+    # (ct_local memory with a ct_id other than this tile's), by owner tile: they cross the interconnect
+    remote_read: dict[int, int] = field(default_factory=dict)
+    remote_written: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "tile": self.tile, "op": self.op, "start": self.start, "end": self.end, "line": self.line,
             "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-            "elements": self.elements, "macs": self.macs,
+            "elements": self.elements, "macs": self.macs, "op_id": self.op_id,
         }
+        if self.remote_read:
+            d["remote_read"] = {str(k): v for k, v in self.remote_read.items()}
+        if self.remote_written:
+            d["remote_written"] = {str(k): v for k, v in self.remote_written.items()}
         if self.future is not None:
             d["future"] = list(self.future)
             d["peers"] = list(self.peers)

@@ -22,14 +22,41 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from ktir.ir.operation import Module
-from ktir.targets.schema import Target
+from ktir.lazy import lazy_exports
 
-from .api import NoLegalSchedule, ScheduleError, ScheduleOptions, Scheduler, ScheduleResult, scheduler_ops
-from .check import CheckFailed, CheckResult, check_schedule
-from .registry import GROUP, SchedulerClash, discover
-from .report import Placement, Schedule, ScheduleReport
+if TYPE_CHECKING:
+    from ktir.ir.operation import Module
+    from ktir.targets.schema import Target
+
+    from .api import NoLegalSchedule, ScheduleError, ScheduleOptions, Scheduler, ScheduleResult
+    from .api import scheduler_ops as scheduler_ops
+    from .check import CheckFailed, CheckResult, check_schedule
+    from .registry import GROUP, SchedulerClash, discover
+    from .report import Placement, Schedule, ScheduleReport
+
+# loaded on first use (ktir.lazy): importing a submodule such as the CLI's stays cheap
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "NoLegalSchedule": "schedulers.api",
+        "ScheduleError": "schedulers.api",
+        "ScheduleOptions": "schedulers.api",
+        "Scheduler": "schedulers.api",
+        "ScheduleResult": "schedulers.api",
+        "scheduler_ops": "schedulers.api",
+        "CheckFailed": "schedulers.check",
+        "CheckResult": "schedulers.check",
+        "check_schedule": "schedulers.check",
+        "GROUP": "schedulers.registry",
+        "SchedulerClash": "schedulers.registry",
+        "discover": "schedulers.registry",
+        "Placement": "schedulers.report",
+        "Schedule": "schedulers.report",
+        "ScheduleReport": "schedulers.report",
+    },
+)
 
 
 def schedule(module: Module, target: Target, scheduler: str = "exact", options: ScheduleOptions | None = None) -> ScheduleResult:
@@ -41,6 +68,8 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
     import time
 
     from . import cache
+    from .api import ScheduleOptions
+    from .check import check_schedule
     from .registry import builtin_schedulers, get
 
     start = time.perf_counter()
@@ -67,6 +96,7 @@ def supported_ops() -> Mapping[str, Iterable[str]]:
 
     Plugins installed beside KTIR are left out: the site documents this project, and must
     not change with what else happens to be installed where it is built."""
+    from .api import scheduler_ops
     from .registry import builtin_schedulers
 
     return {name: scheduler_ops(s) for name, s in builtin_schedulers().items()}

@@ -27,14 +27,15 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ktir.builder import Builder, Value, located
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
+from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
-from ktir.syntax.parser import parse
-from ktir.syntax.printer import print_module, type_text
+from ktir.syntax.printer import print_module
 
 from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name, function_of
-from .text import box
+from .sets import box, group_first, group_tiles, projection
 
 
 @dataclass
@@ -196,243 +197,233 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     return AttentionMatch(kernel, q, k, v, o, scale)
 
 
-def _box3(name: str, h: int, rows: int, cols: int, one: int) -> str:
-    first = "d0 == 0" if one else f"d0 >= 0, -d0 + {h - 1} >= 0"
-    return (f"#{name} = affine_set<(d0, d1, d2) : ({first}, d1 >= 0, -d1 + {rows - 1} >= 0, d2 >= 0, "
-            f"-d2 + {cols - 1} >= 0)>")
-
-
 def attention_grid(k: AttentionKernel, bq: int, split: int, tiles: int) -> int:
     """Tiles used: every (query block, KV split) pair, or as many whole groups of `split` tiles as fit."""
     units = k.kv_heads * (k.rows // bq) * split
     return units if units <= tiles else tiles // split * split
 
 
+# -inf as MLIR prints it for f32
+_NINF = at.FloatAttr(value=-math.inf, type=ty.F32, bits=0xFF800000)
+
+
+def _aliases(b: Builder, H: int, S: int, L: int, D: int, bq: int, bkv: int, sk: int, grid: int,
+             heads_dim: bool) -> dict[str, at.AttrAliasRef]:
+    """The sets and maps of the kernel, as `#sa_*` aliases."""
+    sets: dict[str, af.IntegerSet | af.AffineMap] = {"qall": box(H * S, D), "kall": box(H * L, D), "qblk": box(bq, D), "kvblk": box(bkv, D)}
+    if heads_dim:
+        sets |= {"qall3": box(H, S, D), "kall3": box(H, L, D), "qblk3": box(1, bq, D, fixed=(0,)),
+                 "kvblk3": box(1, bkv, D, fixed=(0,)), "id3": projection(3)}
+    sets |= {"id1": projection(1), "id2": projection(2), "row": projection(2, 0), "qk_q": projection(3, 0, 2),
+             "qk_k": projection(3, 1, 2), "qk_s": projection(3, 0, 1)}
+    if sk > 1:
+        sets |= {"split_group": group_tiles(sk), "split_first": group_first(sk), "groups": box(grid // sk)}
+    return {n: b.alias(f"sa_{n}", v) for n, v in sets.items()}
+
+
 def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: int, heads_dim: bool = False) -> Module:
     """The scheduled kernel; `heads_dim` reads `[H, S, D]` views (else flat `[H S, D]` ones)."""
     k = m.kernel
-    H, S, L, D, dt = k.kv_heads, k.rows, k.kv_len, k.head_dim, k.dtype
+    H, S, L, D, dt = k.kv_heads, k.rows, k.kv_len, k.head_dim, ty.FloatType(kind=k.dtype)  # type: ignore[arg-type]
     bq, bkv, db, sk = p["bq"], p["bkv"], bool(p["db"]), p.get("s", 1)
     units = H * (S // bq)
     grid = attention_grid(k, bq, sk, tiles)
-    qview = f"memref<{H}x{S}x{D}x{dt}>" if heads_dim else f"memref<{H * S}x{D}x{dt}>"
-    kview = f"memref<{H}x{L}x{D}x{dt}>" if heads_dim else f"memref<{H * L}x{D}x{dt}>"
-    vec, mat, acc = f"tensor<{bq}xf32>", f"tensor<{bq}x{bkv}xf32>", f"tensor<{bq}x{D}xf32>"
-    qt, kvt = f"tensor<{bq}x{D}x{dt}>", f"tensor<{bkv}x{D}x{dt}>"
-    args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
-    lines = [
-        "// scheduled by ktir schedule: query blocks over the tiles, Q resident, K/V streamed (see the report)",
-        box("sa_qall", H * S, D), box("sa_kall", H * L, D), box("sa_qblk", bq, D), box("sa_kvblk", bkv, D),
-        *([_box3("sa_qall3", H, S, D, 0), _box3("sa_kall3", H, L, D, 0), _box3("sa_qblk3", 1, bq, D, 1),
-           _box3("sa_kvblk3", 1, bkv, D, 1),
-           "#sa_id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>"] if heads_dim else []),
-        "#sa_id1 = affine_map<(d0) -> (d0)>", "#sa_id2 = affine_map<(d0, d1) -> (d0, d1)>",
-        "#sa_row = affine_map<(d0, d1) -> (d0)>", "#sa_qk_q = affine_map<(d0, d1, d2) -> (d0, d2)>",
-        "#sa_qk_k = affine_map<(d0, d1, d2) -> (d1, d2)>", "#sa_qk_s = affine_map<(d0, d1, d2) -> (d0, d1)>",
-        *([f"#sa_split_group = affine_set<(d0)[s0] : (d0 - s0 * {sk} >= 0, -d0 + s0 * {sk} + {sk - 1} >= 0)>",
-           f"#sa_split_first = affine_set<(d0)[s0] : (d0 - s0 * {sk} == 0)>",
-           f"#sa_groups = affine_set<(d0) : (d0 >= 0, -d0 + {grid // sk - 1} >= 0)>"] if sk > 1 else []),
-        f"func.func @{k.name}({args}) attributes {{grid = [{grid}]}} {{",
-    ]
-    body = [f"%sa_{n} = arith.constant {v} : index" for n, v in
-            (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
-             ("grid", grid))]
-    if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
-        body += [f"%sa_{n} = arith.constant {v} : index" for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))]
-    body += ["%sa_zero = arith.constant 0.0 : f32", "%sa_ninf = arith.constant 0xFF800000 : f32",
-             f"%sa_scale = arith.constant {m.scale!r} : f32", "%sa_tid = ktdp.get_compute_tile_id : index"]
-    for v, operand in (("q", m.q), ("k", m.k), ("v", m.v), ("o", m.o)):
-        rows, kind = (S, "q") if v in "qo" else (L, "k")
-        sizes, strides, cset = (f"{H}, {rows}, {D}", f"{rows * D}, {D}, 1", f"sa_{kind}all3") if heads_dim else (
-            f"{H * rows}, {D}", f"{D}, 1", f"sa_{kind}all")
-        body.append(f"%sa_{v}v = ktdp.construct_memory_view %{operand.arg}, sizes: [{sizes}], strides: [{strides}] "
-                    f"{{coordinate_set = #{cset}, memory_space = #ktdp.memory_space<global>}} : "
-                    f"{qview if kind == 'q' else kview}")
-    body += [f"%sa_vec = tensor.empty() : {vec}", f"%sa_mat = tensor.empty() : {mat}", f"%sa_am = tensor.empty() : {acc}",
-             f"%sa_minit = linalg.fill ins(%sa_ninf : f32) outs(%sa_vec : {vec}) -> {vec}",
-             f"%sa_linit = linalg.fill ins(%sa_zero : f32) outs(%sa_vec : {vec}) -> {vec}",
-             f"%sa_szero = linalg.fill ins(%sa_zero : f32) outs(%sa_mat : {mat}) -> {mat}",
-             f"%sa_azero = linalg.fill ins(%sa_zero : f32) outs(%sa_am : {acc}) -> {acc}"]
-
-    def load(dst: str, v: str, inrow: str, rows: int, blk: str) -> list[str]:
-        """Load `rows` rows of head %sa_h from row `inrow` of the head."""
-        view, base = (qview, "%sa_qbase") if v in "qo" else (kview, "%sa_kbase")
-        if heads_dim:
-            return [f"%{dst}_t = ktdp.construct_access_tile %sa_{v}v[%sa_h, {inrow}, %sa_c0] {{access_tile_order = "
-                    f"#sa_id3, access_tile_set = #{blk}3}} : {view} -> !ktdp.access_tile<1x{rows}x{D}xindex>",
-                    f"%{dst}_3 = ktdp.load %{dst}_t : !ktdp.access_tile<1x{rows}x{D}xindex> -> tensor<1x{rows}x{D}x{dt}>",
-                    f"%{dst} = tensor.collapse_shape %{dst}_3 [[0, 1], [2]] : tensor<1x{rows}x{D}x{dt}> into "
-                    f"tensor<{rows}x{D}x{dt}>"]
-        return [f"%{dst}_r = arith.addi {base}, {inrow} : index",
-                f"%{dst}_t = ktdp.construct_access_tile %sa_{v}v[%{dst}_r, %sa_c0] {{access_tile_order = #sa_id2, "
-                f"access_tile_set = #{blk}}} : {view} -> !ktdp.access_tile<{rows}x{D}xindex>",
-                f"%{dst} = ktdp.load %{dst}_t : !ktdp.access_tile<{rows}x{D}xindex> -> tensor<{rows}x{D}x{dt}>"]
-
-    unit = ["%sa_h = arith.divui %sa_u, %sa_qblocks : index", "%sa_qb = arith.remui %sa_u, %sa_qblocks : index",
-            "%sa_q0 = arith.muli %sa_qb, %sa_bq : index", "%sa_qbase = arith.muli %sa_h, %sa_S : index",
-            "%sa_kbase = arith.muli %sa_h, %sa_L : index"]
-    unit += load("sa_q", "q", "%sa_q0", bq, "sa_qblk")  # resident for the whole KV loop
-    kstart, kend = ("%sa_kstart", "%sa_kstop") if sk > 1 else ("%sa_c0", "%sa_L")
-    if k.causal:  # key blocks up to the last one holding a key <= the block's last query
-        unit += ["%sa_qend = arith.addi %sa_q0, %sa_bq : index", "%sa_nkv = arith.ceildivsi %sa_qend, %sa_bkv : index",
-                 "%sa_kcausal = arith.muli %sa_nkv, %sa_bkv : index"]
-        if sk > 1:  # a split past the causal bound runs no step: its partial is the identity
-            unit.append("%sa_kend = arith.minsi %sa_kcausal, %sa_kstop : index")
-            kend = "%sa_kend"
+    vec, mat, acc = ty.tensor((bq,), ty.F32), ty.tensor((bq, bkv), ty.F32), ty.tensor((bq, D), ty.F32)
+    qt, pt = ty.tensor((bq, D), dt), ty.tensor((bq, bkv), dt)
+    b = Builder()
+    b.note("scheduled by ktir schedule: query blocks over the tiles, Q resident, K/V streamed (see the report)")
+    A = _aliases(b, H, S, L, D, bq, bkv, sk, grid, heads_dim)
+    params = fn.regions[0].blocks[0].arguments
+    with b.func(k.name, [(a.name, a.type) for a in params], grid=[grid]) as args:
+        arg = {a.name[1:]: a for a in args}
+        c = {n: b.index(v, f"sa_{n}") for n, v in
+             (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
+              ("grid", grid))}
+        if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
+            c |= {n: b.index(v, f"sa_{n}") for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))}
+        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sa_zero")
+        ninf = b.constant(_NINF, name="sa_ninf")
+        scale = b.constant(at.FloatAttr(value=m.scale, type=ty.F32), name="sa_scale")
+        (tid,) = b.tile_id(1, ["sa_tid"])
+        views = {}
+        for v, operand in (("q", m.q), ("k", m.k), ("v", m.v), ("o", m.o)):
+            rows, kind = (S, "q") if v in "qo" else (L, "k")
+            sizes, strides, cset = ([H, rows, D], [rows * D, D, 1], f"{kind}all3") if heads_dim else (
+                [H * rows, D], [D, 1], f"{kind}all")
+            views[v] = b.memory_view(arg[operand.arg], sizes, strides, dt, at.MemorySpaceAttr(kind="global"),
+                                     A[cset], name=f"sa_{v}v")
+        e_vec, e_mat, e_acc = b.empty(vec, "sa_vec"), b.empty(mat, "sa_mat"), b.empty(acc, "sa_am")
+        minit, linit = b.fill(ninf, e_vec, "sa_minit"), b.fill(zero, e_vec, "sa_linit")
+        szero, azero = b.fill(zero, e_mat, "sa_szero"), b.fill(zero, e_acc, "sa_azero")
+        if sk > 1:
+            split = b.arith.remui(tid, c["sk"], name="sa_split")
+            grp = b.arith.divui(tid, c["sk"], name="sa_grp")
+            kstart = b.arith.muli(split, c["splitlen"], name="sa_kstart")
+            kstop = b.arith.addi(kstart, c["splitlen"], name="sa_kstop")
+            first = b.cmp("arith.cmpi", "eq", split, c["c0"], name="sa_first")
+            units_loop = b.for_(grp, c["units"], c["groups"], names=["sa_u"])
         else:
-            kend = "%sa_kcausal"
-    carried = ""
-    types = f"{vec}, {vec}, {acc}"
-    if db:
-        unit.append(f"%sa_klast = arith.subi {kend}, %sa_bkv : index")
-        unit += load("sa_k0", "k", kstart, bkv, "sa_kvblk") + load("sa_v0", "v", kstart, bkv, "sa_kvblk")
-        carried = ", %sa_kcur = %sa_k0, %sa_vcur = %sa_v0"
-        types += f", {kvt}, {kvt}"
-    results = "%sa_mf, %sa_lf, %sa_af" + (", %sa_kl, %sa_vl" if db else "")
-    unit.append(f"{results} = scf.for %sa_k0i = {kstart} to {kend} step %sa_bkv iter_args(%sa_m = %sa_minit, "
-                f"%sa_l = %sa_linit, %sa_acc = %sa_azero{carried}) -> ({types}) {{")
-    kv: list[str] = []
-    if db:
-        kv += ["%sa_kn = arith.addi %sa_k0i, %sa_bkv : index", "%sa_kc = arith.minsi %sa_kn, %sa_klast : index"]
-        kv += load("sa_knext", "k", "%sa_kc", bkv, "sa_kvblk") + load("sa_vnext", "v", "%sa_kc", bkv, "sa_kvblk")
-        kblk, vblk = "%sa_kcur", "%sa_vcur"
-    else:
-        kv += load("sa_kb", "k", "%sa_k0i", bkv, "sa_kvblk") + load("sa_vb", "v", "%sa_k0i", bkv, "sa_kvblk")
-        kblk, vblk = "%sa_kb", "%sa_vb"
-    def guard(v: str, mx: str) -> list[str]:
-        """exp(x - max) as 0 where the max is -inf. A KV split may see a row's keys all masked
-        (causal rows before the split's first key): without it exp(-inf + inf) is NaN."""
-        if sk == 1:
-            return [f"  linalg.yield %sa_{v}e : f32"]
-        return [f"  %sa_{v}none = arith.cmpf oeq, {mx}, %sa_ninf : f32",
-                f"  %sa_{v}g = arith.select %sa_{v}none, %sa_zero, %sa_{v}e : f32", f"  linalg.yield %sa_{v}g : f32"]
+            kstart, kstop = c["c0"], c["L"]
+            units_loop = b.for_(tid, c["units"], c["grid"], names=["sa_u"])
+        with units_loop as (u,):
+            h = b.arith.divui(u, c["qblocks"], name="sa_h")
+            qb = b.arith.remui(u, c["qblocks"], name="sa_qb")
+            q0 = b.arith.muli(qb, c["bq"], name="sa_q0")
+            qbase = b.arith.muli(h, c["S"], name="sa_qbase")
+            kbase = b.arith.muli(h, c["L"], name="sa_kbase")
 
-    kv.append(f"%sa_s = linalg.matmul indexing_maps = [#sa_qk_q, #sa_qk_k, #sa_qk_s] ins(%sa_q, {kblk} : {qt}, {kvt}) "
-              f"outs(%sa_szero : {mat}) -> {mat}")
-    kv.append(f"%sa_sm = linalg.generic {{indexing_maps = [#sa_id2, #sa_id2], iterator_types = [\"parallel\", "
-              f"\"parallel\"]}} ins(%sa_s : {mat}) outs(%sa_mat : {mat}) {{")
-    kv.append("^bb0(%sa_x: f32, %sa_o: f32):")
-    kv.append("  %sa_xs = arith.mulf %sa_x, %sa_scale : f32")
-    if k.causal:
-        kv += ["  %sa_i = linalg.index 0 : index", "  %sa_j = linalg.index 1 : index",
-               "  %sa_qi = arith.addi %sa_q0, %sa_i : index", "  %sa_kj = arith.addi %sa_k0i, %sa_j : index",
-               "  %sa_future = arith.cmpi ugt, %sa_kj, %sa_qi : index",
-               "  %sa_r = arith.select %sa_future, %sa_ninf, %sa_xs : f32", "  linalg.yield %sa_r : f32"]
-    else:
-        kv.append("  linalg.yield %sa_xs : f32")
-    kv.append(f"}} -> {mat}")
-    kv += [
-        f"%sa_mnew = linalg.reduce {{ arith.maximumf }} ins(%sa_sm : {mat}) outs(%sa_m : {vec}) dimensions = [1]",
-        f"%sa_p = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
-        f"\"parallel\"]}} ins(%sa_sm, %sa_mnew : {mat}, {vec}) outs(%sa_mat : {mat}) {{",
-        "^bb0(%sa_px: f32, %sa_pm: f32, %sa_po: f32):",
-        "  %sa_pd = arith.subf %sa_px, %sa_pm : f32", "  %sa_pe = math.exp %sa_pd : f32", *guard("p", "%sa_pm"),
-        f"}} -> {mat}",
-        f"%sa_alpha = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1], iterator_types = [\"parallel\"]}} "
-        f"ins(%sa_m, %sa_mnew : {vec}, {vec}) outs(%sa_vec : {vec}) {{",
-        "^bb0(%sa_old: f32, %sa_new: f32, %sa_ao: f32):",
-        "  %sa_ad = arith.subf %sa_old, %sa_new : f32", "  %sa_ae = math.exp %sa_ad : f32", *guard("a", "%sa_new"),
-        f"}} -> {vec}",
-        f"%sa_ls = linalg.mul ins(%sa_l, %sa_alpha : {vec}, {vec}) outs(%sa_vec : {vec}) -> {vec}",
-        f"%sa_lnew = linalg.reduce {{ arith.addf }} ins(%sa_p : {mat}) outs(%sa_ls : {vec}) dimensions = [1]",
-        f"%sa_as = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
-        f"\"parallel\"]}} ins(%sa_acc, %sa_alpha : {acc}, {vec}) outs(%sa_am : {acc}) {{",
-        "^bb0(%sa_aa: f32, %sa_sa: f32, %sa_so: f32):",
-        "  %sa_ar = arith.mulf %sa_aa, %sa_sa : f32", "  linalg.yield %sa_ar : f32",
-        f"}} -> {acc}",
-        f"%sa_ph = arith.truncf %sa_p : {mat} to tensor<{bq}x{bkv}x{dt}>",
-        f"%sa_anew = linalg.matmul ins(%sa_ph, {vblk} : tensor<{bq}x{bkv}x{dt}>, {kvt}) outs(%sa_as : {acc}) -> {acc}",
-        "scf.yield %sa_mnew, %sa_lnew, %sa_anew" + (", %sa_knext, %sa_vnext" if db else "") + f" : {types}",
-    ]
-    unit += ["  " + s for s in kv] + ["}"]
-    if sk > 1:
-        unit += _combine(vec, acc)
-        out, tail = ["%sa_mt", "%sa_lt", "%sa_at"], []
-        unit.append("scf.if %sa_first {")
-    else:
-        out = ["%sa_mf", "%sa_lf", "%sa_af"]
-    tail = [
-        f"%sa_out = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2], iterator_types = [\"parallel\", "
-        f"\"parallel\"]}} ins({out[2]}, {out[1]} : {acc}, {vec}) outs(%sa_am : {acc}) {{",
-        "^bb0(%sa_oa: f32, %sa_od: f32, %sa_oo: f32):",
-        "  %sa_or = arith.divf %sa_oa, %sa_od : f32", "  linalg.yield %sa_or : f32",
-        f"}} -> {acc}",
-        f"%sa_oh = arith.truncf %sa_out : {acc} to {qt}",
-    ]
+            def load(dst: str, v: str, inrow: Value, rows: int, blk: str) -> Value:
+                """Load `rows` rows of head %sa_h from row `inrow` of the head."""
+                if heads_dim:
+                    t = b.access_tile(views[v], [h, inrow, c["c0"]], A[f"{blk}3"], [1, rows, D], A["id3"],
+                                      name=f"{dst}_t")
+                    x3 = b.load(t, dt, name=f"{dst}_3")
+                    return b.collapse_shape(x3, [[0, 1], [2]], ty.tensor((rows, D), dt), name=dst)
+                r = b.arith.addi(qbase if v in "qo" else kbase, inrow, name=f"{dst}_r")
+                t = b.access_tile(views[v], [r, c["c0"]], A[blk], [rows, D], A["id2"], name=f"{dst}_t")
+                return b.load(t, dt, name=dst)
+
+            q = load("sa_q", "q", q0, bq, "qblk")  # resident for the whole KV loop
+            kend = kstop
+            if k.causal:  # key blocks up to the last one holding a key <= the block's last query
+                qend = b.arith.addi(q0, c["bq"], name="sa_qend")
+                nkv = b.arith.ceildivsi(qend, c["bkv"], name="sa_nkv")
+                kend = b.arith.muli(nkv, c["bkv"], name="sa_kcausal")
+                if sk > 1:  # a split past the causal bound runs no step: its partial is the identity
+                    kend = b.arith.minsi(kend, kstop, name="sa_kend")
+            inits, names, results = [minit, linit, azero], ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
+            if db:
+                klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
+                inits += [load("sa_k0", "k", kstart, bkv, "kvblk"), load("sa_v0", "v", kstart, bkv, "kvblk")]
+                names += ["sa_kcur", "sa_vcur"]
+                results += ["sa_kl", "sa_vl"]
+            with b.for_(kstart, kend, c["bkv"], inits, names=names, results=results) as (k0i, m_, l_, acc_, *cur):
+                if db:
+                    kn = b.arith.addi(k0i, c["bkv"], name="sa_kn")
+                    kc = b.arith.minsi(kn, klast, name="sa_kc")
+                    nxt = [load("sa_knext", "k", kc, bkv, "kvblk"), load("sa_vnext", "v", kc, bkv, "kvblk")]
+                    kblk, vblk = cur
+                else:
+                    kblk, vblk = load("sa_kb", "k", k0i, bkv, "kvblk"), load("sa_vb", "v", k0i, bkv, "kvblk")
+                    nxt = []
+                s_ = b.dps("linalg.matmul", [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
+                           name="sa_s")
+                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, ["sa_x", "sa_o"], "sa_sm") as (x, _):
+                    xs = b.arith.mulf(x, scale, name="sa_xs")
+                    if k.causal:
+                        i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name="sa_i")
+                        j = b.linalg.index(dim=at.IntegerAttr(value=1, type=ty.I64), name="sa_j")
+                        qi = b.arith.addi(q0, i, name="sa_qi")
+                        kj = b.arith.addi(k0i, j, name="sa_kj")
+                        future = b.cmp("arith.cmpi", "ugt", kj, qi, name="sa_future")
+                        xs = b.arith.select(future, ninf, xs, name="sa_r")
+                    b.yield_(xs, op="linalg.yield")
+                (sm,) = b.last_results
+
+                def guard(v: str, e: Value, mx: Value) -> None:
+                    """exp(x - max) as 0 where the max is -inf. A KV split may see a row's keys all masked
+                    (causal rows before the split's first key): without it exp(-inf + inf) is NaN."""
+                    if sk > 1:
+                        none = b.cmp("arith.cmpf", "oeq", mx, ninf, name=f"sa_{v}none")
+                        e = b.arith.select(none, zero, e, name=f"sa_{v}g")
+                    b.yield_(e, op="linalg.yield")
+
+                mnew = b.reduce("arith.maximumf", [sm], [m_], [1], name="sa_mnew")
+                with b.generic([sm, mnew], [e_mat], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
+                               ["sa_px", "sa_pm", "sa_po"], "sa_p") as (px, pm, _):
+                    pe = b.math.exp(b.arith.subf(px, pm, name="sa_pd"), name="sa_pe")
+                    guard("p", pe, pm)
+                (p_,) = b.last_results
+                with b.generic([m_, mnew], [e_vec], [A["id1"]] * 3, ["parallel"], ["sa_old", "sa_new", "sa_ao"],
+                               "sa_alpha") as (old, new, _):
+                    ae = b.math.exp(b.arith.subf(old, new, name="sa_ad"), name="sa_ae")
+                    guard("a", ae, new)
+                (alpha,) = b.last_results
+                ls = b.dps("linalg.mul", [l_, alpha], [e_vec], name="sa_ls")
+                lnew = b.reduce("arith.addf", [p_], [ls], [1], name="sa_lnew")
+                with b.generic([acc_, alpha], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
+                               ["sa_aa", "sa_sa", "sa_so"], "sa_as") as (aa, sa, _):
+                    b.yield_(b.arith.mulf(aa, sa, name="sa_ar"), op="linalg.yield")
+                (as_,) = b.last_results
+                ph = b.arith.truncf(p_, result_types=[pt], name="sa_ph")
+                anew = b.dps("linalg.matmul", [ph, vblk], [as_], name="sa_anew")
+                b.yield_(mnew, lnew, anew, *nxt)
+            mf, lf, af_ = b.last_results[:3]
+            if sk > 1:
+                out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
+                with b.if_(first):
+                    _store(b, A, views["o"], out, e_acc, qt, h, q0, qbase, c["c0"], heads_dim)
+            else:
+                _store(b, A, views["o"], (mf, lf, af_), e_acc, qt, h, q0, qbase, c["c0"], heads_dim)
+        b.func_return()
+    return located(b.module, f"{k.name}.scheduled.ktir")
+
+
+def _store(b: Builder, A: dict[str, at.AttrAliasRef], ov: Value, state: tuple[Value, ...], e_acc: Value,
+           qt: ty.TensorType, h: Value, q0: Value, qbase: Value, c0: Value, heads_dim: bool) -> None:
+    """O = acc / l, rounded and stored as the query block."""
+    _, lsum, acc = state
+    bq, D = (int(n or 0) for n in qt.shape)
+    with b.generic([acc, lsum], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
+                   ["sa_oa", "sa_od", "sa_oo"], "sa_out") as (oa, od, _):
+        b.yield_(b.arith.divf(oa, od, name="sa_or"), op="linalg.yield")
+    (out,) = b.last_results
+    oh = b.arith.truncf(out, result_types=[qt], name="sa_oh")
     if heads_dim:
-        tail += [f"%sa_o3 = tensor.expand_shape %sa_oh [[0, 1], [2]] output_shape [1, {bq}, {D}] : {qt} into "
-                 f"tensor<1x{bq}x{D}x{dt}>",
-                 f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_h, %sa_q0, %sa_c0] {{access_tile_order = #sa_id3, "
-                 f"access_tile_set = #sa_qblk3}} : {qview} -> !ktdp.access_tile<1x{bq}x{D}xindex>",
-                 f"ktdp.store %sa_o3, %sa_to : tensor<1x{bq}x{D}x{dt}>, !ktdp.access_tile<1x{bq}x{D}xindex>"]
+        o3 = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((1, bq, D), qt.element_type), name="sa_o3")
+        to = b.access_tile(ov, [h, q0, c0], A["qblk3"], [1, bq, D], A["id3"], name="sa_to")
+        b.store(o3, to)
     else:
-        tail += ["%sa_qrow = arith.addi %sa_qbase, %sa_q0 : index",
-                 f"%sa_to = ktdp.construct_access_tile %sa_ov[%sa_qrow, %sa_c0] {{access_tile_order = #sa_id2, "
-                 f"access_tile_set = #sa_qblk}} : {qview} -> !ktdp.access_tile<{bq}x{D}xindex>",
-                 f"ktdp.store %sa_oh, %sa_to : {qt}, !ktdp.access_tile<{bq}x{D}xindex>"]
-    unit += ["  " + s for s in tail] + ["}"] if sk > 1 else tail
-    if sk > 1:
-        body += ["%sa_split = arith.remui %sa_tid, %sa_sk : index", "%sa_grp = arith.divui %sa_tid, %sa_sk : index",
-                 "%sa_kstart = arith.muli %sa_split, %sa_splitlen : index",
-                 "%sa_kstop = arith.addi %sa_kstart, %sa_splitlen : index",
-                 "%sa_first = arith.cmpi eq, %sa_split, %sa_c0 : index",
-                 "scf.for %sa_u = %sa_grp to %sa_units step %sa_groups {"]
-    else:
-        body.append("scf.for %sa_u = %sa_tid to %sa_units step %sa_grid {")
-    body += ["  " + s for s in unit] + ["}", "func.return"]
-    lines += ["  " + s for s in body] + ["}", ""]
-    return parse("\n".join(lines), f"{k.name}.scheduled.ktir")
+        qrow = b.arith.addi(qbase, q0, name="sa_qrow")
+        to = b.access_tile(ov, [qrow, c0], A["qblk"], [bq, D], A["id2"], name="sa_to")
+        b.store(oh, to)
 
 
-def _combine(vec: str, acc: str) -> list[str]:
+def _combine(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...],
+             identity: tuple[Value, ...]) -> tuple[Value, ...]:
     """Add the KV splits' online-softmax states (m, l, acc) on the group's first tile.
 
     Two states combine as m = max(m1, m2), l = l1 e1 + l2 e2, acc = acc1 e1 + acc2 e2 with
     ei = exp(mi - m), taken as 0 where mi is -inf (a split that saw no key of the row, or
     the identity), so that the identity (-inf, 0, 0) is neutral and no exp(-inf + inf) occurs.
     """
-    types = f"{vec}, {vec}, {acc}"
-    fut = f"!ktdp.tile_future<({types}), groups = #sa_groups>"
+    vec, acc = state[0].type, state[2].type
+    fut = ty.TileFutureType(partial_types=tuple(v.type for v in state), groups=A["groups"])
+    with b.produce(A["split_group"], fut, "sa_gid", "sa_fut"):
+        b.yield_(*state, op="ktdp.yield_partial")
+    (f,) = b.last_results
+    with b.reduce_tiles(f, A["split_first"], identity, ["sa_m1", "sa_l1", "sa_a1", "sa_m2", "sa_l2", "sa_a2"],
+                        ["sa_mt", "sa_lt", "sa_at"]) as (m1, l1, a1, m2, l2, a2):
+        czero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sa_czero")
+        cninf = b.constant(_NINF, name="sa_cninf")
+        cv = b.empty(vec, "sa_cv")  # type: ignore[arg-type]
+        ca = b.empty(acc, "sa_ca")  # type: ignore[arg-type]
+        cm = b.arith.maximumf(m1, m2, name="sa_cm")
 
-    def factor(i: int) -> list[str]:
-        return [
-            f"  %sa_c{i} = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1], iterator_types = [\"parallel\"]}} "
-            f"ins(%sa_m{i}, %sa_cm : {vec}, {vec}) outs(%sa_cv : {vec}) {{",
-            f"  ^bb0(%sa_x{i}: f32, %sa_y{i}: f32, %sa_o{i}: f32):",
-            f"    %sa_d{i} = arith.subf %sa_x{i}, %sa_y{i} : f32", f"    %sa_e{i} = math.exp %sa_d{i} : f32",
-            f"    %sa_none{i} = arith.cmpf oeq, %sa_x{i}, %sa_cninf : f32",
-            f"    %sa_f{i} = arith.select %sa_none{i}, %sa_czero, %sa_e{i} : f32", f"    linalg.yield %sa_f{i} : f32",
-            f"  }} -> {vec}"]
+        def factor(i: int, mi: Value) -> Value:
+            with b.generic([mi, cm], [cv], [A["id1"]] * 3, ["parallel"], [f"sa_x{i}", f"sa_y{i}", f"sa_o{i}"],
+                           f"sa_c{i}") as (x, y, _):
+                e = b.math.exp(b.arith.subf(x, y, name=f"sa_d{i}"), name=f"sa_e{i}")
+                none = b.cmp("arith.cmpf", "oeq", x, cninf, name=f"sa_none{i}")
+                b.yield_(b.arith.select(none, czero, e, name=f"sa_f{i}"), op="linalg.yield")
+            return b.last_results[0]
 
-    return [
-        f"%sa_fut = ktdp.inter_tile_produce producer_tiles_per_group = #sa_split_group -> {fut} {{",
-        "^bb0(%sa_gid: index):",
-        f"  ktdp.yield_partial %sa_mf, %sa_lf, %sa_af : {types}",
-        "}",
-        f"%sa_mt, %sa_lt, %sa_at = ktdp.inter_tile_reduce(%sa_fut) consumer_tiles_per_group = #sa_split_first, "
-        f"identity(%sa_minit, %sa_linit, %sa_azero : {types}) : {fut} -> {types} {{",
-        f"^bb0(%sa_m1: {vec}, %sa_l1: {vec}, %sa_a1: {acc}, %sa_m2: {vec}, %sa_l2: {vec}, %sa_a2: {acc}):",
-        "  %sa_czero = arith.constant 0.0 : f32", "  %sa_cninf = arith.constant 0xFF800000 : f32",
-        f"  %sa_cv = tensor.empty() : {vec}", f"  %sa_ca = tensor.empty() : {acc}",
-        f"  %sa_cm = arith.maximumf %sa_m1, %sa_m2 : {vec}",
-        *factor(1), *factor(2),
-        f"  %sa_cl = linalg.generic {{indexing_maps = [#sa_id1, #sa_id1, #sa_id1, #sa_id1, #sa_id1], "
-        f"iterator_types = [\"parallel\"]}} ins(%sa_l1, %sa_c1, %sa_l2, %sa_c2 : {vec}, {vec}, {vec}, {vec}) "
-        f"outs(%sa_cv : {vec}) {{",
-        "  ^bb0(%sa_p1: f32, %sa_q1: f32, %sa_p2: f32, %sa_q2: f32, %sa_po: f32):",
-        "    %sa_r1 = arith.mulf %sa_p1, %sa_q1 : f32", "    %sa_r2 = arith.mulf %sa_p2, %sa_q2 : f32",
-        "    %sa_rs = arith.addf %sa_r1, %sa_r2 : f32", "    linalg.yield %sa_rs : f32",
-        f"  }} -> {vec}",
-        f"  %sa_cacc = linalg.generic {{indexing_maps = [#sa_id2, #sa_row, #sa_id2, #sa_row, #sa_id2], "
-        f"iterator_types = [\"parallel\", \"parallel\"]}} ins(%sa_a1, %sa_c1, %sa_a2, %sa_c2 : {acc}, {vec}, {acc}, "
-        f"{vec}) outs(%sa_ca : {acc}) {{",
-        "  ^bb0(%sa_u1: f32, %sa_v1: f32, %sa_u2: f32, %sa_v2: f32, %sa_uo: f32):",
-        "    %sa_w1 = arith.mulf %sa_u1, %sa_v1 : f32", "    %sa_w2 = arith.mulf %sa_u2, %sa_v2 : f32",
-        "    %sa_ws = arith.addf %sa_w1, %sa_w2 : f32", "    linalg.yield %sa_ws : f32",
-        f"  }} -> {acc}",
-        f"  ktdp.yield_reduced %sa_cm, %sa_cl, %sa_cacc : {types}",
-        "}",
-    ]
+        c1, c2 = factor(1, m1), factor(2, m2)
+
+        def weighted(name: str, maps: list[at.AttrAliasRef], ins: list[Value], out: Value, args: str, r: str) -> Value:
+            """sum of x_i y_i over the two splits, elementwise."""
+            with b.generic(ins, [out], maps, ["parallel"] * len(out.type.shape),  # type: ignore[attr-defined]
+                           [f"sa_{a}" for a in args.split()], name) as (x1, y1, x2, y2, _):
+                r1 = b.arith.mulf(x1, y1, name=f"sa_{r}1")
+                r2 = b.arith.mulf(x2, y2, name=f"sa_{r}2")
+                b.yield_(b.arith.addf(r1, r2, name=f"sa_{r}s"), op="linalg.yield")
+            return b.last_results[0]
+
+        cl = weighted("sa_cl", [A["id1"]] * 5, [l1, c1, l2, c2], cv, "p1 q1 p2 q2 po", "r")
+        cacc = weighted("sa_cacc", [A["id2"], A["row"], A["id2"], A["row"], A["id2"]], [a1, c1, a2, c2], ca,
+                        "u1 v1 u2 v2 uo", "w")
+        b.yield_(cm, cl, cacc, op="ktdp.yield_reduced")
+    return tuple(b.last_results)
 
 
 def attention_text(heads: int, seq: int, head_dim: int, dtype: str = "f16", causal: bool = True,
@@ -446,6 +437,8 @@ def attention_text(heads: int, seq: int, head_dim: int, dtype: str = "f16", caus
                              name=name)
     q, k, v, o = (Operand(f"{n}_ptr", dtype, 2, q_shape if n in "qo" else kv_shape) for n in "qkvo")
     match = AttentionMatch(kernel, q, k, v, o, scale=head_dim ** -0.5)
-    stub = parse(f"func.func @{name}({', '.join(f'%{v}_ptr: index' for v in 'qkvo')}) {{\n  func.return\n}}\n",
-                 "stub").functions()[0]
+    sb = Builder()
+    with sb.func(name, [(f"{v}_ptr", ty.INDEX) for v in "qkvo"]):
+        sb.func_return()
+    stub = sb.module.operations[0]
     return print_module(emit_attention(match, stub, {"bq": seq, "bkv": L, "db": 0}, 1, heads_dim=heads > 1))

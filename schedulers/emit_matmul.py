@@ -10,14 +10,18 @@ leaves the view) while the matmul consumes the blocks loaded one step earlier.
 
 from __future__ import annotations
 
-from ktir.ir.operation import Module, Operation
-from ktir.syntax.parser import parse
-from ktir.syntax.printer import type_text
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
-from .emit_shared import emit_shared, global_view, store_c_block
+from ktir.builder import Builder, Value, located
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.operation import Module, Operation
+
+from .emit_shared import arguments, emit_shared, global_view, store_c_block
 from .kernels import MatmulKernel
+from .sets import box, projection, scalar
 from .spaces import SHARED
-from .text import box
 
 
 def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
@@ -25,92 +29,85 @@ def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
         return emit_shared(k, fn, p)
     gm, gn, bm, bn, bk, order, db = (p[n] for n in ("gm", "gn", "bm", "bn", "bk", "order", "db"))
     M, N, K = k.M, k.N, k.K
-    ta, tb, tc = k.a.dtype, k.b.dtype, k.c.dtype
+    ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
     a_res, b_res = order == 1, order == 2
-    acc = f"tensor<{bm}x{bn}xf32>"
-    a_blk, b_blk = f"tensor<{bm}x{bk}x{ta}>", f"tensor<{bk}x{bn}x{tb}>"
-    args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
-    lines = [
-        "// scheduled by ktir schedule: see the report for the schedule and its cost",
-        box("sched_a", M, K), box("sched_b", K, N), box("sched_c", M, N),
-        box("sched_ablk", bm, bk), box("sched_bblk", bk, bn), box("sched_cblk", bm, bn),
-        *([box("sched_ares", bm, K)] if a_res else []), *([box("sched_bres", K, bn)] if b_res else []),
-        "#sched_id2 = affine_map<(d0, d1) -> (d0, d1)>",
-        f"func.func @{k.name}({args}) attributes {{grid = [{gm}, {gn}]}} {{",
-    ]
-    body: list[str] = []
-    const = {"0": 0, "bm": bm, "bn": bn, "bk": bk, "M": M, "N": N, "K": K, "mstep": gm * bm, "nstep": gn * bn,
-             "klast": K - bk}
-    for name, value in const.items():
-        body.append(f"%sc_{name} = arith.constant {value} : index")
-    body.append("%sc_zero = arith.constant 0.0 : f32")
-    body.append("%sc_ti, %sc_tj = ktdp.get_compute_tile_id : index, index")
-    for v, operand, (r, c) in (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N))):
-        body += global_view(v, operand, r, c)
-    body.append("%sc_m0 = arith.muli %sc_ti, %sc_bm : index")
-    body.append("%sc_n0 = arith.muli %sc_tj, %sc_bn : index")
+    acc_t = ty.tensor((bm, bn), ty.F32)
+    b = Builder()
+    b.note("scheduled by ktir schedule: see the report for the schedule and its cost")
+    sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, bk), "bblk": box(bk, bn),
+            "cblk": box(bm, bn), **({"ares": box(bm, K)} if a_res else {}), **({"bres": box(K, bn)} if b_res else {}),
+            "id2": projection(2)}
+    A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
+    with b.func(k.name, arguments(b, fn), grid=[gm, gn]) as params:
+        arg = {a.name[1:]: a for a in params}
+        c = {n: b.index(v, f"sc_{n}") for n, v in
+             {"0": 0, "bm": bm, "bn": bn, "bk": bk, "M": M, "N": N, "K": K, "mstep": gm * bm, "nstep": gn * bn,
+              "klast": K - bk}.items()}
+        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
+        ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
+        views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
+                 (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
+        m0 = b.arith.muli(ti, c["bm"], name="sc_m0")
+        n0 = b.arith.muli(tj, c["bn"], name="sc_n0")
 
-    def tile(dst: str, view: str, i: str, j: str, rows: int, cols: int, t: str, blk: str) -> list[str]:
-        return [f"%{dst}_t = ktdp.construct_access_tile %sc_{view}[{i}, {j}] {{access_tile_order = #sched_id2, "
-                f"access_tile_set = #{blk}}} : memref<{'x'.join(map(str, _view_shape(view, M, N, K)))}x{t}> "
-                f"-> !ktdp.access_tile<{rows}x{cols}xindex>",
-                f"%{dst} = ktdp.load %{dst}_t : !ktdp.access_tile<{rows}x{cols}xindex> -> tensor<{rows}x{cols}x{t}>"]
+        def tile(dst: str, view: str, i: Value, j: Value, rows: int, cols: int, t: ty.Type, blk: str) -> Value:
+            at_ = b.access_tile(views[view], [i, j], A[blk], [rows, cols], A["id2"], name=f"{dst}_t")
+            return b.load(at_, t, name=dst)
 
-    def get_a(dst: str, kv: str) -> list[str]:
+        def m_loop() -> AbstractContextManager[tuple[Value, ...]]:
+            return b.for_(m0, c["M"], c["mstep"], names=["sc_m"])
+
+        def n_loop() -> AbstractContextManager[tuple[Value, ...]]:
+            return b.for_(n0, c["N"], c["nstep"], names=["sc_n"])
+
+        with (n_loop() if b_res else m_loop()) as (outer,):
+            resident = None
+            if b_res:
+                resident = tile("sc_bres", "b", c["0"], outer, K, bn, tb, "bres")
+            elif a_res:
+                resident = tile("sc_ares", "a", outer, c["0"], bm, K, ta, "ares")
+            with (m_loop() if b_res else n_loop()) as (inner,):
+                m, n = (inner, outer) if b_res else (outer, inner)
+                _block(b, A, c, tile, resident, m, n, zero, acc_t, (a_res, b_res, bool(db)), (bm, bn, bk), (ta, tb))
+                store_c_block(b, A, views["c"], b.last_results[0], m, n, tc)
+        b.func_return()
+    return located(b.module, f"{k.name}.scheduled.ktir")
+
+
+def _block(b: Builder, A: dict[str, at.AttrAliasRef], c: dict[str, Value], tile: Callable[..., Value],
+           resident: Value | None, m: Value, n: Value, zero: Value, acc_t: ty.TensorType,
+           flags: tuple[bool, bool, bool], blocks: tuple[int, int, int], types: tuple[ty.Type, ty.Type]) -> None:
+    """One output block: the K loop (carrying the prefetched blocks with double buffering)."""
+    a_res, b_res, db = flags
+    bm, bn, bk = blocks
+    ta, tb = types
+
+    def get_a(dst: str, kv: Value) -> Value:
         if a_res:
-            return [f"%{dst} = tensor.extract_slice %sc_ares[0, {kv}] [{bm}, {bk}] [1, 1] : tensor<{bm}x{K}x{ta}> to {a_blk}"]
-        return tile(dst, "a", "%sc_m", kv, bm, bk, ta, "sched_ablk")
+            assert resident is not None
+            return b.extract_slice(resident, [0, kv], [bm, bk], name=dst)
+        return tile(dst, "a", m, kv, bm, bk, ta, "ablk")
 
-    def get_b(dst: str, kv: str) -> list[str]:
+    def get_b(dst: str, kv: Value) -> Value:
         if b_res:
-            return [f"%{dst} = tensor.extract_slice %sc_bres[{kv}, 0] [{bk}, {bn}] [1, 1] : tensor<{K}x{bn}x{tb}> to {b_blk}"]
-        return tile(dst, "b", kv, "%sc_n", bk, bn, tb, "sched_bblk")
+            assert resident is not None
+            return b.extract_slice(resident, [kv, 0], [bk, bn], name=dst)
+        return tile(dst, "b", kv, n, bk, bn, tb, "bblk")
 
-    block: list[str] = [f"%sc_e = tensor.empty() : {acc}",
-                        f"%sc_init = linalg.fill ins(%sc_zero : f32) outs(%sc_e : {acc}) -> {acc}"]
-    carried = [("a", a_blk)] if db and not a_res else []
-    carried += [("b", b_blk)] if db and not b_res else []
-    for v, _ in carried:
-        block += (get_a if v == "a" else get_b)(f"sc_{v}0", "%sc_0")
-    inits = ", ".join(["%sc_sum = %sc_init"] + [f"%sc_{v}cur = %sc_{v}0" for v, _ in carried])
-    results = ", ".join(["%sc_acc"] + [f"%sc_{v}last" for v, _ in carried])
-    types = ", ".join([acc] + [t for _, t in carried])
-    block.append(f"{results} = scf.for %sc_k = %sc_0 to %sc_K step %sc_bk iter_args({inits}) -> ({types}) {{")
-    kbody: list[str] = []
-    if carried:
-        kbody += ["%sc_kn = arith.addi %sc_k, %sc_bk : index", "%sc_kc = arith.minsi %sc_kn, %sc_klast : index"]
-    operands = {}
-    for v, getter in (("a", get_a), ("b", get_b)):
-        if any(v == c for c, _ in carried):
-            kbody += getter(f"sc_{v}next", "%sc_kc")
-            operands[v] = f"%sc_{v}cur"
-        else:
-            kbody += getter(f"sc_{v}blk", "%sc_k")
-            operands[v] = f"%sc_{v}blk"
-    kbody.append(f"%sc_prod = linalg.matmul ins({operands['a']}, {operands['b']} : {a_blk}, {b_blk}) "
-                 f"outs(%sc_sum : {acc}) -> {acc}")
-    yields = ", ".join(["%sc_prod"] + [f"%sc_{v}next" for v, _ in carried])
-    kbody.append(f"scf.yield {yields} : {types}")
-    block += ["  " + s for s in kbody] + ["}"]
-    block += store_c_block(acc, bm, bn, tc, M, N)
-
-    m_loop = "scf.for %sc_m = %sc_m0 to %sc_M step %sc_mstep {"
-    n_loop = "scf.for %sc_n = %sc_n0 to %sc_N step %sc_nstep {"
-    if b_res:
-        outer, inner = n_loop, m_loop
-        hoist = tile("sc_bres", "b", "%sc_0", "%sc_n", K, bn, tb, "sched_bres")
-    else:
-        outer, inner = m_loop, n_loop
-        hoist = tile("sc_ares", "a", "%sc_m", "%sc_0", bm, K, ta, "sched_ares") if a_res else []
-    body.append(outer)
-    body += ["  " + s for s in hoist]
-    body.append("  " + inner)
-    body += ["    " + s for s in block]
-    body += ["  }", "}", "func.return"]
-    lines += ["  " + s for s in body] + ["}", ""]
-    text = "\n".join(lines)
-    return parse(text, f"{k.name}.scheduled.ktir")
-
-
-def _view_shape(view: str, M: int, N: int, K: int) -> tuple[int, int]:
-    return {"a": (M, K), "b": (K, N), "c": (M, N)}[view]
+    getters = {"a": get_a, "b": get_b}
+    init = b.fill(zero, b.empty(acc_t, "sc_e"), "sc_init")
+    carried = [v for v, res in (("a", a_res), ("b", b_res)) if db and not res]
+    inits = [init] + [getters[v](f"sc_{v}0", c["0"]) for v in carried]
+    with b.for_(c["0"], c["K"], c["bk"], inits, names=["sc_k", "sc_sum"] + [f"sc_{v}cur" for v in carried],
+                results=["sc_acc"] + [f"sc_{v}last" for v in carried]) as (kv, acc, *cur):
+        if carried:
+            kc = b.arith.minsi(b.arith.addi(kv, c["bk"], name="sc_kn"), c["klast"], name="sc_kc")
+        now, nxt = {}, []
+        for v in ("a", "b"):
+            if v in carried:
+                nxt.append(getters[v](f"sc_{v}next", kc))
+                now[v] = cur[carried.index(v)]
+            else:
+                now[v] = getters[v](f"sc_{v}blk", kv)
+        prod = b.dps("linalg.matmul", [now["a"], now["b"]], [acc], name="sc_prod")
+        b.yield_(prod, *nxt)

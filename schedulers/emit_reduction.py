@@ -18,7 +18,7 @@ from ktir.builder import Builder, Value
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
+from ktir.ir.operation import Module, Operation
 
 from .dependence import where
 from .emit_natural import INDEX, Placer
@@ -131,7 +131,7 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
         for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
             if where_ == "top":
                 pl.place(op, copy)
-        lo = b.create("arith.muli", [tid, b.constant(bb, INDEX)], [INDEX])[0]
+        lo = b.arith.muli(tid, b.constant(bb, INDEX))
         with b.for_(lo, b.constant(E, INDEX), b.constant(gg * bb, INDEX), [Value(plan.init, acc_t)]) as (iv, acc):
             pl.ivs[c] = iv
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
@@ -140,16 +140,11 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
             b.yield_(Value(pl.copies[pl.orig.index(r)].results[0], acc_t))
         (partial,) = b.last_results
         total = _combine(b, partial, Value(plan.init, acc_t), gg, COMBINERS[plan.combiner][1])
-        first = b.create("arith.cmpi", [tid, b.constant(0, INDEX)], [ty.I1],
-                         {"predicate": at.IntegerAttr(value=0, type=ty.I64)})[0]
-        then = Block()
-        b.append(Operation(name="scf.if", operands=[first.name], operand_types=[ty.I1],
-                           regions=[Region(blocks=[then]), Region(blocks=[])]))  # no else
-        with b.insert_into(then):
+        first = b.cmp("arith.cmpi", "eq", tid, b.constant(0, INDEX))
+        with b.if_(first):
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
                 if where_ == "tail":
                     pl.place(op, copy, {r.results[0]: total.name})
-            b.create("scf.yield", [], [])
         b.func_return()
     return pl.finish([gg])
 
@@ -171,21 +166,14 @@ def _combine(b: Builder, partial: Value, identity: Value, tiles: int, named: str
     first = af.IntegerSet(num_dims=1, num_symbols=1, constraints=(af.constraint(d0 - s0 * tiles, "==", af.const(0)),))
     one = af.IntegerSet(num_dims=1, num_symbols=0, constraints=(af.constraint(d0, "==", af.const(0)),))
     fut_t = ty.TileFutureType(partial_types=(t,), groups=at.IntegerSetAttr(value=one))
-    gid = BlockArgument(name=b.fresh("gid"), type=INDEX)
-    produce = Block(arguments=[gid])
-    with b.insert_into(produce):
-        b.create("ktdp.yield_partial", [partial], [])
-    (fut,) = b.create("ktdp.inter_tile_produce", [], [fut_t], {"producer_tiles_per_group": at.IntegerSetAttr(value=everyone)},
-                      [Region(blocks=[produce])])
-    lhs, rhs = (BlockArgument(name=b.fresh(n), type=t) for n in ("l", "r"))
-    combine = Block(arguments=[lhs, rhs])
-    with b.insert_into(combine):
-        seg = at.DenseArrayAttr(element_type=ty.I32, values=(2, 1))
-        (both,) = b.create(named, [Value(lhs.name, t), Value(rhs.name, t), Value(lhs.name, t)], [t],
-                           {"operandSegmentSizes": seg})
-        b.create("ktdp.yield_reduced", [both], [])
-    (total,) = b.create("ktdp.inter_tile_reduce", [fut, identity], [t],
-                        {"consumer_tiles_per_group": at.IntegerSetAttr(value=first)}, [Region(blocks=[combine])])
+    with b.produce(everyone, fut_t):
+        b.yield_(partial, op="ktdp.yield_partial")
+    (fut,) = b.last_results
+    args = [b.fresh("l"), b.fresh("r")]
+    both_name, total_name = b.fresh(), b.fresh()  # numbered in the order the ops are written
+    with b.reduce_tiles(fut, first, [identity], args, [total_name]) as (lhs, rhs):
+        b.yield_(b.dps(named, [lhs, rhs], [lhs], name=both_name), op="ktdp.yield_reduced")
+    (total,) = b.last_results
     return total
 
 

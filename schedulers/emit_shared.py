@@ -13,59 +13,50 @@ next part of the distributed view.
 
 from __future__ import annotations
 
+from ktir.builder import Builder, Value, located
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
-from ktir.syntax.parser import parse
-from ktir.syntax.printer import type_text
 
 from .kernels import MatmulKernel, Operand
+from .sets import band, box, group_tiles, projection, scalar
 from .spaces import SHARED_STREAM
 
-
-def _set(name: str, r0: int, r1: int, cols: int) -> str:
-    low = f"d0 - {r0} >= 0" if r0 else "d0 >= 0"
-    return f"#{name} = affine_set<(d0, d1) : ({low}, -d0 + {r1 - 1} >= 0, d1 >= 0, -d1 + {cols - 1} >= 0)>"
+Aliases = dict[str, at.AttrAliasRef]
+GLOBAL = at.MemorySpaceAttr(kind="global")
 
 
-def store_c_block(acc: str, bm: int, bn: int, tc: str, M: int, N: int) -> list[str]:
-    """Lines storing the f32 accumulator `%sc_acc` (type `acc`) as the bm x bn block of C at
-    (`%sc_m`, `%sc_n`), rounded to C's element type `tc` first when that is narrower."""
-    lines, out = [], "%sc_acc"
-    if tc != "f32":
-        lines.append(f"%sc_res = arith.truncf %sc_acc : {acc} to tensor<{bm}x{bn}x{tc}>")
-        out = "%sc_res"
-    lines.append(f"%sc_tc = ktdp.construct_access_tile %sc_c[%sc_m, %sc_n] {{access_tile_order = #sched_id2, "
-                 f"access_tile_set = #sched_cblk}} : memref<{M}x{N}x{tc}> -> !ktdp.access_tile<{bm}x{bn}xindex>")
-    lines.append(f"ktdp.store {out}, %sc_tc : tensor<{bm}x{bn}x{tc}>, !ktdp.access_tile<{bm}x{bn}xindex>")
-    return lines
+def store_c_block(b: Builder, A: Aliases, c: Value, acc: Value, m: Value, n: Value, tc: ty.Type) -> None:
+    """Store the f32 accumulator `acc` as the block of C at (`m`, `n`) (`#sched_cblk`), rounded
+    to C's element type `tc` first when that is narrower."""
+    shape = acc.type.shape  # type: ignore[attr-defined]
+    out = acc
+    if tc != ty.F32:
+        out = b.arith.truncf(acc, result_types=[ty.tensor(shape, tc)], name="sc_res")
+    tile = b.access_tile(c, [m, n], A["cblk"], list(shape), A["id2"], name="sc_tc")
+    b.store(out, tile)
 
 
-def global_view(v: str, operand: Operand, rows: int, cols: int) -> list[str]:
+def global_view(b: Builder, A: Aliases, arg: Value, v: str, operand: Operand, rows: int, cols: int) -> Value:
     """The global view `%sc_{v}` of an operand, with the input view's strides and offset."""
-    ptr = f"%{operand.arg}"
-    lines = []
+    ptr = arg
     if operand.offset:
-        lines = [f"%sc_{v}off = arith.constant {operand.offset} : index",
-                 f"%sc_{v}ptr = arith.addi %{operand.arg}, %sc_{v}off : index"]
-        ptr = f"%sc_{v}ptr"
-    strides = ", ".join(map(str, operand.layout))
-    return lines + [f"%sc_{v} = ktdp.construct_memory_view {ptr}, sizes: [{rows}, {cols}], strides: [{strides}] "
-                    f"{{coordinate_set = #sched_{v}, memory_space = #ktdp.memory_space<global>}} : "
-                    f"memref<{rows}x{cols}x{operand.dtype}>"]
+        ptr = b.arith.addi(arg, b.index(operand.offset, f"sc_{v}off"), name=f"sc_{v}ptr")
+    return b.memory_view(ptr, [rows, cols], list(operand.layout), scalar(operand.dtype), GLOBAL, A[v], name=f"sc_{v}")
 
 
-def _barrier(tag: str) -> list[str]:
-    fut = "!ktdp.tile_future<(tensor<1xf32>), groups = #sched_one>"
-    return [
-        f"%sc_{tag}f = ktdp.inter_tile_produce producer_tiles_per_group = #sched_all -> {fut} {{",
-        f"^bb0(%sc_{tag}g: index):",
-        "  ktdp.yield_partial %sc_token : tensor<1xf32>",
-        "}",
-        f"%sc_{tag}done = ktdp.inter_tile_reduce(%sc_{tag}f) consumer_tiles_per_group = #sched_all, "
-        f"identity(%sc_token : tensor<1xf32>) : {fut} -> tensor<1xf32> {{",
-        f"^bb0(%sc_{tag}x: tensor<1xf32>, %sc_{tag}y: tensor<1xf32>):",
-        f"  ktdp.yield_reduced %sc_{tag}x : tensor<1xf32>",
-        "}",
-    ]
+def arguments(b: Builder, fn: Operation) -> list[tuple[str, ty.Type]]:
+    """The input function's parameters, for `Builder.func`."""
+    return [(a.name, a.type) for a in fn.regions[0].blocks[0].arguments]
+
+
+def _barrier(b: Builder, A: Aliases, tag: str, token: Value) -> None:
+    fut = ty.TileFutureType(partial_types=(token.type,), groups=A["one"])
+    with b.produce(A["all"], fut, f"sc_{tag}g", f"sc_{tag}f"):
+        b.yield_(token, op="ktdp.yield_partial")
+    (f,) = b.last_results
+    with b.reduce_tiles(f, A["all"], [token], [f"sc_{tag}x", f"sc_{tag}y"], [f"sc_{tag}done"]) as (x, _):
+        b.yield_(x, op="ktdp.yield_reduced")
 
 
 def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
@@ -73,107 +64,78 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     pp = bool(p.get("pp", p["db"]))  # prefetch the next panel's part during the K loop
     stream = p["order"] == SHARED_STREAM  # A blocks streamed from memory instead of resident
     M, N, K = k.M, k.N, k.K
-    ta, tb, tc = k.a.dtype, k.b.dtype, k.c.dtype
-    acc = f"tensor<{bm}x{bn}xf32>"
-    part_t = f"tensor<{kp}x{bn}x{tb}>"
-    local = "#ktdp.memory_space<ct_local>"
-    args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
-    lines = [
-        "// scheduled by ktir schedule: B panels shared through the tiles' scratchpads (see the report)",
-        _set("sched_a", 0, M, K), _set("sched_b", 0, K, N), _set("sched_c", 0, M, N),
-        _set("sched_ares", 0, bm, K), _set("sched_ablk", 0, bm, kp), _set("sched_part", 0, kp, bn), _set("sched_cblk", 0, bm, bn),
-        *[_set(f"sched_p{r}", r * kp, (r + 1) * kp, bn) for r in range(t)],
-        "#sched_id2 = affine_map<(d0, d1) -> (d0, d1)>",
-        f"#sched_all = affine_set<(d0)[s0] : (d0 - s0 * {t} >= 0, -d0 + s0 * {t} + {t - 1} >= 0)>",
-        "#sched_one = affine_set<(d0) : (d0 == 0)>",
-        f"func.func @{k.name}({args}) attributes {{grid = [{t}, 1]}} {{",
-    ]
-    body = [f"%sc_{n} = arith.constant {v} : index" for n, v in
-            (("0", 0), ("bm", bm), ("bn", bn), ("kp", kp), ("N", N), ("K", K), ("nlast", N - bn), ("klast", K - kp))]
-    body += ["%sc_zero = arith.constant 0.0 : f32", "%sc_ti, %sc_tj = ktdp.get_compute_tile_id : index, index"]
-    for v, operand, (r, c) in (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N))):
-        body += global_view(v, operand, r, c)
-    mine_t = f"memref<{kp}x{bn}x{tb}, {local}>"
-    body.append(f"%sc_mine = ktdp.construct_memory_view %sc_0, sizes: [{kp}, {bn}], strides: [{bn}, 1] "
-                f"{{coordinate_set = #sched_part, memory_space = {local}}} : {mine_t}")
-    parts, part_types = [], []
-    for r in range(t):
-        space = f"#ktdp.memory_space<ct_local, ct_id = {r}>"
-        pt = f"memref<{kp}x{bn}x{tb}, {space}>"
-        body.append(f"%sc_p{r} = ktdp.construct_memory_view %sc_0, sizes: [{kp}, {bn}], strides: [{bn}, 1] "
-                    f"{{coordinate_set = #sched_p{r}, memory_space = {space}}} : {pt}")
-        parts.append(f"%sc_p{r}")
-        part_types.append(pt)
-    body.append(f"%sc_panel = ktdp.construct_distributed_memory_view({', '.join(parts)} : {', '.join(part_types)}) "
-                f": memref<{K}x{bn}x{tb}>")
-    body += ["%sc_te = tensor.empty() : tensor<1xf32>",
-             "%sc_token = linalg.fill ins(%sc_zero : f32) outs(%sc_te : tensor<1xf32>) -> tensor<1xf32>",
-             "%sc_m = arith.muli %sc_ti, %sc_bm : index",
-             "%sc_r0 = arith.muli %sc_ti, %sc_kp : index"]
+    ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
+    acc_t = ty.tensor((bm, bn), ty.F32)
+    b = Builder()
+    b.note("scheduled by ktir schedule: B panels shared through the tiles' scratchpads (see the report)")
+    sets = {"a": band(0, M, K), "b": band(0, K, N), "c": band(0, M, N), "ares": band(0, bm, K),
+            "ablk": band(0, bm, kp), "part": band(0, kp, bn), "cblk": band(0, bm, bn),
+            **{f"p{r}": band(r * kp, (r + 1) * kp, bn) for r in range(t)},
+            "id2": projection(2), "all": group_tiles(t), "one": box(1, fixed=(0,))}
+    A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
+    with b.func(k.name, arguments(b, fn), grid=[t, 1]) as params:
+        arg = {a.name[1:]: a for a in params}
+        c = {n: b.index(v, f"sc_{n}") for n, v in
+             (("0", 0), ("bm", bm), ("bn", bn), ("kp", kp), ("N", N), ("K", K), ("nlast", N - bn), ("klast", K - kp))}
+        c0 = c["0"]
+        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
+        ti, _ = b.tile_id(2, ["sc_ti", "sc_tj"])
+        views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
+                 (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
+        mine = b.memory_view(c0, [kp, bn], [bn, 1], tb, at.MemorySpaceAttr(kind="ct_local"), A["part"], name="sc_mine")
+        parts = [b.memory_view(c0, [kp, bn], [bn, 1], tb, at.MemorySpaceAttr(kind="ct_local", ct_id=r), A[f"p{r}"],
+                               name=f"sc_p{r}") for r in range(t)]
+        panel = b.distributed_view(parts, [K, bn], name="sc_panel")
+        token = b.fill(zero, b.empty(ty.tensor((1,), ty.F32), "sc_te"), "sc_token")
+        m = b.arith.muli(ti, c["bm"], name="sc_m")
+        r0 = b.arith.muli(ti, c["kp"], name="sc_r0")
 
-    def load(dst: str, view: str, i: str, j: str, rows: int, cols: int, el: str, blk: str, vt: str) -> list[str]:
-        return [f"%{dst}_t = ktdp.construct_access_tile %{view}[{i}, {j}] {{access_tile_order = #sched_id2, "
-                f"access_tile_set = #{blk}}} : {vt} -> !ktdp.access_tile<{rows}x{cols}xindex>",
-                f"%{dst} = ktdp.load %{dst}_t : !ktdp.access_tile<{rows}x{cols}xindex> -> tensor<{rows}x{cols}x{el}>"]
+        def load(dst: str, view: Value, i: Value, j: Value, rows: int, cols: int, el: ty.Type, blk: str) -> Value:
+            tile = b.access_tile(view, [i, j], A[blk], [rows, cols], A["id2"], name=f"{dst}_t")
+            return b.load(tile, el, name=dst)
 
-    b_view = f"memref<{K}x{N}x{tb}>"
-    panel_view = f"memref<{K}x{bn}x{tb}>"
-    a_view = f"memref<{M}x{K}x{ta}>"
-    a_blk = f"tensor<{bm}x{kp}x{ta}>"
-    if not stream:
-        body += load("sc_ares", "sc_a", "%sc_m", "%sc_0", bm, K, ta, "sched_ares", a_view)
-    if pp:
-        body += load("sc_own0", "sc_b", "%sc_r0", "%sc_0", kp, bn, tb, "sched_part", b_view)
-        body.append(f"%sc_ownlast = scf.for %sc_n = %sc_0 to %sc_N step %sc_bn iter_args(%sc_own = %sc_own0) -> ({part_t}) {{")
-    else:
-        body.append("scf.for %sc_n = %sc_0 to %sc_N step %sc_bn {")
-    panel: list[str] = []
-    if not pp:
-        panel += load("sc_own", "sc_b", "%sc_r0", "%sc_n", kp, bn, tb, "sched_part", b_view)
-    panel += [f"%sc_mt = ktdp.construct_access_tile %sc_mine[%sc_0, %sc_0] {{access_tile_order = #sched_id2, "
-              f"access_tile_set = #sched_part}} : {mine_t} -> !ktdp.access_tile<{kp}x{bn}xindex>",
-              f"ktdp.store %sc_own, %sc_mt : {part_t}, !ktdp.access_tile<{kp}x{bn}xindex>"]
-    panel += _barrier("in")
-    if pp:  # the next panel's part, in flight during this panel's K loop
-        panel += ["%sc_nn = arith.addi %sc_n, %sc_bn : index", "%sc_nc = arith.minsi %sc_nn, %sc_nlast : index"]
-        panel += load("sc_ownnext", "sc_b", "%sc_r0", "%sc_nc", kp, bn, tb, "sched_part", b_view)
-    panel += [f"%sc_e = tensor.empty() : {acc}",
-              f"%sc_init = linalg.fill ins(%sc_zero : f32) outs(%sc_e : {acc}) -> {acc}"]
-    kbody: list[str] = []
-    carried = [("b", part_t)] + ([("a", a_blk)] if stream else []) if db else []
-    if db:
-        panel += load("sc_b0", "sc_panel", "%sc_0", "%sc_0", kp, bn, tb, "sched_part", panel_view)
-        if stream:
-            panel += load("sc_a0", "sc_a", "%sc_m", "%sc_0", bm, kp, ta, "sched_ablk", a_view)
-        inits = "".join(f", %sc_{v}cur = %sc_{v}0" for v, _ in carried)
-        results = "".join(f", %sc_{v}last" for v, _ in carried)
-        types = "".join(f", {ty}" for _, ty in carried)
-        panel.append(f"%sc_acc{results} = scf.for %sc_k = %sc_0 to %sc_K step %sc_kp iter_args(%sc_sum = %sc_init"
-                     f"{inits}) -> ({acc}{types}) {{")
-        kbody += ["%sc_kn = arith.addi %sc_k, %sc_kp : index", "%sc_kc = arith.minsi %sc_kn, %sc_klast : index"]
-        kbody += load("sc_bnext", "sc_panel", "%sc_kc", "%sc_0", kp, bn, tb, "sched_part", panel_view)
-        if stream:
-            kbody += load("sc_anext", "sc_a", "%sc_m", "%sc_kc", bm, kp, ta, "sched_ablk", a_view)
-        b_now, a_now = "%sc_bcur", "%sc_acur"
-    else:
-        panel.append(f"%sc_acc = scf.for %sc_k = %sc_0 to %sc_K step %sc_kp iter_args(%sc_sum = %sc_init) -> ({acc}) {{")
-        kbody += load("sc_bblk", "sc_panel", "%sc_k", "%sc_0", kp, bn, tb, "sched_part", panel_view)
-        if stream:
-            kbody += load("sc_ablk", "sc_a", "%sc_m", "%sc_k", bm, kp, ta, "sched_ablk", a_view)
-        b_now, a_now = "%sc_bblk", "%sc_ablk"
-    if not stream:
-        kbody.append(f"%sc_ablk = tensor.extract_slice %sc_ares[0, %sc_k] [{bm}, {kp}] [1, 1] : tensor<{bm}x{K}x{ta}> "
-                     f"to {a_blk}")
-        a_now = "%sc_ablk"
-    kbody.append(f"%sc_prod = linalg.matmul ins({a_now}, {b_now} : {a_blk}, {part_t}) outs(%sc_sum : {acc}) -> {acc}")
-    yields = "".join(f", %sc_{v}next" for v, _ in carried)
-    ytypes = "".join(f", {ty}" for _, ty in carried)
-    kbody.append(f"scf.yield %sc_prod{yields} : {acc}{ytypes}")
-    panel += ["  " + s for s in kbody] + ["}"]
-    panel += store_c_block(acc, bm, bn, tc, M, N)
-    panel += _barrier("out")
-    if pp:
-        panel.append(f"scf.yield %sc_ownnext : {part_t}")
-    body += ["  " + s for s in panel] + ["}", "func.return"]
-    lines += ["  " + s for s in body] + ["}", ""]
-    return parse("\n".join(lines), f"{k.name}.scheduled.ktir")
+        ares = None if stream else load("sc_ares", views["a"], m, c0, bm, K, ta, "ares")
+        if pp:
+            own0 = load("sc_own0", views["b"], r0, c0, kp, bn, tb, "part")
+            panels = b.for_(c0, c["N"], c["bn"], [own0], names=["sc_n", "sc_own"], results=["sc_ownlast"])
+        else:
+            panels = b.for_(c0, c["N"], c["bn"], names=["sc_n"])
+        with panels as (n, *own_):
+            own = own_[0] if pp else load("sc_own", views["b"], r0, n, kp, bn, tb, "part")
+            b.store(own, b.access_tile(mine, [c0, c0], A["part"], [kp, bn], A["id2"], name="sc_mt"))
+            _barrier(b, A, "in", token)
+            if pp:  # the next panel's part, in flight during this panel's K loop
+                nc = b.arith.minsi(b.arith.addi(n, c["bn"], name="sc_nn"), c["nlast"], name="sc_nc")
+                ownnext = load("sc_ownnext", views["b"], r0, nc, kp, bn, tb, "part")
+            init = b.fill(zero, b.empty(acc_t, "sc_e"), "sc_init")
+            inits, names, results = [init], ["sc_k", "sc_sum"], ["sc_acc"]
+            if db:
+                inits.append(load("sc_b0", panel, c0, c0, kp, bn, tb, "part"))
+                names.append("sc_bcur")
+                results.append("sc_blast")
+                if stream:
+                    inits.append(load("sc_a0", views["a"], m, c0, bm, kp, ta, "ablk"))
+                    names.append("sc_acur")
+                    results.append("sc_alast")
+            with b.for_(c0, c["K"], c["kp"], inits, names=names, results=results) as (kv, acc, *cur):
+                nxt = []
+                if db:
+                    kc = b.arith.minsi(b.arith.addi(kv, c["kp"], name="sc_kn"), c["klast"], name="sc_kc")
+                    nxt.append(load("sc_bnext", panel, kc, c0, kp, bn, tb, "part"))
+                    if stream:
+                        nxt.append(load("sc_anext", views["a"], m, kc, bm, kp, ta, "ablk"))
+                    b_now, a_now = cur[0], (cur[1] if stream else None)
+                else:
+                    b_now = load("sc_bblk", panel, kv, c0, kp, bn, tb, "part")
+                    a_now = load("sc_ablk", views["a"], m, kv, bm, kp, ta, "ablk") if stream else None
+                if a_now is None:  # A's rows are resident: its block is a slice
+                    assert ares is not None
+                    a_now = b.extract_slice(ares, [0, kv], [bm, kp], name="sc_ablk")
+                prod = b.dps("linalg.matmul", [a_now, b_now], [acc], name="sc_prod")
+                b.yield_(prod, *nxt)
+            store_c_block(b, A, views["c"], b.last_results[0], m, n, tc)
+            _barrier(b, A, "out", token)
+            if pp:
+                b.yield_(ownnext)
+        b.func_return()
+    return located(b.module, f"{k.name}.scheduled.ktir")

@@ -21,15 +21,17 @@ import math
 
 import numpy as np
 
+from ktir.builder import Builder, Value, located
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
-from ktir.syntax.parser import parse
-from ktir.syntax.printer import type_text
 
+from .emit_shared import arguments
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
+from .sets import box, group_first, group_tiles, projection, scalar
 from .spaces import Columns, Evaluated, MatmulSpace, take
 from .spaces import product as _product
-from .text import box
 
 SPLITS = (2, 4, 8, 16, 32, 64)
 
@@ -137,83 +139,67 @@ def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     gn, sk, bm, bn, bk, db = (p[n] for n in ("gn", "sk", "bm", "bn", "bk", "db"))
     M, N, K = k.M, k.N, k.K
     ks = K // sk
-    ta, tb, tc = k.a.dtype, k.b.dtype, k.c.dtype
-    acc = f"tensor<{bm}x{bn}xf32>"
-    a_blk, b_blk = f"tensor<{bm}x{bk}x{ta}>", f"tensor<{bk}x{bn}x{tb}>"
-    fut = f"!ktdp.tile_future<({acc}), groups = #sk_groups>"
-    args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in fn.regions[0].blocks[0].arguments)
-    lines = [
-        "// scheduled by ktir schedule: K split over tiles, partial sums added by inter_tile_reduce (see the report)",
-        box("sk_a", M, K), box("sk_b", K, N), box("sk_c", M, N),
-        box("sk_ablk", bm, bk), box("sk_bblk", bk, bn), box("sk_cblk", bm, bn),
-        "#sk_id2 = affine_map<(d0, d1) -> (d0, d1)>",
-        f"#sk_group = affine_set<(d0)[s0] : (d0 - s0 * {sk} >= 0, -d0 + s0 * {sk} + {sk - 1} >= 0)>",
-        f"#sk_first = affine_set<(d0)[s0] : (d0 - s0 * {sk} == 0)>",
-        f"#sk_groups = affine_set<(d0) : (d0 >= 0, -d0 + {gn - 1} >= 0)>",
-        f"func.func @{k.name}({args}) attributes {{grid = [{gn * sk}]}} {{",
-    ]
-    body = [f"%sk_{n} = arith.constant {v} : index" for n, v in
-            (("c0", 0), ("sk", sk), ("bm", bm), ("bn", bn), ("bk", bk), ("ks", ks), ("M", M), ("N", N),
-             ("nstep", gn * bn))]
-    body += ["%sk_zero = arith.constant 0.0 : f32", "%sk_tid = ktdp.get_compute_tile_id : index",
-             "%sk_j = arith.divui %sk_tid, %sk_sk : index", "%sk_s = arith.remui %sk_tid, %sk_sk : index",
-             "%sk_k0 = arith.muli %sk_s, %sk_ks : index", "%sk_kend = arith.addi %sk_k0, %sk_ks : index",
-             "%sk_klast = arith.subi %sk_kend, %sk_bk : index", "%sk_n0 = arith.muli %sk_j, %sk_bn : index",
-             "%sk_first = arith.cmpi eq, %sk_s, %sk_c0 : index"]
-    for v, o, (r, c), t in (("a", k.a, (M, K), ta), ("b", k.b, (K, N), tb), ("c", k.c, (M, N), tc)):
-        body.append(f"%sk_{v} = ktdp.construct_memory_view %{o.arg}, sizes: [{r}, {c}], strides: [{c}, 1] "
-                    f"{{coordinate_set = #sk_{v}, memory_space = #ktdp.memory_space<global>}} : memref<{r}x{c}x{t}>")
-    body += [f"%sk_e = tensor.empty() : {acc}",
-             f"%sk_init = linalg.fill ins(%sk_zero : f32) outs(%sk_e : {acc}) -> {acc}"]
+    ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
+    acc_t = ty.tensor((bm, bn), ty.F32)
+    b = Builder()
+    b.note("scheduled by ktir schedule: K split over tiles, partial sums added by inter_tile_reduce (see the report)")
+    sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, bk), "bblk": box(bk, bn),
+            "cblk": box(bm, bn), "id2": projection(2), "group": group_tiles(sk), "first": group_first(sk),
+            "groups": box(gn)}
+    A = {n: b.alias(f"sk_{n}", v) for n, v in sets.items()}
+    with b.func(k.name, arguments(b, fn), grid=[gn * sk]) as params:
+        arg = {a.name[1:]: a for a in params}
+        c = {n: b.index(v, f"sk_{n}") for n, v in
+             (("c0", 0), ("sk", sk), ("bm", bm), ("bn", bn), ("bk", bk), ("ks", ks), ("M", M), ("N", N),
+              ("nstep", gn * bn))}
+        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sk_zero")
+        (tid,) = b.tile_id(1, ["sk_tid"])
+        j = b.arith.divui(tid, c["sk"], name="sk_j")
+        s = b.arith.remui(tid, c["sk"], name="sk_s")
+        k0 = b.arith.muli(s, c["ks"], name="sk_k0")
+        kend = b.arith.addi(k0, c["ks"], name="sk_kend")
+        klast = b.arith.subi(kend, c["bk"], name="sk_klast")
+        n0 = b.arith.muli(j, c["bn"], name="sk_n0")
+        first = b.cmp("arith.cmpi", "eq", s, c["c0"], name="sk_first")
+        views = {v: b.memory_view(arg[o.arg], [r, cols], [cols, 1], t, at.MemorySpaceAttr(kind="global"), A[v],
+                                  name=f"sk_{v}")
+                 for v, o, (r, cols), t in (("a", k.a, (M, K), ta), ("b", k.b, (K, N), tb), ("c", k.c, (M, N), tc))}
+        init = b.fill(zero, b.empty(acc_t, "sk_e"), "sk_init")
+        with b.for_(c["c0"], c["M"], c["bm"], names=["sk_m"]) as (m,), \
+                b.for_(n0, c["N"], c["nstep"], names=["sk_n"]) as (n,):
 
-    def load(dst: str, v: str, i: str, j: str, rows: int, cols: int, t: str, shape: tuple[int, int]) -> list[str]:
-        return [f"%{dst}_t = ktdp.construct_access_tile %sk_{v}[{i}, {j}] {{access_tile_order = #sk_id2, "
-                f"access_tile_set = #sk_{v}blk}} : memref<{shape[0]}x{shape[1]}x{t}> -> !ktdp.access_tile<{rows}x{cols}xindex>",
-                f"%{dst} = ktdp.load %{dst}_t : !ktdp.access_tile<{rows}x{cols}xindex> -> tensor<{rows}x{cols}x{t}>"]
+            def load(dst: str, v: str, i: Value, jj: Value, rows: int, cols: int, t: ty.Type) -> Value:
+                tile = b.access_tile(views[v], [i, jj], A[f"{v}blk"], [rows, cols], A["id2"], name=f"{dst}_t")
+                return b.load(tile, t, name=dst)
 
-    def blocks(suffix: str, kv: str) -> list[str]:
-        return (load(f"sk_a{suffix}", "a", "%sk_m", kv, bm, bk, ta, (M, K))
-                + load(f"sk_b{suffix}", "b", kv, "%sk_n", bk, bn, tb, (K, N)))
+            def blocks(suffix: str, kv: Value) -> list[Value]:
+                return [load(f"sk_a{suffix}", "a", m, kv, bm, bk, ta), load(f"sk_b{suffix}", "b", kv, n, bk, bn, tb)]
 
-    block: list[str] = []
-    if db:
-        block += blocks("0", "%sk_k0")
-        block.append(f"%sk_part, %sk_al, %sk_bl = scf.for %sk_k = %sk_k0 to %sk_kend step %sk_bk iter_args(%sk_sum = "
-                     f"%sk_init, %sk_acur = %sk_a0, %sk_bcur = %sk_b0) -> ({acc}, {a_blk}, {b_blk}) {{")
-        kbody = ["%sk_kn = arith.addi %sk_k, %sk_bk : index", "%sk_kc = arith.minsi %sk_kn, %sk_klast : index"]
-        kbody += blocks("next", "%sk_kc")
-        kbody.append(f"%sk_prod = linalg.matmul ins(%sk_acur, %sk_bcur : {a_blk}, {b_blk}) outs(%sk_sum : {acc}) -> {acc}")
-        kbody.append(f"scf.yield %sk_prod, %sk_anext, %sk_bnext : {acc}, {a_blk}, {b_blk}")
-    else:
-        block.append(f"%sk_part = scf.for %sk_k = %sk_k0 to %sk_kend step %sk_bk iter_args(%sk_sum = %sk_init) -> ({acc}) {{")
-        kbody = blocks("blk", "%sk_k")
-        kbody.append(f"%sk_prod = linalg.matmul ins(%sk_ablk, %sk_bblk : {a_blk}, {b_blk}) outs(%sk_sum : {acc}) -> {acc}")
-        kbody.append(f"scf.yield %sk_prod : {acc}")
-    block += ["  " + s for s in kbody] + ["}"]
-    block += [
-        f"%sk_f = ktdp.inter_tile_produce producer_tiles_per_group = #sk_group -> {fut} {{",
-        "^bb0(%sk_gid: index):",
-        f"  ktdp.yield_partial %sk_part : {acc}",
-        "}",
-        f"%sk_total = ktdp.inter_tile_reduce(%sk_f) consumer_tiles_per_group = #sk_first, identity(%sk_init : {acc}) "
-        f": {fut} -> {acc} {{",
-        f"^bb0(%sk_l: {acc}, %sk_r: {acc}):",
-        f"  %sk_add = linalg.add ins(%sk_l, %sk_r : {acc}, {acc}) outs(%sk_l : {acc}) -> {acc}",
-        f"  ktdp.yield_reduced %sk_add : {acc}",
-        "}",
-        "scf.if %sk_first {",
-    ]
-    store: list[str] = []
-    out = "%sk_total"
-    if tc != "f32":
-        store.append(f"%sk_res = arith.truncf %sk_total : {acc} to tensor<{bm}x{bn}x{tc}>")
-        out = "%sk_res"
-    store += [f"%sk_tc = ktdp.construct_access_tile %sk_c[%sk_m, %sk_n] {{access_tile_order = #sk_id2, "
-              f"access_tile_set = #sk_cblk}} : memref<{M}x{N}x{tc}> -> !ktdp.access_tile<{bm}x{bn}xindex>",
-              f"ktdp.store {out}, %sk_tc : tensor<{bm}x{bn}x{tc}>, !ktdp.access_tile<{bm}x{bn}xindex>"]
-    block += ["  " + s for s in store] + ["}"]
-    body.append("scf.for %sk_m = %sk_c0 to %sk_M step %sk_bm {")
-    body.append("  scf.for %sk_n = %sk_n0 to %sk_N step %sk_nstep {")
-    body += ["    " + s for s in block] + ["  }", "}", "func.return"]
-    lines += ["  " + s for s in body] + ["}", ""]
-    return parse("\n".join(lines), f"{k.name}.scheduled.ktir")
+            if db:
+                loop = b.for_(k0, kend, c["bk"], [init, *blocks("0", k0)], names=["sk_k", "sk_sum", "sk_acur", "sk_bcur"],
+                              results=["sk_part", "sk_al", "sk_bl"])
+            else:
+                loop = b.for_(k0, kend, c["bk"], [init], names=["sk_k", "sk_sum"], results=["sk_part"])
+            with loop as (kv, acc, *cur):
+                if db:
+                    kc = b.arith.minsi(b.arith.addi(kv, c["bk"], name="sk_kn"), klast, name="sk_kc")
+                    nxt = blocks("next", kc)
+                    ab = cur
+                else:
+                    nxt, ab = [], blocks("blk", kv)
+                b.yield_(b.dps("linalg.matmul", ab, [acc], name="sk_prod"), *nxt)
+            part = b.last_results[0]
+            fut = ty.TileFutureType(partial_types=(acc_t,), groups=A["groups"])
+            with b.produce(A["group"], fut, "sk_gid", "sk_f"):
+                b.yield_(part, op="ktdp.yield_partial")
+            (f,) = b.last_results
+            with b.reduce_tiles(f, A["first"], [init], ["sk_l", "sk_r"], ["sk_total"]) as (lhs, rhs):
+                b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name="sk_add"), op="ktdp.yield_reduced")
+            (total,) = b.last_results
+            with b.if_(first):
+                out = total
+                if tc != ty.F32:
+                    out = b.arith.truncf(total, result_types=[ty.tensor((bm, bn), tc)], name="sk_res")
+                b.store(out, b.access_tile(views["c"], [m, n], A["cblk"], [bm, bn], A["id2"], name="sk_tc"))
+        b.func_return()
+    return located(b.module, f"{k.name}.scheduled.ktir")

@@ -3,189 +3,169 @@
 Each function returns KTIR text for one compute tile (`grid = [1]`) working on whole
 tensors in global memory, in the forms `schedulers.kernels` recognises. The benchmarks
 build their Llama-3.1-8B and Granite kernels with them; the tests run them small.
+The kernels are built with `ktir.builder` and printed.
 """
 
 from __future__ import annotations
 
-from .text import box
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from ktir.builder import Builder, Value
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.syntax.printer import print_module
+
+from .sets import box, projection, scalar
+
+GLOBAL = at.MemorySpaceAttr(kind="global")
+F32 = ty.F32
+
+
+def _f32(value: float, bits: int | None = None) -> at.FloatAttr:
+    return at.FloatAttr(value=value, type=F32, bits=bits)
+
+
+def _view(b: Builder, ptr: Value, shape: Sequence[int], dt: ty.Type, cset: at.Attribute, name: str) -> Value:
+    """A row-major global view of `shape` at `ptr`."""
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    return b.memory_view(ptr, list(shape), strides, dt, GLOBAL, cset, name=name)
 
 
 def matmul(M: int, N: int, K: int, dtype: str = "f16", name: str = "matmul") -> str:
     """C = A B with A M x K, B K x N, C M x N, accumulated in f32."""
-    return f"""// C = A B on one tile: A {M}x{K}, B {K}x{N}, C {M}x{N} ({dtype}), accumulated in f32.
-{box("a", M, K)}
-{box("b", K, N)}
-{box("c", M, N)}
-#id2 = affine_map<(d0, d1) -> (d0, d1)>
-func.func @{name}(%a_ptr: index, %b_ptr: index, %c_ptr: index) attributes {{grid = [1]}} {{
-  %c0 = arith.constant 0 : index
-  %zero = arith.constant 0.0 : f32
-  %a = ktdp.construct_memory_view %a_ptr, sizes: [{M}, {K}], strides: [{K}, 1] {{coordinate_set = #a, memory_space = #ktdp.memory_space<global>}} : memref<{M}x{K}x{dtype}>
-  %b = ktdp.construct_memory_view %b_ptr, sizes: [{K}, {N}], strides: [{N}, 1] {{coordinate_set = #b, memory_space = #ktdp.memory_space<global>}} : memref<{K}x{N}x{dtype}>
-  %c = ktdp.construct_memory_view %c_ptr, sizes: [{M}, {N}], strides: [{N}, 1] {{coordinate_set = #c, memory_space = #ktdp.memory_space<global>}} : memref<{M}x{N}x{dtype}>
-  %ta = ktdp.construct_access_tile %a[%c0, %c0] {{access_tile_order = #id2, access_tile_set = #a}} : memref<{M}x{K}x{dtype}> -> !ktdp.access_tile<{M}x{K}xindex>
-  %tb = ktdp.construct_access_tile %b[%c0, %c0] {{access_tile_order = #id2, access_tile_set = #b}} : memref<{K}x{N}x{dtype}> -> !ktdp.access_tile<{K}x{N}xindex>
-  %x = ktdp.load %ta : !ktdp.access_tile<{M}x{K}xindex> -> tensor<{M}x{K}x{dtype}>
-  %y = ktdp.load %tb : !ktdp.access_tile<{K}x{N}xindex> -> tensor<{K}x{N}x{dtype}>
-  %e = tensor.empty() : tensor<{M}x{N}xf32>
-  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<{M}x{N}xf32>) -> tensor<{M}x{N}xf32>
-  %acc = linalg.matmul ins(%x, %y : tensor<{M}x{K}x{dtype}>, tensor<{K}x{N}x{dtype}>) outs(%init : tensor<{M}x{N}xf32>) -> tensor<{M}x{N}xf32>
-  %res = arith.truncf %acc : tensor<{M}x{N}xf32> to tensor<{M}x{N}x{dtype}>
-  %tc = ktdp.construct_access_tile %c[%c0, %c0] {{access_tile_order = #id2, access_tile_set = #c}} : memref<{M}x{N}x{dtype}> -> !ktdp.access_tile<{M}x{N}xindex>
-  ktdp.store %res, %tc : tensor<{M}x{N}x{dtype}>, !ktdp.access_tile<{M}x{N}xindex>
-  func.return
-}}
-"""
+    dt = scalar(dtype)
+    b = Builder()
+    b.note(f"C = A B on one tile: A {M}x{K}, B {K}x{N}, C {M}x{N} ({dtype}), accumulated in f32.")
+    sa, sb, sc = b.alias("a", box(M, K)), b.alias("b", box(K, N)), b.alias("c", box(M, N))
+    id2 = b.alias("id2", projection(2))
+    with b.func(name, [("a_ptr", ty.INDEX), ("b_ptr", ty.INDEX), ("c_ptr", ty.INDEX)], grid=[1]) as (pa, pb, pc):
+        c0 = b.index(0, "c0")
+        zero = b.constant(_f32(0.0), name="zero")
+        a, bv, c = _view(b, pa, (M, K), dt, sa, "a"), _view(b, pb, (K, N), dt, sb, "b"), _view(b, pc, (M, N), dt, sc, "c")
+        ta = b.access_tile(a, [c0, c0], sa, [M, K], id2, name="ta")
+        tb = b.access_tile(bv, [c0, c0], sb, [K, N], id2, name="tb")
+        x, y = b.load(ta, dt, name="x"), b.load(tb, dt, name="y")
+        init = b.fill(zero, b.empty(ty.tensor((M, N), F32), "e"), "init")
+        acc = b.dps("linalg.matmul", [x, y], [init], name="acc")
+        res = b.arith.truncf(acc, result_types=[ty.tensor((M, N), dt)], name="res")
+        b.store(res, b.access_tile(c, [c0, c0], sc, [M, N], id2, name="tc"))
+        b.func_return()
+    return print_module(b.module)
 
 
-def _rows_header(name: str, args: str, R: int) -> str:
-    return (f"func.func @{name}({args}) attributes {{grid = [1]}} {{\n"
-            f"  %c0 = arith.constant 0 : index\n  %cR = arith.constant {R} : index\n"
-            f"  %tid = ktdp.get_compute_tile_id : index\n")
+@contextmanager
+def _rows(b: Builder, name: str, args: Sequence[str], R: int) -> Iterator[tuple[Value, ...]]:
+    """The one-tile function: yields (c0, cR, tid, *arguments)."""
+    with b.func(name, [(a, ty.INDEX) for a in args], grid=[1]) as params:
+        c0, cR = b.index(0, "c0"), b.index(R, "cR")
+        (tid,) = b.tile_id(1, ["tid"])
+        yield (c0, cR, tid, *params)
+        b.func_return()
 
 
 def rmsnorm(R: int, C: int, dtype: str = "f16", name: str = "rmsnorm") -> str:
     """y = x * rsqrt(mean(x^2) + eps) * w over rows of an R x C matrix, computed in f32."""
-    return f"""// RMSNorm of {R} rows of {C} ({dtype}) on one tile, in f32.
-{box("rows", R, C)}
-{box("vec", C)}
-#id1 = affine_map<(d0) -> (d0)>
-#id2 = affine_map<(d0, d1) -> (d0, d1)>
-#row = affine_map<(d0, d1) -> (d0)>
-#col = affine_map<(d0, d1) -> (d1)>
-{_rows_header(name, "%x_ptr: index, %w_ptr: index, %y_ptr: index", R)}  %zero = arith.constant 0.0 : f32
-  %width = arith.constant {float(C)} : f32
-  %eps = arith.constant 9.99999997e-07 : f32
-  %x = ktdp.construct_memory_view %x_ptr, sizes: [{R}, {C}], strides: [{C}, 1] {{coordinate_set = #rows, memory_space = #ktdp.memory_space<global>}} : memref<{R}x{C}x{dtype}>
-  %w = ktdp.construct_memory_view %w_ptr, sizes: [{C}], strides: [1] {{coordinate_set = #vec, memory_space = #ktdp.memory_space<global>}} : memref<{C}x{dtype}>
-  %y = ktdp.construct_memory_view %y_ptr, sizes: [{R}, {C}], strides: [{C}, 1] {{coordinate_set = #rows, memory_space = #ktdp.memory_space<global>}} : memref<{R}x{C}x{dtype}>
-  %tw = ktdp.construct_access_tile %w[%c0] {{access_tile_order = #id1, access_tile_set = #vec}} : memref<{C}x{dtype}> -> !ktdp.access_tile<{C}xindex>
-  %wh = ktdp.load %tw : !ktdp.access_tile<{C}xindex> -> tensor<{C}x{dtype}>
-  %wf = arith.extf %wh : tensor<{C}x{dtype}> to tensor<{C}xf32>
-  %first = arith.muli %tid, %cR : index
-  scf.for %r = %first to %cR step %cR {{
-    %tx = ktdp.construct_access_tile %x[%r, %c0] {{access_tile_order = #id2, access_tile_set = #rows}} : memref<{R}x{C}x{dtype}> -> !ktdp.access_tile<{R}x{C}xindex>
-    %xh = ktdp.load %tx : !ktdp.access_tile<{R}x{C}xindex> -> tensor<{R}x{C}x{dtype}>
-    %xf = arith.extf %xh : tensor<{R}x{C}x{dtype}> to tensor<{R}x{C}xf32>
-    %vec_e = tensor.empty() : tensor<{R}xf32>
-    %ss_init = linalg.fill ins(%zero : f32) outs(%vec_e : tensor<{R}xf32>) -> tensor<{R}xf32>
-    %ss = linalg.generic {{indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}} ins(%xf : tensor<{R}x{C}xf32>) outs(%ss_init : tensor<{R}xf32>) {{
-    ^bb0(%v: f32, %acc: f32):
-      %sq = arith.mulf %v, %v : f32
-      %a = arith.addf %acc, %sq : f32
-      linalg.yield %a : f32
-    }} -> tensor<{R}xf32>
-    %inv = linalg.generic {{indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}} ins(%ss : tensor<{R}xf32>) outs(%vec_e : tensor<{R}xf32>) {{
-    ^bb0(%s: f32, %o: f32):
-      %mean = arith.divf %s, %width : f32
-      %shifted = arith.addf %mean, %eps : f32
-      %r_ = math.rsqrt %shifted : f32
-      linalg.yield %r_ : f32
-    }} -> tensor<{R}xf32>
-    %mat = tensor.empty() : tensor<{R}x{C}xf32>
-    %yf = linalg.generic {{indexing_maps = [#id2, #row, #col, #id2], iterator_types = ["parallel", "parallel"]}} ins(%xf, %inv, %wf : tensor<{R}x{C}xf32>, tensor<{R}xf32>, tensor<{C}xf32>) outs(%mat : tensor<{R}x{C}xf32>) {{
-    ^bb0(%v: f32, %s: f32, %g: f32, %o: f32):
-      %n = arith.mulf %v, %s : f32
-      %out = arith.mulf %n, %g : f32
-      linalg.yield %out : f32
-    }} -> tensor<{R}x{C}xf32>
-    %yh = arith.truncf %yf : tensor<{R}x{C}xf32> to tensor<{R}x{C}x{dtype}>
-    %ty = ktdp.construct_access_tile %y[%r, %c0] {{access_tile_order = #id2, access_tile_set = #rows}} : memref<{R}x{C}x{dtype}> -> !ktdp.access_tile<{R}x{C}xindex>
-    ktdp.store %yh, %ty : tensor<{R}x{C}x{dtype}>, !ktdp.access_tile<{R}x{C}xindex>
-  }}
-  func.return
-}}
-"""
+    dt = scalar(dtype)
+    b = Builder()
+    b.note(f"RMSNorm of {R} rows of {C} ({dtype}) on one tile, in f32.")
+    rows, vec = b.alias("rows", box(R, C)), b.alias("vec", box(C))
+    id1, id2 = b.alias("id1", projection(1)), b.alias("id2", projection(2))
+    row, col = b.alias("row", projection(2, 0)), b.alias("col", projection(2, 1))
+    with _rows(b, name, ["x_ptr", "w_ptr", "y_ptr"], R) as (c0, cR, tid, px, pw, py):
+        zero = b.constant(_f32(0.0), name="zero")
+        width = b.constant(_f32(float(C)), name="width")
+        eps = b.constant(_f32(9.99999997e-07), name="eps")
+        x, w, y = _view(b, px, (R, C), dt, rows, "x"), _view(b, pw, (C,), dt, vec, "w"), _view(b, py, (R, C), dt, rows, "y")
+        wh = b.load(b.access_tile(w, [c0], vec, [C], id1, name="tw"), dt, name="wh")
+        wf = b.arith.extf(wh, result_types=[ty.tensor((C,), F32)], name="wf")
+        first = b.arith.muli(tid, cR, name="first")
+        with b.for_(first, cR, cR, names=["r"]) as (r,):
+            xh = b.load(b.access_tile(x, [r, c0], rows, [R, C], id2, name="tx"), dt, name="xh")
+            xf = b.arith.extf(xh, result_types=[ty.tensor((R, C), F32)], name="xf")
+            vec_e = b.empty(ty.tensor((R,), F32), "vec_e")
+            ss_init = b.fill(zero, vec_e, "ss_init")
+            with b.generic([xf], [ss_init], [id2, row], ["parallel", "reduction"], ["v", "acc"], "ss") as (v, acc):
+                b.yield_(b.arith.addf(acc, b.arith.mulf(v, v, name="sq"), name="a"), op="linalg.yield")
+            (ss,) = b.last_results
+            with b.generic([ss], [vec_e], [id1, id1], ["parallel"], ["s", "o"], "inv") as (s, _):
+                mean = b.arith.divf(s, width, name="mean")
+                shifted = b.arith.addf(mean, eps, name="shifted")
+                b.yield_(b.math.rsqrt(shifted, name="r_"), op="linalg.yield")
+            (inv,) = b.last_results
+            mat = b.empty(ty.tensor((R, C), F32), "mat")
+            with b.generic([xf, inv, wf], [mat], [id2, row, col, id2], ["parallel"] * 2, ["v", "s", "g", "o"],
+                           "yf") as (v, s, g, _):
+                n = b.arith.mulf(v, s, name="n")
+                b.yield_(b.arith.mulf(n, g, name="out"), op="linalg.yield")
+            (yf,) = b.last_results
+            yh = b.arith.truncf(yf, result_types=[ty.tensor((R, C), dt)], name="yh")
+            b.store(yh, b.access_tile(y, [r, c0], rows, [R, C], id2, name="ty"))
+    return print_module(b.module)
 
 
 def softmax(R: int, C: int, dtype: str = "f16", name: str = "softmax") -> str:
     """Row softmax of an R x C matrix, computed in f32."""
-    return f"""// Row softmax of {R} rows of {C} ({dtype}) on one tile, in f32.
-{box("rows", R, C)}
-#id2 = affine_map<(d0, d1) -> (d0, d1)>
-#row = affine_map<(d0, d1) -> (d0)>
-{_rows_header(name, "%x_ptr: index, %y_ptr: index", R)}  %neg_inf = arith.constant 0xFF800000 : f32
-  %zero = arith.constant 0.0 : f32
-  %x = ktdp.construct_memory_view %x_ptr, sizes: [{R}, {C}], strides: [{C}, 1] {{coordinate_set = #rows, memory_space = #ktdp.memory_space<global>}} : memref<{R}x{C}x{dtype}>
-  %y = ktdp.construct_memory_view %y_ptr, sizes: [{R}, {C}], strides: [{C}, 1] {{coordinate_set = #rows, memory_space = #ktdp.memory_space<global>}} : memref<{R}x{C}x{dtype}>
-  %first = arith.muli %tid, %cR : index
-  scf.for %r = %first to %cR step %cR {{
-    %tx = ktdp.construct_access_tile %x[%r, %c0] {{access_tile_order = #id2, access_tile_set = #rows}} : memref<{R}x{C}x{dtype}> -> !ktdp.access_tile<{R}x{C}xindex>
-    %xh = ktdp.load %tx : !ktdp.access_tile<{R}x{C}xindex> -> tensor<{R}x{C}x{dtype}>
-    %xf = arith.extf %xh : tensor<{R}x{C}x{dtype}> to tensor<{R}x{C}xf32>
-    %vec = tensor.empty() : tensor<{R}xf32>
-    %max_init = linalg.fill ins(%neg_inf : f32) outs(%vec : tensor<{R}xf32>) -> tensor<{R}xf32>
-    %max = linalg.reduce {{ arith.maximumf }} ins(%xf : tensor<{R}x{C}xf32>) outs(%max_init : tensor<{R}xf32>) dimensions = [1]
-    %mat = tensor.empty() : tensor<{R}x{C}xf32>
-    %e = linalg.generic {{indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}} ins(%xf, %max : tensor<{R}x{C}xf32>, tensor<{R}xf32>) outs(%mat : tensor<{R}x{C}xf32>) {{
-    ^bb0(%v: f32, %m: f32, %o: f32):
-      %d = arith.subf %v, %m : f32
-      %ex = math.exp %d : f32
-      linalg.yield %ex : f32
-    }} -> tensor<{R}x{C}xf32>
-    %sum_init = linalg.fill ins(%zero : f32) outs(%vec : tensor<{R}xf32>) -> tensor<{R}xf32>
-    %sum = linalg.reduce ins(%e : tensor<{R}x{C}xf32>) outs(%sum_init : tensor<{R}xf32>) dimensions = [1] (%in: f32, %acc: f32) {{
-      %s = arith.addf %in, %acc : f32
-      linalg.yield %s : f32
-    }}
-    %p = linalg.generic {{indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}} ins(%e, %sum : tensor<{R}x{C}xf32>, tensor<{R}xf32>) outs(%mat : tensor<{R}x{C}xf32>) {{
-    ^bb0(%v: f32, %s: f32, %o: f32):
-      %q = arith.divf %v, %s : f32
-      linalg.yield %q : f32
-    }} -> tensor<{R}x{C}xf32>
-    %ph = arith.truncf %p : tensor<{R}x{C}xf32> to tensor<{R}x{C}x{dtype}>
-    %ty = ktdp.construct_access_tile %y[%r, %c0] {{access_tile_order = #id2, access_tile_set = #rows}} : memref<{R}x{C}x{dtype}> -> !ktdp.access_tile<{R}x{C}xindex>
-    ktdp.store %ph, %ty : tensor<{R}x{C}x{dtype}>, !ktdp.access_tile<{R}x{C}xindex>
-  }}
-  func.return
-}}
-"""
+    dt = scalar(dtype)
+    b = Builder()
+    b.note(f"Row softmax of {R} rows of {C} ({dtype}) on one tile, in f32.")
+    rows, id2, row = b.alias("rows", box(R, C)), b.alias("id2", projection(2)), b.alias("row", projection(2, 0))
+    with _rows(b, name, ["x_ptr", "y_ptr"], R) as (c0, cR, tid, px, py):
+        neg_inf = b.constant(_f32(-math.inf, 0xFF800000), name="neg_inf")
+        zero = b.constant(_f32(0.0), name="zero")
+        x, y = _view(b, px, (R, C), dt, rows, "x"), _view(b, py, (R, C), dt, rows, "y")
+        first = b.arith.muli(tid, cR, name="first")
+        with b.for_(first, cR, cR, names=["r"]) as (r,):
+            xh = b.load(b.access_tile(x, [r, c0], rows, [R, C], id2, name="tx"), dt, name="xh")
+            xf = b.arith.extf(xh, result_types=[ty.tensor((R, C), F32)], name="xf")
+            vec = b.empty(ty.tensor((R,), F32), "vec")
+            mx = b.reduce("arith.maximumf", [xf], [b.fill(neg_inf, vec, "max_init")], [1], name="max")
+            mat = b.empty(ty.tensor((R, C), F32), "mat")
+            with b.generic([xf, mx], [mat], [id2, row, id2], ["parallel"] * 2, ["v", "m", "o"], "e") as (v, m, _):
+                b.yield_(b.math.exp(b.arith.subf(v, m, name="d"), name="ex"), op="linalg.yield")
+            (e,) = b.last_results
+            sum_init = b.fill(zero, vec, "sum_init")
+            with b.reduce_body([e], [sum_init], [1], ["in", "acc"], "sum") as (x_in, acc):
+                b.yield_(b.arith.addf(x_in, acc, name="s"), op="linalg.yield")
+            (total,) = b.last_results
+            with b.generic([e, total], [mat], [id2, row, id2], ["parallel"] * 2, ["v", "s", "o"], "p") as (v, s, _):
+                b.yield_(b.arith.divf(v, s, name="q"), op="linalg.yield")
+            (p,) = b.last_results
+            ph = b.arith.truncf(p, result_types=[ty.tensor((R, C), dt)], name="ph")
+            b.store(ph, b.access_tile(y, [r, c0], rows, [R, C], id2, name="ty"))
+    return print_module(b.module)
 
 
 def rope(T: int, H: int, D: int, name: str = "rope") -> str:
     """Rotary embedding (rotate-half) of Q[T x H x D] with T x D/2 cos and sin tables, f32."""
     h = D // 2
-    q = f"memref<{T}x{H}x{D}xf32>"
-    tab = f"memref<{T}x{h}xf32>"
-    blk, tblk = f"{T}x{H}x{h}", f"{T}x{h}"
-    return f"""// RoPE of {T} tokens x {H} heads x {D} on one tile (f32).
-{box("q", T, H, D)}
-{box("tab", T, h)}
-{box("half", T, H, h)}
-#id2 = affine_map<(d0, d1) -> (d0, d1)>
-#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
-#tok = affine_map<(d0, d1, d2) -> (d0, d2)>
-{_rows_header(name, "%q_ptr: index, %cos_ptr: index, %sin_ptr: index, %y_ptr: index", T)}  %ch = arith.constant {h} : index
-  %qv = ktdp.construct_memory_view %q_ptr, sizes: [{T}, {H}, {D}], strides: [{H * D}, {D}, 1] {{coordinate_set = #q, memory_space = #ktdp.memory_space<global>}} : {q}
-  %yv = ktdp.construct_memory_view %y_ptr, sizes: [{T}, {H}, {D}], strides: [{H * D}, {D}, 1] {{coordinate_set = #q, memory_space = #ktdp.memory_space<global>}} : {q}
-  %cv = ktdp.construct_memory_view %cos_ptr, sizes: [{T}, {h}], strides: [{h}, 1] {{coordinate_set = #tab, memory_space = #ktdp.memory_space<global>}} : {tab}
-  %sv = ktdp.construct_memory_view %sin_ptr, sizes: [{T}, {h}], strides: [{h}, 1] {{coordinate_set = #tab, memory_space = #ktdp.memory_space<global>}} : {tab}
-  %first = arith.muli %tid, %cR : index
-  scf.for %t = %first to %cR step %cR {{
-    %t1 = ktdp.construct_access_tile %qv[%t, %c0, %c0] {{access_tile_order = #id3, access_tile_set = #half}} : {q} -> !ktdp.access_tile<{blk}xindex>
-    %t2 = ktdp.construct_access_tile %qv[%t, %c0, %ch] {{access_tile_order = #id3, access_tile_set = #half}} : {q} -> !ktdp.access_tile<{blk}xindex>
-    %tc = ktdp.construct_access_tile %cv[%t, %c0] {{access_tile_order = #id2, access_tile_set = #tab}} : {tab} -> !ktdp.access_tile<{tblk}xindex>
-    %ts = ktdp.construct_access_tile %sv[%t, %c0] {{access_tile_order = #id2, access_tile_set = #tab}} : {tab} -> !ktdp.access_tile<{tblk}xindex>
-    %x1 = ktdp.load %t1 : !ktdp.access_tile<{blk}xindex> -> tensor<{blk}xf32>
-    %x2 = ktdp.load %t2 : !ktdp.access_tile<{blk}xindex> -> tensor<{blk}xf32>
-    %cs = ktdp.load %tc : !ktdp.access_tile<{tblk}xindex> -> tensor<{tblk}xf32>
-    %sn = ktdp.load %ts : !ktdp.access_tile<{tblk}xindex> -> tensor<{tblk}xf32>
-    %e = tensor.empty() : tensor<{blk}xf32>
-    %y1, %y2 = linalg.generic {{indexing_maps = [#id3, #id3, #tok, #tok, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}} ins(%x1, %x2, %cs, %sn : tensor<{blk}xf32>, tensor<{blk}xf32>, tensor<{tblk}xf32>, tensor<{tblk}xf32>) outs(%e, %e : tensor<{blk}xf32>, tensor<{blk}xf32>) {{
-    ^bb0(%a: f32, %b: f32, %c: f32, %s: f32, %o1: f32, %o2: f32):
-      %ac = arith.mulf %a, %c : f32
-      %bs = arith.mulf %b, %s : f32
-      %r1 = arith.subf %ac, %bs : f32
-      %bc = arith.mulf %b, %c : f32
-      %as = arith.mulf %a, %s : f32
-      %r2 = arith.addf %bc, %as : f32
-      linalg.yield %r1, %r2 : f32, f32
-    }} -> (tensor<{blk}xf32>, tensor<{blk}xf32>)
-    %o1 = ktdp.construct_access_tile %yv[%t, %c0, %c0] {{access_tile_order = #id3, access_tile_set = #half}} : {q} -> !ktdp.access_tile<{blk}xindex>
-    %o2 = ktdp.construct_access_tile %yv[%t, %c0, %ch] {{access_tile_order = #id3, access_tile_set = #half}} : {q} -> !ktdp.access_tile<{blk}xindex>
-    ktdp.store %y1, %o1 : tensor<{blk}xf32>, !ktdp.access_tile<{blk}xindex>
-    ktdp.store %y2, %o2 : tensor<{blk}xf32>, !ktdp.access_tile<{blk}xindex>
-  }}
-  func.return
-}}
-"""
+    b = Builder()
+    b.note(f"RoPE of {T} tokens x {H} heads x {D} on one tile (f32).")
+    sq, tab, half = b.alias("q", box(T, H, D)), b.alias("tab", box(T, h)), b.alias("half", box(T, H, h))
+    id2, id3, tok = b.alias("id2", projection(2)), b.alias("id3", projection(3)), b.alias("tok", projection(3, 0, 2))
+    blk, tblk = [T, H, h], [T, h]
+    with _rows(b, name, ["q_ptr", "cos_ptr", "sin_ptr", "y_ptr"], T) as (c0, cR, tid, pq, pcos, psin, py):
+        ch = b.index(h, "ch")
+        qv, yv = _view(b, pq, (T, H, D), F32, sq, "qv"), _view(b, py, (T, H, D), F32, sq, "yv")
+        cv, sv = _view(b, pcos, (T, h), F32, tab, "cv"), _view(b, psin, (T, h), F32, tab, "sv")
+        first = b.arith.muli(tid, cR, name="first")
+        with b.for_(first, cR, cR, names=["t"]) as (t,):
+            t1 = b.access_tile(qv, [t, c0, c0], half, blk, id3, name="t1")
+            t2 = b.access_tile(qv, [t, c0, ch], half, blk, id3, name="t2")
+            tc = b.access_tile(cv, [t, c0], tab, tblk, id2, name="tc")
+            ts = b.access_tile(sv, [t, c0], tab, tblk, id2, name="ts")
+            x1, x2 = b.load(t1, F32, name="x1"), b.load(t2, F32, name="x2")
+            cs, sn = b.load(tc, F32, name="cs"), b.load(ts, F32, name="sn")
+            e = b.empty(ty.tensor(tuple(blk), F32), "e")
+            with b.generic([x1, x2, cs, sn], [e, e], [id3, id3, tok, tok, id3, id3], ["parallel"] * 3,
+                           ["a", "b", "c", "s", "o1", "o2"], ["y1", "y2"]) as (va, vb, vc, vs, _, _):
+                r1 = b.arith.subf(b.arith.mulf(va, vc, name="ac"), b.arith.mulf(vb, vs, name="bs"), name="r1")
+                r2 = b.arith.addf(b.arith.mulf(vb, vc, name="bc"), b.arith.mulf(va, vs, name="as"), name="r2")
+                b.yield_(r1, r2, op="linalg.yield")
+            y1, y2 = b.last_results
+            o1 = b.access_tile(yv, [t, c0, c0], half, blk, id3, name="o1")
+            o2 = b.access_tile(yv, [t, c0, ch], half, blk, id3, name="o2")
+            b.store(y1, o1)
+            b.store(y2, o2)
+    return print_module(b.module)

@@ -11,13 +11,12 @@ final, unused prefetch stays inside the view).
 
 from __future__ import annotations
 
+from ktir.builder import located
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
 from ktir.ir.operation import BlockArgument, Module, Operation
-from ktir.syntax.parser import parse
-from ktir.syntax.printer import print_module
 
 from .api import ScheduleError
 from .kernels import RowKernel, func_name
@@ -90,8 +89,8 @@ def rewrite_rows(module: Module, k: RowKernel, p: dict[str, int]) -> Module:
             op.attributes["access_tile_set"] = _set_rows(out, op.attributes.get("access_tile_set"), B, rb)  # type: ignore[assignment]
     if db:
         _double_buffer(fn, loop, top)
-    # print and parse again: fresh source positions for diagnostics on the scheduled file
-    return parse(print_module(out), f"{k.name}.scheduled.ktir")
+    # positions of the printed text, for diagnostics on the scheduled file
+    return located(out, f"{k.name}.scheduled.ktir")
 
 
 def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None:

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from .cost import Figures, Work
+from .dependence import shape
 from .natural import NaturalKernel, Step
 from .report import Placement, Schedule
 from .spaces import Columns, Evaluated, divisors
@@ -41,6 +42,7 @@ class NaturalSpace:
         if self.kclass is not None:
             self.cut.append(self.kclass)
             self.perms = [(*p, n) for p in self.perms]
+        self._live = _liveness(k)
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
         self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
                         for c in self.cut]
@@ -125,13 +127,53 @@ class NaturalSpace:
         for i in range(n_cut):
             iters = iters * np.where(cutm[i], n_it[i], 1.0)
         cycles = np.maximum(dma + compute / iters, compute + dma / iters)
-        scratch = np.zeros(size)
-        for _, dims, isz in k.values:
-            blk = np.ones(size)
+        return Evaluated(cycles, self._scratch(c, cutm, pos), gbytes, gbytes.copy())
+
+    def _level(self, deps: frozenset[int], cutm: list[np.ndarray], pos: list[np.ndarray], size: int) -> np.ndarray:
+        """The loop (its position in the order; -1: none) an op depending on `deps` is placed in."""
+        lvl = np.full(size, -1, dtype=np.int64)
+        for i, cls in enumerate(self.cut):
+            if cls in deps:
+                lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
+        return lvl
+
+    def _scratch(self, c: Columns, cutm: list[np.ndarray], pos: list[np.ndarray]) -> np.ndarray:
+        """Peak bytes of the tensors live at once on a tile, in the emitted order.
+
+        A value is live from its op to its last use (a loop-carried accumulator and the
+        product computed from it are both live at the contraction). An op placed in an outer
+        loop than an op before it moves ahead of that loop when emitted, so its value counts
+        as live from the start; the ops of a contraction's K loop are emitted inside that
+        loop, where the contraction was, and move nothing ahead."""
+        size = len(c["perm"])
+        ops, values = self._live
+        level = [self._level(deps, cutm, pos, size) for deps in ops]
+        kloop = None
+        if self.kclass is not None:  # the K loop's ops are emitted inside it, where the contraction is
+            i = self.cut.index(self.kclass)
+            kloop = (pos[i], cutm[i])
+        before = [np.full(size, -1, dtype=np.int64)]
+        for lvl in level[:-1]:
+            seen = lvl if kloop is None else np.where(kloop[1] & (lvl == kloop[0]), -1, lvl)
+            before.append(np.maximum(before[-1], seen))
+        blocks = []
+        for first, last, dims, isz, uses in values:
+            blk = np.full(size, float(isz))
             for cls in dims:
                 blk = blk * self._blk(c, cls)
-            scratch += blk * isz
-        return Evaluated(cycles, scratch, gbytes, gbytes.copy())
+            early = before[first] > level[first]  # emitted ahead of a deeper loop that precedes it
+            # read in a deeper loop than its own: live for every iteration of it (to the end, conservatively)
+            late = np.zeros(size, dtype=bool)
+            for q, outer in uses:
+                late |= (level[q] if outer is None else self._level(outer, cutm, pos, size)) > level[first]
+            blocks.append((first, last, blk, early, late))
+        peak = np.zeros(size)
+        for p in range(len(ops)):
+            live = np.zeros(size)
+            for first, last, blk, early, late in blocks:
+                live += np.where(((first <= p) | early) & ((p <= last) | late), blk, 0.0)
+            peak = np.maximum(peak, live)
+        return peak
 
     def _step_cost(self, s: Step, c: Columns, elems: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         f = self.fig
@@ -242,6 +284,37 @@ class NaturalSpace:
     def fit_message(self) -> str:
         return (f"no blocking of the cuttable dimensions ({', '.join(self.k.label(c) for c in self.cut) or 'none'}) "
                 f"fits the {self.fig.local_capacity}-byte scratchpad")
+
+
+def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, int, tuple[int, ...], int, list[tuple[int, frozenset[int] | None]]]]]:
+    """Per op of the body, the classes it depends on (its placement); per tensor value, the
+    positions of its op and of its last use, its classes, its itemsize and its uses
+    (position, and for the init of the looped contraction the classes its loop depends on)."""
+    body = k.fn.regions[0].blocks[0].operations
+    empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
+    deps: dict[str, set[int]] = {}
+    ops: list[frozenset[int]] = []
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    uses: dict[str, list[tuple[int, frozenset[int] | None]]] = {}
+    for i, op in enumerate(body):
+        d: set[int] = set()
+        for v in [*op.operands, *op.results]:
+            d |= deps.get(v, set())
+            if v not in empties and shape(k.graph.types.get(v)):
+                d |= set(k.graph.classes(v))
+        for r in op.results:
+            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
+            first[r] = i
+        for v in op.operands:
+            last[v] = i
+            # the init of a looped contraction is read once, on entering its K loop (placed as its result)
+            init = k.kloop is not None and op is k.kloop[1] and v == op.operands[-1]
+            uses.setdefault(v, []).append((i, frozenset(deps[op.results[0]]) if init else None))
+        ops.append(frozenset(d))
+    values = [(first[name], max(last.get(name, first[name]), first[name]), dims, isz, uses.get(name, []))
+              for name, dims, isz in k.values]
+    return ops, values
 
 
 def _vrate(f: Figures, dtype: str, transcendental: bool) -> float:

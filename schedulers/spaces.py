@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cost import Figures, Work
-from .kernels import AttentionKernel, MatmulKernel, RowKernel
+from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
 from .report import Placement, Schedule
 
 Columns = dict[str, np.ndarray]
@@ -62,6 +62,28 @@ def row(c: Columns, i: int) -> dict[str, int]:
 
 def _grids(tiles: int, max_m: int, max_n: int) -> list[tuple[int, int]]:
     return [(gm, gn) for gm in range(1, tiles + 1) for gn in range(1, tiles // gm + 1) if gm <= max_m and gn <= max_n]
+
+
+def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> np.ndarray:
+    """Bytes a transfer of a block of `operand` moves: each contiguous run of it rounded up to
+    whole granules. A run is the block's extent along the stride-1 dimension, times the next
+    dimensions' extents while the block covers whole dimensions (a row-major block of whole
+    rows is one run; a block of a transposed operand is one short run per column)."""
+    strides = operand.layout
+    order = sorted(range(len(strides)), key=lambda d: strides[d])
+    blk = [np.asarray(b, dtype=np.float64) for b in block]
+    elems = np.prod(blk, axis=0)
+    run = np.ones_like(elems)
+    going = np.ones_like(elems, dtype=bool)
+    expect = 1
+    for d in order:
+        if strides[d] != expect:
+            break
+        run = np.where(going, run * blk[d], run)
+        going &= blk[d] >= operand.shape[d]
+        expect *= operand.shape[d]
+    isz = operand.itemsize
+    return elems / run * np.ceil(run * isz / granularity) * granularity
 
 
 # ---------------------------------------------------------------------- matmul
@@ -131,10 +153,11 @@ class MatmulSpace:
         part = kp * bn * eb
         hops = t / 4  # mean distance between two tiles of a contiguous run of t on a bidirectional ring
         link = min(m.topology.capacity.values()) if m.topology.capacity else f.dma_bw
-        links = np.maximum(2 * (t - 1), 1)
         # every tile reads the t parts (one of them its own) of each panel; the ring carries the rest
         remote = m.dma_setup + hops * m.topology.hop_latency + part / f.dma_bw
-        ring = t * part * hops / links / link
+        # the timeline gives each tile reading over a link an equal fixed share of it: a tile
+        # reads its parts at link / (t - 1) on the busiest link of the run (static sharing)
+        ring = part * np.maximum(t - 1, 1) / link
         a_load = f.transfer(a_blk)
         queue = np.maximum((remote + a_load) / f.engines, np.maximum(remote, a_load))
         channel = np.where(stream, f.transfer_fixed + t * f.rounded(a_blk) / f.global_bw, 0.0)
@@ -169,16 +192,17 @@ class MatmulSpace:
         active = np.minimum(gm, mb) * np.minimum(gn, nb)
         ks = k.K / bk
         a_res, b_res = order == 1, order == 2
-        a_step = np.where(a_res, 0.0, bm * bk * ea)
-        b_step = np.where(b_res, 0.0, bk * bn * eb)
+        # bytes a block moves: whole granules per contiguous run (a transposed operand's block is many short runs)
+        a_step = np.where(a_res, 0.0, moved(k.a, (bm, bk), f.granularity))
+        b_step = np.where(b_res, 0.0, moved(k.b, (bk, bn), f.granularity))
         load = f.load_step([a_step, b_step], active)
         slice_copy = (np.where(a_res, bm * bk * ea, 0.0) + np.where(b_res, bk * bn * eb, 0.0)) * 2 / f.local_bw
         compute = bm * bn * bk / f.mac_rate(k.a.dtype) + f.matrix_startup + slice_copy
         kloop = np.where(db, load + ks * np.maximum(compute, load), ks * (compute + load))
         vrate = f.vector_rate("f32")
-        epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([bm * bn * ec], active)
-        resident = (np.where(a_res, mt * f.load_step([bm * k.K * ea], active), 0.0)
-                    + np.where(b_res, nt * f.load_step([k.K * bn * eb], active), 0.0))
+        epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([moved(k.c, (bm, bn), f.granularity)], active)
+        resident = (np.where(a_res, mt * f.load_step([moved(k.a, (bm, np.full_like(bm, k.K)), f.granularity)], active), 0.0)
+                    + np.where(b_res, nt * f.load_step([moved(k.b, (np.full_like(bn, k.K), bn), f.granularity)], active), 0.0))
         cycles = mt * nt * (kloop + epilogue) + resident
         buffers = np.where(db, 2.0, 1.0)
         a_mem = np.where(a_res, bm * k.K * ea + bm * bk * ea, buffers * bm * bk * ea)

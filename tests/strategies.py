@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from ktir.dialects.constraints import TypeConstraint
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -792,21 +793,22 @@ class Gen:
             return
         self.constant(ctx, t)
 
-    def _class_elem(self, name: str, kind: str) -> Type:
-        if "float" in kind:
+    def _class_elem(self, kind: TypeConstraint) -> Type:
+        """An element type the op's typed operand constraint accepts."""
+        if kind.accepts(ty.F32):
             return self.float_t()
-        if name.startswith("math."):
+        if not kind.accepts(ty.INDEX):
             return self.pick(SIGNLESS_INTS)
         return self.int_t()
 
     def _elementwise(self, ctx: Ctx, name: str) -> None:
         d = OPS[name]
         kind = d.operands[0].type
-        t = self.shaped_or_scalar(self._class_elem(name, kind))
+        t = self.shaped_or_scalar(self._class_elem(kind))
         vals = [self.get(ctx, t) for _ in d.operands]
         wt = self.written(t)
         attrs = self.extras(0.08)
-        if "float" in kind and self.chance(0.3):
+        if kind.accepts(ty.F32) and self.chance(0.3):
             attrs["fastmath"] = at.EnumAttr(dialect="arith", name="fastmath", value=self.pick(FASTMATH))
         if name in ("arith.addi", "arith.subi", "arith.muli", "arith.shli") and self.chance(0.4):
             attrs["overflowFlags"] = at.EnumAttr(dialect="arith", name="overflow", value=self.pick(OVERFLOW))
@@ -1324,14 +1326,12 @@ class Gen:
         self._dps(ctx, name, ins, outs, attrs, [Region(blocks=[block])])
 
     def _short_op(self, elem: Type, arity: int) -> str | None:
-        is_float = isinstance(elem, ty.FloatType)
         fmt = {1: "UNARY", 2: "BINARY", 3: "TERNARY"}[arity]
         names = [
             n
             for n, d in OPS.items()
             if d.format == fmt
-            and ("float" in d.operands[0].type) == is_float
-            and not (n.startswith("math.") and elem == ty.INDEX)
+            and d.operands[0].type.accepts(elem)
         ]
         return self.pick(names) if names else None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -86,6 +87,32 @@ def elementwise_cases() -> Iterator[Draft]:
         for dtype in F8:
             seed += 7
             yield elementwise(op, dtype, (16,), FLOAT_ARITH[op], seed)
+    yield from untabled_elementwise_cases()
+
+
+def untabled_elementwise_cases() -> Iterator[Draft]:
+    """Cases for the registry's elementwise ops the tables above do not list (a newly defined op):
+    default input domains, seeds from the op's name so other cases keep theirs."""
+    from ktir.dialects.registry import OPS
+    from ktir.dialects.traits import SAME_OPERANDS_AND_RESULT_TYPE
+    from ktir.ir import types as ty
+
+    for name, op in OPS.items():
+        if SAME_OPERANDS_AND_RESULT_TYPE not in op.traits or name in FLOAT_ARITH or name in INT_ARITH:
+            continue
+        if any(o.variadic or o.optional for o in op.operands):
+            continue
+        seed = zlib.crc32(name.encode()) % 100_000
+        kind = op.operands[0].type
+        if kind.accepts(ty.F32):
+            for dtype in FLOATS:
+                for shape in SHAPES:
+                    seed += 7
+                    yield elementwise(name, dtype, shape, (NORMAL,) * len(op.operands), seed)
+        elif kind.accepts(ty.I32):
+            for dtype in INTS:
+                seed += 7
+                yield elementwise(name, dtype, (16,), (SMALL_INT,) * len(op.operands), seed)
 
 
 CASTS: list[tuple[str, str, str, dict[str, Any]]] = [

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, Result, constraints
+from ktir.dialects.constraints import AFFINE_MAP, INDEX
+from ktir.dialects.cost import CostClass
+from ktir.dialects.traits import PURE
 
 
 def _apply(name: str, summary: str) -> OpDef:
@@ -10,10 +13,11 @@ def _apply(name: str, summary: str) -> OpDef:
         name=f"affine.{name}",
         format="AFFINE_APPLY",
         summary=summary,
-        operands=(Operand("map_operands", "index", variadic=True),),
-        results=(Result("result", "index"),),
-        attributes=(Attr("map", "AffineMap"),),
-        traits=frozenset({"Pure"}),
+        cost=CostClass.FREE,
+        operands=(Operand("map_operands", INDEX, variadic=True),),
+        results=(Result("result", INDEX),),
+        attributes=(Attr("map", AFFINE_MAP),),
+        traits=frozenset({PURE}),
         constraints=constraints(
             "The number of operands equals the map's dimensions plus symbols.",
             "The map has exactly one result." if name == "apply" else "The map has at least one result.",

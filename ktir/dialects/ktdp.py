@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, RegionSpec, Result, constraints
+from ktir.dialects.constraints import (
+    AFFINE_MAP,
+    ANY,
+    DENSE_I64_ARRAY,
+    INDEX,
+    INT_OR_INDEX,
+    INTEGER_SET,
+    MEMREF,
+    RANKED_TENSOR,
+    AccessTile,
+    AnyOf,
+    AnyScalar,
+    AttrKind,
+    Derived,
+    MemRefOf,
+    RuntimeArg,
+    TensorOf,
+    TileFuture,
+    array_of,
+    enum_attr,
+)
+from ktir.dialects.cost import CostClass
+from ktir.dialects.traits import (
+    ATTR_SIZED_OPERAND_SEGMENTS,
+    PURE,
+    RECURSIVE_MEMORY_EFFECTS,
+    TERMINATOR,
+    VARIADIC_REGIONS,
+)
 
-_SET = "affine_set (IntegerSet attribute)"
+_SET = INTEGER_SET
 
 OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.get_compute_tile_id",
         format="TILE_ID",
+        cost=CostClass.FREE,
         summary="The coordinates of the executing compute tile in the grid.",
         description=(
             "Returns one `index` per dimension of the enclosing function's `grid`, the"
             " coordinates of the compute tile executing this instance of the kernel."
         ),
-        results=(Result("ids", "index", variadic=True),),
-        traits=frozenset({"Pure"}),
+        results=(Result("ids", INDEX, variadic=True),),
+        traits=frozenset({PURE}),
         constraints=constraints(
             "There is at least one result and every result has type `index`.",
             "The number of results equals the rank of the enclosing function's `grid` (default `[1]`).",
@@ -26,24 +56,25 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.construct_memory_view",
         format="MEMORY_VIEW",
+        cost=CostClass.FREE,
         summary="Interpret a region of memory as a shaped view (no allocation, no data movement).",
         description=(
             "Builds a memref view at `offset` in the memory space `memory_space`, with the given"
             " sizes and strides (in elements) and the valid coordinates `coordinate_set`."
         ),
         operands=(
-            Operand("offset", "index"),
-            Operand("sizes", "index", variadic=True),
-            Operand("strides", "index", variadic=True),
+            Operand("offset", INDEX),
+            Operand("sizes", INDEX, variadic=True),
+            Operand("strides", INDEX, variadic=True),
         ),
-        results=(Result("result", "memref"),),
+        results=(Result("result", MEMREF),),
         attributes=(
-            Attr("static_sizes", "DenseI64ArrayAttr"),
-            Attr("static_strides", "DenseI64ArrayAttr"),
-            Attr("memory_space", "#ktdp.memory_space"),
+            Attr("static_sizes", DENSE_I64_ARRAY),
+            Attr("static_strides", DENSE_I64_ARRAY),
+            Attr("memory_space", AttrKind("#ktdp.memory_space")),
             Attr("coordinate_set", _SET, optional=True),
         ),
-        traits=frozenset({"Pure", "AttrSizedOperandSegments"}),
+        traits=frozenset({PURE, ATTR_SIZED_OPERAND_SEGMENTS}),
         constraints=constraints(
             "`sizes` and `strides` have the same number of entries.",
             "The number of dynamic size and stride operands equals the number of `?` entries.",
@@ -59,11 +90,12 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.construct_distributed_memory_view",
         format="DISTRIBUTED_VIEW",
+        cost=CostClass.FREE,
         summary="One logical view assembled from per-tile memory views.",
         description="The global index domain is the union of the inputs' coordinate sets.",
-        operands=(Operand("memrefs", "memref", variadic=True),),
-        results=(Result("result", "memref"),),
-        traits=frozenset({"Pure"}),
+        operands=(Operand("memrefs", MEMREF, variadic=True),),
+        results=(Result("result", MEMREF),),
+        traits=frozenset({PURE}),
         constraints=constraints(
             "Every input is a memref with the result's element type and rank.",
             "The inputs' coordinate sets are pairwise disjoint.",
@@ -73,19 +105,20 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.construct_access_tile",
         format="ACCESS_TILE",
+        cost=CostClass.FREE,
         summary="A set of coordinates of a view: base subscripts plus an integer set.",
         operands=(
-            Operand("base", "memref or ranked tensor"),
-            Operand("indices", "index", variadic=True),
-            Operand("symbol_operands", "index", variadic=True),
+            Operand("base", AnyOf((MEMREF, RANKED_TENSOR))),
+            Operand("indices", INDEX, variadic=True),
+            Operand("symbol_operands", INDEX, variadic=True),
         ),
-        results=(Result("result", "!ktdp.access_tile"),),
+        results=(Result("result", AccessTile()),),
         attributes=(
-            Attr("base_map", "AffineMap"),
+            Attr("base_map", AFFINE_MAP),
             Attr("access_tile_set", _SET),
-            Attr("access_tile_order", "AffineMap (permutation)"),
+            Attr("access_tile_order", AttrKind("AffineMap", note="permutation")),
         ),
-        traits=frozenset({"Pure", "AttrSizedOperandSegments"}),
+        traits=frozenset({PURE, ATTR_SIZED_OPERAND_SEGMENTS}),
         constraints=constraints(
             "`access_tile_set` has as many dimensions as `base_map` has results.",
             "`base_map` has as many inputs as there are index operands.",
@@ -99,22 +132,23 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.construct_indirect_access_tile",
         format="INDIRECT_TILE",
+        cost=CostClass.FREE,
         summary="An access tile whose subscripts are read from index views (gather/scatter).",
         operands=(
-            Operand("base", "memref or ranked tensor"),
-            Operand("indirect_memrefs", "memref of integers", variadic=True),
-            Operand("captured_variables", "index", variadic=True),
-            Operand("symbol_operands", "index", variadic=True),
+            Operand("base", AnyOf((MEMREF, RANKED_TENSOR))),
+            Operand("indirect_memrefs", MemRefOf(INT_OR_INDEX), variadic=True),
+            Operand("captured_variables", INDEX, variadic=True),
+            Operand("symbol_operands", INDEX, variadic=True),
         ),
-        results=(Result("result", "!ktdp.access_tile"),),
+        results=(Result("result", AccessTile()),),
         attributes=(
-            Attr("per_dim_subscript_kinds", "DenseBoolArrayAttr (true = indirect)"),
-            Attr("per_dim_subscript_maps", "array of AffineMap"),
+            Attr("per_dim_subscript_kinds", AttrKind("DenseBoolArrayAttr", note="true = indirect")),
+            Attr("per_dim_subscript_maps", array_of(AFFINE_MAP)),
             Attr("variables_space_set", _SET),
-            Attr("variables_space_order", "AffineMap (permutation)"),
+            Attr("variables_space_order", AttrKind("AffineMap", note="permutation")),
         ),
         regions=(RegionSpec("variables", "The intermediate variables.", "index per variable", "ktdp.region_terminator"),),
-        traits=frozenset({"AttrSizedOperandSegments"}),
+        traits=frozenset({ATTR_SIZED_OPERAND_SEGMENTS}),
         constraints=constraints(
             "There is one subscript per dimension of the base.",
             "Each indirect subscript names an index view whose element type is an integer or index.",
@@ -127,9 +161,10 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.load",
         format="LOAD",
+        cost=CostClass.DATA_MOVEMENT,
         summary="Gather the elements of an access tile into a tensor.",
-        operands=(Operand("access_tile", "!ktdp.access_tile"),),
-        results=(Result("result", "ranked tensor"),),
+        operands=(Operand("access_tile", AccessTile()),),
+        results=(Result("result", RANKED_TENSOR),),
         constraints=constraints(
             "The result shape equals the access tile's shape.",
             "The result element type equals the element type of the tile's base view.",
@@ -139,8 +174,9 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.store",
         format="STORE",
+        cost=CostClass.DATA_MOVEMENT,
         summary="Scatter a tensor into the elements of an access tile.",
-        operands=(Operand("data", "ranked tensor"), Operand("access_tile", "!ktdp.access_tile")),
+        operands=(Operand("data", RANKED_TENSOR), Operand("access_tile", AccessTile())),
         constraints=constraints(
             "The data shape equals the access tile's shape.",
             "The data element type equals the element type of the tile's base view.",
@@ -150,11 +186,12 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.runtime_arg_extract",
         format="RUNTIME_ARG_EXTRACT",
+        cost=CostClass.FREE,
         summary="Read the value, granularity or upper bound of a runtime argument.",
-        operands=(Operand("input", "!ktdp.runtime_arg"),),
-        results=(Result("result", "the runtime argument's value type"),),
-        attributes=(Attr("kind", "value | granularity | upperbound"),),
-        traits=frozenset({"Pure"}),
+        operands=(Operand("input", RuntimeArg()),),
+        results=(Result("result", Derived("the runtime argument's value type")),),
+        attributes=(Attr("kind", enum_attr("value", "granularity", "upperbound")),),
+        traits=frozenset({PURE}),
         constraints=constraints(
             "`kind` is one of value, granularity, upperbound.",
             "The extracted field is present in the runtime argument's type.",
@@ -164,17 +201,19 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.region_terminator",
         format="TERMINATOR",
+        cost=CostClass.FREE,
         summary="Terminator of the indirect access tile's region.",
-        traits=frozenset({"Terminator"}),
+        traits=frozenset({TERMINATOR}),
     ),
     OpDef(
         name="ktdp.inter_tile_produce",
         format="PRODUCE",
+        cost=CostClass.COMMUNICATION,
         summary="Each producing tile contributes partial values to a tile future.",
-        attributes=(Attr("producer_tiles_per_group", _SET + " over (i)[g]"),),
-        results=(Result("future", "!ktdp.tile_future"),),
+        attributes=(Attr("producer_tiles_per_group", AttrKind("affine_set", note="IntegerSet attribute over (i)[g]")),),
+        results=(Result("future", TileFuture()),),
         regions=(RegionSpec("body", "Computes the partial values.", "%gid: index", "ktdp.yield_partial"),),
-        traits=frozenset({"RecursiveMemoryEffects"}),
+        traits=frozenset({RECURSIVE_MEMORY_EFFECTS}),
         constraints=constraints(
             "The body has one block with one `index` argument (the group id).",
             "The yielded values' types equal the future's partial types.",
@@ -186,20 +225,22 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.yield_partial",
         format="TERMINATOR",
+        cost=CostClass.FREE,
         summary="Terminator of inter_tile_produce: the tile's partial values.",
-        operands=(Operand("values", "ranked tensor", variadic=True),),
-        traits=frozenset({"Terminator"}),
+        operands=(Operand("values", RANKED_TENSOR, variadic=True),),
+        traits=frozenset({TERMINATOR}),
         options={"attr_dict_last": True},
     ),
     OpDef(
         name="ktdp.inter_tile_consume",
         format="CONSUME",
+        cost=CostClass.COMMUNICATION,
         summary="Deliver producers' partial values to consumer tiles (broadcast or routing).",
-        operands=(Operand("future", "!ktdp.tile_future"),),
-        results=(Result("results", "the future's partial types", variadic=True),),
+        operands=(Operand("future", TileFuture()),),
+        results=(Result("results", Derived("the future's partial types"), variadic=True),),
         attributes=(
             Attr("consumer_tiles_per_group", _SET),
-            Attr("producer_dependency_per_consumer", _SET + " over (p)[c] or (p)[c, g]", optional=True),
+            Attr("producer_dependency_per_consumer", AttrKind("affine_set", note="IntegerSet attribute over (p)[c] or (p)[c, g]"), optional=True),
         ),
         constraints=constraints(
             "The result types equal the future's partial types.",
@@ -210,9 +251,10 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.inter_tile_reduce",
         format="REDUCE",
+        cost=CostClass.COMMUNICATION,
         summary="Combine producers' partial values (all-reduce or reduce-to-one).",
-        operands=(Operand("future", "!ktdp.tile_future"), Operand("identity", "scalar or tensor", variadic=True)),
-        results=(Result("results", "the future's partial types", variadic=True),),
+        operands=(Operand("future", TileFuture()), Operand("identity", AnyOf((AnyScalar(), TensorOf())), variadic=True)),
+        results=(Result("results", Derived("the future's partial types"), variadic=True),),
         attributes=(
             Attr("consumer_tiles_per_group", _SET),
             Attr("producer_dependency_per_consumer", _SET, optional=True),
@@ -232,18 +274,21 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.yield_reduced",
         format="TERMINATOR",
+        cost=CostClass.FREE,
         summary="Terminator of the inter_tile_reduce combiner.",
-        operands=(Operand("values", "any", variadic=True),),
-        traits=frozenset({"Terminator"}),
+        operands=(Operand("values", ANY, variadic=True),),
+        traits=frozenset({TERMINATOR}),
         options={"attr_dict_last": True},
     ),
     OpDef(
         name="ktdp.inter_tile_gather",
         format="COLLECTIVE",
+        cost=CostClass.COMMUNICATION,
+        traits=frozenset({VARIADIC_REGIONS}),  # the combiner region is optional
         summary="(Designed) Concatenate producers' partial values along `gather_dimensions`.",
-        operands=(Operand("future", "!ktdp.tile_future"),),
-        results=(Result("results", "ranked tensor", variadic=True),),
-        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("gather_dimensions", "DenseI64ArrayAttr")),
+        operands=(Operand("future", TileFuture()),),
+        results=(Result("results", RANKED_TENSOR, variadic=True),),
+        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("gather_dimensions", DENSE_I64_ARRAY)),
         constraints=constraints(
             "Each result has its partial's rank; along each gathered dimension its size is a multiple of the partial's.",
         ),
@@ -251,10 +296,12 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.inter_tile_scatter",
         format="COLLECTIVE",
+        cost=CostClass.COMMUNICATION,
+        traits=frozenset({VARIADIC_REGIONS}),  # the combiner region is optional
         summary="(Designed) Split a producer's value along `scatter_dimensions` across consumers.",
-        operands=(Operand("future", "!ktdp.tile_future"),),
-        results=(Result("results", "ranked tensor", variadic=True),),
-        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", "DenseI64ArrayAttr")),
+        operands=(Operand("future", TileFuture()),),
+        results=(Result("results", RANKED_TENSOR, variadic=True),),
+        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", DENSE_I64_ARRAY)),
         constraints=constraints(
             "Each result has its partial's rank; along each scattered dimension the partial's size is a multiple of the result's."
         ),
@@ -262,23 +309,27 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="ktdp.inter_tile_all_to_all",
         format="COLLECTIVE",
+        cost=CostClass.COMMUNICATION,
+        traits=frozenset({VARIADIC_REGIONS}),  # the combiner region is optional
         summary="(Designed) Split along `split_dimensions`, exchange, concatenate along `concat_dimensions`.",
-        operands=(Operand("future", "!ktdp.tile_future"),),
-        results=(Result("results", "ranked tensor", variadic=True),),
+        operands=(Operand("future", TileFuture()),),
+        results=(Result("results", RANKED_TENSOR, variadic=True),),
         attributes=(
             Attr("consumer_tiles_per_group", _SET),
-            Attr("split_dimensions", "DenseI64ArrayAttr"),
-            Attr("concat_dimensions", "DenseI64ArrayAttr"),
+            Attr("split_dimensions", DENSE_I64_ARRAY),
+            Attr("concat_dimensions", DENSE_I64_ARRAY),
         ),
         constraints=constraints("`split_dimensions` and `concat_dimensions` have the same length."),
     ),
     OpDef(
         name="ktdp.inter_tile_reduce_scatter",
         format="COLLECTIVE",
+        cost=CostClass.COMMUNICATION,
+        traits=frozenset({VARIADIC_REGIONS}),  # the combiner region is optional
         summary="(Designed) Reduce producers' values, then scatter the result along `scatter_dimensions`.",
-        operands=(Operand("future", "!ktdp.tile_future"), Operand("identity", "scalar or tensor", variadic=True)),
-        results=(Result("results", "ranked tensor", variadic=True),),
-        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", "DenseI64ArrayAttr")),
+        operands=(Operand("future", TileFuture()), Operand("identity", AnyOf((AnyScalar(), TensorOf())), variadic=True)),
+        results=(Result("results", RANKED_TENSOR, variadic=True),),
+        attributes=(Attr("consumer_tiles_per_group", _SET), Attr("scatter_dimensions", DENSE_I64_ARRAY)),
         regions=(RegionSpec("combiner", "Combines two partial values.", "2N arguments", "ktdp.yield_reduced"),),
         accuracy="reduction",
         constraints=constraints(

@@ -3,26 +3,46 @@
 from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, RegionSpec, Result, constraints
+from ktir.dialects.constraints import (
+    AFFINE_MAP,
+    ANY,
+    DENSE_I64_ARRAY,
+    I64,
+    INDEX,
+    MEMREF,
+    RANKED_TENSOR,
+    STRING,
+    AnyOf,
+    AnyScalar,
+    Derived,
+    array_of,
+    enum_attr,
+)
+from ktir.dialects.cost import CostClass
+from ktir.dialects.traits import ATTR_SIZED_OPERAND_SEGMENTS, DESTINATION_STYLE, PURE, TERMINATOR, VARIADIC_REGIONS
 
-_INS = Operand("inputs", "ranked tensor or scalar", variadic=True)
-_OUTS = Operand("outputs", "ranked tensor", variadic=True)
-_RES = Result("results", "ranked tensor (the outputs' types)", variadic=True)
+# the buffer form (memref operands, no results) parses too
+_INS = Operand("inputs", AnyOf((RANKED_TENSOR, MEMREF, AnyScalar())), variadic=True)
+_OUTS = Operand("outputs", AnyOf((RANKED_TENSOR, MEMREF)), variadic=True)
+_RES = Result("results", Derived("the outputs' types", RANKED_TENSOR), variadic=True)
 _DPS = constraints(
     "There is one result per output and each result has its output's type.",
     "Operand shapes agree as the op's indexing maps require.",
 )
 
 
-def _named(name: str, summary: str, accuracy: str = "exact") -> OpDef:
+def _named(name: str, summary: str, accuracy: str = "exact", cost: CostClass = CostClass.VECTOR) -> OpDef:
     return OpDef(
         name=f"linalg.{name}",
         format="LINALG_NAMED",
         summary=summary,
         operands=(_INS, _OUTS),
         results=(_RES,),
-        traits=frozenset({"DestinationStyle", "AttrSizedOperandSegments"}),
+        # a named op may carry its scalar body (generic form), or not
+        traits=frozenset({DESTINATION_STYLE, ATTR_SIZED_OPERAND_SEGMENTS, VARIADIC_REGIONS}),
         constraints=_DPS,
         accuracy=accuracy,
+        cost=cost,
     )
 
 
@@ -30,54 +50,55 @@ _ELEMENTWISE = (
     ("add", "Elementwise addition.", "correctly-rounded"),
     ("sub", "Elementwise subtraction.", "correctly-rounded"),
     ("mul", "Elementwise multiplication.", "correctly-rounded"),
-    ("div", "Elementwise division.", "correctly-rounded"),
+    ("div", "Elementwise division.", "correctly-rounded", CostClass.TRANSCENDENTAL),
     ("max", "Elementwise maximum.", "exact"),
     ("min", "Elementwise minimum.", "exact"),
-    ("exp", "Elementwise exponential.", "1 ulp"),
-    ("log", "Elementwise natural logarithm.", "1 ulp"),
+    ("exp", "Elementwise exponential.", "1 ulp", CostClass.TRANSCENDENTAL),
+    ("log", "Elementwise natural logarithm.", "1 ulp", CostClass.TRANSCENDENTAL),
     ("abs", "Elementwise absolute value.", "exact"),
     ("negf", "Elementwise float negation.", "exact"),
-    ("sqrt", "Elementwise square root.", "correctly-rounded"),
-    ("rsqrt", "Elementwise reciprocal square root.", "2 ulp"),
-    ("tanh", "Elementwise hyperbolic tangent.", "2 ulp"),
+    ("sqrt", "Elementwise square root.", "correctly-rounded", CostClass.TRANSCENDENTAL),
+    ("rsqrt", "Elementwise reciprocal square root.", "2 ulp", CostClass.TRANSCENDENTAL),
+    ("tanh", "Elementwise hyperbolic tangent.", "2 ulp", CostClass.TRANSCENDENTAL),
     ("reciprocal", "Elementwise reciprocal.", "correctly-rounded"),
     ("square", "Elementwise square.", "correctly-rounded"),
     ("floor", "Elementwise floor.", "exact"),
-    ("erf", "Elementwise error function.", "2 ulp"),
-    ("powf", "Elementwise power.", "2 ulp"),
+    ("erf", "Elementwise error function.", "2 ulp", CostClass.TRANSCENDENTAL),
+    ("powf", "Elementwise power.", "2 ulp", CostClass.TRANSCENDENTAL),
 )
 
 _REGION_BODY = RegionSpec("body", "Scalar computation per iteration point.", "one scalar per input and output", "linalg.yield")
 
 OPS: tuple[OpDef, ...] = (
-    *(_named(n, s, a) for n, s, a in _ELEMENTWISE),
+    *(_named(*row) for row in _ELEMENTWISE),
     _named("fill", "Fill the output with a scalar."),
     _named("copy", "Copy the input into the output."),
     _named(
         "matmul",
         "C += A x B; with `indexing_maps`, operands may be transposed or broadcast.",
-        "matmul",
+        "matmul", CostClass.MATMUL,
     ),
-    _named("batch_matmul", "Batched C[b] += A[b] x B[b].", "matmul"),
-    _named("matmul_transpose_a", "C += transpose(A) x B (older spelling).", "matmul"),
-    _named("matmul_transpose_b", "C += A x transpose(B) (older spelling).", "matmul"),
-    _named("batch_matmul_transpose_b", "Batched C[b] += A[b] x transpose(B[b]).", "matmul"),
-    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction"),
-    _named("matvec", "Matrix-vector product.", "matmul"),
+    _named("batch_matmul", "Batched C[b] += A[b] x B[b].", "matmul", CostClass.MATMUL),
+    _named("matmul_transpose_a", "C += transpose(A) x B (older spelling).", "matmul", CostClass.MATMUL),
+    _named("matmul_transpose_b", "C += A x transpose(B) (older spelling).", "matmul", CostClass.MATMUL),
+    _named("batch_matmul_transpose_b", "Batched C[b] += A[b] x transpose(B[b]).", "matmul", CostClass.MATMUL),
+    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction", CostClass.MATMUL),
+    _named("matvec", "Matrix-vector product.", "matmul", CostClass.MATMUL),
     OpDef(
         name="linalg.generic",
         format="LINALG_GENERIC",
+        cost=CostClass.VECTOR,
         summary="A perfectly nested loop over the iteration space with indexing maps per operand.",
         operands=(_INS, _OUTS),
         results=(_RES,),
         attributes=(
-            Attr("indexing_maps", "array of AffineMap, one per operand"),
-            Attr("iterator_types", "array of parallel | reduction"),
-            Attr("doc", "string", optional=True),
-            Attr("library_call", "string", optional=True),
+            Attr("indexing_maps", array_of(AFFINE_MAP, note="one per operand")),
+            Attr("iterator_types", array_of(enum_attr("parallel", "reduction"))),
+            Attr("doc", STRING, optional=True),
+            Attr("library_call", STRING, optional=True),
         ),
         regions=(_REGION_BODY,),
-        traits=frozenset({"DestinationStyle", "AttrSizedOperandSegments"}),
+        traits=frozenset({DESTINATION_STYLE, ATTR_SIZED_OPERAND_SEGMENTS}),
         constraints=constraints(
             "There is one indexing map per input and output.",
             "Each indexing map has one input per iterator type and one result per operand dimension.",
@@ -91,8 +112,9 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="linalg.map",
         format="LINALG_MAP",
+        cost=CostClass.VECTOR,
         summary="Apply the body elementwise to the inputs, writing the output.",
-        operands=(_INS, Operand("init", "ranked tensor")),
+        operands=(_INS, Operand("init", RANKED_TENSOR)),
         results=(_RES,),
         regions=(_REGION_BODY,),
         constraints=constraints(
@@ -103,10 +125,11 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="linalg.reduce",
         format="LINALG_REDUCE",
+        cost=CostClass.REDUCTION,
         summary="Reduce the inputs along `dimensions` with the body as combiner.",
-        operands=(_INS, Operand("inits", "ranked tensor", variadic=True)),
+        operands=(_INS, Operand("inits", RANKED_TENSOR, variadic=True)),
         results=(_RES,),
-        attributes=(Attr("dimensions", "DenseI64ArrayAttr"),),
+        attributes=(Attr("dimensions", DENSE_I64_ARRAY),),
         regions=(_REGION_BODY,),
         constraints=constraints(
             "`dimensions` are distinct, sorted and within the inputs' rank.",
@@ -118,10 +141,11 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="linalg.broadcast",
         format="LINALG_DIMS",
+        cost=CostClass.VECTOR,
         summary="Broadcast the input by adding the `dimensions` of the output.",
-        operands=(Operand("input", "ranked tensor"), Operand("init", "ranked tensor")),
+        operands=(Operand("input", RANKED_TENSOR), Operand("init", RANKED_TENSOR)),
         results=(_RES,),
-        attributes=(Attr("dimensions", "DenseI64ArrayAttr"),),
+        attributes=(Attr("dimensions", DENSE_I64_ARRAY),),
         constraints=constraints(
             "The input's rank plus the number of `dimensions` equals the init's rank.",
             "The input's dimensions equal the init's non-broadcast dimensions.",
@@ -130,10 +154,11 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="linalg.transpose",
         format="LINALG_DIMS",
+        cost=CostClass.VECTOR,
         summary="Permute the input's dimensions into the init.",
-        operands=(Operand("input", "ranked tensor"), Operand("init", "ranked tensor")),
+        operands=(Operand("input", RANKED_TENSOR), Operand("init", RANKED_TENSOR)),
         results=(_RES,),
-        attributes=(Attr("permutation", "DenseI64ArrayAttr"),),
+        attributes=(Attr("permutation", DENSE_I64_ARRAY),),
         constraints=constraints(
             "`permutation` is a permutation of the input's dimensions.",
             "init dimension i equals input dimension permutation[i].",
@@ -142,17 +167,19 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="linalg.yield",
         format="TERMINATOR",
+        cost=CostClass.FREE,
         summary="Terminator of linalg bodies: the values for the outputs.",
-        operands=(Operand("values", "any", variadic=True),),
-        traits=frozenset({"Terminator"}),
+        operands=(Operand("values", ANY, variadic=True),),
+        traits=frozenset({TERMINATOR}),
     ),
     OpDef(
         name="linalg.index",
         format="LINALG_INDEX",
+        cost=CostClass.FREE,
         summary="The current iteration index along `dim` inside a linalg body.",
-        attributes=(Attr("dim", "i64"),),
-        results=(Result("result", "index"),),
-        traits=frozenset({"Pure"}),
+        attributes=(Attr("dim", I64),),
+        results=(Result("result", INDEX),),
+        traits=frozenset({PURE}),
         constraints=constraints("`dim` is less than the enclosing op's number of loops."),
     ),
 )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from ktir.dialects.base import Attr, OpDef, Operand, Result, constraints
+from ktir.dialects.constraints import BOOL, DENSE_I64_ARRAY, INDEX, MEMREF, AnyScalar, CompatibleCast, Derived
+from ktir.dialects.cost import CostClass
+from ktir.dialects.traits import ATTR_SIZED_OPERAND_SEGMENTS, PURE
 
 
 def _alloc(name: str, summary: str) -> OpDef:
@@ -10,8 +13,9 @@ def _alloc(name: str, summary: str) -> OpDef:
         name=f"memref.{name}",
         format="EMPTY",
         summary=summary,
-        operands=(Operand("dynamic_sizes", "index", variadic=True),),
-        results=(Result("memref", "memref"),),
+        cost=CostClass.FREE,
+        operands=(Operand("dynamic_sizes", INDEX, variadic=True),),
+        results=(Result("memref", MEMREF),),
         constraints=constraints("There is one size operand per dynamic dimension of the result."),
     )
 
@@ -22,20 +26,21 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="memref.subview",
         format="SLICE",
+        cost=CostClass.FREE,
         summary="A strided sub-view of a memref.",
         operands=(
-            Operand("source", "memref"),
-            Operand("offsets", "index", variadic=True),
-            Operand("sizes", "index", variadic=True),
-            Operand("strides", "index", variadic=True),
+            Operand("source", MEMREF),
+            Operand("offsets", INDEX, variadic=True),
+            Operand("sizes", INDEX, variadic=True),
+            Operand("strides", INDEX, variadic=True),
         ),
-        results=(Result("result", "memref"),),
+        results=(Result("result", MEMREF),),
         attributes=(
-            Attr("static_offsets", "DenseI64ArrayAttr"),
-            Attr("static_sizes", "DenseI64ArrayAttr"),
-            Attr("static_strides", "DenseI64ArrayAttr"),
+            Attr("static_offsets", DENSE_I64_ARRAY),
+            Attr("static_sizes", DENSE_I64_ARRAY),
+            Attr("static_strides", DENSE_I64_ARRAY),
         ),
-        traits=frozenset({"Pure", "AttrSizedOperandSegments"}),
+        traits=frozenset({PURE, ATTR_SIZED_OPERAND_SEGMENTS}),
         constraints=constraints(
             "Offsets, sizes and strides have one entry per source dimension.",
             "The number of dynamic operands equals the number of `?` entries.",
@@ -45,29 +50,31 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="memref.cast",
         format="CAST",
+        cost=CostClass.FREE,
         summary="Change static/dynamic shape or layout information of a memref.",
-        operands=(Operand("source", "memref"),),
-        results=(Result("dest", "memref"),),
-        traits=frozenset({"Pure"}),
-        constraints=constraints("Source and result have the same element type, rank and memory space."),
+        operands=(Operand("source", MEMREF),),
+        results=(Result("dest", MEMREF),),
+        traits=frozenset({PURE}),
+        constraints=constraints(CompatibleCast(memory_space=True)),
     ),
     OpDef(
         name="memref.reinterpret_cast",
         format="REINTERPRET_CAST",
+        cost=CostClass.FREE,
         summary="A view of the source's memory with new offset, sizes and strides.",
         operands=(
-            Operand("source", "memref"),
-            Operand("offsets", "index", variadic=True),
-            Operand("sizes", "index", variadic=True),
-            Operand("strides", "index", variadic=True),
+            Operand("source", MEMREF),
+            Operand("offsets", INDEX, variadic=True),
+            Operand("sizes", INDEX, variadic=True),
+            Operand("strides", INDEX, variadic=True),
         ),
-        results=(Result("result", "memref"),),
+        results=(Result("result", MEMREF),),
         attributes=(
-            Attr("static_offsets", "DenseI64ArrayAttr"),
-            Attr("static_sizes", "DenseI64ArrayAttr"),
-            Attr("static_strides", "DenseI64ArrayAttr"),
+            Attr("static_offsets", DENSE_I64_ARRAY),
+            Attr("static_sizes", DENSE_I64_ARRAY),
+            Attr("static_strides", DENSE_I64_ARRAY),
         ),
-        traits=frozenset({"Pure", "AttrSizedOperandSegments"}),
+        traits=frozenset({PURE, ATTR_SIZED_OPERAND_SEGMENTS}),
         constraints=constraints(
             "There is exactly one offset, and one size and stride per result dimension.",
             "Source and result have the same element type and memory space.",
@@ -76,18 +83,20 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="memref.load",
         format="EXTRACT",
+        cost=CostClass.DATA_MOVEMENT,
         summary="Read one element of a memref.",
-        operands=(Operand("memref", "memref"), Operand("indices", "index", variadic=True)),
-        results=(Result("result", "the element type"),),
-        attributes=(Attr("nontemporal", "bool", optional=True),),
+        operands=(Operand("memref", MEMREF), Operand("indices", INDEX, variadic=True)),
+        results=(Result("result", Derived("the element type", AnyScalar())),),
+        attributes=(Attr("nontemporal", BOOL, optional=True),),
         constraints=constraints("There is one index per memref dimension.", "Indices are within bounds."),
     ),
     OpDef(
         name="memref.store",
         format="MEMREF_STORE",
+        cost=CostClass.DATA_MOVEMENT,
         summary="Write one element of a memref.",
-        operands=(Operand("value", "element type"), Operand("memref", "memref"), Operand("indices", "index", variadic=True)),
-        attributes=(Attr("nontemporal", "bool", optional=True),),
+        operands=(Operand("value", Derived("the element type", AnyScalar())), Operand("memref", MEMREF), Operand("indices", INDEX, variadic=True)),
+        attributes=(Attr("nontemporal", BOOL, optional=True),),
         constraints=constraints(
             "There is one index per memref dimension.",
             "The value's type is the memref's element type.",
@@ -97,10 +106,11 @@ OPS: tuple[OpDef, ...] = (
     OpDef(
         name="memref.dim",
         format="DIM",
+        cost=CostClass.FREE,
         summary="The extent of a memref along a dimension.",
-        operands=(Operand("source", "memref"), Operand("index", "index")),
-        results=(Result("result", "index"),),
-        traits=frozenset({"Pure"}),
+        operands=(Operand("source", MEMREF), Operand("index", INDEX)),
+        results=(Result("result", INDEX),),
+        traits=frozenset({PURE}),
         constraints=constraints("A constant index is less than the rank."),
     ),
 )

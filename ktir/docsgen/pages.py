@@ -89,6 +89,8 @@ def op_page(op: OpDef, semantics: str | None, example: run_examples.Example | No
         f"**Dialect:** [{op.dialect}]({op.dialect}/index.md)",
         f"**Accuracy class:** {_accuracy_link(op.accuracy, to_spec)}",
     ]
+    if op.cost is not None:
+        facts.append(f"**Cost class:** `{op.cost.value}`")
     if op.traits:
         facts.append("**Traits:** " + ", ".join(f"`{t}`" for t in sorted(op.traits)))
     if op.aliases:
@@ -109,7 +111,7 @@ def op_page(op: OpDef, semantics: str | None, example: run_examples.Example | No
         out += _table(
             ["Operand", "Type", "Arity", "Description"],
             [
-                [f"`{o.name}`", o.type, "variadic" if o.variadic else ("optional" if o.optional else "one"), o.doc]
+                [f"`{o.name}`", o.type.describe(), "variadic" if o.variadic else ("optional" if o.optional else "one"), o.doc]
                 for o in op.operands
             ],
         )
@@ -118,14 +120,14 @@ def op_page(op: OpDef, semantics: str | None, example: run_examples.Example | No
         out += ["## Results", ""]
         out += _table(
             ["Result", "Type", "Arity", "Description"],
-            [[f"`{r.name}`", r.type, "variadic" if r.variadic else "one", r.doc] for r in op.results],
+            [[f"`{r.name}`", r.type.describe(), "variadic" if r.variadic else "one", r.doc] for r in op.results],
         )
         out.append("")
     if op.attributes:
         out += ["## Attributes", ""]
         out += _table(
             ["Attribute", "Kind", "Required", "Description"],
-            [[f"`{a.name}`", a.type, "no" if a.optional else "yes", a.doc] for a in op.attributes],
+            [[f"`{a.name}`", a.type.describe(), "no" if a.optional else "yes", a.doc] for a in op.attributes],
         )
         out.append("")
     if op.regions:

@@ -15,13 +15,38 @@ See README.md in this directory for what lowers and how.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ktir.lower.bundle import Bundle, load_bundle, parse_bundle_text
-from ktir.lower.emit import ArgInfo, Lowered, lower_bundle, lower_sdsc
-from ktir.lower.errors import SdscError
-from ktir.lower.layout import AddressCheck, KernelSpec, build_kernel, check_addresses
-from ktir.lower.sdsc_model import SdscFile, load_sdsc_file, parse_sdsc
+from ktir.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ktir.lower.bundle import Bundle, load_bundle, parse_bundle_text
+    from ktir.lower.emit import ArgInfo, Lowered, lower_bundle, lower_sdsc
+    from ktir.lower.errors import SdscError
+    from ktir.lower.layout import AddressCheck, KernelSpec, build_kernel, check_addresses
+    from ktir.lower.sdsc_model import SdscFile, load_sdsc_file, parse_sdsc
+
+# loaded on first use (ktir.lazy): importing a submodule such as the CLI's stays cheap
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Bundle": "ktir.lower.bundle",
+        "load_bundle": "ktir.lower.bundle",
+        "parse_bundle_text": "ktir.lower.bundle",
+        "ArgInfo": "ktir.lower.emit",
+        "Lowered": "ktir.lower.emit",
+        "lower_bundle": "ktir.lower.emit",
+        "lower_sdsc": "ktir.lower.emit",
+        "SdscError": "ktir.lower.errors",
+        "AddressCheck": "ktir.lower.layout",
+        "KernelSpec": "ktir.lower.layout",
+        "build_kernel": "ktir.lower.layout",
+        "check_addresses": "ktir.lower.layout",
+        "SdscFile": "ktir.lower.sdsc_model",
+        "load_sdsc_file": "ktir.lower.sdsc_model",
+        "parse_sdsc": "ktir.lower.sdsc_model",
+    },
+)
 
 
 def from_torch(module: Any, example_inputs: Any, **options: Any) -> Any:
@@ -37,6 +62,10 @@ def lower_path(path: str | Path, *, skip_missing: bool = False, verify: bool = T
     `skip_missing`: lower a bundle whose SDSC files are not all present, leaving those steps
     out. `verify`: run the KTIR verifier on the result (an error there is a lowering bug).
     """
+    from ktir.lower.bundle import load_bundle
+    from ktir.lower.emit import lower_bundle, lower_sdsc
+    from ktir.lower.sdsc_model import load_sdsc_file
+
     p = Path(path)
     if p.is_dir() or (p.suffix == ".mlir" and p.exists()):
         lowered = lower_bundle(load_bundle(p, skip_missing=skip_missing))

@@ -17,13 +17,16 @@ shape prefix (`4x?x`) is read only there.
 
 from __future__ import annotations
 
+import gc
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from itertools import accumulate, compress, count
 from operator import add, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
+from ktir.ir.operation import Location, trusted_operation
 from ktir.syntax.lexer import _DIMS, Tok
 
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
@@ -74,11 +77,26 @@ def parse_fast(text: str, builder: Any) -> Any:
     starts = [0]
     starts += [m.end() for m in _NEWLINE.finditer(text)]
     tokens = _Tokens(text, 0, starts)
-    module = _Parser(tokens, starts, builder, {}, {}).module()
+    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
     for pos, comment in tokens.comments:
         line = bisect_right(starts, pos)
         builder.comments.append((line, pos - starts[line - 1] + 1, comment))
+    _age_new_objects()
     return module
+
+
+def _age_new_objects() -> None:
+    """Move every object the collector tracks to its oldest generation, without a pass.
+
+    The parse runs with the collector off (ktir.syntax.parser.parse); the tree it made is
+    all young, so the first allocation after it would have the collector walk the whole
+    tree (15% of a large parse) only to find it alive. freeze + unfreeze re-links the
+    generations in O(1) and clears the young count: the tree is looked at again only by
+    full collections, like any long-lived data. Skipped if the program froze objects
+    itself (unfreeze would release them)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 class _Tokens:
@@ -164,8 +182,21 @@ class _LazyTok(Tok):
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
 
+# An op line longer than this many tokens is not looked up among the shapes seen (the key
+# costs more than a hit saves, and long lines seldom recur).
+_MAX_SHAPE_TOKENS = 48
+
+
 class _Parser:
-    def __init__(self, tokens: _Tokens, starts: list[int], builder: Any, types: dict[str, Any], scalars: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        tokens: _Tokens,
+        starts: list[int],
+        builder: Any,
+        types: dict[str, Any],
+        scalars: dict[str, Any],
+        shapes: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[int, ...]]],
+    ) -> None:
         self.tokens = tokens
         self.K = tokens.kinds
         self.V = tokens.values
@@ -174,6 +205,9 @@ class _Parser:
         self.b = builder
         self.types = types  # type text -> Type, for texts that parsed without warnings
         self.scalars = scalars  # `index`, `f32`, ... -> Type
+        # an op's tokens with its SSA names abstracted -> (op built from them, where its
+        # operands and results are among those names); see operation()
+        self.shapes = shapes
 
     # ------------------------------------------------------------ tokens
 
@@ -201,13 +235,24 @@ class _Parser:
         self.i = i + 1
         return _LazyTok("VALUE_ID", self.V[i], self.tokens, i)
 
+    def comma_list(self, item: Callable[[], Any]) -> list[Any]:
+        """item ("," item)*"""
+        items = [item()]
+        V = self.V
+        while V[self.i] == ",":
+            self.i += 1
+            items.append(item())
+        return items
+
+    def comma_list_opt(self, item: Callable[[], Any], close: str) -> list[Any]:
+        """(item ("," item)*)? before `close`, which is left to the caller"""
+        if self.V[self.i] == close:
+            return []
+        return self.comma_list(item)
+
     def value_list(self) -> Any:
         """value ("," value)*"""
-        vals = [self.value()]
-        while self.V[self.i] == ",":
-            self.i += 1
-            vals.append(self.value())
-        return self.b.value_list(vals)
+        return self.b.value_list(self.comma_list(self.value))
 
     def word(self, kind: str = "BARE_ID") -> Tok:
         if self.K[self.i] != "word":
@@ -256,6 +301,71 @@ class _Parser:
         return self.b.start(items)
 
     def operation(self) -> Any:
+        """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
+        is copied from it with its own names and location (see shape())."""
+        start = self.i
+        shape = self.shape(start)
+        if shape is None:
+            return self.parse_operation()
+        key, names, end, line, column = shape
+        seen = self.shapes.get(key)
+        if seen is not None:
+            self.i = end
+            op, operand_slots, result_slots = seen
+            return trusted_operation(
+                op.name,
+                [names[k] for k in operand_slots],
+                list(op.operand_types),
+                [names[k] for k in result_slots],
+                list(op.result_types),
+                dict(op.attributes),
+                None if op.properties is None else dict(op.properties),
+                [],
+                list(op.successors),
+                Location(line, column),
+            )
+        n_warnings = len(self.b.warnings)
+        op = self.parse_operation()
+        if self.i == end and len(self.b.warnings) == n_warnings and not op.regions and op.loc == (line, column, None):
+            slot = {name: k for k, name in enumerate(names)}
+            if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
+                self.shapes[key] = (op, tuple(slot[n] for n in op.operands), tuple(slot[n] for n in op.results))
+        return op
+
+    def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
+        """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
+        end with its line. The key is the line's tokens with each SSA name replaced by
+        the number of its first occurrence, then the two tokens after the line (an SSA
+        name there as None): this parser decides where an op ends by looking at most
+        two tokens ahead, and never at the text of an SSA name, so on two lines with
+        equal keys it reads the same rules; and the grammar's callbacks, which read
+        names only to copy them into operands and results and compare them with each
+        other, build equal ops up to the renaming. None for lines not worth a key, and
+        for names with `#`, which the callbacks also look into."""
+        V, K = self.V, self.K
+        ends = self.tokens.ends
+        starts = self.starts
+        pos = ends[start + 1] - len(V[start])
+        line = bisect_right(starts, pos)
+        end = bisect_left(ends, starts[line]) - 1 if line < len(starts) else len(V) - 1
+        if end - start > _MAX_SHAPE_TOKENS:
+            return None
+        key: list[Any] = V[start : end + 2]
+        names: list[str] = []
+        for k in range(start, end):
+            if K[k] == "value":
+                name = V[k]
+                if "#" in name:
+                    return None
+                if name not in names:
+                    names.append(name)
+                key[k - start] = names.index(name)
+        for k in range(end, min(end + 2, len(V))):
+            if K[k] == "value":
+                key[k - start] = None
+        return tuple(key), names, end, line, pos - starts[line - 1] + 1
+
+    def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
         i = self.i
         if self.K[i] != "word":
@@ -271,10 +381,7 @@ class _Parser:
 
     def op_results(self) -> Any:
         """result_def ("," result_def)* "=" """
-        defs = [self.result_def()]
-        while self.V[self.i] == ",":
-            self.i += 1
-            defs.append(self.result_def())
+        defs = self.comma_list(self.result_def)
         self.expect("=")
         return self.b.op_results(defs)
 
@@ -321,11 +428,7 @@ class _Parser:
         self.expect("(")
         c = []
         if self.V[self.i] != ")":
-            params = [self.block_param()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                params.append(self.block_param())
-            c.append(rule(params))
+            c.append(rule(self.comma_list(self.block_param)))
         self.expect(")")
         return c
 
@@ -422,11 +525,7 @@ class _Parser:
 
     def type_list(self) -> Any:
         """type ("," type)*"""
-        types = [self.type()]
-        while self.V[self.i] == ",":
-            self.i += 1
-            types.append(self.type())
-        return self.b.type_list(types)
+        return self.b.type_list(self.comma_list(self.type))
 
     def type_token(self, text: str, pos: int) -> Any:
         """`tensor<...>`, `memref<...>`, `vector<...>` or `!ktdp.access_tile<...>`, whole."""
@@ -449,7 +548,7 @@ class _Parser:
             p = dims.end()
         elif keyword == "vector":
             raise Fallback
-        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars)
+        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
         n_warnings = len(b.warnings)
         children.append(inner.type())
         if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
@@ -480,12 +579,7 @@ class _Parser:
         if self.V[self.i] != "(":
             return b.single_result_type([self.type()])
         self.i += 1
-        results = []
-        if self.V[self.i] != ")":
-            results.append(self.result_type())
-            while self.V[self.i] == ",":
-                self.i += 1
-                results.append(self.result_type())
+        results = self.comma_list_opt(self.result_type, ")")
         self.expect(")")
         return b.paren_result_types(results)
 
@@ -510,12 +604,7 @@ class _Parser:
     def attr_dict(self) -> Any:
         """"{" (attr_entry ("," attr_entry)*)? "}" """
         self.expect("{")
-        entries = []
-        if self.V[self.i] != "}":
-            entries.append(self.attr_entry())
-            while self.V[self.i] == ",":
-                self.i += 1
-                entries.append(self.attr_entry())
+        entries = self.comma_list_opt(self.attr_entry, "}")
         self.expect("}")
         return self.b.attr_dict(entries)
 
@@ -564,12 +653,7 @@ class _Parser:
             return b.string_attr(c)
         if text == "[":
             self.i += 1
-            elements = []
-            if self.V[self.i] != "]":
-                elements.append(self.attribute())
-                while self.V[self.i] == ",":
-                    self.i += 1
-                    elements.append(self.attribute())
+            elements = self.comma_list_opt(self.attribute, "]")
             self.expect("]")
             return b.array_attr(elements)
         if text == "{":
@@ -651,12 +735,7 @@ class _Parser:
         text = self.V[self.i]
         if text == "[":
             self.i += 1
-            items = []
-            if self.V[self.i] != "]":
-                items.append(self.dense_element())
-                while self.V[self.i] == ",":
-                    self.i += 1
-                    items.append(self.dense_element())
+            items = self.comma_list_opt(self.dense_element, "]")
             self.expect("]")
             return b.dense_list(items)
         if text in ("true", "false"):
@@ -691,12 +770,7 @@ class _Parser:
         return b.aff_params(c)
 
     def bare_ids(self, close: str) -> list[Tok]:
-        names = []
-        if self.V[self.i] != close:
-            names.append(self.word())
-            while self.V[self.i] == ",":
-                self.i += 1
-                names.append(self.word())
+        names = self.comma_list_opt(self.word, close)
         self.expect(close)
         return names
 
@@ -707,11 +781,7 @@ class _Parser:
         c = [self.aff_params()]
         self.expect("->")
         self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.aff_expr())
-            while self.V[self.i] == ",":
-                self.i += 1
-                c.append(self.aff_expr())
+        c += self.comma_list_opt(self.aff_expr, ")")
         self.expect(")")
         self.expect(">")
         return self.b.affine_map_attr(c)
@@ -723,11 +793,7 @@ class _Parser:
         c = [self.aff_params()]
         self.expect(":")
         self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.aff_constraint())
-            while self.V[self.i] == ",":
-                self.i += 1
-                c.append(self.aff_constraint())
+        c += self.comma_list_opt(self.aff_constraint, ")")
         self.expect(")")
         self.expect(">")
         return self.b.affine_set_attr(c)
@@ -803,12 +869,7 @@ class _Parser:
     def mixed_list(self) -> Any:
         """"[" (mixed_entry ("," mixed_entry)*)? "]" """
         self.expect("[")
-        entries = []
-        if self.V[self.i] != "]":
-            entries.append(self.mixed_entry())
-            while self.V[self.i] == ",":
-                self.i += 1
-                entries.append(self.mixed_entry())
+        entries = self.comma_list_opt(self.mixed_entry, "]")
         self.expect("]")
         return self.b.mixed_list(entries)
 
@@ -840,11 +901,7 @@ class _Parser:
         c.append(self.tok("SYMBOL_REF"))
         self.expect("(")
         if self.V[self.i] != ")":
-            params = [self.func_param()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                params.append(self.func_param())
-            c.append(b.func_params(params))
+            c.append(b.func_params(self.comma_list(self.func_param)))
         self.expect(")")
         if self.V[self.i] == "->":
             self.i += 1
@@ -934,10 +991,7 @@ class _Parser:
         while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
             flags = [self.tok("FLAG_KIND")]
             self.expect("<")
-            flags.append(self.word())
-            while self.V[self.i] == ",":
-                self.i += 1
-                flags.append(self.word())
+            flags += self.comma_list(self.word)
             self.expect(">")
             c.append(self.b.op_flags(flags))
         self.attr_dict_opt(c)
@@ -1021,11 +1075,7 @@ class _Parser:
         c: list[Any] = [tok, self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
-            exprs = [self.aff_expr()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                exprs.append(self.aff_expr())
-            c.append(b.subscripts(exprs))
+            c.append(b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
         if self.V[self.i] == "symbols":
             self.i += 1
@@ -1074,12 +1124,7 @@ class _Parser:
         if self.V[self.i] == "iter_args":
             self.i += 1
             self.expect("(")
-            args: list[Any] = []
-            if self.V[self.i] != ")":
-                args.append(self.binding())
-                while self.V[self.i] == ",":
-                    self.i += 1
-                    args.append(self.binding())
+            args = self.comma_list_opt(self.binding, ")")
             self.expect(")")
             self.expect("->")
             args.append(self.result_type_list())
@@ -1232,12 +1277,7 @@ class _Parser:
     def int_list(self) -> Any:
         """"[" (signed_int ("," signed_int)*)? "]" """
         self.expect("[")
-        ints = []
-        if self.V[self.i] != "]":
-            ints.append(self.signed_int())
-            while self.V[self.i] == ",":
-                self.i += 1
-                ints.append(self.signed_int())
+        ints = self.comma_list_opt(self.signed_int, "]")
         self.expect("]")
         return self.b.int_list(ints)
 
@@ -1314,10 +1354,7 @@ class _Parser:
         self.expect(")")
         c.append(self.value())
         self.expect("[")
-        c.append(self.indirect_subscript())
-        while self.V[self.i] == ",":
-            self.i += 1
-            c.append(self.indirect_subscript())
+        c += self.comma_list(self.indirect_subscript)
         self.expect("]")
         if self.V[self.i] == "symbols":
             self.i += 1
@@ -1344,11 +1381,7 @@ class _Parser:
         c: list[Any] = [self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
-            exprs = [self.aff_expr()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                exprs.append(self.aff_expr())
-            c.append(b.subscripts(exprs))
+            c.append(b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
         self.expect(")")
         return b.indirect_dim(c)

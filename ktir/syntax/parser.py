@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gc
 import threading
+from collections.abc import Callable
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -25,9 +26,10 @@ from ktir.ir.named_affine import AffineName as _AffName
 from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
 from ktir.ir.named_affine import UndeclaredAffineName, resolve_names
 from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
-from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
+from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region, trusted_operation
 from ktir.ir.types import KDYNAMIC as KDYNAMIC  # re-exported for old imports
 from ktir.ir.types import i1_like as i1_like  # re-exported for old imports
+from ktir.syntax import assembly as asm
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
 from ktir.syntax.diagnostics import Diagnostic, ParseError
@@ -748,19 +750,17 @@ class _Builder:
         for region in regions or []:
             _entry(region)  # custom forms always have a block, even when written `{}`
         # the parser builds well-formed fields itself: skip pydantic validation (hot path)
-        return Operation.model_construct(
-            name=opdef.name,
-            operands=operands or [],
-            operand_types=operand_types or [],
-            results=[],
-            result_types=result_types or [],
-            attributes=attributes or {},
-            properties=None,
-            regions=regions or [],
-            successors=[],
-            loc=Location(tok.line, tok.column),
-            comments=[],
-            trailing_comment=None,
+        return trusted_operation(
+            opdef.name,
+            operands or [],
+            operand_types or [],
+            [],
+            result_types or [],
+            attributes or {},
+            None,
+            regions or [],
+            [],
+            Location(tok.line, tok.column),
         )
 
     # ------------------------------------------------------------ generic form
@@ -873,16 +873,6 @@ class _Builder:
     def func_attrs(self, c: list[C]) -> C:
         return C("func_attrs", c[0].value)
 
-    def call_op(self, c: list[Any]) -> Operation:
-        tok, sym = c[0], c[1]
-        cl = _clauses(c)
-        fn: ty.FunctionType = c[-1]
-        operands = _values(cl.get("values", []))
-        if len(operands) != len(fn.inputs):
-            raise _err(tok, f"call has {len(operands)} operand(s) but its type lists {len(fn.inputs)}")
-        attrs = {"callee": at.SymbolRefAttr(root=_symbol_name(sym)), **cl.get("attrs", {})}
-        return self._op(tok, operands, list(fn.inputs), list(fn.results), attrs)
-
     def terminator_op(self, c: list[Any]) -> Operation:
         tok = c[0]
         attrs: dict[str, Attribute] = {}
@@ -921,70 +911,7 @@ class _Builder:
         key = "fastmath" if kind == "fastmath" else "overflowFlags"
         return C("flag", (key, at.EnumAttr(dialect="arith", name=kind, value=flags)))
 
-    def _elementwise(self, c: list[Any]) -> Operation:
-        tok, t = c[0], c[-1]
-        vals = [x.value for x in c[1:] if isinstance(x, Tok)]
-        attrs: dict[str, Attribute] = {}
-        for x in c[1:]:
-            if isinstance(x, C):
-                if x.tag == "flag":
-                    if x.value[1].value != "none":  # MLIR's default: the same op as no flag
-                        attrs[x.value[0]] = x.value[1]
-                else:
-                    attrs.update(x.value)
-        return self._op(tok, vals, [t] * len(vals), [t], attrs)
-
-    binary_op = unary_op = ternary_op = _elementwise
-
-    def cast_op(self, c: list[Any]) -> Operation:
-        tok, val = c[0], c[1]
-        attrs = c[2].value if len(c) == 5 else {}
-        return self._op(tok, [val.value], [c[-2]], [c[-1]], dict(attrs))
-
-    def cmp_op(self, c: list[Any]) -> Operation:
-        tok, pred, a, b = c[0], c[1], c[2], c[3]
-        t = c[-1]
-        opdef = SPELLINGS[tok.value]
-        predicates = opdef.option("predicates")
-        assert isinstance(predicates, tuple)
-        if pred.value not in predicates:
-            raise _err(pred, f"unknown predicate '{pred.value}' for {opdef.name} (expected one of {', '.join(predicates)})")
-        attrs = dict(c[4].value) if len(c) == 6 else {}
-        attrs["predicate"] = at.IntegerAttr(value=predicates.index(pred.value), type=ty.I64)
-        return self._op(tok, [a.value, b.value], [t, t], [i1_like(t)], attrs)
-
-    def select_op(self, c: list[Any]) -> Operation:
-        tok = c[0]
-        vals = [x.value for x in c[1:4]]
-        cl = _clauses(c)
-        types = [x for x in c[4:] if isinstance(x, Type)]
-        cond_t, t = (types[0], types[1]) if len(types) == 2 else (ty.I1, types[0])
-        return self._op(tok, vals, [cond_t, t, t], [t], dict(cl.get("attrs", {})))
-
     # ------------------------------------------------------------ ktdp
-
-    def tile_id_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        return self._op(c[0], result_types=list(cl["types"]), attributes=dict(cl.get("attrs", {})))
-
-    def memory_view_op(self, c: list[Any]) -> Operation:
-        tok, offset, sizes, strides = c[0], c[1], c[2], c[3]
-        s_sizes, d_sizes = _mixed(sizes)
-        s_strides, d_strides = _mixed(strides)
-        attrs = dict(c[4].value) if len(c) == 6 else {}
-        attrs["static_sizes"] = _dense_i64(s_sizes)
-        attrs["static_strides"] = _dense_i64(s_strides)
-        attrs["operandSegmentSizes"] = _segments(1, len(d_sizes), len(d_strides))
-        operands = [offset.value, *d_sizes, *d_strides]
-        return self._op(tok, operands, [ty.INDEX] * len(operands), [c[-1]], attrs)
-
-    def distributed_view_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        vals = _values(cl.get("values", []))
-        types = list(cl.get("types", []))
-        if len(vals) != len(types):
-            raise _err(c[0], f"{len(vals)} view(s) but {len(types)} type(s)")
-        return self._op(c[0], vals, types, [c[-1]], dict(cl.get("attrs", {})))
 
     def symbols_clause(self, c: list[C]) -> C:
         return C("symbols", _values(c[0].value) if c else [])
@@ -1052,14 +979,6 @@ class _Builder:
             ]
         )
         return self._op(tok, operands, operand_types, [result_t], attrs, [region])
-
-    def load_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        return self._op(c[0], [c[1].value], [c[-2]], [c[-1]], dict(cl.get("attrs", {})))
-
-    def store_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        return self._op(c[0], [c[1].value, c[2].value], [c[-2], c[-1]], [], dict(cl.get("attrs", {})))
 
     def runtime_arg_extract_op(self, c: list[Any]) -> Operation:
         tok, kind, val = c[0], c[1], c[2]
@@ -1190,15 +1109,6 @@ class _Builder:
         entry = _entry(before)
         entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
         return self._op(tok, [v for _, v in bindings], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})), [before, after])
-
-    def condition_op(self, c: list[Any]) -> Operation:
-        tok, cond = c[0], c[1]
-        cl = _clauses(c)
-        vals = _values(cl.get("values", []))
-        types = list(cl.get("types", []))
-        if len(vals) != len(types):
-            raise _err(tok, f"{len(vals)} value(s) but {len(types)} type(s)")
-        return self._op(tok, [cond.value, *vals], [ty.I1, *types], [], dict(cl.get("attrs", {})))
 
     def init_clause(self, c: list[C]) -> C:
         return C("init", _values(c[0].value))
@@ -1409,49 +1319,7 @@ class _Builder:
         attrs[expected] = _dense_i64(dims)
         return self._op(tok, operands, types, self._tensor_results(cl["outs"][1]), attrs)
 
-    def linalg_index_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        attrs = dict(cl.get("attrs", {}))
-        attrs["dim"] = at.IntegerAttr(value=int(c[1].value), type=ty.I64)
-        return self._op(c[0], result_types=[c[-1]], attributes=attrs)
-
     # ------------------------------------------------------------ tensor, memref
-
-    def empty_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        vals = _values(cl.get("values", []))
-        return self._op(c[0], vals, [ty.INDEX] * len(vals), [c[-1]], dict(cl.get("attrs", {})))
-
-    def dynamic_sizes(self, c: list[C]) -> C:
-        return C("dynamic_sizes", _values(c[0].value))
-
-    def splat_op(self, c: list[Any]) -> Operation:
-        tok, val = c[0], c[1]
-        cl = _clauses(c)
-        sizes: list[str] = cl.get("dynamic_sizes", [])
-        t: Type = c[-1]
-        return self._op(tok, [val.value, *sizes], [ty.element_type(t)] + [ty.INDEX] * len(sizes), [t], dict(cl.get("attrs", {})))
-
-    def extract_op(self, c: list[Any]) -> Operation:
-        tok, src = c[0], c[1]
-        cl = _clauses(c)
-        idx = _values(cl.get("values", []))
-        t: Type = c[-1]
-        return self._op(tok, [src.value, *idx], [t] + [ty.INDEX] * len(idx), [ty.element_type(t)], dict(cl.get("attrs", {})))
-
-    def insert_op(self, c: list[Any]) -> Operation:
-        tok, val, dest = c[0], c[1], c[2]
-        cl = _clauses(c)
-        idx = _values(cl.get("values", []))
-        t: Type = c[-1]
-        return self._op(tok, [val.value, dest.value, *idx], [ty.element_type(t), t] + [ty.INDEX] * len(idx), [t], dict(cl.get("attrs", {})))
-
-    def store_like_op(self, c: list[Any]) -> Operation:
-        tok, val, dest = c[0], c[1], c[2]
-        cl = _clauses(c)
-        idx = _values(cl.get("values", []))
-        t: Type = c[-1]
-        return self._op(tok, [val.value, dest.value, *idx], [ty.element_type(t), t] + [ty.INDEX] * len(idx), [], dict(cl.get("attrs", {})))
 
     def _slice_parts(self, lists: list[list[Any]], attrs: dict[str, Attribute], names: tuple[str, ...]) -> list[list[str]]:
         dynamic: list[list[str]] = []
@@ -1461,66 +1329,8 @@ class _Builder:
             dynamic.append(dyn)
         return dynamic
 
-    def slice_op(self, c: list[Any]) -> Operation:
-        tok, src = c[0], c[1]
-        lists = [x for x in c if isinstance(x, list)]
-        cl = _clauses(c)
-        attrs = dict(cl.get("attrs", {}))
-        dyn = self._slice_parts(lists, attrs, ("static_offsets", "static_sizes", "static_strides"))
-        attrs["operandSegmentSizes"] = _segments(1, *(len(d) for d in dyn))
-        flat = [v for d in dyn for v in d]
-        return self._op(tok, [src.value, *flat], [c[-2]] + [ty.INDEX] * len(flat), [c[-1]], attrs)
-
-    def insert_slice_op(self, c: list[Any]) -> Operation:
-        tok, src, dest = c[0], c[1], c[2]
-        lists = [x for x in c if isinstance(x, list)]
-        cl = _clauses(c)
-        attrs = dict(cl.get("attrs", {}))
-        dyn = self._slice_parts(lists, attrs, ("static_offsets", "static_sizes", "static_strides"))
-        attrs["operandSegmentSizes"] = _segments(1, 1, *(len(d) for d in dyn))
-        flat = [v for d in dyn for v in d]
-        has_result = SPELLINGS[tok.value].option("has_result", True)
-        return self._op(
-            tok, [src.value, dest.value, *flat], [c[-2], c[-1]] + [ty.INDEX] * len(flat), [c[-1]] if has_result else [], attrs
-        )
-
     def reassociation(self, c: list[list[int]]) -> C:
         return C("reassociation", at.ArrayAttr(elements=tuple(at.ArrayAttr(elements=tuple(at.IntegerAttr(value=v, type=ty.I64) for v in g)) for g in c)))
-
-    def expand_shape_op(self, c: list[Any]) -> Operation:
-        tok, src = c[0], c[1]
-        cl = _clauses(c)
-        shape = next(x for x in c if isinstance(x, list))
-        static, dyn = _mixed(shape)
-        attrs = dict(cl.get("attrs", {}))
-        attrs["reassociation"] = cl["reassociation"]
-        attrs["static_output_shape"] = _dense_i64(static)
-        return self._op(tok, [src.value, *dyn], [c[-2]] + [ty.INDEX] * len(dyn), [c[-1]], attrs)
-
-    def collapse_shape_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        attrs = dict(cl.get("attrs", {}))
-        attrs["reassociation"] = cl["reassociation"]
-        return self._op(c[0], [c[1].value], [c[-2]], [c[-1]], attrs)
-
-    def reshape_op(self, c: list[Any]) -> Operation:
-        tok = c[0]
-        fn: ty.FunctionType = c[-1]
-        cl = _clauses(c)
-        if len(fn.inputs) != 2:
-            raise _err(tok, "tensor.reshape's type lists the source and shape types: (T, S) -> R")
-        return self._op(tok, [c[1].value, c[2].value], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})))
-
-    def concat_op(self, c: list[Any]) -> Operation:
-        tok = c[0]
-        fn: ty.FunctionType = c[-1]
-        cl = _clauses(c)
-        vals = _values(cl["values"])
-        if len(vals) != len(fn.inputs):
-            raise _err(tok, f"{len(vals)} input(s) but {len(fn.inputs)} type(s)")
-        attrs = dict(cl.get("attrs", {}))
-        attrs["dim"] = at.IntegerAttr(value=int(c[1].value), type=ty.I64)
-        return self._op(tok, vals, list(fn.inputs), list(fn.results), attrs)
 
     def pad_op(self, c: list[Any]) -> Operation:
         tok, src = c[0], c[1]
@@ -1541,19 +1351,183 @@ class _Builder:
         region = next(x for x in c if isinstance(x, Region))
         return self._op(c[0], vals, [ty.INDEX] * len(vals), [c[-1]], dict(cl.get("attrs", {})), [region])
 
-    def dim_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        return self._op(c[0], [c[1].value, c[2].value], [c[-1], ty.INDEX], [ty.INDEX], dict(cl.get("attrs", {})))
 
-    def reinterpret_cast_op(self, c: list[Any]) -> Operation:
-        tok, src = c[0], c[1]
-        lists = [x for x in c if isinstance(x, list)]
-        cl = _clauses(c)
-        attrs = dict(cl.get("attrs", {}))
-        dyn = self._slice_parts(lists, attrs, ("static_offsets", "static_sizes", "static_strides"))
-        attrs["operandSegmentSizes"] = _segments(1, *(len(d) for d in dyn))
-        flat = [v for d in dyn for v in d]
-        return self._op(tok, [src.value, *flat], [c[-2]] + [ty.INDEX] * len(flat), [c[-1]], attrs)
+# ---------------------------------------------------------------- declarative formats
+# The callbacks of the formats described in ktir.dialects.formats: each description is
+# turned once into a plan of steps over the rule's children (anonymous tokens are dropped,
+# so the children are the operands, attributes, types and clauses, in the written order).
+
+_VALUE, _VALUES, _TYPE, _TYPES, _FTYPE, _ATTRS, _ATTR, _FLAGS, _MIXED, _REASSOC, _SELECT, _GROUP = range(12)
+Step = tuple[int, Any, Any]
+
+
+def _plan(elements: tuple[asm.Element, ...]) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    for e in elements:
+        if isinstance(e, asm.OperandRef):
+            steps.append((_VALUES if e.variadic else _VALUE, e.name, None))
+        elif isinstance(e, asm.TypeRef):
+            steps.append((_TYPES if e.variadic else _TYPE, e.name, None))
+        elif isinstance(e, asm.FunctionalType):
+            steps.append((_FTYPE, None, None))
+        elif isinstance(e, asm.AttrDict):
+            steps.append((_ATTRS, None, None))
+        elif isinstance(e, asm.AttrRef):
+            steps.append((_ATTR, e.name, e.kind))
+        elif isinstance(e, asm.Custom):
+            if e.name == "ArithFlags":
+                steps.append((_FLAGS, None, None))
+            elif e.name == "DynamicIndexList":
+                steps.append((_MIXED, e.args[0], e.args[1]))
+            elif e.name == "Reassociation":
+                steps.append((_REASSOC, e.args[0], None))
+            else:
+                steps.append((_SELECT, e.args[0], e.args[1]))
+        elif isinstance(e, asm.Group):
+            inner = _plan(e.elements)
+            steps.append((_GROUP, inner, inner[0][0]))
+    return tuple(steps)
+
+
+_TAGS = {_VALUES: "values", _TYPES: "types", _ATTRS: "attrs", _FLAGS: "flag"}
+
+
+def _opens(kind: int, child: Any) -> bool:
+    """Whether `child` is the first piece of an optional group whose first step is `kind`."""
+    if kind in _TAGS:
+        return type(child) is C and child.tag == _TAGS[kind]
+    if kind in (_VALUE, _ATTR):
+        return type(child) is Tok
+    return isinstance(child, Type)
+
+
+class _Parsed:
+    __slots__ = ("values", "types", "attrs", "spelled", "fn")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.types: dict[str, Any] = {}
+        self.attrs: dict[str, Attribute] = {}
+        self.spelled: dict[str, Attribute] = {}
+        self.fn: ty.FunctionType | None = None
+
+
+def _run(steps: tuple[Step, ...], c: list[Any], i: int, p: _Parsed, opdef: Any) -> int:
+    n = len(c)
+    for kind, a, b in steps:
+        x: Any = c[i] if i < n else None
+        if kind == _VALUE:
+            p.values[a] = x.value
+        elif kind == _TYPE:
+            p.types[a] = x
+        elif kind in (_VALUES, _TYPES):
+            if type(x) is not C or x.tag != _TAGS[kind]:
+                (p.values if kind == _VALUES else p.types)[a] = []
+                continue
+            if kind == _VALUES:
+                p.values[a] = [t.value for t in x.value]
+            else:
+                p.types[a] = list(x.value)
+        elif kind == _ATTRS:
+            if type(x) is not C or x.tag != "attrs":
+                continue
+            p.attrs.update(x.value)
+        elif kind == _FLAGS:
+            while type(x) is C and x.tag == "flag":
+                if x.value[1].value != "none":  # MLIR's default: the same op as no flag
+                    p.attrs[x.value[0]] = x.value[1]
+                i += 1
+                x = c[i] if i < n else None
+            continue
+        elif kind == _FTYPE:
+            p.fn = x
+        elif kind == _ATTR:
+            p.spelled[a] = _spelled_attr(b, x, opdef)
+        elif kind == _MIXED:
+            static, p.values[a] = _mixed(x)
+            p.spelled[b] = _dense_i64(static)
+        elif kind == _REASSOC:
+            p.spelled[a] = x.value
+        elif kind == _SELECT:
+            if i + 1 < n and isinstance(c[i + 1], Type):
+                p.types[a], p.types[b] = x, c[i + 1]
+                i += 1
+            else:
+                p.types[a], p.types[b] = ty.I1, x
+        else:  # an optional group, present when its first piece is
+            if x is not None and _opens(b, x):
+                i = _run(a, c, i, p, opdef)
+            continue
+        i += 1
+    return i
+
+
+def _spelled_attr(kind: str, tok: Tok, opdef: Any) -> Attribute:
+    if kind == "int":
+        return at.IntegerAttr(value=int(tok.value), type=ty.I64)
+    if kind == "symbol":
+        return at.SymbolRefAttr(root=_symbol_name(tok))
+    predicates = opdef.option("predicates")
+    if tok.value not in predicates:
+        raise _err(tok, f"unknown predicate '{tok.value}' for {opdef.name} (expected one of {', '.join(predicates)})")
+    return at.IntegerAttr(value=predicates.index(tok.value), type=ty.I64)
+
+
+def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operation]:
+    steps = _plan(fmt.elements)
+    rules = fmt.type_rules
+    operands = fmt.operands
+    results = fmt.results
+    segments = fmt.segments
+
+    def callback(self: _Builder, c: list[Any]) -> Operation:
+        tok = c[0]
+        opdef = SPELLINGS[tok.value]
+        p = _Parsed()
+        _run(steps, c, 1, p, opdef)
+        values, types = p.values, p.types
+        names: list[str] = []
+        operand_types: list[Type] = []
+        sizes: list[int] = []
+        for name, mult in operands:
+            group = values.get(name, []) if mult else [values[name]]
+            names.extend(group)
+            sizes.append(len(group))
+            if p.fn is not None or (mult and not group and name not in types):
+                continue
+            if name in types:
+                written = types[name] if mult else [types[name]]
+                if len(written) != len(group):
+                    raise _err(tok, f"{len(group)} value(s) but {len(written)} type(s)")
+                operand_types.extend(written)
+            else:
+                operand_types.extend([asm.derive(rules[name], types)] * len(group))
+        result_types: list[Type] = []
+        if p.fn is not None:
+            if len(p.fn.inputs) != len(names):
+                raise _err(tok, f"'{opdef.name}' has {len(names)} operand(s) but its type lists {len(p.fn.inputs)}")
+            operand_types = list(p.fn.inputs)
+            result_types = list(p.fn.results)
+        else:
+            for name, mult in results:
+                if mult == "?" and not opdef.results:
+                    continue
+                if name in types:
+                    result_types.extend(types[name] if mult in ("*", "+") else [types[name]])
+                else:
+                    result_types.append(asm.derive(rules[name], types))
+        attrs = p.attrs
+        attrs.update(p.spelled)
+        if segments:
+            attrs["operandSegmentSizes"] = _segments(*sizes)
+        return self._op(tok, names, operand_types, result_types, attrs)
+
+    callback.__name__ = fmt.rule
+    return callback
+
+
+for _fmt in asm.formats().values():
+    setattr(_Builder, _fmt.rule, _format_callback(_fmt))
 
 
 def _entry(region: Region) -> Block:

@@ -22,9 +22,10 @@ from ktir.ir.asm import symbol_text as _symbol_text
 from ktir.ir.asm import types_text as _types
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation, Region
+from ktir.syntax import assembly as asm
 from ktir.syntax.diagnostics import KtirError
 from ktir.syntax.mlir_generic import to_mlir
-from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, constant_type, i1_like, short_body_init, short_body_input
+from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, constant_type, short_body_init, short_body_input
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
 _INDENT = "  "
@@ -231,35 +232,15 @@ def _implied_tensor_results(op: Operation) -> list[Type]:
 # (read from generic text) prints in generic form.
 _Implied = Callable[[Operation], tuple[list[Type] | None, list[Type] | None]]
 _IMPLIED: dict[str, _Implied] = {
-    "BINARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
-    "UNARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
-    "TERNARY": lambda op: ([op.result_types[0]] * len(op.operands), None),
-    "CMP": lambda op: ([op.operand_types[0]] * 2, [i1_like(op.operand_types[0])]),
-    "SELECT": lambda op: ([op.operand_types[0], op.operand_types[1], op.operand_types[1]], [op.operand_types[1]]),
     "CONSTANT": lambda op: (None, [constant_type(op.attributes["value"])]),
-    "MEMORY_VIEW": lambda op: (_indices(len(op.operands)), None),
     "ACCESS_TILE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
     "IF": lambda op: ([ty.I1], None),
-    "CONDITION": lambda op: ([ty.I1, *op.operand_types[1:]], None),
     "AFFINE_APPLY": lambda op: (_indices(len(op.operands)), [_INDEX]),
     "LINALG_MAP": lambda op: (None, _implied_tensor_results(op)),
     "LINALG_REDUCE": lambda op: (None, _implied_tensor_results(op)),
     "LINALG_DIMS": lambda op: (None, _implied_tensor_results(op)),
-    "EMPTY": lambda op: (_indices(len(op.operands)), None),
-    "SPLAT": lambda op: ([ty.element_type(op.result_types[0]), *_indices(len(op.operands) - 1)], None),
-    "EXTRACT": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], [ty.element_type(op.operand_types[0])]),
-    "INSERT": lambda op: ([ty.element_type(op.operand_types[1]), op.operand_types[1], *_indices(len(op.operands) - 2)], [op.operand_types[1]]),
-    "MEMREF_STORE": lambda op: ([ty.element_type(op.operand_types[1]), op.operand_types[1], *_indices(len(op.operands) - 2)], None),
-    "SLICE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
-    "INSERT_SLICE": lambda op: (
-        [op.operand_types[0], op.operand_types[1], *_indices(len(op.operands) - 2)],
-        [op.operand_types[1]] if OPS[op.name].option("has_result", True) else [],
-    ),
-    "EXPAND_SHAPE": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
     "PAD": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
     "GENERATE": lambda op: (_indices(len(op.operands)), None),
-    "DIM": lambda op: ([op.operand_types[0], _INDEX], [_INDEX]),
-    "REINTERPRET_CAST": lambda op: ([op.operand_types[0], *_indices(len(op.operands) - 1)], None),
 }
 
 
@@ -402,17 +383,6 @@ def _dict_list(attr: Attribute | None, n: int) -> list[dict[str, Attribute]]:
     return dicts
 
 
-@_format("CALL")
-def _call(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    callee = op.attributes["callee"]
-    _need(isinstance(callee, at.SymbolRefAttr) and not callee.nested)
-    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
-    p.emit(
-        depth,
-        f"{head}func.call {attr_text(callee)}({', '.join(op.operands)}){_opt_dict(op.attributes, ('callee',))} : {function_type_text(fn)}",
-    )
-
-
 @_format("TERMINATOR")
 def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     attrs = dict_text(op.attributes)
@@ -449,68 +419,7 @@ def _flags(op: Operation) -> tuple[str, tuple[str, ...]]:
     return out, tuple(printed)
 
 
-def _elementwise(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    flags, elided = _flags(op)
-    p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{flags}{_opt_dict(op.attributes, elided)} : {type_text(op.result_types[0])}")
-
-
-for _name in ("BINARY", "UNARY", "TERNARY"):
-    _FORMATS[_name] = _elementwise
-
-
-@_format("CAST")
-def _cast(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    p.emit(
-        depth,
-        f"{head}{op.name} {op.operands[0]}{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}",
-    )
-
-
-@_format("CMP")
-def _cmp(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    predicates = d.option("predicates")
-    assert isinstance(predicates, tuple)
-    pred = op.attributes["predicate"]
-    _need(isinstance(pred, at.IntegerAttr) and pred.type == ty.I64 and 0 <= pred.value < len(predicates))
-    assert isinstance(pred, at.IntegerAttr)
-    p.emit(
-        depth,
-        f"{head}{op.name} {predicates[pred.value]}, {', '.join(op.operands)}{_opt_dict(op.attributes, ('predicate',))} : {type_text(op.operand_types[0])}",
-    )
-
-
-@_format("SELECT")
-def _select(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    cond_t, value_t = op.operand_types[0], op.operand_types[1]
-    types = type_text(value_t) if cond_t == ty.I1 else f"{type_text(cond_t)}, {type_text(value_t)}"
-    p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{_opt_dict(op.attributes)} : {types}")
-
-
 # ------------------------------------------------------------------ ktdp
-
-
-@_format("TILE_ID")
-def _tile_id(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _need(op.result_types)  # the custom form names at least one result type
-    p.emit(depth, f"{head}{op.name}{_opt_dict(op.attributes)} : {_types(op.result_types)}")
-
-
-@_format("MEMORY_VIEW")
-def _memory_view(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _, n_sizes, n_strides = _segments(op, 3)
-    offset, sizes, strides = _split(op.operands, [1, n_sizes, n_strides])
-    a = op.attributes
-    p.emit(
-        depth,
-        f"{head}{op.name} {offset[0]}, sizes: {_static_list(a.get('static_sizes'), sizes)}, strides: {_static_list(a.get('static_strides'), strides)}"
-        f"{_opt_dict(a, ('static_sizes', 'static_strides', 'operandSegmentSizes'))} : {type_text(op.result_types[0])}",
-    )
-
-
-@_format("DISTRIBUTED_VIEW")
-def _distributed_view(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    inner = f"{', '.join(op.operands)} : {_types(op.operand_types)}" if op.operands else ""
-    p.emit(depth, f"{head}{op.name}({inner}){_opt_dict(op.attributes)} : {type_text(op.result_types[0])}")
 
 
 def _ssa_names(names: Sequence[str], num_dims: int) -> Callable[[af.AffineExpr], str]:
@@ -570,16 +479,6 @@ def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
         f"{head}{op.name} intermediate_variables({', '.join(variables)}) {base[0]}[{', '.join(subs)}]{syms}"
         f"{_opt_dict(op.attributes, elided)} : {types} -> {type_text(op.result_types[0])}",
     )
-
-
-@_format("LOAD")
-def _load(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    p.emit(depth, f"{head}{op.name} {op.operands[0]}{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])} -> {type_text(op.result_types[0])}")
-
-
-@_format("STORE")
-def _store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    p.emit(depth, f"{head}{op.name} {', '.join(op.operands)}{_opt_dict(op.attributes)} : {_types(op.operand_types)}")
 
 
 @_format("RUNTIME_ARG_EXTRACT")
@@ -720,13 +619,6 @@ def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.emit(depth, "} do {")
     p.region(after, depth, True)
     p.emit(depth, "}" + _opt_dict(op.attributes))
-
-
-@_format("CONDITION")
-def _condition(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    rest = op.operands[1:]
-    values = f" {', '.join(rest)} : {_types(op.operand_types[1:])}" if rest else ""
-    p.emit(depth, f"{head}scf.condition({op.operands[0]}){_opt_dict(op.attributes)}{values}")
 
 
 @_format("PARALLEL")
@@ -940,71 +832,7 @@ def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> 
     p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = [{values}]{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
 
 
-@_format("LINALG_INDEX")
-def _linalg_index(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    dim = op.attributes["dim"]
-    _need(isinstance(dim, at.IntegerAttr) and dim.type == ty.I64 and dim.value >= 0)
-    assert isinstance(dim, at.IntegerAttr)
-    p.emit(depth, f"{head}{op.name} {dim.value}{_opt_dict(op.attributes, ('dim',))} : {type_text(op.result_types[0])}")
-
-
 # ------------------------------------------------------------------ tensor, memref
-
-
-@_format("EMPTY")
-def _empty(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    p.emit(depth, f"{head}{op.name}({', '.join(op.operands)}){_opt_dict(op.attributes)} : {type_text(op.result_types[0])}")
-
-
-@_format("SPLAT")
-def _splat(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    sizes = f"[{', '.join(op.operands[1:])}]" if len(op.operands) > 1 else ""
-    p.emit(depth, f"{head}{op.name} {op.operands[0]}{sizes}{_opt_dict(op.attributes)} : {type_text(op.result_types[0])}")
-
-
-@_format("EXTRACT")
-def _extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    p.emit(depth, f"{head}{op.name} {op.operands[0]}[{', '.join(op.operands[1:])}]{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])}")
-
-
-@_format("INSERT")
-def _insert(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    value, dest, *idx = op.operands
-    p.emit(depth, f"{head}{op.name} {value} into {dest}[{', '.join(idx)}]{_opt_dict(op.attributes)} : {type_text(op.operand_types[1])}")
-
-
-@_format("MEMREF_STORE")
-def _memref_store(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    value, dest, *idx = op.operands
-    p.emit(depth, f"{head}{op.name} {value}, {dest}[{', '.join(idx)}]{_opt_dict(op.attributes)} : {type_text(op.operand_types[1])}")
-
-
-def _offsets_sizes_strides(op: Operation, fixed: int, keys: Sequence[str]) -> str:
-    segs = _segments(op)
-    groups = _split(op.operands[fixed:], segs[fixed:])
-    return " ".join(_static_list(op.attributes.get(k), g) for k, g in zip(keys, groups, strict=True))
-
-
-_OSS = ("static_offsets", "static_sizes", "static_strides")
-
-
-@_format("SLICE")
-def _slice(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    lists = _offsets_sizes_strides(op, 1, _OSS)
-    p.emit(
-        depth,
-        f"{head}{op.name} {op.operands[0]}{lists}{_opt_dict(op.attributes, (*_OSS, 'operandSegmentSizes'))} : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}",
-    )
-
-
-@_format("INSERT_SLICE")
-def _insert_slice(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    lists = _offsets_sizes_strides(op, 2, _OSS)
-    p.emit(
-        depth,
-        f"{head}{op.name} {op.operands[0]} into {op.operands[1]}{lists}{_opt_dict(op.attributes, (*_OSS, 'operandSegmentSizes'))}"
-        f" : {type_text(op.operand_types[0])} into {type_text(op.operand_types[1])}",
-    )
 
 
 def _reassociation(attr: Attribute) -> str:
@@ -1016,42 +844,6 @@ def _reassociation(attr: Attribute) -> str:
         assert isinstance(g, at.ArrayAttr)
         groups.append("[" + ", ".join(str(e.value) for e in g.elements if isinstance(e, at.IntegerAttr)) + "]")
     return "[" + ", ".join(groups) + "]"
-
-
-@_format("EXPAND_SHAPE")
-def _expand_shape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    a = op.attributes
-    shape = _static_list(a.get("static_output_shape"), list(op.operands[1:]))
-    p.emit(
-        depth,
-        f"{head}{op.name} {op.operands[0]} {_reassociation(a['reassociation'])} output_shape {shape}"
-        f"{_opt_dict(a, ('reassociation', 'static_output_shape'))} : {type_text(op.operand_types[0])} into {type_text(op.result_types[0])}",
-    )
-
-
-@_format("COLLAPSE_SHAPE")
-def _collapse_shape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    a = op.attributes
-    p.emit(
-        depth,
-        f"{head}{op.name} {op.operands[0]} {_reassociation(a['reassociation'])}{_opt_dict(a, ('reassociation',))}"
-        f" : {type_text(op.operand_types[0])} into {type_text(op.result_types[0])}",
-    )
-
-
-@_format("RESHAPE")
-def _reshape(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
-    p.emit(depth, f"{head}{op.name} {op.operands[0]}({op.operands[1]}){_opt_dict(op.attributes)} : {function_type_text(fn)}")
-
-
-@_format("CONCAT")
-def _concat(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    dim = op.attributes["dim"]
-    _need(isinstance(dim, at.IntegerAttr) and dim.type == ty.I64 and dim.value >= 0)
-    assert isinstance(dim, at.IntegerAttr)
-    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
-    p.emit(depth, f"{head}{op.name} dim({dim.value}) {', '.join(op.operands)}{_opt_dict(op.attributes, ('dim',))} : {function_type_text(fn)}")
 
 
 @_format("PAD")
@@ -1074,22 +866,143 @@ def _generate(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
     p.open_region(depth, f"{head}{op.name}{extents}", op.regions[0], entry_label=True, tail=tail)
 
 
-@_format("DIM")
-def _dim(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    p.emit(depth, f"{head}{op.name} {op.operands[0]}, {op.operands[1]}{_opt_dict(op.attributes)} : {type_text(op.operand_types[0])}")
+# ------------------------------------------------------------------ declarative formats
+# The printers of the formats described in ktir.dialects.formats, derived from their
+# descriptions with ODS's spacing rules.
 
 
-@_format("REINTERPRET_CAST")
-def _reinterpret_cast(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    segs = _segments(op)
-    offs, sizes, strides = _split(op.operands[1:], segs[1:])
-    a = op.attributes
-    p.emit(
-        depth,
-        f"{head}{op.name} {op.operands[0]} to offset: {_static_list(a.get('static_offsets'), offs)}, sizes: {_static_list(a.get('static_sizes'), sizes)}, "
-        f"strides: {_static_list(a.get('static_strides'), strides)}{_opt_dict(a, (*_OSS, 'operandSegmentSizes'))}"
-        f" : {type_text(op.operand_types[0])} to {type_text(op.result_types[0])}",
-    )
+class _Line:
+    """One op's text being built, with ODS's spacing state."""
+
+    __slots__ = ("parts", "space", "punct")
+
+    def __init__(self, head: str) -> None:
+        self.parts = [head]
+        self.space = True  # whether the next element may be preceded by a space
+        self.punct = False  # whether the last literal was punctuation
+
+    def literal(self, text: str) -> None:
+        if not text:  # `` : no space before what follows
+            self.space = False
+            return
+        if self.space and _space_before(text, self.punct):
+            self.parts.append(" ")
+        self.parts.append(text)
+        self.space = len(text) != 1 or text not in "<({["
+        self.punct = text[0] != "_" and not text[0].isalpha()
+
+    def element(self, text: str) -> None:
+        if not text:
+            return  # an empty variadic group prints nothing
+        if self.space:
+            self.parts.append(" ")
+        self.parts.append(text)
+        self.space = True
+        self.punct = False
+
+
+def _space_before(text: str, after_punct: bool) -> bool:
+    if len(text) != 1 and text != "->":
+        return True
+    if after_punct:
+        return text[0] not in ">)}],"
+    return text[0] not in "<>(){}[],"
+
+
+def _operand_groups(fmt: asm.Format, op: Operation) -> tuple[dict[str, list[str]], dict[str, list[Type]]]:
+    """Operands and their types, and result types, by the names the description gives."""
+    if fmt.segments:
+        sizes = _segments(op, len(fmt.operands))
+    else:
+        fixed = sum(1 for _, m in fmt.operands if not m)
+        sizes = [len(op.operands) - fixed if m else 1 for _, m in fmt.operands]
+    values: dict[str, list[str]] = {}
+    types: dict[str, list[Type]] = {}
+    i = 0
+    for (name, mult), n in zip(fmt.operands, sizes, strict=True):
+        _need(n == 1 if not mult else n >= (1 if mult == "+" else 0))
+        values[name] = list(op.operands[i : i + n])
+        types[name] = list(op.operand_types[i : i + n])
+        i += n
+    _need(i == len(op.operands))
+    for name, mult in fmt.results:
+        count = len(op.result_types)
+        _need(count == 1 if not mult else count <= 1 if mult == "?" else count >= (1 if mult == "+" else 0))
+        if count:
+            types[name] = list(op.result_types)
+    _need(len(op.result_types) == 0 or fmt.results)
+    return values, types
+
+
+def _spelled_attr_text(kind: str, attr: Attribute, d: OpDef) -> str:
+    if kind == "symbol":
+        _need(isinstance(attr, at.SymbolRefAttr) and not attr.nested)
+        return attr_text(attr)
+    _need(isinstance(attr, at.IntegerAttr) and attr.type == ty.I64 and attr.value >= 0)
+    assert isinstance(attr, at.IntegerAttr)
+    if kind == "int":
+        return str(attr.value)
+    predicates = d.option("predicates")
+    assert isinstance(predicates, tuple)
+    _need(attr.value < len(predicates))
+    return str(predicates[attr.value])
+
+
+def _declarative(fmt: asm.Format) -> FormatPrinter:
+    rules = fmt.type_rules
+    always_elided = (*fmt.spelled, "operandSegmentSizes") if fmt.segments else fmt.spelled
+
+    def print_op(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+        values, types = _operand_groups(fmt, op)
+        # the types the syntax does not write must be the ones it implies
+        firsts = {name: ts[0] for name, ts in types.items() if ts}
+        for name, rule in rules.items():
+            if name in types:
+                expected = asm.derive(rule, firsts)
+                _need(all(t == expected for t in types[name]))
+        flags, flagged = _flags(op) if fmt.has_flags else ("", ())
+        elided = (*always_elided, *flagged)
+        line = _Line(f"{head}{op.name}")
+
+        def emit(elements: tuple[asm.Element, ...]) -> None:
+            for e in elements:
+                if isinstance(e, asm.Literal):
+                    line.literal(e.text)
+                elif isinstance(e, asm.OperandRef):
+                    line.element(", ".join(values[e.name]))
+                elif isinstance(e, asm.TypeRef):
+                    line.element(_types(types[e.name]))
+                elif isinstance(e, asm.AttrRef):
+                    line.element(_spelled_attr_text(e.kind, op.attributes[e.name], d))
+                elif isinstance(e, asm.AttrDict):
+                    line.parts.append(_opt_dict(op.attributes, elided))
+                elif isinstance(e, asm.FunctionalType):
+                    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
+                    line.element(function_type_text(fn))
+                elif isinstance(e, asm.Custom):
+                    line.element(_custom_text(e, op, values, types, flags))
+                elif values.get(e.anchor) or e.anchor in op.attributes:
+                    emit(e.elements)
+
+        emit(fmt.elements)
+        p.emit(depth, "".join(line.parts))
+
+    return print_op
+
+
+def _custom_text(e: asm.Custom, op: Operation, values: dict[str, list[str]], types: dict[str, list[Type]], flags: str) -> str:
+    if e.name == "ArithFlags":
+        return flags.strip()
+    if e.name == "DynamicIndexList":
+        return _static_list(op.attributes.get(e.args[1]), values[e.args[0]])
+    if e.name == "Reassociation":
+        return _reassociation(op.attributes[e.args[0]])
+    condition, result = types[e.args[0]][0], types[e.args[1]][0]
+    return type_text(result) if condition == ty.I1 else f"{type_text(condition)}, {type_text(result)}"
+
+
+for _fmt in asm.formats().values():
+    _FORMATS[_fmt.name] = _declarative(_fmt)
 
 
 def print_module(module: Module) -> str:

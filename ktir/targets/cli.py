@@ -19,10 +19,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:  # rich loads with the command that prints a table, not with `ktir run --help`
+    from rich.console import Console
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 DEFAULT_TARGET = "spyre"
@@ -51,10 +51,14 @@ def add_targets_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stdout, width=max(100, Console().width))
 
 
 def cmd_targets_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from .loader import TargetError, builtin_targets, load_target
 
     rows = []
@@ -98,6 +102,8 @@ def _summary(t: Any) -> dict[str, Any]:
 
 
 def cmd_targets_show(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from .loader import TargetError, load_target
     from .schema import iter_quantities
 

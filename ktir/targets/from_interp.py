@@ -2,15 +2,16 @@
 
 The interpreter records, per tile and executed op: its name and source line, its position in
 program order (`start`, and `end` one past the ops nested in it), bytes read and written
-per memory space, result elements and MACs, and for inter-tile ops the future instance and
-the peer tiles. It does not record which values an op read, so this adapter recovers the
-dependencies from the module: it maps each event to its op by (source line, op name) and
-follows SSA def-use edges to the most recent execution of each defining op (which is what
+per memory space, result elements and MACs, for inter-tile ops the future instance and
+the peer tiles, and the op's identity (`op_id`, its position in the module's pre-order walk).
+It does not record which values an op read, so this adapter recovers the dependencies from
+the module: it maps each event to its op by identity (so the costs do not depend on source
+locations; events without one fall back to (source line, op name)) and follows SSA def-use edges to the most recent execution of each defining op (which is what
 a use sees in structured control flow). It also adds memory hazards between accesses whose
 memory views may alias (same function argument at the root of their offsets, or unknown).
 
 Event objects are read by attribute (`tile`, `op`, `start`, `end`, `line`, `bytes_read`,
-`bytes_written`, `elements`, `macs`, `future`, `peers`), so this module does not import
+`bytes_written`, `elements`, `macs`, `future`, `peers`, and `op_id` when present), so this module does not import
 the interpreter.
 """
 
@@ -21,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ktir.dialects.cost import VECTOR_WORK, CostClass
+from ktir.dialects.registry import OpsOfCost, cost_class
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
@@ -28,39 +31,17 @@ from ktir.ir.operation import Block, Module, Operation
 
 from .records import CT_LOCAL, GLOBAL, KernelTrace, Kind, OpRecord
 
+# Op classes come from each op's cost class in its definition (ktir.dialects.cost), not lists here.
 # Ops whose nested events are ops of their own (their regions are control flow).
-TRANSPARENT = frozenset({
-    "scf.for", "scf.while", "scf.if", "scf.execute_region", "scf.index_switch", "scf.parallel", "scf.forall",
-    "affine.for", "affine.if", "affine.parallel", "func.call", "ktdp.inter_tile_produce",
-})
+TRANSPARENT = OpsOfCost(CostClass.CONTROL, also=("ktdp.inter_tile_produce",))
 # Ops that cost nothing: views, index arithmetic, shape changes without data movement.
-FREE_WITH_TENSORS = frozenset({
-    "tensor.empty", "tensor.reshape", "tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
-    "tensor.dim", "tensor.bitcast", "tensor.extract", "arith.constant", "memref.alloc", "memref.alloca",
-    "memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape", "memref.collapse_shape",
-    "memref.dim", "memref.view", "ktdp.construct_memory_view", "ktdp.construct_distributed_memory_view",
-    "ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile", "ktdp.get_compute_tile_id",
-    "ktdp.runtime_arg_extract", "linalg.index",
-})
+FREE_WITH_TENSORS = OpsOfCost(CostClass.FREE)
 # Ops that copy tensor data inside the tile's local memory.
-LOCAL_COPIES = frozenset({
-    "tensor.extract_slice", "tensor.insert_slice", "tensor.parallel_insert_slice", "tensor.pad", "tensor.concat",
-    "tensor.insert", "tensor.from_elements",
-})
-MATMULS = frozenset({
-    "linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
-    "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.vecmat", "linalg.dot", "linalg.batch_matvec",
-})
-TRANSCENDENTAL = frozenset({
-    "math.exp", "math.exp2", "math.expm1", "math.log", "math.log2", "math.log10", "math.log1p", "math.tanh",
-    "math.sin", "math.cos", "math.tan", "math.atan", "math.atan2", "math.erf", "math.sqrt", "math.rsqrt",
-    "math.powf", "math.cbrt", "arith.divf", "arith.remf", "linalg.div", "linalg.exp", "linalg.log",
-    "linalg.tanh", "linalg.sqrt", "linalg.rsqrt", "linalg.erf", "linalg.powf",
-})
-DELIVERY = frozenset({
-    "ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter", "ktdp.inter_tile_gather",
-    "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all",
-})
+LOCAL_COPIES = OpsOfCost(CostClass.LOCAL_COPY)
+MATMULS = OpsOfCost(CostClass.MATMUL)
+TRANSCENDENTAL = OpsOfCost(CostClass.TRANSCENDENTAL)
+# Inter-tile ops that deliver partial values (the producer's own cost is its body).
+DELIVERY = OpsOfCost(CostClass.COMMUNICATION, but_not=("ktdp.inter_tile_produce",))
 COMBINING = frozenset({"ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter"})
 SPLIT_BY_PRODUCER = frozenset({"ktdp.inter_tile_gather", "ktdp.inter_tile_all_to_all"})
 VIEW_OPS = frozenset({
@@ -95,6 +76,17 @@ def from_interp(module: Module, result: Any, func: str | None = None, name: str 
     kernel = name or _func_name(fn) or "kernel"
     grid = tuple(int(g) for g in result.grid)
     return Conversion(KernelTrace(records, grid=grid, name=kernel, resident_local_bytes=resident), warnings)
+
+
+def _remote(ev: Any) -> tuple[tuple[int, int], ...]:
+    """Bytes the event moved between this tile and other tiles' scratchpads, by peer tile: they
+    cross the interconnect (a write to a peer is charged on the route from the peer, the
+    same number of links on a ring or mesh)."""
+    moved: dict[int, int] = {}
+    for table in (getattr(ev, "remote_read", None), getattr(ev, "remote_written", None)):
+        for tile, n in (table or {}).items():
+            moved[int(tile)] = moved.get(int(tile), 0) + int(n)
+    return tuple(sorted((t, n) for t, n in moved.items() if n > 0))
 
 
 def _choose(module: Module, func: str | None) -> Operation | None:
@@ -132,6 +124,7 @@ class _Static:
     def __init__(self, module: Module) -> None:
         self.module = module
         self.by_line: dict[tuple[int, str], list[Operation]] = {}
+        self.walked = list(module.walk())  # an event's op_id is its op's index here
         self.fn_of: dict[int, Operation] = {}
         self.defs: dict[ValueKey, _Def] = {}
         self.functions: dict[str, Operation] = {}
@@ -174,7 +167,10 @@ class _Static:
         for i, arg in enumerate(block.arguments):
             self.defs[(fid, arg.name)] = _Def("arg", owner, i, region)
 
-    def op_for(self, line: int, name: str) -> tuple[Operation | None, bool]:
+    def op_for(self, line: int, name: str, op_id: int = -1) -> tuple[Operation | None, bool]:
+        """The event's op: by identity when the event carries it, else by (line, name)."""
+        if 0 <= op_id < len(self.walked) and self.walked[op_id].name == name:
+            return self.walked[op_id], False
         found = self.by_line.get((line, name))
         if not found:
             return None, False
@@ -397,13 +393,13 @@ class _TileConverter:
             self._leave_loops(ev.start)
             if ev.start < absorb_until:
                 continue
-            op, ambiguous = self.s.op_for(int(ev.line), ev.op)
+            op, ambiguous = self.s.op_for(int(ev.line), ev.op, int(getattr(ev, "op_id", -1)))
             if ambiguous:
                 self._warn(f"line {ev.line} has several {ev.op} ops; events were mapped to the first")
             if op is not None:
                 self._next_iteration(op)
             else:
-                self._warn("some events could not be mapped to an op by (line, name); each such record depends on the record before it")
+                self._warn("some events could not be mapped to an op (by identity or by (line, name)); each such record depends on the record before it")
             nested = ev.end > ev.start + 1
             if ev.op in TRANSPARENT:
                 if ev.op == "scf.for" and op is not None:
@@ -533,17 +529,19 @@ class _TileConverter:
             self._define(op, tuple(sorted(deps)))
             return
         last: int | None = None
+        remote = _remote(ev)
         if moves and compute is None:
-            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr else Kind.LOCAL
+            kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records))
-            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev))
+            last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev),
+                              sources=remote)
             self._define(op, (last,))
             return
         assert compute is not None
         if rd:  # a compute op reading memory directly: the read comes first
-            kind = Kind.TRANSFER if GLOBAL in rd else Kind.LOCAL
+            kind = Kind.TRANSFER if GLOBAL in rd or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records), reads_only=True)
-            deps = {self._emit(ev, kind, deps, bytes_read=rd)}
+            deps = {self._emit(ev, kind, deps, bytes_read=rd, sources=remote)}
         last = self._emit(ev, compute, deps, result_bytes=self._result_bytes(op, ev) if not wr else 0,
                           **self._work(ev, op, compute))
         if wr:
@@ -563,7 +561,7 @@ class _TileConverter:
                 return None
         elif not ev.elements:
             return None
-        if name.startswith(("arith.", "math.", "linalg.", "tensor.")):
+        if cost_class(name) in VECTOR_WORK:
             return Kind.VECTOR
         return None
 

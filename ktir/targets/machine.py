@@ -225,6 +225,12 @@ class Machine:
                 route = self.memory_route(r.tile, inbound)
                 channels = (f"memory.{self.global_name}",) + tuple(f"link.{link}" for link in route.links)
                 flows.append(Flow(self.transfer_latency(route), float(self.global_bytes(nbytes)), channels))
+            for src, nbytes in r.sources:  # reads and writes of other tiles' scratchpads cross the links
+                if nbytes <= 0 or src == r.tile:
+                    continue
+                route = self.tile_route(src, r.tile)
+                flows.append(Flow(self.dma_setup + route.latency, float(self.local_bytes(nbytes)),
+                                  tuple(f"link.{link}" for link in route.links)))
         elif r.kind is Kind.RECEIVE:
             for src, nbytes in r.sources:
                 if nbytes <= 0 or src == r.tile:

@@ -52,7 +52,9 @@ class OpRecord:
     dtype: str | None = None  # element type that selects the rate ("f16", "i8", ...)
     transcendental: bool = False  # VECTOR: exp, log, tanh, division, sqrt...
     sync: str | None = None  # POST/RECEIVE: the future instance, identical on both sides
-    sources: tuple[tuple[int, int], ...] = ()  # RECEIVE: (source tile, bytes) per source
+    # RECEIVE: (source tile, bytes) per source; TRANSFER: (peer tile, bytes) moved to or from
+    # other tiles' scratchpads (ct_id views), over the interconnect
+    sources: tuple[tuple[int, int], ...] = ()
     result_bytes: int = 0  # bytes of tensor results that live in ct_local memory until their last use
     line: int = 0  # source line, for people
 

@@ -13,7 +13,8 @@ The model, in full:
   at its vector rate (transcendental rate for exp, division...), for the record's dtype.
   A ct_local access takes `latency + bytes / bandwidth` on the tile's `local` queue.
 - A global transfer first waits its fixed latency (`dma.setup + memory latency + hops x hop
-  latency`); a receive waits `dma.setup + hops x hop latency` after its sources have posted.
+  latency`); a receive waits `dma.setup + hops x hop latency` after its sources have posted,
+  and so does a transfer's access to another tile's scratchpad (its `sources`).
   Then its bytes (global transfers rounded up to the memory's granularity) move through the
   tile's network port: one data phase at a time per tile, in program order, so several
   transfers in flight hide each other's latency but not each other's bytes. A data phase

@@ -9,7 +9,10 @@ __all__ = ["RULES", "STRUCTURAL_RULES", "WARNINGS", "checked_constraints", "vali
 
 def checked_constraints() -> frozenset[str]:
     """Constraint IDs with a rule in the verifier (read by the docs' status table): every
-    constraint of an op whose rule function is registered."""
+    constraint of an op whose rule function is registered, and every typed constraint (checked
+    by the generic pass)."""
     from ktir.dialects.registry import OPS
 
-    return frozenset(i for name, op in OPS.items() if name in RULES for i in op.constraint_ids())
+    by_rule = {i for name, op in OPS.items() if name in RULES for i in op.constraint_ids()}
+    typed = {f"{op.name}.{c.id}" for op in OPS.values() for c in op.checked_constraints()}
+    return frozenset(by_rule | typed)

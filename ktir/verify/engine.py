@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ktir.dialects.base import OpDef
 from ktir.dialects.registry import OPS
+from ktir.dialects.traits import ISOLATED_FROM_ABOVE, TERMINATOR, VARIADIC_REGIONS
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
@@ -265,9 +266,9 @@ class Verifier:
             # op rules assume the operands, results and attributes their definition declares
             check = Check(self, op, opdef, loc)
             fn = RULES.get(op.name)
-            if fn is not None:
+            if check_typed(check) and fn is not None:
                 fn(check)
-        isolated = is_func or op.name == "builtin.module"
+        isolated = opdef is not None and ISOLATED_FROM_ABOVE in opdef.traits
         self.stack.append(op)
         saved = self.scopes
         if isolated:
@@ -296,9 +297,8 @@ class Verifier:
                 self.error(f"op.{what}s", f"'{op.name}' takes {wanted} {what}(s), found {actual}", loc)
         for attr in opdef.attributes:
             if not attr.optional and attr.name not in op.attributes:
-                self.error("op.attribute", f"'{op.name}' requires the attribute '{attr.name}' ({attr.type})", loc)
-        flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
-        if not flexible and len(op.regions) != len(opdef.regions):
+                self.error("op.attribute", f"'{op.name}' requires the attribute '{attr.name}' ({attr.type.spelling()})", loc)
+        if VARIADIC_REGIONS not in opdef.traits and len(op.regions) != len(opdef.regions):
             self.error("region.count", f"'{op.name}' has {len(opdef.regions)} region(s), found {len(op.regions)}", loc)
         return len(self.report.errors) == before
 
@@ -312,7 +312,7 @@ class Verifier:
                 self.visit(inner, loc)
                 inner_def = OPS.get(inner.name)
                 is_last = position == len(block.operations) - 1
-                if inner_def is not None and "Terminator" in inner_def.traits and not is_last:
+                if inner_def is not None and TERMINATOR in inner_def.traits and not is_last:
                     self.error("region.terminator", f"'{inner.name}' must be the last op of its block", inner.loc or loc)
             if expected is not None:
                 last = block.operations[-1] if block.operations else None
@@ -351,6 +351,26 @@ class Verifier:
             self.error("func.func.C2", "`grid` must be a non-empty array of positive integers", loc)
             return (1,)
         return tuple(dims)
+
+
+def check_typed(check: Check) -> bool:
+    """The generic pass: the op's typed constraints (`Constraint.check`), in their order, each
+    reported under its numbered ID. It stops at the first broken one, since later rules assume
+    the earlier ones (unless the constraint says others do not depend on it, `stops=False`);
+    True when the op's rule function may run."""
+    checked = check.opdef.checked_constraints()
+    if not checked:
+        return True
+    from ktir.syntax.printer import type_text
+
+    for constraint in checked:
+        assert constraint.check is not None
+        message = constraint.check.violation(check.opdef, check.operand_types, check.result_types, type_text)
+        if message is not None:
+            check.fail(constraint.id, message)
+            if getattr(constraint.check, "stops", True):
+                return False
+    return True
 
 
 def _terminator_for(op: Operation, index: int) -> set[str] | None:

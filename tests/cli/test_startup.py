@@ -58,3 +58,13 @@ def test_help_and_unknown_commands_see_every_subcommand() -> None:
         assert {"fmt", "validate", "run", "lower", "run-program", "targets", "conformance", "schedule"} <= set(
             sub.choices  # type: ignore[arg-type]
         )
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["run", "--help"], ["lower", "--help"], ["schedule", "--help"], ["conformance", "list"]]
+)
+def test_help_and_listing_load_no_numeric_stack(argv: list[str]) -> None:
+    """Package `__init__`s export lazily (ktir.lazy): adding a subcommand's parser, or
+    listing the conformance cases, loads no numpy, scipy, ml_dtypes or torch."""
+    loaded = _loaded_after(argv)
+    assert not {m.split(".")[0] for m in loaded} & {"numpy", "scipy", "ml_dtypes", "torch"}, sorted(loaded)

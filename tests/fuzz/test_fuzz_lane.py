@@ -76,13 +76,17 @@ def _raise() -> None:
     raise ValueError("boom")
 
 
-def _sleep() -> None:
-    time.sleep(60)
+def _spin() -> None:
+    # a hang in Python code burns CPU: the worker's CPU-time limit interrupts it
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        pass
 
 
 def _sleep_unreachable() -> None:
-    # the worker's timer signal is blocked: only the parent's watchdog can stop this
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+    # the worker's timer signal is blocked (and sleeping uses no CPU): only the parent's
+    # wall-clock watchdog can stop this
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGPROF])
     time.sleep(60)
 
 
@@ -95,7 +99,7 @@ def _allocate() -> None:
     ("behaviour", "kind", "detail"),
     [
         (_raise, "exception", "ValueError: boom"),
-        (_sleep, "hang", "interrupted by the time limit"),
+        (_spin, "hang", "interrupted by the time limit"),
         (_sleep_unreachable, "hang", "worker killed after the time limit"),
         (_allocate, "memory", "MemoryError"),
     ],

@@ -100,7 +100,8 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 def test_missing_arguments_and_uninferable_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert ktir_run(str(EXAMPLES / "vector_add.ktir")) == 1
-    assert "missing argument(s) A, B, C" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "missing argument(s) A, B, C" in err and "--random-inputs SEED" in err
     assert ktir_run(str(EXAMPLES / "softmax.ktir"), "--random-inputs", "0") == 1  # R cannot be guessed
     assert "argument R" in capsys.readouterr().err
 
@@ -155,3 +156,23 @@ func.func @k(%x: index) attributes {grid = [2]} {
         assert s.scratchpad_peak == 256 and s.ops == 9
     assert r.stats[1].to_dict()["coords"] == [1]
     assert r.addresses == {"x": 0}
+
+
+def test_outputs_are_written_atomically_and_keep_numpys_suffix(tmp_path: Path) -> None:
+    out = tmp_path / "result"
+    assert ktir_run(str(EXAMPLES / "vector_add.ktir"), "--random-inputs", "0", "--out", str(out)) == 0
+    assert sorted(np.load(tmp_path / "result.npz").files) == ["A", "B", "C"]
+    # a failing run leaves the earlier output as it was
+    before = (tmp_path / "result.npz").read_bytes()
+    assert ktir_run(str(EXAMPLES / "vector_add.ktir"), "--out", str(out)) == 1
+    assert (tmp_path / "result.npz").read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["result.npz"]  # no temporary left behind
+
+
+def test_random_inputs_place_a_scratchpad_address_at_zero(tmp_path: Path) -> None:
+    # %scratch is only the offset of a ct_local view: an address in each tile's scratchpad
+    out = tmp_path / "dc.npz"
+    assert ktir_run(str(EXAMPLES / "distributed_copy.ktir"), "--random-inputs", "0", "--out", str(out)) == 0
+    got = np.load(out)
+    assert sorted(got.files) == ["x_ptr", "y_ptr"]
+    assert np.array_equal(got["y_ptr"].reshape(64, 64), got["x_ptr"].reshape(64, 64).T)

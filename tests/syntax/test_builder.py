@@ -67,3 +67,73 @@ def test_unknown_op_and_uninferable_results_are_clear_errors() -> None:
         b.arith.extf(ktir.builder.Value("%a", ty.F16))
     value = b.arith.extf(ktir.builder.Value("%a", ty.F16), result_types=[ty.F32])
     assert value.type == ty.F32
+
+
+def build_blocked_sum() -> ktir.Module:
+    """Every structured helper once: aliases, a loop with iter_args, linalg bodies, slices,
+    reshapes, a comparison, scf.if and an inter-tile reduction."""
+    from ktir.builder import box
+
+    b = Builder()
+    b.note("built by the test")
+    rows = b.alias("rows", box(8, 64))
+    blk = b.alias("blk", box(8, 16))
+    id2 = b.alias("id2", af.AffineMap.identity(2))
+    row = b.alias("row", af.AffineMap(num_dims=2, num_symbols=0, results=(af.dim(0),)))
+    d0, s0 = af.dim(0), af.sym(0)
+    pair = b.alias("pair", af.IntegerSet(num_dims=1, num_symbols=1, constraints=(
+        af.Constraint(expr=d0 - s0 * 2, is_equality=False), af.Constraint(expr=-d0 + s0 * 2 + 1, is_equality=False))))
+    first = b.alias("first", af.IntegerSet(num_dims=1, num_symbols=1, constraints=(
+        af.Constraint(expr=d0 - s0 * 2, is_equality=True),)))
+    one = b.alias("one", box(1))
+    vec, blk_t = ty.tensor((8,), ty.F32), ty.tensor((8, 16), ty.F32)
+    with b.func("blocked_sum", [("x", ty.INDEX), ("y", ty.INDEX)], grid=[2]) as (x, y):
+        (tid,) = b.tile_id(1, ["tid"])
+        c0, c16, c64 = b.index(0, "c0"), b.index(16, "c16"), b.index(64, "c64")
+        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="zero")
+        vx = b.memory_view(x, [8, 64], [64, 1], ty.F32, coordinate_set=rows, name="vx")
+        vy = b.memory_view(y, [8, 1], [1, 1], ty.F32, coordinate_set=box(8, 1), name="vy")
+        data = b.load(b.access_tile(vx, [c0, c0], rows, [8, 64], id2, name="tx"), ty.F32, name="data")
+        init = b.fill(zero, b.empty(vec, "e"), "init")
+        with b.for_(c0, c64, c16, [init], names=["k", "acc"], results=["total"]) as (k, acc):
+            part = b.extract_slice(data, [0, k], [8, 16], name="part")
+            with b.generic([part], [b.empty(blk_t, "eb")], [id2, id2], ["parallel"] * 2, ["p", "o"], "sq") as (p, _):
+                b.yield_(b.arith.mulf(p, p, name="pp"), op="linalg.yield")
+            (sq,) = b.last_results
+            b.yield_(b.reduce("arith.addf", [sq], [acc], [1], name="sums"))
+        (total,) = b.last_results
+        assert total.name == "%total"
+        with b.produce(pair, ty.TileFutureType(partial_types=(vec,), groups=one), "g", "fut"):
+            b.yield_(total, op="ktdp.yield_partial")
+        (fut,) = b.last_results
+        with b.reduce_tiles(fut, first, [init], ["l", "r"], ["both"]) as (lhs, rhs):
+            b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name="s"), op="ktdp.yield_reduced")
+        (both,) = b.last_results
+        with b.if_(b.cmp("arith.cmpi", "eq", tid, c0, name="is0")):
+            col = b.expand_shape(both, [[0, 1]], ty.tensor((8, 1), ty.F32), name="col")
+            b.store(col, b.access_tile(vy, [c0, c0], box(8, 1), [8, 1], name="ty"))
+        b.func_return()
+    del blk, row
+    return b.module
+
+
+def test_structured_helpers_round_trip_and_validate() -> None:
+    module = build_blocked_sum()
+    text = ktir.print_module(module)
+    assert text.startswith("// built by the test\n#rows = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0")
+    assert "%total = scf.for %k = %c0 to %c64 step %c16 iter_args(%acc = %init)" in text
+    assert "%sums = linalg.reduce { arith.addf } ins(%sq" in text
+    assert "ktdp.inter_tile_reduce(%fut) consumer_tiles_per_group = #first" in text
+    again = ktir.parse(text)
+    assert again == module
+    assert ktir.print_module(again) == text
+    assert [d for d in verify(again) if d.severity == "error"] == []
+
+
+def test_names_must_match_the_results() -> None:
+    b = Builder()
+    with pytest.raises(BuildError):
+        b.create("arith.addi", [], [ty.INDEX], result_names=["a", "b"])
+    b.alias("x", af.AffineMap.identity(1))
+    with pytest.raises(BuildError):
+        b.alias("x", af.AffineMap.identity(1))

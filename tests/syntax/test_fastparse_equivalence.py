@@ -186,3 +186,50 @@ def test_every_line_with_a_stray_tail(path: Path) -> None:
             continue
         for tail in _TAILS:
             check("\n".join([*lines[:n], line + tail, *lines[n + 1 :]]))
+
+
+_VALUE = re.compile(r"%[A-Za-z0-9_$.\-]+(?:#[0-9]+)?")
+_REPEATABLE = [f for f in _SEEDS if _VALUE.search(f.read_text(encoding="utf-8"))]
+
+
+@SETTINGS
+@given(st.data())
+def test_repeated_lines_with_renamed_values(data: st.DataObject) -> None:
+    """A line repeating an earlier op's tokens, SSA names aside, is copied from that op
+    (fastparse's shapes): with its own names, a renaming that merges or splits names
+    (a different key), names with `#`, and lines the grammar reads on into the next."""
+    path = data.draw(st.sampled_from(_REPEATABLE))
+    lines = path.read_text(encoding="utf-8").split("\n")
+    candidates = [n for n, line in enumerate(lines) if _VALUE.search(line)]
+    n = data.draw(st.sampled_from(candidates))
+    names = sorted(set(_VALUE.findall(lines[n])))
+    pool = ["%r0", "%r1", "%r2#1", *names]
+    for _ in range(data.draw(st.integers(1, 3))):
+        renaming = {name: data.draw(st.sampled_from(pool)) for name in names}
+        copy = _VALUE.sub(lambda m: renaming[m.group()], lines[n])  # noqa: B023 - used at once
+        at = data.draw(st.integers(n + 1, len(lines)))
+        lines.insert(at, copy)
+    check("\n".join(lines))
+
+
+def test_a_repeated_line_read_on_by_the_grammar() -> None:
+    """`func.return` ends its line the first time; the second time the next line carries
+    on its operand list: the copy must not be taken."""
+    text = (
+        "func.func @f(%a: index) {\n  scf.if %a {\n    scf.yield\n  }\n"
+        "  %b = scf.if %a -> (index) {\n    scf.yield\n    %a : index\n  } else {\n    scf.yield %a : index\n  }\n"
+        "  func.return\n}\n"
+    )
+    assert check(text)
+    module = p.parse(text)
+    yields = [op for op in module.walk() if op.name == "scf.yield"]
+    assert [op.operands for op in yields] == [[], ["%a"], ["%a"]]
+
+
+def test_a_repeated_line_with_a_name_the_grammar_rejects() -> None:
+    """A result name with `#` is an error: a line otherwise equal to an earlier one is not copied."""
+    line = "  {} = arith.addf %a, %a : f32\n"
+    text = "func.func @f(%a: f32) {\n" + line.format("%b") + line.format("%c#1") + line.format("%d") + "  func.return\n}\n"
+    assert fast_only(text) is None
+    with pytest.raises(ParseError):
+        p.parse(text)

@@ -12,11 +12,26 @@ Needs the `torch` extra. See docs/guides/lower-from-pytorch.md.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ktir.lower.torch.errors import TorchLoweringError
-from ktir.lower.torch.manifest import Manifest
-from ktir.lower.torch.program import KernelRunner, Program, ProgramError
+from ktir.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ktir.lower.torch.errors import TorchLoweringError
+    from ktir.lower.torch.manifest import Manifest
+    from ktir.lower.torch.program import KernelRunner, Program, ProgramError
+
+# loaded on first use (ktir.lazy): importing a submodule such as the CLI's stays cheap
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "TorchLoweringError": "ktir.lower.torch.errors",
+        "Manifest": "ktir.lower.torch.manifest",
+        "KernelRunner": "ktir.lower.torch.program",
+        "Program": "ktir.lower.torch.program",
+        "ProgramError": "ktir.lower.torch.program",
+    },
+)
 
 
 def from_torch(

@@ -1,4 +1,4 @@
-"""Assemble the program: partition the graph, print the module text, verify it, collect weights."""
+"""Assemble the program: partition the graph, build the module (ktir.builder), print and verify it, collect weights."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import re
 import time
 from typing import Any
 
+from ktir.ir.operation import Module
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.graph import partition
 from ktir.lower.torch.program import Program, build_manifest
+from ktir.syntax.printer import print_module
 
 
 def target_cores(target: str) -> int:
@@ -31,8 +33,13 @@ def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
         f"// {name}: lowered from PyTorch (torch.export, core ATen) by ktir.lower.torch for target {target} ({cores} cores).",
         f"// {len(graph.kernels)} kernels, run in order; buffers and order in {name}.manifest.json.",
     ]
-    funcs = [k.kernel.text(k.comment) for k in graph.kernels]
-    text = "\n".join([*header, *graph.aliases.lines, *funcs]) + "\n"
+    built = Module(operations=[k.kernel.function(k.comment) for k in graph.kernels])
+    graph.aliases.install(built)
+    if built.alias_order:
+        built.alias_comments[built.alias_order[0]] = header
+    elif built.operations:
+        built.operations[0].comments[:0] = header
+    text = print_module(built)
     manifest = build_manifest(graph, name, target, cores, output_names)
     weights = {b.name: b.data for b in graph.buffers.values() if b.data is not None}
     t2 = time.perf_counter()
@@ -50,6 +57,8 @@ def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
             d = errors[0]
             line = text.splitlines()[d.line - 1] if 0 < d.line <= len(text.splitlines()) else ""
             raise AssertionError(f"the lowering produced invalid KTIR (a bug in ktir.lower.torch): line {d.line}: [{d.id}] {d.message}\n  {line.strip()}")
+        if module != built:  # the printed text must say what was built
+            raise AssertionError("the lowering built a module its printed text does not reproduce (a bug in ktir.lower.torch)")
         program._module = module
     t3 = time.perf_counter()
     program.timings = {"partition": t1 - t0, "print": t2 - t1, "verify": t3 - t2}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktir.lower.torch.refs import Ref
-from ktir.lower.torch.writer import Kernel
+from ktir.lower.torch.writer import Input, Kernel
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def op_names(expr: Expr) -> list[str]:
 def _bin(op: str) -> Callable[[Kernel, list[str], float], str]:
     def f(k: Kernel, a: list[str], p: float) -> str:
         out = k.fresh("s")
-        k.emit(f"{out} = {op} {a[0]}, {a[1]} : f32")
+        k.op(op, a[0], a[1], out=out)
         return out
 
     return f
@@ -122,7 +122,7 @@ def _bin(op: str) -> Callable[[Kernel, list[str], float], str]:
 def _un(op: str) -> Callable[[Kernel, list[str], float], str]:
     def f(k: Kernel, a: list[str], p: float) -> str:
         out = k.fresh("s")
-        k.emit(f"{out} = {op} {a[0]} : f32")
+        k.op(op, a[0], out=out)
         return out
 
     return f
@@ -194,9 +194,9 @@ def _compare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
 
     def f(k: Kernel, a: list[str], p: float) -> str:
         c = k.fresh("s")
-        k.emit(f"{c} = arith.cmpf {predicate}, {a[0]}, {a[1]} : f32")
+        k.cmp("arith.cmpf", predicate, a[0], a[1], out=c)
         out = k.fresh("s")
-        k.emit(f"{out} = arith.select {c}, {k.fconst(1.0)}, {k.fconst(0.0)} : f32")
+        k.op("arith.select", c, k.fconst(1.0), k.fconst(0.0), out=out)
         return out
 
     return f
@@ -204,9 +204,9 @@ def _compare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
 
 def _where(k: Kernel, a: list[str], p: float) -> str:
     c = k.fresh("s")
-    k.emit(f"{c} = arith.cmpf une, {a[0]}, {k.fconst(0.0)} : f32")
+    k.cmp("arith.cmpf", "une", a[0], k.fconst(0.0), out=c)
     out = k.fresh("s")
-    k.emit(f"{out} = arith.select {c}, {a[1]}, {a[2]} : f32")
+    k.op("arith.select", c, a[1], a[2], out=out)
     return out
 
 
@@ -277,7 +277,7 @@ def scalar(k: Kernel, expr: Expr, leaf_values: dict[Any, str]) -> str:
 # ---------------------------------------------------------------- tiles
 
 
-def load_leaves(k: Kernel, refs: Sequence[Ref], starts: Sequence[int | str], block: Sequence[int]) -> list[tuple[str, list[int], str, str]]:
+def load_leaves(k: Kernel, refs: Sequence[Ref], starts: Sequence[int | str], block: Sequence[int]) -> list[Input]:
     """Load each leaf's box; returns linalg.generic inputs (value, shape, type, indexing map)."""
     rank = len(block)
     out = []
@@ -308,7 +308,7 @@ def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence
     return k.generic(inputs, block, k.aliases.identity(rank), ["parallel"] * rank, None, out_type, body)
 
 
-def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block: Sequence[int]) -> tuple[str, list[int], str, str]:
+def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block: Sequence[int]) -> Input:
     """A Reduce/Row value for the consumer's box: (tensor, its shape, f32, the consumer's map to it)."""
     rank = len(block)
     own_starts = [0 if n == 1 else s for s, n in zip(starts, node.shape, strict=True)]
@@ -325,7 +325,7 @@ def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block:
 
     def combine(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.{combiner} {acc}, {names[0]} : f32")
+        kk.op(f"arith.{combiner}", acc, names[0], out=r)
         return r
 
     iters = ["reduction" if d in node.dims else "parallel" for d in range(rank)]
@@ -337,7 +337,7 @@ def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block:
 
         def scale(kk: Kernel, names: list[str], acc: str) -> str:
             r = kk.fresh("s")
-            kk.emit(f"{r} = arith.mulf {names[0]}, {kk.fconst(1.0 / count)} : f32")
+            kk.op("arith.mulf", names[0], kk.fconst(1.0 / count), out=r)
             return r
 
         value = k.generic([(value, out_shape, "f32", ident)], out_shape, ident, ["parallel"] * len(out_shape), None, "f32", scale)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktir.ir import attributes as ir_attr
 from ktir.lower.torch.expr import Expr, Op, Reduce, Row, evaluate, reduced_dims
 from ktir.lower.torch.refs import STICK_BYTES, Ref, element_bytes
 from ktir.lower.torch.work import Division, divide
-from ktir.lower.torch.writer import Aliases, Kernel, tensor_type
+from ktir.lower.torch.writer import Aliases, Body, Kernel
 
 
 def _stick(ktype: str) -> int:
@@ -66,7 +67,7 @@ def _scale(k: Kernel, value: str, shape: list[int], factor: float) -> str:
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.mulf {names[0]}, {kk.fconst(factor)} : f32")
+        kk.op("arith.mulf", names[0], kk.fconst(factor), out=r)
         return r
 
     return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * rank, None, "f32", body)
@@ -82,16 +83,16 @@ def _rowwise(k: Kernel, op: str, x: str, row: str, shape: list[int], extra: str 
         r = kk.fresh("s")
         if op == "expsub":
             d = kk.fresh("s")
-            kk.emit(f"{d} = arith.subf {names[0]}, {names[1]} : f32")
-            kk.emit(f"{r} = math.exp {d} : f32")
+            kk.op("arith.subf", names[0], names[1], out=d)
+            kk.op("math.exp", d, out=r)
         else:
-            kk.emit(f"{r} = arith.{op} {names[0]}, {names[1]} : f32")
+            kk.op(f"arith.{op}", names[0], names[1], out=r)
         return r
 
     return k.generic([(x, shape, "f32", ident), (row, shape[:-1], "f32", rmap)], shape, ident, ["parallel"] * rank, None, "f32", body)
 
 
-def _row_map(k: Kernel, value: str, shape: list[int], fn: object) -> str:
+def _row_map(k: Kernel, value: str, shape: list[int], fn: Body) -> str:
     rank = len(shape)
     ident = k.aliases.identity(rank)
     return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * rank, None, "f32", fn)
@@ -119,7 +120,7 @@ def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: 
 
         def logsum(kk: Kernel, names: list[str], acc: str) -> str:
             r = kk.fresh("s")
-            kk.emit(f"{r} = math.log {names[0]} : f32")
+            kk.op("math.log", names[0], out=r)
             return r
 
         lse = _row_map(k, total, block[:-1], logsum)
@@ -139,7 +140,7 @@ def _centred(k: Kernel, x: str, block: list[int], n: int) -> tuple[str, str]:
 
     def square(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.mulf {names[0]}, {names[0]} : f32")
+        kk.op("arith.mulf", names[0], names[0], out=r)
         return r
 
     ss, _ = k.reduce(_row_map(k, xc, block, square), block, "addf", 0.0)
@@ -173,11 +174,11 @@ def layer_norm(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], we
 
     def rstd(kk: Kernel, names: list[str], acc: str) -> str:
         m = kk.fresh("s")
-        kk.emit(f"{m} = arith.mulf {names[0]}, {kk.fconst(1.0 / width)} : f32")
+        kk.op("arith.mulf", names[0], kk.fconst(1.0 / width), out=m)
         e = kk.fresh("s")
-        kk.emit(f"{e} = arith.addf {m}, {kk.fconst(eps)} : f32")
+        kk.op("arith.addf", m, kk.fconst(eps), out=e)
         r = kk.fresh("s")
-        kk.emit(f"{r} = math.rsqrt {e} : f32")
+        kk.op("math.rsqrt", e, out=r)
         return r
 
     inv = _row_map(k, var_sum, block[:-1], rstd) if rank > 1 else _row_map(k, var_sum, [1], rstd)
@@ -192,7 +193,7 @@ def layer_norm(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], we
         def affine(kk: Kernel, names: list[str], acc: str, op: str = op, pt: str = param.ktype) -> str:
             p = kk.scalar_convert(names[1], pt, "f32")
             r = kk.fresh("s")
-            kk.emit(f"{r} = arith.{op} {names[0]}, {p} : f32")
+            kk.op(f"arith.{op}", names[0], p, out=r)
             return r
 
         y = k.generic([(y, block, "f32", ident), (pv, pshape, param.ktype, col)], block, ident, ["parallel"] * rank, None, "f32", affine)
@@ -251,11 +252,7 @@ def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: R
     at, _ = k.load(_plane(a, nb), [m0, 0], [mb, kdim], _batch_offsets(k, a, idx))
     bt, _ = k.load(_plane(b, nb), [0, n0], [kdim, nbk], _batch_offsets(k, b, idx))
     acc = k.filled([mb, nbk], 0.0)
-    res = k.fresh("mm")
-    k.emit(
-        f"{res} = linalg.matmul ins({at}, {bt} : {tensor_type([mb, kdim], a.ktype)}, {tensor_type([kdim, nbk], b.ktype)}) "
-        f"outs({acc} : {tensor_type([mb, nbk], 'f32')}) -> {tensor_type([mb, nbk], 'f32')}"
-    )
+    res = k.linalg("linalg.matmul", [at, bt], [acc], k.fresh("mm"))
     if bias is not None:
         bv, bshape = k.load(bias, [n0], [nbk])
         ident = aliases.identity(2)
@@ -263,7 +260,7 @@ def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: R
         def add_bias(kk: Kernel, names: list[str], accv: str) -> str:
             p = kk.scalar_convert(names[1], bias.ktype, "f32")
             r = kk.fresh("s")
-            kk.emit(f"{r} = arith.addf {names[0]}, {p} : f32")
+            kk.op("arith.addf", names[0], p, out=r)
             return r
 
         res = k.generic([(res, [mb, nbk], "f32", ident), (bv, bshape, bias.ktype, aliases.map(2, ["d1"]))], [mb, nbk], ident, ["parallel"] * 2, None, "f32", add_bias)
@@ -298,10 +295,7 @@ def attention(
     zeros = k.filled([qb, skv], 0.0)
     s = k.fresh("scores")
     qmap, kmap, smap = aliases.map(3, ["d0", "d2"]), aliases.map(3, ["d1", "d2"]), aliases.map(3, ["d0", "d1"])
-    k.emit(
-        f"{s} = linalg.matmul indexing_maps = [{qmap}, {kmap}, {smap}] ins({qt}, {kt} : {tensor_type([qb, d], q.ktype)}, "
-        f"{tensor_type([skv, d], key.ktype)}) outs({zeros} : {tensor_type([qb, skv], 'f32')}) -> {tensor_type([qb, skv], 'f32')}"
-    )
+    k.linalg("linalg.matmul", [qt, kt], [zeros], s, {"indexing_maps": ir_attr.ArrayAttr(elements=(qmap, kmap, smap))})
 
     inputs = [(s, [qb, skv], "f32", aliases.identity(2))]
     if attn_mask is not None:
@@ -311,25 +305,25 @@ def attention(
 
     def mask(kk: Kernel, names: list[str], acc: str) -> str:
         xs = kk.fresh("s")
-        kk.emit(f"{xs} = arith.mulf {names[0]}, {kk.fconst(scale)} : f32")
+        kk.op("arith.mulf", names[0], kk.fconst(scale), out=xs)
         if attn_mask is not None and attn_mask.ktype == "i1":
             kept = kk.fresh("s")
-            kk.emit(f"{kept} = arith.select {names[1]}, {xs}, {kk.fconst(-math.inf)} : f32")
+            kk.op("arith.select", names[1], xs, kk.fconst(-math.inf), out=kept)
             xs = kept
         elif attn_mask is not None:
             added = kk.fresh("s")
-            kk.emit(f"{added} = arith.addf {xs}, {kk.scalar_convert(names[1], attn_mask.ktype, 'f32')} : f32")
+            kk.op("arith.addf", xs, kk.scalar_convert(names[1], attn_mask.ktype, "f32"), out=added)
             xs = added
         if not causal:
             return xs
         i, j = kk.fresh("i"), kk.fresh("j")
-        kk.emit(f"{i} = linalg.index 0 : index")
-        kk.emit(f"{j} = linalg.index 1 : index")
+        kk.linalg_index(0, out=i)
+        kk.linalg_index(1, out=j)
         qi = kk.add(i, q0)
         fut = kk.fresh("fut")
-        kk.emit(f"{fut} = arith.cmpi ugt, {j}, {kk.index(qi)} : index")
+        kk.cmp("arith.cmpi", "ugt", j, kk.index(qi), out=fut)
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.select {fut}, {kk.fconst(-math.inf)}, {xs} : f32")
+        kk.op("arith.select", fut, kk.fconst(-math.inf), xs, out=r)
         return r
 
     sm = k.generic(inputs, [qb, skv], aliases.identity(2), ["parallel"] * 2, None, "f32", mask)
@@ -339,11 +333,7 @@ def attention(
     p = _rowwise(k, "divf", e, total, [qb, skv])
     pt = k.convert(p, [qb, skv], "f32", v.ktype)
     acc = k.filled([qb, dv], 0.0)
-    o = k.fresh("o")
-    k.emit(
-        f"{o} = linalg.matmul ins({pt}, {vt} : {tensor_type([qb, skv], v.ktype)}, {tensor_type([skv, dv], v.ktype)}) "
-        f"outs({acc} : {tensor_type([qb, dv], 'f32')}) -> {tensor_type([qb, dv], 'f32')}"
-    )
+    o = k.linalg("linalg.matmul", [pt, vt], [acc], k.fresh("o"))
     k.store(k.convert(o, [qb, dv], "f32", out.ktype), _plane(out, nb), [q0, 0], [qb, dv], _batch_offsets(k, out, idx))
     for _ in range(sum(1 for dd in range(nb) if div.block[dd] != 1)):
         k.close()
@@ -358,17 +348,10 @@ def embedding(name: str, aliases: Aliases, weight: Ref, ids: Ref, out: Ref, core
     starts = div.starts(k)
     rb = div.block[0]
     r0 = k.index(starts[0])
-    table, ttype = k.view(weight)
-    idv, itype = k.view(ids)
+    table, idv = k.view(weight), k.view(ids)
     src = k.fresh("gather")
     m, c = k.fresh("m"), k.fresh("k")
-    k.emit(
-        f"{src} = ktdp.construct_indirect_access_tile intermediate_variables({m}, {c}) {table}[ind({idv}[{r0} + {m}]), ({c})] "
-        f"{{variables_space_order = {aliases.identity(2)}, variables_space_set = {aliases.box([rb, width])}}} : {ttype}, {itype} "
-        f"-> !ktdp.access_tile<{rb}x{width}xindex>"
-    )
-    val = k.fresh("rows")
-    k.emit(f"{val} = ktdp.load {src} : !ktdp.access_tile<{rb}x{width}xindex> -> {tensor_type([rb, width], weight.ktype)}")
+    val = k.gather_rows(src, table, idv, r0, (m, c), [rb, width], weight.ktype)
     stored = k.convert(val, [rb, width], weight.ktype, out.ktype) if weight.ktype != out.ktype else val
     k.store(stored, out, [starts[0], 0], [rb, width])
     return k

@@ -13,7 +13,14 @@ import math
 from ktir.lower.torch.expr import Expr, evaluate
 from ktir.lower.torch.kernels import _rows_last
 from ktir.lower.torch.refs import Ref
-from ktir.lower.torch.writer import Aliases, Kernel
+from ktir.lower.torch.writer import Aliases, Kernel, element
+
+
+def _column(kk: Kernel, rank: int) -> str:
+    """Inside a linalg body over `rank` dims: the index along the last dim, as f32."""
+    j = kk.linalg_index(rank - 1, out=kk.fresh("j"))
+    ji = kk.op("arith.index_cast", j, type=element("i64"), out=kk.fresh("j"))
+    return kk.op("arith.sitofp", ji, type=element("f32"), out=kk.fresh("j"))
 
 
 def _first_index_of(k: Kernel, x: str, best: str, block: list[int]) -> str:
@@ -23,18 +30,13 @@ def _first_index_of(k: Kernel, x: str, best: str, block: list[int]) -> str:
     row = k.aliases.map(rank, [f"d{i}" for i in range(rank - 1)])
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
-        j = kk.fresh("j")
-        kk.emit(f"{j} = linalg.index {rank - 1} : index")
-        ji = kk.fresh("j")
-        kk.emit(f"{ji} = arith.index_cast {j} : index to i64")
-        jf = kk.fresh("j")
-        kk.emit(f"{jf} = arith.sitofp {ji} : i64 to f32")
+        jf = _column(kk, rank)
         hit = kk.fresh("hit")
-        kk.emit(f"{hit} = arith.cmpf oeq, {names[0]}, {names[1]} : f32")
+        kk.cmp("arith.cmpf", "oeq", names[0], names[1], out=hit)
         cand = kk.fresh("s")
-        kk.emit(f"{cand} = arith.select {hit}, {jf}, {kk.fconst(float(n))} : f32")
+        kk.op("arith.select", hit, jf, kk.fconst(float(n)), out=cand)
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.minimumf {acc}, {cand} : f32")
+        kk.op("arith.minimumf", acc, cand, out=r)
         return r
 
     init = k.filled(block[:-1], float(n))
@@ -51,16 +53,11 @@ def _mask_column(k: Kernel, x: str, col: str, block: list[int], fill: float) -> 
     row = k.aliases.map(rank, [f"d{i}" for i in range(rank - 1)])
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
-        j = kk.fresh("j")
-        kk.emit(f"{j} = linalg.index {rank - 1} : index")
-        ji = kk.fresh("j")
-        kk.emit(f"{ji} = arith.index_cast {j} : index to i64")
-        jf = kk.fresh("j")
-        kk.emit(f"{jf} = arith.sitofp {ji} : i64 to f32")
+        jf = _column(kk, rank)
         hit = kk.fresh("hit")
-        kk.emit(f"{hit} = arith.cmpf oeq, {jf}, {names[1]} : f32")
+        kk.cmp("arith.cmpf", "oeq", jf, names[1], out=hit)
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.select {hit}, {kk.fconst(fill)}, {names[0]} : f32")
+        kk.op("arith.select", hit, kk.fconst(fill), names[0], out=r)
         return r
 
     return k.generic([(x, block, "f32", ident), (col, block[:-1], "f32", row)], block, ident, ["parallel"] * rank, None, "f32", body)
@@ -72,7 +69,7 @@ def to_integer(k: Kernel, value: str, shape: list[int], ktype: str) -> str:
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.fptosi {names[0]} : f32 to {ktype}")
+        kk.op("arith.fptosi", names[0], type=element(ktype), out=r)
         return r
 
     return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * len(shape), None, ktype, body)

@@ -47,9 +47,9 @@ def conv1d_depthwise(
     def tap(kk: Kernel, names: list[str], acc: str) -> str:
         w = kk.scalar_convert(names[1], weight.ktype, "f32")
         m = kk.fresh("s")
-        kk.emit(f"{m} = arith.mulf {names[0]}, {w} : f32")
+        kk.op("arith.mulf", names[0], w, out=m)
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.addf {acc}, {m} : f32")
+        kk.op("arith.addf", acc, m, out=r)
         return r
 
     inputs = [(xp, pshape, "f32", aliases.map(4, ["d0", "d1", "d2 + d3"])), (wv, wshape, weight.ktype, aliases.map(4, ["d1", "0", "d3"]))]
@@ -73,14 +73,14 @@ def cumsum(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: i
 
     def prefix(kk: Kernel, names: list[str], acc: str) -> str:
         i, j = kk.fresh("i"), kk.fresh("j")
-        kk.emit(f"{i} = linalg.index {rank - 1} : index")
-        kk.emit(f"{j} = linalg.index {rank} : index")
+        kk.linalg_index(rank - 1, out=i)
+        kk.linalg_index(rank, out=j)
         before = kk.fresh("le")
-        kk.emit(f"{before} = arith.cmpi ule, {j}, {i} : index")
+        kk.cmp("arith.cmpi", "ule", j, i, out=before)
         v = kk.fresh("s")
-        kk.emit(f"{v} = arith.select {before}, {names[0]}, {kk.fconst(0.0)} : f32")
+        kk.op("arith.select", before, names[0], kk.fconst(0.0), out=v)
         r = kk.fresh("s")
-        kk.emit(f"{r} = arith.addf {acc}, {v} : f32")
+        kk.op("arith.addf", acc, v, out=r)
         return r
 
     y = k.generic([(x, block, "f32", xmap)], block, omap, ["parallel"] * rank + ["reduction"], k.filled(block, 0.0), "f32", prefix)

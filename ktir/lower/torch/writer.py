@@ -1,27 +1,43 @@
-"""Text of one KTIR kernel: constants, tile ids, memory views, access tiles, loads and stores.
+"""One KTIR kernel built with `ktir.builder`: constants, tile ids, memory views, access
+tiles, loads and stores, linalg ops with scalar bodies, loops.
 
-The torch lowering writes KTIR text (then parses and verifies it) because its kernels are
-regular: every tile loads boxes of strided views, computes with linalg/arith/math and
-stores a box. Affine sets and maps are shared module-wide through `Aliases`.
+The torch lowering's kernels are regular: every tile loads boxes of strided views, computes
+with linalg/arith/math and stores a box. Values are handled by SSA name (`"%x"`); the kernel
+keeps each name's type. Affine sets and maps are shared module-wide through `Aliases`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ktir.builder import Builder
+from ktir.builder import Value as Handle
+from ktir.builder import box as box_set
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.base import Attribute, Type
+from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 from ktir.lower.torch.refs import Ref
 from ktir.syntax.printer import float_text
 
 Value = str  # an SSA name ("%x") or a Python int for a constant index
+GLOBAL = at.MemorySpaceAttr(kind="global")
+INDEX = ty.INDEX
 
 
-def dims(shape: Sequence[int]) -> str:
-    return "x".join(str(n) for n in shape)
+def element(ktype: str) -> Type:
+    """The element type spelled `ktype` (f16, bf16, f32, i1, i64, index)."""
+    if ktype == "index":
+        return INDEX
+    if ktype.startswith("i"):
+        return ty.i(int(ktype[1:]))
+    return ty.FloatType(kind=ktype)  # type: ignore[arg-type]
 
 
-def tensor_type(shape: Sequence[int], ktype: str) -> str:
-    return f"tensor<{dims(shape)}x{ktype}>" if shape else f"tensor<{ktype}>"
+def tensor(shape: Sequence[int], ktype: str) -> ty.TensorType:
+    return ty.TensorType(shape=tuple(shape), element_type=element(ktype))
 
 
 def float_const(value: float) -> str:
@@ -32,53 +48,85 @@ def float_const(value: float) -> str:
     return float_text(float(value))
 
 
+def _float_attr(text: str, ktype: str) -> at.FloatAttr:
+    """The attribute of `arith.constant <text> : ktype` (hex spellings are f32 bit patterns)."""
+    if text.startswith("0x"):
+        bits = int(text, 16)
+        value = {0x7F800000: math.inf, 0xFF800000: -math.inf}.get(bits, math.nan)
+        return at.FloatAttr(value=value, type=element(ktype), bits=bits)
+    return at.FloatAttr(value=float(text), type=element(ktype))
+
+
+def _affine(text: str) -> af.AffineExpr:
+    """`d2 + d3`, `d1`, `0`: a sum of dims and integers, as map results are written here."""
+    expr: af.AffineExpr | None = None
+    for term in text.split("+"):
+        term = term.strip()
+        leaf = af.dim(int(term[1:])) if term.startswith("d") else af.const(int(term))
+        expr = leaf if expr is None else expr + leaf
+    assert expr is not None
+    return expr
+
+
 class Aliases:
-    """Module-level `#name = affine_set<...>` / `affine_map<...>` definitions, deduplicated."""
+    """Module-level `#box<n>` / `#map<n>` definitions (integer sets and maps), deduplicated."""
 
     def __init__(self) -> None:
-        self.by_text: dict[str, str] = {}
-        self.lines: list[str] = []
+        self.refs: dict[object, at.AttrAliasRef] = {}
+        self.values: dict[str, Attribute] = {}
 
-    def _get(self, prefix: str, text: str) -> str:
-        name = self.by_text.get(text)
-        if name is None:
-            name = f"#{prefix}{len(self.by_text)}"
-            self.by_text[text] = name
-            self.lines.append(f"{name} = {text}")
-        return name
+    def _get(self, prefix: str, key: object, value: Attribute) -> at.AttrAliasRef:
+        ref = self.refs.get(key)
+        if ref is None:
+            ref = at.AttrAliasRef(name=f"{prefix}{len(self.refs)}")
+            self.refs[key] = ref
+            self.values[ref.name] = value
+        return ref
 
-    def box(self, shape: Sequence[int]) -> str:
+    def box(self, shape: Sequence[int]) -> at.AttrAliasRef:
         """The set of coordinates 0 <= d_i < shape[i]."""
-        ds = ", ".join(f"d{i}" for i in range(len(shape)))
-        cons = ", ".join(f"d{i} >= 0, -d{i} + {n - 1} >= 0" for i, n in enumerate(shape))
-        return self._get("box", f"affine_set<({ds}) : ({cons})>")
+        return self._get("box", ("box", tuple(shape)), at.IntegerSetAttr(value=box_set(*shape)))
 
-    def map(self, rank: int, results: Sequence[str]) -> str:
-        ds = ", ".join(f"d{i}" for i in range(rank))
-        return self._get("map", f"affine_map<({ds}) -> ({', '.join(results)})>")
+    def map(self, rank: int, results: Sequence[str]) -> at.AttrAliasRef:
+        """`affine_map<(d0, ...) -> (results)>`; a result is a sum of dims and integers (`d2 + d3`, `0`)."""
+        amap = af.AffineMap(num_dims=rank, num_symbols=0, results=tuple(_affine(r) for r in results))
+        return self._get("map", ("map", rank, tuple(results)), at.AffineMapAttr(value=amap))
 
-    def identity(self, rank: int) -> str:
+    def identity(self, rank: int) -> at.AttrAliasRef:
         return self.map(rank, [f"d{i}" for i in range(rank)])
+
+    def install(self, module: Module) -> None:
+        """Define the aliases in `module`, in the order they were first used."""
+        for name, value in self.values.items():
+            module.attr_aliases[name] = value
+            module.alias_order.append(f"#{name}")
+
+
+Body = Callable[["Kernel", list[str], str], str]
+Input = tuple[str, list[int], str, at.AttrAliasRef]  # a linalg.generic input: value, shape, element type, map
 
 
 class Kernel:
-    """Builds the text of one `func.func` kernel."""
+    """Builds one `func.func` kernel."""
 
     def __init__(self, name: str, aliases: Aliases, grid: Sequence[int]) -> None:
         self.name = name
         self.aliases = aliases
         self.grid = list(grid) or [1]
         self.args: list[str] = []  # buffer names, in argument order
-        self.consts: dict[str, str] = {}
-        self.body: list[str] = []
-        self.indent = 1
+        # constants, hoisted to the top: "%c4" -> its op; a float's "<text>:<type>" -> its name
+        self.consts: dict[str, Operation | str] = {}
+        self.types: dict[str, Type] = {}
         self.counter = 0
         self.tile_ids: list[str] = []
         self.memo: dict[object, object] = {}
-        self.loads: dict[object, tuple[str, list[int]]] = {}
-        self.division: object = None  # the work division (work.Division), for the SDSC writer  # loaded boxes, valid in the current loop body
+        self.loads: dict[object, tuple[str, list[int]]] = {}  # loaded boxes, valid in the current loop body
+        self.division: object = None  # the work division (work.Division), for the SDSC writer
         # buffers read with the tile's innermost dim not along the buffer's sticks
-        self.across_sticks: list[str] = []  # per-kernel values computed once (tile starts)
+        self.across_sticks: list[str] = []
+        self.entry = Block()
+        self.b = Builder()
+        self.b.enter(self.entry)
 
     # ------------------------------------------------------------------ basics
 
@@ -86,12 +134,36 @@ class Kernel:
         self.counter += 1
         return f"%{hint}{self.counter}"
 
-    def emit(self, line: str) -> None:
-        self.body.append("  " * self.indent + line)
+    def v(self, name: str) -> Handle:
+        """The typed handle of an SSA name."""
+        return Handle(name, self.types[name])
+
+    def keep(self, *values: Handle) -> None:
+        for value in values:
+            self.types[value.name] = value.type
+
+    def op(self, name: str, *operands: str, type: Type | None = None, out: str | None = None,
+           attributes: dict[str, Attribute] | None = None) -> str:
+        """Append op `name` on `operands` (SSA names) with one result named `out` (fresh "%s<n>"
+        if None); its type is `type`, or inferred (elementwise ops: the operands' type)."""
+        result = self.b.create(name, [self.v(o) for o in operands], None if type is None else [type], attributes,
+                               result_names=[out or self.fresh("s")])[0]
+        self.keep(result)
+        return result.name
+
+    def cmp(self, op: str, predicate: str, a: str, b: str, out: str | None = None) -> str:
+        result = self.b.cmp(op, predicate, self.v(a), self.v(b), name=out or self.fresh("s"))
+        self.keep(result)
+        return result.name
+
+    def linalg_index(self, dim: int, out: str) -> str:
+        """`linalg.index dim` inside a linalg body."""
+        return self.op("linalg.index", type=INDEX, out=out, attributes={"dim": at.IntegerAttr(value=dim, type=ty.I64)})
 
     def arg(self, buffer: str) -> str:
         if buffer not in self.args:
             self.args.append(buffer)
+            self.types[f"%{buffer}"] = INDEX
         return f"%{buffer}"
 
     def index(self, value: int | str) -> str:
@@ -99,25 +171,30 @@ class Kernel:
         if isinstance(value, str):
             return value
         name = f"%c{value}" if value >= 0 else f"%cm{-value}"
-        self.consts.setdefault(name, f"{name} = arith.constant {value} : index")
+        if name not in self.consts:
+            self.consts[name] = _constant(name, at.IntegerAttr(value=value, type=INDEX), INDEX)
+            self.types[name] = INDEX
         return name
 
     def fconst(self, value: float, ktype: str = "f32") -> str:
         text = float_const(value)
         key = f"{text}:{ktype}"
         name = self.consts.get(key)
-        if name is None:
-            name = f"%f{len(self.consts)}"
-            self.consts[key] = name
-            self.consts[name] = f"{name} = arith.constant {text} : {ktype}"
+        if isinstance(name, str):
+            return name
+        name = f"%f{len(self.consts)}"
+        self.consts[key] = name
+        self.consts[name] = _constant(name, _float_attr(text, ktype), element(ktype))
+        self.types[name] = element(ktype)
         return name
 
     def tiles(self) -> list[str]:
-        """The tile coordinates (one per grid dim), emitted once."""
+        """The tile coordinates (one per grid dim), made once, first in the body."""
         if not self.tile_ids:
             self.tile_ids = [f"%tile{i}" for i in range(len(self.grid))]
-            types = ", ".join("index" for _ in self.grid)
-            self.body.insert(0, f"  {', '.join(self.tile_ids)} = ktdp.get_compute_tile_id : {types}")
+            op = Operation(name="ktdp.get_compute_tile_id", results=list(self.tile_ids), result_types=[INDEX] * len(self.grid))
+            self.entry.operations.insert(0, op)
+            self.types.update(dict.fromkeys(self.tile_ids, INDEX))
         return self.tile_ids
 
     def add(self, a: int | str, b: int | str) -> int | str:
@@ -128,8 +205,7 @@ class Kernel:
         if b == 0:
             return a
         out = self.fresh("i")
-        self.emit(f"{out} = arith.addi {self.index(a)}, {self.index(b)} : index")
-        return out
+        return self.op("arith.addi", self.index(a), self.index(b), out=out)
 
     def mul(self, a: int | str, k: int) -> int | str:
         if isinstance(a, int):
@@ -139,8 +215,7 @@ class Kernel:
         if k == 0:
             return 0
         out = self.fresh("i")
-        self.emit(f"{out} = arith.muli {a}, {self.index(k)} : index")
-        return out
+        return self.op("arith.muli", a, self.index(k), out=out)
 
     def div(self, a: int | str, k: int) -> int | str:
         if isinstance(a, int):
@@ -148,37 +223,31 @@ class Kernel:
         if k == 1:
             return a
         out = self.fresh("i")
-        self.emit(f"{out} = arith.divui {a}, {self.index(k)} : index")
-        return out
+        return self.op("arith.divui", a, self.index(k), out=out)
 
     # ------------------------------------------------------------------ memory
 
-    def view(self, ref: Ref, extra_offset: int | str = 0) -> tuple[str, str]:
-        """A global memory view of `ref` (broadcast dims as size 1); returns (SSA name, memref type)."""
+    def view(self, ref: Ref, extra_offset: int | str = 0) -> str:
+        """A global memory view of `ref` (broadcast dims as size 1); returns its SSA name."""
         base = self.arg(ref.buffer)
         ptr = self.add(self.add(base, ref.offset), extra_offset) if (ref.offset or extra_offset != 0) else base
         sizes = [1 if s == 0 else n for n, s in zip(ref.shape, ref.strides, strict=True)]
         strides = [s if s > 0 else 1 for s in ref.strides]
-        mtype = f"memref<{dims(sizes)}x{ref.ktype}>"
         out = self.fresh("view")
-        self.emit(
-            f"{out} = ktdp.construct_memory_view {ptr}, sizes: [{', '.join(map(str, sizes))}], "
-            f"strides: [{', '.join(map(str, strides))}] {{coordinate_set = {self.aliases.box(sizes)}, "
-            f"memory_space = #ktdp.memory_space<global>}} : {mtype}"
-        )
-        return out, mtype
+        view = self.b.memory_view(self.v(self.index(ptr)), sizes, strides, element(ref.ktype), GLOBAL,
+                                  self.aliases.box(sizes), name=out)
+        self.keep(view)
+        return view.name
 
-    def tile_of(self, ref: Ref, view: tuple[str, str], starts: Sequence[int | str], block: Sequence[int]) -> tuple[str, list[int]]:
+    def tile_of(self, ref: Ref, view: str, starts: Sequence[int | str], block: Sequence[int]) -> tuple[str, list[int]]:
         """The access tile of `block` at `starts` (broadcast dims: index 0, size 1)."""
         shape = [1 if s == 0 else b for b, s in zip(block, ref.strides, strict=True)]
-        subs = [self.index(0 if s == 0 else st) for st, s in zip(starts, ref.strides, strict=True)]
+        subs = [self.v(self.index(0 if s == 0 else st)) for st, s in zip(starts, ref.strides, strict=True)]
         out = self.fresh("tile")
-        self.emit(
-            f"{out} = ktdp.construct_access_tile {view[0]}[{', '.join(subs)}] {{access_tile_order = "
-            f"{self.aliases.identity(len(shape))}, access_tile_set = {self.aliases.box(shape)}}} : {view[1]} -> "
-            f"!ktdp.access_tile<{dims(shape)}xindex>"
-        )
-        return out, shape
+        order = self.aliases.identity(len(shape))  # defined before the set, as the text reads
+        tile = self.b.access_tile(self.v(view), subs, self.aliases.box(shape), shape, order, name=out)
+        self.keep(tile)
+        return tile.name, shape
 
     def load(self, ref: Ref, starts: Sequence[int | str], block: Sequence[int], extra_offset: int | str = 0) -> tuple[str, list[int]]:
         key = ("load", ref, tuple(starts), tuple(block), extra_offset)
@@ -193,80 +262,102 @@ class Kernel:
         if ref.rank and block[-1] > 1 and ref.strides[-1] not in (0, 1) and ref.buffer not in self.across_sticks:
             self.across_sticks.append(ref.buffer)
         tile, shape = self.tile_of(ref, self.view(ref, extra_offset), starts, block)
-        out = self.fresh("ld")
-        self.emit(f"{out} = ktdp.load {tile} : !ktdp.access_tile<{dims(shape)}xindex> -> {tensor_type(shape, ref.ktype)}")
-        return out, shape
+        return self.load_tile(tile, ref.ktype), shape
+
+    def load_tile(self, tile: str, ktype: str) -> str:
+        """`ktdp.load` of an access tile, as a tensor of `ktype`."""
+        loaded = self.b.load(self.v(tile), element(ktype), name=self.fresh("ld"))
+        self.keep(loaded)
+        return loaded.name
+
+    def gather_rows(self, out: str, table: str, ids: str, start: str, variables: tuple[str, str], shape: list[int],
+                    ktype: str) -> str:
+        """Rows `ids[start + m]` of `table`, columns k, for (m, k) in the box `shape`: a
+        `ktdp.construct_indirect_access_tile` named `out`, then its load."""
+        m, k = variables
+        body = Block(arguments=[BlockArgument(name=m, type=INDEX), BlockArgument(name=k, type=INDEX)],
+                     operations=[Operation(name="ktdp.region_terminator")])
+        d0, d1, d2 = af.dim(0), af.dim(1), af.dim(2)  # m, k, start
+        maps = [af.AffineMap(num_dims=3, num_symbols=0, results=(d2 + d0,)),
+                af.AffineMap(num_dims=3, num_symbols=0, results=(d1,))]
+        attrs = {
+            "variables_space_order": self.aliases.identity(2),
+            "variables_space_set": self.aliases.box(shape),
+            "per_dim_subscript_kinds": at.DenseArrayAttr(element_type=ty.I1, values=(1, 0)),
+            "per_dim_subscript_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=x) for x in maps)),
+            "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 1, 1, 0)),
+        }
+        (tile,) = self.b.create("ktdp.construct_indirect_access_tile", [self.v(table), self.v(ids), self.v(start)],
+                                [ty.AccessTileType(shape=tuple(shape))], attrs, [Region(blocks=[body])], result_names=[out])
+        self.keep(tile)
+        loaded = self.b.load(tile, element(ktype), name=self.fresh("rows"))
+        self.keep(loaded)
+        return loaded.name
 
     def store(self, value: str, ref: Ref, starts: Sequence[int | str], block: Sequence[int], extra_offset: int | str = 0) -> None:
-        tile, shape = self.tile_of(ref, self.view(ref, extra_offset), starts, block)
-        self.emit(f"ktdp.store {value}, {tile} : {tensor_type(shape, ref.ktype)}, !ktdp.access_tile<{dims(shape)}xindex>")
+        tile, _ = self.tile_of(ref, self.view(ref, extra_offset), starts, block)
+        self.b.store(self.v(value), self.v(tile))
 
     # ------------------------------------------------------------------ tensors
 
     def empty(self, shape: Sequence[int], ktype: str) -> str:
-        out = self.fresh("empty")
-        self.emit(f"{out} = tensor.empty() : {tensor_type(shape, ktype)}")
-        return out
+        made = self.b.empty(tensor(shape, ktype), self.fresh("empty"))
+        self.keep(made)
+        return made.name
 
     def filled(self, shape: Sequence[int], value: float) -> str:
         init = self.empty(shape, "f32")
         out = self.fresh("fill")
-        t = tensor_type(shape, "f32")
-        self.emit(f"{out} = linalg.fill ins({self.fconst(value)} : f32) outs({init} : {t}) -> {t}")
-        return out
+        return self.linalg("linalg.fill", [self.fconst(value)], [init], out)
+
+    def linalg(self, name: str, ins: Sequence[str], outs: Sequence[str], out: str,
+               attributes: dict[str, Attribute] | None = None) -> str:
+        """A destination-passing linalg op (`ins(...) outs(...)`) with one result named `out`."""
+        result = self.b.dps(name, [self.v(v) for v in ins], [self.v(v) for v in outs], dict(attributes or {}), name=out)
+        self.keep(result)
+        return result.name
 
     def convert(self, value: str, shape: Sequence[int], src: str, dst: str) -> str:
         """Tensor element conversion between float types (extf / truncf)."""
         if src == dst:
             return value
         op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
-        out = self.fresh("cv")
-        self.emit(f"{out} = {op} {value} : {tensor_type(shape, src)} to {tensor_type(shape, dst)}")
-        return out
+        return self.op(op, value, type=tensor(shape, dst), out=self.fresh("cv"))
 
     def scalar_convert(self, value: str, src: str, dst: str) -> str:
         if src == dst:
             return value
         out = self.fresh("s")
         if src == "i1":  # a mask: 1.0 where true
-            self.emit(f"{out} = arith.uitofp {value} : i1 to {dst}")
-        elif dst == "i1":
-            self.emit(f"{out} = arith.cmpf une, {value}, {self.fconst(0.0, src)} : {src}")
-        else:
-            op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
-            self.emit(f"{out} = {op} {value} : {src} to {dst}")
-        return out
+            return self.op("arith.uitofp", value, type=element(dst), out=out)
+        if dst == "i1":
+            return self.cmp("arith.cmpf", "une", value, self.fconst(0.0, src), out=out)
+        op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
+        return self.op(op, value, type=element(dst), out=out)
 
     def generic(
         self,
-        inputs: Sequence[tuple[str, list[int], str, str]],
+        inputs: Sequence[Input],
         out_shape: Sequence[int],
-        out_map: str,
+        out_map: at.AttrAliasRef,
         iterators: Sequence[str],
         init: str | None,
         out_type: str,
-        body: object,
+        body: Body,
     ) -> str:
         """A linalg.generic: `inputs` are (value, shape, element type, indexing map); `body(kernel,
-        [input scalars], acc scalar) -> result scalar` writes the scalar ops of the region."""
+        [input scalars], acc scalar) -> result scalar` builds the scalar ops of the region."""
         init = init or self.empty(out_shape, out_type)
         out = self.fresh("g")
-        maps = ", ".join([m for _, _, _, m in inputs] + [out_map])
-        iters = ", ".join(f'"{i}"' for i in iterators)
-        ins = ", ".join(v for v, _, _, _ in inputs)
-        in_types = ", ".join(tensor_type(s, t) for _, s, t, _ in inputs)
-        ot = tensor_type(out_shape, out_type)
-        ins_text = f"ins({ins} : {in_types}) " if inputs else ""
-        self.emit(f"{out} = linalg.generic {{indexing_maps = [{maps}], iterator_types = [{iters}]}} {ins_text}outs({init} : {ot}) {{")
         names = [self.fresh("a") for _ in inputs]
         acc = self.fresh("acc")
-        params = ", ".join([f"{n}: {t}" for n, (_, _, t, _) in zip(names, inputs, strict=True)] + [f"{acc}: {out_type}"])
-        self.body.append("  " * self.indent + f"^bb0({params}):")
-        self.indent += 1
-        result = body(self, names, acc)  # type: ignore[operator]
-        self.emit(f"linalg.yield {result} : {out_type}")
-        self.indent -= 1
-        self.emit(f"}} -> {ot}")
+        maps = [m for _, _, _, m in inputs] + [out_map]
+        with self.b.generic([self.v(v) for v, _, _, _ in inputs], [self.v(init)], maps, list(iterators),
+                            [*names, acc], out) as params:
+            self.keep(*params)
+            result = body(self, names, acc)
+            self.b.yield_(self.v(result), op="linalg.yield")
+        self.keep(*self.b.last_results)
         return out
 
     def pad(self, value: str, shape: Sequence[int], low: Sequence[int], high: Sequence[int], fill: float = 0.0) -> tuple[str, list[int]]:
@@ -276,47 +367,59 @@ class Kernel:
             return value, out_shape
         out = self.fresh("pad")
         fill_value = self.fconst(fill)
-        self.emit(f"{out} = tensor.pad {value} low[{', '.join(map(str, low))}] high[{', '.join(map(str, high))}] {{")
-        params = ", ".join(f"{self.fresh('p')}: index" for _ in shape)
-        self.body.append("  " * self.indent + f"^bb0({params}):")
-        self.emit(f"  tensor.yield {fill_value} : f32")
-        self.emit(f"}} : {tensor_type(shape, 'f32')} to {tensor_type(out_shape, 'f32')}")
+        body = Block(arguments=[BlockArgument(name=self.fresh("p"), type=INDEX) for _ in shape])
+        attrs = {"static_low": at.i64_array(list(low)), "static_high": at.i64_array(list(high)),
+                 "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 0, 0))}
+        with self.b.insert_into(body):
+            self.b.yield_(self.v(fill_value), op="tensor.yield")
+        (padded,) = self.b.create("tensor.pad", [self.v(value)], [tensor(out_shape, "f32")], attrs,
+                                  [Region(blocks=[body])], result_names=[out])
+        self.keep(padded)
         return out, out_shape
 
     def reduce(self, value: str, shape: Sequence[int], combiner: str, init: float) -> tuple[str, list[int]]:
         """Reduce the last dim of an f32 tensor with `arith.<combiner>`."""
         out_shape = list(shape[:-1])
         acc = self.filled(out_shape, init)
-        out = self.fresh("red")
-        self.emit(
-            f"{out} = linalg.reduce {{ arith.{combiner} }} ins({value} : {tensor_type(shape, 'f32')}) "
-            f"outs({acc} : {tensor_type(out_shape, 'f32')}) dimensions = [{len(shape) - 1}]"
-        )
-        return out, out_shape
+        result = self.b.reduce(f"arith.{combiner}", [self.v(value)], [self.v(acc)], [len(shape) - 1],
+                               name=self.fresh("red"))
+        self.keep(result)
+        return result.name, out_shape
 
     # ------------------------------------------------------------------ loops
 
     def open_for(self, lower: int | str, upper: int | str, hint: str = "b") -> str:
         iv = self.fresh(hint)
-        self.emit(f"scf.for {iv} = {self.index(lower)} to {self.index(upper)} step {self.index(1)} {{")
-        self.indent += 1
+        bounds = [self.index(lower), self.index(upper), self.index(1)]
+        body = Block(arguments=[BlockArgument(name=iv, type=INDEX)])
+        self.b.append(Operation(name="scf.for", operands=bounds, operand_types=[INDEX] * 3, regions=[Region(blocks=[body])]))
+        self.b.enter(body)
+        self.types[iv] = INDEX
         return iv
 
     def close(self) -> None:
-        self.indent -= 1
-        self.emit("}")
+        self.b.yield_()
+        self.b.leave()
         self.loads.clear()  # values loaded inside the loop are not visible after it
 
-    # ------------------------------------------------------------------ text
+    # ------------------------------------------------------------------ the function
 
-    def text(self, comment: str = "") -> str:
-        args = ", ".join(f"%{a}: index" for a in self.args)
-        grid = ", ".join(map(str, self.grid))
-        head = [f"// {line}" for line in comment.splitlines()] if comment else []
-        consts = ["  " + line for key, line in self.consts.items() if key.startswith("%")]
-        return "\n".join(
-            [*head, f"func.func @{self.name}({args}) attributes {{grid = [{grid}]}} {{", *consts, *self.body, "  func.return", "}"]
-        )
+    def function(self, comment: str = "") -> Operation:
+        """The `func.func` op of the kernel (`comment` as `//` lines before it)."""
+        consts = [op for key, op in self.consts.items() if key.startswith("%") and isinstance(op, Operation)]
+        entry = Block(arguments=[BlockArgument(name=f"%{a}", type=INDEX) for a in self.args],
+                      operations=[*consts, *self.entry.operations, Operation(name="func.return")])
+        attrs: dict[str, Attribute] = {
+            "sym_name": at.StringAttr(value=self.name),
+            "function_type": at.TypeAttr(value=ty.FunctionType(inputs=tuple(INDEX for _ in self.args), results=())),
+            "grid": at.ArrayAttr(elements=tuple(at.IntegerAttr(value=g) for g in self.grid)),
+        }
+        comments = [f"// {line}" for line in comment.splitlines()] if comment else []
+        return Operation(name="func.func", attributes=attrs, regions=[Region(blocks=[entry])], comments=comments)
+
+
+def _constant(name: str, value: at.IntegerAttr | at.FloatAttr, type: Type) -> Operation:
+    return Operation(name="arith.constant", results=[name], result_types=[type], attributes={"value": value})
 
 
 def _width(ktype: str) -> int:

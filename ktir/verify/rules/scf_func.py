@@ -45,8 +45,7 @@ def for_(check: Check) -> None:
 
 @rule("scf.if")
 def if_(check: Check) -> None:
-    if check.operand_types[0] != ty.I1:
-        check.fail("C1", f"the condition must be i1, found {t(check.operand_types[0])}")
+    # C1 (the condition is i1) is a typed constraint, checked by the generic pass
     then, other = (check.op.regions + [None, None])[:2]  # type: ignore[list-item]
     if check.result_types and (other is None or not other.blocks):
         check.fail("C2", "an scf.if with results needs an else region")
@@ -77,11 +76,6 @@ def while_(check: Check) -> None:
     if yielded is not None and yielded != check.operand_types:
         check.fail("C3", "the after region must yield values matching the before region's arguments")
 
-
-@rule("scf.condition")
-def condition(check: Check) -> None:
-    if check.operand_types[0] != ty.I1:
-        check.fail("C1", f"the condition must be i1, found {t(check.operand_types[0])}")
 
 
 @rule("scf.parallel")

@@ -248,21 +248,6 @@ def dim(check: Check) -> None:
             check.fail("C1", f"dimension {v.value} is not below the rank {rank}")
 
 
-@rule("tensor.cast")
-def tensor_cast(check: Check) -> None:
-    a, b = check.operand_types[0], check.result_types[0]
-    if elem(a) != elem(b) or not shapes_compatible(shape(a), shape(b)):
-        check.fail("C1", f"{t(a)} and {t(b)} must have the same element type and compatible shapes")
-
-
-@rule("memref.cast")
-def memref_cast(check: Check) -> None:
-    a, b = check.operand_types[0], check.result_types[0]
-    same_space = getattr(a, "memory_space", None) == getattr(b, "memory_space", None)
-    if elem(a) != elem(b) or not shapes_compatible(shape(a), shape(b)) or not same_space:
-        check.fail("C1", f"{t(a)} and {t(b)} must have the same element type, rank and memory space")
-
-
 @rule("memref.reinterpret_cast")
 def reinterpret_cast(check: Check) -> None:
     result = check.result_types[0]
