@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ktir.dialects.access import OpView, named
 from ktir.dialects.base import OpDef
 from ktir.dialects.registry import OPS
 from ktir.dialects.traits import ISOLATED_FROM_ABOVE, TERMINATOR, VARIADIC_REGIONS
@@ -71,6 +72,7 @@ class Check:
         self.loc = loc
         self.operand_types = [verifier.rtype(t) for t in op.operand_types]
         self.result_types = [verifier.rtype(t) for t in op.result_types]
+        self._view: OpView | None = None
 
     # ------------------------------------------------------------ reading
 
@@ -84,6 +86,33 @@ class Check:
 
     def value_info(self, value: str) -> ValueInfo | None:
         return self.v.lookup(value)
+
+    @property
+    def named(self) -> OpView:
+        """The op seen through its definition (`ktir.dialects.access`): operands by name."""
+        if self._view is None:
+            self._view = named(self.op)
+        return self._view
+
+    def operand(self, name: str) -> str:
+        """The SSA value of the single operand `name`."""
+        return self.named.operand(name)
+
+    def operand_type(self, name: str) -> Type:
+        """The resolved type of the single operand `name`."""
+        return self.operand_types[self.named.operand_position(name)]
+
+    def operand_types_of(self, name: str) -> list[Type]:
+        """The resolved types of operand group `name` (variadic or optional)."""
+        return [self.operand_types[i] for i in self.named.operand_positions(name)]
+
+    def result_type(self, name: str) -> Type:
+        """The resolved type of the single result `name`."""
+        return self.result_types[self.named.result_position(name)]
+
+    def result_types_of(self, name: str) -> list[Type]:
+        """The resolved types of result group `name`."""
+        return [self.result_types[i] for i in self.named.result_positions(name)]
 
     def segments(self) -> list[int] | None:
         seg = self.op.attributes.get("operandSegmentSizes")
