@@ -117,7 +117,9 @@ class Check:
     def segments(self) -> list[int] | None:
         seg = self.op.attributes.get("operandSegmentSizes")
         if isinstance(seg, at.DenseArrayAttr) and sum(int(x) for x in seg.values) == len(self.op.operands):
-            return [int(x) for x in seg.values]
+            sizes = [int(x) for x in seg.values]
+            # a negative size splits nothing; `named` refuses it too
+            return sizes if all(x >= 0 for x in sizes) else None
         return None
 
     # ------------------------------------------------------------ reporting

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute
+from ktir.ir.operation import Operation
 from ktir.ir.types import KDYNAMIC
 from ktir.verify import sets
 from ktir.verify.engine import Check, rule
@@ -22,12 +24,13 @@ def _map(a: Attribute | None) -> af.AffineMap | None:
 
 @rule("ktdp.get_compute_tile_id")
 def tile_id(check: Check) -> None:
-    if not check.result_types or any(r != ty.INDEX for r in check.result_types):
+    ids = check.result_types_of("ids")
+    if not ids or any(r != ty.INDEX for r in ids):
         check.fail("C1", "get_compute_tile_id returns at least one value, all of type index")
         return
     rank = len(check.v.grid)
-    if len(check.result_types) != rank:
-        check.fail("C2", f"the grid has rank {rank} ({list(check.v.grid)}) but {len(check.result_types)} tile ids are requested")
+    if len(ids) != rank:
+        check.fail("C2", f"the grid has rank {rank} ({list(check.v.grid)}) but {len(ids)} tile ids are requested")
 
 
 @rule("ktdp.construct_memory_view")
@@ -44,7 +47,7 @@ def memory_view(check: Check) -> None:
     n_dyn_strides = sum(1 for v in strides.values if v == KDYNAMIC)
     if seg is None or seg != [1, n_dyn_sizes, n_dyn_strides]:
         check.fail("C2", f"expected 1 offset, {n_dyn_sizes} dynamic sizes and {n_dyn_strides} dynamic strides as operands")
-    result = check.result_types[0] if check.result_types else None
+    result: ty.Type | None = check.result_type("result")
     if not isinstance(result, ty.MemRefType) or result.rank != len(sizes.values):
         check.fail("C3", f"the result must be a memref of rank {len(sizes.values)}, found {t(result) if result else 'none'}")
         return
@@ -83,11 +86,11 @@ def _grid_size(check: Check) -> int:
 
 @rule("ktdp.construct_distributed_memory_view")
 def distributed_view(check: Check) -> None:
-    result = check.result_types[0] if check.result_types else None
+    result = check.result_type("result")
     if not isinstance(result, ty.MemRefType):
         check.fail("C1", "the result must be a memref")
         return
-    for i, operand in enumerate(check.operand_types):
+    for i, operand in enumerate(check.operand_types_of("memrefs")):
         if not isinstance(operand, ty.MemRefType) or operand.rank != result.rank or operand.element_type != result.element_type:
             check.fail("C1", f"input {i} ({t(operand)}) must be a memref of rank {result.rank} with element type {t(result.element_type)}")
             return
@@ -106,17 +109,20 @@ def access_tile(check: Check) -> None:
         return
     if tile_set.num_dims != len(base_map.results):
         check.fail("C1", f"access_tile_set has {tile_set.num_dims} dims but there are {len(base_map.results)} subscripts")
-    if base_map.num_dims + base_map.num_symbols != seg[1]:
-        check.fail("C2", f"the subscripts use {base_map.num_dims + base_map.num_symbols} values but {seg[1]} index operands are given")
-    if tile_set.num_symbols != seg[2]:
-        check.fail("C3", f"access_tile_set has {tile_set.num_symbols} symbols but {seg[2]} symbol operands are given")
+    # segments() checked the sizes add up, so the named groups are well defined from here on
+    n_indices = len(check.named.operand_positions("indices"))
+    n_symbols = len(check.named.operand_positions("symbol_operands"))
+    if base_map.num_dims + base_map.num_symbols != n_indices:
+        check.fail("C2", f"the subscripts use {base_map.num_dims + base_map.num_symbols} values but {n_indices} index operands are given")
+    if tile_set.num_symbols != n_symbols:
+        check.fail("C3", f"access_tile_set has {tile_set.num_symbols} symbols but {n_symbols} symbol operands are given")
     if order is None or order.num_dims != tile_set.num_dims or len(order.results) != tile_set.num_dims or not order.is_permutation():
         check.fail("C4", f"access_tile_order must be a permutation map over {tile_set.num_dims} dims")
-    result = check.result_types[0] if check.result_types else None
+    result = check.result_type("result")
     if not isinstance(result, ty.AccessTileType) or result.rank != tile_set.num_dims:
         check.fail("C5", f"the result must be an access tile of rank {tile_set.num_dims}, found {t(result) if result else 'none'}")
         return
-    base = check.operand_types[0]
+    base = check.operand_type("base")
     base_shape = shape(base)
     if not isinstance(base, ty.MemRefType | ty.TensorType) or base_shape is None or len(base_shape) != len(base_map.results):
         check.fail("C6", f"the base {t(base)} must be a ranked memref or tensor with {len(base_map.results)} dimensions")
@@ -138,11 +144,11 @@ def indirect_tile(check: Check) -> None:
     if seg is None or len(seg) != 4 or not isinstance(kinds, at.DenseArrayAttr) or not isinstance(maps, at.ArrayAttr) or region is None:
         check.fail("C1", "subscripts, index views and the variables region are required")
         return
-    base_shape = shape(check.operand_types[0])
+    base_shape = shape(check.operand_type("base"))
     if base_shape is None or len(base_shape) != len(kinds.values) or len(maps.elements) != len(kinds.values):
         check.fail("C1", f"the base has rank {len(base_shape or ())} but {len(kinds.values)} subscripts are given")
         return
-    views = check.operand_types[1 : 1 + seg[1]]
+    views = check.operand_types_of("indirect_memrefs")
     view_iter = iter(views)
     for i, (indirect, m) in enumerate(zip(kinds.values, maps.elements, strict=True)):
         amap = _map(check.v.rattr(m))
@@ -161,7 +167,7 @@ def indirect_tile(check: Check) -> None:
     order = _map(check.attr("variables_space_order"))
     if order is None or order.num_dims != len(variables) or not order.is_permutation():
         check.fail("C5", f"variables_space_order must be a permutation over {len(variables)} variables")
-    result = check.result_types[0] if check.result_types else None
+    result = check.result_type("result")
     if not isinstance(result, ty.AccessTileType) or result.rank != len(variables):
         check.fail("C6", f"the result must be an access tile of rank {len(variables)}")
         return
@@ -169,25 +175,36 @@ def indirect_tile(check: Check) -> None:
         sets.check_tile_shape(check, vset, order, tuple(result.shape), "variables_space_set")
 
 
-def _tile_base_element(check: Check, tile_value: str) -> tuple[ty.Type | None, object]:
-    """Element type of the view an access tile was built on, and the building op's location."""
+def _tile_base(check: Check, tile_value: str) -> tuple[ty.Type | None, Operation | None]:
+    """The resolved type of the view (its `base` operand) an access tile was built on, and the
+    building op; (None, None) when the tile does not come straight from a tile constructor, or
+    from one whose operands do not fit its definition (that op is reported on its own)."""
     op = check.defining_op(tile_value)
     if op is None or op.name not in ("ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile"):
         return None, None
-    return elem(check.v.rtype(op.operand_types[0])), op.loc
+    try:
+        return check.v.rtype(named(op).operand_type("base")), op
+    except AccessError:
+        return None, None
+
+
+def _tile_base_element(check: Check, tile_value: str) -> tuple[ty.Type | None, object]:
+    """Element type of the view an access tile was built on, and the building op's location."""
+    base, op = _tile_base(check, tile_value)
+    return (elem(base), op.loc) if base is not None and op is not None else (None, None)
 
 
 @rule("ktdp.load")
 def load(check: Check) -> None:
-    tile = check.operand_types[0]
-    result = check.result_types[0] if check.result_types else None
+    tile = check.operand_type("access_tile")
+    result: ty.Type | None = check.result_type("result")
     if not isinstance(tile, ty.AccessTileType):
         check.fail("C1", f"ktdp.load reads an access tile, found {t(tile)}")
         return
     if not isinstance(result, ty.TensorType) or result.shape != tile.shape:
         check.fail("C1", f"the result shape {fmt_shape(shape(result) if result else None)} must equal the access tile's shape {fmt_shape(tile.shape)}")
         return
-    base_elem, where = _tile_base_element(check, check.op.operands[0])
+    base_elem, where = _tile_base_element(check, check.operand("access_tile"))
     if base_elem is not None and base_elem != result.element_type:
         check.fail("C2", f"the result element type {t(result.element_type)} differs from the view's {t(base_elem)}",
                    (where, "the access tile is built here"))  # type: ignore[arg-type]
@@ -195,16 +212,16 @@ def load(check: Check) -> None:
 
 @rule("ktdp.store")
 def store(check: Check) -> None:
-    data, tile = check.operand_types
+    data, tile = check.operand_type("data"), check.operand_type("access_tile")
     if not isinstance(tile, ty.AccessTileType) or not isinstance(data, ty.TensorType) or data.shape != tile.shape:
         check.fail("C1", f"the data shape {fmt_shape(shape(data))} must equal the access tile's shape {fmt_shape(shape(tile))}")
         return
-    base_elem, where = _tile_base_element(check, check.op.operands[1])
+    base_elem, where = _tile_base_element(check, check.operand("access_tile"))
     if base_elem is not None and base_elem != data.element_type:
         check.fail("C2", f"the data element type {t(data.element_type)} differs from the view's {t(base_elem)}",
                    (where, "the access tile is built here"))  # type: ignore[arg-type]
-    tile_op = check.defining_op(check.op.operands[1])
-    if tile_op is not None and tile_op.operand_types and isinstance(check.v.rtype(tile_op.operand_types[0]), ty.TensorType):
+    base, tile_op = _tile_base(check, check.operand("access_tile"))
+    if tile_op is not None and isinstance(base, ty.TensorType):
         check.fail("C3", "the access tile is built on a tensor; stores need a memref view", (tile_op.loc, "the access tile is built here"))
 
 
@@ -217,7 +234,7 @@ def runtime_arg_extract(check: Check) -> None:
     if not isinstance(kind, at.EnumAttr) or kind.value not in kinds:
         check.fail("C1", "kind must be value, granularity or upperbound")
         return
-    arg = check.operand_types[0]
+    arg = check.operand_type("input")
     if not isinstance(arg, ty.RuntimeArgType):
         check.fail("C2", f"the input must be a !ktdp.runtime_arg, found {t(arg)}")
         return
@@ -226,20 +243,20 @@ def runtime_arg_extract(check: Check) -> None:
         return
     # the value has the argument's own type; granularity and upperbound are index counts
     expected = check.v.rtype(arg.value_type) if kind.value == "value" else ty.INDEX
-    result = check.result_types[0]
+    result = check.result_type("result")
     if result != expected:
         check.fail("C3", f"extracting {kind.value} from {t(arg)} gives {t(expected)}, but the result type is {t(result)}")
 
 
 def _future(check: Check) -> ty.TileFutureType | None:
-    f = check.operand_types[0] if check.operand_types else None
+    f = check.operand_type("future")
     return f if isinstance(f, ty.TileFutureType) else None
 
 
 @rule("ktdp.inter_tile_produce")
 def produce(check: Check) -> None:
     region = check.op.regions[0] if check.op.regions else None
-    future = check.result_types[0] if check.result_types else None
+    future = check.result_type("future")
     if region is None or len(region.blocks) != 1 or [a.type for a in region.blocks[0].arguments] != [ty.INDEX]:
         check.fail("C1", "the body must be one block with one index argument (the group id)")
         return
@@ -258,7 +275,7 @@ def produce(check: Check) -> None:
 @rule("ktdp.inter_tile_consume")
 def consume(check: Check) -> None:
     future = _future(check)
-    if future is None or list(future.partial_types) != check.result_types:
+    if future is None or list(future.partial_types) != check.result_types_of("results"):
         check.fail("C1", "the results must have the future's partial types")
         return
     sets.check_consume(check, future)
@@ -267,7 +284,7 @@ def consume(check: Check) -> None:
 @rule("ktdp.inter_tile_reduce")
 def reduce_(check: Check) -> None:
     future = _future(check)
-    if future is None or list(future.partial_types) != check.result_types:
+    if future is None or list(future.partial_types) != check.result_types_of("results"):
         check.fail("C1", "the results must have the future's partial types")
         return
     _combiner(check, future, "C2")
@@ -279,7 +296,7 @@ def _identity(check: Check, future: ty.TileFutureType, cid: str) -> None:
     """The identity operands and the combiner's arguments have the partial types: the
     combination starts from the identity, so a mismatch would only fail while running."""
     partials = [check.v.rtype(x) for x in future.partial_types]
-    identity = [check.v.rtype(x) for x in check.operand_types[1:]]
+    identity = [check.v.rtype(x) for x in check.operand_types_of("identity")]
     if identity != partials:
         check.fail(cid, f"the identity operands are ({', '.join(t(x) for x in identity)}) but the future's partial "
                         f"types are ({', '.join(t(x) for x in partials)})")
@@ -325,7 +342,7 @@ def collective(check: Check) -> None:
         return
     if future is None:
         return
-    for part, res in zip(future.partial_types, check.result_types, strict=False):
+    for part, res in zip(future.partial_types, check.result_types_of("results"), strict=False):
         ps, rs = shape(part), shape(res)
         if ps is None or rs is None or len(ps) != len(rs):
             check.fail(cid, f"result {t(res)} and partial {t(part)} must have the same rank")
