@@ -21,13 +21,14 @@ def constant(check: Check) -> None:
     except Exception:  # noqa: BLE001 - any untyped value is the same user error
         check.fail("C1", "arith.constant's value must be a typed literal")
         return
-    if vt != check.result_types[0]:
-        check.fail("C1", f"result type {t(check.result_types[0])} differs from the value's type {t(vt)}")
+    result = check.result_type("result")
+    if vt != result:
+        check.fail("C1", f"result type {t(result)} differs from the value's type {t(vt)}")
 
 
 @rule("arith.cmpi", "arith.cmpf")
 def compare(check: Check) -> None:
-    a, b = check.operand_types[:2]
+    a, b = check.operand_type("lhs"), check.operand_type("rhs")
     if a != b:
         check.fail("C1", f"operands must have the same type, found {t(a)} and {t(b)}")
         return
@@ -41,14 +42,15 @@ def compare(check: Check) -> None:
         check.fail("C2", f"predicate must be one of {', '.join(predicates)}")
     from ktir.ir.types import i1_like
 
-    if check.result_types != [i1_like(a)]:
-        check.fail("C3", f"result must be {t(i1_like(a))}, found {', '.join(t(x) for x in check.result_types)}")
+    result = check.result_type("result")
+    if result != i1_like(a):
+        check.fail("C3", f"result must be {t(i1_like(a))}, found {t(result)}")
 
 
 @rule("arith.select")
 def select(check: Check) -> None:
-    cond, a, b = check.operand_types
-    result = check.result_types[0] if check.result_types else None
+    cond, a, b = (check.operand_type(n) for n in ("condition", "true_value", "false_value"))
+    result = check.result_type("result")
     if not (a == b == result):
         check.fail("C2", f"both values and the result must have the same type, found {t(a)}, {t(b)}")
         return
