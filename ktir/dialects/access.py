@@ -112,8 +112,9 @@ class OpView:
     # ------------------------------------------------------------ results
 
     def result_positions(self, name: str) -> range:
+        # counted by the result types: an op written without result names still has its results
         if self._results is None:
-            self._results = _ranges(self.op, self.opdef.results, len(self.op.results), "resultSegmentSizes")
+            self._results = _ranges(self.op, self.opdef.results, len(self.op.result_types), "resultSegmentSizes")
         found = self._results.get(name)
         if found is None:
             raise AccessError(f"{self.op.name} declares no result {name!r} "

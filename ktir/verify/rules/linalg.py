@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ktir.dialects.access import AccessError
+from ktir.dialects.access import named as view_of
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -9,19 +11,28 @@ from ktir.ir import types as ty
 from ktir.verify.engine import Check, rule
 from ktir.verify.rules.common import elem, fmt_shape, shape, t
 
+# The (inputs, outputs) operand groups of each linalg op, by their declared names.
+_GROUPS: dict[str, tuple[str, str]] = {
+    "linalg.map": ("inputs", "init"),
+    "linalg.reduce": ("inputs", "inits"),
+    "linalg.broadcast": ("input", "init"),
+    "linalg.transpose": ("input", "init"),
+}
+
 
 def _ins_outs(check: Check) -> tuple[list[ty.Type], list[ty.Type]] | None:
     seg = check.segments()
     if seg is None or len(seg) != 2:
         return None
-    n_in = seg[0]
-    return check.operand_types[:n_in], check.operand_types[n_in:]
+    ins, outs = _GROUPS.get(check.op.name, ("inputs", "outputs"))
+    return check.operand_types_of(ins), check.operand_types_of(outs)
 
 
 def _results_match_outputs(check: Check, outs: list[ty.Type], cid: str = "C1") -> bool:
     expected = [o for o in outs if isinstance(o, ty.TensorType)]
-    if check.result_types != expected:
-        check.fail(cid, f"results ({', '.join(t(x) for x in check.result_types)}) must be the tensor outputs' types ({', '.join(t(x) for x in expected)})")
+    results = check.result_types_of("results")
+    if results != expected:
+        check.fail(cid, f"results ({', '.join(t(x) for x in results)}) must be the tensor outputs' types ({', '.join(t(x) for x in expected)})")
         return False
     return True
 
@@ -241,7 +252,11 @@ def index(check: Check) -> None:
         iterators = check.v.rattr(parent.attributes.get("iterator_types", at.ArrayAttr(elements=())))
         loops = len(iterators.elements) if isinstance(iterators, at.ArrayAttr) else None
     elif parent is not None:
-        loops = len(shape(check.v.rtype(parent.operand_types[0])) or ())
+        try:
+            inputs = view_of(parent).operand_types("inputs")
+        except AccessError:  # the parent's operands do not fit its definition; it is reported itself
+            inputs = []
+        loops = len(shape(check.v.rtype(inputs[0])) or ()) if inputs else None
     if parent is None:
         check.fail("C1", "linalg.index must be inside a linalg.generic, linalg.map or linalg.reduce body")
         return
