@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ktir.dialects.access import OpView, named
+from ktir.dialects.access import AccessError, OpView, named
 from ktir.dialects.base import OpDef
 from ktir.dialects.registry import OPS
 from ktir.dialects.traits import ISOLATED_FROM_ABOVE, TERMINATOR, VARIADIC_REGIONS
@@ -298,7 +298,10 @@ class Verifier:
             check = Check(self, op, opdef, loc)
             fn = RULES.get(op.name)
             if check_typed(check) and fn is not None:
-                fn(check)
+                try:
+                    fn(check)
+                except AccessError as e:  # e.g. an operandSegmentSizes that does not split the operands
+                    self.error("op.operands", str(e), loc)
         isolated = opdef is not None and ISOLATED_FROM_ABOVE in opdef.traits
         self.stack.append(op)
         saved = self.scopes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation, Region
@@ -22,21 +23,22 @@ def _yielded(check: Check, region: Region | None) -> list[ty.Type] | None:
 
 @rule("scf.for")
 def for_(check: Check) -> None:
-    lb, ub, step = check.operand_types[:3]
+    lb, ub, step = (check.operand_type(n) for n in ("lower_bound", "upper_bound", "step"))
     region = check.op.regions[0] if check.op.regions else None
     args = [check.v.rtype(a.type) for a in region.blocks[0].arguments] if region and region.blocks else []
     if not (lb == ub == step) or not is_signless_int(lb) or (args and args[0] != lb):
         check.fail("C1", f"bounds, step and induction variable must share one index or integer type, found {t(lb)}, {t(ub)}, {t(step)}")
         return
-    inits = check.operand_types[3:]
+    inits = check.operand_types_of("init_args")
+    results = check.result_types_of("results")
     if args[1:] != inits:
         check.fail("C2", f"the body's iter_args ({', '.join(t(x) for x in args[1:])}) must match the init values ({', '.join(t(x) for x in inits)})")
     yielded = _yielded(check, region)
     if yielded is not None and yielded != inits:
         check.fail("C3", f"the body yields ({', '.join(t(x) for x in yielded)}) but the loop carries ({', '.join(t(x) for x in inits)})")
-    if check.result_types != inits:
-        check.fail("C4", f"the results ({', '.join(t(x) for x in check.result_types)}) must match the init values")
-    step_op = check.defining_op(check.op.operands[2])
+    if results != inits:
+        check.fail("C4", f"the results ({', '.join(t(x) for x in results)}) must match the init values")
+    step_op = check.defining_op(check.operand("step"))
     if step_op is not None and step_op.name == "arith.constant":
         v = step_op.attributes.get("value")
         if isinstance(v, at.IntegerAttr) and v.value <= 0:
@@ -68,7 +70,10 @@ def while_(check: Check) -> None:
         check.fail("C1", "the before region's arguments must match the initial values")
     cond = _terminator(before)
     if cond is not None and cond.name == "scf.condition":
-        forwarded = [check.v.rtype(x) for x in cond.operand_types[1:]]
+        try:
+            forwarded = [check.v.rtype(x) for x in named(cond).operand_types("args")]
+        except AccessError:  # a malformed scf.condition is reported when it is visited
+            forwarded = []
         after_args = [check.v.rtype(a.type) for a in after.blocks[0].arguments]
         if forwarded != after_args or forwarded != check.result_types:
             check.fail("C2", f"scf.condition forwards ({', '.join(t(x) for x in forwarded)}), which must match the after region's arguments and the results")
@@ -108,7 +113,8 @@ def forall(check: Check) -> None:
     if not all(isinstance(x, at.DenseArrayAttr) and len(x.values) == n_iv for x in (lbs, ubs, steps)):
         check.fail("C1", f"bounds and steps need {n_iv} entries, one per induction variable")
     seg = check.segments()
-    outputs = check.operand_types[len(check.operand_types) - (seg[3] if seg and len(seg) == 4 else 0):]
+    # without a well-formed operandSegmentSizes there are no shared outputs to speak of
+    outputs = check.operand_types_of("outputs") if seg is not None and len(seg) == 4 else []
     if check.result_types != outputs:
         check.fail("C2", "the results must match the shared outputs")
 
