@@ -17,29 +17,31 @@ def _dyn_count(s: tuple[int | None, ...] | None) -> int:
 
 @rule("tensor.empty", "memref.alloc", "memref.alloca")
 def empty(check: Check) -> None:
-    result = check.result_types[0] if check.result_types else None
-    n = _dyn_count(shape(result) if result else None)
-    if len(check.operand_types) != n:
-        check.fail("C1", f"{t(result) if result else 'the result'} has {n} dynamic dimensions but {len(check.operand_types)} sizes are given")
+    result = check.result_type("memref" if check.op.name.startswith("memref.") else "result")
+    n = _dyn_count(shape(result))
+    sizes = check.operand_types_of("dynamic_sizes")
+    if len(sizes) != n:
+        check.fail("C1", f"{t(result)} has {n} dynamic dimensions but {len(sizes)} sizes are given")
 
 
 @rule("tensor.splat")
 def splat(check: Check) -> None:
-    result = check.result_types[0]
-    if check.operand_types[0] != elem(result):
-        check.fail("C1", f"the scalar {t(check.operand_types[0])} must be the element type of {t(result)}")
-    if len(check.operand_types) - 1 != _dyn_count(shape(result)):
+    result, scalar = check.result_type("result"), check.operand_type("input")
+    if scalar != elem(result):
+        check.fail("C1", f"the scalar {t(scalar)} must be the element type of {t(result)}")
+    if len(check.operand_types_of("dynamic_sizes")) != _dyn_count(shape(result)):
         check.fail("C2", f"{t(result)} needs {_dyn_count(shape(result))} dynamic sizes")
 
 
 @rule("tensor.extract", "memref.load")
 def extract(check: Check) -> None:
-    src = check.operand_types[0]
+    src = check.operand_type("memref" if check.op.name == "memref.load" else "tensor")
+    indices = check.named.operands("indices")
     s = shape(src)
-    if s is None or len(check.operand_types) - 1 != len(s):
-        check.fail("C1", f"{t(src)} needs {len(s or ())} indices, found {len(check.operand_types) - 1}")
+    if s is None or len(indices) != len(s):
+        check.fail("C1", f"{t(src)} needs {len(s or ())} indices, found {len(indices)}")
         return
-    _constant_indices_in_bounds(check, check.op.operands[1:], s, "C2")
+    _constant_indices_in_bounds(check, indices, s, "C2")
 
 
 def _constant_indices_in_bounds(check: Check, indices: list[str], s: tuple[int | None, ...], cid: str) -> None:
@@ -53,9 +55,9 @@ def _constant_indices_in_bounds(check: Check, indices: list[str], s: tuple[int |
 
 @rule("tensor.insert")
 def insert(check: Check) -> None:
-    value, dest = check.operand_types[:2]
+    value, dest = check.operand_type("scalar"), check.operand_type("dest")
     s = shape(dest)
-    if s is None or len(check.operand_types) - 2 != len(s):
+    if s is None or len(check.named.operands("indices")) != len(s):
         check.fail("C1", f"{t(dest)} needs {len(s or ())} indices")
     if value != elem(dest):
         check.fail("C2", f"the scalar {t(value)} must be the element type of {t(dest)}")
@@ -63,14 +65,15 @@ def insert(check: Check) -> None:
 
 @rule("memref.store")
 def memref_store(check: Check) -> None:
-    value, dest = check.operand_types[:2]
+    value, dest = check.operand_type("value"), check.operand_type("memref")
+    indices = check.named.operands("indices")
     s = shape(dest)
-    if s is None or len(check.operand_types) - 2 != len(s):
+    if s is None or len(indices) != len(s):
         check.fail("C1", f"{t(dest)} needs {len(s or ())} indices")
         return
     if value != elem(dest):
         check.fail("C2", f"the value {t(value)} must be the element type of {t(dest)}")
-    _constant_indices_in_bounds(check, check.op.operands[2:], s, "C3")
+    _constant_indices_in_bounds(check, indices, s, "C3")
 
 
 def _slice_lists(check: Check, keys: tuple[str, ...], fixed: int, src: ty.Type) -> list[list[int]] | None:
@@ -170,7 +173,7 @@ def _reshape(check: Check, big: tuple[int | None, ...], small: tuple[int | None,
 
 @rule("tensor.expand_shape")
 def expand_shape(check: Check) -> None:
-    src, result = shape(check.operand_types[0]) or (), shape(check.result_types[0]) or ()
+    src, result = shape(check.operand_type("src")) or (), shape(check.result_type("result")) or ()
     _reshape(check, result, src)
     out = check.attr("static_output_shape")
     if not isinstance(out, at.DenseArrayAttr) or len(out.values) != len(result):
@@ -179,12 +182,12 @@ def expand_shape(check: Check) -> None:
 
 @rule("tensor.collapse_shape")
 def collapse_shape(check: Check) -> None:
-    _reshape(check, shape(check.operand_types[0]) or (), shape(check.result_types[0]) or ())
+    _reshape(check, shape(check.operand_type("src")) or (), shape(check.result_type("result")) or ())
 
 
 @rule("tensor.reshape")
 def reshape(check: Check) -> None:
-    src, result = check.operand_types[0], check.result_types[0]
+    src, result = check.operand_type("source"), check.result_type("result")
     a, b = shape(src), shape(result)
     if elem(src) != elem(result) or (
         a is not None and b is not None and None not in a and None not in b and math.prod(a) != math.prod(b)  # type: ignore[arg-type]
@@ -195,13 +198,13 @@ def reshape(check: Check) -> None:
 @rule("tensor.concat")
 def concat(check: Check) -> None:
     dim = check.attr("dim")
-    result = check.result_types[0]
+    result = check.result_type("result")
     rs = shape(result) or ()
     if not isinstance(dim, at.IntegerAttr) or not 0 <= dim.value < len(rs):
         check.fail("C1", f"dim must be below the rank {len(rs)}")
         return
     total: int | None = 0
-    for x in check.operand_types:
+    for x in check.operand_types_of("inputs"):
         s = shape(x) or ()
         if len(s) != len(rs) or elem(x) != elem(result):
             check.fail("C1", f"input {t(x)} must have rank {len(rs)} and element type {t(elem(result))}")
@@ -233,15 +236,15 @@ def pad(check: Check) -> None:
 
 @rule("tensor.generate")
 def generate(check: Check) -> None:
-    result = check.result_types[0]
-    if len(check.operand_types) != _dyn_count(shape(result)):
+    result = check.result_type("result")
+    if len(check.operand_types_of("dynamic_extents")) != _dyn_count(shape(result)):
         check.fail("C1", f"{t(result)} needs {_dyn_count(shape(result))} extents")
 
 
 @rule("tensor.dim", "memref.dim")
 def dim(check: Check) -> None:
-    op = check.defining_op(check.op.operands[1])
-    rank = len(shape(check.operand_types[0]) or ())
+    op = check.defining_op(check.operand("index"))
+    rank = len(shape(check.operand_type("source")) or ())
     if op is not None and op.name == "arith.constant":
         v = op.attributes.get("value")
         if isinstance(v, at.IntegerAttr) and not 0 <= v.value < rank:
