@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ktir.dialects.access import named
 from ktir.dialects.cost import VECTOR_WORK, CostClass
 from ktir.dialects.registry import OpsOfCost, cost_class
 from ktir.ir import attributes as at
@@ -227,7 +228,7 @@ class _Static:
                     out |= self.sources((id(caller), call.operands[d.index]))
         elif op.name == "scf.while":
             if d.region == 0:
-                out |= self._many(fid, op.operands[d.index : d.index + 1])
+                out |= self._many(fid, named(op).operands("inits")[d.index : d.index + 1])
                 out |= self._many(fid, _yielded(op, 1, d.index))
             else:
                 out |= self._many(fid, _yielded(op, 0, d.index + 1))
@@ -271,7 +272,7 @@ class _Static:
             known = [f for f in found if f]
             return frozenset().union(*known) if known else None
         if op.name == "arith.subi" and op.operands:
-            return self.roots((fid, op.operands[0]))
+            return self.roots((fid, named(op).operand("lhs")))
         return None
 
     def _union(self, fid: int, names: Sequence[str]) -> frozenset[str] | None:
@@ -424,7 +425,7 @@ class _TileConverter:
     def _enter_loop(self, op: Operation, ev: Any) -> None:
         fid = self._fid(op)
         loop = _Loop(op, fid, int(ev.end))
-        inits = op.operands[3:]
+        inits = named(op).operands("init_args")
         for arg, init in zip(_body_args(op), inits, strict=False):
             self.bound[(fid, arg)] = self._value(fid, init)
         self.loops.append(loop)
@@ -448,7 +449,7 @@ class _TileConverter:
             if loop.iterations:
                 self._bind_yielded(loop, loop.op.results)
             else:
-                for res, init in zip(loop.op.results, loop.op.operands[3:], strict=False):
+                for res, init in zip(loop.op.results, named(loop.op).operands("init_args"), strict=False):
                     self.bound[(loop.fid, res)] = self._value(loop.fid, init)
 
     def _bind_yielded(self, loop: _Loop, names: Sequence[str]) -> None:
@@ -616,7 +617,7 @@ class _TileConverter:
 
     def _copy_bytes(self, op: Operation) -> int:
         if op.name in ("tensor.insert_slice", "tensor.parallel_insert_slice") and op.operand_types:
-            t = self.s.type(op.operand_types[0])
+            t = self.s.type(named(op).operand_type("source"))
             return _nbytes(t) if isinstance(t, ty.TensorType) else 0
         return sum(_nbytes(t) for t in map(self.s.type, op.result_types) if isinstance(t, ty.TensorType))
 
@@ -637,13 +638,18 @@ class _TileConverter:
         def root(i: int) -> frozenset[str] | None:
             return self.s.roots((fid, op.operands[i])) if i < len(op.operands) else None
 
-        if name == "ktdp.load" or name == "memref.load":
-            return [(root(0), False)]
+        def root_of(operand: str) -> frozenset[str] | None:
+            return self.s.roots((fid, named(op).operand(operand)))
+
+        if name == "ktdp.load":
+            return [(root_of("access_tile"), False)]
+        if name == "memref.load":
+            return [(root_of("memref"), False)]
         if name == "ktdp.store":
-            return [(root(1), True)]
+            return [(root_of("access_tile"), True)]
         if name == "memref.store":
-            return [(root(1), True)]
-        if name == "memref.copy":
+            return [(root_of("memref"), True)]
+        if name == "memref.copy":  # not a defined op: no operand names to go by
             return [(root(0), False), (root(1), True)]
         out: list[tuple[frozenset[str] | None, bool]] = []
         for i, t in enumerate(op.operand_types):
@@ -689,10 +695,11 @@ class _TileConverter:
 
 
 def _yielded_rest(op: Operation) -> list[str]:
-    """Operands after the first of the produce body's terminator (yield_partial of a tuple)."""
+    """Values after the first that the produce body's terminator (yield_partial of a tuple) yields."""
     if not op.regions or not op.regions[0].blocks or not op.regions[0].blocks[-1].operations:
         return []
-    return op.regions[0].blocks[-1].operations[-1].operands[1:]
+    term = op.regions[0].blocks[-1].operations[-1]
+    return named(term).operands("values")[1:] if term.name == "ktdp.yield_partial" else term.operands[1:]
 
 
 def _spaces(by_space: dict[str, int]) -> dict[str, int]:
