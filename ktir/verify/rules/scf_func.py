@@ -89,13 +89,15 @@ def parallel(check: Check) -> None:
     if seg is None or len(seg) != 4 or not (seg[0] == seg[1] == seg[2]):
         check.fail("C1", "lower bounds, upper bounds and steps need the same number of entries")
         return
+    n_loops = len(check.named.operand_positions("lower_bounds"))
+    n_inits = len(check.named.operand_positions("init_vals"))
     region = check.op.regions[0] if check.op.regions else None
     args = region.blocks[0].arguments if region and region.blocks else []
-    if len(args) != seg[0] or any(check.v.rtype(a.type) != ty.INDEX for a in args):
-        check.fail("C2", f"the body needs {seg[0]} index arguments")
+    if len(args) != n_loops or any(check.v.rtype(a.type) != ty.INDEX for a in args):
+        check.fail("C2", f"the body needs {n_loops} index arguments")
     last = _terminator(region)
-    if last is not None and last.name == "scf.reduce" and len(last.operands) != seg[3]:
-        check.fail("C3", f"scf.reduce must reduce {seg[3]} values, one per init value")
+    if last is not None and last.name == "scf.reduce" and len(last.operands) != n_inits:
+        check.fail("C3", f"scf.reduce must reduce {n_inits} values, one per init value")
 
 
 @rule("scf.reduce")

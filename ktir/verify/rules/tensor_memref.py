@@ -123,8 +123,9 @@ def extract_slice(check: Check) -> None:
     if lists is None:
         return
     _in_bounds(check, lists, src, "C3")
-    if check.op.name == "tensor.extract_slice" and not _rank_reduced(lists[1], shape(check.result_types[0])):
-        check.fail("C4", f"the result {t(check.result_types[0])} must have the slice sizes {lists[1]} (unit dimensions may be dropped)")
+    result = check.result_type("result")
+    if check.op.name == "tensor.extract_slice" and not _rank_reduced(lists[1], shape(result)):
+        check.fail("C4", f"the result {t(result)} must have the slice sizes {lists[1]} (unit dimensions may be dropped)")
 
 
 @rule("tensor.insert_slice", "tensor.parallel_insert_slice")
@@ -221,7 +222,8 @@ def concat(check: Check) -> None:
 
 @rule("tensor.pad")
 def pad(check: Check) -> None:
-    src, result = shape(check.operand_types[0]) or (), shape(check.result_types[0]) or ()
+    # the source stays positional: the low/high split rests on operandSegmentSizes, which this rule does not check
+    src, result = shape(check.operand_types[0]) or (), shape(check.result_type("result")) or ()
     low, high = check.attr("static_low"), check.attr("static_high")
     if not isinstance(low, at.DenseArrayAttr) or not isinstance(high, at.DenseArrayAttr) or len(low.values) != len(src) or len(high.values) != len(src):
         check.fail("C1", f"low and high need {len(src)} entries")
@@ -253,7 +255,7 @@ def dim(check: Check) -> None:
 
 @rule("memref.reinterpret_cast")
 def reinterpret_cast(check: Check) -> None:
-    result = check.result_types[0]
+    result = check.result_type("result")
     offsets, sizes, strides = (check.attr(k) for k in ("static_offsets", "static_sizes", "static_strides"))
     rank = len(shape(result) or ())
     if not all(isinstance(x, at.DenseArrayAttr) for x in (offsets, sizes, strides)) or len(offsets.values) != 1 or len(sizes.values) != rank or len(strides.values) != rank:  # type: ignore[union-attr]
