@@ -37,9 +37,9 @@ from ktir.ir import types as ty
 from ktir.ir.attributes import constant_type
 from ktir.ir.base import Attribute, Type
 from ktir.ir.named_affine import AffineName, ssa_map
-from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
+from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region
 from ktir.ir.types import KDYNAMIC, i1_like
-from ktir.syntax.parser import SHORT_BODY_RESULT, parse, short_body_init, short_body_input
+from ktir.syntax.parser import SHORT_BODY_RESULT, short_body_init, short_body_input
 
 
 @dataclass(frozen=True)
@@ -523,22 +523,44 @@ class Builder:
 def located(module: Module, filename: str) -> Module:
     """Give a built module the source positions of its printed text (`filename`), as if it had
     been read from that file: diagnostics point into the file a tool writes, and the cost
-    model, which still matches interpreter events to ops by (line, op name), sees each op
-    apart. Prints and parses once; the module is returned with positions set in place."""
+    model, which matches interpreter events to ops by (line, op name), sees each op apart.
+
+    The printer writes ops in the order of `Module.walk`, each starting a line of its own;
+    the lines in between are aliases, comments, block labels and closing braces. Ops the text
+    leaves implicit (a terminator the printer elides, the body of a short `{ arith.addf }`
+    form) get no position, as the parser gives them none. Prints once; does not parse."""
     from ktir.syntax.printer import print_module
 
-    again = parse(print_module(module), filename)
-    if again != module:
-        raise BuildError("the built module does not read back as itself: it has no faithful text")
-    for built, read in zip(module.walk(), again.walk(), strict=True):
-        built.loc = read.loc
-        for rb, rr in zip(built.regions, read.regions, strict=True):
-            for bb, br in zip(rb.blocks, rr.blocks, strict=True):
-                bb.loc = br.loc
-                for ab, ar in zip(bb.arguments, br.arguments, strict=True):
-                    ab.loc = ar.loc
+    lines = print_module(module).splitlines()
+    at_line = 0
+    for op in module.walk():
+        while at_line < len(lines) and _between_ops(lines[at_line]):
+            at_line += 1
+        text = lines[at_line] if at_line < len(lines) else ""
+        head = text.lstrip()
+        if head.startswith(_heads(op)):
+            op.loc = Location(line=at_line + 1, column=len(text) - len(head) + 1)
+            at_line += 1
+        else:
+            op.loc = None
     module.filename = filename
     return module
+
+
+def _heads(op: Operation) -> tuple[str, ...]:
+    """How the printed line of `op` starts: its results (`%a, %b = `, `%r:2 = `) or its name."""
+    if not op.results:
+        return ("module", op.name, f'"{op.name}"') if op.name == "builtin.module" else (op.name, f'"{op.name}"')
+    heads = [f"{', '.join(op.results)} = "]
+    base = op.results[0].partition("#")[0]
+    if all(r == f"{base}#{i}" for i, r in enumerate(op.results)):
+        heads.append(f"{base}:{len(op.results)} = ")
+    return tuple(heads)
+
+
+def _between_ops(line: str) -> bool:
+    head = line.lstrip()
+    return not head or head.startswith(("//", "#", "!", "^", "}"))
 
 
 def ssa(value: Value) -> af.AffineExpr:

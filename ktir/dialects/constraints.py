@@ -11,13 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ktir.ir import types as ty
 from ktir.ir.base import Type
 
-if TYPE_CHECKING:
-    from ktir.dialects.base import OpDef
+
+class _Declared(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> TypeConstraint: ...
+
+
+class Signature(Protocol):
+    """What a constraint reads of the op definition it checks (a `ktir.dialects.base.OpDef`,
+    which imports this module: naming it here would make an import cycle)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def operands(self) -> Sequence[_Declared]: ...
 
 # How a message shows a type; the verifier passes the printer's spelling.
 Show = Callable[[Type], str]
@@ -318,10 +332,10 @@ class OpConstraint:
 
     `violation` returns the diagnostic message, or None when the op satisfies the rule."""
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         raise NotImplementedError
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         raise NotImplementedError
 
 
@@ -329,10 +343,10 @@ class OpConstraint:
 class SameOperandsAndResultType(OpConstraint):
     """All operands and the one result have the same type."""
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         return "All operands and the result have the same type."
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         types = [*operands, *results]
         if len(results) == 1 and all(x == types[0] for x in types):
             return None
@@ -348,13 +362,13 @@ class DeclaredOperandTypes(OpConstraint):
     """Every operand has the type its declaration (`Operand.type`) allows; for elementwise
     ops this is a condition on the element type."""
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         kinds = {_element_of(o.type).describe() for o in op.operands}
         if len(kinds) == 1:
             return f"The element type is a {kinds.pop()} type."
         return "Every operand has the type its declaration allows."
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         for declared, t in zip(op.operands, operands, strict=False):
             if not declared.type.accepts(t):
                 return f"'{op.name}' needs {_element_of(declared.type).describe()} operands, found {show(t)}"
@@ -365,10 +379,10 @@ class DeclaredOperandTypes(OpConstraint):
 class SameShape(OpConstraint):
     """The one operand and the one result are both scalars, or containers of the same kind and shape."""
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         return "Operand and result have the same shape (both scalars or tensors of equal shape)."
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         a, b = operands[0], results[0]
         if not isinstance(a, _SHAPED) and not isinstance(b, _SHAPED):
             return None
@@ -386,7 +400,7 @@ class ElementCast(OpConstraint):
     target: TypeConstraint
     width: str = ""  # "", "wider" or "narrower"
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         src, dst = self.source.describe(), self.target.describe()
         if self.width:
             return f"The result {dst} type is {self.width} than the operand's."
@@ -402,7 +416,7 @@ class ElementCast(OpConstraint):
             return wa is not None and wb is not None and wb < wa
         return True
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         a, b = operands[0], results[0]
         if self.holds(a, b):
             return None
@@ -416,7 +430,7 @@ class IndexCast(ElementCast):
     source: TypeConstraint = INT_OR_INDEX
     target: TypeConstraint = INT_OR_INDEX
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         return "Exactly one of operand and result is `index`."
 
     def holds(self, a: Type, b: Type) -> bool:
@@ -432,7 +446,7 @@ class SameBitWidth(ElementCast):
     source: TypeConstraint = AnyScalar()
     target: TypeConstraint = AnyScalar()
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         return "Operand and result element types have the same bit width."
 
     def holds(self, a: Type, b: Type) -> bool:
@@ -448,10 +462,10 @@ class OperandIs(OpConstraint):
     constraint: TypeConstraint
     stops: bool = True
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         return f"The {self.operand} is {self.constraint.describe()}."
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         index = next(i for i, o in enumerate(op.operands) if o.name == self.operand)
         t = operands[index]
         if self.constraint.accepts(t):
@@ -483,12 +497,12 @@ class CompatibleCast(OpConstraint):
 
     memory_space: bool = False
 
-    def describe(self, op: OpDef) -> str:
+    def describe(self, op: Signature) -> str:
         if self.memory_space:
             return "Source and result have the same element type, rank and memory space."
         return "Source and result have the same element type and compatible shapes."
 
-    def violation(self, op: OpDef, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
+    def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         a, b = operands[0], results[0]
         same_space = getattr(a, "memory_space", None) == getattr(b, "memory_space", None)
         if element(a) == element(b) and _shapes_compatible(a, b) and (same_space or not self.memory_space):

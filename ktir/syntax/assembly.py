@@ -130,6 +130,9 @@ class Format:
     # attributes the syntax spells, elided from the attribute dictionary
     spelled: tuple[str, ...]
 
+    def is_variadic(self, name: str) -> bool:
+        return any(n == name and m in ("*", "+") for n, m in self.operands)
+
     @functools.cached_property
     def has_flags(self) -> bool:
         return any(isinstance(e, Custom) and e.name == "ArithFlags" for e in _walk(self.elements))

@@ -1353,113 +1353,10 @@ class _Builder:
 
 
 # ---------------------------------------------------------------- declarative formats
-# The callbacks of the formats described in ktir.dialects.formats: each description is
-# turned once into a plan of steps over the rule's children (anonymous tokens are dropped,
-# so the children are the operands, attributes, types and clauses, in the written order).
-
-_VALUE, _VALUES, _TYPE, _TYPES, _FTYPE, _ATTRS, _ATTR, _FLAGS, _MIXED, _REASSOC, _SELECT, _GROUP = range(12)
-Step = tuple[int, Any, Any]
-
-
-def _plan(elements: tuple[asm.Element, ...]) -> tuple[Step, ...]:
-    steps: list[Step] = []
-    for e in elements:
-        if isinstance(e, asm.OperandRef):
-            steps.append((_VALUES if e.variadic else _VALUE, e.name, None))
-        elif isinstance(e, asm.TypeRef):
-            steps.append((_TYPES if e.variadic else _TYPE, e.name, None))
-        elif isinstance(e, asm.FunctionalType):
-            steps.append((_FTYPE, None, None))
-        elif isinstance(e, asm.AttrDict):
-            steps.append((_ATTRS, None, None))
-        elif isinstance(e, asm.AttrRef):
-            steps.append((_ATTR, e.name, e.kind))
-        elif isinstance(e, asm.Custom):
-            if e.name == "ArithFlags":
-                steps.append((_FLAGS, None, None))
-            elif e.name == "DynamicIndexList":
-                steps.append((_MIXED, e.args[0], e.args[1]))
-            elif e.name == "Reassociation":
-                steps.append((_REASSOC, e.args[0], None))
-            else:
-                steps.append((_SELECT, e.args[0], e.args[1]))
-        elif isinstance(e, asm.Group):
-            inner = _plan(e.elements)
-            steps.append((_GROUP, inner, inner[0][0]))
-    return tuple(steps)
-
-
-_TAGS = {_VALUES: "values", _TYPES: "types", _ATTRS: "attrs", _FLAGS: "flag"}
-
-
-def _opens(kind: int, child: Any) -> bool:
-    """Whether `child` is the first piece of an optional group whose first step is `kind`."""
-    if kind in _TAGS:
-        return type(child) is C and child.tag == _TAGS[kind]
-    if kind in (_VALUE, _ATTR):
-        return type(child) is Tok
-    return isinstance(child, Type)
-
-
-class _Parsed:
-    __slots__ = ("values", "types", "attrs", "spelled", "fn")
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        self.types: dict[str, Any] = {}
-        self.attrs: dict[str, Attribute] = {}
-        self.spelled: dict[str, Attribute] = {}
-        self.fn: ty.FunctionType | None = None
-
-
-def _run(steps: tuple[Step, ...], c: list[Any], i: int, p: _Parsed, opdef: Any) -> int:
-    n = len(c)
-    for kind, a, b in steps:
-        x: Any = c[i] if i < n else None
-        if kind == _VALUE:
-            p.values[a] = x.value
-        elif kind == _TYPE:
-            p.types[a] = x
-        elif kind in (_VALUES, _TYPES):
-            if type(x) is not C or x.tag != _TAGS[kind]:
-                (p.values if kind == _VALUES else p.types)[a] = []
-                continue
-            if kind == _VALUES:
-                p.values[a] = [t.value for t in x.value]
-            else:
-                p.types[a] = list(x.value)
-        elif kind == _ATTRS:
-            if type(x) is not C or x.tag != "attrs":
-                continue
-            p.attrs.update(x.value)
-        elif kind == _FLAGS:
-            while type(x) is C and x.tag == "flag":
-                if x.value[1].value != "none":  # MLIR's default: the same op as no flag
-                    p.attrs[x.value[0]] = x.value[1]
-                i += 1
-                x = c[i] if i < n else None
-            continue
-        elif kind == _FTYPE:
-            p.fn = x
-        elif kind == _ATTR:
-            p.spelled[a] = _spelled_attr(b, x, opdef)
-        elif kind == _MIXED:
-            static, p.values[a] = _mixed(x)
-            p.spelled[b] = _dense_i64(static)
-        elif kind == _REASSOC:
-            p.spelled[a] = x.value
-        elif kind == _SELECT:
-            if i + 1 < n and isinstance(c[i + 1], Type):
-                p.types[a], p.types[b] = x, c[i + 1]
-                i += 1
-            else:
-                p.types[a], p.types[b] = ty.I1, x
-        else:  # an optional group, present when its first piece is
-            if x is not None and _opens(b, x):
-                i = _run(a, c, i, p, opdef)
-            continue
-        i += 1
-    return i
+# The callbacks of the formats described in ktir.dialects.formats. Each description is
+# turned, once, into the Python source of its callback (as ODS generates C++), which reads
+# the rule's children in the written order: anonymous tokens are dropped, so the children
+# are the operands, attributes, types and clauses. `callback_source(FORMAT)` shows the code.
 
 
 def _spelled_attr(kind: str, tok: Tok, opdef: Any) -> Attribute:
@@ -1473,56 +1370,181 @@ def _spelled_attr(kind: str, tok: Tok, opdef: Any) -> Attribute:
     return at.IntegerAttr(value=predicates.index(tok.value), type=ty.I64)
 
 
-def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operation]:
-    steps = _plan(fmt.elements)
-    rules = fmt.type_rules
-    operands = fmt.operands
-    results = fmt.results
-    segments = fmt.segments
+def _count_mismatch(tok: Tok, values: list[str], types: list[Type]) -> ParseError:
+    return _err(tok, f"{len(values)} value(s) but {len(types)} type(s)")
 
-    def callback(self: _Builder, c: list[Any]) -> Operation:
-        tok = c[0]
-        opdef = SPELLINGS[tok.value]
-        p = _Parsed()
-        _run(steps, c, 1, p, opdef)
-        values, types = p.values, p.types
-        names: list[str] = []
-        operand_types: list[Type] = []
-        sizes: list[int] = []
-        for name, mult in operands:
-            group = values.get(name, []) if mult else [values[name]]
-            names.extend(group)
-            sizes.append(len(group))
-            if p.fn is not None or (mult and not group and name not in types):
-                continue
-            if name in types:
-                written = types[name] if mult else [types[name]]
-                if len(written) != len(group):
-                    raise _err(tok, f"{len(group)} value(s) but {len(written)} type(s)")
-                operand_types.extend(written)
+
+def _type_mismatch(tok: Tok, opdef: Any, operands: int, types: int) -> ParseError:
+    return _err(tok, f"'{opdef.name}' has {operands} operand(s) but its type lists {types}")
+
+
+class _Source:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def add(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+
+def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format, defaults: list[str]) -> None:
+    """Code that reads `elements` from the children `c` at index `i`."""
+    present = "i < n and "
+    for e in elements:
+        if isinstance(e, asm.Literal):
+            continue
+        if isinstance(e, asm.OperandRef):
+            if not e.variadic:
+                src.add(f"v_{e.name} = c[i].value; i += 1")
+            elif e.nonempty:
+                src.add(f"v_{e.name} = [t.value for t in c[i].value]; i += 1")
             else:
-                operand_types.extend([asm.derive(rules[name], types)] * len(group))
-        result_types: list[Type] = []
-        if p.fn is not None:
-            if len(p.fn.inputs) != len(names):
-                raise _err(tok, f"'{opdef.name}' has {len(names)} operand(s) but its type lists {len(p.fn.inputs)}")
-            operand_types = list(p.fn.inputs)
-            result_types = list(p.fn.results)
+                src.add(f'if {present}type(c[i]) is C and c[i].tag == "values":')
+                src.add(f"    v_{e.name} = [t.value for t in c[i].value]; i += 1")
+                src.add("else:")
+                src.add(f"    v_{e.name} = []")
+        elif isinstance(e, asm.TypeRef):
+            if not e.variadic:
+                src.add(f"t_{e.name} = c[i]; i += 1")
+            elif e.nonempty:
+                src.add(f"t_{e.name} = list(c[i].value); i += 1")
+            else:
+                src.add(f'if {present}type(c[i]) is C and c[i].tag == "types":')
+                src.add(f"    t_{e.name} = list(c[i].value); i += 1")
+                src.add("else:")
+                src.add(f"    t_{e.name} = []")
+        elif isinstance(e, asm.FunctionalType):
+            src.add("fn = c[i]; i += 1")
+        elif isinstance(e, asm.AttrDict):
+            src.add(f'if {present}type(c[i]) is C and c[i].tag == "attrs":')
+            src.add("    attrs.update(c[i].value); i += 1")
+        elif isinstance(e, asm.AttrRef):
+            src.add(f"a_{e.name} = _spelled_attr({e.kind!r}, c[i], opdef); i += 1")
+        elif isinstance(e, asm.Custom):
+            args = e.args
+            if e.name == "ArithFlags":
+                src.add(f'while {present}type(c[i]) is C and c[i].tag == "flag":')
+                src.add('    if c[i].value[1].value != "none":  # MLIR\'s default: the same op as no flag')
+                src.add("        attrs[c[i].value[0]] = c[i].value[1]")
+                src.add("    i += 1")
+            elif e.name == "DynamicIndexList":
+                src.add(f"static, v_{args[0]} = _mixed(c[i]); i += 1")
+                src.add(f"a_{args[1]} = _dense_i64(static)")
+            elif e.name == "Reassociation":
+                src.add(f"a_{args[0]} = c[i].value; i += 1")
+            else:  # SelectTypes: `T` or `C, T`
+                src.add("if i + 1 < n:")
+                src.add(f"    t_{args[0]} = c[i]; t_{args[1]} = c[i + 1]; i += 2")
+                src.add("else:")
+                src.add(f"    t_{args[0]} = ty.I1; t_{args[1]} = c[i]; i += 1")
         else:
-            for name, mult in results:
-                if mult == "?" and not opdef.results:
-                    continue
-                if name in types:
-                    result_types.extend(types[name] if mult in ("*", "+") else [types[name]])
-                else:
-                    result_types.append(asm.derive(rules[name], types))
-        attrs = p.attrs
-        attrs.update(p.spelled)
-        if segments:
-            attrs["operandSegmentSizes"] = _segments(*sizes)
-        return self._op(tok, names, operand_types, result_types, attrs)
+            first = _first_read(e.elements)
+            src.add(f"if {present}{first}:")
+            src.depth += 1
+            _read_code(src, e.elements, fmt, defaults)
+            src.depth -= 1
+            src.add("else:")
+            src.add("    " + "; ".join(_absent(e.elements)) if _absent(e.elements) else "    pass")
 
-    callback.__name__ = fmt.rule
+
+def _first_read(elements: tuple[asm.Element, ...]) -> str:
+    """The test that an optional group is present: its first child is there."""
+    for e in elements:
+        if isinstance(e, asm.OperandRef):
+            return 'type(c[i]) is C and c[i].tag == "values"' if e.variadic else 'type(c[i]) is Tok and c[i].type == "VALUE_ID"'
+        if isinstance(e, asm.AttrRef):
+            return "type(c[i]) is Tok"
+        if isinstance(e, asm.TypeRef):
+            return 'type(c[i]) is C and c[i].tag == "types"' if e.variadic else "isinstance(c[i], Type)"
+    raise asm.FormatError("an optional group must start with an operand, attribute or type")
+
+
+def _absent(elements: tuple[asm.Element, ...]) -> list[str]:
+    """Defaults for what an absent optional group would have given."""
+    out = []
+    for e in elements:
+        if isinstance(e, asm.OperandRef | asm.TypeRef):
+            prefix = "v" if isinstance(e, asm.OperandRef) else "t"
+            out.append(f"{prefix}_{e.name} = []" if e.variadic else f"{prefix}_{e.name} = None")
+        elif isinstance(e, asm.AttrRef):
+            out.append(f"a_{e.name} = None")
+    return out
+
+
+def _derived_code(rule: asm.TypeRule) -> str:
+    kind, ref = rule
+    if kind == "index":
+        return "ty.INDEX"
+    if kind == "i1":
+        return "ty.I1"
+    if kind == "same":
+        return f"t_{ref}"
+    if kind == "i1_like":
+        return f"i1_like(t_{ref})"
+    return f"ty.element_type(t_{ref})"
+
+
+def _callback_source(fmt: asm.Format) -> str:
+    src = _Source()
+    src.lines.append(f"def {fmt.rule}(self, c):")
+    src.add("tok = c[0]")
+    src.add("n = len(c)")
+    src.add("i = 1")
+    src.add("attrs = {}")
+    _read_code(src, fmt.elements, fmt, [])
+    functional = any(isinstance(e, asm.FunctionalType) for e in fmt.elements)
+    names = []
+    for name, mult in fmt.operands:
+        names.append(f"*v_{name}" if mult else f"v_{name}")
+    src.add(f"operands = [{', '.join(names)}]")
+    if functional:
+        src.add("if len(fn.inputs) != len(operands):")
+        src.add("    raise _type_mismatch(tok, opdef, len(operands), len(fn.inputs))")
+        src.add("operand_types = list(fn.inputs)")
+        src.add("result_types = list(fn.results)")
+    else:
+        types = []
+        for name, mult in fmt.operands:
+            if name in fmt.type_rules:
+                code = _derived_code(fmt.type_rules[name])
+                types.append(f"*[{code}] * len(v_{name})" if mult else code)
+            elif mult:
+                src.add(f"if len(v_{name}) != len(t_{name}):")
+                src.add(f"    raise _count_mismatch(tok, v_{name}, t_{name})")
+                types.append(f"*t_{name}")
+            else:
+                types.append(f"t_{name}")
+        src.add(f"operand_types = [{', '.join(types)}]")
+        results = []
+        for name, mult in fmt.results:
+            code = _derived_code(fmt.type_rules[name]) if name in fmt.type_rules else f"t_{name}"
+            if mult in ("*", "+"):
+                results.append(f"*{code}")
+            elif mult == "?":
+                results.append(f"*([{code}] if opdef.results else [])")
+            else:
+                results.append(code)
+        src.add(f"result_types = [{', '.join(results)}]")
+    for name in fmt.spelled:
+        src.add(f"attrs[{name!r}] = a_{name}")
+    if fmt.segments:
+        sizes = ", ".join(f"len(v_{name})" if mult else "1" for name, mult in fmt.operands)
+        src.add(f'attrs["operandSegmentSizes"] = _segments({sizes})')
+    src.add("return self._op(tok, operands, operand_types, result_types, attrs)")
+    if any("opdef" in line for line in src.lines):
+        src.lines.insert(2, "    opdef = SPELLINGS[tok.value]")
+    return "\n".join(src.lines) + "\n"
+
+
+def callback_source(name: str) -> str:
+    """The generated callback of the declarative format `name` (for reading)."""
+    return _callback_source(asm.formats()[name])
+
+
+def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operation]:
+    namespace: dict[str, Any] = {}
+    exec(compile(_callback_source(fmt), f"<assembly format {fmt.name}>", "exec"), globals(), namespace)  # noqa: S102
+    callback: Callable[[_Builder, list[Any]], Operation] = namespace[fmt.rule]
     return callback
 
 

@@ -25,7 +25,14 @@ from ktir.ir.operation import Module, Operation, Region
 from ktir.syntax import assembly as asm
 from ktir.syntax.diagnostics import KtirError
 from ktir.syntax.mlir_generic import to_mlir
-from ktir.syntax.parser import KDYNAMIC, SHORT_BODY_RESULT, constant_type, short_body_init, short_body_input
+from ktir.syntax.parser import (
+    KDYNAMIC,
+    SHORT_BODY_RESULT,
+    constant_type,
+    i1_like,  # noqa: F401 - used by the generated printers
+    short_body_init,
+    short_body_input,
+)
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
 _INDENT = "  "
@@ -206,13 +213,30 @@ def _counts_fit(op: Operation, opdef: OpDef) -> bool:
     to report), so anything else prints in generic form."""
     if len(op.operand_types) != len(op.operands) or (op.results and len(op.result_types) != len(op.results)):
         return False
-    for specs, actual in ((opdef.operands, len(op.operands)), (opdef.results, len(op.result_types))):
-        fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
-        variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
+    operands, results, regions = _declared_counts(opdef)
+    for (fixed, variadic), actual in ((operands, len(op.operands)), (results, len(op.result_types))):
         if actual < fixed or (not variadic and actual > fixed):
             return False
-    flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
-    return flexible or len(op.regions) == len(opdef.regions)
+    return regions is None or len(op.regions) == regions
+
+
+_Counts = tuple[tuple[int, bool], tuple[int, bool], int | None]
+_DECLARED: dict[str, _Counts] = {}
+
+
+def _declared_counts(opdef: OpDef) -> _Counts:
+    """(fixed operands, any variadic), the same for results, and the region count (None:
+    any), computed once per op."""
+    found = _DECLARED.get(opdef.name)
+    if found is None:
+        counts = []
+        for specs in (opdef.operands, opdef.results):
+            fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
+            variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
+            counts.append((fixed, variadic))
+        flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
+        found = _DECLARED[opdef.name] = (counts[0], counts[1], None if flexible else len(opdef.regions))
+    return found
 
 
 _INDEX = ty.INDEX
@@ -867,41 +891,13 @@ def _generate(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
 
 
 # ------------------------------------------------------------------ declarative formats
-# The printers of the formats described in ktir.dialects.formats, derived from their
-# descriptions with ODS's spacing rules.
-
-
-class _Line:
-    """One op's text being built, with ODS's spacing state."""
-
-    __slots__ = ("parts", "space", "punct")
-
-    def __init__(self, head: str) -> None:
-        self.parts = [head]
-        self.space = True  # whether the next element may be preceded by a space
-        self.punct = False  # whether the last literal was punctuation
-
-    def literal(self, text: str) -> None:
-        if not text:  # `` : no space before what follows
-            self.space = False
-            return
-        if self.space and _space_before(text, self.punct):
-            self.parts.append(" ")
-        self.parts.append(text)
-        self.space = len(text) != 1 or text not in "<({["
-        self.punct = text[0] != "_" and not text[0].isalpha()
-
-    def element(self, text: str) -> None:
-        if not text:
-            return  # an empty variadic group prints nothing
-        if self.space:
-            self.parts.append(" ")
-        self.parts.append(text)
-        self.space = True
-        self.punct = False
+# The printers of the formats described in ktir.dialects.formats. Each description is
+# turned, once, into the Python source of its printer (as ODS generates C++), with ODS's
+# spacing rules applied when the code is made: `printer_source(FORMAT)` shows it.
 
 
 def _space_before(text: str, after_punct: bool) -> bool:
+    """ODS: whether a literal is preceded by a space, given what came before."""
     if len(text) != 1 and text != "->":
         return True
     if after_punct:
@@ -909,29 +905,26 @@ def _space_before(text: str, after_punct: bool) -> bool:
     return text[0] not in "<>(){}[],"
 
 
-def _operand_groups(fmt: asm.Format, op: Operation) -> tuple[dict[str, list[str]], dict[str, list[Type]]]:
-    """Operands and their types, and result types, by the names the description gives."""
-    if fmt.segments:
-        sizes = _segments(op, len(fmt.operands))
-    else:
-        fixed = sum(1 for _, m in fmt.operands if not m)
-        sizes = [len(op.operands) - fixed if m else 1 for _, m in fmt.operands]
-    values: dict[str, list[str]] = {}
-    types: dict[str, list[Type]] = {}
-    i = 0
-    for (name, mult), n in zip(fmt.operands, sizes, strict=True):
-        _need(n == 1 if not mult else n >= (1 if mult == "+" else 0))
-        values[name] = list(op.operands[i : i + n])
-        types[name] = list(op.operand_types[i : i + n])
-        i += n
-    _need(i == len(op.operands))
-    for name, mult in fmt.results:
-        count = len(op.result_types)
-        _need(count == 1 if not mult else count <= 1 if mult == "?" else count >= (1 if mult == "+" else 0))
-        if count:
-            types[name] = list(op.result_types)
-    _need(len(op.result_types) == 0 or fmt.results)
-    return values, types
+class _Spacing:
+    """ODS's spacing state: (may emit a space, last was punctuation)."""
+
+    def __init__(self, space: bool = True, punct: bool = False) -> None:
+        self.space, self.punct = space, punct
+
+    def literal(self, text: str) -> str:
+        """The literal with the space before it, if any."""
+        if not text:
+            self.space = False
+            return ""
+        sep = " " if self.space and _space_before(text, self.punct) else ""
+        self.space = len(text) != 1 or text not in "<({["
+        self.punct = text[0] != "_" and not text[0].isalpha()
+        return sep + text
+
+    def element(self) -> str:
+        sep = " " if self.space else ""
+        self.space, self.punct = True, False
+        return sep
 
 
 def _spelled_attr_text(kind: str, attr: Attribute, d: OpDef) -> str:
@@ -948,57 +941,218 @@ def _spelled_attr_text(kind: str, attr: Attribute, d: OpDef) -> str:
     return str(predicates[attr.value])
 
 
+def _select_types_text(condition: Type, result: Type) -> str:
+    """`T`, or `C, T` when the condition is not a plain i1."""
+    if condition is ty.I1 or condition == ty.I1:
+        return type_text(result)
+    return f"{type_text(condition)}, {type_text(result)}"
+
+
+class _PrinterSource:
+    def __init__(self, fmt: asm.Format) -> None:
+        self.fmt = fmt
+        self.lines: list[str] = []
+        self.depth = 1
+        self.groups = {name: j for j, (name, _) in enumerate(fmt.operands)}
+        self.starts: list[str] = []
+
+    def add(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def operand_slice(self, name: str) -> str:
+        j = self.groups[name]
+        return f"{self.starts[j]}:{self.starts[j + 1]}"
+
+    def first_type(self, name: str) -> str:
+        if name in self.groups:
+            return f"otypes[{self.starts[self.groups[name]]}]"
+        return "rtypes[0]"
+
+    def layout(self) -> None:
+        """Operand groups: their start indices, checked against the counts the format allows."""
+        fmt = self.fmt
+        n_groups = len(fmt.operands)
+        if fmt.segments:
+            self.add(f"sizes = _segments(op, {n_groups})")
+            for j, (_, mult) in enumerate(fmt.operands):
+                if not mult:
+                    self.add(f"_need(sizes[{j}] == 1)")
+                elif mult == "+":
+                    self.add(f"_need(sizes[{j}] >= 1)")
+            self.add("s0 = 0")
+            for j in range(n_groups):
+                self.add(f"s{j + 1} = s{j} + sizes[{j}]")
+            self.starts = [f"s{j}" for j in range(n_groups + 1)]
+            return
+        fixed = sum(1 for _, mult in fmt.operands if not mult)
+        variadic = next((j for j, (_, mult) in enumerate(fmt.operands) if mult), None)
+        if variadic is None:
+            self.add(f"_need(len(operands) == {fixed})")
+            self.starts = [str(j) for j in range(n_groups + 1)]
+            return
+        self.add(f"k = len(operands) - {fixed}")
+        self.add(f"_need(k >= {1 if fmt.operands[variadic][1] == '+' else 0})")
+        self.starts = [str(j) if j <= variadic else f"{j - 1} + k" for j in range(n_groups + 1)]
+
+    def results(self) -> None:
+        mult = self.fmt.results[0][1] if self.fmt.results else None
+        if mult is None:
+            self.add("_need(not rtypes)")
+        elif mult == "":
+            self.add("_need(len(rtypes) == 1)")
+        elif mult == "?":
+            self.add("_need(len(rtypes) <= 1)")
+        elif mult == "+":
+            self.add("_need(rtypes)")
+
+    def type_checks(self) -> None:
+        """The types the syntax does not write must be the ones it implies. Compared as
+        lists: list equality tries identity first (the parser gives derived types as the
+        very objects they derive from, and pydantic's == is slow)."""
+        for name, (kind, ref) in self.fmt.type_rules.items():
+            if kind == "index":
+                expected = "_INDEX"
+            elif kind == "i1":
+                expected = "ty.I1"
+            elif kind == "same":
+                expected = self.first_type(ref)
+            elif kind == "i1_like":
+                expected = f"i1_like({self.first_type(ref)})"
+            else:
+                expected = f"ty.element_type({self.first_type(ref)})"
+            if name not in self.groups:
+                self.add(f"_need(not rtypes or rtypes == [{expected}])")
+            elif self.fmt.is_variadic(name):
+                self.add(f"ts = otypes[{self.operand_slice(name)}]")
+                self.add(f"_need(ts == [{expected}] * len(ts))")
+            else:
+                start = self.starts[self.groups[name]]
+                self.add(f"_need(otypes[{start}:{start} + 1] == [{expected}])")
+
+    def text(self, elements: tuple[asm.Element, ...], spacing: _Spacing) -> None:
+        """Code that appends the elements' text to `out`; literals are folded into the
+        constant printed before the next element."""
+        pending = ""
+        for i, e in enumerate(elements):
+            before = (spacing.space, spacing.punct)
+            if isinstance(e, asm.Literal):
+                pending += spacing.literal(e.text)
+                continue
+            if _may_be_empty(e):
+                self.flush(pending)
+                pending = ""
+            if isinstance(e, asm.AttrDict):
+                self.add("out += _opt_dict(op.attributes, elided)")
+            elif isinstance(e, asm.Group):
+                self.group(e, spacing)
+            else:
+                self.element(e, pending + spacing.element())
+                pending = ""
+            nxt = elements[i + 1] if i + 1 < len(elements) else None
+            # printed or not, what follows an optional element must be spaced the same
+            if (
+                _may_be_empty(e)
+                and isinstance(nxt, asm.Literal)
+                and _Spacing(spacing.space, spacing.punct).literal(nxt.text) != _Spacing(*before).literal(nxt.text)
+            ):
+                raise asm.FormatError(f"{self.fmt.name}: the spacing after an optional element would depend on whether it is printed")
+        self.flush(pending)
+
+    def flush(self, literal: str) -> None:
+        if literal:
+            self.add(f"out += {literal!r}")
+
+    def append(self, prefix: str, code: str) -> None:
+        self.add(f"out += {prefix!r} + {code}" if prefix else f"out += {code}")
+
+    def group(self, e: asm.Group, spacing: _Spacing) -> None:
+        if e.anchor in self.groups:
+            self.add(f"if {self.starts[self.groups[e.anchor]]} != {self.starts[self.groups[e.anchor] + 1]}:")
+        else:
+            self.add(f"if {e.anchor!r} in op.attributes:")
+        self.depth += 1
+        self.text(e.elements, spacing)
+        self.depth -= 1
+
+    def element(self, e: asm.Element, sep: str) -> None:
+        if isinstance(e, asm.OperandRef):
+            if not e.variadic:
+                self.append(sep, f"operands[{self.starts[self.groups[e.name]]}]")
+            elif e.nonempty:
+                self.append(sep, f"', '.join(operands[{self.operand_slice(e.name)}])")
+            else:
+                self.add(f"vs = operands[{self.operand_slice(e.name)}]")
+                self.add(f"if vs: out += {sep!r} + ', '.join(vs)")
+        elif isinstance(e, asm.TypeRef):
+            if e.name not in self.groups:
+                code = "_types(rtypes)" if e.variadic else "type_text(rtypes[0])"
+            elif e.variadic:
+                code = f"_types(otypes[{self.operand_slice(e.name)}])"
+            else:
+                code = f"type_text(otypes[{self.starts[self.groups[e.name]]}])"
+            if e.variadic and not e.nonempty:
+                self.add(f"text = {code}")
+                self.add(f"if text: out += {sep!r} + text")
+            else:
+                self.append(sep, code)
+        elif isinstance(e, asm.AttrRef):
+            self.append(sep, f"_spelled_attr_text({e.kind!r}, op.attributes[{e.name!r}], d)")
+        elif isinstance(e, asm.FunctionalType):
+            self.append(sep, "function_type_text(ty.FunctionType(inputs=tuple(otypes), results=tuple(rtypes)))")
+        else:
+            assert isinstance(e, asm.Custom)
+            args = e.args
+            if e.name == "ArithFlags":
+                self.add(f"if flags: out += {sep!r} + flags")
+            elif e.name == "DynamicIndexList":
+                self.append(sep, f"_static_list(op.attributes.get({args[1]!r}), operands[{self.operand_slice(args[0])}])")
+            elif e.name == "Reassociation":
+                self.append(sep, f"_reassociation(op.attributes[{args[0]!r}])")
+            else:
+                self.append(sep, f"_select_types_text({self.first_type(args[0])}, {self.first_type(args[1])})")
+
+
+def _may_be_empty(e: asm.Element) -> bool:
+    if isinstance(e, asm.Group | asm.AttrDict):
+        return True
+    if isinstance(e, asm.Custom):
+        return e.name == "ArithFlags"
+    if isinstance(e, asm.OperandRef | asm.TypeRef):
+        return e.variadic and not e.nonempty
+    return False
+
+
+def _printer_source(fmt: asm.Format) -> str:
+    src = _PrinterSource(fmt)
+    src.lines.append(f"def print_{fmt.name}(p, op, d, depth, head):")
+    src.add("operands = op.operands")
+    src.add("otypes = op.operand_types")
+    src.add("rtypes = op.result_types")
+    src.layout()
+    src.results()
+    src.type_checks()
+    elided = (*fmt.spelled, "operandSegmentSizes") if fmt.segments else fmt.spelled
+    if fmt.has_flags:
+        src.add("flags, flagged = _flags(op)")
+        src.add("flags = flags.strip()")
+        src.add(f"elided = ({''.join(f'{x!r}, ' for x in elided)}*flagged,)")
+    else:
+        src.add(f"elided = ({''.join(f'{x!r}, ' for x in elided)})")
+    src.add("out = head + op.name")
+    src.text(fmt.elements, _Spacing())
+    src.add("p.emit(depth, out)")
+    return "\n".join(src.lines) + "\n"
+
+
+def printer_source(name: str) -> str:
+    """The generated printer of the declarative format `name` (for reading)."""
+    return _printer_source(asm.formats()[name])
+
+
 def _declarative(fmt: asm.Format) -> FormatPrinter:
-    rules = fmt.type_rules
-    always_elided = (*fmt.spelled, "operandSegmentSizes") if fmt.segments else fmt.spelled
-
-    def print_op(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-        values, types = _operand_groups(fmt, op)
-        # the types the syntax does not write must be the ones it implies
-        firsts = {name: ts[0] for name, ts in types.items() if ts}
-        for name, rule in rules.items():
-            if name in types:
-                expected = asm.derive(rule, firsts)
-                _need(all(t == expected for t in types[name]))
-        flags, flagged = _flags(op) if fmt.has_flags else ("", ())
-        elided = (*always_elided, *flagged)
-        line = _Line(f"{head}{op.name}")
-
-        def emit(elements: tuple[asm.Element, ...]) -> None:
-            for e in elements:
-                if isinstance(e, asm.Literal):
-                    line.literal(e.text)
-                elif isinstance(e, asm.OperandRef):
-                    line.element(", ".join(values[e.name]))
-                elif isinstance(e, asm.TypeRef):
-                    line.element(_types(types[e.name]))
-                elif isinstance(e, asm.AttrRef):
-                    line.element(_spelled_attr_text(e.kind, op.attributes[e.name], d))
-                elif isinstance(e, asm.AttrDict):
-                    line.parts.append(_opt_dict(op.attributes, elided))
-                elif isinstance(e, asm.FunctionalType):
-                    fn = ty.FunctionType(inputs=tuple(op.operand_types), results=tuple(op.result_types))
-                    line.element(function_type_text(fn))
-                elif isinstance(e, asm.Custom):
-                    line.element(_custom_text(e, op, values, types, flags))
-                elif values.get(e.anchor) or e.anchor in op.attributes:
-                    emit(e.elements)
-
-        emit(fmt.elements)
-        p.emit(depth, "".join(line.parts))
-
-    return print_op
-
-
-def _custom_text(e: asm.Custom, op: Operation, values: dict[str, list[str]], types: dict[str, list[Type]], flags: str) -> str:
-    if e.name == "ArithFlags":
-        return flags.strip()
-    if e.name == "DynamicIndexList":
-        return _static_list(op.attributes.get(e.args[1]), values[e.args[0]])
-    if e.name == "Reassociation":
-        return _reassociation(op.attributes[e.args[0]])
-    condition, result = types[e.args[0]][0], types[e.args[1]][0]
-    return type_text(result) if condition == ty.I1 else f"{type_text(condition)}, {type_text(result)}"
+    namespace: dict[str, FormatPrinter] = {}
+    exec(compile(_printer_source(fmt), f"<assembly format {fmt.name}>", "exec"), globals(), namespace)  # noqa: S102
+    return namespace[f"print_{fmt.name}"]
 
 
 for _fmt in asm.formats().values():

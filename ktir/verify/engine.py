@@ -361,7 +361,7 @@ def check_typed(check: Check) -> bool:
     checked = check.opdef.checked_constraints()
     if not checked:
         return True
-    from ktir.syntax.printer import type_text
+    from ktir.ir.asm import type_text
 
     for constraint in checked:
         assert constraint.check is not None

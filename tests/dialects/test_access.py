@@ -9,6 +9,7 @@ import pytest
 import ktir
 from ktir.dialects.access import AccessError, named
 from ktir.dialects.base import OpDef, Operand
+from ktir.dialects.constraints import INDEX
 from ktir.dialects.registry import OPS
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -60,7 +61,7 @@ def test_one_variadic_group_takes_what_the_others_leave() -> None:
 def test_optional_operand_present_or_absent() -> None:
     """No KTIR op declares an optional operand today; the rule is MLIR's, checked on a made-up op."""
     d = OpDef(name="test.opt", format="generic", summary="", operands=(
-        Operand("a", "index"), Operand("b", "index", optional=True), Operand("c", "index")))
+        Operand("a", INDEX), Operand("b", INDEX, optional=True), Operand("c", INDEX)))
     present = named(Operation(name="test.opt", operands=["%x", "%y", "%z"]), d)
     assert (present.operand("a"), present.operands("b"), present.operand("c")) == ("%x", ["%y"], "%z")
     absent = named(Operation(name="test.opt", operands=["%x", "%z"]), d)

@@ -18,6 +18,7 @@ from ktir.dialects.base import OpDef
 from ktir.dialects.constraints import FLOAT_LIKE
 from ktir.dialects.cost import CostClass
 from ktir.dialects.registry import OPS, SPELLINGS
+from ktir.syntax.generic_printer import print_generic
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import print_module
 from ktir.verify import validate_text
@@ -58,10 +59,13 @@ def test_parse_and_print_round_trip(cosh: OpDef) -> None:
     module = parse(KERNEL)
     ops = [o.name for o in module.walk()]
     assert ops.count(FAKE) == 2
+    assert parse(KERNEL, fast=False) == module  # the grammar path (lark) sees it too
     text = print_module(module)
     assert "math.cosh %x : tensor<4xf32>" in text  # the custom form, not the generic fallback
     assert parse(text) == module
     assert print_module(parse(text)) == text
+    generic = print_generic(module)
+    assert '"math.cosh"(%x)' in generic and print_module(parse(generic)) == text
 
 
 def test_verify_accepts_valid_and_reports_the_typed_constraint_ids(cosh: OpDef) -> None:

@@ -120,3 +120,45 @@ func.func @f(%c: i1, %a: f32, %t: !ktdp.access_tile<4xindex>, %x: tensor<4xf32>)
 }
 """
     assert print_module(parse(text, fast=False)) == text
+
+
+def test_types_other_than_the_implied_ones_print_in_generic_form() -> None:
+    from ktir.ir import types as ty
+    from ktir.ir.operation import Operation
+    from ktir.syntax.printer import print_op
+
+    f32, f64 = ty.FloatType(kind="f32"), ty.FloatType(kind="f64")
+    fits = Operation(name="arith.addf", operands=["%a", "%b"], operand_types=[f32, f32], result_types=[f32], results=["%c"])
+    assert print_op(fits) == "%c = arith.addf %a, %b : f32"
+    odd = Operation(name="arith.addf", operands=["%a", "%b"], operand_types=[f32, f64], result_types=[f32], results=["%c"])
+    assert print_op(odd).startswith('%c = "arith.addf"(%a, %b)')
+    index_cmp = Operation(name="arith.cmpi", operands=["%a", "%b"], operand_types=[ty.INDEX, ty.INDEX], result_types=[ty.I1], results=["%c"])
+    assert print_op(index_cmp).startswith('%c = "arith.cmpi"(%a, %b)')  # no predicate: generic
+
+
+def test_count_mismatches_are_reported_at_the_op() -> None:
+    from ktir.syntax.diagnostics import ParseError
+
+    text = "func.func @f(%m: memref<8xf32>) {\n  %v = ktdp.construct_distributed_memory_view(%m, %m : memref<8xf32>) : memref<16xf32>\n  func.return\n}\n"
+    with pytest.raises(ParseError, match=r"2 value\(s\) but 1 type\(s\)") as info:
+        parse(text)
+    assert (info.value.diagnostics[0].line, info.value.diagnostics[0].column) == (2, 8)
+    text = "func.func @f(%a: f32) {\n  func.call @g(%a) : (f32, f32) -> ()\n  func.return\n}\n"
+    with pytest.raises(ParseError, match=r"has 1 operand\(s\) but its type lists 2"):
+        parse(text)
+
+
+def test_a_description_whose_spacing_depends_on_an_optional_element_is_refused() -> None:
+    from ktir.syntax.printer import _printer_source
+
+    spec = AssemblyFormat("`(` $xs `:` attr-dict", operands=("xs*",), types=(("xs", "index"),))
+    with pytest.raises(assembly.FormatError, match="spacing"):
+        _printer_source(assembly.read("TEST", spec))
+
+
+def test_generated_code_is_readable() -> None:
+    from ktir.syntax.parser import callback_source
+    from ktir.syntax.printer import printer_source
+
+    assert "def binary_op(self, c):" in callback_source("BINARY")
+    assert "out += ', ' + operands[1]" in printer_source("BINARY")
