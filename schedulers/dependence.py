@@ -167,17 +167,32 @@ _INS = ("inputs", "input")
 _OUTS = ("outputs", "inits", "init")
 
 
+def _groups(op: Operation) -> tuple[str, str] | None:
+    """The names of a linalg-style op's input and destination groups, when it declares both and
+    carries the segment sizes that split them."""
+    try:
+        declared = {o.name for o in named(op).opdef.operands}
+    except AccessError:
+        return None
+    ins = next((n for n in _INS if n in declared), None)
+    outs = next((n for n in _OUTS if n in declared), None)
+    if ins is None or outs is None or "operandSegmentSizes" not in op.attributes:
+        return None
+    return ins, outs
+
+
+def outs_positions(op: Operation) -> range:
+    """Where a linalg-style op's destination operands (outputs/inits/init) sit; empty for any other op."""
+    groups = _groups(op)
+    return named(op).operand_positions(groups[1]) if groups is not None else range(0)
+
+
 def _segments(op: Operation) -> tuple[list[str], list[str]]:
     """An op's inputs and its destination operands (outs/inits), by the names its definition declares."""
-    try:
+    groups = _groups(op)
+    if groups is not None:
         v = named(op)
-        declared = {o.name for o in v.opdef.operands}
-        ins = next((n for n in _INS if n in declared), None)
-        outs = next((n for n in _OUTS if n in declared), None)
-        if ins is not None and outs is not None and "operandSegmentSizes" in op.attributes:
-            return v.operands(ins), v.operands(outs)
-    except AccessError:
-        pass
+        return v.operands(groups[0]), v.operands(groups[1])
     # any other op (or one with no segment sizes): destination style, one out per result, last
     n_in = len(op.operands) - len(op.results)
     return op.operands[:n_in], op.operands[n_in:]
