@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any, cast
 
+from ktir.dialects.access import named
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 from ktir.targets.from_interp import TRANSCENDENTAL
@@ -104,7 +105,8 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work:
                         if ilv == klevel and inner is not mm:
                             _record(inner, work[id(inner)], tile, seq, made, records, inner_it)
                     _record(mm, work[id(mm)], tile, seq, made, records, inner_it)
-                    made[mm.operands[-1]] = made[mm.results[0]]  # the carried accumulator
+                    mv = named(mm)
+                    made[mv.operands("outputs")[-1]] = made[mv.results("results")[0]]  # the carried accumulator
         return
     for op, lv in ops:
         if lv == level:
@@ -154,7 +156,7 @@ def _work(op: Operation, space: NaturalSpace, blk: dict[int, int]) -> dict[str, 
     first = g.types.get(tensors[0]) if tensors else None
     dt = dtype_name(ty.element_type(first)) if isinstance(first, ty.TensorType) else None
     if op.name in CONTRACTIONS:
-        a, c = op.operands[0], op.operands[-1]
+        a, c = named(op).operands("inputs")[0], named(op).operands("outputs")[-1]
         macs = size(a) // max(1, _rows(op, g, blk, k)) * size(c)  # A's last dimension x C's elements
         return {"kind": Kind.MATRIX, "macs": macs, "dtype": dt, "result_bytes": result_bytes}
     elements = max((size(v) for v in tensors), default=0)
@@ -169,7 +171,7 @@ def _rows(op: Operation, g: object, blk: dict[int, int], k: object) -> int:
     from .natural import NaturalKernel
 
     assert isinstance(g, DimGraph) and isinstance(k, NaturalKernel)
-    dims = g.classes(op.operands[0])
+    dims = g.classes(named(op).operands("inputs")[0])  # A
     return math.prod(blk.get(c, g.size(c)) for c in dims[:-1])
 
 
@@ -231,7 +233,7 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
             view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
             w["@box"] = (view, tuple((lo, n, 0, gg * bb) if cls == c else (lo, n, None, 0) for lo, n, cls in dims))
     records: list[OpRecord] = []
-    acc_t = split.op.result_types[0]
+    acc_t = named(split.op).result_types("results")[0]
     acc_bytes = math.prod(int(d or 0) for d in acc_t.shape) * 4 if isinstance(acc_t, ty.TensorType) else 4
     for tile in range(gg):
         made: dict[str, Any] = {}
@@ -241,7 +243,8 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
         for i in range(_tile_trips(k.extent[c], gg, bb, tile)):
             for op in loop:
                 _record(op, work[id(op)], tile, seq, made, records, {0: i})
-        part = made.get(split.op.results[0])
+        result = named(split.op).results("results")[0]
+        part = made.get(result)
         records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
                                 deps=(part,) if part is not None else (), sync="f0:0"))
         seq[0] += 1
@@ -253,7 +256,7 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
         records.append(OpRecord(tile=0, seq=recv + 1, op="ktdp.inter_tile_reduce", kind=Kind.VECTOR, deps=(recv,),
                                 elements=acc_bytes // 4 * gg, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 2
-        made[split.op.results[0]] = recv + 1
+        made[result] = recv + 1
         for op in tail:
             _record(op, work[id(op)], 0, seq, made, records)
     return KernelTrace(records, grid=(gg,), name=k.name)
