@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ktir.dialects.access import AccessError, named
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -278,7 +279,8 @@ class Builder:
         attrs: dict[str, Any] = {
             "static_sizes": at.i64_array(static_sizes),
             "static_strides": at.i64_array(static_strides),
-            "operandSegmentSizes": _segments(1, len(dyn_sizes), len(dyn_strides)),
+            "operandSegmentSizes": _named_segments("ktdp.construct_memory_view", offset=1, sizes=len(dyn_sizes),
+                                                   strides=len(dyn_strides)),
             "memory_space": memory_space or at.MemorySpaceAttr(kind="global"),
         }
         if coordinate_set is not None:
@@ -314,7 +316,8 @@ class Builder:
             "base_map": at.AffineMapAttr(value=sm.map),
             "access_tile_set": tile_set,
             "access_tile_order": order if order is not None else af.AffineMap.identity(len(shape)),
-            "operandSegmentSizes": _segments(1, len(indices), len(symbols)),
+            "operandSegmentSizes": _named_segments("ktdp.construct_access_tile", base=1, indices=len(indices),
+                                                   symbol_operands=len(symbols)),
         }
         result = ty.AccessTileType(shape=tuple(shape))
         return self.create("ktdp.construct_access_tile", [base, *indices, *symbols], [result], attrs,
@@ -480,7 +483,8 @@ class Builder:
             "static_offsets": at.i64_array(static_offsets),
             "static_sizes": at.i64_array(list(sizes)),
             "static_strides": at.i64_array(list(strides) if strides is not None else [1] * len(sizes)),
-            "operandSegmentSizes": _segments(1, len(dyn_offsets), 0, 0),
+            "operandSegmentSizes": _named_segments("tensor.extract_slice", source=1, offsets=len(dyn_offsets),
+                                                   sizes=0, strides=0),
         }
         result = ty.TensorType(shape=tuple(sizes), element_type=ty.element_type(source.type))
         return self.create("tensor.extract_slice", [source, *dyn_offsets], [result], attrs, result_names=_names(name))[0]
@@ -618,6 +622,18 @@ def _segments(*sizes: int) -> at.DenseArrayAttr:
     return at.DenseArrayAttr(element_type=ty.I32, values=tuple(sizes))
 
 
+def _named_segments(op: str, **sizes: int) -> at.DenseArrayAttr:
+    """`operandSegmentSizes` of `op` from each declared operand group's count, by name: the
+    order is the definition's, and every group must be given."""
+    declared = [o.name for o in OPS[op].operands]
+    if sorted(declared) != sorted(sizes):
+        raise BuildError(f"{op} declares operands {', '.join(declared)}, not {', '.join(sizes)}")
+    return _segments(*(sizes[n] for n in declared))
+
+
+_DESTINATIONS = ("outputs", "inits", "init")
+
+
 def _infer(name: str, operands: Sequence[Value], attrs: dict[str, Attribute]) -> list[Type]:
     opdef = OPS.get(name)
     if opdef is None:
@@ -640,8 +656,12 @@ def _infer(name: str, operands: Sequence[Value], attrs: dict[str, Attribute]) ->
     if fmt == "INSERT" and len(operands) > 1:
         return [operands[1].type]
     if fmt in ("LINALG_NAMED", "LINALG_MAP", "LINALG_REDUCE", "LINALG_DIMS", "LINALG_GENERIC"):
-        seg = attrs.get("operandSegmentSizes")
-        if isinstance(seg, at.DenseArrayAttr):
-            n_in = int(seg.values[0])
-            return [v.type for v in operands[n_in:] if isinstance(v.type, ty.TensorType)]
+        outs = next((o.name for o in opdef.operands if o.name in _DESTINATIONS), None)
+        if outs is not None and isinstance(attrs.get("operandSegmentSizes"), at.DenseArrayAttr):
+            op = Operation(name=name, operands=[v.name for v in operands], operand_types=[v.type for v in operands],
+                           attributes=dict(attrs))
+            try:
+                return [t for t in named(op, opdef).operand_types(outs) if isinstance(t, ty.TensorType)]
+            except AccessError as e:
+                raise BuildError(f"cannot infer the result types of {name}: {e}") from None
     raise BuildError(f"cannot infer the result types of {name}: pass result_types")

@@ -35,7 +35,7 @@ from ktir.ir.operation import Block, Module, Operation, Region
 from .dtypes import UnsupportedType
 from .errors import CompileError, KtirRuntimeError
 from .runtime import Options, TileContext, Undefined
-from .trace import TraceEvent
+from .trace import TraceEvent, access_span
 
 OpFn = Callable[[list[Any]], None]
 GenFn = Callable[[list[Any]], Generator[Any, None, None]]
@@ -660,6 +660,8 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     name = op.name
     op_id = c.program.op_id(op)
     mac_slots = _mac_slots(c, op)
+    # the access tile of a transfer: its byte span lets the timeline order only overlapping accesses
+    tile_slot = c.operand_slot(op, "access_tile") if name in ("ktdp.load", "ktdp.store") else None
 
     def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int], dict[int, int]]:
         ctx: TileContext = fr[0]
@@ -688,6 +690,8 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
         ev.bytes_written = {SPACES[i]: ctx.wr[i] - wr0[i] for i in range(len(SPACES)) if ctx.wr[i] != wr0[i]}
         ev.elements = elements
         ev.macs = _macs(name, fr, mac_slots)
+        if tile_slot is not None:
+            ev.span = access_span(fr[tile_slot])
         if ctx.sync is not None:
             ev.future, ev.peers = ctx.sync
             ctx.sync = None

@@ -11,6 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# (memory, first byte, one past the last byte, box): absolute byte addresses in `memory` ("global",
+# or "ct_local:<owner tile>"); box = (address of coordinate 0, byte strides, first coordinates,
+# extents) of the access tile's box in its view, which tells apart interleaved strided blocks
+Span = tuple[str, int, int, tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
+
 
 @dataclass
 class TileStats:
@@ -65,6 +70,10 @@ class TraceEvent:
     # (ct_local memory with a ct_id other than this tile's), by owner tile: they cross the interconnect
     remote_read: dict[int, int] = field(default_factory=dict)
     remote_written: dict[int, int] = field(default_factory=dict)
+    # ktdp.load / ktdp.store: the bytes the access tile can touch (`access_span`), None when unknown.
+    # The timeline orders two accesses of one buffer only when their spans may overlap (the
+    # stores of disjoint blocks of an output need no ordering).
+    span: Span | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -76,7 +85,30 @@ class TraceEvent:
             d["remote_read"] = {str(k): v for k, v in self.remote_read.items()}
         if self.remote_written:
             d["remote_written"] = {str(k): v for k, v in self.remote_written.items()}
+        if self.span is not None:
+            d["span"] = [*self.span[:3], [self.span[3][0], *map(list, self.span[3][1:])]]
         if self.future is not None:
             d["future"] = list(self.future)
             d["peers"] = list(self.peers)
         return d
+
+
+def access_span(tile: Any) -> Span | None:
+    """The byte span (`TraceEvent.span`) of an access tile's box in its memory view, if it has one
+    (a superset of the bytes a masked tile touches)."""
+    view: Any = getattr(tile, "view", None)
+    lo = getattr(tile, "lo", None)
+    alloc = getattr(view, "alloc", None)
+    if lo is None or alloc is None or getattr(tile, "coords", None) is not None:
+        return None  # explicit coordinates, a distributed view, or a view outside any allocation
+    origin = alloc.base + view.boff
+    first = last = origin
+    for start, ext, stride in zip(lo, tile.ext, view.bstrides, strict=True):
+        if ext <= 0:
+            return None
+        a, b = start * stride, (start + ext - 1) * stride
+        first += min(a, b)
+        last += max(a, b)
+    memory = view.space if alloc.owner is None or view.space == "global" else f"{view.space}:{alloc.owner}"
+    box = (int(origin), tuple(int(x) for x in view.bstrides), tuple(int(x) for x in lo), tuple(int(x) for x in tile.ext))
+    return memory, int(first), int(last) + view.itemsize, box

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -162,10 +163,38 @@ def _block_all(g: DimGraph, op: Operation, what: str) -> None:
             g.block(n, f"{op.name}{where(op)} {what}")
 
 
+_INS = ("inputs", "input")
+_OUTS = ("outputs", "inits", "init")
+
+
+def _groups(op: Operation) -> tuple[str, str] | None:
+    """The names of a linalg-style op's input and destination groups, when it declares both and
+    carries the segment sizes that split them."""
+    try:
+        declared = {o.name for o in named(op).opdef.operands}
+    except AccessError:
+        return None
+    ins = next((n for n in _INS if n in declared), None)
+    outs = next((n for n in _OUTS if n in declared), None)
+    if ins is None or outs is None or "operandSegmentSizes" not in op.attributes:
+        return None
+    return ins, outs
+
+
+def outs_positions(op: Operation) -> range:
+    """Where a linalg-style op's destination operands (outputs/inits/init) sit; empty for any other op."""
+    groups = _groups(op)
+    return named(op).operand_positions(groups[1]) if groups is not None else range(0)
+
+
 def _segments(op: Operation) -> tuple[list[str], list[str]]:
-    seg = op.attributes.get("operandSegmentSizes")
-    vals = list(getattr(seg, "values", ()))
-    n_in = int(vals[0]) if vals else len(op.operands) - len(op.results)
+    """An op's inputs and its destination operands (outs/inits), by the names its definition declares."""
+    groups = _groups(op)
+    if groups is not None:
+        v = named(op)
+        return v.operands(groups[0]), v.operands(groups[1])
+    # any other op (or one with no segment sizes): destination style, one out per result, last
+    n_in = len(op.operands) - len(op.results)
     return op.operands[:n_in], op.operands[n_in:]
 
 
@@ -368,9 +397,11 @@ def row_split_reason(module: Module, before: list[Operation], loop: Operation, r
     for op in body.operations:
         if op.name not in ("ktdp.load", "ktdp.store"):
             continue
-        tile = defs.get(op.operands[-1] if op.name == "ktdp.store" else op.operands[0])
-        value = op.results[0] if op.name == "ktdp.load" else op.operands[0]
-        if tile is not None and len(tile.operands) > 1 and tile.operands[1] == iv and shape(g.types.get(value)):
+        v = named(op)
+        tile = defs.get(v.operand("access_tile"))
+        value = v.result("result") if op.name == "ktdp.load" else v.operand("data")
+        if tile is not None and tile.name == "ktdp.construct_access_tile" \
+                and named(tile).operands("indices")[:1] == [iv] and shape(g.types.get(value)):
             seeds.append((value, op))
     if not seeds:
         return None

@@ -11,6 +11,7 @@ variables; a `tensor.empty` is made afresh for each op whose shape-only init it 
 from __future__ import annotations
 
 from ktir.builder import Builder, Value, ssa
+from ktir.dialects.access import named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -19,7 +20,7 @@ from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import print_module
 
-from .dependence import shape
+from .dependence import outs_positions, shape
 from .kernels import func_name
 from .space_natural import NaturalSpace
 
@@ -100,12 +101,12 @@ class Placer:
         if a is not None:
             _access(b, a, self.retype(a.value, g.types[a.value]), self.ivs, g, rename or {})
             return
-        seg = list(getattr(copy.attributes.get("operandSegmentSizes"), "values", ()))
-        n_in = int(seg[0]) if seg else len(copy.operands)
+        outs = outs_positions(copy)
         types = [self.retype(v, t) for v, t in zip(op.operands, copy.operand_types, strict=True)]
+        # any op: an empty operand is made afresh, typed like the result it is the destination of
         for i, v in enumerate(op.operands):
             if v in self.empties:
-                j = i - n_in
+                j = i - outs.start if i in outs else -1
                 t = self.retype(op.results[j], op.result_types[j]) if 0 <= j < len(op.results) else g.types[v]
                 made = b.create("tensor.empty", [], [t])[0]
                 copy.operands[i], types[i] = made.name, t
@@ -115,7 +116,7 @@ class Placer:
         if copy.name == "arith.constant":
             value = copy.attributes.get("value")
             if isinstance(value, at.DenseAttr) and copy.result_types:
-                copy.attributes["value"] = value.model_copy(update={"type": copy.result_types[0]})
+                copy.attributes["value"] = value.model_copy(update={"type": named(copy).result_type("result")})
         b.append(copy)
 
     def finish(self, grid: list[int]) -> Module:
@@ -175,8 +176,10 @@ def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int]
     c, mm, _ = space.k.kloop
     b = pl.b
     i = space.cut.index(c)
-    init = mm.operands[-1]
-    acc_t = pl.retype(mm.results[0], mm.result_types[0])
+    mv = named(mm)
+    init = mv.operands("outputs")[-1]
+    (result,), (result_t,) = mv.results("results"), mv.result_types("results")
+    acc_t = pl.retype(result, result_t)
     with b.for_(b.constant(0, INDEX), b.constant(space.k.extent[c], INDEX), b.constant(p[f"b{i}"], INDEX),
                 [Value(init, acc_t)]) as (iv, acc):
         pl.ivs[c] = iv
@@ -188,7 +191,7 @@ def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int]
         copy.results = [partial]
         pl.place(mm, copy, {init: acc.name})
         b.yield_(Value(partial, acc_t))
-    b.block.operations[-1].results = [mm.results[0]]
+    b.block.operations[-1].results = [result]  # the scf.for just built
 
 
 def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str]) -> None:
@@ -204,9 +207,10 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
         if c in ivs:
             e = ssa(ivs[c]) + start if start else ssa(ivs[c])
         subs.append(e)
-    view_t = a.tile.operand_types[0]
+    view_t = named(a.tile).operand_type("base")
     tile = b.access_tile(Value(a.view, view_t), subs, box(dims), dims)
     if a.stored:
-        b.create("ktdp.store", [Value(rename.get(a.op.operands[0], a.op.operands[0]), t), tile], [])
+        data = named(a.op).operand("data")
+        b.create("ktdp.store", [Value(rename.get(data, data), t), tile], [])
     else:
-        b.create("ktdp.load", [tile], [t], result_names=[a.op.results[0]])
+        b.create("ktdp.load", [tile], [t], result_names=[named(a.op).result("result")])

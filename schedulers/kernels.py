@@ -212,7 +212,8 @@ def _pointer(name: str, vals: _Values) -> tuple[str, int] | None:
     op = vals.defs.get(name)
     if op is None or op.name != "arith.addi":
         return None
-    for base, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+    lhs, rhs = named(op).operand("lhs"), named(op).operand("rhs")
+    for base, other in ((lhs, rhs), (rhs, lhs)):
         inner, k = _pointer(base, vals), vals.const(other)
         if inner is not None and k is not None:
             return inner[0], inner[1] + k
@@ -225,10 +226,10 @@ def _operand(view: Operation, vals: _Values) -> Operand | None:
     space = view.attributes.get("memory_space")
     if not isinstance(space, at.MemorySpaceAttr) or space.kind != "global":
         return None
-    ptr = _pointer(view.operands[0], vals)
+    ptr = _pointer(named(view).operand("offset"), vals)
     if ptr is None:
         return None
-    t = view.result_types[0]
+    t = named(view).result_type("result")
     if not isinstance(t, ty.MemRefType):
         return None
     strides = _mixed(view, "static_strides", _segments(view)[1], vals, "a stride")
@@ -237,10 +238,10 @@ def _operand(view: Operation, vals: _Values) -> Operand | None:
 
 
 def _view_of_load(op: Operation, vals: _Values) -> Operation | None:
-    tile = vals.defs.get(op.operands[-1] if op.name == "ktdp.store" else op.operands[0])
+    tile = vals.defs.get(named(op).operand("access_tile"))
     if tile is None or tile.name != "ktdp.construct_access_tile":
         return None
-    return vals.defs.get(tile.operands[0])
+    return vals.defs.get(named(tile).operand("base"))
 
 
 def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str | None = None) -> Recognised:
@@ -327,7 +328,7 @@ def _is_identity(module: Module, attr: object, rank: int) -> bool:
 
 def _tile_reason(module: Module, tile: Operation) -> str | None:
     """Why an access tile is not a plain box at its start coordinates, if it is not."""
-    t = tile.result_types[0]
+    t = named(tile).result_type("result")
     if not isinstance(t, ty.AccessTileType):
         return "an access tile has no access tile type"
     rank = len(t.shape)
@@ -346,7 +347,7 @@ def _tile_reason(module: Module, tile: Operation) -> str | None:
 
 def _view_reason(module: Module, view: Operation, operand: Operand, vals: _Values) -> str | None:
     """Why a memory view of the matmul cannot be re-tiled with its strides and offset, if it cannot."""
-    t = view.result_types[0]
+    t = named(view).result_type("result")
     if isinstance(t, ty.MemRefType) and t.layout is not None:
         return f"the view of {operand.arg} has a memref layout"
     if any(s <= 0 for s in operand.strides):
@@ -363,7 +364,10 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
             ) -> MatmulKernel | str:
     from .footprint import matmul_footprint
 
-    x, y = mm.operands[0], mm.operands[1]
+    ins = named(mm).operands("inputs")
+    if len(ins) != 2:
+        return "the matmul does not have two inputs"
+    x, y = ins
     views: list[Operand] = []
     names: dict[str, str] = {}
     for v, role in ((x, "a"), (y, "b")):
@@ -375,7 +379,7 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
         if view is None or operand is None or len(operand.shape) != 2:
             return "the matmul's operands do not come from 2-D global views of function arguments"
         views.append(operand)
-        names[view.results[0]] = role
+        names[named(view).result("result")] = role
     stores = [op for op in ops if op.name == "ktdp.store"]
     if len(stores) != 1:
         return "a matmul kernel must store exactly one result"
@@ -383,7 +387,7 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     c = _operand(view, vals) if view is not None else None
     if view is None or c is None or len(c.shape) != 2:
         return "the matmul's result is not stored to a 2-D global view of a function argument"
-    names[view.results[0]] = "c"
+    names[named(view).result("result")] = "c"
     if len(names) != 3:
         return "A, B and C of the matmul are not three distinct memory views"
     if c.arg in (views[0].arg, views[1].arg):
@@ -403,7 +407,8 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     # the rewrite is a plain row-major product, accumulated in f32, of float operands
     if set(mm.attributes) - {"operandSegmentSizes"}:
         return f"the matmul has attributes ({', '.join(sorted(set(mm.attributes) - {'operandSegmentSizes'}))})"
-    acc = mm.result_types[0] if mm.result_types else None
+    acc_types = named(mm).result_types("results")
+    acc = acc_types[0] if acc_types else None
     if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType)):
         return "the matmul does not accumulate in floating point"
     if acc.element_type.kind != "f32":
@@ -416,8 +421,8 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     if not all(o.dtype.startswith(("f", "bf")) for o in (a, b, c)):
         return f"A, B and C must be floating point (got {a.dtype}, {b.dtype}, {c.dtype})"
     for op in ops:
-        if op.name == "ktdp.construct_access_tile" and vals.defs.get(op.operands[0]) is not None \
-                and vals.defs[op.operands[0]].results[0] in names:
+        base = vals.defs.get(named(op).operand("base")) if op.name == "ktdp.construct_access_tile" else None
+        if base is not None and named(base).result("result") in names:
             reason = _tile_reason(module, op)
             if reason:
                 return reason
@@ -446,10 +451,10 @@ def _straight_matmul_reason(module: Module, fn: Operation, mm: Operation, store:
         return None
     g = analyse(module, body)
     for d, what in ((0, "M"), (1, "N")):
-        found = g.reasons(g.cls(store.operands[0], d))
+        found = g.reasons(g.cls(named(store).operand("data"), d))
         if found:
             return f"the matmul's {what} dimension cannot be cut into blocks: {found[0]}"
-    k_reasons = g.reasons(g.cls(mm.operands[0], 1))
+    k_reasons = g.reasons(g.cls(named(mm).operands("inputs")[0], 1))  # A's second dimension is K
     if any(not r.startswith(mm.name) for r in k_reasons):
         return f"the matmul's K dimension cannot be cut into steps: {next(r for r in k_reasons if not r.startswith(mm.name))}"
     return None
@@ -508,17 +513,19 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     if len(loops) != 1 or len(tid) != 1 or len(tid[0].results) != 1:
         return "no single row loop over a 1-D grid (scf.for %r = %tid * B to R step S)"
     loop = loops[0]
-    if loop.results or len(loop.operands) != 3:
+    lv = named(loop)
+    if loop.results or lv.operands("init_args"):
         return "the row loop carries values (iter_args)"
-    first = vals.defs.get(loop.operands[0])
-    if first is None or first.name != "arith.muli" or tid[0].results[0] not in first.operands:
+    (tile_id,) = named(tid[0]).results("ids")
+    first = vals.defs.get(lv.operand("lower_bound"))
+    if first is None or first.name != "arith.muli" or tile_id not in first.operands:
         return "the row loop does not start at tile id x block"
-    other = [o for o in first.operands if o != tid[0].results[0]]
+    other = [o for o in (named(first).operand("lhs"), named(first).operand("rhs")) if o != tile_id]
     B = vals.const(other[0]) if other else None
     if B is None or B <= 0:
         return "the row block size is not a constant"
     grid = grid_of(fn)
-    step = vals.const(loop.operands[2])
+    step = vals.const(lv.operand("step"))
     if math.prod(grid) != grid[0]:
         return f"the row loop runs on a grid {list(grid)} of more than one dimension"
     if step != grid[0] * B:
@@ -535,21 +542,25 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     for op in inner:
         if op.name not in ("ktdp.load", "ktdp.store"):
             continue
-        tile = vals.defs.get(op.operands[-1] if op.name == "ktdp.store" else op.operands[0])
-        if tile is None or tile.name != "ktdp.construct_access_tile" or len(tile.operands) < 2 or tile.operands[1] != iv:
+        tile = vals.defs.get(named(op).operand("access_tile"))
+        if tile is None or tile.name != "ktdp.construct_access_tile":
             return "a load or store in the row loop is not indexed by the row"
-        rank = len(getattr(tile.result_types[0], "shape", ()))
+        tv = named(tile)
+        indices = tv.operands("indices")
+        if indices[:1] != [iv]:
+            return "a load or store in the row loop is not indexed by the row"
+        t = tv.result_type("result")
+        rank = len(getattr(t, "shape", ()))
         if not _row_subscripts(tile) or not _is_identity(module, tile.attributes.get("access_tile_order"), rank):
             return "a block in the row loop is not a plain box at [row, constant columns] (subscripts or order)"
         reason = _row_set_reason(module, tile.attributes.get("access_tile_set"), B)
         if reason:
             return reason
-        if any(vals.const(o) is None for o in tile.operands[2:]):
+        if any(vals.const(o) is None for o in [*indices[1:], *tv.operands("symbol_operands")]):
             return "a load or store in the row loop has a non-constant column offset"
-        t = tile.result_types[0]
         if not isinstance(t, ty.AccessTileType) or t.shape[0] != B:
             return "a block in the row loop does not span B rows"
-        view = vals.defs.get(tile.operands[0])
+        view = vals.defs.get(tv.operand("base"))
         operand = _operand(view, vals) if view is not None else None
         if operand is None:
             return "a row block is not in a global view of a function argument"
@@ -566,9 +577,9 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     if len(rows) != 1:
         return f"row blocks come from views with different row counts {sorted(rows)}"
     R = rows.pop()
-    ub = vals.const(loop.operands[1])
+    ub = vals.const(lv.operand("upper_bound"))
     if ub != R:
-        return f"the row loop ends at {ub if ub is not None else loop.operands[1]}, not at the views' {R} rows"
+        return f"the row loop ends at {ub if ub is not None else lv.operand('upper_bound')}, not at the views' {R} rows"
     if R % B:
         return f"{R} rows are not a multiple of the block {B}"
     if _ambiguous_rows(body, loop, B):

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ktir.dialects.access import AccessError, named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -161,40 +162,55 @@ def _ins(op: Operation) -> list[str]:
     """Operands whose contents an op reads (not the shape-only outs of linalg ops)."""
     if not op.name.startswith("linalg."):
         return list(op.operands)
-    seg = list(getattr(op.attributes.get("operandSegmentSizes"), "values", ()))
-    n_in = int(seg[0]) if seg else len(op.operands)
+    v = named(op)
+    declared = {o.name for o in v.opdef.operands}
+    group = "inputs" if "inputs" in declared else "input" if "input" in declared else None
+    try:
+        ins = v.operands(group) if group is not None and "operandSegmentSizes" in op.attributes else None
+    except AccessError:
+        ins = None
+    if ins is None:
+        return list(op.operands)  # no declared input group, or no segment sizes to split it by
     if op.name == "linalg.generic":
-        # outs are read when the payload uses their block argument
+        # outs are read when the payload uses their block argument (block arguments follow the operands)
         block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         used = {o for inner in (block.operations if block else []) for x in inner.walk() for o in x.operands}
-        reads = [a.name in used for a in (block.arguments if block else [])]
-        return [v for i, v in enumerate(op.operands) if i < n_in or (i < len(reads) and reads[i])]
+        args = block.arguments if block else []
+        outs = v.operands("outputs")
+        return [*ins, *(o for j, o in enumerate(outs) if len(ins) + j < len(args) and args[len(ins) + j].name in used)]
     if op.name in CONTRACTIONS or op.name == "linalg.reduce":
         return list(op.operands)  # the accumulator is added in
-    return op.operands[:n_in]
+    return ins
 
 
 def _access(module: Module, op: Operation, vals: _Values) -> Access | str:
+    try:
+        return _access_of(module, op, vals)
+    except AccessError as e:
+        return f"{op.name}{where(op)}: {e}"
+
+
+def _access_of(module: Module, op: Operation, vals: _Values) -> Access | str:
     stored = op.name == "ktdp.store"
-    tile = vals.defs.get(op.operands[-1] if stored else op.operands[0])
+    tile = vals.defs.get(named(op).operand("access_tile"))
     if tile is None or tile.name != "ktdp.construct_access_tile":
         return f"{op.name}{where(op)} does not go through an access tile"
-    view = vals.defs.get(tile.operands[0])
+    tv = named(tile)
+    view = vals.defs.get(tv.operand("base"))
     operand = _operand(view, vals) if view is not None else None
     if view is None or operand is None:
         return f"{op.name}{where(op)} does not reach a global view of a function argument"
-    t = tile.result_types[0]
+    t = tv.result_type("result")
     if not isinstance(t, ty.AccessTileType) or any(d is None for d in t.shape):
         return f"the access tile of {op.name}{where(op)} has no static shape"
     dims = tuple(int(d or 0) for d in t.shape)
-    seg = list(getattr(tile.attributes.get("operandSegmentSizes"), "values", ()))
-    if len(seg) == 3 and seg[2]:
+    if tv.operands("symbol_operands"):
         return f"the access tile of {op.name}{where(op)} has symbol operands"
     if not _is_identity(module, tile.attributes.get("access_tile_order"), len(dims)):
         return f"the access tile of {op.name}{where(op)} has a non-identity access_tile_order"
     if not _is_box(module, tile.attributes.get("access_tile_set"), dims):
         return f"the access tile set of {op.name}{where(op)} is not the box of its shape"
-    indices = [vals.const(o) for o in tile.operands[1:]]
+    indices = [vals.const(o) for o in tv.operands("indices")]
     if any(i is None for i in indices):
         return f"the access tile of {op.name}{where(op)} starts at a non-constant coordinate"
     ints = [int(i or 0) for i in indices]
@@ -204,8 +220,8 @@ def _access(module: Module, op: Operation, vals: _Values) -> Access | str:
         starts = tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
     else:
         starts = tuple(ints)
-    value = op.operands[0] if stored else op.results[0]
-    return Access(op, tile, view.results[0], operand, value, starts, stored)
+    value = named(op).operand("data") if stored else named(op).result("result")
+    return Access(op, tile, named(view).result("result"), operand, value, starts, stored)
 
 
 def _memory_reason(accesses: list[Access]) -> str | None:
@@ -224,8 +240,8 @@ def _memory_reason(accesses: list[Access]) -> str | None:
             return f"%{arg} is written through views of different layouts"
         for i, a in enumerate(writes):
             for b in writes[i + 1:]:
-                sa = shape(a.op.operand_types[0]) or ()
-                sb = shape(b.op.operand_types[0]) or ()
+                sa = shape(named(a.op).operand_type("data")) or ()
+                sb = shape(named(b.op).operand_type("data")) or ()
                 if all(x < y + m and y < x + n for x, y, n, m in zip(a.starts, b.starts, sa, sb, strict=False)):
                     return f"two stores to %{arg}{where(a.op)}{where(b.op)} overlap: their order would matter"
     return None
@@ -250,11 +266,13 @@ def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, 
     if len(found) != 1:
         return None
     mm = found[0]
-    acc = ty.element_type(mm.result_types[0]) if mm.result_types else None
+    mv = named(mm)
+    acc_types = mv.result_types("results")
+    acc = ty.element_type(acc_types[0]) if acc_types else None
     if not (isinstance(acc, ty.FloatType) and acc.kind in ("f32", "f64")):
         return None
-    ins = [v for v in mm.operands[:-1] if shape(g.types.get(v))]
-    reduced = {c for v in ins for c in g.classes(v)} - set(g.classes(mm.results[0]))
+    ins = [v for v in mv.operands("inputs") if shape(g.types.get(v))]
+    reduced = {c for v in ins for c in g.classes(v)} - set(g.classes(mv.results("results")[0]))
     if len(reduced) != 1:
         return None
     (k,) = reduced
@@ -275,7 +293,7 @@ def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, 
             return None  # a value with the reduced dimension is used beside the contraction
     kset = frozenset(id(op) for op in body if id(op) in feeders and any(
         k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))))
-    init = mm.operands[-1]
+    init = mv.operands("outputs")[-1]
     if init in empties or k in g.classes(init):
         return None
     return k, mm, kset
@@ -308,7 +326,7 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
         elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:
             continue
         elif op.name in CONTRACTIONS or (op.name == "linalg.generic" and _is_contraction(op)):
-            ins_t = op.operand_types[0]
+            ins_t = named(op).operand_types("inputs")[0]
             mdt = dtype_name(ty.element_type(ins_t)) if isinstance(ins_t, ty.TensorType) else dt
             steps.append(Step(op, tuple(sorted(own)), "matrix", mdt))
         else:

@@ -88,8 +88,7 @@ class Kernel:
 
     def fill(self, value: float, shape: Sequence[int], dtype: str = "f32") -> Value:
         init = self.empty(shape, dtype)
-        return self.b.create("linalg.fill", [self.scalar(value, dtype), init], [init.type],
-                             {"operandSegmentSizes": _seg(1, 1)})[0]
+        return self.b.fill(self.scalar(value, dtype), init)
 
     def cast(self, x: Value, dtype: str) -> Value:
         """`arith.extf` / `arith.truncf` of a whole tensor."""
@@ -121,12 +120,11 @@ class Kernel:
         block = Block(arguments=[a, c])
         with self.b.insert_into(block):
             self.b.yield_(self.b.create(combiner, [Value(a.name, F32), Value(c.name, F32)])[0], op="linalg.yield")
-        return self.b.create("linalg.reduce", [x, init], [init.type],
-                             {"operandSegmentSizes": _seg(1, 1), "dimensions": at.i64_array(list(dims))},
-                             [Region(blocks=[block])])[0]
+        return self.b.dps("linalg.reduce", [x], [init], {"dimensions": at.i64_array(list(dims))},
+                          regions=[Region(blocks=[block])])
 
     def named(self, name: str, ins: Sequence[Value], init: Value, **attrs: at.Attribute) -> Value:
-        return self.b.create(name, [*ins, init], [init.type], {"operandSegmentSizes": _seg(len(ins), 1), **attrs})[0]
+        return self.b.dps(name, ins, [init], dict(attrs))
 
     def op(self, name: str, *operands: Value) -> Value:
         return self.b.create(name, list(operands))[0]

@@ -15,7 +15,9 @@ these records equals the timeline of the interpreter's trace of the emitted modu
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
+from ktir.dialects.access import named
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 from ktir.targets.from_interp import TRANSCENDENTAL
@@ -65,6 +67,11 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
     if n_tiles * sum(math.prod(trips[:lv + 1]) for _, lv in placed) > max_records:
         return None
     work = {id(op): _work(op, space, blk) for op, _ in placed}
+    for w in work.values():  # each access's box moves along its looped classes, by g x b per iteration
+        if "@box" in w:
+            view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
+            w["@box"] = (view, tuple((lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
+                                     for lo, n, c in dims))
     records: list[OpRecord] = []
     for tile in range(n_tiles):
         coords = _coords(tile, grid)
@@ -73,37 +80,41 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         kloop = None
         if space.kclass is not None and space.kclass in looped and k.kloop is not None:
             kloop = (looped.index(space.kclass), k.kloop[1], counts.pop())
-        _nest(-1, placed, counts, work, tile, [0], {}, records, kloop)
+        _nest(-1, placed, counts, work, tile, [0], {}, records, kloop, {})
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 
 def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work: dict[int, dict[str, object]],
-          tile: int, seq: list[int], made: dict[str, int], records: list[OpRecord],
-          kloop: tuple[int, Operation, int] | None = None) -> None:
+          tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord],
+          kloop: tuple[int, Operation, int] | None = None, it: dict[int, int] | None = None) -> None:
     """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
 
     `kloop` = (its level, the contraction, trips): the contraction's K loop, run where the
-    contraction is, its ops in program order, each step's product accumulated into the next."""
+    contraction is, its ops in program order, each step's product accumulated into the next.
+    `it`: the iteration of each enclosing loop level."""
+    it = {} if it is None else it
     if kloop is not None and level + 1 == kloop[0]:
         klevel, mm, trips = kloop
         for op, lv in ops:
             if lv == level:
-                _record(op, work[id(op)], tile, seq, made, records)
+                _record(op, work[id(op)], tile, seq, made, records, it)
             elif op is mm:
-                for _ in range(trips):
+                for step in range(trips):
+                    inner_it = {**it, klevel: step}
                     for inner, ilv in ops:
                         if ilv == klevel and inner is not mm:
-                            _record(inner, work[id(inner)], tile, seq, made, records)
-                    _record(mm, work[id(mm)], tile, seq, made, records)
-                    made[mm.operands[-1]] = made[mm.results[0]]  # the carried accumulator
+                            _record(inner, work[id(inner)], tile, seq, made, records, inner_it)
+                    _record(mm, work[id(mm)], tile, seq, made, records, inner_it)
+                    mv = named(mm)
+                    made[mv.operands("outputs")[-1]] = made[mv.results("results")[0]]  # the carried accumulator
         return
     for op, lv in ops:
         if lv == level:
-            _record(op, work[id(op)], tile, seq, made, records)
+            _record(op, work[id(op)], tile, seq, made, records, it)
     if level + 1 >= len(counts):
         return
-    for _ in range(counts[level + 1]):
-        _nest(level + 1, ops, counts, work, tile, seq, made, records, kloop)
+    for i in range(counts[level + 1]):
+        _nest(level + 1, ops, counts, work, tile, seq, made, records, kloop, {**it, level + 1: i})
 
 
 def _coords(tile: int, grid: list[int]) -> list[int]:
@@ -133,16 +144,19 @@ def _work(op: Operation, space: NaturalSpace, blk: dict[int, int]) -> dict[str, 
 
     if access is not None:
         n = nbytes(access.value)
+        classes = tuple(g.classes(access.value))
+        box = (access.view, [(lo, blk.get(c, g.size(c)), c) for lo, c in zip(access.starts, classes, strict=True)])
         if access.stored:
-            return {"kind": Kind.TRANSFER, "bytes_written": {GLOBAL: n}, "@write": access.operand.arg}
-        return {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n, "@read": access.operand.arg}
+            return {"kind": Kind.TRANSFER, "bytes_written": {GLOBAL: n}, "@write": access.operand.arg, "@box": box}
+        return {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n, "@read": access.operand.arg,
+                "@box": box}
     empties = {r for x in k.fn.regions[0].blocks[0].operations if x.name == "tensor.empty" for r in x.results}
     tensors = [v for v in [*op.operands, *op.results] if shape(g.types.get(v)) and v not in empties]
     result_bytes = sum(nbytes(r) for r in op.results if shape(g.types.get(r)))
     first = g.types.get(tensors[0]) if tensors else None
     dt = dtype_name(ty.element_type(first)) if isinstance(first, ty.TensorType) else None
     if op.name in CONTRACTIONS:
-        a, c = op.operands[0], op.operands[-1]
+        a, c = named(op).operands("inputs")[0], named(op).operands("outputs")[-1]
         macs = size(a) // max(1, _rows(op, g, blk, k)) * size(c)  # A's last dimension x C's elements
         return {"kind": Kind.MATRIX, "macs": macs, "dtype": dt, "result_bytes": result_bytes}
     elements = max((size(v) for v in tensors), default=0)
@@ -157,26 +171,33 @@ def _rows(op: Operation, g: object, blk: dict[int, int], k: object) -> int:
     from .natural import NaturalKernel
 
     assert isinstance(g, DimGraph) and isinstance(k, NaturalKernel)
-    dims = g.classes(op.operands[0])
+    dims = g.classes(named(op).operands("inputs")[0])  # A
     return math.prod(blk.get(c, g.size(c)) for c in dims[:-1])
 
 
-def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], made: dict[str, int],
-            records: list[OpRecord]) -> None:
-    """Append one record; dependencies through values, and through memory as from_interp orders it
-    (an access waits for the last write of its array; a write also for the reads since)."""
-    deps = {made[v] for v in op.operands if v in made}
+def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], made: dict[str, Any],
+            records: list[OpRecord], it: dict[int, int] | None = None) -> None:
+    """Append one record; dependencies through values, and through memory as from_interp orders it:
+    an access waits for the earlier writes of its array that may touch a byte it touches, a write
+    also for such reads. `it` holds the iteration of each enclosing block loop (by loop level);
+    work["@classes"] lists the levels whose dimension the access is blocked on: the blocks of two
+    iterations of such a level are disjoint (as the interpreter's access spans show from_interp)."""
+    deps = {made[v] for v in op.operands if v in made and not v.startswith("@")}
     arg = work.get("@write") or work.get("@read")
     if isinstance(arg, str):
-        if f"@w:{arg}" in made:
-            deps.add(made[f"@w:{arg}"])
-        if "@write" in work:
-            deps |= {n for key, n in made.items() if key.startswith(f"@r:{arg}:")}
-            for key in [key for key in made if key.startswith(f"@r:{arg}:")]:
-                del made[key]
-            made[f"@w:{arg}"] = seq[0]
-        else:
-            made[f"@r:{arg}:{seq[0]}"] = seq[0]
+        write = "@write" in work
+        view, dims = cast(tuple[str, tuple[tuple[int, int, int | None, int], ...]], work["@box"])
+        # the box this execution touches: per view dimension its first coordinate and extent,
+        # shifted along a looped class by the iteration (one tile's blocks never overlap)
+        box = tuple((lo + (it or {}).get(lv, 0) * step if lv is not None else lo, n)
+                    for lo, n, lv, step in dims)
+        entries: list[tuple[int, bool, str, tuple[tuple[int, int], ...]]] = made.setdefault(f"@mem:{arg}", [])
+        for n, w, v, b in entries:
+            if (w or write) and (v != view or all(a < c + m and c < a + k for (a, k), (c, m) in zip(box, b, strict=True))):
+                deps.add(n)
+        if write:  # the earlier accesses of this very box are ordered before this write
+            entries[:] = [e for e in entries if not (e[2] == view and e[3] == box)]
+        entries.append((seq[0], write, view, box))
     fields = {n: v for n, v in work.items() if n != "kind" and not n.startswith("@")}
     records.append(OpRecord(tile=tile, seq=seq[0], op=op.name, kind=work["kind"], deps=tuple(sorted(deps)),  # type: ignore[arg-type]
                             line=op.loc.line if op.loc else 0, **fields))  # type: ignore[arg-type]
@@ -207,18 +228,23 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     if gg * (len(top) + trips * len(loop)) + len(tail) > max_records:
         return None
     work = {id(op): _work(op, space, blk) for op, _ in placed}
+    for w in work.values():  # one block loop (level 0), along the split class
+        if "@box" in w:
+            view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
+            w["@box"] = (view, tuple((lo, n, 0, gg * bb) if cls == c else (lo, n, None, 0) for lo, n, cls in dims))
     records: list[OpRecord] = []
-    acc_t = split.op.result_types[0]
+    acc_t = named(split.op).result_types("results")[0]
     acc_bytes = math.prod(int(d or 0) for d in acc_t.shape) * 4 if isinstance(acc_t, ty.TensorType) else 4
     for tile in range(gg):
-        made: dict[str, int] = {}
+        made: dict[str, Any] = {}
         seq = [0]
         for op in top:
             _record(op, work[id(op)], tile, seq, made, records)
-        for _ in range(_tile_trips(k.extent[c], gg, bb, tile)):
+        for i in range(_tile_trips(k.extent[c], gg, bb, tile)):
             for op in loop:
-                _record(op, work[id(op)], tile, seq, made, records)
-        part = made.get(split.op.results[0])
+                _record(op, work[id(op)], tile, seq, made, records, {0: i})
+        result = named(split.op).results("results")[0]
+        part = made.get(result)
         records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
                                 deps=(part,) if part is not None else (), sync="f0:0"))
         seq[0] += 1
@@ -230,7 +256,7 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
         records.append(OpRecord(tile=0, seq=recv + 1, op="ktdp.inter_tile_reduce", kind=Kind.VECTOR, deps=(recv,),
                                 elements=acc_bytes // 4 * gg, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 2
-        made[split.op.results[0]] = recv + 1
+        made[result] = recv + 1
         for op in tail:
             _record(op, work[id(op)], 0, seq, made, records)
     return KernelTrace(records, grid=(gg,), name=k.name)

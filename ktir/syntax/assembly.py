@@ -164,18 +164,8 @@ def derive(rule: TypeRule, types: dict[str, Type]) -> Type:
     if kind == "same":
         return t
     if kind == "i1_like":
-        return _i1_like(t)
+        return ty.i1_like(t)
     return ty.element_type(t)
-
-
-def _i1_like(t: Type) -> Type:
-    """i1 with the shape of `t` (the result type of a comparison; as ktir.syntax.parser.i1_like,
-    which this module cannot import: the parser imports it)."""
-    if isinstance(t, ty.TensorType):
-        return ty.TensorType(shape=t.shape, element_type=ty.I1, encoding=t.encoding)
-    if isinstance(t, ty.VectorType):
-        return ty.VectorType(shape=t.shape, element_type=ty.I1)
-    return ty.I1
 
 
 class FormatError(ValueError):
@@ -198,7 +188,7 @@ def _tokens(syntax: str) -> list[re.Match[str]]:
             break
         m = _TOKEN.match(syntax, pos)
         if m is None or m.end() == pos:
-            raise FormatError(f"cannot read the format at {syntax[pos:pos + 20]!r}")
+            raise FormatError(f"cannot read the format at {syntax[pos : pos + 20]!r}")
         out.append(m)
         pos = m.end()
     return out
@@ -238,7 +228,11 @@ def read(name: str, spec: AssemblyFormat) -> Format:
             cname = m.group("cname")
             if cname not in CUSTOM_DIRECTIVES:
                 raise FormatError(f"{name}: unknown directive custom<{cname}>")
-            args = tuple(a.strip().removeprefix("type(").removesuffix(")").lstrip("$") for a in m.group("cargs").split(",") if a.strip())
+            args = tuple(
+                a.strip().removeprefix("type(").removesuffix(")").lstrip("$")
+                for a in m.group("cargs").split(",")
+                if a.strip()
+            )
             if cname == "DynamicIndexList":
                 spelled.append(args[1])
             elif cname == "Reassociation":
@@ -408,7 +402,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rewrote the generated section of {path}")
         return 0
     if args.check and wanted != current:
-        print(f"{path}: the generated section is stale; run python -m ktir.syntax.assembly --write-grammar", file=sys.stderr)
+        print(
+            f"{path}: the generated section is stale; run python -m ktir.syntax.assembly --write-grammar",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

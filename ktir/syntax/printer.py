@@ -22,6 +22,7 @@ from ktir.ir.asm import symbol_text as _symbol_text
 from ktir.ir.asm import types_text as _types
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation, Region
+from ktir.ir.types import i1_like  # noqa: F401 - used by the generated printers
 from ktir.syntax import assembly as asm
 from ktir.syntax.diagnostics import KtirError
 from ktir.syntax.mlir_generic import to_mlir
@@ -29,7 +30,6 @@ from ktir.syntax.parser import (
     KDYNAMIC,
     SHORT_BODY_RESULT,
     constant_type,
-    i1_like,  # noqa: F401 - used by the generated printers
     short_body_init,
     short_body_input,
 )

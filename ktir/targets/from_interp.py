@@ -340,34 +340,87 @@ def _callee(op: Operation) -> str | None:
 # ---------------------------------------------------------------------- per tile
 
 
+# `reference_interp.trace.TraceEvent.span`: (memory, first byte, one past the last byte,
+# (address of coordinate 0, byte strides, first coordinates, extents) of the access tile's box)
+Span = tuple[str, int, int, tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
+
+
+def _overlap(a: Span | None, b: Span | None) -> bool:
+    """Whether two accesses may touch a common byte (unknown spans always may). Boxes in views of
+    the same origin and byte strides that share no coordinate along some dimension are disjoint
+    even when their byte ranges interleave (the two column halves of a row-major block)."""
+    if a is None or b is None:
+        return True
+    if a[0] != b[0] or a[2] <= b[1] or b[2] <= a[1]:
+        return False
+    (oa, sa, la, ea), (ob, sb, lb, eb) = a[3], b[3]
+    if oa == ob and sa == sb and len(la) == len(lb):
+        return all(x < y + m and y < x + n for x, n, y, m in zip(la, ea, lb, eb, strict=True))
+    return True
+
+
+def _within(a: Span | None, b: Span | None) -> bool:
+    """Whether every byte access `a` may touch lies in span `b`'s byte range (so ordering after `b`
+    implies ordering after `a`): only when `b` covers a whole byte range, i.e. its box is dense."""
+    if b is None:
+        return True
+    if a is None or a[0] != b[0] or not (b[1] <= a[1] and a[2] <= b[2]):
+        return False
+    return _dense(b)
+
+
+def _dense(s: Span) -> bool:
+    """Whether a span's box covers every byte of its byte range (a row-major run of whole rows)."""
+    _, strides, _, ext = s[3]
+    dims = sorted(((abs(st), n) for st, n in zip(strides, ext, strict=True) if n > 1))
+    if not dims:
+        return True
+    for (st, n), (nxt, _) in zip(dims, dims[1:], strict=False):
+        if nxt != st * n:
+            return False
+    return s[2] - s[1] == dims[0][0] * math.prod(n for _, n in dims)  # elements one item apart
+
+
 class _Hazards:
-    """Memory ordering between accesses of one tile that may touch the same buffer."""
+    """Memory ordering between accesses of one tile that may touch the same buffer.
+
+    Accesses are grouped by the buffer (root) they reach; within a buffer, two accesses are
+    ordered (read after write, write after read or write) only when their byte spans overlap,
+    so the stores of disjoint blocks of one output, or a load beside a store to another block,
+    run concurrently. An access without a span conflicts with every access of its buffer.
+    """
 
     ANY = "*"
 
     def __init__(self) -> None:
-        self.writer: dict[str, int] = {}
-        self.readers: dict[str, list[int]] = {}
+        self.writers: dict[str, list[tuple[int, Span | None]]] = {}
+        self.readers: dict[str, list[tuple[int, Span | None]]] = {}
 
-    def access(self, roots: frozenset[str] | None, write: bool, seq: int) -> set[int]:
-        keys = set(self.writer) | set(self.readers) | {self.ANY} if roots is None else set(roots) | {self.ANY}
+    def access(self, roots: frozenset[str] | None, write: bool, seq: int, span: Span | None = None) -> set[int]:
+        if roots is None:  # an access of unknown buffers: ordered after everything, conflicts with all
+            keys = set(self.writers) | set(self.readers) | {self.ANY}
+            span = None
+        else:
+            keys = set(roots) | {self.ANY}
         deps: set[int] = set()
         for k in keys:
-            if k in self.writer:
-                deps.add(self.writer[k])
+            deps.update(s for s, sp in self.writers.get(k, ()) if _overlap(sp, span))
             if write:
-                deps.update(self.readers.get(k, ()))
-        mine = self.ANY if roots is None else None
-        targets = [mine] if mine is not None else list(roots or ())
+                deps.update(s for s, sp in self.readers.get(k, ()) if _overlap(sp, span))
+        targets = [self.ANY] if roots is None else list(roots)
         for k in targets:
             if write:
-                self.writer[k] = seq
-                self.readers[k] = []
+                # an access inside this write's span is ordered before it; later ones need only this write
+                self.writers[k] = [(s, sp) for s, sp in self.writers.get(k, ()) if not _within(sp, span)] + [(seq, span)]
+                self.readers[k] = [(s, sp) for s, sp in self.readers.get(k, ()) if not _within(sp, span)]
             else:
-                self.readers.setdefault(k, []).append(seq)
+                self.readers.setdefault(k, []).append((seq, span))
         if roots is None and write:
             for k in list(self.readers):
                 self.readers[k] = []
+            for k in list(self.writers):
+                if k != self.ANY:
+                    self.writers[k] = []
         return deps
 
 
@@ -626,7 +679,8 @@ class _TileConverter:
         for roots, write in self._accesses(op, ev):
             if (reads_only and write) or (writes_only and not write):
                 continue
-            deps |= self.hazards.access(roots, write, seq)
+            span = getattr(ev, "span", None) if op is not None and op.name in ("ktdp.load", "ktdp.store") else None
+            deps |= self.hazards.access(roots, write, seq, span)
         return deps
 
     def _accesses(self, op: Operation | None, ev: Any) -> list[tuple[frozenset[str] | None, bool]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.registry import OPS
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
@@ -68,8 +69,8 @@ def _round_away(x: Any) -> Any:
 
 
 # Float functions numpy provides, by mnemonic: a new elementwise math op whose numpy function
-# meets its accuracy class (evaluated in float64 below f64) needs one entry here and its name
-# in `math_op`'s registration.
+# meets its accuracy class (evaluated in float64 below f64) needs one entry here, nothing more
+# (`math_op` is registered for every op of the math dialect).
 FLOAT_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
     "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "tanh": np.tanh, "sin": np.sin,
@@ -109,11 +110,8 @@ def _int_fn(name: str, dt: np.dtype[Any]) -> Callable[..., Any]:
     raise CompileError(f"math.{name} is not an integer function")
 
 
-@impl(*(f"math.{n}" for n in (
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "tanh", "sin", "cos",
-    "tan", "atan", "erf", "absf", "ceil", "floor", "round", "roundeven", "trunc", "absi", "ctpop",
-    "atan2", "powf", "copysign", "fma",
-)))
+# every op of the math dialect, read from the registry: a new row is registered by itself
+@impl(*(name for name, d in OPS.items() if d.dialect == "math"))
 def math_op(c: FuncCompiler, op: Operation) -> OpFn:
     slots = c.operand_slots(op)
     (r,) = c.result_slots(op)

@@ -97,9 +97,11 @@ def test_regen_reports_what_changed(tmp_path: object) -> None:
 
 
 def test_case_count_stated_in_readme_and_guide_is_current() -> None:
+    # the docs state a lower bound ("more than N cases"), so generating cases for a new op
+    # needs no hand edit here; a bound 500 or more behind the suite is stale all the same
     root = Path(__file__).resolve().parents[2]
     count = len(load_suite())
     for doc in (root / "README.md", root / "docs" / "guides" / "conformance.md"):
-        stated = re.findall(r"([\d,]+) cases over six levels", doc.read_text(encoding="utf-8"))
+        stated = re.findall(r"more than ([\d,]+) cases over six levels", doc.read_text(encoding="utf-8"))
         assert stated, doc
-        assert all(int(s.replace(",", "")) == count for s in stated), (doc, stated, count)
+        assert all(0 <= count - int(s.replace(",", "")) < 500 for s in stated), (doc, stated, count)

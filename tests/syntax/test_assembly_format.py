@@ -128,11 +128,21 @@ def test_types_other_than_the_implied_ones_print_in_generic_form() -> None:
     from ktir.syntax.printer import print_op
 
     f32, f64 = ty.FloatType(kind="f32"), ty.FloatType(kind="f64")
-    fits = Operation(name="arith.addf", operands=["%a", "%b"], operand_types=[f32, f32], result_types=[f32], results=["%c"])
+    fits = Operation(
+        name="arith.addf", operands=["%a", "%b"], operand_types=[f32, f32], result_types=[f32], results=["%c"]
+    )
     assert print_op(fits) == "%c = arith.addf %a, %b : f32"
-    odd = Operation(name="arith.addf", operands=["%a", "%b"], operand_types=[f32, f64], result_types=[f32], results=["%c"])
+    odd = Operation(
+        name="arith.addf", operands=["%a", "%b"], operand_types=[f32, f64], result_types=[f32], results=["%c"]
+    )
     assert print_op(odd).startswith('%c = "arith.addf"(%a, %b)')
-    index_cmp = Operation(name="arith.cmpi", operands=["%a", "%b"], operand_types=[ty.INDEX, ty.INDEX], result_types=[ty.I1], results=["%c"])
+    index_cmp = Operation(
+        name="arith.cmpi",
+        operands=["%a", "%b"],
+        operand_types=[ty.INDEX, ty.INDEX],
+        result_types=[ty.I1],
+        results=["%c"],
+    )
     assert print_op(index_cmp).startswith('%c = "arith.cmpi"(%a, %b)')  # no predicate: generic
 
 

@@ -166,3 +166,24 @@ def test_located_matches_the_parser_on_the_examples() -> None:
         located(module, str(path))
         for a, b in zip(module.walk(), again.walk(), strict=True):
             assert a.loc == b.loc, (path.name, a.name, a.results)
+
+
+def test_segment_sizes_follow_the_declared_operand_names() -> None:
+    """Segment sizes are given by operand name and laid out in the definition's order; a name
+    the op does not declare (or a missing one) is a BuildError, not a silently wrong attribute."""
+    from ktir.builder import _named_segments
+
+    seg = _named_segments("ktdp.construct_access_tile", symbol_operands=0, indices=2, base=1)
+    assert seg.values == (1, 2, 0)
+    with pytest.raises(BuildError, match="declares operands base, indices, symbol_operands"):
+        _named_segments("ktdp.construct_access_tile", base=1, indices=2)
+
+
+def test_inferred_linalg_results_are_the_destination_group() -> None:
+    b = Builder()
+    x, y = ktir.builder.Value("%x", ty.tensor((4,), ty.F32)), ktir.builder.Value("%y", ty.tensor((4,), ty.F16))
+    seg = at.DenseArrayAttr(element_type=ty.I32, values=(1, 1))
+    assert b.create("linalg.exp", [x, y], attributes={"operandSegmentSizes": seg})[0].type == y.type
+    bad = at.DenseArrayAttr(element_type=ty.I32, values=(1, 2))
+    with pytest.raises(BuildError, match="cannot infer the result types of linalg.exp"):
+        b.create("linalg.exp", [x, y], attributes={"operandSegmentSizes": bad})
