@@ -121,22 +121,3 @@ def to_scalar(value: Any, t: Type) -> Any:
         return int_normaliser(t)(int(value))
     dt = np_dtype(t)
     return dt.type(np.asarray(value, dtype=np.float64).astype(dt))
-
-
-def type_text(t: Type) -> str:
-    """A short MLIR-like spelling of a type, for messages."""
-    if isinstance(t, ty.IndexType):
-        return "index"
-    if isinstance(t, ty.IntegerType):
-        prefix = {"signless": "i", "signed": "si", "unsigned": "ui"}[t.signedness]
-        return f"{prefix}{t.width}"
-    if isinstance(t, ty.FloatType):
-        return t.kind
-    if isinstance(t, ty.TensorType | ty.MemRefType):
-        dims = "x".join("?" if d is None else str(d) for d in t.shape)
-        kind = "tensor" if isinstance(t, ty.TensorType) else "memref"
-        return f"{kind}<{dims + 'x' if dims else ''}{type_text(t.element_type)}>"
-    if isinstance(t, ty.AccessTileType):
-        dims = "x".join("?" if d is None else str(d) for d in t.shape)
-        return f"!ktdp.access_tile<{dims + 'x' if dims else ''}index>"
-    return type(t).__name__

@@ -13,12 +13,13 @@ import numpy as np
 
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation
 
 from . import ops as _ops  # noqa: F401 - registers the op implementations
 from .compiler import CompiledFunc, Program
-from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar, type_text
+from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
 from .errors import KtirRuntimeError, fail
 from .memory import ALIGN, Allocation, MemoryView, align_up
 from .runtime import TARGETS, Machine, Options, TileContext
