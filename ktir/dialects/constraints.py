@@ -37,12 +37,12 @@ class Signature(Protocol):
 Show = Callable[[Type], str]
 
 _CONTAINERS = (ty.TensorType, ty.UnrankedTensorType, ty.VectorType)
-_SHAPED = (ty.TensorType, ty.MemRefType, ty.VectorType)
+SHAPED = (ty.TensorType, ty.MemRefType, ty.VectorType)
 
 
 def element(t: Type) -> Type:
     """The element type of a shaped type, the type itself otherwise."""
-    if isinstance(t, _SHAPED + (ty.UnrankedTensorType, ty.UnrankedMemRefType)):
+    if isinstance(t, SHAPED + (ty.UnrankedTensorType, ty.UnrankedMemRefType)):
         return t.element_type
     return t
 
@@ -375,6 +375,13 @@ class DeclaredOperandTypes(OpConstraint):
         return None
 
 
+def same_container(a: Type, b: Type) -> bool:
+    """Both scalars, or both containers of the same kind and shape."""
+    if not isinstance(a, SHAPED) and not isinstance(b, SHAPED):
+        return True
+    return isinstance(a, SHAPED) and type(a) is type(b) and shape(a) == shape(b)
+
+
 @dataclass(frozen=True)
 class SameShape(OpConstraint):
     """The one operand and the one result are both scalars, or containers of the same kind and shape."""
@@ -384,9 +391,7 @@ class SameShape(OpConstraint):
 
     def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         a, b = operands[0], results[0]
-        if not isinstance(a, _SHAPED) and not isinstance(b, _SHAPED):
-            return None
-        if isinstance(a, _SHAPED) and type(a) is type(b) and tuple(a.shape) == tuple(b.shape):  # type: ignore[attr-defined]
+        if same_container(a, b):
             return None
         return f"operand and result must have the same shape, found {show(a)} and {show(b)}"
 
@@ -473,21 +478,20 @@ class OperandIs(OpConstraint):
         return f"the {self.operand} must be {self.constraint.describe()}, found {show(t)}"
 
 
-def _shape(t: Type) -> tuple[int | None, ...] | None:
+def shape(t: Type) -> tuple[int | None, ...] | None:
     """A shaped type's shape, () for a scalar, None when unranked."""
-    if isinstance(t, _SHAPED + (ty.AccessTileType,)):
+    if isinstance(t, SHAPED + (ty.AccessTileType,)):
         return tuple(t.shape)
     if isinstance(t, ty.UnrankedTensorType | ty.UnrankedMemRefType):
         return None
     return ()
 
 
-def _shapes_compatible(a: Type, b: Type) -> bool:
-    """Same rank and equal extents where both are static, or one side unranked."""
-    sa, sb = _shape(a), _shape(b)
-    if sa is None or sb is None:
+def shapes_compatible(a: tuple[int | None, ...] | None, b: tuple[int | None, ...] | None) -> bool:
+    """Same rank and equal extents where both are static, or one side unranked (None)."""
+    if a is None or b is None:
         return True
-    return len(sa) == len(sb) and all(x is None or y is None or x == y for x, y in zip(sa, sb, strict=True))
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
 @dataclass(frozen=True)
@@ -505,7 +509,7 @@ class CompatibleCast(OpConstraint):
     def violation(self, op: Signature, operands: Sequence[Type], results: Sequence[Type], show: Show) -> str | None:
         a, b = operands[0], results[0]
         same_space = getattr(a, "memory_space", None) == getattr(b, "memory_space", None)
-        if element(a) == element(b) and _shapes_compatible(a, b) and (same_space or not self.memory_space):
+        if element(a) == element(b) and shapes_compatible(shape(a), shape(b)) and (same_space or not self.memory_space):
             return None
         what = "element type, rank and memory space" if self.memory_space else "element type and compatible shapes"
         return f"{show(a)} and {show(b)} must have the same {what}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.constraints import shape
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -11,7 +12,7 @@ from ktir.ir.operation import Operation
 from ktir.ir.types import KDYNAMIC
 from ktir.verify import sets
 from ktir.verify.engine import Check, rule
-from ktir.verify.rules.common import elem, fmt_shape, is_signless_int, shape, t
+from ktir.verify.rules.common import elem, fmt_shape, is_signless_int, t
 
 
 def _int_set(a: Attribute | None) -> af.IntegerSet | None:

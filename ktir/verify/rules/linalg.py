@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ktir.dialects.access import AccessError
 from ktir.dialects.access import named as view_of
+from ktir.dialects.constraints import shape
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.verify.engine import Check, rule
-from ktir.verify.rules.common import elem, fmt_shape, shape, t
+from ktir.verify.rules.common import elem, fmt_shape, t
 
 # The (inputs, outputs) operand groups of each linalg op, by their declared names.
 _GROUPS: dict[str, tuple[str, str]] = {

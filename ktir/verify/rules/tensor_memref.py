@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+from ktir.dialects.constraints import shape, shapes_compatible
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.types import KDYNAMIC
 from ktir.verify.engine import Check, rule
-from ktir.verify.rules.common import elem, fmt_shape, shape, shapes_compatible, t
+from ktir.verify.rules.common import elem, fmt_shape, t
 
 
 def _dyn_count(s: tuple[int | None, ...] | None) -> int:
