@@ -526,8 +526,8 @@ class Builder:
 
 def located(module: Module, filename: str) -> Module:
     """Give a built module the source positions of its printed text (`filename`), as if it had
-    been read from that file: diagnostics point into the file a tool writes, and the cost
-    model, which matches interpreter events to ops by (line, op name), sees each op apart.
+    been read from that file: diagnostics (an interpreter error under `--check`, a verifier
+    message) point into the file a tool writes. (The cost model keys ops by identity, not position.)
 
     The printer writes ops in the order of `Module.walk`, each starting a line of its own;
     the lines in between are aliases, comments, block labels and closing braces. Ops the text
