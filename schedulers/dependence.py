@@ -29,9 +29,9 @@ from ktir.dialects.access import AccessError, named
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.affine_text import format_expr
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation
-from ktir.syntax.affine_print import format_expr
 
 # named contractions and their einsum form (as the interpreter reads them)
 CONTRACTIONS = {

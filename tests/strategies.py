@@ -28,17 +28,12 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
+from ktir.ir.floats import float_from_bits
+from ktir.ir.named_affine import AffineName as _AffName
+from ktir.ir.named_affine import ssa_map
 from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
-from ktir.syntax.parser import (
-    KDYNAMIC,
-    SHORT_BODY_RESULT,
-    _AffName,
-    float_from_bits,
-    i1_like,
-    short_body_init,
-    short_body_input,
-    ssa_map,
-)
+from ktir.ir.types import KDYNAMIC, i1_like
+from ktir.syntax.parser import SHORT_BODY_RESULT, short_body_init, short_body_input
 
 # ---------------------------------------------------------------- vocabulary
 

@@ -20,9 +20,9 @@ from ktir import parse, print_module
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import types as ty
+from ktir.ir.affine_text import format_expr, format_set
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation, Region
-from ktir.syntax.affine_print import format_expr, format_set
 from ktir.syntax.diagnostics import ParseError
 
 try:  # tests/ as a package, or as a rootdir-relative directory (pytest's default)

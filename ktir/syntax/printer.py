@@ -20,19 +20,17 @@ from ktir.ir.asm import attr_text, dict_text, function_type_text, string_text, t
 from ktir.ir.asm import float_text as float_text  # re-exported: the torch writer prints floats with it
 from ktir.ir.asm import symbol_text as _symbol_text
 from ktir.ir.asm import types_text as _types
+from ktir.ir.attributes import constant_type
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Module, Operation, Region
-from ktir.ir.types import i1_like  # noqa: F401 - used by the generated printers
+from ktir.ir.types import (
+    KDYNAMIC,
+    i1_like,  # noqa: F401 - used by the generated printers
+)
 from ktir.syntax import assembly as asm
 from ktir.syntax.diagnostics import KtirError
 from ktir.syntax.mlir_generic import to_mlir
-from ktir.syntax.parser import (
-    KDYNAMIC,
-    SHORT_BODY_RESULT,
-    constant_type,
-    short_body_init,
-    short_body_input,
-)
+from ktir.syntax.parser import SHORT_BODY_RESULT, short_body_init, short_body_input
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
 _INDENT = "  "
