@@ -27,6 +27,7 @@ from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir.operation import Location, trusted_operation
+from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
@@ -385,9 +386,15 @@ class _Parser:
         if opdef is None:
             raise Fallback
         handler = _HANDLERS.get(opdef.format)
-        if handler is None:
-            raise Fallback
-        op = handler(self, self.tok("OP_" + opdef.format))
+        if handler is not None:
+            op = handler(self, self.tok("OP_" + opdef.format))
+        else:
+            fmt = _REGULAR.get(opdef.format)
+            if fmt is None:
+                raise Fallback
+            c: list[Any] = [self.tok("OP_" + opdef.format)]
+            self.regular(fmt.elements, c)
+            op = getattr(self.b, fmt.rule)(c)
         return self.b.operation([op] if results is None else [results, op])
 
     def op_results(self) -> Any:
@@ -938,6 +945,80 @@ class _Parser:
         self.expect(")")
         return rule(c)
 
+    # ------------------------------------------------------------ declarative formats
+
+    def regular(self, elements: tuple[asm.Element, ...], c: list[Any]) -> None:
+        """The children of a declarative format's elements, read as the rule that
+        ktir.syntax.assembly.grammar_rule writes for them (each optional part decided by
+        its first token, as the LALR parser decides it)."""
+        for e in elements:
+            if isinstance(e, asm.Literal):
+                if e.text:
+                    self.expect(e.text)
+            elif isinstance(e, asm.OperandRef):
+                if not e.variadic:
+                    c.append(self.value())
+                elif e.nonempty or self.K[self.i] == "value":
+                    c.append(self.value_list())
+            elif isinstance(e, asm.TypeRef):
+                if e.variadic and not e.nonempty:
+                    raise Fallback  # `type_list?`: no declarative format writes it
+                c.append(self.type_list() if e.variadic else self.type())
+            elif isinstance(e, asm.AttrDict):
+                self.attr_dict_opt(c)
+            elif isinstance(e, asm.AttrRef):
+                if e.kind == "int":
+                    c.append(self.int_tok())
+                elif e.kind == "symbol":
+                    if self.K[self.i] != "symbol":
+                        raise Fallback
+                    c.append(self.tok("SYMBOL_REF"))
+                else:
+                    c.append(self.word())
+            elif isinstance(e, asm.FunctionalType):
+                c.append(self.function_type())
+            elif isinstance(e, asm.Custom):
+                self.custom(e.name, c)
+            elif isinstance(e, asm.Group):
+                first = e.elements[0]
+                if isinstance(first, asm.Literal) and first.text:
+                    present = self.V[self.i] == first.text
+                elif isinstance(first, asm.OperandRef):
+                    present = self.K[self.i] == "value"
+                else:
+                    raise Fallback
+                if present:
+                    self.regular(e.elements, c)
+            else:
+                raise Fallback
+
+    def custom(self, name: str, c: list[Any]) -> None:
+        if name == "DynamicIndexList":
+            c.append(self.mixed_list())
+        elif name == "Reassociation":
+            self.expect("[")
+            lists = self.comma_list_opt(self.int_list, "]")
+            self.expect("]")
+            c.append(self.b.reassociation(lists))
+        elif name == "ArithFlags":
+            self.op_flags(c)
+        elif name == "SelectTypes":
+            c.append(self.type())
+            if self.V[self.i] == ",":
+                self.i += 1
+                c.append(self.type())
+        else:
+            raise Fallback
+
+    def op_flags(self, c: list[Any]) -> None:
+        """op_flags*"""
+        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
+            flags = [self.tok("FLAG_KIND")]
+            self.expect("<")
+            flags += self.comma_list(self.word)
+            self.expect(">")
+            c.append(self.b.op_flags(flags))
+
     # ------------------------------------------------------------ operations, by format
 
     def func_op(self, tok: Tok) -> Any:
@@ -1037,12 +1118,7 @@ class _Parser:
         for _ in range(operands - 1):
             self.expect(",")
             c.append(self.value())
-        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
-            flags = [self.tok("FLAG_KIND")]
-            self.expect("<")
-            flags += self.comma_list(self.word)
-            self.expect(">")
-            c.append(self.b.op_flags(flags))
+        self.op_flags(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type())
@@ -1511,6 +1587,9 @@ class _Parser:
         c.append(self.region())
         return b.reduce_op(c)
 
+
+# The declarative formats without a hand-written reader below, read by _Parser.regular.
+_REGULAR = asm.formats()
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
