@@ -8,7 +8,8 @@ Three classes are recognised from a module:
   leading rows from global views, computes on them (elementwise ops, row reductions) and
   stores blocks of B rows (softmax, RMSNorm, LayerNorm, RoPE, the single-tile kernels of
   `schedulers.naive`). Tensors loaded before the loop are per-tile resident data.
-- `attention` is a cost-model class only (`AttentionKernel`, built by callers).
+- `attention`: flash-style attention (`AttentionKernel`), recognised from a module by
+  `schedulers.emit_attention.match_attention`.
 
 Everything else is `unrecognized`.
 """
@@ -103,7 +104,13 @@ class RowKernel:
 
 @dataclass
 class AttentionKernel:
-    """softmax(Q K^T * scale) V per KV head; query heads of one group share the KV rows."""
+    """softmax(Q K^T * scale + mask) V per KV head; query heads of one group share the KV rows.
+
+    The rows of a KV head stack its `group` query heads head-major: row r is query head
+    r // tokens of the group at token r mod tokens (Q `[query heads, tokens, D]` read as
+    `[KV heads, group x tokens, D]`, the same memory). Causal: the query at token t sees the
+    keys 0..t, so causal kernels have tokens == kv_len.
+    """
 
     kv_heads: int
     rows: int  # query rows per KV head: group size x query tokens
@@ -114,10 +121,16 @@ class AttentionKernel:
     name: str = "attention"
     kind: str = "attention"
     max_kv_split: int = 32  # the largest KV split (over tiles) the schedule space may use
+    group: int = 1  # query heads per KV head, stacked head-major in the rows
 
     @property
     def itemsize(self) -> int:
         return 1 if self.dtype.startswith("f8") else 2
+
+    @property
+    def tokens(self) -> int:
+        """Query tokens per query head."""
+        return self.rows // self.group
 
 
 Kernel = MatmulKernel | RowKernel | AttentionKernel

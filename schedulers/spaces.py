@@ -364,24 +364,69 @@ class RowSpace:
                 f"{k.live_bytes_per_row + k.resident_bytes} bytes are needed for " + "; ".join(parts))
 
 
-# ---------------------------------------------------------------------- attention (cost model only)
+# ---------------------------------------------------------------------- attention
 
 
 class AttentionSpace:
     """Flash-style attention per KV head: query blocks bq, KV blocks bkv, KV split s (partial
-    results combined over the ring), double buffering of the K/V stream."""
+    results combined over the ring), double buffering of the K/V stream.
+
+    Causal: a query block runs the KV steps up to its last token's block (key blocks past it
+    are skipped, the diagonal blocks are masked), so blocks late in the sequence cost more;
+    the model counts each tile's steps with the rewrite's own assignment of blocks to tiles
+    (`emit_attention.block_of`) and charges the busiest tile. The bound counts the unmasked
+    pairs exactly: T (T + 1) / 2 per query head of T tokens.
+    """
 
     def __init__(self, k: AttentionKernel, fig: Figures) -> None:
         self.k, self.fig = k, fig
-        self.bq_all = divisors(k.rows)
+        g = k.group if k.causal else 1  # a causal block holds the group's query heads at bq / g tokens
+        self.bq_all = [g * t for t in divisors(k.rows // g)]
         self.bkv_all = aligned_blocks(k.kv_len, k.itemsize, fig.granularity)
+        self._loads: dict[tuple[int, int, int], tuple[float, float, float]] = {}
 
-    def _frac(self) -> float:
-        return 0.5 if self.k.causal and self.k.rows > 1 else 1.0
+    def _pairs(self) -> float:
+        k = self.k
+        if not k.causal:
+            return float(k.kv_heads * k.rows * k.kv_len)
+        t = k.tokens
+        return float(k.kv_heads * k.group * t * (t + 1) // 2)
+
+    def _tile_load(self, bq: int, bkv: int, s: int) -> tuple[float, float, float]:
+        """(KV steps of the busiest tile, query blocks per tile, KV steps of all tiles) for one
+        block shape, following the rewrite's assignment of query blocks and KV splits to tiles."""
+        key = (bq, bkv, s)
+        found = self._loads.get(key)
+        if found is not None:
+            return found
+        from .emit_attention import attention_grid, dealt_in_snake
+
+        k, tiles = self.k, self.fig.tiles
+        blocks = k.rows // bq
+        n = k.kv_heads * blocks
+        stride = attention_grid(k, bq, s, tiles) // s
+        u = np.arange(n)
+        r, p = np.divmod(u, stride)
+        if dealt_in_snake(k, bq, s, tiles):  # `emit_attention.block_of`
+            v = r * stride + np.where(r % 2 == 1, stride - 1 - p, p)
+            qb = blocks - 1 - v // k.kv_heads
+        else:
+            qb = u % blocks
+        tb = bq // k.group if k.causal else bq
+        L = k.kv_len
+        end = np.minimum(-(-((qb + 1) * tb) // bkv) * bkv, L) if k.causal else np.full(n, L)
+        part = L // s
+        busiest, total = 0.0, 0.0
+        for i in range(s):
+            steps = np.maximum(0, np.minimum(end, (i + 1) * part) - i * part) // bkv
+            per_group = np.bincount(p, weights=steps, minlength=stride)
+            busiest, total = max(busiest, float(per_group.max())), total + float(steps.sum())
+        found = self._loads[key] = (busiest, float(-(-n // stride)), total)
+        return found
 
     def work(self) -> Work:
         k = self.k
-        pairs = k.kv_heads * k.rows * k.kv_len * self._frac()
+        pairs = self._pairs()
         e = k.itemsize
         return Work(macs=2 * pairs * k.head_dim, mac_dtype=k.dtype, vector={"f32": 4 * pairs},
                     transcendental={"f32": pairs},
@@ -401,22 +446,24 @@ class AttentionSpace:
         e, d = k.itemsize, k.head_dim
         units = k.kv_heads * (k.rows / bq) * s
         tiles = np.minimum(units, f.tiles)
-        per_tile = np.ceil(units / f.tiles)
-        steps = np.ceil(k.kv_len / s / bkv * self._frac())
+        loads = np.array([self._tile_load(int(a), int(b_), int(c_))
+                          for a, b_, c_ in zip(c["bq"], c["bkv"], c["s"], strict=True)]).reshape(-1, 3)
+        steps, per_tile, all_steps = loads[:, 0], loads[:, 1], loads[:, 2]
         kv = f.load_step([bkv * d * e, bkv * d * e], tiles)
         compute = (2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup
                    + 4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
                    + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)
-        stream = np.where(db, kv + steps * np.maximum(compute, kv), steps * (compute + kv))
+        # the busiest tile: its KV steps, and per query block the first K/V load, Q, O and the combine
+        stream = np.where(db, per_tile * kv + steps * np.maximum(compute, kv), steps * (compute + kv))
         q_o = f.load_step([bq * d * e], tiles) * 2
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        cycles = per_tile * (stream + q_o + combine)
+        cycles = stream + per_tile * (q_o + combine)
         buffers = np.where(db, 2.0, 1.0)
-        scratch = bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
-        gbytes = k.kv_heads * (k.rows / bq) * (s * 0 + 1) * (2 * k.kv_len * self._frac() * d * e) \
-            + k.kv_heads * k.rows * d * e * (1 + s)
+        # with double buffering the next Q block is prefetched too
+        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
+        gbytes = all_steps * 2 * bkv * d * e + k.kv_heads * k.rows * d * e * (1 + s)
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
 
     def baseline(self) -> dict[str, int]:
