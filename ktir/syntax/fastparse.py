@@ -381,6 +381,8 @@ class _Parser:
         results = self.op_results() if self.K[self.i] == "value" else None
         i = self.i
         if self.K[i] != "word":
+            if self.K[i] == "string":
+                return self.b.operation([self.generic_op()] if results is None else [results, self.generic_op()])
             raise Fallback
         opdef = SPELLINGS.get(self.V[i])
         if opdef is None:
@@ -1344,7 +1346,6 @@ class _Parser:
         self.attr_dict_opt(c)
         return b.affine_apply_op(c)
 
-
     def linalg_generic_op(self, tok: Tok) -> Any:
         """OP_LINALG_GENERIC attr_dict ins_clause? outs_clause extra_attrs? region results_types?"""
         b = self.b
@@ -1570,6 +1571,209 @@ class _Parser:
         b = self.b
         c = self.consumer_head(tok)
         self.expect(",")
+        c.append(self.identity_clause())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type_list())
+        c.append(self.region())
+        return b.reduce_op(c)
+
+    # ------------------------------------------------------------ irregular formats with regions
+
+    def generic_op(self) -> Any:
+        """STRING "(" value_list? ")" successors? properties? generic_regions? attr_dict? ":" function_type"""
+        b = self.b
+        c: list[Any] = [self.tok("STRING")]
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+        self.expect(")")
+        if self.V[self.i] == "[":
+            self.i += 1
+            blocks = [self.block_id()]
+            while self.V[self.i] == ",":
+                self.i += 1
+                blocks.append(self.block_id())
+            self.expect("]")
+            c.append(b.successors(blocks))
+        if self.V[self.i] == "<":
+            self.i += 1
+            props = self.attr_dict()
+            self.expect(">")
+            c.append(b.properties([props]))
+        if self.V[self.i] == "(":
+            self.i += 1
+            regions = self.comma_list(self.region)
+            self.expect(")")
+            c.append(b.generic_regions(regions))
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.function_type())
+        return b.generic_op(c)
+
+    def block_id(self) -> Tok:
+        if self.K[self.i] != "block":
+            raise Fallback
+        return self.tok("BLOCK_ID")
+
+    def results_arrow_opt(self, c: list[Any]) -> None:
+        """("->" result_type_list)?"""
+        if self.V[self.i] == "->":
+            self.i += 1
+            c.append(self.b.results_arrow([self.result_type_list()]))
+
+    def parens(self, item: Callable[[], Any]) -> list[Any]:
+        """"(" item ("," item)* ")" """
+        self.expect("(")
+        items = self.comma_list(item)
+        self.expect(")")
+        return items
+
+    def while_op(self, tok: Tok) -> Any:
+        """OP_WHILE "(" (binding ("," binding)*)? ")" ":" function_type region "do" region attr_dict?"""
+        c: list[Any] = [tok]
+        self.expect("(")
+        c += self.comma_list_opt(self.binding, ")")
+        self.expect(")")
+        self.expect(":")
+        c.append(self.function_type())
+        c.append(self.region())
+        self.expect("do")
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return self.b.while_op(c)
+
+    def parallel_op(self, tok: Tok) -> Any:
+        """OP_PARALLEL "(" value_list ")" "=" "(" value_list ")" "to" "(" value_list ")" "step" "(" value_list ")"
+        init_clause? results_arrow? region attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok]
+        for keyword in ("", "=", "to", "step"):
+            if keyword:
+                self.expect(keyword)
+            self.expect("(")
+            c.append(self.value_list())
+            self.expect(")")
+        if self.V[self.i] == "init":
+            self.i += 1
+            self.expect("(")
+            c.append(b.init_clause([self.value_list()]))
+            self.expect(")")
+        self.results_arrow_opt(c)
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return b.parallel_op(c)
+
+    def scf_reduce_op(self, tok: Tok) -> Any:
+        """OP_SCF_REDUCE ("(" value_list ":" type_list ")" region ("," region)*)? attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok]
+        if self.V[self.i] == "(":
+            self.i += 1
+            operands = [self.value_list()]
+            self.expect(":")
+            operands.append(self.type_list())
+            self.expect(")")
+            operands += self.comma_list(self.region)
+            c.append(b.reduce_operands(operands))
+        self.attr_dict_opt(c)
+        return b.scf_reduce_op(c)
+
+    def forall_op(self, tok: Tok) -> Any:
+        """OP_FORALL "(" value_list ")" forall_bounds shared_outs? results_arrow? region attr_dict?"""
+        b = self.b
+        self.expect("(")
+        c: list[Any] = [tok, self.value_list()]
+        self.expect(")")
+        if self.V[self.i] == "in":
+            self.i += 1
+            c.append(b.forall_in(self.parens(self.mixed_entry)))
+        else:
+            self.expect("=")
+            lower = b.mixed_parens(self.parens(self.mixed_entry))
+            self.expect("to")
+            upper = b.mixed_parens(self.parens(self.mixed_entry))
+            self.expect("step")
+            c.append(b.forall_range([lower, upper, b.mixed_parens(self.parens(self.mixed_entry))]))
+        if self.V[self.i] == "shared_outs":
+            self.i += 1
+            self.expect("(")
+            outs = self.comma_list_opt(self.binding, ")")
+            self.expect(")")
+            c.append(b.shared_outs(outs))
+        self.results_arrow_opt(c)
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return b.forall_op(c)
+
+    def in_parallel_op(self, tok: Tok) -> Any:
+        """OP_IN_PARALLEL region attr_dict?"""
+        c: list[Any] = [tok, self.region()]
+        self.attr_dict_opt(c)
+        return self.b.in_parallel_op(c)
+
+    def execute_region_op(self, tok: Tok) -> Any:
+        """OP_EXECUTE_REGION results_arrow? region attr_dict?"""
+        c: list[Any] = [tok]
+        self.results_arrow_opt(c)
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return self.b.execute_region_op(c)
+
+    def generate_op(self, tok: Tok) -> Any:
+        """OP_GENERATE value_list? region attr_dict? ":" type"""
+        c: list[Any] = [tok]
+        if self.K[self.i] == "value":
+            c.append(self.value_list())
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.generate_op(c)
+
+    def pad_op(self, tok: Tok) -> Any:
+        """OP_PAD value NOFOLD? "low" mixed_list "high" mixed_list region attr_dict? ":" type "to" type"""
+        c: list[Any] = [tok, self.value()]
+        if self.V[self.i] == "nofold" and self.K[self.i] == "word":
+            c.append(self.tok("NOFOLD"))
+        self.expect("low")
+        c.append(self.mixed_list())
+        self.expect("high")
+        c.append(self.mixed_list())
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("to")
+        c.append(self.type())
+        return self.b.pad_op(c)
+
+    def collective_op(self, tok: Tok) -> Any:
+        """OP_COLLECTIVE consumer head collective_dims* ("," identity_clause)? attr_dict? ":" type "->" type_list region?"""
+        b = self.b
+        c = self.consumer_head(tok)
+        V = self.V
+        while V[self.i] == "," and V[self.i + 1] in _DIMS_KEYS and self.K[self.i + 1] == "word":
+            self.i += 1
+            key = b.dims_key([self.tok(V[self.i].upper())])
+            self.expect("=")
+            c.append(b.collective_dims([key, self.int_list()]))
+        if V[self.i] == "," and V[self.i + 1] == "identity":
+            self.i += 1
+            c.append(self.identity_clause())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type_list())
+        if V[self.i] == "{":
+            c.append(self.region())
+        return b.collective_op(c)
+
+    def identity_clause(self) -> Any:
+        """"identity" "(" (value_list ":" type_list)? ")" """
         self.expect("identity")
         self.expect("(")
         identity: list[Any] = []
@@ -1578,14 +1782,7 @@ class _Parser:
             self.expect(":")
             identity.append(self.type_list())
         self.expect(")")
-        c.append(b.identity_clause(identity))
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect("->")
-        c.append(self.type_list())
-        c.append(self.region())
-        return b.reduce_op(c)
+        return self.b.identity_clause(identity)
 
 
 # The declarative formats without a hand-written reader below, read by _Parser.regular.
@@ -1606,6 +1803,15 @@ _HANDLERS = {
     "PRODUCE": _Parser.produce_op,
     "CONSUME": _Parser.consume_op,
     "REDUCE": _Parser.reduce_op,
+    "COLLECTIVE": _Parser.collective_op,
+    "WHILE": _Parser.while_op,
+    "PARALLEL": _Parser.parallel_op,
+    "SCF_REDUCE": _Parser.scf_reduce_op,
+    "FORALL": _Parser.forall_op,
+    "IN_PARALLEL": _Parser.in_parallel_op,
+    "EXECUTE_REGION": _Parser.execute_region_op,
+    "GENERATE": _Parser.generate_op,
+    "PAD": _Parser.pad_op,
     "FUNC": _Parser.func_op,
     "MODULE": _Parser.module_op,
     "CALL": _Parser.call_op,
