@@ -21,6 +21,7 @@ import gc
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from functools import cached_property
 from itertools import accumulate, compress, count
 from operator import add, itemgetter
 from typing import Any
@@ -159,6 +160,11 @@ class _Tokens:
         kinds[:] = compress(kinds, keep)
         values[:] = compress(values, keep)
         gaps[:] = compress(gaps, keep)
+
+    @cached_property
+    def value_indices(self) -> list[int]:
+        """The indices of the SSA-name tokens, in order."""
+        return [i for i, kind in enumerate(self.kinds) if kind == "value"]
 
     def position(self, i: int) -> int:
         """Where token `i` starts."""
@@ -354,7 +360,7 @@ class _Parser:
         names only to copy them into operands and results and compare them with each
         other, build equal ops up to the renaming. None for lines not worth a key, and
         for names with `#`, which the callbacks also look into."""
-        V, K = self.V, self.K
+        V = self.V
         ends = self.tokens.ends
         starts = self.starts
         pos = ends[start + 1] - len(V[start])
@@ -364,17 +370,18 @@ class _Parser:
             return None
         key: list[Any] = V[start : end + 2]
         names: list[str] = []
-        for k in range(start, end):
-            if K[k] == "value":
-                name = V[k]
-                if "#" in name:
-                    return None
-                if name not in names:
-                    names.append(name)
-                key[k - start] = names.index(name)
-        for k in range(end, min(end + 2, len(V))):
-            if K[k] == "value":
-                key[k - start] = None
+        values = self.tokens.value_indices
+        lo = bisect_left(values, start)
+        hi = bisect_left(values, end, lo)
+        for k in values[lo:hi]:
+            name = V[k]
+            if "#" in name:
+                return None
+            if name not in names:
+                names.append(name)
+            key[k - start] = names.index(name)
+        for k in values[hi : bisect_left(values, end + 2, hi)]:
+            key[k - start] = None
         return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:
