@@ -22,8 +22,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from functools import cached_property
-from itertools import accumulate, compress, count
-from operator import add, itemgetter
+from itertools import accumulate, compress, count, repeat
+from operator import add, eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -164,7 +164,7 @@ class _Tokens:
     @cached_property
     def value_indices(self) -> list[int]:
         """The indices of the SSA-name tokens, in order."""
-        return [i for i, kind in enumerate(self.kinds) if kind == "value"]
+        return list(compress(count(), map(eq, self.kinds, repeat("value"))))
 
     def position(self, i: int) -> int:
         """Where token `i` starts."""
@@ -200,6 +200,11 @@ class _LazyTok(Tok):
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
 
+# Lines are no longer looked up among the shapes seen once this many lookups found fewer
+# than one copy in _COPY_RATIO.
+_COPY_TRIAL = 64
+_COPY_RATIO = 8
+
 # An op line longer than this many tokens is not looked up among the shapes seen (the key
 # costs more than a hit saves, and long lines seldom recur).
 _MAX_SHAPE_TOKENS = 48
@@ -226,6 +231,8 @@ class _Parser:
         # an op's tokens with its SSA names abstracted -> (op built from them, where its
         # operands and results are among those names); see operation()
         self.shapes = shapes
+        self.lookups = 0  # of shapes; -1 once they are given up (see operation())
+        self.copies = 0
 
     # ------------------------------------------------------------ tokens
 
@@ -320,14 +327,23 @@ class _Parser:
 
     def operation(self) -> Any:
         """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
-        is copied from it with its own names and location (see shape())."""
+        is copied from it with its own names and location (see shape()). Where few lines
+        repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
+        with less than one hit in _COPY_RATIO, the rest of the text is read without."""
+        if self.lookups < 0:
+            return self.parse_operation()
         start = self.i
         shape = self.shape(start)
         if shape is None:
             return self.parse_operation()
         key, names, end, line, column = shape
         seen = self.shapes.get(key)
-        if seen is not None:
+        self.lookups += 1
+        if seen is None:
+            if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
+                self.lookups = -1
+        else:
+            self.copies += 1
             self.i = end
             op, operand_slots, result_slots = seen
             return trusted_operation(
