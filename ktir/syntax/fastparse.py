@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from functools import cached_property
 from itertools import accumulate, compress, count, repeat
-from operator import add, eq, itemgetter
+from operator import eq, itemgetter, ne, not_
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -34,8 +34,8 @@ from ktir.syntax.lexer import _DIMS, Tok
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
 # token: one findall over the whole text, classified by first character afterwards.
 _SCAN = re.compile(
-    r"""([ \t\r\n]*)(
-    (?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+    r"""([ \t\r\n]*(
+    ((?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>)
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
   | [A-Za-z_][A-Za-z0-9_$.]*
@@ -45,17 +45,17 @@ _SCAN = re.compile(
   | ![A-Za-z_][A-Za-z0-9_$.]*
   | "(?:\\.|[^"\\\n])*"
   | \^[A-Za-z0-9_$.\-]+
-  | //[^\n]*)""",
+  | //[^\n]*))""",
     re.VERBOSE,
 )
 _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
-_WS = itemgetter(0)
+# _SCAN's groups: the token with the whitespace before it, the token, the token if a type
+_WITH_SPACE = itemgetter(0)
 _TEXT = itemgetter(1)
+_TYPE = itemgetter(2)
 _FIRST = itemgetter(0)
-_LAST = itemgetter(-1)
-_IS_CLOSE = ">".__eq__
 _NEWLINE = re.compile("\n")
 
 # Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
@@ -121,20 +121,21 @@ class _Tokens:
         found = _SCAN.findall(text)
         values = list(map(_TEXT, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
-        # a word or `!name` never ends with `>`: such a token is a whole type
-        for i in compress(count(), map(_IS_CLOSE, map(_LAST, values))):
-            if kinds[i] == "word" or kinds[i] == "bang":
-                kinds[i] = "type"
-        gaps = list(map(len, map(_WS, found)))
-        # ends[i + 1]: where token i ends (with the whitespace before it)
-        ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        for i in compress(count(), map(_TYPE, found)):
+            kinds[i] = "type"
+        # ends[i + 1]: where token i ends
+        ends = list(accumulate(map(len, map(_WITH_SPACE, found)), initial=base))
         # findall skips what no token matches: a character the grammar has no token for
         if ends[-1] - base != len(text.rstrip(" \t\r\n")):
             raise Fallback
         self.comments: list[tuple[int, str]] = []
-        if "comment" in kinds:
-            self._drop_comments(kinds, values, gaps, ends)
-            ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        if "comment" in kinds:  # moved out of the token lists (positions are kept in `ends`)
+            keep = list(map(ne, kinds, repeat("comment")))
+            for i in compress(count(), map(not_, keep)):
+                self.comments.append((ends[i + 1] - len(values[i]), values[i]))
+            kinds = list(compress(kinds, keep))
+            values = list(compress(values, keep))
+            ends = [base, *compress(ends[1:], keep)]
         kinds.append("end")
         values.append("")
         ends.append(ends[-1])
@@ -142,24 +143,6 @@ class _Tokens:
         self.values = values
         self.starts = starts
         self.ends = ends
-
-    def _drop_comments(self, kinds: list[str | None], values: list[str], gaps: list[int], ends: list[int]) -> None:
-        """Move the comments out of the token lists; each one's text and the whitespace before
-        it become whitespace before the next token."""
-        keep = [kind != "comment" for kind in kinds]
-        drop = [i for i, kept in enumerate(keep) if not kept]
-        dropped = set(drop)
-        carry = 0
-        for i in drop:
-            self.comments.append((ends[i + 1] - len(values[i]), values[i]))
-            carry += gaps[i] + len(values[i])
-            if i + 1 not in dropped:
-                if i + 1 < len(gaps):
-                    gaps[i + 1] += carry
-                carry = 0
-        kinds[:] = compress(kinds, keep)
-        values[:] = compress(values, keep)
-        gaps[:] = compress(gaps, keep)
 
     @cached_property
     def value_indices(self) -> list[int]:
