@@ -35,7 +35,8 @@ from ktir.syntax.lexer import _DIMS, Tok
 # token: one findall over the whole text, classified by first character afterwards.
 _SCAN = re.compile(
     r"""([ \t\r\n]*(
-    ((?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>)
+    ((?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+     |<(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>)
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
   | [A-Za-z_][A-Za-z0-9_$.]*
@@ -556,15 +557,18 @@ class _Parser:
         return self.b.type_list(self.comma_list(self.type))
 
     def type_token(self, text: str, pos: int) -> Any:
-        """`tensor<...>`, `memref<...>`, `vector<...>` or `!ktdp.access_tile<...>`, whole."""
+        """`tensor<...>`, `memref<...>`, `vector<...>`, `!ktdp.access_tile<...>` or its legacy
+        `!ktdp.tile<...>`, whole; or upstream's short access tile `<4x8xindex>`."""
         b = self.b
         open_at = text.index("<")
         keyword = text[:open_at]
+        if not keyword:
+            return self.short_access_tile(text, pos)
         p = open_at + 1
         while text[p] in " \t":
             p += 1
         children: list[Any] = []
-        if keyword == "!ktdp.access_tile":
+        if keyword == "!ktdp.access_tile" or keyword == "!ktdp.tile":
             line = bisect_right(self.starts, pos)
             children.append(Tok("ACCESS_TILE_KW", keyword, pos, line, pos - self.starts[line - 1] + 1))
         if text[p] in "0123456789?*":
@@ -606,6 +610,25 @@ class _Parser:
             if "#" not in text and "!" not in text[open_at:]:
                 _SHARED_TYPES[text] = found
         return found
+
+    def short_access_tile(self, text: str, pos: int) -> Any:
+        """"<" shape_prefix? type ">", `text` being `<` DIMS `index>` (it warns, so is not kept)."""
+        dims = _DIMS.match(text, 1)
+        if dims is None or text[dims.end() : -1] != "index":
+            raise Fallback
+        return self.b.short_access_tile(
+            [
+                self.located("LESSTHAN", "<", pos),
+                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + 1)]),
+                self.b.index_type([self.located("INDEX", "index", pos + dims.end())]),
+                self.located("MORETHAN", ">", pos + len(text) - 1),
+            ]
+        )
+
+    def located(self, kind: str, value: str, pos: int) -> Tok:
+        """A `kind` token at `pos` of the text."""
+        line = bisect_right(self.starts, pos)
+        return Tok(kind, value, pos, line, pos - self.starts[line - 1] + 1)
 
     def result_type_list(self) -> Any:
         """type -> single_result_type | "(" (result_type ("," result_type)*)? ")" """

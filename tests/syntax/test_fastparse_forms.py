@@ -99,6 +99,15 @@ FORMS = {
 ^bb0(%a: index, %b: index):
   tensor.yield %z : f32
 } : tensor<4x8xf32> to tensor<6x8xf32>""",
+    # legacy type spellings, read with their warnings
+    "legacy !ktdp.tile": (
+        "%x = ktdp.load %a : !ktdp.tile<4x8xindex> -> tensor<4x8xf32>",
+        "%a: !ktdp.tile<4x8xindex>",
+    ),
+    "short access tile": (
+        "%x = ktdp.load %a : <4x?xindex> -> tensor<4x8xf32>\nktdp.store %x, %a : tensor<4x8xf32>, <4x?xindex>",
+        "%a: !ktdp.access_tile<4x?xindex>",
+    ),
     "generic form": '%s = "arith.addf"(%t, %t) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>\n"test.op"() : () -> ()',
 }
 
@@ -126,6 +135,14 @@ def test_the_fast_path_takes_the_form(form: str) -> None:
     text = _text(form)
     p.parse(text, fast=False)  # the grammar accepts it: a valid program
     assert check(text), f"{form} falls back to the grammar"
+
+
+def test_legacy_types_warn_where_they_stand() -> None:
+    text = _text("short access tile")
+    warnings = p.parse(text).warnings
+    assert [(w.line, w.column) for w in warnings] == [(w.line, w.column) for w in p.parse(text, fast=False).warnings]
+    assert [w.line for w in warnings] == [2, 3]
+    assert "short access tile type" in warnings[0].message
 
 
 def test_the_fast_path_takes_a_collective() -> None:
