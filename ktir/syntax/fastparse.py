@@ -484,6 +484,8 @@ class _Parser:
                 found = self.scalar_type(text)
             self.i = i + 1
             return found
+        if text == "<":
+            return self.short_tile_future() if self.V[i + 1] == "(" else self.short_runtime_arg()
         if kind == "bang":
             if "." not in text:
                 return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
@@ -527,6 +529,35 @@ class _Parser:
             c.append(b.runtime_arg_param([name, self.int_tok()]))
         self.expect(">")
         return b.runtime_arg_type(c)
+
+    def short_tile_future(self) -> Any:
+        """"<" "(" type_list ")" "," "groups" "=" set_ref ">", upstream's short future (it warns);
+        a `!` rule: the callback gets the punctuation too"""
+        c: list[Any] = [self.kept("<"), self.kept("("), self.type_list(), self.kept(")"), self.kept(",")]
+        c += [self.kept("groups"), self.kept("="), self.set_ref(), self.kept(">")]
+        return self.b.short_tile_future(c)
+
+    def kept(self, text: str) -> Tok:
+        """The current token, which must be `text`, consumed (for `!` rules, which keep it)."""
+        if self.V[self.i] != text:
+            raise Fallback
+        return self.tok(text)
+
+    def short_runtime_arg(self) -> Any:
+        """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>` (it warns)"""
+        b = self.b
+        c = [self.tok("LESSTHAN"), self.type()]
+        if self.V[self.i] != ",":
+            raise Fallback  # `<T>`: a short access tile without a shape, for the grammar
+        while self.V[self.i] == ",":
+            self.i += 1
+            name = self.word()
+            self.expect("=")
+            c.append(b.runtime_arg_param([name, self.int_tok()]))
+        if self.V[self.i] != ">":
+            raise Fallback
+        c.append(self.tok("MORETHAN"))
+        return b.short_runtime_arg(c)
 
     def set_ref(self) -> Any:
         """affine_set_attr | attr_alias_ref"""

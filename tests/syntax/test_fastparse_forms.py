@@ -108,6 +108,10 @@ FORMS = {
         "%x = ktdp.load %a : <4x?xindex> -> tensor<4x8xf32>\nktdp.store %x, %a : tensor<4x8xf32>, <4x?xindex>",
         "%a: !ktdp.access_tile<4x?xindex>",
     ),
+    "short runtime_arg": (
+        "%v = ktdp.runtime_arg_extract value from %n : <index, granularity=4> -> index",
+        "%n: !ktdp.runtime_arg<index, granularity=4>",
+    ),
     "generic form": '%s = "arith.addf"(%t, %t) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>\n"test.op"() : () -> ()',
 }
 
@@ -137,6 +141,24 @@ def test_the_fast_path_takes_the_form(form: str) -> None:
     assert check(text), f"{form} falls back to the grammar"
 
 
+SHORT_FUTURE = """#all = affine_set<(d0) : (d0 >= 0, -d0 + 1 >= 0)>
+#one = affine_set<(d0) : (d0 == 0)>
+func.func @k(%x: tensor<4xf32>) -> tensor<4xf32> attributes {grid = [2]} {
+  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all
+      -> <(tensor<4xf32>), groups = #one>
+  { ^bb0(%gid: index): ktdp.yield_partial %x : tensor<4xf32> }
+  %r = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = #all
+      : <(tensor<4xf32>), groups = #one> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_the_fast_path_takes_the_short_tile_future() -> None:
+    p.parse(SHORT_FUTURE, fast=False)
+    assert check(SHORT_FUTURE)
+
+
 def test_legacy_types_warn_where_they_stand() -> None:
     text = _text("short access tile")
     warnings = p.parse(text).warnings
@@ -163,4 +185,4 @@ def test_mutated_forms(data: st.DataObject) -> None:
     """Token-level mutations of the forms (mostly invalid): the fast path accepts only what
     the grammar accepts, and builds the same module."""
     form = data.draw(st.sampled_from(sorted(FORMS)))
-    check(_mutate(data.draw(st.sampled_from([_text(form), COLLECTIVE])), data))
+    check(_mutate(data.draw(st.sampled_from([_text(form), COLLECTIVE, SHORT_FUTURE])), data))
