@@ -728,6 +728,8 @@ class _Parser:
                 return self.affine_set()
             if text == "dense":
                 return self.dense()
+            if text == "strided" and self.V[i + 1] == "<":
+                return self.strided()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
             if text in MEMSPACE_KWS and self.V[i + 1] == "<":
@@ -788,6 +790,28 @@ class _Parser:
         c = [b.neg_float([tok]) if negative else b.pos_float([tok])]
         self.typed_suffix(c)
         return b.float_attr(c)
+
+    def strided(self) -> Any:
+        """"strided" "<" "[" (stride_entry ("," stride_entry)*)? "]" ("," "offset" ":" stride_entry)? ">" """
+        b = self.b
+        self.i += 2
+        self.expect("[")
+        c = [b.stride_list(self.comma_list_opt(self.stride_entry, "]"))]
+        self.expect("]")
+        if self.V[self.i] == ",":
+            self.i += 1
+            self.expect("offset")
+            self.expect(":")
+            c.append(b.strided_offset([self.stride_entry()]))
+        self.expect(">")
+        return b.strided_attr(c)
+
+    def stride_entry(self) -> Any:
+        """signed_int | "?" -> dynamic_stride"""
+        if self.V[self.i] == "?":
+            self.i += 1
+            return self.b.dynamic_stride([])
+        return self.signed_int()
 
     def memory_space(self) -> Any:
         """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """

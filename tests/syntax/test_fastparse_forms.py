@@ -99,6 +99,11 @@ FORMS = {
 ^bb0(%a: index, %b: index):
   tensor.yield %z : f32
 } : tensor<4x8xf32> to tensor<6x8xf32>""",
+    "memref strided layout": (
+        "%s = memref.subview %m[2, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>\n"
+        "%d = memref.subview %m[%i, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: ?>>",
+        "%m: memref<4x8xf32>, %i: index",
+    ),
     # legacy type spellings, read with their warnings
     "legacy !ktdp.tile": (
         "%x = ktdp.load %a : !ktdp.tile<4x8xindex> -> tensor<4x8xf32>",
