@@ -20,7 +20,8 @@ Prints lines/second for each, and ratios against baselines measured in the same 
 fastparse.py), which copies an op whose line repeats an earlier one's tokens with other
 SSA names, as the module's 10 line forms do. `parse, no line repeats` reads a module of
 the same size and forms with every number and shape varied, so that no op is copied (its
-lines are a little longer, and every type is new). `parse, grammar only` runs the
+lines are a little longer, and every type is new; the fast path stops looking for copies
+after 64 misses). `parse, grammar only` runs the
 normative LALR grammar alone (what `parse` falls back to on forms the fast path leaves to
 it, and on errors). Each figure is the best of --repeat runs, interleaved, in wall-clock
 seconds and, in brackets, CPU seconds of this process (steadier on a loaded machine).
