@@ -374,17 +374,34 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             return b.load(b.access_tile(views["q"], [r, c["c0"]], A["qblk"], [bq, D], A["id2"], name=f"{dst}_t"), dt,
                           name=dst)
 
-        # with double buffering the next query block's Q is loaded while this one computes
-        prefetch = db
+        def load_kv(dst: str, v: str, head: Value, inrow: Value) -> Value:
+            """The bkv rows of K or V of KV head `head` from row `inrow`."""
+            if heads_dim:
+                t = b.access_tile(views[v], [head, inrow, c["c0"]], A["kvblk3"], [1, bkv, D], A["id3"], name=f"{dst}_t")
+                return b.collapse_shape(b.load(t, dt, name=f"{dst}_3"), [[0, 1], [2]], ty.tensor((bkv, D), dt),
+                                        name=dst)
+            r = b.arith.addi(b.arith.muli(head, c["L"], name=f"{dst}_base"), inrow, name=f"{dst}_r")
+            return b.load(b.access_tile(views[v], [r, c["c0"]], A["kvblk"], [bkv, D], A["id2"], name=f"{dst}_t"), dt,
+                          name=dst)
+
+        # With double buffering, the next query block's Q and first K and V blocks are loaded
+        # while this one computes, and (one KV split) its O is stored while the next one computes:
+        # every transfer after the KV loop is ready, so the tile's DMA queue never waits on compute.
+        prefetch, defer = db, db and sk == 1
         if prefetch:
-            q_first = load_q(coords(pos, "_f"), "sa_qf")
-            units_loop = b.for_(pos, c["units"], stride, [q_first], names=["sa_u", "sa_qcur"], results=["sa_qlast"])
+            wf = coords(pos, "_f")
+            carried = [load_q(wf, "sa_qf"), load_kv("sa_kf", "k", wf[0], kstart), load_kv("sa_vf", "v", wf[0], kstart)]
+            cnames, cresults = ["sa_qcur", "sa_kfirst", "sa_vfirst"], ["sa_ql", "sa_kfl", "sa_vfl"]
+            if defer:  # no O yet: the first iteration stores nothing
+                carried.append(b.empty(qt, "sa_onone"))
+                cnames.append("sa_oprev")
+                cresults.append("sa_olast")
+            units_loop = b.for_(pos, c["units"], stride, carried, names=["sa_u", *cnames], results=cresults)
         else:
             units_loop = b.for_(pos, c["units"], stride, names=["sa_u"])
         with units_loop as (u, *qcur):
             where = coords(u, "")
             h, q0, t0, hq = where
-            qbase = b.arith.muli(h, c["S"], name="sa_qbase")
             kbase = b.arith.muli(h, c["L"], name="sa_kbase")
 
             def load(dst: str, v: str, inrow: Value, rows: int, blk: str) -> Value:
@@ -394,7 +411,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                                       name=f"{dst}_t")
                     x3 = b.load(t, dt, name=f"{dst}_3")
                     return b.collapse_shape(x3, [[0, 1], [2]], ty.tensor((rows, D), dt), name=dst)
-                r = b.arith.addi(qbase if v in "qo" else kbase, inrow, name=f"{dst}_r")
+                r = b.arith.addi(kbase, inrow, name=f"{dst}_r")
                 t = b.access_tile(views[v], [r, c["c0"]], A[blk], [rows, D], A["id2"], name=f"{dst}_t")
                 return b.load(t, dt, name=dst)
 
@@ -409,12 +426,10 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             inits, names, results = [minit, linit, azero], ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
             if db:
                 klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
-                inits += [load("sa_k0", "k", kstart, bkv, "kvblk"), load("sa_v0", "v", kstart, bkv, "kvblk")]
+                inits += qcur[1:3] if prefetch else [load("sa_k0", "k", kstart, bkv, "kvblk"),
+                                                    load("sa_v0", "v", kstart, bkv, "kvblk")]
                 names += ["sa_kcur", "sa_vcur"]
                 results += ["sa_kl", "sa_vl"]
-            if prefetch:  # after the first K/V blocks, so that they do not wait behind it
-                nu = b.arith.minsi(b.arith.addi(u, stride, name="sa_un"), c["ulast"], name="sa_unext")
-                q_next = load_q(coords(nu, "_n"), "sa_qn")
             with b.for_(kstart, kend, c["bkv"], inits, names=names, results=results) as (k0i, m_, l_, acc_, *cur):
                 if db:
                     kn = b.arith.addi(k0i, c["bkv"], name="sa_kn")
@@ -472,41 +487,71 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 anew = b.dps("linalg.matmul", [ph, vblk], [as_], name="sa_anew")
                 b.yield_(mnew, lnew, anew, *nxt)
             mf, lf, af_ = b.last_results[:3]
-            at_ = (hq, t0, G) if G > 1 else (h, q0, 1)
+            nxt_unit: list[Value] = []
+            if prefetch:  # the next query block of this tile (the last one again on the last iteration)
+                nu = b.arith.minsi(b.arith.addi(u, stride, name="sa_un"), c["ulast"], name="sa_unext")
+                wn = coords(nu, "_n")
+                nxt_unit = [load_q(wn, "sa_qn"), load_kv("sa_kn0", "k", wn[0], kstart),
+                            load_kv("sa_vn0", "v", wn[0], kstart)]
             if sk > 1:
                 out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
                 with b.if_(first):
-                    _store(b, A, views["o"], out, e_acc, qt, at_, qbase, c["c0"], heads_dim)
+                    _store(b, A, views["o"], _normalise(b, A, out, e_acc, qt), _at(where, G), c, heads_dim)
+            elif defer:
+                started = b.cmp("arith.cmpi", "ne", u, pos, name="sa_started")
+                with b.if_(started):
+                    pu = b.arith.subi(u, stride, name="sa_uprev")
+                    _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
+                nxt_unit.append(_normalise(b, A, (mf, lf, af_), e_acc, qt))
             else:
-                _store(b, A, views["o"], (mf, lf, af_), e_acc, qt, at_, qbase, c["c0"], heads_dim)
+                _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), e_acc, qt), _at(where, G), c, heads_dim)
             if prefetch:
-                b.yield_(q_next)
+                b.yield_(*nxt_unit)
+        if defer:  # the tile's last query block: u = pos + (units - 1 - pos) // stride * stride
+            lastu = b.arith.addi(pos, b.arith.muli(b.arith.divui(b.arith.subi(c["ulast"], pos, name="sa_uleft"), stride,
+                                                                 name="sa_urounds"), stride, name="sa_uspan"),
+                                 name="sa_ulastmine")
+            _store(b, A, views["o"], b.last_results[3], _at(coords(lastu, "_l"), G), c, heads_dim, "_l")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
 
 
-def _store(b: Builder, A: dict[str, at.AttrAliasRef], ov: Value, state: tuple[Value, ...], e_acc: Value,
-           qt: ty.TensorType, where: tuple[Value, Value, int], qbase: Value, c0: Value, heads_dim: bool) -> None:
-    """O = acc / l, rounded and stored as the query block: at (head, row, 1) of the rows, or at
-    (first query head, token, group) of the `[query heads, tokens, D]` view."""
+def _at(where: tuple[Value, Value, Value, Value], group: int) -> tuple[Value, Value, int]:
+    """Where a query block's O goes: (KV head, row, 1), or (first query head, token, group) with a group."""
+    h, q0, t0, hq = where
+    return (hq, t0, group) if group > 1 else (h, q0, 1)
+
+
+def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...], e_acc: Value,
+               qt: ty.TensorType) -> Value:
+    """O = acc / l, rounded to the output type."""
     _, lsum, acc = state
-    bq, D = (int(n or 0) for n in qt.shape)
-    h, q0, G = where
     with b.generic([acc, lsum], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
                    ["sa_oa", "sa_od", "sa_oo"], "sa_out") as (oa, od, _):
         b.yield_(b.arith.divf(oa, od, name="sa_or"), op="linalg.yield")
     (out,) = b.last_results
-    oh = b.arith.truncf(out, result_types=[qt], name="sa_oh")
+    return b.arith.truncf(out, result_types=[qt], name="sa_oh")
+
+
+def _store(b: Builder, A: dict[str, at.AttrAliasRef], ov: Value, oh: Value, where: tuple[Value, Value, int],
+           c: dict[str, Value], heads_dim: bool, sfx: str = "") -> None:
+    """Store the query block's O: at (head, row, 1) of the rows, or at (first query head, token,
+    group) of the `[query heads, tokens, D]` view."""
+    qt = oh.type
+    assert isinstance(qt, ty.TensorType)
+    bq, D = (int(n or 0) for n in qt.shape)
+    h, q0, G = where
+    c0 = c["c0"]
     if G > 1:
-        og = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((G, bq // G, D), qt.element_type), name="sa_og")
-        b.store(og, b.access_tile(ov, [h, q0, c0], A["qblkg"], [G, bq // G, D], A["id3"], name="sa_to"))
+        og = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((G, bq // G, D), qt.element_type), name=f"sa_og{sfx}")
+        b.store(og, b.access_tile(ov, [h, q0, c0], A["qblkg"], [G, bq // G, D], A["id3"], name=f"sa_to{sfx}"))
     elif heads_dim:
-        o3 = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((1, bq, D), qt.element_type), name="sa_o3")
-        to = b.access_tile(ov, [h, q0, c0], A["qblk3"], [1, bq, D], A["id3"], name="sa_to")
+        o3 = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((1, bq, D), qt.element_type), name=f"sa_o3{sfx}")
+        to = b.access_tile(ov, [h, q0, c0], A["qblk3"], [1, bq, D], A["id3"], name=f"sa_to{sfx}")
         b.store(o3, to)
     else:
-        qrow = b.arith.addi(qbase, q0, name="sa_qrow")
-        to = b.access_tile(ov, [qrow, c0], A["qblk"], [bq, D], A["id2"], name="sa_to")
+        qrow = b.arith.addi(b.arith.muli(h, c["S"], name=f"sa_qbase{sfx}"), q0, name=f"sa_qrow{sfx}")
+        to = b.access_tile(ov, [qrow, c0], A["qblk"], [bq, D], A["id2"], name=f"sa_to{sfx}")
         b.store(oh, to)
 
 

@@ -453,13 +453,19 @@ class AttentionSpace:
         compute = (2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup
                    + 4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
                    + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)
-        # the busiest tile: its KV steps, and per query block the first K/V load, Q, O and the combine
-        stream = np.where(db, per_tile * kv + steps * np.maximum(compute, kv), steps * (compute + kv))
-        q_o = f.load_step([bq * d * e], tiles) * 2
+        # the busiest tile. Without double buffering every transfer waits for the compute before
+        # it and the other way round. With it, the next query block's Q and first K/V blocks (and,
+        # with one KV split, the previous block's O) move while a block computes: the tile takes
+        # the longer of its compute and its transfers, after the first block's loads.
+        q_io = f.load_step([bq * d * e], tiles)  # one Q load or O store
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        cycles = stream + per_tile * (q_o + combine)
+        serial = steps * (compute + kv) + per_tile * (2 * q_io + kv + combine)
+        moved = np.where(s > 1, q_io + kv, 2 * q_io + kv)  # per query block, in the background
+        overlapped = q_io + kv + np.maximum(steps * compute, steps * kv + per_tile * moved) \
+            + np.where(s > 1, per_tile * (q_io + combine), q_io)
+        cycles = np.where(db, overlapped, serial)
         buffers = np.where(db, 2.0, 1.0)
         # with double buffering the next Q block is prefetched too
         scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
