@@ -384,10 +384,12 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             return b.load(b.access_tile(views[v], [r, c["c0"]], A["kvblk"], [bkv, D], A["id2"], name=f"{dst}_t"), dt,
                           name=dst)
 
-        # With double buffering, the next query block's Q and first K and V blocks are loaded
-        # while this one computes, and (one KV split) its O is stored while the next one computes:
+        # With double buffering and several query blocks per tile, the next block's Q and first K
+        # and V blocks are loaded while this one computes, and (one KV split) its O is stored while
+        # the next one computes:
         # every transfer after the KV loop is ready, so the tile's DMA queue never waits on compute.
-        prefetch, defer = db, db and sk == 1
+        prefetch = db and units > grid // sk  # a tile has more than one query block
+        defer = prefetch and sk == 1
         if prefetch:
             wf = coords(pos, "_f")
             carried = [load_q(wf, "sa_qf"), load_kv("sa_kf", "k", wf[0], kstart), load_kv("sa_vf", "v", wf[0], kstart)]

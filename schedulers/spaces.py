@@ -461,8 +461,9 @@ class AttentionSpace:
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        serial = steps * (compute + kv) + per_tile * (2 * q_io + kv + combine)
-        moved = np.where(s > 1, q_io + kv, 2 * q_io + kv)  # per query block, in the background
+        serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
+        # per query block, in the background (nothing is prefetched when a tile has one block)
+        moved = np.where(per_tile > 1, np.where(s > 1, q_io + kv, 2 * q_io + kv), 0.0)
         overlapped = q_io + kv + np.maximum(steps * compute, steps * kv + per_tile * moved) \
             + np.where(s > 1, per_tile * (q_io + combine), q_io)
         cycles = np.where(db, overlapped, serial)
