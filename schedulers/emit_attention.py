@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ktir.builder import Builder, Value, located
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.ir.operation import Module, Operation
+from ktir.ir.operation import Block, Module, Operation, Region
 from ktir.syntax.printer import print_module
 
 from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name, function_of
@@ -296,6 +296,9 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
     tb = bq // G  # tokens per query block
     if S % bq or bq % G or (S // G) % tb:
         raise ValueError(f"query block {bq} is not {G} query heads at a divisor of {S // G} tokens")
+    if sk > 1 and units % (grid // sk):
+        raise ValueError(f"{units} query blocks do not split evenly over {grid // sk} groups of tiles: the tiles "
+                         "would join the KV splits' combines unequally often")
     snake = dealt_in_snake(k, bq, sk, tiles)
     A = _aliases(b, H, S, L, D, bq, bkv, sk, grid, heads_dim, G)
     params = fn.regions[0].blocks[0].arguments
@@ -303,7 +306,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         arg = {a.name[1:]: a for a in args}
         c = {n: b.index(v, f"sa_{n}") for n, v in
              (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
-              ("ulast", units - 1),
+              ("ulast", units - 1), ("bkv2", 2 * bkv),
               ("grid", grid))}
         if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
             c |= {n: b.index(v, f"sa_{n}") for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))}
@@ -389,6 +392,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         # the next one computes:
         # every transfer after the KV loop is ready, so the tile's DMA queue never waits on compute.
         prefetch = db and units > grid // sk  # a tile has more than one query block
+        pipelined = db and sk == 1
         defer = prefetch and sk == 1
         if prefetch:
             wf = coords(pos, "_f")
@@ -425,38 +429,29 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 kend = b.arith.muli(nkv, c["bkv"], name="sa_kcausal")
                 if sk > 1:  # a split past the causal bound runs no step: its partial is the identity
                     kend = b.arith.minsi(kend, kstop, name="sa_kend")
-            inits, names, results = [minit, linit, azero], ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
-            if db:
-                klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
-                inits += qcur[1:3] if prefetch else [load("sa_k0", "k", kstart, bkv, "kvblk"),
-                                                    load("sa_v0", "v", kstart, bkv, "kvblk")]
-                names += ["sa_kcur", "sa_vcur"]
-                results += ["sa_kl", "sa_vl"]
-            with b.for_(kstart, kend, c["bkv"], inits, names=names, results=results) as (k0i, m_, l_, acc_, *cur):
-                if db:
-                    kn = b.arith.addi(k0i, c["bkv"], name="sa_kn")
-                    kc = b.arith.minsi(kn, klast, name="sa_kc")
-                    nxt = [load("sa_knext", "k", kc, bkv, "kvblk"), load("sa_vnext", "v", kc, bkv, "kvblk")]
-                    kblk, vblk = cur
-                else:
-                    kblk, vblk = load("sa_kb", "k", k0i, bkv, "kvblk"), load("sa_vb", "v", k0i, bkv, "kvblk")
-                    nxt = []
-                s_ = b.dps("linalg.matmul", [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
-                           name="sa_s")
-                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, ["sa_x", "sa_o"], "sa_sm") as (x, _):
-                    xs = b.arith.mulf(x, scale, name="sa_xs")
+
+            def qk(kblk: Value, name: str) -> Value:
+                return b.dps("linalg.matmul", [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
+                             name=name)
+
+            def step(s_: Value, k0i: Value, m_: Value, l_: Value, acc_: Value, vblk: Value,
+                     sfx: str) -> tuple[Value, Value, Value]:
+                """One online-softmax step on the scores of the key block at k0i: (m, l, acc) updated."""
+                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, [f"sa_x{sfx}", f"sa_o{sfx}"],
+                               f"sa_sm{sfx}") as (x, _):
+                    xs = b.arith.mulf(x, scale, name=f"sa_xs{sfx}")
                     if k.causal:
-                        i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name="sa_i")
-                        j = b.linalg.index(dim=at.IntegerAttr(value=1, type=ty.I64), name="sa_j")
+                        i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name=f"sa_i{sfx}")
+                        j = b.linalg.index(dim=at.IntegerAttr(value=1, type=ty.I64), name=f"sa_j{sfx}")
                         if G == 1:
-                            qi = b.arith.addi(q0, i, name="sa_qi")
+                            qi = b.arith.addi(q0, i, name=f"sa_qi{sfx}")
                         elif tb == L:  # one block per KV head (t0 = 0): the token is the row mod L
-                            qi = b.arith.remui(i, c["L"], name="sa_qi")
+                            qi = b.arith.remui(i, c["L"], name=f"sa_qi{sfx}")
                         else:  # row i of the block is query head i // tb of the group at token t0 + i mod tb
-                            qi = b.arith.addi(t0, b.arith.remui(i, c["tb"], name="sa_ti"), name="sa_qi")
-                        kj = b.arith.addi(k0i, j, name="sa_kj")
-                        future = b.cmp("arith.cmpi", "ugt", kj, qi, name="sa_future")
-                        xs = b.arith.select(future, ninf, xs, name="sa_r")
+                            qi = b.arith.addi(t0, b.arith.remui(i, c["tb"], name=f"sa_ti{sfx}"), name=f"sa_qi{sfx}")
+                        kj = b.arith.addi(k0i, j, name=f"sa_kj{sfx}")
+                        future = b.cmp("arith.cmpi", "ugt", kj, qi, name=f"sa_future{sfx}")
+                        xs = b.arith.select(future, ninf, xs, name=f"sa_r{sfx}")
                     b.yield_(xs, op="linalg.yield")
                 (sm,) = b.last_results
 
@@ -464,37 +459,85 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     """exp(x - max) as 0 where the max is -inf. A KV split may see a row's keys all masked
                     (causal rows before the split's first key): without it exp(-inf + inf) is NaN."""
                     if sk > 1:
-                        none = b.cmp("arith.cmpf", "oeq", mx, ninf, name=f"sa_{v}none")
-                        e = b.arith.select(none, zero, e, name=f"sa_{v}g")
+                        none = b.cmp("arith.cmpf", "oeq", mx, ninf, name=f"sa_{v}none{sfx}")
+                        e = b.arith.select(none, zero, e, name=f"sa_{v}g{sfx}")
                     b.yield_(e, op="linalg.yield")
 
-                mnew = b.reduce("arith.maximumf", [sm], [m_], [1], name="sa_mnew")
+                mnew = b.reduce("arith.maximumf", [sm], [m_], [1], name=f"sa_mnew{sfx}")
                 with b.generic([sm, mnew], [e_mat], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               ["sa_px", "sa_pm", "sa_po"], "sa_p") as (px, pm, _):
-                    pe = b.math.exp(b.arith.subf(px, pm, name="sa_pd"), name="sa_pe")
+                               [f"sa_px{sfx}", f"sa_pm{sfx}", f"sa_po{sfx}"], f"sa_p{sfx}") as (px, pm, _):
+                    pe = b.math.exp(b.arith.subf(px, pm, name=f"sa_pd{sfx}"), name=f"sa_pe{sfx}")
                     guard("p", pe, pm)
                 (p_,) = b.last_results
-                with b.generic([m_, mnew], [e_vec], [A["id1"]] * 3, ["parallel"], ["sa_old", "sa_new", "sa_ao"],
-                               "sa_alpha") as (old, new, _):
-                    ae = b.math.exp(b.arith.subf(old, new, name="sa_ad"), name="sa_ae")
+                with b.generic([m_, mnew], [e_vec], [A["id1"]] * 3, ["parallel"],
+                               [f"sa_old{sfx}", f"sa_new{sfx}", f"sa_ao{sfx}"], f"sa_alpha{sfx}") as (old, new, _):
+                    ae = b.math.exp(b.arith.subf(old, new, name=f"sa_ad{sfx}"), name=f"sa_ae{sfx}")
                     guard("a", ae, new)
                 (alpha,) = b.last_results
-                ls = b.dps("linalg.mul", [l_, alpha], [e_vec], name="sa_ls")
-                lnew = b.reduce("arith.addf", [p_], [ls], [1], name="sa_lnew")
+                ls = b.dps("linalg.mul", [l_, alpha], [e_vec], name=f"sa_ls{sfx}")
+                lnew = b.reduce("arith.addf", [p_], [ls], [1], name=f"sa_lnew{sfx}")
                 with b.generic([acc_, alpha], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               ["sa_aa", "sa_sa", "sa_so"], "sa_as") as (aa, sa, _):
-                    b.yield_(b.arith.mulf(aa, sa, name="sa_ar"), op="linalg.yield")
+                               [f"sa_aa{sfx}", f"sa_sa{sfx}", f"sa_so{sfx}"], f"sa_as{sfx}") as (aa, sa, _):
+                    b.yield_(b.arith.mulf(aa, sa, name=f"sa_ar{sfx}"), op="linalg.yield")
                 (as_,) = b.last_results
-                ph = b.arith.truncf(p_, result_types=[pt], name="sa_ph")
-                anew = b.dps("linalg.matmul", [ph, vblk], [as_], name="sa_anew")
-                b.yield_(mnew, lnew, anew, *nxt)
-            mf, lf, af_ = b.last_results[:3]
+                ph = b.arith.truncf(p_, result_types=[pt], name=f"sa_ph{sfx}")
+                anew = b.dps("linalg.matmul", [ph, vblk], [as_], name=f"sa_anew{sfx}")
+                return mnew, lnew, anew
+
+            state = [minit, linit, azero]
+            if pipelined:
+                # Q K^T of the next key block runs (matrix unit) while the softmax of this one does
+                # (vector unit): the loop carries this block's scores, the next K block and this V
+                # block, and the last step follows it. One KV split: every block has a step.
+                klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
+                k_first, v_first = qcur[1:3] if prefetch else (load("sa_k0", "k", kstart, bkv, "kvblk"),
+                                                               load("sa_v0", "v", kstart, bkv, "kvblk"))
+                k1 = b.arith.addi(kstart, c["bkv"], name="sa_k1n")
+                second = b.cmp("arith.cmpi", "slt", kstart, klast, name="sa_second")  # a second key block
+                k1blk = _when(b, second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
+                carry = [qk(k_first, "sa_s0"), *k1blk, v_first]
+                with b.for_(kstart, klast, c["bkv"], state + carry,
+                            names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", "sa_knx", "sa_vcur"],
+                            results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", "sa_kl", "sa_vl"]) as (
+                        k0i, m_, l_, acc_, scur, knx, vcur):
+                    k2 = b.arith.addi(k0i, c["bkv2"], name="sa_k2n")
+                    later = b.cmp("arith.cmpi", "sle", k2, klast, name="sa_later")  # a key block after the next
+                    ahead = [*_when(b, later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
+                             load("sa_vnext", "v", b.arith.addi(k0i, c["bkv"], name="sa_v1r"), bkv, "kvblk")]
+                    snext = qk(knx, "sa_snext")
+                    b.yield_(*step(scur, k0i, m_, l_, acc_, vcur, ""), snext, *ahead)
+                m_l, l_l, a_l, s_l, _, v_l = b.last_results
+                mf, lf, af_ = step(s_l, klast, m_l, l_l, a_l, v_l, "_e")
+            else:
+                names, results = ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
+                if db:
+                    klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
+                    state += qcur[1:3] if prefetch else [load("sa_k0", "k", kstart, bkv, "kvblk"),
+                                                         load("sa_v0", "v", kstart, bkv, "kvblk")]
+                    names += ["sa_kcur", "sa_vcur"]
+                    results += ["sa_kl", "sa_vl"]
+                with b.for_(kstart, kend, c["bkv"], state, names=names, results=results) as (k0i, m_, l_, acc_, *cur):
+                    if db:
+                        kn = b.arith.addi(k0i, c["bkv"], name="sa_kn")
+                        kc = b.arith.minsi(kn, klast, name="sa_kc")
+                        nxt = [load("sa_knext", "k", kc, bkv, "kvblk"), load("sa_vnext", "v", kc, bkv, "kvblk")]
+                        kblk, vblk = cur
+                    else:
+                        kblk, vblk = load("sa_kb", "k", k0i, bkv, "kvblk"), load("sa_vb", "v", k0i, bkv, "kvblk")
+                        nxt = []
+                    b.yield_(*step(qk(kblk, "sa_s"), k0i, m_, l_, acc_, vblk, ""), *nxt)
+                mf, lf, af_ = b.last_results[:3]
             nxt_unit: list[Value] = []
-            if prefetch:  # the next query block of this tile (the last one again on the last iteration)
-                nu = b.arith.minsi(b.arith.addi(u, stride, name="sa_un"), c["ulast"], name="sa_unext")
-                wn = coords(nu, "_n")
-                nxt_unit = [load_q(wn, "sa_qn"), load_kv("sa_kn0", "k", wn[0], kstart),
+            if prefetch:  # the next query block of this tile, if there is one
+                nu = b.arith.addi(u, stride, name="sa_un")
+                more = b.cmp("arith.cmpi", "ult", nu, c["units"], name="sa_more")
+
+                def next_unit() -> list[Value]:
+                    wn = coords(nu, "_n")
+                    return [load_q(wn, "sa_qn"), load_kv("sa_kn0", "k", wn[0], kstart),
                             load_kv("sa_vn0", "v", wn[0], kstart)]
+
+                nxt_unit = _when(b, more, next_unit, [q, *qcur[1:3]], ["sa_qnx", "sa_knx0", "sa_vnx0"])
             if sk > 1:
                 out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
                 with b.if_(first):
@@ -516,6 +559,21 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             _store(b, A, views["o"], b.last_results[3], _at(coords(lastu, "_l"), G), c, heads_dim, "_l")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
+
+
+def _when(b: Builder, cond: Value, make: Callable[[], list[Value]], otherwise: list[Value],
+          names: list[str]) -> list[Value]:
+    """`scf.if %cond -> (...)`: the values `make` builds when cond holds, else `otherwise` (values
+    already at hand): a prefetch that loads only what a later step uses."""
+    then, other = Block(), Block()
+    results = b.create("scf.if", [cond], [v.type for v in otherwise], regions=[Region(blocks=[then]),
+                                                                             Region(blocks=[other])],
+                       result_names=names)
+    with b.insert_into(then):
+        b.yield_(*make())
+    with b.insert_into(other):
+        b.yield_(*otherwise)
+    return results
 
 
 def _at(where: tuple[Value, Value, Value, Value], group: int) -> tuple[Value, Value, int]:

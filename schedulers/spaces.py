@@ -438,6 +438,10 @@ class AttentionSpace:
         splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split) and self.fig.tiles % s == 0]
         cols = product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
         keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
+        # with a KV split every tile joins each combine: each group of tiles runs as many query blocks
+        units = self.k.kv_heads * (self.k.rows // cols["bq"])
+        grid = np.where(units * cols["s"] <= self.fig.tiles, units * cols["s"], self.fig.tiles // cols["s"] * cols["s"])
+        keep &= (cols["s"] == 1) | (units % np.maximum(grid // cols["s"], 1) == 0)
         return take(cols, np.nonzero(keep)[0])
 
     def evaluate(self, c: Columns) -> Evaluated:
@@ -450,9 +454,14 @@ class AttentionSpace:
                           for a, b_, c_ in zip(c["bq"], c["bkv"], c["s"], strict=True)]).reshape(-1, 3)
         steps, per_tile, all_steps = loads[:, 0], loads[:, 1], loads[:, 2]
         kv = f.load_step([bkv * d * e, bkv * d * e], tiles)
-        compute = (2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup
-                   + 4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
-                   + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)
+        mat = 2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup  # the two products of a step
+        vec = (4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
+               + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)  # its softmax
+        # double buffered, one KV split: the rewrite computes the next block's scores while this
+        # block's softmax runs, so a step costs the busier unit, plus one exposed softmax per block
+        pipelined = db & (s == 1)
+        compute = np.where(pipelined, np.maximum(mat, vec), mat + vec)
+        exposed = np.where(pipelined, per_tile * vec, 0.0)
         # the busiest tile. Without double buffering every transfer waits for the compute before
         # it and the other way round. With it, the next query block's Q and first K/V blocks (and,
         # with one KV split, the previous block's O) move while a block computes: the tile takes
@@ -464,12 +473,14 @@ class AttentionSpace:
         serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
         # per query block, in the background (nothing is prefetched when a tile has one block)
         moved = np.where(per_tile > 1, np.where(s > 1, q_io + kv, 2 * q_io + kv), 0.0)
-        overlapped = q_io + kv + np.maximum(steps * compute, steps * kv + per_tile * moved) \
+        overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + per_tile * moved) \
             + np.where(s > 1, per_tile * (q_io + combine), q_io)
         cycles = np.where(db, overlapped, serial)
         buffers = np.where(db, 2.0, 1.0)
-        # with double buffering the next Q block is prefetched too
-        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
+        # with double buffering the next Q block is prefetched too; pipelined, the loop also carries
+        # the next block's scores and a third K block
+        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4 \
+            + np.where(pipelined, bq * bkv * 4 + bkv * d * e, 0.0)
         gbytes = all_steps * 2 * bkv * d * e + k.kv_heads * k.rows * d * e * (1 + s)
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
 
