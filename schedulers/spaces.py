@@ -471,9 +471,11 @@ class AttentionSpace:
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
         serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
-        # per query block, in the background (nothing is prefetched when a tile has one block)
-        moved = np.where(per_tile > 1, np.where(s > 1, q_io + kv, 2 * q_io + kv), 0.0)
-        overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + per_tile * moved) \
+        # after the first block's Q and K/V loads, the tile's transfers (every K/V step, and the Q
+        # loads and, one KV split, the O stores of the other blocks) move while it computes; the
+        # last O store (with a KV split: every block's combine and store) follows
+        background = (per_tile - 1) * np.where(s > 1, q_io, 2 * q_io)
+        overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + background) \
             + np.where(s > 1, per_tile * (q_io + combine), q_io)
         cycles = np.where(db, overlapped, serial)
         buffers = np.where(db, 2.0, 1.0)
