@@ -5,8 +5,10 @@ rewrite changes the block B to `rb` rows (every tensor and access tile of B lead
 in the body, and each access tile set's row bound), the grid to `[g]` and the step to
 `g * rb`. With double buffering the streaming loads of the body move one iteration ahead:
 the first block is loaded before the loop, the loop carries the loaded tensors as
-iter_args, and iteration r loads the block of r + step (clamped to the last block, so the
-final, unused prefetch stays inside the view).
+iter_args, and iteration r loads the block of r + step under `scf.if r + step < R` (the
+last iteration loads nothing: a redundant prefetch would hold a DMA engine and the tile's
+port while the last block's stores wait). The index is also clamped to the last block,
+so that the access tile provably stays inside the view.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
-from ktir.ir.operation import BlockArgument, Module, Operation
+from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 
 from .api import ScheduleError
 from .kernels import RowKernel, func_name
@@ -102,12 +104,18 @@ def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None
     prologue: list[Operation] = []
     step_ops = [
         Operation(name="arith.addi", operands=[iv, "%sched_step"], operand_types=[INDEX, INDEX],
-                  results=["%sched_rn"], result_types=[INDEX]),
-        Operation(name="arith.minsi", operands=["%sched_rn", "%sched_last"], operand_types=[INDEX, INDEX],
                   results=["%sched_next"], result_types=[INDEX]),
+        Operation(name="arith.cmpi", operands=["%sched_next", loop.operands[1]], operand_types=[INDEX, INDEX],
+                  results=["%sched_more"], result_types=[ty.IntegerType(width=1)],
+                  attributes={"predicate": at.IntegerAttr(value=2, type=ty.I64)}),  # slt
+        # clamped as well, so the access tile provably stays inside the view (the verifier does not see the guard)
+        Operation(name="arith.minsi", operands=["%sched_next", "%sched_last"], operand_types=[INDEX, INDEX],
+                  results=["%sched_at"], result_types=[INDEX]),
     ]
     renames: dict[str, str] = {}
-    yields: list[tuple[str, Type]] = []
+    then_ops: list[Operation] = []
+    loaded: list[tuple[str, Type]] = []
+    at_first = ops.index(loads[0])
     for i, load in enumerate(loads):
         tile = defs[load.operands[0]]
         pre_tile = tile.model_copy(deep=True, update={"results": [f"%sched_pt{i}"]})
@@ -115,19 +123,31 @@ def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None
         pre_load = load.model_copy(deep=True, update={"results": [f"%sched_pre{i}"], "operands": [f"%sched_pt{i}"]})
         prologue += [pre_tile, pre_load]
         next_tile = tile.model_copy(deep=True, update={"results": [f"%sched_nt{i}"]})
-        next_tile.operands = ["%sched_next" if o == iv else o for o in tile.operands]
-        ops.insert(ops.index(load), next_tile)
+        next_tile.operands = ["%sched_at" if o == iv else o for o in tile.operands]
         renames[load.results[0]] = f"%sched_cur{i}"
-        load.results = [f"%sched_nx{i}"]
-        load.operands = [f"%sched_nt{i}"]
         t = load.result_types[0]
+        then_ops += [next_tile, load.model_copy(deep=True, update={"results": [f"%sched_ld{i}"],
+                                                                   "operands": [f"%sched_nt{i}"]})]
+        loaded.append((f"%sched_ld{i}", t))
         loop.operands.append(f"%sched_pre{i}")
         loop.operand_types.append(t)
         loop.results.append(f"%sched_fin{i}")
         loop.result_types.append(t)
         body.arguments.append(BlockArgument(name=f"%sched_cur{i}", type=t))
-        yields.append((f"%sched_nx{i}", t))
+    # the next block is loaded while this one is computed; the last iteration loads nothing
+    # (a clamped, redundant prefetch would hold a DMA engine and the tile's port for nothing)
+    types = [t for _, t in loaded]
+    then_ops.append(Operation(name="scf.yield", operands=[n for n, _ in loaded], operand_types=types))
+    keep = Operation(name="scf.yield", operands=[f"%sched_cur{i}" for i in range(len(loads))], operand_types=types)
+    prefetch = Operation(name="scf.if", operands=["%sched_more"], operand_types=[ty.IntegerType(width=1)],
+                         results=[f"%sched_nx{i}" for i in range(len(loads))], result_types=types,
+                         regions=[Region(blocks=[Block(operations=then_ops)]), Region(blocks=[Block(operations=[keep])])])
+    load_ids = {id(op) for op in loads}
+    ops.insert(at_first, prefetch)
+    ops[:] = [op for op in ops if id(op) not in load_ids]
     for op in ops:
+        if op is prefetch:
+            continue
         for inner in op.walk():
             inner.operands = [renames.get(o, o) for o in inner.operands]
     unused = {op.results[0] for op in ops if op.name == "ktdp.construct_access_tile"} - {
@@ -137,6 +157,6 @@ def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None
     if term.name != "scf.yield":
         term = Operation(name="scf.yield")
         body.operations.append(term)
-    term.operands = [n for n, _ in yields]
-    term.operand_types = [t for _, t in yields]
+    term.operands = [f"%sched_nx{i}" for i in range(len(loads))]
+    term.operand_types = types
     top[top.index(loop):top.index(loop)] = prologue

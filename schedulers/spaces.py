@@ -17,6 +17,7 @@ import numpy as np
 from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
 from .report import Placement, Schedule
+from .row_pipeline import row_cycles
 
 Columns = dict[str, np.ndarray]
 
@@ -327,15 +328,13 @@ class RowSpace:
         compute = k.vector_ops * f.vector_startup + sum(
             rb * e / f.vector_rate(d) for d, e in k.vector_per_row.items()) + sum(
             rb * e / f.vector_rate(d, True) for d, e in k.transcendental_per_row.items())
-        load_in, store = f.load_step(ins, active), f.load_step(outs, active)
-        both = f.load_step(ins + outs, active)
-        body = np.where(db, load_in + steps * np.maximum(compute, both) + store, steps * (compute + load_in + store))
-        resident = sum(f.load_step([np.full_like(g, math.prod(o.shape) * o.itemsize)], active) for o in k.resident)
-        cycles = body + resident
+        # replayed on the timeline's rules: transfers hold DMA engines through their latency (`row_pipeline`)
+        cycles = row_cycles(f, steps, active, ins, outs, [float(math.prod(o.shape) * o.itemsize) for o in k.resident],
+                            np.asarray(compute, dtype=np.float64) + np.zeros_like(g), db)
         in_row = self._row_bytes(k.streamed)
         scratch = rb * k.live_bytes_per_row + np.where(db, rb * in_row, 0.0) + k.resident_bytes
         res_bytes = sum(math.prod(o.shape) * o.itemsize for o in k.resident)
-        gbytes = k.R * (in_row + self._row_bytes(k.outputs)) + active * res_bytes + np.where(db, active * rb * in_row, 0.0)
+        gbytes = k.R * (in_row + self._row_bytes(k.outputs)) + active * res_bytes
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
 
     def baseline(self) -> dict[str, int]:

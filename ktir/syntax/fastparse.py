@@ -27,6 +27,7 @@ from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir.operation import Location, trusted_operation
+from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
@@ -67,6 +68,15 @@ VISIBILITIES = frozenset({"private", "public", "nested"})
 MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
 
 
+# Types whose text names no alias (no `#` or `!` inside the brackets) and built without a
+# warning mean the same in every module, and AST nodes are frozen: they are kept across
+# parses (many files spell the same few types). Scalar types likewise.
+_SHARED_TYPES: dict[str, Any] = {}
+_SHARED_SCALARS: dict[str, Any] = {}
+_SHARED_AFFINE: dict[tuple[str, ...], Any] = {}  # see _Parser.shared_affine
+_SHARED_LIMIT = 50_000
+
+
 class Fallback(Exception):
     """This text is for the grammar to parse (an uncovered form, or an error)."""
 
@@ -77,7 +87,9 @@ def parse_fast(text: str, builder: Any) -> Any:
     starts = [0]
     starts += [m.end() for m in _NEWLINE.finditer(text)]
     tokens = _Tokens(text, 0, starts)
-    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
+    if len(_SHARED_TYPES) > _SHARED_LIMIT:
+        _SHARED_TYPES.clear()
+    module = _Parser(tokens, starts, builder, {}, _SHARED_SCALARS, {}).module()
     for pos, comment in tokens.comments:
         line = bisect_right(starts, pos)
         builder.comments.append((line, pos - starts[line - 1] + 1, comment))
@@ -120,7 +132,7 @@ class _Tokens:
             raise Fallback
         self.comments: list[tuple[int, str]] = []
         if "comment" in kinds:
-            self._drop_comments(kinds, values, gaps, base)
+            self._drop_comments(kinds, values, gaps, ends)
             ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
         kinds.append("end")
         values.append("")
@@ -130,23 +142,23 @@ class _Tokens:
         self.starts = starts
         self.ends = ends
 
-    def _drop_comments(self, kinds: list[str | None], values: list[str], gaps: list[int], base: int) -> None:
-        pos = base
-        keep = []
+    def _drop_comments(self, kinds: list[str | None], values: list[str], gaps: list[int], ends: list[int]) -> None:
+        """Move the comments out of the token lists; each one's text and the whitespace before
+        it become whitespace before the next token."""
+        keep = [kind != "comment" for kind in kinds]
+        drop = [i for i, kept in enumerate(keep) if not kept]
+        dropped = set(drop)
         carry = 0
-        for i, kind in enumerate(kinds):
-            pos += gaps[i]
-            if kind == "comment":
-                self.comments.append((pos, values[i]))
-                carry += gaps[i] + len(values[i])
-            else:
-                gaps[i] += carry
+        for i in drop:
+            self.comments.append((ends[i + 1] - len(values[i]), values[i]))
+            carry += gaps[i] + len(values[i])
+            if i + 1 not in dropped:
+                if i + 1 < len(gaps):
+                    gaps[i + 1] += carry
                 carry = 0
-                keep.append(i)
-            pos += len(values[i])
-        kinds[:] = [kinds[i] for i in keep]
-        values[:] = [values[i] for i in keep]
-        gaps[:] = [gaps[i] for i in keep]
+        kinds[:] = compress(kinds, keep)
+        values[:] = compress(values, keep)
+        gaps[:] = compress(gaps, keep)
 
     def position(self, i: int) -> int:
         """Where token `i` starts."""
@@ -374,9 +386,15 @@ class _Parser:
         if opdef is None:
             raise Fallback
         handler = _HANDLERS.get(opdef.format)
-        if handler is None:
-            raise Fallback
-        op = handler(self, self.tok("OP_" + opdef.format))
+        if handler is not None:
+            op = handler(self, self.tok("OP_" + opdef.format))
+        else:
+            fmt = _REGULAR.get(opdef.format)
+            if fmt is None:
+                raise Fallback
+            c: list[Any] = [self.tok("OP_" + opdef.format)]
+            self.regular(fmt.elements, c)
+            op = getattr(self.b, fmt.rule)(c)
         return self.b.operation([op] if results is None else [results, op])
 
     def op_results(self) -> Any:
@@ -447,7 +465,9 @@ class _Parser:
             self.i = i + 1
             found = self.types.get(text)
             if found is None:
-                found = self.type_token(text, self.tokens.position(i))
+                found = _SHARED_TYPES.get(text)
+                if found is None:
+                    found = self.type_token(text, self.tokens.position(i))
             return found
         if kind == "word":
             found = self.scalars.get(text)
@@ -548,19 +568,23 @@ class _Parser:
             p = dims.end()
         elif keyword == "vector":
             raise Fallback
-        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
         n_warnings = len(b.warnings)
-        children.append(inner.type())
-        if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
-            inner.i += 1
-            extras = [inner.attribute()]
-            if keyword == "memref" and inner.V[inner.i] == ",":
+        element = self.scalars.get(text[p:-1])  # the common body: a scalar type seen before, alone
+        if element is not None:
+            children.append(element)
+        else:
+            inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
+            children.append(inner.type())
+            if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
                 inner.i += 1
-                extras.append(inner.attribute())
-            children.append(b.encoding(extras) if keyword == "tensor" else b.memref_extras(extras))
-        inner.expect(">")
-        if inner.K[inner.i] != "end":
-            raise Fallback
+                extras = [inner.attribute()]
+                if keyword == "memref" and inner.V[inner.i] == ",":
+                    inner.i += 1
+                    extras.append(inner.attribute())
+                children.append(b.encoding(extras) if keyword == "tensor" else b.memref_extras(extras))
+            inner.expect(">")
+            if inner.K[inner.i] != "end":
+                raise Fallback
         if keyword == "tensor":
             found = b.tensor_type(children)
         elif keyword == "memref":
@@ -571,6 +595,8 @@ class _Parser:
             found = b.access_tile_type(children)
         if len(b.warnings) == n_warnings:  # a type that warns is read again where it recurs
             self.types[text] = found
+            if "#" not in text and "!" not in text[open_at:]:
+                _SHARED_TYPES[text] = found
         return found
 
     def result_type_list(self) -> Any:
@@ -775,6 +801,36 @@ class _Parser:
         return names
 
     def affine_map(self) -> Any:
+        return self.shared_affine(self.affine_map_body)
+
+    def affine_set(self) -> Any:
+        return self.shared_affine(self.affine_set_body)
+
+    def shared_affine(self, parse: Callable[[], Any]) -> Any:
+        """An affine map or set, taken from those read before (in any module) with the same
+        tokens. Its tokens end at the first `>` (`>=` is a token of its own, and `<` and `>`
+        occur nowhere else in it); what it is depends on them alone, unless it names an SSA
+        value (such ones are not kept)."""
+        i = self.i
+        V = self.V
+        try:
+            end = V.index(">", i) + 1
+        except ValueError:
+            raise Fallback from None
+        key = tuple(V[i:end])
+        found = _SHARED_AFFINE.get(key)
+        if found is not None:
+            self.i = end
+            return found
+        n_warnings = len(self.b.warnings)
+        found = parse()
+        if self.i == end and len(self.b.warnings) == n_warnings and not any(v[0] == "%" for v in key):
+            if len(_SHARED_AFFINE) > _SHARED_LIMIT:
+                _SHARED_AFFINE.clear()
+            _SHARED_AFFINE[key] = found
+        return found
+
+    def affine_map_body(self) -> Any:
         """"affine_map" "<" aff_params "->" "(" (aff_expr ("," aff_expr)*)? ")" ">" """
         self.i += 1
         self.expect("<")
@@ -786,7 +842,7 @@ class _Parser:
         self.expect(">")
         return self.b.affine_map_attr(c)
 
-    def affine_set(self) -> Any:
+    def affine_set_body(self) -> Any:
         """"affine_set" "<" aff_params ":" "(" (aff_constraint ("," aff_constraint)*)? ")" ">" """
         self.i += 1
         self.expect("<")
@@ -889,6 +945,80 @@ class _Parser:
         self.expect(")")
         return rule(c)
 
+    # ------------------------------------------------------------ declarative formats
+
+    def regular(self, elements: tuple[asm.Element, ...], c: list[Any]) -> None:
+        """The children of a declarative format's elements, read as the rule that
+        ktir.syntax.assembly.grammar_rule writes for them (each optional part decided by
+        its first token, as the LALR parser decides it)."""
+        for e in elements:
+            if isinstance(e, asm.Literal):
+                if e.text:
+                    self.expect(e.text)
+            elif isinstance(e, asm.OperandRef):
+                if not e.variadic:
+                    c.append(self.value())
+                elif e.nonempty or self.K[self.i] == "value":
+                    c.append(self.value_list())
+            elif isinstance(e, asm.TypeRef):
+                if e.variadic and not e.nonempty:
+                    raise Fallback  # `type_list?`: no declarative format writes it
+                c.append(self.type_list() if e.variadic else self.type())
+            elif isinstance(e, asm.AttrDict):
+                self.attr_dict_opt(c)
+            elif isinstance(e, asm.AttrRef):
+                if e.kind == "int":
+                    c.append(self.int_tok())
+                elif e.kind == "symbol":
+                    if self.K[self.i] != "symbol":
+                        raise Fallback
+                    c.append(self.tok("SYMBOL_REF"))
+                else:
+                    c.append(self.word())
+            elif isinstance(e, asm.FunctionalType):
+                c.append(self.function_type())
+            elif isinstance(e, asm.Custom):
+                self.custom(e.name, c)
+            elif isinstance(e, asm.Group):
+                first = e.elements[0]
+                if isinstance(first, asm.Literal) and first.text:
+                    present = self.V[self.i] == first.text
+                elif isinstance(first, asm.OperandRef):
+                    present = self.K[self.i] == "value"
+                else:
+                    raise Fallback
+                if present:
+                    self.regular(e.elements, c)
+            else:
+                raise Fallback
+
+    def custom(self, name: str, c: list[Any]) -> None:
+        if name == "DynamicIndexList":
+            c.append(self.mixed_list())
+        elif name == "Reassociation":
+            self.expect("[")
+            lists = self.comma_list_opt(self.int_list, "]")
+            self.expect("]")
+            c.append(self.b.reassociation(lists))
+        elif name == "ArithFlags":
+            self.op_flags(c)
+        elif name == "SelectTypes":
+            c.append(self.type())
+            if self.V[self.i] == ",":
+                self.i += 1
+                c.append(self.type())
+        else:
+            raise Fallback
+
+    def op_flags(self, c: list[Any]) -> None:
+        """op_flags*"""
+        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
+            flags = [self.tok("FLAG_KIND")]
+            self.expect("<")
+            flags += self.comma_list(self.word)
+            self.expect(">")
+            c.append(self.b.op_flags(flags))
+
     # ------------------------------------------------------------ operations, by format
 
     def func_op(self, tok: Tok) -> Any:
@@ -988,12 +1118,7 @@ class _Parser:
         for _ in range(operands - 1):
             self.expect(",")
             c.append(self.value())
-        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
-            flags = [self.tok("FLAG_KIND")]
-            self.expect("<")
-            flags += self.comma_list(self.word)
-            self.expect(">")
-            c.append(self.b.op_flags(flags))
+        self.op_flags(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type())
@@ -1462,6 +1587,9 @@ class _Parser:
         c.append(self.region())
         return b.reduce_op(c)
 
+
+# The declarative formats without a hand-written reader below, read by _Parser.regular.
+_REGULAR = asm.formats()
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
