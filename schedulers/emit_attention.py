@@ -2,22 +2,28 @@
 
 Recognised: one function whose two `linalg.matmul` are S = Q K^T (K read transposed through
 the indexing maps) and O += P V, with Q, K, V loaded from, and O stored to, four global
-views of function arguments of one shape, `[S, D]` or `[H, S, D]` (H heads), f16 or bf16;
-an online softmax (`math.exp`, a `linalg.reduce` of `arith.maximumf`); the scores scaled by
-an f32 constant (`arith.mulf` in a `linalg.generic`) and, if that generic compares indices
-(`arith.cmpi` + `arith.select`), masked causally (key > query gets -inf). The compute ops
-must be exactly those of the online-softmax step (`_COMPUTE`), so that an epilogue or a bias
-is never silently dropped; the index arithmetic and loop structure are free. The rewrite
-emits the standard online-softmax kernel for those numbers, and `--check` compares it with
-the input in the interpreter.
+views of function arguments, Q and O `[S, D]` or `[H, S, D]` and K and V `[L, D]` or
+`[H, L, D]` (H KV heads), or Q and O `[H G, T, D]` (G query heads per KV head, the same
+memory as `[H, G T, D]`), f16 or bf16; an online softmax (`math.exp`, a `linalg.reduce` of
+`arith.maximumf`); the scores scaled by an f32 constant (`arith.mulf` in a `linalg.generic`)
+and, if that generic compares indices (`arith.cmpi` + `arith.select`), masked causally (key
+position > query position gets -inf; the query position is the row, or the row modulo L when
+the rows stack G query heads of L tokens). The compute ops must be exactly those of the
+online-softmax step (`_COMPUTE`), so that an epilogue or a bias is never silently dropped;
+the index arithmetic and loop structure are free. The rewrite emits the standard
+online-softmax kernel for those numbers, and `--check` compares it with the input in the
+interpreter.
 
-The emitted kernel splits the H x (S / bq) query blocks cyclically over a grid of
-min(units, tiles) tiles. Per query block, the Q block is loaded once and stays resident in
-the tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (whole
-128-byte sticks) up to the causal bound ceil((q0 + bq) / bkv) blocks; with double buffering
-it carries the next K and V blocks as iter_args (clamped to the last block, so no access
-leaves the view). Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory, row
-offset h S.
+The emitted kernel splits the H x (S / bq) query blocks over a grid of min(units, tiles)
+tiles (causal: heaviest first in snake order, `block_of`); a causal block with grouped heads
+holds the G heads at bq / G tokens. Per query block, the Q block stays resident in the
+tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (whole
+128-byte sticks) up to the causal bound. With double buffering the next K and V blocks
+(and the next query block's Q and first K/V blocks) are loaded ahead, each O is stored
+during the next block, and with one KV split the next block's scores are computed while
+this block's softmax runs; prefetches are `scf.if`-guarded so no access leaves the view or
+loads what no step uses. Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory,
+row offset h S.
 """
 
 from __future__ import annotations
