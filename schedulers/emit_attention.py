@@ -2,36 +2,42 @@
 
 Recognised: one function whose two `linalg.matmul` are S = Q K^T (K read transposed through
 the indexing maps) and O += P V, with Q, K, V loaded from, and O stored to, four global
-views of function arguments of one shape, `[S, D]` or `[H, S, D]` (H heads), f16 or bf16;
-an online softmax (`math.exp`, a `linalg.reduce` of `arith.maximumf`); the scores scaled by
-an f32 constant (`arith.mulf` in a `linalg.generic`) and, if that generic compares indices
-(`arith.cmpi` + `arith.select`), masked causally (key > query gets -inf). The compute ops
-must be exactly those of the online-softmax step (`_COMPUTE`), so that an epilogue or a bias
-is never silently dropped; the index arithmetic and loop structure are free. The rewrite
-emits the standard online-softmax kernel for those numbers, and `--check` compares it with
-the input in the interpreter.
+views of function arguments, Q and O `[S, D]` or `[H, S, D]` and K and V `[L, D]` or
+`[H, L, D]` (H KV heads), or Q and O `[H G, T, D]` (G query heads per KV head, the same
+memory as `[H, G T, D]`), f16 or bf16; an online softmax (`math.exp`, a `linalg.reduce` of
+`arith.maximumf`); the scores scaled by an f32 constant (`arith.mulf` in a `linalg.generic`)
+and, if that generic compares indices (`arith.cmpi` + `arith.select`), masked causally (key
+position > query position gets -inf; the query position is the row, or the row modulo L when
+the rows stack G query heads of L tokens). The compute ops must be exactly those of the
+online-softmax step (`_COMPUTE`), so that an epilogue or a bias is never silently dropped;
+the index arithmetic and loop structure are free. The rewrite emits the standard
+online-softmax kernel for those numbers, and `--check` compares it with the input in the
+interpreter.
 
-The emitted kernel splits the H x (S / bq) query blocks cyclically over a grid of
-min(units, tiles) tiles. Per query block, the Q block is loaded once and stays resident in
-the tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (whole
-128-byte sticks) up to the causal bound ceil((q0 + bq) / bkv) blocks; with double buffering
-it carries the next K and V blocks as iter_args (clamped to the last block, so no access
-leaves the view). Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory, row
-offset h S.
+The emitted kernel splits the H x (S / bq) query blocks over a grid of min(units, tiles)
+tiles (causal: heaviest first in snake order, `block_of`); a causal block with grouped heads
+holds the G heads at bq / G tokens. Per query block, the Q block stays resident in the
+tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (whole
+128-byte sticks) up to the causal bound. With double buffering the next K and V blocks
+(and the next query block's Q and first K/V blocks) are loaded ahead, each O is stored
+during the next block, and with one KV split the next block's scores are computed while
+this block's softmax runs; prefetches are `scf.if`-guarded so no access leaves the view or
+loads what no step uses. Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory,
+row offset h S.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ktir.builder import Builder, Value, located
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.ir.operation import Module, Operation
+from ktir.ir.operation import Block, Module, Operation, Region
 from ktir.syntax.printer import print_module
 
 from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name, function_of
@@ -296,6 +302,9 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
     tb = bq // G  # tokens per query block
     if S % bq or bq % G or (S // G) % tb:
         raise ValueError(f"query block {bq} is not {G} query heads at a divisor of {S // G} tokens")
+    if sk > 1 and units % (grid // sk):
+        raise ValueError(f"{units} query blocks do not split evenly over {grid // sk} groups of tiles: the tiles "
+                         "would join the KV splits' combines unequally often")
     snake = dealt_in_snake(k, bq, sk, tiles)
     A = _aliases(b, H, S, L, D, bq, bkv, sk, grid, heads_dim, G)
     params = fn.regions[0].blocks[0].arguments
@@ -303,7 +312,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         arg = {a.name[1:]: a for a in args}
         c = {n: b.index(v, f"sa_{n}") for n, v in
              (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
-              ("ulast", units - 1),
+              ("ulast", units - 1), ("bkv2", 2 * bkv),
               ("grid", grid))}
         if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
             c |= {n: b.index(v, f"sa_{n}") for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))}
@@ -374,17 +383,37 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             return b.load(b.access_tile(views["q"], [r, c["c0"]], A["qblk"], [bq, D], A["id2"], name=f"{dst}_t"), dt,
                           name=dst)
 
-        # with double buffering the next query block's Q is loaded while this one computes
-        prefetch = db
+        def load_kv(dst: str, v: str, head: Value, inrow: Value) -> Value:
+            """The bkv rows of K or V of KV head `head` from row `inrow`."""
+            if heads_dim:
+                t = b.access_tile(views[v], [head, inrow, c["c0"]], A["kvblk3"], [1, bkv, D], A["id3"], name=f"{dst}_t")
+                return b.collapse_shape(b.load(t, dt, name=f"{dst}_3"), [[0, 1], [2]], ty.tensor((bkv, D), dt),
+                                        name=dst)
+            r = b.arith.addi(b.arith.muli(head, c["L"], name=f"{dst}_base"), inrow, name=f"{dst}_r")
+            return b.load(b.access_tile(views[v], [r, c["c0"]], A["kvblk"], [bkv, D], A["id2"], name=f"{dst}_t"), dt,
+                          name=dst)
+
+        # With double buffering and several query blocks per tile, the next block's Q and first K
+        # and V blocks are loaded while this one computes, and (one KV split) its O is stored while
+        # the next one computes:
+        # every transfer after the KV loop is ready, so the tile's DMA queue never waits on compute.
+        prefetch = db and units > grid // sk  # a tile has more than one query block
+        pipelined = db and sk == 1
+        defer = prefetch and sk == 1
         if prefetch:
-            q_first = load_q(coords(pos, "_f"), "sa_qf")
-            units_loop = b.for_(pos, c["units"], stride, [q_first], names=["sa_u", "sa_qcur"], results=["sa_qlast"])
+            wf = coords(pos, "_f")
+            carried = [load_q(wf, "sa_qf"), load_kv("sa_kf", "k", wf[0], kstart), load_kv("sa_vf", "v", wf[0], kstart)]
+            cnames, cresults = ["sa_qcur", "sa_kfirst", "sa_vfirst"], ["sa_ql", "sa_kfl", "sa_vfl"]
+            if defer:  # no O yet: the first iteration stores nothing
+                carried.append(b.empty(qt, "sa_onone"))
+                cnames.append("sa_oprev")
+                cresults.append("sa_olast")
+            units_loop = b.for_(pos, c["units"], stride, carried, names=["sa_u", *cnames], results=cresults)
         else:
             units_loop = b.for_(pos, c["units"], stride, names=["sa_u"])
         with units_loop as (u, *qcur):
             where = coords(u, "")
             h, q0, t0, hq = where
-            qbase = b.arith.muli(h, c["S"], name="sa_qbase")
             kbase = b.arith.muli(h, c["L"], name="sa_kbase")
 
             def load(dst: str, v: str, inrow: Value, rows: int, blk: str) -> Value:
@@ -394,7 +423,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                                       name=f"{dst}_t")
                     x3 = b.load(t, dt, name=f"{dst}_3")
                     return b.collapse_shape(x3, [[0, 1], [2]], ty.tensor((rows, D), dt), name=dst)
-                r = b.arith.addi(qbase if v in "qo" else kbase, inrow, name=f"{dst}_r")
+                r = b.arith.addi(kbase, inrow, name=f"{dst}_r")
                 t = b.access_tile(views[v], [r, c["c0"]], A[blk], [rows, D], A["id2"], name=f"{dst}_t")
                 return b.load(t, dt, name=dst)
 
@@ -406,40 +435,29 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 kend = b.arith.muli(nkv, c["bkv"], name="sa_kcausal")
                 if sk > 1:  # a split past the causal bound runs no step: its partial is the identity
                     kend = b.arith.minsi(kend, kstop, name="sa_kend")
-            inits, names, results = [minit, linit, azero], ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
-            if db:
-                klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
-                inits += [load("sa_k0", "k", kstart, bkv, "kvblk"), load("sa_v0", "v", kstart, bkv, "kvblk")]
-                names += ["sa_kcur", "sa_vcur"]
-                results += ["sa_kl", "sa_vl"]
-            if prefetch:  # after the first K/V blocks, so that they do not wait behind it
-                nu = b.arith.minsi(b.arith.addi(u, stride, name="sa_un"), c["ulast"], name="sa_unext")
-                q_next = load_q(coords(nu, "_n"), "sa_qn")
-            with b.for_(kstart, kend, c["bkv"], inits, names=names, results=results) as (k0i, m_, l_, acc_, *cur):
-                if db:
-                    kn = b.arith.addi(k0i, c["bkv"], name="sa_kn")
-                    kc = b.arith.minsi(kn, klast, name="sa_kc")
-                    nxt = [load("sa_knext", "k", kc, bkv, "kvblk"), load("sa_vnext", "v", kc, bkv, "kvblk")]
-                    kblk, vblk = cur
-                else:
-                    kblk, vblk = load("sa_kb", "k", k0i, bkv, "kvblk"), load("sa_vb", "v", k0i, bkv, "kvblk")
-                    nxt = []
-                s_ = b.dps("linalg.matmul", [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
-                           name="sa_s")
-                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, ["sa_x", "sa_o"], "sa_sm") as (x, _):
-                    xs = b.arith.mulf(x, scale, name="sa_xs")
+
+            def qk(kblk: Value, name: str) -> Value:
+                return b.dps("linalg.matmul", [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
+                             name=name)
+
+            def step(s_: Value, k0i: Value, m_: Value, l_: Value, acc_: Value, vblk: Value,
+                     sfx: str) -> tuple[Value, Value, Value]:
+                """One online-softmax step on the scores of the key block at k0i: (m, l, acc) updated."""
+                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, [f"sa_x{sfx}", f"sa_o{sfx}"],
+                               f"sa_sm{sfx}") as (x, _):
+                    xs = b.arith.mulf(x, scale, name=f"sa_xs{sfx}")
                     if k.causal:
-                        i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name="sa_i")
-                        j = b.linalg.index(dim=at.IntegerAttr(value=1, type=ty.I64), name="sa_j")
+                        i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name=f"sa_i{sfx}")
+                        j = b.linalg.index(dim=at.IntegerAttr(value=1, type=ty.I64), name=f"sa_j{sfx}")
                         if G == 1:
-                            qi = b.arith.addi(q0, i, name="sa_qi")
+                            qi = b.arith.addi(q0, i, name=f"sa_qi{sfx}")
                         elif tb == L:  # one block per KV head (t0 = 0): the token is the row mod L
-                            qi = b.arith.remui(i, c["L"], name="sa_qi")
+                            qi = b.arith.remui(i, c["L"], name=f"sa_qi{sfx}")
                         else:  # row i of the block is query head i // tb of the group at token t0 + i mod tb
-                            qi = b.arith.addi(t0, b.arith.remui(i, c["tb"], name="sa_ti"), name="sa_qi")
-                        kj = b.arith.addi(k0i, j, name="sa_kj")
-                        future = b.cmp("arith.cmpi", "ugt", kj, qi, name="sa_future")
-                        xs = b.arith.select(future, ninf, xs, name="sa_r")
+                            qi = b.arith.addi(t0, b.arith.remui(i, c["tb"], name=f"sa_ti{sfx}"), name=f"sa_qi{sfx}")
+                        kj = b.arith.addi(k0i, j, name=f"sa_kj{sfx}")
+                        future = b.cmp("arith.cmpi", "ugt", kj, qi, name=f"sa_future{sfx}")
+                        xs = b.arith.select(future, ninf, xs, name=f"sa_r{sfx}")
                     b.yield_(xs, op="linalg.yield")
                 (sm,) = b.last_results
 
@@ -447,66 +465,159 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     """exp(x - max) as 0 where the max is -inf. A KV split may see a row's keys all masked
                     (causal rows before the split's first key): without it exp(-inf + inf) is NaN."""
                     if sk > 1:
-                        none = b.cmp("arith.cmpf", "oeq", mx, ninf, name=f"sa_{v}none")
-                        e = b.arith.select(none, zero, e, name=f"sa_{v}g")
+                        none = b.cmp("arith.cmpf", "oeq", mx, ninf, name=f"sa_{v}none{sfx}")
+                        e = b.arith.select(none, zero, e, name=f"sa_{v}g{sfx}")
                     b.yield_(e, op="linalg.yield")
 
-                mnew = b.reduce("arith.maximumf", [sm], [m_], [1], name="sa_mnew")
+                mnew = b.reduce("arith.maximumf", [sm], [m_], [1], name=f"sa_mnew{sfx}")
                 with b.generic([sm, mnew], [e_mat], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               ["sa_px", "sa_pm", "sa_po"], "sa_p") as (px, pm, _):
-                    pe = b.math.exp(b.arith.subf(px, pm, name="sa_pd"), name="sa_pe")
+                               [f"sa_px{sfx}", f"sa_pm{sfx}", f"sa_po{sfx}"], f"sa_p{sfx}") as (px, pm, _):
+                    pe = b.math.exp(b.arith.subf(px, pm, name=f"sa_pd{sfx}"), name=f"sa_pe{sfx}")
                     guard("p", pe, pm)
                 (p_,) = b.last_results
-                with b.generic([m_, mnew], [e_vec], [A["id1"]] * 3, ["parallel"], ["sa_old", "sa_new", "sa_ao"],
-                               "sa_alpha") as (old, new, _):
-                    ae = b.math.exp(b.arith.subf(old, new, name="sa_ad"), name="sa_ae")
+                with b.generic([m_, mnew], [e_vec], [A["id1"]] * 3, ["parallel"],
+                               [f"sa_old{sfx}", f"sa_new{sfx}", f"sa_ao{sfx}"], f"sa_alpha{sfx}") as (old, new, _):
+                    ae = b.math.exp(b.arith.subf(old, new, name=f"sa_ad{sfx}"), name=f"sa_ae{sfx}")
                     guard("a", ae, new)
                 (alpha,) = b.last_results
-                ls = b.dps("linalg.mul", [l_, alpha], [e_vec], name="sa_ls")
-                lnew = b.reduce("arith.addf", [p_], [ls], [1], name="sa_lnew")
+                ls = b.dps("linalg.mul", [l_, alpha], [e_vec], name=f"sa_ls{sfx}")
+                lnew = b.reduce("arith.addf", [p_], [ls], [1], name=f"sa_lnew{sfx}")
                 with b.generic([acc_, alpha], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               ["sa_aa", "sa_sa", "sa_so"], "sa_as") as (aa, sa, _):
-                    b.yield_(b.arith.mulf(aa, sa, name="sa_ar"), op="linalg.yield")
+                               [f"sa_aa{sfx}", f"sa_sa{sfx}", f"sa_so{sfx}"], f"sa_as{sfx}") as (aa, sa, _):
+                    b.yield_(b.arith.mulf(aa, sa, name=f"sa_ar{sfx}"), op="linalg.yield")
                 (as_,) = b.last_results
-                ph = b.arith.truncf(p_, result_types=[pt], name="sa_ph")
-                anew = b.dps("linalg.matmul", [ph, vblk], [as_], name="sa_anew")
-                b.yield_(mnew, lnew, anew, *nxt)
-            mf, lf, af_ = b.last_results[:3]
-            at_ = (hq, t0, G) if G > 1 else (h, q0, 1)
+                ph = b.arith.truncf(p_, result_types=[pt], name=f"sa_ph{sfx}")
+                anew = b.dps("linalg.matmul", [ph, vblk], [as_], name=f"sa_anew{sfx}")
+                return mnew, lnew, anew
+
+            state = [minit, linit, azero]
+            if pipelined:
+                # Q K^T of the next key block runs (matrix unit) while the softmax of this one does
+                # (vector unit): the loop carries this block's scores, the next K block and this V
+                # block, and the last step follows it. One KV split: every block has a step.
+                klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
+                k_first, v_first = qcur[1:3] if prefetch else (load("sa_k0", "k", kstart, bkv, "kvblk"),
+                                                               load("sa_v0", "v", kstart, bkv, "kvblk"))
+                k1 = b.arith.addi(kstart, c["bkv"], name="sa_k1n")
+                second = b.cmp("arith.cmpi", "slt", kstart, klast, name="sa_second")  # a second key block
+                k1blk = _when(b, second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
+                carry = [qk(k_first, "sa_s0"), *k1blk, v_first]
+                with b.for_(kstart, klast, c["bkv"], state + carry,
+                            names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", "sa_knx", "sa_vcur"],
+                            results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", "sa_kl", "sa_vl"]) as (
+                        k0i, m_, l_, acc_, scur, knx, vcur):
+                    k2 = b.arith.addi(k0i, c["bkv2"], name="sa_k2n")
+                    later = b.cmp("arith.cmpi", "sle", k2, klast, name="sa_later")  # a key block after the next
+                    ahead = [*_when(b, later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
+                             load("sa_vnext", "v", b.arith.addi(k0i, c["bkv"], name="sa_v1r"), bkv, "kvblk")]
+                    snext = qk(knx, "sa_snext")
+                    b.yield_(*step(scur, k0i, m_, l_, acc_, vcur, ""), snext, *ahead)
+                m_l, l_l, a_l, s_l, _, v_l = b.last_results
+                mf, lf, af_ = step(s_l, klast, m_l, l_l, a_l, v_l, "_e")
+            else:
+                names, results = ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
+                if db:
+                    klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
+                    state += qcur[1:3] if prefetch else [load("sa_k0", "k", kstart, bkv, "kvblk"),
+                                                         load("sa_v0", "v", kstart, bkv, "kvblk")]
+                    names += ["sa_kcur", "sa_vcur"]
+                    results += ["sa_kl", "sa_vl"]
+                with b.for_(kstart, kend, c["bkv"], state, names=names, results=results) as (k0i, m_, l_, acc_, *cur):
+                    if db:
+                        kn = b.arith.addi(k0i, c["bkv"], name="sa_kn")
+                        kc = b.arith.minsi(kn, klast, name="sa_kc")
+                        nxt = [load("sa_knext", "k", kc, bkv, "kvblk"), load("sa_vnext", "v", kc, bkv, "kvblk")]
+                        kblk, vblk = cur
+                    else:
+                        kblk, vblk = load("sa_kb", "k", k0i, bkv, "kvblk"), load("sa_vb", "v", k0i, bkv, "kvblk")
+                        nxt = []
+                    b.yield_(*step(qk(kblk, "sa_s"), k0i, m_, l_, acc_, vblk, ""), *nxt)
+                mf, lf, af_ = b.last_results[:3]
+            nxt_unit: list[Value] = []
+            if prefetch:  # the next query block of this tile, if there is one
+                nu = b.arith.addi(u, stride, name="sa_un")
+                more = b.cmp("arith.cmpi", "ult", nu, c["units"], name="sa_more")
+
+                def next_unit() -> list[Value]:
+                    wn = coords(nu, "_n")
+                    return [load_q(wn, "sa_qn"), load_kv("sa_kn0", "k", wn[0], kstart),
+                            load_kv("sa_vn0", "v", wn[0], kstart)]
+
+                nxt_unit = _when(b, more, next_unit, [q, *qcur[1:3]], ["sa_qnx", "sa_knx0", "sa_vnx0"])
             if sk > 1:
                 out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
                 with b.if_(first):
-                    _store(b, A, views["o"], out, e_acc, qt, at_, qbase, c["c0"], heads_dim)
+                    _store(b, A, views["o"], _normalise(b, A, out, e_acc, qt), _at(where, G), c, heads_dim)
+            elif defer:
+                started = b.cmp("arith.cmpi", "ne", u, pos, name="sa_started")
+                with b.if_(started):
+                    pu = b.arith.subi(u, stride, name="sa_uprev")
+                    _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
+                nxt_unit.append(_normalise(b, A, (mf, lf, af_), e_acc, qt))
             else:
-                _store(b, A, views["o"], (mf, lf, af_), e_acc, qt, at_, qbase, c["c0"], heads_dim)
+                _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), e_acc, qt), _at(where, G), c, heads_dim)
             if prefetch:
-                b.yield_(q_next)
+                b.yield_(*nxt_unit)
+        if defer:  # the tile's last query block: u = pos + (units - 1 - pos) // stride * stride
+            lastu = b.arith.addi(pos, b.arith.muli(b.arith.divui(b.arith.subi(c["ulast"], pos, name="sa_uleft"), stride,
+                                                                 name="sa_urounds"), stride, name="sa_uspan"),
+                                 name="sa_ulastmine")
+            _store(b, A, views["o"], b.last_results[3], _at(coords(lastu, "_l"), G), c, heads_dim, "_l")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
 
 
-def _store(b: Builder, A: dict[str, at.AttrAliasRef], ov: Value, state: tuple[Value, ...], e_acc: Value,
-           qt: ty.TensorType, where: tuple[Value, Value, int], qbase: Value, c0: Value, heads_dim: bool) -> None:
-    """O = acc / l, rounded and stored as the query block: at (head, row, 1) of the rows, or at
-    (first query head, token, group) of the `[query heads, tokens, D]` view."""
+def _when(b: Builder, cond: Value, make: Callable[[], list[Value]], otherwise: list[Value],
+          names: list[str]) -> list[Value]:
+    """`scf.if %cond -> (...)`: the values `make` builds when cond holds, else `otherwise` (values
+    already at hand): a prefetch that loads only what a later step uses."""
+    then, other = Block(), Block()
+    results = b.create("scf.if", [cond], [v.type for v in otherwise], regions=[Region(blocks=[then]),
+                                                                             Region(blocks=[other])],
+                       result_names=names)
+    with b.insert_into(then):
+        b.yield_(*make())
+    with b.insert_into(other):
+        b.yield_(*otherwise)
+    return results
+
+
+def _at(where: tuple[Value, Value, Value, Value], group: int) -> tuple[Value, Value, int]:
+    """Where a query block's O goes: (KV head, row, 1), or (first query head, token, group) with a group."""
+    h, q0, t0, hq = where
+    return (hq, t0, group) if group > 1 else (h, q0, 1)
+
+
+def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...], e_acc: Value,
+               qt: ty.TensorType) -> Value:
+    """O = acc / l, rounded to the output type."""
     _, lsum, acc = state
-    bq, D = (int(n or 0) for n in qt.shape)
-    h, q0, G = where
     with b.generic([acc, lsum], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
                    ["sa_oa", "sa_od", "sa_oo"], "sa_out") as (oa, od, _):
         b.yield_(b.arith.divf(oa, od, name="sa_or"), op="linalg.yield")
     (out,) = b.last_results
-    oh = b.arith.truncf(out, result_types=[qt], name="sa_oh")
+    return b.arith.truncf(out, result_types=[qt], name="sa_oh")
+
+
+def _store(b: Builder, A: dict[str, at.AttrAliasRef], ov: Value, oh: Value, where: tuple[Value, Value, int],
+           c: dict[str, Value], heads_dim: bool, sfx: str = "") -> None:
+    """Store the query block's O: at (head, row, 1) of the rows, or at (first query head, token,
+    group) of the `[query heads, tokens, D]` view."""
+    qt = oh.type
+    assert isinstance(qt, ty.TensorType)
+    bq, D = (int(n or 0) for n in qt.shape)
+    h, q0, G = where
+    c0 = c["c0"]
     if G > 1:
-        og = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((G, bq // G, D), qt.element_type), name="sa_og")
-        b.store(og, b.access_tile(ov, [h, q0, c0], A["qblkg"], [G, bq // G, D], A["id3"], name="sa_to"))
+        og = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((G, bq // G, D), qt.element_type), name=f"sa_og{sfx}")
+        b.store(og, b.access_tile(ov, [h, q0, c0], A["qblkg"], [G, bq // G, D], A["id3"], name=f"sa_to{sfx}"))
     elif heads_dim:
-        o3 = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((1, bq, D), qt.element_type), name="sa_o3")
-        to = b.access_tile(ov, [h, q0, c0], A["qblk3"], [1, bq, D], A["id3"], name="sa_to")
+        o3 = b.expand_shape(oh, [[0, 1], [2]], ty.tensor((1, bq, D), qt.element_type), name=f"sa_o3{sfx}")
+        to = b.access_tile(ov, [h, q0, c0], A["qblk3"], [1, bq, D], A["id3"], name=f"sa_to{sfx}")
         b.store(o3, to)
     else:
-        qrow = b.arith.addi(qbase, q0, name="sa_qrow")
-        to = b.access_tile(ov, [qrow, c0], A["qblk"], [bq, D], A["id2"], name="sa_to")
+        qrow = b.arith.addi(b.arith.muli(h, c["S"], name=f"sa_qbase{sfx}"), q0, name=f"sa_qrow{sfx}")
+        to = b.access_tile(ov, [qrow, c0], A["qblk"], [bq, D], A["id2"], name=f"sa_to{sfx}")
         b.store(oh, to)
 
 

@@ -437,6 +437,10 @@ class AttentionSpace:
         splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split) and self.fig.tiles % s == 0]
         cols = product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
         keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
+        # with a KV split every tile joins each combine: each group of tiles runs as many query blocks
+        units = self.k.kv_heads * (self.k.rows // cols["bq"])
+        grid = np.where(units * cols["s"] <= self.fig.tiles, units * cols["s"], self.fig.tiles // cols["s"] * cols["s"])
+        keep &= (cols["s"] == 1) | (units % np.maximum(grid // cols["s"], 1) == 0)
         return take(cols, np.nonzero(keep)[0])
 
     def evaluate(self, c: Columns) -> Evaluated:
@@ -449,19 +453,35 @@ class AttentionSpace:
                           for a, b_, c_ in zip(c["bq"], c["bkv"], c["s"], strict=True)]).reshape(-1, 3)
         steps, per_tile, all_steps = loads[:, 0], loads[:, 1], loads[:, 2]
         kv = f.load_step([bkv * d * e, bkv * d * e], tiles)
-        compute = (2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup
-                   + 4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
-                   + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)
-        # the busiest tile: its KV steps, and per query block the first K/V load, Q, O and the combine
-        stream = np.where(db, per_tile * kv + steps * np.maximum(compute, kv), steps * (compute + kv))
-        q_o = f.load_step([bq * d * e], tiles) * 2
+        mat = 2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup  # the two products of a step
+        vec = (4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
+               + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)  # its softmax
+        # double buffered, one KV split: the rewrite computes the next block's scores while this
+        # block's softmax runs, so a step costs the busier unit, plus one exposed softmax per block
+        pipelined = db & (s == 1)
+        compute = np.where(pipelined, np.maximum(mat, vec), mat + vec)
+        exposed = np.where(pipelined, per_tile * vec, 0.0)
+        # the busiest tile. Without double buffering every transfer waits for the compute before
+        # it and the other way round. With it, the next query block's Q and first K/V blocks (and,
+        # with one KV split, the previous block's O) move while a block computes: the tile takes
+        # the longer of its compute and its transfers, after the first block's loads.
+        q_io = f.load_step([bq * d * e], tiles)  # one Q load or O store
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        cycles = stream + per_tile * (q_o + combine)
+        serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
+        # after the first block's Q and K/V loads, the tile's transfers (every K/V step, and the Q
+        # loads and, one KV split, the O stores of the other blocks) move while it computes; the
+        # last O store (with a KV split: every block's combine and store) follows
+        background = (per_tile - 1) * np.where(s > 1, q_io, 2 * q_io)
+        overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + background) \
+            + np.where(s > 1, per_tile * (q_io + combine), q_io)
+        cycles = np.where(db, overlapped, serial)
         buffers = np.where(db, 2.0, 1.0)
-        # with double buffering the next Q block is prefetched too
-        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
+        # with double buffering the next Q block is prefetched too; pipelined, the loop also carries
+        # the next block's scores and a third K block
+        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4 \
+            + np.where(pipelined, bq * bkv * 4 + bkv * d * e, 0.0)
         gbytes = all_steps * 2 * bkv * d * e + k.kv_heads * k.rows * d * e * (1 + s)
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
 

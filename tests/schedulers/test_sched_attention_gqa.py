@@ -26,6 +26,11 @@ def _gqa(heads: int, group: int, tokens: int, dim: int) -> ktir.Module:
     return ktir.parse(attention_text(heads, tokens, dim, "f16", causal=True, group=group, name="gqa"), "gqa.ktir")
 
 
+def found_kernel(heads: int, group: int, tokens: int) -> AttentionKernel:
+    return AttentionKernel(kv_heads=heads, rows=group * tokens, kv_len=tokens, head_dim=16, dtype="f16", causal=True,
+                           group=group)
+
+
 def _valid(module: ktir.Module) -> None:
     _, diags = validate_text(print_module(module), "scheduled.ktir")
     assert not [d for d in diags if d.severity == "error"], [str(d) for d in diags]
@@ -98,7 +103,9 @@ def test_every_block_shape_is_equivalent(point: tuple[int, ...]) -> None:
        seed=st.integers(0, 9))
 def test_random_shapes_and_schedules_are_equivalent(heads: int, group: int, tokens: int, tb: int, bkv: int, db: int,
                                                     s: int, tiles: int, seed: int) -> None:
-    assume((tokens // bkv) % s == 0)  # the schedule space's rule: whole KV blocks per split
+    assume((tokens // bkv) % s == 0)  # the schedule space's rules: whole KV blocks per split, and with a
+    units = heads * (tokens // tb)  # split every group of tiles runs as many query blocks (equal combines)
+    assume(s == 1 or units % (attention_grid(found_kernel(heads, group, tokens), group * tb, s, tiles) // s) == 0)
     before = ktir.parse(attention_text(heads, tokens, 16, "f16", causal=True, group=group, name="gqa"), "gqa.ktir")
     found = match_attention(before)
     assert found is not None and found.kernel.group == group
