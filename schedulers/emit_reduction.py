@@ -80,8 +80,7 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
             return ReductionPlan(r, c, combiner, init)
         # every op but R is parallel along c (R alone blocks it): what follows R can run on each
         # tile's own block once the total is everywhere, unless a store would not be split
-        whole = next((op for op in body if op.name == "ktdp.store" and not any(
-            c in k.deps.get(v, frozenset()) for v in op.operands)), None)
+        whole = next((a.op for a in k.accesses if a.stored and c not in k.graph.classes(a.value)), None)
         if whole is not None:
             why = (f"{bad.name}{where(bad)} reads the reduced dimension beside the result of {r.name}{where(r)}, "
                    f"and {whole.name}{where(whole)} stores a value every tile would hold")
