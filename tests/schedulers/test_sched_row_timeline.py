@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 import ktir
 import reference_interp as ri
+import schedulers
 from ktir.targets.from_interp import from_interp
 from ktir.targets.timeline import simulate
 from reference_interp.inputs import infer_args
-import schedulers
 from schedulers import ScheduleOptions, naive
 from schedulers.builtin import exact_strategy, plan
 from schedulers.check import check_equivalent
