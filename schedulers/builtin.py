@@ -24,8 +24,9 @@ from .emit_matmul import emit_matmul
 from .emit_natural import emit_natural
 from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, grid_of, recognise
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, grid_of, recognise
 from .natural import NaturalKernel, natural_reason_or_kernel
+from .one_trip import inline_one_trip
 from .report import ScheduleReport
 from .rerank import Ranked, rerank, timeline_of
 from .rowloop import rewrite_rows
@@ -233,6 +234,10 @@ class StrategyScheduler:
             report.schedule_seconds = time.perf_counter() - start
             return ScheduleResult(module, report)
         k = rec.kernel
+        if isinstance(k, RowKernel):
+            few = self._few_rows(module, rec.fn, k, target, options, start)
+            if few is not None:
+                return few
         report.kernel_class = "matmul" if isinstance(k, MatmulKernel) else "rowwise"
         report.dims = {"M": k.M, "N": k.N, "K": k.K} if isinstance(k, MatmulKernel) else {"R": k.R}
         # the budget covers the whole call: what recognition took, and a margin for the rewrite
@@ -247,6 +252,48 @@ class StrategyScheduler:
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)
 
+
+    def _few_rows(self, module: Module, fn: Operation, k: RowKernel, target: Target, options: ScheduleOptions,
+                  start: float) -> ScheduleResult | None:
+        """Fewer rows than tiles (decode): the row loop runs once on one tile, so the kernel is its
+        body in natural form, whose other dimensions (heads, a split reduction over the columns)
+        may divide better. That schedule is taken when its timeline beats the row schedule's
+        estimate (the row model replays the timeline's rules); None keeps the row loop."""
+        fig = figures(target)
+        if fig.tiles <= k.R:
+            return None
+        inlined = inline_one_trip(module, fn, options.sizes)
+        if inlined is None:
+            return None
+        natural = natural_reason_or_kernel(inlined, next(f for f in inlined.functions() if func_name(f) == k.name),
+                                           options.sizes)
+        if not isinstance(natural, NaturalKernel):
+            return None
+        split: ReductionPlan | None = None
+        if not natural.splittable():
+            found = find_split_reduction(natural)
+            if not isinstance(found, ReductionPlan):
+                return None
+            split, natural = found, reduction_kernel(natural, found)
+        # half the budget for each: the natural schedule (re-ranked on the timeline), then the rows
+        report = ScheduleReport(scheduler=self.name, target=target.name, kernel=k.name, kernel_class="natural",
+                                applied=False)
+        try:
+            result = self._natural(natural, target, replace(options, time_budget=options.time_budget / 2), report,
+                                   start, split, need_timeline=True)
+        except NoLegalSchedule:
+            return None  # the row loop's own message says what does not fit
+        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
+        space, point, _, _ = plan(k, target, type(self).strategy, replace(options, time_budget=left))
+        rows = float(evaluate_point(space, point).cycles[0])
+        mine = result.report.timeline_cycles
+        if mine is None or mine >= rows:
+            return None
+        result.report.notes.insert(0, f"{k.R} row(s), fewer than the {fig.tiles} tiles: the row loop runs once, so its "
+                                      f"body is scheduled in natural form ({mine:,.0f} cycles on the timeline against "
+                                      f"{rows:,.0f} for the best row-loop schedule)")
+        result.report.schedule_seconds = time.perf_counter() - start
+        return result
 
     def _attention(self, found: AttentionMatch, fn: Operation, target: Target, options: ScheduleOptions,
                    report: ScheduleReport, start: float) -> ScheduleResult:
@@ -263,7 +310,7 @@ class StrategyScheduler:
 
 
     def _natural(self, k: NaturalKernel, target: Target, options: ScheduleOptions, report: ScheduleReport,
-                 start: float, split: ReductionPlan | None = None) -> ScheduleResult:
+                 start: float, split: ReductionPlan | None = None, need_timeline: bool = False) -> ScheduleResult:
         report.kernel_class = "natural"
         report.dims = {k.label(c): k.extent[c] for c in k.classes}
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
@@ -274,6 +321,8 @@ class StrategyScheduler:
             ranked = rerank(space, point, deadline, split)
         else:  # the baseline is what it is; the timeline only measures it
             ranked = Ranked(point, timeline_of(space, point, split, deadline), 1, point, None)
+        if ranked.timeline is None and need_timeline:  # the strategy spent the budget: measure its choice all the same
+            ranked = Ranked(point, timeline_of(space, point, split, time.perf_counter() + 0.2), 1, point, None)
         point = ranked.point
         fill_report(report, space, point, count, bound)
         if ranked.timeline is not None:
@@ -292,9 +341,12 @@ class StrategyScheduler:
             out = emit_natural(space, point)
         else:
             out = emit_split_reduction(space, point, split)
-            report.notes.append(f"{split.op.name} (line {split.op.loc.line if split.op.loc else '?'}) is split over "
-                                f"the tiles along {k.label(split.cls)}: partial results combined by "
-                                "ktdp.inter_tile_reduce on tile 0, which runs what follows")
+            line = split.op.loc.line if split.op.loc else "?"
+            report.notes.append(
+                f"{split.op.name} (line {line}) is split over the tiles along {k.label(split.cls)}: "
+                + ("partial results all-reduced by ktdp.inter_tile_reduce (every tile a consumer); each tile runs "
+                   "what follows on its own block" if split.everyone else
+                   "partial results combined by ktdp.inter_tile_reduce on tile 0, which runs what follows"))
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)

@@ -7,6 +7,14 @@ start as the combiner's identity), the partials are combined on tile 0 by
 `ktdp.inter_tile_reduce` with the same combiner, and tile 0 alone runs what follows `R`
 (the ops that use its result, and the stores). Floating-point combining happens in another
 order than the input's, as the interpreter's reductions allow ("an unspecified order").
+
+When what follows `R` also reads the split dimension (RMSNorm's scaling of its row by the
+row's norm), but only elementwise along it, the partials are all-reduced instead (every
+tile is a consumer of `ktdp.inter_tile_reduce`) and every tile runs what follows on its
+own block: each tile then holds exactly one block of the split dimension (`g * b` is the
+extent), so the values it computed before `R` are still there, and each store writes the
+tile's block. A store of a value that does not depend on the split dimension would be
+written by every tile: such kernels are declined.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ class ReductionPlan:
     cls: int  # the class split over tiles
     combiner: str
     init: str  # R's init value (an identity fill)
+    everyone: bool = False  # all-reduce: every tile runs what follows R on its own (single) block
 
 
 def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
@@ -67,10 +76,16 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
         later = _after_values(r, body)
         bad = next((op for op in body if any(v in later for v in op.operands)
                     and any(v not in later and c in k.deps.get(v, frozenset()) for v in op.operands)), None)
-        if bad is not None:
-            why = f"{bad.name}{where(bad)} reads the reduced dimension beside the result of {r.name}{where(r)}"
+        if bad is None:
+            return ReductionPlan(r, c, combiner, init)
+        # every op but R is parallel along c (R alone blocks it): what follows R can run on each
+        # tile's own block once the total is everywhere, unless a store would not be split
+        whole = next((a.op for a in k.accesses if a.stored and c not in k.graph.classes(a.value)), None)
+        if whole is not None:
+            why = (f"{bad.name}{where(bad)} reads the reduced dimension beside the result of {r.name}{where(r)}, "
+                   f"and {whole.name}{where(whole)} stores a value every tile would hold")
             continue
-        return ReductionPlan(r, c, combiner, init)
+        return ReductionPlan(r, c, combiner, init, everyone=True)
     return why
 
 
@@ -98,9 +113,10 @@ def _fill_value(fill: Operation, defs: dict[str, Operation]) -> float | None:
 
 
 def reduction_kernel(k: NaturalKernel, plan: ReductionPlan) -> NaturalKernel:
-    """The kernel as the schedule space sees it: the split dimension is the only one cut."""
+    """The kernel as the schedule space sees it: the split dimension is the only one cut
+    (all-reduced: in one block per tile)."""
     free = {c: (["kept whole"] if c != plan.cls else []) for c in k.classes}
-    return replace(k, free=free)
+    return replace(k, free=free, one_block=plan.cls if plan.everyone else None)
 
 
 def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: ReductionPlan) -> Module:
@@ -126,6 +142,8 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
         return "loop" if c in deps else "top"
 
     parts = [part(op) for op in pl.orig]
+    if plan.everyone:
+        return _emit_all_reduce(pl, plan, parts, gg, bb)
     with b.insert_into(pl.entry):
         (tid,) = b.tile_id(1)
         for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
@@ -149,6 +167,45 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
     return pl.finish([gg])
 
 
+def _emit_all_reduce(pl: Placer, plan: ReductionPlan, parts: list[str], tiles: int, block: int) -> Module:
+    """Tile t: its block [t * block, (t + 1) * block) of the split dimension, R's partial over
+    it, the partials all-reduced, then what follows R on the same block."""
+    b, r = pl.b, plan.op
+    acc_t = r.result_types[0]
+    assert isinstance(acc_t, ty.TensorType) and tiles * block == pl.k.extent[plan.cls]
+    with b.insert_into(pl.entry):
+        (tid,) = b.tile_id(1)
+        pl.ivs[plan.cls] = b.arith.muli(tid, b.constant(block, INDEX))
+        first = feeders(r, pl.orig)
+        for early in (True, False):
+            for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
+                if where_ != "tail" and (id(op) in first) == early:
+                    pl.place(op, copy)
+        total = _combine(b, Value(r.results[0], acc_t), Value(plan.init, acc_t), tiles, COMBINERS[plan.combiner][1],
+                         all_reduce=True)
+        for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
+            if where_ == "tail":
+                pl.place(op, copy, {r.results[0]: total.name})
+        b.func_return()
+    return pl.finish([tiles])
+
+
+def feeders(r: Operation, ops: list[Operation]) -> set[int]:
+    """The ops (by id) R's operands are computed from, R included: emitted first, so that the
+    loads the reduction waits for are issued before the ones only what follows it needs (the
+    natural form reads no array it writes, so loads may be reordered)."""
+    defs = {v: op for op in ops for v in op.results}
+    found = {id(r)}
+    todo = list(r.operands)
+    while todo:
+        op = defs.get(todo.pop())
+        if op is not None and id(op) not in found:
+            found.add(id(op))
+            todo += op.operands
+    # the access tiles of loads are made by ops that feed them
+    return found
+
+
 def _after_values(r: Operation, ops: list[Operation]) -> set[str]:
     """R's results and every value computed from them."""
     found = set(r.results)
@@ -158,7 +215,7 @@ def _after_values(r: Operation, ops: list[Operation]) -> set[str]:
     return found
 
 
-def _combine(b: Builder, partial: Value, identity: Value, tiles: int, named: str) -> Value:
+def _combine(b: Builder, partial: Value, identity: Value, tiles: int, named: str, all_reduce: bool = False) -> Value:
     t = partial.type
     s0, d0 = af.sym(0), af.dim(0)
     everyone = af.IntegerSet(num_dims=1, num_symbols=1, constraints=(
@@ -171,7 +228,7 @@ def _combine(b: Builder, partial: Value, identity: Value, tiles: int, named: str
     (fut,) = b.last_results
     args = [b.fresh("l"), b.fresh("r")]
     both_name, total_name = b.fresh(), b.fresh()  # numbered in the order the ops are written
-    with b.reduce_tiles(fut, first, [identity], args, [total_name]) as (lhs, rhs):
+    with b.reduce_tiles(fut, everyone if all_reduce else first, [identity], args, [total_name]) as (lhs, rhs):
         b.yield_(b.dps(named, [lhs, rhs], [lhs], name=both_name), op="ktdp.yield_reduced")
     (total,) = b.last_results
     return total

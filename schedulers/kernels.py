@@ -100,6 +100,8 @@ class RowKernel:
     resident_bytes: int  # scratchpad bytes of the tensors created before the loop
     name: str
     kind: str = "rowwise"
+    # one vector pass per op, as the timeline charges it: (dtype of its first tensor, transcendental, elements per row)
+    passes: list[tuple[str, bool, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -618,6 +620,7 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     trans: dict[str, float] = {}
     nvec = 0
     live = 0
+    passes: list[tuple[str, bool, float]] = []
     for op in inner:
         for t in op.result_types:
             if isinstance(t, ty.TensorType) and t.shape and t.shape[0] == B:
@@ -638,6 +641,8 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         if n_trans:
             trans[dt] = trans.get(dt, 0.0) + elems * n_trans
         nvec += 1
+        lead = next(u for u in [*op.operand_types, *op.result_types] if isinstance(u, ty.TensorType))
+        passes.append((dtype_name(lead.element_type), bool(n_trans), elems))
     resident, resident_bytes = [], 0
     for op in body:
         if op is loop:
@@ -659,4 +664,4 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
                 return "a load before the row loop does not read a global view of a function argument"
             resident.append(operand)
     return RowKernel(R, B, [s for s, _ in streamed], resident, [o for o, _ in outputs], vector, trans, nvec, live,
-                     resident_bytes, name)
+                     resident_bytes, name, passes=passes)

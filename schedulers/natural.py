@@ -75,6 +75,7 @@ class NaturalKernel:
     # accumulated in a loop-carried f32 accumulator: (class, the contraction, the ops feeding it)
     kloop: tuple[int, Operation, frozenset[int]] | None = None
     kind: str = "natural"
+    one_block: int | None = None  # a class cut into exactly one block per tile (an all-reduced split)
 
     def splittable(self) -> list[int]:
         return [c for c in self.classes if not self.free[c] and self.extent[c] > 1]

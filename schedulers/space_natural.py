@@ -57,6 +57,8 @@ class NaturalSpace:
         E, tiles = self.k.extent[c], self.fig.tiles
         grids = sorted({g for g in range(1, tiles + 1) if tiles % g == 0 or g & (g - 1) == 0})
         found = [(g, b) for g in grids for b in self._blocks(c) if g * b <= E or (g == 1 and b == E)]
+        if c == self.k.one_block:  # each tile keeps its block through an all-reduce: one block per tile
+            found = [(g, b) for g, b in found if g * b == E]
         if len(found) <= limit:
             return found
         # keep the largest blocks of each grid share (small blocks pay per-transfer latency)

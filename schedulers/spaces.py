@@ -328,7 +328,10 @@ class RowSpace:
         compute = k.vector_ops * f.vector_startup + sum(
             rb * e / f.vector_rate(d) for d, e in k.vector_per_row.items()) + sum(
             rb * e / f.vector_rate(d, True) for d, e in k.transcendental_per_row.items())
-        # replayed on the timeline's rules: transfers hold DMA engines through their latency (`row_pipeline`)
+        # replayed on the timeline's rules: transfers hold DMA engines through their latency, and each
+        # vector op is one pass over its largest tensor (`row_pipeline`)
+        if k.passes:
+            compute = sum(np.ceil(rb * e / f.machine.vector_rate(d, t)[0]) + f.vector_startup for d, t, e in k.passes)
         cycles = row_cycles(f, steps, active, ins, outs, [float(math.prod(o.shape) * o.itemsize) for o in k.resident],
                             np.asarray(compute, dtype=np.float64) + np.zeros_like(g), db)
         in_row = self._row_bytes(k.streamed)

@@ -235,6 +235,8 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     records: list[OpRecord] = []
     acc_t = named(split.op).result_types("results")[0]
     acc_bytes = math.prod(int(d or 0) for d in acc_t.shape) * 4 if isinstance(acc_t, ty.TensorType) else 4
+    if split.everyone:
+        return _all_reduce_trace(k, split, placed, tail, work, gg, acc_bytes)
     for tile in range(gg):
         made: dict[str, Any] = {}
         seq = [0]
@@ -260,6 +262,42 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
         for op in tail:
             _record(op, work[id(op)], 0, seq, made, records)
     return KernelTrace(records, grid=(gg,), name=k.name)
+
+
+def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, int]], tail: list[Operation],
+                      work: dict[int, dict[str, object]], tiles: int, acc_bytes: int) -> KernelTrace:
+    """An all-reduced split (`emit_reduction._emit_all_reduce`): each tile runs the ops before the
+    reduction on its block in program order, posts its partial, receives and combines every
+    tile's, and runs what follows on its block."""
+    from .emit_reduction import ReductionPlan
+    from .natural import NaturalKernel
+
+    assert isinstance(split, ReductionPlan) and isinstance(k, NaturalKernel)
+    result = named(split.op).results("results")[0]
+    from .emit_reduction import feeders
+
+    records: list[OpRecord] = []
+    after = {id(op) for op in tail}
+    first = feeders(split.op, k.fn.regions[0].blocks[0].operations)
+    before = [op for op, _ in placed if id(op) not in after]
+    for tile in range(tiles):
+        made: dict[str, Any] = {}
+        seq = [0]
+        for op in [o for o in before if id(o) in first] + [o for o in before if id(o) not in first]:
+            _record(op, work[id(op)], tile, seq, made, records, {0: 0})
+        part = made.get(result)
+        records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
+                                deps=(part,) if part is not None else (), sync="f0:0"))
+        recv = seq[0] + 1
+        records.append(OpRecord(tile=tile, seq=recv, op="ktdp.inter_tile_reduce", kind=Kind.RECEIVE,
+                                sync="f0:0", sources=tuple((t, acc_bytes) for t in range(tiles))))
+        records.append(OpRecord(tile=tile, seq=recv + 1, op="ktdp.inter_tile_reduce", kind=Kind.VECTOR, deps=(recv,),
+                                elements=acc_bytes // 4 * tiles, dtype="f32", result_bytes=acc_bytes))
+        seq[0] += 3
+        made[result] = recv + 1
+        for op in tail:
+            _record(op, work[id(op)], tile, seq, made, records, {0: 0})
+    return KernelTrace(records, grid=(tiles,), name=k.name)
 
 
 __all__ = ["MAX_RECORDS", "natural_trace"]

@@ -144,7 +144,10 @@ def test_random_natural_kernels_are_scheduled_exactly_when_legal_and_right(steps
     result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.05))
     rows_free = not (COL_REDUCING & set(steps)) and "transpose" not in steps
     cols_free = not (ROW_REDUCING & set(steps)) and "transpose" not in steps
-    assert result.report.applied == (rows_free or cols_free), (steps, result.report.reason)
+    # a dimension reduced by one op alone, everything else elementwise along it: split, partials all-reduced
+    one_reducer = "transpose" not in steps and (sum(s in COL_REDUCING for s in steps) == 1
+                                                or sum(s in ROW_REDUCING for s in steps) == 1)
+    assert result.report.applied == (rows_free or cols_free or one_reducer), (steps, result.report.reason)
     if result.report.applied:
         verdict = check_equivalent(before, result.module, seed=5)
         assert verdict.ok, (steps, verdict.message)
