@@ -1,0 +1,131 @@
+"""The ring matmul's candidates and cost (`schedulers.emit_ring` emits them).
+
+Grid [gm, g]: g consecutive tiles share A's row block of bm = M / gm rows, each owning N / g
+columns of C in blocks of bn; A's row block goes round the group in chunks of bm x kp, one
+hop per step, while each tile streams its own kp x bn blocks of B from global memory.
+
+Per tile, the timeline runs the transfers of a step through the tile's network port one at a
+time (the B block from memory, then the chunk from the left neighbour) while the matrix unit
+multiplies the chunk it holds; a step costs the larger of the two. The rates are the
+timeline's static shares: the memory channel split evenly over the tiles that use it, each
+ring link split over every tile whose memory traffic or ring chunk crosses it (so a link next
+to a memory attach point, which carries the memory traffic of up to eight tiles, is the slow
+one and the whole ring waits for it). B crosses the memory channel gm times and A N / bn / g
+times in total; every other transfer of A is one ring hop.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .cost import Figures
+from .kernels import MatmulKernel
+
+RING = 5  # the loop order's number in `spaces.ORDERS`
+ROUNDED_CHUNK = 65536  # bytes of C rounded and stored at a time
+
+
+def chunk_rows(bm: int, bn: int, itemsize: int, limit: int = ROUNDED_CHUNK) -> int:
+    """Rows per rounded chunk of the accumulator: the largest divisor of bm whose chunk of C
+    stays within `limit` bytes (at least one row)."""
+    best = 1
+    for d in range(1, bm + 1):
+        if bm % d == 0 and d * bn * itemsize <= limit:
+            best = d
+    return best
+
+
+def rates(fig: Figures, gm: int, g: int) -> tuple[float, float]:
+    """(memory, ring) bytes per cycle of one tile of the ring form on grid [gm, g]."""
+    return _rates(fig.machine, gm, g)
+
+
+@lru_cache(maxsize=256)
+def _rates(machine: object, gm: int, g: int) -> tuple[float, float]:
+    m = machine
+    topo = m.topology  # type: ignore[attr-defined]
+    active = gm * g
+    users: dict[str, set[int]] = {}
+    ring: dict[int, tuple[str, ...]] = {}
+    memory: dict[int, list[tuple[str, ...]]] = {}
+    for t in range(active):
+        memory[t] = [m.memory_route(t, inbound).links for inbound in (True, False)]  # type: ignore[attr-defined]
+        i, j = divmod(t, g)
+        ring[t] = topo.route(i * g + (j - 1) % g, t)
+        for links in (*memory[t], ring[t]):
+            for link in links:
+                users.setdefault(link, set()).add(t)
+    dma = m.dma_bw  # type: ignore[attr-defined]
+    cap = topo.capacity
+
+    def share(links: tuple[str, ...]) -> float:
+        return min([dma] + [cap[link] / len(users[link]) for link in links])
+
+    mem = min([dma, m.global_bw / active] + [share(r) for t in range(active) for r in memory[t]])  # type: ignore[attr-defined]
+    ring_rate = min(share(ring[t]) for t in range(active))
+    return mem, ring_rate
+
+
+def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
+    """Every ring schedule: grids [gm, g] (g >= 2 tiles per group) within the target, bn
+    dividing a tile's N / g columns, kp dividing K / g."""
+    rows = []
+    for g in range(2, fig.tiles + 1):
+        if k.N % g:
+            continue
+        for gm in range(1, fig.tiles // g + 1):
+            if k.M % gm:
+                continue
+            for bn in bn_all:
+                if (k.N // g) % bn:
+                    continue
+                rows += [(gm, g, k.M // gm, bn, kp) for kp in bk_all if k.K % (g * kp) == 0]
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    n = arr.shape[0]
+    return {"gm": arr[:, 0], "gn": arr[:, 1], "bm": arr[:, 2], "bn": arr[:, 3], "bk": arr[:, 4],
+            "order": np.full(n, RING, np.int64), "db": np.ones(n, np.int64), "pp": np.zeros(n, np.int64)}
+
+
+def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Cycles, scratchpad, global bytes and ct_local bytes of ring schedules."""
+    gm_i, g_i = c["gm"], c["gn"]
+    pairs = {(int(a), int(b)) for a, b in zip(gm_i, g_i, strict=True)}
+    found = {p: rates(fig, *p) for p in pairs}
+    mem_rate = np.array([found[(int(a), int(b))][0] for a, b in zip(gm_i, g_i, strict=True)])
+    ring_rate = np.array([found[(int(a), int(b))][1] for a, b in zip(gm_i, g_i, strict=True)])
+    gm, g = gm_i.astype(np.float64), g_i.astype(np.float64)
+    bm, bn, kp = (c[n].astype(np.float64) for n in ("bm", "bn", "bk"))
+    ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
+    m = fig.machine
+    passes = k.N / g / bn  # blocks of columns per tile
+    q = k.K / (g * kp)  # sub-rings per block
+    chunk, b_blk = bm * kp * ea, kp * bn * eb
+    compute = bm * bn * kp / fig.mac_rate(k.a.dtype) + fig.matrix_startup
+    # through the port, one after the other: each step's B block, and all but the last step's chunk
+    ring_in = fig.rounded(chunk) / ring_rate
+    port_sub = fig.rounded(chunk) / mem_rate + g * fig.rounded(b_blk) / mem_rate + (g - 1) * ring_in
+    rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], c["bn"], strict=True)], dtype=np.float64)
+    store = bm * bn * ec / mem_rate
+    rounding = (bm / rc) * (rc * bn / fig.vector_rate("f32") + fig.vector_startup)
+    block = np.maximum(q * g * compute, q * port_sub + store)
+    # the first chunk and B block arrive before the first product; the last block's rounding and store follow it
+    fill = fig.transfer_fixed + (fig.rounded(chunk) + fig.rounded(b_blk)) / mem_rate
+    hop = m.dma_setup + m.topology.hop_latency
+    cycles = fill + passes * (block + rounding) + store + q * hop
+    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + rc * bn * (4 + ec)
+    active = gm * g
+    gbytes = active * passes * q * (chunk + g * b_blk) + k.M * k.N * ec
+    local = gbytes + active * passes * q * (g - 1) * chunk
+    return cycles, scratch, gbytes, local
+
+
+def describe_ring(p: dict[str, int], k: MatmulKernel) -> str:
+    """The loop order of a ring schedule, as the report prints it."""
+    g, kp = p["gn"], p["bk"]
+    return (f"ring: tile (i, j) owns C rows [i*{p['bm']}, +{p['bm']}) x columns [j*{k.N // g}, +{k.N // g}); "
+            f"for each block of {p['bn']} columns, for each of {k.K // (g * kp)} sub-rings: load own A chunk "
+            f"({p['bm']}x{kp}) from memory, then {g} steps of (pass the chunk to the right neighbour, receive the "
+            f"left neighbour's, multiply by the B block {kp}x{p['bn']} streamed from memory); "
+            f"A crosses memory once per block of columns, each other A transfer is one ring hop")
