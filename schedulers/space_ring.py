@@ -27,6 +27,7 @@ RING = 5  # the loop order's number in `spaces.ORDERS`
 ROUNDED_CHUNK = 65536  # bytes of C rounded and stored at a time
 
 
+@lru_cache(maxsize=4096)
 def chunk_rows(bm: int, bn: int, itemsize: int, limit: int = ROUNDED_CHUNK) -> int:
     """Rows per rounded chunk of the accumulator: the largest divisor of bm whose chunk of C
     stays within `limit` bytes (at least one row)."""
@@ -37,13 +38,13 @@ def chunk_rows(bm: int, bn: int, itemsize: int, limit: int = ROUNDED_CHUNK) -> i
     return best
 
 
-def rates(fig: Figures, gm: int, g: int) -> tuple[float, float]:
-    """(memory, ring) bytes per cycle of one tile of the ring form on grid [gm, g]."""
+def rates(fig: Figures, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per tile of the ring form on grid [gm, g]: its memory and ring rates, bytes per cycle."""
     return _rates(fig.machine, gm, g)
 
 
 @lru_cache(maxsize=256)
-def _rates(machine: object, gm: int, g: int) -> tuple[float, float]:
+def _rates(machine: object, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     m = machine
     topo = m.topology  # type: ignore[attr-defined]
     active = gm * g
@@ -63,9 +64,9 @@ def _rates(machine: object, gm: int, g: int) -> tuple[float, float]:
     def share(links: tuple[str, ...]) -> float:
         return min([dma] + [cap[link] / len(users[link]) for link in links])
 
-    mem = min([dma, m.global_bw / active] + [share(r) for t in range(active) for r in memory[t]])  # type: ignore[attr-defined]
-    ring_rate = min(share(ring[t]) for t in range(active))
-    return mem, ring_rate
+    channel = m.global_bw / active  # type: ignore[attr-defined]
+    mem = np.array([min([channel] + [share(r) for r in memory[t]]) for t in range(active)])
+    return mem, np.array([share(ring[t]) for t in range(active)])
 
 
 def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
@@ -88,13 +89,13 @@ def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: li
             "order": np.full(n, RING, np.int64), "db": np.ones(n, np.int64), "pp": np.zeros(n, np.int64)}
 
 
-def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Cycles, scratchpad, global bytes and ct_local bytes of ring schedules."""
+def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], moved_a: np.ndarray,
+              moved_b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Cycles, scratchpad, global bytes and ct_local bytes of ring schedules. `moved_a` and
+    `moved_b` are the bytes a transfer of an A chunk (bm x kp) and of a B block (kp x bn)
+    moves from global memory: whole granules per contiguous run, so a transposed operand
+    costs its short runs."""
     gm_i, g_i = c["gm"], c["gn"]
-    pairs = {(int(a), int(b)) for a, b in zip(gm_i, g_i, strict=True)}
-    found = {p: rates(fig, *p) for p in pairs}
-    mem_rate = np.array([found[(int(a), int(b))][0] for a, b in zip(gm_i, g_i, strict=True)])
-    ring_rate = np.array([found[(int(a), int(b))][1] for a, b in zip(gm_i, g_i, strict=True)])
     gm, g = gm_i.astype(np.float64), g_i.astype(np.float64)
     bm, bn, kp = (c[n].astype(np.float64) for n in ("bm", "bn", "bk"))
     ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
@@ -103,20 +104,28 @@ def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray]) -> tuple[
     q = k.K / (g * kp)  # sub-rings per block
     chunk, b_blk = bm * kp * ea, kp * bn * eb
     compute = bm * bn * kp / fig.mac_rate(k.a.dtype) + fig.matrix_startup
-    # through the port, one after the other: each step's B block, and all but the last step's chunk
-    ring_in = fig.rounded(chunk) / ring_rate
-    port_sub = fig.rounded(chunk) / mem_rate + g * fig.rounded(b_blk) / mem_rate + (g - 1) * ring_in
+    # through each tile's port, one after the other: its own chunk, each step's B block and all but
+    # the last step's chunk from the neighbour (dense between scratchpads, whatever A's layout);
+    # the ring moves at the pace of its slowest tile
+    port_sub, mem_rate = np.zeros_like(bm), np.zeros_like(bm)
+    for pair in {(int(a), int(b)) for a, b in zip(gm_i, g_i, strict=True)}:
+        rows = (gm_i == pair[0]) & (g_i == pair[1])
+        mem_t, ring_t = rates(fig, *pair)
+        per_tile = ((moved_a[rows, None] + g[rows, None] * moved_b[rows, None]) / mem_t
+                    + (g[rows, None] - 1) * fig.rounded(chunk[rows])[:, None] / ring_t)
+        port_sub[rows] = per_tile.max(axis=1)
+        mem_rate[rows] = mem_t.min()
     rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], c["bn"], strict=True)], dtype=np.float64)
     store = bm * bn * ec / mem_rate
     rounding = (bm / rc) * (rc * bn / fig.vector_rate("f32") + fig.vector_startup)
     block = np.maximum(q * g * compute, q * port_sub + store)
     # the first chunk and B block arrive before the first product; the last block's rounding and store follow it
-    fill = fig.transfer_fixed + (fig.rounded(chunk) + fig.rounded(b_blk)) / mem_rate
+    fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
     cycles = fill + passes * (block + rounding) + store + q * hop
     scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + rc * bn * (4 + ec)
     active = gm * g
-    gbytes = active * passes * q * (chunk + g * b_blk) + k.M * k.N * ec
+    gbytes = active * passes * q * (moved_a + g * moved_b) + k.M * k.N * ec
     local = gbytes + active * passes * q * (g - 1) * chunk
     return cycles, scratch, gbytes, local
 

@@ -224,7 +224,10 @@ class MatmulSpace:
         ring = order == RING
         if ring.any():
             idx = np.nonzero(ring)[0]
-            rc, rs, rg, rl = ring_cost(k, f, take(c, idx))
+            rcol = take(c, idx)
+            rbm, rbn, rkp = (rcol[n].astype(np.float64) for n in ("bm", "bn", "bk"))
+            rc, rs, rg, rl = ring_cost(k, f, rcol, moved(k.a, (rbm, rkp), f.granularity),
+                                       moved(k.b, (rkp, rbn), f.granularity))
             cycles, scratch, gbytes, local = (np.array(v, dtype=np.float64) for v in (cycles, scratch, gbytes, local))
             cycles[idx], scratch[idx], gbytes[idx], local[idx] = rc, rs, rg, rl
         return Evaluated(cycles, scratch, gbytes, local)
