@@ -45,19 +45,30 @@ def rates(fig: Figures, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=256)
 def _rates(machine: object, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+    flows = tuple(((t // g) * g + (t % g - 1) % g, t) for t in range(gm * g))  # from the left neighbour in the group
+    mem, ring = link_shares(machine, gm * g, flows)
+    return mem, np.array(ring)
+
+
+@lru_cache(maxsize=512)
+def link_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, tuple[float, ...]]:
+    """The timeline's static shares (`ktir.targets.timeline`, sharing="static") when tiles
+    0 .. active - 1 each read and write global memory and each (source, destination) flow
+    moves data between two tiles' scratchpads, charged to the destination: every channel is
+    split evenly over the tiles whose traffic crosses it. Returns each tile's memory rate
+    and each flow's rate, bytes per cycle (never above one DMA engine's)."""
     m = machine
     topo = m.topology  # type: ignore[attr-defined]
-    active = gm * g
     users: dict[str, set[int]] = {}
-    ring: dict[int, tuple[str, ...]] = {}
-    memory: dict[int, list[tuple[str, ...]]] = {}
+    memory = [[m.memory_route(t, inbound).links for inbound in (True, False)] for t in range(active)]  # type: ignore[attr-defined]
+    routes = [topo.route(src, dst) for src, dst in flows]
     for t in range(active):
-        memory[t] = [m.memory_route(t, inbound).links for inbound in (True, False)]  # type: ignore[attr-defined]
-        i, j = divmod(t, g)
-        ring[t] = topo.route(i * g + (j - 1) % g, t)
-        for links in (*memory[t], ring[t]):
+        for links in memory[t]:
             for link in links:
                 users.setdefault(link, set()).add(t)
+    for (_, dst), links in zip(flows, routes, strict=True):
+        for link in links:
+            users.setdefault(link, set()).add(dst)
     dma = m.dma_bw  # type: ignore[attr-defined]
     cap = topo.capacity
 
@@ -66,7 +77,7 @@ def _rates(machine: object, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
 
     channel = m.global_bw / active  # type: ignore[attr-defined]
     mem = np.array([min([channel] + [share(r) for r in memory[t]]) for t in range(active)])
-    return mem, np.array([share(ring[t]) for t in range(active)])
+    return mem, tuple(share(r) for r in routes)
 
 
 def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
