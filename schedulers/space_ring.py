@@ -129,13 +129,14 @@ def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], moved_a: 
     rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], c["bn"], strict=True)], dtype=np.float64)
     store = bm * bn * ec / mem_rate
     rounding = (bm / rc) * (rc * bn / fig.vector_rate("f32") + fig.vector_startup)
-    # the matrix unit: its first chunk and B block arrive first, the last block's rounding and store follow it
+    # A block of columns ends with its rounding and store, which every later transfer waits for (the
+    # tile's DMA queue and port keep program order): so each block starts with its first chunk and B
+    # block arriving, then runs at the pace of the matrix unit or of the port (whose last transfer
+    # still leaves one product to compute), whichever is slower
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
-    matrix = fill + passes * (q * g * compute + rounding) + store + q * hop
-    # the port: every transfer of the tile, the stores included, one after the other
-    port = fig.transfer_fixed + passes * (q * port_sub + store) + q * hop
-    cycles = np.maximum(matrix, port)
+    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
+    cycles = passes * (block + rounding + store)
     scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + rc * bn * (4 + ec)
     active = gm * g
     gbytes = active * passes * q * (moved_a + g * moved_b) + k.M * k.N * ec
