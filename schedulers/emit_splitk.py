@@ -98,9 +98,8 @@ class SplitKSpace(MatmulSpace):
         vrate = f.vector_rate("f32")
         # the group's first tile receives the other sk - 1 partials in one data phase (each over its
         # own route, at the timeline's static share of the links it crosses), then adds them
-        rate = np.ones_like(bm)
-        for pair in {(int(a), int(b)) for a, b in zip(groups, sk, strict=True)}:
-            rate[(groups == pair[0]) & (sk == pair[1])] = _partial_rate(f, *pair)
+        pairs, where = np.unique(np.stack([groups, sk]), axis=1, return_inverse=True)
+        rate = np.array([_partial_rate(f, int(a), int(b)) for a, b in pairs.T])[where.reshape(-1)]
         combine = (m.dma_setup + m.topology.hop_latency * (sk - 1) + bm * bn * 4 / rate
                    + (sk - 1) * (bm * bn / vrate + f.vector_startup))
         epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([bm * bn * ec], groups)

@@ -119,7 +119,7 @@ def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], moved_a: 
     # the last step's chunk from the neighbour (dense between scratchpads, whatever A's layout);
     # the ring moves at the pace of its slowest tile
     port_sub, mem_rate = np.zeros_like(bm), np.zeros_like(bm)
-    for pair in {(int(a), int(b)) for a, b in zip(gm_i, g_i, strict=True)}:
+    for pair in {(int(a), int(b)) for a, b in np.unique(np.stack([gm_i, g_i]), axis=1).T}:
         rows = (gm_i == pair[0]) & (g_i == pair[1])
         mem_t, ring_t = rates(fig, *pair)
         per_tile = ((moved_a[rows, None] + g[rows, None] * moved_b[rows, None]) / mem_t
