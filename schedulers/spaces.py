@@ -18,6 +18,7 @@ from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
 from .report import Placement, Schedule
 from .row_pipeline import row_cycles
+from .space_ring import RING, describe_ring, ring_candidates, ring_cost
 
 Columns = dict[str, np.ndarray]
 
@@ -90,7 +91,8 @@ def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> 
 # ---------------------------------------------------------------------- matmul
 
 ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident",
-          "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles")
+          "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles",
+          "ring: A chunks passed tile to neighbour tile")
 SHARED = 3  # the order whose B panels are spread over the tiles' scratchpads and read over the ring
 SHARED_STREAM = 4  # the same, with A streamed from memory instead of resident
 
@@ -125,7 +127,8 @@ class MatmulSpace:
         cols = take(cols, np.nonzero(keep)[0])
         cols["pp"] = np.zeros_like(cols["db"])  # panel prefetch: shared-panel orders only
         shared = self._shared_candidates()
-        return {n: np.concatenate([cols[n], shared[n]]) for n in cols} if shared["bm"].size else cols
+        ring = ring_candidates(k, self.fig, self.bn_all, self.bk_all)
+        return {n: np.concatenate([cols[n], shared[n], ring[n]]) for n in cols}
 
     def _shared_candidates(self) -> Columns:
         """Grid [T, 1]: tile t owns rows [t M/T, (t+1) M/T) of A (resident) and, for each column
@@ -214,11 +217,19 @@ class MatmulSpace:
         b_bytes = np.where(b_res, k.K * k.N * eb * np.minimum(gm, mb), k.K * k.N * eb * mb + extra * bk * bn * eb)
         gbytes = a_bytes + b_bytes + k.M * k.N * ec
         local = gbytes + np.where(order > 0, 2 * (k.M * k.N * k.K) * (ea / bn * a_res + eb / bm * b_res), 0.0)
-        shared = order >= SHARED
+        shared = (order >= SHARED) & (order != RING)
+        cycles, scratch, gbytes, local = (np.array(v, dtype=np.float64) for v in (cycles, scratch, gbytes, local))
         if shared.any():
-            sc, ss, sg, sl = self._shared(c)
-            cycles, scratch = np.where(shared, sc, cycles), np.where(shared, ss, scratch)
-            gbytes, local = np.where(shared, sg, gbytes), np.where(shared, sl, local)
+            idx = np.nonzero(shared)[0]
+            cycles[idx], scratch[idx], gbytes[idx], local[idx] = self._shared(take(c, idx))
+        ring = order == RING
+        if ring.any():
+            idx = np.nonzero(ring)[0]
+            rcol = take(c, idx)
+            rbm, rbn, rkp = (rcol[n].astype(np.float64) for n in ("bm", "bn", "bk"))
+            rc, rs, rg, rl = ring_cost(k, f, rcol, moved(k.a, (rbm, rkp), f.granularity),
+                                       moved(k.b, (rkp, rbn), f.granularity))
+            cycles[idx], scratch[idx], gbytes[idx], local[idx] = rc, rs, rg, rl
         return Evaluated(cycles, scratch, gbytes, local)
 
     def baseline(self) -> dict[str, int]:
@@ -235,6 +246,16 @@ class MatmulSpace:
         a_mode = "resident" if p["order"] in (1, SHARED) else ("double-buffered" if p["db"] else "streamed")
         a_block = [p["bm"], k.K] if p["order"] in (1, SHARED) else [p["bm"], p["bk"]]
         b_mode = "resident" if p["order"] == 2 else ("double-buffered" if p["db"] else "streamed")
+        if p["order"] == RING:
+            return Schedule(
+                grid=[p["gm"], p["gn"]], splits={"M": p["gm"], "N": p["gn"], "K": 1},
+                tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]}, loop_order=describe_ring(p, k),
+                double_buffered=False,
+                placements=[
+                    Placement(tensor=k.a.arg, memory="ct_local", mode="streamed", block=[p["bm"], p["bk"]]),
+                    Placement(tensor=k.b.arg, memory="ct_local", mode="streamed", block=[p["bk"], p["bn"]]),
+                    Placement(tensor=k.c.arg, memory="global", mode="output", block=[p["bm"], p["bn"]]),
+                ])
         if p["order"] >= SHARED:
             return Schedule(
                 grid=[p["gm"], 1], splits={"M": p["gm"], "N": 1, "K": p["gm"]},
