@@ -814,6 +814,9 @@ class _Parser:
         return self.signed_int()
 
     def memory_space(self) -> Any:
+        return self.shared_affine(self.memory_space_body)
+
+    def memory_space_body(self) -> Any:
         """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """
         c = [self.tok("MEMSPACE_KW")]
         self.expect("<")
@@ -893,10 +896,10 @@ class _Parser:
         return self.shared_affine(self.affine_set_body)
 
     def shared_affine(self, parse: Callable[[], Any]) -> Any:
-        """An affine map or set, taken from those read before (in any module) with the same
-        tokens. Its tokens end at the first `>` (`>=` is a token of its own, and `<` and `>`
-        occur nowhere else in it); what it is depends on them alone, unless it names an SSA
-        value (such ones are not kept)."""
+        """An affine map or set, or a memory space, taken from those read before (in any
+        module) with the same tokens. Its tokens end at the first `>` (`>=` is a token of its
+        own, and `<` and `>` occur nowhere else in it); what it is depends on them alone,
+        unless it names an SSA value or warns (such ones are not kept)."""
         i = self.i
         V = self.V
         try:
