@@ -32,10 +32,12 @@ from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
-# token: one findall over the whole text, classified by first character afterwards.
+# token: one findall over the whole text, classified by first character afterwards. The
+# type body's quantifiers are possessive (no backtracking can help: its classes exclude the
+# `<`/`>` that would end a run), which makes the scan a third faster.
 _SCAN = re.compile(
     r"""([ \t\r\n]*(
-    ((?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+    ((?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
      |<(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>)
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
