@@ -193,3 +193,17 @@ def test_a_last_narrower_block_takes_the_columns_bn_leaves(spyre) -> None:  # ty
     assert report.schedule is not None and "(the last block 320)" in report.schedule.loop_order
     small = _ring(32, 640, 256, "bf16", {"gm": 2, "gn": 2, "bn": 256, "bk": 64})
     assert check_equivalent(*small).ok
+
+
+def test_split_k_partials_are_charged_at_the_links_static_shares(spyre) -> None:  # type: ignore[no-untyped-def]
+    """The split-K combine shares `link_shares` with the ring: four partials of 256 x 512 f32 cross
+    links that also carry the memory traffic of up to eight tiles; at full link bandwidth the model
+    said 0.64x of the timeline."""
+    from schedulers.emit_splitk import emit_splitk
+
+    module = ktir.parse(naive.matmul(256, 2048, 2048, "f16"), "mm.ktir")
+    rec = recognise(module)
+    space = space_for(rec.kernel, figures(spyre))  # type: ignore[arg-type]
+    point = {"gm": 1, "gn": 4, "bm": 256, "bn": 512, "bk": 64, "order": 0, "db": 1, "pp": 0, "sk": 4}
+    simulated = _simulate(emit_splitk(rec.kernel, rec.fn, point), spyre)  # type: ignore[arg-type]
+    assert 0.75 <= _evaluate(space, point) / simulated <= 1.25
