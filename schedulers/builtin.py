@@ -269,11 +269,11 @@ class StrategyScheduler:
             if not isinstance(found, ReductionPlan):
                 return None
             split, natural = found, reduction_kernel(natural, found)
-        # half the budget for each: the natural schedule (re-ranked on the timeline), then the rows
+        # most of the budget for the natural schedule (re-ranked on the timeline), the rest for the rows
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=k.name, kernel_class="natural",
                                 applied=False)
         try:
-            result = self._natural(natural, target, replace(options, time_budget=options.time_budget / 2), report,
+            result = self._natural(natural, target, replace(options, time_budget=options.time_budget * 0.7), report,
                                    start, split, need_timeline=True)
         except NoLegalSchedule:
             return None  # the row loop's own message says what does not fit
