@@ -145,7 +145,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_stats(result)
     from ktir.targets.cli import emit_cost_outputs
 
+    if not (args.out or args.event_trace or args.stats or wants_cost(args)):
+        # asked for nothing to be written: say what ran, so success is not silence
+        print(_summary(result, name))
+
     return emit_cost_outputs(args, module, result)
+
+
+def _summary(result: Any, name: str) -> str:
+    """One line on what a run did, for a run that writes nothing else."""
+    import numpy as np
+
+    arrays = []
+    for key, value in result.outputs.items():
+        if isinstance(value, dict):
+            arrays.append(f"{key} ({len(value)} ct_local pieces)")
+        else:
+            arr = np.asarray(value)
+            arrays.append(f"{key} {list(arr.shape)} {arr.dtype}")
+    tiles = 1
+    for g in result.grid:
+        tiles *= g
+    held = "; arrays: " + ", ".join(arrays) if arrays else ""
+    return (f"{name}: ran on grid {list(result.grid)} ({tiles} tile{'s' if tiles != 1 else ''}, "
+            f"{result.total_ops:,} ops){held}. Write them with --out OUT.npz; --stats gives per-tile figures.")
 
 
 def _render(diag: Any, source: str, name: str) -> str:

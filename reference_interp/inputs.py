@@ -59,20 +59,30 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[
     return rng.standard_normal(size=shape).astype(np.float32).astype(dt)
 
 
-def _view_space(op: Operation, aliases: dict[str, Any]) -> str:
+def _resolved(t: Any, types: dict[str, Any]) -> Any:
+    """`t` with a type alias reference (`!view`) replaced by the type it names."""
+    seen = 0
+    while isinstance(t, ty.TypeAliasRef) and t.name in types and seen < 16:  # aliases may name aliases
+        t, seen = types[t.name], seen + 1
+    return t
+
+
+def _view_space(op: Operation, aliases: dict[str, Any], types: dict[str, Any] | None = None) -> str:
     """The memory space kind of a construct_memory_view: its attribute, else its memref type's."""
     attr = op.attributes.get("memory_space")
     if attr is None:
-        t = op.result_types[0] if op.result_types else None
+        t = _resolved(op.result_types[0], types or {}) if op.result_types else None
         attr = t.memory_space if isinstance(t, ty.MemRefType) else None
     if isinstance(attr, at.AttrAliasRef):
         attr = aliases.get(attr.name)
     return attr.kind if isinstance(attr, at.MemorySpaceAttr) else "global"
 
 
-def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None) -> tuple[dict[str, np.dtype[Any]], set[str]]:
+def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None,
+                 types: dict[str, Any] | None = None) -> tuple[dict[str, np.dtype[Any]], set[str]]:
     """Arguments used as (the base of) a memory view offset: for global views, each one's
-    dtype (the view's element type); and those used only for ct_local views (scratchpad addresses)."""
+    dtype (the view's element type); and those used only for ct_local views (scratchpad addresses).
+    `aliases`, `types`: the module's attribute and type aliases."""
     block = fn.regions[0].blocks[0]
     origin: dict[str, str] = {a.name: a.name for a in block.arguments}
     found: dict[str, np.dtype[Any]] = {}
@@ -86,8 +96,8 @@ def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None) -> tuple[
         base = _view_base(op) if op.name == "ktdp.construct_memory_view" else None
         if base is not None and base in origin:
             arg = origin[base]
-            t = op.result_types[0] if op.result_types else None
-            if _view_space(op, aliases or {}) == "ct_local":
+            t = _resolved(op.result_types[0], types or {}) if op.result_types else None
+            if _view_space(op, aliases or {}, types) == "ct_local":
                 local.add(arg)
             elif isinstance(t, ty.MemRefType):
                 try:
@@ -116,12 +126,12 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
 
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}
-    dtypes, scratchpad = view_offsets(fn, module.attr_aliases)
+    dtypes, scratchpad = view_offsets(fn, module.attr_aliases, module.type_aliases)
     for a in block.arguments:
         name = a.name[1:]
         if name in args:
             continue
-        t = module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef) else a.type
+        t = _resolved(a.type, module.type_aliases)
         if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
             args[name] = array(tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
         elif isinstance(t, ty.RuntimeArgType):

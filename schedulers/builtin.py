@@ -189,6 +189,17 @@ def fill_report(report: ScheduleReport, space: Space, point: dict[str, int], cou
     report.candidates_evaluated = count
 
 
+def _already_distributed(fn: Operation, grid: tuple[int, ...]) -> str:
+    """Why a straight-line kernel over a grid of several tiles is left alone: it is divided already."""
+    where = ""
+    for op in fn.walk():
+        if op.name == "ktdp.get_compute_tile_id" and op.loc is not None:
+            where = f" (`{op.name}` at line {op.loc.line} picks each tile's part)"
+            break
+    return (f"the kernel is already divided over grid {list(grid)}{where}; the schedulers divide kernels "
+            "written for one tile (grid [1]) and row loops over a 1-D grid")
+
+
 class StrategyScheduler:
     """A scheduler made of a strategy over the shared schedule spaces and rewrites.
 
@@ -223,7 +234,15 @@ class StrategyScheduler:
             else:  # the natural form's reason when the kernel is straight-line code on one tile
                 straight = not any(op.regions for op in rec.fn.regions[0].blocks[0].operations
                                    if not op.name.startswith("linalg."))
-                report.reason = f"natural form: {natural}" if straight and math.prod(grid_of(rec.fn)) == 1 else rec.reason
+                grid = grid_of(rec.fn)
+                if straight and math.prod(grid) == 1:
+                    report.reason = f"natural form: {natural}"
+                elif math.prod(grid) > 1:
+                    report.reason = _already_distributed(rec.fn, grid)
+                    if not straight:  # it has loops: say why they are not the row-loop or matmul form
+                        report.reason += f"; nor is it a kernel of those forms: {rec.reason}"
+                else:
+                    report.reason = rec.reason
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
             return ScheduleResult(module, report)

@@ -18,13 +18,17 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
+from .emit_ring import emit_ring
 from .emit_shared import arguments, emit_shared, global_view, store_c_block
 from .kernels import MatmulKernel
 from .sets import box, projection, scalar
+from .space_ring import RING
 from .spaces import SHARED
 
 
 def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
+    if p["order"] == RING:
+        return emit_ring(k, fn, p)
     if p["order"] >= SHARED:
         return emit_shared(k, fn, p)
     gm, gn, bm, bn, bk, order, db = (p[n] for n in ("gm", "gn", "bm", "bn", "bk", "order", "db"))

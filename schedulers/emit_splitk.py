@@ -11,8 +11,9 @@ tile (reduce-to-one), which rounds and stores the block. Every tile of a group r
 same loops, so each iteration's future has all its producers.
 
 `SplitKSpace` adds these schedules (column `sk` > 1) to the matmul space under the same cost
-model: the K loop as in the matmul space, plus a reduction tree of log2(sk) rounds over the
-interconnect per output block, and the partial-sum buffers in the scratchpad.
+model: the K loop as in the matmul space, plus, per output block, the first tile's receipt of the
+other partials (at the timeline's static share of the links each crosses,
+`space_ring.link_shares`) and their sum, and the partial-sum buffers in the scratchpad.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
+from .cost import Figures
 from .emit_shared import arguments
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
 from .sets import box, group_first, group_tiles, projection, scalar
+from .space_ring import link_shares
 from .spaces import Columns, Evaluated, MatmulSpace, take
 from .spaces import product as _product
 
@@ -41,6 +44,12 @@ def _plain(o: Operand) -> bool:
     strides = getattr(o, "strides", ())
     row_major = tuple(math.prod(o.shape[i + 1:]) for i in range(len(o.shape)))
     return not getattr(o, "offset", 0) and strides in ((), row_major)
+
+
+def _partial_rate(fig: Figures, groups: int, sk: int) -> float:
+    """Bytes per cycle of the slowest partial sent to a group's first tile (grid [groups * sk])."""
+    flows = tuple((q * sk + s, q * sk) for q in range(groups) for s in range(1, sk))
+    return min(link_shares(fig.machine, groups * sk, flows)[1])
 
 
 class SplitKSpace(MatmulSpace):
@@ -86,12 +95,13 @@ class SplitKSpace(MatmulSpace):
         load = f.load_step([bm * bk * ea, bk * bn * eb], active)
         compute = bm * bn * bk / f.mac_rate(k.a.dtype) + f.matrix_startup
         kloop = np.where(db, load + steps * np.maximum(compute, load), steps * (compute + load))
-        link = min(m.topology.capacity.values()) if m.topology.capacity else f.dma_bw
         vrate = f.vector_rate("f32")
-        # a tree over the group: each round moves one partial a hop or more and adds it
-        rounds = np.ceil(np.log2(sk))
-        combine = rounds * (m.dma_setup + m.topology.hop_latency * sk / 4 + bm * bn * 4 / link
-                            + bm * bn / vrate + f.vector_startup)
+        # the group's first tile receives the other sk - 1 partials in one data phase (each over its
+        # own route, at the timeline's static share of the links it crosses), then adds them
+        pairs, where = np.unique(np.stack([groups, sk]), axis=1, return_inverse=True)
+        rate = np.array([_partial_rate(f, int(a), int(b)) for a, b in pairs.T])[where.reshape(-1)]
+        combine = (m.dma_setup + m.topology.hop_latency * (sk - 1) + bm * bn * 4 / rate
+                   + (sk - 1) * (bm * bn / vrate + f.vector_startup))
         epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([bm * bn * ec], groups)
         cycles = mb * nt * (kloop + combine + epilogue)
         buffers = np.where(db, 2.0, 1.0)

@@ -8,7 +8,8 @@ Three classes are recognised from a module:
   leading rows from global views, computes on them (elementwise ops, row reductions) and
   stores blocks of B rows (softmax, RMSNorm, LayerNorm, RoPE, the single-tile kernels of
   `schedulers.naive`). Tensors loaded before the loop are per-tile resident data.
-- `attention` is a cost-model class only (`AttentionKernel`, built by callers).
+- `attention`: flash-style attention (`AttentionKernel`), recognised from a module by
+  `schedulers.emit_attention.match_attention`.
 
 Everything else is `unrecognized`.
 """
@@ -105,7 +106,13 @@ class RowKernel:
 
 @dataclass
 class AttentionKernel:
-    """softmax(Q K^T * scale) V per KV head; query heads of one group share the KV rows."""
+    """softmax(Q K^T * scale + mask) V per KV head; query heads of one group share the KV rows.
+
+    The rows of a KV head stack its `group` query heads head-major: row r is query head
+    r // tokens of the group at token r mod tokens (Q `[query heads, tokens, D]` read as
+    `[KV heads, group x tokens, D]`, the same memory). Causal: the query at token t sees the
+    keys 0..t, so causal kernels have tokens == kv_len.
+    """
 
     kv_heads: int
     rows: int  # query rows per KV head: group size x query tokens
@@ -116,10 +123,16 @@ class AttentionKernel:
     name: str = "attention"
     kind: str = "attention"
     max_kv_split: int = 32  # the largest KV split (over tiles) the schedule space may use
+    group: int = 1  # query heads per KV head, stacked head-major in the rows
 
     @property
     def itemsize(self) -> int:
         return 1 if self.dtype.startswith("f8") else 2
+
+    @property
+    def tokens(self) -> int:
+        """Query tokens per query head."""
+        return self.rows // self.group
 
 
 Kernel = MatmulKernel | RowKernel | AttentionKernel
@@ -252,9 +265,12 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
     vals = _Values(fn, sizes or {})
     ops = list(fn.walk())[1:]
     names = [op.name for op in ops]
-    if any(n.startswith("ktdp.inter_tile") or n == "ktdp.construct_indirect_access_tile"
-           or n == "ktdp.construct_distributed_memory_view" for n in names):
-        return Recognised(None, fn, name, "inter-tile communication or indirect access is outside the recognised classes")
+    blocking = next((op for op in ops if op.name.startswith("ktdp.inter_tile")
+                     or op.name in ("ktdp.construct_indirect_access_tile", "ktdp.construct_distributed_memory_view")), None)
+    if blocking is not None:
+        what = "inter-tile communication" if blocking.name.startswith("ktdp.inter_tile") else \
+            "indirect access" if "indirect" in blocking.name else "a distributed memory view"
+        return Recognised(None, fn, name, f"{what} ({_at(blocking)}) is outside the recognised classes")
     matmuls = [op for op in ops if op.name == "linalg.matmul"]
     if len(matmuls) == 1 and not any(n in ("linalg.generic", "linalg.reduce") for n in names):
         found = _matmul(module, fn, matmuls[0], vals, ops, name)
@@ -262,15 +278,23 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
             return Recognised(found, fn, name)
         return Recognised(None, fn, name, found)
     if len(matmuls) == 1:
-        return Recognised(None, fn, name, "a matmul fused with other linalg ops (prologue or epilogue): only plain "
-                          "matmuls are rewritten")
-    if matmuls or any(n.startswith("linalg.matmul") or n.startswith("linalg.batch") for n in names):
-        return Recognised(None, fn, name, "several matrix products (attention, fused MLP): only single-matmul "
-                          "kernels are rewritten")
+        fused = next(op for op in ops if op.name in ("linalg.generic", "linalg.reduce"))
+        return Recognised(None, fn, name, f"a matmul ({_at(matmuls[0])}) fused with other linalg ops ({_at(fused)}): "
+                          "only plain matmuls are rewritten")
+    products = [op for op in ops if op.name.startswith("linalg.matmul") or op.name.startswith("linalg.batch")]
+    if products:
+        listed = ", ".join(_at(op) for op in products[:3]) + (", ..." if len(products) > 3 else "")
+        return Recognised(None, fn, name, f"several matrix products ({listed}): only single-matmul kernels are "
+                          "rewritten")
     found_row = _rowwise(module, fn, vals, name)
     if isinstance(found_row, RowKernel):
         return Recognised(found_row, fn, name)
     return Recognised(None, fn, name, found_row)
+
+
+def _at(op: Operation) -> str:
+    """`op.name` at line N, for reasons that name the op in the way."""
+    return f"`{op.name}` at line {op.loc.line}" if op.loc is not None else f"`{op.name}`"
 
 
 def _alias(module: Module, attr: object) -> object:

@@ -18,6 +18,7 @@ from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
 from .report import Placement, Schedule
 from .row_pipeline import row_cycles
+from .space_ring import RING, describe_ring, ring_candidates, ring_cost
 
 Columns = dict[str, np.ndarray]
 
@@ -90,7 +91,8 @@ def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> 
 # ---------------------------------------------------------------------- matmul
 
 ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident",
-          "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles")
+          "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles",
+          "ring: A chunks passed tile to neighbour tile")
 SHARED = 3  # the order whose B panels are spread over the tiles' scratchpads and read over the ring
 SHARED_STREAM = 4  # the same, with A streamed from memory instead of resident
 
@@ -125,7 +127,8 @@ class MatmulSpace:
         cols = take(cols, np.nonzero(keep)[0])
         cols["pp"] = np.zeros_like(cols["db"])  # panel prefetch: shared-panel orders only
         shared = self._shared_candidates()
-        return {n: np.concatenate([cols[n], shared[n]]) for n in cols} if shared["bm"].size else cols
+        ring = ring_candidates(k, self.fig, self.bn_all, self.bk_all)
+        return {n: np.concatenate([cols[n], shared[n], ring[n]]) for n in cols}
 
     def _shared_candidates(self) -> Columns:
         """Grid [T, 1]: tile t owns rows [t M/T, (t+1) M/T) of A (resident) and, for each column
@@ -214,11 +217,19 @@ class MatmulSpace:
         b_bytes = np.where(b_res, k.K * k.N * eb * np.minimum(gm, mb), k.K * k.N * eb * mb + extra * bk * bn * eb)
         gbytes = a_bytes + b_bytes + k.M * k.N * ec
         local = gbytes + np.where(order > 0, 2 * (k.M * k.N * k.K) * (ea / bn * a_res + eb / bm * b_res), 0.0)
-        shared = order >= SHARED
+        shared = (order >= SHARED) & (order != RING)
+        cycles, scratch, gbytes, local = (np.array(v, dtype=np.float64) for v in (cycles, scratch, gbytes, local))
         if shared.any():
-            sc, ss, sg, sl = self._shared(c)
-            cycles, scratch = np.where(shared, sc, cycles), np.where(shared, ss, scratch)
-            gbytes, local = np.where(shared, sg, gbytes), np.where(shared, sl, local)
+            idx = np.nonzero(shared)[0]
+            cycles[idx], scratch[idx], gbytes[idx], local[idx] = self._shared(take(c, idx))
+        ring = order == RING
+        if ring.any():
+            idx = np.nonzero(ring)[0]
+            rcol = take(c, idx)
+            rbm, rbn, rkp = (rcol[n].astype(np.float64) for n in ("bm", "bn", "bk"))
+            rc, rs, rg, rl = ring_cost(k, f, rcol, moved(k.a, (rbm, rkp), f.granularity),
+                                       moved(k.b, (rkp, rbn), f.granularity))
+            cycles[idx], scratch[idx], gbytes[idx], local[idx] = rc, rs, rg, rl
         return Evaluated(cycles, scratch, gbytes, local)
 
     def baseline(self) -> dict[str, int]:
@@ -235,6 +246,16 @@ class MatmulSpace:
         a_mode = "resident" if p["order"] in (1, SHARED) else ("double-buffered" if p["db"] else "streamed")
         a_block = [p["bm"], k.K] if p["order"] in (1, SHARED) else [p["bm"], p["bk"]]
         b_mode = "resident" if p["order"] == 2 else ("double-buffered" if p["db"] else "streamed")
+        if p["order"] == RING:
+            return Schedule(
+                grid=[p["gm"], p["gn"]], splits={"M": p["gm"], "N": p["gn"], "K": 1},
+                tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]}, loop_order=describe_ring(p, k),
+                double_buffered=False,
+                placements=[
+                    Placement(tensor=k.a.arg, memory="ct_local", mode="streamed", block=[p["bm"], p["bk"]]),
+                    Placement(tensor=k.b.arg, memory="ct_local", mode="streamed", block=[p["bk"], p["bn"]]),
+                    Placement(tensor=k.c.arg, memory="global", mode="output", block=[p["bm"], p["bn"]]),
+                ])
         if p["order"] >= SHARED:
             return Schedule(
                 grid=[p["gm"], 1], splits={"M": p["gm"], "N": 1, "K": p["gm"]},
@@ -372,24 +393,69 @@ class RowSpace:
                 f"{k.live_bytes_per_row + k.resident_bytes} bytes are needed for " + "; ".join(parts))
 
 
-# ---------------------------------------------------------------------- attention (cost model only)
+# ---------------------------------------------------------------------- attention
 
 
 class AttentionSpace:
     """Flash-style attention per KV head: query blocks bq, KV blocks bkv, KV split s (partial
-    results combined over the ring), double buffering of the K/V stream."""
+    results combined over the ring), double buffering of the K/V stream.
+
+    Causal: a query block runs the KV steps up to its last token's block (key blocks past it
+    are skipped, the diagonal blocks are masked), so blocks late in the sequence cost more;
+    the model counts each tile's steps with the rewrite's own assignment of blocks to tiles
+    (`emit_attention.block_of`) and charges the busiest tile. The bound counts the unmasked
+    pairs exactly: T (T + 1) / 2 per query head of T tokens.
+    """
 
     def __init__(self, k: AttentionKernel, fig: Figures) -> None:
         self.k, self.fig = k, fig
-        self.bq_all = divisors(k.rows)
+        g = k.group if k.causal else 1  # a causal block holds the group's query heads at bq / g tokens
+        self.bq_all = [g * t for t in divisors(k.rows // g)]
         self.bkv_all = aligned_blocks(k.kv_len, k.itemsize, fig.granularity)
+        self._loads: dict[tuple[int, int, int], tuple[float, float, float]] = {}
 
-    def _frac(self) -> float:
-        return 0.5 if self.k.causal and self.k.rows > 1 else 1.0
+    def _pairs(self) -> float:
+        k = self.k
+        if not k.causal:
+            return float(k.kv_heads * k.rows * k.kv_len)
+        t = k.tokens
+        return float(k.kv_heads * k.group * t * (t + 1) // 2)
+
+    def _tile_load(self, bq: int, bkv: int, s: int) -> tuple[float, float, float]:
+        """(KV steps of the busiest tile, query blocks per tile, KV steps of all tiles) for one
+        block shape, following the rewrite's assignment of query blocks and KV splits to tiles."""
+        key = (bq, bkv, s)
+        found = self._loads.get(key)
+        if found is not None:
+            return found
+        from .emit_attention import attention_grid, dealt_in_snake
+
+        k, tiles = self.k, self.fig.tiles
+        blocks = k.rows // bq
+        n = k.kv_heads * blocks
+        stride = attention_grid(k, bq, s, tiles) // s
+        u = np.arange(n)
+        r, p = np.divmod(u, stride)
+        if dealt_in_snake(k, bq, s, tiles):  # `emit_attention.block_of`
+            v = r * stride + np.where(r % 2 == 1, stride - 1 - p, p)
+            qb = blocks - 1 - v // k.kv_heads
+        else:
+            qb = u % blocks
+        tb = bq // k.group if k.causal else bq
+        L = k.kv_len
+        end = np.minimum(-(-((qb + 1) * tb) // bkv) * bkv, L) if k.causal else np.full(n, L)
+        part = L // s
+        busiest, total = 0.0, 0.0
+        for i in range(s):
+            steps = np.maximum(0, np.minimum(end, (i + 1) * part) - i * part) // bkv
+            per_group = np.bincount(p, weights=steps, minlength=stride)
+            busiest, total = max(busiest, float(per_group.max())), total + float(steps.sum())
+        found = self._loads[key] = (busiest, float(-(-n // stride)), total)
+        return found
 
     def work(self) -> Work:
         k = self.k
-        pairs = k.kv_heads * k.rows * k.kv_len * self._frac()
+        pairs = self._pairs()
         e = k.itemsize
         return Work(macs=2 * pairs * k.head_dim, mac_dtype=k.dtype, vector={"f32": 4 * pairs},
                     transcendental={"f32": pairs},
@@ -401,6 +467,10 @@ class AttentionSpace:
         splits = [s for s in (1, 2, 4, 8, 16, 32) if s <= min(self.fig.tiles, self.k.max_kv_split) and self.fig.tiles % s == 0]
         cols = product(bq=self.bq_all, bkv=self.bkv_all, s=splits, db=[0, 1])
         keep = (self.k.kv_len // cols["bkv"]) % cols["s"] == 0
+        # with a KV split every tile joins each combine: each group of tiles runs as many query blocks
+        units = self.k.kv_heads * (self.k.rows // cols["bq"])
+        grid = np.where(units * cols["s"] <= self.fig.tiles, units * cols["s"], self.fig.tiles // cols["s"] * cols["s"])
+        keep &= (cols["s"] == 1) | (units % np.maximum(grid // cols["s"], 1) == 0)
         return take(cols, np.nonzero(keep)[0])
 
     def evaluate(self, c: Columns) -> Evaluated:
@@ -409,22 +479,40 @@ class AttentionSpace:
         e, d = k.itemsize, k.head_dim
         units = k.kv_heads * (k.rows / bq) * s
         tiles = np.minimum(units, f.tiles)
-        per_tile = np.ceil(units / f.tiles)
-        steps = np.ceil(k.kv_len / s / bkv * self._frac())
+        loads = np.array([self._tile_load(int(a), int(b_), int(c_))
+                          for a, b_, c_ in zip(c["bq"], c["bkv"], c["s"], strict=True)]).reshape(-1, 3)
+        steps, per_tile, all_steps = loads[:, 0], loads[:, 1], loads[:, 2]
         kv = f.load_step([bkv * d * e, bkv * d * e], tiles)
-        compute = (2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup
-                   + 4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
-                   + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)
-        stream = np.where(db, kv + steps * np.maximum(compute, kv), steps * (compute + kv))
-        q_o = f.load_step([bq * d * e], tiles) * 2
+        mat = 2 * bq * bkv * d / f.mac_rate(k.dtype) + 2 * f.matrix_startup  # the two products of a step
+        vec = (4 * bq * bkv / f.vector_rate("f32") + bq * bkv / f.vector_rate("f32", True)
+               + 2 * bq * d / f.vector_rate("f32") + 6 * f.vector_startup)  # its softmax
+        # double buffered, one KV split: the rewrite computes the next block's scores while this
+        # block's softmax runs, so a step costs the busier unit, plus one exposed softmax per block
+        pipelined = db & (s == 1)
+        compute = np.where(pipelined, np.maximum(mat, vec), mat + vec)
+        exposed = np.where(pipelined, per_tile * vec, 0.0)
+        # the busiest tile. Without double buffering every transfer waits for the compute before
+        # it and the other way round. With it, the next query block's Q and first K/V blocks (and,
+        # with one KV split, the previous block's O) move while a block computes: the tile takes
+        # the longer of its compute and its transfers, after the first block's loads.
+        q_io = f.load_step([bq * d * e], tiles)  # one Q load or O store
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        cycles = per_tile * (stream + q_o + combine)
+        serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
+        # after the first block's Q and K/V loads, the tile's transfers (every K/V step, and the Q
+        # loads and, one KV split, the O stores of the other blocks) move while it computes; the
+        # last O store (with a KV split: every block's combine and store) follows
+        background = (per_tile - 1) * np.where(s > 1, q_io, 2 * q_io)
+        overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + background) \
+            + np.where(s > 1, per_tile * (q_io + combine), q_io)
+        cycles = np.where(db, overlapped, serial)
         buffers = np.where(db, 2.0, 1.0)
-        scratch = bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4
-        gbytes = k.kv_heads * (k.rows / bq) * (s * 0 + 1) * (2 * k.kv_len * self._frac() * d * e) \
-            + k.kv_heads * k.rows * d * e * (1 + s)
+        # with double buffering the next Q block is prefetched too; pipelined, the loop also carries
+        # the next block's scores and a third K block
+        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4 \
+            + np.where(pipelined, bq * bkv * 4 + bkv * d * e, 0.0)
+        gbytes = all_steps * 2 * bkv * d * e + k.kv_heads * k.rows * d * e * (1 + s)
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
 
     def baseline(self) -> dict[str, int]:

@@ -21,19 +21,22 @@ import gc
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from itertools import accumulate, compress, count
-from operator import add, itemgetter
+from functools import cached_property
+from itertools import accumulate, compress, count, repeat
+from operator import eq, itemgetter, ne, not_
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir.operation import Location, trusted_operation
+from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
 # Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
 # token: one findall over the whole text, classified by first character afterwards.
 _SCAN = re.compile(
-    r"""([ \t\r\n]*)(
-    (?:tensor|memref|vector|!ktdp\.access_tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+    r"""([ \t\r\n]*(
+    ((?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]|<[^<>"\n]*>)*>
+     |<(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>)
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
   | [A-Za-z_][A-Za-z0-9_$.]*
@@ -43,17 +46,17 @@ _SCAN = re.compile(
   | ![A-Za-z_][A-Za-z0-9_$.]*
   | "(?:\\.|[^"\\\n])*"
   | \^[A-Za-z0-9_$.\-]+
-  | //[^\n]*)""",
+  | //[^\n]*))""",
     re.VERBOSE,
 )
 _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
-_WS = itemgetter(0)
+# _SCAN's groups: the token with the whitespace before it, the token, the token if a type
+_WITH_SPACE = itemgetter(0)
 _TEXT = itemgetter(1)
+_TYPE = itemgetter(2)
 _FIRST = itemgetter(0)
-_LAST = itemgetter(-1)
-_IS_CLOSE = ">".__eq__
 _NEWLINE = re.compile("\n")
 
 # Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
@@ -67,6 +70,15 @@ VISIBILITIES = frozenset({"private", "public", "nested"})
 MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
 
 
+# Types whose text names no alias (no `#` or `!` inside the brackets) and built without a
+# warning mean the same in every module, and AST nodes are frozen: they are kept across
+# parses (many files spell the same few types). Scalar types likewise.
+_SHARED_TYPES: dict[str, Any] = {}
+_SHARED_SCALARS: dict[str, Any] = {}
+_SHARED_AFFINE: dict[tuple[str, ...], Any] = {}  # see _Parser.shared_affine
+_SHARED_LIMIT = 50_000
+
+
 class Fallback(Exception):
     """This text is for the grammar to parse (an uncovered form, or an error)."""
 
@@ -77,7 +89,9 @@ def parse_fast(text: str, builder: Any) -> Any:
     starts = [0]
     starts += [m.end() for m in _NEWLINE.finditer(text)]
     tokens = _Tokens(text, 0, starts)
-    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
+    if len(_SHARED_TYPES) > _SHARED_LIMIT:
+        _SHARED_TYPES.clear()
+    module = _Parser(tokens, starts, builder, {}, _SHARED_SCALARS, {}).module()
     for pos, comment in tokens.comments:
         line = bisect_right(starts, pos)
         builder.comments.append((line, pos - starts[line - 1] + 1, comment))
@@ -108,20 +122,21 @@ class _Tokens:
         found = _SCAN.findall(text)
         values = list(map(_TEXT, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
-        # a word or `!name` never ends with `>`: such a token is a whole type
-        for i in compress(count(), map(_IS_CLOSE, map(_LAST, values))):
-            if kinds[i] == "word" or kinds[i] == "bang":
-                kinds[i] = "type"
-        gaps = list(map(len, map(_WS, found)))
-        # ends[i + 1]: where token i ends (with the whitespace before it)
-        ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        for i in compress(count(), map(_TYPE, found)):
+            kinds[i] = "type"
+        # ends[i + 1]: where token i ends
+        ends = list(accumulate(map(len, map(_WITH_SPACE, found)), initial=base))
         # findall skips what no token matches: a character the grammar has no token for
         if ends[-1] - base != len(text.rstrip(" \t\r\n")):
             raise Fallback
         self.comments: list[tuple[int, str]] = []
-        if "comment" in kinds:
-            self._drop_comments(kinds, values, gaps, base)
-            ends = list(accumulate(map(add, gaps, map(len, values)), initial=base))
+        if "comment" in kinds:  # moved out of the token lists (positions are kept in `ends`)
+            keep = list(map(ne, kinds, repeat("comment")))
+            for i in compress(count(), map(not_, keep)):
+                self.comments.append((ends[i + 1] - len(values[i]), values[i]))
+            kinds = list(compress(kinds, keep))
+            values = list(compress(values, keep))
+            ends = [base, *compress(ends[1:], keep)]
         kinds.append("end")
         values.append("")
         ends.append(ends[-1])
@@ -130,23 +145,10 @@ class _Tokens:
         self.starts = starts
         self.ends = ends
 
-    def _drop_comments(self, kinds: list[str | None], values: list[str], gaps: list[int], base: int) -> None:
-        pos = base
-        keep = []
-        carry = 0
-        for i, kind in enumerate(kinds):
-            pos += gaps[i]
-            if kind == "comment":
-                self.comments.append((pos, values[i]))
-                carry += gaps[i] + len(values[i])
-            else:
-                gaps[i] += carry
-                carry = 0
-                keep.append(i)
-            pos += len(values[i])
-        kinds[:] = [kinds[i] for i in keep]
-        values[:] = [values[i] for i in keep]
-        gaps[:] = [gaps[i] for i in keep]
+    @cached_property
+    def value_indices(self) -> list[int]:
+        """The indices of the SSA-name tokens, in order."""
+        return list(compress(count(), map(eq, self.kinds, repeat("value"))))
 
     def position(self, i: int) -> int:
         """Where token `i` starts."""
@@ -182,6 +184,11 @@ class _LazyTok(Tok):
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
 
+# Lines are no longer looked up among the shapes seen once this many lookups found fewer
+# than one copy in _COPY_RATIO.
+_COPY_TRIAL = 64
+_COPY_RATIO = 8
+
 # An op line longer than this many tokens is not looked up among the shapes seen (the key
 # costs more than a hit saves, and long lines seldom recur).
 _MAX_SHAPE_TOKENS = 48
@@ -208,6 +215,8 @@ class _Parser:
         # an op's tokens with its SSA names abstracted -> (op built from them, where its
         # operands and results are among those names); see operation()
         self.shapes = shapes
+        self.lookups = 0  # of shapes; -1 once they are given up (see operation())
+        self.copies = 0
 
     # ------------------------------------------------------------ tokens
 
@@ -302,14 +311,23 @@ class _Parser:
 
     def operation(self) -> Any:
         """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
-        is copied from it with its own names and location (see shape())."""
+        is copied from it with its own names and location (see shape()). Where few lines
+        repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
+        with less than one hit in _COPY_RATIO, the rest of the text is read without."""
+        if self.lookups < 0:
+            return self.parse_operation()
         start = self.i
         shape = self.shape(start)
         if shape is None:
             return self.parse_operation()
         key, names, end, line, column = shape
         seen = self.shapes.get(key)
-        if seen is not None:
+        self.lookups += 1
+        if seen is None:
+            if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
+                self.lookups = -1
+        else:
+            self.copies += 1
             self.i = end
             op, operand_slots, result_slots = seen
             return trusted_operation(
@@ -342,7 +360,7 @@ class _Parser:
         names only to copy them into operands and results and compare them with each
         other, build equal ops up to the renaming. None for lines not worth a key, and
         for names with `#`, which the callbacks also look into."""
-        V, K = self.V, self.K
+        V = self.V
         ends = self.tokens.ends
         starts = self.starts
         pos = ends[start + 1] - len(V[start])
@@ -352,31 +370,40 @@ class _Parser:
             return None
         key: list[Any] = V[start : end + 2]
         names: list[str] = []
-        for k in range(start, end):
-            if K[k] == "value":
-                name = V[k]
-                if "#" in name:
-                    return None
-                if name not in names:
-                    names.append(name)
-                key[k - start] = names.index(name)
-        for k in range(end, min(end + 2, len(V))):
-            if K[k] == "value":
-                key[k - start] = None
+        values = self.tokens.value_indices
+        lo = bisect_left(values, start)
+        hi = bisect_left(values, end, lo)
+        for k in values[lo:hi]:
+            name = V[k]
+            if "#" in name:
+                return None
+            if name not in names:
+                names.append(name)
+            key[k - start] = names.index(name)
+        for k in values[hi : bisect_left(values, end + 2, hi)]:
+            key[k - start] = None
         return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
         i = self.i
         if self.K[i] != "word":
+            if self.K[i] == "string":
+                return self.b.operation([self.generic_op()] if results is None else [results, self.generic_op()])
             raise Fallback
         opdef = SPELLINGS.get(self.V[i])
         if opdef is None:
             raise Fallback
         handler = _HANDLERS.get(opdef.format)
-        if handler is None:
-            raise Fallback
-        op = handler(self, self.tok("OP_" + opdef.format))
+        if handler is not None:
+            op = handler(self, self.tok("OP_" + opdef.format))
+        else:
+            fmt = _REGULAR.get(opdef.format)
+            if fmt is None:
+                raise Fallback
+            c: list[Any] = [self.tok("OP_" + opdef.format)]
+            self.regular(fmt.elements, c)
+            op = getattr(self.b, fmt.rule)(c)
         return self.b.operation([op] if results is None else [results, op])
 
     def op_results(self) -> Any:
@@ -447,7 +474,9 @@ class _Parser:
             self.i = i + 1
             found = self.types.get(text)
             if found is None:
-                found = self.type_token(text, self.tokens.position(i))
+                found = _SHARED_TYPES.get(text)
+                if found is None:
+                    found = self.type_token(text, self.tokens.position(i))
             return found
         if kind == "word":
             found = self.scalars.get(text)
@@ -455,6 +484,8 @@ class _Parser:
                 found = self.scalar_type(text)
             self.i = i + 1
             return found
+        if text == "<":
+            return self.short_tile_future() if self.V[i + 1] == "(" else self.short_runtime_arg()
         if kind == "bang":
             if "." not in text:
                 return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
@@ -499,6 +530,35 @@ class _Parser:
         self.expect(">")
         return b.runtime_arg_type(c)
 
+    def short_tile_future(self) -> Any:
+        """"<" "(" type_list ")" "," "groups" "=" set_ref ">", upstream's short future (it warns);
+        a `!` rule: the callback gets the punctuation too"""
+        c: list[Any] = [self.kept("<"), self.kept("("), self.type_list(), self.kept(")"), self.kept(",")]
+        c += [self.kept("groups"), self.kept("="), self.set_ref(), self.kept(">")]
+        return self.b.short_tile_future(c)
+
+    def kept(self, text: str) -> Tok:
+        """The current token, which must be `text`, consumed (for `!` rules, which keep it)."""
+        if self.V[self.i] != text:
+            raise Fallback
+        return self.tok(text)
+
+    def short_runtime_arg(self) -> Any:
+        """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>` (it warns)"""
+        b = self.b
+        c = [self.tok("LESSTHAN"), self.type()]
+        if self.V[self.i] != ",":
+            raise Fallback  # `<T>`: a short access tile without a shape, for the grammar
+        while self.V[self.i] == ",":
+            self.i += 1
+            name = self.word()
+            self.expect("=")
+            c.append(b.runtime_arg_param([name, self.int_tok()]))
+        if self.V[self.i] != ">":
+            raise Fallback
+        c.append(self.tok("MORETHAN"))
+        return b.short_runtime_arg(c)
+
     def set_ref(self) -> Any:
         """affine_set_attr | attr_alias_ref"""
         if self.V[self.i] == "affine_set":
@@ -528,15 +588,18 @@ class _Parser:
         return self.b.type_list(self.comma_list(self.type))
 
     def type_token(self, text: str, pos: int) -> Any:
-        """`tensor<...>`, `memref<...>`, `vector<...>` or `!ktdp.access_tile<...>`, whole."""
+        """`tensor<...>`, `memref<...>`, `vector<...>`, `!ktdp.access_tile<...>` or its legacy
+        `!ktdp.tile<...>`, whole; or upstream's short access tile `<4x8xindex>`."""
         b = self.b
         open_at = text.index("<")
         keyword = text[:open_at]
+        if not keyword:
+            return self.short_access_tile(text, pos)
         p = open_at + 1
         while text[p] in " \t":
             p += 1
         children: list[Any] = []
-        if keyword == "!ktdp.access_tile":
+        if keyword == "!ktdp.access_tile" or keyword == "!ktdp.tile":
             line = bisect_right(self.starts, pos)
             children.append(Tok("ACCESS_TILE_KW", keyword, pos, line, pos - self.starts[line - 1] + 1))
         if text[p] in "0123456789?*":
@@ -548,19 +611,23 @@ class _Parser:
             p = dims.end()
         elif keyword == "vector":
             raise Fallback
-        inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
         n_warnings = len(b.warnings)
-        children.append(inner.type())
-        if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
-            inner.i += 1
-            extras = [inner.attribute()]
-            if keyword == "memref" and inner.V[inner.i] == ",":
+        element = self.scalars.get(text[p:-1])  # the common body: a scalar type seen before, alone
+        if element is not None:
+            children.append(element)
+        else:
+            inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
+            children.append(inner.type())
+            if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
                 inner.i += 1
-                extras.append(inner.attribute())
-            children.append(b.encoding(extras) if keyword == "tensor" else b.memref_extras(extras))
-        inner.expect(">")
-        if inner.K[inner.i] != "end":
-            raise Fallback
+                extras = [inner.attribute()]
+                if keyword == "memref" and inner.V[inner.i] == ",":
+                    inner.i += 1
+                    extras.append(inner.attribute())
+                children.append(b.encoding(extras) if keyword == "tensor" else b.memref_extras(extras))
+            inner.expect(">")
+            if inner.K[inner.i] != "end":
+                raise Fallback
         if keyword == "tensor":
             found = b.tensor_type(children)
         elif keyword == "memref":
@@ -571,7 +638,28 @@ class _Parser:
             found = b.access_tile_type(children)
         if len(b.warnings) == n_warnings:  # a type that warns is read again where it recurs
             self.types[text] = found
+            if "#" not in text and "!" not in text[open_at:]:
+                _SHARED_TYPES[text] = found
         return found
+
+    def short_access_tile(self, text: str, pos: int) -> Any:
+        """"<" shape_prefix? type ">", `text` being `<` DIMS `index>` (it warns, so is not kept)."""
+        dims = _DIMS.match(text, 1)
+        if dims is None or text[dims.end() : -1] != "index":
+            raise Fallback
+        return self.b.short_access_tile(
+            [
+                self.located("LESSTHAN", "<", pos),
+                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + 1)]),
+                self.b.index_type([self.located("INDEX", "index", pos + dims.end())]),
+                self.located("MORETHAN", ">", pos + len(text) - 1),
+            ]
+        )
+
+    def located(self, kind: str, value: str, pos: int) -> Tok:
+        """A `kind` token at `pos` of the text."""
+        line = bisect_right(self.starts, pos)
+        return Tok(kind, value, pos, line, pos - self.starts[line - 1] + 1)
 
     def result_type_list(self) -> Any:
         """type -> single_result_type | "(" (result_type ("," result_type)*)? ")" """
@@ -640,6 +728,8 @@ class _Parser:
                 return self.affine_set()
             if text == "dense":
                 return self.dense()
+            if text == "strided" and self.V[i + 1] == "<":
+                return self.strided()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
             if text in MEMSPACE_KWS and self.V[i + 1] == "<":
@@ -700,6 +790,28 @@ class _Parser:
         c = [b.neg_float([tok]) if negative else b.pos_float([tok])]
         self.typed_suffix(c)
         return b.float_attr(c)
+
+    def strided(self) -> Any:
+        """"strided" "<" "[" (stride_entry ("," stride_entry)*)? "]" ("," "offset" ":" stride_entry)? ">" """
+        b = self.b
+        self.i += 2
+        self.expect("[")
+        c = [b.stride_list(self.comma_list_opt(self.stride_entry, "]"))]
+        self.expect("]")
+        if self.V[self.i] == ",":
+            self.i += 1
+            self.expect("offset")
+            self.expect(":")
+            c.append(b.strided_offset([self.stride_entry()]))
+        self.expect(">")
+        return b.strided_attr(c)
+
+    def stride_entry(self) -> Any:
+        """signed_int | "?" -> dynamic_stride"""
+        if self.V[self.i] == "?":
+            self.i += 1
+            return self.b.dynamic_stride([])
+        return self.signed_int()
 
     def memory_space(self) -> Any:
         """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """
@@ -775,6 +887,36 @@ class _Parser:
         return names
 
     def affine_map(self) -> Any:
+        return self.shared_affine(self.affine_map_body)
+
+    def affine_set(self) -> Any:
+        return self.shared_affine(self.affine_set_body)
+
+    def shared_affine(self, parse: Callable[[], Any]) -> Any:
+        """An affine map or set, taken from those read before (in any module) with the same
+        tokens. Its tokens end at the first `>` (`>=` is a token of its own, and `<` and `>`
+        occur nowhere else in it); what it is depends on them alone, unless it names an SSA
+        value (such ones are not kept)."""
+        i = self.i
+        V = self.V
+        try:
+            end = V.index(">", i) + 1
+        except ValueError:
+            raise Fallback from None
+        key = tuple(V[i:end])
+        found = _SHARED_AFFINE.get(key)
+        if found is not None:
+            self.i = end
+            return found
+        n_warnings = len(self.b.warnings)
+        found = parse()
+        if self.i == end and len(self.b.warnings) == n_warnings and not any(v[0] == "%" for v in key):
+            if len(_SHARED_AFFINE) > _SHARED_LIMIT:
+                _SHARED_AFFINE.clear()
+            _SHARED_AFFINE[key] = found
+        return found
+
+    def affine_map_body(self) -> Any:
         """"affine_map" "<" aff_params "->" "(" (aff_expr ("," aff_expr)*)? ")" ">" """
         self.i += 1
         self.expect("<")
@@ -786,7 +928,7 @@ class _Parser:
         self.expect(">")
         return self.b.affine_map_attr(c)
 
-    def affine_set(self) -> Any:
+    def affine_set_body(self) -> Any:
         """"affine_set" "<" aff_params ":" "(" (aff_constraint ("," aff_constraint)*)? ")" ">" """
         self.i += 1
         self.expect("<")
@@ -889,6 +1031,80 @@ class _Parser:
         self.expect(")")
         return rule(c)
 
+    # ------------------------------------------------------------ declarative formats
+
+    def regular(self, elements: tuple[asm.Element, ...], c: list[Any]) -> None:
+        """The children of a declarative format's elements, read as the rule that
+        ktir.syntax.assembly.grammar_rule writes for them (each optional part decided by
+        its first token, as the LALR parser decides it)."""
+        for e in elements:
+            if isinstance(e, asm.Literal):
+                if e.text:
+                    self.expect(e.text)
+            elif isinstance(e, asm.OperandRef):
+                if not e.variadic:
+                    c.append(self.value())
+                elif e.nonempty or self.K[self.i] == "value":
+                    c.append(self.value_list())
+            elif isinstance(e, asm.TypeRef):
+                if e.variadic and not e.nonempty:
+                    raise Fallback  # `type_list?`: no declarative format writes it
+                c.append(self.type_list() if e.variadic else self.type())
+            elif isinstance(e, asm.AttrDict):
+                self.attr_dict_opt(c)
+            elif isinstance(e, asm.AttrRef):
+                if e.kind == "int":
+                    c.append(self.int_tok())
+                elif e.kind == "symbol":
+                    if self.K[self.i] != "symbol":
+                        raise Fallback
+                    c.append(self.tok("SYMBOL_REF"))
+                else:
+                    c.append(self.word())
+            elif isinstance(e, asm.FunctionalType):
+                c.append(self.function_type())
+            elif isinstance(e, asm.Custom):
+                self.custom(e.name, c)
+            elif isinstance(e, asm.Group):
+                first = e.elements[0]
+                if isinstance(first, asm.Literal) and first.text:
+                    present = self.V[self.i] == first.text
+                elif isinstance(first, asm.OperandRef):
+                    present = self.K[self.i] == "value"
+                else:
+                    raise Fallback
+                if present:
+                    self.regular(e.elements, c)
+            else:
+                raise Fallback
+
+    def custom(self, name: str, c: list[Any]) -> None:
+        if name == "DynamicIndexList":
+            c.append(self.mixed_list())
+        elif name == "Reassociation":
+            self.expect("[")
+            lists = self.comma_list_opt(self.int_list, "]")
+            self.expect("]")
+            c.append(self.b.reassociation(lists))
+        elif name == "ArithFlags":
+            self.op_flags(c)
+        elif name == "SelectTypes":
+            c.append(self.type())
+            if self.V[self.i] == ",":
+                self.i += 1
+                c.append(self.type())
+        else:
+            raise Fallback
+
+    def op_flags(self, c: list[Any]) -> None:
+        """op_flags*"""
+        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
+            flags = [self.tok("FLAG_KIND")]
+            self.expect("<")
+            flags += self.comma_list(self.word)
+            self.expect(">")
+            c.append(self.b.op_flags(flags))
+
     # ------------------------------------------------------------ operations, by format
 
     def func_op(self, tok: Tok) -> Any:
@@ -988,12 +1204,7 @@ class _Parser:
         for _ in range(operands - 1):
             self.expect(",")
             c.append(self.value())
-        while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
-            flags = [self.tok("FLAG_KIND")]
-            self.expect("<")
-            flags += self.comma_list(self.word)
-            self.expect(">")
-            c.append(self.b.op_flags(flags))
+        self.op_flags(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type())
@@ -1218,7 +1429,6 @@ class _Parser:
             self.expect("]")
         self.attr_dict_opt(c)
         return b.affine_apply_op(c)
-
 
     def linalg_generic_op(self, tok: Tok) -> Any:
         """OP_LINALG_GENERIC attr_dict ins_clause? outs_clause extra_attrs? region results_types?"""
@@ -1445,15 +1655,7 @@ class _Parser:
         b = self.b
         c = self.consumer_head(tok)
         self.expect(",")
-        self.expect("identity")
-        self.expect("(")
-        identity: list[Any] = []
-        if self.V[self.i] != ")":
-            identity.append(self.value_list())
-            self.expect(":")
-            identity.append(self.type_list())
-        self.expect(")")
-        c.append(b.identity_clause(identity))
+        c.append(self.identity_clause())
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type())
@@ -1462,6 +1664,213 @@ class _Parser:
         c.append(self.region())
         return b.reduce_op(c)
 
+    # ------------------------------------------------------------ irregular formats with regions
+
+    def generic_op(self) -> Any:
+        """STRING "(" value_list? ")" successors? properties? generic_regions? attr_dict? ":" function_type"""
+        b = self.b
+        c: list[Any] = [self.tok("STRING")]
+        self.expect("(")
+        if self.V[self.i] != ")":
+            c.append(self.value_list())
+        self.expect(")")
+        if self.V[self.i] == "[":
+            self.i += 1
+            blocks = [self.block_id()]
+            while self.V[self.i] == ",":
+                self.i += 1
+                blocks.append(self.block_id())
+            self.expect("]")
+            c.append(b.successors(blocks))
+        if self.V[self.i] == "<":
+            self.i += 1
+            props = self.attr_dict()
+            self.expect(">")
+            c.append(b.properties([props]))
+        if self.V[self.i] == "(":
+            self.i += 1
+            regions = self.comma_list(self.region)
+            self.expect(")")
+            c.append(b.generic_regions(regions))
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.function_type())
+        return b.generic_op(c)
+
+    def block_id(self) -> Tok:
+        if self.K[self.i] != "block":
+            raise Fallback
+        return self.tok("BLOCK_ID")
+
+    def results_arrow_opt(self, c: list[Any]) -> None:
+        """("->" result_type_list)?"""
+        if self.V[self.i] == "->":
+            self.i += 1
+            c.append(self.b.results_arrow([self.result_type_list()]))
+
+    def parens(self, item: Callable[[], Any]) -> list[Any]:
+        """"(" item ("," item)* ")" """
+        self.expect("(")
+        items = self.comma_list(item)
+        self.expect(")")
+        return items
+
+    def while_op(self, tok: Tok) -> Any:
+        """OP_WHILE "(" (binding ("," binding)*)? ")" ":" function_type region "do" region attr_dict?"""
+        c: list[Any] = [tok]
+        self.expect("(")
+        c += self.comma_list_opt(self.binding, ")")
+        self.expect(")")
+        self.expect(":")
+        c.append(self.function_type())
+        c.append(self.region())
+        self.expect("do")
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return self.b.while_op(c)
+
+    def parallel_op(self, tok: Tok) -> Any:
+        """OP_PARALLEL "(" value_list ")" "=" "(" value_list ")" "to" "(" value_list ")" "step" "(" value_list ")"
+        init_clause? results_arrow? region attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok]
+        for keyword in ("", "=", "to", "step"):
+            if keyword:
+                self.expect(keyword)
+            self.expect("(")
+            c.append(self.value_list())
+            self.expect(")")
+        if self.V[self.i] == "init":
+            self.i += 1
+            self.expect("(")
+            c.append(b.init_clause([self.value_list()]))
+            self.expect(")")
+        self.results_arrow_opt(c)
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return b.parallel_op(c)
+
+    def scf_reduce_op(self, tok: Tok) -> Any:
+        """OP_SCF_REDUCE ("(" value_list ":" type_list ")" region ("," region)*)? attr_dict?"""
+        b = self.b
+        c: list[Any] = [tok]
+        if self.V[self.i] == "(":
+            self.i += 1
+            operands = [self.value_list()]
+            self.expect(":")
+            operands.append(self.type_list())
+            self.expect(")")
+            operands += self.comma_list(self.region)
+            c.append(b.reduce_operands(operands))
+        self.attr_dict_opt(c)
+        return b.scf_reduce_op(c)
+
+    def forall_op(self, tok: Tok) -> Any:
+        """OP_FORALL "(" value_list ")" forall_bounds shared_outs? results_arrow? region attr_dict?"""
+        b = self.b
+        self.expect("(")
+        c: list[Any] = [tok, self.value_list()]
+        self.expect(")")
+        if self.V[self.i] == "in":
+            self.i += 1
+            c.append(b.forall_in(self.parens(self.mixed_entry)))
+        else:
+            self.expect("=")
+            lower = b.mixed_parens(self.parens(self.mixed_entry))
+            self.expect("to")
+            upper = b.mixed_parens(self.parens(self.mixed_entry))
+            self.expect("step")
+            c.append(b.forall_range([lower, upper, b.mixed_parens(self.parens(self.mixed_entry))]))
+        if self.V[self.i] == "shared_outs":
+            self.i += 1
+            self.expect("(")
+            outs = self.comma_list_opt(self.binding, ")")
+            self.expect(")")
+            c.append(b.shared_outs(outs))
+        self.results_arrow_opt(c)
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return b.forall_op(c)
+
+    def in_parallel_op(self, tok: Tok) -> Any:
+        """OP_IN_PARALLEL region attr_dict?"""
+        c: list[Any] = [tok, self.region()]
+        self.attr_dict_opt(c)
+        return self.b.in_parallel_op(c)
+
+    def execute_region_op(self, tok: Tok) -> Any:
+        """OP_EXECUTE_REGION results_arrow? region attr_dict?"""
+        c: list[Any] = [tok]
+        self.results_arrow_opt(c)
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        return self.b.execute_region_op(c)
+
+    def generate_op(self, tok: Tok) -> Any:
+        """OP_GENERATE value_list? region attr_dict? ":" type"""
+        c: list[Any] = [tok]
+        if self.K[self.i] == "value":
+            c.append(self.value_list())
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        return self.b.generate_op(c)
+
+    def pad_op(self, tok: Tok) -> Any:
+        """OP_PAD value NOFOLD? "low" mixed_list "high" mixed_list region attr_dict? ":" type "to" type"""
+        c: list[Any] = [tok, self.value()]
+        if self.V[self.i] == "nofold" and self.K[self.i] == "word":
+            c.append(self.tok("NOFOLD"))
+        self.expect("low")
+        c.append(self.mixed_list())
+        self.expect("high")
+        c.append(self.mixed_list())
+        c.append(self.region())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("to")
+        c.append(self.type())
+        return self.b.pad_op(c)
+
+    def collective_op(self, tok: Tok) -> Any:
+        """OP_COLLECTIVE consumer head collective_dims* ("," identity_clause)? attr_dict? ":" type "->" type_list region?"""
+        b = self.b
+        c = self.consumer_head(tok)
+        V = self.V
+        while V[self.i] == "," and V[self.i + 1] in _DIMS_KEYS and self.K[self.i + 1] == "word":
+            self.i += 1
+            key = b.dims_key([self.tok(V[self.i].upper())])
+            self.expect("=")
+            c.append(b.collective_dims([key, self.int_list()]))
+        if V[self.i] == "," and V[self.i + 1] == "identity":
+            self.i += 1
+            c.append(self.identity_clause())
+        self.attr_dict_opt(c)
+        self.expect(":")
+        c.append(self.type())
+        self.expect("->")
+        c.append(self.type_list())
+        if V[self.i] == "{":
+            c.append(self.region())
+        return b.collective_op(c)
+
+    def identity_clause(self) -> Any:
+        """"identity" "(" (value_list ":" type_list)? ")" """
+        self.expect("identity")
+        self.expect("(")
+        identity: list[Any] = []
+        if self.V[self.i] != ")":
+            identity.append(self.value_list())
+            self.expect(":")
+            identity.append(self.type_list())
+        self.expect(")")
+        return self.b.identity_clause(identity)
+
+
+# The declarative formats without a hand-written reader below, read by _Parser.regular.
+_REGULAR = asm.formats()
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
@@ -1478,6 +1887,15 @@ _HANDLERS = {
     "PRODUCE": _Parser.produce_op,
     "CONSUME": _Parser.consume_op,
     "REDUCE": _Parser.reduce_op,
+    "COLLECTIVE": _Parser.collective_op,
+    "WHILE": _Parser.while_op,
+    "PARALLEL": _Parser.parallel_op,
+    "SCF_REDUCE": _Parser.scf_reduce_op,
+    "FORALL": _Parser.forall_op,
+    "IN_PARALLEL": _Parser.in_parallel_op,
+    "EXECUTE_REGION": _Parser.execute_region_op,
+    "GENERATE": _Parser.generate_op,
+    "PAD": _Parser.pad_op,
     "FUNC": _Parser.func_op,
     "MODULE": _Parser.module_op,
     "CALL": _Parser.call_op,

@@ -132,11 +132,28 @@ def _unq(tok: Tok) -> str:
 
 
 def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
-    return at.DenseArrayAttr(element_type=ty.I64, values=tuple(values))
+    return _dense_array(ty.I64, tuple(values))
 
 
 def _segments(*sizes: int) -> at.DenseArrayAttr:
-    return at.DenseArrayAttr(element_type=ty.I32, values=tuple(sizes))
+    return _dense_array(ty.I32, sizes)
+
+
+# Attributes are frozen: the few distinct small ones a parse builds over and over are
+# validated once (pydantic validation is a large share of a parse).
+@functools.lru_cache(maxsize=4096)
+def _dense_array(element_type: Type, values: tuple[int, ...]) -> at.DenseArrayAttr:
+    return at.DenseArrayAttr(element_type=element_type, values=values)
+
+
+@functools.lru_cache(maxsize=4096)
+def _integer_attr(value: int, type_: Type | None) -> at.IntegerAttr:
+    return at.IntegerAttr(value=value, type=type_)
+
+
+@functools.lru_cache(maxsize=4096)
+def _alias_ref(name: str) -> at.AttrAliasRef:
+    return at.AttrAliasRef(name=name)
 
 
 def _mixed(entries: list[Any]) -> tuple[list[int], list[str]]:
@@ -241,8 +258,11 @@ class _Builder:
         names: list[str] = []
         for tok, n in groups:
             names.extend([tok.value] if n is None else [f"{tok.value}#{i}" for i in range(n)])
-        op.results = names
-        op.loc = _loc(first)
+        # set as trusted_operation sets fields (pydantic's __setattr__ is slow on the hot path)
+        fields = op.__dict__
+        fields["results"] = names
+        fields["loc"] = _loc(first)
+        op.__pydantic_fields_set__.update(("results", "loc"))
         return op
 
     def op_results(self, c: list[Any]) -> list[tuple[Tok, int | None]]:
@@ -534,7 +554,10 @@ class _Builder:
                 return at.FloatAttr(value=float(c[0]), type=t)
             except OverflowError:
                 raise _err(None, f"integer literal {c[0]} is too large for a floating-point value") from None
-        return at.IntegerAttr(value=c[0], type=t)
+        try:
+            return _integer_attr(c[0], t)
+        except TypeError:  # a type that cannot be hashed: not kept
+            return at.IntegerAttr(value=c[0], type=t)
 
     def float_attr(self, c: list[Any]) -> Attribute:
         return at.FloatAttr(value=c[0], type=c[1] if len(c) > 1 else None)
@@ -664,7 +687,7 @@ class _Builder:
         name = c[0].value[1:]
         if name not in self.attr_aliases:
             raise _err(c[0], f"undefined attribute alias '#{name}' (aliases are defined at the top, before use)")
-        return at.AttrAliasRef(name=name)
+        return _alias_ref(name)
 
     def type_attr(self, c: list[Type]) -> Attribute:
         return at.TypeAttr(value=c[0])

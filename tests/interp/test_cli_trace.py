@@ -176,3 +176,30 @@ def test_random_inputs_place_a_scratchpad_address_at_zero(tmp_path: Path) -> Non
     got = np.load(out)
     assert sorted(got.files) == ["x_ptr", "y_ptr"]
     assert np.array_equal(got["y_ptr"].reshape(64, 64), got["x_ptr"].reshape(64, 64).T)
+
+
+def test_random_inputs_through_type_aliases(tmp_path: Path) -> None:
+    """Views whose memref type is spelled through an alias (`!view = memref<...>`) size their
+    pointer arguments like the spelled-out type does."""
+    text = (EXAMPLES / "vector_add.ktir").read_text()
+    aliased = "!view = memref<1024xf16>\n" + text.replace(": memref<1024xf16>", ": !view")
+    assert aliased.count("!view") == 7
+    (tmp_path / "alias.ktir").write_text(aliased)
+    got = {}
+    for name in ("alias.ktir", "plain"):
+        path = tmp_path / name if name != "plain" else EXAMPLES / "vector_add.ktir"
+        out = tmp_path / f"{name}.npz"
+        assert ktir_run(str(path), "--random-inputs", "5", "--out", str(out)) == 0
+        got[name] = dict(np.load(out))
+    assert got["alias.ktir"]["C"].shape == (1024,)
+    for key in "ABC":
+        np.testing.assert_array_equal(got["alias.ktir"][key], got["plain"][key])
+    np.testing.assert_array_equal(got["plain"]["C"], got["plain"]["A"] + got["plain"]["B"])
+
+
+def test_run_without_outputs_says_what_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    """A run asked to write nothing prints one line on what it did, not silence."""
+    assert ktir_run(str(EXAMPLES / "vector_add.ktir"), "--random-inputs", "0") == 0
+    out = capsys.readouterr().out
+    assert "ran on grid [4] (4 tiles, " in out
+    assert "A [1024] float16" in out and "--out OUT.npz" in out

@@ -153,8 +153,10 @@ def test_the_cost_model_sees_the_double_buffering(spyre) -> None:  # type: ignor
 
 @pytest.mark.parametrize("scheduler", ["exact", "search"])
 def test_a_kv_split_is_chosen_and_combined(scheduler: str, spyre) -> None:  # type: ignore[no-untyped-def]
-    """One head of 256 tokens: 4 query blocks alone would leave 28 tiles idle, so the KV loop is split."""
-    before = ktir.parse(attention_text(1, 256, 64, "f16", causal=False), "one_head.ktir")
+    """One head of 64 queries against 1024 keys: one query block alone would leave 31 tiles idle, so the
+    KV loop is split. (With 256 queries, 4 blocks on 4 tiles with the softmax overlapping the next
+    scores win on the model and on the timeline alike.)"""
+    before = ktir.parse(attention_text(1, 64, 64, "f16", causal=False, kv_len=1024), "one_head.ktir")
     r = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.2))
     assert r.report.schedule is not None and r.report.schedule.splits["kv"] > 1
     text = print_module(r.module)

@@ -80,3 +80,25 @@ def test_single_tile_kernel(name: str, scheduler: str, spyre) -> None:  # type: 
     assert result.report.schedule.grid != [1] or name == "matmul_bf16_decode"
     verdict = check_equivalent(before, result.module, seed=3)
     assert verdict.ok, verdict.message
+
+
+# examples left alone, and what the reason must name: the grid they are divided over already,
+# the tile-id op that divides them, and the op of a form the schedulers do not take
+DECLINED = {
+    "vector_add.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line 7", None),
+    "swiglu.ktir": ("grid [2, 2]", "`ktdp.get_compute_tile_id` at line", "`linalg.matmul` at line 35"),
+    "paged_attention.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line",
+                             "indirect access (`ktdp.construct_indirect_access_tile` at line 40)"),
+    "distributed_copy.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line",
+                              "inter-tile communication (`ktdp.inter_tile_produce` at line"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLINED))
+def test_a_declined_example_names_what_blocks_it(name: str, spyre) -> None:  # type: ignore[no-untyped-def]
+    options = schedulers.ScheduleOptions(sizes=SIZES.get(name, {}), time_budget=0.2, func=FUNCS.get(name))
+    report = schedulers.schedule(example(name), spyre, "exact", options).report
+    assert not report.applied and report.reason
+    grid, tile_id, blocker = DECLINED[name]
+    assert f"already divided over {grid}" in report.reason and tile_id in report.reason, report.reason
+    assert blocker is None or blocker in report.reason, report.reason

@@ -1,0 +1,120 @@
+"""Emit the ring matmul: A's row blocks passed from tile to neighbour tile around groups of the ring.
+
+Grid [gm, g]: the g tiles of row group i (linear ids i g .. i g + g - 1, consecutive on the
+ring) share A's rows [i bm, (i+1) bm) (bm = M / gm); tile j of the group owns C's columns
+[j Nt, (j+1) Nt) (Nt = N / g) and computes them in blocks of bn columns, each in an f32
+accumulator of bm x bn.
+
+K is cut into g q chunks of kp columns of A (rows of B): sub-ring r holds chunks r g .. r g + g - 1.
+For one block of columns, for each sub-ring r, tile j loads chunk r g + j of A (bm x kp) from
+global memory, then for g steps multiplies the chunk it holds by the matching kp x bn block of B
+(loaded from global memory) and, except at the last step, passes the chunk to its right
+neighbour (`inter_tile_produce`) while receiving its left neighbour's
+(`inter_tile_consume`, producer = (j - 1) mod g in the group): at step s tile j holds chunk
+r g + (j - s) mod g. So each element of A crosses the memory channel once per block of columns
+and every other transfer of A is one hop on the ring. The accumulator is rounded to C's
+type and stored in row chunks, so no second full-size buffer is needed.
+
+The K reduction runs in a rotated chunk order on each tile: a reassociation of the f32 sum,
+which the matmul class's legality check (K reduced by the matmul only) allows.
+"""
+
+from __future__ import annotations
+
+from ktir.builder import Builder, Value, located
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.operation import Module, Operation
+
+from .emit_shared import arguments, global_view
+from .kernels import MatmulKernel
+from .sets import box, group_tiles, projection, scalar
+from .space_ring import chunk_rows
+
+
+def left_neighbour(size: int) -> af.IntegerSet:
+    """(p)[c, g]: the producer p of group g that consumer c receives from, (c - 1) mod size in the group."""
+    d0, c, g = af.dim(0), af.sym(0), af.sym(1)
+    return af.IntegerSet(num_dims=1, num_symbols=2, constraints=(
+        af.Constraint(expr=(d0 - c + 1).mod(size), is_equality=True),
+        af.Constraint(expr=d0 - g * size, is_equality=False),
+        af.Constraint(expr=-d0 + g * size + (size - 1), is_equality=False)))
+
+
+def store_rows(b: Builder, A: dict[str, at.AttrAliasRef], c: Value, acc: Value, m: Value, n: Value, tc: ty.Type,
+               rc: int, consts: dict[str, Value]) -> None:
+    """Store the f32 accumulator `acc` (bm x bn) into C at (`m`, `n`) in chunks of `rc` rows,
+    each rounded to C's type `tc` just before its store."""
+    bm, bn = acc.type.shape  # type: ignore[attr-defined]
+    with b.for_(consts["0"], consts["bm"], consts["rc"], names=["sc_ci"]) as (ci,):
+        part = b.extract_slice(acc, [ci, 0], [rc, bn], name="sc_cpart")
+        if tc != ty.F32:
+            part = b.arith.truncf(part, result_types=[ty.tensor((rc, bn), tc)], name="sc_cres")
+        row = b.arith.addi(m, ci, name="sc_crow")
+        b.store(part, b.access_tile(c, [row, n], A["cchunk"], [rc, bn], A["id2"], name="sc_tc"))
+
+
+def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
+    gm, g, bm, bn, kp = p["gm"], p["gn"], p["bm"], p["bn"], p["bk"]
+    M, N, K = k.M, k.N, k.K
+    nt, q = N // g, K // (g * kp)
+    rc = p.get("rc") or chunk_rows(bm, bn, k.c.itemsize)
+    ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
+    b = Builder()
+    b.note("scheduled by ktir schedule: A's row blocks passed around ring groups of tiles (see the report)")
+    sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, kp), "bblk": box(kp, bn),
+            "cchunk": box(rc, bn), "id2": projection(2), "group": group_tiles(g), "groups": box(gm),
+            "left": left_neighbour(g)}
+    A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
+    part_t = ty.tensor((bm, kp), ta)
+    fut_t = ty.TileFutureType(partial_types=(part_t,), groups=A["groups"])
+    with b.func(k.name, arguments(b, fn), grid=[gm, g]) as params:
+        arg = {a.name[1:]: a for a in params}
+        c = {n: b.index(v, f"sc_{n}") for n, v in
+             (("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm), ("rc", rc),
+              ("nt", nt))}
+        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
+        ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
+        views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
+                 (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
+        m = b.arith.muli(ti, c["bm"], name="sc_m")
+        n0 = b.arith.muli(tj, c["nt"], name="sc_n0")
+        n1 = b.arith.addi(n0, c["nt"], name="sc_n1")
+
+        def load(dst: str, view: str, i: Value, j: Value, shape: tuple[int, int], el: ty.Type, blk: str) -> Value:
+            tile = b.access_tile(views[view], [i, j], A[blk], list(shape), A["id2"], name=f"{dst}_t")
+            return b.load(tile, el, name=dst)
+
+        def chunk_k(r: Value, s: Value, tag: str) -> Value:
+            """K offset of the chunk tile j holds at step s of sub-ring r: (r g + (j - s) mod g) kp."""
+            held = b.arith.remui(b.arith.subi(b.arith.addi(tj, c["g"], name=f"sc_{tag}jg"), s, name=f"sc_{tag}js"),
+                                 c["g"], name=f"sc_{tag}held")
+            idx = b.arith.addi(b.arith.muli(r, c["g"], name=f"sc_{tag}rg"), held, name=f"sc_{tag}chunk")
+            return b.arith.muli(idx, c["kp"], name=f"sc_{tag}k")
+
+        def step(acc: Value, cur: Value, r: Value, s: Value, tag: str) -> Value:
+            bblk = load(f"sc_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
+            return b.dps("linalg.matmul", [cur, bblk], [acc], name=f"sc_{tag}prod")
+
+        with b.for_(n0, n1, c["bn"], names=["sc_n"]) as (n,):
+            init = b.fill(zero, b.empty(ty.tensor((bm, bn), ty.F32), "sc_e"), "sc_init")
+            with b.for_(c["0"], c["q"], c["1"], [init], names=["sc_r", "sc_racc"], results=["sc_acc"]) as (r, racc):
+                own_k = b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name="sc_rg0"), tj, name="sc_own"), c["kp"],
+                                     name="sc_ownk")
+                own = load("sc_mine", "a", m, own_k, (bm, kp), ta, "ablk")
+                with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=["sc_s", "sc_sum", "sc_cur"],
+                            results=["sc_ringacc", "sc_last"]) as (s, acc, cur):
+                    with b.produce(A["group"], fut_t, "sc_gid", "sc_fut"):
+                        b.yield_(cur, op="ktdp.yield_partial")
+                    (fut,) = b.last_results
+                    (nxt,) = b.create("ktdp.inter_tile_consume", [fut], [part_t],
+                                      {"consumer_tiles_per_group": A["group"],
+                                       "producer_dependency_per_consumer": A["left"]}, result_names=["sc_next"])
+                    b.yield_(step(acc, cur, r, s, ""), nxt)
+                ring_acc, last = b.last_results
+                b.yield_(step(ring_acc, last, r, c["gl"], "last"))
+            store_rows(b, A, views["c"], b.last_results[0], m, n, tc, rc, c)
+        b.func_return()
+    return located(b.module, f"{k.name}.scheduled.ktir")
+

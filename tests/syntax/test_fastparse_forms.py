@@ -1,0 +1,193 @@
+"""Each op form the fast path reads is taken by it (does not fall back to the grammar), and
+read as the grammar reads it. A form whose reader is removed fails here."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ktir.syntax import parser as p
+from ktir.syntax.diagnostics import ParseError
+
+try:  # tests/ as a package, or as a rootdir-relative directory (pytest's default)
+    from .test_fastparse_equivalence import SETTINGS, _mutate, check, fast_only
+except ImportError:
+    from test_fastparse_equivalence import SETTINGS, _mutate, check, fast_only  # type: ignore[no-redef]
+
+
+def _kernel(body: str, params: str = "%t: tensor<4x8xf32>, %i: index, %c: i1") -> str:
+    lines = "\n".join("  " + line for line in body.strip().split("\n"))
+    return f"func.func @k({params}) {{\n{lines}\n  func.return\n}}\n"
+
+
+FORMS = {
+    # declarative formats, read from their descriptions (ktir.syntax.assembly)
+    "linalg.index": """
+%e = tensor.empty() : tensor<4x8xf32>
+%g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<4x8xf32>) {
+^bb0(%o: f32):
+  %r = linalg.index 1 : index
+  %x = arith.index_cast %r : index to i32
+  %f = arith.sitofp %x : i32 to f32
+  linalg.yield %f : f32
+} -> tensor<4x8xf32>""",
+    "tensor.extract_slice": "%s = tensor.extract_slice %t[0, %i] [2, 4] [1, 1] : tensor<4x8xf32> to tensor<2x4xf32>",
+    "tensor.insert_slice": """
+%s = tensor.extract_slice %t[0, 0] [2, 4] [1, 1] : tensor<4x8xf32> to tensor<2x4xf32>
+%u = tensor.insert_slice %s into %t[2, 4] [2, 4] [1, 1] : tensor<2x4xf32> into tensor<4x8xf32>""",
+    "tensor.collapse_shape": "%f = tensor.collapse_shape %t [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>",
+    "tensor.expand_shape": "%f = tensor.expand_shape %t [[0], [1, 2]] output_shape [4, 2, 4] : tensor<4x8xf32> into tensor<4x2x4xf32>",
+    "tensor.splat": "%z = arith.constant 0.0 : f32\n%s = tensor.splat %z : tensor<4x8xf32>",
+    "tensor.insert": "%z = arith.constant 0.0 : f32\n%u = tensor.insert %z into %t[%i, %i] : tensor<4x8xf32>",
+    "tensor.dim": "%d = tensor.dim %t, %i : tensor<4x8xf32>",
+    "tensor.reshape": """
+%sh = arith.constant dense<[32]> : tensor<1xindex>
+%r = tensor.reshape %t(%sh) : (tensor<4x8xf32>, tensor<1xindex>) -> tensor<32xf32>""",
+    "tensor.concat": "%r = tensor.concat dim(0) %t, %t : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>",
+    "memref.reinterpret_cast": (
+        "%r = memref.reinterpret_cast %m to offset: [0], sizes: [8, 4], strides: [4, 1] : memref<4x8xf32> to memref<8x4xf32>",
+        "%m: memref<4x8xf32>",
+    ),
+    # hand-written readers
+    "scf.while + scf.condition": """
+%c0 = arith.constant 0 : index
+%c4 = arith.constant 4 : index
+%r = scf.while (%k = %c0) : (index) -> index {
+  %go = arith.cmpi slt, %k, %c4 : index
+  scf.condition(%go) %k : index
+} do {
+^bb0(%n: index):
+  %c1 = arith.constant 1 : index
+  %n1 = arith.addi %n, %c1 : index
+  scf.yield %n1 : index
+}""",
+    "scf.parallel + scf.reduce": """
+%c0 = arith.constant 0 : index
+%c1 = arith.constant 1 : index
+%c4 = arith.constant 4 : index
+%z = arith.constant 0.0 : f32
+%s = scf.parallel (%a) = (%c0) to (%c4) step (%c1) init (%z) -> f32 {
+  %x = tensor.extract %t[%a, %c0] : tensor<4x8xf32>
+  scf.reduce(%x : f32) {
+  ^bb0(%l: f32, %r: f32):
+    %y = arith.addf %l, %r : f32
+    scf.reduce.return %y : f32
+  }
+}""",
+    "scf.forall + scf.forall.in_parallel": """
+%f = scf.forall (%a) in (2) shared_outs(%o = %t) -> (tensor<4x8xf32>) {
+  %s = tensor.extract_slice %t[%a, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+  scf.forall.in_parallel {
+    tensor.parallel_insert_slice %s into %o[%a, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
+  }
+}""",
+    "scf.execute_region": """
+%w = scf.execute_region -> tensor<4x8xf32> {
+  %h = arith.addf %t, %t : tensor<4x8xf32>
+  scf.yield %h : tensor<4x8xf32>
+}""",
+    "tensor.generate": """
+%g = tensor.generate {
+^bb0(%a: index, %b: index):
+  %z = arith.constant 1.0 : f32
+  tensor.yield %z : f32
+} : tensor<4x8xf32>""",
+    "tensor.pad": """
+%z = arith.constant 0.0 : f32
+%q = tensor.pad %t low[1, 0] high[1, 0] {
+^bb0(%a: index, %b: index):
+  tensor.yield %z : f32
+} : tensor<4x8xf32> to tensor<6x8xf32>""",
+    "memref strided layout": (
+        "%s = memref.subview %m[2, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: 16>>\n"
+        "%d = memref.subview %m[%i, 0] [2, 8] [1, 1] : memref<4x8xf32> to memref<2x8xf32, strided<[8, 1], offset: ?>>",
+        "%m: memref<4x8xf32>, %i: index",
+    ),
+    # legacy type spellings, read with their warnings
+    "legacy !ktdp.tile": (
+        "%x = ktdp.load %a : !ktdp.tile<4x8xindex> -> tensor<4x8xf32>",
+        "%a: !ktdp.tile<4x8xindex>",
+    ),
+    "short access tile": (
+        "%x = ktdp.load %a : <4x?xindex> -> tensor<4x8xf32>\nktdp.store %x, %a : tensor<4x8xf32>, <4x?xindex>",
+        "%a: !ktdp.access_tile<4x?xindex>",
+    ),
+    "short runtime_arg": (
+        "%v = ktdp.runtime_arg_extract value from %n : <index, granularity=4> -> index",
+        "%n: !ktdp.runtime_arg<index, granularity=4>",
+    ),
+    "generic form": '%s = "arith.addf"(%t, %t) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>\n"test.op"() : () -> ()',
+}
+
+COLLECTIVE = """#all = affine_set<(d0)[s0] : (d0 - s0 * 2 >= 0, -d0 + s0 * 2 + 1 >= 0)>
+#lead = affine_set<(d0)[s0] : (d0 - s0 * 2 == 0)>
+#one = affine_set<(d0) : (d0 == 0)>
+func.func @k(%x: tensor<1x16xf32>) attributes {grid = [2]} {
+  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all -> !ktdp.tile_future<(tensor<1x16xf32>), groups = #one> {
+  ^bb0(%gid: index):
+    ktdp.yield_partial %x : tensor<1x16xf32>
+  }
+  %g = ktdp.inter_tile_gather(%f) consumer_tiles_per_group = #lead, dimensions = [0] : !ktdp.tile_future<(tensor<1x16xf32>), groups = #one> -> tensor<2x16xf32>
+  func.return
+}
+"""
+
+
+def _text(form: str) -> str:
+    spec = FORMS[form]
+    return _kernel(*spec) if isinstance(spec, tuple) else _kernel(spec)
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_the_fast_path_takes_the_form(form: str) -> None:
+    text = _text(form)
+    p.parse(text, fast=False)  # the grammar accepts it: a valid program
+    assert check(text), f"{form} falls back to the grammar"
+
+
+SHORT_FUTURE = """#all = affine_set<(d0) : (d0 >= 0, -d0 + 1 >= 0)>
+#one = affine_set<(d0) : (d0 == 0)>
+func.func @k(%x: tensor<4xf32>) -> tensor<4xf32> attributes {grid = [2]} {
+  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all
+      -> <(tensor<4xf32>), groups = #one>
+  { ^bb0(%gid: index): ktdp.yield_partial %x : tensor<4xf32> }
+  %r = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = #all
+      : <(tensor<4xf32>), groups = #one> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_the_fast_path_takes_the_short_tile_future() -> None:
+    p.parse(SHORT_FUTURE, fast=False)
+    assert check(SHORT_FUTURE)
+
+
+def test_legacy_types_warn_where_they_stand() -> None:
+    text = _text("short access tile")
+    warnings = p.parse(text).warnings
+    assert [(w.line, w.column) for w in warnings] == [(w.line, w.column) for w in p.parse(text, fast=False).warnings]
+    assert [w.line for w in warnings] == [2, 3]
+    assert "short access tile type" in warnings[0].message
+
+
+def test_the_fast_path_takes_a_collective() -> None:
+    p.parse(COLLECTIVE, fast=False)
+    assert check(COLLECTIVE)
+
+
+def test_a_wrong_declarative_op_is_the_grammars_to_report() -> None:
+    text = _kernel("%f = tensor.collapse_shape %t [[0, 1] : tensor<4x8xf32> into tensor<32xf32>")
+    assert fast_only(text) is None
+    with pytest.raises(ParseError):
+        p.parse(text)
+
+
+@SETTINGS
+@given(st.data())
+def test_mutated_forms(data: st.DataObject) -> None:
+    """Token-level mutations of the forms (mostly invalid): the fast path accepts only what
+    the grammar accepts, and builds the same module."""
+    form = data.draw(st.sampled_from(sorted(FORMS)))
+    check(_mutate(data.draw(st.sampled_from([_text(form), COLLECTIVE, SHORT_FUTURE])), data))
