@@ -317,6 +317,12 @@ def _shrink(space: MatmulSpace | RowSpace, pick: dict[str, int], order: tuple[st
 class RowSpace:
     """Row-block kernels: tiles g over the rows, rb rows per block, double buffering."""
 
+    near_ties = 0.01  # the replay's error against the timeline: closer schedules are not told apart
+
+    def tie_key(self, c: Columns) -> np.ndarray:
+        """Blocks per tile: among near ties, the fewest (fewer ops to issue, a shorter program)."""
+        return np.ceil(self.k.R / c["rb"] / c["g"])
+
     def __init__(self, k: RowKernel, fig: Figures) -> None:
         self.k, self.fig = k, fig
         self.rb_all = divisors(k.R)
