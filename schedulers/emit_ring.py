@@ -43,44 +43,47 @@ def left_neighbour(size: int) -> af.IntegerSet:
 
 
 def store_rows(b: Builder, A: dict[str, at.AttrAliasRef], c: Value, acc: Value, m: Value, n: Value, tc: ty.Type,
-               rc: int, consts: dict[str, Value]) -> None:
-    """Store the f32 accumulator `acc` (bm x bn) into C at (`m`, `n`) in chunks of `rc` rows,
+               rc: int, consts: dict[str, Value], tag: str) -> None:
+    """Store the f32 accumulator `acc` (bm x w) into C at (`m`, `n`) in chunks of `rc` rows,
     each rounded to C's type `tc` just before its store."""
-    bm, bn = acc.type.shape  # type: ignore[attr-defined]
-    with b.for_(consts["0"], consts["bm"], consts["rc"], names=["sc_ci"]) as (ci,):
-        part = b.extract_slice(acc, [ci, 0], [rc, bn], name="sc_cpart")
+    bm, w = acc.type.shape  # type: ignore[attr-defined]
+    with b.for_(consts["0"], consts["bm"], consts[f"rc{tag}"], names=[f"sc_ci{tag}"]) as (ci,):
+        part = b.extract_slice(acc, [ci, 0], [rc, w], name=f"sc_cpart{tag}")
         if tc != ty.F32:
-            part = b.arith.truncf(part, result_types=[ty.tensor((rc, bn), tc)], name="sc_cres")
-        row = b.arith.addi(m, ci, name="sc_crow")
-        b.store(part, b.access_tile(c, [row, n], A["cchunk"], [rc, bn], A["id2"], name="sc_tc"))
+            part = b.arith.truncf(part, result_types=[ty.tensor((rc, w), tc)], name=f"sc_cres{tag}")
+        row = b.arith.addi(m, ci, name=f"sc_crow{tag}")
+        b.store(part, b.access_tile(c, [row, n], A[f"cchunk{tag}"], [rc, w], A["id2"], name=f"sc_tc{tag}"))
 
 
 def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     gm, g, bm, bn, kp = p["gm"], p["gn"], p["bm"], p["bn"], p["bk"]
     M, N, K = k.M, k.N, k.K
     nt, q = N // g, K // (g * kp)
-    rc = p.get("rc") or chunk_rows(bm, bn, k.c.itemsize)
+    rest = nt % bn  # a last, narrower block of columns when bn does not divide the tile's columns
+    widths = {"": bn, **({"r": rest} if rest else {})}
+    rcs = {tag: chunk_rows(bm, w, k.c.itemsize) for tag, w in widths.items()}
     ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
     b = Builder()
     b.note("scheduled by ktir schedule: A's row blocks passed around ring groups of tiles (see the report)")
-    sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, kp), "bblk": box(kp, bn),
-            "cchunk": box(rc, bn), "id2": projection(2), "group": group_tiles(g), "groups": box(gm),
-            "left": left_neighbour(g)}
+    sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, kp),
+            **{f"bblk{tag}": box(kp, w) for tag, w in widths.items()},
+            **{f"cchunk{tag}": box(rcs[tag], w) for tag, w in widths.items()},
+            "id2": projection(2), "group": group_tiles(g), "groups": box(gm), "left": left_neighbour(g)}
     A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
     part_t = ty.tensor((bm, kp), ta)
     fut_t = ty.TileFutureType(partial_types=(part_t,), groups=A["groups"])
     with b.func(k.name, arguments(b, fn), grid=[gm, g]) as params:
         arg = {a.name[1:]: a for a in params}
         c = {n: b.index(v, f"sc_{n}") for n, v in
-             (("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm), ("rc", rc),
-              ("nt", nt))}
+             (("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm),
+              *((f"rc{tag}", rc) for tag, rc in rcs.items()), ("nt", nt), ("nfull", nt - rest))}
         zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
         ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
         views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
                  (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
         m = b.arith.muli(ti, c["bm"], name="sc_m")
         n0 = b.arith.muli(tj, c["nt"], name="sc_n0")
-        n1 = b.arith.addi(n0, c["nt"], name="sc_n1")
+        n1 = b.arith.addi(n0, c["nfull"], name="sc_n1")
 
         def load(dst: str, view: str, i: Value, j: Value, shape: tuple[int, int], el: ty.Type, blk: str) -> Value:
             tile = b.access_tile(views[view], [i, j], A[blk], list(shape), A["id2"], name=f"{dst}_t")
@@ -93,28 +96,35 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
             idx = b.arith.addi(b.arith.muli(r, c["g"], name=f"sc_{tag}rg"), held, name=f"sc_{tag}chunk")
             return b.arith.muli(idx, c["kp"], name=f"sc_{tag}k")
 
-        def step(acc: Value, cur: Value, r: Value, s: Value, tag: str) -> Value:
-            bblk = load(f"sc_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
-            return b.dps("linalg.matmul", [cur, bblk], [acc], name=f"sc_{tag}prod")
+        def column_block(n: Value, w: int, wt: str) -> None:
+            """The columns [n, n + w) of the tile's rows: the ring over K, then the rounded stores."""
 
-        with b.for_(n0, n1, c["bn"], names=["sc_n"]) as (n,):
-            init = b.fill(zero, b.empty(ty.tensor((bm, bn), ty.F32), "sc_e"), "sc_init")
-            with b.for_(c["0"], c["q"], c["1"], [init], names=["sc_r", "sc_racc"], results=["sc_acc"]) as (r, racc):
-                own_k = b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name="sc_rg0"), tj, name="sc_own"), c["kp"],
-                                     name="sc_ownk")
-                own = load("sc_mine", "a", m, own_k, (bm, kp), ta, "ablk")
-                with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=["sc_s", "sc_sum", "sc_cur"],
-                            results=["sc_ringacc", "sc_last"]) as (s, acc, cur):
-                    with b.produce(A["group"], fut_t, "sc_gid", "sc_fut"):
+            def step(acc: Value, cur: Value, r: Value, s: Value, tag: str) -> Value:
+                bblk = load(f"sc_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, w), tb, f"bblk{wt}")
+                return b.dps("linalg.matmul", [cur, bblk], [acc], name=f"sc_{tag}prod")
+
+            init = b.fill(zero, b.empty(ty.tensor((bm, w), ty.F32), f"sc_e{wt}"), f"sc_init{wt}")
+            with b.for_(c["0"], c["q"], c["1"], [init], names=[f"sc_r{wt}", f"sc_racc{wt}"],
+                        results=[f"sc_acc{wt}"]) as (r, racc):
+                own_k = b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name=f"sc_rg0{wt}"), tj, name=f"sc_own{wt}"),
+                                     c["kp"], name=f"sc_ownk{wt}")
+                own = load(f"sc_mine{wt}", "a", m, own_k, (bm, kp), ta, "ablk")
+                with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=[f"sc_s{wt}", f"sc_sum{wt}", f"sc_cur{wt}"],
+                            results=[f"sc_ringacc{wt}", f"sc_last{wt}"]) as (s, acc, cur):
+                    with b.produce(A["group"], fut_t, f"sc_gid{wt}", f"sc_fut{wt}"):
                         b.yield_(cur, op="ktdp.yield_partial")
                     (fut,) = b.last_results
                     (nxt,) = b.create("ktdp.inter_tile_consume", [fut], [part_t],
                                       {"consumer_tiles_per_group": A["group"],
-                                       "producer_dependency_per_consumer": A["left"]}, result_names=["sc_next"])
-                    b.yield_(step(acc, cur, r, s, ""), nxt)
+                                       "producer_dependency_per_consumer": A["left"]}, result_names=[f"sc_next{wt}"])
+                    b.yield_(step(acc, cur, r, s, wt), nxt)
                 ring_acc, last = b.last_results
-                b.yield_(step(ring_acc, last, r, c["gl"], "last"))
-            store_rows(b, A, views["c"], b.last_results[0], m, n, tc, rc, c)
+                b.yield_(step(ring_acc, last, r, c["gl"], f"last{wt}"))
+            store_rows(b, A, views["c"], b.last_results[0], m, n, tc, rcs[wt], c, wt)
+
+        with b.for_(n0, n1, c["bn"], names=["sc_n"]) as (n,):
+            column_block(n, bn, "")
+        if rest:  # the tile's last columns, narrower than bn
+            column_block(n1, rest, "r")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
-

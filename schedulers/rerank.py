@@ -22,6 +22,7 @@ from .trace_natural import MAX_RECORDS, natural_trace
 
 TOP = 8
 RATE = 4000  # records the timeline simulates per second, conservatively (a trace too long for the time left is skipped)
+SMALL = 2000  # a trace this short (a decode kernel's) is simulated in milliseconds, whatever the time left
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Ranked:
 def timeline_of(space: NaturalSpace, p: dict[str, int], split: object | None = None,
                 deadline: float | None = None) -> float | None:
     """The schedule's cycles on the timeline; None when its trace would not be simulated before `deadline`."""
-    limit = MAX_RECORDS if deadline is None else int(max(0.0, deadline - time.perf_counter()) * RATE)
+    limit = MAX_RECORDS if deadline is None else max(SMALL, int(max(0.0, deadline - time.perf_counter()) * RATE))
     trace = natural_trace(space, p, split, limit)
     if trace is None:
         return None

@@ -129,6 +129,15 @@ class NaturalSpace:
         for i in range(n_cut):
             iters = iters * np.where(cutm[i], n_it[i], 1.0)
         cycles = np.maximum(dma + compute / iters, compute + dma / iters)
+        # one block per tile (decode): nothing to overlap across iterations, but the tile's DMA
+        # engines take its transfers' fixed latencies in rounds (loads, then the stores that wait
+        # for the compute), where the sum above charges each transfer's latency in turn
+        loads = sum(1 for s in k.steps if s.kind == "load")
+        stores = sum(1 for s in k.steps if s.kind == "store")
+        e = self.fig.engines
+        rounds = math.ceil(loads / e) + math.ceil(stores / e)
+        once = dma - (loads + stores - rounds) * self.fig.transfer_fixed + compute
+        cycles = np.where(iters == 1, once, cycles)
         return Evaluated(cycles, self._scratch(c, cutm, pos), gbytes, gbytes.copy())
 
     def _level(self, deps: frozenset[int], cutm: list[np.ndarray], pos: list[np.ndarray], size: int) -> np.ndarray:

@@ -16,12 +16,13 @@ times in total; every other transfer of A is one ring hop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
 
 from .cost import Figures
-from .kernels import MatmulKernel
+from .kernels import MatmulKernel, Operand
 
 RING = 5  # the loop order's number in `spaces.ORDERS`
 ROUNDED_CHUNK = 65536  # bytes of C rounded and stored at a time
@@ -81,8 +82,10 @@ def link_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...]
 
 
 def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
-    """Every ring schedule: grids [gm, g] (g >= 2 tiles per group) within the target, bn
-    dividing a tile's N / g columns, kp dividing K / g."""
+    """Every ring schedule: grids [gm, g] (g >= 2 tiles per group) within the target, blocks of
+    bn columns within a tile's N / g (a last, narrower block takes the rest, stick-aligned like
+    bn), kp dividing K / g."""
+    step = max(1, fig.granularity // max(k.b.itemsize, k.c.itemsize))  # elements per granule
     rows = []
     for g in range(2, fig.tiles + 1):
         if k.N % g:
@@ -91,7 +94,7 @@ def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: li
             if k.M % gm:
                 continue
             for bn in bn_all:
-                if (k.N // g) % bn:
+                if bn > k.N // g or (k.N // g) % bn % step:
                     continue
                 rows += [(gm, g, k.M // gm, bn, kp) for kp in bk_all if k.K % (g * kp) == 0]
     arr = np.array(rows, dtype=np.int64).reshape(-1, 5)
@@ -100,19 +103,34 @@ def ring_candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: li
             "order": np.full(n, RING, np.int64), "db": np.ones(n, np.int64), "pp": np.zeros(n, np.int64)}
 
 
-def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], moved_a: np.ndarray,
-              moved_b: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Cycles, scratchpad, global bytes and ct_local bytes of ring schedules. `moved_a` and
-    `moved_b` are the bytes a transfer of an A chunk (bm x kp) and of a B block (kp x bn)
-    moves from global memory: whole granules per contiguous run, so a transposed operand
-    costs its short runs."""
+def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
+              moved: Callable[[Operand, tuple[np.ndarray, np.ndarray]], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Cycles, scratchpad, global bytes and ct_local bytes of ring schedules. `moved(operand,
+    block)` is the bytes a transfer of a block moves from global memory (whole granules per
+    contiguous run, so a transposed operand costs its short runs)."""
+    bn = c["bn"].astype(np.float64)
+    nt = k.N / c["gn"].astype(np.float64)
+    full = np.floor(nt / bn)
+    rest = nt - full * bn  # the tile's last, narrower block of columns (0: none)
+    main = _blocks(k, fig, c, bn, moved)
+    last = _blocks(k, fig, c, np.where(rest > 0, rest, bn), moved)
+    has = rest > 0
+    cycles = full * main[0] + np.where(has, last[0], 0.0)
+    gbytes = full * main[2] + np.where(has, last[2], 0.0) + k.M * k.N * k.c.itemsize
+    local = full * main[3] + np.where(has, last[3], 0.0) + k.M * k.N * k.c.itemsize
+    return cycles, main[1], gbytes, local
+
+
+def _blocks(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], bn: np.ndarray,
+            moved: Callable[[Operand, tuple[np.ndarray, np.ndarray]], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Per block of bn columns of every tile: cycles, scratchpad, global and ct_local bytes (all tiles)."""
     gm_i, g_i = c["gm"], c["gn"]
     gm, g = gm_i.astype(np.float64), g_i.astype(np.float64)
-    bm, bn, kp = (c[n].astype(np.float64) for n in ("bm", "bn", "bk"))
+    bm, kp = c["bm"].astype(np.float64), c["bk"].astype(np.float64)
     ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
     m = fig.machine
-    passes = k.N / g / bn  # blocks of columns per tile
     q = k.K / (g * kp)  # sub-rings per block
+    moved_a, moved_b = moved(k.a, (bm, kp)), moved(k.b, (kp, bn))
     chunk, b_blk = bm * kp * ea, kp * bn * eb
     compute = bm * bn * kp / fig.mac_rate(k.a.dtype) + fig.matrix_startup
     # through each tile's port, one after the other: its own chunk, each step's B block and all but
@@ -126,7 +144,7 @@ def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], moved_a: 
                     + (g[rows, None] - 1) * fig.rounded(chunk[rows])[:, None] / ring_t)
         port_sub[rows] = per_tile.max(axis=1)
         mem_rate[rows] = mem_t.min()
-    rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], c["bn"], strict=True)], dtype=np.float64)
+    rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], bn, strict=True)], dtype=np.float64)
     store = bm * bn * ec / mem_rate
     rounding = (bm / rc) * (rc * bn / fig.vector_rate("f32") + fig.vector_startup)
     # A block of columns ends with its rounding and store, which every later transfer waits for (the
@@ -136,19 +154,21 @@ def ring_cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], moved_a: 
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
     block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
-    cycles = passes * (block + rounding + store)
+    cycles = block + rounding + store
     scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + rc * bn * (4 + ec)
     active = gm * g
-    gbytes = active * passes * q * (moved_a + g * moved_b) + k.M * k.N * ec
-    local = gbytes + active * passes * q * (g - 1) * chunk
+    gbytes = active * q * (moved_a + g * moved_b)
+    local = gbytes + active * q * (g - 1) * chunk
     return cycles, scratch, gbytes, local
 
 
 def describe_ring(p: dict[str, int], k: MatmulKernel) -> str:
     """The loop order of a ring schedule, as the report prints it."""
     g, kp = p["gn"], p["bk"]
+    rest = k.N // g % p["bn"]
+    blocks = f"{p['bn']} columns" + (f" (the last block {rest})" if rest else "")
     return (f"ring: tile (i, j) owns C rows [i*{p['bm']}, +{p['bm']}) x columns [j*{k.N // g}, +{k.N // g}); "
-            f"for each block of {p['bn']} columns, for each of {k.K // (g * kp)} sub-rings: load own A chunk "
+            f"for each block of {blocks}, for each of {k.K // (g * kp)} sub-rings: load own A chunk "
             f"({p['bm']}x{kp}) from memory, then {g} steps of (pass the chunk to the right neighbour, receive the "
             f"left neighbour's, multiply by the B block {kp}x{p['bn']} streamed from memory); "
             f"A crosses memory once per block of columns, each other A transfer is one ring hop")

@@ -218,17 +218,15 @@ class MatmulSpace:
         gbytes = a_bytes + b_bytes + k.M * k.N * ec
         local = gbytes + np.where(order > 0, 2 * (k.M * k.N * k.K) * (ea / bn * a_res + eb / bm * b_res), 0.0)
         shared = (order >= SHARED) & (order != RING)
-        cycles, scratch, gbytes, local = (np.array(v, dtype=np.float64) for v in (cycles, scratch, gbytes, local))
+        # fresh arrays (computed above): filled in place, not copied
+        cycles, scratch, gbytes, local = (np.asarray(v, dtype=np.float64) for v in (cycles, scratch, gbytes, local))
         if shared.any():
             idx = np.nonzero(shared)[0]
             cycles[idx], scratch[idx], gbytes[idx], local[idx] = self._shared(take(c, idx))
         ring = order == RING
         if ring.any():
             idx = np.nonzero(ring)[0]
-            rcol = take(c, idx)
-            rbm, rbn, rkp = (rcol[n].astype(np.float64) for n in ("bm", "bn", "bk"))
-            rc, rs, rg, rl = ring_cost(k, f, rcol, moved(k.a, (rbm, rkp), f.granularity),
-                                       moved(k.b, (rkp, rbn), f.granularity))
+            rc, rs, rg, rl = ring_cost(k, f, take(c, idx), lambda o, blk: moved(o, blk, f.granularity))
             cycles[idx], scratch[idx], gbytes[idx], local[idx] = rc, rs, rg, rl
         return Evaluated(cycles, scratch, gbytes, local)
 
@@ -318,6 +316,12 @@ def _shrink(space: MatmulSpace | RowSpace, pick: dict[str, int], order: tuple[st
 
 class RowSpace:
     """Row-block kernels: tiles g over the rows, rb rows per block, double buffering."""
+
+    near_ties = 0.01  # the replay's error against the timeline: closer schedules are not told apart
+
+    def tie_key(self, c: Columns) -> np.ndarray:
+        """Blocks per tile: among near ties, the fewest (fewer ops to issue, a shorter program)."""
+        return np.ceil(self.k.R / c["rb"] / c["g"])
 
     def __init__(self, k: RowKernel, fig: Figures) -> None:
         self.k, self.fig = k, fig

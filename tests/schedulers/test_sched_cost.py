@@ -50,9 +50,11 @@ def test_exact_is_best_and_search_never_worse_than_baseline(name: str, spyre) ->
     for label, strategy in (("baseline", baseline_strategy), ("exact", exact_strategy), ("search", search_strategy)):
         space, point, _, _ = plan(k, spyre, strategy, opts)
         cost[label] = float(space.evaluate({a: np.array([b]) for a, b in point.items()}).cycles[0])
-    assert cost["exact"] <= cost["baseline"] * (1 + 1e-12)
-    assert cost["search"] <= cost["baseline"] * (1 + 1e-12)
-    assert cost["exact"] <= cost["search"] * (1 + 1e-12)  # exact is optimal over the same space
+    # exact is optimal over the same space, up to the near ties the space does not tell apart
+    tol = getattr(space, "near_ties", 0.0) + 1e-12
+    assert cost["exact"] <= cost["baseline"] * (1 + tol)
+    assert cost["search"] <= cost["baseline"] * (1 + tol)
+    assert cost["exact"] <= cost["search"] * (1 + tol)
 
 
 def test_decode_matmul_is_close_to_the_memory_bound(spyre) -> None:  # type: ignore[no-untyped-def]

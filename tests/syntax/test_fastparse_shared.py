@@ -44,3 +44,15 @@ def test_an_affine_map_naming_an_undefined_dimension_is_an_error_every_time() ->
     for _ in range(2):
         with pytest.raises(ParseError):
             p.parse(text)
+
+
+def test_a_legacy_memory_space_warns_every_time() -> None:
+    """A memory space that warns is not kept: the second module warns too, at its own place."""
+    text = (
+        "func.func @f(%a: index) {{\n{pad}  %v = ktdp.construct_memory_view %a, sizes: [4], strides: [1] "
+        "{{memory_space = #ktdp.spyre_memory_space<HBM>}} : memref<4xf16>\n  func.return\n}}\n"
+    )
+    for pad in ("", "\n"):
+        module = p.parse(text.format(pad=pad))
+        assert [w.line for w in module.warnings] == [2 + len(pad)]
+        assert module == p.parse(text.format(pad=pad), fast=False)
