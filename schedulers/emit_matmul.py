@@ -19,7 +19,7 @@ from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
 from .emit_ring import emit_ring
-from .emit_shared import arguments, emit_shared, global_view, store_c_block
+from .emit_shared import arguments, emit_shared, prologue, store_c_block
 from .kernels import MatmulKernel
 from .sets import box, projection, scalar
 from .space_ring import RING
@@ -43,14 +43,9 @@ def emit_matmul(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
             "id2": projection(2)}
     A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
     with b.func(k.name, arguments(b, fn), grid=[gm, gn]) as params:
-        arg = {a.name[1:]: a for a in params}
-        c = {n: b.index(v, f"sc_{n}") for n, v in
-             {"0": 0, "bm": bm, "bn": bn, "bk": bk, "M": M, "N": N, "K": K, "mstep": gm * bm, "nstep": gn * bn,
-              "klast": K - bk}.items()}
-        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
-        ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
-        views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
-                 (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
+        c, zero, ti, tj, views = prologue(b, A, k, params, {
+            "0": 0, "bm": bm, "bn": bn, "bk": bk, "M": M, "N": N, "K": K, "mstep": gm * bm, "nstep": gn * bn,
+            "klast": K - bk}.items())
         m0 = b.arith.muli(ti, c["bm"], name="sc_m0")
         n0 = b.arith.muli(tj, c["bn"], name="sc_n0")
 

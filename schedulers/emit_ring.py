@@ -27,7 +27,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, global_view
+from .emit_shared import arguments, prologue
 from .kernels import MatmulKernel
 from .sets import box, group_tiles, projection, scalar
 from .space_ring import chunk_rows
@@ -73,14 +73,9 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     part_t = ty.tensor((bm, kp), ta)
     fut_t = ty.TileFutureType(partial_types=(part_t,), groups=A["groups"])
     with b.func(k.name, arguments(b, fn), grid=[gm, g]) as params:
-        arg = {a.name[1:]: a for a in params}
-        c = {n: b.index(v, f"sc_{n}") for n, v in
-             (("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm),
-              *((f"rc{tag}", rc) for tag, rc in rcs.items()), ("nt", nt), ("nfull", nt - rest))}
-        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
-        ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
-        views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
-                 (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
+        c, zero, ti, tj, views = prologue(b, A, k, params, (
+            ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm),
+            *((f"rc{tag}", rc) for tag, rc in rcs.items()), ("nt", nt), ("nfull", nt - rest)))
         m = b.arith.muli(ti, c["bm"], name="sc_m")
         n0 = b.arith.muli(tj, c["nt"], name="sc_n0")
         n1 = b.arith.addi(n0, c["nfull"], name="sc_n1")

@@ -13,6 +13,8 @@ next part of the distributed view.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ktir.builder import Builder, Value, located
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -45,6 +47,19 @@ def global_view(b: Builder, A: Aliases, arg: Value, v: str, operand: Operand, ro
     return b.memory_view(ptr, [rows, cols], list(operand.layout), scalar(operand.dtype), GLOBAL, A[v], name=f"sc_{v}")
 
 
+def prologue(b: Builder, A: Aliases, k: MatmulKernel, params: Iterable[Value],
+             consts: Iterable[tuple[str, int]]) -> tuple[dict[str, Value], Value, Value, Value, dict[str, Value]]:
+    """What every matmul rewrite starts its body with: the index constants `%sc_<name>`, the
+    f32 zero, the 2-D tile id (`%sc_ti`, `%sc_tj`) and the global views of A, B and C."""
+    arg = {a.name[1:]: a for a in params}
+    c = {n: b.index(v, f"sc_{n}") for n, v in consts}
+    zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
+    ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
+    views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
+             (("a", k.a, (k.M, k.K)), ("b", k.b, (k.K, k.N)), ("c", k.c, (k.M, k.N)))}
+    return c, zero, ti, tj, views
+
+
 def arguments(b: Builder, fn: Operation) -> list[tuple[str, ty.Type]]:
     """The input function's parameters, for `Builder.func`."""
     return [(a.name, a.type) for a in fn.regions[0].blocks[0].arguments]
@@ -74,14 +89,9 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
             "id2": projection(2), "all": group_tiles(t), "one": box(1, fixed=(0,))}
     A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
     with b.func(k.name, arguments(b, fn), grid=[t, 1]) as params:
-        arg = {a.name[1:]: a for a in params}
-        c = {n: b.index(v, f"sc_{n}") for n, v in
-             (("0", 0), ("bm", bm), ("bn", bn), ("kp", kp), ("N", N), ("K", K), ("nlast", N - bn), ("klast", K - kp))}
+        c, zero, ti, _, views = prologue(b, A, k, params, (("0", 0), ("bm", bm), ("bn", bn), ("kp", kp), ("N", N),
+                                                          ("K", K), ("nlast", N - bn), ("klast", K - kp)))
         c0 = c["0"]
-        zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
-        ti, _ = b.tile_id(2, ["sc_ti", "sc_tj"])
-        views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
-                 (("a", k.a, (M, K)), ("b", k.b, (K, N)), ("c", k.c, (M, N)))}
         mine = b.memory_view(c0, [kp, bn], [bn, 1], tb, at.MemorySpaceAttr(kind="ct_local"), A["part"], name="sc_mine")
         parts = [b.memory_view(c0, [kp, bn], [bn, 1], tb, at.MemorySpaceAttr(kind="ct_local", ct_id=r), A[f"p{r}"],
                                name=f"sc_p{r}") for r in range(t)]
