@@ -59,19 +59,11 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[
     return rng.standard_normal(size=shape).astype(np.float32).astype(dt)
 
 
-def _resolved(t: Any, types: dict[str, Any]) -> Any:
-    """`t` with a type alias reference (`!view`) replaced by the type it names."""
-    seen = 0
-    while isinstance(t, ty.TypeAliasRef) and t.name in types and seen < 16:  # aliases may name aliases
-        t, seen = types[t.name], seen + 1
-    return t
-
-
 def _view_space(op: Operation, aliases: dict[str, Any], types: dict[str, Any] | None = None) -> str:
     """The memory space kind of a construct_memory_view: its attribute, else its memref type's."""
     attr = op.attributes.get("memory_space")
     if attr is None:
-        t = _resolved(op.result_types[0], types or {}) if op.result_types else None
+        t = ty.unaliased(op.result_types[0], types or {}) if op.result_types else None
         attr = t.memory_space if isinstance(t, ty.MemRefType) else None
     if isinstance(attr, at.AttrAliasRef):
         attr = aliases.get(attr.name)
@@ -96,7 +88,7 @@ def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None,
         base = _view_base(op) if op.name == "ktdp.construct_memory_view" else None
         if base is not None and base in origin:
             arg = origin[base]
-            t = _resolved(op.result_types[0], types or {}) if op.result_types else None
+            t = ty.unaliased(op.result_types[0], types or {}) if op.result_types else None
             if _view_space(op, aliases or {}, types) == "ct_local":
                 local.add(arg)
             elif isinstance(t, ty.MemRefType):
@@ -117,8 +109,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     fn = choose_function(module, func)
     block = fn.regions[0].blocks[0]
     # an argument type the interpreter rejects is that error, not "cannot infer a value"
-    reject_semantics_free(fn, [module.type_aliases.get(a.type.name, a.type) if isinstance(a.type, ty.TypeAliasRef)
-                               else a.type for a in block.arguments])
+    reject_semantics_free(fn, [ty.unaliased(a.type, module.type_aliases) for a in block.arguments])
     rng = np.random.default_rng(seed)
 
     def array(shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray:
@@ -131,7 +122,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
         name = a.name[1:]
         if name in args:
             continue
-        t = _resolved(a.type, module.type_aliases)
+        t = ty.unaliased(a.type, module.type_aliases)
         if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
             args[name] = array(tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
         elif isinstance(t, ty.RuntimeArgType):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import field_validator
@@ -139,6 +140,17 @@ class TypeAliasRef(Type):
     """A use of a type alias `!name`; resolved through the module's alias table."""
 
     name: str
+
+
+def unaliased(t: Type, aliases: Mapping[str, Type]) -> Type:
+    """`t` with a type alias reference (`!view`) replaced by the type it names, through
+    aliases of aliases; a name `aliases` does not define stays a reference (the verifier
+    reports it), and a cycle stops after 64 steps."""
+    for _ in range(64):
+        if not isinstance(t, TypeAliasRef) or t.name not in aliases:
+            break
+        t = aliases[t.name]
+    return t
 
 
 def i(width: int) -> IntegerType:

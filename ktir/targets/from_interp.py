@@ -178,12 +178,7 @@ class _Static:
         return found[0], len(found) > 1
 
     def type(self, t: Type) -> Type:
-        while isinstance(t, ty.TypeAliasRef):
-            nxt = self.module.type_aliases.get(t.name)
-            if nxt is None:
-                return t
-            t = nxt
-        return t
+        return ty.unaliased(t, self.module.type_aliases)
 
     # SSA: which values a use may see ---------------------------------------------
 
