@@ -24,7 +24,7 @@ from .emit_matmul import emit_matmul
 from .emit_natural import emit_natural
 from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, grid_of, recognise
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, grid_of, op_at, recognise
 from .natural import NaturalKernel, natural_reason_or_kernel
 from .one_trip import inline_one_trip
 from .report import ScheduleReport
@@ -191,11 +191,8 @@ def fill_report(report: ScheduleReport, space: Space, point: dict[str, int], cou
 
 def _already_distributed(fn: Operation, grid: tuple[int, ...]) -> str:
     """Why a straight-line kernel over a grid of several tiles is left alone: it is divided already."""
-    where = ""
-    for op in fn.walk():
-        if op.name == "ktdp.get_compute_tile_id" and op.loc is not None:
-            where = f" (`{op.name}` at line {op.loc.line} picks each tile's part)"
-            break
+    tile_id = next((op for op in fn.walk() if op.name == "ktdp.get_compute_tile_id"), None)
+    where = f" ({op_at(tile_id)} picks each tile's part)" if tile_id is not None else ""
     return (f"the kernel is already divided over grid {list(grid)}{where}; the schedulers divide kernels "
             "written for one tile (grid [1]) and row loops over a 1-D grid")
 

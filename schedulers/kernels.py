@@ -270,7 +270,7 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
     if blocking is not None:
         what = "inter-tile communication" if blocking.name.startswith("ktdp.inter_tile") else \
             "indirect access" if "indirect" in blocking.name else "a distributed memory view"
-        return Recognised(None, fn, name, f"{what} ({_at(blocking)}) is outside the recognised classes")
+        return Recognised(None, fn, name, f"{what} ({op_at(blocking)}) is outside the recognised classes")
     matmuls = [op for op in ops if op.name == "linalg.matmul"]
     if len(matmuls) == 1 and not any(n in ("linalg.generic", "linalg.reduce") for n in names):
         found = _matmul(module, fn, matmuls[0], vals, ops, name)
@@ -279,11 +279,11 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
         return Recognised(None, fn, name, found)
     if len(matmuls) == 1:
         fused = next(op for op in ops if op.name in ("linalg.generic", "linalg.reduce"))
-        return Recognised(None, fn, name, f"a matmul ({_at(matmuls[0])}) fused with other linalg ops ({_at(fused)}): "
+        return Recognised(None, fn, name, f"a matmul ({op_at(matmuls[0])}) fused with other linalg ops ({op_at(fused)}): "
                           "only plain matmuls are rewritten")
     products = [op for op in ops if op.name.startswith("linalg.matmul") or op.name.startswith("linalg.batch")]
     if products:
-        listed = ", ".join(_at(op) for op in products[:3]) + (", ..." if len(products) > 3 else "")
+        listed = ", ".join(op_at(op) for op in products[:3]) + (", ..." if len(products) > 3 else "")
         return Recognised(None, fn, name, f"several matrix products ({listed}): only single-matmul kernels are "
                           "rewritten")
     found_row = _rowwise(module, fn, vals, name)
@@ -292,7 +292,7 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
     return Recognised(None, fn, name, found_row)
 
 
-def _at(op: Operation) -> str:
+def op_at(op: Operation) -> str:
     """`op.name` at line N, for reasons that name the op in the way."""
     return f"`{op.name}` at line {op.loc.line}" if op.loc is not None else f"`{op.name}`"
 
