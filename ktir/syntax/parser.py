@@ -1417,25 +1417,9 @@ def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format,
         if isinstance(e, asm.Literal):
             continue
         if isinstance(e, asm.OperandRef):
-            if not e.variadic:
-                src.add(f"v_{e.name} = c[i].value; i += 1")
-            elif e.nonempty:
-                src.add(f"v_{e.name} = [t.value for t in c[i].value]; i += 1")
-            else:
-                src.add(f'if {present}type(c[i]) is C and c[i].tag == "values":')
-                src.add(f"    v_{e.name} = [t.value for t in c[i].value]; i += 1")
-                src.add("else:")
-                src.add(f"    v_{e.name} = []")
+            _read_ref(src, e, f"v_{e.name}", "c[i].value", "[t.value for t in c[i].value]", "values")
         elif isinstance(e, asm.TypeRef):
-            if not e.variadic:
-                src.add(f"t_{e.name} = c[i]; i += 1")
-            elif e.nonempty:
-                src.add(f"t_{e.name} = list(c[i].value); i += 1")
-            else:
-                src.add(f'if {present}type(c[i]) is C and c[i].tag == "types":')
-                src.add(f"    t_{e.name} = list(c[i].value); i += 1")
-                src.add("else:")
-                src.add(f"    t_{e.name} = []")
+            _read_ref(src, e, f"t_{e.name}", "c[i]", "list(c[i].value)", "types")
         elif isinstance(e, asm.FunctionalType):
             src.add("fn = c[i]; i += 1")
         elif isinstance(e, asm.AttrDict):
@@ -1468,6 +1452,20 @@ def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format,
             src.depth -= 1
             src.add("else:")
             src.add("    " + "; ".join(_absent(e.elements)) if _absent(e.elements) else "    pass")
+
+
+def _read_ref(src: _Source, e: asm.OperandRef | asm.TypeRef, var: str, one: str, many: str, tag: str) -> None:
+    """Code that reads one operand or type reference into `var`: `one` is the child's value
+    for a single one, `many` for a variadic list (a `tag` clause, absent when it may be empty)."""
+    if not e.variadic:
+        src.add(f"{var} = {one}; i += 1")
+    elif e.nonempty:
+        src.add(f"{var} = {many}; i += 1")
+    else:
+        src.add(f'if i < n and type(c[i]) is C and c[i].tag == "{tag}":')
+        src.add(f"    {var} = {many}; i += 1")
+        src.add("else:")
+        src.add(f"    {var} = []")
 
 
 def _first_read(elements: tuple[asm.Element, ...]) -> str:
