@@ -26,7 +26,7 @@ returns its reference; `note` attaches `//` comment lines to the next alias or o
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -382,6 +382,21 @@ class Builder:
             yield
             if not (then.operations and then.operations[-1].name == "scf.yield"):
                 self.create("scf.yield", [], [])
+
+    def if_values(self, condition: Value, make: Callable[[], Sequence[Value]], otherwise: Sequence[Value],
+                  names: Sequence[str] | None = None) -> list[Value]:
+        """`scf.if %condition -> (...)` with results: the values `make` builds in the then-branch
+        when the condition holds, else `otherwise` (values already at hand, yielded by the
+        else-branch); the result types are those of `otherwise`."""
+        then, other = Block(), Block()
+        results = self.create("scf.if", [condition], [v.type for v in otherwise],
+                              regions=[Region(blocks=[then]), Region(blocks=[other])],
+                              result_names=names)
+        with self.insert_into(then):
+            self.yield_(*make())
+        with self.insert_into(other):
+            self.yield_(*otherwise)
+        return results
 
     def yield_(self, *values: Value, op: str = "scf.yield") -> None:
         self.create(op, list(values), [])

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ktir.builder import Builder, Value, located
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.ir.operation import Block, Module, Operation, Region
+from ktir.ir.operation import Module, Operation
 from ktir.syntax.printer import print_module
 
 from .kernels import AttentionKernel, Operand, _operand, _Values, _view_of_load, func_name, function_of
@@ -500,7 +500,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                                                                load("sa_v0", "v", kstart, bkv, "kvblk"))
                 k1 = b.arith.addi(kstart, c["bkv"], name="sa_k1n")
                 second = b.cmp("arith.cmpi", "slt", kstart, klast, name="sa_second")  # a second key block
-                k1blk = _when(b, second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
+                k1blk = b.if_values(second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
                 carry = [qk(k_first, "sa_s0"), *k1blk, v_first]
                 with b.for_(kstart, klast, c["bkv"], state + carry,
                             names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", "sa_knx", "sa_vcur"],
@@ -508,7 +508,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                         k0i, m_, l_, acc_, scur, knx, vcur):
                     k2 = b.arith.addi(k0i, c["bkv2"], name="sa_k2n")
                     later = b.cmp("arith.cmpi", "sle", k2, klast, name="sa_later")  # a key block after the next
-                    ahead = [*_when(b, later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
+                    ahead = [*b.if_values(later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
                              load("sa_vnext", "v", b.arith.addi(k0i, c["bkv"], name="sa_v1r"), bkv, "kvblk")]
                     snext = qk(knx, "sa_snext")
                     b.yield_(*step(scur, k0i, m_, l_, acc_, vcur, ""), snext, *ahead)
@@ -543,7 +543,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     return [load_q(wn, "sa_qn"), load_kv("sa_kn0", "k", wn[0], kstart),
                             load_kv("sa_vn0", "v", wn[0], kstart)]
 
-                nxt_unit = _when(b, more, next_unit, [q, *qcur[1:3]], ["sa_qnx", "sa_knx0", "sa_vnx0"])
+                nxt_unit = b.if_values(more, next_unit, [q, *qcur[1:3]], ["sa_qnx", "sa_knx0", "sa_vnx0"])
             if sk > 1:
                 out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
                 with b.if_(first):
@@ -565,21 +565,6 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             _store(b, A, views["o"], b.last_results[3], _at(coords(lastu, "_l"), G), c, heads_dim, "_l")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
-
-
-def _when(b: Builder, cond: Value, make: Callable[[], list[Value]], otherwise: list[Value],
-          names: list[str]) -> list[Value]:
-    """`scf.if %cond -> (...)`: the values `make` builds when cond holds, else `otherwise` (values
-    already at hand): a prefetch that loads only what a later step uses."""
-    then, other = Block(), Block()
-    results = b.create("scf.if", [cond], [v.type for v in otherwise], regions=[Region(blocks=[then]),
-                                                                             Region(blocks=[other])],
-                       result_names=names)
-    with b.insert_into(then):
-        b.yield_(*make())
-    with b.insert_into(other):
-        b.yield_(*otherwise)
-    return results
 
 
 def _at(where: tuple[Value, Value, Value, Value], group: int) -> tuple[Value, Value, int]:
