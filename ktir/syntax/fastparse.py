@@ -216,7 +216,7 @@ class _Parser:
         builder: Any,
         types: dict[str, Any],
         scalars: dict[str, Any],
-        shapes: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[int, ...]]],
+        shapes: dict[tuple[Any, ...], tuple[Any, ...]],
     ) -> None:
         self.tokens = tokens
         self.K = tokens.kinds
