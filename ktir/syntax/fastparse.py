@@ -329,7 +329,7 @@ class _Parser:
         repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
         with less than one hit in _COPY_RATIO, the rest of the text is read without.
 
-        A line that names no alias means the same in every module: its op is kept in
+        A line that reads the same in every module (see shape()) has its op kept in
         _SHARED_SHAPES, across parses (files of one project, or a directory validated in
         one process, repeat many lines). Other lines are kept for this parse only."""
         if self.lookups < 0:
@@ -390,9 +390,9 @@ class _Parser:
         so on two lines with equal keys it reads the same rules; and the grammar's
         callbacks, which read names only to copy them into operands and results and
         compare them with each other, build equal ops up to the renaming. `shared`: the
-        line names no alias (`#name`, `!name`), the only module context a region-less op
-        reads. None for lines not worth a key, and for names with `#`, which the
-        callbacks also look into."""
+        line reads the same in any module (aliases, the only module context a
+        region-less op reads, are checked by defined_outside_types). None for lines not
+        worth a key, and for names with `#`, which the callbacks also look into."""
         V = self.V
         tokens = self.tokens
         ends = tokens.ends
@@ -417,8 +417,21 @@ class _Parser:
         for k in values[hi : bisect_left(values, end + 2, hi)]:
             key[k - start] = None
         base = tokens.base
-        shared = _ALIAS_REF.search(tokens.text, pos - base, ends[end + 1] - base) is None
+        aliases = _ALIAS_REF.findall(tokens.text, pos - base, ends[end + 1] - base)
+        shared = not aliases or self.defined_outside_types(aliases, start, end)
         return tuple(key), names, end, line, pos - starts[line - 1] + 1, shared
+
+    def defined_outside_types(self, aliases: list[str], start: int, end: int) -> bool:
+        """Whether an op line naming `aliases` reads the same in every module: each alias
+        is defined here (the callbacks only check that, and keep its name), and none is
+        inside a type (a memref's `#name` is read as a layout or a memory space by what
+        the alias stands for)."""
+        b = self.b
+        for alias in aliases:
+            if alias[1:] not in (b.attr_aliases if alias[0] == "#" else b.type_aliases):
+                return False
+        K, V = self.K, self.V
+        return not any(K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end + 1))
 
     def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
