@@ -329,26 +329,32 @@ class _Parser:
         repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
         with less than one hit in _COPY_RATIO, the rest of the text is read without.
 
-        A line that reads the same in every module (see shape()) has its op kept in
-        _SHARED_SHAPES, across parses (files of one project, or a directory validated in
-        one process, repeat many lines). Other lines are kept for this parse only."""
+        Lines are kept in _SHARED_SHAPES, across parses (files of one project, or a
+        directory validated in one process, repeat many lines): a region-less op reads
+        no module context but its aliases, and the callbacks keep an alias by name and
+        only check that the module defines it. So a kept line is copied into a module
+        that defines the aliases it names (kept with it); one that does not is read, and
+        the grammar reports the undefined alias. A line with an alias inside a type
+        (`memref<4xf32, #m>`: `#m` is read as a layout or a memory space by what it
+        stands for) is kept for this parse only."""
         if self.lookups < 0:
             return self.parse_operation()
         start = self.i
         shape = self.shape(start)
         if shape is None:
             return self.parse_operation()
-        key, names, end, line, column, shared = shape
-        table = _SHARED_SHAPES if shared else self.shapes
-        seen = table.get(key)
+        key, names, end, line, column = shape
         self.lookups += 1
+        seen = _SHARED_SHAPES.get(key)
+        if seen is None or (seen[8] and not self.defines(seen[8])):
+            seen = self.shapes.get(key)
         if seen is None:
             if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
                 self.lookups = -1
         else:
             self.copies += 1
             self.i = end
-            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots = seen
+            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
             return trusted_operation(
                 name,
                 [names[k] for k in operand_slots],
@@ -366,36 +372,50 @@ class _Parser:
         if self.i == end and len(self.b.warnings) == n_warnings and not op.regions and op.loc == (line, column, None):
             slot = {name: k for k, name in enumerate(names)}
             if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
-                if shared and len(_SHARED_SHAPES) > _SHARED_LIMIT:
-                    _SHARED_SHAPES.clear()
-                # a snapshot, not the op: the caller may change its op after the parse
-                table[key] = (
-                    op.name,
-                    tuple(op.operand_types),
-                    tuple(op.result_types),
-                    dict(op.attributes),
-                    None if op.properties is None else dict(op.properties),
-                    tuple(op.successors),
-                    tuple(slot[n] for n in op.operands),
-                    tuple(slot[n] for n in op.results),
-                )
+                self.keep(key, op, slot, start, end)
         return op
 
-    def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int, bool] | None:
-        """(key, SSA names, end, line, column, shared) of the op starting at token `start`,
-        taken to end with its line. The key is the line's tokens with each SSA name
-        replaced by the number of its first occurrence, then the token after the line (an
-        SSA name there, and at the line's end, as None): this parser decides where an op
-        ends by looking at most one token past it, and never at the text of an SSA name,
-        so on two lines with equal keys it reads the same rules; and the grammar's
-        callbacks, which read names only to copy them into operands and results and
-        compare them with each other, build equal ops up to the renaming. `shared`: the
-        line reads the same in any module (aliases, the only module context a
-        region-less op reads, are checked by defined_outside_types). None for lines not
-        worth a key, and for names with `#`, which the callbacks also look into."""
-        V = self.V
+    def keep(self, key: tuple[Any, ...], op: Any, slot: dict[str, int], start: int, end: int) -> None:
+        """Keep a snapshot of `op` (not the op: the caller may change it after the parse)
+        under `key`, with the aliases its line names; see operation()."""
         tokens = self.tokens
-        ends = tokens.ends
+        V = self.V
+        base = tokens.base
+        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.ends[start + 1] - len(V[start]) - base, tokens.ends[end + 1] - base))
+        table = _SHARED_SHAPES
+        if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end + 1)):
+            table = self.shapes
+        elif len(_SHARED_SHAPES) > _SHARED_LIMIT:
+            _SHARED_SHAPES.clear()
+        table[key] = (
+            op.name,
+            tuple(op.operand_types),
+            tuple(op.result_types),
+            dict(op.attributes),
+            None if op.properties is None else dict(op.properties),
+            tuple(op.successors),
+            tuple(slot[n] for n in op.operands),
+            tuple(slot[n] for n in op.results),
+            aliases,
+        )
+
+    def defines(self, aliases: tuple[str, ...]) -> bool:
+        """Whether this module defines every one of `aliases` (`#name`, `!name`) so far."""
+        b = self.b
+        return all(alias[1:] in (b.attr_aliases if alias[0] == "#" else b.type_aliases) for alias in aliases)
+
+    def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
+        """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
+        end with its line. The key is the line's tokens with each SSA name replaced by
+        the number of its first occurrence, then the token after the line (an SSA name
+        there, and at the line's end, as None): this parser decides where an op ends by
+        looking at most one token past it, and never at the text of an SSA name, so on
+        two lines with equal keys it reads the same rules; and the grammar's callbacks,
+        which read names only to copy them into operands and results and compare them
+        with each other, build equal ops up to the renaming. None for lines not worth a
+        key, and for names with `#`, which the callbacks also look into."""
+        V = self.V
+        ends = self.tokens.ends
         starts = self.starts
         pos = ends[start + 1] - len(V[start])
         line = bisect_right(starts, pos)
@@ -404,7 +424,7 @@ class _Parser:
             return None
         key: list[Any] = V[start : end + 2]
         names: list[str] = []
-        values = tokens.value_indices
+        values = self.tokens.value_indices
         lo = bisect_left(values, start)
         hi = bisect_left(values, end, lo)
         for k in values[lo:hi]:
@@ -416,22 +436,7 @@ class _Parser:
             key[k - start] = names.index(name)
         for k in values[hi : bisect_left(values, end + 2, hi)]:
             key[k - start] = None
-        base = tokens.base
-        aliases = _ALIAS_REF.findall(tokens.text, pos - base, ends[end + 1] - base)
-        shared = not aliases or self.defined_outside_types(aliases, start, end)
-        return tuple(key), names, end, line, pos - starts[line - 1] + 1, shared
-
-    def defined_outside_types(self, aliases: list[str], start: int, end: int) -> bool:
-        """Whether an op line naming `aliases` reads the same in every module: each alias
-        is defined here (the callbacks only check that, and keep its name), and none is
-        inside a type (a memref's `#name` is read as a layout or a memory space by what
-        the alias stands for)."""
-        b = self.b
-        for alias in aliases:
-            if alias[1:] not in (b.attr_aliases if alias[0] == "#" else b.type_aliases):
-                return False
-        K, V = self.K, self.V
-        return not any(K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end + 1))
+        return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
