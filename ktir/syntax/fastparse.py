@@ -27,7 +27,7 @@ from operator import eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
-from ktir.ir.operation import Location, trusted_operation
+from ktir.ir.operation import Location, new_location, trusted_operation
 from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
@@ -197,6 +197,13 @@ class _LazyTok(Tok):
         starts = tokens.starts
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
+    def location(self) -> Location:
+        tokens, i = self._tokens, self._index
+        pos = tokens.ends[i + 1] - len(tokens.values[i])
+        starts = tokens.starts
+        line = bisect_right(starts, pos)
+        return new_location(line, pos - starts[line - 1] + 1)
+
 
 # Lines are no longer looked up among the shapes seen once this many lookups found fewer
 # than one copy in _COPY_RATIO.
@@ -365,7 +372,7 @@ class _Parser:
                 None if properties is None else dict(properties),
                 [],
                 list(successors),
-                Location(line, column),
+                new_location(line, column),
             )
         n_warnings = len(self.b.warnings)
         op = self.parse_operation()
