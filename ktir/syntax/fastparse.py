@@ -362,11 +362,12 @@ class _Parser:
             self.copies += 1
             self.i = end
             name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
+            pick = names.__getitem__
             return trusted_operation(
                 name,
-                [names[k] for k in operand_slots],
+                list(map(pick, operand_slots)),
                 list(operand_types),
-                [names[k] for k in result_slots],
+                list(map(pick, result_slots)),
                 list(result_types),
                 dict(attributes),
                 None if properties is None else dict(properties),
@@ -430,19 +431,17 @@ class _Parser:
         if end - start > _MAX_SHAPE_TOKENS:
             return None
         key: list[Any] = V[start : end + 2]
-        names: list[str] = []
+        slots: dict[str, int] = {}
         values = self.tokens.value_indices
         lo = bisect_left(values, start)
         hi = bisect_left(values, end, lo)
         for k in values[lo:hi]:
-            name = V[k]
-            if "#" in name:
-                return None
-            if name not in names:
-                names.append(name)
-            key[k - start] = names.index(name)
+            key[k - start] = slots.setdefault(V[k], len(slots))
         for k in values[hi : bisect_left(values, end + 2, hi)]:
             key[k - start] = None
+        names = list(slots)
+        if "#" in "".join(names):
+            return None
         return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:
