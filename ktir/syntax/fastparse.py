@@ -649,19 +649,22 @@ class _Parser:
         return found
 
     def spelled_type(self) -> Any:
-        """`tensor<...>`, `memref<...>` or `vector<...>` that the scan did not take as one
-        token (a string in it, or brackets nested deeper): its text, put together from its
-        tokens, read by type_token, as the LALR lexer reads it whole (PARSED_TYPE).
+        """`tensor<...>` or `memref<...>` without a shape prefix (a vector has one) that the scan
+        did not take as one token (a string in it, or brackets nested deeper): its text, put
+        together from its tokens, read by type_token, as the LALR lexer reads it whole
+        (PARSED_TYPE). The whitespace between its tokens is spelled as spaces of its length,
+        so positions stay exact, and what it was does not matter outside a shape prefix.
 
-        The whitespace between tokens is spelled as spaces of its length, so positions
-        stay exact; what it was matters only inside a shape prefix (`4 x 8`, where the
-        grammar takes spaces and tabs but not other whitespace), so a prefix with spaces
-        is left to the grammar, as is a type over several lines (a comment may be in it)."""
+        Left to the grammar: a type with a shape prefix (`4 x 8` reads as `4x8`, `4\rx8` not
+        at all, and a line repeating an earlier one's tokens is copied from it unread: see
+        operation()); one over several lines (the lexer does not count the lines inside a
+        token; a comment may be in it); `memref <` (not one token for the lexer)."""
         V = self.V
-        ends = self.tokens.ends
+        tokens = self.tokens
+        ends = tokens.ends
         start = self.i
-        pos = self.tokens.position(start)
-        if ends[start + 1] != self.tokens.position(start + 1):  # `tensor <`: not one type token for the lexer
+        pos = tokens.position(start)
+        if ends[start + 1] != tokens.position(start + 1) or self.K[start + 2] == "number" or V[start + 2] in "?*":
             raise Fallback
         depth = 0
         close = start + 1
@@ -676,17 +679,9 @@ class _Parser:
             elif text == "<=" or self.K[close] == "end":
                 raise Fallback  # `<=`: counted as a bracket by the lexer
             close += 1
-        starts = self.starts
-        if bisect_right(starts, ends[close + 1]) != bisect_right(starts, pos):
+        if bisect_right(self.starts, ends[close + 1]) != bisect_right(self.starts, pos):
             raise Fallback
-        position = self.tokens.position
-        text = V[start] + "".join([" " * (position(k) - ends[k]) + V[k] for k in range(start + 1, close + 1)])
-        p = text.index("<") + 1
-        while text[p] == " ":
-            p += 1
-        dims = _DIMS.match(text, p)
-        if dims is not None and " " in dims.group():
-            raise Fallback
+        text = V[start] + "".join([" " * (tokens.position(k) - ends[k]) + V[k] for k in range(start + 1, close + 1)])
         self.i = close + 1
         found = self.types.get(text)
         if found is None:
@@ -1973,7 +1968,7 @@ class _Parser:
 _REGULAR = asm.formats()
 
 # Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
-_SPELLED_TYPES = frozenset({"tensor", "memref", "vector"})
+_SPELLED_TYPES = frozenset({"tensor", "memref"})
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
