@@ -702,15 +702,15 @@ class _Parser:
 
     def spelled_type(self) -> Any:
         """`tensor<...>` or `memref<...>` without a shape prefix (a vector has one) that the scan
-        did not take as one token (a string in it, or brackets nested deeper): its text, put
-        together from its tokens, read by type_token, as the LALR lexer reads it whole
-        (PARSED_TYPE). The whitespace between its tokens is spelled as spaces of its length,
-        so positions stay exact, and what it was does not matter outside a shape prefix.
+        did not take as one token (a string in it, or brackets nested deeper): its text, read
+        by type_token, as the LALR lexer reads it whole (PARSED_TYPE).
 
         Left to the grammar: a type with a shape prefix (`4 x 8` reads as `4x8`, `4\rx8` not
         at all, and a line repeating an earlier one's tokens is copied from it unread: see
-        operation()); one over several lines (the lexer does not count the lines inside a
-        token; a comment may be in it); `memref <` (not one token for the lexer)."""
+        operation()); one naming an alias (operation() keeps the line across parses, and
+        looks for aliases read by what they stand for in type tokens only); one over several
+        lines (the lexer does not count the lines inside a token; a comment may be in it);
+        `memref <` (not one token for the lexer)."""
         V = self.V
         tokens = self.tokens
         ends = tokens.ends
@@ -733,7 +733,9 @@ class _Parser:
             close += 1
         if bisect_right(self.starts, ends[close + 1]) != bisect_right(self.starts, pos):
             raise Fallback
-        text = V[start] + "".join([" " * (tokens.position(k) - ends[k]) + V[k] for k in range(start + 1, close + 1)])
+        text = tokens.text[pos - tokens.base : ends[close + 1] - tokens.base]
+        if _ALIAS_REF.search(text):
+            raise Fallback
         self.i = close + 1
         found = self.types.get(text)
         if found is None:
