@@ -27,7 +27,7 @@ from operator import eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
-from ktir.ir.operation import Location, trusted_operation
+from ktir.ir.operation import Location, new_location, trusted_operation
 from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
@@ -197,6 +197,13 @@ class _LazyTok(Tok):
         starts = tokens.starts
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
+    def location(self) -> Location:
+        tokens, i = self._tokens, self._index
+        pos = tokens.ends[i + 1] - len(tokens.values[i])
+        starts = tokens.starts
+        line = bisect_right(starts, pos)
+        return new_location(line, pos - starts[line - 1] + 1)
+
 
 # Lines are no longer looked up among the shapes seen once this many lookups found fewer
 # than one copy in _COPY_RATIO.
@@ -355,17 +362,18 @@ class _Parser:
             self.copies += 1
             self.i = end
             name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
+            pick = names.__getitem__
             return trusted_operation(
                 name,
-                [names[k] for k in operand_slots],
+                list(map(pick, operand_slots)),
                 list(operand_types),
-                [names[k] for k in result_slots],
+                list(map(pick, result_slots)),
                 list(result_types),
                 dict(attributes),
                 None if properties is None else dict(properties),
                 [],
                 list(successors),
-                Location(line, column),
+                new_location(line, column),
             )
         n_warnings = len(self.b.warnings)
         op = self.parse_operation()
@@ -423,19 +431,17 @@ class _Parser:
         if end - start > _MAX_SHAPE_TOKENS:
             return None
         key: list[Any] = V[start : end + 2]
-        names: list[str] = []
+        slots: dict[str, int] = {}
         values = self.tokens.value_indices
         lo = bisect_left(values, start)
         hi = bisect_left(values, end, lo)
         for k in values[lo:hi]:
-            name = V[k]
-            if "#" in name:
-                return None
-            if name not in names:
-                names.append(name)
-            key[k - start] = names.index(name)
+            key[k - start] = slots.setdefault(V[k], len(slots))
         for k in values[hi : bisect_left(values, end + 2, hi)]:
             key[k - start] = None
+        names = list(slots)
+        if "#" in "".join(names):
+            return None
         return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:
