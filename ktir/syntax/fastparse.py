@@ -543,6 +543,8 @@ class _Parser:
         if kind == "word":
             found = self.scalars.get(text)
             if found is None:
+                if text in _SPELLED_TYPES and self.V[i + 1] == "<":
+                    return self.spelled_type()
                 found = self.scalar_type(text)
             self.i = i + 1
             return found
@@ -606,11 +608,13 @@ class _Parser:
         return self.tok(text)
 
     def short_runtime_arg(self) -> Any:
-        """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>` (it warns)"""
+        """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>`, or
+        "<" type ">", a short access tile without a shape (both warn)"""
         b = self.b
         c = [self.tok("LESSTHAN"), self.type()]
-        if self.V[self.i] != ",":
-            raise Fallback  # `<T>`: a short access tile without a shape, for the grammar
+        if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
+            c.append(self.tok("MORETHAN"))
+            return b.short_access_tile(c)
         while self.V[self.i] == ",":
             self.i += 1
             name = self.word()
@@ -704,6 +708,50 @@ class _Parser:
                 _SHARED_TYPES[text] = found
         return found
 
+    def spelled_type(self) -> Any:
+        """`tensor<...>` or `memref<...>` without a shape prefix (a vector has one) that the scan
+        did not take as one token (a string in it, or brackets nested deeper): its text, read
+        by type_token, as the LALR lexer reads it whole (PARSED_TYPE).
+
+        Left to the grammar: a type with a shape prefix (`4 x 8` reads as `4x8`, `4\rx8` not
+        at all, and a line repeating an earlier one's tokens is copied from it unread: see
+        operation()); one naming an alias (operation() keeps the line across parses, and
+        looks for aliases read by what they stand for in type tokens only); one over several
+        lines (the lexer does not count the lines inside a token; a comment may be in it);
+        `memref <` (not one token for the lexer)."""
+        V = self.V
+        tokens = self.tokens
+        ends = tokens.ends
+        start = self.i
+        pos = tokens.position(start)
+        if ends[start + 1] != tokens.position(start + 1) or self.K[start + 2] == "number" or V[start + 2] in "?*":
+            raise Fallback
+        depth = 0
+        close = start + 1
+        while True:
+            text = V[close]
+            if text == "<":
+                depth += 1
+            elif text == ">":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif text == "<=" or self.K[close] == "end":
+                raise Fallback  # `<=`: counted as a bracket by the lexer
+            close += 1
+        if bisect_right(self.starts, ends[close + 1]) != bisect_right(self.starts, pos):
+            raise Fallback
+        text = tokens.text[pos - tokens.base : ends[close + 1] - tokens.base]
+        if _ALIAS_REF.search(text):
+            raise Fallback
+        self.i = close + 1
+        found = self.types.get(text)
+        if found is None:
+            found = _SHARED_TYPES.get(text)
+            if found is None:
+                found = self.type_token(text, pos)
+        return found
+
     def short_access_tile(self, text: str, pos: int) -> Any:
         """"<" shape_prefix? type ">", `text` being `<` DIMS `index>` (it warns, so is not kept)."""
         dims = _DIMS.match(text, 1)
@@ -792,6 +840,10 @@ class _Parser:
                 return self.dense()
             if text == "strided" and self.V[i + 1] == "<":
                 return self.strided()
+            if text == "array" and self.V[i + 1] == "<":
+                return self.dense_array()
+            if text == "dense_resource" and self.V[i + 1] == "<":
+                return self.dense_resource()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
             if text in MEMSPACE_KWS and self.V[i + 1] == "<":
@@ -820,6 +872,8 @@ class _Parser:
             return b.symbol_ref_attr(names)
         if kind == "type" or kind == "bang":
             return b.type_attr([self.type()])
+        if text == "(":
+            return b.type_attr([self.function_type()])
         raise Fallback
 
     def typed_suffix(self, c: list[Any]) -> None:
@@ -932,6 +986,44 @@ class _Parser:
             return b.dense_hex_int([self.tok("HEX_INT")])
         tok = self.tok("FLOAT")
         return b.neg_float([tok]) if negative else b.pos_float([tok])
+
+    def dense_array(self) -> Any:
+        """"array" "<" type (":" dense_array_value ("," dense_array_value)*)? ">" """
+        b = self.b
+        self.i += 2
+        c = [self.type()]
+        if self.V[self.i] == ":":
+            self.i += 1
+            c.append(b.dense_array_values(self.comma_list(self.dense_array_value)))
+        self.expect(">")
+        return b.dense_array_attr(c)
+
+    def dense_array_value(self) -> Any:
+        """signed_int | signed_float | BOOL -> dense_bool"""
+        b = self.b
+        text = self.V[self.i]
+        if text in ("true", "false"):
+            return b.dense_bool([self.tok("BOOL")])
+        negative = text == "-"
+        if negative:
+            self.i += 1
+            text = self.V[self.i]
+        if self.K[self.i] != "number" or text.startswith("0x"):
+            raise Fallback
+        if text.isdigit():
+            tok = self.tok("INT")
+            return b.neg_int([tok]) if negative else b.pos_int([tok])
+        tok = self.tok("FLOAT")
+        return b.neg_float([tok]) if negative else b.pos_float([tok])
+
+    def dense_resource(self) -> Any:
+        """"dense_resource" "<" BARE_ID ">" ":" type"""
+        self.i += 2
+        c = [self.word()]
+        self.expect(">")
+        self.expect(":")
+        c.append(self.type())
+        return self.b.dense_resource_attr(c)
 
     # ------------------------------------------------------------ affine
 
@@ -1936,6 +2028,9 @@ class _Parser:
 
 # The declarative formats without a hand-written reader below, read by _Parser.regular.
 _REGULAR = asm.formats()
+
+# Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
+_SPELLED_TYPES = frozenset({"tensor", "memref"})
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}

@@ -118,6 +118,25 @@ FORMS = {
         "%n: !ktdp.runtime_arg<index, granularity=4>",
     ),
     "generic form": '%s = "arith.addf"(%t, %t) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>\n"test.op"() : () -> ()',
+    "short access tile without a shape": (
+        "%v = ktdp.runtime_arg_extract value from %n : <index> -> index",
+        "%n: !ktdp.runtime_arg<index>",
+    ),
+    # attributes of MLIR's generic form
+    "function type attribute": '"test.op"() <{t = (f32, index) -> f32, u = () -> (index, i1 {x}), v = (tensor<4xf32>) -> ()}> : () -> ()',
+    "dense array attribute": (
+        '"test.op"(%i) {operandSegmentSizes = array<i32: 1, 0>, f = array<f32: 1.5, -2.0, 3>,'
+        " b = array<i1: true, false>, n = array<i64: -4>, e = array<i64>} : (index) -> ()"
+    ),
+    "dense_resource attribute": '"test.op"() {r = dense_resource<blob1> : tensor<4xf32>} : () -> ()',
+    # types whose text the scan leaves in pieces (a string in it): read whole, as the lexer reads them
+    "memref memory space string": (
+        '%b = memref.alloc() : memref<f32, "L1">\n'
+        '%c = memref.alloc() : memref<f16, strided<[], offset: 4>,\t"L1">\n'
+        '%v = memref.load %b[] : memref<f32, "L1">',
+        "",
+    ),
+    "tensor string encoding": ('%e = tensor.empty() : tensor<f32, "enc">\n%u = tensor.empty() : tensor<i8,   "enc">', ""),
 }
 
 COLLECTIVE = """#all = affine_set<(d0)[s0] : (d0 - s0 * 2 >= 0, -d0 + s0 * 2 + 1 >= 0)>
@@ -175,6 +194,72 @@ def test_legacy_types_warn_where_they_stand() -> None:
 def test_the_fast_path_takes_a_collective() -> None:
     p.parse(COLLECTIVE, fast=False)
     assert check(COLLECTIVE)
+
+
+# Texts the fast path leaves to the grammar although they are valid: where the whitespace
+# the scan dropped could change what the grammar reads.
+# (fastparse._Parser.spelled_type says why for types read in pieces)
+LEFT_TO_THE_GRAMMAR = {
+    "a type read in pieces with a shape prefix": 'func.func @k(%m: memref<?x4xf32, "L1">) {\n  func.return\n}\n',
+    "a type keyword apart from its bracket": 'func.func @k(%m: memref <f32, "L1">) {\n  func.return\n}\n',
+    "a type read in pieces over two lines": 'func.func @k(%m: memref<f32,\n    "L1">) {\n  func.return\n}\n',
+    "a dialect attribute": '"test.op"() {a = #my.attr<x>} : () -> ()\n',
+}
+
+
+def test_a_repeated_line_with_a_carriage_return_in_a_shape() -> None:
+    """The third line repeats the first's tokens and is copied from it unread; its `4\\rx4`
+    is no shape to the grammar: so no type with a shape is read in pieces."""
+    line = '  %{} = memref.alloc() : memref<4{}x4xf32, "L1">\n'
+    text = "func.func @k() {\n" + line.format("b", "") + line.format("c", "\r") + line.format("d", "") + "  func.return\n}\n"
+    assert fast_only(text) is None
+    with pytest.raises(ParseError):
+        p.parse(text)
+
+
+def test_a_type_in_pieces_naming_an_alias_is_read_in_each_module() -> None:
+    """`#m` in `memref<tensor<f32, "x">, #m>` is a layout or a memory space by what the
+    module defines it as: the op is not copied from another module's."""
+    layouts = []
+    for alias in ("affine_map<() -> ()>", "1"):
+        text = f"#m = {alias}\n" + _kernel('%b = memref.alloc() : memref<tensor<f32, "x">, #m>', "")
+        p.parse(text, fast=False)
+        check(text)
+        (alloc,) = [op for op in p.parse(text).walk() if op.name == "memref.alloc"]
+        layouts.append(alloc.result_types[0].layout)
+    assert layouts[0] is not None and layouts[1] is None
+
+
+@pytest.mark.parametrize("name", sorted(LEFT_TO_THE_GRAMMAR))
+def test_forms_left_to_the_grammar(name: str) -> None:
+    text = LEFT_TO_THE_GRAMMAR[name]
+    p.parse(text, fast=False)
+    assert fast_only(text) is None
+
+
+# Invalid spellings of the forms above: the fast path must not take them.
+WRONG = [
+    '"test.op"() {a = array<i32: 0x1>} : () -> ()',
+    '"test.op"() {a = array<i32:>} : () -> ()',
+    '"test.op"() {a = array<i32: 1,>} : () -> ()',
+    '"test.op"() {a = array<i32: 1} : () -> ()',
+    '"test.op"() {r = dense_resource<1> : tensor<4xf32>} : () -> ()',
+    '"test.op"() {r = dense_resource<blob1>} : () -> ()',
+    '"test.op"() {t = (f32) -> } : () -> ()',
+    '"test.op"() {t = (f32)} : () -> ()',
+    '%b = memref.alloc() : memref<f32, "L1"',
+    '%b = memref.alloc() : memref<f32, "L1" "L2">',
+    '%b = memref.alloc() : memref<f32, "L1", x <= 1>',
+    '%v = ktdp.runtime_arg_extract value from %i : <index -> index',
+]
+
+
+@pytest.mark.parametrize("body", WRONG)
+def test_wrong_spellings_are_the_grammars_to_report(body: str) -> None:
+    text = _kernel(body)
+    assert fast_only(text) is None
+    with pytest.raises(ParseError):
+        p.parse(text)
 
 
 def test_a_wrong_declarative_op_is_the_grammars_to_report() -> None:
