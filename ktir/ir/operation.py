@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ktir.ir.base import Attribute, Type
+from ktir.ir.base import Attribute, Type, trusted
 
 
 class Location(NamedTuple):
@@ -142,40 +142,20 @@ Region.model_rebuild()
 Operation.model_rebuild()
 
 
-_OPERATION_FIELDS = set(Operation.model_fields)
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _trusted(cls: type[_Node], fields: dict[str, Any], names: set[str]) -> Any:
-    node = _new(cls)
-    _set(node, "__dict__", fields)
-    _set(node, "__pydantic_fields_set__", names.copy())
-    _set(node, "__pydantic_extra__", None)
-    _set(node, "__pydantic_private__", None)
-    return node
-
-
-_BLOCK_FIELDS = set(Block.model_fields)
-_REGION_FIELDS = set(Region.model_fields)
-_ARGUMENT_FIELDS = set(BlockArgument.model_fields)
-
-
 def trusted_block(operations: list[Operation], arguments: list[BlockArgument], label: str | None, loc: Location | None) -> Block:
     """A Block from fields already of the right types, without validation (see
     trusted_operation; the caller owns the lists)."""
-    fields = {"label": label, "arguments": arguments, "operations": operations, "loc": loc}
-    return _trusted(Block, fields, _BLOCK_FIELDS)  # type: ignore[no-any-return]
+    return trusted(Block, {"label": label, "arguments": arguments, "operations": operations, "loc": loc})
 
 
 def trusted_region(blocks: list[Block]) -> Region:
     """A Region of `blocks` (owned by it), without validation."""
-    return _trusted(Region, {"blocks": blocks}, _REGION_FIELDS)  # type: ignore[no-any-return]
+    return trusted(Region, {"blocks": blocks})
 
 
 def trusted_argument(name: str, type_: Type, loc: Location | None = None) -> BlockArgument:
     """A BlockArgument without validation."""
-    return _trusted(BlockArgument, {"name": name, "type": type_, "loc": loc}, _ARGUMENT_FIELDS)  # type: ignore[no-any-return]
+    return trusted(BlockArgument, {"name": name, "type": type_, "loc": loc})
 
 
 def trusted_operation(
@@ -195,10 +175,8 @@ def trusted_operation(
     What `Operation.model_construct` with every field gives (the same `__dict__`, fields
     set and pydantic slots), at a quarter of its cost: the parser builds one per op.
     The caller owns the lists and dicts it passes (they are not copied)."""
-    op = _new(Operation)
-    _set(
-        op,
-        "__dict__",
+    return trusted(
+        Operation,
         {
             "name": name,
             "operands": operands,
@@ -214,7 +192,3 @@ def trusted_operation(
             "trailing_comment": None,
         },
     )
-    _set(op, "__pydantic_fields_set__", _OPERATION_FIELDS.copy())
-    _set(op, "__pydantic_extra__", None)
-    _set(op, "__pydantic_private__", None)
-    return op

@@ -19,7 +19,7 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.attributes import constant_type as _constant_type
-from ktir.ir.base import Attribute, Type
+from ktir.ir.base import Attribute, Type, trusted
 from ktir.ir.floats import float_bits as float_bits  # re-exported for old imports
 from ktir.ir.floats import float_from_bits as float_from_bits  # re-exported for old imports
 from ktir.ir.named_affine import AffineName as _AffName
@@ -859,11 +859,11 @@ class _Builder:
         sym = next(x for x in c[1:] if isinstance(x, Tok) and x.type == "SYMBOL_REF")
         params: list[tuple[str | None, Type, dict[str, Attribute]]] = cl.get("params", [])
         results: list[tuple[Type, dict[str, Attribute]]] = cl.get("func_results", [])
+        # built without validation: a function header is read once per function (hot)
+        function_type = trusted(ty.FunctionType, {"inputs": tuple(p[1] for p in params), "results": tuple(r[0] for r in results)})
         attrs: dict[str, Attribute] = {
-            "sym_name": at.StringAttr(value=_symbol_name(sym)),
-            "function_type": at.TypeAttr(
-                value=ty.FunctionType(inputs=tuple(p[1] for p in params), results=tuple(r[0] for r in results))
-            ),
+            "sym_name": trusted(at.StringAttr, {"value": _symbol_name(sym), "type": None}),
+            "function_type": trusted(at.TypeAttr, {"value": function_type}),
         }
         if "visibility" in cl:
             attrs["sym_visibility"] = at.StringAttr(value=cl["visibility"])
