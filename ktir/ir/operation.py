@@ -142,10 +142,15 @@ Region.model_rebuild()
 Operation.model_rebuild()
 
 
+_OPERATION_FIELDS = set(Operation.model_fields)
+_BLOCK_FIELDS = set(Block.model_fields)
+_ARGUMENT_FIELDS = set(BlockArgument.model_fields)
+
+
 def trusted_block(operations: list[Operation], arguments: list[BlockArgument], label: str | None, loc: Location | None) -> Block:
     """A Block from fields already of the right types, without validation (see
     trusted_operation; the caller owns the lists)."""
-    return trusted(Block, {"label": label, "arguments": arguments, "operations": operations, "loc": loc})
+    return trusted(Block, {"label": label, "arguments": arguments, "operations": operations, "loc": loc}, _BLOCK_FIELDS)
 
 
 def trusted_region(blocks: list[Block]) -> Region:
@@ -155,7 +160,7 @@ def trusted_region(blocks: list[Block]) -> Region:
 
 def trusted_argument(name: str, type_: Type, loc: Location | None = None) -> BlockArgument:
     """A BlockArgument without validation."""
-    return trusted(BlockArgument, {"name": name, "type": type_, "loc": loc})
+    return trusted(BlockArgument, {"name": name, "type": type_, "loc": loc}, _ARGUMENT_FIELDS)
 
 
 def trusted_operation(
@@ -191,4 +196,5 @@ def trusted_operation(
             "comments": [],
             "trailing_comment": None,
         },
+        _OPERATION_FIELDS,
     )
