@@ -146,6 +146,12 @@ def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
     return _dense_array(ty.I64, tuple(values))
 
 
+def _aff_name(tok: Tok, is_symbol: bool) -> _AffName:
+    # built without validation: one per name in every subscript and map (hot)
+    line, column, _ = tok.location()
+    return trusted(_AffName, {"name": tok.value, "is_symbol": is_symbol, "line": line, "column": column})
+
+
 def _segments(*sizes: int) -> at.DenseArrayAttr:
     return _dense_array(ty.I32, sizes)
 
@@ -592,7 +598,7 @@ class _Builder:
         return at.UnitAttr()
 
     def array_attr(self, c: list[Attribute]) -> Attribute:
-        return at.ArrayAttr(elements=tuple(c))
+        return trusted(at.ArrayAttr, {"elements": tuple(c)})
 
     def dict_attr(self, c: list[C]) -> Attribute:
         return at.DictAttr(entries=tuple(c[0].value.items()))
@@ -706,12 +712,10 @@ class _Builder:
     # ------------------------------------------------------------ affine
 
     def aff_name(self, c: list[Tok]) -> af.AffineExpr:
-        t = c[0]
-        return _AffName(name=t.value, line=t.line, column=t.column)
+        return _aff_name(c[0], False)
 
     def aff_symbol(self, c: list[Tok]) -> af.AffineExpr:
-        t = c[0]
-        return _AffName(name=t.value, is_symbol=True, line=t.line, column=t.column)
+        return _aff_name(c[0], True)
 
     def aff_const(self, c: list[Tok]) -> af.AffineExpr:
         return af.const(int(c[0].value))
