@@ -225,17 +225,27 @@ class _Builder:
     # ------------------------------------------------------------ top level
 
     def start(self, children: list[Any]) -> Module:
-        module = Module()
+        operations: list[Operation] = []
+        attr_aliases: dict[str, Attribute] = {}
+        type_aliases: dict[str, Type] = {}
         for item in children:
             if isinstance(item, Operation):
-                module.operations.append(item)
+                operations.append(item)
             elif item.tag == "attr_alias":
-                module.attr_aliases[item.value[0]] = item.value[1]
+                attr_aliases[item.value[0]] = item.value[1]
             else:
-                module.type_aliases[item.value[0]] = item.value[1]
-        module.warnings = self.warnings
-        module.alias_order = list(self.alias_order)
-        return module
+                type_aliases[item.value[0]] = item.value[1]
+        fields = {
+            "attr_aliases": attr_aliases,
+            "type_aliases": type_aliases,
+            "operations": operations,
+            "filename": None,
+            "warnings": self.warnings,
+            "alias_comments": {},
+            "alias_order": list(self.alias_order),
+            "trailing_comments": [],
+        }
+        return trusted(Module, fields)  # one per parse, from fields built here
 
     def attr_alias_def(self, c: list[Any]) -> C:
         name = c[0].value[1:]
@@ -322,7 +332,7 @@ class _Builder:
         if ops:
             blocks.insert(0, trusted_block(ops, [], None, None))
         labelled = bool(blocks) and not ops
-        if blocks:
+        if blocks and blocks[0].label is not None:
             # the entry block's label carries no meaning (nothing may branch to it)
             blocks[0].label = None
         region = trusted_region(blocks)  # `{}` is a region with no blocks, as in MLIR
