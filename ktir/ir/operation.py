@@ -138,6 +138,37 @@ _new = object.__new__
 _set = object.__setattr__
 
 
+def _trusted(cls: type[_Node], fields: dict[str, Any], names: set[str]) -> Any:
+    node = _new(cls)
+    _set(node, "__dict__", fields)
+    _set(node, "__pydantic_fields_set__", names.copy())
+    _set(node, "__pydantic_extra__", None)
+    _set(node, "__pydantic_private__", None)
+    return node
+
+
+_BLOCK_FIELDS = set(Block.model_fields)
+_REGION_FIELDS = set(Region.model_fields)
+_ARGUMENT_FIELDS = set(BlockArgument.model_fields)
+
+
+def trusted_block(operations: list[Operation], arguments: list[BlockArgument], label: str | None, loc: Location | None) -> Block:
+    """A Block from fields already of the right types, without validation (see
+    trusted_operation; the caller owns the lists)."""
+    fields = {"label": label, "arguments": arguments, "operations": operations, "loc": loc}
+    return _trusted(Block, fields, _BLOCK_FIELDS)  # type: ignore[no-any-return]
+
+
+def trusted_region(blocks: list[Block]) -> Region:
+    """A Region of `blocks` (owned by it), without validation."""
+    return _trusted(Region, {"blocks": blocks}, _REGION_FIELDS)  # type: ignore[no-any-return]
+
+
+def trusted_argument(name: str, type_: Type, loc: Location | None = None) -> BlockArgument:
+    """A BlockArgument without validation."""
+    return _trusted(BlockArgument, {"name": name, "type": type_, "loc": loc}, _ARGUMENT_FIELDS)  # type: ignore[no-any-return]
+
+
 def trusted_operation(
     name: str,
     operands: list[str],

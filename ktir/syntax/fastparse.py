@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from functools import cached_property
 from itertools import accumulate, compress, count, repeat
-from operator import eq, itemgetter, ne, not_
+from operator import eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -31,14 +31,16 @@ from ktir.ir.operation import Location, trusted_operation
 from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
-# Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
-# token: one findall over the whole text, classified by first character afterwards. The
-# type body's quantifiers are possessive (no backtracking can help: its classes exclude the
-# `<`/`>` that would end a run), which makes the scan a third faster.
+# One token with the whitespace before it: a type with its `<...>` body (one nesting level)
+# or any other token. One findall over the whole text, without groups (a group per match
+# doubles the scan's cost in tuples); each token is classified afterwards by its first
+# character, and a type by its closing `>` (no other token of more than one character
+# ends with `>` but `->`). The type body's quantifiers are possessive (no backtracking can
+# help: its classes exclude the `<`/`>` that would end a run).
 _SCAN = re.compile(
-    r"""([ \t\r\n]*(
-    ((?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
-     |<(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>)
+    r"""[ \t\r\n]*(?:
+    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
+  | <(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
   | [A-Za-z_][A-Za-z0-9_$.]*
@@ -48,16 +50,12 @@ _SCAN = re.compile(
   | ![A-Za-z_][A-Za-z0-9_$.]*
   | "(?:\\.|[^"\\\n])*"
   | \^[A-Za-z0-9_$.\-]+
-  | //[^\n]*))""",
+  | //[^\n]*)""",
     re.VERBOSE,
 )
 _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
-# _SCAN's groups: the token with the whitespace before it, the token, the token if a type
-_WITH_SPACE = itemgetter(0)
-_TEXT = itemgetter(1)
-_TYPE = itemgetter(2)
 _FIRST = itemgetter(0)
 _NEWLINE = re.compile("\n")
 
@@ -80,7 +78,18 @@ TYPE_KWS = frozenset({"!ktdp.access_tile", "!ktdp.tile", "!ktdp.tile_future", "!
 _SHARED_TYPES: dict[str, Any] = {}
 _SHARED_SCALARS: dict[str, Any] = {}
 _SHARED_AFFINE: dict[tuple[str, ...], Any] = {}  # see _Parser.shared_affine
+_SHARED_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # see _Parser.operation
 _SHARED_LIMIT = 50_000
+
+# An alias reference (`#name`, `!name`: alias names have no `.`, dialect names do), in an
+# op's line or inside a type's brackets.
+_ALIAS_REF = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$]*+(?![A-Za-z0-9_$.])")
+
+
+def clear_shared() -> None:
+    """Forget what earlier parses left in the process-wide tables (benchmarks start cold)."""
+    for table in (_SHARED_TYPES, _SHARED_SCALARS, _SHARED_AFFINE, _SHARED_SHAPES):
+        table.clear()
 
 
 class Fallback(Exception):
@@ -124,28 +133,29 @@ class _Tokens:
     def __init__(self, text: str, base: int, starts: list[int]) -> None:
         """`starts`: where each line of the whole text starts; `base`: where `text` starts in it."""
         found = _SCAN.findall(text)
-        values = list(map(_TEXT, found))
+        values = list(map(str.lstrip, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
-        for i in compress(count(), map(_TYPE, found)):
-            kinds[i] = "type"
+        for i in compress(count(), map(str.endswith, values, repeat(">"))):
+            if len(values[i]) > 1 and values[i] != "->" and kinds[i] != "comment":
+                kinds[i] = "type"
         # ends[i + 1]: where token i ends
-        ends = list(accumulate(map(len, map(_WITH_SPACE, found)), initial=base))
+        ends = list(accumulate(map(len, found), initial=base))
         # findall skips what no token matches: a character the grammar has no token for
         # (a comment ending the text keeps the blanks after it)
         if text[ends[-1] - base :].strip(" \t\r\n"):
             raise Fallback
         self.comments: list[tuple[int, str]] = []
-        if "comment" in kinds:  # moved out of the token lists (positions are kept in `ends`)
-            keep = list(map(ne, kinds, repeat("comment")))
-            for i in compress(count(), map(not_, keep)):
-                self.comments.append((ends[i + 1] - len(values[i]), values[i]))
-            kinds = list(compress(kinds, keep))
-            values = list(compress(values, keep))
-            ends = [base, *compress(ends[1:], keep)]
+        # comments are moved out of the token lists (their positions stay in `ends`); they
+        # are few, so they are deleted one by one, last first
+        gone = list(compress(count(), map(eq, kinds, repeat("comment"))))
+        for i in gone:
+            self.comments.append((ends[i + 1] - len(values[i]), values[i]))
+        for i in reversed(gone):
+            del kinds[i], values[i], ends[i + 1]
         kinds.append("end")
         values.append("")
         ends.append(ends[-1])
-        self.text = text  # for tokens read as raw text (DIALECT_ATTR, DIALECT_TYPE)
+        self.text = text
         self.base = base
         self.kinds = kinds
         self.values = values
@@ -198,7 +208,7 @@ _COPY_RATIO = 8
 
 # An op line longer than this many tokens is not looked up among the shapes seen (the key
 # costs more than a hit saves, and long lines seldom recur).
-_MAX_SHAPE_TOKENS = 48
+_MAX_SHAPE_TOKENS = 96
 
 
 class _Parser:
@@ -213,7 +223,7 @@ class _Parser:
         builder: Any,
         types: dict[str, Any],
         scalars: dict[str, Any],
-        shapes: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[int, ...]]],
+        shapes: dict[tuple[Any, ...], tuple[Any, ...]],
     ) -> None:
         self.tokens = tokens
         self.K = tokens.kinds
@@ -324,7 +334,16 @@ class _Parser:
         """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
         is copied from it with its own names and location (see shape()). Where few lines
         repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
-        with less than one hit in _COPY_RATIO, the rest of the text is read without."""
+        with less than one hit in _COPY_RATIO, the rest of the text is read without.
+
+        Lines are kept in _SHARED_SHAPES, across parses (files of one project, or a
+        directory validated in one process, repeat many lines): a region-less op reads
+        no module context but its aliases, and the callbacks keep an alias by name and
+        only check that the module defines it. So a kept line is copied into a module
+        that defines the aliases it names (kept with it); one that does not is read, and
+        the grammar reports the undefined alias. A line with an alias inside a type
+        (`memref<4xf32, #m>`: `#m` is read as a layout or a memory space by what it
+        stands for) is kept for this parse only."""
         if self.lookups < 0:
             return self.parse_operation()
         start = self.i
@@ -332,25 +351,27 @@ class _Parser:
         if shape is None:
             return self.parse_operation()
         key, names, end, line, column = shape
-        seen = self.shapes.get(key)
         self.lookups += 1
+        seen = _SHARED_SHAPES.get(key)
+        if seen is None or (seen[8] and not self.defines(seen[8])):
+            seen = self.shapes.get(key)
         if seen is None:
             if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
                 self.lookups = -1
         else:
             self.copies += 1
             self.i = end
-            op, operand_slots, result_slots = seen
+            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
             return trusted_operation(
-                op.name,
+                name,
                 [names[k] for k in operand_slots],
-                list(op.operand_types),
+                list(operand_types),
                 [names[k] for k in result_slots],
-                list(op.result_types),
-                dict(op.attributes),
-                None if op.properties is None else dict(op.properties),
+                list(result_types),
+                dict(attributes),
+                None if properties is None else dict(properties),
                 [],
-                list(op.successors),
+                list(successors),
                 Location(line, column),
             )
         n_warnings = len(self.b.warnings)
@@ -359,19 +380,48 @@ class _Parser:
         if self.i == end and len(self.b.warnings) == n_warnings and self.raw_reads == raw_reads and not op.regions and op.loc == (line, column, None):
             slot = {name: k for k, name in enumerate(names)}
             if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
-                self.shapes[key] = (op, tuple(slot[n] for n in op.operands), tuple(slot[n] for n in op.results))
+                self.keep(key, op, slot, start, end)
         return op
+
+    def keep(self, key: tuple[Any, ...], op: Any, slot: dict[str, int], start: int, end: int) -> None:
+        """Keep a snapshot of `op` (not the op: the caller may change it after the parse)
+        under `key`, with the aliases its line names; see operation()."""
+        tokens = self.tokens
+        V = self.V
+        base = tokens.base
+        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.ends[start + 1] - len(V[start]) - base, tokens.ends[end + 1] - base))
+        table = _SHARED_SHAPES
+        if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end + 1)):
+            table = self.shapes
+        elif len(_SHARED_SHAPES) > _SHARED_LIMIT:
+            _SHARED_SHAPES.clear()
+        table[key] = (
+            op.name,
+            tuple(op.operand_types),
+            tuple(op.result_types),
+            dict(op.attributes),
+            None if op.properties is None else dict(op.properties),
+            tuple(op.successors),
+            tuple(slot[n] for n in op.operands),
+            tuple(slot[n] for n in op.results),
+            aliases,
+        )
+
+    def defines(self, aliases: tuple[str, ...]) -> bool:
+        """Whether this module defines every one of `aliases` (`#name`, `!name`) so far."""
+        b = self.b
+        return all(alias[1:] in (b.attr_aliases if alias[0] == "#" else b.type_aliases) for alias in aliases)
 
     def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
         """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
         end with its line. The key is the line's tokens with each SSA name replaced by
-        the number of its first occurrence, then the two tokens after the line (an SSA
-        name there as None): this parser decides where an op ends by looking at most
-        two tokens ahead, and never at the text of an SSA name, so on two lines with
-        equal keys it reads the same rules; and the grammar's callbacks, which read
-        names only to copy them into operands and results and compare them with each
-        other, build equal ops up to the renaming. None for lines not worth a key, and
-        for names with `#`, which the callbacks also look into."""
+        the number of its first occurrence, then the token after the line (an SSA name
+        there, and at the line's end, as None): this parser decides where an op ends by
+        looking at most one token past it, and never at the text of an SSA name, so on
+        two lines with equal keys it reads the same rules; and the grammar's callbacks,
+        which read names only to copy them into operands and results and compare them
+        with each other, build equal ops up to the renaming. None for lines not worth a
+        key, and for names with `#`, which the callbacks also look into."""
         V = self.V
         ends = self.tokens.ends
         starts = self.starts

@@ -26,7 +26,18 @@ from ktir.ir.named_affine import AffineName as _AffName
 from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
 from ktir.ir.named_affine import UndeclaredAffineName, resolve_names
 from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
-from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region, trusted_operation
+from ktir.ir.operation import (
+    Block,
+    BlockArgument,
+    Location,
+    Module,
+    Operation,
+    Region,
+    trusted_argument,
+    trusted_block,
+    trusted_operation,
+    trusted_region,
+)
 from ktir.ir.types import KDYNAMIC as KDYNAMIC  # re-exported for old imports
 from ktir.ir.types import i1_like as i1_like  # re-exported for old imports
 from ktir.syntax import assembly as asm
@@ -303,12 +314,12 @@ class _Builder:
         ops = [x for x in c if isinstance(x, Operation)]
         blocks = [x for x in c if isinstance(x, Block)]
         if ops:
-            blocks.insert(0, Block(operations=ops))
+            blocks.insert(0, trusted_block(ops, [], None, None))
         labelled = bool(blocks) and not ops
         if blocks:
             # the entry block's label carries no meaning (nothing may branch to it)
             blocks[0].label = None
-        region = Region(blocks=blocks)  # `{}` is a region with no blocks, as in MLIR
+        region = trusted_region(blocks)  # `{}` is a region with no blocks, as in MLIR
         if labelled:
             self.labelled_entries[id(region)] = region
         return region
@@ -331,7 +342,7 @@ class _Builder:
                 args = x.value
             else:
                 ops.append(x)
-        return Block(label=label.value, arguments=args, operations=ops, loc=_loc(label))
+        return trusted_block(ops, args, label.value, _loc(label))
 
     def block_param_list(self, c: list[Any]) -> C:
         return C("params", c[0].value if c else [])
@@ -340,7 +351,7 @@ class _Builder:
         return C("params", c)
 
     def block_param(self, c: list[Any]) -> BlockArgument:
-        return BlockArgument(name=c[0].value, type=c[1], loc=_loc(c[0]))
+        return trusted_argument(c[0].value, c[1], _loc(c[0]))
 
     def binding(self, c: list[Tok]) -> tuple[str, str]:
         return c[0].value, c[1].value
@@ -871,7 +882,7 @@ class _Builder:
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
             self._check_header_args(region, len(params), tok, "the entry block of a function takes its arguments from the signature; it has no label")
             entry = _entry(region)
-            entry.arguments = [BlockArgument(name=p[0], type=p[1]) for p in params]  # type: ignore[arg-type]
+            entry.arguments = [trusted_argument(p[0], p[1]) for p in params]  # type: ignore[arg-type]
         op = self._op(tok, attributes=attrs, regions=[region])
         if declaration:
             op.regions[0].blocks = []  # a declaration has an empty body region
@@ -1576,7 +1587,7 @@ for _fmt in asm.formats().values():
 def _entry(region: Region) -> Block:
     """The entry block, created empty for a region written `{}` whose op needs one."""
     if not region.blocks:
-        region.blocks.append(Block())
+        region.blocks.append(trusted_block([], [], None, None))
     return region.blocks[0]
 
 

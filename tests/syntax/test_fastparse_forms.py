@@ -255,6 +255,19 @@ def test_repeated_raw_text_lines_are_read_again(data: st.DataObject) -> None:
     check(_kernel(body, ""))
 
 
+def test_a_type_in_pieces_naming_an_alias_is_read_in_each_module() -> None:
+    """`#m` in `memref<tensor<f32, "x">, #m>` is a layout or a memory space by what the
+    module defines it as: the op is not copied from another module's."""
+    layouts = []
+    for alias in ("affine_map<() -> ()>", "1"):
+        text = f"#m = {alias}\n" + _kernel('%b = memref.alloc() : memref<tensor<f32, "x">, #m>', "")
+        p.parse(text, fast=False)
+        check(text)
+        (alloc,) = [op for op in p.parse(text).walk() if op.name == "memref.alloc"]
+        layouts.append(alloc.result_types[0].layout)
+    assert layouts[0] is not None and layouts[1] is None
+
+
 @pytest.mark.parametrize("name", sorted(LEFT_TO_THE_GRAMMAR))
 def test_forms_left_to_the_grammar(name: str) -> None:
     text = LEFT_TO_THE_GRAMMAR[name]
