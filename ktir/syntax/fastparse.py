@@ -27,7 +27,7 @@ from operator import eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
-from ktir.ir.operation import Location, trusted_operation
+from ktir.ir.operation import Location, new_location, trusted_operation
 from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
@@ -200,6 +200,13 @@ class _LazyTok(Tok):
         starts = tokens.starts
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
+    def location(self) -> Location:
+        tokens, i = self._tokens, self._index
+        pos = tokens.ends[i + 1] - len(tokens.values[i])
+        starts = tokens.starts
+        line = bisect_right(starts, pos)
+        return new_location(line, pos - starts[line - 1] + 1)
+
 
 # Lines are no longer looked up among the shapes seen once this many lookups found fewer
 # than one copy in _COPY_RATIO.
@@ -362,17 +369,18 @@ class _Parser:
             self.copies += 1
             self.i = end
             name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
+            pick = names.__getitem__
             return trusted_operation(
                 name,
-                [names[k] for k in operand_slots],
+                list(map(pick, operand_slots)),
                 list(operand_types),
-                [names[k] for k in result_slots],
+                list(map(pick, result_slots)),
                 list(result_types),
                 dict(attributes),
                 None if properties is None else dict(properties),
                 [],
                 list(successors),
-                Location(line, column),
+                new_location(line, column),
             )
         n_warnings = len(self.b.warnings)
         raw_reads = self.raw_reads
@@ -389,9 +397,10 @@ class _Parser:
         tokens = self.tokens
         V = self.V
         base = tokens.base
-        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.ends[start + 1] - len(V[start]) - base, tokens.ends[end + 1] - base))
+        # the line's text: from its first token to the end of its last (`end` is past it)
+        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.ends[start + 1] - len(V[start]) - base, tokens.ends[end] - base))
         table = _SHARED_SHAPES
-        if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end + 1)):
+        if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end)):
             table = self.shapes
         elif len(_SHARED_SHAPES) > _SHARED_LIMIT:
             _SHARED_SHAPES.clear()
@@ -414,36 +423,35 @@ class _Parser:
 
     def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
         """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
-        end with its line. The key is the line's tokens with each SSA name replaced by
-        the number of its first occurrence, then the token after the line (an SSA name
-        there, and at the line's end, as None): this parser decides where an op ends by
-        looking at most one token past it, and never at the text of an SSA name, so on
-        two lines with equal keys it reads the same rules; and the grammar's callbacks,
-        which read names only to copy them into operands and results and compare them
-        with each other, build equal ops up to the renaming. None for lines not worth a
-        key, and for names with `#`, which the callbacks also look into."""
+        end with its line; `end` is the index of the first token after the line. The key
+        is the line's tokens with each SSA name replaced by the number of its first
+        occurrence, then the two tokens after the line (an SSA name there as None): this
+        parser decides where an op ends by looking at most two tokens ahead, and never at
+        the text of an SSA name, so on two lines with equal keys it reads the same rules;
+        and the grammar's callbacks, which read names only to copy them into operands and
+        results and compare them with each other, build equal ops up to the renaming.
+        None for lines not worth a key (too long, or opening a region), and for names
+        with `#`, which the callbacks also look into."""
         V = self.V
         ends = self.tokens.ends
         starts = self.starts
         pos = ends[start + 1] - len(V[start])
         line = bisect_right(starts, pos)
         end = bisect_left(ends, starts[line]) - 1 if line < len(starts) else len(V) - 1
-        if end - start > _MAX_SHAPE_TOKENS:
-            return None
+        if end - start > _MAX_SHAPE_TOKENS or V[end - 1] == "{":
+            return None  # a line ending in `{` opens a region: its op is never kept
         key: list[Any] = V[start : end + 2]
-        names: list[str] = []
+        slots: dict[str, int] = {}
         values = self.tokens.value_indices
         lo = bisect_left(values, start)
         hi = bisect_left(values, end, lo)
         for k in values[lo:hi]:
-            name = V[k]
-            if "#" in name:
-                return None
-            if name not in names:
-                names.append(name)
-            key[k - start] = names.index(name)
+            key[k - start] = slots.setdefault(V[k], len(slots))
         for k in values[hi : bisect_left(values, end + 2, hi)]:
             key[k - start] = None
+        names = list(slots)
+        if "#" in "".join(names):
+            return None
         return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:

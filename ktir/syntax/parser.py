@@ -76,7 +76,7 @@ class C(NamedTuple):
 
 
 def _loc(tok: Tok) -> Location:
-    return Location(tok.line, tok.column)
+    return tok.location()
 
 
 def _err(tok: Tok | None, message: str) -> ParseError:
@@ -794,7 +794,7 @@ class _Builder:
             None,
             regions or [],
             [],
-            Location(tok.line, tok.column),
+            tok.location(),
         )
 
     # ------------------------------------------------------------ generic form
