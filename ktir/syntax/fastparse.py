@@ -68,6 +68,8 @@ CMP_OPS = frozenset({"==", ">=", "<="})
 FLAG_KINDS = frozenset({"fastmath", "overflow"})
 VISIBILITIES = frozenset({"private", "public", "nested"})
 MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
+# ACCESS_TILE_KW, FUTURE_KW, RUNTIME_ARG_KW: the `!x.y` words that are no dialect type
+TYPE_KWS = frozenset({"!ktdp.access_tile", "!ktdp.tile", "!ktdp.tile_future", "!ktdp.runtime_arg"})
 
 
 # Types whose text names no alias (no `#` or `!` inside the brackets) and built without a
@@ -139,7 +141,8 @@ class _Tokens:
         # ends[i + 1]: where token i ends
         ends = list(accumulate(map(len, found), initial=base))
         # findall skips what no token matches: a character the grammar has no token for
-        if ends[-1] - base != len(text.rstrip(" \t\r\n")):
+        # (a comment ending the text keeps the blanks after it)
+        if text[ends[-1] - base :].strip(" \t\r\n"):
             raise Fallback
         self.comments: list[tuple[int, str]] = []
         # comments are moved out of the token lists (their positions stay in `ends`); they
@@ -216,6 +219,10 @@ _MAX_SHAPE_TOKENS = 96
 
 
 class _Parser:
+    # tokens read as raw text so far (see dialect()): an op that read one is not copied,
+    # as its AST depends on the whitespace between its tokens, which shape() does not see
+    raw_reads = 0
+
     def __init__(
         self,
         tokens: _Tokens,
@@ -376,8 +383,9 @@ class _Parser:
                 new_location(line, column),
             )
         n_warnings = len(self.b.warnings)
+        raw_reads = self.raw_reads
         op = self.parse_operation()
-        if self.i == end and len(self.b.warnings) == n_warnings and not op.regions and op.loc == (line, column, None):
+        if self.i == end and len(self.b.warnings) == n_warnings and self.raw_reads == raw_reads and not op.regions and op.loc == (line, column, None):
             slot = {name: k for k, name in enumerate(names)}
             if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
                 self.keep(key, op, slot, start, end)
@@ -558,7 +566,49 @@ class _Parser:
                     return self.tile_future()
                 if text == "!ktdp.runtime_arg":
                     return self.runtime_arg()
+                if text not in TYPE_KWS:
+                    return self.b.dialect_type([self.dialect("DIALECT_TYPE")])
         raise Fallback
+
+    def dialect(self, kind: str) -> Tok:
+        """DIALECT_ATTR or DIALECT_TYPE: `#dialect.name<...>` or `!dialect.name<...>` of a
+        dialect KTIR does not model, its text whole, as the LALR lexer takes it."""
+        start = self.i
+        return _LazyTok(kind, self.raw_bracketed(), self.tokens, start)
+
+    def raw_bracketed(self) -> str:
+        """The text from the current token, a word followed at once by `<`, to the matching
+        `>`, whitespace and all, as the LALR lexer takes it (ktir.syntax.lexer._balanced_end
+        counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips strings); consumed.
+        What is built from it depends on that whitespace, which shape() does not see: the
+        op that reads it is not copied (raw_reads)."""
+        tokens = self.tokens
+        V = self.V
+        start = self.i
+        pos = tokens.position(start)
+        if tokens.ends[start + 1] != tokens.position(start + 1):  # `memref <`: not one token for the lexer
+            raise Fallback
+        depth = 0
+        close = start + 1
+        while True:
+            text = V[close]
+            if text == "<" or text == "<=":
+                depth += 1
+            elif text == ">":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif self.K[close] == "end":
+                raise Fallback
+            close += 1
+        end = tokens.ends[close + 1]
+        if bisect_right(self.starts, end) != bisect_right(self.starts, pos):
+            # over lines (a comment may be in it, whose brackets the lexer would count;
+            # and the lexer does not count the lines in a token)
+            raise Fallback
+        self.i = close + 1
+        self.raw_reads += 1
+        return tokens.text[pos - tokens.base : end - tokens.base]
 
     def tile_future(self) -> Any:
         """FUTURE_KW "<" ("(" type_list ")" | type) "," "groups" "=" set_ref ">" """
@@ -709,42 +759,11 @@ class _Parser:
         return found
 
     def spelled_type(self) -> Any:
-        """`tensor<...>` or `memref<...>` without a shape prefix (a vector has one) that the scan
-        did not take as one token (a string in it, or brackets nested deeper): its text, read
-        by type_token, as the LALR lexer reads it whole (PARSED_TYPE).
-
-        Left to the grammar: a type with a shape prefix (`4 x 8` reads as `4x8`, `4\rx8` not
-        at all, and a line repeating an earlier one's tokens is copied from it unread: see
-        operation()); one naming an alias (operation() keeps the line across parses, and
-        looks for aliases read by what they stand for in type tokens only); one over several
-        lines (the lexer does not count the lines inside a token; a comment may be in it);
-        `memref <` (not one token for the lexer)."""
-        V = self.V
-        tokens = self.tokens
-        ends = tokens.ends
-        start = self.i
-        pos = tokens.position(start)
-        if ends[start + 1] != tokens.position(start + 1) or self.K[start + 2] == "number" or V[start + 2] in "?*":
-            raise Fallback
-        depth = 0
-        close = start + 1
-        while True:
-            text = V[close]
-            if text == "<":
-                depth += 1
-            elif text == ">":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif text == "<=" or self.K[close] == "end":
-                raise Fallback  # `<=`: counted as a bracket by the lexer
-            close += 1
-        if bisect_right(self.starts, ends[close + 1]) != bisect_right(self.starts, pos):
-            raise Fallback
-        text = tokens.text[pos - tokens.base : ends[close + 1] - tokens.base]
-        if _ALIAS_REF.search(text):
-            raise Fallback
-        self.i = close + 1
+        """`tensor<...>`, `memref<...>` or `vector<...>` that the scan did not take as one
+        token (a string in it, or brackets nested deeper), read whole by type_token, as the
+        LALR lexer reads it (PARSED_TYPE)."""
+        pos = self.tokens.position(self.i)
+        text = self.raw_bracketed()
         found = self.types.get(text)
         if found is None:
             found = _SHARED_TYPES.get(text)
@@ -846,9 +865,11 @@ class _Parser:
                 return self.dense_resource()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
-            if text in MEMSPACE_KWS and self.V[i + 1] == "<":
-                return self.memory_space()
             if "." in text:
+                if self.V[i + 1] == "<":
+                    if text in MEMSPACE_KWS:
+                        return self.memory_space()
+                    return b.dialect_attr([self.dialect("DIALECT_ATTR")])
                 raise Fallback
             return b.attr_alias_ref([self.tok("ATTR_ALIAS")])
         if kind == "string":
@@ -2030,7 +2051,7 @@ class _Parser:
 _REGULAR = asm.formats()
 
 # Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
-_SPELLED_TYPES = frozenset({"tensor", "memref"})
+_SPELLED_TYPES = frozenset({"tensor", "memref", "vector"})
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
