@@ -37,6 +37,10 @@ class Tok:
         return new_location(self.line, self.column)
 
 
+# Tokens taken with their whole `<...>` body, which may hold newlines.
+_WHOLE_BRACKETS = frozenset({"DIALECT_ATTR", "DIALECT_TYPE", "PARSED_TYPE"})
+
+
 class LexError(Exception):
     def __init__(self, message: str, pos: int, line: int, column: int) -> None:
         super().__init__(message)
@@ -210,6 +214,10 @@ class KtirLexer:
                     if len(candidates) > 1 and tok_type not in accepted:
                         tok_type = self._pick(word, kind, accepted)
             yield Tok(tok_type, text[pos:end], pos, line, column)
+            if tok_type in _WHOLE_BRACKETS and (newlines := text.count("\n", pos, end)):
+                # a type or dialect attribute taken whole may span lines: later tokens' lines
+                line += newlines
+                line_start = text.rfind("\n", pos, end) + 1
             pos = end
 
     def _pick(self, text: str, kind: str, accepted: dict[str, Any]) -> str:

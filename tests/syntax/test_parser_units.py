@@ -7,6 +7,7 @@ import pytest
 import ktir
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.syntax.parser import parse
 
 
 def roundtrip(text: str) -> str:
@@ -219,3 +220,17 @@ func.func @f(%a: index) {
 }
 """
     assert ktir.print_module(ktir.parse(out)) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'func.func @k(%m: memref<4x4xf32,\n "L1">) {\n  func.return\n}\n',
+        'func.func @k() {\n  %0 = "x.y"() {a = #foo.bar<1,\n 2>} : () -> i32\n  func.return\n}\n',
+    ],
+)
+def test_a_token_over_several_lines_moves_the_later_locations(text: str) -> None:
+    """A type or dialect attribute taken whole by the grammar's lexer may hold newlines:
+    the ops after it are on the lines they are written on."""
+    ret = [op for op in parse(text, fast=False).walk() if op.name == "func.return"]
+    assert ret[0].loc is not None and ret[0].loc.line == text.split("\n").index("  func.return") + 1
