@@ -21,9 +21,10 @@ import gc
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from contextlib import suppress
 from functools import cached_property
 from itertools import accumulate, compress, count, repeat
-from operator import eq, itemgetter
+from operator import contains, eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -34,9 +35,9 @@ from ktir.syntax.lexer import _DIMS, Tok
 # One token with the whitespace before it: a type with its `<...>` body (one nesting level)
 # or any other token. One findall over the whole text, without groups (a group per match
 # doubles the scan's cost in tuples); each token is classified afterwards by its first
-# character, and a type by its closing `>` (no other token of more than one character
-# ends with `>` but `->`). The type body's quantifiers are possessive (no backtracking can
-# help: its classes exclude the `<`/`>` that would end a run).
+# character, and a type by its `<` and closing `>` (no other token of more than two
+# characters has both, but a comment). The type body's quantifiers are possessive (no
+# backtracking can help: its classes exclude the `<`/`>` that would end a run).
 _SCAN = re.compile(
     r"""[ \t\r\n]*(?:
     (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
@@ -135,8 +136,9 @@ class _Tokens:
         found = _SCAN.findall(text)
         values = list(map(str.lstrip, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
-        for i in compress(count(), map(str.endswith, values, repeat(">"))):
-            if len(values[i]) > 1 and values[i] != "->" and kinds[i] != "comment":
+        for i in compress(count(), map(contains, values, repeat("<"))):
+            value = values[i]
+            if len(value) > 2 and value[-1] == ">" and kinds[i] != "comment":
                 kinds[i] = "type"
         # ends[i + 1]: where token i ends
         ends = list(accumulate(map(len, found), initial=base))
@@ -147,7 +149,13 @@ class _Tokens:
         self.comments: list[tuple[int, str]] = []
         # comments are moved out of the token lists (their positions stay in `ends`); they
         # are few, so they are deleted one by one, last first
-        gone = list(compress(count(), map(eq, kinds, repeat("comment"))))
+        gone = []
+        if "comment" in kinds:
+            i = kinds.index("comment")
+            with suppress(ValueError):
+                while True:
+                    gone.append(i)
+                    i = kinds.index("comment", i + 1)
         for i in gone:
             self.comments.append((ends[i + 1] - len(values[i]), values[i]))
         for i in reversed(gone):
