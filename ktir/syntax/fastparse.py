@@ -81,6 +81,8 @@ _SHARED_SCALARS: dict[str, Any] = {}
 _SHARED_AFFINE: dict[tuple[str, ...], Any] = {}  # see _Parser.shared_affine
 _SHARED_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # see _Parser.operation
 _SHARED_LIMIT = 50_000
+# kept op lines are larger (about 2 KB each with what they hold): about 20 MB at most
+_SHARED_SHAPES_LIMIT = 10_000
 
 # An alias reference (`#name`, `!name`: alias names have no `.`, dialect names do), in an
 # op's line or inside a type's brackets.
@@ -410,7 +412,7 @@ class _Parser:
         table = _SHARED_SHAPES
         if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end)):
             table = self.shapes
-        elif len(_SHARED_SHAPES) > _SHARED_LIMIT:
+        elif len(_SHARED_SHAPES) > _SHARED_SHAPES_LIMIT:
             _SHARED_SHAPES.clear()
         table[key] = (
             op.name,
