@@ -1741,7 +1741,9 @@ def _parse_lalr(text: str, filename: str | None) -> Module:
     try:
         module: Module = _driver().parse(text, "start")
     except LexError as e:
-        raise ParseError(e.message, e.line, e.column, filename) from None
+        hint = _LOOKALIKES.get(text[e.pos]) if e.pos < len(text) else None
+        message = f"{e.message}: {hint}" if hint else e.message
+        raise ParseError(message, e.line, e.column, filename) from None
     except UnexpectedToken as e:
         tok = e.token
         fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
@@ -1761,6 +1763,21 @@ def _parse_lalr(text: str, filename: str | None) -> Module:
     finally:
         KtirLexer.comment_sink = None
     return module
+
+
+# Characters that text copied from an editor, a web page or a word processor brings in and
+# that look like (or are invisible next to) what MLIR expects; MLIR rejects them too.
+_LOOKALIKES = {
+    "\ufeff": "a UTF-8 byte order mark (BOM); save the file as UTF-8 without a BOM",
+    "\u00a0": "a no-break space; use an ordinary space",
+    "\u200b": "a zero-width space; delete it",
+    "\u201c": 'a typographic quote; use the ASCII double quote "',
+    "\u201d": 'a typographic quote; use the ASCII double quote "',
+    "\u2018": "a typographic quote; MLIR strings use the ASCII double quote \"",
+    "\u2019": "a typographic quote; MLIR strings use the ASCII double quote \"",
+    "\u2212": "a Unicode minus sign; use the ASCII hyphen-minus -",
+    "\u2013": "an en dash; use the ASCII hyphen-minus -",
+}
 
 
 def _acceptable(state: Any, fallback: set[str]) -> set[str]:
