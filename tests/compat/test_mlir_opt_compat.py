@@ -86,3 +86,18 @@ def test_linalg_without_inputs_prints_no_empty_ins() -> None:
     text = ktir.print_module(module)
     assert "ins(" not in text and " outs(%a : tensor<4xindex>) {" in text
     assert ktir.print_module(ktir.parse(text)) == text
+
+
+def test_mlir_hex_constants_run_like_the_written_lists(mlir_opt: None) -> None:
+    """MLIR prints constants of more than 100 elements as hex blobs (i1 one bit per element):
+    the interpreter reads them as the lists they were written as."""
+    import numpy as np
+
+    import reference_interp as ri
+
+    printed = _mlir("custom")["large_constants.mlir"].output
+    assert printed is not None and printed.count('dense<"0x') == 3
+    written = ri.run(ktir.parse((HERE / "mlir" / "large_constants.mlir").read_text())).returns[0]
+    read = ri.run(ktir.parse(printed)).returns[0]
+    for a, b in zip(written, read, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -24,6 +24,64 @@ def constant(check: Check) -> None:
     result = check.result_type("result")
     if vt != result:
         check.fail("C1", f"result type {t(result)} differs from the value's type {t(vt)}")
+        return
+    if isinstance(value, at.DenseAttr) and isinstance(vt, ty.TensorType):
+        problem = _dense_problem(value, vt)
+        if problem:
+            check.fail("C1", problem)
+
+
+def _literal_shape(values: object) -> tuple[int, ...] | None:
+    """The shape of a nested list literal, or None when its rows differ in length."""
+    if not isinstance(values, tuple):
+        return ()
+    shapes = {_literal_shape(v) for v in values}
+    if len(shapes) > 1 or None in shapes:
+        return None
+    inner = shapes.pop() if shapes else ()
+    assert inner is not None
+    return (len(values), *inner)
+
+
+def _storage_bytes(element: ty.Type) -> int | None:
+    """Bytes per element in MLIR's hex blob (i1 is bit-packed and handled apart)."""
+    if isinstance(element, ty.IndexType):
+        return 8
+    if isinstance(element, ty.IntegerType | ty.FloatType):
+        return (element.width + 7) // 8
+    return None
+
+
+def _dense_problem(value: at.DenseAttr, tensor: ty.TensorType) -> str | None:
+    """What makes a dense literal disagree with its static tensor type, as MLIR checks it:
+    a list literal has the type's shape (or is one splat value); a hex blob holds one
+    element (a splat) or all of them."""
+    shape = tuple(d for d in tensor.shape if d is not None)
+    if len(shape) != len(tensor.shape):
+        return None  # MLIR requires a static shape; the type rules say so elsewhere
+    count = 1
+    for d in shape:
+        count *= d
+    if value.hex is not None:
+        size = (len(value.hex) - 2) // 2
+        element = tensor.element_type
+        if isinstance(element, ty.IntegerType) and element.width == 1:
+            if size == (count + 7) // 8 or (size == 1 and value.hex[2:].lower() in ("00", "ff")):
+                return None
+            return (f"the hex blob has {size} bytes; {t(tensor)} needs {(count + 7) // 8} (one bit per element, least"
+                    " significant first) or one byte 0x00 / 0xFF (a splat)")
+        per = _storage_bytes(element)
+        if per is None or size in (per, per * count):
+            return None
+        return f"the hex blob has {size} bytes; {t(tensor)} needs {per * count} ({count} x {per}) or {per} (a splat)"
+    if value.is_splat:
+        return None
+    found = _literal_shape(value.values)
+    if found is None:
+        return "the rows of the dense literal differ in length"
+    if found != shape:
+        return f"the dense literal has shape [{', '.join(map(str, found))}], the type {t(tensor)} has [{', '.join(map(str, shape))}]"
+    return None
 
 
 @rule("arith.cmpi", "arith.cmpf")
