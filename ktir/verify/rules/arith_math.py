@@ -25,10 +25,29 @@ def constant(check: Check) -> None:
     if vt != result:
         check.fail("C1", f"result type {t(result)} differs from the value's type {t(vt)}")
         return
+    problem = None
     if isinstance(value, at.DenseAttr) and isinstance(vt, ty.TensorType):
         problem = _dense_problem(value, vt)
-        if problem:
-            check.fail("C1", problem)
+    elif isinstance(value, at.IntegerAttr | at.FloatAttr):
+        problem = _scalar_problem(value.value, vt)
+    if problem:
+        check.fail("C1", problem)
+
+
+def _scalar_problem(value: object, element: ty.Type) -> str | None:
+    """What MLIR's parser rejects in a literal of this element type: a float for an integer
+    type, and an integer outside both the signed and the unsigned range of its width."""
+    if not isinstance(element, ty.IntegerType | ty.IndexType) or isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return f"the float value {value!r} is not valid for the integer type {t(element)}"
+    assert isinstance(value, int)
+    # MLIR reads a signless literal as either signed or unsigned, an index literal as signed
+    width = 64 if isinstance(element, ty.IndexType) else element.width
+    top = 1 << (width - 1 if isinstance(element, ty.IndexType) else width)
+    if not -(1 << (width - 1)) <= value < top:
+        return f"the integer constant {value} is out of range for {t(element)}"
+    return None
 
 
 def _literal_shape(values: object) -> tuple[int, ...] | None:
@@ -75,13 +94,19 @@ def _dense_problem(value: at.DenseAttr, tensor: ty.TensorType) -> str | None:
             return None
         return f"the hex blob has {size} bytes; {t(tensor)} needs {per * count} ({count} x {per}) or {per} (a splat)"
     if value.is_splat:
-        return None
+        return _scalar_problem(value.values, tensor.element_type)
     found = _literal_shape(value.values)
     if found is None:
         return "the rows of the dense literal differ in length"
     if found != shape:
         return f"the dense literal has shape [{', '.join(map(str, found))}], the type {t(tensor)} has [{', '.join(map(str, shape))}]"
-    return None
+    return next(filter(None, (_scalar_problem(v, tensor.element_type) for v in _flat(value.values))), None)
+
+
+def _flat(values: object) -> list[object]:
+    if isinstance(values, tuple):
+        return [x for v in values for x in _flat(v)]
+    return [values]
 
 
 @rule("arith.cmpi", "arith.cmpf")
