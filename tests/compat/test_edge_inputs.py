@@ -75,3 +75,14 @@ def test_directory_and_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(PROGRAM.encode())))
     assert main(["fmt", "-"]) == 0
     assert capsys.readouterr().out == CANONICAL
+
+
+def test_run_of_a_file_without_a_kernel_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("empty", "comments_only"):
+        path = _write(tmp_path, name, VALID[name])
+        assert main(["run", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert "no function with a body: there is nothing to run" in err and "Traceback" not in err
+    path = _write(tmp_path, "two", "func.func @a() {\n  return\n}\nfunc.func @b() {\n  return\n}\n")
+    assert main(["run", str(path)]) == 1
+    assert "choose one with func= (ktir run --func)" in capsys.readouterr().err
