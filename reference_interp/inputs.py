@@ -25,10 +25,11 @@ import numpy as np
 from ktir.dialects.access import AccessError, named
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.operation import Module, Operation
 
 from .compiler import reject_semantics_free
-from .dtypes import np_dtype
+from .dtypes import UnsupportedType, np_dtype
 from .errors import KtirRuntimeError, fail
 
 _DERIVING = {"arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui", "affine.apply",
@@ -124,7 +125,11 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
             continue
         t = ty.unaliased(a.type, module.type_aliases)
         if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
-            args[name] = array(tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+            try:
+                dt = np_dtype(t.element_type)
+            except UnsupportedType as e:
+                raise fail("unsupported", f"argument {name}: the interpreter has no arrays of {type_text(t.element_type)} ({e})") from None
+            args[name] = array(tuple(int(d or 0) for d in t.shape), dt)
         elif isinstance(t, ty.RuntimeArgType):
             if t.upperbound is None:
                 raise fail("argument", f"argument {name}: a runtime_arg without an upperbound needs --arg {name}=VALUE")
