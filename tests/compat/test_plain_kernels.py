@@ -105,3 +105,16 @@ def test_returns_of_several_tiles_are_stacked(tmp_path: Path) -> None:
     got = np.load(tmp_path / "g.npz")
     np.testing.assert_array_equal(got["return.0"], np.array([2.0, 2.0], np.float32))
     np.testing.assert_array_equal(got["return.1"], np.array([0, 1], np.int64))
+
+
+def test_random_inputs_of_an_element_type_without_arrays_is_a_diagnostic(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The interpreter holds i4 scalars but has no i4 arrays: --random-inputs says so (it
+    raised a Python traceback)."""
+    path = tmp_path / "i4.mlir"
+    path.write_text("func.func @f(%a: tensor<4xi4>) -> tensor<4xi4> {\n  %0 = arith.addi %a, %a : tensor<4xi4>\n"
+                    "  return %0 : tensor<4xi4>\n}\n")
+    assert main(["run", str(path), "--random-inputs", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "error[runtime.unsupported]: argument a: the interpreter has no arrays of i4" in err
+    assert "Traceback" not in err
