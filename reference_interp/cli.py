@@ -169,14 +169,17 @@ def _tensor_arguments(module: Any, func: str | None, given: dict[str, Any]) -> d
 def _returned(result: Any, module: Any, func: str | None) -> dict[str, Any]:
     """`return.K`: the K-th value the function returns, in its result type's dtype (the
     interpreter holds integer scalars as Python ints); with several tiles, one per tile
-    stacked in tile order."""
+    stacked in tile order. A returned memref gives its contents; a value that is no array
+    (tensor.empty's undefined contents, a distributed view) is left out."""
     import numpy as np
 
     from ktir.ir import attributes as at
     from ktir.ir import types as ty
 
+    from .compiler import Uninit
     from .dtypes import UnsupportedType, np_dtype
     from .executor import choose_function
+    from .memory import MemoryView
 
     if not result.returns or not result.returns[0]:
         return {}
@@ -184,6 +187,10 @@ def _returned(result: Any, module: Any, func: str | None) -> dict[str, Any]:
     types = list(ftype.value.results) if isinstance(ftype, at.TypeAttr) and isinstance(ftype.value, ty.FunctionType) else []
 
     def typed(value: Any, k: int) -> Any:
+        if isinstance(value, MemoryView):
+            return _view_contents(value)
+        if isinstance(value, Uninit) or not isinstance(value, np.ndarray | np.generic | int | float | bool):
+            return None
         arr = np.asarray(value)
         if arr.ndim == 0 and k < len(types):
             try:
@@ -192,10 +199,26 @@ def _returned(result: Any, module: Any, func: str | None) -> dict[str, Any]:
                 pass
         return arr
 
-    n = len(result.returns[0])
-    if len(result.returns) == 1:
-        return {f"return.{k}": typed(result.returns[0][k], k) for k in range(n)}
-    return {f"return.{k}": np.stack([typed(r[k], k) for r in result.returns]) for k in range(n)}
+    found = {}
+    for k in range(len(result.returns[0])):
+        per_tile = [typed(r[k], k) for r in result.returns]
+        if any(v is None for v in per_tile) or len({(v.shape, v.dtype) for v in per_tile}) != 1:
+            continue
+        found[f"return.{k}"] = per_tile[0] if len(per_tile) == 1 else np.stack(per_tile)
+    return found
+
+
+def _view_contents(view: Any) -> Any:
+    """A memref view's elements (origin to origin + sizes), or None if they leave its allocation."""
+    import numpy as np
+
+    if view.alloc is None:
+        return None
+    start = view.boff + sum(o * st for o, st in zip(view.origin, view.bstrides, strict=True))
+    try:
+        return np.ndarray(view.sizes, view.dtype, buffer=view.alloc.raw, offset=start, strides=view.bstrides).copy()
+    except (TypeError, ValueError):
+        return None
 
 
 def _arrays(result: Any, module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:

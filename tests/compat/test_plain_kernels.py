@@ -118,3 +118,18 @@ def test_random_inputs_of_an_element_type_without_arrays_is_a_diagnostic(tmp_pat
     err = capsys.readouterr().err
     assert "error[runtime.unsupported]: argument a: the interpreter has no arrays of i4" in err
     assert "Traceback" not in err
+
+
+def test_returned_memref_gives_its_contents_and_undefined_values_are_left_out(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(4, dtype=np.float32))
+    view = tmp_path / "view.mlir"
+    view.write_text("func.func @f(%A: index) -> memref<2x2xf32> {\n  %v = ktdp.construct_memory_view %A, sizes: [2, 2], "
+                    "strides: [1, 2] {memory_space = #ktdp.memory_space<global>} : memref<2x2xf32>\n"
+                    "  return %v : memref<2x2xf32>\n}\n")
+    assert main(["run", str(view), "--arg", f"A={tmp_path / 'a.npy'}", "--out", str(tmp_path / "v.npz")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "v.npz")["return.0"], [[0.0, 2.0], [1.0, 3.0]])  # column-major
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("func.func @f() -> tensor<4xf32> {\n  %0 = tensor.empty() : tensor<4xf32>\n"
+                     "  return %0 : tensor<4xf32>\n}\n")
+    assert main(["run", str(empty), "--out", str(tmp_path / "e.npz")]) == 0
+    assert np.load(tmp_path / "e.npz").files == []
