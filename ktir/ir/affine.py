@@ -8,6 +8,7 @@ and printing inverts them, parse -> print -> parse is a fixpoint.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -35,7 +36,7 @@ class AffineExpr(BaseModel):
         return mul(_lift(other), self)
 
     def __neg__(self) -> AffineExpr:
-        return mul(self, Const(value=-1))
+        return mul(self, const(-1))
 
     def floordiv(self, other: AffineExpr | int) -> AffineExpr:
         return binary("floordiv", self, _lift(other))
@@ -69,14 +70,18 @@ def _lift(value: AffineExpr | int) -> AffineExpr:
     return value if isinstance(value, AffineExpr) else Const(value=value)
 
 
+# Leaves are frozen and few: each distinct one is built (and validated) once.
+@functools.lru_cache(maxsize=1024)
 def dim(position: int) -> Dim:
     return Dim(position=position)
 
 
+@functools.lru_cache(maxsize=1024)
 def sym(position: int) -> Symbol:
     return Symbol(position=position)
 
 
+@functools.lru_cache(maxsize=4096)
 def const(value: int) -> Const:
     return Const(value=value)
 
@@ -103,7 +108,7 @@ _FOLD: dict[str, Callable[[int, int], int]] = {
 
 def add(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
     if isinstance(lhs, Const) and isinstance(rhs, Const):
-        return Const(value=lhs.value + rhs.value)
+        return const(lhs.value + rhs.value)
     if isinstance(lhs, Const):
         lhs, rhs = rhs, lhs
     if isinstance(rhs, Const) and rhs.value == 0:
@@ -115,13 +120,13 @@ def add(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
         and lhs.kind == "add"
         and isinstance(lhs.rhs, Const)
     ):
-        return add(lhs.lhs, Const(value=lhs.rhs.value + rhs.value))
+        return add(lhs.lhs, const(lhs.rhs.value + rhs.value))
     return Binary(kind="add", lhs=lhs, rhs=rhs)
 
 
 def mul(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
     if isinstance(lhs, Const) and isinstance(rhs, Const):
-        return Const(value=lhs.value * rhs.value)
+        return const(lhs.value * rhs.value)
     if isinstance(lhs, Const):
         lhs, rhs = rhs, lhs
     if isinstance(rhs, Const):
@@ -131,12 +136,12 @@ def mul(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
             return rhs
         # (x * c1) * c2 -> x * (c1 * c2)
         if isinstance(lhs, Binary) and lhs.kind == "mul" and isinstance(lhs.rhs, Const):
-            return mul(lhs.lhs, Const(value=lhs.rhs.value * rhs.value))
+            return mul(lhs.lhs, const(lhs.rhs.value * rhs.value))
     return Binary(kind="mul", lhs=lhs, rhs=rhs)
 
 
 def sub(lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
-    return add(lhs, mul(rhs, Const(value=-1)))
+    return add(lhs, mul(rhs, const(-1)))
 
 
 def binary(kind: BinaryKind, lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
@@ -145,7 +150,7 @@ def binary(kind: BinaryKind, lhs: AffineExpr, rhs: AffineExpr) -> AffineExpr:
     if kind == "mul":
         return mul(lhs, rhs)
     if isinstance(lhs, Const) and isinstance(rhs, Const) and rhs.value > 0:
-        return Const(value=_FOLD[kind](lhs.value, rhs.value))
+        return const(_FOLD[kind](lhs.value, rhs.value))
     if isinstance(rhs, Const) and rhs.value == 1 and kind != "mod":
         return lhs
     return Binary(kind=kind, lhs=lhs, rhs=rhs)

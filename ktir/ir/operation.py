@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ktir.ir.base import Attribute, Type
+from ktir.ir.base import Attribute, Type, trusted
 
 
 class Location(NamedTuple):
@@ -21,6 +21,15 @@ class Location(NamedTuple):
     line: int
     column: int
     file: str | None = None
+
+
+_new_tuple = tuple.__new__
+
+
+def new_location(line: int, column: int) -> Location:
+    """Location(line, column), at a fraction of the NamedTuple constructor's cost (the
+    parser makes one per op)."""
+    return _new_tuple(Location, (line, column, None))  # type: ignore[no-any-return]
 
 
 # Fields that ride along for people (positions, comments) and take no part in equality.
@@ -134,8 +143,24 @@ Operation.model_rebuild()
 
 
 _OPERATION_FIELDS = set(Operation.model_fields)
-_new = object.__new__
-_set = object.__setattr__
+_BLOCK_FIELDS = set(Block.model_fields)
+_ARGUMENT_FIELDS = set(BlockArgument.model_fields)
+
+
+def trusted_block(operations: list[Operation], arguments: list[BlockArgument], label: str | None, loc: Location | None) -> Block:
+    """A Block from fields already of the right types, without validation (see
+    trusted_operation; the caller owns the lists)."""
+    return trusted(Block, {"label": label, "arguments": arguments, "operations": operations, "loc": loc}, _BLOCK_FIELDS)
+
+
+def trusted_region(blocks: list[Block]) -> Region:
+    """A Region of `blocks` (owned by it), without validation."""
+    return trusted(Region, {"blocks": blocks})
+
+
+def trusted_argument(name: str, type_: Type, loc: Location | None = None) -> BlockArgument:
+    """A BlockArgument without validation."""
+    return trusted(BlockArgument, {"name": name, "type": type_, "loc": loc}, _ARGUMENT_FIELDS)
 
 
 def trusted_operation(
@@ -155,10 +180,8 @@ def trusted_operation(
     What `Operation.model_construct` with every field gives (the same `__dict__`, fields
     set and pydantic slots), at a quarter of its cost: the parser builds one per op.
     The caller owns the lists and dicts it passes (they are not copied)."""
-    op = _new(Operation)
-    _set(
-        op,
-        "__dict__",
+    return trusted(
+        Operation,
         {
             "name": name,
             "operands": operands,
@@ -173,8 +196,5 @@ def trusted_operation(
             "comments": [],
             "trailing_comment": None,
         },
+        _OPERATION_FIELDS,
     )
-    _set(op, "__pydantic_fields_set__", _OPERATION_FIELDS.copy())
-    _set(op, "__pydantic_extra__", None)
-    _set(op, "__pydantic_private__", None)
-    return op

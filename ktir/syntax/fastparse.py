@@ -23,22 +23,24 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from functools import cached_property
 from itertools import accumulate, compress, count, repeat
-from operator import eq, itemgetter, ne, not_
+from operator import eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
-from ktir.ir.operation import Location, trusted_operation
+from ktir.ir.operation import Location, new_location, trusted_operation
 from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok
 
-# Leading whitespace, then a type with its `<...>` body (one nesting level) or any other
-# token: one findall over the whole text, classified by first character afterwards. The
-# type body's quantifiers are possessive (no backtracking can help: its classes exclude the
-# `<`/`>` that would end a run), which makes the scan a third faster.
+# One token with the whitespace before it: a type with its `<...>` body (one nesting level)
+# or any other token. One findall over the whole text, without groups (a group per match
+# doubles the scan's cost in tuples); each token is classified afterwards by its first
+# character, and a type by its closing `>` (no other token of more than one character
+# ends with `>` but `->`). The type body's quantifiers are possessive (no backtracking can
+# help: its classes exclude the `<`/`>` that would end a run).
 _SCAN = re.compile(
-    r"""([ \t\r\n]*(
-    ((?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
-     |<(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>)
+    r"""[ \t\r\n]*(?:
+    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
+  | <(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
   | [A-Za-z_][A-Za-z0-9_$.]*
@@ -48,16 +50,12 @@ _SCAN = re.compile(
   | ![A-Za-z_][A-Za-z0-9_$.]*
   | "(?:\\.|[^"\\\n])*"
   | \^[A-Za-z0-9_$.\-]+
-  | //[^\n]*))""",
+  | //[^\n]*)""",
     re.VERBOSE,
 )
 _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
-# _SCAN's groups: the token with the whitespace before it, the token, the token if a type
-_WITH_SPACE = itemgetter(0)
-_TEXT = itemgetter(1)
-_TYPE = itemgetter(2)
 _FIRST = itemgetter(0)
 _NEWLINE = re.compile("\n")
 
@@ -70,6 +68,8 @@ CMP_OPS = frozenset({"==", ">=", "<="})
 FLAG_KINDS = frozenset({"fastmath", "overflow"})
 VISIBILITIES = frozenset({"private", "public", "nested"})
 MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
+# ACCESS_TILE_KW, FUTURE_KW, RUNTIME_ARG_KW: the `!x.y` words that are no dialect type
+TYPE_KWS = frozenset({"!ktdp.access_tile", "!ktdp.tile", "!ktdp.tile_future", "!ktdp.runtime_arg"})
 
 
 # Types whose text names no alias (no `#` or `!` inside the brackets) and built without a
@@ -78,7 +78,18 @@ MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
 _SHARED_TYPES: dict[str, Any] = {}
 _SHARED_SCALARS: dict[str, Any] = {}
 _SHARED_AFFINE: dict[tuple[str, ...], Any] = {}  # see _Parser.shared_affine
+_SHARED_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # see _Parser.operation
 _SHARED_LIMIT = 50_000
+
+# An alias reference (`#name`, `!name`: alias names have no `.`, dialect names do), in an
+# op's line or inside a type's brackets.
+_ALIAS_REF = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$]*+(?![A-Za-z0-9_$.])")
+
+
+def clear_shared() -> None:
+    """Forget what earlier parses left in the process-wide tables (benchmarks start cold)."""
+    for table in (_SHARED_TYPES, _SHARED_SCALARS, _SHARED_AFFINE, _SHARED_SHAPES):
+        table.clear()
 
 
 class Fallback(Exception):
@@ -122,26 +133,30 @@ class _Tokens:
     def __init__(self, text: str, base: int, starts: list[int]) -> None:
         """`starts`: where each line of the whole text starts; `base`: where `text` starts in it."""
         found = _SCAN.findall(text)
-        values = list(map(_TEXT, found))
+        values = list(map(str.lstrip, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
-        for i in compress(count(), map(_TYPE, found)):
-            kinds[i] = "type"
+        for i in compress(count(), map(str.endswith, values, repeat(">"))):
+            if len(values[i]) > 1 and values[i] != "->" and kinds[i] != "comment":
+                kinds[i] = "type"
         # ends[i + 1]: where token i ends
-        ends = list(accumulate(map(len, map(_WITH_SPACE, found)), initial=base))
+        ends = list(accumulate(map(len, found), initial=base))
         # findall skips what no token matches: a character the grammar has no token for
-        if ends[-1] - base != len(text.rstrip(" \t\r\n")):
+        # (a comment ending the text keeps the blanks after it)
+        if text[ends[-1] - base :].strip(" \t\r\n"):
             raise Fallback
         self.comments: list[tuple[int, str]] = []
-        if "comment" in kinds:  # moved out of the token lists (positions are kept in `ends`)
-            keep = list(map(ne, kinds, repeat("comment")))
-            for i in compress(count(), map(not_, keep)):
-                self.comments.append((ends[i + 1] - len(values[i]), values[i]))
-            kinds = list(compress(kinds, keep))
-            values = list(compress(values, keep))
-            ends = [base, *compress(ends[1:], keep)]
+        # comments are moved out of the token lists (their positions stay in `ends`); they
+        # are few, so they are deleted one by one, last first
+        gone = list(compress(count(), map(eq, kinds, repeat("comment"))))
+        for i in gone:
+            self.comments.append((ends[i + 1] - len(values[i]), values[i]))
+        for i in reversed(gone):
+            del kinds[i], values[i], ends[i + 1]
         kinds.append("end")
         values.append("")
         ends.append(ends[-1])
+        self.text = text
+        self.base = base
         self.kinds = kinds
         self.values = values
         self.starts = starts
@@ -185,6 +200,13 @@ class _LazyTok(Tok):
         starts = tokens.starts
         return pos - starts[bisect_right(starts, pos) - 1] + 1
 
+    def location(self) -> Location:
+        tokens, i = self._tokens, self._index
+        pos = tokens.ends[i + 1] - len(tokens.values[i])
+        starts = tokens.starts
+        line = bisect_right(starts, pos)
+        return new_location(line, pos - starts[line - 1] + 1)
+
 
 # Lines are no longer looked up among the shapes seen once this many lookups found fewer
 # than one copy in _COPY_RATIO.
@@ -193,10 +215,14 @@ _COPY_RATIO = 8
 
 # An op line longer than this many tokens is not looked up among the shapes seen (the key
 # costs more than a hit saves, and long lines seldom recur).
-_MAX_SHAPE_TOKENS = 48
+_MAX_SHAPE_TOKENS = 96
 
 
 class _Parser:
+    # tokens read as raw text so far (see dialect()): an op that read one is not copied,
+    # as its AST depends on the whitespace between its tokens, which shape() does not see
+    raw_reads = 0
+
     def __init__(
         self,
         tokens: _Tokens,
@@ -204,7 +230,7 @@ class _Parser:
         builder: Any,
         types: dict[str, Any],
         scalars: dict[str, Any],
-        shapes: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[int, ...]]],
+        shapes: dict[tuple[Any, ...], tuple[Any, ...]],
     ) -> None:
         self.tokens = tokens
         self.K = tokens.kinds
@@ -315,7 +341,16 @@ class _Parser:
         """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
         is copied from it with its own names and location (see shape()). Where few lines
         repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
-        with less than one hit in _COPY_RATIO, the rest of the text is read without."""
+        with less than one hit in _COPY_RATIO, the rest of the text is read without.
+
+        Lines are kept in _SHARED_SHAPES, across parses (files of one project, or a
+        directory validated in one process, repeat many lines): a region-less op reads
+        no module context but its aliases, and the callbacks keep an alias by name and
+        only check that the module defines it. So a kept line is copied into a module
+        that defines the aliases it names (kept with it); one that does not is read, and
+        the grammar reports the undefined alias. A line with an alias inside a type
+        (`memref<4xf32, #m>`: `#m` is read as a layout or a memory space by what it
+        stands for) is kept for this parse only."""
         if self.lookups < 0:
             return self.parse_operation()
         start = self.i
@@ -323,67 +358,100 @@ class _Parser:
         if shape is None:
             return self.parse_operation()
         key, names, end, line, column = shape
-        seen = self.shapes.get(key)
         self.lookups += 1
+        seen = _SHARED_SHAPES.get(key)
+        if seen is None or (seen[8] and not self.defines(seen[8])):
+            seen = self.shapes.get(key)
         if seen is None:
             if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
                 self.lookups = -1
         else:
             self.copies += 1
             self.i = end
-            op, operand_slots, result_slots = seen
+            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
+            pick = names.__getitem__
             return trusted_operation(
-                op.name,
-                [names[k] for k in operand_slots],
-                list(op.operand_types),
-                [names[k] for k in result_slots],
-                list(op.result_types),
-                dict(op.attributes),
-                None if op.properties is None else dict(op.properties),
+                name,
+                list(map(pick, operand_slots)),
+                list(operand_types),
+                list(map(pick, result_slots)),
+                list(result_types),
+                dict(attributes),
+                None if properties is None else dict(properties),
                 [],
-                list(op.successors),
-                Location(line, column),
+                list(successors),
+                new_location(line, column),
             )
         n_warnings = len(self.b.warnings)
+        raw_reads = self.raw_reads
         op = self.parse_operation()
-        if self.i == end and len(self.b.warnings) == n_warnings and not op.regions and op.loc == (line, column, None):
+        if self.i == end and len(self.b.warnings) == n_warnings and self.raw_reads == raw_reads and not op.regions and op.loc == (line, column, None):
             slot = {name: k for k, name in enumerate(names)}
             if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
-                self.shapes[key] = (op, tuple(slot[n] for n in op.operands), tuple(slot[n] for n in op.results))
+                self.keep(key, op, slot, start, end)
         return op
+
+    def keep(self, key: tuple[Any, ...], op: Any, slot: dict[str, int], start: int, end: int) -> None:
+        """Keep a snapshot of `op` (not the op: the caller may change it after the parse)
+        under `key`, with the aliases its line names; see operation()."""
+        tokens = self.tokens
+        V = self.V
+        base = tokens.base
+        # the line's text: from its first token to the end of its last (`end` is past it)
+        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.ends[start + 1] - len(V[start]) - base, tokens.ends[end] - base))
+        table = _SHARED_SHAPES
+        if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end)):
+            table = self.shapes
+        elif len(_SHARED_SHAPES) > _SHARED_LIMIT:
+            _SHARED_SHAPES.clear()
+        table[key] = (
+            op.name,
+            tuple(op.operand_types),
+            tuple(op.result_types),
+            dict(op.attributes),
+            None if op.properties is None else dict(op.properties),
+            tuple(op.successors),
+            tuple(slot[n] for n in op.operands),
+            tuple(slot[n] for n in op.results),
+            aliases,
+        )
+
+    def defines(self, aliases: tuple[str, ...]) -> bool:
+        """Whether this module defines every one of `aliases` (`#name`, `!name`) so far."""
+        b = self.b
+        return all(alias[1:] in (b.attr_aliases if alias[0] == "#" else b.type_aliases) for alias in aliases)
 
     def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
         """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
-        end with its line. The key is the line's tokens with each SSA name replaced by
-        the number of its first occurrence, then the two tokens after the line (an SSA
-        name there as None): this parser decides where an op ends by looking at most
-        two tokens ahead, and never at the text of an SSA name, so on two lines with
-        equal keys it reads the same rules; and the grammar's callbacks, which read
-        names only to copy them into operands and results and compare them with each
-        other, build equal ops up to the renaming. None for lines not worth a key, and
-        for names with `#`, which the callbacks also look into."""
+        end with its line; `end` is the index of the first token after the line. The key
+        is the line's tokens with each SSA name replaced by the number of its first
+        occurrence, then the two tokens after the line (an SSA name there as None): this
+        parser decides where an op ends by looking at most two tokens ahead, and never at
+        the text of an SSA name, so on two lines with equal keys it reads the same rules;
+        and the grammar's callbacks, which read names only to copy them into operands and
+        results and compare them with each other, build equal ops up to the renaming.
+        None for lines not worth a key (too long, or opening a region), and for names
+        with `#`, which the callbacks also look into."""
         V = self.V
         ends = self.tokens.ends
         starts = self.starts
         pos = ends[start + 1] - len(V[start])
         line = bisect_right(starts, pos)
         end = bisect_left(ends, starts[line]) - 1 if line < len(starts) else len(V) - 1
-        if end - start > _MAX_SHAPE_TOKENS:
-            return None
+        if end - start > _MAX_SHAPE_TOKENS or V[end - 1] == "{":
+            return None  # a line ending in `{` opens a region: its op is never kept
         key: list[Any] = V[start : end + 2]
-        names: list[str] = []
+        slots: dict[str, int] = {}
         values = self.tokens.value_indices
         lo = bisect_left(values, start)
         hi = bisect_left(values, end, lo)
         for k in values[lo:hi]:
-            name = V[k]
-            if "#" in name:
-                return None
-            if name not in names:
-                names.append(name)
-            key[k - start] = names.index(name)
+            key[k - start] = slots.setdefault(V[k], len(slots))
         for k in values[hi : bisect_left(values, end + 2, hi)]:
             key[k - start] = None
+        names = list(slots)
+        if "#" in "".join(names):
+            return None
         return tuple(key), names, end, line, pos - starts[line - 1] + 1
 
     def parse_operation(self) -> Any:
@@ -483,6 +551,8 @@ class _Parser:
         if kind == "word":
             found = self.scalars.get(text)
             if found is None:
+                if text in _SPELLED_TYPES and self.V[i + 1] == "<":
+                    return self.spelled_type()
                 found = self.scalar_type(text)
             self.i = i + 1
             return found
@@ -496,7 +566,49 @@ class _Parser:
                     return self.tile_future()
                 if text == "!ktdp.runtime_arg":
                     return self.runtime_arg()
+                if text not in TYPE_KWS:
+                    return self.b.dialect_type([self.dialect("DIALECT_TYPE")])
         raise Fallback
+
+    def dialect(self, kind: str) -> Tok:
+        """DIALECT_ATTR or DIALECT_TYPE: `#dialect.name<...>` or `!dialect.name<...>` of a
+        dialect KTIR does not model, its text whole, as the LALR lexer takes it."""
+        start = self.i
+        return _LazyTok(kind, self.raw_bracketed(), self.tokens, start)
+
+    def raw_bracketed(self) -> str:
+        """The text from the current token, a word followed at once by `<`, to the matching
+        `>`, whitespace and all, as the LALR lexer takes it (ktir.syntax.lexer._balanced_end
+        counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips strings); consumed.
+        What is built from it depends on that whitespace, which shape() does not see: the
+        op that reads it is not copied (raw_reads)."""
+        tokens = self.tokens
+        V = self.V
+        start = self.i
+        pos = tokens.position(start)
+        if tokens.ends[start + 1] != tokens.position(start + 1):  # `memref <`: not one token for the lexer
+            raise Fallback
+        depth = 0
+        close = start + 1
+        while True:
+            text = V[close]
+            if text == "<" or text == "<=":
+                depth += 1
+            elif text == ">":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif self.K[close] == "end":
+                raise Fallback
+            close += 1
+        end = tokens.ends[close + 1]
+        if bisect_right(self.starts, end) != bisect_right(self.starts, pos):
+            # over lines (a comment may be in it, whose brackets the lexer would count;
+            # and the lexer does not count the lines in a token)
+            raise Fallback
+        self.i = close + 1
+        self.raw_reads += 1
+        return tokens.text[pos - tokens.base : end - tokens.base]
 
     def tile_future(self) -> Any:
         """FUTURE_KW "<" ("(" type_list ")" | type) "," "groups" "=" set_ref ">" """
@@ -546,11 +658,13 @@ class _Parser:
         return self.tok(text)
 
     def short_runtime_arg(self) -> Any:
-        """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>` (it warns)"""
+        """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>`, or
+        "<" type ">", a short access tile without a shape (both warn)"""
         b = self.b
         c = [self.tok("LESSTHAN"), self.type()]
-        if self.V[self.i] != ",":
-            raise Fallback  # `<T>`: a short access tile without a shape, for the grammar
+        if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
+            c.append(self.tok("MORETHAN"))
+            return b.short_access_tile(c)
         while self.V[self.i] == ",":
             self.i += 1
             name = self.word()
@@ -644,6 +758,19 @@ class _Parser:
                 _SHARED_TYPES[text] = found
         return found
 
+    def spelled_type(self) -> Any:
+        """`tensor<...>`, `memref<...>` or `vector<...>` that the scan did not take as one
+        token (a string in it, or brackets nested deeper), read whole by type_token, as the
+        LALR lexer reads it (PARSED_TYPE)."""
+        pos = self.tokens.position(self.i)
+        text = self.raw_bracketed()
+        found = self.types.get(text)
+        if found is None:
+            found = _SHARED_TYPES.get(text)
+            if found is None:
+                found = self.type_token(text, pos)
+        return found
+
     def short_access_tile(self, text: str, pos: int) -> Any:
         """"<" shape_prefix? type ">", `text` being `<` DIMS `index>` (it warns, so is not kept)."""
         dims = _DIMS.match(text, 1)
@@ -732,11 +859,17 @@ class _Parser:
                 return self.dense()
             if text == "strided" and self.V[i + 1] == "<":
                 return self.strided()
+            if text == "array" and self.V[i + 1] == "<":
+                return self.dense_array()
+            if text == "dense_resource" and self.V[i + 1] == "<":
+                return self.dense_resource()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
-            if text in MEMSPACE_KWS and self.V[i + 1] == "<":
-                return self.memory_space()
             if "." in text:
+                if self.V[i + 1] == "<":
+                    if text in MEMSPACE_KWS:
+                        return self.memory_space()
+                    return b.dialect_attr([self.dialect("DIALECT_ATTR")])
                 raise Fallback
             return b.attr_alias_ref([self.tok("ATTR_ALIAS")])
         if kind == "string":
@@ -760,6 +893,8 @@ class _Parser:
             return b.symbol_ref_attr(names)
         if kind == "type" or kind == "bang":
             return b.type_attr([self.type()])
+        if text == "(":
+            return b.type_attr([self.function_type()])
         raise Fallback
 
     def typed_suffix(self, c: list[Any]) -> None:
@@ -872,6 +1007,44 @@ class _Parser:
             return b.dense_hex_int([self.tok("HEX_INT")])
         tok = self.tok("FLOAT")
         return b.neg_float([tok]) if negative else b.pos_float([tok])
+
+    def dense_array(self) -> Any:
+        """"array" "<" type (":" dense_array_value ("," dense_array_value)*)? ">" """
+        b = self.b
+        self.i += 2
+        c = [self.type()]
+        if self.V[self.i] == ":":
+            self.i += 1
+            c.append(b.dense_array_values(self.comma_list(self.dense_array_value)))
+        self.expect(">")
+        return b.dense_array_attr(c)
+
+    def dense_array_value(self) -> Any:
+        """signed_int | signed_float | BOOL -> dense_bool"""
+        b = self.b
+        text = self.V[self.i]
+        if text in ("true", "false"):
+            return b.dense_bool([self.tok("BOOL")])
+        negative = text == "-"
+        if negative:
+            self.i += 1
+            text = self.V[self.i]
+        if self.K[self.i] != "number" or text.startswith("0x"):
+            raise Fallback
+        if text.isdigit():
+            tok = self.tok("INT")
+            return b.neg_int([tok]) if negative else b.pos_int([tok])
+        tok = self.tok("FLOAT")
+        return b.neg_float([tok]) if negative else b.pos_float([tok])
+
+    def dense_resource(self) -> Any:
+        """"dense_resource" "<" BARE_ID ">" ":" type"""
+        self.i += 2
+        c = [self.word()]
+        self.expect(">")
+        self.expect(":")
+        c.append(self.type())
+        return self.b.dense_resource_attr(c)
 
     # ------------------------------------------------------------ affine
 
@@ -1876,6 +2049,9 @@ class _Parser:
 
 # The declarative formats without a hand-written reader below, read by _Parser.regular.
 _REGULAR = asm.formats()
+
+# Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
+_SPELLED_TYPES = frozenset({"tensor", "memref", "vector"})
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}

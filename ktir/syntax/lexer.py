@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
+from ktir.ir.operation import Location, new_location
 
 
 class Tok:
@@ -30,6 +31,10 @@ class Tok:
 
     def __repr__(self) -> str:
         return f"Tok({self.type}, {self.value!r}, {self.line}:{self.column})"
+
+    def location(self) -> Location:
+        """Where the token starts, as an op's or block's location."""
+        return new_location(self.line, self.column)
 
 
 class LexError(Exception):

@@ -19,14 +19,25 @@ from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.attributes import constant_type as _constant_type
-from ktir.ir.base import Attribute, Type
+from ktir.ir.base import Attribute, Type, trusted
 from ktir.ir.floats import float_bits as float_bits  # re-exported for old imports
 from ktir.ir.floats import float_from_bits as float_from_bits  # re-exported for old imports
 from ktir.ir.named_affine import AffineName as _AffName
 from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
 from ktir.ir.named_affine import UndeclaredAffineName, resolve_names
 from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
-from ktir.ir.operation import Block, BlockArgument, Location, Module, Operation, Region, trusted_operation
+from ktir.ir.operation import (
+    Block,
+    BlockArgument,
+    Location,
+    Module,
+    Operation,
+    Region,
+    trusted_argument,
+    trusted_block,
+    trusted_operation,
+    trusted_region,
+)
 from ktir.ir.types import KDYNAMIC as KDYNAMIC  # re-exported for old imports
 from ktir.ir.types import i1_like as i1_like  # re-exported for old imports
 from ktir.syntax import assembly as asm
@@ -65,7 +76,7 @@ class C(NamedTuple):
 
 
 def _loc(tok: Tok) -> Location:
-    return Location(tok.line, tok.column)
+    return tok.location()
 
 
 def _err(tok: Tok | None, message: str) -> ParseError:
@@ -133,6 +144,12 @@ def _unq(tok: Tok) -> str:
 
 def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
     return _dense_array(ty.I64, tuple(values))
+
+
+def _aff_name(tok: Tok, is_symbol: bool) -> _AffName:
+    # built without validation: one per name in every subscript and map (hot)
+    line, column, _ = tok.location()
+    return trusted(_AffName, {"name": tok.value, "is_symbol": is_symbol, "line": line, "column": column})
 
 
 def _segments(*sizes: int) -> at.DenseArrayAttr:
@@ -208,17 +225,27 @@ class _Builder:
     # ------------------------------------------------------------ top level
 
     def start(self, children: list[Any]) -> Module:
-        module = Module()
+        operations: list[Operation] = []
+        attr_aliases: dict[str, Attribute] = {}
+        type_aliases: dict[str, Type] = {}
         for item in children:
             if isinstance(item, Operation):
-                module.operations.append(item)
+                operations.append(item)
             elif item.tag == "attr_alias":
-                module.attr_aliases[item.value[0]] = item.value[1]
+                attr_aliases[item.value[0]] = item.value[1]
             else:
-                module.type_aliases[item.value[0]] = item.value[1]
-        module.warnings = self.warnings
-        module.alias_order = list(self.alias_order)
-        return module
+                type_aliases[item.value[0]] = item.value[1]
+        fields = {
+            "attr_aliases": attr_aliases,
+            "type_aliases": type_aliases,
+            "operations": operations,
+            "filename": None,
+            "warnings": self.warnings,
+            "alias_comments": {},
+            "alias_order": list(self.alias_order),
+            "trailing_comments": [],
+        }
+        return trusted(Module, fields)  # one per parse, from fields built here
 
     def attr_alias_def(self, c: list[Any]) -> C:
         name = c[0].value[1:]
@@ -303,12 +330,12 @@ class _Builder:
         ops = [x for x in c if isinstance(x, Operation)]
         blocks = [x for x in c if isinstance(x, Block)]
         if ops:
-            blocks.insert(0, Block(operations=ops))
+            blocks.insert(0, trusted_block(ops, [], None, None))
         labelled = bool(blocks) and not ops
-        if blocks:
+        if blocks and blocks[0].label is not None:
             # the entry block's label carries no meaning (nothing may branch to it)
             blocks[0].label = None
-        region = Region(blocks=blocks)  # `{}` is a region with no blocks, as in MLIR
+        region = trusted_region(blocks)  # `{}` is a region with no blocks, as in MLIR
         if labelled:
             self.labelled_entries[id(region)] = region
         return region
@@ -331,7 +358,7 @@ class _Builder:
                 args = x.value
             else:
                 ops.append(x)
-        return Block(label=label.value, arguments=args, operations=ops, loc=_loc(label))
+        return trusted_block(ops, args, label.value, _loc(label))
 
     def block_param_list(self, c: list[Any]) -> C:
         return C("params", c[0].value if c else [])
@@ -340,7 +367,7 @@ class _Builder:
         return C("params", c)
 
     def block_param(self, c: list[Any]) -> BlockArgument:
-        return BlockArgument(name=c[0].value, type=c[1], loc=_loc(c[0]))
+        return trusted_argument(c[0].value, c[1], _loc(c[0]))
 
     def binding(self, c: list[Tok]) -> tuple[str, str]:
         return c[0].value, c[1].value
@@ -581,7 +608,7 @@ class _Builder:
         return at.UnitAttr()
 
     def array_attr(self, c: list[Attribute]) -> Attribute:
-        return at.ArrayAttr(elements=tuple(c))
+        return trusted(at.ArrayAttr, {"elements": tuple(c)})
 
     def dict_attr(self, c: list[C]) -> Attribute:
         return at.DictAttr(entries=tuple(c[0].value.items()))
@@ -695,12 +722,10 @@ class _Builder:
     # ------------------------------------------------------------ affine
 
     def aff_name(self, c: list[Tok]) -> af.AffineExpr:
-        t = c[0]
-        return _AffName(name=t.value, line=t.line, column=t.column)
+        return _aff_name(c[0], False)
 
     def aff_symbol(self, c: list[Tok]) -> af.AffineExpr:
-        t = c[0]
-        return _AffName(name=t.value, is_symbol=True, line=t.line, column=t.column)
+        return _aff_name(c[0], True)
 
     def aff_const(self, c: list[Tok]) -> af.AffineExpr:
         return af.const(int(c[0].value))
@@ -783,7 +808,7 @@ class _Builder:
             None,
             regions or [],
             [],
-            Location(tok.line, tok.column),
+            tok.location(),
         )
 
     # ------------------------------------------------------------ generic form
@@ -848,11 +873,11 @@ class _Builder:
         sym = next(x for x in c[1:] if isinstance(x, Tok) and x.type == "SYMBOL_REF")
         params: list[tuple[str | None, Type, dict[str, Attribute]]] = cl.get("params", [])
         results: list[tuple[Type, dict[str, Attribute]]] = cl.get("func_results", [])
+        # built without validation: a function header is read once per function (hot)
+        function_type = trusted(ty.FunctionType, {"inputs": tuple(p[1] for p in params), "results": tuple(r[0] for r in results)})
         attrs: dict[str, Attribute] = {
-            "sym_name": at.StringAttr(value=_symbol_name(sym)),
-            "function_type": at.TypeAttr(
-                value=ty.FunctionType(inputs=tuple(p[1] for p in params), results=tuple(r[0] for r in results))
-            ),
+            "sym_name": trusted(at.StringAttr, {"value": _symbol_name(sym), "type": None}),
+            "function_type": trusted(at.TypeAttr, {"value": function_type}),
         }
         if "visibility" in cl:
             attrs["sym_visibility"] = at.StringAttr(value=cl["visibility"])
@@ -871,7 +896,7 @@ class _Builder:
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
             self._check_header_args(region, len(params), tok, "the entry block of a function takes its arguments from the signature; it has no label")
             entry = _entry(region)
-            entry.arguments = [BlockArgument(name=p[0], type=p[1]) for p in params]  # type: ignore[arg-type]
+            entry.arguments = [trusted_argument(p[0], p[1]) for p in params]  # type: ignore[arg-type]
         op = self._op(tok, attributes=attrs, regions=[region])
         if declaration:
             op.regions[0].blocks = []  # a declaration has an empty body region
@@ -1576,7 +1601,7 @@ for _fmt in asm.formats().values():
 def _entry(region: Region) -> Block:
     """The entry block, created empty for a region written `{}` whose op needs one."""
     if not region.blocks:
-        region.blocks.append(Block())
+        region.blocks.append(trusted_block([], [], None, None))
     return region.blocks[0]
 
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ktir.syntax import fastparse
 from ktir.syntax import parser as p
 from ktir.syntax.diagnostics import ParseError
 
@@ -118,6 +119,43 @@ FORMS = {
         "%n: !ktdp.runtime_arg<index, granularity=4>",
     ),
     "generic form": '%s = "arith.addf"(%t, %t) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>\n"test.op"() : () -> ()',
+    "short access tile without a shape": (
+        "%v = ktdp.runtime_arg_extract value from %n : <index> -> index",
+        "%n: !ktdp.runtime_arg<index>",
+    ),
+    # attributes of MLIR's generic form
+    "function type attribute": '"test.op"() <{t = (f32, index) -> f32, u = () -> (index, i1 {x}), v = (tensor<4xf32>) -> ()}> : () -> ()',
+    "dense array attribute": (
+        '"test.op"(%i) {operandSegmentSizes = array<i32: 1, 0>, f = array<f32: 1.5, -2.0, 3>,'
+        " b = array<i1: true, false>, n = array<i64: -4>, e = array<i64>} : (index) -> ()"
+    ),
+    "dense_resource attribute": '"test.op"() {r = dense_resource<blob1> : tensor<4xf32>} : () -> ()',
+    # types whose text the scan leaves in pieces (a string in it): read whole, as the lexer reads them
+    "memref memory space string": (
+        '%b = memref.alloc() : memref<f32, "L1">\n'
+        '%c = memref.alloc() : memref<f16, strided<[], offset: 4>,\t"L1">\n'
+        '%v = memref.load %b[] : memref<f32, "L1">',
+        "",
+    ),
+    "shaped types with a string": (
+        '%b = memref.alloc(%i) : memref<?x4xf32, "L1">\n'
+        '%c = memref.alloc() : memref<8xf16, strided<[1], offset: ?>, "L1">\n'
+        '%d = memref.cast %c : memref<8xf16, strided<[1], offset: ?>, "L1"> to memref<?xf16, strided<[1], offset: ?>, "L1">\n'
+        '%e = tensor.empty() : tensor<4 x 8xf32, "enc">\n'
+        '%v = "test.op"() : () -> vector<4x!my.t<"a">>',
+        "%i: index",
+    ),
+    # attributes and types of dialects KTIR does not model: their text whole
+    "dialect attribute": (
+        '"test.op"() <{fastmath = #arith.fastmath<fast>, layout = #my.layout<"row", 2>, e = #my.e< a >}> : () -> ()\n'
+        '"test.op"() {n = #my.nested<[1, <2>], "s>", (d0) -> (d0), x >= 1>} : () -> ()\n'
+        '%r = arith.addf %t, %t {flags = [#arith.fastmath<nnan,\tninf>]} : tensor<4x8xf32>'
+    ),
+    "dialect type": (
+        '%b = "other.make"() : () -> !my.buffer<16 x f32>\n"other.use"(%b) {ty = !my.buffer<4x  f32>} : (!my.buffer<16 x f32>) -> ()',
+        "",
+    ),
+    "tensor string encoding": ('%e = tensor.empty() : tensor<f32, "enc">\n%u = tensor.empty() : tensor<i8,   "enc">', ""),
 }
 
 COLLECTIVE = """#all = affine_set<(d0)[s0] : (d0 - s0 * 2 >= 0, -d0 + s0 * 2 + 1 >= 0)>
@@ -175,6 +213,104 @@ def test_legacy_types_warn_where_they_stand() -> None:
 def test_the_fast_path_takes_a_collective() -> None:
     p.parse(COLLECTIVE, fast=False)
     assert check(COLLECTIVE)
+
+
+# Texts the fast path leaves to the grammar although they are valid: where the whitespace
+# the scan dropped could change what the grammar reads.
+# (fastparse._Parser.spelled_type says why for types read in pieces)
+LEFT_TO_THE_GRAMMAR = {
+    "a type keyword apart from its bracket": 'func.func @k(%m: memref <f32, "L1">) {\n  func.return\n}\n',
+    "a type read in pieces over two lines": 'func.func @k(%m: memref<f32,\n    "L1">) {\n  func.return\n}\n',
+    "a dialect attribute over two lines": '"test.op"() {a = #my.attr<x,\n  y>} : () -> ()\n',
+}
+
+
+def test_a_repeated_line_with_a_carriage_return_in_a_shape() -> None:
+    """The third line repeats the first's tokens, but is not copied from it: its `4\\rx4`
+    is no shape to the grammar (an op that read raw text is not kept for copies)."""
+    line = '  %{} = memref.alloc() : memref<4{}x4xf32, "L1">\n'
+    text = "func.func @k() {\n" + line.format("b", "") + line.format("c", "\r") + line.format("d", "") + "  func.return\n}\n"
+    assert fast_only(text) is None
+    with pytest.raises(ParseError):
+        p.parse(text)
+
+
+@SETTINGS
+@given(st.data())
+def test_repeated_raw_text_lines_are_read_again(data: st.DataObject) -> None:
+    """Lines equal in their tokens but not in the whitespace of a dialect attribute or type,
+    or of a type read in pieces: each is read from its own text (an op copied from an
+    earlier line would carry the earlier text)."""
+    line = data.draw(
+        st.sampled_from(
+            [
+                '"test.op"() {{a = #my.attr<"x",{}1>}} : () -> ()',
+                '%b = "test.op"() : () -> !my.type<4{}x{}f32>',
+                '%b = memref.alloc() : memref<4{}x4xf32,{}"L1">',
+            ]
+        )
+    )
+    blanks = st.sampled_from(["", " ", "\t", "  ", "\r"])
+    body = "\n".join(line.format(data.draw(blanks), data.draw(blanks)) for _ in range(data.draw(st.integers(2, 4))))
+    check(_kernel(body, ""))
+
+
+def test_a_type_in_pieces_naming_an_alias_is_read_in_each_module() -> None:
+    """`#m` in `memref<tensor<f32, "x">, #m>` is a layout or a memory space by what the
+    module defines it as: the op is not copied from another module's."""
+    layouts = []
+    for alias in ("affine_map<() -> ()>", "1"):
+        text = f"#m = {alias}\n" + _kernel('%b = memref.alloc() : memref<tensor<f32, "x">, #m>', "")
+        p.parse(text, fast=False)
+        check(text)
+        (alloc,) = [op for op in p.parse(text).walk() if op.name == "memref.alloc"]
+        layouts.append(alloc.result_types[0].layout)
+    assert layouts[0] is not None and layouts[1] is None
+
+
+@pytest.mark.parametrize("name", sorted(LEFT_TO_THE_GRAMMAR))
+def test_forms_left_to_the_grammar(name: str) -> None:
+    text = LEFT_TO_THE_GRAMMAR[name]
+    p.parse(text, fast=False)
+    assert fast_only(text) is None
+
+
+# Invalid spellings of the forms above: the fast path must not take them.
+WRONG = [
+    '"test.op"() {a = array<i32: 0x1>} : () -> ()',
+    '"test.op"() {a = array<i32:>} : () -> ()',
+    '"test.op"() {a = array<i32: 1,>} : () -> ()',
+    '"test.op"() {a = array<i32: 1} : () -> ()',
+    '"test.op"() {r = dense_resource<1> : tensor<4xf32>} : () -> ()',
+    '"test.op"() {r = dense_resource<blob1>} : () -> ()',
+    '"test.op"() {t = (f32) -> } : () -> ()',
+    '"test.op"() {t = (f32)} : () -> ()',
+    '%b = memref.alloc() : memref<f32, "L1"',
+    '%b = memref.alloc() : memref<f32, "L1" "L2">',
+    '%b = memref.alloc() : memref<f32, "L1", x <= 1>',
+    '"test.op"() {a = #my.attr<"x", <1>} : () -> ()',
+    '"test.op"() {a = #my.attr<"x", 1} : () -> ()',
+    '"test.op"() {a = #my.attr<x <= 1>} : () -> ()',
+    '"test.op"() {a = #my.attr <x>} : () -> ()',
+    '"test.op"() : () -> !my.type<4x',
+    '%v = ktdp.runtime_arg_extract value from %i : <index -> index',
+]
+
+
+@pytest.mark.parametrize("body", WRONG)
+def test_wrong_spellings_are_the_grammars_to_report(body: str) -> None:
+    text = _kernel(body)
+    assert fast_only(text) is None
+    with pytest.raises(ParseError):
+        p.parse(text)
+
+
+def test_type_keywords_match_the_grammar() -> None:
+    """The `!x.y` words the grammar has terminals for, which are no dialect types."""
+    terminals = {name: value for name, _, value in p._driver().terminals}
+    kws = ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW")
+    words = {w.replace("\\", "") for name in kws for w in terminals[name].strip("()?:").split("|")}
+    assert words == fastparse.TYPE_KWS
 
 
 def test_a_wrong_declarative_op_is_the_grammars_to_report() -> None:
