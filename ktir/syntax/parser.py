@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import re
 import threading
 from collections.abc import Callable
 from importlib import resources
@@ -631,8 +632,9 @@ class _Builder:
 
     def dense_hex(self, c: list[Tok]) -> C:
         text = _unq(c[0])
-        if not text.startswith("0x"):
-            raise _err(c[0], "a quoted dense literal must be a hex blob (\"0x...\")")
+        if not _HEX_BLOB.fullmatch(text):
+            # MLIR: "expected string containing hex digits starting with `0x`"; a byte is two digits
+            raise _err(c[0], "a quoted dense literal must be a hex blob: \"0x\" and bytes of two hex digits each")
         return C("hex", text)
 
     def dense_hex_int(self, c: list[Tok]) -> int:
@@ -1624,6 +1626,9 @@ def constant_type(value: Attribute) -> Type:
         return _constant_type(value)
     except ValueError as e:
         raise ParseError(str(e), 0, 0) from None
+
+
+_HEX_BLOB = re.compile(r"0x(?:[0-9a-fA-F]{2})+")
 
 
 class _HexBits(int):

@@ -139,7 +139,10 @@ def dense_value(attr: at.DenseAttr, t: Type, vector: bool = False) -> Any:
     if len(shape) != len(t.shape):
         raise CompileError("dense constants must have a static shape")
     if attr.hex is not None:
-        raw = bytes.fromhex(attr.hex[2:])
+        try:
+            raw = bytes.fromhex(attr.hex[2:])
+        except ValueError:
+            raise CompileError(f"dense hex blob {attr.hex[:24]!r} is not bytes of two hex digits each") from None
         count = int(math.prod(shape)) if shape else 1
         if dt == np.bool_:
             return _bool_blob(raw, count, shape)

@@ -43,3 +43,27 @@ def test_a_blob_of_the_wrong_size_is_a_diagnostic_not_a_crash() -> None:
         run(_constant('dense<"0x0000803F0000">', "tensor<3xf32>"))
     with pytest.raises(ri.KtirRuntimeError, match="one bit per element"):
         run(_constant('dense<"0x010203">', "tensor<10xi1>"))
+
+
+@pytest.mark.parametrize("blob", ["0x0000803F0p000040", "0x0000803F0000004", "0x", "12"])
+def test_a_blob_that_is_not_hex_bytes_is_a_syntax_error(blob: str) -> None:
+    """MLIR: "expected string containing hex digits starting with `0x`" (the interpreter
+    raised a ValueError from bytes.fromhex on the first one, found by the fuzzing lane)."""
+    import ktir
+
+    with pytest.raises(ktir.ParseError) as info:
+        ktir.parse(_constant(f'dense<"{blob}">', "tensor<2xf32>"))
+    d = info.value.diagnostics[0]
+    assert (d.line, d.column) == (2, 29) and "hex blob" in d.message
+
+
+def test_the_interpreter_reports_a_bad_blob_built_in_python() -> None:
+    import ktir
+    from ktir.ir import attributes as at
+
+    module = ktir.parse(_constant('dense<"0x0000803F00000040">', "tensor<2xf32>"))
+    op = module.operations[0].regions[0].blocks[0].operations[0]
+    op.attributes["value"] = op.attributes["value"].model_copy(update={"hex": "0xZZ"})
+    assert isinstance(op.attributes["value"], at.DenseAttr)
+    with pytest.raises(ri.KtirRuntimeError, match="not bytes of two hex digits"):
+        ri.run(module)
