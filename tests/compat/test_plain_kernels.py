@@ -133,3 +133,13 @@ def test_returned_memref_gives_its_contents_and_undefined_values_are_left_out(tm
                      "  return %0 : tensor<4xf32>\n}\n")
     assert main(["run", str(empty), "--out", str(tmp_path / "e.npz")]) == 0
     assert np.load(tmp_path / "e.npz").files == []
+
+
+def test_random_inputs_beyond_the_memory_limit_are_a_diagnostic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A huge static shape (128 GiB here) is a runtime.memory-limit error, not a MemoryError
+    (found by the fuzzing lane on a mutated tests/compat/mlir/strided.mlir)."""
+    path = tmp_path / "huge.mlir"
+    path.write_text("func.func @f(%k: memref<4294967296x8xf32>) {\n  return\n}\n")
+    assert main(["run", str(path), "--random-inputs", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "error[runtime.memory-limit]: argument k needs 137438953472 bytes (limit 2147483648)" in err
