@@ -36,7 +36,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--random-inputs", type=int, metavar="SEED",
                    help="generate the arguments not given with --arg (see reference_interp.inputs)")
-    p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument here")
+    p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument, the value of "
+                   "every tensor argument and each value the function returns (return.0, return.1, ...) here")
     p.add_argument("--target", metavar="NAME", help="target whose scratchpad capacity applies (e.g. spyre)")
     p.add_argument("--stats", action="store_true", help="print per-tile statistics")
     p.add_argument("--strict", action="store_true",
@@ -123,13 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     try:
         if args.out:
-            arrays = {}
-            for key, value in result.outputs.items():
-                if isinstance(value, dict):
-                    for tile, piece in value.items():
-                        arrays[f"{key}.{tile}"] = piece
-                else:
-                    arrays[key] = value
+            arrays = _arrays(result, module, args.func, given)
             buf = io.BytesIO()
             np.savez(buf, **arrays)
             # numpy's own rule for a bare name: `--out result` writes result.npz
@@ -147,12 +142,102 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if not (args.out or args.event_trace or args.stats or wants_cost(args)):
         # asked for nothing to be written: say what ran, so success is not silence
-        print(_summary(result, name))
+        print(_summary(result, name, module, args.func))
 
     return emit_cost_outputs(args, module, result)
 
 
-def _summary(result: Any, name: str) -> str:
+def _tensor_arguments(module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The values bound to the function's tensor arguments: arrays the kernel reads as values,
+    so they are in no memory and not among the run's outputs."""
+    import numpy as np
+
+    from ktir.ir import types as ty
+
+    from .executor import choose_function
+
+    fn = choose_function(module, func)
+    found = {}
+    for arg in fn.regions[0].blocks[0].arguments:
+        name = arg.name.lstrip("%")
+        t = ty.unaliased(arg.type, module.type_aliases)
+        if isinstance(t, ty.TensorType) and name in given:
+            found[name] = np.asarray(given[name])
+    return found
+
+
+def _returned(result: Any, module: Any, func: str | None) -> dict[str, Any]:
+    """`return.K`: the K-th value the function returns, in its result type's dtype (the
+    interpreter holds integer scalars as Python ints); with several tiles, one per tile
+    stacked in tile order. A returned memref gives its contents; a value that is no array
+    (tensor.empty's undefined contents, a distributed view) is left out."""
+    import numpy as np
+
+    from ktir.ir import attributes as at
+    from ktir.ir import types as ty
+
+    from .compiler import Uninit
+    from .dtypes import UnsupportedType, np_dtype
+    from .executor import choose_function
+    from .memory import MemoryView
+
+    if not result.returns or not result.returns[0]:
+        return {}
+    ftype = choose_function(module, func).attributes.get("function_type")
+    types = list(ftype.value.results) if isinstance(ftype, at.TypeAttr) and isinstance(ftype.value, ty.FunctionType) else []
+
+    def typed(value: Any, k: int) -> Any:
+        if isinstance(value, MemoryView):
+            return _view_contents(value)
+        if isinstance(value, Uninit) or not isinstance(value, np.ndarray | np.generic | int | float | bool):
+            return None
+        arr = np.asarray(value)
+        if arr.ndim == 0 and k < len(types):
+            try:
+                return arr.astype(np_dtype(ty.unaliased(types[k], module.type_aliases)))
+            except UnsupportedType:
+                pass
+        return arr
+
+    found = {}
+    for k in range(len(result.returns[0])):
+        per_tile = [typed(r[k], k) for r in result.returns]
+        if any(v is None for v in per_tile) or len({(v.shape, v.dtype) for v in per_tile}) != 1:
+            continue
+        found[f"return.{k}"] = per_tile[0] if len(per_tile) == 1 else np.stack(per_tile)
+    return found
+
+
+def _view_contents(view: Any) -> Any:
+    """A memref view's elements (origin to origin + sizes), or None if they leave its allocation."""
+    import numpy as np
+
+    if view.alloc is None:
+        return None
+    start = view.boff + sum(o * st for o, st in zip(view.origin, view.bstrides, strict=True))
+    try:
+        return np.ndarray(view.sizes, view.dtype, buffer=view.alloc.raw, offset=start, strides=view.bstrides).copy()
+    except (TypeError, ValueError):
+        return None
+
+
+def _arrays(result: Any, module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:
+    """What --out writes: every array argument's final contents (ct_local pieces as
+    NAME.TILE), every tensor argument's value and every returned value (return.K)."""
+    arrays = {}
+    for key, value in result.outputs.items():
+        if isinstance(value, dict):
+            for tile, piece in value.items():
+                arrays[f"{key}.{tile}"] = piece
+        else:
+            arrays[key] = value
+    for key, value in _tensor_arguments(module, func, given).items():
+        arrays.setdefault(key, value)
+    arrays.update(_returned(result, module, func))
+    return arrays
+
+
+def _summary(result: Any, name: str, module: Any, func: str | None) -> str:
     """One line on what a run did, for a run that writes nothing else."""
     import numpy as np
 
@@ -163,12 +248,16 @@ def _summary(result: Any, name: str) -> str:
         else:
             arr = np.asarray(value)
             arrays.append(f"{key} {list(arr.shape)} {arr.dtype}")
+    returned = [f"{key} = {value} ({value.dtype})" if value.ndim == 0 else f"{key} {list(value.shape)} {value.dtype}"
+                for key, value in _returned(result, module, func).items()]
     tiles = 1
     for g in result.grid:
         tiles *= g
     held = "; arrays: " + ", ".join(arrays) if arrays else ""
+    held += "; returned: " + ", ".join(returned) if returned else ""
+    write = " Write them with --out OUT.npz;" if arrays or returned else ""
     return (f"{name}: ran on grid {list(result.grid)} ({tiles} tile{'s' if tiles != 1 else ''}, "
-            f"{result.total_ops:,} ops){held}. Write them with --out OUT.npz; --stats gives per-tile figures.")
+            f"{result.total_ops:,} ops){held}.{write} --stats gives per-tile figures.")
 
 
 def _render(diag: Any, source: str, name: str) -> str:

@@ -56,6 +56,11 @@ class Blocking:
         self.fn = fn
 
 
+# Set by reference_interp.ops.linalg_buffers: compiles a linalg op in buffer form (memref
+# operands, no results) through its tensor-form factory; None for an op in tensor form.
+BUFFER_FORM: list[Callable[[FuncCompiler, Operation, Factory], OpFn | None]] = []
+
+
 def impl(*names: str, shape_only: Callable[[Operation], set[int]] | None = None) -> Callable[[Factory], Factory]:
     """Register the compile-time factory of one or more ops."""
 
@@ -504,8 +509,11 @@ class FuncCompiler:
             known = "" if op.name in OPS else " (it is not a KTIR op)"
             raise CompileError(f"the interpreter does not execute {op.name}{known}", op)
         try:
-            zeros = _zeros(self, op) if self.options.shapes_only and not self.vector else None
-            compiled = zeros if zeros is not None else factory(self, op)
+            compiled: OpFn | Blocking | None = _zeros(self, op) if self.options.shapes_only and not self.vector else None
+            if compiled is None and BUFFER_FORM and op.name.startswith("linalg.") and not op.result_types:
+                compiled = BUFFER_FORM[0](self, op, factory)
+            if compiled is None:
+                compiled = factory(self, op)
         except KtirRuntimeError as e:
             raise e.attach(op) from None
         except UnsupportedType as e:

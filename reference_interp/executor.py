@@ -123,10 +123,11 @@ def _choose_function(module: Module, func: str | None) -> Operation:
     public = [f for f in bodies if not _private(f)]
     if len(public) == 1:
         return public[0]
+    if not bodies:
+        raise fail("argument", "the module has no function with a body: there is nothing to run")
     if not public:
-        what = f"only private functions ({_names(bodies)})" if bodies else "no function with a body"
-        raise fail("argument", f"the module has {what}; choose one with func=")
-    raise fail("argument", f"the module has {len(public)} public functions ({_names(public)}); choose one with func=")
+        raise fail("argument", f"the module has only private functions ({_names(bodies)}); choose one with func= (ktir run --func)")
+    raise fail("argument", f"the module has {len(public)} public functions ({_names(public)}); choose one with func= (ktir run --func)")
 
 
 def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:

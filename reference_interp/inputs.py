@@ -25,11 +25,13 @@ import numpy as np
 from ktir.dialects.access import AccessError, named
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.operation import Module, Operation
 
 from .compiler import reject_semantics_free
-from .dtypes import np_dtype
+from .dtypes import UnsupportedType, np_dtype
 from .errors import KtirRuntimeError, fail
+from .runtime import Options
 
 _DERIVING = {"arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui", "affine.apply",
              "affine.min", "affine.max", "arith.maxsi", "arith.minsi"}
@@ -112,7 +114,12 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     reject_semantics_free(fn, [ty.unaliased(a.type, module.type_aliases) for a in block.arguments])
     rng = np.random.default_rng(seed)
 
-    def array(shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray:
+    limit = run_kwargs.get("max_value_bytes") or Options().max_value_bytes
+
+    def array(shape: tuple[int, ...], dt: np.dtype[Any], name: str) -> np.ndarray:
+        n = int(np.prod(shape, dtype=object)) * dt.itemsize
+        if n > limit:  # a huge static shape: a diagnostic, not a MemoryError
+            raise fail("memory-limit", f"argument {name} needs {n} bytes (limit {limit})")
         return np.zeros(shape, dt) if zeros else random_array(rng, shape, dt)
 
     args = dict(given)
@@ -124,7 +131,11 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
             continue
         t = ty.unaliased(a.type, module.type_aliases)
         if isinstance(t, ty.MemRefType | ty.TensorType) and all(d is not None for d in t.shape):
-            args[name] = array(tuple(int(d or 0) for d in t.shape), np_dtype(t.element_type))
+            try:
+                dt = np_dtype(t.element_type)
+            except UnsupportedType as e:
+                raise fail("unsupported", f"argument {name}: the interpreter has no arrays of {type_text(t.element_type)} ({e})") from None
+            args[name] = array(tuple(int(d or 0) for d in t.shape), dt, name)
         elif isinstance(t, ty.RuntimeArgType):
             if t.upperbound is None:
                 raise fail("argument", f"argument {name}: a runtime_arg without an upperbound needs --arg {name}=VALUE")
@@ -141,7 +152,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     if pointers:
         sizes = _probe(module, func, args, pointers, run_kwargs)
         for name, dt in pointers.items():
-            args[name] = array((sizes[name],), dt)
+            args[name] = array((sizes[name],), dt, name)
     return args
 
 

@@ -125,7 +125,11 @@ OPS: tuple[OpDef, ...] = (
         results=(Result("result", Derived("the value's type")),),
         traits=frozenset({PURE, CONSTANT_LIKE}),
         cost=CostClass.FREE,
-        constraints=constraints("The result type equals the type of `value`."),
+        constraints=constraints(
+            "The result type equals the type of `value`, and `value` is a literal of that type as MLIR reads it: an"
+            " integer within the signed or unsigned range of its width (index: signed), no float for an integer type,"
+            " a dense list of the type's shape, a hex blob of one element or of all (i1: one bit per element)."
+        ),
     ),
     *(_binary(*row) for row in _BINARIES),
     OpDef(

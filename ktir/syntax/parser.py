@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import re
 import threading
 from collections.abc import Callable
 from importlib import resources
@@ -631,8 +632,9 @@ class _Builder:
 
     def dense_hex(self, c: list[Tok]) -> C:
         text = _unq(c[0])
-        if not text.startswith("0x"):
-            raise _err(c[0], "a quoted dense literal must be a hex blob (\"0x...\")")
+        if not _HEX_BLOB.fullmatch(text):
+            # MLIR: "expected string containing hex digits starting with `0x`"; a byte is two digits
+            raise _err(c[0], "a quoted dense literal must be a hex blob: \"0x\" and bytes of two hex digits each")
         return C("hex", text)
 
     def dense_hex_int(self, c: list[Tok]) -> int:
@@ -1626,6 +1628,9 @@ def constant_type(value: Attribute) -> Type:
         raise ParseError(str(e), 0, 0) from None
 
 
+_HEX_BLOB = re.compile(r"0x(?:[0-9a-fA-F]{2})+")
+
+
 class _HexBits(int):
     """An integer written in hex inside a dense literal (a bit pattern for float elements)."""
 
@@ -1766,7 +1771,9 @@ def _parse_lalr(text: str, filename: str | None) -> Module:
     try:
         module: Module = _driver().parse(text, "start")
     except LexError as e:
-        raise ParseError(e.message, e.line, e.column, filename) from None
+        hint = _LOOKALIKES.get(text[e.pos]) if e.pos < len(text) else None
+        message = f"{e.message}: {hint}" if hint else e.message
+        raise ParseError(message, e.line, e.column, filename) from None
     except UnexpectedToken as e:
         tok = e.token
         fallback = {t for t in e.state.parse_conf.states[e.state.position] if t.isupper()}
@@ -1786,6 +1793,21 @@ def _parse_lalr(text: str, filename: str | None) -> Module:
     finally:
         KtirLexer.comment_sink = None
     return module
+
+
+# Characters that text copied from an editor, a web page or a word processor brings in and
+# that look like (or are invisible next to) what MLIR expects; MLIR rejects them too.
+_LOOKALIKES = {
+    "\ufeff": "a UTF-8 byte order mark (BOM); save the file as UTF-8 without a BOM",
+    "\u00a0": "a no-break space; use an ordinary space",
+    "\u200b": "a zero-width space; delete it",
+    "\u201c": 'a typographic quote; use the ASCII double quote "',
+    "\u201d": 'a typographic quote; use the ASCII double quote "',
+    "\u2018": "a typographic quote; MLIR strings use the ASCII double quote \"",
+    "\u2019": "a typographic quote; MLIR strings use the ASCII double quote \"",
+    "\u2212": "a Unicode minus sign; use the ASCII hyphen-minus -",
+    "\u2013": "an en dash; use the ASCII hyphen-minus -",
+}
 
 
 def _acceptable(state: Any, fallback: set[str]) -> set[str]:

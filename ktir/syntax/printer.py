@@ -749,9 +749,11 @@ def _ins_outs(op: Operation) -> str:
     n_in, n_out = _segments(op, 2)
     ins, outs = op.operands[:n_in], op.operands[n_in : n_in + n_out]
     in_t, out_t = op.operand_types[:n_in], op.operand_types[n_in : n_in + n_out]
-    ins_text = f"{', '.join(ins)} : {_types(in_t)}" if ins else ""
-    outs_text = f"{', '.join(outs)} : {_types(out_t)}" if outs else ""
-    return f"ins({ins_text}) outs({outs_text})"
+    # MLIR leaves out an empty list (it cannot read `ins()` back)
+    parts = [f"ins({', '.join(ins)} : {_types(in_t)})"] if ins else []
+    if outs:
+        parts.append(f"outs({', '.join(outs)} : {_types(out_t)})")
+    return " ".join(parts)
 
 
 def _results_arrow(op: Operation) -> str:

@@ -269,10 +269,13 @@ class Verifier:
     def visit(self, op: Operation, parent_loc: Location | None) -> None:
         loc = op.loc or parent_loc
         opdef = OPS.get(op.name)
+        undefined: set[str] = set()
         for i, (name, t) in enumerate(zip(op.operands, op.operand_types, strict=False)):
             info = self.lookup(name)
             if info is None:
-                self.error("ssa.undefined", f"use of undefined value '{name}'", loc)
+                if name not in undefined:  # `arith.addi %a, %a`: one error, as MLIR gives
+                    self.error("ssa.undefined", f"use of undefined value '{name}'", loc)
+                undefined.add(name)
                 continue
             info.uses += 1
             if self.rtype(info.type) != self.rtype(t):

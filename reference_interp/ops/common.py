@@ -139,11 +139,16 @@ def dense_value(attr: at.DenseAttr, t: Type, vector: bool = False) -> Any:
     if len(shape) != len(t.shape):
         raise CompileError("dense constants must have a static shape")
     if attr.hex is not None:
-        raw = bytes.fromhex(attr.hex[2:])
-        flat = np.frombuffer(raw, dtype=dt if dt != np.bool_ else np.uint8).copy()
-        if dt == np.bool_:
-            flat = flat.astype(bool)
+        try:
+            raw = bytes.fromhex(attr.hex[2:])
+        except ValueError:
+            raise CompileError(f"dense hex blob {attr.hex[:24]!r} is not bytes of two hex digits each") from None
         count = int(math.prod(shape)) if shape else 1
+        if dt == np.bool_:
+            return _bool_blob(raw, count, shape)
+        if len(raw) % dt.itemsize:
+            raise CompileError(f"dense hex blob has {len(raw)} bytes, not a whole number of {dt.itemsize}-byte elements")
+        flat = np.frombuffer(raw, dtype=dt).copy()
         if flat.size == 1:
             return np.full(shape, flat[0], dtype=dt)
         if flat.size != count:
@@ -162,6 +167,17 @@ def dense_value(attr: at.DenseAttr, t: Type, vector: bool = False) -> Any:
             return out.reshape(shape)
         raise CompileError(f"dense literal has shape {out.shape}, the type says {shape}")
     return out
+
+
+def _bool_blob(raw: bytes, count: int, shape: tuple[int, ...]) -> np.ndarray:
+    """MLIR's hex blob of i1 elements: one bit per element, least significant bit first
+    (ceil(count / 8) bytes), or one byte 0x00 / 0xFF for a splat."""
+    if len(raw) == 1 and raw[0] in (0x00, 0xFF):
+        return np.full(shape, raw[0] != 0, dtype=np.bool_)
+    if len(raw) != (count + 7) // 8:
+        raise CompileError(f"dense hex blob of i1 has {len(raw)} bytes, the type needs {(count + 7) // 8} (one bit per element)")
+    bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")[:count]
+    return bits.astype(np.bool_).reshape(shape)
 
 
 def _map_nested(v: Any, fn: Any) -> Any:

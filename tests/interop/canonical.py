@@ -12,8 +12,10 @@ else (ops, operands, types, attributes, regions) must be equal.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from ktir.ir import affine as af
@@ -49,6 +51,11 @@ class _Canon:
             return ("affine_set", cs.num_dims, cs.num_symbols, keys)
         if isinstance(obj, at.IntegerAttr) and obj.type is None:
             return obj.model_copy(update={"type": ty.I64})  # MLIR's type of an untyped integer attribute
+        if isinstance(obj, at.FloatAttr) and obj.type is not None and math.isfinite(obj.value):
+            # KTIR keeps a float as written (65500.0 : f16); MLIR rounds it to the type (65504)
+            return at.FloatAttr(value=_rounded(obj.value, obj.type), type=obj.type)
+        if isinstance(obj, at.DenseAttr) and (obj.hex is not None or isinstance(obj.values, tuple)):
+            obj = _decoded(obj)
         if isinstance(obj, at.DenseAttr) and isinstance(obj.values, tuple):
             flat = list(_flatten(obj.values))
             if flat and all(v == flat[0] and type(v) is type(flat[0]) for v in flat):
@@ -146,6 +153,34 @@ def _expr_key(expr: af.AffineExpr) -> object:
 def _trivially_true(c: af.Constraint) -> bool:
     lin = af.linear(c.expr)
     return lin is not None and not lin[0] and not lin[1] and (lin[2] == 0 if c.is_equality else lin[2] >= 0)
+
+
+def _rounded(value: float, t: ty.Type) -> float:
+    from reference_interp.dtypes import UnsupportedType, np_dtype
+
+    try:
+        return float(np.asarray(value, np.float64).astype(np_dtype(t)).astype(np.float64))
+    except UnsupportedType:
+        return value
+
+
+def _decoded(obj: at.DenseAttr) -> at.DenseAttr:
+    """A dense attribute as MLIR stores it: a hex blob decoded (MLIR prints small ones as a
+    list) and float elements rounded to the element type."""
+    from reference_interp.ops.common import dense_value
+
+    try:
+        arr = dense_value(obj, obj.type)
+    except Exception:  # noqa: BLE001 - a type the interpreter has no dtype for: compare as written
+        return obj
+    if arr.dtype.kind not in "biu":
+        arr = arr.astype(np.float64)
+    values = _tuples(arr.tolist())
+    return obj.model_copy(update={"values": values, "hex": None})
+
+
+def _tuples(values: Any) -> Any:
+    return tuple(_tuples(v) for v in values) if isinstance(values, list) else values
 
 
 def _flatten(values: Any) -> Any:

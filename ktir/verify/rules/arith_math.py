@@ -24,6 +24,89 @@ def constant(check: Check) -> None:
     result = check.result_type("result")
     if vt != result:
         check.fail("C1", f"result type {t(result)} differs from the value's type {t(vt)}")
+        return
+    problem = None
+    if isinstance(value, at.DenseAttr) and isinstance(vt, ty.TensorType):
+        problem = _dense_problem(value, vt)
+    elif isinstance(value, at.IntegerAttr | at.FloatAttr):
+        problem = _scalar_problem(value.value, vt)
+    if problem:
+        check.fail("C1", problem)
+
+
+def _scalar_problem(value: object, element: ty.Type) -> str | None:
+    """What MLIR's parser rejects in a literal of this element type: a float for an integer
+    type, and an integer outside both the signed and the unsigned range of its width."""
+    if not isinstance(element, ty.IntegerType | ty.IndexType) or isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return f"the float value {value!r} is not valid for the integer type {t(element)}"
+    assert isinstance(value, int)
+    # MLIR reads a signless literal as either signed or unsigned, an index literal as signed
+    width = 64 if isinstance(element, ty.IndexType) else element.width
+    top = 1 << (width - 1 if isinstance(element, ty.IndexType) else width)
+    if not -(1 << (width - 1)) <= value < top:
+        return f"the integer constant {value} is out of range for {t(element)}"
+    return None
+
+
+def _literal_shape(values: object) -> tuple[int, ...] | None:
+    """The shape of a nested list literal, or None when its rows differ in length."""
+    if not isinstance(values, tuple):
+        return ()
+    shapes = {_literal_shape(v) for v in values}
+    if len(shapes) > 1 or None in shapes:
+        return None
+    inner = shapes.pop() if shapes else ()
+    assert inner is not None
+    return (len(values), *inner)
+
+
+def _storage_bytes(element: ty.Type) -> int | None:
+    """Bytes per element in MLIR's hex blob (i1 is bit-packed and handled apart)."""
+    if isinstance(element, ty.IndexType):
+        return 8
+    if isinstance(element, ty.IntegerType | ty.FloatType):
+        return (element.width + 7) // 8
+    return None
+
+
+def _dense_problem(value: at.DenseAttr, tensor: ty.TensorType) -> str | None:
+    """What makes a dense literal disagree with its static tensor type, as MLIR checks it:
+    a list literal has the type's shape (or is one splat value); a hex blob holds one
+    element (a splat) or all of them."""
+    shape = tuple(d for d in tensor.shape if d is not None)
+    if len(shape) != len(tensor.shape):
+        return None  # MLIR requires a static shape; the type rules say so elsewhere
+    count = 1
+    for d in shape:
+        count *= d
+    if value.hex is not None:
+        size = (len(value.hex) - 2) // 2
+        element = tensor.element_type
+        if isinstance(element, ty.IntegerType) and element.width == 1:
+            if size == (count + 7) // 8 or (size == 1 and value.hex[2:].lower() in ("00", "ff")):
+                return None
+            return (f"the hex blob has {size} bytes; {t(tensor)} needs {(count + 7) // 8} (one bit per element, least"
+                    " significant first) or one byte 0x00 / 0xFF (a splat)")
+        per = _storage_bytes(element)
+        if per is None or size in (per, per * count):
+            return None
+        return f"the hex blob has {size} bytes; {t(tensor)} needs {per * count} ({count} x {per}) or {per} (a splat)"
+    if value.is_splat:
+        return _scalar_problem(value.values, tensor.element_type)
+    found = _literal_shape(value.values)
+    if found is None:
+        return "the rows of the dense literal differ in length"
+    if found != shape:
+        return f"the dense literal has shape [{', '.join(map(str, found))}], the type {t(tensor)} has [{', '.join(map(str, shape))}]"
+    return next(filter(None, (_scalar_problem(v, tensor.element_type) for v in _flat(value.values))), None)
+
+
+def _flat(values: object) -> list[object]:
+    if isinstance(values, tuple):
+        return [x for v in values for x in _flat(v)]
+    return [values]
 
 
 @rule("arith.cmpi", "arith.cmpf")

@@ -1,0 +1,23 @@
+// Written for tests/compat as a kernel author writes it: one tile, whole arrays (see test_plain_kernels.py).
+#s = affine_set<(d0, d1) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 15 >= 0)>
+#s1 = affine_set<(d0) : (d0 >= 0, -d0 + 3 >= 0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @rowsum(%X: index, %Y: index) {
+  %c0 = arith.constant 0 : index
+  %x = ktdp.construct_memory_view %X, sizes: [4, 16], strides: [16, 1] {coordinate_set = #s, memory_space = #ktdp.memory_space<global>} : memref<4x16xf32>
+  %y = ktdp.construct_memory_view %Y, sizes: [4], strides: [1] {coordinate_set = #s1, memory_space = #ktdp.memory_space<global>} : memref<4xf32>
+  %tx = ktdp.construct_access_tile %x[%c0, %c0] {access_tile_set = #s, access_tile_order = #id} : memref<4x16xf32> -> !ktdp.access_tile<4x16xindex>
+  %ty = ktdp.construct_access_tile %y[%c0] {access_tile_set = #s1, access_tile_order = #id1} : memref<4xf32> -> !ktdp.access_tile<4xindex>
+  %v = ktdp.load %tx : !ktdp.access_tile<4x16xindex> -> tensor<4x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4xf32>
+  %si = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.reduce ins(%v : tensor<4x16xf32>) outs(%si : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %t = arith.addf %in, %acc : f32
+      linalg.yield %t : f32
+    }
+  ktdp.store %s, %ty : tensor<4xf32>, !ktdp.access_tile<4xindex>
+  return
+}
