@@ -424,6 +424,8 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     K2, N = b.shape
     if K != K2 or c.shape != (M, N):
         return f"inconsistent matmul shapes A {a.shape}, B {b.shape}, C {c.shape}"
+    if 0 in (M, N, K):
+        return f"a matmul dimension has size 0 (M={M}, N={N}, K={K}): the kernel touches no elements"
     allowed = {"arith.constant", "arith.muli", "arith.addi", "scf.for", "scf.yield", "tensor.empty", "linalg.fill",
                "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load",
                "ktdp.store", "linalg.matmul", "arith.truncf", "func.return"}
@@ -437,6 +439,9 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     acc = acc_types[0] if acc_types else None
     if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType)):
         return "the matmul does not accumulate in floating point"
+    if acc.element_type.kind == "f64":
+        # the rewrite accumulates in f32: an f64 product would lose precision
+        return "the matmul accumulates in f64; the rewrite accumulates in f32"
     if acc.element_type.kind != "f32":
         # one whole-K product rounds once (interpreter semantics): an f32 accumulator rounded
         # at the store gives that result; a K loop in the narrow type rounds at every step

@@ -142,6 +142,9 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
                 if c not in classes:
                     classes.append(c)
     extent = {c: g.size(c) for c in classes}
+    for i, c in enumerate(classes):
+        if extent[c] == 0:  # nothing to divide, and a block of 0 elements has no legal shape
+            return f"dimension d{i} has size 0: the kernel touches no elements"
     free = {c: g.reasons(c) for c in classes}
     kloop = _kloop(g, body, empties)
     steps, deps, op_deps = _steps(g, body, accesses, empties, kloop)
