@@ -209,3 +209,9 @@ def test_lowering_uses_inference_mode_and_leaves_the_module_as_it_was() -> None:
     program = from_torch(model, (r(4, 64),))
     assert model.training
     assert [k.kind for k in program.manifest.kernels] == ["matmul"]  # dropout is gone in eval mode
+
+
+def test_matmul_broadcasting_batch_dims() -> None:
+    # (2, 1, 4, 8) @ (3, 8, 5): the expanded operands are copied by kernels on a grid of rank 4,
+    # whose access tile was once named %tile2 like the tile id it used (an SSA redefinition)
+    check(Fn(lambda m, a, b: a @ b), r(2, 1, 4, 8), r(3, 8, 5))
