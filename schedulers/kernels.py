@@ -371,6 +371,17 @@ def _tile_reason(module: Module, tile: Operation) -> str | None:
     return None
 
 
+def aliased(box: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether a box of `box` elements at `strides` may map two coordinates to one element:
+    ordered by stride, each dimension's stride must pass the span of the smaller ones."""
+    span = 1
+    for stride, n in sorted((st, n) for st, n in zip(strides, box, strict=False) if n > 1):
+        if stride < span:
+            return True
+        span += stride * (n - 1)
+    return False
+
+
 def _view_reason(module: Module, view: Operation, operand: Operand, vals: _Values) -> str | None:
     """Why a memory view of the matmul cannot be re-tiled with its strides and offset, if it cannot."""
     t = named(view).result_type("result")
@@ -414,6 +425,9 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     if view is None or c is None or len(c.shape) != 2:
         return "the matmul's result is not stored to a 2-D global view of a function argument"
     names[named(view).result("result")] = "c"
+    if aliased(c.shape, c.layout):
+        # the input's store already writes some elements twice; blocks on different tiles would race
+        return f"the view of {c.arg} (strides {list(c.layout)}) maps several coordinates of C to one element"
     if len(names) != 3:
         return "A, B and C of the matmul are not three distinct memory views"
     if c.arg in (views[0].arg, views[1].arg):
@@ -595,6 +609,9 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         operand = _operand(view, vals) if view is not None else None
         if operand is None:
             return "a row block is not in a global view of a function argument"
+        if op.name == "ktdp.store" and aliased(operand.shape, operand.layout):
+            # rows stored by different tiles would land on the same elements
+            return f"the view of {operand.arg} (strides {list(operand.layout)}) maps several rows to one element"
         per_row = Operand(operand.arg, operand.dtype, operand.itemsize, tuple(int(d or 0) for d in t.shape[1:]))
         layouts.setdefault(operand.arg, set()).add((operand.offset, operand.strides, op.name == "ktdp.store"))
         (outputs if op.name == "ktdp.store" else streamed).append((per_row, operand.shape[0]))
