@@ -154,6 +154,8 @@ def function_of(module: Module, func: str | None) -> Operation:
         except KeyError:
             raise ScheduleError(f"no function @{func} in the module") from None
     bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
+    if not bodies:
+        raise ScheduleError("the module has no function with a body: there is no kernel to schedule")
     if len(bodies) != 1:
         names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
         raise ScheduleError(f"the module has {len(bodies)} functions with bodies ({names}); choose one with --func")
