@@ -238,8 +238,9 @@ class StrategyScheduler:
                     report.reason = _already_distributed(rec.fn, grid)
                     if not straight:  # it has loops: say why they are not the row-loop or matmul form
                         report.reason += f"; nor is it a kernel of those forms: {rec.reason}"
-                else:
-                    report.reason = rec.reason
+                else:  # one tile with loops or branches: the row-loop form's reason, and the construct
+                    # that keeps it out of the natural form (an scf.if, a loop carrying values)
+                    report.reason = f"{rec.reason}; natural form: {natural}"
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
             return ScheduleResult(module, report)

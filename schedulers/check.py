@@ -6,6 +6,7 @@ A failed check must not go unnoticed: `CheckResult` is falsy when the outputs di
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,8 +46,15 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
     """Run both modules in the reference interpreter on identical random inputs.
 
     Index arguments given in `sizes` are bound to those values; arrays are inferred as
-    `ktir run --random-inputs` does. An input that cannot run raises `ScheduleError`. Outputs are compared with a tolerance because a
-    schedule may change the order of floating-point reductions (a K loop split differently).
+    `ktir run --random-inputs` does. An input that cannot run raises `ScheduleError`.
+
+    Integer and boolean outputs must be equal: no schedule changes integer results. Float
+    outputs are compared with a tolerance because a schedule may change the order of
+    floating-point reductions (a K loop split differently): `rtol` (at least two ulps of the
+    output's type, so a reordering may move a bf16 or f8 result by one ulp), and `atol`
+    scaled down to the output's magnitude when that is below 1, so outputs whose values are
+    all small (softmax rows of a thousand columns, about 1e-3 each) are not compared against
+    an absolute slack larger than the values themselves.
     """
     import reference_interp as ri
     from reference_interp.inputs import infer_args
@@ -57,7 +65,9 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
         ref = ri.run(before, func, {k: _copy(v) for k, v in args.items()})
     except ri.KtirRuntimeError as e:
         # the input itself cannot run: nothing is known about the schedule, so this is not a verdict
-        raise ScheduleError(f"--check cannot run the input in the interpreter: {e.message}") from None
+        # the interpreter's hint names `ktir run --arg`; `ktir schedule` binds arguments with --size
+        hint = re.sub(r"--arg (\w+)=(\.\.\.|VALUE)", r"--size \1=INT", e.message)
+        raise ScheduleError(f"--check cannot run the input in the interpreter: {hint}") from None
     try:
         got = ri.run(after, func, {k: _copy(v) for k, v in args.items()})
     except ri.KtirRuntimeError as e:
@@ -74,13 +84,26 @@ def check_equivalent(before: Module, after: Module, sizes: Mapping[str, int] | N
             return CheckResult(False, f"{name}: shape {b.shape} differs from {a.shape}", float("inf"))
         err = float(np.max(np.abs(a - b))) if a.size else 0.0
         worst = max(worst, err)
-        if not np.allclose(b, a, rtol=rtol, atol=atol, equal_nan=True):
-            bad = int(np.argmax(np.abs(a - b) - rtol * np.abs(a)))
+        r, t = _tolerance(np.asarray(want).dtype, a, rtol, atol)
+        if not np.allclose(b, a, rtol=r, atol=t, equal_nan=True):
+            bad = int(np.argmax(np.abs(a - b) - r * np.abs(a)))
             where = tuple(int(i) for i in np.unravel_index(bad, a.shape))
-            count = int(np.count_nonzero(~np.isclose(b, a, rtol=rtol, atol=atol, equal_nan=True)))
+            count = int(np.count_nonzero(~np.isclose(b, a, rtol=r, atol=t, equal_nan=True)))
             return CheckResult(False, f"{name}: {count} of {a.size} elements differ; element {list(where)} is "
                                f"{float(b.flat[bad])!r}, expected {float(a.flat[bad])!r}", worst)
     return CheckResult(True, f"outputs match (max abs error {worst:.3g})", worst)
+
+
+def _tolerance(dtype: np.dtype[Any], want: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
+    """(rtol, atol) for one output of type `dtype` whose expected values (as float64) are `want`."""
+    if dtype.kind in "iub":
+        return 0.0, 0.0
+    import ml_dtypes
+
+    eps = float(ml_dtypes.finfo(dtype).eps)
+    finite = np.abs(want[np.isfinite(want)])
+    scale = float(finite.max()) if finite.size else 1.0
+    return max(rtol, 2 * eps), atol * min(1.0, scale)
 
 
 def _copy(v: Any) -> Any:

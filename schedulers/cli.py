@@ -9,6 +9,7 @@ Wire it into `ktir/cli.py` with:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ def add_schedule_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="run input and output in the reference interpreter on random inputs and compare; "
                    "on a mismatch exit 1 and write nothing")
-    p.add_argument("--time-budget", type=float, default=1.5, metavar="S", help="seconds a search may spend (default 1.5)")
+    p.add_argument("--time-budget", type=_seconds, default=1.5, metavar="S", help="seconds a search may spend (default 1.5)")
     p.add_argument("--size", action="append", default=[], metavar="NAME=INT",
                    help="value of an index argument that sizes tensors (e.g. --size M=2048); repeatable")
     p.add_argument("--func", metavar="NAME", help="the function to schedule when the file has several")
@@ -43,6 +44,17 @@ def add_schedule_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the report table")
     p.set_defaults(run=cmd_schedule)
     return p
+
+
+def _seconds(text: str) -> float:
+    """A --time-budget value: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text!r}")
+    return value
 
 
 def _sizes(items: list[str]) -> dict[str, int]:

@@ -154,6 +154,8 @@ def function_of(module: Module, func: str | None) -> Operation:
         except KeyError:
             raise ScheduleError(f"no function @{func} in the module") from None
     bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
+    if not bodies:
+        raise ScheduleError("the module has no function with a body: there is no kernel to schedule")
     if len(bodies) != 1:
         names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
         raise ScheduleError(f"the module has {len(bodies)} functions with bodies ({names}); choose one with --func")
@@ -371,6 +373,17 @@ def _tile_reason(module: Module, tile: Operation) -> str | None:
     return None
 
 
+def aliased(box: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether a box of `box` elements at `strides` may map two coordinates to one element:
+    ordered by stride, each dimension's stride must pass the span of the smaller ones."""
+    span = 1
+    for stride, n in sorted((st, n) for st, n in zip(strides, box, strict=False) if n > 1):
+        if stride < span:
+            return True
+        span += stride * (n - 1)
+    return False
+
+
 def _view_reason(module: Module, view: Operation, operand: Operand, vals: _Values) -> str | None:
     """Why a memory view of the matmul cannot be re-tiled with its strides and offset, if it cannot."""
     t = named(view).result_type("result")
@@ -414,6 +427,9 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     if view is None or c is None or len(c.shape) != 2:
         return "the matmul's result is not stored to a 2-D global view of a function argument"
     names[named(view).result("result")] = "c"
+    if aliased(c.shape, c.layout):
+        # the input's store already writes some elements twice; blocks on different tiles would race
+        return f"the view of {c.arg} (strides {list(c.layout)}) maps several coordinates of C to one element"
     if len(names) != 3:
         return "A, B and C of the matmul are not three distinct memory views"
     if c.arg in (views[0].arg, views[1].arg):
@@ -424,6 +440,8 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     K2, N = b.shape
     if K != K2 or c.shape != (M, N):
         return f"inconsistent matmul shapes A {a.shape}, B {b.shape}, C {c.shape}"
+    if 0 in (M, N, K):
+        return f"a matmul dimension has size 0 (M={M}, N={N}, K={K}): the kernel touches no elements"
     allowed = {"arith.constant", "arith.muli", "arith.addi", "scf.for", "scf.yield", "tensor.empty", "linalg.fill",
                "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load",
                "ktdp.store", "linalg.matmul", "arith.truncf", "func.return"}
@@ -437,6 +455,9 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     acc = acc_types[0] if acc_types else None
     if not (isinstance(acc, ty.TensorType) and isinstance(acc.element_type, ty.FloatType)):
         return "the matmul does not accumulate in floating point"
+    if acc.element_type.kind == "f64":
+        # the rewrite accumulates in f32: an f64 product would lose precision
+        return "the matmul accumulates in f64; the rewrite accumulates in f32"
     if acc.element_type.kind != "f32":
         # one whole-K product rounds once (interpreter semantics): an f32 accumulator rounded
         # at the store gives that result; a K loop in the narrow type rounds at every step
@@ -590,6 +611,9 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         operand = _operand(view, vals) if view is not None else None
         if operand is None:
             return "a row block is not in a global view of a function argument"
+        if op.name == "ktdp.store" and aliased(operand.shape, operand.layout):
+            # rows stored by different tiles would land on the same elements
+            return f"the view of {operand.arg} (strides {list(operand.layout)}) maps several rows to one element"
         per_row = Operand(operand.arg, operand.dtype, operand.itemsize, tuple(int(d or 0) for d in t.shape[1:]))
         layouts.setdefault(operand.arg, set()).add((operand.offset, operand.strides, op.name == "ktdp.store"))
         (outputs if op.name == "ktdp.store" else streamed).append((per_row, operand.shape[0]))

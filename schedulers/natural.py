@@ -23,7 +23,18 @@ from ktir.ir.operation import Module, Operation
 from ktir.targets.from_interp import TRANSCENDENTAL
 
 from .dependence import CONTRACTIONS, DimGraph, analyse, resolve, shape, where
-from .kernels import Operand, _is_box, _is_identity, _operand, _Values, dtype_name, func_name, grid_of, itemsize
+from .kernels import (
+    Operand,
+    _is_box,
+    _is_identity,
+    _operand,
+    _Values,
+    aliased,
+    dtype_name,
+    func_name,
+    grid_of,
+    itemsize,
+)
 
 _QUIET = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.get_compute_tile_id", "func.return",
                     "arith.addi", "arith.muli", "arith.subi", "tensor.empty"})
@@ -142,6 +153,9 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
                 if c not in classes:
                     classes.append(c)
     extent = {c: g.size(c) for c in classes}
+    for i, c in enumerate(classes):
+        if extent[c] == 0:  # nothing to divide, and a block of 0 elements has no legal shape
+            return f"dimension d{i} has size 0: the kernel touches no elements"
     free = {c: g.reasons(c) for c in classes}
     kloop = _kloop(g, body, empties)
     steps, deps, op_deps = _steps(g, body, accesses, empties, kloop)
@@ -236,6 +250,11 @@ def _memory_reason(accesses: list[Access]) -> str | None:
             continue
         if len(writes) < len(group):
             return f"%{arg} is read and written: blocks on different tiles would race"
+        for a in writes:
+            box = shape(named(a.op).operand_type("data")) or ()
+            if aliased(box, a.operand.layout):
+                return (f"the store{where(a.op)} writes some elements of %{arg} twice (strides "
+                        f"{list(a.operand.layout)} over a {'x'.join(map(str, box))} box): its order would matter")
         layouts = {(a.operand.offset, a.operand.layout) for a in writes}
         if len(layouts) > 1:
             return f"%{arg} is written through views of different layouts"

@@ -90,12 +90,12 @@ def render_table(report: ScheduleReport) -> object:
     if report.estimate_cycles is not None and report.roofline_cycles is not None:
         table.add_row("estimate", f"{report.estimate_cycles:,.0f} cycles ({(report.estimate_seconds or 0) * 1e6:,.1f} us)")
         table.add_row("roofline", f"{report.roofline_cycles:,.0f} cycles ({report.roofline_binding})")
-        table.add_row("ratio", f"{report.ratio:.3f}")
+        table.add_row("ratio", "-" if report.ratio is None else f"{report.ratio:.3f}")
     if report.timeline_cycles is not None and report.timeline_ratio is not None:
         table.add_row("timeline", f"{report.timeline_cycles:,.0f} cycles (ratio {report.timeline_ratio:.3f})")
     for level, n in report.bytes_per_level.items():
         table.add_row(f"bytes {level}", f"{n:,}")
-    if report.scratchpad_peak_bytes is not None:
+    if report.scratchpad_peak_bytes is not None and report.scratchpad_capacity_bytes is not None:
         table.add_row("scratchpad peak", f"{report.scratchpad_peak_bytes:,} of {report.scratchpad_capacity_bytes:,} B")
     table.add_row("applied", "yes" if report.applied else f"no: {report.reason}")
     table.add_row("candidates", f"{report.candidates_evaluated:,} in {report.schedule_seconds:.3f} s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest_paths import ktir_schedule
 
@@ -109,3 +110,55 @@ def test_a_bad_report_path_leaves_the_module_output_intact(softmax_file: Path, t
     _, err = capsys.readouterr()
     assert code == 2 and "nothing written" in err and "Traceback" not in err
     assert out.read_text() == "earlier module\n"
+
+
+def _scaled_copy(shape: tuple[int, ...], dtype: str, factor: float | int) -> Module:
+    """Y = X * factor on one tile (a float or integer kernel), built with ktir.builder."""
+    from ktir.builder import Builder
+    from ktir.ir import attributes as at
+    from ktir.ir import types as ty
+    from schedulers.sets import box, projection, scalar
+
+    dt = scalar(dtype)
+    b = Builder()
+    full, idn = b.alias("full", box(*shape)), b.alias("id", projection(len(shape)))
+    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    with b.func("scale", [("x_ptr", ty.INDEX), ("y_ptr", ty.INDEX)], grid=[1]) as (px, py):
+        c0 = b.index(0, "c0")
+        k = b.constant(at.FloatAttr(value=float(factor), type=dt) if isinstance(factor, float)
+                       else at.IntegerAttr(value=factor, type=dt), name="k")
+        x = b.memory_view(px, list(shape), strides, dt, None, full, name="x")
+        y = b.memory_view(py, list(shape), strides, dt, None, full, name="y")
+        xv = b.load(b.access_tile(x, [c0] * len(shape), full, shape, idn, name="tx"), dt, name="xv")
+        ks = b.fill(k, b.empty(ty.tensor(shape, dt), "e"), "ks")
+        mul = b.arith.mulf if isinstance(factor, float) else b.arith.muli
+        b.store(mul(xv, ks, name="yv"), b.access_tile(y, [c0] * len(shape), full, shape, idn, name="ty"))
+        b.func_return()
+    return b.module
+
+
+def test_check_compares_integer_outputs_exactly() -> None:
+    # values in [0, 8) times 100: an off-by-one result was within the old 1e-2 relative slack
+    want, off_by_one = _scaled_copy((64, 64), "i32", 100), _scaled_copy((64, 64), "i32", 101)
+    verdict = check_equivalent(want, off_by_one)
+    assert not verdict and "elements differ" in verdict.message
+    assert check_equivalent(want, _scaled_copy((64, 64), "i32", 100))
+
+
+def test_check_scales_the_absolute_slack_to_small_outputs() -> None:
+    # outputs of magnitude ~1e-3 (like softmax rows of a thousand columns): twice the right
+    # value was within the old absolute slack of 1e-2 on every element
+    want, twice = _scaled_copy((64, 64), "f32", 1e-3), _scaled_copy((64, 64), "f32", 2e-3)
+    verdict = check_equivalent(want, twice)
+    assert not verdict and "elements differ" in verdict.message
+    assert check_equivalent(want, _scaled_copy((64, 64), "f32", 1e-3))
+
+
+def test_a_missing_argument_is_asked_for_with_the_schedule_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # the interpreter's own hint names `ktir run --arg`, which `ktir schedule` does not take
+    from conftest_paths import EXAMPLES
+
+    code = ktir_schedule([str(EXAMPLES / "embedding_gather.ktir"), "--target", "spyre", "--check", "-q",
+                          "--size", "V=1000"])
+    _, err = capsys.readouterr()
+    assert code == 1 and "--size B=INT" in err and "--arg" not in err and "Traceback" not in err

@@ -96,3 +96,20 @@ def test_ktir_command_has_the_schedule_subcommand(capsys: pytest.CaptureFixture[
                  "baseline", "--check", "-q"])
     out, err = capsys.readouterr()
     assert code == 0 and "check: ok" in err and "grid = [" in out
+
+
+def test_a_module_without_a_kernel_is_named_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # was "the module has 0 functions with bodies (); choose one with --func"
+    src = tmp_path / "decl.ktir"
+    src.write_text("func.func private @decl(%a: index)\n")
+    code, _, err = run([str(src), "--target", "spyre"], capsys)
+    assert code == 1 and "no function with a body: there is no kernel to schedule" in err and "--func" not in err
+
+
+@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "soon"])
+def test_a_time_budget_must_be_seconds_above_0(budget: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a negative or zero budget was accepted and silently searched nothing
+    src = tmp_path / "mm.ktir"
+    src.write_text(naive.matmul(64, 64, 64))
+    code, _, err = run([str(src), "--target", "spyre", "--time-budget", budget], capsys)
+    assert code == 2 and "--time-budget" in err and "Traceback" not in err

@@ -133,6 +133,10 @@ class Lowering:
 
     def _user_input(self, node: Any) -> None:
         val = node.meta["val"]
+        if not all(isinstance(d, int) for d in val.shape):
+            # a symbolic size (torch.export's dynamic_shapes) reaches every kernel's shapes
+            raise TorchLoweringError(f"input {node.name} has a dynamic shape {list(val.shape)}: the lowering needs "
+                                     "static shapes (export without dynamic_shapes, or one program per shape)")
         name = f"in_{_safe(node.name)}"
         self.buffers[name] = Buffer(name, _ktype(val.dtype), tuple(val.shape), "input", source=node.name)
         self.inputs.append((node.name, name))

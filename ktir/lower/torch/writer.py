@@ -131,8 +131,14 @@ class Kernel:
     # ------------------------------------------------------------------ basics
 
     def fresh(self, hint: str) -> str:
-        self.counter += 1
-        return f"%{hint}{self.counter}"
+        """A new SSA name `%<hint><n>`; never one of the tile ids `%tile0`.. (`tiles()`), which
+        an access tile's `%tile<n>` would redefine on a grid of rank above n."""
+        reserved = {f"%tile{i}" for i in range(len(self.grid))}
+        while True:
+            self.counter += 1
+            name = f"%{hint}{self.counter}"
+            if name not in reserved and name not in self.types:
+                return name
 
     def v(self, name: str) -> Handle:
         """The typed handle of an SSA name."""

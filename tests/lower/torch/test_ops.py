@@ -209,3 +209,24 @@ def test_lowering_uses_inference_mode_and_leaves_the_module_as_it_was() -> None:
     program = from_torch(model, (r(4, 64),))
     assert model.training
     assert [k.kind for k in program.manifest.kernels] == ["matmul"]  # dropout is gone in eval mode
+
+
+def test_matmul_broadcasting_batch_dims() -> None:
+    # (2, 1, 4, 8) @ (3, 8, 5): the expanded operands are copied by kernels on a grid of rank 4,
+    # whose access tile was once named %tile2 like the tile id it used (an SSA redefinition)
+    check(Fn(lambda m, a, b: a @ b), r(2, 1, 4, 8), r(3, 8, 5))
+
+
+def test_a_dynamic_shape_is_declined_naming_the_input() -> None:
+    # torch.export with dynamic_shapes: the symbolic size reached the matmul's work division
+    # and stopped with torch's "unhashable type: non-nested SymInt"
+    from ktir.lower.torch import TorchLoweringError, from_exported
+
+    class Scores(nn.Module):
+        def forward(self, x, w):  # type: ignore[no-untyped-def]
+            return torch.softmax(x @ w, -1)
+
+    rows = torch.export.Dim("rows", min=2, max=64)
+    ep = torch.export.export(Scores(), (r(8, 16), r(16, 32)), dynamic_shapes={"x": {0: rows}, "w": None})
+    with pytest.raises(TorchLoweringError, match=r"input x.* has a dynamic shape \[s\d+, 16\]: the lowering needs static"):
+        from_exported(ep, decomposed=False)
