@@ -994,12 +994,17 @@ class _Parser:
 
     def dense_element(self) -> Any:
         b = self.b
-        text = self.V[self.i]
-        if text == "[":
+        if self.V[self.i] == "[":
             self.i += 1
             items = self.comma_list_opt(self.dense_element, "]")
             self.expect("]")
             return b.dense_list(items)
+        return self.dense_scalar(hex_ok=True)
+
+    def dense_scalar(self, hex_ok: bool) -> Any:
+        """BOOL, a signed INT or FLOAT, or (`hex_ok`, in `dense<...>`) an unsigned HEX_INT"""
+        b = self.b
+        text = self.V[self.i]
         if text in ("true", "false"):
             return b.dense_bool([self.tok("BOOL")])
         negative = text == "-"
@@ -1012,7 +1017,7 @@ class _Parser:
             tok = self.tok("INT")
             return b.neg_int([tok]) if negative else b.pos_int([tok])
         if text.startswith("0x"):
-            if negative:
+            if negative or not hex_ok:
                 raise Fallback
             return b.dense_hex_int([self.tok("HEX_INT")])
         tok = self.tok("FLOAT")
@@ -1031,21 +1036,7 @@ class _Parser:
 
     def dense_array_value(self) -> Any:
         """signed_int | signed_float | BOOL -> dense_bool"""
-        b = self.b
-        text = self.V[self.i]
-        if text in ("true", "false"):
-            return b.dense_bool([self.tok("BOOL")])
-        negative = text == "-"
-        if negative:
-            self.i += 1
-            text = self.V[self.i]
-        if self.K[self.i] != "number" or text.startswith("0x"):
-            raise Fallback
-        if text.isdigit():
-            tok = self.tok("INT")
-            return b.neg_int([tok]) if negative else b.pos_int([tok])
-        tok = self.tok("FLOAT")
-        return b.neg_float([tok]) if negative else b.pos_float([tok])
+        return self.dense_scalar(hex_ok=False)
 
     def dense_resource(self) -> Any:
         """"dense_resource" "<" BARE_ID ">" ":" type"""
