@@ -22,7 +22,6 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from contextlib import suppress
-from functools import cached_property
 from itertools import accumulate, compress, count, repeat
 from operator import contains, eq, itemgetter
 from typing import Any
@@ -167,15 +166,12 @@ class _Tokens:
         ends.append(ends[-1])
         self.text = text
         self.base = base
+        # the indices of the SSA-name tokens, in order (see _Parser.shape)
+        self.value_indices = list(compress(count(), map(eq, kinds, repeat("value"))))
         self.kinds = kinds
         self.values = values
         self.starts = starts
         self.ends = ends
-
-    @cached_property
-    def value_indices(self) -> list[int]:
-        """The indices of the SSA-name tokens, in order."""
-        return list(compress(count(), map(eq, self.kinds, repeat("value"))))
 
     def position(self, i: int) -> int:
         """Where token `i` starts."""

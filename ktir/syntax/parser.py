@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Callable
 from importlib import resources
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from ktir.dialects.registry import SPELLINGS
@@ -84,6 +85,11 @@ def _err(tok: Tok | None, message: str) -> ParseError:
     if tok is None:
         return ParseError(message, 0, 0)
     return ParseError(message, tok.line, tok.column)
+
+
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_THIRD = itemgetter(2)
 
 
 def _clauses(children: list[Any]) -> dict[str, Any]:
@@ -875,17 +881,19 @@ class _Builder:
         sym = next(x for x in c[1:] if isinstance(x, Tok) and x.type == "SYMBOL_REF")
         params: list[tuple[str | None, Type, dict[str, Attribute]]] = cl.get("params", [])
         results: list[tuple[Type, dict[str, Attribute]]] = cl.get("func_results", [])
-        # built without validation: a function header is read once per function (hot)
-        function_type = trusted(ty.FunctionType, {"inputs": tuple(p[1] for p in params), "results": tuple(r[0] for r in results)})
+        # a function header is read once per function, often the whole of a small file: its
+        # pieces are built without validation, and gathered with map (no generator frames)
+        inputs = tuple(map(_SECOND, params))
+        function_type = trusted(ty.FunctionType, {"inputs": inputs, "results": tuple(map(_FIRST, results))})
         attrs: dict[str, Attribute] = {
             "sym_name": trusted(at.StringAttr, {"value": _symbol_name(sym), "type": None}),
             "function_type": trusted(at.TypeAttr, {"value": function_type}),
         }
         if "visibility" in cl:
             attrs["sym_visibility"] = at.StringAttr(value=cl["visibility"])
-        if any(p[2] for p in params):
+        if any(map(_THIRD, params)):
             attrs["arg_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(p[2].items())) for p in params))
-        if any(r[1] for r in results):
+        if any(map(_SECOND, results)):
             attrs["res_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(r[1].items())) for r in results))
         for key, value in cl.get("func_attrs", {}).items():
             attrs[key] = value
@@ -894,11 +902,12 @@ class _Builder:
         if region is None:
             region = Region()  # a declaration: argument names, if any, are not kept
         else:
-            if any(p[0] is None for p in params):
+            names = list(map(_FIRST, params))
+            if None in names:
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
             self._check_header_args(region, len(params), tok, "the entry block of a function takes its arguments from the signature; it has no label")
             entry = _entry(region)
-            entry.arguments = [trusted_argument(p[0], p[1]) for p in params]  # type: ignore[arg-type]
+            entry.arguments = list(map(trusted_argument, names, inputs))
         op = self._op(tok, attributes=attrs, regions=[region])
         if declaration:
             op.regions[0].blocks = []  # a declaration has an empty body region
