@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from contextlib import suppress
 from itertools import accumulate, compress, count, repeat
-from operator import contains, eq, itemgetter
+from operator import add, contains, eq, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -57,7 +57,6 @@ _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
 _FIRST = itemgetter(0)
-_NEWLINE = re.compile("\n")
 
 # Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
 # against the grammar).
@@ -101,8 +100,9 @@ class Fallback(Exception):
 def parse_fast(text: str, builder: Any) -> Any:
     """The Module for `text`, built through `builder`'s callbacks; Fallback if this path
     cannot take it. `builder` must be freshly reset; comments go to builder.comments."""
-    starts = [0]
-    starts += [m.end() for m in _NEWLINE.finditer(text)]
+    # where each line starts: 0, then one past each newline (summed in C, not per line)
+    starts = list(accumulate(map(add, map(len, text.split("\n")), repeat(1)), initial=0))
+    starts.pop()
     tokens = _Tokens(text, 0, starts)
     if len(_SHARED_TYPES) > _SHARED_LIMIT:
         _SHARED_TYPES.clear()
