@@ -38,6 +38,7 @@ OPS: tuple[OpDef, ...] = (
             "`grid`, when present, is a non-empty array of positive integers.",
             "Every func.return returns values of the function's result types.",
             "Symbol names are unique within the module.",
+            "A function is defined at the top level of the file or of a `builtin.module`, not inside another op.",
         ),
     ),
     OpDef(

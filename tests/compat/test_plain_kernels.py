@@ -143,3 +143,17 @@ def test_random_inputs_beyond_the_memory_limit_are_a_diagnostic(tmp_path: Path, 
     assert main(["run", str(path), "--random-inputs", "0"]) == 1
     err = capsys.readouterr().err
     assert "error[runtime.memory-limit]: argument k needs 137438953472 bytes (limit 2147483648)" in err
+
+
+def test_loop_over_row_blocks_with_a_tensor_accumulator(tmp_path: Path) -> None:
+    """One tile walks 16 rows 4 at a time: each block is scaled and stored, and its column
+    sums accumulate in an scf.for iter_arg tensor."""
+    x = np.random.default_rng(5).standard_normal((16, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    for name in ("y", "s"):
+        np.save(tmp_path / f"{name}.npy", np.zeros((16, 8) if name == "y" else 8, np.float32))
+    argv = ["--arg", f"X={tmp_path / 'x.npy'}", "--arg", f"Y={tmp_path / 'y.npy'}", "--arg", f"S={tmp_path / 's.npy'}"]
+    assert main(["run", str(PROGRAMS / "loop_rows.mlir"), *argv, "--out", str(tmp_path / "o.npz")]) == 0
+    got = np.load(tmp_path / "o.npz")
+    np.testing.assert_array_equal(got["Y"], 2 * x)
+    np.testing.assert_allclose(got["S"], x.sum(axis=0), rtol=1e-5, atol=1e-5)

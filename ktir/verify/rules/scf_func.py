@@ -146,6 +146,10 @@ def affine_apply(check: Check) -> None:
 
 @rule("func.func")
 def func(check: Check) -> None:
+    parent = check.v.stack[-1] if check.v.stack else None
+    if parent is not None and parent.name != "builtin.module":
+        # MLIR: "symbol's parent must have the SymbolTable trait"
+        check.fail("C5", f"a function must be defined at the top level or in a builtin.module, not inside '{parent.name}'")
     fn = check.attr("function_type")
     ftype = check.v.rtype(fn.value) if isinstance(fn, at.TypeAttr) else None
     if not isinstance(ftype, ty.FunctionType):
