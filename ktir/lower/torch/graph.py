@@ -107,8 +107,14 @@ class Lowering:
     # ------------------------------------------------------------------ driver
 
     def run(self) -> Graph:
-        from torch.export.graph_signature import InputKind  # type: ignore[import-not-found]
+        from torch.export.graph_signature import InputKind, OutputKind  # type: ignore[import-not-found]
 
+        for out in self.ep.graph_signature.output_specs:
+            if out.kind != OutputKind.USER_OUTPUT:
+                # the program's results would carry the new state, and nothing would write it back
+                what = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.USER_INPUT_MUTATION: "input"}.get(out.kind)
+                raise TorchLoweringError(f"the program updates {what or out.kind.name.lower()} {out.target} in place "
+                                         "(an in-place op on it): state updates are not lowered")
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
         graph = self.ep.graph_module.graph
         outputs: list[Ref] = []
@@ -133,6 +139,8 @@ class Lowering:
 
     def _user_input(self, node: Any) -> None:
         val = node.meta["val"]
+        if 0 in val.shape:
+            raise TorchLoweringError(f"input {node.name} has no elements (shape {list(val.shape)}): empty tensors are not lowered")
         if not all(isinstance(d, int) for d in val.shape):
             # a symbolic size (torch.export's dynamic_shapes) reaches every kernel's shapes
             raise TorchLoweringError(f"input {node.name} has a dynamic shape {list(val.shape)}: the lowering needs "
@@ -202,6 +210,8 @@ class Lowering:
     def _new_buffer(self, node_name: str, shape: tuple[int, ...], ktype: str, node: Any = None) -> Ref:
         """A fresh buffer for a result; when `node`'s only user permutes it (keeping the stick
         dim innermost), it is stored in that order so the permuted value is contiguous."""
+        if 0 in shape:  # a kernel writing no element would have access tiles of no element
+            raise TorchLoweringError(f"the result has no elements (shape {list(shape)}): empty tensors are not lowered")
         name = f"t_{_safe(node_name)}"
         while name in self.buffers:
             name += "_"
@@ -416,6 +426,8 @@ class Lowering:
         dims = sorted({d % rank for d in dims}) if dims else list(range(rank))
         if ktype not in ("f16", "bf16", "f32"):
             raise TorchLoweringError(f"reductions to {ktype} are not supported")
+        if 0 in in_shape:  # its kernel would read access tiles of no element
+            raise TorchLoweringError(f"the reduced tensor has no elements (shape {list(in_shape)}): empty tensors are not lowered")
         nodes = self._inlined_nodes(src) + [node.name]
         reduce = Reduce(kind, self.expr(src, in_shape, node, rows=True), tuple(dims), in_shape)
         # the values of max/min(dim) are reached through getitem: written out, not pending

@@ -230,3 +230,44 @@ def test_a_dynamic_shape_is_declined_naming_the_input() -> None:
     ep = torch.export.export(Scores(), (r(8, 16), r(16, 32)), dynamic_shapes={"x": {0: rows}, "w": None})
     with pytest.raises(TorchLoweringError, match=r"input x.* has a dynamic shape \[s\d+, 16\]: the lowering needs static"):
         from_exported(ep, decomposed=False)
+
+
+def test_an_empty_input_is_declined_naming_it() -> None:
+    # a (0, 4) input reached the kernels as 0 x 4 access tiles the interpreter refused
+    from ktir.lower.torch import TorchLoweringError
+
+    with pytest.raises(TorchLoweringError, match=r"has no elements \(shape \[0, 4\]\): empty tensors are not lowered"):
+        from_torch(Fn(lambda s, x: x + 1), (r(0, 4),))
+
+
+@pytest.mark.parametrize("what", ["buffer", "input"])
+def test_an_in_place_update_of_state_is_declined(what: str) -> None:
+    # the mutated buffer (or input) came back as an extra result of program.run, and the
+    # buffer kept its old value for the next run
+    from ktir.lower.torch import TorchLoweringError
+
+    class Counter(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("count", torch.zeros(4))
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            if what == "buffer":
+                self.count.add_(1)
+                return x + self.count
+            x.mul_(2)
+            return x + 1
+
+    with pytest.raises(TorchLoweringError, match=rf"updates {what} (count|x) in place .*: state updates are not lowered"):
+        from_torch(Counter(), (r(3, 4),))
+
+
+def test_an_empty_intermediate_is_declined() -> None:
+    # x[:, 3:3] + 1 made a kernel whose 4 x 0 access tiles the interpreter refused at run time
+    from ktir.lower.torch import TorchLoweringError
+
+    with pytest.raises(TorchLoweringError, match=r"the result has no elements \(shape \[4, 0\]\)"):
+        from_torch(Fn(lambda s, x: (x[:, 3:3] + 1, x * 2)), (r(4, 8),))
+    with pytest.raises(TorchLoweringError, match=r"the reduced tensor has no elements \(shape \[4, 0\]\)"):
+        from_torch(Fn(lambda s, x: x[:, 3:3].sum(-1)), (r(4, 8),))
+    check(Fn(lambda s, x: torch.cat([x[:, 3:3], x], 1) * 2), r(4, 8))  # an empty view itself is fine
