@@ -104,16 +104,22 @@ def test_the_model_charges_the_ring_as_the_timeline_does(p: dict[str, int], spyr
     assert _evaluate(space, point) < 0.8 * simulated
 
 
-def test_exact_chooses_the_ring_where_it_pays_and_the_timeline_agrees(spyre) -> None:  # type: ignore[no-untyped-def]
-    """2048^3 in bf16: the independent-tile schedules are bound by the memory channel; the ring
-    is the model's choice and simulates faster than the model's best schedule of any other form."""
-    module = ktir.parse(naive.matmul(2048, 2048, 2048, "bf16"), "mm.ktir")
+def _every_candidate(spyre, m: int, n: int, k: int):  # type: ignore[no-untyped-def]
+    """The m x n x k bf16 matmul, its recognition, every candidate of its space with their
+    evaluation, and their cycles (inf where the scratchpad does not hold them)."""
+    module = ktir.parse(naive.matmul(m, n, k, "bf16"), "mm.ktir")
     rec = recognise(module)
     fig = figures(spyre)
     space = space_for(rec.kernel, fig)  # type: ignore[arg-type]
     cols = space.candidates()
     ev = space.evaluate(cols)
-    cost = np.where(ev.scratch <= fig.local_capacity, ev.cycles, np.inf)
+    return module, rec, cols, ev, np.where(ev.scratch <= fig.local_capacity, ev.cycles, np.inf)
+
+
+def test_exact_chooses_the_ring_where_it_pays_and_the_timeline_agrees(spyre) -> None:  # type: ignore[no-untyped-def]
+    """2048^3 in bf16: the independent-tile schedules are bound by the memory channel; the ring
+    is the model's choice and simulates faster than the model's best schedule of any other form."""
+    module, rec, cols, _, cost = _every_candidate(spyre, 2048, 2048, 2048)
     best = int(np.argmin(cost))
     other = int(np.argmin(np.where(cols["order"] != RING, cost, np.inf)))
     assert cols["order"][best] == RING
@@ -161,13 +167,8 @@ def test_a_transposed_operand_is_passed_and_costed_by_its_runs(operand: str, spy
 def test_the_model_ranks_its_top_ring_schedules_as_the_timeline_does(spyre) -> None:  # type: ignore[no-untyped-def]
     """512 x 4096 x 4096 (a prefill chunk's q_proj): the model's four best schedules, simulated; the
     model's first is the timeline's fastest (within 1%) and every estimate is within 5%."""
-    module = ktir.parse(naive.matmul(512, 4096, 4096, "bf16"), "mm.ktir")
-    rec = recognise(module)
-    fig = figures(spyre)
-    space = space_for(rec.kernel, fig)  # type: ignore[arg-type]
-    cols = space.candidates()
-    ev = space.evaluate(cols)
-    top = np.argsort(np.where(ev.scratch <= fig.local_capacity, ev.cycles, np.inf), kind="stable")[:4]
+    _, rec, cols, ev, cost = _every_candidate(spyre, 512, 4096, 4096)
+    top = np.argsort(cost, kind="stable")[:4]
     simulated = []
     for i in top:
         p = {n: int(v[i]) for n, v in cols.items()}
