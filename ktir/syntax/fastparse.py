@@ -108,10 +108,15 @@ def parse_fast(text: str, builder: Any) -> Any:
         _SHARED_TYPES.clear()
     module = _Parser(tokens, starts, builder, {}, _SHARED_SCALARS, {}).module()
     for pos, comment in tokens.comments:
-        line = bisect_right(starts, pos)
-        builder.comments.append((line, pos - starts[line - 1] + 1, comment))
+        builder.comments.append((*_line_column(starts, pos), comment))
     _age_new_objects()
     return module
+
+
+def _line_column(starts: list[int], pos: int) -> tuple[int, int]:
+    """The 1-based line and column of offset `pos`, `starts` being where each line starts."""
+    line = bisect_right(starts, pos)
+    return line, pos - starts[line - 1] + 1
 
 
 def _age_new_objects() -> None:
@@ -191,27 +196,19 @@ class _LazyTok(Tok):
 
     @property
     def start_pos(self) -> int:  # type: ignore[override]
-        tokens, i = self._tokens, self._index
-        return tokens.ends[i + 1] - len(tokens.values[i])
+        return self._tokens.position(self._index)
 
     @property
     def line(self) -> int:  # type: ignore[override]
-        tokens, i = self._tokens, self._index
-        return bisect_right(tokens.starts, tokens.ends[i + 1] - len(tokens.values[i]))
+        return self.location().line
 
     @property
     def column(self) -> int:  # type: ignore[override]
-        tokens, i = self._tokens, self._index
-        pos = tokens.ends[i + 1] - len(tokens.values[i])
-        starts = tokens.starts
-        return pos - starts[bisect_right(starts, pos) - 1] + 1
+        return self.location().column
 
     def location(self) -> Location:
-        tokens, i = self._tokens, self._index
-        pos = tokens.ends[i + 1] - len(tokens.values[i])
-        starts = tokens.starts
-        line = bisect_right(starts, pos)
-        return new_location(line, pos - starts[line - 1] + 1)
+        tokens = self._tokens
+        return new_location(*_line_column(tokens.starts, tokens.position(self._index)))
 
 
 # Lines are no longer looked up among the shapes seen once this many lookups found fewer
@@ -404,7 +401,7 @@ class _Parser:
         V = self.V
         base = tokens.base
         # the line's text: from its first token to the end of its last (`end` is past it)
-        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.ends[start + 1] - len(V[start]) - base, tokens.ends[end] - base))
+        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.position(start) - base, tokens.ends[end] - base))
         table = _SHARED_SHAPES
         if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end)):
             table = self.shapes
@@ -442,7 +439,7 @@ class _Parser:
         ends = self.tokens.ends
         starts = self.starts
         pos = ends[start + 1] - len(V[start])
-        line = bisect_right(starts, pos)
+        line, column = _line_column(starts, pos)
         end = bisect_left(ends, starts[line]) - 1 if line < len(starts) else len(V) - 1
         if end - start > _MAX_SHAPE_TOKENS or V[end - 1] == "{":
             return None  # a line ending in `{` opens a region: its op is never kept
@@ -458,7 +455,7 @@ class _Parser:
         names = list(slots)
         if "#" in "".join(names):
             return None
-        return tuple(key), names, end, line, pos - starts[line - 1] + 1
+        return tuple(key), names, end, line, column
 
     def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
@@ -722,14 +719,12 @@ class _Parser:
             p += 1
         children: list[Any] = []
         if keyword == "!ktdp.access_tile" or keyword == "!ktdp.tile":
-            line = bisect_right(self.starts, pos)
-            children.append(Tok("ACCESS_TILE_KW", keyword, pos, line, pos - self.starts[line - 1] + 1))
+            children.append(self.located("ACCESS_TILE_KW", keyword, pos))
         if text[p] in "0123456789?*":
             dims = _DIMS.match(text, p)
             if dims is None:
                 raise Fallback
-            line = bisect_right(self.starts, pos + p)
-            children.append(b.shape_prefix([Tok("DIMS", dims.group(), pos + p, line, pos + p - self.starts[line - 1] + 1)]))
+            children.append(b.shape_prefix([self.located("DIMS", dims.group(), pos + p)]))
             p = dims.end()
         elif keyword == "vector":
             raise Fallback
@@ -793,8 +788,7 @@ class _Parser:
 
     def located(self, kind: str, value: str, pos: int) -> Tok:
         """A `kind` token at `pos` of the text."""
-        line = bisect_right(self.starts, pos)
-        return Tok(kind, value, pos, line, pos - self.starts[line - 1] + 1)
+        return Tok(kind, value, pos, *_line_column(self.starts, pos))
 
     def result_type_list(self) -> Any:
         """type -> single_result_type | "(" (result_type ("," result_type)*)? ")" """
