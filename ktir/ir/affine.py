@@ -67,7 +67,7 @@ class Binary(AffineExpr):
 
 
 def _lift(value: AffineExpr | int) -> AffineExpr:
-    return value if isinstance(value, AffineExpr) else Const(value=value)
+    return value if isinstance(value, AffineExpr) else const(value)
 
 
 # Leaves are frozen and few: each distinct one is built (and validated) once.
