@@ -106,6 +106,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             for diag in problems:
                 print(_render(diag, source, name), file=sys.stderr)
             return EXIT_INVALID
+        try:
+            given = _conform_given(module, args.func, given)
+        except ValueError as e:
+            print(f"ktir run: {e}", file=sys.stderr)
+            return EXIT_USAGE
         kwargs: dict[str, Any] = {"target": args.target, "strict": not args.lenient,
                                   "check_races": not args.no_race_check}
         if args.step_limit is not None:
@@ -145,6 +150,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(_summary(result, name, module, args.func))
 
     return emit_cost_outputs(args, module, result)
+
+
+def _conform_given(module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The given arrays in the dtypes the kernel declares: converted when exact (announced on
+    stderr), else ValueError (reference_interp.conform)."""
+    import numpy as np
+
+    from .conform import conform, declared
+    from .executor import Local
+
+    wanted = declared(module, func)
+    out = dict(given)
+    for name, value in given.items():
+        if name not in wanted:
+            continue
+        dt, ktype = wanted[name]
+        if isinstance(value, Local) and isinstance(value.arrays, np.ndarray):
+            array, note = conform(name, value.arrays, dt, ktype)
+            out[name] = Local(array)
+        elif isinstance(value, np.ndarray):
+            out[name], note = conform(name, value, dt, ktype)
+        else:
+            continue
+        if note:
+            print(f"ktir run: note: {note}", file=sys.stderr)
+    return out
 
 
 def _tensor_arguments(module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:

@@ -214,6 +214,19 @@ def cmd_run_program(args: argparse.Namespace) -> int:
         if name not in known:
             print(f"ktir run-program: the program has no input {name} (inputs: {', '.join(sorted(known))})", file=sys.stderr)
             return EXIT_USAGE
+    # an input of another dtype is converted when exact and announced, refused otherwise (as `ktir run --arg`)
+    from reference_interp.conform import conform
+
+    for spec in program.manifest.inputs:
+        if spec.name not in given:
+            continue
+        try:
+            given[spec.name], note = conform(spec.name, given[spec.name], np.dtype(numpy_dtype(spec.dtype)), spec.dtype)
+        except ValueError as e:
+            print(f"ktir run-program: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if note:
+            print(f"ktir run-program: note: {note}", file=sys.stderr)
     rng = np.random.default_rng(args.random_inputs)
     for spec in program.manifest.inputs:
         if spec.name in given:
