@@ -115,11 +115,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   "check_races": not args.no_race_check}
         if args.step_limit is not None:
             kwargs["step_limit"] = args.step_limit
-        if args.random_inputs is not None:
-            given = infer_args(module, args.func, given, args.random_inputs, kwargs)
+        from ktir.progress import working
         from ktir.targets.cli import wants_cost
 
-        result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
+        with working(f"running {name}") as step:
+            if args.random_inputs is not None:
+                step(f"sizing the random inputs of {name}")
+                given = infer_args(module, args.func, given, args.random_inputs, kwargs)
+                step(f"running {name}")
+            result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
     except KtirError as e:
         for diag in e.diagnostics:
             print(_render(diag, source, name), file=sys.stderr)
