@@ -34,8 +34,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="bind an argument: NAME=PATH.npy (an array in global memory), NAME=ct_local:PATH.npy "
         "(one piece per tile in ct_local memory), NAME=INT or NAME=FLOAT (a value); repeatable",
     )
-    p.add_argument("--random-inputs", type=int, metavar="SEED",
-                   help="generate the arguments not given with --arg (see reference_interp.inputs)")
+    p.add_argument("--random-inputs", type=int, metavar="SEED", nargs="?", const=0,
+                   help="generate the arguments not given with --arg, from SEED (default 0; see reference_interp.inputs)")
     p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument, the value of "
                    "every tensor argument and each value the function returns (return.0, return.1, ...) here")
     p.add_argument("--target", metavar="NAME", help="target whose scratchpad capacity applies (e.g. spyre)")
@@ -45,11 +45,11 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--lenient", action="store_true",
                    help="read tensor.empty contents as zeros instead of reporting runtime.undefined")
     p.add_argument("--no-race-check", action="store_true", help="do not check for data races between tiles")
-    p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e8)")
+    p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e7, about 20 s; a loop whose trip count alone exceeds it fails at once)")
     p.add_argument("--event-trace", metavar="OUT.json", help="write the interpreter's raw event trace (per tile) as JSON")
     from ktir.targets.cli import add_cost_arguments
 
-    add_cost_arguments(p)  # --report, --report-json PATH, --trace PATH (Perfetto)
+    add_cost_arguments(p)  # --report, --report-json PATH, --trace PATH (Perfetto), --timeline OUT.svg
     p.set_defaults(run=cmd_run)
     return p
 

@@ -182,10 +182,13 @@ def add_cost_arguments(parser: argparse.ArgumentParser, trace_option: str = "--t
     group.add_argument("--report-json", metavar="PATH", help="write the cost report as JSON")
     group.add_argument(trace_option, dest="perfetto", metavar="PATH",
                        help="write the timeline as Chrome/Perfetto trace-event JSON (open in ui.perfetto.dev)")
+    group.add_argument("--timeline", metavar="OUT.svg",
+                       help="draw the timeline as a picture (SVG: each resource of the first tiles, the busiest shared channels)")
 
 
 def wants_cost(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "report", False) or getattr(args, "report_json", None) or getattr(args, "perfetto", None))
+    return bool(getattr(args, "report", False) or getattr(args, "report_json", None) or getattr(args, "perfetto", None)
+                or getattr(args, "timeline", None))
 
 
 def emit_cost_outputs(args: argparse.Namespace, module: Any, result: Any) -> int:
@@ -195,12 +198,14 @@ def emit_cost_outputs(args: argparse.Namespace, module: Any, result: Any) -> int
     return cost_outputs(
         module, result, target=getattr(args, "target", None) or DEFAULT_TARGET, func=getattr(args, "func", None),
         report=bool(getattr(args, "report", False)), report_json=getattr(args, "report_json", None),
-        trace_path=getattr(args, "perfetto", None),
+        trace_path=getattr(args, "perfetto", None), timeline_path=getattr(args, "timeline", None),
+        name=getattr(args, "file", None),
     )
 
 
 def cost_outputs(module: Any, result: Any, target: str, func: str | None = None, report: bool = True,
-                 report_json: str | None = None, trace_path: str | None = None, console: Console | None = None) -> int:
+                 report_json: str | None = None, trace_path: str | None = None, console: Console | None = None,
+                 timeline_path: str | None = None, name: str | None = None) -> int:
     from ktir.fileio import write_atomic
 
     from .from_interp import from_interp
@@ -225,9 +230,22 @@ def cost_outputs(module: Any, result: Any, target: str, func: str | None = None,
             write_atomic(report_json, est.report.model_dump_json(indent=2) + "\n")
         if trace_path:
             write_trace(est.timeline, trace_path, converted.trace.name)
+        if timeline_path:
+            write_atomic(timeline_path, timeline_picture(est, spec.name, name or converted.trace.name))
     except OSError as e:
         print(f"ktir run: cannot write output: {e}", file=sys.stderr)
         return EXIT_USAGE
     if report:
         print_report(est.report, console or _console())
     return EXIT_OK
+
+
+def timeline_picture(est: Any, target: str, name: str) -> str:
+    """`ktir run --timeline`: the estimate's timeline as SVG, titled with what it shows."""
+    from .svg import render_svg
+
+    r = est.report
+    bound = f", bound by {r.binding.resource}" if r.binding else ""
+    title = (f"{Path(name).name} on {target}: {r.estimate_seconds * 1e6:.3g} µs, "
+             f"{r.ratio_to_roofline:.2f} x the roofline bound{bound}")
+    return render_svg(est.timeline, title)

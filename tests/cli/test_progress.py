@@ -22,10 +22,10 @@ class _Terminal(io.StringIO):
 
 
 def _spin(path: Path) -> Path:
-    """A kernel whose one loop runs far longer than any test allows (stopped by --step-limit)."""
+    """A kernel whose one loop runs for a moment (200,000 trips)."""
     b = Builder()
     with b.func("spin", [], grid=[1]):
-        lo, hi, one = b.index(0), b.index(10**12), b.index(1)
+        lo, hi, one = b.index(0), b.index(200_000), b.index(1)
         with b.for_(lo, hi, one) as (i,):
             b.arith.addi(i, one)
         b.func_return()
@@ -38,11 +38,11 @@ def test_run_shows_the_step_and_elapsed_time_on_a_terminal_only(terminal: bool, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     err = _Terminal() if terminal else io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
-    code = main(["run", str(_spin(tmp_path / "spin.ktir")), "--step-limit", "100000"])
+    code = main(["run", str(_spin(tmp_path / "spin.ktir"))])
     text = err.getvalue()
-    assert code == 1 and "runtime.step-limit" in text
+    assert code == 0
     drawn = "running " in text
-    assert bool(ELAPSED.search(text.split("error[")[0])) == terminal and drawn == terminal, text[:2000]
+    assert bool(ELAPSED.search(text)) == terminal and drawn == terminal, text[:2000]
 
 
 def test_lower_torch_shows_its_stages_with_the_elapsed_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
