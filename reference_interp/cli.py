@@ -326,18 +326,30 @@ def _validate(module: Any) -> list[Any]:
 
 
 def _print_stats(result: Any) -> None:
+    """Per-tile figures; the table fits 80 columns (piped output): two-line headers, no
+    vertical rules, byte counts with units."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"grid {list(result.grid)}")
-    for col in ("tile", "ops", "read global", "written global", "read ct_local", "written ct_local",
-                "scratchpad peak", "sent", "received"):
-        table.add_column(col, justify="right")
+    table = Table(title=f"grid {list(result.grid)}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption="bytes per tile; local = the tile's ct_local scratchpad", caption_justify="left")
+    for col in ("tile", "ops", "global\nread", "global\nwritten", "local\nread", "local\nwritten",
+                "scratch\npeak", "sent", "received"):
+        # a byte count may wrap at its unit on a narrow terminal, never lose digits
+        table.add_column(col, justify="right", no_wrap=col in ("tile", "ops"), min_width=max(map(len, col.split("\n"))))
     for s in result.stats:
         table.add_row(
-            str(s.tile if len(result.grid) == 1 else f"{s.tile} {s.coords}"), str(s.ops),
-            str(s.bytes_read.get("global", 0)), str(s.bytes_written.get("global", 0)),
-            str(s.bytes_read.get("ct_local", 0)), str(s.bytes_written.get("ct_local", 0)),
-            str(s.scratchpad_peak), str(s.bytes_sent), str(s.bytes_received),
+            str(s.tile if len(result.grid) == 1 else f"{s.tile} {','.join(map(str, s.coords))}"), f"{s.ops:,}",
+            _bytes(s.bytes_read.get("global", 0)), _bytes(s.bytes_written.get("global", 0)),
+            _bytes(s.bytes_read.get("ct_local", 0)), _bytes(s.bytes_written.get("ct_local", 0)),
+            _bytes(s.scratchpad_peak), _bytes(s.bytes_sent), _bytes(s.bytes_received),
         )
     Console(file=sys.stdout).print(table)
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
