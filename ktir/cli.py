@@ -270,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     parser = build_parser(_command_of(argv))
     try:
+        if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+            # argparse would only say that COMMAND is missing, not what was wrong
+            parser.error(f"unrecognized option {argv[0]} (options of a command go after it: ktir COMMAND --help)")
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
         return int(e.code or 0)

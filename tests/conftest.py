@@ -40,6 +40,7 @@ SLOW = (
     "tests/lower/torch/test_ops_moe_ssm.py",
     "tests/lower/torch/test_transformers.py",
     "tests/cli/test_progress.py::test_lower_torch_shows_its_stages_with_the_elapsed_time",
+    "tests/cli/test_bad_cli_corpus.py::test_bad_command_line_gives_a_clean_error",  # a process per case
     "tests/schedulers/test_sched_attention_gqa.py::test_random_shapes_and_schedules_are_equivalent",
     "tests/schedulers/test_sched_examples.py::test_example",
     "tests/schedulers/test_sched_layouts.py::test_random_layouts_schedule_to_equal_results",
