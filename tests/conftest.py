@@ -32,6 +32,7 @@ SLOW = (
     "tests/conformance/test_conformance_runner.py::test_wrong_rounding_is_caught_by_exact_cases_only",
     "tests/conformance/test_conformance_suite.py::test_stored_suite_is_what_the_generators_make",
     "tests/docs/test_docs_site.py",  # builds the whole site (mkdocs) and drives a browser
+    "tests/docs/test_guides.py::test_a_guides_commands_run_and_print_what_it_shows",
     "tests/fuzz/test_fuzz_lane.py::test_harness_catches_and_saves",
     "tests/fuzz/test_user_inputs.py::test_mutated_conformance_manifests_give_manifest_errors",
     "tests/interop/test_mlir_interop.py",  # mlir-opt-22 over every program
