@@ -41,9 +41,14 @@ def conform(name: str, array: np.ndarray, want: np.dtype[Any], ktype: str) -> tu
             converted = array.astype(want)
             back = converted.astype(have)
             changed = ~((back == array) | ((array != array) & (back != back)))
-            if have.kind in "iu" and want.kind in "iu":  # integers wrap both ways: compare against the range
+            if want.kind in "iu":
+                # into integers, the round trip can come back equal though the value changed: integers
+                # wrap both ways, and f16 -inf -> i32 -2**31 -> f16 -inf; so the range decides
                 info = np.iinfo(want)
-                changed |= (array < info.min) | (array > info.max)
+                wide = array if have.kind in "iu" else array.astype(np.float64)
+                changed |= (wide < info.min) | (wide > info.max)
+                if have.kind not in "iub":
+                    changed |= ~np.isfinite(wide)
     except (TypeError, ValueError) as e:
         raise ArgumentTypeError(f"argument {name}: the {have} array cannot be read as {ktype} ({e})") from None
     bad = np.flatnonzero(np.asarray(changed))
