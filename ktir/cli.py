@@ -99,8 +99,27 @@ def validate_file(path: str, args: argparse.Namespace) -> int:
     if failed:
         return EXIT_INVALID
     if args.format == "text" and not args.quiet:
-        print(f"{name}: valid", file=sys.stderr)
+        print(f"{name}: valid{_undecided(diagnostics, args.notes)}", file=sys.stderr)
     return EXIT_OK
+
+
+ACCESS_NOTE = "access tile stays inside its view"  # the verifier's notes on accesses it could not bound
+
+
+def _undecided(diagnostics: Sequence[Any], shown: bool) -> str:
+    """What `valid` leaves unproven: the notes counted (accesses apart), and where to see them."""
+    notes = [d.message for d in diagnostics if d.severity == "note"]
+    if not notes:
+        return ""
+    accesses = sum(ACCESS_NOTE in m for m in notes)
+    other = len(notes) - accesses
+    parts = []
+    if accesses:
+        parts.append(f"{accesses} access{'es' if accesses != 1 else ''} not proven in bounds")
+    if other:
+        parts.append(f"{other} other propert{'ies' if other != 1 else 'y'} not decided statically")
+    where = "the notes above" if shown else f"--notes shows {'it' if len(notes) == 1 else 'them'}"
+    return f", but {' and '.join(parts)} ({where})"
 
 
 def cmd_fmt_files(args: argparse.Namespace) -> int:
@@ -251,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     parser = build_parser(_command_of(argv))
     try:
+        if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+            # argparse would only say that COMMAND is missing, not what was wrong
+            parser.error(f"unrecognized option {argv[0]} (options of a command go after it: ktir COMMAND --help)")
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
         return int(e.code or 0)

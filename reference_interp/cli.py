@@ -34,8 +34,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="bind an argument: NAME=PATH.npy (an array in global memory), NAME=ct_local:PATH.npy "
         "(one piece per tile in ct_local memory), NAME=INT or NAME=FLOAT (a value); repeatable",
     )
-    p.add_argument("--random-inputs", type=int, metavar="SEED",
-                   help="generate the arguments not given with --arg (see reference_interp.inputs)")
+    p.add_argument("--random-inputs", type=int, metavar="SEED", nargs="?", const=0,
+                   help="generate the arguments not given with --arg, from SEED (default 0; see reference_interp.inputs)")
     p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument, the value of "
                    "every tensor argument and each value the function returns (return.0, return.1, ...) here")
     p.add_argument("--target", metavar="NAME", help="target whose scratchpad capacity applies (e.g. spyre)")
@@ -45,11 +45,11 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--lenient", action="store_true",
                    help="read tensor.empty contents as zeros instead of reporting runtime.undefined")
     p.add_argument("--no-race-check", action="store_true", help="do not check for data races between tiles")
-    p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e8)")
+    p.add_argument("--step-limit", type=int, metavar="N", help="ops per tile before giving up (default 2e7, about 20 s; a loop whose trip count alone exceeds it fails at once)")
     p.add_argument("--event-trace", metavar="OUT.json", help="write the interpreter's raw event trace (per tile) as JSON")
     from ktir.targets.cli import add_cost_arguments
 
-    add_cost_arguments(p)  # --report, --report-json PATH, --trace PATH (Perfetto)
+    add_cost_arguments(p)  # --report, --report-json PATH, --trace PATH (Perfetto), --timeline OUT.svg
     p.set_defaults(run=cmd_run)
     return p
 
@@ -106,15 +106,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             for diag in problems:
                 print(_render(diag, source, name), file=sys.stderr)
             return EXIT_INVALID
+        try:
+            given = _conform_given(module, args.func, given)
+        except ValueError as e:
+            print(f"ktir run: {e}", file=sys.stderr)
+            return EXIT_USAGE
         kwargs: dict[str, Any] = {"target": args.target, "strict": not args.lenient,
                                   "check_races": not args.no_race_check}
         if args.step_limit is not None:
             kwargs["step_limit"] = args.step_limit
-        if args.random_inputs is not None:
-            given = infer_args(module, args.func, given, args.random_inputs, kwargs)
+        from ktir.progress import working
         from ktir.targets.cli import wants_cost
 
-        result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
+        with working(f"running {name}") as step:
+            if args.random_inputs is not None:
+                step(f"sizing the random inputs of {name}")
+                given = infer_args(module, args.func, given, args.random_inputs, kwargs)
+                step(f"running {name}")
+            result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
     except KtirError as e:
         for diag in e.diagnostics:
             print(_render(diag, source, name), file=sys.stderr)
@@ -145,6 +154,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(_summary(result, name, module, args.func))
 
     return emit_cost_outputs(args, module, result)
+
+
+def _conform_given(module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The given arrays in the dtypes the kernel declares: converted when exact (announced on
+    stderr), else ValueError (reference_interp.conform)."""
+    import numpy as np
+
+    from .conform import conform, declared
+    from .executor import Local
+
+    wanted = declared(module, func)
+    out = dict(given)
+    for name, value in given.items():
+        if name not in wanted:
+            continue
+        dt, ktype = wanted[name]
+        if isinstance(value, Local) and isinstance(value.arrays, np.ndarray):
+            array, note = conform(name, value.arrays, dt, ktype)
+            out[name] = Local(array)
+        elif isinstance(value, np.ndarray):
+            out[name], note = conform(name, value, dt, ktype)
+        else:
+            continue
+        if note:
+            print(f"ktir run: note: {note}", file=sys.stderr)
+    return out
 
 
 def _tensor_arguments(module: Any, func: str | None, given: dict[str, Any]) -> dict[str, Any]:
@@ -291,18 +326,30 @@ def _validate(module: Any) -> list[Any]:
 
 
 def _print_stats(result: Any) -> None:
+    """Per-tile figures; the table fits 80 columns (piped output): two-line headers, no
+    vertical rules, byte counts with units."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"grid {list(result.grid)}")
-    for col in ("tile", "ops", "read global", "written global", "read ct_local", "written ct_local",
-                "scratchpad peak", "sent", "received"):
-        table.add_column(col, justify="right")
+    table = Table(title=f"grid {list(result.grid)}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption="bytes per tile; local = the tile's ct_local scratchpad", caption_justify="left")
+    for col in ("tile", "ops", "global\nread", "global\nwritten", "local\nread", "local\nwritten",
+                "scratch\npeak", "sent", "received"):
+        # a byte count may wrap at its unit on a narrow terminal, never lose digits
+        table.add_column(col, justify="right", no_wrap=col in ("tile", "ops"), min_width=max(map(len, col.split("\n"))))
     for s in result.stats:
         table.add_row(
-            str(s.tile if len(result.grid) == 1 else f"{s.tile} {s.coords}"), str(s.ops),
-            str(s.bytes_read.get("global", 0)), str(s.bytes_written.get("global", 0)),
-            str(s.bytes_read.get("ct_local", 0)), str(s.bytes_written.get("ct_local", 0)),
-            str(s.scratchpad_peak), str(s.bytes_sent), str(s.bytes_received),
+            str(s.tile if len(result.grid) == 1 else f"{s.tile} {','.join(map(str, s.coords))}"), f"{s.ops:,}",
+            _bytes(s.bytes_read.get("global", 0)), _bytes(s.bytes_written.get("global", 0)),
+            _bytes(s.bytes_read.get("ct_local", 0)), _bytes(s.bytes_written.get("ct_local", 0)),
+            _bytes(s.scratchpad_peak), _bytes(s.bytes_sent), _bytes(s.bytes_received),
         )
     Console(file=sys.stdout).print(table)
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"

@@ -27,7 +27,7 @@ TARGETS: dict[str, int | None] = {
 class Options:
     """Limits and checks of one run (all checks are on by default)."""
 
-    step_limit: int = 200_000_000  # executed ops per tile
+    step_limit: int = 20_000_000  # executed ops per tile: at about 1 µs an op, a runaway loop stops within ~20 s
     max_value_bytes: int = 2 << 30  # largest single tensor, enumerated set or memory
     max_set_points: int = 1 << 26
     scratchpad_bytes: int | None = None  # ct_local capacity per tile; None = unlimited

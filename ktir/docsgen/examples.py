@@ -118,19 +118,26 @@ def _single_kernel(text: str) -> bool:
     return len(public_kernels(module)) == 1 and not module.warnings
 
 
-def _rank(op: str, case: Any) -> tuple[int, int, int, int, str]:
+def _rank(op: str, case: Any) -> tuple[int, int, int, int, int, str]:
     return _score(case, op)
 
 
 _READABLE = ("f32", "i32", "f16", "i64", "index", "i8", "i16", "i1", "f64", "bf16")
 
 
-def _score(case: Any, op: str) -> tuple[int, int, int, int, str]:
+# the ops every kernel needs to reach memory: a case using only these besides the op shows the op
+_PLUMBING = frozenset({"builtin.module", "func.func", "func.return", "arith.constant", "ktdp.get_compute_tile_id",
+                       "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store"})
+
+
+def _score(case: Any, op: str) -> tuple[int, int, int, int, int, str]:
     named = 0 if f".{op}." in f".{case.id.split('.', 1)[1]}." else 1
+    # the fewest other ops: ktdp.load's example is a load, not a bitcast that happens to load
+    others = len(set(case.ops) - _PLUMBING - {op})
     size = sum(math.prod(a.shape) if a.shape else 1 for a in case.args)
     # values in f32 and i32 read best; f8 and bf16 print with many digits
     readable = min((_READABLE.index(d) for d in case.dtypes if d in _READABLE), default=len(_READABLE))
-    return (named, 0 if case.grid == [1] else 1, readable, size, case.id)
+    return (named, others, 0 if case.grid == [1] else 1, readable, size, case.id)
 
 
 def _build(case: Any, root: Path) -> Example | None:

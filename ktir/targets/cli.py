@@ -50,10 +50,15 @@ def add_targets_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+WIDE = 120  # from this width on, figures are a four-column table; below, a list (piped output: 80)
+
+
 def _console() -> Console:
+    """stdout at the terminal's width, or 80 columns when piped: every table here fits that,
+    wrapping its text rather than dropping a column."""
     from rich.console import Console
 
-    return Console(file=sys.stdout, width=max(100, Console().width))
+    return Console(file=sys.stdout)
 
 
 def cmd_targets_list(args: argparse.Namespace) -> int:
@@ -73,15 +78,23 @@ def cmd_targets_list(args: argparse.Namespace) -> int:
         for row in rows:
             print(json.dumps(row))
         return EXIT_OK
+    # one column per target and one row per figure: seven figures side by side do not fit 80
+    # columns, a handful of targets do (a long title wraps in its cell)
     table = Table(title="Built-in targets", title_justify="left")
-    table.add_column("name", no_wrap=True)
-    table.add_column("title", ratio=1)
-    for col in ("tiles", "interconnect", "clock", "global memory", "local memory", "peak"):
-        table.add_column(col, no_wrap=True)
+    table.add_column("", style="bold", no_wrap=True)
     for r in rows:
-        table.add_row(r["name"], r["title"], str(r["tiles"]), r["interconnect"], f"{r['clock_hz'] / 1e9:.3g} GHz",
-                      f"{r['global_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s", f"{r['local_capacity_bytes'] / 2**20:.3g} MiB / tile",
-                      r["peak"])
+        table.add_column(r["name"], overflow="fold")
+    lines = {
+        "title": [r["title"] for r in rows],
+        "tiles": [str(r["tiles"]) for r in rows],
+        "interconnect": [r["interconnect"] for r in rows],
+        "clock": [f"{r['clock_hz'] / 1e9:.3g} GHz" for r in rows],
+        "global memory": [f"{r['global_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s" for r in rows],
+        "local memory": [f"{r['local_capacity_bytes'] / 2**20:.3g} MiB / tile" for r in rows],
+        "peak": [r["peak"] for r in rows],
+    }
+    for label, cells in lines.items():
+        table.add_row(label, *cells)
     _console().print(table)
     return EXIT_OK
 
@@ -105,7 +118,6 @@ def cmd_targets_show(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from .loader import TargetError, load_target
-    from .schema import iter_quantities
 
     try:
         t = load_target(args.name)
@@ -119,18 +131,7 @@ def cmd_targets_show(args: argparse.Namespace) -> int:
     console.print(f"[bold]{t.title}[/bold]  ({t.name}, schema version {t.schema_version})")
     console.print(" ".join(t.description.split()))
     console.print()
-    figures = Table(title="Figures", title_justify="left")
-    figures.add_column("figure", no_wrap=True)
-    figures.add_column("value", no_wrap=True)
-    figures.add_column("provenance", no_wrap=True)
-    figures.add_column("derivation", overflow="fold")
-    for path, q in iter_quantities(t):
-        value = getattr(q, "value", None)
-        unit = getattr(q, "unit", "")
-        shown = f"{value:g}" if isinstance(value, float) else str(value)
-        prov = f"source: {q.source}" if q.source else f"[yellow]assumption: {q.assumption}[/yellow]"
-        figures.add_row(path, f"{shown} {unit}".strip(), prov, q.note or "")
-    console.print(figures)
+    _print_figures(console, t)
     derived = Table(title="Derived peaks", title_justify="left")
     for col in ("dtype", "MACs/cycle per tile", "whole target"):
         derived.add_column(col)
@@ -153,6 +154,38 @@ def cmd_targets_show(args: argparse.Namespace) -> int:
             assumptions.add_row(key, " ".join(a.reasoning.split()))
         console.print(assumptions)
     return EXIT_OK
+
+
+def _print_figures(console: Console, t: Any) -> None:
+    """Every figure with its value, provenance and derivation: a table on a wide terminal; on a
+    narrow one (piped: 80 columns) a list, each derivation wrapped under its figure."""
+    from rich.padding import Padding
+    from rich.table import Table
+
+    from .schema import iter_quantities
+
+    rows = []
+    for path, q in iter_quantities(t):
+        value = getattr(q, "value", None)
+        unit = getattr(q, "unit", "")
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        prov = f"source: {q.source}" if q.source else f"[yellow]assumption: {q.assumption}[/yellow]"
+        rows.append((path, f"{shown} {unit}".strip(), prov, q.note or ""))
+    if console.width >= WIDE:
+        figures = Table(title="Figures", title_justify="left")
+        figures.add_column("figure", overflow="fold")
+        figures.add_column("value", no_wrap=True)
+        figures.add_column("provenance", overflow="fold")
+        figures.add_column("derivation", ratio=1)
+        for row in rows:
+            figures.add_row(*row)
+        console.print(figures)
+        return
+    console.print("[bold]Figures[/bold]  (figure = value, provenance; the derivation below it)")
+    for path, value, prov, note in rows:
+        console.print(f"[bold]{path}[/bold] = {value}  ({prov})", overflow="fold")
+        if note:
+            console.print(Padding(note, (0, 0, 0, 4), expand=False))
 
 
 def cmd_targets_schema(args: argparse.Namespace) -> int:
@@ -182,10 +215,13 @@ def add_cost_arguments(parser: argparse.ArgumentParser, trace_option: str = "--t
     group.add_argument("--report-json", metavar="PATH", help="write the cost report as JSON")
     group.add_argument(trace_option, dest="perfetto", metavar="PATH",
                        help="write the timeline as Chrome/Perfetto trace-event JSON (open in ui.perfetto.dev)")
+    group.add_argument("--timeline", metavar="OUT.svg",
+                       help="draw the timeline as a picture (SVG: each resource of the first tiles, the busiest shared channels)")
 
 
 def wants_cost(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "report", False) or getattr(args, "report_json", None) or getattr(args, "perfetto", None))
+    return bool(getattr(args, "report", False) or getattr(args, "report_json", None) or getattr(args, "perfetto", None)
+                or getattr(args, "timeline", None))
 
 
 def emit_cost_outputs(args: argparse.Namespace, module: Any, result: Any) -> int:
@@ -195,12 +231,14 @@ def emit_cost_outputs(args: argparse.Namespace, module: Any, result: Any) -> int
     return cost_outputs(
         module, result, target=getattr(args, "target", None) or DEFAULT_TARGET, func=getattr(args, "func", None),
         report=bool(getattr(args, "report", False)), report_json=getattr(args, "report_json", None),
-        trace_path=getattr(args, "perfetto", None),
+        trace_path=getattr(args, "perfetto", None), timeline_path=getattr(args, "timeline", None),
+        name=getattr(args, "file", None),
     )
 
 
 def cost_outputs(module: Any, result: Any, target: str, func: str | None = None, report: bool = True,
-                 report_json: str | None = None, trace_path: str | None = None, console: Console | None = None) -> int:
+                 report_json: str | None = None, trace_path: str | None = None, console: Console | None = None,
+                 timeline_path: str | None = None, name: str | None = None) -> int:
     from ktir.fileio import write_atomic
 
     from .from_interp import from_interp
@@ -225,9 +263,22 @@ def cost_outputs(module: Any, result: Any, target: str, func: str | None = None,
             write_atomic(report_json, est.report.model_dump_json(indent=2) + "\n")
         if trace_path:
             write_trace(est.timeline, trace_path, converted.trace.name)
+        if timeline_path:
+            write_atomic(timeline_path, timeline_picture(est, spec.name, name or converted.trace.name))
     except OSError as e:
         print(f"ktir run: cannot write output: {e}", file=sys.stderr)
         return EXIT_USAGE
     if report:
         print_report(est.report, console or _console())
     return EXIT_OK
+
+
+def timeline_picture(est: Any, target: str, name: str) -> str:
+    """`ktir run --timeline`: the estimate's timeline as SVG, titled with what it shows."""
+    from .svg import render_svg
+
+    r = est.report
+    bound = f", bound by {r.binding.resource}" if r.binding else ""
+    title = (f"{Path(name).name} on {target}: {r.estimate_seconds * 1e6:.3g} µs, "
+             f"{r.ratio_to_roofline:.2f} x the roofline bound{bound}")
+    return render_svg(est.timeline, title)

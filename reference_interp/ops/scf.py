@@ -45,7 +45,9 @@ def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
         lo, hi, step = int(fr[lb]), int(fr[ub]), int(fr[st])
         if step <= 0:
             raise fail("undefined", f"scf.for step {step} is not positive")
-        return range(lo, hi, step)
+        trips = range(lo, hi, step)
+        _within_step_limit(fr[0], len(trips), body.n)
+        return trips
 
     if body.blocking:
         def gen(fr: list[Any]) -> Generator[Any, None, None]:
@@ -96,6 +98,17 @@ def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
             fr[r] = fr[s]
 
     return run
+
+
+def _within_step_limit(ctx: Any, trips: int, ops: int) -> None:
+    """A loop whose trips alone would pass the step limit fails at once, not after running
+    until the limit (at ~1 µs an op, minutes for the default limit): every trip executes at
+    least the body's `ops` ops, so it would certainly fail there."""
+    left = ctx.step_limit - ctx.steps
+    if trips * ops > left:
+        raise fail("step-limit", f"this scf.for would run {trips:,} iterations of at least {ops} ops, more than the "
+                   f"{max(left, 0):,} ops left of the step limit {ctx.step_limit:,} (raise it, step_limit= or "
+                   "--step-limit, if the program is meant to run this long)")
 
 
 @impl("scf.if", shape_only=lambda op: set())

@@ -95,6 +95,7 @@ def test_lexer_token_kinds() -> None:
 
 def test_pygments_finds_the_lexer_by_name() -> None:
     """Through the package's entry point, or the docs hook's fallback registration."""
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
     from pygments.lexers import get_lexer_by_name
 
     from ktir.docsgen.mkdocs_hook import register_lexer

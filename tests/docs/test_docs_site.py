@@ -154,3 +154,32 @@ def _unescape_html(text: str) -> str:
     import html
 
     return html.unescape(text)
+
+
+def test_browser_shows_the_run_guides_timeline_picture(chromium: str, server: str, site: Path) -> None:
+    """The picture `ktir run --timeline` draws loads on the run guide (at its own size), and a
+    screenshot of that part of the page is kept next to the op page's."""
+    import xml.etree.ElementTree as ET
+
+    svg = ET.parse(site / "guides" / "images" / "run_softmax_timeline.svg").getroot()
+    probe = site / "probe-run-timeline.html"
+    probe.write_text(
+        '<html><body><iframe id="f" src="/guides/run/" width="1280" height="1600"></iframe><pre id="result">pending</pre>'
+        "<script>document.getElementById('f').addEventListener('load', function () {"
+        " var doc = this.contentDocument;"
+        " function check() {"
+        "  var img = doc.querySelector('img[src*=\"run_softmax_timeline.svg\"]');"
+        "  if (!img) { document.getElementById('result').textContent = 'no image'; return; }"
+        "  if (!img.complete) { setTimeout(check, 100); return; }"
+        "  document.getElementById('result').textContent = 'image ' + img.naturalWidth + 'x' + img.naturalHeight;"
+        " } check(); });</script></body></html>",
+        encoding="utf-8",
+    )
+    dom = _dom(chromium, f"{server}/{probe.name}")
+    assert f"image {svg.get('width')}x{svg.get('height')}" in dom, dom[-2000:]
+    out_dir = Path(os.environ.get("KTIR_SCREENSHOT_DIR", ROOT / "site" / "screenshots"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shot = out_dir / "run-timeline.png"
+    result = _chromium(chromium, "--window-size=1280,1400", f"--screenshot={shot}", f"{server}/guides/run/#cost-estimate-and-trace")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shot.stat().st_size > 10_000, "the screenshot is empty"

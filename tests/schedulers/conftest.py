@@ -6,9 +6,9 @@ This directory is deliberately not a package: as `tests/schedulers` it would sha
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import tomllib
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 from conftest_paths import PLUGIN, PLUGIN_NAME
@@ -22,27 +22,27 @@ def spyre() -> Target:
     return load_target("spyre")
 
 
-def _plugin_registered() -> bool:
-    return any(ep.name == PLUGIN_NAME for ep in entry_points(group="ktir.schedulers"))
+@pytest.fixture
+def plugin_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The example plugin, discoverable through its entry point without installing anything.
 
-
-@pytest.fixture(scope="session")
-def plugin_installed() -> str:
-    """The example plugin, installed as a package (editable) if it is not yet.
-
-    Entry points come from installed distribution metadata, so the plugin must be a real
-    installed package for discovery to be tested; a clean checkout installs it here once.
+    Entry points are read from distribution metadata (`*.dist-info` directories) on sys.path,
+    so the test writes the plugin's metadata as a wheel install would, into a temporary
+    directory put first on sys.path with the plugin's source. Nothing is installed into the
+    running environment; a copy already installed (e.g. `pip install -e` by hand) is shadowed,
+    since importlib.metadata keeps the first distribution of each name on sys.path.
     """
-    if not _plugin_registered():
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(PLUGIN)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, f"could not install the example plugin: {' '.join(cmd)}\n{done.stderr}"
-        import importlib
-
-        importlib.invalidate_caches()
-        # the editable install's import hook is read at interpreter start-up; this process needs the path
-        sys.path.insert(0, str(PLUGIN))
-    assert _plugin_registered(), "the example plugin is installed but its entry point is not visible"
+    project = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]
+    dist = tmp_path / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    lines = ["[ktir.schedulers]"] + [f"{k} = {v}" for k, v in project["entry-points"]["ktir.schedulers"].items()]
+    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    found = [ep for ep in entry_points(group="ktir.schedulers") if ep.name == PLUGIN_NAME]
+    assert found, "the example plugin's entry point is not visible"
+    assert found[0].dist is not None and Path(found[0].dist.locate_file("")) == tmp_path  # ours, not an installed copy
     return PLUGIN_NAME
 
 

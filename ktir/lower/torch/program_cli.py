@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import logging
 import sys
+import time
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -51,6 +52,7 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
         print("ktir lower torch: PyTorch is not installed (pip install 'ktir[torch]')", file=sys.stderr)
         return EXIT_USAGE
     from ktir.lower.torch import TorchLoweringError, from_exported
+    from ktir.lower.torch.export import decompose
 
     path = Path(args.path)
     if not path.is_file():
@@ -60,28 +62,38 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         print(f"ktir lower torch: cannot write {args.output}: no directory {folder}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        ep = _load_pt2(path)
-    except Exception as e:  # torch raises many types for a file that is not a saved ExportedProgram
-        print(f"{path}: error[torch]: not a torch.export program ({_one_line(e)})", file=sys.stderr)
-        return EXIT_INVALID
-    try:
-        with _quiet_torch():
-            program = from_exported(ep, target=args.target, verify=not args.no_verify, name=Path(args.output).name.removesuffix(".ktir"), decomposed=False)
-    except TorchLoweringError as e:
-        print(f"{path}: error[torch]: {e}", file=sys.stderr)
-        return EXIT_INVALID
-    except AssertionError as e:  # our own output failed the verifier: a bug, reported plainly
-        print(f"{path}: error[internal]: {_one_line(e)}", file=sys.stderr)
-        return EXIT_INVALID
-    except Exception as e:  # decomposition failures inside torch
-        print(f"{path}: error[torch]: {_one_line(e)}", file=sys.stderr)
-        return EXIT_INVALID
-    try:
-        written = program.save(args.output, sdsc_dir=args.sdsc)
-    except OSError as e:
-        print(f"ktir lower torch: cannot write {args.output}: {e.strerror}", file=sys.stderr)
-        return EXIT_USAGE
+    from ktir.progress import working
+
+    with working(f"reading {path.name}") as step:
+        try:
+            ep = _load_pt2(path)
+        except Exception as e:  # torch raises many types for a file that is not a saved ExportedProgram
+            print(f"{path}: error[torch]: not a torch.export program ({_one_line(e)})", file=sys.stderr)
+            return EXIT_INVALID
+        try:
+            with _quiet_torch():
+                step("decomposing to core ATen")
+                start = time.perf_counter()
+                ep = decompose(ep)
+                decomposing = time.perf_counter() - start
+                step("lowering to KTIR" + ("" if args.no_verify else " and verifying"))
+                program = from_exported(ep, target=args.target, verify=not args.no_verify, name=Path(args.output).name.removesuffix(".ktir"))
+                program.timings = {"decompose": decomposing, **program.timings}
+        except TorchLoweringError as e:
+            print(f"{path}: error[torch]: {e}", file=sys.stderr)
+            return EXIT_INVALID
+        except AssertionError as e:  # our own output failed the verifier: a bug, reported plainly
+            print(f"{path}: error[internal]: {_one_line(e)}", file=sys.stderr)
+            return EXIT_INVALID
+        except Exception as e:  # decomposition failures inside torch
+            print(f"{path}: error[torch]: {_one_line(e)}", file=sys.stderr)
+            return EXIT_INVALID
+        step(f"writing {args.output}")
+        try:
+            written = program.save(args.output, sdsc_dir=args.sdsc)
+        except OSError as e:
+            print(f"ktir lower torch: cannot write {args.output}: {e.strerror}", file=sys.stderr)
+            return EXIT_USAGE
     if args.verbose:
         for k in program.manifest.kernels:
             print(f"  {k.name:<28} grid {k.grid!s:<10} {k.description}", file=sys.stderr)
@@ -214,6 +226,19 @@ def cmd_run_program(args: argparse.Namespace) -> int:
         if name not in known:
             print(f"ktir run-program: the program has no input {name} (inputs: {', '.join(sorted(known))})", file=sys.stderr)
             return EXIT_USAGE
+    # an input of another dtype is converted when exact and announced, refused otherwise (as `ktir run --arg`)
+    from reference_interp.conform import conform
+
+    for spec in program.manifest.inputs:
+        if spec.name not in given:
+            continue
+        try:
+            given[spec.name], note = conform(spec.name, given[spec.name], np.dtype(numpy_dtype(spec.dtype)), spec.dtype)
+        except ValueError as e:
+            print(f"ktir run-program: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if note:
+            print(f"ktir run-program: note: {note}", file=sys.stderr)
     rng = np.random.default_rng(args.random_inputs)
     for spec in program.manifest.inputs:
         if spec.name in given:
@@ -247,11 +272,10 @@ def cmd_run_program(args: argparse.Namespace) -> int:
 
 
 def _run_with_progress(program: Any, inputs: dict[str, Any], args: argparse.Namespace) -> list[Any]:
-    from rich.progress import Progress
+    from ktir.progress import working
 
-    with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
-        task = bar.add_task("kernels", total=len(program.manifest.kernels))
+    with working("kernels", total=len(program.manifest.kernels)) as step:
         result: list[Any] = program.run_buffers(
-            inputs, target=args.target, check_races=not args.no_race_check, progress=lambda name: bar.update(task, advance=1, description=name)
+            inputs, target=args.target, check_races=not args.no_race_check, progress=lambda name: step(name, advance=1)
         )
     return result

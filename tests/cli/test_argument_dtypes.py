@@ -1,0 +1,150 @@
+"""Arrays of another dtype than the kernel declares: converted when exact (and said so),
+refused otherwise, the same in `ktir run --arg` and `ktir run-program --input`.
+
+The decision is checked against an oracle that knows nothing of numpy's casts: a value is
+exact in a float format when it is within range and a multiple of the format's spacing at
+its magnitude (fractions), in an integer type when it is a whole number within range."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ktir.cli import main
+from ktir.lower.torch.manifest import BufferEntry, KernelEntry, Manifest, StickLayout, TensorEntry
+from reference_interp.conform import ArgumentTypeError, conform
+
+ROOT = Path(__file__).resolve().parents[2]
+VECTOR_ADD = ROOT / "examples" / "vector_add.ktir"  # A, B, C: index pointers to f16[1024] views
+
+# significand bits (with the implicit one), smallest normal exponent, largest finite value
+FLOATS = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
+          "f32": (24, -126, float(np.finfo(np.float32).max)), "f64": (53, -1022, float(np.finfo(np.float64).max))}
+DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32),
+          "f64": np.dtype(np.float64), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16), "i32": np.dtype(np.int32),
+          "i64": np.dtype(np.int64), "u8": np.dtype(np.uint8), "u16": np.dtype(np.uint16), "i1": np.dtype(np.bool_)}
+
+
+def _exact_in(value: int | float, target: str) -> bool:
+    """Whether `value` is a number of type `target` (an independent oracle: fractions)."""
+    if isinstance(value, float) and math.isnan(value):
+        return target in FLOATS
+    if isinstance(value, float) and math.isinf(value):
+        return target in FLOATS
+    v = Fraction(value)
+    if target == "i1":
+        return v in (0, 1)
+    if target in FLOATS:
+        p, emin, top = FLOATS[target]
+        if abs(v) > Fraction(top):
+            return False
+        if v == 0:
+            return True
+        e = math.floor(math.log2(abs(v))) if abs(v) >= 1 else -math.ceil(math.log2(1 / abs(v)))
+        while Fraction(2) ** e > abs(v):
+            e -= 1
+        while Fraction(2) ** (e + 1) <= abs(v):
+            e += 1
+        step = Fraction(2) ** (max(e, emin) - p + 1)
+        return (v / step).denominator == 1
+    info = np.iinfo(DTYPES[target])
+    return v.denominator == 1 and info.min <= v <= info.max
+
+
+def _python(x: np.generic) -> int | float:
+    return int(x) if isinstance(x, np.integer | np.bool_) else float(x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(src=st.sampled_from(sorted(DTYPES)), dst=st.sampled_from(sorted(DTYPES)), data=st.data())
+def test_conversion_is_accepted_exactly_when_every_value_survives(src: str, dst: str, data: st.DataObject) -> None:
+    have = DTYPES[src]
+    if have.kind == "f" or have.name == "bfloat16":
+        values = data.draw(st.lists(st.one_of(st.floats(allow_nan=True, width=64), st.integers(-300, 300).map(float),
+                                               st.sampled_from([0.5, -0.0, 2049.0, 1e-8, 65504.0, 65520.0])), min_size=1, max_size=6))
+        with np.errstate(all="ignore"):
+            array = np.array(values, np.float64).astype(have)
+    else:
+        info = np.iinfo(have) if have.kind in "iu" else None
+        lo, hi = (int(info.min), int(info.max)) if info else (0, 1)
+        array = np.array(data.draw(st.lists(st.one_of(st.integers(lo, hi), st.integers(max(lo, -300), min(hi, 300))),
+                                            min_size=1, max_size=6)), have)
+    want = all(_exact_in(_python(x), dst) for x in array)
+    try:
+        got, note = conform("x", array, DTYPES[dst], dst)
+    except ArgumentTypeError as e:
+        assert not want, f"{array!r} refused as {dst}: {e}"
+        assert "would change" in str(e) or "cannot be read" in str(e)
+        return
+    assert want, f"{array!r} accepted as {dst} though some value changes: {got!r}"
+    assert got.dtype == DTYPES[dst] and (note is None) == (src == dst)
+    for a, b in zip(array, got, strict=True):
+        x, y = _python(a), _python(b)
+        assert (x == y) or (x != x and y != y), (a, b)
+
+
+def test_big_endian_and_strings() -> None:
+    big = np.arange(8, dtype=">f2")
+    got, note = conform("A", big, np.dtype(np.float16), "f16")
+    assert got.dtype == np.dtype("<f2") and np.array_equal(got, np.arange(8)) and note and "byte order" in note
+    with pytest.raises(ArgumentTypeError, match="strings"):
+        conform("A", np.array(["a"]), np.dtype(np.float16), "f16")
+
+
+def _vector_add_files(tmp: Path, a: np.ndarray) -> list[str]:
+    np.save(tmp / "a.npy", a)
+    np.save(tmp / "b.npy", np.ones(1024, np.float16))
+    np.save(tmp / "c.npy", np.zeros(1024, np.float16))
+    return ["--arg", f"A={tmp / 'a.npy'}", "--arg", f"B={tmp / 'b.npy'}", "--arg", f"C={tmp / 'c.npy'}"]
+
+
+def _vector_add_program(tmp: Path) -> Path:
+    """A one-kernel program (vector_add) with inputs A and B, written by hand."""
+    (tmp / "p.ktir").write_text(VECTOR_ADD.read_text())
+    layout = StickLayout(dim_order=[0], stick_dim=0, stick_elements=64, sticks=16)
+    buffers = [BufferEntry(name=n, kind="input" if n != "C" else "intermediate", dtype="f16", shape=[1024], elements=1024,
+                           source=n, layout=layout, writers=["vector_add"] if n == "C" else []) for n in "ABC"]
+    kernel = KernelEntry(name="vector_add", kind="elementwise", grid=[4], args=["A", "B", "C"], reads=["A", "B"], writes=["C"],
+                         nodes=["add"], description="C = A + B")
+    io = [TensorEntry(name=n.lower(), buffer=n, dtype="f16", offset=0, shape=[1024], strides=[1]) for n in "AB"]
+    out = [TensorEntry(name="c", buffer="C", dtype="f16", offset=0, shape=[1024], strides=[1])]
+    manifest = Manifest(program="p", target="spyre", cores=32, ktir="p.ktir", weights=None, buffers=buffers,
+                        kernels=[kernel], inputs=io, outputs=out)
+    (tmp / "p.manifest.json").write_text(manifest.to_json())
+    np.save(tmp / "b.npy", np.ones(1024, np.float16))
+    return tmp / "p.manifest.json"
+
+
+@pytest.mark.parametrize("command", ["run", "run-program"])
+def test_a_wrong_dtype_is_converted_when_exact_and_refused_otherwise(command: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    def invoke(a: np.ndarray) -> tuple[int, Path]:
+        out = tmp_path / f"out-{command}.npz"
+        out.unlink(missing_ok=True)
+        if command == "run":
+            return main(["run", str(VECTOR_ADD), *_vector_add_files(tmp_path, a), "--out", str(out)]), out
+        np.save(tmp_path / "a.npy", a)
+        manifest = _vector_add_program(tmp_path)
+        return main(["run-program", str(manifest), "--input", f"a={tmp_path / 'a.npy'}", "--input",
+                     f"b={tmp_path / 'b.npy'}", "--out", str(out)]), out
+
+    key = "C" if command == "run" else "c"
+    for exact in (np.arange(1024, dtype=np.float32), np.arange(1024, dtype=">f2"), np.arange(1024, dtype=np.int32) - 512):
+        code, out = invoke(exact)
+        err = capsys.readouterr().err
+        assert code == 0, err
+        assert "note: argument" in err and "converted" in err, err
+        with np.load(out) as data:
+            np.testing.assert_array_equal(data[key], exact.astype(np.float64) + 1)
+    for lossy in ((np.arange(1024, dtype=np.float32) + 0.1), np.full(1024, 70000.0), np.full(1024, 2049, np.int32)):
+        code, out = invoke(lossy)
+        err = capsys.readouterr().err
+        assert code == 2 and "would change" in err and "Traceback" not in err, err
+        assert not out.exists()
