@@ -127,3 +127,47 @@ def save_failure(folder: Path, kernel: Generated, o: Outcome, command: str) -> P
     if o.scheduled is not None:
         (folder / f"{stem}.scheduled.ktir").write_text(f"// {o.scheduler}'s schedule of {path.name}\n" + o.scheduled)
     return path
+
+
+@dataclass
+class Campaign:
+    """The result of scheduling many generated kernels with several schedulers."""
+
+    names: list[str]
+    tallies: dict[str, Tally]
+    kinds: Counter[str] = field(default_factory=Counter)
+    features: Counter[str] = field(default_factory=Counter)
+    divisible: Counter[str] = field(default_factory=Counter)  # kind -> kernels with a parallel dim >= 64
+    generator_mismatches: list[str] = field(default_factory=list)
+    saved: list[Path] = field(default_factory=list)
+
+    def add_kernel(self, kernel: Generated) -> None:
+        self.kinds[kernel.kind] += 1
+        self.divisible[kernel.kind] += int(kernel.divisible)
+        self.features.update(f"{kernel.kind}: {f}" for f in kernel.features)
+
+
+def run_campaign(seeds: Sequence[int], target: Any, names: Sequence[str], budget: float, save: Path | None,
+                 command: str, step: Any = None) -> Campaign:
+    """Generate the kernel of each seed, check it against its oracle, schedule it with every
+    scheduler and judge each result; wrong, racy and crashing outcomes are saved to `save`.
+    `step(seed, kernel)` is called before each kernel (progress)."""
+    from . import random_kernel
+    from .verdict import GeneratorMismatch, check_generator
+
+    c = Campaign(list(names), {n: Tally() for n in names})
+    for seed in seeds:
+        kernel = random_kernel(seed)
+        if step is not None:
+            step(seed, kernel)
+        c.add_kernel(kernel)
+        try:
+            reference = check_generator(kernel)
+        except GeneratorMismatch as e:
+            c.generator_mismatches.append(str(e))
+            continue
+        for o in try_schedulers(kernel, target, names, budget, reference):
+            c.tallies[o.scheduler].add(kernel, o)
+            if o.status in ("wrong", "racy", "error") and save is not None:
+                c.saved.append(save_failure(save, kernel, o, command.replace("SEED", str(seed))))
+    return c

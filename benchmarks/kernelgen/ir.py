@@ -108,7 +108,9 @@ class T:
 
     @property
     def mag(self) -> float:
-        return float(np.max(np.abs(self.data))) if self.data.size else 0.0
+        if not self.data.size or not any(self.data.strides):
+            return 0.0  # empty, or a shapes-only stand-in (see Gen.exact)
+        return float(np.max(np.abs(self.data)))
 
     @property
     def u(self) -> float:
@@ -153,10 +155,15 @@ class Generated:
 
 
 class Gen:
-    """One function on grid [1] under construction, with the oracle of every value built."""
+    """One function on grid [1] under construction, with the oracle of every value built.
 
-    def __init__(self, rng: Any, name: str) -> None:
+    With `exact=False` only the IR is built (real-size kernels, measured on the timeline from a
+    shapes-only run): values carry a zero-size stand-in of their shape instead of data, and the
+    arrays of the arguments are zeros."""
+
+    def __init__(self, rng: Any, name: str, exact: bool = True) -> None:
         self.rng = rng  # random.Random, or hypothesis' recorded stand-in for it
+        self.exact = exact
         self.np = np.random.default_rng(rng.getrandbits(63))
         self.b = Builder()
         self.features: set[str] = set()
@@ -202,7 +209,14 @@ class Gen:
 
     def data(self, shape: Sequence[int], dtype: str, lo: float = -1.0, hi: float = 1.0) -> np.ndarray:
         """Random input data of `dtype` (rounded to it): what the kernel and the oracle both read."""
+        if not self.exact:
+            return np.zeros(tuple(shape), NUMPY[dtype])
         return self.np.uniform(lo, hi, size=tuple(shape)).astype(NUMPY[dtype])
+
+    @staticmethod
+    def ghost(shape: Sequence[int]) -> np.ndarray:
+        """A stand-in for the data of a value of `shape` when only the IR is built (no memory)."""
+        return np.broadcast_to(np.zeros((), np.float64), tuple(shape))
 
     def input(self, shape: Sequence[int], dtype: str = "f32", dims: Sequence[Dim] | None = None, lo: float = -1.0,
               hi: float = 1.0, hint: str = "x") -> T:
@@ -212,15 +226,16 @@ class Gen:
         self.inputs[argv.name[1:]] = arr
         tile = self.whole(self.view(argv, shape, dtype), shape)
         v = self.b.load(tile, ktype(dtype))
-        return T(v, arr.astype(np.float64), tuple(dims) if dims is not None else tuple(self.dim(s) for s in shape), dtype)
+        exact = arr.astype(np.float64) if self.exact else self.ghost(shape)
+        return T(v, exact, tuple(dims) if dims is not None else tuple(self.dim(s) for s in shape), dtype)
 
     def store(self, t: T, hint: str = "y") -> str:
         """Store `t` whole to a new output array; returns its argument name."""
         argv = self.arg(hint)
         name = argv.name[1:]
-        self.inputs[name] = np.full(t.shape, np.nan, NUMPY[t.dtype])
+        self.inputs[name] = np.full(t.shape, np.nan, NUMPY[t.dtype]) if self.exact else np.zeros(t.shape, NUMPY[t.dtype])
         self.b.store(t.v, self.whole(self.view(argv, t.shape, t.dtype), t.shape))
-        self.outputs[name] = Output(t.dtype, t.data.copy(), 2 * t.err + TINY)
+        self.outputs[name] = Output(t.dtype, t.data.copy() if self.exact else t.data, 2 * t.err + TINY)
         return name
 
     def done(self, kind: str, seed: int | None = None) -> Generated:

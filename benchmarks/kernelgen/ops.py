@@ -67,6 +67,8 @@ def unary(g: Gen, op: str, t: T) -> T:
         n = len(t.shape)
         (v,) = g.generic([t.v], [g.empty(t.shape, t.dtype)], [amap(n, range(n))] * 2, ["parallel"] * n,
                          lambda a: [g.b.create(spec.arith, [a[0]])[0]])
+    if not g.exact:
+        return T(v, t.data, t.dims, t.dtype)
     u = t.u
     if op == "negf":
         data, err = -t.data, t.err
@@ -106,7 +108,8 @@ def broadcast(g: Gen, t: T, dims: Sequence[Dim], positions: Sequence[int]) -> T:
         n = len(shape)
         (v,) = g.generic([t.v], [g.empty(shape, t.dtype)], [amap(n, positions), amap(n, range(n))], ["parallel"] * n,
                          lambda a: [a[0]])
-    return T(v, np.array(_placed(t, positions, shape)), tuple(dims), t.dtype, t.err)
+    data = np.array(_placed(t, positions, shape)) if g.exact else g.ghost(shape)
+    return T(v, data, tuple(dims), t.dtype, t.err)
 
 
 def binary(g: Gen, op: str, a: T, b: T, positions: Sequence[int] | None = None) -> T:
@@ -131,6 +134,8 @@ def binary(g: Gen, op: str, a: T, b: T, positions: Sequence[int] | None = None) 
     else:
         (v,) = g.generic([a.v, b.v], [g.empty(a.shape, a.dtype)], [amap(n, range(n)), amap(n, pos), amap(n, range(n))],
                          ["parallel"] * n, lambda x: [_scalar_op(g, op, x[0], x[1])])
+    if not g.exact:
+        return T(v, a.data, a.dims, a.dtype)
     bd = _placed(b, pos, a.shape)
     u = a.u
     if op in ("addf", "subf"):
@@ -160,15 +165,16 @@ def with_scalar(g: Gen, op: str, t: T, c: float) -> T:
         s = g.scalar(c, t.dtype)
         (v,) = g.generic([t.v], [g.empty(t.shape, t.dtype)], [amap(n, range(n))] * 2, ["parallel"] * n,
                          lambda a: [_scalar_op(g, op, a[0], s)])
-        cst = T(v, np.full(t.shape, c), t.dims, t.dtype)
-        return _combine_data(t, cst, op, v)
+        return _combine_data(g, t, T(v, np.full(t.shape, c) if g.exact else t.data, t.dims, t.dtype), op, v)
     cv = g.splat_value(c, t.shape, t.dtype, how)
     v = _scalar_op(g, op, t.v, cv)
-    return _combine_data(t, T(cv, np.full(t.shape, float(c)), t.dims, t.dtype), op, v)
+    return _combine_data(g, t, T(cv, np.full(t.shape, float(c)) if g.exact else t.data, t.dims, t.dtype), op, v)
 
 
-def _combine_data(a: T, b: T, op: str, v: Value) -> T:
+def _combine_data(g: Gen, a: T, b: T, op: str, v: Value) -> T:
     """The oracle and error of `a op b` (equal shapes) for an op already emitted as `v`."""
+    if not g.exact:
+        return T(v, a.data, a.dims, a.dtype)
     u = a.u
     if op == "addf":
         data = a.data + b.data
@@ -204,7 +210,7 @@ def init_tensor(g: Gen, source: str, shape: Sequence[int], dims: Sequence[Dim], 
         value = COMBINERS[combiner] if identity else g.choice([1.0, 0.5, -2.0, 3.0])
         g.features.add(f"init:{source}:{'identity' if identity else 'other'}")
         v = g.splat_value(value, shape, "f32", source)
-        return T(v, np.full(tuple(shape), value), tuple(dims), "f32")
+        return T(v, np.full(tuple(shape), value) if g.exact else g.ghost(shape), tuple(dims), "f32")
     g.features.add(f"init:{source}")
     if source == "loaded":
         return g.input(shape, "f32", dims=dims, hint="init")
@@ -241,6 +247,8 @@ def reduce(g: Gen, t: T, axes: Sequence[int], combiner: str, init: T) -> T:
         out_map = amap(n, kept) if kept else amap(n, [None])
         (v,) = g.generic([t.v], [init.v], [amap(n, range(n)), out_map], iters,
                          lambda a: [_scalar_op(g, combiner, a[1], a[0])])
+    if not g.exact:
+        return T(v, init.data, init.dims, "f32")
     ax = tuple(axes)
     init_data = init.data.reshape([t.shape[k] for k in kept]) if kept else init.data.reshape(())
     if combiner == "addf":
@@ -272,7 +280,7 @@ def transpose(g: Gen, t: T, perm: Sequence[int]) -> T:
         inverse = [perm.index(j) for j in range(n)]
         (v,) = g.generic([t.v], [g.empty(shape, t.dtype)], [amap(n, inverse), amap(n, range(n))], ["parallel"] * n,
                          lambda a: [a[0]])
-    return T(v, np.transpose(t.data, perm), tuple(t.dims[p] for p in perm), t.dtype, t.err)
+    return T(v, np.transpose(t.data, perm), tuple(t.dims[p] for p in perm), t.dtype, t.err)  # a view: free
 
 
 # ---------------------------------------------------------------------- contractions
@@ -323,6 +331,8 @@ def contract(g: Gen, a: T, b: T, a_labels: str, b_labels: str, init: T, named: b
 
         (v,) = g.generic([a.v, b.v], [init.v], [amap(n, m(a_labels)), amap(n, m(b_labels)), amap(n, m(out_labels))],
                          iters, body)
+    if not g.exact:
+        return T(v, init.data, init.dims, init.dtype)
     spec = f"{a_labels},{b_labels}->{out_labels}"
     data = init.data + np.einsum(spec, a.data, b.data)
     spread = float(np.max(np.abs(init.data) + np.einsum(spec, np.abs(a.data), np.abs(b.data))))
