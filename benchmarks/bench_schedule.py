@@ -296,9 +296,6 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
 
         c = run_campaign(seeds, target, names, args.budget, save, command, step)
     elapsed = time.perf_counter() - start
-    for path in c.saved:  # the command names the scheduler that failed
-        text = path.read_text()
-        path.write_text(text.replace("{scheduler}", path.name.split("-")[0]))
     t = Table(title=f"{args.random} random natural kernels (seeds {seed}..{seed + args.random - 1}) on {target.name}"  # type: ignore[attr-defined]
               f", {elapsed:.0f} s")
     t.add_column("scheduler")

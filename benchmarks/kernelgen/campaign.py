@@ -121,7 +121,7 @@ def save_failure(folder: Path, kernel: Generated, o: Outcome, command: str) -> P
     stem = f"{o.scheduler}-{o.status}-{kernel.kind}-seed{kernel.seed}"
     header = [f"// {o.status} with scheduler {o.scheduler}: {o.reason}",
               f"// generated kernel: kind {kernel.kind}, seed {kernel.seed} (benchmarks/kernelgen: random_kernel({kernel.seed}))",
-              f"// reproduce: {command}", ""]
+              f"// reproduce: {command.replace('{scheduler}', o.scheduler)}", ""]
     path = folder / f"{stem}.ktir"
     path.write_text("\n".join(header) + kernel.text())
     if o.scheduled is not None:
