@@ -361,6 +361,7 @@ def real_mode(args: argparse.Namespace, target: object, console: Console) -> dic
 
     os.environ["KTIR_SCHEDULE_CACHE"] = "off"
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    console.print(f"real sizes, seed {seed} (--seed {seed} repeats this run)")
     kernels = [k for k in real_kernels(seed) if not args.only or any(w in k.name for w in args.only)]
     rows = []
     with Progress(console=console, transient=True) as progress:

@@ -191,11 +191,18 @@ def measure(rk: RealKernel, target: Any, scheduler: str = "exact") -> dict[str, 
     module = ktir.parse(text, "kernel.ktir")
     bound, binding = spread_bound(shapes_only_trace(module, rk.kernel), target)
     start = time.perf_counter()
-    result = schedulers.schedule(ktir.parse(text, "kernel.ktir"), target, scheduler)
+    try:
+        result = schedulers.schedule(ktir.parse(text, "kernel.ktir"), target, scheduler)
+    except schedulers.ScheduleError as e:  # an error exit: measured as written, like a decline
+        result = None
+        refusal = f"error: {e}"
     seconds = time.perf_counter() - start
-    r = result.report
-    final = result.module if r.applied else module
+    r = result.report if result is not None else None
+    applied = r is not None and r.applied
+    final = result.module if result is not None and applied else module
     timeline = float(simulate(shapes_only_trace(final, rk.kernel), target).makespan)
-    return {"name": rk.name, "group": rk.group, "applied": r.applied, "reason": r.reason, "class": r.kernel_class,
-            "grid": grid_size(final), "bound": bound, "binding": binding, "scheduler_bound": r.roofline_cycles,
-            "timeline": timeline, "ratio": timeline / bound, "model": r.estimate_cycles, "seconds": seconds}
+    return {"name": rk.name, "group": rk.group, "applied": applied,
+            "reason": (r.reason if r is not None else refusal), "class": r.kernel_class if r is not None else "-",
+            "grid": grid_size(final), "bound": bound, "binding": binding,
+            "scheduler_bound": r.roofline_cycles if r is not None else None, "timeline": timeline,
+            "ratio": timeline / bound, "model": r.estimate_cycles if r is not None else None, "seconds": seconds}
