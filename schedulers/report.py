@@ -6,9 +6,15 @@ Written by `ktir schedule --report-json` and printed as a table on the terminal.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from ktir.ir.operation import Module
+    from ktir.targets.schema import Target
+    from ktir.targets.timeline import Timeline
 
 SCHEMA_VERSION = 1
 
@@ -56,11 +62,12 @@ class ScheduleReport(BaseModel):
     estimate_seconds: float | None = Field(default=None, description="the estimate in seconds at the target clock")
     roofline_cycles: float | None = Field(default=None, description="roofline lower bound, cycles")
     roofline_binding: str | None = Field(default=None, description="resource that sets the roofline bound")
-    ratio: float | None = Field(default=None, description="estimate / roofline bound (1.0 is the hardware limit)")
+    ratio: float | None = Field(default=None, description="the cost model's estimate / roofline bound (1.0 is the hardware "
+                                "limit); the timeline's figure is timeline_ratio, the one the table shows")
     timeline_cycles: float | None = Field(
         default=None, description="the chosen schedule simulated on the target's timeline (ktir.targets.timeline), cycles; "
-        "None when the kernel class has no timeline re-ranking")
-    timeline_ratio: float | None = Field(default=None, description="timeline_cycles / roofline bound")
+        "filled by `ktir schedule` from the interpreter's shapes-only trace when the scheduler did not simulate it")
+    timeline_ratio: float | None = Field(default=None, description="timeline_cycles / roofline bound: the report's ratio")
     bytes_per_level: dict[str, int] = Field(default_factory=dict,
                                             description="bytes moved per memory level (global, ct_local)")
     scratchpad_peak_bytes: int | None = Field(default=None, description="largest scratchpad use of any tile")
@@ -71,37 +78,94 @@ class ScheduleReport(BaseModel):
 
 
 def render_table(report: ScheduleReport) -> object:
-    """A rich renderable summarising the report."""
+    """A rich renderable summarising the report. The ratio shown is the timeline's when the schedule
+    was simulated (the model's estimate is given beside it)."""
     from rich.table import Table
 
     table = Table(title=f"{report.kernel} on {report.target}: {report.scheduler} ({report.kernel_class})",
                   show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
+    for what, value in rows(report):
+        table.add_row(what, value)
+    return table
+
+
+def rows(report: ScheduleReport) -> list[tuple[str, str]]:
+    """The report as (what, value) lines, for the table and the HTML page."""
+    out: list[tuple[str, str]] = []
     if report.schedule is not None:
         s = report.schedule
-        table.add_row("grid", str(s.grid))
-        table.add_row("splits", _kv(s.splits))
-        table.add_row("tile sizes", _kv(s.tile_sizes))
-        table.add_row("loop order", s.loop_order)
-        table.add_row("double buffered", "yes" if s.double_buffered else "no")
-        for p in s.placements:
-            table.add_row(f"  {p.tensor}", f"{p.mode} in {p.memory}, block {'x'.join(map(str, p.block))}")
-    if report.estimate_cycles is not None and report.roofline_cycles is not None:
-        table.add_row("estimate", f"{report.estimate_cycles:,.0f} cycles ({(report.estimate_seconds or 0) * 1e6:,.1f} us)")
-        table.add_row("roofline", f"{report.roofline_cycles:,.0f} cycles ({report.roofline_binding})")
-        table.add_row("ratio", "-" if report.ratio is None else f"{report.ratio:.3f}")
+        out += [("grid", str(s.grid)), ("splits", _kv(s.splits)), ("tile sizes", _kv(s.tile_sizes)),
+                ("loop order", s.loop_order), ("double buffered", "yes" if s.double_buffered else "no")]
+        out += [(f"  {p.tensor}", f"{p.mode} in {p.memory}, block {'x'.join(map(str, p.block))}") for p in s.placements]
+    if report.roofline_cycles is not None:
+        out.append(("roofline", f"{report.roofline_cycles:,.0f} cycles ({report.roofline_binding}): the kernel's "
+                                "compulsory work spread over every tile"))
     if report.timeline_cycles is not None and report.timeline_ratio is not None:
-        table.add_row("timeline", f"{report.timeline_cycles:,.0f} cycles (ratio {report.timeline_ratio:.3f})")
-    for level, n in report.bytes_per_level.items():
-        table.add_row(f"bytes {level}", f"{n:,}")
+        out.append(("timeline", f"{report.timeline_cycles:,.0f} cycles"))
+        out.append(("ratio", f"{report.timeline_ratio:.3f} (timeline / roofline)"))
+    if report.estimate_cycles is not None and report.roofline_cycles is not None:
+        ratio = "-" if report.ratio is None else f"{report.ratio:.3f}"
+        label = "model" if report.timeline_ratio is not None else "estimate"
+        out.append((label, f"{report.estimate_cycles:,.0f} cycles ({(report.estimate_seconds or 0) * 1e6:,.1f} us), "
+                           f"ratio {ratio} (cost model / roofline)"))
+        if report.timeline_ratio is None:
+            out.append(("ratio", f"{ratio} (cost model; not simulated on the timeline)"))
+    out += [(f"bytes {level}", f"{n:,}") for level, n in report.bytes_per_level.items()]
     if report.scratchpad_peak_bytes is not None and report.scratchpad_capacity_bytes is not None:
-        table.add_row("scratchpad peak", f"{report.scratchpad_peak_bytes:,} of {report.scratchpad_capacity_bytes:,} B")
-    table.add_row("applied", "yes" if report.applied else f"no: {report.reason}")
-    table.add_row("candidates", f"{report.candidates_evaluated:,} in {report.schedule_seconds:.3f} s")
-    for note in report.notes:
-        table.add_row("note", note)
-    return table
+        out.append(("scratchpad peak", f"{report.scratchpad_peak_bytes:,} of {report.scratchpad_capacity_bytes:,} B"))
+    out.append(("applied", "yes" if report.applied else f"no: {report.reason}"))
+    out.append(("candidates", f"{report.candidates_evaluated:,} in {report.schedule_seconds:.3f} s"))
+    out += [("note", note) for note in report.notes]
+    return out
+
+
+def simulate_module(module: Module, target: Target, func: str | None, sizes: Mapping[str, int]) -> Timeline:
+    """`func` of `module` on the target's timeline, from the interpreter's shapes-only trace
+    (arguments: zero arrays, the index arguments from `sizes`)."""
+    import reference_interp as ri
+    from ktir.targets.from_interp import from_interp
+    from ktir.targets.timeline import simulate
+    from reference_interp.inputs import infer_args
+
+    name = func or None
+    args = infer_args(module, name, dict(sizes), 0, {"shapes_only": True}, zeros=True)
+    run = ri.run(module, name, args, trace=True, shapes_only=True)
+    return simulate(from_interp(module, run, name).trace, target)
+
+
+def render_html(report: ScheduleReport, before: Timeline | str, after: Timeline | str, source: str) -> str:
+    """A self-contained HTML page: the report's lines and the timeline before and after scheduling
+    (`ktir.targets.svg`), or why a picture is missing."""
+    from html import escape
+
+    from ktir.targets.svg import render_svg
+
+    def picture(label: str, timeline: Timeline | str) -> str:
+        if isinstance(timeline, str):
+            return f"<h2>{escape(label)}</h2><p>{escape(timeline)}</p>"
+        title = f"{timeline.makespan:,.0f} cycles on {report.target}, grid of {timeline.n_tiles}"
+        if report.roofline_cycles:
+            title += f" ({timeline.makespan / report.roofline_cycles:.2f}x the roofline bound)"
+        return f"<h2>{escape(label)}</h2>\n" + render_svg(timeline, title)
+
+    outcome = "applied" if report.applied else f"declined: {report.reason}"
+    table = "\n".join(f"<tr><th>{escape(w)}</th><td>{escape(v)}</td></tr>" for w, v in rows(report))
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{escape(report.kernel)} on {escape(report.target)}: {escape(report.scheduler)}</title>
+<style>body {{ font-family: Helvetica, Arial, sans-serif; margin: 2em; }} th {{ text-align: left; padding-right: 1em; }}
+td, th {{ vertical-align: top; font-size: 13px; }} svg {{ max-width: 100%; height: auto; }}</style></head>
+<body>
+<h1>{escape(report.kernel)} ({escape(source)}) on {escape(report.target)}: {escape(report.scheduler)}, {escape(outcome)}</h1>
+<table>
+{table}
+</table>
+{picture("before: as written", before)}
+{picture("after: as scheduled", after)}
+</body></html>
+"""
 
 
 def _kv(d: dict[str, int]) -> str:

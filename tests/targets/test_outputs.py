@@ -129,7 +129,7 @@ def test_report_table_mentions_the_essentials():
     out = io.StringIO()
     print_report(report, Console(file=out, width=120))
     text = out.getvalue()
-    for needle in ("estimate", "roofline bound", "bottleneck", "Memory traffic", "scratchpad peak", "dram"):
+    for needle in ("estimate", "resource bound", "bottleneck", "Memory traffic", "scratchpad peak", "dram"):
         assert needle in text
 
 
@@ -195,7 +195,7 @@ def test_run_options_write_report_and_trace(tmp_path, capsys, matmul_run):
     assert wants_cost(args)
     assert emit_cost_outputs(args, m, result) == 0
     out = capsys.readouterr().out
-    assert "matmul on spyre" in out and "roofline bound" in out
+    assert "matmul on spyre" in out and "resource bound" in out and "roofline" not in out
     report = CostReport.model_validate_json((tmp_path / "r.json").read_text())
     assert report.target == "spyre" and report.grid == [2, 4]
     assert report.estimate_cycles >= report.roofline_cycles
