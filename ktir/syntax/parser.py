@@ -50,7 +50,16 @@ from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
-from ktir.syntax.limits import INT64_MAX, MAX_AFFINE_DEPTH, MAX_INT_WIDTH, MAX_RANK, check_nesting, literal_digits_error
+from ktir.syntax.limits import (
+    INT64_MAX,
+    MAX_AFFINE_DEPTH,
+    MAX_INT_WIDTH,
+    MAX_NESTING,
+    MAX_RANK,
+    check_module_nesting,
+    literal_digits_error,
+    text_nesting,
+)
 from ktir.syntax.mlir_generic import default_indexing_maps, from_mlir, memory_space_from_string
 
 # Block-argument names of the short `{ arith.addf }` bodies of linalg.map/reduce.
@@ -1852,7 +1861,7 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
 
     The recursive-descent fast path (ktir.syntax.fastparse) reads the common forms; the
     grammar reads everything else and reports every error. `fast=False`: grammar only."""
-    check_nesting(text, filename)
+    nesting = text_nesting(text, filename)
     collecting = gc.isenabled()
     gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
     try:
@@ -1860,6 +1869,8 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
             module = _parse_fast(text) if fast else None
             if module is None:
                 module = _parse_lalr(text, filename)
+            if nesting > MAX_NESTING:  # the module's depth is at most its text's
+                check_module_nesting(module, _BUILDER.alias_lines, filename)
             attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
     finally:
         if collecting:
