@@ -1842,6 +1842,9 @@ def _terminal_names() -> dict[str, str]:
             "FLOAT_TYPE": "a type",
             "INDEX": "a type",
             "CMP_OP": "'==', '>=' or '<='",
+            "DIALECT_TYPE": "a type",
+            "PARSED_TYPE": "a type",
+            "DIALECT_ATTR": "an attribute",
             "$END": "end of input",
         }
     )
