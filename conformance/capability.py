@@ -138,6 +138,10 @@ def _read(path: Path) -> object:
         raise DeclarationError(f"cannot read {path}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise DeclarationError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise DeclarationError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise DeclarationError(f"{path}: nested too deeply") from None
 
 
 def _first_error(path: Path, e: ValidationError) -> DeclarationError:
@@ -151,6 +155,8 @@ def load_capabilities(path: Path) -> Capabilities:
         return Capabilities.model_validate(_read(path))
     except ValidationError as e:
         raise _first_error(path, e) from None
+    except RecursionError:
+        raise DeclarationError(f"{path}: nested too deeply") from None
 
 
 def load_waivers(path: Path, cases: list[Case] | None = None) -> Waivers:
@@ -159,6 +165,8 @@ def load_waivers(path: Path, cases: list[Case] | None = None) -> Waivers:
         waivers = Waivers.model_validate(_read(path))
     except ValidationError as e:
         raise _first_error(path, e) from None
+    except RecursionError:
+        raise DeclarationError(f"{path}: nested too deeply") from None
     if cases is not None:
         known = {c.id for c in cases}
         unknown = [w.case for w in waivers.waiver if w.case not in known]

@@ -158,6 +158,10 @@ def load_results(path: Path) -> Results:
         raise ResultsError(f"cannot read {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: not a results file (nested too deeply)") from None
     except ValidationError as e:
         first = e.errors()[0]
         raise ResultsError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None

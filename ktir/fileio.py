@@ -54,3 +54,22 @@ def confined_path(value: str, root: str) -> str:
     if value.startswith(("/", "\\")) or (len(value) > 1 and value[1] == ":") or ".." in parts or value in ("", "."):
         raise ValueError(f"{value!r} must be a relative path inside {root} (no absolute path, no '..')")
     return value
+
+
+def confined_file(folder: Path, name: str) -> Path:
+    """`folder / name`, if it is a regular file inside `folder` once symbolic links are
+    followed (a link out of the folder, to a device or to a pipe would read what the
+    folder's author chose); ValueError saying why not otherwise. `name` is relative (see
+    confined_path); a missing file is left for the caller to report."""
+    confined_path(name, str(folder))
+    path = folder / name
+    try:
+        real = path.resolve(strict=False)
+        root = folder.resolve(strict=False)
+    except (OSError, RuntimeError) as e:  # a loop of links
+        raise ValueError(f"{path}: cannot follow its links ({e})") from None
+    if not real.is_relative_to(root):
+        raise ValueError(f"{path} leads outside {folder} (to {real}); a file it names must be inside it")
+    if real.exists() and not real.is_file():
+        raise ValueError(f"{path} is not a regular file")
+    return path

@@ -1263,12 +1263,16 @@ class Gen:
             if op == "matmul" and self.chance(0.4):
                 d0, d1, d2 = af.dim(0), af.dim(1), af.dim(2)
                 maps = [(d0, d2), (d2, d1), (d0, d1)]
-                attrs["indexing_maps"] = at.ArrayAttr(
+                written = at.ArrayAttr(
                     elements=tuple(
                         self.alias_attr(at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=r)), 0.2)
                         for r in maps
                     )
                 )
+                # the default maps written out are no maps in the AST (as in MLIR); through
+                # an alias they are kept as written
+                if any(isinstance(e, at.AttrAliasRef) for e in written.elements):
+                    attrs["indexing_maps"] = written
         elif op == "batch_matmul":
             ins, outs = [shaped([b, m, k]), shaped([b, k, n])], [shaped([b, m, n])]
         elif op == "batch_matmul_transpose_b":

@@ -196,6 +196,24 @@ def constraint(lhs: AffineExpr, op: Literal["==", ">=", "<="], rhs: AffineExpr) 
     return Constraint(expr=expr, is_equality=op == "==")
 
 
+def bound_problem(expr: AffineExpr, max_depth: int, max_constant: int) -> str | None:
+    """Why `expr` is out of bounds, or None: more than `max_depth` levels (a leaf is one)
+    or a constant beyond +-`max_constant`. Found without recursion: text can chain any
+    number of terms (`d0 + d0 + ...` is as deep as it is long), and the recursive walkers
+    below are safe only on bounded depths."""
+    stack = [(expr, 1)]
+    while stack:
+        e, d = stack.pop()
+        if d > max_depth:
+            return f"affine expression nested deeper than {max_depth} levels"
+        if isinstance(e, Binary):
+            stack.append((e.lhs, d + 1))
+            stack.append((e.rhs, d + 1))
+        elif isinstance(e, Const) and not -max_constant - 1 <= e.value <= max_constant:
+            return f"affine constant {e.value} does not fit in 64 bits"
+    return None
+
+
 # ---------------------------------------------------------------- evaluation
 
 

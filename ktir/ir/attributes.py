@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import struct
+from operator import itemgetter
 from typing import Any, Literal
+
+from pydantic import field_validator
 
 from ktir.ir import types as ty
 from ktir.ir.affine import AffineMap, IntegerSet
@@ -56,7 +60,15 @@ class ArrayAttr(Attribute):
 
 
 class DictAttr(Attribute):
+    """`{a = 1, b}`: entries sorted by name, as MLIR keeps (and prints) them, so that two
+    dictionaries with the same entries are equal however they were written."""
+
     entries: tuple[tuple[str, Attribute], ...]
+
+    @field_validator("entries")
+    @classmethod
+    def _sorted(cls, entries: tuple[tuple[str, Attribute], ...]) -> tuple[tuple[str, Attribute], ...]:
+        return tuple(sorted(entries, key=itemgetter(0)))
 
     def get(self, key: str) -> Attribute | None:
         for name, value in self.entries:
@@ -85,6 +97,43 @@ class DenseAttr(Attribute):
     @property
     def is_splat(self) -> bool:
         return self.hex is None and not isinstance(self.values, tuple)
+
+    # Attributes compare by value, and a NaN element (written as a bit pattern) is a value
+    # like any other: equal to a NaN of the same bits (IEEE comparison would make a
+    # literal holding one unequal to itself, and its hash depend on the object).
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DenseAttr):
+            return False
+        if self.type != other.type or self.hex != other.hex:
+            return False
+        return bool(self.values == other.values) or _same_bits(self.values, other.values)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.hex, _hashable(self.values)))
+
+
+def _is_nan(v: object) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _same_bits(a: object, b: object) -> bool:
+    """`a == b` for dense values, but NaN equal to a NaN of the same bits."""
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(x == y or _same_bits(x, y) for x, y in zip(a, b, strict=True))
+    return _is_nan(a) and _is_nan(b) and struct.pack("<d", a) == struct.pack("<d", b)  # type: ignore[arg-type]
+
+
+def _hashable(values: object) -> object:
+    """`values` with each NaN replaced by its bits (hash(nan) depends on the object)."""
+    if isinstance(values, tuple):
+        return tuple(_hashable(v) for v in values) if any(_has_nan(v) for v in values) else values
+    return ("nan", struct.pack("<d", values)) if _is_nan(values) else values
+
+
+def _has_nan(v: object) -> bool:
+    if isinstance(v, tuple):
+        return any(_has_nan(x) for x in v)
+    return _is_nan(v)
 
 
 class DenseResourceAttr(Attribute):

@@ -36,6 +36,12 @@ def new_location(line: int, column: int) -> Location:
 _METADATA = frozenset({"loc", "comments", "trailing_comment"})
 
 
+# Fields holding lists of nodes: equality walks them with an explicit stack, so that
+# comparing deeply nested regions costs no Python recursion (a recursive comparison takes
+# about a dozen frames per level of regions).
+_NESTED = frozenset({"regions", "blocks", "operations"})
+
+
 class _Node(BaseModel):
     """Structural equality over fields, ignoring source positions and comments."""
 
@@ -45,9 +51,41 @@ class _Node(BaseModel):
         return {k: v for k, v in self.__dict__.items() if k not in _METADATA}
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()  # type: ignore[attr-defined]
+        if type(self) is not type(other):
+            return False
+        stack: list[tuple[Any, Any]] = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if type(a) is not type(b):
+                return False
+            ka, kb = a._key(), b._key()
+            if ka.keys() != kb.keys():
+                return False
+            for name, x in ka.items():
+                y = kb[name]
+                if name in _NESTED:
+                    if len(x) != len(y):
+                        return False
+                    stack.extend(zip(x, y, strict=True))
+                elif x != y:
+                    return False
+        return True
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        """A copy of the node tree (what `copy.deepcopy` and `model_copy(deep=True)` give):
+        fresh nodes, lists and dicts, the frozen types and attributes shared. Pydantic's
+        generic deep copy costs about twenty frames per level of regions."""
+        fields: dict[str, Any] = {}
+        for name, value in self.__dict__.items():
+            if isinstance(value, list):
+                fields[name] = [x.__deepcopy__(memo) if isinstance(x, _Node) else x for x in value]
+            elif isinstance(value, dict):
+                fields[name] = {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+            else:
+                fields[name] = value
+        return trusted(type(self), fields, set(self.__pydantic_fields_set__))
 
 
 class BlockArgument(_Node):

@@ -23,6 +23,7 @@ from typing import Literal
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
+from ktir.fileio import confined_file
 from ktir.ir import affine as af
 from ktir.ir.attributes import AffineMapAttr
 from ktir.lower.errors import SdscError
@@ -490,7 +491,10 @@ def load_bundle(path: str | Path, *, skip_missing: bool = False) -> Bundle:
     for step in bundle.steps():
         if step.filename in bundle.sdscs:
             continue
-        file = base / step.filename
+        try:
+            file = confined_file(base, step.filename)
+        except ValueError as e:
+            raise SdscError(f"{step.filename}, executed by the bundle: {e}", str(mlir), step.line, step.column) from None
         if not file.is_file():
             if not skip_missing:
                 raise SdscError(

@@ -11,6 +11,7 @@ corrupt or unwritable cache only costs the rebuild; it never changes a parse.
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import os
 import sys
@@ -21,7 +22,7 @@ from typing import Any
 from ktir.syntax.diagnostics import ParseError
 from ktir.syntax.lexer import KtirLexer, Tok
 
-FORMAT = 1  # bump when the layout of the cached tables changes
+FORMAT = 2  # bump when the layout of the cached tables changes
 Tables = dict[str, Any]
 
 
@@ -84,24 +85,32 @@ def cache_dir() -> Path:
 
 def load_tables(grammar: str, starts: tuple[str, ...]) -> Tables:
     """The tables for `grammar`, from the cache when it holds them, else built by lark and
-    stored (atomically, best effort) for the next process."""
+    stored (atomically, best effort) for the next process. A cache file that does not match
+    its checksum is rebuilt."""
     key = _fast_key(grammar, starts)
     path = cache_dir() / f"lalr-{key}.marshal"
     try:
-        tables = marshal.loads(path.read_bytes())
-        if isinstance(tables, dict) and tables.get("key") == key and tables.get("format") == FORMAT:
-            return tables
+        data = path.read_bytes()
+        # the file is the SHA-256 of the tables, then the tables: a damaged file (a flipped
+        # bit leaves marshal data that loads, with a wrong entry) is rebuilt, never used
+        digest, blob = data[:_DIGEST], data[_DIGEST:]
+        if hashlib.sha256(blob).digest() == digest:
+            tables = marshal.loads(blob)
+            if isinstance(tables, dict) and tables.get("key") == key and tables.get("format") == FORMAT:
+                return tables
     except (OSError, ValueError, EOFError, TypeError):
         pass
     tables = build_tables(grammar, starts)
     tables["key"] = key
-    _store(path, marshal.dumps(tables))
+    blob = marshal.dumps(tables)
+    _store(path, hashlib.sha256(blob).digest() + blob)
     return tables
 
 
-def _fast_key(grammar: str, starts: tuple[str, ...]) -> str:
-    import hashlib
+_DIGEST = 32  # bytes of a SHA-256 digest
 
+
+def _fast_key(grammar: str, starts: tuple[str, ...]) -> str:
     # importlib.metadata costs more than the whole table load; lark's version is in the
     # module only once lark is imported, so key on its installed file instead
     lark_marker = _lark_marker()

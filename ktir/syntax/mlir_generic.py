@@ -210,13 +210,16 @@ def from_mlir(op: Operation) -> Operation:
     if opdef is not None and opdef.format == "LINALG_NAMED":
         # MLIR's cache of the maps a named op derives from its name, added when verified
         attrs.pop("linalg.memoized_indexing_maps", None)
-    if opdef is not None and opdef.format in ("LINALG_NAMED", "LINALG_DIMS") and len(op.regions) == 1:
-        # the body MLIR builds for a named op is implied by its name and types: drop it,
-        # but only when it is exactly that body (anything else stays, for the verifier)
-        counter = iter(range(1 << 30))
-        implied = named_body(op, lambda hint: f"%{hint}{next(counter)}")
-        if implied is not None and alpha_key(implied) == alpha_key(op.regions[0]):
-            op.regions = []
+    if opdef is not None and opdef.format in ("LINALG_NAMED", "LINALG_DIMS"):
+        if len(op.regions) == 1:
+            # the body MLIR builds for a named op is implied by its name and types: drop it,
+            # but only when it is exactly that body (anything else stays, for the verifier)
+            counter = iter(range(1 << 30))
+            implied = named_body(op, lambda hint: f"%{hint}{next(counter)}")
+            if implied is not None and alpha_key(implied) == alpha_key(op.regions[0]):
+                op.regions = []
+        # default maps are no maps, as in the custom form (MLIR materialises them; with
+        # element types no body is built for, there is no body either)
         maps = attrs.get("indexing_maps")
         if not op.regions and maps is not None and maps == _default_maps(op):
             del attrs["indexing_maps"]
@@ -397,9 +400,13 @@ def _map(num_dims: int, results: tuple[int, ...]) -> at.AffineMapAttr:
 
 
 def _default_maps(op: Operation) -> at.ArrayAttr | None:
-    """The `indexing_maps` MLIR 22 materialises for matmul and batch_matmul."""
-    if op.name == "linalg.matmul":
+    return default_indexing_maps(op.name)
+
+
+def default_indexing_maps(name: str) -> at.ArrayAttr | None:
+    """The `indexing_maps` MLIR 22 materialises for matmul and batch_matmul (the op named)."""
+    if name == "linalg.matmul":
         return at.ArrayAttr(elements=(_map(3, (0, 2)), _map(3, (2, 1)), _map(3, (0, 1))))
-    if op.name == "linalg.batch_matmul":
+    if name == "linalg.batch_matmul":
         return at.ArrayAttr(elements=(_map(4, (0, 1, 3)), _map(4, (0, 3, 2)), _map(4, (0, 1, 2))))
     return None

@@ -20,13 +20,14 @@ from ktir.dialects.registry import SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import type_text
 from ktir.ir.attributes import constant_type as _constant_type
 from ktir.ir.base import Attribute, Type, trusted
 from ktir.ir.floats import float_bits as float_bits  # re-exported for old imports
 from ktir.ir.floats import float_from_bits as float_from_bits  # re-exported for old imports
 from ktir.ir.named_affine import AffineName as _AffName
 from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
-from ktir.ir.named_affine import UndeclaredAffineName, resolve_names
+from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_names
 from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
 from ktir.ir.operation import (
     Block,
@@ -49,7 +50,17 @@ from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
-from ktir.syntax.mlir_generic import from_mlir, memory_space_from_string
+from ktir.syntax.limits import (
+    INT64_MAX,
+    MAX_AFFINE_DEPTH,
+    MAX_INT_WIDTH,
+    MAX_NESTING,
+    MAX_RANK,
+    check_module_nesting,
+    literal_digits_error,
+    text_nesting,
+)
+from ktir.syntax.mlir_generic import default_indexing_maps, from_mlir, memory_space_from_string
 
 # Block-argument names of the short `{ arith.addf }` bodies of linalg.map/reduce.
 SHORT_BODY_RESULT = "%__0"
@@ -85,6 +96,22 @@ def _err(tok: Tok | None, message: str) -> ParseError:
     if tok is None:
         return ParseError(message, 0, 0)
     return ParseError(message, tok.line, tok.column)
+
+
+def _int(tok: Tok, text: str | None = None, base: int = 10) -> int:
+    """The integer literal of `tok` (or the digits `text` taken from it), within the
+    bound of ktir.syntax.limits (int() of a long literal is slow, then refused)."""
+    digits = tok.value if text is None else text
+    problem = literal_digits_error(digits)
+    if problem is not None:
+        raise _err(tok, problem)
+    return int(digits, base)
+
+
+def _int64(tok: Tok, value: int, what: str) -> int:
+    if value > INT64_MAX:
+        raise _err(tok, f"{what} {value} does not fit in 64 bits (at most {INT64_MAX})")
+    return value
 
 
 _FIRST = itemgetter(0)
@@ -193,7 +220,66 @@ def _mixed(entries: list[Any]) -> tuple[list[int], list[str]]:
     return static, dynamic
 
 
+def _no_unspecified_space(attrs: list[Any]) -> None:
+    if any(a is NO_MEMORY_SPACE for a in attrs):
+        raise ParseError(
+            "the legacy '#ktdp.spyre_memory_space<unspecified>' means no memory space: it can stand only in a"
+            " memref type or an attribute dictionary (where it is dropped)",
+            0,
+            0,
+        )
+
+
+def _dense_array_ints(element: ty.IntegerType, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Integer elements within the width of `element` (MLIR: "integer constant out of
+    range"); i1 elements as booleans, as MLIR holds and prints them (`-1` is `true`)."""
+    width = element.width
+    low = 0 if element.signedness == "unsigned" else -(1 << (width - 1))
+    high = (1 << (width - 1)) if element.signedness == "signed" else (1 << width)
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool):
+            continue
+        if not low <= v < high:
+            raise ParseError(f"integer constant {v} out of range of {type_text(element)}", 0, 0)
+    if width == 1:
+        return tuple(bool(v) for v in values)
+    return values
+
+
+# -2**63 is written `-9223372036854775808`: the literal is negated after it is read
+_AFFINE_FOLD_MAX = INT64_MAX + 1
+
+
+def _folded(expr: af.AffineExpr) -> af.AffineExpr:
+    """`expr` unless a constant folded into its top (`c`, `x + c`, `x * c`) left int64."""
+    const = expr if isinstance(expr, af.Const) else expr.rhs if isinstance(expr, af.Binary) else None
+    if isinstance(const, af.Const) and not -_AFFINE_FOLD_MAX <= const.value <= _AFFINE_FOLD_MAX:
+        raise ParseError(f"affine constant {const.value} does not fit in 64 bits", 0, 0)
+    return expr
+
+
+def _bounded(expr: af.AffineExpr) -> af.AffineExpr:
+    """`expr` as stored (its constants folded), within the bounds of ktir.syntax.limits."""
+    problem = af.bound_problem(expr, MAX_AFFINE_DEPTH, INT64_MAX)
+    if problem is not None:
+        raise ParseError(problem, 0, 0)
+    return expr
+
+
+def _ssa_subscript(expr: af.AffineExpr) -> af.AffineExpr:
+    """A subscript over SSA values: bounded, and naming only `%values` (a bare name is
+    no value, and the generic form, which lists the values as operands, cannot write it)."""
+    _bounded(expr)
+    leaves: list[_AffName] = []
+    collect_names(expr, leaves)
+    for leaf in leaves:
+        if not leaf.name.startswith("%"):
+            raise ParseError(f"expected an SSA value (%name) in a subscript, found '{leaf.name}'", leaf.line, leaf.column)
+    return expr
+
+
 def _resolve(expr: af.AffineExpr, names: dict[Any, af.AffineExpr]) -> af.AffineExpr:
+    _bounded(expr)  # before the (recursive) resolution; constraints check again once built
     try:
         return resolve_names(expr, names)
     except UndeclaredAffineName as e:
@@ -255,6 +341,7 @@ class _Builder:
         return trusted(Module, fields)  # one per parse, from fields built here
 
     def attr_alias_def(self, c: list[Any]) -> C:
+        _no_unspecified_space(c[1:])
         name = c[0].value[1:]
         if name in self.attr_aliases:
             raise _err(c[0], f"redefinition of attribute alias '#{name}'")
@@ -309,7 +396,7 @@ class _Builder:
             raise _err(tok, f"result name '{tok.value}' may not contain '#'")
         if len(c) == 1:
             return tok, None
-        count = int(c[1].value)
+        count = _int(c[1])
         if count < 1:
             raise _err(c[1], "a result group must have at least one result")
         return tok, count
@@ -410,12 +497,16 @@ class _Builder:
         return ty.INDEX
 
     def integer_type(self, c: list[Tok]) -> Type:
-        text = c[0].value
+        tok = c[0]
+        text = tok.value
+        digits = text[1:] if text[0] == "i" else text[2:]
+        if len(digits) > 8 or int(digits) > MAX_INT_WIDTH:
+            raise _err(tok, f"integer type '{text}' is wider than {MAX_INT_WIDTH} bits")
         if text[0] == "s":
-            return ty.IntegerType(width=int(text[2:]), signedness="signed")
+            return ty.IntegerType(width=int(digits), signedness="signed")
         if text[0] == "u":
-            return ty.IntegerType(width=int(text[2:]), signedness="unsigned")
-        return ty.IntegerType(width=int(text[1:]))
+            return ty.IntegerType(width=int(digits), signedness="unsigned")
+        return ty.IntegerType(width=int(digits))
 
     def float_type(self, c: list[Tok]) -> Type:
         return ty.FloatType(kind=c[0].value)
@@ -427,7 +518,10 @@ class _Builder:
         text = "".join(c[0].value.split())
         if text == "*x":
             return "unranked"
-        return tuple(None if d == "?" else int(d) for d in text[:-1].split("x"))
+        dims = text[:-1].split("x")
+        if len(dims) > MAX_RANK:
+            raise _err(c[0], f"a shape of rank {len(dims)}: at most {MAX_RANK} dimensions")
+        return tuple(None if d == "?" else _int64(c[0], _int(c[0], d), "dimension") for d in dims)
 
     def _shape(self, c: list[Any]) -> tuple[Any, list[Any]]:
         if c and (isinstance(c[0], tuple) or c[0] == "unranked"):
@@ -442,6 +536,7 @@ class _Builder:
         return ty.TensorType(shape=shape, element_type=rest[0], encoding=encoding)
 
     def encoding(self, c: list[Attribute]) -> Attribute:
+        _no_unspecified_space(c)
         return c[0]
 
     def memref_extras(self, c: list[Attribute]) -> list[Attribute]:
@@ -540,7 +635,7 @@ class _Builder:
         return t
 
     def runtime_arg_param(self, c: list[Tok]) -> tuple[str, Tok, int]:
-        return c[0].value, c[0], int(c[1].value)
+        return c[0].value, c[0], _int64(c[1], _int(c[1]), "runtime_arg parameter")
 
     def dialect_type(self, c: list[Tok]) -> Type:
         text = c[0].value
@@ -570,10 +665,10 @@ class _Builder:
     # ------------------------------------------------------------ attributes
 
     def pos_int(self, c: list[Tok]) -> int:
-        return int(c[0].value)
+        return _int(c[0])
 
     def neg_int(self, c: list[Tok]) -> int:
-        return -int(c[0].value)
+        return -_int(c[0])
 
     def pos_float(self, c: list[Tok]) -> float:
         return _finite(c[0])
@@ -597,7 +692,7 @@ class _Builder:
         return at.FloatAttr(value=c[0], type=c[1] if len(c) > 1 else None)
 
     def hex_attr(self, c: list[Any]) -> Attribute:
-        bits = int(c[0].value, 16)
+        bits = _int(c[0], base=16)
         t = c[1] if len(c) > 1 else None
         if isinstance(t, ty.FloatType):
             if bits >> t.width:
@@ -615,6 +710,7 @@ class _Builder:
         return at.UnitAttr()
 
     def array_attr(self, c: list[Attribute]) -> Attribute:
+        _no_unspecified_space(c)
         return trusted(at.ArrayAttr, {"elements": tuple(c)})
 
     def dict_attr(self, c: list[C]) -> Attribute:
@@ -644,7 +740,7 @@ class _Builder:
         return C("hex", text)
 
     def dense_hex_int(self, c: list[Tok]) -> int:
-        return _HexBits(c[0].value, 16)
+        return _HexBits(_int(c[0], base=16))
 
     def dense_bool(self, c: list[Tok]) -> bool:
         return c[0].value == "true"
@@ -657,7 +753,10 @@ class _Builder:
 
     def dense_array_attr(self, c: list[Any]) -> Attribute:
         values = tuple(c[1]) if len(c) > 1 else ()
-        return at.DenseArrayAttr(element_type=c[0], values=values)
+        element = c[0]
+        if isinstance(element, ty.IntegerType) and values:
+            values = _dense_array_ints(element, values)
+        return at.DenseArrayAttr(element_type=element, values=values)
 
     def dense_array_values(self, c: list[Any]) -> list[Any]:
         return c
@@ -679,7 +778,7 @@ class _Builder:
         kw, kind = c[0], c[1]
         legacy = kw.value == "#ktdp.spyre_memory_space"
         key = c[2].value if len(c) > 2 else None
-        num = int(c[3].value) if len(c) > 3 else None
+        num = _int64(c[3], _int(c[3]), "ct_id") if len(c) > 3 else None
         if legacy:
             mapping = {"HBM": "global", "LX": "ct_local"}
             if kind.value == "unspecified" and key is None:
@@ -736,22 +835,27 @@ class _Builder:
         return _aff_name(c[0], True)
 
     def aff_const(self, c: list[Tok]) -> af.AffineExpr:
-        return af.const(int(c[0].value))
+        value = _int(c[0])
+        if value > _AFFINE_FOLD_MAX:
+            raise _err(c[0], f"affine constant {value} does not fit in 64 bits")
+        return af.const(value)
 
+    # constants fold as the expression is built: keep them int64-sized on the way (a
+    # chain of products would otherwise grow without bound), exact at the end (_bounded)
     def aff_add(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return af.add(c[0], c[1])
+        return _folded(af.add(c[0], c[1]))
 
     def aff_sub(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return af.sub(c[0], c[1])
+        return _folded(af.sub(c[0], c[1]))
 
     def aff_mul(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return af.mul(c[0], c[1])
+        return _folded(af.mul(c[0], c[1]))
 
     def aff_div(self, c: list[Any]) -> af.AffineExpr:
-        return af.binary(c[1].value, c[0], c[2])
+        return _folded(af.binary(c[1].value, c[0], c[2]))
 
     def aff_neg(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return af.mul(c[0], af.const(-1))
+        return _folded(af.mul(c[0], af.const(-1)))
 
     def aff_dims(self, c: list[Tok]) -> list[Tok]:
         return c
@@ -786,9 +890,13 @@ class _Builder:
         cons = tuple(
             af.constraint(_resolve(lhs, names), op, _resolve(rhs, names)) for lhs, op, rhs in c[1:]
         )
+        for con in cons:
+            _bounded(con.expr)  # `lhs - rhs` may fold constants out of range
         return at.IntegerSetAttr(value=af.IntegerSet(num_dims=nd, num_symbols=ns, constraints=cons))
 
     def subscripts(self, c: list[af.AffineExpr]) -> C:
+        for e in c:
+            _ssa_subscript(e)
         return C("subscripts", c)
 
     # ------------------------------------------------------------ op helpers
@@ -834,8 +942,8 @@ class _Builder:
         opdef = SPELLINGS.get(name)
         if opdef is not None:
             name = opdef.name
-            if props:
-                # properties of a defined op are its inherent attributes
+            if props is not None:
+                # properties of a defined op are its inherent attributes (`<{}>`: none)
                 attrs.update(props)
                 props = None
         op = Operation(
@@ -996,7 +1104,7 @@ class _Builder:
         return C("indirect", (view.value, exprs))
 
     def direct_dim(self, c: list[af.AffineExpr]) -> C:
-        return C("direct", c[0])
+        return C("direct", _ssa_subscript(c[0]))
 
     def indirect_tile_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1297,7 +1405,8 @@ class _Builder:
         tok = c[0]
         cl = _clauses(c)
         operands, types, attrs = self._dps(tok, cl)
-        if "indexing_maps" in cl:
+        # the maps an op takes by default are no maps (MLIR prints them only when not)
+        if "indexing_maps" in cl and cl["indexing_maps"] != default_indexing_maps(SPELLINGS[tok.value].name):
             attrs["indexing_maps"] = cl["indexing_maps"]
         return self._op(tok, operands, types, list(cl.get("results", [])), attrs)
 
@@ -1325,6 +1434,9 @@ class _Builder:
 
     def _short_region(self, short: Tok, in_types: list[Type], out_types: list[Type], n_ins: int) -> Region:
         """Build the body MLIR builds for `{ arith.addf }`: block args, the op, linalg.yield."""
+        if not out_types:
+            # the op's result is the element of the (first) output: none, no body to build
+            raise _err(short, f"the short body `{{ {short.value} }}` needs an output in `outs(...)`")
         elem_in = [ty.element_type(t) for t in in_types]
         elem_out = [ty.element_type(t) for t in out_types]
         args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
@@ -1420,7 +1532,7 @@ class _Builder:
 
 def _spelled_attr(kind: str, tok: Tok, opdef: Any) -> Attribute:
     if kind == "int":
-        return at.IntegerAttr(value=int(tok.value), type=ty.I64)
+        return at.IntegerAttr(value=_int64(tok, _int(tok), "integer"), type=ty.I64)
     if kind == "symbol":
         return at.SymbolRefAttr(root=_symbol_name(tok))
     predicates = opdef.option("predicates")
@@ -1730,6 +1842,9 @@ def _terminal_names() -> dict[str, str]:
             "FLOAT_TYPE": "a type",
             "INDEX": "a type",
             "CMP_OP": "'==', '>=' or '<='",
+            "DIALECT_TYPE": "a type",
+            "PARSED_TYPE": "a type",
+            "DIALECT_ATTR": "an attribute",
             "$END": "end of input",
         }
     )
@@ -1749,6 +1864,7 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
 
     The recursive-descent fast path (ktir.syntax.fastparse) reads the common forms; the
     grammar reads everything else and reports every error. `fast=False`: grammar only."""
+    nesting = text_nesting(text, filename)
     collecting = gc.isenabled()
     gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
     try:
@@ -1756,6 +1872,8 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
             module = _parse_fast(text) if fast else None
             if module is None:
                 module = _parse_lalr(text, filename)
+            if nesting > MAX_NESTING:  # the module's depth is at most its text's
+                check_module_nesting(module, _BUILDER.alias_lines, filename)
             attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
     finally:
         if collecting:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from ktir.dialects.base import OpDef
-from ktir.dialects.registry import OPS
+from ktir.dialects.registry import OPS, SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -156,7 +156,15 @@ class Printer:
         _need(entry_label or len(region.blocks) < 2 or region.blocks[0].operations)
         for index, block in enumerate(region.blocks):
             ops = block.operations
-            if elide is not None and index == len(region.blocks) - 1 and ops and _is_empty_terminator(ops[-1], elide):
+            # an elided terminator is added back by the parser, but only after an op that is
+            # no terminator
+            if (
+                elide is not None
+                and index == len(region.blocks) - 1
+                and ops
+                and _is_empty_terminator(ops[-1], elide)
+                and (len(ops) < 2 or not _is_terminator(ops[-2]))
+            ):
                 ops = ops[:-1]
             # an empty entry block needs its label, or `{}` would read back as no block at all
             empty_entry = index == 0 and not ops and entry_label
@@ -318,6 +326,11 @@ def _results_text(results: list[str]) -> str:
             groups.append(name)
             i += 1
     return ", ".join(groups) + " = "
+
+
+def _is_terminator(op: Operation) -> bool:
+    opdef = SPELLINGS.get(op.name)
+    return opdef is not None and "Terminator" in opdef.traits
 
 
 def _is_empty_terminator(op: Operation, name: str) -> bool:
@@ -745,14 +758,15 @@ def _affine_apply(p: Printer, op: Operation, d: OpDef, depth: int, head: str) ->
 # ------------------------------------------------------------------ linalg
 
 
-def _ins_outs(op: Operation) -> str:
+def _ins_outs(op: Operation, ins_optional: bool = False) -> str:
     n_in, n_out = _segments(op, 2)
     ins, outs = op.operands[:n_in], op.operands[n_in : n_in + n_out]
     in_t, out_t = op.operand_types[:n_in], op.operand_types[n_in : n_in + n_out]
-    # MLIR leaves out an empty list (it cannot read `ins()` back)
+    # MLIR cannot read an empty `ins()`/`outs()` back and the custom forms need `outs`
+    # (named ops `ins` too): an op without them takes the generic form
+    _need(outs and (ins or ins_optional))
     parts = [f"ins({', '.join(ins)} : {_types(in_t)})"] if ins else []
-    if outs:
-        parts.append(f"outs({', '.join(outs)} : {_types(out_t)})")
+    parts.append(f"outs({', '.join(outs)} : {_types(out_t)})")
     return " ".join(parts)
 
 
@@ -779,7 +793,7 @@ _GENERIC_TRAIT = ("indexing_maps", "iterator_types", "doc", "library_call")
 def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     trait = {k: v for k, v in op.attributes.items() if k in _GENERIC_TRAIT}
     extra = {k: v for k, v in op.attributes.items() if k not in _GENERIC_TRAIT and k != "operandSegmentSizes"}
-    text = f"{head}{op.name} {dict_text(trait, always=True)} {_ins_outs(op)}"
+    text = f"{head}{op.name} {dict_text(trait, always=True)} {_ins_outs(op, ins_optional=True)}"
     if extra:
         text += f" attrs = {dict_text(extra, always=True)}"
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))

@@ -24,6 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 
+# The cost model keeps per-tile and per-link tables: a description of more tiles than this
+# is refused rather than exhausting memory.
+MAX_TILES = 1 << 16
+
 # Element-type names used as keys of per-dtype rates. `f8` stands for every 8-bit float
 # format; a specific format (`f8E4M3FN`) takes precedence over it when both are given.
 DType = Literal[
@@ -71,7 +75,7 @@ class _Provenance(_Model):
 class Quantity(_Provenance):
     """A non-negative number with its provenance."""
 
-    value: float = Field(ge=0, description="The number, in the unit named by the field.")
+    value: float = Field(ge=0, allow_inf_nan=False, description="The number, in the unit named by the field.")
 
 
 class Count(_Provenance):
@@ -89,7 +93,7 @@ class IntList(_Provenance):
 class Bandwidth(_Provenance):
     """A data rate: bytes per second or bytes per clock cycle."""
 
-    value: float = Field(gt=0, description="The rate, in `unit`.")
+    value: float = Field(gt=0, allow_inf_nan=False, description="The rate, in `unit`.")
     unit: Literal["B/s", "B/cycle"] = Field(description="Bytes per second, or bytes per cycle of the target's clock.")
 
     def per_cycle(self, clock_hz: float) -> float:
@@ -264,7 +268,25 @@ class Target(_Model):
         self._check_memory()
         self._check_units()
         self._check_topology()
+        self._check_divisors()
         return self
+
+    def _check_divisors(self) -> None:
+        """Figures the cost model divides by, or sizes tables with, within working range."""
+        if self.clock.hz.value <= 0:
+            raise ValueError("clock.hz must be positive")
+        if self.tiles.count.value > MAX_TILES:
+            raise ValueError(f"tiles.count {self.tiles.count.value} is more than the {MAX_TILES} tiles the cost model handles")
+        for u in self.compute_units:
+            if u.count.value < 1:
+                raise ValueError(f"compute unit {u.name}: count must be at least 1")
+            rates = {**u.elements_per_cycle, **u.transcendentals_per_cycle} if isinstance(u, VectorUnit) else u.macs_per_cycle
+            for dtype, rate in rates.items():
+                if rate.value <= 0:
+                    raise ValueError(f"compute unit {u.name}: the {dtype} rate must be positive")
+        for m in self.memory:
+            if m.granularity_bytes.value < 1:
+                raise ValueError(f"memory.{m.name}.granularity_bytes must be at least 1")
 
     def _check_provenance(self) -> None:
         used_sources: set[str] = set()

@@ -51,7 +51,8 @@ def _via_wide(fn: Callable[..., Any], dt: np.dtype[Any]) -> Callable[..., Any]:
 def _libm_erf(x: Any) -> Any:
     import math
 
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+    # frompyfunc gives a bare Python float for a scalar: asarray takes both
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=np.float64)
 
 
 def _erf_for(dt: np.dtype[Any]) -> Callable[..., Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import ValidationError
 
+from ktir.fileio import confined_file
 from ktir.lower.torch.manifest import BufferEntry, KernelEntry, Manifest, StickLayout, TensorEntry
 from ktir.lower.torch.refs import STICK_BYTES, Buffer, Ref, element_bytes
 
@@ -110,9 +111,13 @@ class Program:
     def module(self) -> Any:
         """The parsed KTIR module (parsed once)."""
         if self._module is None:
+            from ktir.syntax.diagnostics import KtirError, render
             from ktir.syntax.parser import parse
 
-            self._module = parse(self.text, self.manifest.ktir)
+            try:
+                self._module = parse(self.text, self.manifest.ktir)
+            except KtirError as e:  # the located error, as a program error's one line
+                raise ProgramError(render(e.diagnostics[0]).splitlines()[0]) from None
         return self._module
 
     @property
@@ -202,7 +207,10 @@ class Program:
         for spec in self.manifest.inputs:
             if spec.name not in inputs:
                 raise ProgramError(f"input {spec.name} is missing")
-            arrays[spec.buffer] = np.ascontiguousarray(np.asarray(inputs[spec.name]), dtype=numpy_dtype(spec.dtype)).reshape(-1)
+            try:
+                arrays[spec.buffer] = np.ascontiguousarray(np.asarray(inputs[spec.name]), dtype=numpy_dtype(spec.dtype)).reshape(-1)
+            except (ValueError, TypeError) as e:  # strings, objects: no number to take
+                raise ProgramError(f"input {spec.name}: cannot be read as {spec.dtype} ({_first_line(e)})") from None
         for k in self.manifest.kernels:
             module = self.overrides.get(k.name) or self.module
             args = {a: arrays[a] for a in k.args}
@@ -271,13 +279,16 @@ class Program:
             where = ".".join(str(p) for p in first["loc"])
             raise ProgramError(f"{path}: {where}: {first['msg']}") from None
         try:
-            text = (path.parent / manifest.ktir).read_text(encoding="utf-8")
+            text = confined_file(path.parent, manifest.ktir).read_text(encoding="utf-8")
+            weights_file = confined_file(path.parent, manifest.weights) if manifest.weights else None
         except UnicodeDecodeError as e:
             raise ProgramError(f"{path.parent / manifest.ktir}: not UTF-8 text (byte {e.start})") from None
+        except ValueError as e:  # a link out of the folder
+            raise ProgramError(str(e)) from None
         weights: dict[str, np.ndarray] = {}
-        if manifest.weights:
+        if weights_file is not None:
             try:
-                with np.load(path.parent / manifest.weights, allow_pickle=False) as data:
+                with np.load(weights_file, allow_pickle=False) as data:
                     for b in manifest.buffers:
                         if b.kind in ("parameter", "constant") and b.name in data:
                             weights[b.name] = _restore(data[b.name], b.dtype)
@@ -286,6 +297,10 @@ class Program:
             except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types for a damaged .npz
                 raise ProgramError(f"{path.parent / manifest.weights}: not a readable .npz ({e})") from None
         return cls(text, manifest, weights, runner=runner)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0]
 
 
 def _arg_names(fn: Any) -> list[str]:
