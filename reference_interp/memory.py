@@ -51,7 +51,7 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "writer_segs", "readers", "init", "_typed", "peak", "dtype", "shape", "tables", "granule",
+        "w_seg", "w_last", "readers", "init", "_typed", "peak", "dtype", "shape", "tables", "granule",
         "private",
     )
 
@@ -78,9 +78,9 @@ class Allocation:
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
         self.private = False  # only its owner tile can reach it: no race bookkeeping
-        self.writer_segs: set[int] = set()
-        self.readers: dict[int, Any] = {}  # segment -> ReadRecord
-        self.tables: dict[int, tuple[int, Any]] = {}  # tile -> (clock version, unordered-writer table)
+        self.w_last: dict[int, int] = {}  # tile -> the latest epoch at which it wrote (races.py)
+        self.readers: dict[int, Any] = {}  # tile -> races.TileReads
+        self.tables: dict[int, tuple[int, bool]] = {}  # tile -> (clock version, whether another tile's writes are unordered with it)
         self.init: np.ndarray | None = np.zeros(len(raw), dtype=bool) if track_init else None
         self._typed: dict[Any, np.ndarray] = {}
         self.peak = 0  # highest byte touched + 1
