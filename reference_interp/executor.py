@@ -138,7 +138,7 @@ def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:
         values = attr.values if isinstance(attr, at.DenseArrayAttr) else tuple(getattr(e, "value", None) for e in attr.elements)
         if values and all(isinstance(v, int) and v > 0 for v in values):
             return tuple(int(v) for v in values)  # type: ignore[arg-type]
-    raise fail("argument", "the function's grid must be a non-empty array of positive integers")
+    raise KtirRuntimeError("argument", "the function's grid must be a non-empty array of positive integers", op=fn)
 
 
 def run(
@@ -186,10 +186,14 @@ def run(
     if max_value_bytes is not None:
         options.max_value_bytes = max_value_bytes
     name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
-    grid = grid_of(program, fn)
-    machine = Machine(grid, options)
-    machine.private_local = not program.shares_scratchpads()
     try:
+        grid = grid_of(program, fn)
+        tiles = math.prod(grid)
+        if tiles > options.max_tiles:
+            raise KtirRuntimeError("memory-limit", f"the grid {list(grid)} has {tiles} tiles; the interpreter runs "
+                                   f"at most {options.max_tiles}", op=fn)
+        machine = Machine(grid, options)
+        machine.private_local = not program.shares_scratchpads()
         compiled = program.function(name, options)
         binder = _Binder(program, machine, fn, compiled)
         per_tile = binder.bind(dict(args or {}))

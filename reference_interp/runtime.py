@@ -36,6 +36,9 @@ class Options:
     strict: bool = True  # reading tensor.empty contents is an error (False: they read as zeros)
     trace: bool = False
     max_call_depth: int = 64
+    # tiles of the grid: each has a context and frame, and communicating tiles a vector clock
+    # of one entry per tile (races.py), so the grid's size is bounded before anything is made
+    max_tiles: int = 4096
     # cost tracing: tensor compute ops (linalg, arith, math on tensors) make zero-filled results
     # of their types instead of computing them; loads, stores, control flow and inter-tile ops
     # run as usual. The trace is that of a real run when no control flow or address depends on
