@@ -22,7 +22,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
-from ..access import AccessTile, coord_facts, gather, load, load_box, route, store
+from ..access import AccessTile, box_parts, coord_facts, gather, load, load_box, route, store
 from ..affine_eval import CompiledSet, SetPoints, compile_exprs, compile_map, linear
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import np_dtype, scalar_from_element
@@ -201,6 +201,8 @@ def _check_in_view(view: Any, tile: AccessTile) -> None:
         what = "the view's coordinate_set" if inside_sizes else f"the view's sizes {list(view.sizes)}"
         raise fail("out-of-view", f"coordinate {coord} is outside {what}", coordinate=coord)
     if isinstance(view, DistributedView):
+        if tile.coords is None and tile.mask is None and box_parts(view, tile.lo, tile.ext) is not None:  # type: ignore[arg-type]
+            return
         route(view, tile.points())
         return
     if isinstance(view, np.ndarray):

@@ -34,7 +34,8 @@ class Oracle:
         self.known = [set() for _ in range(self.n)]
 
     def post(self, t: int) -> None:
-        self.posts.append(self.known[t] | {(t, self.epoch[t])})
+        self.known[t].add((t, self.epoch[t]))  # the segment it closes, after all its earlier ones
+        self.posts.append(set(self.known[t]))
         self.epoch[t] += 1
 
     def join(self, t: int, which: list[int]) -> None:
