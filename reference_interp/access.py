@@ -535,6 +535,15 @@ def box_parts(view: DistributedView, lo: tuple[int, ...], ext: tuple[int, ...]) 
     bounding box) and the pieces cover the box exactly once. None otherwise (route() then
     checks point by point and names the first bad coordinate). O(partitions^2) integer
     arithmetic, whatever the box's size."""
+    last = view.last_box
+    if last is not None and last[0] == lo and last[1] == ext:
+        return last[2]  # type: ignore[no-any-return]
+    found = _box_parts(view, lo, ext)
+    view.last_box = (lo, ext, found)
+    return found
+
+
+def _box_parts(view: DistributedView, lo: tuple[int, ...], ext: tuple[int, ...]) -> list[tuple[MemoryView, tuple[int, ...], tuple[int, ...]]] | None:
     pieces = []
     total = 0
     for part in view.parts:

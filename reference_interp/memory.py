@@ -277,13 +277,16 @@ class MemoryView:
 class DistributedView:
     """construct_distributed_memory_view: global coordinates routed to partition views."""
 
-    __slots__ = ("parts", "shape", "dtype", "itemsize")
+    __slots__ = ("parts", "shape", "dtype", "itemsize", "last_box")
 
     def __init__(self, parts: list[MemoryView], shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
         self.parts = parts
         self.shape = shape
         self.dtype = dtype
         self.itemsize = dtype.itemsize
+        # (lower corner, extents, pieces) of the last box routed (access.box_parts): an access
+        # tile is routed when it is made and again by its load or store
+        self.last_box: tuple[Any, Any, Any] | None = None
 
     @property
     def rank(self) -> int:

@@ -39,6 +39,9 @@ class Options:
     # tiles of the grid: each has a context and frame, and communicating tiles a vector clock
     # of one entry per tile (races.py), so the grid's size is bounded before anything is made
     max_tiles: int = 4096
+    # BLAS threads for the run's contractions (blas.py: tiles run one after another, each
+    # contraction is one tile's block); None leaves BLAS's own setting
+    blas_threads: int | None = 1
     # cost tracing: tensor compute ops (linalg, arith, math on tensors) make zero-filled results
     # of their types instead of computing them; loads, stores, control flow and inter-tile ops
     # run as usual. The trace is that of a real run when no control flow or address depends on

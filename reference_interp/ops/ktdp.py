@@ -336,6 +336,9 @@ def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
             else:
                 fr[r] = tile
                 return
+        elif type(view) is DistributedView and pts.mask is None and len(view.shape) == rank and box_parts(view, lo, ext):
+            fr[r] = tile
+            return
         slow(fr, view, tile, pts)
 
     return run
