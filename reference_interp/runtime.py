@@ -77,6 +77,8 @@ class Machine:
         self.strides = _row_major(grid)
         # no tile can reach another's scratchpad or memref.alloc memory (Program.shares_scratchpads)
         self.private_local = False
+        # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
+        self.views: dict[tuple[Any, ...], Any] = {}
 
     def coords(self, tile: int) -> tuple[int, ...]:
         return tuple(int(x) for x in np.unravel_index(tile, self.grid)) if self.grid else ()
