@@ -281,6 +281,8 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
 
 
 def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:
+    if view.alloc is not None and view.alloc.shared:
+        view.alloc.own()
     alloc, desc, arr = _box_array(ctx, view, lo, ext)
     if ctx.race_on or alloc.init is not None:
         try:
@@ -512,6 +514,7 @@ def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarr
     (indirect coordinates, self-aliasing strides)."""
     if isinstance(view, MemoryView):
         alloc, elem, desc = _elements(ctx, view, coords)
+        alloc.own()
         if check_conflicts:
             _check_conflict(view, coords, elem)
         try:
