@@ -1,32 +1,32 @@
-"""Reference interpreter speed: the examples at realistic sizes, against numpy.
+"""Reference interpreter speed: every example, and kernels in ktir-cpu's style, against numpy.
 
-For each kernel the script times the interpreter (all checks on, as users run it) and the
-same computation written directly in numpy, in the same process, and prints their ratio.
-It also measures the interpreter's overhead per executed op on small tiles: a kernel that
-moves 16-element tiles, against a numpy loop doing the same tile-by-tile work, once through
-global memory only and once staging a tile through each tile's scratchpad (ct_local).
+For each kernel the script times the interpreter (all checks on, as users run it) and numpy
+computing the same result with the same element types, in the same process, and prints
+their ratio. The kernels: every file of examples/ (at realistic sizes where the kernel takes
+its sizes as arguments; several examples fix small sizes in their text) and, from
+cpu_style.py, a 2 x 2-grid RMSNorm written the way ktir-cpu's examples are (one row per loop
+iteration, column-sharded distributed views, an all-reduce per row, f16 throughout).
 
-    python benchmarks/bench_interp.py            # full sizes (a few minutes)
-    python benchmarks/bench_interp.py --quick    # small sizes, a smoke test
+It also prints:
+- the race check's cost per loop iteration at 128, 1,024 and 8,192 rows per tile (the
+  2 x 2 RMSNorm at hidden size 256, with checks on and with the race check off): flat when
+  the check is linear in the trip count;
+- the interpreter's time per executed op on small tiles (16-element loads and stores, as in
+  a kernel scheduled into small blocks) and on the 2 x 2 RMSNorm.
+
+    python benchmarks/bench_interp.py                 # full sizes (a few minutes)
+    python benchmarks/bench_interp.py --quick         # small sizes, a smoke test
     python benchmarks/bench_interp.py --only matmul softmax
+    python benchmarks/bench_interp.py --write-table   # also rewrite docs/guides/run.md's tables
 
-Targets (issue 4): ratio <= 2 on the 32-tile 2048^3 matmul and the 4096 x 1024 softmax;
-<= 3 us of overhead per executed op on small tiles. Later round: <= 2 on LayerNorm and RoPE,
-<= 5 on the embedding gather and paged attention (indirect access tiles) against numpy's
-fancy indexing; the embedding line also prints numpy doing the kernel's own 32-row blocks.
+Targets (issue 31): every kernel <= 2x numpy; the race check's per-iteration cost flat in the
+trip count; <= 1.5 us per executed op; the 2 x 2 RMSNorm at 2048 x 4096 <= 2x numpy.
 
 How it measures: the best of --repeat runs, the interpreter's and numpy's runs interleaved
-so that both see the same machine load. BLAS runs single-threaded by default (--threads N
-to change it) for both the interpreter and numpy: many mid-sized BLAS calls against one
-large one would otherwise measure thread start-up and contention with other processes more
-than the interpreter. With one thread the clock is the process's CPU time (--clock cpu, the
-default), which other processes sharing the machine do not inflate; on an idle machine it
-equals wall-clock time. --clock wall measures wall-clock time (use it with --threads > 1,
-where CPU time adds up the threads).
-
-The matmul line also prints the ratio against numpy running the kernel's own blocked
-algorithm (32 x 8 block products with their f16 -> f32 conversions): the part of the ratio
-that the kernel's algorithm, not the interpreter, costs.
+so that both see the same machine load, on process CPU time (which other processes sharing
+the machine do not inflate; on an idle machine it equals wall-clock time). BLAS runs on one
+thread for both (threadpoolctl; the interpreter does so by default, reference_interp/blas.py).
+The load average before and after is printed with the figures (and written with the table).
 """
 
 from __future__ import annotations
@@ -36,29 +36,29 @@ import functools
 import os
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-# before numpy is imported: the BLAS thread count
-_threads = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv[:-1] else "1"
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, _threads)
-
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import ml_dtypes  # noqa: E402
-import numpy as np  # noqa: E402
+import ml_dtypes
+import numpy as np
+from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from cpu_style import make_rmsnorm_2x2  # noqa: E402
+from interp_table import GUIDE, Tables, render, replace_in  # noqa: E402
 
 import ktir  # noqa: E402
 import reference_interp as ri  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 
-
 CLOCK = time.process_time
+
+Case = tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -68,14 +68,23 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def best_pair(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[float, Any, float, Any]:
-    """Best times of a and b over `repeat` interleaved runs (a, b, a, b, ...)."""
+    """Best times of a and b over `repeat` interleaved runs (a, b, a, b, ...); short calls
+    are repeated inside one timing so that the clock's resolution does not matter."""
+    inner = 1
+    t, _ = timed(b)
+    while t * inner < 2e-3 and inner < 4096:
+        inner *= 2
     ta, tb = [], []
     out_a = out_b = None
     for _ in range(repeat):
-        t, out_a = timed(a)
-        ta.append(t)
-        t, out_b = timed(b)
-        tb.append(t)
+        t0 = CLOCK()
+        for _ in range(inner):
+            out_a = a()
+        ta.append((CLOCK() - t0) / inner)
+        t0 = CLOCK()
+        for _ in range(inner):
+            out_b = b()
+        tb.append((CLOCK() - t0) / inner)
     return min(ta), out_a, min(tb), out_b
 
 
@@ -83,15 +92,17 @@ def example(name: str) -> ktir.Module:
     return ktir.parse((EXAMPLES / name).read_text(), name)
 
 
+def load() -> str:
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
 # ---------------------------------------------------------------------- cases
-
-
 def matmul_sizes(scale: int) -> tuple[int, int, int]:
     # 32 tiles of 512 x 256 blocks need M and N multiples of 2048; --quick shortens K only
     return 2048, 2048, 2048 // scale
 
 
-def case_matmul(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_matmul(scale: int) -> Case:
     M, N, K = matmul_sizes(scale)
     rng = np.random.default_rng(0)
     A = rng.standard_normal((M, K)).astype(np.float16)
@@ -136,7 +147,7 @@ def _softmax_ref(X: np.ndarray) -> np.ndarray:
     return (e / e.sum(1, keepdims=True)).astype(np.float16)
 
 
-def case_softmax(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_softmax(scale: int) -> Case:
     R = 4096 // scale
     X = np.random.default_rng(1).standard_normal((R, 1024)).astype(np.float16)
     m = example("softmax.ktir")
@@ -148,7 +159,7 @@ def case_softmax(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any],
     return f"softmax {R}x1024 f16, 32 tiles", lambda: ri.run(m, args=args), lambda: _softmax_ref(X), check
 
 
-def case_rmsnorm(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_rmsnorm(scale: int) -> Case:
     R = 4096 // scale
     rng = np.random.default_rng(2)
     X, W = rng.standard_normal((R, 512)).astype(np.float16), rng.standard_normal(512).astype(np.float16)
@@ -165,7 +176,7 @@ def case_rmsnorm(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any],
     return f"rmsnorm {R}x512 f16, 8 tiles", lambda: ri.run(m, args=args), ref, check
 
 
-def case_layernorm(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_layernorm(scale: int) -> Case:
     R = 4096 // scale
     bf = ml_dtypes.bfloat16
     rng = np.random.default_rng(3)
@@ -186,7 +197,7 @@ def case_layernorm(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any
     return f"layernorm {R}x256 bf16, 4 tiles", lambda: ri.run(m, args=args), ref, check
 
 
-def case_rope(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_rope(scale: int) -> Case:
     T = 4096 // scale
     rng = np.random.default_rng(4)
     Q = rng.standard_normal((T, 4, 64)).astype(np.float32)
@@ -205,7 +216,7 @@ def case_rope(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Ca
     return f"rope {T}x4x64 f32, 4 tiles", lambda: ri.run(m, args=args), ref, check
 
 
-def case_embedding(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_embedding(scale: int) -> Case:
     V, B = 32000 // scale, 4096 // scale
     rng = np.random.default_rng(5)
     E = rng.standard_normal((V, 128)).astype(np.float16)
@@ -236,7 +247,7 @@ def blocked_embedding(scale: int) -> Callable[[], Any]:
     return run
 
 
-def case_paged_attention(scale: int) -> tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]:
+def case_paged_attention(scale: int) -> Case:
     # the kernel's sequences are fixed (4 of up to 128 tokens, head dim 64); the pool size varies
     NP = 1024 // scale
     rng = np.random.default_rng(8)
@@ -340,61 +351,228 @@ def small_tiles(n: int, repeat: int, staged: bool = False) -> dict[str, float]:
     return results
 
 
-CASES = {
+def case_vector_add(scale: int) -> Case:
+    rng = np.random.default_rng(20)
+    a, b = rng.standard_normal(1024).astype(np.float16), rng.standard_normal(1024).astype(np.float16)
+    m = example("vector_add.ktir")
+    args = {"A": a, "B": b, "C": np.zeros(1024, np.float16)}
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_array_equal(got.outputs["C"], want)
+
+    return "vector add 1024 f16, 4 tiles (fixed size)", lambda: ri.run(m, args=args), lambda: a + b, check
+
+
+def case_swiglu(scale: int) -> Case:
+    rng = np.random.default_rng(21)
+    X = (rng.standard_normal((64, 256)) * 0.25).astype(np.float16)
+    Wg = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
+    Wu = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
+    m = example("swiglu.ktir")
+    args = {"x_ptr": X, "wg_ptr": Wg, "wu_ptr": Wu, "h_ptr": np.zeros((64, 128), np.float16)}
+
+    def ref() -> np.ndarray:
+        x = X.astype(np.float32)
+        g, u = x @ Wg.astype(np.float32), x @ Wu.astype(np.float32)
+        return (g / (1 + np.exp(-g)) * u).astype(np.float16)
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_allclose(got.outputs["h_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
+
+    return "SwiGLU 64x256 @ 256x128 f16, 2x2 tiles (fixed size)", lambda: ri.run(m, args=args), ref, check
+
+
+def case_causal_attention(scale: int) -> Case:
+    rng = np.random.default_rng(22)
+    Q, K, V = (rng.standard_normal((256, 64)).astype(np.float16) for _ in range(3))
+    m = example("causal_attention.ktir")
+    args = {"q_ptr": Q, "k_ptr": K, "v_ptr": V, "o_ptr": np.zeros_like(Q)}
+    mask = np.triu(np.ones((256, 256), bool), 1)
+
+    def ref() -> np.ndarray:
+        s = Q.astype(np.float32) @ K.astype(np.float32).T / np.float32(8)
+        s[mask] = -np.inf
+        p = np.exp(s - s.max(1, keepdims=True))
+        return (p @ V.astype(np.float32) / p.sum(1, keepdims=True)).astype(np.float16)
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_allclose(got.outputs["o_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+    return "causal attention 256x64 f16, 4 tiles (fixed size)", lambda: ri.run(m, args=args), ref, check
+
+
+def _ring(func: str, label: str) -> Callable[[int], Case]:
+    def case(scale: int) -> Case:
+        X = np.random.default_rng(23).standard_normal((8, 128)).astype(np.float32)
+        m = example("ring_allreduce.ktir")
+        args = {"x_ptr": X, "out_ptr": np.zeros_like(X)}
+
+        def check(got: Any, want: Any) -> None:
+            np.testing.assert_allclose(got.outputs["out_ptr"], want, rtol=1e-5, atol=1e-5)
+
+        return label, lambda: ri.run(m, func, args=args), lambda: np.broadcast_to(X.sum(0), (8, 128)).copy(), check
+
+    return case
+
+
+def case_distributed_copy(scale: int) -> Case:
+    X = np.random.default_rng(24).standard_normal((64, 64)).astype(np.float32)
+    m = example("distributed_copy.ktir")
+    args = {"x_ptr": X, "y_ptr": np.zeros_like(X), "scratch": 0}
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_array_equal(got.outputs["y_ptr"], want)
+
+    return ("transpose 64x64 f32 through a distributed view, 4 tiles (fixed size)",
+            lambda: ri.run(m, args=args, target="spyre"), lambda: X.T.copy(), check)
+
+
+def case_fp8(scale: int) -> Case:
+    rng = np.random.default_rng(25)
+    X = rng.standard_normal((64, 256)).astype(np.float16)
+    W = (rng.standard_normal((256, 128)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    S = (rng.random(128) / 16).astype(np.float32)
+    m = example("fp8_dequant_matmul.ktir")
+    args = {"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((64, 128), np.float16)}
+
+    def ref() -> np.ndarray:
+        return (X.astype(np.float32) @ (W.astype(np.float32) * S)).astype(np.float16)
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_allclose(got.outputs["y_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+    return "fp8 dequantise + matmul 64x256 @ 256x128, 2x2 tiles (fixed size)", lambda: ri.run(m, args=args), ref, check
+
+
+def rmsnorm_2x2_sizes(scale: int) -> tuple[int, int]:
+    return 2048 // scale, 4096
+
+
+def case_rmsnorm_2x2(scale: int) -> Case:
+    rows, hidden = rmsnorm_2x2_sizes(scale)
+    text, args, ref = make_rmsnorm_2x2(rows, hidden)
+    m = ktir.parse(text, "rmsnorm_2x2.ktir")
+
+    def check(got: Any, want: Any) -> None:
+        np.testing.assert_array_equal(got.outputs["y_ptr"], want)  # the same f16 operations, op for op
+
+    return (f"ktir-cpu style RMSNorm {rows}x{hidden} f16, 2x2 tiles, distributed views, all-reduce per row",
+            lambda: ri.run(m, args=args), ref, check)
+
+
+def race_scaling(rows_per_tile: list[int], repeat: int) -> list[tuple[int, float, float]]:
+    """Per tile and loop iteration: the time with every check on, and the part the race check
+    takes (checks on - race check off), on the 2 x 2 RMSNorm at hidden size 256."""
+    out = []
+    for rpt in rows_per_tile:
+        text, args, _ = make_rmsnorm_2x2(2 * rpt, 256, block=128)
+        m = ktir.parse(text, "rmsnorm_2x2.ktir")
+        on = functools.partial(ri.run, m, args=args)
+        off = functools.partial(ri.run, m, args=args, check_races=False)
+        on()
+        t_on, r_on, t_off, r_off = best_pair(on, off, repeat)
+        np.testing.assert_array_equal(r_on.outputs["y_ptr"], r_off.outputs["y_ptr"])
+        iterations = 4 * rpt
+        out.append((rpt, t_on / iterations * 1e6, (t_on - t_off) / iterations * 1e6))
+    return out
+
+
+CASES: dict[str, Callable[[int], Case]] = {
+    "vector_add": case_vector_add,
     "matmul": case_matmul,
     "softmax": case_softmax,
     "rmsnorm": case_rmsnorm,
     "layernorm": case_layernorm,
     "rope": case_rope,
+    "swiglu": case_swiglu,
+    "causal_attention": case_causal_attention,
+    "ring_allreduce": _ring("ring_allreduce", "ring all-reduce 8x128 f32, 8 tiles, collective (fixed size)"),
+    "ring_allreduce_steps": _ring("ring_allreduce_steps", "ring all-reduce 8x128 f32, 8 tiles, 14 ring steps (fixed size)"),
     "embedding": case_embedding,
     "paged_attention": case_paged_attention,
+    "distributed_copy": case_distributed_copy,
+    "fp8_dequant_matmul": case_fp8,
+    "rmsnorm_2x2": case_rmsnorm_2x2,
 }
+
+# the example each case runs (the docs test checks every file of examples/ has one)
+EXAMPLE_OF = {
+    "vector_add": "vector_add.ktir", "matmul": "tiled_matmul.ktir", "softmax": "softmax.ktir",
+    "rmsnorm": "rmsnorm.ktir", "layernorm": "layernorm.ktir", "rope": "rope.ktir", "swiglu": "swiglu.ktir",
+    "causal_attention": "causal_attention.ktir", "ring_allreduce": "ring_allreduce.ktir",
+    "ring_allreduce_steps": "ring_allreduce.ktir", "embedding": "embedding_gather.ktir",
+    "paged_attention": "paged_attention.ktir", "distributed_copy": "distributed_copy.ktir",
+    "fp8_dequant_matmul": "fp8_dequant_matmul.ktir",
+}
+
+RACE_ROWS = [128, 1024, 8192]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="sizes divided by 8 (smoke test)")
     p.add_argument("--repeat", type=int, default=5, help="runs per measurement (the best is kept)")
-    p.add_argument("--clock", choices=("cpu", "wall"), help="process CPU time (default with one BLAS thread) or wall-clock")
-    p.add_argument("--only", nargs="*", metavar="CASE", help=f"cases to run: {', '.join(CASES)}, small")
-    p.add_argument("--threads", default="1", help="BLAS threads (default 1; read before numpy is imported)")
+    p.add_argument("--only", nargs="*", metavar="CASE", help=f"cases to run: {', '.join(CASES)}, races, small")
+    p.add_argument("--write-table", action="store_true", help=f"rewrite the tables of {GUIDE.relative_to(ROOT)} "
+                   "(needs a full run: no --quick, no --only)")
     args = p.parse_args(argv)
-    global CLOCK
-    clock = args.clock or ("cpu" if args.threads == "1" else "wall")
-    CLOCK = time.process_time if clock == "cpu" else time.perf_counter
+    if args.write_table and (args.quick or args.only):
+        p.error("--write-table needs a full run (no --quick, no --only)")
     scale = 8 if args.quick else 1
-    print(f"clock: {'process CPU time' if clock == 'cpu' else 'wall-clock'}; BLAS threads: {args.threads}; "
-          f"best of {args.repeat}")
-    wanted = set(args.only) if args.only else set(CASES) | {"small"}
-    print(f"{'kernel':48} {'interp ms':>10} {'numpy ms':>10} {'ratio':>7}")
-    for name, make in CASES.items():
-        if name not in wanted:
-            continue
-        label, interp, numpy_fn, check = make(scale)
-        interp()  # compile, warm caches
-        t_in, got, t_np, want = best_pair(interp, numpy_fn, args.repeat)
-        check(got, want)
-        goal = {"matmul": 2, "softmax": 2, "layernorm": 2, "rope": 2, "embedding": 5, "paged_attention": 5}.get(name)
-        target = f" (target <= {goal})" if goal and scale == 1 else ""  # targets are at full size
-        print(f"{label:48} {t_in * 1e3:10.2f} {t_np * 1e3:10.2f} {t_in / t_np:7.2f}{target}")
-        if name == "embedding":
-            t_blk, blk, _, _ = best_pair(blocked_embedding(scale), lambda: None, args.repeat)
-            np.testing.assert_array_equal(blk, got.outputs["y_ptr"])
-            print(f"{'  numpy, one gather per 32-row block':48} {t_blk * 1e3:10.2f} {t_np * 1e3:10.2f} {t_blk / t_np:7.2f}"
-                  f"   (interpreter / blocked numpy {t_in / t_blk:.2f})")
-        if name == "matmul":
-            t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
-            np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
-            print(f"{'  numpy, the kernel blocked the same way':48} {t_blk * 1e3:10.2f} {t_np * 1e3:10.2f} {t_blk / t_np:7.2f}"
-                  f"   (interpreter / blocked numpy {t_in / t_blk:.2f})")
-    if "small" in wanted:
-        for staged in (False, True):
-            res = small_tiles(65536 // scale, args.repeat, staged)
-            how = ", staged through ct_local" if staged else ""
-            print(f"\nsmall tiles (16 elements){how}, {int(res['ops'])} executed ops:")
-            for label in ("checks on", "race check off"):
-                print(f"  {label:16} overhead {res[label]:6.2f} us/op (total {res[label + ': total']:6.2f} us/op; "
-                      "target <= 3)")
+    wanted = set(args.only) if args.only else set(CASES) | {"races", "small"}
+    before = load()
+    print(f"clock: process CPU time; BLAS threads: 1; best of {args.repeat}; load average {before}")
+    tables = Tables(conditions="")
+    print(f"{'kernel':84} {'interp ms':>10} {'numpy ms':>10} {'ratio':>7}")
+    with threadpool_limits(limits=1, user_api="blas"):
+        for name, make in CASES.items():
+            if name not in wanted:
+                continue
+            label, interp, numpy_fn, check = make(scale)
+            got = interp()  # compile, warm caches
+            t_in, got, t_np, want = best_pair(interp, numpy_fn, args.repeat)
+            check(got, want)
+            print(f"{name + ': ' + label:84} {t_in * 1e3:10.3f} {t_np * 1e3:10.3f} {t_in / t_np:7.2f}", flush=True)
+            tables.kernels.append((f"`{name}`: {label}", t_in * 1e3, t_np * 1e3))
+            if name == "rmsnorm_2x2":
+                tables.per_op.append(("the 2x2 RMSNorm above, all checks on", got.total_ops, t_in / got.total_ops * 1e6))
+            if name == "matmul":
+                t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
+                np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
+                print(f"{'  numpy, the kernel blocked the same way':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                      f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
+            if name == "embedding":
+                t_blk, blk, _, _ = best_pair(blocked_embedding(scale), lambda: None, args.repeat)
+                np.testing.assert_array_equal(blk, got.outputs["y_ptr"])
+                print(f"{'  numpy, one gather per 32-row block':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                      f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
+        if "races" in wanted:
+            print("\nrace check per tile and loop iteration (2x2 RMSNorm, hidden 256, 4 tiles):")
+            tables.races = race_scaling([r // scale for r in RACE_ROWS], max(args.repeat // 2, 1))
+            for rpt, total, check_us in tables.races:
+                print(f"  {rpt:6} rows per tile: {total:7.2f} us per iteration with checks on, "
+                      f"of which the race check {check_us:6.2f} us")
+        if "small" in wanted:
+            for staged in (False, True):
+                res = small_tiles(65536 // scale, args.repeat, staged)
+                how = ", staged through ct_local" if staged else ""
+                print(f"\nsmall tiles (16 elements){how}, {int(res['ops'])} executed ops:")
+                for label in ("checks on", "race check off"):
+                    print(f"  {label:16} overhead {res[label]:6.2f} us/op (total {res[label + ': total']:6.2f} us/op)")
+                tables.per_op.append((f"16-element tiles{how}, all checks on", int(res["ops"]), res["checks on: total"]))
+    after = load()
+    print(f"\nload average {before} before, {after} after")
+    tables.conditions = (f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores: process CPU time, BLAS on one "
+                         f"thread, best of {args.repeat} interleaved runs; load average (1, 5, 15 min) {before} before "
+                         f"the run and {after} after.")
+    if args.write_table:
+        text = replace_in(GUIDE.read_text(), tables)
+        tmp = GUIDE.with_suffix(".md.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, GUIDE)
+        print(f"wrote the tables of {GUIDE.relative_to(ROOT)}")
+    else:
+        print("\n" + render(tables))
     return 0
 
 

@@ -281,6 +281,8 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
 
 
 def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:
+    if view.alloc is not None and view.alloc.shared:
+        view.alloc.own()
     alloc, desc, arr = _box_array(ctx, view, lo, ext)
     if ctx.race_on or alloc.init is not None:
         try:
@@ -512,6 +514,7 @@ def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarr
     (indirect coordinates, self-aliasing strides)."""
     if isinstance(view, MemoryView):
         alloc, elem, desc = _elements(ctx, view, coords)
+        alloc.own()
         if check_conflicts:
             _check_conflict(view, coords, elem)
         try:
@@ -527,6 +530,77 @@ def scatter(ctx: TileContext, view: Any, coords: Sequence[Any], values: np.ndarr
         _scatter_distributed(ctx, view, coords, values, opname, check_conflicts)
         return
     raise fail("type", "ktdp.store into an access tile of a tensor (tensors are values; store into a memref view)")
+
+
+def box_parts(view: DistributedView, lo: tuple[int, ...], ext: tuple[int, ...]) -> list[tuple[MemoryView, tuple[int, ...], tuple[int, ...]]] | None:
+    """The box [lo, lo + ext) of a distributed view cut along its partitions: (partition, lower
+    corner, extents) of each non-empty piece, when every partition is a box (its set is its
+    bounding box) and the pieces cover the box exactly once. None otherwise (route() then
+    checks point by point and names the first bad coordinate). O(partitions^2) integer
+    arithmetic, whatever the box's size."""
+    last = view.last_box
+    if last is not None and last[0] == lo and last[1] == ext:
+        return last[2]  # type: ignore[no-any-return]
+    found = _box_parts(view, lo, ext)
+    view.last_box = (lo, ext, found)
+    return found
+
+
+def _box_parts(view: DistributedView, lo: tuple[int, ...], ext: tuple[int, ...]) -> list[tuple[MemoryView, tuple[int, ...], tuple[int, ...]]] | None:
+    pieces = []
+    total = 0
+    for part in view.parts:
+        if not part.is_box or len(part.box_lo) != len(lo):
+            return None
+        plo, pext = [], []
+        n = 1
+        for a, e, b, h in zip(lo, ext, part.box_lo, part.box_hi, strict=True):
+            x = a if a > b else b
+            y = a + e - 1 if a + e - 1 < h else h
+            if y < x:
+                n = 0
+                break
+            plo.append(x)
+            pext.append(y - x + 1)
+            n *= y - x + 1
+        if n:
+            pieces.append((part, tuple(plo), tuple(pext)))
+            total += n
+    if total != math.prod(ext):
+        return None
+    for i, (_, alo, aext) in enumerate(pieces):  # disjoint pieces whose sizes add up to the box: a partition of it
+        for _, blo, bext in pieces[i + 1 :]:
+            if all(x < y + f and y < x + e for x, e, y, f in zip(alo, aext, blo, bext, strict=True)):
+                return None
+    return pieces
+
+
+def _piece_slices(lo: tuple[int, ...], plo: tuple[int, ...], pext: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(x - a, x - a + e) for a, x, e in zip(lo, plo, pext, strict=True))
+
+
+def _load_distributed_box(ctx: TileContext, view: DistributedView, lo: tuple[int, ...], ext: tuple[int, ...],
+                          opname: str) -> np.ndarray | None:
+    pieces = box_parts(view, lo, ext)
+    if pieces is None:
+        return None
+    if len(pieces) == 1:
+        part, plo, pext = pieces[0]
+        return _load_box(ctx, part, plo, pext, opname)
+    out = np.empty(ext, dtype=view.dtype)
+    for part, plo, pext in pieces:
+        out[_piece_slices(lo, plo, pext)] = _load_box(ctx, part, plo, pext, opname)
+    return out
+
+
+def _store_distributed_box(ctx: TileContext, view: DistributedView, lo: tuple[int, ...], ext: tuple[int, ...],
+                           data: np.ndarray, opname: str) -> bool:
+    pieces = box_parts(view, lo, ext)
+    if pieces is None or not all(box_injective(pext, part.strides) for part, _, pext in pieces):
+        return False
+    for part, plo, pext in pieces:
+        _store_box(ctx, part, plo, pext, data[_piece_slices(lo, plo, pext)], opname)
+    return True
 
 
 def route(view: DistributedView, coords: Sequence[Any]) -> tuple[list[np.ndarray], tuple[int, ...]]:
@@ -580,6 +654,8 @@ def load(ctx: TileContext, tile: AccessTile, opname: str) -> np.ndarray:
         assert tile.lo is not None
         if type(view) is MemoryView:
             data = _load_box(ctx, view, tile.lo, tile.ext, opname)
+        elif type(view) is DistributedView and (box := _load_distributed_box(ctx, view, tile.lo, tile.ext, opname)) is not None:
+            data = box
         elif isinstance(view, np.ndarray):
             data = np.array(view[tuple(slice(a, a + e) for a, e in zip(tile.lo, tile.ext, strict=True))])
         else:
@@ -613,5 +689,9 @@ def store(ctx: TileContext, tile: AccessTile, data: np.ndarray, opname: str) -> 
         assert tile.lo is not None
         _store_box(ctx, view, tile.lo, tile.ext, data, opname)
         return
+    if direct and tile.mask is None and type(view) is DistributedView:
+        assert tile.lo is not None
+        if _store_distributed_box(ctx, view, tile.lo, tile.ext, data, opname):
+            return
     values = data[tile.mask] if tile.mask is not None else data
     scatter(ctx, view, tile.points(), values, opname, check_conflicts=not direct or aliasing)

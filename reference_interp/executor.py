@@ -17,6 +17,7 @@ from ktir.ir.asm import type_text
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation
 
+from . import blas
 from . import ops as _ops  # noqa: F401 - registers the op implementations
 from .compiler import CompiledFunc, Program
 from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
@@ -138,7 +139,7 @@ def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:
         values = attr.values if isinstance(attr, at.DenseArrayAttr) else tuple(getattr(e, "value", None) for e in attr.elements)
         if values and all(isinstance(v, int) and v > 0 for v in values):
             return tuple(int(v) for v in values)  # type: ignore[arg-type]
-    raise fail("argument", "the function's grid must be a non-empty array of positive integers")
+    raise KtirRuntimeError("argument", "the function's grid must be a non-empty array of positive integers", op=fn)
 
 
 def run(
@@ -154,6 +155,7 @@ def run(
     step_limit: int | None = None,
     max_value_bytes: int | None = None,
     shapes_only: bool = False,
+    blas_threads: int | None = 1,
 ) -> RunResult:
     """Run `func` of `module` on every tile of its grid and return the results.
 
@@ -163,11 +165,13 @@ def run(
     `At(array, address)` pins an array's element address; Python/numpy numbers are
     passed as values. Raises `KtirRuntimeError` when a check fails. `shapes_only` (with
     `trace`) skips the arithmetic of tensor compute ops, for a cost trace in a fraction of the
-    time (`Options.shapes_only`); its outputs are meaningless.
+    time (`Options.shapes_only`); its outputs are meaningless. `blas_threads` limits BLAS
+    while the run executes (default 1: see `reference_interp/blas.py`; None leaves it as is).
     """
     program = _program(module)
     fn = choose_function(module, func)
-    options = Options(trace=trace, strict=strict, check_races=check_races, target=target, shapes_only=shapes_only)
+    options = Options(trace=trace, strict=strict, check_races=check_races, target=target, shapes_only=shapes_only,
+                      blas_threads=blas_threads)
     if target is not None:
         if target in TARGETS:
             options.scratchpad_bytes = TARGETS[target]
@@ -186,16 +190,24 @@ def run(
     if max_value_bytes is not None:
         options.max_value_bytes = max_value_bytes
     name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
-    grid = grid_of(program, fn)
-    machine = Machine(grid, options)
-    machine.private_local = not program.shares_scratchpads()
     try:
+        grid = grid_of(program, fn)
+        tiles = math.prod(grid)
+        if tiles > options.max_tiles:
+            raise KtirRuntimeError("memory-limit", f"the grid {list(grid)} has {tiles} tiles; the interpreter runs "
+                                   f"at most {options.max_tiles}", op=fn)
+        machine = Machine(grid, options)
+        machine.private_local = not program.shares_scratchpads()
         compiled = program.function(name, options)
         binder = _Binder(program, machine, fn, compiled)
         per_tile = binder.bind(dict(args or {}))
         contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
-        with np.errstate(all="ignore"):
-            returns = _execute(compiled, machine, contexts, per_tile)
+        blas.begin(options.blas_threads)
+        try:
+            with np.errstate(all="ignore"):
+                returns = _execute(compiled, machine, contexts, per_tile)
+        finally:
+            blas.end()
     except KtirRuntimeError as e:
         e.file = module.filename
         raise e.attach() from e.__cause__

@@ -51,8 +51,8 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "writer_segs", "readers", "init", "_typed", "peak", "dtype", "shape", "tables", "granule",
-        "private",
+        "w_seg", "w_last", "readers", "init", "_typed", "peak", "dtype", "shape", "tables", "granule",
+        "private", "shared",
     )
 
     def __init__(
@@ -78,9 +78,11 @@ class Allocation:
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
         self.private = False  # only its owner tile can reach it: no race bookkeeping
-        self.writer_segs: set[int] = set()
-        self.readers: dict[int, Any] = {}  # segment -> ReadRecord
-        self.tables: dict[int, tuple[int, Any]] = {}  # tile -> (clock version, unordered-writer table)
+        # raw is a read-only view of the caller's array, copied at the first write (own())
+        self.shared = False
+        self.w_last: dict[int, int] = {}  # tile -> the latest epoch at which it wrote (races.py)
+        self.readers: dict[int, Any] = {}  # tile -> races.TileReads
+        self.tables: dict[int, tuple[int, bool]] = {}  # tile -> (clock version, whether another tile's writes are unordered with it)
         self.init: np.ndarray | None = np.zeros(len(raw), dtype=bool) if track_init else None
         self._typed: dict[Any, np.ndarray] = {}
         self.peak = 0  # highest byte touched + 1
@@ -113,8 +115,19 @@ class Allocation:
         self._typed.clear()
         self.nbytes = len(self.raw)
 
+    def own(self) -> None:
+        """Before the first write: replace the view of the caller's array by a private copy."""
+        if self.shared:
+            raw = np.empty(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
+            raw[: self.nbytes] = self.raw
+            raw[self.nbytes :] = 0
+            self.raw = raw
+            self._typed.clear()
+            self.shared = False
+
     def contents(self, copy: bool = True) -> np.ndarray:
-        """The array's current contents, in its own dtype and shape."""
+        """The array's current contents, in its own dtype and shape (without `copy`, for an
+        array the run never wrote: a read-only view of the array it was given)."""
         assert self.dtype is not None and self.shape is not None
         count = int(math.prod(self.shape)) if self.shape else 1
         flat = self.raw[: count * self.dtype.itemsize].view(self.dtype)
@@ -137,16 +150,21 @@ class GlobalMemory:
         self.top = 0
 
     def place(self, name: str, array: np.ndarray, address: int | None = None) -> Allocation:
-        """Place a copy of `array`; returns its allocation (base address in bytes)."""
+        """Place `array`; returns its allocation (base address in bytes). The allocation reads
+        the caller's array through a read-only view until its first write, which copies it
+        (Allocation.own): arrays a run only reads are never copied, and the caller's arrays
+        are never changed."""
         data = np.ascontiguousarray(array)
         nbytes = data.nbytes
         base = self.top if address is None else address
         if base % ALIGN:
             raise fail("argument", f"array '{name}' placed at byte address {base}, which is not {ALIGN}-byte aligned")
-        raw = np.empty(max(align_up(nbytes), ALIGN), dtype=np.uint8)
-        raw[:nbytes] = data.reshape(-1).view(np.uint8)
-        raw[nbytes:] = 0
+        raw = data.reshape(-1).view(np.uint8)
+        if raw.flags.writeable:
+            raw = raw.view()
+            raw.flags.writeable = False
         alloc = Allocation(name, "global", base, raw, nbytes)
+        alloc.shared = True
         alloc.dtype = data.dtype
         alloc.shape = data.shape
         alloc.peak = nbytes
@@ -277,13 +295,16 @@ class MemoryView:
 class DistributedView:
     """construct_distributed_memory_view: global coordinates routed to partition views."""
 
-    __slots__ = ("parts", "shape", "dtype", "itemsize")
+    __slots__ = ("parts", "shape", "dtype", "itemsize", "last_box")
 
     def __init__(self, parts: list[MemoryView], shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
         self.parts = parts
         self.shape = shape
         self.dtype = dtype
         self.itemsize = dtype.itemsize
+        # (lower corner, extents, pieces) of the last box routed (access.box_parts): an access
+        # tile is routed when it is made and again by its load or store
+        self.last_box: tuple[Any, Any, Any] | None = None
 
     @property
     def rank(self) -> int:

@@ -1,12 +1,13 @@
 """Happens-before tracking: data races between tiles and reads of unwritten memory.
 
 Each tile's execution is cut into *segments* at every `inter_tile_produce` it executes as
-a producer. A segment is identified by (tile, epoch). Each tile carries a vector clock
-`vc[t]`: segment (u, e) happens before tile t's current point iff `u == t` or
-`vc[t][u] > e`. A producer posts a snapshot of its clock with its own entry advanced
-past the segment it just closed; a consumer joins the snapshots of the producers it
-waits for (`inter_tile_consume`/`reduce`/...). That is the only source of order between
-tiles, besides kernel end.
+a producer. Segment k of tile u has *epoch* k; it gets a global segment id. Each tile t
+carries a vector clock `vc[t]`: segment (u, e) happens before tile t's current point iff
+`u == t` or `vc[t][u] > e`. A producer posts a snapshot of its clock with its own entry
+advanced past the segment it just closed; a consumer joins the snapshots of the producers
+it waits for (`inter_tile_consume`/`reduce`/...). That is the only source of order between
+tiles, besides kernel end. A tile's clock is allocated when it first posts or joins, so a
+grid of tiles that never communicate costs nothing per pair of tiles.
 
 Per allocation, per *granule*: the element size of an argument array for as long as every
 access to it is element-aligned (the usual case: it halves to eighths the bookkeeping of
@@ -14,29 +15,39 @@ byte granularity and gives the same answers, since no aligned access touches par
 element), refined once to bytes at the first access that is not; scratchpads and
 allocations are tracked per byte.
 
-- `w_seg[g]` is 1 + the segment that last wrote granule g (0: never written; zero-filled
-  arrays cost nothing until touched); `writer_segs` lists segments that
-  wrote the allocation. A read or write checks the previous writers only when some
-  writer segment is not ordered before the accessing tile (a set test, O(#segments)),
-  then vectorised over the accessed bytes (a lookup table indexed by segment).
-- reads are recorded per segment as access descriptors with their byte range (cheap);
-  a write checks them only for segments that are unordered with it and whose byte range
-  overlaps, by materialising a bitmap of that segment's reads once.
+Writes. `w_seg[g]` is 1 + the segment that last wrote granule g (0: never written). The
+last writer is the only one to check: any earlier writer is ordered before it (or the race
+was reported then), hence before whatever the last writer is ordered before. `w_last[u]`
+is the latest epoch at which tile u wrote the allocation; tile t must look at the write map
+only when some `w_last[u] >= vc[t][u]` (u != t), a test over the writer *tiles* (cached
+until a clock changes), never over the segments. The look itself is vectorised over the
+accessed granules: segment -> (tile, epoch) by two table lookups, compared with t's clock.
 
-So correct programs pay O(1) per access for the race check, and a race is reported with
-the two tiles, both ops and the coordinate. Segments that every running tile has passed
-are dropped (they can no longer race).
+Reads. Per allocation and reading tile u, the reads are kept as access descriptors tagged
+with their epoch (cheap to record), and turned into a map "1 + latest epoch at which u
+read this granule" only when a write of another tile needs them: that write races with u's
+reads iff some granule it touches has latest read epoch >= vc[writer][u] (again the latest
+is the only one to check). Descriptors of epochs every running tile has passed are dropped
+(`collect`, every few synchronisations).
+
+So every access costs a constant number of numpy calls plus O(tiles) Python, whatever the
+number of segments: a loop with an inter-tile op per iteration pays the same per iteration
+at the 10th and at the 10,000th, whether or not its tiles all synchronise with each other.
+A race is reported with the two tiles, both ops and the coordinate.
 """
 
 from __future__ import annotations
+
+import bisect
 
 import numpy as np
 
 from .memory import Allocation, BoxDesc, Desc, IdxDesc, assign_cells
 
-MAX_DESCS = 2048
+MAX_DESCS = 2048  # descriptors per (allocation, tile) before they become a map
 _ONES = b"\x01" * 4096
 _ZEROS = b"\x00" * 4096
+_NEVER = 1 << 62  # a clock entry beyond every epoch: "ordered" (the tile itself, no writer)
 
 
 def _all_true(cells: np.ndarray) -> bool:
@@ -76,6 +87,17 @@ class UninitFound(Exception):
 _GRANULE_STRIDES: dict[tuple[tuple[int, ...], int], tuple[int, ...] | None] = {}
 
 
+def _granule_strides(bs: tuple[int, ...], g: int) -> tuple[int, ...] | None:
+    key = (bs, g)
+    if key in _GRANULE_STRIDES:  # this runs once per access: the strides repeat
+        return _GRANULE_STRIDES[key]
+    gbs = None if any(st % g for st in bs) else tuple(st // g for st in bs)
+    if len(_GRANULE_STRIDES) > 4096:
+        _GRANULE_STRIDES.clear()
+    _GRANULE_STRIDES[key] = gbs
+    return gbs
+
+
 def scaled(desc: Desc, g: int) -> Desc | None:
     """`desc` in units of g-byte granules, or None when it is not granule-aligned."""
     if g == 1:
@@ -83,14 +105,7 @@ def scaled(desc: Desc, g: int) -> Desc | None:
     if type(desc) is BoxDesc:
         if desc.b0 % g or desc.itemsize % g:
             return None
-        key = (desc.bstrides, g)
-        if key in _GRANULE_STRIDES:  # this runs once per store: the strides repeat
-            gbs = _GRANULE_STRIDES[key]
-        else:
-            gbs = None if any(st % g for st in desc.bstrides) else tuple(st // g for st in desc.bstrides)
-            if len(_GRANULE_STRIDES) > 4096:
-                _GRANULE_STRIDES.clear()
-            _GRANULE_STRIDES[key] = gbs
+        gbs = _granule_strides(desc.bstrides, g)
         if gbs is None:
             return None
         return BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
@@ -100,96 +115,115 @@ def scaled(desc: Desc, g: int) -> Desc | None:
     return IdxDesc(desc.offs // g, desc.itemsize // g)
 
 
-class ReadRecord:
-    """The reads one segment made of one allocation.
+def _scaled(desc: Desc, g: int) -> Desc:
+    found = scaled(desc, g)
+    assert found is not None, "descriptors recorded at granule g are g-aligned"
+    return found
 
-    `descs`, `lo` and `hi` are in bytes; the bitmap, once materialised, has one entry per
-    granule of `g` bytes (`bm_lo` in granules)."""
 
-    __slots__ = ("lo", "hi", "descs", "bitmap", "bm_lo", "ops", "g")
+class TileReads:
+    """The reads one tile made of one allocation, with the epoch of each.
+
+    `descs` (in epoch order), `lo` and `hi` are in bytes; once materialised, `emap` holds per
+    granule of `g` bytes (from granule `em_lo`) 1 + the latest epoch that read it, 0 none. The
+    map is made when a write of another tile must be compared with these reads, or when the
+    descriptors would take more memory than it."""
+
+    __slots__ = ("descs", "epochs", "lo", "hi", "last", "emap", "em_lo", "ops", "g")
 
     def __init__(self, g: int = 1) -> None:
+        self.descs: list[tuple[Desc, str]] = []
+        self.epochs: list[int] = []  # ascending, one per descriptor
         self.lo = 1 << 62
         self.hi = -1
-        self.descs: list[tuple[Desc, str]] = []
-        self.bitmap: np.ndarray | None = None
-        self.bm_lo = 0
+        self.last = -1  # the latest epoch of any read recorded
+        self.emap: np.ndarray | None = None
+        self.em_lo = 0
         self.ops: set[str] = set()
         self.g = g
 
     def refine(self) -> None:
-        """Switch the bitmap to byte granularity (the allocation got an unaligned access)."""
-        if self.bitmap is not None and self.g > 1:
-            self.bitmap = np.repeat(self.bitmap, self.g)
-            self.bm_lo *= self.g
+        """Switch the map to byte granularity (the allocation got an unaligned access)."""
+        if self.emap is not None and self.g > 1:
+            self.emap = np.repeat(self.emap, self.g)
+            self.em_lo *= self.g
         self.g = 1
 
-    def add(self, desc: Desc, span: tuple[int, int], opname: str) -> None:
-        lo, hi = span
+    def add(self, epoch: int, desc: Desc, opname: str) -> None:
+        lo, hi = desc.lo, desc.hi
         if hi < lo:
-            return
-        if self.bitmap is not None:
-            self._cover(lo // self.g, hi // self.g)
-            assign_cells(self.bitmap, _scaled(desc, self.g), True, self.bm_lo)
-            self.ops.add(opname)
-            self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
             return
         if lo < self.lo:
             self.lo = lo
         if hi > self.hi:
             self.hi = hi
+        self.last = epoch
+        if self.emap is not None:
+            if epoch + 1 > _MAP_LIMIT[self.emap.dtype.itemsize]:
+                self.emap = self.emap.astype(_map_dtype(epoch + 1))
+            self._cover(lo // self.g, hi // self.g)
+            assign_cells(self.emap, _scaled(desc, self.g), epoch + 1, self.em_lo)
+            self.ops.add(opname)
+            return
         self.descs.append((desc, opname))
-        if len(self.descs) > MAX_DESCS:
+        self.epochs.append(epoch)
+        if len(self.descs) > MAX_DESCS and self.overflowing():
             self.materialise()
-            self.descs = []
+
+    def overflowing(self) -> bool:
+        """The descriptors take more memory than the map would (about 32 map entries each)."""
+        return len(self.descs) * 32 > (self.hi - self.lo) // self.g
+    def drop_before(self, epoch: int) -> None:
+        """Forget reads of epochs every other running tile has passed (they race with nothing)."""
+        if self.emap is not None or not self.epochs or self.epochs[0] >= epoch:
+            return
+        k = bisect.bisect_left(self.epochs, epoch)
+        del self.descs[:k]
+        del self.epochs[:k]
+        if not self.descs:
+            self.lo, self.hi = 1 << 62, -1
 
     def _cover(self, lo: int, hi: int) -> None:
-        """Grow the bitmap over granules lo..hi."""
-        assert self.bitmap is not None
-        if lo >= self.bm_lo and hi < self.bm_lo + len(self.bitmap):
+        """Grow the map over granules lo..hi."""
+        assert self.emap is not None
+        if lo >= self.em_lo and hi < self.em_lo + len(self.emap):
             return
-        new_lo = min(lo, self.bm_lo)
-        new_hi = max(hi, self.bm_lo + len(self.bitmap) - 1)
-        bm = np.zeros(new_hi - new_lo + 1, dtype=bool)
-        bm[self.bm_lo - new_lo : self.bm_lo - new_lo + len(self.bitmap)] = self.bitmap
-        self.bitmap, self.bm_lo = bm, new_lo
+        new_lo = min(lo, self.em_lo)
+        new_hi = max(hi, self.em_lo + len(self.emap) - 1)
+        em = np.zeros(new_hi - new_lo + 1, dtype=self.emap.dtype)
+        em[self.em_lo - new_lo : self.em_lo - new_lo + len(self.emap)] = self.emap
+        self.emap, self.em_lo = em, new_lo
 
     def materialise(self) -> np.ndarray:
-        if self.bitmap is None:
+        if self.emap is None:
             g = self.g
-            self.bm_lo = self.lo // g
-            self.bitmap = np.zeros(max(self.hi // g - self.lo // g + 1, 0), dtype=bool)
-            for desc, opname in self.descs:
-                assign_cells(self.bitmap, _scaled(desc, g), True, self.bm_lo)
+            self.em_lo = self.lo // g if self.hi >= self.lo else 0
+            self.emap = np.zeros(max(self.hi // g - self.em_lo + 1, 0), dtype=_map_dtype(self.last + 1))
+            for (desc, opname), epoch in zip(self.descs, self.epochs, strict=True):
+                assign_cells(self.emap, _scaled(desc, g), epoch + 1, self.em_lo)  # ascending epochs: the latest wins
                 self.ops.add(opname)
-        return self.bitmap
+            self.descs, self.epochs = [], []
+        return self.emap
 
-    def hits(self, gdesc: Desc, span: tuple[int, int]) -> np.ndarray | None:
+    def hits(self, gdesc: Desc, span: tuple[int, int], since: int) -> np.ndarray | None:
         """Bool array over the access's cells (`gdesc`: the access in granules, `span`: its
-        bytes): which of them this segment read (None if none)."""
+        bytes): which of them this tile read at an epoch >= `since` (None if none)."""
         lo, hi = span
-        if hi < self.lo or lo > self.hi or hi < lo:
+        if self.last < since or hi < self.lo or lo > self.hi or hi < lo:
             return None
-        bm = self.materialise()
+        em = self.materialise()
         glo, ghi = gdesc.span()
-        # clip: cells outside the bitmap were not read
         if isinstance(gdesc, BoxDesc):
-            if glo >= self.bm_lo and ghi < self.bm_lo + len(bm):
-                cells = gdesc.cells(bm, self.bm_lo).reshape(-1)
+            if glo >= self.em_lo and ghi < self.em_lo + len(em):
+                cells = gdesc.cells(em, self.em_lo).reshape(-1)
             else:
-                idx = _box_index(gdesc).reshape(-1) - self.bm_lo
-                cells = _clipped(bm, idx)
+                cells = _clipped(em, _box_index(gdesc).reshape(-1) - self.em_lo)
         else:
-            cells = _clipped(bm, gdesc.index(self.bm_lo))
-        return cells if cells.any() else None
+            cells = _clipped(em, gdesc.index(self.em_lo))
+        hit = cells > since
+        return hit if hit.any() else None
 
     def op_covering(self, byte: int) -> str:
-        for desc, opname in self.descs:
-            lo, hi = desc.span()
-            if lo <= byte <= hi:
-                idx = _box_index(desc).reshape(-1) if isinstance(desc, BoxDesc) else desc.index()
-                if np.any(idx == byte):
-                    return opname
         return " or ".join(sorted(self.ops)) or "an earlier access"
 
 
@@ -198,18 +232,10 @@ def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
     the box (the same flat order as `scaled(desc, g).cells(w)`); None for any other access."""
     if desc.itemsize != g or desc.b0 % g:
         return None
-    bs = desc.bstrides
-    ext = desc.ext
-    key = (bs, g)
-    if key in _GRANULE_STRIDES:
-        gbs = _GRANULE_STRIDES[key]
-    else:
-        gbs = None if any(st % g for st in bs) else tuple(st // g for st in bs)
-        if len(_GRANULE_STRIDES) > 4096:
-            _GRANULE_STRIDES.clear()
-        _GRANULE_STRIDES[key] = gbs
+    gbs = _granule_strides(desc.bstrides, g)
     if gbs is None:
         return None
+    ext = desc.ext
     b0 = desc.b0 // g
     if len(ext) == 1 and gbs[0] == 1:
         return w[b0 : b0 + ext[0]]
@@ -221,12 +247,6 @@ def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
     return np.ndarray(shape=ext, dtype=w.dtype, buffer=w, offset=b0 * isz, strides=tuple(st * isz for st in gbs))
 
 
-def _scaled(desc: Desc, g: int) -> Desc:
-    found = scaled(desc, g)
-    assert found is not None, "descriptors recorded at granule g are g-aligned"
-    return found
-
-
 def _box_index(desc: BoxDesc) -> np.ndarray:
     grids = np.indices(desc.ext, dtype=np.int64) if desc.ext else np.zeros((0,), dtype=np.int64)
     base = np.full(desc.ext, desc.b0, dtype=np.int64)
@@ -235,10 +255,10 @@ def _box_index(desc: BoxDesc) -> np.ndarray:
     return (base[..., None] + np.arange(desc.itemsize)).reshape(-1)
 
 
-def _clipped(bm: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    ok = (idx >= 0) & (idx < len(bm))
-    out = np.zeros(idx.shape, dtype=bool)
-    out[ok] = bm[idx[ok]]
+def _clipped(m: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    ok = (idx >= 0) & (idx < len(m))
+    out = np.zeros(idx.shape, dtype=m.dtype)
+    out[ok] = m[idx[ok]]
     return out
 
 
@@ -260,35 +280,67 @@ class RaceTracker:
     def __init__(self, n_tiles: int, enabled: bool = True) -> None:
         self.n = n_tiles
         self.enabled = enabled and n_tiles > 1
-        self.vc: list[list[int]] = [[0] * n_tiles for _ in range(n_tiles)]
+        # clocks, allocated at a tile's first post or join (None reads as all zeros)
+        self.vc: list[list[int] | None] = [None] * n_tiles
         self.seg_tile: list[int] = list(range(n_tiles))
         self.seg_epoch: list[int] = [0] * n_tiles
+        self.epoch: list[int] = [0] * n_tiles  # each tile's current epoch
         self.cur: list[int] = list(range(n_tiles))
         self.finished: set[int] = set()
         self.tracked: list[Allocation] = []
         self._syncs = 0
         self._last_writer_op: dict[tuple[int, int], str] = {}
-        self.version = 0  # bumped whenever a clock or the set of segments changes
+        self.version = 0  # bumped whenever a clock changes or an allocation gets a new writer epoch
+        # indexed by a write-map value (1 + segment; 0: never written): the writer's tile (n for
+        # none) and epoch; grown by doubling
+        self._wt = np.full(max(2 * n_tiles + 2, 64), n_tiles, dtype=np.int64)
+        self._we = np.zeros(len(self._wt), dtype=np.int64)
+        self._wt[1 : n_tiles + 1] = np.arange(n_tiles)
+        self._vcx: dict[int, tuple[int, np.ndarray]] = {}  # tile -> (version, its clock as a lookup table)
 
     # ------------------------------------------------------------------ clocks
 
+    def _clock(self, t: int) -> list[int]:
+        c = self.vc[t]
+        if c is None:
+            c = self.vc[t] = [0] * self.n
+            c[t] = self.epoch[t]
+        return c
+
+    def seen(self, t: int, u: int) -> int:
+        """Tile t's clock entry for tile u: u's segments of epochs below it are ordered before t."""
+        if u == t:
+            return _NEVER
+        c = self.vc[t]
+        return 0 if c is None else c[u]
+
     def hb(self, seg: int, t: int) -> bool:
         st = self.seg_tile[seg]
-        return st == t or self.vc[t][st] > self.seg_epoch[seg]
+        if st == t:
+            return True
+        c = self.vc[t]
+        return c is not None and c[st] > self.seg_epoch[seg]
 
     def snapshot_and_advance(self, t: int) -> list[int]:
         """A producer posts: the clock others will join; the producer starts a new segment."""
-        snap = list(self.vc[t])
-        snap[t] += 1
-        self.vc[t][t] += 1
+        mine = self._clock(t)
+        mine[t] += 1
+        self.epoch[t] = mine[t]
+        snap = list(mine)
+        seg = len(self.seg_tile)
         self.seg_tile.append(t)
-        self.seg_epoch.append(self.vc[t][t])
-        self.cur[t] = len(self.seg_tile) - 1
+        self.seg_epoch.append(mine[t])
+        if seg + 1 >= len(self._wt):
+            self._wt = np.concatenate([self._wt, np.full(len(self._wt), self.n, dtype=np.int64)])
+            self._we = np.concatenate([self._we, np.zeros(len(self._we), dtype=np.int64)])
+        self._wt[seg + 1] = t
+        self._we[seg + 1] = mine[t]
+        self.cur[t] = seg
         self.version += 1
         return snap
 
     def join(self, t: int, snaps: list[list[int]]) -> None:
-        mine = self.vc[t]
+        mine = self._clock(t)
         for snap in snaps:
             for u, v in enumerate(snap):
                 if v > mine[u] and u != t:
@@ -302,19 +354,39 @@ class RaceTracker:
         self.finished.add(t)
 
     def collect(self) -> None:
-        """Drop segments that every unfinished tile has passed."""
+        """Drop the reads of epochs that every other running tile has passed. O(tiles^2 +
+        allocations * tiles), once every max(tiles, 8) synchronisations."""
         running = [u for u in range(self.n) if u not in self.finished]
-
-        def dead(seg: int) -> bool:
-            st, e = self.seg_tile[seg], self.seg_epoch[seg]
-            return all(self.vc[u][st] > e for u in running if u != st)
-
+        passed = []
+        for u in range(self.n):
+            low = _NEVER
+            for t in running:
+                if t != u:
+                    c = self.vc[t]
+                    low = min(low, 0 if c is None else c[u])
+                    if not low:
+                        break
+            passed.append(low)
         for alloc in self.tracked:
-            gone = [s for s in alloc.writer_segs if dead(s)]
-            for s in gone:
-                alloc.writer_segs.discard(s)
-            for s in [s for s in alloc.readers if dead(s)]:
-                del alloc.readers[s]
+            for u, reads in alloc.readers.items():
+                if passed[u]:
+                    reads.drop_before(passed[u])
+
+    def _vc_table(self, t: int) -> np.ndarray:
+        """Tile t's clock as an array indexed by tile, with "ordered" at t and at n (no writer)."""
+        hit = self._vcx.get(t)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        table = np.full(self.n + 1, _NEVER, dtype=np.int64)
+        c = self.vc[t]
+        if c is not None:
+            table[: self.n] = c
+            table[t] = _NEVER
+        else:
+            table[: self.n] = 0
+            table[t] = _NEVER
+        self._vcx[t] = (self.version, table)
+        return table
 
     # ------------------------------------------------------------------ accesses
 
@@ -327,19 +399,13 @@ class RaceTracker:
         alloc.granule = g
         self.tracked.append(alloc)
 
-    def _write_map(self, alloc: Allocation) -> np.ndarray:
-        if alloc.w_seg is None:
-            # the narrowest type that holds 1 + every segment so far; write() widens it when needed
-            alloc.w_seg = np.zeros(len(alloc.raw) // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
-        return alloc.w_seg
-
     def _refine(self, alloc: Allocation) -> None:
         """An access that is not granule-aligned: track this allocation per byte from now on."""
         if alloc.w_seg is not None:
             alloc.w_seg = np.repeat(alloc.w_seg, alloc.granule)
         alloc.granule = 1
-        for rec in alloc.readers.values():
-            rec.refine()
+        for reads in alloc.readers.values():
+            reads.refine()
 
     def _granules(self, alloc: Allocation, desc: Desc) -> Desc:
         """`desc` in the allocation's granules (refining the allocation if it must)."""
@@ -351,18 +417,19 @@ class RaceTracker:
             return desc
         return found
 
-    def _unordered(self, alloc: Allocation, t: int) -> np.ndarray | None:
-        """A lookup table indexed by w_seg values: True for writer segments unordered with tile t."""
+    def _concurrent_writes(self, alloc: Allocation, t: int) -> bool:
+        """Whether some tile other than t wrote `alloc` at an epoch t has not passed."""
         cached = alloc.tables.get(t)
         if cached is not None and cached[0] == self.version:
             return cached[1]
-        others = [s for s in alloc.writer_segs if not self.hb(s, t)]
-        table = None
-        if others:
-            table = np.zeros(len(self.seg_tile) + 1, dtype=bool)
-            table[np.asarray(others) + 1] = True
-        alloc.tables[t] = (self.version, table)
-        return table
+        c = self.vc[t]
+        found = False
+        for u, e in alloc.w_last.items():
+            if u != t and (c is None or e >= c[u]):
+                found = True
+                break
+        alloc.tables[t] = (self.version, found)
+        return found
 
     def read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
         if alloc.init is not None:
@@ -378,33 +445,32 @@ class RaceTracker:
             # recorded reads must be granule-aligned; access.py builds descriptors whose strides
             # and offsets are multiples of the itemsize, so the itemsize and a box's start decide
             self._refine(alloc)
-        if alloc.writer_segs:
-            cached = alloc.tables.get(t)
-            table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
-            if table is not None:
-                assert alloc.w_seg is not None
-                gdesc = self._granules(alloc, desc)
-                g = alloc.granule
-                prev = gdesc.cells(alloc.w_seg)
-                if not _unwritten(prev):
-                    self._check(table, prev, alloc, "write-read", g)
-        seg = self.cur[t]
-        rec = alloc.readers.get(seg)
-        if rec is None:
-            rec = ReadRecord(alloc.granule)
-            alloc.readers[seg] = rec
-        if rec.bitmap is None and len(rec.descs) < MAX_DESCS and desc.hi >= desc.lo:
-            if desc.lo < rec.lo:
-                rec.lo = desc.lo
-            if desc.hi > rec.hi:
-                rec.hi = desc.hi
-            rec.descs.append((desc, opname))
+        if alloc.w_last and self._concurrent_writes(alloc, t):
+            assert alloc.w_seg is not None
+            gdesc = self._granules(alloc, desc)
+            prev = gdesc.cells(alloc.w_seg)
+            if not _unwritten(prev):
+                self._check(t, prev, alloc, "write-read", alloc.granule)
+        reads = alloc.readers.get(t)
+        if reads is None:
+            reads = alloc.readers[t] = TileReads(alloc.granule)
+        epoch = self.epoch[t]
+        if reads.emap is None and (len(reads.descs) < MAX_DESCS or not reads.overflowing()) and desc.hi >= desc.lo:
+            if desc.lo < reads.lo:
+                reads.lo = desc.lo
+            if desc.hi > reads.hi:
+                reads.hi = desc.hi
+            reads.last = epoch
+            reads.descs.append((desc, opname))
+            reads.epochs.append(epoch)
         else:
-            rec.add(desc, (desc.lo, desc.hi), opname)
+            reads.add(epoch, desc, opname)
 
-    def _check(self, table: np.ndarray, prev: np.ndarray, alloc: Allocation, kind: str, g: int) -> None:
+    def _check(self, t: int, prev: np.ndarray, alloc: Allocation, kind: str, g: int) -> None:
+        """Raise if a granule's last writer (prev: 1 + segment, per granule) is unordered with t."""
         flat = prev.reshape(-1)
-        bad = table[flat]
+        wt = self._wt[flat]
+        bad = self._vc_table(t)[wt] <= self._we[flat]
         if bad.any():
             k = int(np.argmax(bad))
             seg = int(flat[k]) - 1
@@ -418,8 +484,8 @@ class RaceTracker:
         if not alloc.granule:
             self._track(alloc)
         if alloc.w_seg is None:
-            self._write_map(alloc)
-        assert alloc.w_seg is not None
+            # the narrowest type that holds 1 + every segment so far; widened below when needed
+            alloc.w_seg = np.zeros(len(alloc.raw) // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
         seg = self.cur[t]
         if seg + 1 > _MAP_LIMIT[alloc.w_seg.dtype.itemsize]:
             alloc.w_seg = alloc.w_seg.astype(_map_dtype(seg + 1))
@@ -430,29 +496,32 @@ class RaceTracker:
             gdesc = self._granules(alloc, desc)
             g = alloc.granule
             cells = gdesc.cells(alloc.w_seg)
-        if alloc.writer_segs:
-            cached = alloc.tables.get(t)
-            table = cached[1] if cached is not None and cached[0] == self.version else self._unordered(alloc, t)
-            if table is not None and not _unwritten(cells):
-                self._check(table, cells, alloc, "write-write", g)
+        if alloc.w_last and self._concurrent_writes(alloc, t) and not _unwritten(cells):
+            self._check(t, cells, alloc, "write-write", g)
         if alloc.readers:
-            span = desc.span()
-            for rseg, rec in alloc.readers.items():
-                if self.hb(rseg, t):
+            span = (desc.lo, desc.hi)
+            c = self.vc[t]
+            for u, reads in alloc.readers.items():
+                if u == t:
+                    continue
+                since = 0 if c is None else c[u]
+                if reads.last < since:
                     continue
                 if gdesc is None:
                     gdesc = self._granules(alloc, desc)
-                hit = rec.hits(gdesc, span)
+                    g = alloc.granule
+                hit = reads.hits(gdesc, span, since)
                 if hit is not None:
                     k = int(np.argmax(hit))
                     byte = int(desc_bytes(gdesc)[k]) * g
-                    raise RaceFound(k * g, self.seg_tile[rseg], rec.op_covering(byte), "read-write")
+                    raise RaceFound(k * g, u, reads.op_covering(byte), "read-write")
         if isinstance(gdesc, IdxDesc):
             alloc.w_seg[gdesc.index()] = seg + 1  # cells of an index descriptor are a copy, not a view
         else:
             cells[...] = seg + 1
-        if seg not in alloc.writer_segs:
-            alloc.writer_segs.add(seg)
+        epoch = self.epoch[t]
+        if alloc.w_last.get(t, -1) != epoch:
+            alloc.w_last[t] = epoch
             self.version += 1
             self._last_writer_op[(id(alloc), seg)] = opname
         if alloc.init is not None:
@@ -465,4 +534,3 @@ class RaceTracker:
 def note_init(alloc: Allocation, desc: Desc) -> None:
     if alloc.init is not None:
         assign_cells(alloc.init, desc, True)
-

@@ -36,6 +36,12 @@ class Options:
     strict: bool = True  # reading tensor.empty contents is an error (False: they read as zeros)
     trace: bool = False
     max_call_depth: int = 64
+    # tiles of the grid: each has a context and frame, and communicating tiles a vector clock
+    # of one entry per tile (races.py), so the grid's size is bounded before anything is made
+    max_tiles: int = 4096
+    # BLAS threads for the run's contractions (blas.py: tiles run one after another, each
+    # contraction is one tile's block); None leaves BLAS's own setting
+    blas_threads: int | None = 1
     # cost tracing: tensor compute ops (linalg, arith, math on tensors) make zero-filled results
     # of their types instead of computing them; loads, stores, control flow and inter-tile ops
     # run as usual. The trace is that of a real run when no control flow or address depends on
@@ -71,6 +77,8 @@ class Machine:
         self.strides = _row_major(grid)
         # no tile can reach another's scratchpad or memref.alloc memory (Program.shares_scratchpads)
         self.private_local = False
+        # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
+        self.views: dict[tuple[Any, ...], Any] = {}
 
     def coords(self, tile: int) -> tuple[int, ...]:
         return tuple(int(x) for x in np.unravel_index(tile, self.grid)) if self.grid else ()

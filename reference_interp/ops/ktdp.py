@@ -22,7 +22,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
-from ..access import AccessTile, coord_facts, gather, load, load_box, route, store
+from ..access import AccessTile, box_parts, coord_facts, gather, load, load_box, route, store
 from ..affine_eval import CompiledSet, SetPoints, compile_exprs, compile_map, linear
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import np_dtype, scalar_from_element
@@ -101,12 +101,22 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
     type_shape = t.shape
     geometries: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (sizes, strides, set symbols) -> view geometry
 
+    token = object()  # this op's key in the run's view cache
+
     def run(fr: list[Any]) -> None:
         ctx: TileContext = fr[0]
         machine = ctx.machine
         offset = int(fr[off])
         sz = tuple(resolve_mixed(*sizes, fr))
         st = tuple(resolve_mixed(*strides, fr))
+        csyms = tuple(int(fr[s]) for s in dyn_sizes)
+        # a view depends only on these (and on the tile for a scratchpad of its own): made and
+        # checked once per run, shared by the tiles and the iterations that make it again
+        ckey = (token, offset, sz, st, csyms, ctx.tile if space != "global" and ct_id is None else None)
+        made = machine.views.get(ckey)
+        if made is not None:
+            fr[r] = made
+            return
         if any(s < 0 for s in sz) or any(s <= 0 for s in st):
             raise fail("type", f"view sizes {list(sz)} must be non-negative and strides {list(st)} positive")
         if any(e is not None and e != s for e, s in zip(type_shape, sz, strict=True)):
@@ -124,7 +134,6 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             if not 0 <= owner < machine.n_tiles:
                 raise fail("out-of-bounds", f"ct_id = {owner} names no tile of the grid {list(machine.grid)}")
             alloc = machine.local(owner)
-        csyms = tuple(int(fr[s]) for s in dyn_sizes)
         key = (sz, st, csyms)
         geometry = geometries.get(key)
         view = MemoryView(space, alloc, addr, sz, st, dt, cset, csyms, ct_id, geometry=geometry)
@@ -132,6 +141,9 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             if len(geometries) > 64:
                 geometries.clear()
             geometries[key] = view.geometry()
+        if len(machine.views) > 4096:
+            machine.views.clear()
+        machine.views[ckey] = view
         fr[r] = view
 
     return run
@@ -206,6 +218,8 @@ def _check_in_view(view: Any, tile: AccessTile) -> None:
         what = "the view's coordinate_set" if inside_sizes else f"the view's sizes {list(view.sizes)}"
         raise fail("out-of-view", f"coordinate {coord} is outside {what}", coordinate=coord)
     if isinstance(view, DistributedView):
+        if tile.coords is None and tile.mask is None and box_parts(view, tile.lo, tile.ext) is not None:  # type: ignore[arg-type]
+            return
         route(view, tile.points())
         return
     if isinstance(view, np.ndarray):
@@ -339,6 +353,9 @@ def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
             else:
                 fr[r] = tile
                 return
+        elif type(view) is DistributedView and pts.mask is None and len(view.shape) == rank and box_parts(view, lo, ext):
+            fr[r] = tile
+            return
         slow(fr, view, tile, pts)
 
     return run

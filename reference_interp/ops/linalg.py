@@ -32,6 +32,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
 
+from .. import blas
 from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
@@ -246,6 +247,7 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
         wide = np.dtype(np.float32) if out_dt != np.float64 else out_dt
     a2 = a.astype(wide, copy=False)
     b2 = b.astype(wide, copy=False)
+    blas.before_contraction()
     if spec == "mk,kn->mn" or spec == "bmk,bkn->bmn":
         prod = np.matmul(a2, b2)
     else:
