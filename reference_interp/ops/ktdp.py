@@ -36,15 +36,19 @@ from .common import check_shape, dims_text, element, int_array, mixed, resolve_m
 def tile_id(c: FuncCompiler, op: Operation) -> OpFn:
     res = c.result_slots(op)
     grid = func_grid(c)
-    if len(res) != len(grid):
+    # result k is the coordinate along grid dimension k (fewer results: the leading ones);
+    # `dim = k` asks for dimension k alone (spec: execution.md#the-grid)
+    dim = c.attr(op, "dim")
+    axes = [int(dim.value)] if isinstance(dim, at.IntegerAttr) else list(range(len(res)))
+    if len(res) != len(axes) or any(not 0 <= a < len(grid) for a in axes):
         raise CompileError(
             f"ktdp.get_compute_tile_id has {len(res)} result(s) but the grid {list(grid)} has rank {len(grid)}", op
         )
 
     def run(fr: list[Any]) -> None:
         coords = fr[0].coords
-        for r, v in zip(res, coords, strict=True):
-            fr[r] = v
+        for r, a in zip(res, axes, strict=True):
+            fr[r] = coords[a]
 
     return run
 

@@ -243,6 +243,8 @@ def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
     def run(fr: list[Any]) -> None:
         arr = fr[src]
         shape = tuple(int(math.prod([arr.shape[i] for i in g])) for g in groups)
+        if not groups and arr.size != 1:  # a collapse to rank 0 (`[]`) of dynamic dimensions that are not all 1
+            raise fail("type", f"cannot collapse {dims_text(arr.shape)} into a rank-0 tensor (one element)")
         fr[r] = arr.reshape(shape)
 
     return run
