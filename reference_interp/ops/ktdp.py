@@ -98,10 +98,12 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
     space, ct_id = _space(c, op)
     cset = _set(c, op, "coordinate_set", "the view's coordinate_set")
     rank = len(sizes[0])
-    if cset is not None and (cset.nd != rank or cset.ns != len(dyn_sizes)):
+    if cset is not None and (cset.nd != rank or cset.ns > len(dyn_sizes)):
         raise CompileError(
             f"coordinate_set has {cset.nd} dims and {cset.ns} symbols; the view has rank {rank} and "
             f"{len(dyn_sizes)} dynamic sizes", op)
+    # the set's symbols bind to the first dynamic sizes, left to right (construct_memory_view.C5)
+    set_syms = dyn_sizes[: cset.ns] if cset is not None else []
     type_shape = t.shape
     geometries: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (sizes, strides, set symbols) -> view geometry
 
@@ -123,7 +125,7 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             if not 0 <= owner < machine.n_tiles:
                 raise fail("out-of-bounds", f"ct_id = {owner} names no tile of the grid {list(machine.grid)}")
             alloc = machine.local(owner)
-        csyms = tuple(int(fr[s]) for s in dyn_sizes)
+        csyms = tuple(int(fr[s]) for s in set_syms)
         key = (sz, st, csyms)
         geometry = geometries.get(key)
         view = MemoryView(space, alloc, addr, sz, st, dt, cset, csyms, ct_id, geometry=geometry)

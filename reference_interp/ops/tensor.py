@@ -223,7 +223,8 @@ def insert_slice(c: FuncCompiler, op: Operation) -> OpFn:
         region = _region(o, s, st, d.shape)
         value = fr[src]
         if type(value) is Uninit:
-            raise fail("undefined", "inserts the unspecified contents of a tensor.empty")
+            raise fail("undefined", "inserts the unspecified contents of a tensor.empty; `ktir run --lenient`"
+                                    " (run(..., strict=False)) reads them as zeros, as ktir-cpu does")
         fr[target] = _insert_into(d, region, np.reshape(value, s))
 
     return run
