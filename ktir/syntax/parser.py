@@ -49,7 +49,7 @@ from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
 from ktir.syntax.lexer import KtirLexer, LexError, Tok
-from ktir.syntax.mlir_generic import from_mlir, memory_space_from_string
+from ktir.syntax.mlir_generic import NAMED_OP, from_mlir, memory_space_from_string
 
 # Block-argument names of the short `{ arith.addf }` bodies of linalg.map/reduce.
 SHORT_BODY_RESULT = "%__0"
@@ -1299,7 +1299,21 @@ class _Builder:
         operands, types, attrs = self._dps(tok, cl)
         if "indexing_maps" in cl:
             attrs["indexing_maps"] = cl["indexing_maps"]
-        return self._op(tok, operands, types, list(cl.get("results", [])), attrs)
+        op = self._op(tok, operands, types, list(cl.get("results", [])), attrs)
+        if NAMED_OP in attrs:
+            self._named_op(op)
+        return op
+
+    def _named_op(self, op: Operation) -> None:
+        """MLIR's custom print of `ktir fmt --generic`'s transposed matmul: linalg.matmul with
+        the transposing maps (often as `#map` aliases) and `{ktir.named_op = "..."}` is KTIR's op."""
+        maps = op.attributes.get("indexing_maps")
+        if isinstance(maps, at.ArrayAttr):
+            op.attributes["indexing_maps"] = at.ArrayAttr(elements=tuple(
+                self.alias_values.get(e.name, e) if isinstance(e, at.AttrAliasRef) else e for e in maps.elements))
+        from_mlir(op)
+        if "indexing_maps" in op.attributes and maps is not None:
+            op.attributes["indexing_maps"] = maps  # not KTIR's op: the maps stay as written
 
     def linalg_generic_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1309,8 +1323,9 @@ class _Builder:
         region = next(x for x in c if isinstance(x, Region))
         return self._op(tok, operands, types, list(cl.get("results", [])), attrs, [region])
 
-    def short_body(self, c: list[Tok]) -> C:
-        return C("short", c[0])
+    def short_body(self, c: list[Any]) -> C:
+        attrs = dict(c[1].value) if len(c) > 1 else {}
+        return C("short", (c[0], attrs))
 
     def explicit_body(self, c: list[Any]) -> C:
         params: list[BlockArgument] = c[0].value if len(c) > 1 else []
@@ -1323,15 +1338,20 @@ class _Builder:
     def _tensor_results(self, out_types: list[Type]) -> list[Type]:
         return [t for t in out_types if isinstance(t, ty.TensorType)]
 
-    def _short_region(self, short: Tok, in_types: list[Type], out_types: list[Type], n_ins: int) -> Region:
-        """Build the body MLIR builds for `{ arith.addf }`: block args, the op, linalg.yield."""
+    def _short_region(self, short: tuple[Tok, dict[str, Attribute]], in_types: list[Type], out_types: list[Type],
+                      n_ins: int) -> Region:
+        """Build the body MLIR builds for `{ arith.addf }` (or `{ arith.addi {overflowFlags = ...} }`):
+        block args, the op with the attributes, linalg.yield."""
+        short, short_attrs = short
         elem_in = [ty.element_type(t) for t in in_types]
         elem_out = [ty.element_type(t) for t in out_types]
         args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
         args += [BlockArgument(name=short_body_init(i), type=t) for i, t in enumerate(elem_out[: len(out_types)])]
         # map applies the op to the inputs; reduce to (init, inputs...), as MLIR 22 builds it
         operand_args = [args[-1], *args[:-1]] if n_ins < 0 else args[:n_ins]
-        inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]])
+        inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]],
+                         dict(short_attrs))
+        from_mlir(inner)  # `#arith.overflow<none>` is the custom form's absent flag
         inner.results = [SHORT_BODY_RESULT]
         inner.loc = None  # part of the short form's text, not an op of its own
         yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])

@@ -157,3 +157,23 @@ def test_rank_zero_collapse_then_broadcast() -> None:
     assert "tensor.collapse_shape %one [] : tensor<1x1xf16> into tensor<f16>" in ktir.print_module(module)
     result = ri.run(module, args={"src": np.full((1, 1), 2.5, np.float16), "out": np.zeros((4, 64), np.float16)})
     np.testing.assert_array_equal(result.outputs["out"], np.full((4, 64), 2.5, np.float16))
+
+
+def test_short_bodies_with_flags_read_and_run() -> None:
+    """`linalg.reduce { arith.addi {overflowFlags = #arith.overflow<none>} }`, as MLIR 22 prints
+    it, reads (the default flag is the custom form's absent one, others are kept) and runs."""
+    path = Path(__file__).resolve().parent / "mlir" / "short_body_flags.mlir"
+    module = ktir.parse(path.read_text(), path.name)
+    text = ktir.print_module(module)
+    assert "linalg.reduce { arith.addi } ins" in text  # overflow<none> is no flag at all
+    assert "{ arith.muli {overflowFlags = #arith.overflow<nsw,nuw>} }" in text
+    assert "{ arith.addf {fastmath = #arith.fastmath<fast>} }" in text
+    assert ktir.print_module(ktir.parse(text, "again.mlir")) == text
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-50, 50, (4, 8)).astype(np.int32) for _ in range(2))
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    r, m, rf, rm = ri.run(module, args={"a": a, "b": b, "x": x}).returns[0]
+    np.testing.assert_array_equal(r, a.sum(1))
+    np.testing.assert_array_equal(m, a * b)
+    np.testing.assert_allclose(rf, x.sum(1), rtol=1e-5)
+    np.testing.assert_array_equal(rm, np.maximum(a.max(1), 0))  # the init is 0
