@@ -1338,11 +1338,11 @@ class _Builder:
     def _tensor_results(self, out_types: list[Type]) -> list[Type]:
         return [t for t in out_types if isinstance(t, ty.TensorType)]
 
-    def _short_region(self, short: tuple[Tok, dict[str, Attribute]], in_types: list[Type], out_types: list[Type],
+    def _short_region(self, short_body: tuple[Tok, dict[str, Attribute]], in_types: list[Type], out_types: list[Type],
                       n_ins: int) -> Region:
         """Build the body MLIR builds for `{ arith.addf }` (or `{ arith.addi {overflowFlags = ...} }`):
         block args, the op with the attributes, linalg.yield."""
-        short, short_attrs = short
+        short, short_attrs = short_body
         elem_in = [ty.element_type(t) for t in in_types]
         elem_out = [ty.element_type(t) for t in out_types]
         args = [BlockArgument(name=short_body_input(i), type=t) for i, t in enumerate(elem_in)]
