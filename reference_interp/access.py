@@ -104,8 +104,8 @@ def _alloc(view: MemoryView) -> Allocation:
     if view.alloc is None:
         raise fail(
             "out-of-bounds",
-            f"the {view.describe()} does not lie in any array argument of the run "
-            "(global memory holds only the arrays passed as arguments)",
+            f"the {view.describe()} does not lie in any array of the run (global memory holds only the "
+            "arrays passed as arguments and those placed with `ktir run --memory NAME=ADDRESS:PATH.npy`)",
         )
     return view.alloc
 

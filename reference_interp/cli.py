@@ -34,7 +34,10 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="bind an argument: NAME=PATH.npy (an array in global memory), NAME=ct_local:PATH.npy "
         "(one piece per tile in ct_local memory), NAME=INT or NAME=FLOAT (a value); repeatable",
     )
-    p.add_argument("--random-inputs", type=int, metavar="SEED", nargs="?", const=0,
+    p.add_argument("--memory", action="append", default=[], metavar="NAME=ADDRESS:PATH.npy",
+                   help="place an array in global memory at a fixed element address (in the array's element type), "
+                   "for kernels that build views at constant addresses; written to --out as NAME; repeatable")
+    p.add_argument("--random-inputs", type=_seed, metavar="SEED", nargs="?", const=0,
                    help="generate the arguments not given with --arg, from SEED (default 0; see reference_interp.inputs)")
     p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument, the value of "
                    "every tensor argument and each value the function returns (return.0, return.1, ...) here")
@@ -52,6 +55,34 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_cost_arguments(p)  # --report, --report-json PATH, --trace PATH (Perfetto), --timeline OUT.svg
     p.set_defaults(run=cmd_run)
     return p
+
+
+def _seed(text: str) -> int:
+    """A random seed: a non-negative integer (numpy refuses negative seeds)."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a seed is an integer >= 0")
+    return value
+
+
+def _parse_memory(text: str) -> tuple[str, Any]:
+    """`NAME=ADDRESS:PATH.npy`: the array in PATH at element address ADDRESS of global memory."""
+    from .executor import At
+    from .inputs import load_npy
+
+    name, sep, rest = text.partition("=")
+    address, sep2, path = rest.partition(":")
+    name = name.strip().lstrip("%")
+    if not sep or not sep2 or not name or not path:
+        raise ValueError(f"--memory {text!r}: expected NAME=ADDRESS:PATH.npy")
+    try:
+        where = int(address, 0)
+    except ValueError:
+        raise ValueError(f"--memory {name}: {address!r} is not an element address") from None
+    return name, At(load_npy(path), where)
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:
@@ -96,6 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         given = dict(_parse_arg(a) for a in args.arg)
+        memory = dict(_parse_memory(m) for m in args.memory)
     except (ValueError, OSError) as e:
         print(f"ktir run: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -112,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"ktir run: {e}", file=sys.stderr)
             return EXIT_USAGE
         kwargs: dict[str, Any] = {"target": args.target, "strict": not args.lenient,
-                                  "check_races": not args.no_race_check}
+                                  "check_races": not args.no_race_check, "memory": memory}
         if args.step_limit is not None:
             kwargs["step_limit"] = args.step_limit
         from ktir.progress import working

@@ -630,6 +630,30 @@ def maybe_empty_values(program: Program, func: Operation) -> frozenset[str]:
     return frozenset(tainted)
 
 
+def _output_slots(op: Operation, c: FuncCompiler) -> frozenset[int]:
+    """The frame slots of a linalg op's destination operands (declared last: `outs`, `init`,
+    `inits`), which a contraction or reduction reads."""
+    from ktir.dialects.access import AccessError, named
+
+    if not op.name.startswith("linalg."):
+        return frozenset()
+    try:
+        view = named(op)
+        positions = view.operand_positions(view.opdef.operands[-1].name)
+    except (AccessError, IndexError):
+        return frozenset()
+    slots = c.operand_slots(op)
+    return frozenset(slots[i] for i in positions)
+
+
+def _undefined_message(op: Operation, accumulator: bool) -> str:
+    """Say what was read and how to run such a program anyway (spec execution.md#dynamic-errors)."""
+    what = "reads the unspecified contents of a tensor.empty"
+    if accumulator:
+        what += f" ({op.name} accumulates into its `outs`: initialise them first, e.g. with linalg.fill)"
+    return what + "; `ktir run --lenient` (run(..., strict=False)) reads them as zeros, as ktir-cpu does"
+
+
 def _strict(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn | Blocking:
     exempt = SHAPE_ONLY.get(op.name, lambda _op: set())(op)
     slots = tuple(s for i, (name, s) in enumerate(zip(op.operands, c.operand_slots(op), strict=True))
@@ -637,11 +661,13 @@ def _strict(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     if not slots:
         return compiled
 
+    outs = _output_slots(op, c)
+
     def check(fr: list[Any]) -> None:
         for s in slots:
             v = fr[s]
             if type(v) is Uninit:
-                raise KtirRuntimeError("undefined", "reads the unspecified contents of a tensor.empty")
+                raise KtirRuntimeError("undefined", _undefined_message(op, s in outs))
 
     if isinstance(compiled, Blocking):
         inner_gen = compiled.fn

@@ -156,6 +156,7 @@ def run(
     max_value_bytes: int | None = None,
     shapes_only: bool = False,
     blas_threads: int | None = 1,
+    memory: Mapping[str, At] | None = None,
 ) -> RunResult:
     """Run `func` of `module` on every tile of its grid and return the results.
 
@@ -163,7 +164,9 @@ def run(
     memory (an `index` argument receives its element address, a `memref` argument a view
     of it, a `tensor` argument the value); `Local(...)` places arrays in ct_local memory;
     `At(array, address)` pins an array's element address; Python/numpy numbers are
-    passed as values. Raises `KtirRuntimeError` when a check fails. `shapes_only` (with
+    passed as values. `memory` places more arrays in global memory, each `At` its element
+    address, for kernels that build views at constant addresses (their final contents are
+    in `outputs` under the given names). Raises `KtirRuntimeError` when a check fails. `shapes_only` (with
     `trace`) skips the arithmetic of tensor compute ops, for a cost trace in a fraction of the
     time (`Options.shapes_only`); its outputs are meaningless. `blas_threads` limits BLAS
     while the run executes (default 1: see `reference_interp/blas.py`; None leaves it as is).
@@ -200,6 +203,7 @@ def run(
         machine.private_local = not program.shares_scratchpads()
         compiled = program.function(name, options)
         binder = _Binder(program, machine, fn, compiled)
+        binder.place(dict(memory or {}))
         per_tile = binder.bind(dict(args or {}))
         contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
         blas.begin(options.blas_threads)
@@ -302,6 +306,22 @@ class _Binder:
     def names(self) -> list[str]:
         block = self.fn.regions[0].blocks[0]
         return [a.name[1:] for a in block.arguments]
+
+    def place(self, memory: dict[str, Any]) -> None:
+        """Arrays at fixed element addresses of global memory that no argument names (spec
+        execution.md#kernels-and-launches), placed before the arguments so that arguments
+        placed automatically go above them."""
+        clash = sorted(set(memory) & set(self.names()))
+        if clash:
+            raise fail("argument", f"memory array(s) {', '.join(clash)} have the name of an argument; give them other names")
+        for name, value in memory.items():
+            if not isinstance(value, At):
+                raise fail("argument", f"memory array {name}: give At(array, element_address)")
+            if value.address < 0:
+                raise fail("argument", f"memory array {name}: the element address {value.address} is negative")
+            alloc = self.machine.memory.place(name, value.array, value.address * value.array.dtype.itemsize)
+            self._globals[name] = alloc
+            self.addresses[name] = value.address
 
     def bind(self, args: dict[str, Any]) -> list[list[Any]]:
         names = self.names()

@@ -108,6 +108,8 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     that sizes pointer arguments: no random numbers drawn, no arithmetic done)."""
     from .executor import choose_function
 
+    if seed < 0:
+        raise fail("argument", f"the random seed {seed} is negative; give an integer >= 0")
     fn = choose_function(module, func)
     block = fn.regions[0].blocks[0]
     # an argument type the interpreter rejects is that error, not "cannot infer a value"

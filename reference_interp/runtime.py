@@ -74,14 +74,16 @@ class Machine:
         self.local_top = 0  # bytes of every scratchpad reserved for Local() arguments
         self.futures: Any = None  # intertile.FutureStore, created on demand
         self.posts = 0  # number of posted partials (progress detection)
-        self.strides = _row_major(grid)
+        self.strides = _tile_strides(grid)
         # no tile can reach another's scratchpad or memref.alloc memory (Program.shares_scratchpads)
         self.private_local = False
         # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
         self.views: dict[tuple[Any, ...], Any] = {}
 
     def coords(self, tile: int) -> tuple[int, ...]:
-        return tuple(int(x) for x in np.unravel_index(tile, self.grid)) if self.grid else ()
+        """The grid coordinates of linear tile id `tile`: dimension 0 varies fastest
+        (spec execution.md#the-grid, as ktir-cpu numbers tiles)."""
+        return tuple(int(x) for x in np.unravel_index(tile, self.grid, order="F")) if self.grid else ()
 
     def local(self, tile: int) -> Allocation:
         alloc = self.locals[tile]
@@ -98,13 +100,14 @@ class Machine:
             raise fail("memory-limit", f"{what} needs {n} bytes (limit {self.options.max_value_bytes})")
 
 
-def _row_major(grid: tuple[int, ...]) -> tuple[int, ...]:
+def _tile_strides(grid: tuple[int, ...]) -> tuple[int, ...]:
+    """What one step along each grid dimension adds to the linear tile id (dimension 0 fastest)."""
     out = []
     acc = 1
-    for g in reversed(grid):
+    for g in grid:
         out.append(acc)
         acc *= g
-    return tuple(reversed(out))
+    return tuple(out)
 
 
 class TileContext:

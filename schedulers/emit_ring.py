@@ -1,7 +1,7 @@
 """Emit the ring matmul: A's row blocks passed from tile to neighbour tile around groups of the ring.
 
-Grid [gm, g]: the g tiles of row group i (linear ids i g .. i g + g - 1, consecutive on the
-ring) share A's rows [i bm, (i+1) bm) (bm = M / gm); tile j of the group owns C's columns
+Grid [g, gm] (tile coordinates (j, i); dimension 0 varies fastest in the linear tile id): the g
+tiles of row group i (linear ids i g .. i g + g - 1, consecutive on the ring) share A's rows [i bm, (i+1) bm) (bm = M / gm); tile j of the group owns C's columns
 [j Nt, (j+1) Nt) (Nt = N / g) and computes them in blocks of bn columns, each in an f32
 accumulator of bm x bn.
 
@@ -72,8 +72,9 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     A = {n: b.alias(f"sched_{n}", v) for n, v in sets.items()}
     part_t = ty.tensor((bm, kp), ta)
     fut_t = ty.TileFutureType(partial_types=(part_t,), groups=A["groups"])
-    with b.func(k.name, arguments(b, fn), grid=[gm, g]) as params:
-        c, zero, ti, tj, views = prologue(b, A, k, params, (
+    # grid [g, gm]: the g tiles of a ring group differ in dimension 0, so their linear ids are consecutive
+    with b.func(k.name, arguments(b, fn), grid=[g, gm]) as params:
+        c, zero, tj, ti, views = prologue(b, A, k, params, (
             ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm),
             *((f"rc{tag}", rc) for tag, rc in rcs.items()), ("nt", nt), ("nfull", nt - rest)))
         m = b.arith.muli(ti, c["bm"], name="sc_m")

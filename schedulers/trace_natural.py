@@ -118,11 +118,12 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work:
 
 
 def _coords(tile: int, grid: list[int]) -> list[int]:
+    """The coordinates of linear tile id `tile`, dimension 0 fastest (as the interpreter numbers tiles)."""
     out = []
-    for g in reversed(grid):
+    for g in grid:
         out.append(tile % g)
         tile //= g
-    return list(reversed(out))
+    return out
 
 
 def _tile_trips(E: int, g: int, b: int, coord: int) -> int:

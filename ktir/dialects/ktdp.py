@@ -7,6 +7,7 @@ from ktir.dialects.constraints import (
     AFFINE_MAP,
     ANY,
     DENSE_I64_ARRAY,
+    I64,
     INDEX,
     INT_OR_INDEX,
     INTEGER_SET,
@@ -42,16 +43,26 @@ OPS: tuple[OpDef, ...] = (
         cost=CostClass.FREE,
         summary="The coordinates of the executing compute tile in the grid.",
         description=(
-            "Returns one `index` per dimension of the enclosing function's `grid`, the"
-            " coordinates of the compute tile executing this instance of the kernel."
+            "Returns the coordinates of the compute tile executing this instance of the kernel in the"
+            " enclosing function's `grid`: result `k` is the coordinate along grid dimension `k`, so fewer"
+            " results than the grid's rank give the leading coordinates (upstream's meaning: on a grid"
+            " `[32, 1]`, one result is the coordinate along dimension 0). With the integer attribute"
+            " `dim = k` (written by ktir-cpu's Triton lowering), the one result is the coordinate along"
+            " dimension `k`."
         ),
         results=(Result("ids", INDEX, variadic=True),),
+        attributes=(Attr("dim", I64, optional=True),),
         traits=frozenset({PURE}),
         constraints=constraints(
             "There is at least one result and every result has type `index`.",
-            "The number of results equals the rank of the enclosing function's `grid` (default `[1]`).",
+            "The number of results is at most the rank of the enclosing function's `grid` (default `[1]`).",
+            "With `dim`, there is exactly one result and `0 <= dim <` the rank of the grid.",
         ),
-        examples=("%id = ktdp.get_compute_tile_id : index", "%i:2 = ktdp.get_compute_tile_id : index, index"),
+        examples=(
+            "%id = ktdp.get_compute_tile_id : index",
+            "%i:2 = ktdp.get_compute_tile_id : index, index",
+            "%j = ktdp.get_compute_tile_id {dim = 1} : index",
+        ),
     ),
     OpDef(
         name="ktdp.construct_memory_view",
@@ -220,6 +231,9 @@ OPS: tuple[OpDef, ...] = (
             "Producer groups are pairwise disjoint.",
             "The future has exactly one use.",
             "Every producer is claimed by some consumer.",
+            "`producer_tiles_per_group` has one dimension (the tile id `i`) and one symbol (the group index `g`).",
+            "The future's `groups` set has one dimension (`g`) and no symbols, and its partial types are one or more"
+            " ranked tensor types.",
         ),
     ),
     OpDef(
@@ -246,6 +260,9 @@ OPS: tuple[OpDef, ...] = (
             "The result types equal the future's partial types.",
             "Declared dependencies are real producers.",
             "Each consumer tile has exactly one source.",
+            "`consumer_tiles_per_group` has one dimension (the tile id `i`) and one symbol (the group index `g`).",
+            "`producer_dependency_per_consumer`, when given, has one dimension (the producer tile id `p`) and one"
+            " symbol (`c`, the consumer tile id) or two (`c`, `g`).",
         ),
     ),
     OpDef(
@@ -269,6 +286,9 @@ OPS: tuple[OpDef, ...] = (
             "Declared dependencies are real producers.",
             "There is one identity operand per partial type, of that type, and the combiner's 2N arguments have the"
             " partial types (left values, then right values).",
+            "`consumer_tiles_per_group` has one dimension (the tile id `i`) and one symbol (the group index `g`).",
+            "`producer_dependency_per_consumer`, when given, has one dimension (the producer tile id `p`) and one"
+            " symbol (`c`, the consumer tile id) or two (`c`, `g`).",
         ),
     ),
     OpDef(

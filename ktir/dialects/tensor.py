@@ -139,8 +139,10 @@ OPS: tuple[OpDef, ...] = (
         attributes=(Attr("reassociation", array_of(array_of(I64))), Attr("static_output_shape", DENSE_I64_ARRAY)),
         traits=frozenset({PURE}),
         constraints=constraints(
-            "The reassociation groups partition the result's dimensions in order, one group per source dimension.",
-            "Each source dimension equals the product of its group's result dimensions.",
+            "The reassociation groups partition the result's dimensions in order, one group per source dimension"
+            " (a rank-0 source has the empty reassociation `[]`).",
+            "Each source dimension equals the product of its group's result dimensions; from rank 0, every result"
+            " dimension is 1.",
             "`output_shape` has one entry per result dimension.",
         ),
     ),
@@ -154,8 +156,10 @@ OPS: tuple[OpDef, ...] = (
         attributes=(Attr("reassociation", array_of(array_of(I64))),),
         traits=frozenset({PURE}),
         constraints=constraints(
-            "The reassociation groups partition the source's dimensions in order, one group per result dimension.",
-            "Each result dimension equals the product of its group's source dimensions.",
+            "The reassociation groups partition the source's dimensions in order, one group per result dimension"
+            " (a rank-0 result has the empty reassociation `[]`).",
+            "Each result dimension equals the product of its group's source dimensions; to rank 0, every source"
+            " dimension is 1.",
         ),
     ),
     OpDef(

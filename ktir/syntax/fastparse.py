@@ -1630,14 +1630,16 @@ class _Parser:
         c.append(self.b.results_types([types]))
 
     def short_body_opt(self, c: list[Any]) -> None:
-        """("{" (OP_BINARY | OP_UNARY | OP_TERNARY) "}")?"""
+        """("{" (OP_BINARY | OP_UNARY | OP_TERNARY) attr_dict? "}")?"""
         if self.V[self.i] != "{":
             return
         self.i += 1
         opdef = SPELLINGS.get(self.V[self.i]) if self.K[self.i] == "word" else None
         if opdef is None or opdef.format not in ("BINARY", "UNARY", "TERNARY"):
             raise Fallback
-        c.append(self.b.short_body([self.tok("OP_" + opdef.format)]))
+        inner: list[Any] = [self.tok("OP_" + opdef.format)]
+        self.attr_dict_opt(inner)  # MLIR 22: `{ arith.addi {overflowFlags = #arith.overflow<none>} }`
+        c.append(self.b.short_body(inner))
         self.expect("}")
 
     def explicit_body_opt(self, c: list[Any]) -> None:

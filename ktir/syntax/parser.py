@@ -60,7 +60,7 @@ from ktir.syntax.limits import (
     literal_digits_error,
     text_nesting,
 )
-from ktir.syntax.mlir_generic import default_indexing_maps, from_mlir, memory_space_from_string
+from ktir.syntax.mlir_generic import NAMED_OP, default_indexing_maps, from_mlir, memory_space_from_string
 
 # Block-argument names of the short `{ arith.addf }` bodies of linalg.map/reduce.
 SHORT_BODY_RESULT = "%__0"
@@ -1408,7 +1408,21 @@ class _Builder:
         # the maps an op takes by default are no maps (MLIR prints them only when not)
         if "indexing_maps" in cl and cl["indexing_maps"] != default_indexing_maps(SPELLINGS[tok.value].name):
             attrs["indexing_maps"] = cl["indexing_maps"]
-        return self._op(tok, operands, types, list(cl.get("results", [])), attrs)
+        op = self._op(tok, operands, types, list(cl.get("results", [])), attrs)
+        if NAMED_OP in attrs:
+            self._named_op(op)
+        return op
+
+    def _named_op(self, op: Operation) -> None:
+        """MLIR's custom print of `ktir fmt --generic`'s transposed matmul: linalg.matmul with
+        the transposing maps (often as `#map` aliases) and `{ktir.named_op = "..."}` is KTIR's op."""
+        maps = op.attributes.get("indexing_maps")
+        if isinstance(maps, at.ArrayAttr):
+            op.attributes["indexing_maps"] = at.ArrayAttr(elements=tuple(
+                self.alias_values.get(e.name, e) if isinstance(e, at.AttrAliasRef) else e for e in maps.elements))
+        from_mlir(op)
+        if "indexing_maps" in op.attributes and maps is not None:
+            op.attributes["indexing_maps"] = maps  # not KTIR's op: the maps stay as written
 
     def linalg_generic_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1418,8 +1432,9 @@ class _Builder:
         region = next(x for x in c if isinstance(x, Region))
         return self._op(tok, operands, types, list(cl.get("results", [])), attrs, [region])
 
-    def short_body(self, c: list[Tok]) -> C:
-        return C("short", c[0])
+    def short_body(self, c: list[Any]) -> C:
+        attrs = dict(c[1].value) if len(c) > 1 else {}
+        return C("short", (c[0], attrs))
 
     def explicit_body(self, c: list[Any]) -> C:
         params: list[BlockArgument] = c[0].value if len(c) > 1 else []
@@ -1432,8 +1447,11 @@ class _Builder:
     def _tensor_results(self, out_types: list[Type]) -> list[Type]:
         return [t for t in out_types if isinstance(t, ty.TensorType)]
 
-    def _short_region(self, short: Tok, in_types: list[Type], out_types: list[Type], n_ins: int) -> Region:
-        """Build the body MLIR builds for `{ arith.addf }`: block args, the op, linalg.yield."""
+    def _short_region(self, short_body: tuple[Tok, dict[str, Attribute]], in_types: list[Type], out_types: list[Type],
+                      n_ins: int) -> Region:
+        """Build the body MLIR builds for `{ arith.addf }` (or `{ arith.addi {overflowFlags = ...} }`):
+        block args, the op with the attributes, linalg.yield."""
+        short, short_attrs = short_body
         if not out_types:
             # the op's result is the element of the (first) output: none, no body to build
             raise _err(short, f"the short body `{{ {short.value} }}` needs an output in `outs(...)`")
@@ -1443,7 +1461,9 @@ class _Builder:
         args += [BlockArgument(name=short_body_init(i), type=t) for i, t in enumerate(elem_out[: len(out_types)])]
         # map applies the op to the inputs; reduce to (init, inputs...), as MLIR 22 builds it
         operand_args = [args[-1], *args[:-1]] if n_ins < 0 else args[:n_ins]
-        inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]])
+        inner = self._op(short, [a.name for a in operand_args], [a.type for a in operand_args], [elem_out[0]],
+                         dict(short_attrs))
+        from_mlir(inner)  # `#arith.overflow<none>` is the custom form's absent flag
         inner.results = [SHORT_BODY_RESULT]
         inner.loc = None  # part of the short form's text, not an op of its own
         yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])

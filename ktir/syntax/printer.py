@@ -799,8 +799,12 @@ def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))
 
 
+_SHORT_BODY_ATTRS = frozenset({"fastmath", "overflowFlags"})
+
+
 def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
-    """The op name if the body is exactly what `{ op }` builds, else None. MLIR 22 gives
+    """The op name (with its flags, `arith.addf {fastmath = #arith.fastmath<fast>}`, as MLIR 22
+    prints them) if the body is exactly what `{ op }` builds, else None. MLIR 22 gives
     the body the inputs and the init; map applies the op to the inputs, reduce to
     (init, inputs...)."""
     if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
@@ -819,14 +823,14 @@ def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
         or inner_def is None
         or inner_def.format not in ("BINARY", "UNARY", "TERNARY")
         or inner.operands != operands
-        or inner.attributes
+        or not set(inner.attributes) <= _SHORT_BODY_ATTRS
         or inner.results != [SHORT_BODY_RESULT]
         or yield_op.name != "linalg.yield"
         or yield_op.operands != [SHORT_BODY_RESULT]
         or yield_op.attributes
     ):
         return None
-    return inner.name
+    return inner.name + _opt_dict(inner.attributes)
 
 
 def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:

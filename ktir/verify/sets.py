@@ -161,7 +161,13 @@ def _view_domain(check: Check, view: str, model: Model, coords: list[str]) -> li
         if cset is not None:
             cset = check.v.rattr(cset)
             if isinstance(cset, at.IntegerSetAttr):
-                return isl_constraints(cset.value, coords, dyn_sizes)
+                iset = cset.value
+                if iset.num_dims != len(coords) or iset.num_symbols > len(dyn_sizes):
+                    return None  # a set of the wrong rank (construct_memory_view.C5 reports it on the view)
+                try:
+                    return isl_constraints(iset, coords, dyn_sizes[: iset.num_symbols])
+                except NotAffine:
+                    return None
         dyn_iter = iter(dyn_sizes)
         return [f"0 <= {c} < {next(dyn_iter) if v == KDYNAMIC else v}" for c, v in zip(coords, sizes.values, strict=True)]
     if isinstance(vtype, ty.MemRefType | ty.TensorType) and len(vtype.shape) == len(coords) and all(d is not None for d in vtype.shape):

@@ -2,7 +2,7 @@
 
 Semantics (upstream design `docs/inter-tile-communication.md`, summarised in README.md):
 
-- Tile ids in the `(i)[g]` sets are *linear* tile ids (row-major over the grid).
+- Tile ids in the `(i)[g]` sets are *linear* tile ids (dimension 0 of the grid varies fastest).
 - Every tile executes `inter_tile_produce`; the k-th execution on each tile is instance k
   of the future. Tiles in `producer_tiles_per_group(g)` for a group g of the future's
   `groups` run the body with `%gid = g` and post their partial values; the post closes

@@ -36,15 +36,19 @@ from .common import check_shape, dims_text, element, int_array, mixed, resolve_m
 def tile_id(c: FuncCompiler, op: Operation) -> OpFn:
     res = c.result_slots(op)
     grid = func_grid(c)
-    if len(res) != len(grid):
+    # result k is the coordinate along grid dimension k (fewer results: the leading ones);
+    # `dim = k` asks for dimension k alone (spec: execution.md#the-grid)
+    dim = c.attr(op, "dim")
+    axes = [int(dim.value)] if isinstance(dim, at.IntegerAttr) else list(range(len(res)))
+    if len(res) != len(axes) or any(not 0 <= a < len(grid) for a in axes):
         raise CompileError(
             f"ktdp.get_compute_tile_id has {len(res)} result(s) but the grid {list(grid)} has rank {len(grid)}", op
         )
 
     def run(fr: list[Any]) -> None:
         coords = fr[0].coords
-        for r, v in zip(res, coords, strict=True):
-            fr[r] = v
+        for r, a in zip(res, axes, strict=True):
+            fr[r] = coords[a]
 
     return run
 
@@ -94,10 +98,12 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
     space, ct_id = _space(c, op)
     cset = _set(c, op, "coordinate_set", "the view's coordinate_set")
     rank = len(sizes[0])
-    if cset is not None and (cset.nd != rank or cset.ns != len(dyn_sizes)):
+    if cset is not None and (cset.nd != rank or cset.ns > len(dyn_sizes)):
         raise CompileError(
             f"coordinate_set has {cset.nd} dims and {cset.ns} symbols; the view has rank {rank} and "
             f"{len(dyn_sizes)} dynamic sizes", op)
+    # the set's symbols bind to the first dynamic sizes, left to right (construct_memory_view.C5)
+    set_syms = dyn_sizes[: cset.ns] if cset is not None else []
     type_shape = t.shape
     geometries: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (sizes, strides, set symbols) -> view geometry
 
@@ -109,7 +115,7 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
         offset = int(fr[off])
         sz = tuple(resolve_mixed(*sizes, fr))
         st = tuple(resolve_mixed(*strides, fr))
-        csyms = tuple(int(fr[s]) for s in dyn_sizes)
+        csyms = tuple(int(fr[s]) for s in set_syms)
         # a view depends only on these (and on the tile for a scratchpad of its own): made and
         # checked once per run, shared by the tiles and the iterations that make it again
         ckey = (token, offset, sz, st, csyms, ctx.tile if space != "global" and ct_id is None else None)

@@ -223,7 +223,8 @@ def insert_slice(c: FuncCompiler, op: Operation) -> OpFn:
         region = _region(o, s, st, d.shape)
         value = fr[src]
         if type(value) is Uninit:
-            raise fail("undefined", "inserts the unspecified contents of a tensor.empty")
+            raise fail("undefined", "inserts the unspecified contents of a tensor.empty; `ktir run --lenient`"
+                                    " (run(..., strict=False)) reads them as zeros, as ktir-cpu does")
         fr[target] = _insert_into(d, region, np.reshape(value, s))
 
     return run
@@ -243,6 +244,8 @@ def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
     def run(fr: list[Any]) -> None:
         arr = fr[src]
         shape = tuple(int(math.prod([arr.shape[i] for i in g])) for g in groups)
+        if not groups and arr.size != 1:  # a collapse to rank 0 (`[]`) of dynamic dimensions that are not all 1
+            raise fail("type", f"cannot collapse {dims_text(arr.shape)} into a rank-0 tensor (one element)")
         fr[r] = arr.reshape(shape)
 
     return run

@@ -30,7 +30,15 @@ def tile_id(check: Check) -> None:
         check.fail("C1", "get_compute_tile_id returns at least one value, all of type index")
         return
     rank = len(check.v.grid)
-    if len(ids) != rank:
+    dim = check.attr("dim")
+    if dim is not None:
+        dim = check.v.rattr(dim)
+        if not isinstance(dim, at.IntegerAttr) or len(ids) != 1 or not 0 <= dim.value < rank:
+            found = f"dim = {dim.value}" if isinstance(dim, at.IntegerAttr) else "a dim that is not an integer"
+            check.fail("C3", f"with dim, get_compute_tile_id returns one coordinate along a dimension of the grid"
+                             f" {list(check.v.grid)} (0 <= dim < {rank}); found {found} and {len(ids)} result(s)")
+        return
+    if len(ids) > rank:
         check.fail("C2", f"the grid has rank {rank} ({list(check.v.grid)}) but {len(ids)} tile ids are requested")
 
 
@@ -270,7 +278,44 @@ def produce(check: Check) -> None:
         yielded = [check.v.rtype(x) for x in last.operand_types]
         if yielded != list(future.partial_types):
             check.fail("C2", f"the body yields ({', '.join(t(x) for x in yielded)}) but the future's partial types are ({', '.join(t(x) for x in future.partial_types)})")
-    sets.check_produce(check, future)
+    producers_ok = _set_structure(check, "producer_tiles_per_group", "C6", "the tile id i", (1,), "the group index g")
+    if _future_structure(check, future, "C7") and producers_ok:
+        sets.check_produce(check, future)
+
+
+def _set_structure(check: Check, name: str, cid: str, dim: str, symbols: tuple[int, ...], meaning: str) -> bool:
+    """An inter-tile set attribute has one dimension (`dim`) and one of the allowed symbol
+    counts; upstream's verifier checks the same. True when it does (or is absent)."""
+    attr = check.attr(name)
+    if attr is None:
+        return True
+    iset = _int_set(check.v.rattr(attr))
+    if iset is None:
+        check.fail(cid, f"{name} must be an affine_set")
+        return False
+    allowed = " or ".join(str(n) for n in symbols)
+    if iset.num_dims != 1 or iset.num_symbols not in symbols:
+        check.fail(cid, f"{name} must have one dimension ({dim}) and {allowed} symbol{'s' if symbols != (1,) else ''}"
+                        f" ({meaning}), found {iset.num_dims} dimension(s) and {iset.num_symbols} symbol(s)")
+        return False
+    return True
+
+
+def _future_structure(check: Check, future: ty.TileFutureType, cid: str) -> bool:
+    """A tile future's groups set is `(g)` without symbols and its partials are ranked tensors."""
+    groups = _int_set(check.v.rattr(future.groups)) if future.groups is not None else None
+    ok = True
+    if groups is None or groups.num_dims != 1 or groups.num_symbols != 0:
+        found = f"{groups.num_dims} dimension(s) and {groups.num_symbols} symbol(s)" if groups else "no affine_set"
+        check.fail(cid, f"the future's groups set must have one dimension (g) and no symbols, found {found}")
+        ok = False
+    partials = [check.v.rtype(x) for x in future.partial_types]
+    wrong = [x for x in partials if not isinstance(x, ty.TensorType)]
+    if not partials or wrong:
+        what = f"{t(wrong[0])} is not" if wrong else "there are none; they must be one or more"
+        check.fail(cid, f"the future's partial types must be ranked tensors: {what}" + (" a ranked tensor" if wrong else ""))
+        ok = False
+    return ok
 
 
 @rule("ktdp.inter_tile_consume")
@@ -279,7 +324,15 @@ def consume(check: Check) -> None:
     if future is None or list(future.partial_types) != check.result_types_of("results"):
         check.fail("C1", "the results must have the future's partial types")
         return
-    sets.check_consume(check, future)
+    if _delivery_structure(check, "C4", "C5"):
+        sets.check_consume(check, future)
+
+
+def _delivery_structure(check: Check, consumers: str, deps: str) -> bool:
+    """The consumer and dependency sets of a delivery op have upstream's shapes: (i)[g] and (p)[c] or (p)[c, g]."""
+    ok = _set_structure(check, "consumer_tiles_per_group", consumers, "the tile id i", (1,), "the group index g")
+    return _set_structure(check, "producer_dependency_per_consumer", deps, "the producer tile id p", (1, 2),
+                          "the consumer tile id c, then optionally the group index g") and ok
 
 
 @rule("ktdp.inter_tile_reduce")
@@ -290,7 +343,8 @@ def reduce_(check: Check) -> None:
         return
     _combiner(check, future, "C2")
     _identity(check, future, "C6")
-    sets.check_reduce(check, future)
+    if _delivery_structure(check, "C7", "C8"):
+        sets.check_reduce(check, future)
 
 
 def _identity(check: Check, future: ty.TileFutureType, cid: str) -> None:

@@ -162,6 +162,13 @@ def _groups(check: Check) -> list[list[int]] | None:
 
 def _reshape(check: Check, big: tuple[int | None, ...], small: tuple[int | None, ...]) -> None:
     groups = _groups(check)
+    if groups == [] and not small:
+        # to or from rank 0 (MLIR writes `[]`): the one element is the only one, so every other
+        # dimension is 1 (MLIR 22 checks nothing here; spec/differences.md)
+        wrong = next((i for i, d in enumerate(big) if d is not None and d != 1), None)
+        if wrong is not None:
+            check.fail("C2", f"a reshape to or from rank 0 needs dimensions of size 1, but dimension {wrong} is {big[wrong]}")
+        return
     flat = [i for g in groups or [] for i in g]
     if groups is None or flat != list(range(len(big))) or len(groups) != len(small):
         check.fail("C1", f"the reassociation must group the {len(big)} dimensions, in order, into {len(small)} groups")
