@@ -208,7 +208,8 @@ def split(block: Block, mark: Mark) -> Split | str:
             users[d].add(k)
     while True:
         fresh = {k for k, n in enumerate(nodes) if k not in gone and n.deps & gone}
-        fresh |= {k for k, n in enumerate(nodes) if k not in gone and n.op.results and users[k]
+        # producers whose every user went (the kept op may lose its users: it stays)
+        fresh |= {k for k, n in enumerate(nodes) if k not in gone and k not in keep and n.op.results and users[k]
                   and users[k] <= gone}
         if not fresh:
             break

@@ -22,12 +22,13 @@ from pathlib import Path
 
 from conformance.gen.draft import Draft
 from conformance.gen.split import Block, Mark, Split, blocks, extent, split
+from conformance.regen import DraftError
 
 ROOT = Path(__file__).resolve().parents[2]
 INVALID = ROOT / "tests" / "verify" / "invalid"
 
 
-class SplitMismatch(Exception):
+class SplitMismatch(DraftError):
     """A split program on which the reference verifier does not report exactly its one error."""
 
 
@@ -59,17 +60,16 @@ def _marks(path: Path) -> Iterator[tuple[Block, Mark]]:
                 yield block, mark
 
 
-def splits() -> Iterator[tuple[Path, Block, Mark, Split | str]]:
+def splits(directory: Path = INVALID) -> Iterator[tuple[Path, Block, Mark, Split | str]]:
     """Every error mark of every negative test with its single-violation program (or why none)."""
-    for path in sorted(INVALID.glob("*.ktir")):
+    for path in sorted(directory.glob("*.ktir")):
         for block, mark in _marks(path):
             yield path, block, mark, split(block, mark)
 
 
-def unsplit() -> list[Unsplit]:
+def unsplit(directory: Path = INVALID) -> list[Unsplit]:
     """The marks left out of the level: each shares its op with another violation."""
-    return [Unsplit(f"{p.relative_to(ROOT)}:{b.start + m.target}", m.id, r)
-            for p, b, m, r in splits() if isinstance(r, str)]
+    return [Unsplit(f"{p.name}:{b.start + m.target}", m.id, r) for p, b, m, r in splits(directory) if isinstance(r, str)]
 
 
 def check(text: str, rule: str, line: int, fragment: str, name: str) -> int:
@@ -86,12 +86,12 @@ def check(text: str, rule: str, line: int, fragment: str, name: str) -> int:
     return errors[0].column
 
 
-def validation_cases() -> Iterator[Draft]:
+def validation_cases(directory: Path = INVALID) -> Iterator[Draft]:
     seen: set[str] = set()
-    for path, block, mark, result in splits():
+    for path, block, mark, result in splits(directory):
         if isinstance(result, str):
             continue
-        where = f"tests/verify/invalid/{path.name}:{block.start + mark.target}"
+        where = f"{path.name}:{block.start + mark.target}"
         function = result.function or "module"
         case_id = f"validation.{_slug(path.stem)}.{_slug(function)}.{mark.id}.{op_key(block, mark)}"
         if case_id in seen:
