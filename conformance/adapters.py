@@ -115,7 +115,7 @@ class CommandAdapter:
     Exit status: 0 accepted / ran (outputs written), 1 rejected (diagnostics on stdout or
     stderr, as `FILE:LINE:COL: error[ID]: message` lines or JSON objects with an `id` and a
     `line`: conformance.reported), 77 not supported, anything else an error.
-    KTIR_CONFORMANCE_PROTOCOL gives the protocol version the runner speaks (2: lines wanted).
+    KTIR_CONFORMANCE_PROTOCOL_VERSION gives the protocol version the runner speaks (2: lines wanted).
     """
 
     template: str
@@ -132,7 +132,7 @@ class CommandAdapter:
             function=shlex.quote(function or ""), mode=mode,
         )
         env = dict(os.environ, KTIR_CONFORMANCE_MODE=mode, KTIR_CONFORMANCE_FUNCTION=function or "",
-                   KTIR_CONFORMANCE_PROTOCOL=str(PROTOCOL))
+                   KTIR_CONFORMANCE_PROTOCOL_VERSION=str(PROTOCOL))
         # its own session, so that a timeout kills the whole pipeline the shell started
         proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)
@@ -204,7 +204,7 @@ class PersistentCommandAdapter:
             self._tmp = Path(tempfile.mkdtemp(prefix="ktir-conf-serve-"))
         if self._log is None:
             self._log = open(self._tmp / "stderr.log", "w+", encoding="utf-8")  # noqa: SIM115 - lives as long as the adapter
-        env = dict(os.environ, KTIR_CONFORMANCE_PROTOCOL="persistent")
+        env = dict(os.environ, KTIR_CONFORMANCE_PROTOCOL="persistent", KTIR_CONFORMANCE_PROTOCOL_VERSION=str(PROTOCOL))
         self._proc = subprocess.Popen(self.command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True, env=env, start_new_session=True, bufsize=1)
         return self._proc
