@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import shlex
 import subprocess
 import tempfile
@@ -30,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from conformance.reported import PROTOCOL, Reported, coerce_all, errors, from_text
 from conformance.values import read_npz, write_npz
 
 EXIT_OK, EXIT_REJECTED, EXIT_NOT_SUPPORTED = 0, 1, 77
@@ -45,11 +45,24 @@ class AdapterError(Exception):
 
 @dataclass
 class CheckResult:
-    """What an implementation says about a program without running it."""
+    """What an implementation says about a program without running it.
+
+    `diagnostics` holds what it reported: `Reported` objects (or dicts, or objects with `id`,
+    `line`, `column`, `severity` attributes) carrying the line each points at, which the
+    validation level needs (adapter protocol 2), or bare ID strings (protocol 1: enough for
+    the syntax level, not for validation cases). Warnings and notes may be included; only
+    errors count."""
 
     accepted: bool = True
-    diagnostics: list[str] = field(default_factory=list)  # IDs of the errors reported
+    diagnostics: list[Any] = field(default_factory=list)
     printed: str | None = None  # the program printed back, when the implementation prints
+
+    def reported(self) -> list[Reported]:
+        """Every diagnostic, in one shape."""
+        return coerce_all(self.diagnostics)
+
+    def errors(self) -> list[Reported]:
+        return errors(self.diagnostics)
 
 
 @runtime_checkable
@@ -59,7 +72,7 @@ class Adapter(Protocol):
     name: str
 
     def check(self, source: str, filename: str) -> CheckResult:
-        """Parse and verify `source`; report acceptance and the IDs of the errors found."""
+        """Parse and verify `source`; report acceptance and the errors found, with their lines."""
         ...
 
     def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
@@ -78,9 +91,10 @@ class ReferenceAdapter:
         from ktir.verify import validate_text
 
         module, diagnostics = validate_text(source, filename)
-        errors = [d.id for d in diagnostics if d.severity == "error"]
+        reported = [Reported(id=d.id, line=d.line, column=d.column, severity=d.severity, message=d.message)
+                    for d in diagnostics]
         printed = print_module(module) if module is not None else None
-        return CheckResult(accepted=not errors, diagnostics=errors, printed=printed)
+        return CheckResult(accepted=not any(d.severity == "error" for d in diagnostics), diagnostics=reported, printed=printed)
 
     def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
         import reference_interp
@@ -91,9 +105,6 @@ class ReferenceAdapter:
         return {k: np.asarray(v) for k, v in result.outputs.items()}
 
 
-_ID = re.compile(r"error\[([^\]\s]+)\]")
-
-
 @dataclass
 class CommandAdapter:
     """An external program run once per case (the subprocess contract).
@@ -101,8 +112,10 @@ class CommandAdapter:
     The template's placeholders `{ktir}`, `{inputs}`, `{outputs}`, `{function}` and `{mode}`
     are replaced by (quoted) paths and names. Environment: KTIR_CONFORMANCE_MODE is `check`
     or `run`, KTIR_CONFORMANCE_FUNCTION the function to run (empty for the only one).
-    Exit status: 0 accepted / ran (outputs written), 1 rejected (diagnostics `error[ID]` or
-    JSON objects with an `id` on stdout or stderr), 77 not supported, anything else an error.
+    Exit status: 0 accepted / ran (outputs written), 1 rejected (diagnostics on stdout or
+    stderr, as `FILE:LINE:COL: error[ID]: message` lines or JSON objects with an `id` and a
+    `line`: conformance.reported), 77 not supported, anything else an error.
+    KTIR_CONFORMANCE_PROTOCOL_VERSION gives the protocol version the runner speaks (2: lines wanted).
     """
 
     template: str
@@ -118,7 +131,8 @@ class CommandAdapter:
             ktir=shlex.quote(str(ktir_path)), inputs=shlex.quote(str(in_path)), outputs=shlex.quote(str(out_path)),
             function=shlex.quote(function or ""), mode=mode,
         )
-        env = dict(os.environ, KTIR_CONFORMANCE_MODE=mode, KTIR_CONFORMANCE_FUNCTION=function or "")
+        env = dict(os.environ, KTIR_CONFORMANCE_MODE=mode, KTIR_CONFORMANCE_FUNCTION=function or "",
+                   KTIR_CONFORMANCE_PROTOCOL_VERSION=str(PROTOCOL))
         # its own session, so that a timeout kills the whole pipeline the shell started
         proc = subprocess.Popen(command, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)
@@ -132,19 +146,6 @@ class CommandAdapter:
             raise
         return proc.returncode, out + "\n" + err, tmp
 
-    @staticmethod
-    def _ids(text: str) -> list[str]:
-        ids = _ID.findall(text)
-        for line in text.splitlines():
-            if line.startswith("{"):
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(obj, dict) and obj.get("severity", "error") == "error" and "id" in obj:
-                    ids.append(str(obj["id"]))
-        return ids
-
     def _status(self, code: int, text: str) -> None:
         if code == EXIT_NOT_SUPPORTED:
             raise NotSupported(_tail(text) or "the command exited 77 (not supported)")
@@ -155,7 +156,7 @@ class CommandAdapter:
         code, text, tmp = self._call("check", source, None, {})
         _cleanup(tmp)
         self._status(code, text)
-        return CheckResult(accepted=code == EXIT_OK, diagnostics=self._ids(text) if code == EXIT_REJECTED else [])
+        return CheckResult(accepted=code == EXIT_OK, diagnostics=from_text(text) if code == EXIT_REJECTED else [])
 
     def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
         code, text, tmp = self._call("run", source, function, inputs)
@@ -180,11 +181,12 @@ class PersistentCommandAdapter:
     persistent protocol of docs/guides/conformance.md.
 
     The runner writes one JSON request per line to the program's stdin,
-    `{"id", "mode", "ktir", "inputs", "outputs", "function"}` (paths of the same files as the
-    per-case contract), and reads one JSON response per line from its stdout,
+    `{"id", "protocol", "mode", "ktir", "inputs", "outputs", "function"}` (paths of the same
+    files as the per-case contract), and reads one JSON response per line from its stdout,
     `{"id", "status", "diagnostics", "message"}` with `status` 0, 1 or 77 as the per-case exit
-    statuses. The program exits when its stdin closes. A program that dies or times out is
-    restarted for the next case.
+    statuses and `diagnostics` objects `{"id", "line", "column", "severity"}` (protocol 2) or
+    bare IDs (protocol 1); schema/adapter.schema.json. The program exits when its stdin
+    closes. A program that dies or times out is restarted for the next case.
     """
 
     command: str
@@ -202,7 +204,7 @@ class PersistentCommandAdapter:
             self._tmp = Path(tempfile.mkdtemp(prefix="ktir-conf-serve-"))
         if self._log is None:
             self._log = open(self._tmp / "stderr.log", "w+", encoding="utf-8")  # noqa: SIM115 - lives as long as the adapter
-        env = dict(os.environ, KTIR_CONFORMANCE_PROTOCOL="persistent")
+        env = dict(os.environ, KTIR_CONFORMANCE_PROTOCOL="persistent", KTIR_CONFORMANCE_PROTOCOL_VERSION=str(PROTOCOL))
         self._proc = subprocess.Popen(self.command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True, env=env, start_new_session=True, bufsize=1)
         return self._proc
@@ -228,7 +230,7 @@ class PersistentCommandAdapter:
         if mode == "run":
             write_npz(in_path, {k: np.asarray(v) for k, v in inputs.items()})
         self._next += 1
-        request = {"id": self._next, "mode": mode, "ktir": str(ktir_path), "inputs": str(in_path) if mode == "run" else None,
+        request = {"id": self._next, "protocol": PROTOCOL, "mode": mode, "ktir": str(ktir_path), "inputs": str(in_path) if mode == "run" else None,
                    "outputs": str(out_path) if mode == "run" else None, "function": function}
         try:
             proc.stdin.write(json.dumps(request) + "\n")
@@ -275,8 +277,9 @@ class PersistentCommandAdapter:
     def check(self, source: str, filename: str) -> CheckResult:
         response = self._request("check", source, None, {})
         code = self._status(response)
-        ids = [str(i) for i in response.get("diagnostics") or []]
-        return CheckResult(accepted=code == EXIT_OK, diagnostics=ids if code == EXIT_REJECTED else [])
+        listed = response.get("diagnostics") or []
+        found = coerce_all(listed if isinstance(listed, list) else [])
+        return CheckResult(accepted=code == EXIT_OK, diagnostics=found if code == EXIT_REJECTED else [])
 
     def run(self, source: str, filename: str, function: str | None, inputs: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
         response = self._request("run", source, function, inputs)

@@ -62,6 +62,10 @@ class Case(_Strict):
     expect: Literal["run", "accept", "reject"] = Field(description="run and compare; accept as valid; reject with `diagnostic`")
     function: str | None = Field(None, description="function to run (when the module has more than one)")
     diagnostic: str | None = Field(None, description="for `reject`: the diagnostic ID that must be reported (`syntax`, `ktdp.load.C1`)")
+    line: int | None = Field(None, description="for `reject` with a line: the program's one violation is there; the error "
+                             "must be reported at this line and no error elsewhere (spec/conformance.md)")
+    column: int | None = Field(None, description="for `reject` with a line: the column where the violating op begins "
+                               "(informative, not judged)")
     args: list[ArgSpec] = Field(default_factory=list, description="kernel arguments, in any order")
     outputs: list[OutputSpec] = Field(default_factory=list, description="compared outputs")
     golden: RelativePath | None = Field(None, description="for `run`: the golden .npz, relative to the suite root")

@@ -59,7 +59,7 @@ def to_case(d: Draft) -> Case:
         ops = []
     dtypes = sorted({a.dtype for a in d.arrays})
     return Case(id=d.id, level=d.level, file=case_path(d), expect=d.expect, function=d.function,  # type: ignore[arg-type]
-                diagnostic=d.diagnostic, args=args,
+                diagnostic=d.diagnostic, line=d.line, column=d.column, args=args,
                 outputs=[{"name": n, "tolerance": t, "n": k} for n, t, k in d.outputs],  # type: ignore[misc]
                 golden=golden_path(d) if d.expect == "run" else None, ops=ops, dtypes=dtypes, grid=d.grid,
                 description=d.description)
@@ -183,11 +183,13 @@ def _npy_bytes(array: np.ndarray) -> bytes:
 
 
 def schemas() -> dict[str, str]:
-    """The published JSON Schemas: results, manifests, capability files and waivers files."""
+    """The published JSON Schemas: results, manifests, capability files, waivers files and the
+    adapter protocol's diagnostics."""
     import json
 
     from conformance.capability import json_schemas
     from conformance.model import Manifest
+    from conformance.reported import json_schema as adapter_schema
     from conformance.results import json_schema
 
     manifest = Manifest.model_json_schema()
@@ -195,6 +197,7 @@ def schemas() -> dict[str, str]:
     out = {"results.schema.json": json.dumps(json_schema(), indent=2) + "\n",
            "manifest.schema.json": json.dumps(manifest, indent=2) + "\n"}
     out.update({f"{name}.schema.json": json.dumps(schema, indent=2) + "\n" for name, schema in json_schemas().items()})
+    out["adapter.schema.json"] = json.dumps(adapter_schema(), indent=2) + "\n"
     return out
 
 

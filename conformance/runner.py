@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.capability import Capabilities, Waivers, everything
 from conformance.model import SUITE_ROOT, Case, load_suite, suite_hash, suite_version
+from conformance.reported import Reported
 from conformance.results import CaseResult, Mismatch, Results, SuiteId, conformant, ok, verdicts
 
 if TYPE_CHECKING:  # the adapters bring in the interpreter (numpy, ml_dtypes, scipy): `ktir conformance list` needs none
@@ -72,14 +73,10 @@ def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch 
     if case.expect in ("accept", "reject"):
         checked = adapter.check(source, case.file)
         if case.expect == "reject":
-            if checked.accepted:
-                return "fail", f"accepted an invalid program (expected error[{case.diagnostic}])", None
-            if case.diagnostic not in checked.diagnostics:
-                found = ", ".join(sorted(set(checked.diagnostics))) or "no ID"
-                return "fail", f"rejected with {found}, expected error[{case.diagnostic}]", None
-            return "pass", "", None
+            status, message = judge_reject(case, checked.accepted, checked.errors())
+            return status, message, None
         if not checked.accepted:
-            return "fail", f"rejected a valid program: {', '.join(checked.diagnostics)}", None
+            return "fail", f"rejected a valid program: {', '.join(r.id for r in checked.errors())}", None
         if checked.printed is not None:
             problem = _fixpoint_problem(checked.printed, case.file)
             if problem:
@@ -104,6 +101,40 @@ def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch 
     if worst is not None:
         return "fail", worst[2], worst[1]
     return "pass", "", None
+
+
+def judge_reject(case: Case, accepted: bool, errors: list[Reported]) -> tuple[str, str]:
+    """The verdict on a reject case, from the errors the implementation reported.
+
+    A case with a `line` (every validation case) holds exactly one violation there: it passes
+    only if the implementation reports error[`diagnostic`] at that line and no error
+    anywhere else (nor another ID at that line). Warnings, notes and remarks are ignored
+    wherever they are, and so is the column. A case without a line (a syntax case: where a
+    parser notices malformed text depends on the parsing method) passes when the ID is among
+    the errors."""
+    want = case.diagnostic
+    if accepted:
+        return "fail", f"accepted an invalid program (expected error[{want}]{_at(case.line)})"
+    found = ", ".join(dict.fromkeys(r.where() for r in errors)) or "no error ID"
+    if case.line is None:
+        if any(r.id == want for r in errors):
+            return "pass", ""
+        return "fail", f"rejected with {found}, expected error[{want}]"
+    hits = [r for r in errors if r.id == want and r.line == case.line]
+    if not hits:
+        if any(r.id == want and r.line is None for r in errors):
+            return "fail", (f"error[{want}] reported without a line: validation cases are judged by ID and line "
+                            "(adapter protocol 2, see docs/guides/conformance.md)")
+        return "fail", f"rejected with {found}, expected error[{want}] at line {case.line}"
+    extra = [r for r in errors if not (r.id == want and r.line == case.line)]
+    if extra:
+        others = ", ".join(dict.fromkeys(r.where() for r in extra))
+        return "fail", f"also reported {others}: the program's one violation is error[{want}] at line {case.line}"
+    return "pass", ""
+
+
+def _at(line: int | None) -> str:
+    return "" if line is None else f" at line {line}"
 
 
 def _on_alarm(signum: int, frame: Any) -> None:

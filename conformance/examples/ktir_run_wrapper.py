@@ -6,7 +6,8 @@ standing in for a vendor's compiler + runtime) so that the conformance runner ca
 
 The runner calls this script once per case with three paths and KTIR_CONFORMANCE_MODE set:
 - `check`: say whether the program is valid. Exit 0 (valid) or 1 (invalid, with the
-  diagnostics `error[ID]` on stdout or stderr).
+  diagnostics `FILE:LINE:COL: error[ID]: message` on stdout or stderr: validation cases are
+  judged by the ID and the line).
 - `run`: run the kernel on the arrays of {inputs} (.npz, one array per argument name; 0-d
   arrays are scalars) and write every array argument's final contents to {outputs} (.npz).
   Exit 0 on success.
@@ -30,7 +31,7 @@ def main(ktir: str, inputs: str, outputs: str) -> int:
     ktir_cmd = os.environ.get("KTIR_EXE", "ktir").split()
     if os.environ.get("KTIR_CONFORMANCE_MODE") == "check":
         done = subprocess.run([*ktir_cmd, "validate", "-q", ktir], capture_output=True, text=True)
-        sys.stderr.write(done.stderr)  # carries `error[ID]` for the runner
+        sys.stderr.write(done.stderr)  # carries `FILE:LINE:COL: error[ID]` for the runner
         return 0 if done.returncode == 0 else 1
     with np.load(inputs) as z:
         if any(k.endswith(".__dtype__") for k in z.files):

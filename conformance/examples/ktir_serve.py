@@ -7,11 +7,13 @@
 The runner writes one JSON request per line on stdin and waits for one JSON response per
 line on stdout (nothing else may be printed there; use stderr for logs):
 
-    request:  {"id": 7, "mode": "run", "ktir": PATH, "inputs": PATH, "outputs": PATH, "function": null}
+    request:  {"id": 7, "protocol": 2, "mode": "run", "ktir": PATH, "inputs": PATH, "outputs": PATH, "function": null}
     response: {"id": 7, "status": 0, "diagnostics": [], "message": ""}
+    rejected: {"id": 8, "status": 1, "diagnostics": [{"id": "ktdp.load.C1", "line": 7, "column": 3}]}
 
-`mode` is `check` (say whether the program is valid; `status` 1 with the error IDs in
-`diagnostics` when it is not) or `run` (run the kernel on the .npz of `inputs`, write every
+`mode` is `check` (say whether the program is valid; `status` 1 with the errors in
+`diagnostics` when it is not, each with its rule ID and the line it points at: validation
+cases are judged by both) or `run` (run the kernel on the .npz of `inputs`, write every
 array argument's final contents to the .npz `outputs`). `status` follows the per-case exit
 statuses: 0 done, 1 rejected, 77 not supported, anything else an error (say why in
 `message`). The process exits when stdin closes.
@@ -40,9 +42,9 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     path = Path(request["ktir"])
     source = path.read_text(encoding="utf-8")
     module, diagnostics = validate_text(source, str(path))
-    errors = [d.id for d in diagnostics if d.severity == "error"]
+    errors = [{"id": d.id, "line": d.line, "column": d.column} for d in diagnostics if d.severity == "error"]
     if errors or module is None:
-        return {"status": 1, "diagnostics": errors or ["syntax"], "message": "invalid program"}
+        return {"status": 1, "diagnostics": errors or [{"id": "syntax"}], "message": "invalid program"}
     if request["mode"] == "check":
         return {"status": 0, "diagnostics": []}
     args = {k: (v.item() if v.ndim == 0 else v) for k, v in read_npz(Path(request["inputs"])).items()}

@@ -9,11 +9,12 @@ from conformance.gen.draft import Draft
 
 def all_drafts() -> Iterator[Draft]:
     from conformance.gen import edges, memory
-    from conformance.gen.checks import syntax_cases, validation_cases
+    from conformance.gen.checks import syntax_cases
     from conformance.gen.collective import cases as collective_cases
     from conformance.gen.core import core_cases
     from conformance.gen.full import cases as full_cases
     from conformance.gen.multitile import cases as multitile_cases
+    from conformance.gen.validation import validation_cases
 
     yield from syntax_cases()
     yield from validation_cases()

@@ -1,11 +1,9 @@
-"""The `syntax` and `validation` levels, derived from the repository's test files.
+"""The `syntax` level, derived from the repository's test files.
 
-- syntax: every valid program of tests/corpus and examples must be accepted (and, when the
-  implementation prints, printing must be a fixpoint); every file of
-  tests/corpus/invalid_syntax, plus truncations of valid programs, must be rejected with
-  the diagnostic ID `syntax`.
-- validation: every case of tests/verify/invalid/*.ktir, once per constraint ID it
-  expects (`// expected-error@+1 {{[ID] ...}}`): the program must be rejected with that ID.
+Every valid program of tests/corpus and examples must be accepted (and, when the
+implementation prints, printing must be a fixpoint); every file of
+tests/corpus/invalid_syntax, plus truncations of valid programs, must be rejected with
+the diagnostic ID `syntax`. (The `validation` level: conformance.gen.validation.)
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ from conformance.gen.draft import Draft
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
 VALID_DIRS = ("kernels", "upstream", "upstream_printed", "mlir", "rfc", "legacy", "generic")
-_SPLIT = re.compile(r"^// -----\s*$", re.M)
-_EXPECT = re.compile(r"//\s*expected-error(?:@[+-]\d+)?\s*\{\{\[([^\]]+)\]")
 
 
 def _slug(path: Path) -> str:
@@ -80,29 +76,3 @@ def _located(text: str, name: str) -> str | None:
     except ktir.ParseError as e:
         return f"// error-at: {e.line}:{e.column}\n" + body
     return None
-
-
-def _cases(path: Path) -> Iterator[tuple[int, str]]:
-    source = path.read_text(encoding="utf-8")
-    lines = source.split("\n")
-    bounds = [0] + [i + 1 for i, line in enumerate(lines) if _SPLIT.match(line)] + [len(lines) + 1]
-    for start, end in zip(bounds, bounds[1:], strict=False):
-        kept = lines[start:end - 1]
-        if any(line.strip() and not line.strip().startswith("//") for line in kept):
-            yield start + 1, "\n".join(kept).strip("\n") + "\n"
-
-
-def validation_cases() -> Iterator[Draft]:
-    for path in sorted((ROOT / "tests" / "verify" / "invalid").glob("*.ktir")):
-        for line, text in _cases(path):
-            expected = list(dict.fromkeys(_EXPECT.findall(text)))
-            if not expected:
-                continue
-            header = f"// From tests/verify/invalid/{path.name}, the case at line {line}.\n"
-            reported = set(_errors(header + text, path.name) or [])
-            for ident in expected:
-                if ident not in reported:
-                    continue
-                yield Draft(id=f"validation.{_slug(path)}.L{line}.{ident}", level="validation", text=header + text,
-                            expect="reject", diagnostic=ident, description=f"rejected with error[{ident}]",
-                            file_key=f"invalid/{_slug(path)}.L{line}")

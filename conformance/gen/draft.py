@@ -20,6 +20,8 @@ class Draft:
     outputs: list[tuple[str, str, int]] = field(default_factory=list)  # (name, tolerance, n)
     function: str | None = None
     diagnostic: str | None = None
+    line: int | None = None  # for a validation case: where its one violation is
+    column: int | None = None
     grid: list[int] = field(default_factory=lambda: [1])
     file_key: str | None = None  # cases sharing one program (validation IDs) share this file name
     npy: dict[str, Any] = field(default_factory=dict)  # stored inputs: path under the suite root -> array

@@ -128,7 +128,7 @@ def test_subprocess_adapter_end_to_end() -> None:
     cases = [c for c in SUITE if c.id in SUBPROCESS_SAMPLE]
     r = run_suite(cases, AdapterSpec(command=external()), jobs=2, timeout=60)
     assert r.passed and len(r.cases) == len(SUBPROCESS_SAMPLE), [(c.id, c.status, c.message) for c in r.cases if c.status != "pass"]
-    r = run("validation.math.L1.math.ex", command=external(), jobs=2, timeout=60)
+    r = run("validation.math.same_type.math.ex", command=external(), jobs=2, timeout=60)
     assert r.passed and len(r.cases) == 3  # the rejection IDs come back through stdout
     r = run("syntax.reject.unbalanced", command=external(), jobs=2, timeout=60)
     assert r.passed and len(r.cases) == 2

@@ -82,7 +82,7 @@ def test_regen_reports_what_changed(tmp_path: object) -> None:
     root = Path(str(tmp_path))
     drafts = [d for d in elementwise_cases() if d.id.startswith("core.arith.addf.f32")]
     first = write_suite(drafts, root=root)
-    assert len(first.added) == 2 * len(drafts) + 6 + 4  # cases + goldens, six manifests, four schemas
+    assert len(first.added) == 2 * len(drafts) + 6 + 5  # cases + goldens, six manifests, five schemas
     golden = root / "goldens" / "core" / "arith.addf.f32.16.npz"
     arrays = read_npz(golden)
     arrays["y_ptr"] = arrays["y_ptr"].copy()
