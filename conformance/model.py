@@ -48,9 +48,11 @@ class OutputSpec(_Strict):
 
     name: str = Field(description="argument name of the array")
     tolerance: str = Field(
-        description="tolerance class: `exact`, `correctly-rounded`, `N ulp`, `reduction` or `matmul` (spec/conformance.md)"
+        description="tolerance class: `exact`, `correctly-rounded`, `N ulp`, `reduction`, `matmul` or `derived` "
+                    "(spec/conformance.md); outside the first two the golden holds each element's accepted interval"
     )
-    n: int = Field(1, description="for `reduction`: values combined per result; for `matmul`: K, products per result")
+    n: int = Field(1, description="for `reduction`: values combined per result; for `matmul`: K, products per result "
+                                  "(informative: the accepted intervals in the golden already apply it)")
 
 
 class Case(_Strict):
@@ -68,7 +70,9 @@ class Case(_Strict):
                                "(informative, not judged)")
     args: list[ArgSpec] = Field(default_factory=list, description="kernel arguments, in any order")
     outputs: list[OutputSpec] = Field(default_factory=list, description="compared outputs")
-    golden: RelativePath | None = Field(None, description="for `run`: the golden .npz, relative to the suite root")
+    golden: RelativePath | None = Field(
+        None, description="for `run`: the golden .npz, relative to the suite root (format 2, key `__format__`: per output "
+                          "NAME the exact result rounded once, and NAME.lo / NAME.hi, float64, the accepted interval)")
     ops: list[str] = Field(default_factory=list, description="ops of the inventory the case uses")
     dtypes: list[str] = Field(default_factory=list, description="element types the case computes in")
     grid: list[int] = Field(default_factory=lambda: [1], description="the kernel's grid")

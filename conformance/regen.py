@@ -3,15 +3,15 @@
     python -m conformance.regen            # write everything, print a diff summary
     python -m conformance.regen --check    # write nothing; exit 1 if anything would change
 
-Goldens are the reference interpreter's outputs. For outputs in the `reduction` and
-`matmul` classes the golden also stores `NAME.abs`: the same kernel run on the absolute
-values of its float inputs, i.e. the sums of |terms| that the bounds scale with.
+Goldens come from each case's model (`Draft.model`, built from `conformance.oracle`): the
+exact result rounded once to the output type, and for the classes that allow an error the
+accepted interval per element (`NAME.lo`, `NAME.hi`). The reference interpreter is not used:
+while a model runs, importing it fails.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from conformance import toml_out
-from conformance.gen.draft import Draft
+from conformance.gen.draft import Draft, Model
 from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
-from conformance.values import case_inputs, magnitude, read_npz, to_bytes
+from conformance.values import case_inputs, read_npz, to_bytes
 from ktir.fileio import write_atomic
 
 
@@ -49,8 +49,20 @@ def ops_of(text: str, name: str) -> list[str]:
     return sorted(found)
 
 
+SEEDED = ("normal", "uniform", "int", "positive", "permutation")
+
+
 def to_case(d: Draft) -> Case:
-    args = [ArgSpec(name=a.name, shape=list(a.shape), dtype=a.dtype, **a.recipe) for a in d.arrays]
+    from conformance.gen.models import seed_of
+
+    args = []
+    for a in d.arrays:
+        recipe = dict(a.recipe)
+        if "seed" in recipe:
+            raise DraftError(f"{d.id}: argument {a.name} names a seed; seeds come from the case id and the argument name")
+        if recipe.get("recipe") in SEEDED:
+            recipe["seed"] = seed_of(d.id, a.name)
+        args.append(ArgSpec(name=a.name, shape=list(a.shape), dtype=a.dtype, **recipe))
     for name, (dtype, v) in d.scalars.items():
         args.append(ArgSpec(name=name, recipe="scalar", dtype=dtype, value=v))
     try:
@@ -65,24 +77,56 @@ def to_case(d: Draft) -> Case:
                 description=d.description)
 
 
-def golden(case: Case, root: Path, stored: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    import reference_interp
-    from ktir.syntax.parser import parse
+STALE_ADVICE = (
+    "the stored suite differs from what the generators make now.\n"
+    "- If your change touched a generator, a case's model, the oracle (conformance/oracle) or an example kernel, "
+    "run `python -m conformance.regen` and commit what it writes.\n"
+    "- If it touched none of them, do not regenerate: the goldens do not reproduce on this machine, which is a bug "
+    "in the oracle (goldens must not depend on the CPU, BLAS or libm). Report it with the list above.")
 
-    source = (root / case.file).read_text(encoding="utf-8")
-    module = parse(source, case.file)
+
+class _WithoutInterpreter:
+    """While a model runs, `import reference_interp` fails: no golden is made by the code it judges."""
+
+    def __enter__(self) -> None:
+        self._saved = {k: v for k, v in sys.modules.items() if k == "reference_interp" or k.startswith("reference_interp.")}
+        for k in self._saved:
+            del sys.modules[k]
+        sys.modules["reference_interp"] = None  # type: ignore[assignment]
+
+    def __exit__(self, *exc: object) -> None:
+        del sys.modules["reference_interp"]
+        sys.modules.update(self._saved)
+
+
+def golden(case: Case, root: Path, model: Model, stored: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The golden file's arrays: the model's exact outputs and accepted intervals (format 2)."""
+    from conformance.oracle.scalar import Undefined
+    from conformance.tolerance import GOLDEN_FORMAT, bit_for_bit
+
     inputs = case_inputs(case, root, stored)
     try:
-        result = reference_interp.run(module, case.function, args=inputs)
-    except reference_interp.KtirRuntimeError as e:
-        raise DraftError(f"{case.id}: the reference interpreter fails: {e.message}") from None
-    out = {o.name: np.asarray(result.outputs[o.name]) for o in case.outputs}
-    bounded = [o for o in case.outputs if o.tolerance in ("reduction", "matmul")]
-    if bounded:
-        absolute = {k: magnitude(v) for k, v in inputs.items()}
-        again = reference_interp.run(module, case.function, args=absolute)
-        for o in bounded:
-            out[f"{o.name}.abs"] = np.asarray(again.outputs[o.name])
+        with _WithoutInterpreter():
+            expected = model(inputs)
+    except Undefined as e:
+        raise DraftError(f"{case.id}: the case's inputs reach a dynamic error: {e}") from None
+    out: dict[str, np.ndarray] = {"__format__": np.array(GOLDEN_FORMAT)}
+    if set(expected) != {o.name for o in case.outputs}:
+        raise DraftError(f"{case.id}: the model gives {sorted(expected)}, the case compares {[o.name for o in case.outputs]}")
+    for o in case.outputs:
+        want_out = expected[o.name]
+        arg = next(a for a in case.args if a.name == o.name)
+        initial = np.asarray(inputs[o.name])
+        if want_out.golden.shape != initial.shape or want_out.golden.dtype != initial.dtype:
+            raise DraftError(f"{case.id}: the model's {o.name} is {want_out.golden.dtype}{list(want_out.golden.shape)}, "
+                             f"the argument {arg.dtype}{arg.shape}")
+        if bit_for_bit(o.tolerance) != (want_out.lo is None):
+            raise DraftError(f"{case.id}: output {o.name} of class {o.tolerance} "
+                             f"{'has' if want_out.lo is not None else 'lacks'} an accepted interval")
+        out[o.name] = want_out.golden
+        if want_out.lo is not None and want_out.hi is not None:
+            out[f"{o.name}.lo"], out[f"{o.name}.hi"] = want_out.lo, want_out.hi
+        out[f"{o.name}.__oracle__"] = np.array(want_out.method)
     return out
 
 
@@ -112,6 +156,9 @@ def _describe_npz_change(old: Path, new: dict[str, np.ndarray]) -> str:
             parts.append(f"{k} new")
         elif before[k].shape != v.shape or before[k].dtype != v.dtype:
             parts.append(f"{k} {before[k].dtype}{list(before[k].shape)} -> {v.dtype}{list(v.shape)}")
+        elif v.dtype.kind in "US":
+            if (before[k] != v).any():
+                parts.append(f"{k} changed")
         else:
             a, b = before[k].astype(np.float64), v.astype(np.float64)
             with np.errstate(invalid="ignore"):
@@ -129,29 +176,21 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
     changes = Changes()
     wanted: set[Path] = set()
     by_level: dict[str, list[Case]] = {lv: [] for lv in LEVELS}
-    staging = root / ".staging"
-    try:
-        for i, d in enumerate(drafts):
-            if progress is not None:
-                progress(i, len(drafts), d.id)
-            case = to_case(d)
-            by_level[d.level].append(case)
-            files: dict[Path, bytes] = {root / case.file: d.text.encode()}
-            for rel, array in d.npy.items():
-                files[root / rel] = _npy_bytes(array)
-            if case.expect == "run":
-                # goldens are computed from the text as it will be stored
-                staging.mkdir(exist_ok=True)
-                tmp_case = case.model_copy(update={"file": f".staging/{Path(case.file).name}"})
-                (root / tmp_case.file).write_text(d.text, encoding="utf-8")
-                arrays = golden(tmp_case, root, d.npy)
-                files[root / golden_path(d)] = to_bytes(arrays)
-            for path, data in files.items():
-                wanted.add(path)
-                _update(path, data, changes, check, root)
-    finally:  # never leave half a regeneration's programs in the tree
-        if staging.exists():
-            shutil.rmtree(staging)
+    for i, d in enumerate(drafts):
+        if progress is not None:
+            progress(i, len(drafts), d.id)
+        case = to_case(d)
+        by_level[d.level].append(case)
+        files: dict[Path, bytes] = {root / case.file: d.text.encode()}
+        for rel, array in d.npy.items():
+            files[root / rel] = _npy_bytes(array)
+        if case.expect == "run":
+            if d.model is None:
+                raise DraftError(f"{d.id}: an executing case without a model of its outputs")
+            files[root / golden_path(d)] = to_bytes(golden(case, root, d.model, d.npy))
+        for path, data in files.items():
+            wanted.add(path)
+            _update(path, data, changes, check, root)
     for level, cases in by_level.items():
         header: dict[str, Any] = {"schema_version": 1, "level": level}
         rows = [c.model_dump(exclude_defaults=True) for c in cases]
@@ -244,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in changes.lines():
         console.print(line, highlight=False, markup=False)
     if args.check and (changes.added or changes.changed or changes.removed):
-        console.print("the stored suite is out of date: run `python -m conformance.regen`")
+        console.print(STALE_ADVICE, highlight=False, markup=False)
         return 1
     return 0
 

@@ -66,7 +66,7 @@ def _fixpoint_problem(printed: str, filename: str) -> str | None:
 
 def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch | None]:
     """Run one case; return (status, message, worst mismatch). Exceptions propagate."""
-    from conformance.tolerance import compare
+    from conformance.tolerance import GOLDEN_FORMAT, compare
     from conformance.values import case_inputs, read_npz
 
     source = (root / case.file).read_text(encoding="utf-8")
@@ -87,11 +87,14 @@ def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch 
     if case.golden is None:
         return "error", "the case has no golden file", None
     golden = read_npz(root / case.golden)
+    if int(golden.get("__format__", 1)) != GOLDEN_FORMAT:
+        return "error", f"{case.golden}: golden format {int(golden.get('__format__', 1))}, this runner reads {GOLDEN_FORMAT}", None
     worst: tuple[float, Mismatch, str] | None = None
     for spec in case.outputs:
         if spec.name not in outputs:
             return "fail", f"no output {spec.name}", None
-        verdict = compare(outputs[spec.name], golden[spec.name], spec.tolerance, spec.n, golden.get(f"{spec.name}.abs"))
+        verdict = compare(outputs[spec.name], golden[spec.name], spec.tolerance, golden.get(f"{spec.name}.lo"),
+                          golden.get(f"{spec.name}.hi"))
         if not verdict.ok:
             m = Mismatch(output=spec.name, index=list(verdict.worst_index) if verdict.worst_index else None,
                          got=verdict.got, expected=verdict.want, error=verdict.worst_error,

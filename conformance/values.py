@@ -30,13 +30,6 @@ def is_float(dt: np.dtype[Any]) -> bool:
     return dt.kind == "f" or np.dtype(dt) in FLOAT_DTYPES
 
 
-def magnitude(value: Any) -> Any:
-    """|value| for float arrays of any float type (bf16 and f8 included); other values unchanged."""
-    if isinstance(value, np.ndarray) and is_float(value.dtype):
-        return np.abs(value.astype(np.float64)).astype(value.dtype)
-    return value
-
-
 def np_dtype(name: str) -> np.dtype[Any]:
     if name not in DTYPES:
         raise ValueError(f"unknown element type {name!r}")

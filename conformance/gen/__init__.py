@@ -8,7 +8,7 @@ from conformance.gen.draft import Draft
 
 
 def all_drafts() -> Iterator[Draft]:
-    from conformance.gen import edges, memory
+    from conformance.gen import edges, holes, memory
     from conformance.gen.checks import syntax_cases
     from conformance.gen.collective import cases as collective_cases
     from conformance.gen.core import core_cases
@@ -21,8 +21,11 @@ def all_drafts() -> Iterator[Draft]:
     yield from core_cases()
     yield from memory.cases()
     yield from edges.cases()
+    yield from holes.cases()
     yield from multitile_cases()
     yield from memory.multitile_cases()
     yield from edges.multitile_cases()
+    yield from holes.multitile_cases()
     yield from collective_cases()
+    yield from holes.collective_cases()
     yield from full_cases()

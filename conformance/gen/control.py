@@ -5,18 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from conformance.gen import models
 from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
+from conformance.oracle.folds import fold
 
 NORMAL: dict[str, Any] = {"recipe": "normal"}
 FLOATS = ("f16", "bf16", "f32")
 
 
 def loops() -> Iterator[Draft]:
-    seed = 9000
     for dtype in FLOATS:
-        seed += 3
-        x = Arr("x", (8, 16), dtype, dict(NORMAL, seed=seed))
+        x = Arr("x", (8, 16), dtype, dict(NORMAL))
         acc = Arr("acc", (16,), dtype)
         # scf.for with a store in the loop (row by row) and one with iter_args (a running sum)
         body = (
@@ -38,14 +40,16 @@ def loops() -> Iterator[Draft]:
             f"    scf.yield %s : tensor<16x{dtype}>\n"
             "  }\n")
         text = io_kernel("scf.for: rows stored inside the loop (y = -x) and a loop-carried column sum", [x], [acc], body)
-        d = run_draft(f"core.scf.for.{dtype}", "core", text, [x], [acc], "reduction", "scf.for with stores and iter_args", n=8)
+        # the loop fixes the order of the additions: each is rounded in turn, the sum is exact
+        d = run_draft(f"core.scf.for.{dtype}", "core", text, [x], [acc], "exact", "scf.for with stores and iter_args",
+                      model=models.computed(lambda a, t=dtype: {
+                          "acc_ptr": fold("addf", a["x_ptr"].T, 1, np.zeros(16, a["x_ptr"].dtype), t), "y_ptr": -a["x_ptr"]}))
         y_arr = Arr("y_ptr", (8, 16), dtype, {"recipe": "fill", "value": -7.0})
         d.arrays.append(y_arr)
         d.outputs.append(("y_ptr", "exact", 1))
         d.text = d.text.replace("%acc_ptr: index)", "%acc_ptr: index, %y_ptr: index)")
         yield d
-        seed += 3
-        v = Arr("v", (16,), dtype, dict(NORMAL, seed=seed))
+        v = Arr("v", (16,), dtype, dict(NORMAL))
         w = Arr("w", (16,), dtype)
         body = (
             "  %c1 = arith.constant 1 : index\n"
@@ -75,11 +79,11 @@ def loops() -> Iterator[Draft]:
         for flag in (1, 0) if dtype == "f32" else (1,):
             text = io_kernel("scf.while doubling v five times, scf.if on a scalar flag, scf.execute_region",
                              [v], [w], body, scalars="%flag: index")
-            d = run_draft(f"core.scf.while_if.{dtype}.flag{flag}", "core", text, [v], [w], "exact", "while, if, execute_region")
+            d = run_draft(f"core.scf.while_if.{dtype}.flag{flag}", "core", text, [v], [w], "exact", "while, if, execute_region",
+                          model=models.computed(lambda a, t=dtype, flag=flag: {"w_ptr": _while_if(a["v_ptr"], t, flag)}))
             d.scalars["flag"] = ("index", flag)
             yield d
-        seed += 3
-        u = Arr("u", (64,), dtype, dict(NORMAL, seed=seed))
+        u = Arr("u", (64,), dtype, dict(NORMAL))
         f_out = Arr("f", (64,), dtype)
         p_out = Arr("p", (1,), "f32")
         body = (
@@ -116,15 +120,29 @@ def loops() -> Iterator[Draft]:
         text = io_kernel("scf.forall with parallel_insert_slice (|u| per 16-element slice); scf.parallel sum with scf.reduce",
                          [u], [f_out, p_out], body)
         yield run_draft(f"core.scf.forall_parallel.{dtype}", "core", text, [u], [f_out, p_out], ["exact", "reduction"],
-                        "forall and parallel", n=64)
+                        "forall and parallel", n=64, model=models.combine(
+                            models.computed(lambda a: {"f_ptr": np.abs(a["u_ptr"])}),
+                            models.row_sums("u_ptr", "p_ptr", "f32", 0)))
+
+
+def _while_if(v: np.ndarray, t: str, flag: int) -> np.ndarray:
+    r = v
+    for _ in range(5):  # scf.while: doubled (c + c) while the counter is below 5
+        r = models.rounded_op("arith.addf", t, r, r)
+    sel = r if flag > 0 else -r
+    return models.rounded_op("arith.mulf", t, sel, v)
+
+
+def _window(x: np.ndarray, n: int, off: int) -> np.ndarray:
+    base = max(min(2 * n + off, n + 40), 3)  # affine.apply, affine.min, affine.max
+    w = x[base:base + 8]
+    return w + w if x.dtype.kind in "iu" else models.rounded_op("arith.addf", "f32" if x.dtype == np.float32 else "f16", w, w)
 
 
 def affine_and_calls() -> Iterator[Draft]:
-    seed = 9500
     for k, dtype in enumerate(("f16", "f32", "i32")):
-        seed += 3
         rec: dict[str, Any] = {"recipe": "int", "low": -50, "high": 50} if dtype == "i32" else NORMAL
-        x = Arr("x", (64,), dtype, dict(rec, seed=seed))
+        x = Arr("x", (64,), dtype, dict(rec))
         y = Arr("y", (8,), dtype)
         off = 4 * (k + 1)
         # the access tile's base comes from affine.apply / min / max of the scalar %n
@@ -143,7 +161,7 @@ def affine_and_calls() -> Iterator[Draft]:
             text = io_kernel("affine.apply/min/max compute a window's base; func.call doubles it", [x], [y], body,
                              scalars="%n: index", helpers=helper)
             d = run_draft(f"core.affine.window.{dtype}.n{n}", "core", text, [x], [y], "exact", "affine index arithmetic and func.call",
-                          function="kernel")
+                          function="kernel", model=models.computed(lambda a, n=n, off=off: {"y_ptr": _window(a["x_ptr"], n, off)}))
             d.scalars["n"] = ("index", n)
             yield d
 

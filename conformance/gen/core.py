@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from conformance.gen import models
 from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
+from conformance.oracle.elementwise import compare_float, compare_int
 
 FLOATS = ("f16", "bf16", "f32")
 F8 = ("f8E4M3FN", "f8E5M2")
@@ -58,41 +59,38 @@ INT_ARITH: dict[str, tuple[dict[str, Any], ...]] = {
 }
 
 
-def elementwise(op: str, dtype: str, shape: tuple[int, ...], recipes: tuple[dict[str, Any], ...], seed: int) -> Draft:
-    ins = [Arr(f"x{i}", shape, dtype, dict(r, seed=seed + i)) for i, r in enumerate(recipes)]
+def elementwise(op: str, dtype: str, shape: tuple[int, ...], recipes: tuple[dict[str, Any], ...]) -> Draft:
+    ins = [Arr(f"x{i}", shape, dtype, dict(r)) for i, r in enumerate(recipes)]
     y = Arr("y", shape, dtype)
     operands = ", ".join(f"%{a.name}" for a in ins)
     body = f"  %y = {op} {operands} : {y.tensor}\n"
     text = io_kernel(f"{op} on {y.tensor}: y = {op}(x...)", ins, [y], body)
     return run_draft(f"core.{op}.{dtype}.{shape_name(shape)}", "core", text, ins, [y], accuracy(op),
-                     f"{op} element-wise on {y.tensor}")
+                     f"{op} element-wise on {y.tensor}",
+                     model=models.elementwise(op, [f"{a.name}_ptr" for a in ins], "y_ptr", dtype, accuracy(op)))
 
 
 def elementwise_cases() -> Iterator[Draft]:
-    seed = 100
     for op, recipes in FLOAT_ARITH.items():
         for dtype in FLOATS:
             for shape in SHAPES:
-                seed += 7
-                yield elementwise(op, dtype, shape, recipes, seed)
+                yield elementwise(op, dtype, shape, recipes)
     for op, recipes in INT_ARITH.items():
         for dtype in INTS:
-            seed += 7
-            yield elementwise(op, dtype, (16,), recipes, seed)
+            yield elementwise(op, dtype, (16,), recipes)
     # optional element types (an implementation may declare them with --optional-dtype)
     for op, recipes in FLOAT_ARITH.items():
-        seed += 7
-        yield elementwise(op, "f64", (16,), recipes, seed)
+        yield elementwise(op, "f64", (16,), recipes)
     for op in ("arith.addf", "arith.mulf", "arith.subf", "arith.maximumf", "arith.minimumf", "arith.negf", "math.absf"):
         for dtype in F8:
-            seed += 7
-            yield elementwise(op, dtype, (16,), FLOAT_ARITH[op], seed)
+            yield elementwise(op, dtype, (16,), FLOAT_ARITH[op])
     yield from untabled_elementwise_cases()
 
 
 def untabled_elementwise_cases() -> Iterator[Draft]:
     """Cases for the registry's elementwise ops the tables above do not list (a newly defined op):
-    default input domains, seeds from the op's name so other cases keep theirs."""
+    default input domains. Their goldens need the op's exact semantics in the oracle
+    (`conformance.oracle.transcendental.FUNCTIONS` for a math function)."""
     from ktir.dialects.registry import OPS
     from ktir.dialects.traits import SAME_OPERANDS_AND_RESULT_TYPE
     from ktir.ir import types as ty
@@ -102,17 +100,14 @@ def untabled_elementwise_cases() -> Iterator[Draft]:
             continue
         if any(o.variadic or o.optional for o in op.operands):
             continue
-        seed = zlib.crc32(name.encode()) % 100_000
         kind = op.operands[0].type
         if kind.accepts(ty.F32):
             for dtype in FLOATS:
                 for shape in SHAPES:
-                    seed += 7
-                    yield elementwise(name, dtype, shape, (NORMAL,) * len(op.operands), seed)
+                    yield elementwise(name, dtype, shape, (NORMAL,) * len(op.operands))
         elif kind.accepts(ty.I32):
             for dtype in INTS:
-                seed += 7
-                yield elementwise(name, dtype, (16,), (SMALL_INT,) * len(op.operands), seed)
+                yield elementwise(name, dtype, (16,), (SMALL_INT,) * len(op.operands))
 
 
 CASTS: list[tuple[str, str, str, dict[str, Any]]] = [
@@ -133,58 +128,84 @@ CASTS: list[tuple[str, str, str, dict[str, Any]]] = [
 
 
 def cast_cases() -> Iterator[Draft]:
-    for k, (op, src, dst, recipe) in enumerate(CASTS):
-        x = Arr("x", (16,), src, dict(recipe, seed=500 + k))
+    for op, src, dst, recipe in CASTS:
+        x = Arr("x", (16,), src, dict(recipe))
         y = Arr("y", (16,), dst)
         body = f"  %y = {op} %x : {x.tensor} to {y.tensor}\n"
         text = io_kernel(f"{op} from {src} to {dst}", [x], [y], body)
-        yield run_draft(f"core.{op}.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op} {src} -> {dst}")
-    for k, (via, src, dst) in enumerate([("arith.index_cast", "i32", "i64"), ("arith.index_castui", "i32", "i64"),
+        yield run_draft(f"core.{op}.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op} {src} -> {dst}",
+                        model=models.conversion([(op, src, dst)], "x_ptr", "y_ptr"))
+    for via, src, dst in [("arith.index_cast", "i32", "i64"), ("arith.index_castui", "i32", "i64"),
                                          ("arith.index_cast", "i16", "i32"), ("arith.index_castui", "i8", "i16"),
-                                         ("arith.index_castui", "i16", "i64")]):
-        x = Arr("x", (16,), src, dict(NONNEG if "ui" in via else SMALL_INT, seed=600 + k))
+                          ("arith.index_castui", "i16", "i64")]:
+        x = Arr("x", (16,), src, dict(NONNEG if "ui" in via else SMALL_INT))
         y = Arr("y", (16,), dst)
         body = (f"  %i = {via} %x : {x.tensor} to tensor<16xindex>\n"
                 f"  %y = {via} %i : tensor<16xindex> to {y.tensor}\n")
         text = io_kernel(f"{via} {src} -> index -> {dst}", [x], [y], body)
-        yield run_draft(f"core.{via}.{src}_index_{dst}", "core", text, [x], [y], "exact", f"{via} through index")
+        yield run_draft(f"core.{via}.{src}_index_{dst}", "core", text, [x], [y], "exact", f"{via} through index",
+                        model=models.conversion([(via, src, "index"), (via, "index", dst)], "x_ptr", "y_ptr"))
 
 
 FPREDS = ("oeq", "one", "olt", "ole", "ogt", "oge", "ult", "une", "ord", "uno")
 IPREDS = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 
 
+def select_model(pred: str) -> models.Model:
+    """y = (a PRED b) ? a : b."""
+
+    def fn(a: models.Inputs) -> dict[str, np.ndarray]:
+        m = compare_float(pred, a["a_ptr"], a["b_ptr"])
+        return {"y_ptr": np.asarray(np.where(m, a["a_ptr"], a["b_ptr"]))}
+
+    return models.computed(fn)
+
+
+def cmpi_model(pred: str, dtype: str, out: str = "y_ptr") -> models.Model:
+    """y = extui(a PRED b) as i32."""
+
+    def fn(a: models.Inputs) -> dict[str, np.ndarray]:
+        return {out: compare_int(pred, dtype, a["a_ptr"], a["b_ptr"]).astype(np.int32)}
+
+    return models.computed(fn)
+
+
 def compare_select_cases() -> Iterator[Draft]:
     for k, pred in enumerate(FPREDS):
         dtype = FLOATS[k % 3]
-        a = Arr("a", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 700 + k})
-        b = Arr("b", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 750 + k})
+        a = Arr("a", (16,), dtype, {"recipe": "int", "low": -3, "high": 3})
+        b = Arr("b", (16,), dtype, {"recipe": "int", "low": -3, "high": 3})
         y = Arr("y", (16,), dtype)
         body = (f"  %m = arith.cmpf {pred}, %a, %b : {a.tensor}\n"
                 f"  %y = arith.select %m, %a, %b : tensor<16xi1>, {a.tensor}\n")
         text = io_kernel(f"arith.cmpf {pred} then arith.select: y = (a {pred} b) ? a : b", [a, b], [y], body)
-        yield run_draft(f"core.arith.cmpf.{pred}.{dtype}", "core", text, [a, b], [y], "exact", f"cmpf {pred} + select")
+        yield run_draft(f"core.arith.cmpf.{pred}.{dtype}", "core", text, [a, b], [y], "exact", f"cmpf {pred} + select",
+                        model=select_model(pred))
     for k, pred in enumerate(IPREDS):
         dtype = INTS[k % 4]
-        a = Arr("a", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 800 + k})
-        b = Arr("b", (16,), dtype, {"recipe": "int", "low": -3, "high": 3, "seed": 850 + k})
+        a = Arr("a", (16,), dtype, {"recipe": "int", "low": -3, "high": 3})
+        b = Arr("b", (16,), dtype, {"recipe": "int", "low": -3, "high": 3})
         y = Arr("y", (16,), "i32")
         body = (f"  %m = arith.cmpi {pred}, %a, %b : {a.tensor}\n"
                 f"  %y = arith.extui %m : tensor<16xi1> to tensor<16xi32>\n")
         text = io_kernel(f"arith.cmpi {pred}, the i1 result widened with extui", [a, b], [y], body)
-        yield run_draft(f"core.arith.cmpi.{pred}.{dtype}", "core", text, [a, b], [y], "exact", f"cmpi {pred}")
+        yield run_draft(f"core.arith.cmpi.{pred}.{dtype}", "core", text, [a, b], [y], "exact", f"cmpi {pred}",
+                        model=cmpi_model(pred, dtype))
 
 
 def constant_cases() -> Iterator[Draft]:
-    for k, dtype in enumerate((*FLOATS, *INTS)):
-        x = Arr("x", (16,), dtype, dict(SMALL_INT if dtype.startswith("i") else NORMAL, seed=900 + k))
+    for dtype in (*FLOATS, *INTS):
+        x = Arr("x", (16,), dtype, dict(SMALL_INT if dtype.startswith("i") else NORMAL))
         y = Arr("y", (16,), dtype)
         lit = "3" if dtype.startswith("i") else "1.500000e+00"
         add = "arith.addi" if dtype.startswith("i") else "arith.addf"
         body = (f"  %k = arith.constant dense<{lit}> : {x.tensor}\n"
                 f"  %y = {add} %x, %k : {x.tensor}\n")
         text = io_kernel(f"a dense arith.constant of {dtype} added to x", [x], [y], body)
-        yield run_draft(f"core.arith.constant.dense.{dtype}", "core", text, [x], [y], "exact", "dense constant")
+        k_value = 3 if dtype.startswith("i") else 1.5
+        yield run_draft(f"core.arith.constant.dense.{dtype}", "core", text, [x], [y], "exact", "dense constant",
+                        model=models.computed(lambda a, add=add, dtype=dtype, k_value=k_value: {
+                            "y_ptr": models.rounded_op(add, dtype, a["x_ptr"], np.full(16, k_value).astype(a["x_ptr"].dtype))}))
 
 
 def core_cases() -> Iterator[Draft]:
@@ -223,6 +244,7 @@ def special_value_cases() -> Iterator[Draft]:
             text = io_kernel(f"{op} on IEEE special values (NaN, infinities, signed zeros, subnormals, ties) in {dtype}",
                              ins, [y], body)
             d = run_draft(f"core.{op}.specials.{dtype}", "core", text, ins, [y], accuracy(op),
-                          f"{op} on special values")
+                          f"{op} on special values",
+                          model=models.elementwise(op, [f"{a.name}_ptr" for a in ins], "y_ptr", dtype, accuracy(op)))
             d.npy = stored
             yield d

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.gen.kernel import Arr
+
+if TYPE_CHECKING:
+    from conformance.oracle.expect import Expected
+
+# A case's oracle: from the arguments (arrays by name, outputs holding their initial contents)
+# to each compared output's expected contents. Written from what the case's kernel is meant
+# to compute, never by running the kernel.
+Model = Callable[[Mapping[str, Any]], "dict[str, Expected]"]
 
 
 @dataclass
@@ -25,6 +34,7 @@ class Draft:
     grid: list[int] = field(default_factory=lambda: [1])
     file_key: str | None = None  # cases sharing one program (validation IDs) share this file name
     npy: dict[str, Any] = field(default_factory=dict)  # stored inputs: path under the suite root -> array
+    model: Model | None = None  # executing cases: the oracle of its outputs
 
 
 def out(arr: Arr) -> Arr:

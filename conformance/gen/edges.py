@@ -14,9 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from conformance.gen.core import SPECIALS, accuracy
+from conformance.gen import models
+from conformance.gen.core import SPECIALS, accuracy, cmpi_model
 from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, box_set, io_kernel
+from conformance.gen.structured import fold_model
+from conformance.oracle.elementwise import compare_float
 from conformance.values import np_dtype
 
 WIDTH = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
@@ -61,7 +64,8 @@ def unsigned_ops() -> Iterator[Draft]:
             y = Arr("y", (16,), dtype)
             text = io_kernel(f"{op} on {dtype} inputs with the top bit set (signed and unsigned readings differ)",
                              [x0, x1], [y], f"  %y = {op} %x0, %x1 : {y.tensor}\n")
-            d = run_draft(f"core.{op}.top_bit.{dtype}", "core", text, [x0, x1], [y], "exact", f"{op} with the top bit set")
+            d = run_draft(f"core.{op}.top_bit.{dtype}", "core", text, [x0, x1], [y], "exact", f"{op} with the top bit set",
+                          model=models.elementwise(op, ["x0_ptr", "x1_ptr"], "y_ptr", dtype, "exact"))
             d.npy = stored
             yield d
     for k, pred in enumerate(("ult", "ule", "ugt", "uge")):
@@ -73,7 +77,8 @@ def unsigned_ops() -> Iterator[Draft]:
         body = (f"  %m = arith.cmpi {pred}, %a, %b : {x0.tensor}\n"
                 "  %y = arith.extui %m : tensor<16xi1> to tensor<16xi32>\n")
         text = io_kernel(f"arith.cmpi {pred} on {dtype} inputs with the top bit set", [x0, x1], [y], body)
-        d = run_draft(f"core.arith.cmpi.{pred}.top_bit.{dtype}", "core", text, [x0, x1], [y], "exact", f"cmpi {pred}, top bit set")
+        d = run_draft(f"core.arith.cmpi.{pred}.top_bit.{dtype}", "core", text, [x0, x1], [y], "exact", f"cmpi {pred}, top bit set",
+                      model=cmpi_model(pred, dtype))
         d.npy = stored
         yield d
     for op, src, dst in (("arith.extui", "i8", "i32"), ("arith.extui", "i16", "i64"), ("arith.extui", "i32", "i64"),
@@ -89,7 +94,9 @@ def unsigned_ops() -> Iterator[Draft]:
             y = Arr("y", (16,), dst)
             body = f"  %y = {op} %x : {x.tensor} to {y.tensor}\n"
         text = io_kernel(f"{op} from {src} with the top bit set (zero extension, not sign extension)", [x], [y], body)
-        d = run_draft(f"core.{op}.top_bit.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op}, top bit set")
+        chain = [(op, src, "index"), ("arith.index_cast", "index", "i64")] if dst == "index" else [(op, src, dst)]
+        d = run_draft(f"core.{op}.top_bit.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op}, top bit set",
+                      model=models.conversion(chain, "x_ptr", "y_ptr"))
         d.npy = stored
         yield d
 
@@ -102,7 +109,8 @@ def out_of_range_conversions() -> Iterator[Draft]:
     y = Arr("y", (16,), "i32")
     text = io_kernel("arith.fptoui f32 -> i32 of values from 2^31 to 2^32 - 256: the results have the top bit set",
                      [x], [y], f"  %y = arith.fptoui %x : {x.tensor} to {y.tensor}\n")
-    d = run_draft("core.arith.fptoui.top_bit.f32_to_i32", "core", text, [x], [y], accuracy("arith.fptoui"), "fptoui, top bit set")
+    d = run_draft("core.arith.fptoui.top_bit.f32_to_i32", "core", text, [x], [y], accuracy("arith.fptoui"), "fptoui, top bit set",
+                  model=models.conversion([("arith.fptoui", "f32", "i32")], "x_ptr", "y_ptr"))
     d.npy = stored
     yield d
     for dst, values in (("f16", [65519.0, 65520.0, 7.0e4, -1.0e5, 65504.0, -65536.0, 1.0e9, 2.0]),
@@ -112,7 +120,8 @@ def out_of_range_conversions() -> Iterator[Draft]:
         y = Arr("y", (16,), dst)
         text = io_kernel(f"arith.truncf f32 -> {dst} of values around and beyond the largest finite {dst}: overflow gives infinity",
                          [x], [y], f"  %y = arith.truncf %x : {x.tensor} to {y.tensor}\n")
-        d = run_draft(f"core.arith.truncf.overflow.f32_to_{dst}", "core", text, [x], [y], accuracy("arith.truncf"), "truncf overflow")
+        d = run_draft(f"core.arith.truncf.overflow.f32_to_{dst}", "core", text, [x], [y], accuracy("arith.truncf"), "truncf overflow",
+                      model=models.conversion([("arith.truncf", "f32", dst)], "x_ptr", "y_ptr"))
         d.npy = stored
         yield d
 
@@ -140,7 +149,8 @@ def subnormals() -> Iterator[Draft]:
             operands = ", ".join(f"%{a_.name}" for a_ in ins)
             text = io_kernel(f"{op} on subnormal {dtype} inputs with subnormal results (no flush to zero)", ins, [y],
                              f"  %y = {op} {operands} : {y.tensor}\n")
-            d = run_draft(f"core.{op}.subnormal.{dtype}", "core", text, ins, [y], accuracy(op), f"{op} on subnormals")
+            d = run_draft(f"core.{op}.subnormal.{dtype}", "core", text, ins, [y], accuracy(op), f"{op} on subnormals",
+                          model=models.elementwise(op, [f"{a_.name}_ptr" for a_ in ins], "y_ptr", dtype, accuracy(op)))
             d.npy = stored
             yield d
 
@@ -156,7 +166,9 @@ def special_compares_and_casts() -> Iterator[Draft]:
         body = (f"  %m = arith.cmpf {pred}, %a, %b : {a.tensor}\n"
                 "  %y = arith.extui %m : tensor<16xi1> to tensor<16xi32>\n")
         text = io_kernel(f"arith.cmpf {pred} on NaN, infinities, signed zeros and subnormals", [a, b], [y], body)
-        d = run_draft(f"core.arith.cmpf.{pred}.specials.{dtype}", "core", text, [a, b], [y], "exact", f"cmpf {pred} on specials")
+        d = run_draft(f"core.arith.cmpf.{pred}.specials.{dtype}", "core", text, [a, b], [y], "exact", f"cmpf {pred} on specials",
+                      model=models.computed(lambda v, pred=pred: {
+                          "y_ptr": compare_float(pred, v["a_ptr"], v["b_ptr"]).astype(np.int32)}))
         d.npy = dict(stored)
         yield d
     for op, src, dst in (("arith.truncf", "f32", "f16"), ("arith.truncf", "f32", "bf16"), ("arith.extf", "f16", "f32"),
@@ -165,7 +177,8 @@ def special_compares_and_casts() -> Iterator[Draft]:
         y = Arr("y", (16,), dst)
         text = io_kernel(f"{op} {src} -> {dst} of NaN, infinities, signed zeros, subnormals and the largest f16",
                          [x], [y], f"  %y = {op} %x : {x.tensor} to {y.tensor}\n")
-        d = run_draft(f"core.{op}.specials.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op} on specials")
+        d = run_draft(f"core.{op}.specials.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op} on specials",
+                      model=models.conversion([(op, src, dst)], "x_ptr", "y_ptr"))
         d.npy = {"inputs/specials.0.npy": SPECIALS}
         yield d
 
@@ -174,26 +187,31 @@ def reduction_inits() -> Iterator[Draft]:
     """linalg.reduce and linalg.matmul accumulate into their `outs` operand: a non-zero init."""
     for dtype in ("f32", "i32"):
         rec: dict[str, Any] = {"recipe": "normal"} if dtype == "f32" else {"recipe": "int", "low": -50, "high": 50}
-        x = Arr("x", (8, 16), dtype, dict(rec, seed=31500))
-        init = Arr("init", (8,), dtype, dict(rec, seed=31501))
+        x = Arr("x", (8, 16), dtype, dict(rec))
+        init = Arr("init", (8,), dtype, dict(rec))
         y = Arr("y", (8,), dtype)
         add = "arith.addf" if dtype == "f32" else "arith.addi"
         body = f"  %y = linalg.reduce {{ {add} }} ins(%x : {x.tensor}) outs(%init : {init.tensor}) dimensions = [1]\n"
         text = io_kernel("y = init + row sums of x: linalg.reduce starts from its outs operand, here loaded from memory",
                          [x, init], [y], body)
         tol = "reduction" if dtype == "f32" else "exact"
-        yield run_draft(f"core.linalg.reduce.init.sum.{dtype}", "core", text, [x, init], [y], tol, "reduce from a non-zero init", n=17)
+        sums = (models.row_sums("x_ptr", "y_ptr", dtype, 1, init="init_ptr") if dtype == "f32"
+                else fold_model("addi", "x_ptr", "y_ptr", dtype, "init_ptr"))
+        yield run_draft(f"core.linalg.reduce.init.sum.{dtype}", "core", text, [x, init], [y], tol, "reduce from a non-zero init", n=17,
+                        model=sums)
         mx = "arith.maximumf" if dtype == "f32" else "arith.maxsi"
         body = f"  %y = linalg.reduce {{ {mx} }} ins(%x : {x.tensor}) outs(%init : {init.tensor}) dimensions = [1]\n"
         text = io_kernel("y = max(init, row maxima of x): some inits are larger than their row", [x, init], [y], body)
-        yield run_draft(f"core.linalg.reduce.init.max.{dtype}", "core", text, [x, init], [y], "exact", "max-reduce from an init")
-    a = Arr("a", (4, 8), "f32", {"recipe": "normal", "seed": 31510})
-    b = Arr("b", (8, 4), "f32", {"recipe": "normal", "seed": 31511})
-    c0 = Arr("acc", (4, 4), "f32", {"recipe": "normal", "low": -40, "high": 40, "seed": 31512})
+        yield run_draft(f"core.linalg.reduce.init.max.{dtype}", "core", text, [x, init], [y], "exact", "max-reduce from an init",
+                        model=fold_model("maximumf" if dtype == "f32" else "maxsi", "x_ptr", "y_ptr", dtype, "init_ptr"))
+    a = Arr("a", (4, 8), "f32", {"recipe": "normal"})
+    b = Arr("b", (8, 4), "f32", {"recipe": "normal"})
+    c0 = Arr("acc", (4, 4), "f32", {"recipe": "normal", "low": -40, "high": 40})
     c = Arr("c", (4, 4), "f32")
     body = f"  %c = linalg.matmul ins(%a, %b : {a.tensor}, {b.tensor}) outs(%acc : {c0.tensor}) -> {c.tensor}\n"
     text = io_kernel("c = acc + a @ b: linalg.matmul accumulates into its outs operand", [a, b, c0], [c], body)
-    yield run_draft("core.linalg.matmul.init.f32", "core", text, [a, b, c0], [c], "matmul", "matmul into a non-zero C", n=8)
+    yield run_draft("core.linalg.matmul.init.f32", "core", text, [a, b, c0], [c], "matmul", "matmul into a non-zero C", n=8,
+                    model=models.contraction("mk,kn->mn", "a_ptr", "b_ptr", "c_ptr", "f32", 8, init="acc_ptr"))
 
 
 def indirect_orders() -> Iterator[Draft]:
@@ -223,7 +241,8 @@ def indirect_orders() -> Iterator[Draft]:
                 f"  ktdp.store %g, %yt : tensor<{N}x{D}xf32>, !ktdp.access_tile<{N}x{D}xindex>\n"
                 "  func.return\n}\n")
         d = run_draft(f"multi-tile.indirect.rows.{name}", "multi-tile", text, [table, ids], [y], "exact",
-                      f"indirect gather of rows, {name} indices")
+                      f"indirect gather of rows, {name} indices",
+                      model=models.computed(lambda a: {"y_ptr": a["table_ptr"][a["ids_ptr"].astype(np.int64)]}))
         d.npy = stored
         yield d
         # the same indices on the inner dimension: y[r, j] = table2[r, ids[j]]
@@ -245,7 +264,8 @@ def indirect_orders() -> Iterator[Draft]:
                  f"  ktdp.store %g, %yt : tensor<{D}x{N}xf32>, !ktdp.access_tile<{D}x{N}xindex>\n"
                  "  func.return\n}\n")
         d = run_draft(f"multi-tile.indirect.columns.{name}", "multi-tile", text2, [table2, ids2], [y2], "exact",
-                      f"indirect gather of columns, {name} indices")
+                      f"indirect gather of columns, {name} indices",
+                      model=models.computed(lambda a: {"y_ptr": a["table_ptr"][:, a["ids_ptr"].astype(np.int64)]}))
         d.npy = stored
         yield d
 

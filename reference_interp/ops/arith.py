@@ -315,6 +315,28 @@ def _maximum(a: Any, b: Any) -> Any:
     return r
 
 
+def _zeros_signed(r: Any, a: Any, b: Any, negative: Any) -> Any:
+    """`r` with the pairs of zero operands given the sign `negative` says (an IEEE min/max of
+    -0 and +0 is not whichever numpy returns)."""
+    both_zero = (a == 0) & (b == 0)
+    if np.any(both_zero):
+        zero = np.where(negative, -np.zeros_like(r), np.zeros_like(r))
+        r = np.where(both_zero, zero, r)
+        if np.ndim(r) == 0 and not isinstance(a, np.ndarray):
+            return r[()]
+    return r
+
+
+def _minnum(a: Any, b: Any) -> Any:
+    """IEEE 754-2019 minimumNumber: a NaN operand gives the other; -0 < +0."""
+    return _zeros_signed(np.fmin(a, b), a, b, np.signbit(a) | np.signbit(b))
+
+
+def _maxnum(a: Any, b: Any) -> Any:
+    """IEEE 754-2019 maximumNumber: a NaN operand gives the other; +0 > -0."""
+    return _zeros_signed(np.fmax(a, b), a, b, np.signbit(a) & np.signbit(b))
+
+
 _FLOAT_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "addf": operator.add,
     "subf": operator.sub,
@@ -323,8 +345,8 @@ _FLOAT_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "remf": np.fmod,
     "minimumf": _minimum,
     "maximumf": _maximum,
-    "minnumf": np.fmin,
-    "maxnumf": np.fmax,
+    "minnumf": _minnum,
+    "maxnumf": _maxnum,
 }
 
 

@@ -36,7 +36,7 @@ from .. import blas
 from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
-from .arith import _array_int, _maximum, _minimum
+from .arith import _array_int, _maximum, _maxnum, _minimum, _minnum
 from .common import element, int_array
 
 # ---------------------------------------------------------------------- helpers
@@ -95,6 +95,9 @@ def _binary_fn(name: str, dt: np.dtype[Any]) -> Callable[[Any, Any], Any]:
         "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
         "max": _maximum, "min": _minimum, "powf": np.power,
     }
+    if name == "powf" and dt != np.float64:
+        # numpy's float32 power is several ulp off: evaluate in float64, round once (as math.powf)
+        return lambda x, y: np.power(x.astype(np.float64), y.astype(np.float64)).astype(dt)
     return table[name]
 
 
@@ -135,7 +138,11 @@ def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
         fn = _float_fn("erf", dt)
     else:
         fn = _UNARY[name]
-    if dt not in (np.float16, np.float32, np.float64) and dt.kind not in "iub":
+    if name in ("exp", "log", "tanh", "rsqrt") and dt != np.float64 and dt.kind not in "iub":
+        inner = fn
+        # numpy's float32 kernels are up to 3 ulp off: evaluate in float64, round once (as math.*)
+        fn = lambda x: inner(x.astype(np.float64))  # noqa: E731
+    elif dt not in (np.float16, np.float32, np.float64) and dt.kind not in "iub":
         inner = fn
         fn = lambda x: inner(x.astype(np.float32))  # noqa: E731 - bf16/f8 evaluate in f32
 
@@ -343,7 +350,13 @@ def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[An
           "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
     if x.size == 0:
         return np.asarray(uf.reduce(x, axis=axes, initial=_identity(kind, out_dt)))
-    return np.asarray(uf.reduce(x, axis=axes))
+    red = np.asarray(uf.reduce(x, axis=axes))
+    if kind in ("maximum", "fmax", "minimum", "fmin") and x.dtype.kind not in "iub":
+        # numpy keeps whichever zero comes first; IEEE: max(-0, +0) = +0, min(-0, +0) = -0
+        low = kind in ("minimum", "fmin")
+        wanted = (x == 0) & (np.signbit(x) == low)
+        red = np.where((red == 0) & wanted.any(axis=axes), -np.abs(red) if low else np.abs(red), red)
+    return red
 
 
 def _identity(kind: str, dt: np.dtype[Any]) -> Any:
@@ -365,7 +378,7 @@ def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]
         return np.asarray(init ^ red if kind == "add" else init & red)
     table: dict[str, Callable[[Any, Any], Any]] = {
         "add": np.add, "mul": np.multiply, "maximum": _maximum, "minimum": _minimum,
-        "fmax": np.fmax, "fmin": np.fmin, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+        "fmax": _maxnum, "fmin": _minnum, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     }
     if kind in ("umax", "umin"):
         udt = unsigned_dtype(out_dt)

@@ -3,9 +3,10 @@
 Exact functions (`absf`, `ceil`, `floor`, `roundeven`, `trunc`, `copysign`, `sqrt`) are
 evaluated in the operand's type. Every other function on a type narrower than f64 is
 evaluated in float64 and rounded once to the declared type: numpy's own float32 kernels
-are up to 3 ulp off, outside the ops' accuracy classes. `fma` on f64 rounds twice
-(Python 3.11 has no fused multiply-add); every other case is within the op's
-accuracy class.
+are up to 3 ulp off, outside the ops' accuracy classes. `fma` rounds once: below f64 the
+product is exact in float64 and the sum is rounded to odd there, which a second rounding to
+the narrower type turns into the correctly rounded result; on f64 it is computed with
+fractions.
 """
 
 from __future__ import annotations
@@ -64,6 +65,42 @@ def _erf_for(dt: np.dtype[Any]) -> Callable[..., Any]:
     return _scipy_erf
 
 
+def _fma_round_to_odd(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c in float64, rounded to odd: exact products (operands of at most 26 bits), the
+    sum's rounding error by TwoSum, and an inexact sum moved to its odd neighbour. Rounding that
+    to a type of p <= 51 bits gives the correctly rounded a * b + c (no double rounding)."""
+    p = a * b
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = p + c
+        bp = s - c
+        err = (p - bp) + (c - (s - bp))
+        bits = np.asarray(s).view(np.int64)
+        even = (bits & 1) == 0
+        fix = np.isfinite(s) & (err != 0) & even
+        toward = np.where(err > 0, np.inf, -np.inf)
+        return np.where(fix, np.nextafter(s, toward), s)
+
+
+def _fma_f64(a: Any, b: Any, c: Any) -> Any:
+    """f64 fma, rounded once: fractions for finite non-zero operands (Python's float(Fraction)
+    rounds correctly), float arithmetic where it is exact or special (zeros, infinities, NaN)."""
+    from fractions import Fraction
+
+    def one(x: float, y: float, z: float) -> float:
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)) or x == 0 or y == 0 or z == 0:
+            return x * y + z
+        exact = Fraction(x) * Fraction(y) + Fraction(z)
+        if exact == 0:
+            return 0.0
+        try:
+            return float(exact)
+        except OverflowError:
+            return float("inf") if exact > 0 else float("-inf")
+
+    out = np.frompyfunc(one, 3, 1)(a, b, c)
+    return np.asarray(out, dtype=np.float64) if isinstance(out, np.ndarray) else np.float64(out)
+
+
 def _round_away(x: Any) -> Any:
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
@@ -96,7 +133,7 @@ def _float_fn(name: str, dt: np.dtype[Any]) -> Callable[..., Any]:
     if name == "round":
         return _via_wide(_round_away, dt)
     if name == "fma":
-        return _via_wide(lambda a, b, c: a * b + c, dt)
+        return _fma_f64 if dt == np.dtype(np.float64) else _via_wide(_fma_round_to_odd, dt)
     raise CompileError(f"math.{name} is not implemented")
 
 

@@ -73,8 +73,9 @@ def test_wrong_rounding_is_caught_by_exact_cases_only() -> None:
     s = statuses(run("f16.16", WRONG + "RoundsWrongly"))
     assert s["core.arith.addf.f16.16"] == "fail"
     assert s["core.arith.mulf.bf16.16"] == "fail"
-    # a 1-ulp class tolerates a 1-ulp rounding error; f32 results are untouched
-    assert s["core.math.exp.f16.16"] == "pass"
+    # the lost bit adds at most one ulp to the reference's half: a 2-ulp class (measured from
+    # the exact value) tolerates it; f32 results are untouched
+    assert s["core.math.tanh.f16.16"] == "pass"
     r = run("core.arith.addf.f32", WRONG + "RoundsWrongly")
     assert r.passed
 

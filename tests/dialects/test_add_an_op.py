@@ -1,6 +1,6 @@
-"""Adding an elementwise math op takes its dialect row, one interpreter function and its spec
-text, and every layer sees it: parse, print, verify (with generated negative tests),
-interpret, cost class, docs, conformance cases.
+"""Adding an elementwise math op takes its dialect row, one interpreter function, its exact
+value for the conformance oracle and its spec text, and every layer sees it: parse, print,
+verify (with generated negative tests), interpret, cost class, docs, conformance cases.
 
 The fixture adds a fake `math.cosh` exactly that way, in memory, and nothing else.
 """
@@ -34,7 +34,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def cosh(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpDef]:
-    """Registers the fake op: its dialect row, its interpreter function, nothing else."""
+    """Registers the fake op: its dialect row, its interpreter function, its oracle function."""
+    import mpmath
+
+    from conformance.oracle import transcendental
     from reference_interp.compiler import FACTORIES
     from reference_interp.ops import math as math_ops
 
@@ -44,6 +47,7 @@ def cosh(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpDef]:
     monkeypatch.setitem(SPELLINGS, FAKE, op)
     monkeypatch.setitem(math_ops.FLOAT_FUNCTIONS, "cosh", np.cosh)  # the interpreter function
     monkeypatch.setitem(FACTORIES, FAKE, math_ops.math_op)
+    monkeypatch.setitem(transcendental.FUNCTIONS, "cosh", mpmath.cosh)  # the oracle's exact value
     yield op
 
 
@@ -134,7 +138,7 @@ def test_conformance_cases_are_generated(cosh: OpDef, tmp_path: Path) -> None:
         f"core.{FAKE}.{dt}.{shape}" for dt in ("f16", "bf16", "f32") for shape in ("16", "4x8")
     )
     f32 = [d for d in drafts if d.id == f"core.{FAKE}.f32.16"]
-    write_suite(f32, root=tmp_path)  # the golden comes from the reference interpreter
+    write_suite(f32, root=tmp_path)  # the golden comes from the oracle (mpmath's cosh, rounded once)
     (case,) = [to_case(d) for d in f32]
     assert FAKE in case.ops and case.outputs[0].tolerance == "2 ulp"
     x = case_inputs(case, tmp_path)["x0_ptr"]

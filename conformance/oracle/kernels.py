@@ -1,0 +1,190 @@
+"""Models of the example kernels (`examples/*.ktir`), for the `full` level's goldens.
+
+Each model restates what its kernel's comment and ops say, op by op in the kernel's own
+order and types, with `conformance.oracle.approx`: the result is a float64 value per
+element and a proven bound on how far any conforming implementation's value before the
+final rounding (`arith.truncf` to the output type) can be from it. The accepted outputs are
+the roundings of that interval (`expect.enclosed`): the class `derived`. Kernels made only
+of correctly rounded ops in a fixed order are compared bit for bit instead (`exact`), and a
+single order-free sum keeps the `reduction` class.
+
+These kernels are too large for exact evaluation (a million exponentials in softmax), which
+is why their goldens come from float64 with a bound rather than from fractions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from conformance.oracle import approx as ax
+from conformance.oracle.approx import Approx
+from conformance.oracle.expect import Expected, enclosed, same, summed
+from conformance.oracle.sums import exact_sum
+
+Inputs = Mapping[str, Any]
+METHOD = ("float64 model of the kernel (conformance/oracle/kernels.py) with a proven bound e per element on any "
+          "conforming value before the final rounding; accepted: the roundings of [v - e, v + e]")
+F32 = "f32"
+
+
+def _f64(x: Any) -> np.ndarray:
+    return np.asarray(x).astype(np.float64)
+
+
+def _derived(z: Approx, dtype: Any) -> Expected:
+    return enclosed(z.v, z.e, dtype, METHOD)
+
+
+def _mask(a: Approx, masked: np.ndarray) -> Approx:
+    """arith.select(masked, -inf, a): the -inf is exact."""
+    return Approx(np.where(masked, -np.inf, a.v), np.where(masked, 0.0, a.e))
+
+
+def _bcast(a: Approx, index: Any) -> Approx:
+    return Approx(a.v[index], a.e[index])
+
+
+def vector_add(a: Inputs) -> dict[str, Expected]:
+    # one correctly rounded f16 addition per element: numpy's f16 add rounds once (IEEE)
+    return {"C": same(a["A"] + a["B"])}
+
+
+def tiled_matmul(a: Inputs) -> dict[str, Expected]:
+    acc = ax.matmul(ax.exact(_f64(a["a_ptr"])), ax.exact(_f64(a["b_ptr"])), F32)
+    return {"c_ptr": _derived(acc, np.float16)}
+
+
+def softmax(a: Inputs) -> dict[str, Expected]:
+    xf = ax.exact(_f64(a["x_ptr"]))
+    mx = ax.maximum(xf, 1)
+    e = ax.exp(ax.sub(xf, _bcast(mx, (slice(None), None)), F32), F32)
+    s = ax.total(e, 1, F32)
+    p = ax.div(e, _bcast(s, (slice(None), None)), F32)
+    return {"y_ptr": _derived(p, np.float16)}
+
+
+def rmsnorm(a: Inputs) -> dict[str, Expected]:
+    xf = ax.exact(_f64(a["x_ptr"]))
+    wf = ax.exact(_f64(a["w_ptr"]))
+    ss = ax.total(ax.mul(xf, xf, F32), 1, F32)
+    mean = ax.div(ss, ax.exact(np.float64(512.0)), F32)
+    shifted = ax.add(mean, ax.exact(np.float64(np.float32(9.99999997e-07))), F32)
+    inv = ax.rsqrt(shifted, F32)
+    n = ax.mul(xf, _bcast(inv, (slice(None), None)), F32)
+    out = ax.mul(n, _bcast(wf, (None, slice(None))), F32)
+    return {"y_ptr": _derived(out, np.float16)}
+
+
+def layernorm(a: Inputs) -> dict[str, Expected]:
+    import ml_dtypes
+
+    xf = ax.exact(_f64(a["x_ptr"]))
+    gf = ax.exact(_f64(a["g_ptr"]))
+    bf = ax.exact(_f64(a["b_ptr"]))
+    width = ax.exact(np.float64(256.0))
+    mean = ax.div(ax.total(xf, 1, F32), width, F32)
+    xc = ax.sub(xf, _bcast(mean, (slice(None), None)), F32)
+    var = ax.total(ax.mul(xc, xc, F32), 1, F32)
+    shifted = ax.add(ax.div(var, width, F32), ax.exact(np.float64(np.float32(9.99999974e-06))), F32)
+    rstd = ax.div(ax.exact(np.float64(1.0)), ax.sqrt(shifted, F32), F32)
+    xn = ax.mul(xc, _bcast(rstd, (slice(None), None)), F32)
+    y = ax.add(ax.mul(xn, _bcast(gf, (None, slice(None))), F32), _bcast(bf, (None, slice(None))), F32)
+    return {"y_ptr": _derived(y, ml_dtypes.bfloat16)}
+
+
+def rope(a: Inputs) -> dict[str, Expected]:
+    # correctly rounded f32 ops in a fixed order (no reduction): the result is exact, and
+    # numpy's float32 * - + round each op once as IEEE 754 defines
+    q = a["q_ptr"]
+    x1, x2 = q[..., :32], q[..., 32:]
+    c, s = a["cos_ptr"][:, None, :], a["sin_ptr"][:, None, :]
+    y = np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+    return {"y_ptr": same(y.astype(np.float32))}
+
+
+def swiglu(a: Inputs) -> dict[str, Expected]:
+    x = ax.exact(_f64(a["x_ptr"]))
+    g = ax.matmul(x, ax.exact(_f64(a["wg_ptr"])), F32)
+    u = ax.matmul(x, ax.exact(_f64(a["wu_ptr"])), F32)
+    den = ax.add(ax.exact(np.float64(1.0)), ax.exp(ax.neg(g), F32), F32)
+    h = ax.mul(ax.div(g, den, F32), u, F32)
+    return {"h_ptr": _derived(h, np.float16)}
+
+
+def causal_attention(a: Inputs) -> dict[str, Expected]:
+    """Flash-style: tile t owns queries [64 t, 64 t + 64) and walks key blocks 0..t, carrying
+    the running maximum m, denominator l and unnormalised output acc in f32."""
+    q, k, v = (_f64(a[n]) for n in ("q_ptr", "k_ptr", "v_ptr"))
+    scale = ax.exact(np.float64(0.125))
+    rows: list[Approx] = []
+    for t in range(4):
+        qb = ax.exact(q[64 * t:64 * t + 64])
+        m = ax.exact(np.full(64, -np.inf))
+        lsum = ax.exact(np.zeros(64))
+        acc = ax.exact(np.zeros((64, 64)))
+        for kb in range(t + 1):
+            s = ax.matmul(qb, ax.exact(k[64 * kb:64 * kb + 64].T), F32)
+            future = (64 * kb + np.arange(64))[None, :] > (64 * t + np.arange(64))[:, None]
+            sm = _mask(ax.mul(s, scale, F32), future)
+            m_new = ax.maximum(sm, 1, init=m)
+            p = ax.exp(ax.sub(sm, _bcast(m_new, (slice(None), None)), F32), F32)
+            alpha = ax.exp(ax.sub(m, m_new, F32), F32)
+            lsum = ax.total(p, 1, F32, init=ax.mul(lsum, alpha, F32))
+            acc_scaled = ax.mul(acc, _bcast(alpha, (slice(None), None)), F32)
+            acc = ax.matmul(ax.rnd(p, "f16"), ax.exact(v[64 * kb:64 * kb + 64]), F32, init=acc_scaled)
+            m = m_new
+        rows.append(ax.div(acc, _bcast(lsum, (slice(None), None)), F32))
+    out = Approx(np.concatenate([r.v for r in rows]), np.concatenate([r.e for r in rows]))
+    return {"o_ptr": _derived(out, np.float16)}
+
+
+def paged_attention(a: Inputs) -> dict[str, Expected]:
+    """Sequence b attends to its lens[b] tokens, gathered page by page through the block table."""
+    q, kc, vc = (_f64(a[n]) for n in ("q_ptr", "kc_ptr", "vc_ptr"))
+    bt, lens = a["bt_ptr"].astype(np.int64), a["lens_ptr"].astype(np.int64)
+    t = np.arange(128)
+    outs: list[Approx] = []
+    for b in range(4):
+        keys = kc[bt[b, t // 16], t % 16]
+        vals = vc[bt[b, t // 16], t % 16]
+        s = ax.matmul(ax.exact(q[b:b + 1]), ax.exact(keys.T), F32)
+        sm = _mask(ax.mul(s, ax.exact(np.float64(0.125)), F32), (t >= lens[b])[None, :])
+        mx = ax.maximum(sm, 1)
+        p = ax.exp(ax.sub(sm, _bcast(mx, (slice(None), None)), F32), F32)
+        lsum = ax.total(p, 1, F32)
+        acc = ax.matmul(p, ax.exact(vals), F32)
+        outs.append(ax.div(acc, _bcast(lsum, (slice(None), None)), F32))
+    out = Approx(np.concatenate([o.v for o in outs]), np.concatenate([o.e for o in outs]))
+    return {"o_ptr": _derived(out, np.float16)}
+
+
+def fp8_dequant_matmul(a: Inputs) -> dict[str, Expected]:
+    wd = ax.mul(ax.exact(_f64(a["w_ptr"])), ax.exact(_f64(a["s_ptr"])[None, :]), F32)  # w * s, rounded to f32
+    y = ax.matmul(ax.exact(_f64(a["x_ptr"])), wd, F32)
+    return {"y_ptr": _derived(y, np.float16)}
+
+
+def ring_allreduce(a: Inputs) -> dict[str, Expected]:
+    # every tile's row of OUT is the sum of the eight rows of X: one order-free sum of 8 terms
+    s, m = exact_sum(a["x_ptr"], 0)
+    rows = a["x_ptr"].shape[0]
+    return {"out_ptr": summed(np.tile(s, (rows, 1)), np.tile(m, (rows, 1)), np.float32, rows, products=False)}
+
+
+def embedding_gather(a: Inputs) -> dict[str, Expected]:
+    return {"y_ptr": same(a["e_ptr"][a["ids_ptr"].astype(np.int64)])}
+
+
+def distributed_copy(a: Inputs) -> dict[str, Expected]:
+    return {"y_ptr": same(a["x_ptr"].T.copy())}
+
+
+MODELS: dict[str, Callable[[Inputs], dict[str, Expected]]] = {
+    "vector_add": vector_add, "tiled_matmul": tiled_matmul, "softmax": softmax, "rmsnorm": rmsnorm,
+    "layernorm": layernorm, "rope": rope, "swiglu": swiglu, "causal_attention": causal_attention,
+    "ring_allreduce": ring_allreduce, "ring_allreduce_steps": ring_allreduce, "embedding_gather": embedding_gather,
+    "paged_attention": paged_attention, "fp8_dequant_matmul": fp8_dequant_matmul, "distributed_copy": distributed_copy,
+}
