@@ -25,7 +25,7 @@ from .emit_natural import emit_natural
 from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
 from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, grid_of, op_at, recognise
-from .natural import NaturalKernel, natural_reason_or_kernel
+from .natural import NaturalKernel, natural_reason_or_kernel, prune
 from .one_trip import inline_one_trip
 from .report import ScheduleReport
 from .rerank import Ranked, rerank, timeline_of
@@ -220,7 +220,7 @@ class StrategyScheduler:
             found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
-            natural = natural_reason_or_kernel(module, rec.fn, options.sizes)
+            natural = natural_reason_or_kernel(*prune(module, rec.fn), options.sizes)
             if isinstance(natural, NaturalKernel) and natural.splittable():
                 return self._natural(natural, target, options, report, start)
             if isinstance(natural, NaturalKernel):
@@ -255,6 +255,8 @@ class StrategyScheduler:
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
         space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
         fill_report(report, space, point, count, bound)
+        if isinstance(k, RowKernel) and k.fixed_block:
+            report.notes.append(k.fixed_block)
         if isinstance(k, MatmulKernel):
             out = emit_splitk(k, rec.fn, point) if point.get("sk", 1) > 1 else emit_matmul(k, rec.fn, point)
         else:

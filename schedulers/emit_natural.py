@@ -136,18 +136,35 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
 
     kc = space.kclass if space.kclass in looped else None
 
+    axes = [c for c in looped if grid_of[c] > 1]
+
+    def place(op: Operation, copy: Operation) -> None:
+        owners = owner_axes(space, p, op, pl.op_deps(op))
+        if not owners:
+            pl.place(op, copy)
+            return
+        # a result that does not vary along some grid axes is stored by the tiles at 0 on them only
+        zero = b.constant(0, INDEX)
+        cond = None
+        for a in owners:
+            eq = b.cmp("arith.cmpi", "eq", tids[axes.index(a)], zero)
+            cond = eq if cond is None else b.create("arith.andi", [cond, eq], [eq.type])[0]
+        assert cond is not None
+        with b.if_(cond):
+            pl.place(op, copy)
+
     def level(n: int) -> None:
         if kc is not None and n + 1 == looped.index(kc):
             # the deepest loop of the grid: the contraction's K loop goes where the contraction was
             for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
                 if lv == n:
-                    pl.place(op, copy)
+                    place(op, copy)
                 elif space.k.kloop is not None and op is space.k.kloop[1]:
                     _kloop(space, p, pl, levels, n + 1)
             return
         for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
             if lv == n:
-                pl.place(op, copy)
+                place(op, copy)
         if n + 1 >= len(looped):
             return
         c = looped[n + 1]
@@ -167,6 +184,15 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         level(-1)
         b.func_return()
     return pl.finish(grid)
+
+
+def owner_axes(space: NaturalSpace, p: dict[str, int], op: Operation, deps: set[int] | frozenset[int]) -> list[int]:
+    """The grid axes (their classes) along which a store's value does not vary: every tile on
+    such an axis would store the same elements, so only the tiles at coordinate 0 store."""
+    if op.name != "ktdp.store":
+        return []
+    loops = space.loops(p)
+    return [space.cut[i] for i in loops if p[f"g{i}"] > 1 and space.cut[i] not in deps]
 
 
 def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int], level: int) -> None:

@@ -95,6 +95,45 @@ class NaturalKernel:
         return f"d{self.classes.index(c)}"
 
 
+def _removable(op: Operation) -> bool:
+    """An op whose only effect is its results: pure by definition, or a linalg op on tensors,
+    or a load (reading has no effect a later op can see)."""
+    from ktir.dialects.registry import lookup
+    from ktir.dialects.traits import PURE
+
+    if op.name in ("ktdp.load", "tensor.empty"):
+        return True
+    if op.name.startswith("linalg.") and op.results and all(isinstance(t, ty.TensorType) for t in op.result_types):
+        return True
+    d = lookup(op.name)
+    return d is not None and d.has_trait(PURE) and not op.regions
+
+
+def prune(module: Module, fn: Operation) -> tuple[Module, Operation]:
+    """`fn` without the top-level ops whose results nothing uses (a dead constant would otherwise
+    be a dimension of the iteration space of its own); the same objects when nothing is dead."""
+    body = fn.regions[0].blocks[0].operations
+    used = {o for op in body for inner in op.walk() for o in inner.operands}
+    dead: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for i, op in enumerate(body):
+            if i in dead or not op.results or set(op.results) & used or not _removable(op):
+                continue
+            dead.add(i)
+            changed = True
+            used = {o for j, x in enumerate(body) if j not in dead for inner in x.walk() for o in inner.operands}
+    if not dead:
+        return module, fn
+    out = module.model_copy(deep=True)
+    name = func_name(fn)
+    new_fn = next(f for f in out.functions() if func_name(f) == name)
+    ops = new_fn.regions[0].blocks[0].operations
+    ops[:] = [op for i, op in enumerate(ops) if i not in dead]
+    return out, new_fn
+
+
 def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, int]) -> NaturalKernel | str:
     """The natural-form kernel of `fn`, or why `fn` is not in that form."""
     name = func_name(fn)

@@ -24,6 +24,7 @@ from ktir.targets.from_interp import TRANSCENDENTAL
 from ktir.targets.records import GLOBAL, KernelTrace, Kind, OpRecord
 
 from .dependence import CONTRACTIONS, shape
+from .emit_natural import owner_axes
 from .kernels import dtype_name, itemsize
 from .space_natural import NaturalSpace
 
@@ -46,6 +47,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
     body = k.fn.regions[0].blocks[0].operations
     empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
     deps: dict[str, set[int]] = {}
+    deps_of: dict[int, set[int]] = {}
     placed: list[tuple[Operation, int]] = []
     for op in body:
         d: set[int] = set()
@@ -57,6 +59,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
             deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
         if op.name not in _FREE and not op.name.startswith("scf."):
             placed.append((op, max((looped.index(c) for c in d if c in looped), default=-1)))
+            deps_of[id(op)] = d
     if split is not None:
         return _split_trace(space, p, split, placed, blk, max_records)
     trips = []
@@ -73,6 +76,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
             w["@box"] = (view, tuple((lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
                                      for lo, n, c in dims))
     records: list[OpRecord] = []
+    owned = {id(op): owner_axes(space, p, op, frozenset(c for c in deps_of[id(op)])) for op, _ in placed}
     for tile in range(n_tiles):
         coords = _coords(tile, grid)
         counts = [_tile_trips(k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0)
@@ -80,7 +84,10 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         kloop = None
         if space.kclass is not None and space.kclass in looped and k.kloop is not None:
             kloop = (looped.index(space.kclass), k.kloop[1], counts.pop())
-        _nest(-1, placed, counts, work, tile, [0], {}, records, kloop, {})
+        # a store not varying along a grid axis runs on the tiles at 0 on it (`emit_natural.owner_axes`)
+        mine = [(op, lv) for op, lv in placed
+                if all(coords[axes.index(c)] == 0 for c in owned.get(id(op), []))]
+        _nest(-1, mine, counts, work, tile, [0], {}, records, kloop, {})
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 

@@ -90,3 +90,24 @@ def test_a_k_loop_accumulates_right_and_simulates_like_the_interpreter(make, spy
     synthetic = natural_trace(space, point)
     assert synthetic is not None and len(synthetic.records) == len(real.records)
     assert simulate(synthetic, spyre).makespan == pytest.approx(simulate(real, spyre).makespan, rel=1e-9)
+
+
+def test_a_store_with_one_owner_simulates_like_the_interpreter(spyre: Target) -> None:
+    """Two results of different shapes, the rows of the large one over the grid: the small one is
+    stored by tile 0 alone (`emit_natural.owner_axes`), in the records as in the emitted code."""
+    k0 = nat.Kernel("two", ["x", "w", "y", "z"])
+    x, w = k0.load(k0.view("x", [256, 128], "f32")), k0.load(k0.view("w", [64], "f32"))
+    k0.store(k0.op("arith.addf", x, x), k0.view("y", [256, 128], "f32"))
+    k0.store(k0.op("arith.mulf", w, w), k0.view("z", [64], "f32"))
+    module = ktir.parse(print_module(k0.done()), "two.ktir")
+    k = natural_reason_or_kernel(module, module.functions()[0], {})
+    assert isinstance(k, NaturalKernel)
+    space = NaturalSpace(k, figures(spyre))
+    point = space.baseline()
+    out = emit_natural(space, point)
+    assert "scf.if" in print_module(out)
+    run = ri.run(out, None, infer_args(out, None, {}, 0, {}), trace=True)
+    real = from_interp(out, run).trace
+    synthetic = natural_trace(space, point)
+    assert synthetic is not None and len(synthetic.records) == len(real.records)
+    assert simulate(synthetic, spyre).makespan == pytest.approx(simulate(real, spyre).makespan, rel=1e-9)
