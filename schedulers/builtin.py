@@ -18,13 +18,14 @@ from ktir.ir.operation import Module, Operation
 from ktir.targets.schema import Target
 
 from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
+from .canonical import with_tile_start
 from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
 from .emit_natural import emit_natural
 from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, grid_of, op_at, recognise
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, function_of, grid_of, op_at, recognise
 from .natural import NaturalKernel, natural_reason_or_kernel, prune
 from .one_trip import inline_one_trip
 from .report import ScheduleReport
@@ -213,6 +214,8 @@ class StrategyScheduler:
 
     def schedule(self, module: Module, target: Target, options: ScheduleOptions) -> ScheduleResult:
         start = time.perf_counter()
+        given = module
+        module = with_tile_start(module, function_of(module, options.func))
         rec = recognise(module, options.sizes, options.func)
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
                                 applied=False)
@@ -243,7 +246,7 @@ class StrategyScheduler:
                     report.reason = f"{rec.reason}; natural form: {natural}"
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
-            return ScheduleResult(module, report)
+            return ScheduleResult(given, report)
         k = rec.kernel
         if isinstance(k, RowKernel):
             few = self._few_rows(module, rec.fn, k, target, options, start)

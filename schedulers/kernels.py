@@ -658,17 +658,23 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         return f"the row loop ends at {ub if ub is not None else lv.operand('upper_bound')}, not at the views' {R} rows"
     if R % B:
         return f"{R} rows are not a multiple of the block {B}"
-    if _ambiguous_rows(body, loop, B):
-        return f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are " \
-               "row blocks is ambiguous"
+    # Blocks of other sizes must compute the same rows: when they might not, the input's blocks
+    # are kept and only dealt to the tiles differently (each iteration is independent: no
+    # iter_args, and the proof checks the memory each one touches)
     from .dependence import row_split_reason
 
-    reason = row_split_reason(module, body[:body.index(loop)], loop, B)
-    if reason:
-        return reason
+    fixed = None
+    if _ambiguous_rows(body, loop, B):
+        fixed = (f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are "
+                 "row blocks is ambiguous")
+    fixed = fixed or row_split_reason(module, body[:body.index(loop)], loop, B)
     data = index_as_data(loop)
-    fixed = (f"{op_at(data)} uses the row loop's index {iv} as data: each block keeps its {B} row(s), "
-             "only the tiles that run them change") if data is not None else None
+    if fixed is None and data is not None:
+        fixed = f"{op_at(data)} uses the row loop's index {iv} as data"
+    if fixed is not None and R // B < 2:
+        return fixed  # a single block: nothing to divide without changing it
+    if fixed is not None:
+        fixed += f"; each block keeps its {B} row(s), only the tiles that run them change"
     vector: dict[str, float] = {}
     trans: dict[str, float] = {}
     nvec = 0
@@ -704,7 +710,7 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
             if not (isinstance(t, ty.TensorType) and t.has_static_shape):
                 continue
             nbytes = math.prod(int(d or 0) for d in t.shape) * itemsize(t.element_type)
-            if t.shape and t.shape[0] == B and op.name == "ktdp.load":
+            if t.shape and t.shape[0] == B and op.name == "ktdp.load" and fixed is None:
                 return f"a tensor loaded before the row loop has {B} leading rows, like the row block: ambiguous"
             if t.shape and t.shape[0] == B:
                 live += nbytes // B  # made before the loop for its body (scratch, broadcast weights): scales with B

@@ -68,6 +68,36 @@ def row_index_as_data(R: int = 64, C: int = 128) -> Module:
     return _valid(b.module, "rowidx")
 
 
+def row_position_from_zero(R: int = 65, C: int = 96) -> Module:
+    """A row loop from 0 (no tile id) whose body computes r + linalg.index 0 per element:
+    y[r, c] = x[r, c] * (r + 0)."""
+    from ktir.ir import affine as af
+    from ktir.ir.operation import Block, BlockArgument, Region
+
+    b = Builder()
+    with b.func("rowpos", [("x_ptr", INDEX), ("y_ptr", INDEX)], grid=[1]) as (xp, yp):
+        c0, c1, cr = b.constant(0, INDEX), b.constant(1, INDEX), b.constant(R, INDEX)
+        x = b.memory_view(xp, [R, C], [C, 1], F32, coordinate_set=box(R, C))
+        y = b.memory_view(yp, [R, C], [C, 1], F32, coordinate_set=box(R, C))
+        row_t = ty.TensorType(shape=(1, C), element_type=F32)
+        with b.for_(c0, cr, c1) as (r,):
+            v = b.load(b.access_tile(x, [r, c0], box(1, C), (1, C)), F32)
+            out = BlockArgument(name=b.fresh("o"), type=F32)
+            body = Block(arguments=[out])
+            with b.insert_into(body):
+                i = b.create("linalg.index", [], [INDEX], {"dim": at.IntegerAttr(value=0, type=ty.I64)})[0]
+                ri = b.create("arith.index_cast", [b.arith.addi(r, i)], [ty.i(64)])[0]
+                b.yield_(b.create("arith.sitofp", [ri], [F32])[0], op="linalg.yield")
+            ident = af.AffineMap.identity(2)
+            pos = b.create("linalg.generic", [b.empty(row_t)], [row_t], {
+                "indexing_maps": at.ArrayAttr(elements=(at.AffineMapAttr(value=ident),)),
+                "iterator_types": at.ArrayAttr(elements=(at.StringAttr(value="parallel"),) * 2),
+                "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(0, 1))}, [Region(blocks=[body])])[0]
+            b.store(b.create("arith.mulf", [v, pos], [row_t])[0], b.access_tile(y, [r, c0], box(1, C), (1, C)))
+        b.func_return()
+    return _valid(b.module, "rowpos")
+
+
 def dead_constant() -> Module:
     """The fuzzing lane's race: a dead constant beside load, add, store (its own dimensions)."""
     k = nat.Kernel("ew", ["A", "C"])
@@ -80,7 +110,7 @@ def dead_constant() -> Module:
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
-@pytest.mark.parametrize("make", [two_results, row_index_as_data, dead_constant])
+@pytest.mark.parametrize("make", [two_results, row_index_as_data, row_position_from_zero, dead_constant])
 def test_the_issue_kernels_schedule_right_everywhere(make, scheduler: str, spyre: Target) -> None:  # type: ignore[no-untyped-def]
     before = make()
     result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.3))
