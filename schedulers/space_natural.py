@@ -51,7 +51,10 @@ class NaturalSpace:
         E = self.k.extent[c]
         size = self.k.contiguous.get(c)
         step = max(1, self.fig.granularity // size) if size else 1
-        return [d for d in divisors(E) if d % step == 0 or d == E]
+        aligned = [d for d in divisors(E) if d % step == 0 or d == E]
+        # an extent with no whole-stick divisor (an odd size) may still be cut in shorter runs:
+        # each transfer then moves whole sticks for fewer elements, which the model charges
+        return aligned if len(aligned) > 1 else divisors(E)
 
     def _options(self, c: int, limit: int) -> list[tuple[int, int]]:
         E, tiles = self.k.extent[c], self.fig.tiles

@@ -244,11 +244,15 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     acc_bytes = math.prod(int(d or 0) for d in acc_t.shape) * 4 if isinstance(acc_t, ty.TensorType) else 4
     if split.everyone:
         return _all_reduce_trace(k, split, placed, tail, work, gg, acc_bytes)
+    init = split.init
     for tile in range(gg):
         made: dict[str, Any] = {}
         seq = [0]
         for op in top:
             _record(op, work[id(op)], tile, seq, made, records)
+        given = made.get(init)
+        if not split.identity:  # the partial starts from a fill of the identity (`emit_reduction._identity_init`)
+            _synthetic(records, tile, seq, made, init, (), acc_bytes)
         for i in range(_tile_trips(k.extent[c], gg, bb, tile)):
             for op in loop:
                 _record(op, work[id(op)], tile, seq, made, records, {0: i})
@@ -266,9 +270,21 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
                                 elements=acc_bytes // 4 * gg, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 2
         made[result] = recv + 1
+        if not split.identity:  # the init applied once to the total
+            _synthetic(records, 0, seq, made, result, (recv + 1, *(() if given is None else (given,))), acc_bytes)
         for op in tail:
             _record(op, work[id(op)], 0, seq, made, records)
     return KernelTrace(records, grid=(gg,), name=k.name)
+
+
+def _synthetic(records: list[OpRecord], tile: int, seq: list[int], made: dict[str, Any], value: str,
+               deps: tuple[int, ...], nbytes: int) -> None:
+    """A vector op over an f32 accumulator the rewrite adds (a fill of the identity, the init's
+    combine), recorded as from_interp records it; `value` is then made by it."""
+    records.append(OpRecord(tile=tile, seq=seq[0], op="linalg.vector", kind=Kind.VECTOR, deps=tuple(sorted(deps)),
+                            elements=nbytes // 4, dtype="f32", result_bytes=nbytes))
+    made[value] = seq[0]
+    seq[0] += 1
 
 
 def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, int]], tail: list[Operation],
@@ -290,8 +306,15 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
     for tile in range(tiles):
         made: dict[str, Any] = {}
         seq = [0]
+        given: int | None = None
+        if not split.identity:  # the partial starts from a fill of the identity, made first
+            _synthetic(records, tile, seq, made, "@identity", (), acc_bytes)
         for op in [o for o in before if id(o) in first] + [o for o in before if id(o) not in first]:
+            if op is split.op and not split.identity:
+                given, made[split.init] = made.get(split.init), made["@identity"]
             _record(op, work[id(op)], tile, seq, made, records, {0: 0})
+            if op is split.op and not split.identity and given is not None:
+                made[split.init] = given
         part = made.get(result)
         records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
                                 deps=(part,) if part is not None else (), sync="f0:0"))
@@ -302,6 +325,8 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
                                 elements=acc_bytes // 4 * tiles, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 3
         made[result] = recv + 1
+        if not split.identity:
+            _synthetic(records, tile, seq, made, result, (recv + 1, *(() if given is None else (given,))), acc_bytes)
         for op in tail:
             _record(op, work[id(op)], tile, seq, made, records, {0: 0})
     return KernelTrace(records, grid=(tiles,), name=k.name)

@@ -35,7 +35,15 @@ KERNELS = {
     "batch_matmul_transpose_b": lambda: nat.batch_matmul_tb(4, 64, 64, 64),
     "reduce_sum": lambda: nat.reduce_sum(256, 256),
     "transpose": lambda: nat.transpose(128, 256),
+    # a reduction from an init that is not the identity: partials start from a fill, the init is applied once
+    "reduce_sum_from_one": lambda: _init(nat.reduce_sum(256, 256), "1.0"),
+    "decode_rmsnorm_from_two": lambda: _init(nat.rmsnorm(1, 4096), "2.0"),
 }
+
+
+def _init(m: ktir.Module, value: str) -> ktir.Module:
+    """`m` with its reductions starting from `value` instead of 0."""
+    return ktir.parse(print_module(m).replace("arith.constant 0.0 : f32", f"arith.constant {value} : f32"), "k.ktir")
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
