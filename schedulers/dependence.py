@@ -129,10 +129,15 @@ def analyse(module: Module, ops: Iterable[Operation], types: dict[str, Type] | N
         for inner in op.walk():
             g.types.update(zip(inner.operands, inner.operand_types, strict=False))
             g.types.update(zip(inner.results, inner.result_types, strict=False))
+            if inner.name == "scf.for":
+                g.types.update((a.name, a.type) for a in inner.regions[0].blocks[0].arguments)
             if inner.name == "tensor.empty":
                 g.empties.update(inner.results)
     for op in ops:
-        _tie_op(g, op)
+        if op.name == "scf.for":
+            _tie_loop(g, op)
+        else:
+            _tie_op(g, op)
     for value, vt in g.types.items():
         dims = g.dims(value) if shape(vt) else []
         roots = [g.find(n) for n in dims]
@@ -141,6 +146,25 @@ def analyse(module: Module, ops: Iterable[Operation], types: dict[str, Type] | N
             if j != i and value not in g.empties:
                 g.block(dims[i], f"dimensions {j} and {i} of {value} index the same iteration (a diagonal)")
     return g
+
+
+def _tie_loop(g: DimGraph, op: Operation) -> None:
+    """A loop's body ops, and what it carries: each init, iter_arg, yielded value and result
+    is one tensor over the same iterations (position by position)."""
+    body = op.regions[0].blocks[0]
+    for inner in body.operations:
+        if inner.name == "scf.for":
+            _tie_loop(g, inner)
+        elif inner.name != "scf.yield":
+            _tie_op(g, inner)
+    term = body.operations[-1] if body.operations and body.operations[-1].name == "scf.yield" else None
+    inits = op.operands[3:]
+    for i, a in enumerate(body.arguments[1:]):
+        group = [a.name, inits[i] if i < len(inits) else None, op.results[i] if i < len(op.results) else None,
+                 term.operands[i] if term is not None and i < len(term.operands) else None]
+        tensors = [v for v in group if v is not None and shape(g.types.get(v)) is not None and v not in g.empties]
+        if len(tensors) > 1:
+            _positionwise(g, op, tensors)
 
 
 def _tensors(op: Operation) -> list[str]:

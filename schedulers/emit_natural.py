@@ -10,6 +10,8 @@ variables; a `tensor.empty` is made afresh for each op whose shape-only init it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ktir.builder import Builder, Value, ssa
 from ktir.dialects.access import named
 from ktir.ir import affine as af
@@ -22,6 +24,7 @@ from ktir.syntax.printer import print_module
 
 from .dependence import outs_positions, shape
 from .kernels import func_name
+from .natural import loop_classes
 from .space_natural import NaturalSpace
 
 INDEX = ty.IndexType()
@@ -59,7 +62,8 @@ class Placer:
         self.fn = next(f for f in self.module.functions() if func_name(f) == k.name)
         self.orig = k.fn.regions[0].blocks[0].operations
         self.copies = self.fn.regions[0].blocks[0].operations  # the same positions as `orig`
-        self.empties = {r for op in self.orig if op.name == "tensor.empty" for r in op.results}
+        self.empties = {r for top in self.orig for op in top.walk() if op.name == "tensor.empty" for r in op.results}
+        self.loop_ivs: dict[str, Value] = {}  # a sequential loop's index (input name) -> the emitted loop's
         self.access_of = {id(a.op): a for a in k.accesses}
         self.tiles = {id(a.tile) for a in k.accesses}
         taken = {n for op in k.fn.walk() for n in op.results} | {a.name for a in k.fn.regions[0].blocks[0].arguments}
@@ -67,17 +71,8 @@ class Placer:
         self.ivs: dict[int, Value] = {}
         self.entry = Block(arguments=[BlockArgument(name=a.name, type=a.type)
                                       for a in self.fn.regions[0].blocks[0].arguments])
-        self.deps: dict[str, set[int]] = {}  # value -> classes it depends on
-        for op in self.orig:
-            d: set[int] = set()
-            for v in [*op.operands, *op.results]:
-                if v not in self.empties and shape(self.g.types.get(v)):
-                    d |= set(self.g.classes(v))
-                d |= self.deps.get(v, set())
-            kl = k.kloop
-            for r in op.results:
-                # a looped contraction's result is whole after its loop
-                self.deps[r] = d - {kl[0]} if kl is not None and op is kl[1] else d
+        # value -> classes it depends on (a looped contraction's result is whole after its loop)
+        self.deps: dict[str, set[int]] = {v: set(d) for v, d in k.deps.items()}
 
     def op_deps(self, op: Operation) -> set[int]:
         d: set[int] = set()
@@ -85,7 +80,30 @@ class Placer:
             d |= self.deps.get(v, set())
             if v not in self.empties and shape(self.g.types.get(v)):
                 d |= set(self.g.classes(v))
+        if id(op) in self.k.loops:  # a sequential loop is placed, whole, by everything in it
+            d |= set(loop_classes(self.g, op, self.empties))
+            for x in op.walk():
+                for v in x.operands:
+                    d |= self.deps.get(v, set())
         return d
+
+    def place_loop(self, op: Operation, copy: Operation, place: Callable[[Operation, Operation], None],
+                   rename: dict[str, str] | None = None) -> None:
+        """A sequential loop, kept whole: the same bounds, its carried tensors resized to the
+        blocks, its body's ops placed by `place` in order."""
+        b = self.b
+        lp = self.k.loops[id(op)]
+        body, cbody = op.regions[0].blocks[0], copy.regions[0].blocks[0]
+        inits = [Value((rename or {}).get(v, v), self.retype(v, t)) for v, t in zip(op.operands[3:], op.operand_types[3:],
+                                                                                      strict=True)]
+        lb, ub, step = (Value(v, INDEX) for v in op.operands[:3])
+        with b.for_(lb, ub, step, inits, names=[a.name for a in body.arguments], results=list(op.results)) as made:
+            self.loop_ivs[lp.iv] = made[0]
+            for inner, icopy in zip(body.operations, cbody.operations, strict=True):
+                if inner.name == "scf.yield":
+                    b.yield_(*[Value(v, self.retype(v, self.g.types[v])) for v in inner.operands])
+                else:
+                    place(inner, icopy)
 
     def retype(self, v: str, t: Type) -> Type:
         if not isinstance(t, ty.TensorType) or not shape(t) or v in self.empties:
@@ -99,7 +117,10 @@ class Placer:
             return
         a = self.access_of.get(id(op))
         if a is not None:
-            _access(b, a, self.retype(a.value, g.types[a.value]), self.ivs, g, rename or {})
+            _access(b, a, self.retype(a.value, g.types[a.value]), self.ivs, g, rename or {}, self.loop_ivs)
+            return
+        if id(op) in self.k.loops:
+            self.place_loop(op, copy, self.place, rename)
             return
         outs = outs_positions(copy)
         types = [self.retype(v, t) for v, t in zip(op.operands, copy.operand_types, strict=True)]
@@ -139,6 +160,9 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
     axes = [c for c in looped if grid_of[c] > 1]
 
     def place(op: Operation, copy: Operation) -> None:
+        if id(op) in space.k.loops:
+            pl.place_loop(op, copy, place)
+            return
         owners = owner_axes(space, p, op, pl.op_deps(op))
         if not owners:
             pl.place(op, copy)
@@ -220,7 +244,8 @@ def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int]
     b.block.operations[-1].results = [result]  # the scf.for just built
 
 
-def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str]) -> None:
+def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str],
+            loop_ivs: dict[str, Value] | None = None) -> None:
     from .dependence import DimGraph
     from .natural import Access
 
@@ -228,9 +253,12 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
     dims = shape(t) or ()
     classes = g.classes(a.value)
     subs: list[af.AffineExpr] = []
-    for start, c in zip(a.starts, classes, strict=True):
+    for d, (start, c) in enumerate(zip(a.starts, classes, strict=True)):
         e: af.AffineExpr = af.const(start)
-        if c in ivs:
+        if a.loop is not None and a.seq[d] and loop_ivs is not None:  # the loop's index, as in the input
+            off = start - a.loop.lb
+            e = ssa(loop_ivs[a.loop.iv]) + off if off else ssa(loop_ivs[a.loop.iv])
+        elif c in ivs:
             e = ssa(ivs[c]) + start if start else ssa(ivs[c])
         subs.append(e)
     view_t = named(a.tile).operand_type("base")

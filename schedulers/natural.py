@@ -49,8 +49,26 @@ class Access:
     view: str  # the memory view value
     operand: Operand
     value: str  # the tensor loaded or stored
-    starts: tuple[int, ...]  # view coordinates of the box's first element
+    starts: tuple[int, ...]  # view coordinates of the box's first element (in a loop: at its first iteration)
     stored: bool
+    loop: SeqLoop | None = None  # the sequential loop it is in, when its coordinates follow the loop's index
+    seq: tuple[bool, ...] = ()  # per dimension: moved by the loop's step at each iteration
+
+
+@dataclass(frozen=True)
+class SeqLoop:
+    """A top-level `scf.for` of constant bounds kept whole (its iterations run in order on each
+    tile): a scan carrying state in iter_args, or a loop over rows whose blocks must not change."""
+
+    op: Operation
+    iv: str
+    lb: int
+    step: int
+    trips: int
+
+    def span(self, start: int, n: int) -> tuple[int, int]:
+        """[first, end) of coordinates a dimension moved by the loop covers over all iterations."""
+        return start, start + (self.trips - 1) * self.step + n
 
 
 @dataclass
@@ -66,6 +84,7 @@ class Step:
     itemsize: int = 4
     strides: tuple[int, ...] = ()  # loads/stores: the view's strides per tensor dimension
     value_dims: tuple[int, ...] = ()  # loads/stores: the class of each tensor dimension, in order
+    repeat: int = 1  # executions per execution of its placement (the trips of a sequential loop it is in)
 
 
 @dataclass
@@ -87,12 +106,47 @@ class NaturalKernel:
     kloop: tuple[int, Operation, frozenset[int]] | None = None
     kind: str = "natural"
     one_block: int | None = None  # a class cut into exactly one block per tile (an all-reduced split)
+    loops: dict[int, SeqLoop] = field(default_factory=dict)  # id of a top-level scf.for -> how it runs
+
+    def ops(self) -> list[Operation]:
+        """Every op of the body in program order, the bodies of sequential loops after their loop
+        (without their terminators)."""
+        return flat(self.fn.regions[0].blocks[0].operations)
 
     def splittable(self) -> list[int]:
         return [c for c in self.classes if not self.free[c] and self.extent[c] > 1]
 
     def label(self, c: int) -> str:
         return f"d{self.classes.index(c)}"
+
+
+def flat(body: list[Operation]) -> list[Operation]:
+    """`body` with each top-level loop followed by the ops of its body (terminator left out)."""
+    out: list[Operation] = []
+    for op in body:
+        out.append(op)
+        if op.name == "scf.for":
+            out += [x for x in op.regions[0].blocks[0].operations if x.name != "scf.yield"]
+    return out
+
+
+def _seq_loop(op: Operation, vals: _Values) -> SeqLoop | str:
+    """A top-level loop the natural form keeps whole, or why it cannot be one."""
+    lv = named(op)
+    lb, ub, step = (vals.const(lv.operand(n)) for n in ("lower_bound", "upper_bound", "step"))
+    if lb is None or ub is None or step is None or step <= 0:
+        return f"{op.name}{where(op)} has bounds or a step that are not constants"
+    body = op.regions[0].blocks[0]
+    for x in body.operations:
+        if x.regions and not x.name.startswith("linalg."):
+            return f"{x.name}{where(x)} nests regions in {op.name}{where(op)}"
+    for a in body.arguments[1:]:
+        if not isinstance(a.type, ty.TensorType):
+            return f"{op.name}{where(op)} carries {a.name} of type {a.type}: only tensors are carried"
+    trips = max(0, -(-(ub - lb) // step))
+    if trips == 0:
+        return f"{op.name}{where(op)} runs no iteration"
+    return SeqLoop(op, body.arguments[0].name, lb, step, trips)
 
 
 def _removable(op: Operation) -> bool:
@@ -140,10 +194,21 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     grid = grid_of(fn)
     if math.prod(grid) != 1:
         return f"the kernel already runs on a grid {list(grid)}"
-    body = fn.regions[0].blocks[0].operations
+    top = fn.regions[0].blocks[0].operations
     allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
                     "ktdp.get_compute_tile_id"}
+    vals = _Values(fn, sizes)
+    loops: dict[int, SeqLoop] = {}
+    for op in top:
+        if op.name == "scf.for":
+            found_loop = _seq_loop(op, vals)
+            if isinstance(found_loop, str):
+                return found_loop
+            loops[id(op)] = found_loop
+    body = flat(top)
     for op in body:
+        if op.name == "scf.for" and id(op) in loops:
+            continue
         if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")) or op.name == "ktdp.construct_indirect_access_tile":
             return f"{op.name}{where(op)} is not straight-line code over whole tensors"
         if op.regions and not op.name.startswith("linalg."):
@@ -155,16 +220,16 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
             return f"{op.name}{where(op)} works on a memref (buffer) operand"
         if op.name == "ktdp.construct_distributed_memory_view":
             return f"{op.name}{where(op)}: distributed views are outside the natural form"
-    vals = _Values(fn, sizes)
     tid_results = {r for op in body if op.name == "ktdp.get_compute_tile_id" for r in op.results}
     used = {o for op in body for inner in op.walk() for o in inner.operands}
     if tid_results & used:
         return "the kernel reads its tile id: it is already divided by hand"
     accesses: list[Access] = []
+    inside = {id(x): lp for lp in loops.values() for x in lp.op.regions[0].blocks[0].operations}
     for op in body:
         if op.name not in ("ktdp.load", "ktdp.store"):
             continue
-        found = _access(module, op, vals)
+        found = _access(module, op, vals, inside.get(id(op)))
         if isinstance(found, str):
             return found
         accesses.append(found)
@@ -179,10 +244,15 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         for v in ins:
             if v in empties:
                 return f"{op.name}{where(op)} reads {v}, made by tensor.empty (undefined contents)"
-    g = analyse(module, body)
+    g = analyse(module, top)
     for a in accesses:  # a tensor loaded or stored whole at constant coordinates: its dimensions are plain
         if not a.stored and a.value in empties:
             return "a load into an empty tensor"
+        if a.loop is not None:  # a dimension the loop walks: its iterations run in order, kept whole
+            for d, moved in enumerate(a.seq):
+                if moved:
+                    g.block(g.node(a.value, d), f"{a.op.name}{where(a.op)} is indexed along this dimension by "
+                            f"{a.loop.iv}, the index of {a.loop.op.name}{where(a.loop.op)}, whose iterations run in order")
     classes: list[int] = []
     for op in body:
         for v in [*op.operands, *op.results]:
@@ -196,8 +266,8 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         if extent[c] == 0:  # nothing to divide, and a block of 0 elements has no legal shape
             return f"dimension d{i} has size 0: the kernel touches no elements"
     free = {c: g.reasons(c) for c in classes}
-    kloop = _kloop(g, body, empties)
-    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop)
+    kloop = _kloop(g, top, empties)
+    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside)
     contiguous: dict[int, int] = {}
     for a in accesses:
         st = a.operand.layout
@@ -209,7 +279,8 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         for r, t in zip(op.results, op.result_types, strict=False):
             if shape(t) and r not in empties and isinstance(t, ty.TensorType):
                 values.append((r, g.classes(r), itemsize(t.element_type)))
-    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop)
+    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop,
+                         loops=loops)
 
 
 def _ins(op: Operation) -> list[str]:
@@ -237,14 +308,14 @@ def _ins(op: Operation) -> list[str]:
     return ins
 
 
-def _access(module: Module, op: Operation, vals: _Values) -> Access | str:
+def _access(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None = None) -> Access | str:
     try:
-        return _access_of(module, op, vals)
+        return _access_of(module, op, vals, loop)
     except AccessError as e:
         return f"{op.name}{where(op)}: {e}"
 
 
-def _access_of(module: Module, op: Operation, vals: _Values) -> Access | str:
+def _access_of(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None = None) -> Access | str:
     stored = op.name == "ktdp.store"
     tile = vals.defs.get(named(op).operand("access_tile"))
     if tile is None or tile.name != "ktdp.construct_access_tile":
@@ -264,18 +335,35 @@ def _access_of(module: Module, op: Operation, vals: _Values) -> Access | str:
         return f"the access tile of {op.name}{where(op)} has a non-identity access_tile_order"
     if not _is_box(module, tile.attributes.get("access_tile_set"), dims):
         return f"the access tile set of {op.name}{where(op)} is not the box of its shape"
-    indices = [vals.const(o) for o in tv.operands("indices")]
-    if any(i is None for i in indices):
+    names = tv.operands("indices")
+    indices = [vals.const(o) for o in names]
+    if any(i is None and (loop is None or o != loop.iv) for i, o in zip(indices, names, strict=True)):
         return f"the access tile of {op.name}{where(op)} starts at a non-constant coordinate"
-    ints = [int(i or 0) for i in indices]
     base = resolve(module, tile.attributes.get("base_map"))
-    if isinstance(base, at.AffineMapAttr):
-        nd = base.value.num_dims
-        starts = tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
-    else:
-        starts = tuple(ints)
+
+    def at_index(iv: int) -> tuple[int, ...]:
+        ints = [iv if i is None else int(i) for i in indices]
+        if isinstance(base, at.AffineMapAttr):
+            nd = base.value.num_dims
+            return tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
+        return tuple(ints)
+
+    starts = at_index(loop.lb if loop is not None else 0)
     value = named(op).operand("data") if stored else named(op).result("result")
-    return Access(op, tile, named(view).result("result"), operand, value, starts, stored)
+    if loop is None or loop.iv not in names:
+        return Access(op, tile, named(view).result("result"), operand, value, starts, stored)
+    moved = tuple(b - a for a, b in zip(starts, at_index(loop.lb + 1), strict=True))
+    if any(m not in (0, 1) for m in moved):
+        return f"the access tile of {op.name}{where(op)} moves by {list(moved)} per unit of {loop.iv}: only the index itself is followed"
+    return Access(op, tile, named(view).result("result"), operand, value, starts, stored, loop,
+                  tuple(m == 1 for m in moved))
+
+
+def span(a: Access, d: int, n: int) -> tuple[int, int]:
+    """[first, end) of the coordinates of dimension d an access covers (over its loop's iterations)."""
+    if a.loop is not None and a.seq and a.seq[d]:
+        return a.loop.span(a.starts[d], n)
+    return a.starts[d], a.starts[d] + n
 
 
 def _memory_reason(accesses: list[Access]) -> str | None:
@@ -301,7 +389,9 @@ def _memory_reason(accesses: list[Access]) -> str | None:
             for b in writes[i + 1:]:
                 sa = shape(named(a.op).operand_type("data")) or ()
                 sb = shape(named(b.op).operand_type("data")) or ()
-                if all(x < y + m and y < x + n for x, y, n, m in zip(a.starts, b.starts, sa, sb, strict=False)):
+                ra = [span(a, d, n) for d, n in enumerate(sa)]
+                rb = [span(b, d, n) for d, n in enumerate(sb)]
+                if all(x0 < y1 and y0 < x1 for (x0, x1), (y0, y1) in zip(ra, rb, strict=False)):
                     return f"two stores to %{arg}{where(a.op)}{where(b.op)} overlap: their order would matter"
     return None
 
@@ -358,22 +448,54 @@ def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, 
     return k, mm, kset
 
 
+def loop_classes(g: DimGraph, loop: Operation, empties: set[str]) -> frozenset[int]:
+    """Every class a value of the loop (its operands, results and every value inside) has: the
+    loop is placed, whole, where all of them are."""
+    found: set[int] = set()
+    for x in loop.walk():
+        for v in [*x.operands, *x.results]:
+            if v not in empties and shape(g.types.get(v)):
+                found |= set(g.classes(v))
+    for a in loop.regions[0].blocks[0].arguments[1:]:
+        found |= set(g.classes(a.name))
+    return frozenset(found)
+
+
 def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str],
-           kloop: tuple[int, Operation, frozenset[int]] | None = None
+           kloop: tuple[int, Operation, frozenset[int]] | None = None, loops: dict[int, SeqLoop] | None = None,
+           inside: dict[int, SeqLoop] | None = None
            ) -> tuple[list[Step], dict[str, frozenset[int]], list[frozenset[int]]]:
     by_op = {id(a.op): a for a in accesses}
     deps: dict[str, frozenset[int]] = {}
     steps: list[Step] = []
     op_deps: list[frozenset[int]] = []
+    loops, inside = loops or {}, inside or {}
+    placed: dict[int, frozenset[int]] = {}  # a sequential loop -> the classes it is placed by
     for op in body:
+        if id(op) in loops:
+            lp = loops[id(op)]
+            d = loop_classes(g, op, empties).union(*(deps.get(o, frozenset()) for o in op.operands))
+            for o in lp.op.regions[0].blocks[0].operations:
+                for v in o.operands:
+                    d |= deps.get(v, frozenset())
+            placed[id(op)] = d
+            for arg in op.regions[0].blocks[0].arguments[1:]:
+                deps[arg.name] = d
+            for r in op.results:
+                deps[r] = d
+            continue
         tensors = [v for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))]
         own: set[int] = set()
         for v in tensors:
             own |= set(g.classes(v))
         d = frozenset(own).union(*(deps.get(o, frozenset()) for o in op.operands))
+        lp_in = inside.get(id(op))
+        if lp_in is not None:  # an op of a sequential loop runs where the whole loop runs, every iteration
+            d = placed[id(lp_in.op)]
         for r in op.results:
             # a looped contraction's result is whole after its loop: it no longer depends on K
             deps[r] = d - {kloop[0]} if kloop is not None and op is kloop[1] else d
+        repeat = lp_in.trips if lp_in is not None else 1
         a = by_op.get(id(op))
         t = op.result_types[0] if op.result_types else (op.operand_types[0] if op.operand_types else None)
         el = ty.element_type(t) if isinstance(t, ty.TensorType) else None
@@ -381,16 +503,16 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
         if a is not None:
             st = a.operand.layout
             steps.append(Step(op, g.classes(a.value), "store" if a.stored else "load", dt, itemsize=a.operand.itemsize,
-                              strides=tuple(st), value_dims=g.classes(a.value)))
+                              strides=tuple(st), value_dims=g.classes(a.value), repeat=repeat))
         elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:
             continue
         elif op.name in CONTRACTIONS or (op.name == "linalg.generic" and _is_contraction(op)):
             ins_t = named(op).operand_types("inputs")[0]
             mdt = dtype_name(ty.element_type(ins_t)) if isinstance(ins_t, ty.TensorType) else dt
-            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt))
+            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt, repeat=repeat))
         else:
             plain, trans = _count(op)
-            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans))
+            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans, repeat=repeat))
         op_deps.append(d)
     return steps, deps, op_deps
 

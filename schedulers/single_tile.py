@@ -299,3 +299,26 @@ def swiglu(T: int, F: int, dtype: str = "f16", name: str = "swiglu") -> Module:
     (y,) = k.generic([g, u], [T, F], [amap(2, 0, 1)] * 3, ["parallel"] * 2, body, dtype)
     k.store(y, k.view("y", [T, F], dtype))
     return k.done()
+
+
+def scan(R: int, C: int, dtype: str = "f32", decay: float | None = None, name: str = "scan") -> Module:
+    """y[r] = s_r where s_r = (decay *) s_{r-1} + x[r] over rows, s_{-1} = 0, state carried in a
+    loop's iter_args (one row per step); the final state is stored to `last`. The columns are
+    independent, the rows run in order."""
+    k = Kernel(name, ["x", "y", "last"])
+    x = k.view("x", [R, C], dtype)
+    y = k.view("y", [R, C], "f32")
+    row_t = ty.TensorType(shape=(1, C), element_type=F32)
+    zero = k.b.create("tensor.splat", [k.scalar(0.0)], [row_t])[0]
+    c1, cr = k.b.constant(1, INDEX), k.b.constant(R, INDEX)
+    with k.b.for_(k.c0, cr, c1, [zero]) as (r, state):
+        tile = k.b.access_tile(x, [r, k.c0], _box((1, C)), (1, C))
+        row = k.cast(k.b.load(tile, ftype(dtype)), "f32")
+        kept = state if decay is None else k.op("arith.mulf", state, k.b.create("tensor.splat", [k.scalar(decay)],
+                                                                                   [row_t])[0])
+        new = k.op("arith.addf", kept, row)
+        k.b.store(new, k.b.access_tile(y, [r, k.c0], _box((1, C)), (1, C)))
+        k.b.yield_(new)
+    (final,) = k.b.last_results
+    k.store(final, k.view("last", [1, C], "f32"))
+    return k.done()

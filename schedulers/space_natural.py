@@ -23,7 +23,7 @@ import numpy as np
 
 from .cost import Figures, Work
 from .dependence import shape
-from .natural import NaturalKernel, Step
+from .natural import NaturalKernel, Step, loop_classes
 from .report import Placement, Schedule
 from .spaces import Columns, Evaluated, divisors
 
@@ -58,7 +58,8 @@ class NaturalSpace:
 
     def _options(self, c: int, limit: int) -> list[tuple[int, int]]:
         E, tiles = self.k.extent[c], self.fig.tiles
-        grids = sorted({g for g in range(1, tiles + 1) if tiles % g == 0 or g & (g - 1) == 0})
+        # any number of tiles up to the grid (an extent of 3 blocks takes 3 tiles); a tile owns at least a block
+        grids = list(range(1, tiles + 1))
         found = [(g, b) for g in grids for b in self._blocks(c) if g * b <= E or (g == 1 and b == E)]
         if c == self.k.one_block:  # each tile keeps its block through an all-reduce: one block per tile
             found = [(g, b) for g, b in found if g * b == E]
@@ -114,7 +115,7 @@ class NaturalSpace:
             for i, cls in enumerate(self.cut):
                 if cls in deps:
                     lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
-            execs = np.ones(size)
+            execs = np.full(size, float(step.repeat))
             for i in range(n_cut):
                 execs = execs * np.where(cutm[i] & (pos[i] <= lvl), n_it[i], 1.0)
             elems = np.ones(size)
@@ -230,7 +231,7 @@ class NaturalSpace:
         trans: dict[str, float] = {}
         macs, mdt, rd, wr = 0.0, "f16", 0.0, 0.0
         for s in self.k.steps:
-            n = float(math.prod(self.k.extent[c] for c in s.dims))
+            n = float(math.prod(self.k.extent[c] for c in s.dims)) * s.repeat
             if s.kind == "load":
                 rd += n * s.itemsize
             elif s.kind == "store":
@@ -266,6 +267,10 @@ class NaturalSpace:
         blocks = np.prod([cols[f"b{i}"][idx] for i in range(len(self.cut))], axis=0)
         best = idx[np.lexsort((-blocks, -grid))[0]]
         return {n: int(v[best]) for n, v in cols.items()}
+
+    def tiles_used(self, p: dict[str, int]) -> int:
+        """How many tiles the schedule's grid has."""
+        return math.prod(p[f"g{i}"] for i in self.loops(p))
 
     def loops(self, p: dict[str, int]) -> list[int]:
         """Indices (into `cut`) of the classes that get a loop, outermost first."""
@@ -304,19 +309,25 @@ def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, i
     """Per op of the body, the classes it depends on (its placement); per tensor value, the
     positions of its op and of its last use, its classes, its itemsize and its uses
     (position, and for the init of the looped contraction the classes its loop depends on)."""
-    body = k.fn.regions[0].blocks[0].operations
+    body = k.ops()
     empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
     deps: dict[str, set[int]] = {}
     ops: list[frozenset[int]] = []
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     uses: dict[str, list[tuple[int, frozenset[int] | None]]] = {}
+    within: dict[int, set[int]] = {}  # an op of a sequential loop -> where the loop is placed
     for i, op in enumerate(body):
         d: set[int] = set()
         for v in [*op.operands, *op.results]:
             d |= deps.get(v, set())
             if v not in empties and shape(k.graph.types.get(v)):
                 d |= set(k.graph.classes(v))
+        if id(op) in k.loops:
+            d |= set(loop_classes(k.graph, op, empties))
+            for x in op.regions[0].blocks[0].operations:
+                within[id(x)] = d
+        d = within.get(id(op), d)
         for r in op.results:
             deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
             first[r] = i

@@ -26,6 +26,7 @@ from ktir.targets.records import GLOBAL, KernelTrace, Kind, OpRecord
 from .dependence import CONTRACTIONS, shape
 from .emit_natural import owner_axes
 from .kernels import dtype_name, itemsize
+from .natural import loop_classes
 from .space_natural import NaturalSpace
 
 _FREE = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "tensor.empty",
@@ -49,15 +50,21 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
     deps: dict[str, set[int]] = {}
     deps_of: dict[int, set[int]] = {}
     placed: list[tuple[Operation, int]] = []
+    empties = {r for top in body for op in top.walk() if op.name == "tensor.empty" for r in op.results}
     for op in body:
         d: set[int] = set()
         for v in [*op.operands, *op.results]:
             d |= deps.get(v, set())
             if v not in empties and shape(g.types.get(v)):
                 d |= set(g.classes(v))
+        if id(op) in k.loops:  # placed, whole, by everything in it
+            d |= set(loop_classes(g, op, empties))
+            for x in op.walk():
+                for v in x.operands:
+                    d |= deps.get(v, set()) | set(k.deps.get(v, frozenset()))
         for r in op.results:
             deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
-        if op.name not in _FREE and not op.name.startswith("scf."):
+        if id(op) in k.loops or recorded(op):
             placed.append((op, max((looped.index(c) for c in d if c in looped), default=-1)))
             deps_of[id(op)] = d
     if split is not None:
@@ -67,14 +74,17 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         gg, bb = grid_of[c], blk[c]
         trips.append(math.ceil(k.extent[c] / (gg * bb)))
     n_tiles = math.prod(grid)
-    if n_tiles * sum(math.prod(trips[:lv + 1]) for _, lv in placed) > max_records:
+    if n_tiles * sum(math.prod(trips[:lv + 1]) * _count(k, op) for op, lv in placed) > max_records:
         return None
-    work = {id(op): _work(op, space, blk) for op, _ in placed}
-    for w in work.values():  # each access's box moves along its looped classes, by g x b per iteration
+    work = _works(space, placed, blk)
+    for key, w in work.items():  # each access's box moves along its looped classes, by g x b per iteration
         if "@box" in w:
             view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
-            w["@box"] = (view, tuple((lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
-                                     for lo, n, c in dims))
+            a = next(x for x in k.accesses if id(x.op) == key)
+            w["@box"] = (view, tuple(
+                (lo, n, ("seq", a.loop.iv), a.loop.step) if a.loop is not None and a.seq[d]
+                else (lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
+                for d, (lo, n, c) in enumerate(dims)))
     records: list[OpRecord] = []
     owned = {id(op): owner_axes(space, p, op, frozenset(c for c in deps_of[id(op)])) for op, _ in placed}
     for tile in range(n_tiles):
@@ -93,7 +103,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
 
 def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work: dict[int, dict[str, object]],
           tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord],
-          kloop: tuple[int, Operation, int] | None = None, it: dict[int, int] | None = None) -> None:
+          kloop: tuple[int, Operation, int] | None = None, it: dict[Any, int] | None = None) -> None:
     """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
 
     `kloop` = (its level, the contraction, trips): the contraction's K loop, run where the
@@ -122,6 +132,70 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work:
         return
     for i in range(counts[level + 1]):
         _nest(level + 1, ops, counts, work, tile, seq, made, records, kloop, {**it, level + 1: i})
+
+
+def _works(space: NaturalSpace, placed: list[tuple[Operation, int]], blk: dict[int, int]) -> dict[int, dict[str, object]]:
+    """The work of every recorded op; a sequential loop's entry runs its body's."""
+    k = space.k
+    work = {id(op): _work(op, space, blk) for top, _ in placed for op in _inner(k, top) if id(op) not in k.loops}
+    for top, _ in placed:
+        if id(top) in k.loops:
+            work[id(top)] = {"@loop": k, "@work": work}
+    return work
+
+
+def recorded(op: Operation) -> bool:
+    """Whether from_interp records the op: a transfer, or compute on tensors (not index arithmetic)."""
+    if op.name in _FREE or op.name.startswith("scf."):
+        return False
+    if op.name in ("ktdp.load", "ktdp.store"):
+        return True
+    return any(isinstance(t, ty.TensorType) for t in [*op.operand_types, *op.result_types])
+
+
+def _inner(k: object, op: Operation) -> list[Operation]:
+    """The ops a placed op records: itself, or the recorded ops of a sequential loop's body."""
+    from .natural import NaturalKernel
+
+    assert isinstance(k, NaturalKernel)
+    if id(op) not in k.loops:
+        return [op]
+    return [x for x in op.regions[0].blocks[0].operations if recorded(x)]
+
+
+def _count(k: object, op: Operation) -> int:
+    from .natural import NaturalKernel
+
+    assert isinstance(k, NaturalKernel)
+    lp = k.loops.get(id(op))
+    return 1 if lp is None else lp.trips * len(_inner(k, op))
+
+
+def _record_loop(k: object, op: Operation, work: dict[int, dict[str, object]], tile: int, seq: list[int],
+                 made: dict[str, Any], records: list[OpRecord], it: dict[Any, int]) -> None:
+    """A sequential loop's iterations in order: its carried values flow from the inits through
+    each iteration's yielded values to the loop's results."""
+    from .natural import NaturalKernel
+
+    assert isinstance(k, NaturalKernel)
+    lp = k.loops[id(op)]
+    body = op.regions[0].blocks[0]
+    term = body.operations[-1] if body.operations and body.operations[-1].name == "scf.yield" else None
+    for a, init in zip(body.arguments[1:], op.operands[3:], strict=False):
+        if init in made:
+            made[a.name] = made[init]
+    inner = _inner(k, op)
+    for i in range(lp.trips):
+        for x in inner:
+            _record(x, work[id(x)], tile, seq, made, records, {**it, ("seq", lp.iv): i})
+        if term is not None:
+            for a, v in zip(body.arguments[1:], term.operands, strict=False):
+                if v in made:
+                    made[a.name] = made[v]
+    if term is not None:
+        for r, v in zip(op.results, term.operands, strict=False):
+            if v in made:
+                made[r] = made[v]
 
 
 def _coords(tile: int, grid: list[int]) -> list[int]:
@@ -183,12 +257,16 @@ def _rows(op: Operation, g: object, blk: dict[int, int], k: object) -> int:
 
 
 def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], made: dict[str, Any],
-            records: list[OpRecord], it: dict[int, int] | None = None) -> None:
+            records: list[OpRecord], it: dict[Any, int] | None = None) -> None:
     """Append one record; dependencies through values, and through memory as from_interp orders it:
     an access waits for the earlier writes of its array that may touch a byte it touches, a write
     also for such reads. `it` holds the iteration of each enclosing block loop (by loop level);
     work["@classes"] lists the levels whose dimension the access is blocked on: the blocks of two
     iterations of such a level are disjoint (as the interpreter's access spans show from_interp)."""
+    if "@loop" in work:
+        _record_loop(work["@loop"], op, cast(dict[int, dict[str, object]], work["@work"]), tile, seq, made, records,
+                     it or {})
+        return
     deps = {made[v] for v in op.operands if v in made and not v.startswith("@")}
     arg = work.get("@write") or work.get("@read")
     if isinstance(arg, str):
@@ -234,7 +312,7 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     trips = math.ceil(k.extent[c] / (gg * bb))
     if gg * (len(top) + trips * len(loop)) + len(tail) > max_records:
         return None
-    work = {id(op): _work(op, space, blk) for op, _ in placed}
+    work = _works(space, placed, blk)
     for w in work.values():  # one block loop (level 0), along the split class
         if "@box" in w:
             view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])

@@ -40,6 +40,9 @@ KERNELS = {
     "rope": lambda: nat.rope(16, 4, 128),
     "swiglu": lambda: nat.swiglu(64, 256),
     "reduce_sum_to_scalar": lambda: nat.reduce_sum(64, 128),
+    # a loop kept whole, its state carried in iter_args: the columns are divided, the rows run in order
+    "scan": lambda: nat.scan(16, 512, "f16"),
+    "scan_with_decay": lambda: nat.scan(8, 256, "f32", decay=0.5),
 }
 
 
@@ -177,3 +180,13 @@ def test_an_f16_accumulator_across_a_k_loop_is_declined(spyre: Target) -> None:
     sizes = {"M": 1024, "N": 512, "K": 512}
     r = schedulers.schedule(ktir.parse(text, "t.ktir"), spyre, "exact", schedulers.ScheduleOptions(sizes=sizes)).report
     assert not r.applied and "accumulates in f16 across a loop" in (r.reason or ""), r.reason
+
+
+def test_a_scan_is_divided_along_its_columns_and_keeps_its_rows_in_order(spyre: Target) -> None:
+    before = ktir.parse(_text(nat.scan(16, 512, "f16"), "scan"), "scan.ktir")
+    result = schedulers.schedule(before, spyre, "baseline", schedulers.ScheduleOptions(check=True))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert any("whose iterations run in order" in n for n in r.notes), r.notes
+    text = print_module(result.module)
+    assert text.count("scf.for") >= 2 and "iter_args" in text

@@ -38,6 +38,8 @@ KERNELS = {
     # a reduction from an init that is not the identity: partials start from a fill, the init is applied once
     "reduce_sum_from_one": lambda: _init(nat.reduce_sum(256, 256), "1.0"),
     "decode_rmsnorm_from_two": lambda: _init(nat.rmsnorm(1, 4096), "2.0"),
+    # a sequential loop kept whole (a scan carrying its state), its columns divided
+    "scan": lambda: nat.scan(8, 512, "f16", decay=0.5),
 }
 
 
