@@ -22,7 +22,7 @@ from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 from ktir.syntax.parser import parse
 from ktir.syntax.printer import print_module
 
-from .dependence import outs_positions, shape
+from .dependence import outs_positions, resolve, shape
 from .kernels import func_name
 from .natural import loop_classes
 from .space_natural import NaturalSpace
@@ -252,6 +252,10 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
     assert isinstance(a, Access) and isinstance(g, DimGraph)
     dims = shape(t) or ()
     classes = g.classes(a.value)
+    if a.gather is not None:
+        tile = _gather_tile(b, a, dims, [ivs.get(c) for c in classes])
+        b.create("ktdp.load", [tile], [t], result_names=[named(a.op).result("result")])
+        return
     subs: list[af.AffineExpr] = []
     for d, (start, c) in enumerate(zip(a.starts, classes, strict=True)):
         e: af.AffineExpr = af.const(start)
@@ -268,3 +272,48 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
         b.create("ktdp.store", [Value(rename.get(data, data), t), tile], [])
     else:
         b.create("ktdp.load", [tile], [t], result_names=[named(a.op).result("result")])
+
+
+def _shifted(e: af.AffineExpr, shift: dict[int, int]) -> af.AffineExpr:
+    """`e` with each dimension d in `shift` replaced by d + dimension shift[d]."""
+    if isinstance(e, af.Dim) and e.position in shift:
+        return af.add(e, af.dim(shift[e.position]))
+    if isinstance(e, af.Binary):
+        return af.binary(e.kind, _shifted(e.lhs, shift), _shifted(e.rhs, shift))
+    return e
+
+
+def _gather_tile(b: Builder, a: object, dims: tuple[int, ...], starts: list[Value | None]) -> Value:
+    """The input's indirect access tile over a block of its variables: each cut variable is
+    shifted by its block's start, a new captured value of every subscript map."""
+    from .natural import Access
+
+    assert isinstance(a, Access)
+    tile = a.tile
+    v = named(tile)
+    n = len(dims)
+    captured = v.operands("captured_variables")
+    extra = [(d, s) for d, s in enumerate(starts) if s is not None]
+    shift = {d: n + len(captured) + j for j, (d, _) in enumerate(extra)}
+    maps = []
+    for m in getattr(tile.attributes.get("per_dim_subscript_maps"), "elements", ()):
+        found = resolve(b.module, m)
+        assert isinstance(found, at.AffineMapAttr)
+        mm = found.value
+        maps.append(at.AffineMapAttr(value=af.AffineMap(num_dims=mm.num_dims + len(extra), num_symbols=mm.num_symbols,
+                                                        results=tuple(_shifted(e, shift) for e in mm.results))))
+    attrs = dict(tile.attributes)
+    attrs["per_dim_subscript_maps"] = at.ArrayAttr(elements=tuple(maps))
+    attrs["variables_space_set"] = at.IntegerSetAttr(value=box(dims))
+    attrs["variables_space_order"] = at.AffineMapAttr(value=af.AffineMap.identity(n))
+    index_views = v.operands("indirect_memrefs")
+    seg = (1, len(index_views), len(captured) + len(extra), 0)
+    attrs["operandSegmentSizes"] = at.DenseArrayAttr(element_type=ty.I32, values=seg)
+    body = Block(arguments=[BlockArgument(name=b.fresh("var"), type=INDEX) for _ in range(n)],
+                 operations=[Operation(name="ktdp.region_terminator")])
+    types = list(tile.operand_types)
+    operands = [Value(v.operand("base"), types[0]),
+                *(Value(x, t) for x, t in zip(index_views, types[1:1 + len(index_views)], strict=True)),
+                *(Value(x, INDEX) for x in captured), *(s for _, s in extra if s is not None)]
+    return b.create("ktdp.construct_indirect_access_tile", operands, [ty.AccessTileType(shape=dims)], attrs,
+                    [Region(blocks=[body])])[0]

@@ -53,6 +53,22 @@ class Access:
     stored: bool
     loop: SeqLoop | None = None  # the sequential loop it is in, when its coordinates follow the loop's index
     seq: tuple[bool, ...] = ()  # per dimension: moved by the loop's step at each iteration
+    gather: Gather | None = None  # a load through an indirect access tile
+
+
+@dataclass(frozen=True)
+class Gather:
+    """A load through `ktdp.construct_indirect_access_tile` whose intermediate variables are the
+    loaded tensor's dimensions: a block of them is the same tile over the block's variables
+    (each variable shifted by the block's start, a captured value)."""
+
+    indices: tuple[Operand, ...]  # the index views it reads
+    index_views: tuple[str, ...]  # their SSA values
+    index_bytes: tuple[tuple[tuple[int, ...], int], ...]  # per index view: the variables it is read along, itemsize
+    strides: tuple[int, ...]  # per variable: the base view's stride it moves along (GATHERED when read through an index)
+
+
+GATHERED = 1 << 40  # the stride of a dimension read through an index: every element its own run
 
 
 @dataclass(frozen=True)
@@ -196,7 +212,7 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         return f"the kernel already runs on a grid {list(grid)}"
     top = fn.regions[0].blocks[0].operations
     allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
-                    "ktdp.get_compute_tile_id"}
+                    "ktdp.get_compute_tile_id", "ktdp.construct_indirect_access_tile"}
     vals = _Values(fn, sizes)
     loops: dict[int, SeqLoop] = {}
     for op in top:
@@ -209,14 +225,15 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     for op in body:
         if op.name == "scf.for" and id(op) in loops:
             continue
-        if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")) or op.name == "ktdp.construct_indirect_access_tile":
+        if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")):
             return f"{op.name}{where(op)} is not straight-line code over whole tensors"
-        if op.regions and not op.name.startswith("linalg."):
+        if op.regions and not op.name.startswith("linalg.") and op.name != "ktdp.construct_indirect_access_tile":
             return f"{op.name}{where(op)} has regions: the natural form is straight-line code"
         if op.name.startswith(("memref.", "func.call")) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
             # memory effects other than whole-tensor loads and stores would run on every tile
             return f"{op.name}{where(op)} reads or writes memory outside ktdp.load/ktdp.store"
-        if op.name != "ktdp.construct_access_tile" and any(isinstance(t, ty.MemRefType) for t in op.operand_types):
+        if op.name not in ("ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile") and \
+                any(isinstance(t, ty.MemRefType) for t in op.operand_types):
             return f"{op.name}{where(op)} works on a memref (buffer) operand"
         if op.name == "ktdp.construct_distributed_memory_view":
             return f"{op.name}{where(op)}: distributed views are outside the natural form"
@@ -270,7 +287,7 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside)
     contiguous: dict[int, int] = {}
     for a in accesses:
-        st = a.operand.layout
+        st = a.gather.strides if a.gather is not None else a.operand.layout
         if st and 1 in st:
             c = g.cls(a.value, st.index(1))
             contiguous[c] = min(contiguous.get(c, 1 << 30), a.operand.itemsize)
@@ -315,9 +332,68 @@ def _access(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None =
         return f"{op.name}{where(op)}: {e}"
 
 
+def _gather_of(module: Module, op: Operation, tile: Operation, vals: _Values) -> Access | str:
+    """A load through an indirect access tile: its variables space is a box in identity order,
+    each direct subscript one variable (coefficient 1) plus constants, each indirect one reads an
+    index view of a function argument at one variable plus constants."""
+    v = named(tile)
+    view = vals.defs.get(v.operand("base"))
+    operand = _operand(view, vals) if view is not None else None
+    if view is None or operand is None:
+        return f"{op.name}{where(op)} does not reach a global view of a function argument"
+    t = v.result_type("result")
+    if not isinstance(t, ty.AccessTileType) or any(d is None for d in t.shape):
+        return f"the indirect access tile of {op.name}{where(op)} has no static shape"
+    dims = tuple(int(d or 0) for d in t.shape)
+    n = len(dims)
+    if v.operands("symbol_operands") or any(vals.const(c) is None for c in v.operands("captured_variables")):
+        return f"the indirect access tile of {op.name}{where(op)} captures values that are not constants"
+    if not _is_identity(module, tile.attributes.get("variables_space_order"), n) or \
+            not _is_box(module, tile.attributes.get("variables_space_set"), dims):
+        return f"the variables space of the indirect access tile of {op.name}{where(op)} is not the box of its shape"
+    kinds = [bool(k) for k in getattr(tile.attributes.get("per_dim_subscript_kinds"), "values", ())]
+    maps = [resolve(module, m) for m in getattr(tile.attributes.get("per_dim_subscript_maps"), "elements", ())]
+    if len(kinds) != len(maps) or not all(isinstance(m, at.AffineMapAttr) for m in maps):
+        return f"the indirect access tile of {op.name}{where(op)} has subscripts the natural form cannot read"
+    idx_views = v.operands("indirect_memrefs")
+    strides = [GATHERED] * n
+    reads: list[tuple[tuple[int, ...], int]] = []
+    index_ops: list[Operand] = []
+    k = 0
+    for i, (kind, m) in enumerate(zip(kinds, maps, strict=True)):
+        assert isinstance(m, at.AffineMapAttr)
+        used = []
+        for e in m.value.results:
+            lin = af.linear(e)
+            if lin is None or any(d < n and c != 1 for d, c in lin[0].items()) or \
+                    len([d for d in lin[0] if d < n]) > 1:
+                return (f"a subscript of the indirect access tile of {op.name}{where(op)} is not one variable "
+                        "plus constants")
+            used += [d for d in lin[0] if d < n]
+        if not kind:
+            if used:
+                strides[used[0]] = operand.layout[i]
+            continue
+        iview = vals.defs.get(idx_views[k]) if k < len(idx_views) else None
+        ioperand = _operand(iview, vals) if iview is not None else None
+        if ioperand is None:
+            return f"an index view of the indirect access tile of {op.name}{where(op)} is not a global view of an argument"
+        index_ops.append(ioperand)
+        reads.append((tuple(used), ioperand.itemsize))
+        k += 1
+    return Access(op, tile, named(view).result("result"), operand, named(op).result("result"), (0,) * n, False,
+                  gather=Gather(tuple(index_ops), tuple(idx_views[:k]), tuple(reads), tuple(strides)))
+
+
 def _access_of(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None = None) -> Access | str:
     stored = op.name == "ktdp.store"
     tile = vals.defs.get(named(op).operand("access_tile"))
+    if tile is not None and tile.name == "ktdp.construct_indirect_access_tile":
+        if stored:
+            return f"{op.name}{where(op)} stores through an indirect access tile (a scatter): its elements are data"
+        if loop is not None:
+            return f"{op.name}{where(op)} gathers inside {loop.op.name}{where(loop.op)}"
+        return _gather_of(module, op, tile, vals)
     if tile is None or tile.name != "ktdp.construct_access_tile":
         return f"{op.name}{where(op)} does not go through an access tile"
     tv = named(tile)
@@ -371,6 +447,11 @@ def _memory_reason(accesses: list[Access]) -> str | None:
     by_arg: dict[str, list[Access]] = {}
     for a in accesses:
         by_arg.setdefault(a.operand.arg, []).append(a)
+    written = {a.operand.arg for a in accesses if a.stored}
+    for a in accesses:
+        for ix in a.gather.indices if a.gather is not None else ():
+            if ix.arg in written:
+                return f"%{ix.arg} is read as indices by {a.op.name}{where(a.op)} and written: blocks on different tiles would race"
     for arg, group in by_arg.items():
         writes = [a for a in group if a.stored]
         if not writes:
@@ -501,7 +582,7 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
         el = ty.element_type(t) if isinstance(t, ty.TensorType) else None
         dt = dtype_name(el) if el is not None else "f32"
         if a is not None:
-            st = a.operand.layout
+            st = a.gather.strides if a.gather is not None else a.operand.layout
             steps.append(Step(op, g.classes(a.value), "store" if a.stored else "load", dt, itemsize=a.operand.itemsize,
                               strides=tuple(st), value_dims=g.classes(a.value), repeat=repeat))
         elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:

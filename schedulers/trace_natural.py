@@ -229,8 +229,12 @@ def _work(op: Operation, space: NaturalSpace, blk: dict[int, int]) -> dict[str, 
         box = (access.view, [(lo, blk.get(c, g.size(c)), c) for lo, c in zip(access.starts, classes, strict=True)])
         if access.stored:
             return {"kind": Kind.TRANSFER, "bytes_written": {GLOBAL: n}, "@write": access.operand.arg, "@box": box}
-        return {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n, "@read": access.operand.arg,
-                "@box": box}
+        found: dict[str, object] = {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n,
+                                    "@read": access.operand.arg, "@box": box}
+        if access.gather is not None:  # the indirect tile reads its indices first, a transfer of its own
+            found["@indices"] = sum(math.prod(blk.get(classes[d], g.size(classes[d])) for d in along) * isz
+                                    for along, isz in access.gather.index_bytes)
+        return found
     empties = {r for x in k.fn.regions[0].blocks[0].operations if x.name == "tensor.empty" for r in x.results}
     tensors = [v for v in [*op.operands, *op.results] if shape(g.types.get(v)) and v not in empties]
     result_bytes = sum(nbytes(r) for r in op.results if shape(g.types.get(r)))
@@ -268,6 +272,11 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
                      it or {})
         return
     deps = {made[v] for v in op.operands if v in made and not v.startswith("@")}
+    if isinstance(work.get("@indices"), int):  # a gather: its index read, then the gathered elements
+        records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.construct_indirect_access_tile", kind=Kind.TRANSFER,
+                                deps=(), line=0, bytes_read={GLOBAL: int(cast(int, work["@indices"]))}))
+        deps.add(seq[0])
+        seq[0] += 1
     arg = work.get("@write") or work.get("@read")
     if isinstance(arg, str):
         write = "@write" in work

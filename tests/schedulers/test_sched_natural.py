@@ -190,3 +190,19 @@ def test_a_scan_is_divided_along_its_columns_and_keeps_its_rows_in_order(spyre: 
     assert any("whose iterations run in order" in n for n in r.notes), r.notes
     text = print_module(result.module)
     assert text.count("scf.for") >= 2 and "iter_args" in text
+
+
+@pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
+def test_a_gather_is_divided_over_its_lookups_and_columns(scheduler: str, spyre: Target) -> None:
+    import numpy as np
+
+    import reference_interp as ri
+
+    before = ktir.parse(_text(nat.gather(100, 64, 256), "g"), "g.ktir")
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    args = nat.gather_inputs(100, 64, 256)
+    want = ri.run(before, None, {k: np.copy(v) for k, v in args.items()}).outputs["y"]
+    got = ri.run(result.module, None, {k: np.copy(v) for k, v in args.items()}).outputs["y"]
+    assert np.array_equal(want, got)

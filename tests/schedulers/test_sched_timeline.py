@@ -40,6 +40,8 @@ KERNELS = {
     "decode_rmsnorm_from_two": lambda: _init(nat.rmsnorm(1, 4096), "2.0"),
     # a sequential loop kept whole (a scan carrying its state), its columns divided
     "scan": lambda: nat.scan(8, 512, "f16", decay=0.5),
+    # rows of a table read through an indirect access tile (an embedding lookup)
+    "gather": lambda: nat.gather(100, 64, 256),
 }
 
 
@@ -61,7 +63,9 @@ def test_synthetic_records_simulate_like_the_interpreters(name: str, spyre: Targ
     space = NaturalSpace(k, figures(spyre))
     point, _ = exact_strategy(space, schedulers.ScheduleOptions())
     out = emit_natural(space, point) if split is None else emit_split_reduction(space, point, split)
-    run = ri.run(out, None, infer_args(out, None, {}, 0, {}), trace=True)
+    # a gather's indices must lie in its table: random inputs would not know that
+    args = nat.gather_inputs(100, 64, 256) if name == "gather" else infer_args(out, None, {}, 0, {})
+    run = ri.run(out, None, args, trace=True)
     real = from_interp(out, run).trace
     synthetic = natural_trace(space, point, split)
     assert synthetic is not None and len(synthetic.records) == len(real.records)
