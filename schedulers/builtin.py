@@ -223,7 +223,7 @@ class StrategyScheduler:
             found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
-            natural = natural_reason_or_kernel(*prune(module, rec.fn), options.sizes)
+            natural = natural_reason_or_kernel(*prune(given, function_of(given, options.func)), options.sizes)
             if isinstance(natural, NaturalKernel) and natural.splittable():
                 return self._natural(natural, target, options, report, start)
             if isinstance(natural, NaturalKernel):

@@ -10,7 +10,8 @@ variables; a `tensor.empty` is made afresh for each op whose shape-only init it 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 from ktir.builder import Builder, Value, ssa
 from ktir.dialects.access import named
@@ -73,6 +74,7 @@ class Placer:
                                       for a in self.fn.regions[0].blocks[0].arguments])
         # value -> classes it depends on (a looped contraction's result is whole after its loop)
         self.deps: dict[str, set[int]] = {v: set(d) for v, d in k.deps.items()}
+        self.fresh = False  # place fresh copies (a partial block repeats the loop's code)
 
     def op_deps(self, op: Operation) -> set[int]:
         d: set[int] = set()
@@ -93,6 +95,7 @@ class Placer:
         blocks, its body's ops placed by `place` in order."""
         b = self.b
         lp = self.k.loops[id(op)]
+        copy = self.copy_of(op, copy)
         body, cbody = op.regions[0].blocks[0], copy.regions[0].blocks[0]
         inits = [Value((rename or {}).get(v, v), self.retype(v, t)) for v, t in zip(op.operands[3:], op.operand_types[3:],
                                                                                       strict=True)]
@@ -109,6 +112,25 @@ class Placer:
         if not isinstance(t, ty.TensorType) or not shape(t) or v in self.empties:
             return t
         return t.model_copy(update={"shape": tuple(self.blk.get(c, self.g.extent[c]) for c in self.g.classes(v))})
+
+    @contextlib.contextmanager
+    def partial(self, c: int, n: int) -> Iterator[None]:
+        """Ops placed meanwhile work on blocks of `n` elements of class `c` (a partial last block),
+        each from a fresh copy of its op (the block's own code is a second copy of the loop's)."""
+        kept, fresh = self.blk.get(c), self.fresh
+        self.blk[c], self.fresh = n, True
+        try:
+            yield
+        finally:
+            if kept is None:
+                del self.blk[c]
+            else:
+                self.blk[c] = kept
+            self.fresh = fresh
+
+    def copy_of(self, op: Operation, copy: Operation) -> Operation:
+        """The copy to place: the prepared one, or a fresh one inside a partial block."""
+        return op.model_copy(deep=True) if self.fresh else copy
 
     def place(self, op: Operation, copy: Operation, rename: dict[str, str] | None = None) -> None:
         """Append the copy of `op`, resized; operands named in `rename` are replaced."""
@@ -160,6 +182,8 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
     axes = [c for c in looped if grid_of[c] > 1]
 
     def place(op: Operation, copy: Operation) -> None:
+        if id(op) not in space.k.loops:
+            copy = pl.copy_of(op, copy)  # place_loop copies the whole loop itself
         if id(op) in space.k.loops:
             pl.place_loop(op, copy, place)
             return
@@ -194,14 +218,30 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         c = looped[n + 1]
         i = space.cut.index(c)
         E, bb, gg = g.extent[c], p[f"b{i}"], p[f"g{i}"]
-        if gg > 1:
-            axis = [cc for cc in looped if grid_of[cc] > 1].index(c)
+        axis = [cc for cc in looped if grid_of[cc] > 1].index(c) if gg > 1 else None
+        if axis is not None:
             lo = b.create("arith.muli", [tids[axis], b.constant(bb, INDEX)], [INDEX])[0]
         else:
             lo = b.constant(0, INDEX)
-        with b.for_(lo, b.constant(E, INDEX), b.constant(gg * bb, INDEX)) as (iv,):
-            pl.ivs[c] = iv
-            level(n + 1)
+        full = E // bb * bb
+        if full:
+            with b.for_(lo, b.constant(full, INDEX), b.constant(gg * bb, INDEX)) as (iv,):
+                pl.ivs[c] = iv
+                level(n + 1)
+        if full < E:
+            # the last block is partial: the tile it is dealt to (block E // b goes to tile
+            # (E // b) mod g) runs the same code once more on E - full elements
+            def last() -> None:
+                pl.ivs[c] = b.constant(full, INDEX)
+                with pl.partial(c, E - full):
+                    level(n + 1)
+
+            if axis is None:
+                last()
+            else:
+                mine = b.cmp("arith.cmpi", "eq", tids[axis], b.constant((E // bb) % gg, INDEX))
+                with b.if_(mine):
+                    last()
 
     with b.insert_into(pl.entry):
         tids = b.tile_id(len(grid)) if grid != [1] else []
@@ -235,8 +275,8 @@ def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int]
         pl.ivs[c] = iv
         for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
             if lv == level and op is not mm:
-                pl.place(op, copy)
-        copy = pl.copies[pl.orig.index(mm)]
+                pl.place(op, pl.copy_of(op, copy))
+        copy = pl.copy_of(mm, pl.copies[pl.orig.index(mm)])
         partial = b.fresh("part")
         copy.results = [partial]
         pl.place(mm, copy, {init: acc.name})

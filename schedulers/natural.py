@@ -123,6 +123,7 @@ class NaturalKernel:
     kind: str = "natural"
     one_block: int | None = None  # a class cut into exactly one block per tile (an all-reduced split)
     loops: dict[int, SeqLoop] = field(default_factory=dict)  # id of a top-level scf.for -> how it runs
+    whole_blocks: bool = False  # blocks must divide their extents (no partial last block)
 
     def ops(self) -> list[Operation]:
         """Every op of the body in program order, the bodies of sequential loops after their loop

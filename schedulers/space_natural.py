@@ -56,13 +56,31 @@ class NaturalSpace:
         # each transfer then moves whole sticks for fewer elements, which the model charges
         return aligned if len(aligned) > 1 else divisors(E)
 
+    def _partial(self, c: int, grids: list[int]) -> list[tuple[int, int]]:
+        """Blocks that do not divide the extent (the last one is partial, emitted apart): for g
+        tiles, m blocks each, the whole-stick block that covers the extent in g x m blocks."""
+        E = self.k.extent[c]
+        size = self.k.contiguous.get(c)
+        step = max(1, self.fig.granularity // size) if size else 1
+        found = []
+        for g in grids:
+            for m in (1, 2, 3, 4, 6, 8, 12, 16, 32, 64):
+                b = -(-E // (g * m))
+                b = -(-b // step) * step
+                if b < E and E % b and (g - 1) * b < E:  # every tile gets a block
+                    found.append((g, b))
+        return found
+
     def _options(self, c: int, limit: int) -> list[tuple[int, int]]:
         E, tiles = self.k.extent[c], self.fig.tiles
         # any number of tiles up to the grid (an extent of 3 blocks takes 3 tiles); a tile owns at least a block
         grids = list(range(1, tiles + 1))
-        found = [(g, b) for g in grids for b in self._blocks(c) if g * b <= E or (g == 1 and b == E)]
+        blocks = self._blocks(c)
+        found = [(g, b) for g in grids for b in blocks if g * b <= E or (g == 1 and b == E)]
         if c == self.k.one_block:  # each tile keeps its block through an all-reduce: one block per tile
             found = [(g, b) for g, b in found if g * b == E]
+        elif not self.k.whole_blocks:
+            found = sorted(set(found) | set(self._partial(c, grids)), key=lambda o: (o[0], o[1]))
         if len(found) <= limit:
             return found
         # keep the largest blocks of each grid share (small blocks pay per-transfer latency)

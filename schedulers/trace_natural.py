@@ -15,6 +15,7 @@ these records equals the timeline of the interpreter's trace of the emitted modu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, cast
 
 from ktir.dialects.access import named
@@ -76,15 +77,24 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
     n_tiles = math.prod(grid)
     if n_tiles * sum(math.prod(trips[:lv + 1]) * _count(k, op) for op, lv in placed) > max_records:
         return None
-    work = _works(space, placed, blk)
-    for key, w in work.items():  # each access's box moves along its looped classes, by g x b per iteration
-        if "@box" in w:
-            view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
-            a = next(x for x in k.accesses if id(x.op) == key)
-            w["@box"] = (view, tuple(
-                (lo, n, ("seq", a.loop.iv), a.loop.step) if a.loop is not None and a.seq[d]
-                else (lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
-                for d, (lo, n, c) in enumerate(dims)))
+    def works(part: frozenset[tuple[int, int]]) -> dict[int, dict[str, object]]:
+        """The work of every op when the classes in `part` are in a partial block of the given size."""
+        found = cache.get(part)
+        if found is not None:
+            return found
+        sizes = {**blk, **dict(part)}
+        work = cache[part] = _works(space, placed, sizes)
+        for key, w in work.items():  # each access's box moves along its looped classes, by g x b per iteration
+            if "@box" in w:
+                view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
+                a = next(x for x in k.accesses if id(x.op) == key)
+                w["@box"] = (view, tuple(
+                    (lo, n, ("seq", a.loop.iv), a.loop.step) if a.loop is not None and a.seq[d]
+                    else (lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
+                    for d, (lo, n, c) in enumerate(dims)))
+        return work
+
+    cache: dict[frozenset[tuple[int, int]], dict[int, dict[str, object]]] = {}
     records: list[OpRecord] = []
     owned = {id(op): owner_axes(space, p, op, frozenset(c for c in deps_of[id(op)])) for op, _ in placed}
     for tile in range(n_tiles):
@@ -97,19 +107,25 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         # a store not varying along a grid axis runs on the tiles at 0 on it (`emit_natural.owner_axes`)
         mine = [(op, lv) for op, lv in placed
                 if all(coords[axes.index(c)] == 0 for c in owned.get(id(op), []))]
-        _nest(-1, mine, counts, work, tile, [0], {}, records, kloop, {})
+        blocks = [(c, k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0) for c in looped]
+        _nest(-1, mine, counts, works, tile, [0], {}, records, kloop, {}, blocks, frozenset())
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 
-def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work: dict[int, dict[str, object]],
+def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
+          works: Callable[[frozenset[tuple[int, int]]], dict[int, dict[str, object]]],
           tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord],
-          kloop: tuple[int, Operation, int] | None = None, it: dict[Any, int] | None = None) -> None:
+          kloop: tuple[int, Operation, int] | None = None, it: dict[Any, int] | None = None,
+          blocks: list[tuple[int, int, int, int, int]] | None = None,
+          part: frozenset[tuple[int, int]] = frozenset()) -> None:
     """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
 
     `kloop` = (its level, the contraction, trips): the contraction's K loop, run where the
     contraction is, its ops in program order, each step's product accumulated into the next.
-    `it`: the iteration of each enclosing loop level."""
+    `it`: the iteration of each enclosing loop level; `blocks`: per level (class, extent, tiles,
+    block, this tile's coordinate); `part`: the classes in a partial last block, and its size."""
     it = {} if it is None else it
+    work = works(part)
     if kloop is not None and level + 1 == kloop[0]:
         klevel, mm, trips = kloop
         for op, lv in ops:
@@ -131,7 +147,13 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work:
     if level + 1 >= len(counts):
         return
     for i in range(counts[level + 1]):
-        _nest(level + 1, ops, counts, work, tile, seq, made, records, kloop, {**it, level + 1: i})
+        now = part
+        if blocks is not None:
+            c, E, g, b, coord = blocks[level + 1]
+            start = coord * b + i * g * b
+            if start + b > E:
+                now = part | {(c, E - start)}
+        _nest(level + 1, ops, counts, works, tile, seq, made, records, kloop, {**it, level + 1: i}, blocks, now)
 
 
 def _works(space: NaturalSpace, placed: list[tuple[Operation, int]], blk: dict[int, int]) -> dict[int, dict[str, object]]:

@@ -43,6 +43,9 @@ KERNELS = {
     # a loop kept whole, its state carried in iter_args: the columns are divided, the rows run in order
     "scan": lambda: nat.scan(16, 512, "f16"),
     "scan_with_decay": lambda: nat.scan(8, 256, "f32", decay=0.5),
+    # odd extents: partial last blocks
+    "transpose_odd": lambda: nat.transpose(97, 131, dtype="f32"),
+    "elementwise_3d_odd": lambda: nat.elementwise3d(3, 5, 127),
 }
 
 

@@ -42,6 +42,9 @@ KERNELS = {
     "scan": lambda: nat.scan(8, 512, "f16", decay=0.5),
     # rows of a table read through an indirect access tile (an embedding lookup)
     "gather": lambda: nat.gather(100, 64, 256),
+    # extents no block divides: the last block of each is partial, emitted apart
+    "transpose_odd": lambda: nat.transpose(97, 131, dtype="f32"),
+    "softmax_4099_rows": lambda: nat.softmax(4099, 64, dtype="f32"),
 }
 
 
