@@ -18,14 +18,15 @@ from ktir.ir.operation import Module, Operation
 from ktir.targets.schema import Target
 
 from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
+from .canonical import with_tile_start
 from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
 from .emit_natural import emit_natural
 from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
 from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, grid_of, op_at, recognise
-from .natural import NaturalKernel, natural_reason_or_kernel
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, function_of, grid_of, op_at, recognise
+from .natural import NaturalKernel, natural_reason_or_kernel, prune
 from .one_trip import inline_one_trip
 from .report import ScheduleReport
 from .rerank import Ranked, rerank, timeline_of
@@ -213,6 +214,8 @@ class StrategyScheduler:
 
     def schedule(self, module: Module, target: Target, options: ScheduleOptions) -> ScheduleResult:
         start = time.perf_counter()
+        given = module
+        module = with_tile_start(module, function_of(module, options.func))
         rec = recognise(module, options.sizes, options.func)
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
                                 applied=False)
@@ -220,7 +223,7 @@ class StrategyScheduler:
             found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
-            natural = natural_reason_or_kernel(module, rec.fn, options.sizes)
+            natural = natural_reason_or_kernel(*prune(given, function_of(given, options.func)), options.sizes)
             if isinstance(natural, NaturalKernel) and natural.splittable():
                 return self._natural(natural, target, options, report, start)
             if isinstance(natural, NaturalKernel):
@@ -243,7 +246,7 @@ class StrategyScheduler:
                     report.reason = f"{rec.reason}; natural form: {natural}"
             report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
             report.schedule_seconds = time.perf_counter() - start
-            return ScheduleResult(module, report)
+            return ScheduleResult(given, report)
         k = rec.kernel
         if isinstance(k, RowKernel):
             few = self._few_rows(module, rec.fn, k, target, options, start)
@@ -255,6 +258,8 @@ class StrategyScheduler:
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
         space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
         fill_report(report, space, point, count, bound)
+        if isinstance(k, RowKernel) and k.fixed_block:
+            report.notes.append(k.fixed_block)
         if isinstance(k, MatmulKernel):
             out = emit_splitk(k, rec.fn, point) if point.get("sk", 1) > 1 else emit_matmul(k, rec.fn, point)
         else:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .cost import Figures, Work
 from .dependence import shape
-from .natural import NaturalKernel, Step
+from .natural import NaturalKernel, Step, loop_classes
 from .report import Placement, Schedule
 from .spaces import Columns, Evaluated, divisors
 
@@ -51,14 +51,36 @@ class NaturalSpace:
         E = self.k.extent[c]
         size = self.k.contiguous.get(c)
         step = max(1, self.fig.granularity // size) if size else 1
-        return [d for d in divisors(E) if d % step == 0 or d == E]
+        aligned = [d for d in divisors(E) if d % step == 0 or d == E]
+        # an extent with no whole-stick divisor (an odd size) may still be cut in shorter runs:
+        # each transfer then moves whole sticks for fewer elements, which the model charges
+        return aligned if len(aligned) > 1 else divisors(E)
+
+    def _partial(self, c: int, grids: list[int]) -> list[tuple[int, int]]:
+        """Blocks that do not divide the extent (the last one is partial, emitted apart): for g
+        tiles, m blocks each, the whole-stick block that covers the extent in g x m blocks."""
+        E = self.k.extent[c]
+        size = self.k.contiguous.get(c)
+        step = max(1, self.fig.granularity // size) if size else 1
+        found = []
+        for g in grids:
+            for m in (1, 2, 3, 4, 6, 8, 12, 16, 32, 64):
+                b = -(-E // (g * m))
+                b = -(-b // step) * step
+                if b < E and E % b and (g - 1) * b < E:  # every tile gets a block
+                    found.append((g, b))
+        return found
 
     def _options(self, c: int, limit: int) -> list[tuple[int, int]]:
         E, tiles = self.k.extent[c], self.fig.tiles
-        grids = sorted({g for g in range(1, tiles + 1) if tiles % g == 0 or g & (g - 1) == 0})
-        found = [(g, b) for g in grids for b in self._blocks(c) if g * b <= E or (g == 1 and b == E)]
+        # any number of tiles up to the grid (an extent of 3 blocks takes 3 tiles); a tile owns at least a block
+        grids = list(range(1, tiles + 1))
+        blocks = self._blocks(c)
+        found = [(g, b) for g in grids for b in blocks if g * b <= E or (g == 1 and b == E)]
         if c == self.k.one_block:  # each tile keeps its block through an all-reduce: one block per tile
             found = [(g, b) for g, b in found if g * b == E]
+        elif not self.k.whole_blocks:
+            found = sorted(set(found) | set(self._partial(c, grids)), key=lambda o: (o[0], o[1]))
         if len(found) <= limit:
             return found
         # keep the largest blocks of each grid share (small blocks pay per-transfer latency)
@@ -111,7 +133,7 @@ class NaturalSpace:
             for i, cls in enumerate(self.cut):
                 if cls in deps:
                     lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
-            execs = np.ones(size)
+            execs = np.full(size, float(step.repeat))
             for i in range(n_cut):
                 execs = execs * np.where(cutm[i] & (pos[i] <= lvl), n_it[i], 1.0)
             elems = np.ones(size)
@@ -227,7 +249,7 @@ class NaturalSpace:
         trans: dict[str, float] = {}
         macs, mdt, rd, wr = 0.0, "f16", 0.0, 0.0
         for s in self.k.steps:
-            n = float(math.prod(self.k.extent[c] for c in s.dims))
+            n = float(math.prod(self.k.extent[c] for c in s.dims)) * s.repeat
             if s.kind == "load":
                 rd += n * s.itemsize
             elif s.kind == "store":
@@ -263,6 +285,10 @@ class NaturalSpace:
         blocks = np.prod([cols[f"b{i}"][idx] for i in range(len(self.cut))], axis=0)
         best = idx[np.lexsort((-blocks, -grid))[0]]
         return {n: int(v[best]) for n, v in cols.items()}
+
+    def tiles_used(self, p: dict[str, int]) -> int:
+        """How many tiles the schedule's grid has."""
+        return math.prod(p[f"g{i}"] for i in self.loops(p))
 
     def loops(self, p: dict[str, int]) -> list[int]:
         """Indices (into `cut`) of the classes that get a loop, outermost first."""
@@ -301,19 +327,25 @@ def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, i
     """Per op of the body, the classes it depends on (its placement); per tensor value, the
     positions of its op and of its last use, its classes, its itemsize and its uses
     (position, and for the init of the looped contraction the classes its loop depends on)."""
-    body = k.fn.regions[0].blocks[0].operations
+    body = k.ops()
     empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
     deps: dict[str, set[int]] = {}
     ops: list[frozenset[int]] = []
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     uses: dict[str, list[tuple[int, frozenset[int] | None]]] = {}
+    within: dict[int, set[int]] = {}  # an op of a sequential loop -> where the loop is placed
     for i, op in enumerate(body):
         d: set[int] = set()
         for v in [*op.operands, *op.results]:
             d |= deps.get(v, set())
             if v not in empties and shape(k.graph.types.get(v)):
                 d |= set(k.graph.classes(v))
+        if id(op) in k.loops:
+            d |= set(loop_classes(k.graph, op, empties))
+            for x in op.regions[0].blocks[0].operations:
+                within[id(x)] = d
+        d = within.get(id(op), d)
         for r in op.results:
             deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
             first[r] = i
