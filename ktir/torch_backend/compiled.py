@@ -199,7 +199,7 @@ class CompiledGraph:
         if variant.runs == 1 and self.options.dump_dir:
             from ktir.torch_backend.dump import dump_variant
 
-            dump_variant(variant, self.options.dump_dir)
+            dump_variant(variant.program, variant.report, self.options.dump_dir)
         return torch.utils._pytree.tree_unflatten(tensors, variant.out_spec)
 
     def _run_estimated(self, variant: Variant, inputs: list[np.ndarray]) -> list[np.ndarray]:

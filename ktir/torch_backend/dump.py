@@ -10,13 +10,11 @@ Every file is written atomically.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ktir.fileio import write_atomic
+from ktir.lower.torch.program import Program
 from ktir.syntax.printer import print_module
-
-if TYPE_CHECKING:
-    from ktir.torch_backend.compiled import Variant
+from ktir.torch_backend.report import GraphReport
 
 
 def variant_dir(root: str | Path, graph: str) -> Path:
@@ -32,13 +30,11 @@ def variant_dir(root: str | Path, graph: str) -> Path:
     return folder
 
 
-def dump_variant(variant: Variant, root: str | Path) -> Path:
+def dump_variant(program: Program, report: GraphReport, root: str | Path) -> Path:
     from ktir.targets.perfetto import write_trace
     from ktir.targets.svg import render_svg
 
-    report = variant.report
     folder = variant_dir(root, report.graph)
-    program = variant.program
     program.save(folder / f"{report.graph}.ktir")
     for name, module in program.overrides.items():
         write_atomic(folder / f"{name}.scheduled.ktir", print_module(module))
