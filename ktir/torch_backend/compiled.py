@@ -5,7 +5,7 @@ recompile. KTIR kernels have static shapes, so the graph is lowered lazily, once
 signature (shapes, dtypes and the values of integer arguments): each variant re-traces the
 GraphModule with torch.export on real inputs, lowers it (ktir.lower.torch), schedules every
 kernel for the target with the scheduler's own --check, and runs it in the kernel runner.
-Arguments Dynamo marks as parameters become the program's weights (read when the variant is
+Arguments Dynamo marks as the module's parameters and buffers become the program's weights (read when the variant is
 built; a variant whose parameters PyTorch has since updated in place is lowered again).
 """
 
@@ -65,7 +65,7 @@ class CompiledGraph:
         self.options = options
         self.index = index
         self.name = f"graph{index}"
-        self.param_slots = [i for i, t in enumerate(example_inputs) if isinstance(t, torch.nn.Parameter)]
+        self.param_slots = [i for i, t in enumerate(example_inputs) if _is_weight(t)]
         self.variants: dict[tuple[Any, ...], Variant | Fallback] = {}
         self._warned_grad = False
 
@@ -266,6 +266,12 @@ class _Bound(torch.nn.Module):  # type: ignore[misc]
         for kind, what in self._slots:
             full.append(getattr(self, what) if kind == "param" else inputs[what] if kind == "input" else what)
         return self.gm(*full)
+
+
+def _is_weight(t: Any) -> bool:
+    """A parameter or buffer of the compiled module: Dynamo lifts them into graph arguments and
+    marks them static (`_dynamo_static_input_type`); the user's inputs carry no mark."""
+    return isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor) and getattr(t, "_dynamo_static_input_type", None) is not None)
 
 
 def _to_numpy(t: Any) -> np.ndarray:

@@ -62,6 +62,8 @@ UNARY = {
     "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
 }
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne"}
+# elementwise ops beyond the unary and binary ones (op_elementwise reads their arguments)
+ELEMENTWISE = {"rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp"}
 # ops with no effect on values (export's runtime assertions)
 IGNORED = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "sym_constrain_range", "sym_constrain_range_for_size"}
 VIEWS = {
@@ -115,6 +117,12 @@ class Lowering:
                 what = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.USER_INPUT_MUTATION: "input"}.get(out.kind)
                 raise TorchLoweringError(f"the program updates {what or out.kind.name.lower()} {out.target} in place "
                                          "(an in-place op on it): state updates are not lowered")
+        missing = self.missing_ops()
+        if missing:
+            ops = "; ".join(f"{op} ({len(nodes)} node{'s' if len(nodes) > 1 else ''}: {', '.join(nodes[:3])}"
+                            f"{', ...' if len(nodes) > 3 else ''})" for op, nodes in missing.items())
+            raise TorchLoweringError(f"{len(missing)} op{'s are' if len(missing) > 1 else ' is'} not supported by the "
+                                     f"PyTorch lowering: {ops}")
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
         graph = self.ep.graph_module.graph
         outputs: list[Ref] = []
@@ -283,15 +291,41 @@ class Lowering:
         if self._foldable(node):
             self._fold(node)
             return
-        name = _target_name(node)
-        handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
-        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp"):
-            handler = self.op_elementwise
-        elif name in VIEWS:
-            handler = self.op_view
+        handler = self._handler(_target_name(node))
         if handler is None:
             raise TorchLoweringError("this op is not supported by the PyTorch lowering")
         self.values[node] = handler(node)
+
+    def _handler(self, name: str) -> Callable[[Any], Any] | None:
+        if name in UNARY or name in BINARY or name in ELEMENTWISE:
+            return self.op_elementwise
+        if name in VIEWS:
+            return self.op_view
+        handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
+        return handler
+
+    def missing_ops(self) -> dict[str, list[str]]:
+        """Every op of the graph with no lowering (and not folded at lowering time), with the
+        nodes that use it: found before the walk, so one error names all of them."""
+        from torch.export.graph_signature import InputKind  # type: ignore[import-not-found]
+
+        weights = {s.arg.name for s in self.ep.graph_signature.input_specs if s.kind != InputKind.USER_INPUT}
+        constant: set[Any] = set()
+        missing: dict[str, list[str]] = {}
+        for node in self.ep.graph_module.graph.nodes:
+            if node.op == "placeholder":
+                if node.name in weights:
+                    constant.add(node)
+                continue
+            if node.op != "call_function" or node.target is operator.getitem:
+                continue
+            if all(a in constant for a in node.all_input_nodes) and not isinstance(node.meta.get("val"), list | tuple):
+                constant.add(node)  # folded with torch while lowering
+                continue
+            name = _target_name(node)
+            if name not in IGNORED and self._handler(name) is None:
+                missing.setdefault(f"{getattr(node.target, 'namespace', 'aten')}.{name}", []).append(node.name)
+        return missing
 
     def _foldable(self, node: Any) -> bool:
         tensors = [a for a in node.all_input_nodes]
@@ -714,19 +748,92 @@ class Lowering:
         return self._const_ref(node)
 
     def op_convolution(self, node: Any) -> Ref:
-        """Depthwise 1-D convolution (Mamba's short causal conv): one group per channel, stride 1."""
+        """N-d convolution. Mamba's depthwise causal 1-D conv has its own kernel; every other
+        (any stride, padding, dilation and groups) is a matrix product: the patches of the padded
+        input are a strided view of it (im2col without arithmetic), copied into rows
+        [N, G, OH*OW.., Cg*KH*KW..] and multiplied by the weight read as [G, Cg*KH*KW.., Og]; the
+        result [N, G, OH*OW.., Og] is returned as the [N, O, OH, OW..] view of it."""
         src, wnode, bnode, stride, padding, dilation, transposed, _, groups = node.args
         in_shape = tuple(src.meta["val"].shape)
         weight = self.ref(wnode, node)
-        if len(in_shape) != 3 or transposed or list(stride) != [1] or list(dilation) != [1] or groups != in_shape[1] or weight.shape[1] != 1:
-            raise TorchLoweringError("only depthwise 1-D convolution (groups = channels, stride 1, dilation 1) is supported")
+        if transposed:
+            raise TorchLoweringError("transposed convolution is not supported")
+        if (len(in_shape) == 3 and list(stride) == [1] and list(dilation) == [1] and groups == in_shape[1] and weight.shape[1] == 1
+                and groups > 1):
+            return self._conv1d_depthwise(node, src, weight, bnode, int(padding[0]))
+        shape, ktype = self._out(node)
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"convolution of {ktype} is not supported")
+        spatial = len(in_shape) - 2
+        if len(in_shape) < 3 or len(weight.shape) != spatial + 2:
+            raise TorchLoweringError(f"convolution of a {len(in_shape)}-d input is not supported")
+        n, c = in_shape[:2]
+        o, cg = weight.shape[:2]
+        kernel = weight.shape[2:]
+        out_sp = shape[2:]
+        og = o // groups
+        x = self.ref(src, node)
+        if any(padding):
+            x = self._padded(x, [0, 0, *padding], [0, 0, *padding], node)
+        # patches[n, g, oh.., cg, kh..] = x[n, g*cg + cg', oh*s + kh*d ..]
+        sn, sc, *ss = x.strides
+        patch_shape = (n, groups, *out_sp, cg, *kernel)
+        patch_strides = (sn, sc * cg, *(ss[i] * stride[i] for i in range(spatial)), sc, *(ss[i] * dilation[i] for i in range(spatial)))
+        patches = Ref(x.buffer, x.ktype, x.offset, patch_shape, patch_strides)
+        rows, depth = math.prod(out_sp), cg * math.prod(kernel)
+        if patches.reshape((n, groups, rows, depth)) is None:
+            patches = self._materialise(Pending(patches, patch_shape, x.ktype, 1, [node.name]), node.name + "_patches")
+        lhs = patches.reshape((n, groups, rows, depth))
+        assert lhs is not None
+        w = weight.reshape((groups, og, depth))
+        if w is None:
+            w = self._materialise(Pending(weight, weight.shape, weight.ktype, 1, [node.name]), node.name + "_weight").reshape((groups, og, depth))
+        assert w is not None
+        rhs = w.permute([0, 2, 1]).broadcast_to((n, groups, depth, og))
+        bias = None
+        if bnode is not None:
+            bias = self.ref(bnode, node)
+            if groups > 1:  # the product's columns are one group's outputs: add the bias after it
+                bias = None
+        mm_shape = (n, groups, rows, og)
+        out_full = self._new_buffer(node.name, mm_shape, ktype)
+        out = Ref(out_full.buffer, ktype, 0, mm_shape, contiguous_strides(mm_shape))
+        k = kernels.matmul(self._kname("conv"), self.aliases, self.dense(lhs, node, [2, 3]), rhs, bias, out, self.cores)
+        what = f"{spatial}-d convolution as a matmul: {n}x{groups} x ({rows}x{depth} @ {depth}x{og})"
+        self._add_kernel(k, "matmul", [node.name], [out.buffer], f"{node.name}: {what}")
+        # [n, g, oh.., og] -> [n, g*og, oh..]
+        split = out.reshape((n, groups, *out_sp, og))
+        assert split is not None
+        channels_first = split.permute([0, 1, spatial + 2, *range(2, spatial + 2)])  # [n, g, og, oh..]
+        res = channels_first.reshape((n, o, *out_sp))
+        if res is None:  # groups > 1 with og > 1: the channel dim spans two strides
+            dense = self._materialise(Pending(channels_first, channels_first.shape, ktype, 1, [node.name]), node.name + "_out")
+            res = dense.reshape((n, o, *out_sp))
+            assert res is not None
+        if bnode is not None and groups > 1:
+            b = self.ref(bnode, node).reshape((o,) + (1,) * spatial)
+            assert b is not None
+            summed = Pending(Op("add", (res, b.broadcast_to(res.shape))), res.shape, ktype, 1, [node.name])
+            return self._materialise(summed, node.name + "_bias")
+        return res
+
+    def _padded(self, x: Ref, low: list[int], high: list[int], node: Any) -> Ref:
+        shape = tuple(n + a + b for n, a, b in zip(x.shape, low, high, strict=True))
+        out = self._new_buffer(node.name + "_pad", shape, x.ktype)
+        k = sequence.pad(self._kname("pad"), self.aliases, x, x.shape, low, high, 0.0, out, self.cores)
+        self._add_kernel(k, "pad", [node.name], [out.buffer], f"{node.name}: zero padding {list(x.shape)} to {list(shape)}")
+        return out
+
+    def _conv1d_depthwise(self, node: Any, src: Any, weight: Ref, bnode: Any, padding: int) -> Ref:
+        """Depthwise 1-D convolution (Mamba's short causal conv): one group per channel, stride 1."""
+        in_shape = tuple(src.meta["val"].shape)
         shape, ktype = self._out(node)
         e = self.expr(src, in_shape, node)
         nodes = self._fused_nodes(src, in_shape) + [node.name]
         bias = self.ref(bnode, node) if bnode is not None else None
         out = self._new_buffer(node.name, shape, ktype)
-        k = sequence.conv1d_depthwise(self._kname("conv1d"), self.aliases, e, in_shape, weight, bias, int(padding[0]), out, self.cores)
-        comment = f"{', '.join(nodes)}: depthwise conv1d, {in_shape[1]} channels, {weight.shape[-1]} taps, padding {padding[0]}"
+        k = sequence.conv1d_depthwise(self._kname("conv1d"), self.aliases, e, in_shape, weight, bias, padding, out, self.cores)
+        comment = f"{', '.join(nodes)}: depthwise conv1d, {in_shape[1]} channels, {weight.shape[-1]} taps, padding {padding}"
         self._add_kernel(k, "conv1d", nodes, [out.buffer], comment)
         return out
 
