@@ -21,7 +21,7 @@ import numpy as np
 from ktir.lower.torch import kernels, routing, sdsc, sequence
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
-from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
+from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, is_int, op_names
 from ktir.lower.torch.refs import KTIR_TYPES, Buffer, Ref, contiguous_strides
 from ktir.lower.torch.writer import Aliases, Kernel
 
@@ -63,7 +63,12 @@ UNARY = {
 }
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne"}
 # elementwise ops beyond the unary and binary ones (op_elementwise reads their arguments)
-ELEMENTWISE = {"rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp"}
+ELEMENTWISE = {
+    "rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp", "isnan", "isinf", "isfinite", "bitwise_not", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "remainder",
+}
+# result types of fused elementwise chains (integers compute in i64, floats in f32)
+ELEMENT_TYPES = ("f16", "bf16", "f32", "i1", "i8", "i16", "i32", "i64")
 # ops with no effect on values (export's runtime assertions)
 IGNORED = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "sym_constrain_range", "sym_constrain_range_for_size"}
 VIEWS = {
@@ -211,7 +216,7 @@ class Lowering:
             if rows and has_rows and len(value.shape) == len(shape) and all(a in (1, b) for a, b in zip(value.shape, shape, strict=True)):
                 return value.expr if isinstance(value.expr, Reduce) else Row(value.expr, value.shape)
         ref = self.ref(arg, user)
-        if ref.ktype not in ("f16", "bf16", "f32", "i1"):
+        if ref.ktype not in ELEMENT_TYPES:
             raise TorchLoweringError(f"elementwise ops on {ref.ktype} are not supported")
         return ref.broadcast_to(shape)
 
@@ -349,38 +354,63 @@ class Lowering:
         shape, ktype = self._out(node)
         name = _target_name(node)
         args, kw = node.args, node.kwargs
+        if ktype not in ELEMENT_TYPES:
+            raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
+        ctype = "i64" if is_int(ktype) else "f32"  # integers compute exactly in i64, floats in f32
         x = self.expr(args[0], shape, node, rows=True)
+        source = _ktype(args[0].meta["val"].dtype) if hasattr(args[0], "meta") and "val" in args[0].meta else ktype
         if name in UNARY:
-            e: Expr = Op(name, (x,))
+            e: Expr = Op(name, (x,), ctype=ctype)
+        elif name in ("isnan", "isinf", "isfinite"):
+            # integers are finite numbers: x == x always holds, x != x never
+            e = Op("eq" if name == "isfinite" else "ne", (x, x)) if is_int(source) else Op(name, (x,))
         elif name == "gelu":
             e = Op("gelu_tanh" if kw.get("approximate", "none") == "tanh" else "gelu", (x,))
         elif name == "pow":
-            if not isinstance(args[1], int | float):
-                raise TorchLoweringError("only pow(tensor, number) is supported")
+            if not isinstance(args[1], int | float) or ctype != "f32":
+                raise TorchLoweringError("only pow(float tensor, number) is supported")
             e = Op("pow", (x,), float(args[1]))
         elif name == "_to_copy":
-            e = x
-        elif name == "logical_not":
-            e = Op("logical_not", (x,))
+            if is_int(ktype) and not is_int(source):
+                e = Op("to_i64", (x,), ctype="i64")  # truncates toward zero, as torch does
+            elif not is_int(ktype) and is_int(source):
+                e = Op("to_f32", (x,))
+            else:
+                e = x
+        elif name in ("logical_not", "bitwise_not"):
+            e = Op("bitwise_not", (x,), ctype="i64") if is_int(ktype) else Op("logical_not", (x,))
+        elif name in ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor"):
+            y = self.expr(args[1], shape, node, rows=True)
+            if is_int(ktype):
+                e = Op(name, (x, y), ctype="i64")
+            else:  # booleans as 0/1 masks
+                x, y = Op("ne", (x, Const(0.0))), Op("ne", (y, Const(0.0)))
+                e = {"and": Op("mul", (x, y)), "or": Op("maximum", (x, y)), "xor": Op("ne", (x, y))}[name.split("_")[1]]
         elif name == "clamp":
             low, high = (list(args[1:]) + [kw.get("min"), kw.get("max")])[:2] if len(args) > 1 else (kw.get("min"), kw.get("max"))
             if not all(b is None or isinstance(b, int | float) for b in (low, high)):
                 raise TorchLoweringError("clamp is supported with number bounds")
             e = x
             if low is not None and low != -math.inf:
-                e = Op("maximum", (e, Const(float(low))))
+                e = Op("maximum", (e, Const(float(low))), ctype=ctype)
             if high is not None and high != math.inf:
-                e = Op("minimum", (e, Const(float(high))))
+                e = Op("minimum", (e, Const(float(high))), ctype=ctype)
         elif name == "where":
-            e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)))
+            e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)), ctype=ctype)
+        elif name == "remainder":
+            e = Op("remainder", (x, self.expr(args[1], shape, node, rows=True)), ctype=ctype)
         elif name in BINARY or name == "rsub":
             y = self.expr(args[1], shape, node, rows=True)
-            if name == "div" and kw.get("rounding_mode") is not None:
-                raise TorchLoweringError("div with a rounding mode is not supported")
+            mode = kw.get("rounding_mode")
             alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)
             if alpha != 1:
-                y = Op("mul", (y, Const(float(alpha))))
-            e = Op("sub", (y, x)) if name == "rsub" else Op(name, (x, y))
+                y = Op("mul", (y, Const(float(alpha))), ctype=ctype)
+            if name == "div" and mode is not None:
+                e = Op({"floor": "floordiv", "trunc": "truncdiv"}[mode], (x, y), ctype=ctype)
+            elif name == "div" and ctype == "i64":  # pragma: no cover - torch's true division gives floats
+                raise TorchLoweringError("integer true division is not supported")
+            else:
+                e = Op("sub", (y, x), ctype=ctype) if name == "rsub" else Op(name, (x, y), ctype=ctype)
         else:  # pragma: no cover - dispatch guarantees one of the above
             raise TorchLoweringError("unknown elementwise op")
         nodes = [node.name]
@@ -388,8 +418,6 @@ class Lowering:
             v = self.values.get(a)
             if isinstance(v, Pending) and v.users == 1 and _contains(e, v.expr):
                 nodes = v.nodes + nodes
-        if ktype not in ("f16", "bf16", "f32", "i1"):
-            raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
         return Pending(e, shape, ktype, len(node.users), nodes)
 
     def op_view(self, node: Any) -> Any:
@@ -840,7 +868,7 @@ class Lowering:
     def op_cumsum(self, node: Any) -> Ref:
         src, dim = node.args[0], node.args[1]
         shape, ktype = self._out(node)
-        if ktype not in ("f16", "bf16", "f32"):
+        if ktype not in ("f16", "bf16", "f32", "i32", "i64"):
             raise TorchLoweringError(f"cumsum to {ktype} is not supported")
         if not shape:
             return self._materialise(Pending(self.expr(src, shape, node), shape, ktype, 1, [node.name]), node.name)
