@@ -324,9 +324,16 @@ def _isfinite(k: Kernel, a: list[str], p: float) -> str:
     return _compare("olt")(k, [_un("math.absf")(k, a, p), k.fconst(math.inf)], p)
 
 
+def _rounded_div(rounding: str) -> Callable[[Kernel, list[str], float], str]:
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        return _un(rounding)(k, [_bin("arith.divf")(k, a, p)], p)
+
+    return f
+
+
 SCALAR.update({
-    "floordiv": _chain(_bin("arith.divf"), _un("math.floor")),
-    "truncdiv": _chain(_bin("arith.divf"), _un("math.trunc")),
+    "floordiv": _rounded_div("math.floor"),
+    "truncdiv": _rounded_div("math.trunc"),
     "remainder": _fmod_floor,
     "isnan": _isnan,
     "isinf": _isinf,

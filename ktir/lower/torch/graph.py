@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ktir.lower.torch import kernels, routing, sdsc, sequence
+from ktir.lower.torch import experts, kernels, onehot, routing, sdsc, sequence
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
 from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, is_int, op_names
@@ -746,15 +746,40 @@ class Lowering:
         return [values.squeeze([0]), indices.squeeze([0])] if vector else [values, indices]
 
     def op_index(self, node: Any) -> Ref:
-        """x[ids] (integer ids indexing the first dim): a row gather through an indirect access tile."""
+        """x[..., ids, ...] (one integer tensor indexing dim d, the dims before it taken whole): a
+        row gather through an indirect access tile over x with dim d moved first; the result is
+        the view of the gathered rows with the ids' dims put back at d."""
         src, index = node.args[0], list(node.args[1])
-        if len(index) != 1 or index[0] is None:
-            raise TorchLoweringError("only indexing the first dim with one integer tensor (x[ids]) is supported")
-        ids = self.ref(index[0], node)
+        given = [i for i, t in enumerate(index) if t is not None]
+        if len(given) != 1:
+            raise TorchLoweringError("indexing with one integer tensor (x[ids], x[:, ids], ...) is supported, "
+                                     f"not with {len(given)}")
+        d = given[0]
+        n = src.meta["val"].shape[d]
+        ids = self.ref(index[d], node)
+        if index[d] in self.consts:
+            if bool((self.consts[index[d]] < 0).any()):  # x[-1]: counted from the end
+                data = _to_numpy(self.consts[index[d]] % n)
+                name = f"c_{_safe(node.name)}_ids"
+                self.buffers[name] = Buffer(name, ids.ktype, tuple(data.shape), "constant", data=data.reshape(-1), source=node.name)
+                ids = Ref(name, ids.ktype, 0, tuple(data.shape), contiguous_strides(tuple(data.shape)))
+        elif is_int(ids.ktype):  # computed ids may be negative: wrap them as torch does
+            wrapped = Op("where", (Op("lt", (ids, Const(0.0))), Op("add", (ids, Const(float(n))), ctype="i64"), ids), ctype="i64")
+            ids = self._materialise(Pending(wrapped, ids.shape, ids.ktype, 1, [node.name]), node.name + "_ids")
+        return self._gather(node, src, d, ids)
+
+    def op_index_select(self, node: Any) -> Ref:
+        src, dim, index = node.args[:3]
+        return self._gather(node, src, dim % len(src.meta["val"].shape), self.ref(index, node))
+
+    def _gather(self, node: Any, src: Any, d: int, ids: Ref) -> Ref:
         if ids.ktype not in ("i32", "i64"):
             raise TorchLoweringError(f"indexing with a {ids.ktype} tensor is not supported (integer ids only)")
         table = self.ref(src, node)
-        width = math.prod(table.shape[1:])
+        rest = table.shape[:d] + table.shape[d + 1:]
+        if d:
+            table = table.permute([d, *range(d), *range(d + 1, table.rank)])
+        width = math.prod(rest)
         flat_table = table.reshape((table.shape[0], width))
         if flat_table is None:
             copy = self._materialise(Pending(table, table.shape, table.ktype, 1, [node.name]), node.name + "_table")
@@ -763,11 +788,73 @@ class Lowering:
         if flat_table is None or flat_ids is None:
             raise TorchLoweringError("the ids of x[ids] must be a contiguous tensor")
         shape, ktype = self._out(node)
-        out_full = self._new_buffer(node.name, shape, ktype)
+        gathered_shape = (*ids.shape, *rest)
+        out_full = self._new_buffer(node.name, gathered_shape, ktype)
         out = Ref(out_full.buffer, ktype, 0, (ids.numel, width), contiguous_strides((ids.numel, width)))
         k = kernels.embedding(self._kname("gather"), self.aliases, flat_table, flat_ids, out, self.cores)
-        self._add_kernel(k, "gather", [node.name], [out.buffer], f"{node.name}: gather of {ids.numel} rows of {list(table.shape)}")
-        return out_full
+        what = f"gather of {ids.numel} rows of {list(table.shape)}" + (f" (dim {d} of the source)" if d else "")
+        self._add_kernel(k, "gather", [node.name], [out.buffer], f"{node.name}: {what}")
+        if not d:
+            return out_full
+        n_ids = ids.rank  # gathered [ids.., before.., after..] -> [before.., ids.., after..]
+        perm = [*range(n_ids, n_ids + d), *range(n_ids), *range(n_ids + d, len(gathered_shape))]
+        result = out_full.permute(perm)
+        assert result.shape == shape
+        return result
+
+    def op_sort(self, node: Any) -> list[Ref]:
+        return onehot.sort(self, node)
+
+    def op_histc(self, node: Any) -> Ref:
+        return onehot.histc(self, node)
+
+    def op_gather(self, node: Any) -> Ref:
+        return onehot.gather(self, node)
+
+    def op_scatter(self, node: Any) -> Ref:
+        return onehot.scatter(self, node)
+
+    def op_index_put(self, node: Any) -> Ref:
+        return onehot.index_put(self, node)
+
+    def op_grouped_mm_fallback(self, node: Any) -> Ref:
+        """transformers' grouped matmul of a mixture-of-experts layer (experts.py)."""
+        x, w, offs = (self.ref(a, node) for a in node.args[:3])
+        shape, ktype = self._out(node)
+        if x.rank != 2 or w.rank != 3 or offs.rank != 1 or x.ktype != w.ktype:
+            raise TorchLoweringError("grouped_mm is supported for x [rows, in] and w [experts, in, out] of one type")
+        x, offs = self.dense(x, node, [0, 1]), self.dense(offs, node, [0])
+        out = self._new_buffer(node.name, shape, ktype)
+        k = experts.grouped_matmul(self._kname("experts"), self.aliases, x, w, offs, out, self.cores)
+        what = f"{node.name}: grouped matmul of {shape[0]} rows over {w.shape[0]} experts ({w.shape[1]} -> {w.shape[2]})"
+        self._add_kernel(k, "experts", [node.name], [out.buffer], what)
+        return out
+
+    def op_copy(self, node: Any) -> Pending:
+        """aten.copy(dst, src): src's values, broadcast to dst's shape, in dst's type."""
+        shape, ktype = self._out(node)
+        source = _ktype(node.args[1].meta["val"].dtype)
+        e = self.expr(node.args[1], shape, node, rows=True)
+        if is_int(ktype) and not is_int(source):
+            e = Op("to_i64", (e,), ctype="i64")
+        elif not is_int(ktype) and is_int(source):
+            e = Op("to_f32", (e,))
+        return Pending(e, shape, ktype, len(node.users), [node.name])
+
+    def op_slice_scatter(self, node: Any) -> Ref:
+        """x with x[.., start:end:step, ..] = src: x copied into a new buffer, then src written over the slice."""
+        src, part = node.args[0], node.args[1]
+        dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+        shape, ktype = self._out(node)
+        dim %= len(shape)
+        start = node.args[3] if len(node.args) > 3 else node.kwargs.get("start")
+        end = node.args[4] if len(node.args) > 4 else node.kwargs.get("end")
+        step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+        out = self._new_buffer(node.name, shape, ktype)
+        self._materialise(Pending(self.expr(src, shape, node), shape, ktype, 1, [node.name]), node.name, out)
+        dest = out.slice(dim, 0 if start is None else start, shape[dim] if end is None else end, step)
+        self._materialise(Pending(self.expr(part, dest.shape, node), dest.shape, ktype, 1, [node.name]), node.name, dest)
+        return out
 
     def op_full_like(self, node: Any) -> Ref:
         """A tensor of one value shaped like a computed one: a constant buffer."""
