@@ -38,6 +38,8 @@ LAYERS: dict[str, str] = {
     # SDSC and torch.export -> IR
     "ktir.lower": "lower",
     "schedulers": "schedulers",
+    # torch.compile(backend="ktir"): lowers, schedules and runs each captured graph
+    "ktir.torch_backend": "backend",
     "conformance": "conformance",
     # the docs site generator
     "ktir.docsgen": "docs",
@@ -70,6 +72,7 @@ MAY_USE: dict[str, set[str]] = {
     "interp": GROUND | LEAVES | {"targets"},
     "lower": GROUND | LEAVES | {"syntax", "builder", "verify", "targets"},
     "schedulers": GROUND | LEAVES | {"syntax", "builder", "verify", "targets", "interp"},
+    "backend": GROUND | LEAVES | {"syntax", "builder", "verify", "targets", "interp", "lower", "schedulers"},
     "conformance": GROUND | LEAVES | {"syntax", "builder", "verify", "interp", "facade"},
     "docs": GROUND | LEAVES | {"syntax", "verify", "interp", "schedulers", "conformance", "facade"},
     "facade": GROUND | LEAVES | {"syntax", "verify"},

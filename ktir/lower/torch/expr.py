@@ -1,7 +1,9 @@
 """Fused elementwise chains: an expression tree over strided views, emitted as one linalg.generic.
 
 Leaves are `Ref`s already broadcast to the chain's shape (stride 0 = broadcast dim); every
-op computes in f32, so a chain of f16 ops rounds once, at the end. Two nodes mark values
+floating-point op computes in f32, so a chain of f16 ops rounds once, at the end; ops whose
+torch result is an integer compute in i64 (`Op.ctype`), exactly. Comparisons give f32 masks
+(1.0 / 0.0) whatever they compare. Two nodes mark values
 computed inside the kernel before the chain's generic, at their own shape, and read
 broadcast: `Reduce` (a keepdim reduction of a sub-expression; its reduced dims are never
 split over cores, so each tile holds whole rows) and `Row` (an expression over such
@@ -30,6 +32,7 @@ class Op:
     name: str
     args: tuple[Expr, ...]
     param: float = 0.0
+    ctype: str = "f32"  # what the op computes in: f32, or i64 for integer results (and their operands)
 
 
 @dataclass(frozen=True)
@@ -264,13 +267,155 @@ SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
 }
 
 
-def scalar(k: Kernel, expr: Expr, leaf_values: dict[Any, str]) -> str:
-    """Emit the scalar ops of `expr` inside a region; leaves (and Reduce/Row values) are f32 scalars."""
+def _ibin(op: str) -> Callable[[Kernel, list[str], float], str]:
+    return _bin(op)
+
+
+def _icompare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
+    """1.0 where `a <predicate> b` holds for i64 a, b, else 0.0."""
+
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        c = k.fresh("s")
+        k.cmp("arith.cmpi", predicate, a[0], a[1], out=c)
+        out = k.fresh("s")
+        k.op("arith.select", c, k.fconst(1.0), k.fconst(0.0), out=out)
+        return out
+
+    return f
+
+
+def _ineg(k: Kernel, a: list[str], p: float) -> str:
+    return _bin("arith.subi")(k, [k.iconst(0), a[0]], p)
+
+
+def _iwhere(k: Kernel, a: list[str], p: float) -> str:
+    return _where(k, a, p)
+
+
+def _floor_mod(k: Kernel, a: list[str], p: float) -> str:
+    # torch.remainder on integers: the sign of the divisor (Python's %)
+    r = _bin("arith.remsi")(k, a, p)
+    nonzero = k.fresh("s")
+    k.cmp("arith.cmpi", "ne", r, k.iconst(0), out=nonzero)
+    differ = k.fresh("s")
+    k.cmp("arith.cmpi", "slt", _bin("arith.xori")(k, [r, a[1]], p), k.iconst(0), out=differ)
+    fix = _bin("arith.andi")(k, [nonzero, differ], p)
+    shifted = _bin("arith.addi")(k, [r, a[1]], p)
+    out = k.fresh("s")
+    k.op("arith.select", fix, shifted, r, out=out)
+    return out
+
+
+def _fmod_floor(k: Kernel, a: list[str], p: float) -> str:
+    # torch.remainder on floats: a - floor(a / b) * b
+    q = _un("math.floor")(k, [_bin("arith.divf")(k, a, p)], p)
+    return _bin("arith.subf")(k, [a[0], _bin("arith.mulf")(k, [q, a[1]], p)], p)
+
+
+def _isnan(k: Kernel, a: list[str], p: float) -> str:
+    return _compare("uno")(k, [a[0], a[0]], p)
+
+
+def _isinf(k: Kernel, a: list[str], p: float) -> str:
+    return _compare("oeq")(k, [_un("math.absf")(k, a, p), k.fconst(math.inf)], p)
+
+
+def _isfinite(k: Kernel, a: list[str], p: float) -> str:
+    return _compare("olt")(k, [_un("math.absf")(k, a, p), k.fconst(math.inf)], p)
+
+
+def _rounded_div(rounding: str) -> Callable[[Kernel, list[str], float], str]:
+    def f(k: Kernel, a: list[str], p: float) -> str:
+        return _un(rounding)(k, [_bin("arith.divf")(k, a, p)], p)
+
+    return f
+
+
+SCALAR.update({
+    "floordiv": _rounded_div("math.floor"),
+    "truncdiv": _rounded_div("math.trunc"),
+    "remainder": _fmod_floor,
+    "isnan": _isnan,
+    "isinf": _isinf,
+    "isfinite": _isfinite,
+})
+
+# ops on i64 operands with an i64 result (Op.ctype == "i64")
+INT_SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
+    "add": _ibin("arith.addi"),
+    "sub": _ibin("arith.subi"),
+    "mul": _ibin("arith.muli"),
+    "maximum": _ibin("arith.maxsi"),
+    "minimum": _ibin("arith.minsi"),
+    "floordiv": _ibin("arith.floordivsi"),
+    "truncdiv": _ibin("arith.divsi"),
+    "remainder": _floor_mod,
+    "bitwise_and": _ibin("arith.andi"),
+    "bitwise_or": _ibin("arith.ori"),
+    "bitwise_xor": _ibin("arith.xori"),
+    "neg": _ineg,
+    "abs": _un("math.absi"),
+    "where": _iwhere,
+    "identity": _identity,
+}
+# comparisons of i64 operands (an f32 mask)
+INT_COMPARE = {"gt": "sgt", "ge": "sge", "lt": "slt", "le": "sle", "eq": "eq", "ne": "ne"}
+COMPARISONS = {"gt", "ge", "lt", "le", "eq", "ne"}
+
+
+def vtype(expr: Expr) -> str:
+    """The type `scalar` gives `expr` in: i64 or f32 (Const: None, whatever its user needs)."""
+    if isinstance(expr, Ref):
+        return "i64" if is_int(expr.ktype) else "f32"
+    if isinstance(expr, Reduce | Row):
+        return "f32"
+    if isinstance(expr, Op):
+        if expr.name in COMPARISONS or expr.name in ("isnan", "isinf", "isfinite", "logical_not", "to_f32"):
+            return "f32"
+        return "i64" if expr.name == "to_i64" else expr.ctype
+    return "any"
+
+
+def is_int(ktype: str) -> bool:
+    return ktype.startswith("i") and ktype not in ("i1", "index")
+
+
+def _operand_type(expr: Op) -> str:
+    if expr.name in COMPARISONS:  # compared in i64 only when both sides are integers
+        return "i64" if all(vtype(a) in ("i64", "any") for a in expr.args) and any(vtype(a) == "i64" for a in expr.args) else "f32"
+    if expr.name in ("to_i64", "to_f32"):
+        return vtype(expr.args[0]) if vtype(expr.args[0]) != "any" else "f32"
+    if expr.name == "where":  # the mask is f32; the two values are in the op's type
+        return expr.ctype
+    return expr.ctype
+
+
+def scalar(k: Kernel, expr: Expr, leaf_values: dict[Any, str], want: str | None = None) -> str:
+    """Emit the scalar ops of `expr` inside a region; leaves (and Reduce/Row values) are scalars of
+    their vtype. The result is in vtype(expr) (a Const: in `want`, default f32)."""
     if isinstance(expr, Ref | Reduce | Row):
         return leaf_values[expr]
     if isinstance(expr, Const):
-        return k.fconst(expr.value)
-    args = [scalar(k, a, leaf_values) for a in expr.args]
+        return k.iconst(int(expr.value)) if want == "i64" else k.fconst(expr.value)
+    operand = _operand_type(expr)
+    args = []
+    for i, a in enumerate(expr.args):
+        need = "f32" if expr.name == "where" and i == 0 else operand
+        v = scalar(k, a, leaf_values, need)
+        have = vtype(a) if vtype(a) != "any" else need
+        args.append(k.scalar_convert(v, have, need))
+    if expr.name == "to_i64":
+        return k.scalar_convert(args[0], operand, "i64")
+    if expr.name == "to_f32":
+        return k.scalar_convert(args[0], operand, "f32")
+    if operand == "i64":
+        if expr.name in INT_COMPARE:
+            return _icompare(INT_COMPARE[expr.name])(k, args, expr.param)
+        if expr.name == "bitwise_not":
+            return _bin("arith.xori")(k, [args[0], k.iconst(-1)], expr.param)
+        if expr.name not in INT_SCALAR:
+            raise ValueError(f"{expr.name} on integers is not lowered")
+        return INT_SCALAR[expr.name](k, args, expr.param)
     return SCALAR[expr.name](k, args, expr.param)
 
 
@@ -300,10 +445,11 @@ def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence
     types = [r.ktype for r in refs] + ["f32"] * len(subs)
     keys: list[Any] = [*refs, *subs]
     rank = len(block)
+    result = vtype(expr) if vtype(expr) != "any" else "f32"
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
-        values = {key: kk.scalar_convert(n, t, "f32") for key, n, t in zip(keys, names, types, strict=True)}
-        return kk.scalar_convert(scalar(kk, expr, values), "f32", out_type)
+        values = {key: kk.scalar_convert(n, t, vtype(key)) for key, n, t in zip(keys, names, types, strict=True)}
+        return kk.scalar_convert(scalar(kk, expr, values, result), result, out_type)
 
     return k.generic(inputs, block, k.aliases.identity(rank), ["parallel"] * rank, None, out_type, body)
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ktir.lower.torch import kernels, routing, sdsc, sequence
+from ktir.lower.torch import experts, kernels, onehot, routing, sdsc, sequence
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
-from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, op_names
+from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, is_int, op_names
 from ktir.lower.torch.refs import KTIR_TYPES, Buffer, Ref, contiguous_strides
 from ktir.lower.torch.writer import Aliases, Kernel
 
@@ -62,6 +62,13 @@ UNARY = {
     "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "tanh", "abs", "sin", "cos", "erf", "sigmoid", "silu", "relu", "reciprocal",
 }
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne"}
+# elementwise ops beyond the unary and binary ones (op_elementwise reads their arguments)
+ELEMENTWISE = {
+    "rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp", "isnan", "isinf", "isfinite", "bitwise_not", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "remainder",
+}
+# result types of fused elementwise chains (integers compute in i64, floats in f32)
+ELEMENT_TYPES = ("f16", "bf16", "f32", "i1", "i8", "i16", "i32", "i64")
 # ops with no effect on values (export's runtime assertions)
 IGNORED = {"_assert_tensor_metadata", "_assert_scalar", "_assert_async", "sym_constrain_range", "sym_constrain_range_for_size"}
 VIEWS = {
@@ -115,6 +122,12 @@ class Lowering:
                 what = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.USER_INPUT_MUTATION: "input"}.get(out.kind)
                 raise TorchLoweringError(f"the program updates {what or out.kind.name.lower()} {out.target} in place "
                                          "(an in-place op on it): state updates are not lowered")
+        missing = self.missing_ops()
+        if missing:
+            ops = "; ".join(f"{op} ({len(nodes)} node{'s' if len(nodes) > 1 else ''}: {', '.join(nodes[:3])}"
+                            f"{', ...' if len(nodes) > 3 else ''})" for op, nodes in missing.items())
+            raise TorchLoweringError(f"{len(missing)} op{'s are' if len(missing) > 1 else ' is'} not supported by the "
+                                     f"PyTorch lowering: {ops}")
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
         graph = self.ep.graph_module.graph
         outputs: list[Ref] = []
@@ -203,7 +216,7 @@ class Lowering:
             if rows and has_rows and len(value.shape) == len(shape) and all(a in (1, b) for a, b in zip(value.shape, shape, strict=True)):
                 return value.expr if isinstance(value.expr, Reduce) else Row(value.expr, value.shape)
         ref = self.ref(arg, user)
-        if ref.ktype not in ("f16", "bf16", "f32", "i1"):
+        if ref.ktype not in ELEMENT_TYPES:
             raise TorchLoweringError(f"elementwise ops on {ref.ktype} are not supported")
         return ref.broadcast_to(shape)
 
@@ -283,15 +296,41 @@ class Lowering:
         if self._foldable(node):
             self._fold(node)
             return
-        name = _target_name(node)
-        handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
-        if name in UNARY or name in BINARY or name in ("rsub", "pow", "gelu", "_to_copy", "where", "logical_not", "clamp"):
-            handler = self.op_elementwise
-        elif name in VIEWS:
-            handler = self.op_view
+        handler = self._handler(_target_name(node))
         if handler is None:
             raise TorchLoweringError("this op is not supported by the PyTorch lowering")
         self.values[node] = handler(node)
+
+    def _handler(self, name: str) -> Callable[[Any], Any] | None:
+        if name in UNARY or name in BINARY or name in ELEMENTWISE:
+            return self.op_elementwise
+        if name in VIEWS:
+            return self.op_view
+        handler: Callable[[Any], Any] | None = getattr(self, f"op_{name}", None)
+        return handler
+
+    def missing_ops(self) -> dict[str, list[str]]:
+        """Every op of the graph with no lowering (and not folded at lowering time), with the
+        nodes that use it: found before the walk, so one error names all of them."""
+        from torch.export.graph_signature import InputKind  # type: ignore[import-not-found]
+
+        weights = {s.arg.name for s in self.ep.graph_signature.input_specs if s.kind != InputKind.USER_INPUT}
+        constant: set[Any] = set()
+        missing: dict[str, list[str]] = {}
+        for node in self.ep.graph_module.graph.nodes:
+            if node.op == "placeholder":
+                if node.name in weights:
+                    constant.add(node)
+                continue
+            if node.op != "call_function" or node.target is operator.getitem:
+                continue
+            if all(a in constant for a in node.all_input_nodes) and not isinstance(node.meta.get("val"), list | tuple):
+                constant.add(node)  # folded with torch while lowering
+                continue
+            name = _target_name(node)
+            if name not in IGNORED and self._handler(name) is None:
+                missing.setdefault(f"{getattr(node.target, 'namespace', 'aten')}.{name}", []).append(node.name)
+        return missing
 
     def _foldable(self, node: Any) -> bool:
         tensors = [a for a in node.all_input_nodes]
@@ -315,38 +354,63 @@ class Lowering:
         shape, ktype = self._out(node)
         name = _target_name(node)
         args, kw = node.args, node.kwargs
+        if ktype not in ELEMENT_TYPES:
+            raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
+        ctype = "i64" if is_int(ktype) else "f32"  # integers compute exactly in i64, floats in f32
         x = self.expr(args[0], shape, node, rows=True)
+        source = _ktype(args[0].meta["val"].dtype) if hasattr(args[0], "meta") and "val" in args[0].meta else ktype
         if name in UNARY:
-            e: Expr = Op(name, (x,))
+            e: Expr = Op(name, (x,), ctype=ctype)
+        elif name in ("isnan", "isinf", "isfinite"):
+            # integers are finite numbers: x == x always holds, x != x never
+            e = Op("eq" if name == "isfinite" else "ne", (x, x)) if is_int(source) else Op(name, (x,))
         elif name == "gelu":
             e = Op("gelu_tanh" if kw.get("approximate", "none") == "tanh" else "gelu", (x,))
         elif name == "pow":
-            if not isinstance(args[1], int | float):
-                raise TorchLoweringError("only pow(tensor, number) is supported")
+            if not isinstance(args[1], int | float) or ctype != "f32":
+                raise TorchLoweringError("only pow(float tensor, number) is supported")
             e = Op("pow", (x,), float(args[1]))
         elif name == "_to_copy":
-            e = x
-        elif name == "logical_not":
-            e = Op("logical_not", (x,))
+            if is_int(ktype) and not is_int(source):
+                e = Op("to_i64", (x,), ctype="i64")  # truncates toward zero, as torch does
+            elif not is_int(ktype) and is_int(source):
+                e = Op("to_f32", (x,))
+            else:
+                e = x
+        elif name in ("logical_not", "bitwise_not"):
+            e = Op("bitwise_not", (x,), ctype="i64") if is_int(ktype) else Op("logical_not", (x,))
+        elif name in ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor"):
+            y = self.expr(args[1], shape, node, rows=True)
+            if is_int(ktype):
+                e = Op(name, (x, y), ctype="i64")
+            else:  # booleans as 0/1 masks
+                x, y = Op("ne", (x, Const(0.0))), Op("ne", (y, Const(0.0)))
+                e = {"and": Op("mul", (x, y)), "or": Op("maximum", (x, y)), "xor": Op("ne", (x, y))}[name.split("_")[1]]
         elif name == "clamp":
             low, high = (list(args[1:]) + [kw.get("min"), kw.get("max")])[:2] if len(args) > 1 else (kw.get("min"), kw.get("max"))
             if not all(b is None or isinstance(b, int | float) for b in (low, high)):
                 raise TorchLoweringError("clamp is supported with number bounds")
             e = x
             if low is not None and low != -math.inf:
-                e = Op("maximum", (e, Const(float(low))))
+                e = Op("maximum", (e, Const(float(low))), ctype=ctype)
             if high is not None and high != math.inf:
-                e = Op("minimum", (e, Const(float(high))))
+                e = Op("minimum", (e, Const(float(high))), ctype=ctype)
         elif name == "where":
-            e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)))
+            e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)), ctype=ctype)
+        elif name == "remainder":
+            e = Op("remainder", (x, self.expr(args[1], shape, node, rows=True)), ctype=ctype)
         elif name in BINARY or name == "rsub":
             y = self.expr(args[1], shape, node, rows=True)
-            if name == "div" and kw.get("rounding_mode") is not None:
-                raise TorchLoweringError("div with a rounding mode is not supported")
+            mode = kw.get("rounding_mode")
             alpha = kw.get("alpha", args[2] if len(args) > 2 else 1)
             if alpha != 1:
-                y = Op("mul", (y, Const(float(alpha))))
-            e = Op("sub", (y, x)) if name == "rsub" else Op(name, (x, y))
+                y = Op("mul", (y, Const(float(alpha))), ctype=ctype)
+            if name == "div" and mode is not None:
+                e = Op({"floor": "floordiv", "trunc": "truncdiv"}[mode], (x, y), ctype=ctype)
+            elif name == "div" and ctype == "i64":  # pragma: no cover - torch's true division gives floats
+                raise TorchLoweringError("integer true division is not supported")
+            else:
+                e = Op("sub", (y, x), ctype=ctype) if name == "rsub" else Op(name, (x, y), ctype=ctype)
         else:  # pragma: no cover - dispatch guarantees one of the above
             raise TorchLoweringError("unknown elementwise op")
         nodes = [node.name]
@@ -354,8 +418,6 @@ class Lowering:
             v = self.values.get(a)
             if isinstance(v, Pending) and v.users == 1 and _contains(e, v.expr):
                 nodes = v.nodes + nodes
-        if ktype not in ("f16", "bf16", "f32", "i1"):
-            raise TorchLoweringError(f"elementwise result type {ktype} is not supported")
         return Pending(e, shape, ktype, len(node.users), nodes)
 
     def op_view(self, node: Any) -> Any:
@@ -684,15 +746,40 @@ class Lowering:
         return [values.squeeze([0]), indices.squeeze([0])] if vector else [values, indices]
 
     def op_index(self, node: Any) -> Ref:
-        """x[ids] (integer ids indexing the first dim): a row gather through an indirect access tile."""
+        """x[..., ids, ...] (one integer tensor indexing dim d, the dims before it taken whole): a
+        row gather through an indirect access tile over x with dim d moved first; the result is
+        the view of the gathered rows with the ids' dims put back at d."""
         src, index = node.args[0], list(node.args[1])
-        if len(index) != 1 or index[0] is None:
-            raise TorchLoweringError("only indexing the first dim with one integer tensor (x[ids]) is supported")
-        ids = self.ref(index[0], node)
+        given = [i for i, t in enumerate(index) if t is not None]
+        if len(given) != 1:
+            raise TorchLoweringError("indexing with one integer tensor (x[ids], x[:, ids], ...) is supported, "
+                                     f"not with {len(given)}")
+        d = given[0]
+        n = src.meta["val"].shape[d]
+        ids = self.ref(index[d], node)
+        if index[d] in self.consts:
+            if bool((self.consts[index[d]] < 0).any()):  # x[-1]: counted from the end
+                data = _to_numpy(self.consts[index[d]] % n)
+                name = f"c_{_safe(node.name)}_ids"
+                self.buffers[name] = Buffer(name, ids.ktype, tuple(data.shape), "constant", data=data.reshape(-1), source=node.name)
+                ids = Ref(name, ids.ktype, 0, tuple(data.shape), contiguous_strides(tuple(data.shape)))
+        elif is_int(ids.ktype):  # computed ids may be negative: wrap them as torch does
+            wrapped = Op("where", (Op("lt", (ids, Const(0.0))), Op("add", (ids, Const(float(n))), ctype="i64"), ids), ctype="i64")
+            ids = self._materialise(Pending(wrapped, ids.shape, ids.ktype, 1, [node.name]), node.name + "_ids")
+        return self._gather(node, src, d, ids)
+
+    def op_index_select(self, node: Any) -> Ref:
+        src, dim, index = node.args[:3]
+        return self._gather(node, src, dim % len(src.meta["val"].shape), self.ref(index, node))
+
+    def _gather(self, node: Any, src: Any, d: int, ids: Ref) -> Ref:
         if ids.ktype not in ("i32", "i64"):
             raise TorchLoweringError(f"indexing with a {ids.ktype} tensor is not supported (integer ids only)")
         table = self.ref(src, node)
-        width = math.prod(table.shape[1:])
+        rest = table.shape[:d] + table.shape[d + 1:]
+        if d:
+            table = table.permute([d, *range(d), *range(d + 1, table.rank)])
+        width = math.prod(rest)
         flat_table = table.reshape((table.shape[0], width))
         if flat_table is None:
             copy = self._materialise(Pending(table, table.shape, table.ktype, 1, [node.name]), node.name + "_table")
@@ -701,11 +788,73 @@ class Lowering:
         if flat_table is None or flat_ids is None:
             raise TorchLoweringError("the ids of x[ids] must be a contiguous tensor")
         shape, ktype = self._out(node)
-        out_full = self._new_buffer(node.name, shape, ktype)
+        gathered_shape = (*ids.shape, *rest)
+        out_full = self._new_buffer(node.name, gathered_shape, ktype)
         out = Ref(out_full.buffer, ktype, 0, (ids.numel, width), contiguous_strides((ids.numel, width)))
         k = kernels.embedding(self._kname("gather"), self.aliases, flat_table, flat_ids, out, self.cores)
-        self._add_kernel(k, "gather", [node.name], [out.buffer], f"{node.name}: gather of {ids.numel} rows of {list(table.shape)}")
-        return out_full
+        what = f"gather of {ids.numel} rows of {list(table.shape)}" + (f" (dim {d} of the source)" if d else "")
+        self._add_kernel(k, "gather", [node.name], [out.buffer], f"{node.name}: {what}")
+        if not d:
+            return out_full
+        n_ids = ids.rank  # gathered [ids.., before.., after..] -> [before.., ids.., after..]
+        perm = [*range(n_ids, n_ids + d), *range(n_ids), *range(n_ids + d, len(gathered_shape))]
+        result = out_full.permute(perm)
+        assert result.shape == shape
+        return result
+
+    def op_sort(self, node: Any) -> list[Ref]:
+        return onehot.sort(self, node)
+
+    def op_histc(self, node: Any) -> Ref:
+        return onehot.histc(self, node)
+
+    def op_gather(self, node: Any) -> Ref:
+        return onehot.gather(self, node)
+
+    def op_scatter(self, node: Any) -> Ref:
+        return onehot.scatter(self, node)
+
+    def op_index_put(self, node: Any) -> Ref:
+        return onehot.index_put(self, node)
+
+    def op_grouped_mm_fallback(self, node: Any) -> Ref:
+        """transformers' grouped matmul of a mixture-of-experts layer (experts.py)."""
+        x, w, offs = (self.ref(a, node) for a in node.args[:3])
+        shape, ktype = self._out(node)
+        if x.rank != 2 or w.rank != 3 or offs.rank != 1 or x.ktype != w.ktype:
+            raise TorchLoweringError("grouped_mm is supported for x [rows, in] and w [experts, in, out] of one type")
+        x, offs = self.dense(x, node, [0, 1]), self.dense(offs, node, [0])
+        out = self._new_buffer(node.name, shape, ktype)
+        k = experts.grouped_matmul(self._kname("experts"), self.aliases, x, w, offs, out, self.cores)
+        what = f"{node.name}: grouped matmul of {shape[0]} rows over {w.shape[0]} experts ({w.shape[1]} -> {w.shape[2]})"
+        self._add_kernel(k, "experts", [node.name], [out.buffer], what)
+        return out
+
+    def op_copy(self, node: Any) -> Pending:
+        """aten.copy(dst, src): src's values, broadcast to dst's shape, in dst's type."""
+        shape, ktype = self._out(node)
+        source = _ktype(node.args[1].meta["val"].dtype)
+        e = self.expr(node.args[1], shape, node, rows=True)
+        if is_int(ktype) and not is_int(source):
+            e = Op("to_i64", (e,), ctype="i64")
+        elif not is_int(ktype) and is_int(source):
+            e = Op("to_f32", (e,))
+        return Pending(e, shape, ktype, len(node.users), [node.name])
+
+    def op_slice_scatter(self, node: Any) -> Ref:
+        """x with x[.., start:end:step, ..] = src: x copied into a new buffer, then src written over the slice."""
+        src, part = node.args[0], node.args[1]
+        dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+        shape, ktype = self._out(node)
+        dim %= len(shape)
+        start = node.args[3] if len(node.args) > 3 else node.kwargs.get("start")
+        end = node.args[4] if len(node.args) > 4 else node.kwargs.get("end")
+        step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+        out = self._new_buffer(node.name, shape, ktype)
+        self._materialise(Pending(self.expr(src, shape, node), shape, ktype, 1, [node.name]), node.name, out)
+        dest = out.slice(dim, 0 if start is None else start, shape[dim] if end is None else end, step)
+        self._materialise(Pending(self.expr(part, dest.shape, node), dest.shape, ktype, 1, [node.name]), node.name, dest)
+        return out
 
     def op_full_like(self, node: Any) -> Ref:
         """A tensor of one value shaped like a computed one: a constant buffer."""
@@ -714,26 +863,99 @@ class Lowering:
         return self._const_ref(node)
 
     def op_convolution(self, node: Any) -> Ref:
-        """Depthwise 1-D convolution (Mamba's short causal conv): one group per channel, stride 1."""
+        """N-d convolution. Mamba's depthwise causal 1-D conv has its own kernel; every other
+        (any stride, padding, dilation and groups) is a matrix product: the patches of the padded
+        input are a strided view of it (im2col without arithmetic), copied into rows
+        [N, G, OH*OW.., Cg*KH*KW..] and multiplied by the weight read as [G, Cg*KH*KW.., Og]; the
+        result [N, G, OH*OW.., Og] is returned as the [N, O, OH, OW..] view of it."""
         src, wnode, bnode, stride, padding, dilation, transposed, _, groups = node.args
         in_shape = tuple(src.meta["val"].shape)
         weight = self.ref(wnode, node)
-        if len(in_shape) != 3 or transposed or list(stride) != [1] or list(dilation) != [1] or groups != in_shape[1] or weight.shape[1] != 1:
-            raise TorchLoweringError("only depthwise 1-D convolution (groups = channels, stride 1, dilation 1) is supported")
+        if transposed:
+            raise TorchLoweringError("transposed convolution is not supported")
+        if (len(in_shape) == 3 and list(stride) == [1] and list(dilation) == [1] and groups == in_shape[1] and weight.shape[1] == 1
+                and groups > 1):
+            return self._conv1d_depthwise(node, src, weight, bnode, int(padding[0]))
+        shape, ktype = self._out(node)
+        if ktype not in ("f16", "bf16", "f32"):
+            raise TorchLoweringError(f"convolution of {ktype} is not supported")
+        spatial = len(in_shape) - 2
+        if len(in_shape) < 3 or len(weight.shape) != spatial + 2:
+            raise TorchLoweringError(f"convolution of a {len(in_shape)}-d input is not supported")
+        n, c = in_shape[:2]
+        o, cg = weight.shape[:2]
+        kernel = weight.shape[2:]
+        out_sp = shape[2:]
+        og = o // groups
+        x = self.ref(src, node)
+        if any(padding):
+            x = self._padded(x, [0, 0, *padding], [0, 0, *padding], node)
+        # patches[n, g, oh.., cg, kh..] = x[n, g*cg + cg', oh*s + kh*d ..]
+        sn, sc, *ss = x.strides
+        patch_shape = (n, groups, *out_sp, cg, *kernel)
+        patch_strides = (sn, sc * cg, *(ss[i] * stride[i] for i in range(spatial)), sc, *(ss[i] * dilation[i] for i in range(spatial)))
+        patches = Ref(x.buffer, x.ktype, x.offset, patch_shape, patch_strides)
+        rows, depth = math.prod(out_sp), cg * math.prod(kernel)
+        if patches.reshape((n, groups, rows, depth)) is None:
+            patches = self._materialise(Pending(patches, patch_shape, x.ktype, 1, [node.name]), node.name + "_patches")
+        lhs = patches.reshape((n, groups, rows, depth))
+        assert lhs is not None
+        w = weight.reshape((groups, og, depth))
+        if w is None:
+            w = self._materialise(Pending(weight, weight.shape, weight.ktype, 1, [node.name]), node.name + "_weight").reshape((groups, og, depth))
+        assert w is not None
+        rhs = w.permute([0, 2, 1]).broadcast_to((n, groups, depth, og))
+        bias = None
+        if bnode is not None:
+            bias = self.ref(bnode, node)
+            if groups > 1:  # the product's columns are one group's outputs: add the bias after it
+                bias = None
+        mm_shape = (n, groups, rows, og)
+        out_full = self._new_buffer(node.name, mm_shape, ktype)
+        out = Ref(out_full.buffer, ktype, 0, mm_shape, contiguous_strides(mm_shape))
+        k = kernels.matmul(self._kname("conv"), self.aliases, self.dense(lhs, node, [2, 3]), rhs, bias, out, self.cores)
+        what = f"{spatial}-d convolution as a matmul: {n}x{groups} x ({rows}x{depth} @ {depth}x{og})"
+        self._add_kernel(k, "matmul", [node.name], [out.buffer], f"{node.name}: {what}")
+        # [n, g, oh.., og] -> [n, g*og, oh..]
+        split = out.reshape((n, groups, *out_sp, og))
+        assert split is not None
+        channels_first = split.permute([0, 1, spatial + 2, *range(2, spatial + 2)])  # [n, g, og, oh..]
+        res = channels_first.reshape((n, o, *out_sp))
+        if res is None:  # groups > 1 with og > 1: the channel dim spans two strides
+            dense = self._materialise(Pending(channels_first, channels_first.shape, ktype, 1, [node.name]), node.name + "_out")
+            res = dense.reshape((n, o, *out_sp))
+            assert res is not None
+        if bnode is not None and groups > 1:
+            b = self.ref(bnode, node).reshape((o,) + (1,) * spatial)
+            assert b is not None
+            summed = Pending(Op("add", (res, b.broadcast_to(res.shape))), res.shape, ktype, 1, [node.name])
+            return self._materialise(summed, node.name + "_bias")
+        return res
+
+    def _padded(self, x: Ref, low: list[int], high: list[int], node: Any) -> Ref:
+        shape = tuple(n + a + b for n, a, b in zip(x.shape, low, high, strict=True))
+        out = self._new_buffer(node.name + "_pad", shape, x.ktype)
+        k = sequence.pad(self._kname("pad"), self.aliases, x, x.shape, low, high, 0.0, out, self.cores)
+        self._add_kernel(k, "pad", [node.name], [out.buffer], f"{node.name}: zero padding {list(x.shape)} to {list(shape)}")
+        return out
+
+    def _conv1d_depthwise(self, node: Any, src: Any, weight: Ref, bnode: Any, padding: int) -> Ref:
+        """Depthwise 1-D convolution (Mamba's short causal conv): one group per channel, stride 1."""
+        in_shape = tuple(src.meta["val"].shape)
         shape, ktype = self._out(node)
         e = self.expr(src, in_shape, node)
         nodes = self._fused_nodes(src, in_shape) + [node.name]
         bias = self.ref(bnode, node) if bnode is not None else None
         out = self._new_buffer(node.name, shape, ktype)
-        k = sequence.conv1d_depthwise(self._kname("conv1d"), self.aliases, e, in_shape, weight, bias, int(padding[0]), out, self.cores)
-        comment = f"{', '.join(nodes)}: depthwise conv1d, {in_shape[1]} channels, {weight.shape[-1]} taps, padding {padding[0]}"
+        k = sequence.conv1d_depthwise(self._kname("conv1d"), self.aliases, e, in_shape, weight, bias, padding, out, self.cores)
+        comment = f"{', '.join(nodes)}: depthwise conv1d, {in_shape[1]} channels, {weight.shape[-1]} taps, padding {padding}"
         self._add_kernel(k, "conv1d", nodes, [out.buffer], comment)
         return out
 
     def op_cumsum(self, node: Any) -> Ref:
         src, dim = node.args[0], node.args[1]
         shape, ktype = self._out(node)
-        if ktype not in ("f16", "bf16", "f32"):
+        if ktype not in ("f16", "bf16", "f32", "i32", "i64"):
             raise TorchLoweringError(f"cumsum to {ktype} is not supported")
         if not shape:
             return self._materialise(Pending(self.expr(src, shape, node), shape, ktype, 1, [node.name]), node.name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ktir.ir import attributes as ir_attr
 from ktir.lower.torch.expr import Expr, Op, Reduce, Row, evaluate, reduced_dims
@@ -25,7 +26,7 @@ def _permute_expr(expr: Expr, perm: list[int]) -> Expr:
     if isinstance(expr, Ref):
         return expr.permute(perm)
     if isinstance(expr, Op):
-        return Op(expr.name, tuple(_permute_expr(a, perm) for a in expr.args), expr.param)
+        return replace(expr, args=tuple(_permute_expr(a, perm) for a in expr.args))
     if isinstance(expr, Reduce):
         dims = tuple(sorted(perm.index(d) for d in expr.dims))
         return Reduce(expr.kind, _permute_expr(expr.arg, perm), dims, tuple(expr.in_shape[d] for d in perm))
@@ -42,7 +43,7 @@ def _expr_rank1(expr: Expr) -> Expr:
     if isinstance(expr, Ref):
         return _rank1(expr)
     if isinstance(expr, Op):
-        return Op(expr.name, tuple(_expr_rank1(a) for a in expr.args), expr.param)
+        return replace(expr, args=tuple(_expr_rank1(a) for a in expr.args))
     return expr
 
 

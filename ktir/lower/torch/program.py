@@ -1,6 +1,7 @@
 """A lowered program: the KTIR module, its manifest and its weights; `.run()` executes every
-kernel in order with a kernel runner the caller supplies (the reference interpreter's
-`reference_interp.run`, or a vendor's). The lowering does not depend on any executor."""
+kernel in order with a kernel runner: the one the caller supplies, else the installed default
+(the reference interpreter, found through an entry point: see runners.py). The lowering does not
+import any executor."""
 
 from __future__ import annotations
 
@@ -30,11 +31,8 @@ class ProgramError(Exception):
 
 # Runs one kernel: runner(module, func, args={name: array}, target=..., trace=bool, check_races=bool)
 # returns a result whose `.outputs` holds the final contents of every array argument by name.
-# `reference_interp.run` is one; `ktir run-program` passes it.
+# `reference_interp.run` is one (the default when none is given); `ktir run-program` passes it.
 KernelRunner = Callable[..., Any]
-
-NO_RUNNER = ("no kernel runner: pass runner=reference_interp.run (or your own) to from_torch, Program.load, "
-             "or set program.runner")
 
 
 def numpy_dtype(ktype: str) -> Any:
@@ -104,7 +102,7 @@ class Program:
     sdsc_buffers: dict[str, list[str]] = field(default_factory=dict)
     # kernels replaced by another module's function of the same name (e.g. a scheduled one)
     overrides: dict[str, Any] = field(default_factory=dict)
-    # what executes each kernel (see KernelRunner); run/estimate need one
+    # what executes each kernel (see KernelRunner); None: the installed default (runners.py)
     runner: KernelRunner | None = field(default=None, repr=False)
 
     @property
@@ -152,8 +150,16 @@ class Program:
 
     def run(self, *inputs: Any, target: str | None = None, check_races: bool = True, progress: Any = None) -> Any:
         """Run every kernel in order; returns the output array (several: a list), as numpy."""
-        outputs = self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress)
+        outputs = self.run_all(inputs, target=target, check_races=check_races, progress=progress)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def run_all(self, inputs: Sequence[Any], *, target: str | None = None, check_races: bool = True,
+                progress: Any = None, traced: Any = None) -> list[np.ndarray]:
+        """Run every kernel in order on the user inputs given in order; returns every output
+        (numpy). `traced(name, module, result)`, if given, is called after each kernel, run
+        with an event trace (see run_buffers)."""
+        return self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress,
+                                traced=traced)
 
     def _bind(self, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
         specs = self.manifest.inputs
@@ -194,7 +200,12 @@ class Program:
         receives the final contents of every buffer (flat); `traced(name, module, result)`, if
         given, is called after each kernel, run with an event trace."""
         if self.runner is None:
-            raise ProgramError(NO_RUNNER)
+            from ktir.lower.torch.runners import NoRunner, default_runner
+
+            try:
+                self.runner = default_runner()
+            except NoRunner as e:
+                raise ProgramError(str(e)) from None
         arrays: dict[str, np.ndarray] = {}
         for b in self.manifest.buffers:
             dt = numpy_dtype(b.dtype)

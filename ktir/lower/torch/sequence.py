@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ktir.lower.torch.expr import Expr, evaluate
+from ktir.lower.torch.expr import Expr, evaluate, is_int
 from ktir.lower.torch.kernels import _rows_last
 from ktir.lower.torch.refs import Ref
 from ktir.lower.torch.work import divide
@@ -60,14 +60,16 @@ def conv1d_depthwise(
 
 def cumsum(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int) -> Kernel:
     """out = cumsum(expr, dim): out[..., i] = sum_{j <= i} x[..., j], as one generic whose
-    reduction dim j is masked above i; rows split over the cores."""
+    reduction dim j is masked above i; rows split over the cores. Integer results sum in i64
+    (exactly), floating-point ones in f32."""
     expr, out, div = _rows_last(expr, shape, dim, out, cores)
     k = Kernel(name, aliases, div.grid)
     k.division = div
     starts = div.starts(k)
     block = list(div.block)
     rank = len(block)
-    x = evaluate(k, expr, starts, block)
+    acc_type = "i64" if is_int(out.ktype) else "f32"
+    x = evaluate(k, expr, starts, block, acc_type)
     xmap = aliases.map(rank + 1, [f"d{i}" for i in range(rank - 1)] + [f"d{rank}"])
     omap = aliases.map(rank + 1, [f"d{i}" for i in range(rank)])
 
@@ -78,13 +80,15 @@ def cumsum(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: i
         before = kk.fresh("le")
         kk.cmp("arith.cmpi", "ule", j, i, out=before)
         v = kk.fresh("s")
-        kk.op("arith.select", before, names[0], kk.fconst(0.0), out=v)
+        zero = kk.iconst(0) if acc_type == "i64" else kk.fconst(0.0)
+        kk.op("arith.select", before, names[0], zero, out=v)
         r = kk.fresh("s")
-        kk.op("arith.addf", acc, v, out=r)
+        kk.op("arith.addi" if acc_type == "i64" else "arith.addf", acc, v, out=r)
         return r
 
-    y = k.generic([(x, block, "f32", xmap)], block, omap, ["parallel"] * rank + ["reduction"], k.filled(block, 0.0), "f32", prefix)
-    k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
+    y = k.generic([(x, block, acc_type, xmap)], block, omap, ["parallel"] * rank + ["reduction"], k.filled(block, 0, acc_type),
+                  acc_type, prefix)
+    k.store(k.convert(y, block, acc_type, out.ktype), out, starts, block)
     return k
 
 

@@ -194,6 +194,19 @@ class Kernel:
         self.types[name] = element(ktype)
         return name
 
+    def iconst(self, value: int, ktype: str = "i64") -> str:
+        key = f"{value}:{ktype}"
+        name = self.consts.get(key)
+        if isinstance(name, str):
+            return name
+        name = f"%ci{len(self.consts)}"
+        while name in self.types:
+            name += "_"
+        self.consts[key] = name
+        self.consts[name] = _constant(name, at.IntegerAttr(value=value, type=element(ktype)), element(ktype))
+        self.types[name] = element(ktype)
+        return name
+
     def tiles(self) -> list[str]:
         """The tile coordinates (one per grid dim), made once, first in the body."""
         if not self.tile_ids:
@@ -311,10 +324,11 @@ class Kernel:
         self.keep(made)
         return made.name
 
-    def filled(self, shape: Sequence[int], value: float) -> str:
-        init = self.empty(shape, "f32")
+    def filled(self, shape: Sequence[int], value: float, ktype: str = "f32") -> str:
+        init = self.empty(shape, ktype)
         out = self.fresh("fill")
-        return self.linalg("linalg.fill", [self.fconst(value)], [init], out)
+        scalar = self.iconst(int(value), ktype) if _is_int(ktype) else self.fconst(value, ktype)
+        return self.linalg("linalg.fill", [scalar], [init], out)
 
     def linalg(self, name: str, ins: Sequence[str], outs: Sequence[str], out: str,
                attributes: dict[str, Attribute] | None = None) -> str:
@@ -324,21 +338,37 @@ class Kernel:
         return result.name
 
     def convert(self, value: str, shape: Sequence[int], src: str, dst: str) -> str:
-        """Tensor element conversion between float types (extf / truncf)."""
+        """Tensor element conversion between float types (extf / truncf) or between integer
+        types (extsi / trunci)."""
         if src == dst:
             return value
-        op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
+        if _is_int(src) and _is_int(dst):
+            op = "arith.extsi" if int(dst[1:]) > int(src[1:]) else "arith.trunci"
+        else:
+            op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
         return self.op(op, value, type=tensor(shape, dst), out=self.fresh("cv"))
 
     def scalar_convert(self, value: str, src: str, dst: str) -> str:
+        """A scalar of type `src` as `dst` (floats, integers and i1 masks; torch's casts:
+        float to integer truncates toward zero, a mask is 1 where true)."""
         if src == dst:
             return value
         out = self.fresh("s")
-        if src == "i1":  # a mask: 1.0 where true
-            return self.op("arith.uitofp", value, type=element(dst), out=out)
+        src_int, dst_int = _is_int(src), _is_int(dst)
+        if src == "i1":  # a mask: 1 where true
+            return self.op("arith.extui" if dst_int else "arith.uitofp", value, type=element(dst), out=out)
         if dst == "i1":
+            if src_int:
+                return self.cmp("arith.cmpi", "ne", value, self.iconst(0, src), out=out)
             return self.cmp("arith.cmpf", "une", value, self.fconst(0.0, src), out=out)
-        op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
+        if src_int and dst_int:
+            op = "arith.extsi" if int(dst[1:]) > int(src[1:]) else "arith.trunci"
+        elif src_int:
+            op = "arith.sitofp"
+        elif dst_int:
+            op = "arith.fptosi"
+        else:
+            op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
         return self.op(op, value, type=element(dst), out=out)
 
     def generic(
@@ -426,6 +456,10 @@ class Kernel:
 
 def _constant(name: str, value: at.IntegerAttr | at.FloatAttr, type: Type) -> Operation:
     return Operation(name="arith.constant", results=[name], result_types=[type], attributes={"value": value})
+
+
+def _is_int(ktype: str) -> bool:
+    return ktype.startswith("i") and ktype not in ("i1", "index")
 
 
 def _width(ktype: str) -> int:

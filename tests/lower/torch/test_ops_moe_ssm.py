@@ -92,8 +92,8 @@ def test_depthwise_causal_conv1d() -> None:
     check(conv, r(1, 48, 16))
     check(conv, r(1, 48, 16), dtype=torch.float16)
     check(nn.Conv1d(8, 8, kernel_size=3, groups=8, padding=0, bias=False), r(1, 8, 12))  # no padding, no bias
-    with pytest.raises(TorchLoweringError, match="depthwise"):
-        from_torch(nn.Conv1d(4, 8, 3), (r(1, 4, 10),))
+    # any other convolution is a matrix product (tests/lower/torch/test_conv.py)
+    assert "matmul" in kinds(check(nn.Conv1d(4, 8, 3), r(1, 4, 10)))
 
 
 def test_cumsum() -> None:

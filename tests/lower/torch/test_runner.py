@@ -1,4 +1,5 @@
-"""`ktir.lower` runs kernels only through the runner its caller gives it (it imports no executor)."""
+"""`ktir.lower` runs kernels through the runner its caller gives it, else the installed default (the
+reference interpreter, found through the `ktir.kernel_runners` entry point: ktir.lower imports no executor)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,21 @@ def _model() -> Any:
     return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.SiLU())
 
 
-def test_running_without_a_runner_says_what_to_pass() -> None:
+def test_running_without_a_runner_uses_the_installed_reference_interpreter() -> None:
+    model, x = _model(), torch.randn(4, 16)
+    program = from_torch(model, (x,))
+    got = program.run(x)
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert np.abs(got - want).max() <= 1e-5
+    assert program.runner is reference_interp.run  # found through the ktir.kernel_runners entry point
+
+
+def test_a_missing_default_runner_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     x = torch.randn(4, 16)
     program = from_torch(_model(), (x,))
-    with pytest.raises(ProgramError, match=r"runner=reference_interp\.run"):
+    monkeypatch.setenv("KTIR_KERNEL_RUNNER", "no-such-runner")
+    with pytest.raises(ProgramError, match=r"no kernel runner named 'no-such-runner'.*reference.*runner="):
         program.run(x)
 
 
