@@ -71,7 +71,7 @@ def best_pair(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[
     """Best times of a and b over `repeat` interleaved runs (a, b, a, b, ...); short calls
     are repeated inside one timing so that the clock's resolution does not matter."""
     inner = 1
-    t, _ = timed(b)
+    t = max(timed(a)[0], timed(b)[0])
     while t * inner < 2e-3 and inner < 4096:
         inner *= 2
     ta, tb = [], []
