@@ -107,6 +107,13 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return None if seed is None else f"test order shuffled with seed {seed} (repeat it with --shuffle {seed})"
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The seed again at the end, where a failure is read (and shown with -q, unlike the header)."""
+    seed = config.stash.get(_SEED, None)
+    if seed is not None:
+        terminalreporter.write_line(f"test order shuffled with seed {seed} (repeat it with --shuffle {seed})")
+
+
 def _rel(item: pytest.Item) -> str:
     path = Path(str(item.path)).resolve()
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
