@@ -8,6 +8,10 @@ from typing import Any
 from conformance.gen.kernel import Arr
 
 
+class DraftError(Exception):
+    """A generated case that does not parse, verify or run as its generator meant."""
+
+
 @dataclass
 class Draft:
     id: str
