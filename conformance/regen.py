@@ -21,14 +21,10 @@ from typing import Any
 import numpy as np
 
 from conformance import toml_out
-from conformance.gen.draft import Draft, Model
+from conformance.gen.draft import Draft, DraftError, Model
 from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
 from conformance.values import case_inputs, read_npz, to_bytes
 from ktir.fileio import write_atomic
-
-
-class DraftError(Exception):
-    """A generated case that does not parse, verify or run as its generator meant."""
 
 
 def case_path(d: Draft) -> str:
