@@ -1,5 +1,5 @@
 """Ops whose result elements pick among many inputs by value: sort, histc, gather and scatter
-along any dim, index_put. Each is a one-hot reduction over a new innermost dim j,
+along any dim, index_put, index_copy. Each is a one-hot reduction over a new innermost dim j,
 
     out[p] = max_j  where(key(p, j), value(p, j), -inf)      (or a sum, for counts and ranks)
 
@@ -200,6 +200,19 @@ def index_put(lw: Any, node: Any) -> Ref:
     return _put(lw, node, x, d, spread, values, source, bool(accumulate))
 
 
+def index_copy(lw: Any, node: Any) -> Ref:
+    """x.index_copy(dim, ids, src): x with x[.., ids[k], ..] = src[.., k, ..] (a KV cache written at its positions)."""
+    src, dim, index, source = node.args[:4]
+    x, idx = lw.ref(src, node), lw.ref(index, node)
+    d = dim % x.rank
+    flat = idx.reshape((idx.numel,))
+    if flat is None:
+        raise TorchLoweringError("the ids of index_copy must be a contiguous tensor")
+    shaped = tuple(idx.numel if m == d else x.shape[m] for m in range(x.rank))
+    spread = view(flat, shaped, [0 if m == d else None for m in range(x.rank)])
+    return _put(lw, node, x, d, spread, lw.ref(source, node).broadcast_to(shaped), None, False)
+
+
 def _put(lw: Any, node: Any, x: Ref, d: int, idx: Ref, values: Ref | None, scalar: Any, accumulate: bool) -> Ref:
     start = len(lw.kernels)
     shape, ktype = lw._out(node)
@@ -214,7 +227,7 @@ def _put(lw: Any, node: Any, x: Ref, d: int, idx: Ref, values: Ref | None, scala
     else:
         expr = Op("where", (count(hit, full), pick(hit, value, full), base))
     out = reduce_into(lw, node, expr, shape, ktype, "")
-    what = "index_put" if node.target.__name__.startswith("index_put") else "scatter"
+    what = str(getattr(node.target, "__name__", "scatter")).split(".")[0]
     relabel(lw, start, what, f"{node.name}: {what} into {list(shape)} along dim {d} at {k} positions"
                      + (" (accumulating)" if accumulate else ""))
     return out
