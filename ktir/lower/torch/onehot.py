@@ -95,11 +95,11 @@ def sort(lw: Any, node: Any) -> list[Ref]:
     """Stable sort along a dim: each element's rank is the number of elements before it
     (smaller, or equal at a lower index); the sorted values and the original indices are then
     picked by rank."""
-    start = len(lw.kernels)
     src = node.args[0]
     dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
     descending = node.args[2] if len(node.args) > 2 else node.kwargs.get("descending", False)
     x = lw.ref(src, node)
+    start = len(lw.kernels)  # the kernels from here on are the sort's (its operand may have made some)
     shape = x.shape
     if not shape:
         raise TorchLoweringError("sort of a 0-d tensor is not supported")
@@ -125,7 +125,6 @@ def histc(lw: Any, node: Any) -> Ref:
     """Counts of values in `bins` equal bins over [min, max] (torch.histc): the bin is
     floor((x - min) * bins / (max - min)), the top edge belongs to the last bin, values outside
     are not counted."""
-    start = len(lw.kernels)
     src = node.args[0]
     bins = node.args[1] if len(node.args) > 1 else node.kwargs.get("bins", 100)
     low = float(node.args[2] if len(node.args) > 2 else node.kwargs.get("min", 0))
@@ -134,6 +133,7 @@ def histc(lw: Any, node: Any) -> Ref:
         raise TorchLoweringError("histc over the data's own range (min == max) is not supported: give min < max")
     shape, ktype = lw._out(node)
     x = lw.ref(src, node)
+    start = len(lw.kernels)
     flat = x.reshape((x.numel,))
     if flat is None:
         flat = lw._materialise(lw_pending(x, x.shape, x.ktype, node), node.name + "_flat").reshape((x.numel,))
@@ -150,9 +150,9 @@ def histc(lw: Any, node: Any) -> Ref:
 
 def gather(lw: Any, node: Any) -> Ref:
     """torch.gather(x, dim, index): out[p] = x[p with p_dim = index[p]]."""
-    start = len(lw.kernels)
     src, dim, index = node.args[:3]
     x, idx = lw.ref(src, node), lw.ref(index, node)
+    start = len(lw.kernels)
     d = dim % x.rank
     shape, ktype = lw._out(node)
     if any(shape[m] > x.shape[m] for m in range(x.rank) if m != d):
