@@ -29,6 +29,8 @@ def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
     graph = partition(ep, cores)
     t1 = time.perf_counter()
     output_names = [s.arg.name if hasattr(s.arg, "name") else f"out{i}" for i, s in enumerate(ep.graph_signature.output_specs)]
+    # an input the program updates in place: its new value is an output that names it
+    updates = [str(s.target) if s.kind.name == "USER_INPUT_MUTATION" else None for s in ep.graph_signature.output_specs]
     header = [
         f"// {name}: lowered from PyTorch (torch.export, core ATen) by ktir.lower.torch for target {target} ({cores} cores).",
         f"// {len(graph.kernels)} kernels, run in order; buffers and order in {name}.manifest.json.",
@@ -40,7 +42,7 @@ def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
     elif built.operations:
         built.operations[0].comments[:0] = header
     text = print_module(built)
-    manifest = build_manifest(graph, name, target, cores, output_names)
+    manifest = build_manifest(graph, name, target, cores, output_names, updates)
     weights = {b.name: b.data for b in graph.buffers.values() if b.data is not None}
     t2 = time.perf_counter()
     program = Program(text, manifest, weights)

@@ -117,11 +117,11 @@ class Lowering:
         from torch.export.graph_signature import InputKind, OutputKind  # type: ignore[import-not-found]
 
         for out in self.ep.graph_signature.output_specs:
-            if out.kind != OutputKind.USER_OUTPUT:
-                # the program's results would carry the new state, and nothing would write it back
-                what = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.USER_INPUT_MUTATION: "input"}.get(out.kind)
+            if out.kind not in (OutputKind.USER_OUTPUT, OutputKind.USER_INPUT_MUTATION):
+                # a weight's new value would have to be written back into the weights
+                what = {OutputKind.BUFFER_MUTATION: "buffer"}.get(out.kind)
                 raise TorchLoweringError(f"the program updates {what or out.kind.name.lower()} {out.target} in place "
-                                         "(an in-place op on it): state updates are not lowered")
+                                         "(an in-place op on it): updates of weights and buffers are not lowered")
         missing = self.missing_ops()
         if missing:
             ops = "; ".join(f"{op} ({len(nodes)} node{'s' if len(nodes) > 1 else ''}: {', '.join(nodes[:3])}"
@@ -816,6 +816,9 @@ class Lowering:
 
     def op_index_put(self, node: Any) -> Ref:
         return onehot.index_put(self, node)
+
+    def op_index_copy(self, node: Any) -> Ref:
+        return onehot.index_copy(self, node)
 
     def op_grouped_mm_fallback(self, node: Any) -> Ref:
         """transformers' grouped matmul of a mixture-of-experts layer (experts.py)."""

@@ -77,6 +77,8 @@ class TensorEntry(BaseModel):
     offset: int = Field(description="Element offset of the tensor in its buffer.")
     shape: list[int] = Field(description="Logical shape.")
     strides: list[int] = Field(description="Element strides in the buffer (0: broadcast).")
+    updates: str | None = Field(default=None, description="For an output: the input it is the new value of (the "
+                                "program updates that input in place, as the PyTorch program did); null for a result.")
 
 
 class Manifest(BaseModel):

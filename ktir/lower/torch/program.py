@@ -56,7 +56,8 @@ def _tensor(name: str, ref: Ref) -> TensorEntry:
     return TensorEntry(name=name, buffer=ref.buffer, dtype=ref.ktype, offset=ref.offset, shape=list(ref.shape), strides=list(ref.strides))
 
 
-def build_manifest(graph: Graph, name: str, target: str, cores: int, output_names: Sequence[str]) -> Manifest:
+def build_manifest(graph: Graph, name: str, target: str, cores: int, output_names: Sequence[str],
+                   updates: Sequence[str | None] | None = None) -> Manifest:
     buffers = [
         BufferEntry(
             name=b.name, kind=b.kind, dtype=b.ktype, shape=list(b.shape), elements=b.size, source=b.source, layout=stick_layout(b), writers=list(b.writers),  # type: ignore[arg-type]
@@ -74,7 +75,8 @@ def build_manifest(graph: Graph, name: str, target: str, cores: int, output_name
     for user_name, buf in graph.inputs:
         b = by_buffer[buf]
         inputs.append(TensorEntry(name=user_name, buffer=buf, dtype=b.ktype, offset=0, shape=list(b.shape), strides=_contig(b.shape)))
-    outputs = [_tensor(n, r) for n, r in zip(output_names, graph.outputs, strict=True)]
+    updated = list(updates) if updates is not None else [None] * len(output_names)
+    outputs = [_tensor(n, r).model_copy(update={"updates": u}) for n, r, u in zip(output_names, graph.outputs, updated, strict=True)]
     return Manifest(
         program=name, target=target, cores=cores, ktir=f"{name}.ktir", weights=f"{name}.weights.npz", buffers=buffers, kernels=kernels,
         inputs=inputs, outputs=outputs, folded=graph.folded,
@@ -155,11 +157,26 @@ class Program:
 
     def run_all(self, inputs: Sequence[Any], *, target: str | None = None, check_races: bool = True,
                 progress: Any = None, traced: Any = None) -> list[np.ndarray]:
-        """Run every kernel in order on the user inputs given in order; returns every output
-        (numpy). `traced(name, module, result)`, if given, is called after each kernel, run
-        with an event trace (see run_buffers)."""
-        return self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress,
-                                traced=traced)
+        """Run every kernel in order on the user inputs given in order; returns every result
+        (numpy). An input the program updates in place (a KV cache, a counter) receives its new
+        value, as in PyTorch: a numpy array or a torch tensor is written in place.
+        `traced(name, module, result)`, if given, is called after each kernel, run with an
+        event trace (see run_buffers)."""
+        outputs = self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress,
+                                   traced=traced)
+        position = {spec.name: i for i, spec in enumerate(self.manifest.inputs)}
+        results = []
+        for spec, value in zip(self.manifest.outputs, outputs, strict=True):
+            if spec.updates is None:
+                results.append(value)
+            else:
+                _write_back(inputs[position[spec.updates]], value, spec.updates)
+        return results
+
+    @property
+    def result_specs(self) -> list[TensorEntry]:
+        """The outputs that are results (not the new values of inputs updated in place)."""
+        return [spec for spec in self.manifest.outputs if spec.updates is None]
 
     def _bind(self, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
         specs = self.manifest.inputs
@@ -312,6 +329,25 @@ class Program:
 
 def _first_line(e: BaseException) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def _write_back(target: Any, value: np.ndarray, name: str) -> None:
+    """Store an input's new value into the caller's array or tensor (PyTorch's in-place update)."""
+    shape = tuple(target.shape) if hasattr(target, "shape") else ()
+    if value.size == math.prod(shape):
+        value = value.reshape(shape)
+    if hasattr(target, "copy_"):  # a torch tensor
+        import torch
+
+        if value.dtype.name == "bfloat16":
+            target.copy_(torch.from_numpy(np.array(value).view(np.int16)).view(torch.bfloat16))
+        else:  # np.array keeps a 0-d value 0-d (ascontiguousarray would make it 1-d)
+            target.copy_(torch.from_numpy(np.array(value)))
+        return
+    if isinstance(target, np.ndarray) and target.flags.writeable and target.shape == value.shape:
+        np.copyto(target, value, casting="unsafe")
+        return
+    raise ProgramError(f"the program updates input {name} in place: pass it as a writable numpy array or a torch tensor")
 
 
 def _arg_names(fn: Any) -> list[str]:
