@@ -115,7 +115,7 @@ def test_topk_with_nan_and_infinities_as_torch() -> None:
     x = torch.tensor([[1.0, nan, 3.0, -inf, nan], [-inf, -inf, -inf, 2.0, -inf], [inf, nan, 0.0, inf, -1.0]])
     for largest in (True, False):
         for k in (1, 3, 5):
-            values, ids = run(lambda s, x: torch.topk(x, k, largest=largest), x)
+            values, ids = run(lambda s, x, k=k, largest=largest: torch.topk(x, k, largest=largest), x)
             want = torch.topk(x, k, largest=largest)
             assert np.array_equal(values, want.values.numpy(), equal_nan=True), (largest, k, values)
             assert ids.min() >= 0 and ids.max() < x.shape[1]  # was one past the row on a NaN
