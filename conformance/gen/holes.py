@@ -409,23 +409,29 @@ def indirect_offset_order() -> Iterator[Draft]:
                             models.computed(fn), stored)
 
 
-def _collective_2d(name: str, dtype: str, producers: str, delivery: str, result: tuple[int, int], comment: str) -> str:
-    """Grid [2, 4], eight tiles in two groups of four (the rows of the grid): group g is tiles
-    4 g .. 4 g + 3 (flat ids); tile t loads row t of X and stores its result at rows R t of Y."""
+def _collective_2d(grid: tuple[int, int], dtype: str, producers: str, delivery: str, result: tuple[int, int],
+                   comment: str) -> str:
+    """A 2-D grid of eight tiles; tile (i, j) loads row t = i * g1 + j of X (its position in the
+    grid read row by row) and stores its result at rows [R t, R (t + 1)) of Y. On the grids [8, 1]
+    and [1, 8], t is also the tile id under either numbering of a grid's tiles; so are the
+    groups below (group g: tile ids 4 g .. 4 g + 3, the leader 4 g)."""
     N = 16
     P = f"tensor<1x{N}x{dtype}>"
     R = f"tensor<{result[0]}x{result[1]}x{dtype}>"
-    fut = f"!ktdp.tile_future<({P}), groups = #groups>"
+    fut = f"!ktdp.tile_future<({P}), groups = {'#one' if producers in ('#everyone', '#first') else '#groups'}>"
     ys = (8 * result[0], result[1])
     return (f"// {comment}\n"
             "#group = affine_set<(d0)[s0] : (d0 - s0 * 4 >= 0, -d0 + s0 * 4 + 3 >= 0)>\n"
             "#lead = affine_set<(d0)[s0] : (d0 - s0 * 4 == 0)>\n"
             "#groups = affine_set<(d0) : (d0 >= 0, -d0 + 1 >= 0)>\n"
+            "#everyone = affine_set<(d0)[s0] : (d0 >= 0, -d0 + 7 >= 0)>\n"
+            "#first = affine_set<(d0)[s0] : (d0 == 0)>\n"
+            "#one = affine_set<(d0) : (d0 == 0)>\n"
             "#id2 = affine_map<(d0, d1) -> (d0, d1)>\n"
-            f"func.func @kernel(%x_ptr: index, %y_ptr: index) attributes {{grid = [2, 4]}} {{\n"
+            f"func.func @kernel(%x_ptr: index, %y_ptr: index) attributes {{grid = [{grid[0]}, {grid[1]}]}} {{\n"
             "  %c0 = arith.constant 0 : index\n"
             "  %i, %j = ktdp.get_compute_tile_id : index, index\n"
-            "  %t = affine.apply affine_map<(d0, d1) -> (d0 * 4 + d1)>(%i, %j)\n"
+            f"  %t = affine.apply affine_map<(d0, d1) -> (d0 * {grid[1]} + d1)>(%i, %j)\n"
             f"  %xv = ktdp.construct_memory_view %x_ptr, sizes: [8, {N}], strides: [{N}, 1] {{coordinate_set = {box_set((8, N))}, memory_space = {GLOBAL}}} : memref<8x{N}x{dtype}>\n"
             f"  %xt = ktdp.construct_access_tile %xv[%t, %c0] {{access_tile_order = #id2, access_tile_set = {box_set((1, N))}}} : memref<8x{N}x{dtype}> -> !ktdp.access_tile<1x{N}xindex>\n"
             f"  %mine = ktdp.load %xt : !ktdp.access_tile<1x{N}xindex> -> {P}\n"
@@ -442,8 +448,10 @@ def _collective_2d(name: str, dtype: str, producers: str, delivery: str, result:
 
 
 def collectives_in_groups() -> Iterator[Draft]:
-    """Two groups on a 2-D grid: group 1 starts at tile 4, so a consumer's local index l(c) is
-    c - 4 there, and its leader is tile 4."""
+    """Collectives on 2-D grids. On [8, 1] and [1, 8], two groups of four: group 1 starts at
+    tile 4, so a consumer's local index l(c) there is c - 4 and its leader is tile 4. On [2, 4],
+    the whole grid as one group (a sum and a broadcast from tile 0: results that do not depend
+    on how the grid's tiles are numbered)."""
     for dtype in ("f32", "f16"):
         P = f"tensor<1x16x{dtype}>"
         reducer = (f"{{\n  ^bb0(%l: {P}, %r2: {P}):\n    %s = arith.addf %l, %r2 : {P}\n"
@@ -462,13 +470,35 @@ def collectives_in_groups() -> Iterator[Draft]:
             ("all_to_all", "#group", "%r = ktdp.inter_tile_all_to_all(%f) consumer_tiles_per_group = #group, split_dimensions = [1], concat_dimensions = [0] : FUT -> R_T",
              (4, 4), "exact"),
         ]
-        for name, producers, delivery, result, tol in specs:
+        for grid in ((8, 1), (1, 8)):
+            for name, producers, delivery, result, tol in specs:
+                x = Arr("x", (8, 16), dtype, {"recipe": "normal"})
+                y = Arr("y", (8 * result[0], result[1]), dtype)
+                text = _collective_2d(grid, dtype, producers, delivery, result,
+                                      f"{name} within two groups of four tiles (0..3 and 4..7) of grid {list(grid)} in {dtype}")
+                yield run_draft(f"collective.grid{grid[0]}x{grid[1]}.groups.{name}.{dtype}", "collective", text, [x], [y], tol,
+                                f"{name} in groups of a 2-D grid", n=4, grid=list(grid), model=_group_model(name, dtype))
+        whole = [("reduce", "#everyone", zero + "%r = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = #everyone, identity(%zero : P_T) : FUT -> P_T "
+                  + reducer, "reduction"),
+                 ("broadcast", "#first", "%r = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = #everyone : FUT -> P_T", "exact")]
+        for name, producers, delivery, tol in whole:
             x = Arr("x", (8, 16), dtype, {"recipe": "normal"})
-            y = Arr("y", (8 * result[0], result[1]), dtype)
-            text = _collective_2d(name, dtype, producers, delivery, result,
-                                  f"{name} within the two rows of grid [2, 4] (groups of tiles 0..3 and 4..7) in {dtype}")
-            yield run_draft(f"collective.grid2x4.groups.{name}.{dtype}", "collective", text, [x], [y], tol,
-                            f"{name} in groups of a 2-D grid", n=4, grid=[2, 4], model=_group_model(name, dtype))
+            y = Arr("y", (8, 16), dtype)
+            text = _collective_2d((2, 4), dtype, producers, delivery, (1, 16),
+                                  f"{name} over all eight tiles of grid [2, 4] in {dtype}: tile (i, j) contributes row 4 i + j")
+            yield run_draft(f"collective.grid2x4.all.{name}.{dtype}", "collective", text, [x], [y], tol,
+                            f"{name} over a 2-D grid", n=8, grid=[2, 4], model=_whole_grid_model(name, dtype))
+
+
+def _whole_grid_model(name: str, dtype: str) -> models.Model:
+    def model(a: Mapping[str, Any]) -> dict[str, Expected]:
+        x = a["x_ptr"]
+        if name == "reduce":
+            s, m = exact_sum(x, 0)
+            return {"y_ptr": summed(np.tile(s, (8, 1)), np.tile(m, (8, 1)), dtype, 8, products=False)}
+        return {"y_ptr": same(np.tile(x[0], (8, 1)))}  # tile 0 is (0, 0) however the grid is numbered
+
+    return model
 
 
 def _group_model(name: str, dtype: str) -> models.Model:
