@@ -173,6 +173,11 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
                 progress: Any = None) -> Changes:
     """Write (or with check=True, compare) every file of the suite; return what changed."""
     drafts = list(drafts)
+    seen: set[str] = set()
+    for d in drafts:
+        if d.id in seen:
+            raise DraftError(f"{d.id}: two cases have this id")
+        seen.add(d.id)
     changes = Changes()
     wanted: set[Path] = set()
     by_level: dict[str, list[Case]] = {lv: [] for lv in LEVELS}
