@@ -177,3 +177,18 @@ def test_short_bodies_with_flags_read_and_run() -> None:
     np.testing.assert_array_equal(m, a * b)
     np.testing.assert_allclose(rf, x.sum(1), rtol=1e-5)
     np.testing.assert_array_equal(rm, np.maximum(a.max(1), 0))  # the init is 0
+
+
+def test_groups_on_the_op_read_as_legacy_and_run() -> None:
+    """ktir-cpu's oldest inter-tile spelling (`groups = #set` on the op, `!ktdp.tile_future<T>`):
+    read with warnings, printed canonically, and the groups mean what they say."""
+    path = Path(__file__).resolve().parents[1] / "corpus" / "legacy" / "groups_on_op.ktir"
+    module = ktir.parse(path.read_text(), path.name)
+    assert sum("'groups = ...' on the op" in w.message for w in module.warnings) == 2
+    text = ktir.print_module(module)
+    assert "groups = #two_groups" not in text.replace("!ktdp.tile_future<(tensor<1x16xf32>), groups = #two_groups>", "")
+    again = ktir.parse(text, "canonical.ktir")
+    assert not again.warnings and again == ktir.parse(text, "canonical.ktir")
+    x = np.random.default_rng(4).standard_normal((8, 16)).astype(np.float32)
+    result = ri.run(again, args={"x": x, "y": np.zeros((2, 16), np.float32)})
+    np.testing.assert_allclose(result.outputs["y"], x.reshape(2, 4, 16).sum(1), rtol=1e-5, atol=1e-6)
