@@ -192,3 +192,16 @@ def test_groups_on_the_op_read_as_legacy_and_run() -> None:
     x = np.random.default_rng(4).standard_normal((8, 16)).astype(np.float32)
     result = ri.run(again, args={"x": x, "y": np.zeros((2, 16), np.float32)})
     np.testing.assert_allclose(result.outputs["y"], x.reshape(2, 4, 16).sum(1), rtol=1e-5, atol=1e-6)
+
+
+def test_random_inputs_size_a_gathered_table_by_its_view(tmp_path: Path) -> None:
+    """The probe run that sizes pointer arguments binds the index array as zeros, so it reads
+    row 0 of the table only; the table is sized by its view ([V, 128]) instead, and the random
+    indices (in [0, 8)) reach rows that exist (issue 27, point 6)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "embedding_gather.ktir"
+    out = tmp_path / "r.npz"
+    assert main(["run", str(example), "--random-inputs", "2", "--arg", "V=64", "--arg", "B=256", "--out", str(out)]) == 0
+    got = np.load(out)
+    assert got["e_ptr"].size == 64 * 128
+    table, ids = got["e_ptr"].reshape(64, 128), got["ids_ptr"]
+    np.testing.assert_array_equal(got["y_ptr"].reshape(256, 128), table[ids])
