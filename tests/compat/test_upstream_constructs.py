@@ -172,11 +172,19 @@ def test_short_bodies_with_flags_read_and_run() -> None:
     rng = np.random.default_rng(3)
     a, b = (rng.integers(-50, 50, (4, 8)).astype(np.int32) for _ in range(2))
     x = rng.standard_normal((4, 8)).astype(np.float32)
-    r, m, rf, rm = ri.run(module, args={"a": a, "b": b, "x": x}).returns[0]
+    r, m, rf, rm = ri.run(module, "short_bodies", args={"a": a, "b": b, "x": x}).returns[0]
     np.testing.assert_array_equal(r, a.sum(1))
     np.testing.assert_array_equal(m, a * b)
     np.testing.assert_allclose(rf, x.sum(1), rtol=1e-5)
     np.testing.assert_array_equal(rm, np.maximum(a.max(1), 0))  # the init is 0
+    # compares and selects in short bodies, as MLIR 22 prints them
+    assert "{ arith.cmpf {predicate = 4 : i64} }" in text and "{ arith.select }" in text
+    y = rng.standard_normal((4, 8)).astype(np.float32)
+    c = rng.integers(0, 2, (4, 8)).astype(bool)
+    lt, pick, ab = ri.run(module, "short_compares", args={"x": x, "y": y, "c": c}).returns[0]
+    np.testing.assert_array_equal(lt, x < y)
+    np.testing.assert_array_equal(pick, np.where(c, x, y))
+    np.testing.assert_array_equal(ab, np.abs(x))
 
 
 def test_groups_on_the_op_read_as_legacy_and_run() -> None:
