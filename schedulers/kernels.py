@@ -159,6 +159,9 @@ def function_of(module: Module, func: str | None) -> Operation:
     bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
     if not bodies:
         raise ScheduleError("the module has no function with a body: there is no kernel to schedule")
+    public = [f for f in bodies if getattr(f.attributes.get("sym_visibility"), "value", None) != "private"]
+    if len(bodies) != 1 and len(public) == 1:
+        return public[0]  # private functions are helpers (a lowered SDSC bundle's steps), as `ktir run` chooses
     if len(bodies) != 1:
         names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
         raise ScheduleError(f"the module has {len(bodies)} functions with bodies ({names}); choose one with --func")

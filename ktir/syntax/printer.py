@@ -29,6 +29,7 @@ from ktir.ir.types import (
 )
 from ktir.syntax import assembly as asm
 from ktir.syntax.diagnostics import KtirError
+from ktir.syntax.fastparse import SHORT_BODY_FORMATS
 from ktir.syntax.mlir_generic import to_mlir
 from ktir.syntax.parser import SHORT_BODY_RESULT, short_body_init, short_body_input
 
@@ -799,7 +800,7 @@ def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))
 
 
-_SHORT_BODY_ATTRS = frozenset({"fastmath", "overflowFlags"})
+_SHORT_BODY_ATTRS = frozenset({"fastmath", "overflowFlags", "predicate"})
 
 
 def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
@@ -821,7 +822,7 @@ def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
     if (
         names != expected
         or inner_def is None
-        or inner_def.format not in ("BINARY", "UNARY", "TERNARY")
+        or inner_def.format not in SHORT_BODY_FORMATS
         or inner.operands != operands
         or not set(inner.attributes) <= _SHORT_BODY_ATTRS
         or inner.results != [SHORT_BODY_RESULT]

@@ -147,12 +147,24 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             if len(geometries) > 64:
                 geometries.clear()
             geometries[key] = view.geometry()
+        if alloc is not None and alloc.growable and alloc.space == "global":
+            _reach(view, alloc)
         if len(machine.views) > 4096:
             machine.views.clear()
         machine.views[ckey] = view
         fr[r] = view
 
     return run
+
+
+def _reach(view: MemoryView, alloc: Any) -> None:
+    """A growable global allocation is the probe array of `ktir run --random-inputs`: size it
+    to every element the view can address (an indirect access reaches any row of its table,
+    whatever the probe's index values), not just to what the probe run touched."""
+    if any(h < lo for lo, h in zip(view.box_lo, view.box_hi, strict=True)):
+        return
+    reach = sum(max(0, h - o) * st for h, o, st in zip(view.box_hi, view.origin, view.strides, strict=True))
+    alloc.ensure(view.addr - alloc.base + (reach + 1) * view.itemsize)
 
 
 @impl("ktdp.construct_distributed_memory_view")
