@@ -175,10 +175,13 @@ def _shifted(op: Operation, origin: dict[str, str], offset: dict[str, int | None
 
 
 def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any],
-               zeros: bool = False) -> dict[str, Any]:
+               zeros: bool = False, notes: list[str] | None = None) -> dict[str, Any]:
     """Arguments for `func`: the given ones, random arrays and numbers for the rest; zero arrays
     with `zeros` (for cost traces, with `run_kwargs={"shapes_only": True}` for the probe run
-    that sizes pointer arguments: no random numbers drawn, no arithmetic done)."""
+    that sizes pointer arguments: no random numbers drawn, no arithmetic done). An integer
+    argument that is neither a pointer nor a scratchpad offset (a size such as a row count)
+    takes the smallest of 1, 2, 4, ... with which the kernel runs; `notes` receives a line
+    saying so."""
     from .executor import choose_function
 
     if seed < 0:
@@ -199,6 +202,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
 
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}
+    free: list[str] = []  # sizes no view or scratchpad region explains
     functions = {str(getattr(f.attributes.get("sym_name"), "value", "")): f for f in module.walk() if f.name == "func.func"}
     dtypes, scratchpad = view_offsets(fn, module.attr_aliases, module.type_aliases, functions)
     for a in block.arguments:
@@ -228,16 +232,55 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
             else:  # a region of its own in every tile's scratchpad, with random contents
                 tiles = _tiles(module, fn)
                 args[name] = Local(array((tiles, max(region.elements, 1)), region.dtype, name))
+        elif isinstance(t, ty.IndexType | ty.IntegerType):
+            free.append(name)
         else:
             raise fail("argument", f"cannot infer a value for argument {name}; give it with --arg {name}=...")
-    if pointers:
-        sizes = _probe(module, func, args, pointers, run_kwargs)
-        for name, dt in pointers.items():
-            args[name] = array((sizes[name],), dt, name)
-    return args
+    def with_pointers(values: dict[str, Any]) -> dict[str, Any]:
+        if pointers:
+            sizes = _probe(module, func, values, pointers, run_kwargs)
+            for name, dt in pointers.items():
+                values[name] = array((sizes[name],), dt, name)
+        return values
+
+    if not free:
+        return with_pointers(args)
+    chosen = _smallest_size(module, func, args, free, with_pointers, run_kwargs)
+    if notes is not None:
+        notes.append(f"{', '.join(free)} = {chosen[free[0]]}: the smallest of 1, 2, 4, ... with which the kernel "
+                     f"runs on these random inputs (give --arg {free[0]}=... for another size)")
+    return chosen
 
 
 _PROBE_SPAN = 1 << 40
+
+
+SIZE_CANDIDATES = tuple(1 << k for k in range(15))  # 1 .. 16384
+
+
+def _smallest_size(module: Module, func: str | None, args: dict[str, Any], free: list[str],
+                   complete: Any, run_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with every size in `free` set to the smallest candidate with which the
+    kernel runs without a runtime error: each candidate's pointer arrays are sized and drawn
+    (`complete`), then the kernel runs on them (an index table's random values must fall
+    inside the size it indexes)."""
+    from . import executor
+
+    last: tuple[int, KtirRuntimeError] | None = None
+    for value in SIZE_CANDIDATES:
+        try:
+            trial = complete({**args, **dict.fromkeys(free, value)})
+            executor.run(module, func, dict(trial), **run_kwargs)
+        except KtirRuntimeError as e:
+            if e.kind == "memory-limit":
+                break
+            last = (value, e)
+            continue
+        return trial
+    tried = f"{SIZE_CANDIDATES[0]}, {SIZE_CANDIDATES[1]}, ... {SIZE_CANDIDATES[-1]}"
+    why = f" (with {free[0]} = {last[0]}: {last[1].detail})" if last is not None else ""
+    raise fail("argument", f"cannot infer a value for argument {free[0]}: no size of {tried} runs the kernel{why}; "
+               f"give it with --arg {free[0]}=...")
 
 
 def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dict[str, np.dtype[Any]],
