@@ -388,13 +388,13 @@ class Lowering:
                 e = {"and": Op("mul", (x, y)), "or": Op("maximum", (x, y)), "xor": Op("ne", (x, y))}[name.split("_")[1]]
         elif name == "clamp":
             low, high = (list(args[1:]) + [kw.get("min"), kw.get("max")])[:2] if len(args) > 1 else (kw.get("min"), kw.get("max"))
-            if not all(b is None or isinstance(b, int | float) for b in (low, high)):
-                raise TorchLoweringError("clamp is supported with number bounds")
             e = x
-            if low is not None and low != -math.inf:
-                e = Op("maximum", (e, Const(float(low))), ctype=ctype)
-            if high is not None and high != math.inf:
-                e = Op("minimum", (e, Const(float(high))), ctype=ctype)
+            for op, bound, unbounded in (("maximum", low, -math.inf), ("minimum", high, math.inf)):
+                if bound is None or bound == unbounded:
+                    continue
+                # a number, or a tensor broadcast to the result (T5 clamps to a computed bound)
+                limit = Const(float(bound)) if isinstance(bound, int | float) else self.expr(bound, shape, node, rows=True)
+                e = Op(op, (e, limit), ctype=ctype)
         elif name == "where":
             e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)), ctype=ctype)
         elif name == "remainder":

@@ -109,3 +109,11 @@ def test_any_and_all_over_every_dim_one_or_several() -> None:
         got = from_torch(Fn(fn), (x,)).run(x)
         want = fn(None, x).numpy()
         assert np.asarray(got).dtype == want.dtype and np.array_equal(np.asarray(got), want, equal_nan=True)
+
+
+def test_clamp_to_computed_bounds() -> None:
+    x, hi = torch.randn(4, 6) * 3, torch.rand(6) + 0.5
+    fn = Fn(lambda s, x, hi: (torch.clamp(x, min=-hi, max=hi), torch.clamp(x, max=hi.max())))
+    got = from_torch(fn, (x, hi)).run(x, hi)
+    for g, w in zip(got, fn(x, hi), strict=True):
+        assert np.array_equal(g, w.numpy())
