@@ -69,7 +69,7 @@ def _patched(monkeypatch: pytest.MonkeyPatch, behaviour) -> None:  # type: ignor
         return "valid"
 
     monkeypatch.setattr(cf, "check", check)
-    monkeypatch.setattr(cf, "_warm_up", lambda: None)
+    monkeypatch.setattr(cf, "_warm_up", lambda *args: None)
 
 
 def _raise() -> None:
@@ -108,12 +108,12 @@ def _allocate() -> None:
 def test_harness_catches_and_saves(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, behaviour, kind: str, detail: str) -> None:  # type: ignore[no-untyped-def]
     _patched(monkeypatch, behaviour)
     started = time.monotonic()
-    report = cf.fuzz(10, seed=1, jobs=2, time_limit=0.5, memory_limit=1 << 30, batch=4)
+    report = cf.fuzz(10, seed=1, jobs=2, time_limit=0.5, memory_limit=1 << 30, batch=4, mix={"corpus": 1})
     assert time.monotonic() - started < 30
     assert report.counts["valid"] == 9 and report.counts[kind] == 1, report.summary()
     [(index, got, text)] = report.failures
     assert (index, got) == (3, kind) and detail in text
-    [path] = cf.save_failures(report, 1, tmp_path)
+    [path] = cf.save_failures(report, 1, tmp_path, {"corpus": 1})
     assert path.name.startswith(f"{kind}-") and path.read_text() == "BAD"
     assert "index 3" in path.with_suffix(".txt").read_text()
 

@@ -295,7 +295,7 @@ class Program:
             except OSError:
                 raise
             except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types for a damaged .npz
-                raise ProgramError(f"{path.parent / manifest.weights}: not a readable .npz ({e})") from None
+                raise ProgramError(f"{weights_file}: not a readable .npz ({e})") from None
         return cls(text, manifest, weights, runner=runner)
 
 
