@@ -420,6 +420,22 @@ def check_cli_case(case: Any) -> str:
     return check_cli(case)
 
 
+# Failures whose fix belongs to another branch (named): counted as `known`, not as this
+# lane's failures, until that branch is merged (then they no longer occur).
+KNOWN_ELSEWHERE = [
+    ("run --random-inputs negative (issue 28, helper upstream)",
+     re.compile(r"reference_interp/inputs\.py(?:.*\n)*.*default_rng(?:.*\n)*.*expected non-negative integer")),
+    ("grid of 10^12 tiles (issue 28, helper interp-speed)", re.compile(r"reference_interp/races\.py(?:.*\n)*MemoryError")),
+]
+
+
+def known_elsewhere(detail: str) -> str | None:
+    for name, pattern in KNOWN_ELSEWHERE:
+        if pattern.search(detail):
+            return name
+    return None
+
+
 FAILURES = ("exception", "unlocated", "internal", "roundtrip-reject", "roundtrip-unstable", "parser-disagree", "silent",
             "hang", "memory")
 
@@ -489,6 +505,8 @@ def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory
                 outcome, detail = "hang", "interrupted by the time limit"
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)
+            if outcome in FAILURES and known_elsewhere(detail):
+                outcome = "known"
             counts[outcome] += 1
             counts[f"{name}:{outcome}"] += 1
             if outcome in FAILURES:

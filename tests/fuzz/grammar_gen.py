@@ -119,6 +119,7 @@ class _Derivation:
         self.knobs = knobs
         self.g = grammar()
         self.tokens: list[str] = []
+        self.used: set[tuple[str, int]] = set()  # (rule, alternative) expanded, for coverage tests
         self.values = ["%0", "%1", "%a", "%arg0", "%c0", "%x", "%t", "%2"]
 
     def expand(self, start: str) -> None:
@@ -128,6 +129,7 @@ class _Derivation:
             symbol, depth = stack.pop()
             if symbol in self.g.rules:
                 alt = self.choose(symbol, depth)
+                self.used.add((symbol, self.g.rules[symbol].index(alt)))
                 stack.extend((s, depth + 1) for s in reversed(alt))
             else:
                 self.tokens.append(self.terminal(symbol))
@@ -343,12 +345,15 @@ PRELUDE = [
 ]
 
 
-def generate_text(rng: random.Random, knobs: Knobs | None = None, start: str = "start") -> str:
+def generate_text(rng: random.Random, knobs: Knobs | None = None, start: str = "start",
+                  used: set[tuple[str, int]] | None = None) -> str:
     """A random derivation of `start` as text: tokens joined by a space or a newline, after
-    the alias definitions (most times)."""
+    the alias definitions (most times). `used` collects the (rule, alternative) pairs expanded."""
     knobs = knobs or random_knobs(rng)
     d = _Derivation(rng, knobs)
     d.expand(start)
+    if used is not None:
+        used |= d.used
     out: list[str] = [line + "\n" for line in PRELUDE] if start == "start" and rng.random() < 0.8 else []
     for tok in d.tokens:
         out.append(tok)
