@@ -86,8 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     root = args.suite or SUITE_ROOT
-    if args.jobs < 1:
-        print("ktir conformance: -j must be at least 1", file=sys.stderr)
+    if not 1 <= args.jobs <= 1024:
+        print("ktir conformance: -j must be at least 1 (and at most 1024)", file=sys.stderr)
         return EXIT_USAGE
     if args.capabilities and (args.optional or args.optional_dtype):
         print("ktir conformance: --optional and --optional-dtype go in the capability file when one is given", file=sys.stderr)

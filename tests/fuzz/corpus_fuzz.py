@@ -189,7 +189,8 @@ def _integer(rng: random.Random, text: str, corpus: list[str]) -> str:
     if not spots:
         return _flip(rng, text, corpus)
     m = rng.choice(spots)
-    value = rng.choice(INTERESTING) if rng.random() < 0.7 else int(m.group()) + rng.choice((-1, 1))
+    near = len(m.group()) < 100  # a neighbour of a short literal (int() refuses thousands of digits)
+    value = int(m.group()) + rng.choice((-1, 1)) if near and rng.random() >= 0.7 else rng.choice(INTERESTING)
     return text[: m.start()] + str(value) + text[m.end() :]
 
 
