@@ -1,4 +1,4 @@
-"""Every input of the independent fuzzing of issue 33 (tests/fuzz/turn3/): a located error or
+"""Every input of the independent fuzzing of issue 33 (tests/fuzz/invalid/turn3/): a located error or
 a correct result, and a round trip (custom and generic form) when it parses.
 
 The damaged grammar table cache is tests/syntax/test_tables.py::test_a_cache_with_a_flipped_bit_is_rebuilt;
@@ -20,7 +20,7 @@ from ktir.syntax.diagnostics import render
 from ktir.syntax.generic_printer import _inline_future_groups, print_generic
 from ktir.verify import verify
 
-HERE = Path(__file__).parent / "turn3"
+HERE = Path(__file__).parent / "invalid" / "turn3"
 sys.path.insert(0, str(Path(__file__).parent))
 from cli_case import CliCase, Link, run_cli  # noqa: E402
 
