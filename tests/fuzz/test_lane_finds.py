@@ -132,3 +132,11 @@ def test_a_bad_number_is_a_usage_error(argv: list[str], message: str) -> None:
     # cli generator: numpy's seed check and multiprocessing's C int raised
     code, _, err = run_cli(CliCase(argv, _program_files()))
     assert code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_a_results_file_without_a_status_count_is_a_named_error() -> None:
+    # readers generator: `conformance report r.json --junit o.xml` raised KeyError 'not_supported'
+    results = json.loads((FIXTURES / "results.json").read_text())
+    del results["levels"][0]["counts"]["not_supported"]
+    code, _, err = run_cli(CliCase(["conformance", "report", "r.json", "--junit", "o.xml"], {"r.json": json.dumps(results).encode()}))
+    assert code == 2 and "r.json: levels.0.counts: Value error, no count for not_supported" in err, err
