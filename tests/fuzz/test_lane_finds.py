@@ -140,3 +140,10 @@ def test_a_results_file_without_a_status_count_is_a_named_error() -> None:
     del results["levels"][0]["counts"]["not_supported"]
     code, _, err = run_cli(CliCase(["conformance", "report", "r.json", "--junit", "o.xml"], {"r.json": json.dumps(results).encode()}))
     assert code == 2 and "r.json: levels.0.counts: Value error, no count for not_supported" in err, err
+
+
+@pytest.mark.parametrize("timeout", ["999999999999999999999999999999", "nan", "-1", "inf"])
+def test_a_conformance_timeout_out_of_range_is_a_usage_error(timeout: str) -> None:
+    # cli generator: `--timeout 1e29` reached setitimer (OverflowError: timestamp out of range)
+    code, _, err = run_cli(CliCase(["conformance", "run", "-k", "core.arith.addf.f32.4x8", "--timeout", timeout]))
+    assert code == 2 and "--timeout is seconds from 0 (none) to 1000000" in err, err
