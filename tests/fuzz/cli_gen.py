@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import random
+import re
 from pathlib import Path
 
 from cli_case import CliCase, Link
@@ -61,6 +62,9 @@ def _ktir_text(rng: random.Random) -> bytes:
     base = (ROOT / "examples" / rng.choice(EXAMPLES)).read_text()
     kind = rng.randrange(5)
     if kind == 0:
+        if rng.random() < 0.3:  # a function name that is rich markup, or not ASCII
+            prefix = rng.choice(["[/x]", "[bold]", "é", "a b"])
+            base = re.sub(r"func\.func @([\w.$-]+)", lambda m: f'func.func @"{prefix}{m.group(1)}"', base, count=1)
         return base.encode()
     if kind == 1:
         return mutate_text(rng, base).encode("utf-8", "surrogatepass")

@@ -30,7 +30,7 @@ ONE_CASE = "core.arith.addf.f32.4x8"  # a conformance case that runs in a fracti
 
 NUMBERS: list[Any] = [-1, 0, 1, 2, 3, 10**12, 2**63, -(2**63) - 1, 2**64, 1e308, -0.0, 0.5, 10**400]
 STRINGS = ["", "../outside.txt", "../../outside/secret.txt", "/etc/passwd", "link", "dir", "missing.json", "a\u00e9",
-           "\x00", "x" * 5000, "core", "f16", "spyre", "reference"]
+           "\x00", "x" * 5000, "core", "f16", "spyre", "reference", "[/x]", "[bold]b", "%s{0}\\"]
 
 
 def _troublemaker(rng: random.Random) -> Any:

@@ -147,3 +147,34 @@ def test_a_conformance_timeout_out_of_range_is_a_usage_error(timeout: str) -> No
     # cli generator: `--timeout 1e29` reached setitimer (OverflowError: timestamp out of range)
     code, _, err = run_cli(CliCase(["conformance", "run", "-k", "core.arith.addf.f32.4x8", "--timeout", timeout]))
     assert code == 2 and "--timeout is seconds from 0 (none) to 1000000" in err, err
+
+
+ROOT = Path(__file__).resolve().parents[2]
+VECTOR_ADD = (ROOT / "examples" / "vector_add.ktir").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "k.ktir", "--random-inputs", "0", "--report"],
+        ["schedule", "k.ktir", "--target", "spyre", "-q"],
+        ["schedule", "k.ktir", "--target", "spyre"],
+    ],
+)
+def test_a_name_that_is_rich_markup_prints_as_text(argv: list[str]) -> None:
+    # rich read `[/x]` in a kernel's name (a quoted symbol) as a closing tag: MarkupError
+    kernel = VECTOR_ADD.replace(b"@vector_add", b'@"v[/x]add"')
+    code, out, err = run_cli(CliCase(argv, {"k.ktir": kernel}))
+    assert "Traceback" not in out + err and code == 0, err
+    assert "v[/x]add" in out + err
+
+
+def test_markup_in_a_target_or_results_file_prints_as_text() -> None:
+    target = (ROOT / "ktir" / "targets" / "spyre.toml").read_text().replace("IBM Spyre Accelerator", "bad [/x] title", 1)
+    code, out, err = run_cli(CliCase(["targets", "show", "t.toml"], {"t.toml": target.encode()}))
+    assert code == 0 and "bad [/x] title" in out, err
+    results = json.loads((FIXTURES / "results.json").read_text())
+    results["cases"][0].update(status="fail", message="bad [/x] thing", id="a[/b]")
+    results["levels"][2]["why"] = "[/oops]"
+    code, out, err = run_cli(CliCase(["conformance", "report", "r.json"], {"r.json": json.dumps(results).encode()}))
+    assert code in (0, 1) and "Traceback" not in out + err and "a[/b]: bad [/x] thing" in out + err, err
