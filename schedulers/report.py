@@ -80,9 +80,11 @@ class ScheduleReport(BaseModel):
 def render_table(report: ScheduleReport) -> object:
     """A rich renderable summarising the report. The ratio shown is the timeline's when the schedule
     was simulated (the model's estimate is given beside it)."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{report.kernel} on {report.target}: {report.scheduler} ({report.kernel_class})",
+    # the kernel's name is the program's text: escaped, `[/x]` in it is no markup
+    table = Table(title=escape(f"{report.kernel} on {report.target}: {report.scheduler} ({report.kernel_class})"),
                   show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")

@@ -177,7 +177,8 @@ def _unq(tok: Tok) -> str:
 
 
 def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
-    return _dense_array(ty.I64, tuple(values))
+    # static sizes, offsets, strides, dimensions: int64 (the generic form reads them back as array<i64: ...>)
+    return _dense_array(ty.I64, _dense_array_ints(ty.I64, tuple(values)))
 
 
 def _aff_name(tok: Tok, is_symbol: bool) -> _AffName:
@@ -1800,6 +1801,8 @@ def _hex_to_float(values: Any, element: ty.FloatType) -> Any:
     if isinstance(values, tuple):
         return tuple(_hex_to_float(v, element) for v in values)
     if isinstance(values, _HexBits):
+        if values >> element.width:
+            raise ParseError(f"hexadecimal float {hex(values)} has more than the {element.width} bits of {element.kind}", 0, 0)
         return float_from_bits(int(values), element)
     return values
 

@@ -137,7 +137,8 @@ class Printer:
         head = _results_text(op.results)
         opdef = OPS.get(op.name)
         printer = _FORMATS.get(opdef.format) if opdef is not None else None
-        if printer is None or opdef is None or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
+        # no custom form spells successors (they are read in generic form only)
+        if printer is None or opdef is None or op.successors or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
             self.generic(op, depth, head)
             return
         custom = self.fork()

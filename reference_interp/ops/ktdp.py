@@ -127,9 +127,10 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             raise fail("type", f"view sizes {list(sz)} must be non-negative and strides {list(st)} positive")
         if any(e is not None and e != s for e, s in zip(type_shape, sz, strict=True)):
             raise fail("type", f"view sizes {list(sz)} do not match the result type {dims_text(tuple(type_shape))}")
-        # addresses are 64-bit: a view reaching past them (a stride near 2**63) is no view
+        # addresses are 64-bit: a view reaching past them, or a stride beyond them in bytes
+        # (a stride near 2**63), is no view
         last = offset + sum((n - 1) * step for n, step in zip(sz, st, strict=True) if n > 0)
-        if (max(last, offset) + 1) * dt.itemsize > 1 << 63:
+        if (max(last, offset) + 1) * dt.itemsize > 1 << 63 or any(step * dt.itemsize >= 1 << 63 for step in st):
             raise fail("out-of-bounds", f"view of sizes {list(sz)} and strides {list(st)} at offset {offset} reaches past "
                        "the 64-bit address range")
         addr = offset * dt.itemsize

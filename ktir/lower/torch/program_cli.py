@@ -212,6 +212,9 @@ def cmd_run_program(args: argparse.Namespace) -> int:
     from reference_interp import KtirRuntimeError
     from reference_interp.inputs import load_npy
 
+    if args.random_inputs is not None and not 0 <= args.random_inputs < 1 << 128:
+        print(f"ktir run-program: --random-inputs {args.random_inputs}: a seed is a non-negative integer", file=sys.stderr)
+        return EXIT_USAGE
     try:
         program = Program.load(args.manifest, runner=reference_interp.run)
     except ProgramError as e:
