@@ -55,8 +55,15 @@ from .runtime import Machine, Options, TileContext
 
 LaneFn = Callable[[list[Any]], None]
 
-# at most this many lanes (tiles x vectorised iterations): beyond, the loop runs one iteration at a time
+# at most this many lanes (tiles x vectorised iterations) at once
 MAX_LANES = 1 << 16
+# Working sets: numpy is fastest on arrays that stay in the caches, and the per-tile run
+# already spends little on Python when its blocks are large. So a function runs in lockstep
+# only when its largest tensor times the tiles fits LOCKSTEP_BYTES (8 bytes an element: a
+# float64 intermediate), and a vectorised loop runs in chunks of iterations whose largest
+# tensor times the lanes fits CHUNK_BYTES.
+LOCKSTEP_BYTES = 8 << 20
+CHUNK_BYTES = 8 << 20
 
 
 class Diverged(Exception):
@@ -341,6 +348,21 @@ class Facts:
                 return laned
 
 
+def largest_tensor(c: FuncCompiler, op: Operation) -> int:
+    """Elements of the largest tensor value defined in `op` (dynamic dimensions count 1024)."""
+    top = 1
+    for inner in op.walk():
+        types = list(inner.result_types)
+        for region in inner.regions:
+            for block in region.blocks:
+                types.extend(a.type for a in block.arguments)
+        for t in types:
+            t = c.type(t)
+            if isinstance(t, ty.TensorType):
+                top = max(top, math.prod(1024 if d is None else d for d in t.shape))
+    return top
+
+
 def candidates(facts: Facts, func: Operation, no_vector: set[int]) -> set[int]:
     """The loops to try vectorising: scf.for without iter_args, nothing sequential inside."""
     out: set[int] = set()
@@ -419,6 +441,7 @@ class LaneCompiler(FuncCompiler):
         probe = Facts(self, func, set())
         self.vectorised = candidates(probe, func, self.no_vector)
         self.facts = Facts(self, func, self.vectorised)
+        self.sizes = {id(op): largest_tensor(self, op) for op in func.walk() if id(op) in self.vectorised}
 
     # --------------------------------------------------------------- slots
 
@@ -617,6 +640,13 @@ def lane_function(program: Program, name: str, options: Options) -> LaneFunc | N
     if found is not None:
         return found
     func = program.funcs[name]
+    from .executor import grid_of
+
+    probe = FuncCompiler(program, func, options)
+    if math.prod(grid_of(program, func)) * largest_tensor(probe, func) * 8 > LOCKSTEP_BYTES:
+        m.disabled = True
+        m.why = "the tiles' working set is large: the per-tile run is as fast"
+        return None
     while True:
         c = LaneCompiler(program, func, options, m.no_vector)
         try:

@@ -21,6 +21,7 @@ from .affine_eval import compile_map
 from .dtypes import np_dtype
 from .errors import CompileError
 from .lockstep import (
+    CHUNK_BYTES,
     MAX_LANES,
     Diverged,
     LaneCompiler,
@@ -198,6 +199,7 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
         c.alias = saved
     iv = body.arg_slots[0]
     ones = (1,) * R
+    per_iteration = c.sizes[loop] * 8  # bytes of the body's largest tensor, per lane
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
@@ -208,8 +210,9 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
         count = 1
         for x in lanes.shape:
             count *= x
-        if count * n > MAX_LANES:
-            raise Diverged("too many lanes", loop)
+        # iterations per chunk: chunks run one after another, in order, so only the
+        # iterations of one chunk must touch disjoint bytes
+        chunk = max(1, min(n, CHUNK_BYTES // max(count * per_iteration, 1), MAX_LANES // count))
         _step_budget(lf, n, body.n)
         lo_a = np.asarray(lo, dtype=I64)
         st_a = np.asarray(step, dtype=I64)
@@ -217,18 +220,22 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
             lo_a = lo_a.reshape(ones)
         if st_a.ndim < R:
             st_a = st_a.reshape(ones)
-        lf[iv] = lo_a[..., None] + st_a[..., None] * np.arange(n, dtype=I64)
         for dst, src in pairs:
             lf[dst] = expand(lf[src], R)
         shape, per_tile = lanes.shape, lanes.per_tile
-        lanes.shape = shape + (n,)
-        lanes.per_tile = per_tile * n
-        lanes.regions.append(Region(loop, R + 1))
         try:
-            body.run(lf)
+            for k0 in range(0, n, chunk):
+                m = min(chunk, n - k0)
+                lf[iv] = lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + m, dtype=I64)
+                lanes.shape = shape + (m,)
+                lanes.per_tile = per_tile * m
+                lanes.regions.append(Region(loop, R + 1))
+                try:
+                    body.run(lf)
+                finally:
+                    lanes.regions.pop()
         finally:
             lanes.shape, lanes.per_tile = shape, per_tile
-            lanes.regions.pop()
 
     return run
 
@@ -400,3 +407,91 @@ def store(c: LaneCompiler, op: Operation) -> LaneFn:
         lsm.store(lf[1], lf[a], lf[d], data_laned, R, name)
 
     return run
+
+
+from . import lockstep_linalg  # noqa: E402, F401 - registers the linalg and tensor lane implementations
+
+
+@lane_impl("ktdp.construct_indirect_access_tile")
+def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
+    """Coordinates with the lane dimensions in front; the index values are gathered for all
+    lanes at once (lockstep_memory._gather: checks, tracker, statistics)."""
+    from .affine_eval import compile_exprs
+    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+
+    base = c.operand_slot(op, "base")
+    views = c.operand_group(op, "indirect_memrefs")
+    caps = c.operand_group(op, "captured_variables")
+    syms = c.operand_group(op, "symbol_operands")
+    v = named(op)
+    if any(c.is_laned(n) for n in [*v.operands("symbol_operands"), *v.operands("indirect_memrefs"), v.operand("base")]):
+        raise CompileError("indirect tile symbols or views that differ between lanes", op)
+    (r,) = c.result_slots(op)
+    kinds = [bool(k) for k in c.need_attr(op, "per_dim_subscript_kinds").values]
+    maps = [c.program.attr(m) for m in c.need_attr(op, "per_dim_subscript_maps").elements]
+    n_vars = len(op.regions[0].blocks[0].arguments) if op.regions and op.regions[0].blocks else 0
+    fns = []
+    for m in maps:
+        if not isinstance(m, at.AffineMapAttr) or m.value.num_symbols or m.value.num_dims != n_vars + len(caps):
+            raise CompileError("indirect subscript maps", op)
+        fns.append(compile_exprs(m.value.results, m.value.num_dims, 0))
+    if sum(kinds) != len(views):
+        raise CompileError("indirect subscripts and index views", op)
+    vset = _set(c, op, "variables_space_set", "the variables_space_set")
+    if vset is None or vset.nd != n_vars or vset.ns != len(syms):
+        raise CompileError("variables_space_set", op)
+    perm = _order(c, op, "variables_space_order", n_vars)
+    t = c.rtype(op)
+    R = c.rank
+    name = op.name
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        view = lf[base]
+        pts = vset.points(tuple(int(lf[s]) for s in syms))
+        if pts.mask is not None or not pts.count:
+            raise Diverged("a masked or empty variable space")
+        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
+        try:
+            _check_tile_type_shape(shape, t)
+        except Exception:  # noqa: BLE001 - the per-tile run reports it
+            raise Diverged("access tile type") from None
+        nv = len(pts.ext)
+        variables = [np.asarray(lo + g).reshape((1,) * R + g.shape)
+                     for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
+        captured = []
+        for s in caps:
+            x = np.asarray(lf[s], dtype=I64)
+            captured.append(x.reshape(x.shape + (1,) * nv) if x.ndim == R else x.reshape((1,) * (R + nv)))
+        coords: list[np.ndarray] = []
+        vi = 0
+        for is_ind, fn in zip(kinds, fns, strict=True):
+            sub = [np.asarray(x, dtype=I64) for x in fn(*variables, *captured)]
+            sub = [x if x.ndim == R + nv else x.reshape((1,) * (R + nv)) for x in sub]
+            if not is_ind:
+                coords.append(sub[0])
+                continue
+            index_view = lf[views[vi]]
+            vi += 1
+            if type(index_view) is not lsm.MemoryView:
+                raise Diverged("an index view that is not a memory view")
+            _in_box(index_view, sub)
+            ext = np.broadcast_shapes(*[x.shape[R:] for x in sub])
+            values = lsm._gather(lanes, index_view, sub, ext, R, name)
+            coords.append(np.asarray(values).astype(I64))
+        first = view.items[0] if type(view) is PerTile else view
+        if _rank(first) != len(coords) or type(view) is not lsm.MemoryView:
+            raise Diverged("an indirect tile of a view this path does not take")
+        _in_box(view, coords)
+        lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords)
+
+    return run
+
+
+def _in_box(view: Any, coords: list[np.ndarray]) -> None:
+    """Every coordinate lies in the view (a box view: min and max per dimension decide)."""
+    if not view.is_box or len(coords) != len(view.box_lo):
+        raise Diverged("coordinates of a view that is not a box")
+    for x, lo, hi in zip(coords, view.box_lo, view.box_hi, strict=True):
+        if x.size and (int(x.min()) < lo or int(x.max()) > hi):
+            raise Diverged("out of view")
