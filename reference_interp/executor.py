@@ -248,6 +248,13 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
     """One run from a fresh machine: per tile (`lane` None) or in lockstep."""
     machine = Machine(grid, options)
     machine.private_local = not program.shares_scratchpads()
+    if lane is not None and not machine.tracker.enabled:
+        # lockstep interleaves the tiles differently: without the race check a race would give
+        # another result, so lockstep always tracks races and gives up on one (the per-tile run
+        # then runs without the check, as asked)
+        from .races import RaceTracker
+
+        machine.tracker = RaceTracker(machine.n_tiles, True)
     binder = _Binder(program, machine, fn, compiled)
     binder.place(dict(memory or {}))
     per_tile = binder.bind(dict(args or {}))

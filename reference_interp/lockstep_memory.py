@@ -183,8 +183,9 @@ def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | Non
 
 def _no_overlap(lo: np.ndarray, hi: np.ndarray) -> None:
     """Distinct lanes of one store write disjoint bytes (checked when no tracker sees them)."""
-    lo = np.broadcast_to(lo, np.broadcast_shapes(lo.shape, hi.shape)).reshape(-1)
-    hi = np.broadcast_to(hi, lo.shape if hi.ndim == 0 else np.broadcast_shapes(lo.shape, hi.shape)).reshape(-1)
+    shape = np.broadcast_shapes(np.shape(lo), np.shape(hi))
+    lo = np.broadcast_to(lo, shape).reshape(-1)
+    hi = np.broadcast_to(hi, shape).reshape(-1)
     if lo.size < 2:
         return
     order = np.argsort(lo, kind="stable")

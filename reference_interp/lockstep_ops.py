@@ -354,13 +354,19 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
             raise Diverged("subscripts and view rank differ")
         if pts.count:
             if type(view) is PerTile:
-                if R > 1:
-                    raise Diverged("a tile of a per-tile view in a vectorised loop", lanes.regions[-1].loop)
-                from .ops.ktdp import _check_in_view
+                geometry = {(type(v), getattr(v, "is_box", None), getattr(v, "box_lo", None), getattr(v, "box_hi", None))
+                            for v in view.items}
+                if len(geometry) == 1 and type(first) is lsm.MemoryView:
+                    lsm.check_box_tile(lanes, first, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
+                elif R > 1:
+                    raise Diverged("a tile of per-tile views of different shapes in a vectorised loop",
+                                   lanes.regions[-1].loop)
+                else:
+                    from .ops.ktdp import _check_in_view
 
-                for tt in range(lanes.n_tiles):
-                    item = lt.item((tt,))
-                    _check_in_view(item.view, item)
+                    for tt in range(lanes.n_tiles):
+                        item = lt.item((tt,))
+                        _check_in_view(item.view, item)
             else:
                 lt.parts = lsm.check_box_tile(lanes, view, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
         lf[r] = lt
