@@ -138,7 +138,7 @@ class Lanes:
     """The lanes of a lockstep run (frame slot 1): the lane shape in the current scope
     (tiles first, then one dimension per enclosing vectorised loop)."""
 
-    __slots__ = ("shape", "per_tile", "n_tiles", "contexts", "rep", "machine", "regions", "tracker", "race_on")
+    __slots__ = ("shape", "per_tile", "n_tiles", "contexts", "rep", "machine", "regions", "tracker", "race_on", "extra")
 
     def __init__(self, machine: Machine, contexts: list[TileContext], rep: TileContext) -> None:
         self.machine = machine
@@ -150,6 +150,7 @@ class Lanes:
         self.regions: list[Region] = []
         self.tracker = machine.tracker
         self.race_on = machine.tracker.enabled
+        self.extra = [0] * machine.n_tiles  # ops only some tiles execute (inter_tile_produce bodies)
 
 
 # ---------------------------------------------------------------------- laned values
@@ -697,8 +698,10 @@ def execute(lane: LaneFunc, machine: Machine, contexts: list[TileContext], per_t
         else:
             lf[s] = per_tile[0][k]
     lane.body.run(lf)
-    for ctx in contexts:
-        ctx.steps = rep.steps
+    for ctx, extra in zip(contexts, lanes.extra, strict=True):
+        ctx.steps = rep.steps + extra
+        if ctx.steps > ctx.step_limit:
+            raise Diverged("step limit")
     values = [lf[s] for s in lane.body.term_slots]
     returns: list[tuple[Any, ...]] = []
     for t in range(n):

@@ -100,6 +100,8 @@ def _squeeze_broadcast(a: np.ndarray) -> np.ndarray:
 
 def tile_desc(offs: np.ndarray, ext: tuple[int, ...], bstrides: tuple[int, ...], isz: int) -> Desc:
     """The bytes one tile's lanes access: boxes of `ext` at byte offsets `offs` (one per lane)."""
+    if not np.ndim(offs):
+        return BoxDesc(int(offs), ext, bstrides, isz)
     offs = _squeeze_broadcast(np.asarray(offs))
     if offs.ndim == 0:
         return BoxDesc(int(offs), ext, bstrides, isz)
@@ -149,7 +151,7 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
     the whole lane shape with the mask of selected lanes (None: all)."""
     n = shape[0]
     if sel is None:
-        whole = np.broadcast_to(off, shape)
+        whole = off if off.shape == shape else np.broadcast_to(off, shape)
         return [(t, whole[t]) for t in range(n)], whole, None
     if isinstance(sel, int):
         whole = np.zeros(shape, dtype=I64)
@@ -257,13 +259,25 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
     return alloc
 
 
+_WINDOWS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
 def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
-    """One box-shaped window per element address of the allocation (a strided view)."""
-    typed = alloc.typed(view.dtype)
-    reach = sum((e - 1) * s for e, s in zip(ext, view.strides, strict=True)) if ext else 0
-    n = len(typed) - reach
-    return np.lib.stride_tricks.as_strided(typed, shape=(max(n, 0), *ext), strides=(view.itemsize, *view.bstrides),
-                                           writeable=typed.flags.writeable)
+    """One box-shaped window per element address of the allocation (a strided view of its
+    buffer; the same buffer, dtype and box give the same windows)."""
+    raw = alloc.raw
+    key = (id(raw), view.dtype, ext, view.bstrides)
+    found = _WINDOWS.get(key)
+    if found is not None and found[0] is raw:
+        return found[1]
+    isz = view.itemsize
+    reach = sum((e - 1) * s for e, s in zip(ext, view.bstrides, strict=True)) if ext else 0
+    n = max((len(raw) - reach) // isz, 0)
+    win = np.ndarray(shape=(n, *ext), dtype=view.dtype, buffer=raw, offset=0, strides=(isz, *view.bstrides))
+    if len(_WINDOWS) > 256:
+        _WINDOWS.clear()
+    _WINDOWS[key] = (raw, win)
+    return win
 
 
 def _count(lanes: Lanes, view: MemoryView, per_lane: int, sel: Any, write: bool) -> None:

@@ -57,7 +57,7 @@ def tile_id(c: LaneCompiler, op: Operation) -> LaneFn:
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
-        coords = [lanes.machine.coords(t) for t in range(lanes.n_tiles)]
+        coords = [ctx.coords for ctx in lanes.contexts]
         for r, a in zip(res, axes, strict=True):
             lf[r] = np.array([cc[a] for cc in coords], dtype=I64).reshape((lanes.n_tiles,) + shape_tail)
 
@@ -415,7 +415,7 @@ def store(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-from . import lockstep_linalg  # noqa: E402, F401 - registers the linalg and tensor lane implementations
+from . import lockstep_intertile, lockstep_linalg  # noqa: E402, F401 - register their lane implementations
 
 
 @lane_impl("ktdp.construct_indirect_access_tile")
