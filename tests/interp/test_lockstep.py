@@ -49,6 +49,8 @@ class Spec:
     accumulate: bool  # carry a running sum in iter_args and store it after the loop
     size: int  # elements of each array
     races: bool
+    allreduce: bool = False  # every iteration: the sum of v over all tiles, added to v (a barrier)
+    reread: tuple[int, int, int] | None = None  # also load y (what other tiles stored) before the store
 
 
 def _build(s: Spec) -> ktir.Module:
@@ -91,6 +93,22 @@ def _build(s: Spec) -> ktir.Module:
                 v = b.create(f"arith.{s.op}", [v, w], [vec])[0]
             else:
                 v = b.create(f"arith.{s.op}", [v, v], [vec])[0]
+            if s.reread is not None:
+                v = b.create("arith.addf", [v, b.load(at_(y, s.reread), et)], [vec])[0]
+            if s.allreduce:
+                groups = af.IntegerSet(num_dims=1, num_symbols=0, constraints=(af.Constraint(expr=af.dim(0), is_equality=True),))
+                n = math.prod(s.grid)
+                every = af.IntegerSet(num_dims=1, num_symbols=1, constraints=(
+                    af.Constraint(expr=af.dim(0) - af.sym(0) * n, is_equality=False),
+                    af.Constraint(expr=-af.dim(0) + af.sym(0) * n + (n - 1), is_equality=False)))
+                fty = ty.TileFutureType(partial_types=(vec,), groups=at.IntegerSetAttr(value=groups))
+                with b.produce(every, fty):
+                    b.yield_(v, op="ktdp.yield_partial")
+                (future,) = b.last_results
+                ident = b.fill(zero, b.empty(vec))
+                with b.reduce_tiles(future, every, [ident]) as (lhs, rhs):
+                    b.yield_(b.create("arith.addf", [lhs, rhs], [vec])[0], op="ktdp.yield_reduced")
+                v = b.create("arith.addf", [v, b.last_results[0]], [vec])[0]
             if s.reduce:
                 one = ty.TensorType(shape=(), element_type=et)
                 part = b.reduce("arith.addf", [v], [b.fill(zero, b.empty(one))], [0])
@@ -143,6 +161,7 @@ def specs(draw: st.DrawFn) -> Spec:
         op=draw(st.sampled_from(["addf", "mulf", "subf"])), reduce=draw(st.booleans()),
         stage=draw(st.sampled_from([0, 0, 1, 2])), branch=draw(st.sampled_from([-1, -1, 0, 1])),
         accumulate=draw(st.booleans()), size=max(size, 1), races=draw(st.booleans()),
+        allreduce=draw(st.booleans()), reread=draw(st.one_of(st.none(), st.just(coef()))),
     )
 
 
@@ -208,6 +227,8 @@ def _args(s: Spec, seed: int = 0) -> dict[str, Any]:
     {"stage": 1},
     {"accumulate": True},
     {"grid": [2, 2]},
+    {"allreduce": True},
+    {"allreduce": True, "reread": (40, 8, 40)},  # reads what the next tile stored an iteration before
 ])
 def test_lockstep_runs_on_spmd_kernels(kw: dict[str, Any]) -> None:
     s = _spec(**kw)
