@@ -88,15 +88,20 @@ class NotVectorisable(Exception):
 
 
 class Region:
-    """A vectorised loop in progress: per allocation written in it, the byte span each
-    iteration (lane) touched, to prove the iterations touch disjoint bytes."""
+    """A chunk of iterations of a vectorised loop in progress: per allocation, the byte span
+    each iteration (lane) touched, to prove that the iterations that write touch disjoint
+    bytes. A loop with inter-tile ops in its body (`sync`) also keeps its posts and joins and
+    its accesses, for the race tracker after the chunk (lockstep_intertile.py)."""
 
-    __slots__ = ("loop", "rank", "spans")
+    __slots__ = ("loop", "rank", "spans", "sync", "events", "deferred")
 
-    def __init__(self, loop: int, rank: int) -> None:
+    def __init__(self, loop: int, rank: int, sync: bool = False) -> None:
         self.loop = loop
         self.rank = rank  # lane dimensions of the loop's iterations (tile first)
-        self.spans: dict[int, list[Any]] = {}  # id(alloc) -> [lo, hi, written]
+        self.spans: dict[int, list[Any]] = {}  # id(alloc) -> [lo, hi, written, alloc]
+        self.sync = sync
+        self.events: list[tuple[Any, ...]] = []  # ("post", key, n0, producers) | ("join", key, n0, deps)
+        self.deferred: list[tuple[Any, Any, int, str, bool]] = []  # (alloc, desc, tile, op, write)
 
     def access(self, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
         """Lanes (this region's) accessed bytes [lo, hi] of `alloc` (arrays over the lanes,
@@ -114,7 +119,41 @@ class Region:
             rec[1] = np.maximum(rec[1], hi)
             rec[2] = rec[2] or write
         if rec[2]:
-            _disjoint_per_tile(rec[0], rec[1], self.loop)
+            if self.sync:  # the chunk's accesses are recorded after it: no two lanes may conflict
+                _disjoint_per_tile(rec[0].reshape(1, -1), rec[1].reshape(1, -1), self.loop)
+            else:  # the race tracker sees the tiles' accesses: only a tile's own lanes
+                _disjoint_per_tile(rec[0], rec[1], self.loop)
+
+    def replay(self, lanes: Lanes) -> None:
+        """After a chunk of a loop with inter-tile ops: its posts and joins in program order
+        (iteration by iteration), then its accesses recorded at the tiles' latest segments."""
+        from .races import RaceFound, UninitFound
+
+        tracker = lanes.tracker
+        if lanes.race_on:
+            m = int(lanes.shape[-1])
+            snaps: dict[tuple[int, int], dict[int, Any]] = {}
+            for i in range(m):
+                for ev in self.events:
+                    kind, key, n0, who = ev
+                    if kind == "post":
+                        d = snaps[(key, n0 + i)] = {}
+                        for t in who:
+                            d[t] = tracker.snapshot_and_advance(t)
+                    else:
+                        d = snaps.get((key, n0 + i), {})
+                        for c, ps in enumerate(who):
+                            got = [d[p] for p in ps if p in d]
+                            if got:
+                                tracker.join(c, got)
+        for alloc, desc, t, opname, write in self.deferred:
+            try:
+                if write:
+                    tracker.write(alloc, desc, t, opname)
+                else:
+                    tracker.read(alloc, desc, t, opname)
+            except (RaceFound, UninitFound):
+                raise Diverged("the race tracker, after a vectorised loop with inter-tile ops") from None
 
 
 def _disjoint_per_tile(lo: np.ndarray, hi: np.ndarray, loop: int) -> None:
@@ -138,7 +177,8 @@ class Lanes:
     """The lanes of a lockstep run (frame slot 1): the lane shape in the current scope
     (tiles first, then one dimension per enclosing vectorised loop)."""
 
-    __slots__ = ("shape", "per_tile", "n_tiles", "contexts", "rep", "machine", "regions", "tracker", "race_on", "extra")
+    __slots__ = ("shape", "per_tile", "n_tiles", "contexts", "rep", "machine", "regions", "tracker", "race_on", "extra",
+                 "sync")
 
     def __init__(self, machine: Machine, contexts: list[TileContext], rep: TileContext) -> None:
         self.machine = machine
@@ -151,6 +191,7 @@ class Lanes:
         self.tracker = machine.tracker
         self.race_on = machine.tracker.enabled
         self.extra = [0] * machine.n_tiles  # ops only some tiles execute (inter_tile_produce bodies)
+        self.sync: Region | None = None  # the vectorised loop with inter-tile ops in progress
 
 
 # ---------------------------------------------------------------------- laned values
@@ -239,8 +280,10 @@ EFFECTS = frozenset({
     "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter", "func.call",
 })
 DELIVERY = frozenset(n for n in EFFECTS if n.startswith("ktdp.inter_tile_") and n != "ktdp.inter_tile_produce")
-# ops that may never be vectorised over loop iterations (their lanes interact across iterations)
-SEQUENTIAL = frozenset({"ktdp.inter_tile_produce", *DELIVERY, "func.call", "scf.while"})
+INTERTILE = frozenset({"ktdp.inter_tile_produce", *DELIVERY})
+# ops that may never be vectorised over loop iterations; inter-tile ops only directly in the
+# loop's body (see Region)
+SEQUENTIAL = frozenset({"func.call", "scf.while"})
 
 
 def effectful(op: Operation, c: FuncCompiler) -> bool:
@@ -265,6 +308,7 @@ class Facts:
         self.free: dict[int, frozenset[str]] = {}
         self.effects: dict[int, bool] = {}
         self.sequential: dict[int, bool] = {}  # contains an op that may not be vectorised
+        self.sync: dict[int, bool] = {}  # contains inter-tile ops (in its regions)
         self._walk(c, func)
         self.laned = self._laned(func, vectorised)
 
@@ -274,6 +318,7 @@ class Facts:
         inner_defined: set[str] = set()
         eff = effectful(op, c)
         seq = op.name in SEQUENTIAL
+        sync = False
         for region in op.regions:
             for block in region.blocks:
                 inner_defined.update(a.name for a in block.arguments)
@@ -283,6 +328,8 @@ class Facts:
                     inner_defined |= d
                     eff = eff or e
                     seq = seq or s
+                    sync = sync or inner.name in INTERTILE or self.sync[id(inner)]
+        self.sync[id(op)] = sync
         self.free[id(op)] = frozenset(inner_used - inner_defined)
         self.effects[id(op)] = eff
         self.sequential[id(op)] = seq
@@ -369,9 +416,18 @@ def candidates(facts: Facts, func: Operation, no_vector: set[int]) -> set[int]:
     out: set[int] = set()
     for op in func.walk():
         if op.name == "scf.for" and not op.results and len(op.operands) == 3 and id(op) not in no_vector \
-                and not facts.sequential[id(op)]:
+                and not facts.sequential[id(op)] and not deep_sync(facts, op):
             out.add(id(op))
     return out
+
+
+def deep_sync(facts: Facts, loop: Operation) -> bool:
+    """Inter-tile ops inside ops of the loop's body (not directly in it)."""
+    return any(facts.sync[id(inner)] for block in loop.regions[0].blocks for inner in block.operations)
+
+
+def direct_sync(loop: Operation) -> bool:
+    return any(inner.name in INTERTILE for block in loop.regions[0].blocks for inner in block.operations)
 
 
 # ---------------------------------------------------------------------- compiled blocks

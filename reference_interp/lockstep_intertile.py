@@ -36,25 +36,26 @@ class LFuture:
     """A tile future in lockstep: the instance, the producers' values (laned or uniform) and
     the snapshots they posted."""
 
-    __slots__ = ("key", "n", "info", "values", "laned", "snaps", "posted")
+    __slots__ = ("key", "n", "info", "values", "laned", "snaps", "posted", "region")
 
     def __init__(self, key: int, n: int, info: Any, values: list[Any], laned: list[bool], snaps: dict[int, Any],
-                 posted: set[int]) -> None:
+                 posted: set[int], region: Any) -> None:
         self.key = key
-        self.n = n
+        self.n = n  # the instance of the first iteration's lanes (one instance per iteration)
         self.info = info
         self.values = values
         self.laned = laned
         self.snaps = snaps
         self.posted = posted
+        self.region = region  # the vectorised loop chunk it was produced in (None: none)
 
 
-def _nbytes(v: Any, laned: bool, t: ty.Type) -> int:
+def _nbytes(v: Any, laned: bool, t: ty.Type, rank: int) -> int:
     """Bytes of one tile's value, as the per-tile run counts them (Python ints count 0)."""
     t_ = t
     if isinstance(t_, ty.TensorType):
         a = np.asarray(v)
-        shape = a.shape[1:] if laned else a.shape
+        shape = a.shape[rank:] if laned else a.shape
         return int(np.prod(shape, dtype=np.int64)) * a.dtype.itemsize
     if isinstance(t_, ty.FloatType):
         return int(np_dtype(t_).itemsize)
@@ -68,10 +69,20 @@ def _take(v: Any, laned: bool, tiles: np.ndarray) -> Any:
     return v[tiles if v.shape[0] > 1 else np.zeros_like(tiles)]
 
 
+def _scope(lanes: Lanes, R: int) -> Any:
+    """The vectorised loop chunk an inter-tile op runs in (None at the function's level): the
+    op must be directly in its body."""
+    if R == 1:
+        return None
+    sync = lanes.sync
+    if sync is None or sync.rank != R:
+        raise Diverged("an inter-tile op outside the body of its vectorised loop")
+    return sync
+
+
 @lane_impl("ktdp.inter_tile_produce")
 def produce(c: LaneCompiler, op: Operation) -> LaneFn:
-    if c.rank != 1:
-        raise CompileError("inter_tile_produce in a vectorised loop", op)
+    R = c.rank
     (r,) = c.result_slots(op)
     _, gset = it._future_type(c, op.result_types[0], op)
     pset = it._set1(c, op, op.attributes.get("producer_tiles_per_group"), "producer_tiles_per_group", (1,))
@@ -106,15 +117,19 @@ def produce(c: LaneCompiler, op: Operation) -> LaneFn:
             infos[id(machine)] = found
         return found[1]
 
+    tail = (1,) * (R - 1)
+
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
         machine = lanes.machine
+        region = _scope(lanes, R)
+        m = lanes.per_tile  # iterations at once (one instance each)
         info = info_for(machine)
         n = lanes.contexts[0].counters.get(key, 0)
         for ctx in lanes.contexts:
-            ctx.counters[key] = n + 1
+            ctx.counters[key] = n + m
         producers = [t for t in range(lanes.n_tiles) if t in info.group_of]
-        lf[gid] = np.array([info.group_of.get(t, 0) for t in range(lanes.n_tiles)], dtype=I64)
+        lf[gid] = np.array([info.group_of.get(t, 0) for t in range(lanes.n_tiles)], dtype=I64).reshape((-1,) + tail)
         rep = lf[0]
         before = rep.steps
         body.run(lf)
@@ -124,21 +139,22 @@ def produce(c: LaneCompiler, op: Operation) -> LaneFn:
             lanes.extra[t] += ran
         values = [lf[s] for s in body.term_slots]
         snaps: dict[int, Any] = {}
+        if region is not None:
+            region.events.append(("post", key, n, producers))  # the snapshots, after the chunk
         for t in producers:
             ctx = lanes.contexts[t]
-            if lanes.race_on:
+            if lanes.race_on and region is None:
                 snaps[t] = lanes.tracker.snapshot_and_advance(t)
-            ctx.sent += sum(_nbytes(v, lan, ty_) for v, lan, ty_ in zip(values, laned, types, strict=True))
-        machine.posts += len(producers)
-        lf[r] = LFuture(key, n, info, values, laned, snaps, set(producers))
+            ctx.sent += m * sum(_nbytes(v, lan, ty_, R) for v, lan, ty_ in zip(values, laned, types, strict=True))
+        machine.posts += len(producers) * m
+        lf[r] = LFuture(key, n, info, values, laned, snaps, set(producers), region)
 
     return run
 
 
 @lane_impl(*DELIVERY)
 def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
-    if c.rank != 1:
-        raise CompileError("a delivery op in a vectorised loop", op)
+    R = c.rank
     fut = c.operand_slot(op, "future")
     kind = op.name
     reduces = kind in ("ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter")
@@ -173,12 +189,12 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
         acc_laned = list(id_laned)
         for j in range(deps.shape[1]):
             parts = [_take(v, lan, deps[:, j]) for v, lan in zip(f.values, f.laned, strict=True)]
-            for s, v, lan, t in zip(combiner.arg_slots[:n], acc, acc_laned, out_types, strict=True):
-                lf[s] = v if lan else _as_laned(v, t)
-            for s, v, lan, t in zip(combiner.arg_slots[n:], parts, f.laned, out_types, strict=True):
-                lf[s] = v if lan else _as_laned(v, t)
+            for s, v, lan in zip(combiner.arg_slots[:n], acc, acc_laned, strict=True):
+                lf[s] = v if lan else _as_laned(v, R)
+            for s, v, lan in zip(combiner.arg_slots[n:], parts, f.laned, strict=True):
+                lf[s] = v if lan else _as_laned(v, R)
             combiner.run(lf)
-            acc = combiner.results(lf, 1, tuple(True for _ in range(n)))
+            acc = combiner.results(lf, R, tuple(True for _ in range(n)))
             acc_laned = [True] * n
         return acc
 
@@ -189,9 +205,13 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
         f = lf[fut]
         if type(f) is not LFuture:
             raise Diverged("the operand is not a tile future of this run")
+        region = _scope(lanes, R)
+        if f.region is not region:
+            raise Diverged("a future from outside this iteration")
+        m = lanes.per_tile
         n_tiles = lanes.n_tiles
         for ctx in lanes.contexts:
-            ctx.counters[key] = ctx.counters.get(key, 0) + 1
+            ctx.counters[key] = ctx.counters.get(key, 0) + m
         plan = it._plan(machine, (key, f.key), f.info, cset, dset, kind)
         if len(plan.group_of) != n_tiles:
             raise Diverged("a tile is not a consumer: its results are undefined")
@@ -199,7 +219,9 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
         for d in deps:
             if any(p not in f.posted for p in d):
                 raise Diverged("a consumer waits for a partial nobody posted")
-        if lanes.race_on:
+        if region is not None:
+            region.events.append(("join", f.key, f.n, deps))  # the joins, after the chunk
+        elif lanes.race_on:
             for t, d in enumerate(deps):
                 snaps = [f.snaps[p] for p in d if p in f.snaps]
                 if snaps:
@@ -207,19 +229,21 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
         if value_types is None:
             value_types = _future_types(c, op)
         for t, d in enumerate(deps):
-            lanes.contexts[t].received += sum(_nbytes(v, lan, tt) for p in d
-                                              for v, lan, tt in zip(f.values, f.laned, value_types, strict=True))
+            lanes.contexts[t].received += m * sum(_nbytes(v, lan, tt, R) for p in d
+                                                  for v, lan, tt in zip(f.values, f.laned, value_types, strict=True))
         equal = len({len(d) for d in deps}) == 1
         if kind == "ktdp.inter_tile_consume":
             if not equal or len(deps[0]) != 1:
                 raise Diverged("consume from several producers")
             d = np.array(deps, dtype=I64)
-            out = [_take(v, lan, d[:, 0]) if lan else _as_laned(v, t) for v, lan, t in zip(f.values, f.laned, out_types, strict=True)]
+            out = [_take(v, lan, d[:, 0]) if lan else _as_laned(v, R) for v, lan in zip(f.values, f.laned, strict=True)]
         elif kind == "ktdp.inter_tile_reduce":
             if not equal:
                 raise Diverged("consumers fold different numbers of partials")
             out = fold(lf, f, np.array(deps, dtype=I64))
         else:
+            if R > 1:
+                raise Diverged(f"{kind} in a vectorised loop", region.loop if region is not None else None)
             out = _per_consumer(lanes, f, plan, deps, kind, out_shapes, out_types, gather_dims, scatter_dims,
                                 split_dims, concat_dims, fold if reduces else None, lf)
         for r, v in zip(res, out, strict=True):
@@ -234,9 +258,9 @@ def _future_types(c: LaneCompiler, op: Operation) -> list[ty.Type]:
     return [c.type(x) for x in t.partial_types]
 
 
-def _as_laned(v: Any, t: ty.Type) -> Any:
+def _as_laned(v: Any, rank: int) -> Any:
     a = np.asarray(v)
-    return a.reshape((1,) + a.shape)
+    return a.reshape((1,) * rank + a.shape)
 
 
 def _per_consumer(lanes: Lanes, f: LFuture, plan: Any, deps: list[list[int]], kind: str, out_shapes: list[Any],

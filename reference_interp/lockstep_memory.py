@@ -134,10 +134,17 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, np.ndarray]], mak
     if not lanes.race_on and alloc.init is None:
         return
     tracker = lanes.tracker
+    sync = lanes.sync
     for t, offs in per_tile:
         desc = make(offs)
         try:
-            if write:
+            if sync is not None:  # checked now (clocks of the chunk's start), recorded after the chunk
+                if write:
+                    tracker.check_write(alloc, desc, t)
+                else:
+                    tracker.check_read(alloc, desc, t)
+                sync.deferred.append((alloc, desc, t, opname, write))
+            elif write:
                 tracker.write(alloc, desc, t, opname)
             else:
                 tracker.read(alloc, desc, t, opname)
@@ -174,11 +181,16 @@ def _spans(lanes: Lanes, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool
 
 
 def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool) -> None:
-    """Report the byte spans of the lanes (unselected lanes: empty) to the vectorised loops in progress."""
+    """Report the byte spans of the lanes to the vectorised loops in progress (unselected
+    lanes: an empty span that every merge ignores)."""
     if not lanes.regions:
         return
     lo = np.broadcast_to(whole, lanes.shape)
-    hi = lo + span if mask is None else np.where(mask, lo + span, lo - 1)
+    if mask is None:
+        hi = lo + span
+    else:
+        hi = np.where(mask, lo + span, -1)
+        lo = np.where(mask, lo, np.iinfo(I64).max)
     for region in lanes.regions:
         region.access(alloc, lo, np.broadcast_to(hi, lanes.shape), write)
 

@@ -30,6 +30,7 @@ from .lockstep import (
     NotVectorisable,
     PerTile,
     Region,
+    direct_sync,
     expand,
     lane_impl,
     lane_item,
@@ -200,6 +201,7 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     iv = body.arg_slots[0]
     ones = (1,) * R
     per_iteration = c.sizes[loop] * 8  # bytes of the body's largest tensor, per lane
+    sync = direct_sync(op)
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
@@ -229,11 +231,18 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
                 lf[iv] = lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + m, dtype=I64)
                 lanes.shape = shape + (m,)
                 lanes.per_tile = per_tile * m
-                lanes.regions.append(Region(loop, R + 1))
+                region = Region(loop, R + 1, sync)
+                lanes.regions.append(region)
+                if sync:
+                    lanes.sync = region
                 try:
                     body.run(lf)
+                    if sync:
+                        region.replay(lanes)
                 finally:
                     lanes.regions.pop()
+                    if sync:
+                        lanes.sync = None
         finally:
             lanes.shape, lanes.per_tile = shape, per_tile
 
