@@ -292,6 +292,44 @@ def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
     return win
 
 
+def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
+    """(first offset, step per lane dimension) when the lanes' offsets are evenly spaced along
+    each lane dimension with non-negative steps (positive where `strict` and the dimension has
+    more than one lane); None otherwise."""
+    a = np.asarray(off)
+    if a.ndim == 0:
+        return int(a), ()
+    first = int(a.reshape(-1)[0]) if a.size else 0
+    steps = []
+    for k, n in enumerate(a.shape):
+        if n == 1:
+            steps.append(0)
+            continue
+        idx = [0] * a.ndim
+        idx[k] = 1
+        step = int(a[tuple(idx)]) - first
+        if step < 0 or (strict and step == 0):
+            return None
+        steps.append(step)
+    fit: Any = first
+    for k, (n, st) in enumerate(zip(a.shape, steps, strict=True)):
+        if n > 1:
+            fit = fit + np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(a.ndim)]) * st
+    if not np.array_equal(np.broadcast_to(fit, a.shape), a):
+        return None
+    return first, tuple(steps)
+
+
+def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...], strict: bool) -> np.ndarray | None:
+    """All lanes' boxes as one strided view of the allocation, when the lanes are evenly spaced."""
+    lat = _lattice(off, strict)
+    if lat is None:
+        return None
+    first, steps = lat
+    return np.ndarray(shape=off.shape + ext, dtype=view.dtype, buffer=alloc.raw, offset=first,
+                      strides=steps + view.bstrides)
+
+
 def _count(lanes: Lanes, view: MemoryView, per_lane: int, sel: Any, write: bool) -> None:
     """Statistics: each tile moved `per_lane` bytes per lane of it (selected by `sel`)."""
     counts = _lanes_per_tile(lanes, sel)
@@ -357,7 +395,8 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
             per_tile, whole, mask = _split(off, sel, shape)
             _regions(lanes, alloc, whole, mask, span, False)
             _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
-            data = _windows(alloc, view, ext)[off // view.itemsize]
+            box = _box_view(alloc, view, off, ext, False) if sel is None else None
+            data = box.copy() if box is not None else _windows(alloc, view, ext)[off // view.itemsize]
         else:
             data = np.zeros(off.shape + ext, view.dtype)
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, False)
@@ -500,7 +539,11 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
         if not (lanes.race_on and not alloc.private) and not isinstance(sel, int):
             _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
-        _windows(alloc, view, ext)[off // view.itemsize] = part
+        box = _box_view(alloc, view, off, ext, True) if sel is None else None
+        if box is not None:
+            box[...] = part
+        else:
+            _windows(alloc, view, ext)[off // view.itemsize] = part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
 
 
