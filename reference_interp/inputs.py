@@ -315,7 +315,8 @@ def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dic
         probe_args[name] = _PROBE
     executor._Binder._bind = bind  # type: ignore[method-assign]
     try:
-        executor.run(module, func, probe_args, **run_kwargs)
+        # tile by tile: the probe allocations are bound once (lockstep may run twice)
+        executor.run(module, func, probe_args, **run_kwargs, lockstep=False)
     except KtirRuntimeError as e:
         if e.op is None:  # bad arguments or options: the message says it all
             raise
