@@ -361,3 +361,35 @@ def gather_inputs(V: int, L: int, C: int, seed: int = 0, dtype: str = "f16") -> 
     np_dtype = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}[dtype]
     return {"table": rng.standard_normal((V, C)).astype(np_dtype), "ids": rng.integers(0, V, L).astype(np.int32),
             "scale": rng.standard_normal(L).astype(np.float32), "y": np.zeros((L, C), np.float32)}
+
+
+def layernorm_stats(R: int, C: int, dtype: str = "f16", name: str = "layernorm_stats") -> Module:
+    """LayerNorm (no affine) that also stores each row's mean and rstd, as training frameworks do:
+    y = (x - mean) * rstd, mean and rstd stored as [R] vectors of f32."""
+    k = Kernel(name, ["x", "y", "mean", "rstd"])
+    x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
+    inv, eps = k.scalar(1.0 / C), k.scalar(1e-5)
+    total = k.reduce(x, [1], "arith.addf", 0.0)
+    (mu,) = k.generic([total], [R], [amap(1, 0), amap(1, 0)], ["parallel"], lambda k, v: [k.op("arith.mulf", v[0], inv)])
+    (d,) = k.generic([x, mu], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
+                     lambda k, v: [k.op("arith.subf", v[0], v[1])])
+    (var,) = k.generic([d], [R], [amap(2, 0, 1), amap(2, 0)], ["parallel", "reduction"],
+                       lambda k, v: [k.op("arith.addf", v[1], k.op("arith.mulf", v[0], v[0]))], init=k.fill(0.0, [R]))
+    (rstd,) = k.generic([var], [R], [amap(1, 0), amap(1, 0)], ["parallel"],
+                        lambda k, v: [k.op("math.rsqrt", k.op("arith.addf", k.op("arith.mulf", v[0], inv), eps))])
+    (y,) = k.generic([d, rstd], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
+                     lambda k, v: [k.b.create("arith.truncf", [k.op("arith.mulf", v[0], v[1])], [ftype(dtype)])[0]], dtype)
+    k.store(y, k.view("y", [R, C], dtype))
+    k.store(mu, k.view("mean", [R], "f32"))
+    k.store(rstd, k.view("rstd", [R], "f32"))
+    return k.done()
+
+
+def row_sum(R: int, C: int, dtype: str = "f32", name: str = "row_sum") -> Module:
+    """Each row's sum, stored as an [R, 1] column."""
+    k = Kernel(name, ["x", "y"])
+    x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
+    (s,) = k.generic([x], [R, 1], [amap(2, 0, 1), af.AffineMap(num_dims=2, num_symbols=0, results=(af.dim(0), af.const(0)))],
+                     ["parallel", "reduction"], lambda k, v: [k.op("arith.addf", v[1], v[0])], init=k.fill(0.0, [R, 1]))
+    k.store(s, k.view("y", [R, 1], "f32"))
+    return k.done()

@@ -37,8 +37,11 @@ class NaturalSpace:
         self.cut = [c for c in k.classes if c in cut]  # program order
         n = len(self.cut)
         self.perms = list(itertools.permutations(range(n))) if n <= 3 else [tuple(range(n)), tuple(reversed(range(n)))]
-        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried
+        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried;
+        # or a reduced class chunked in phases (`natural.Chunk`), innermost too
         self.kclass = k.kloop[0] if k.kloop is not None and k.extent[k.kloop[0]] > 1 else None
+        if self.kclass is None and k.chunk is not None:
+            self.kclass = k.chunk.cls
         if self.kclass is not None:
             self.cut.append(self.kclass)
             self.perms = [(*p, n) for p in self.perms]
@@ -53,8 +56,10 @@ class NaturalSpace:
         step = max(1, self.fig.granularity // size) if size else 1
         aligned = [d for d in divisors(E) if d % step == 0 or d == E]
         # an extent with no whole-stick divisor (an odd size) may still be cut in shorter runs:
-        # each transfer then moves whole sticks for fewer elements, which the model charges
-        return aligned if len(aligned) > 1 else divisors(E)
+        # each transfer then moves whole sticks for fewer elements, which the model charges; so
+        # may any extent into blocks of fewer than a stick, for when a stick's worth does not fit
+        small = [d for d in divisors(E) if d < step][-3:]
+        return sorted(set(small + aligned)) if len(aligned) > 1 else divisors(E)
 
     def _partial(self, c: int, grids: list[int]) -> list[tuple[int, int]]:
         """Blocks that do not divide the extent (the last one is partial, emitted apart): for g
@@ -83,11 +88,13 @@ class NaturalSpace:
             found = sorted(set(found) | set(self._partial(c, grids)), key=lambda o: (o[0], o[1]))
         if len(found) <= limit:
             return found
-        # keep the largest blocks of each grid share (small blocks pay per-transfer latency)
-        per_g = max(1, limit // len(grids))
+        # keep the largest blocks of each grid share (small blocks pay per-transfer latency), and
+        # the smallest, for when nothing larger fits
+        per_g = max(2, limit // len(grids))
         keep: list[tuple[int, int]] = []
         for g in grids:
-            keep += [o for o in found if o[0] == g][-per_g:]
+            mine = [o for o in found if o[0] == g]
+            keep += mine[:1] + mine[1:][-(per_g - 1):]
         return keep
 
     # ------------------------------------------------------------ the strategies' interface
@@ -134,6 +141,8 @@ class NaturalSpace:
                 if cls in deps:
                     lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
             execs = np.full(size, float(step.repeat))
+            if step.phases != 1 and self.kclass is not None:  # run again in each phase loop that needs it
+                execs = execs * np.where(cutm[self.cut.index(self.kclass)], float(step.phases), 1.0)
             for i in range(n_cut):
                 execs = execs * np.where(cutm[i] & (pos[i] <= lvl), n_it[i], 1.0)
             elems = np.ones(size)
@@ -319,8 +328,26 @@ class NaturalSpace:
             placements=placements)
 
     def fit_message(self) -> str:
-        return (f"no blocking of the cuttable dimensions ({', '.join(self.k.label(c) for c in self.cut) or 'none'}) "
-                f"fits the {self.fig.local_capacity}-byte scratchpad")
+        """What does not fit: at the blocking that needs the least scratchpad, the largest tensor,
+        its block and its bytes, and why its whole dimensions cannot be cut."""
+        k = self.k
+        cols = self.candidates()
+        ev = self.evaluate(cols)
+        i = int(np.argmin(ev.scratch))
+        p = {n: int(v[i]) for n, v in cols.items()}
+        blk = {c: p[f"b{j}"] for j, c in enumerate(self.cut)}
+        sized = sorted(((math.prod(blk.get(c, k.extent[c]) for c in dims) * isz, name, dims, isz)
+                        for name, dims, isz in k.values), key=lambda x: -x[0])
+        head = (f"no blocking fits the {self.fig.local_capacity}-byte ct_local scratchpad of a tile: the least "
+                f"any needs is {int(ev.scratch[i])} bytes")
+        if not sized:
+            return head
+        nbytes, name, dims, isz = sized[0]
+        shape = "x".join(str(blk.get(c, k.extent[c])) for c in dims)
+        whole = [c for c in dims if c not in blk and k.extent[c] > 1]
+        why = "; ".join(f"{k.label(c)} ({k.extent[c]}) cannot be cut: {k.free[c][0]}" for c in whole if k.free[c])
+        return f"{head}, of which {name} takes {nbytes} bytes (a {shape} block of {isz}-byte elements)" + \
+            (f"; {why}" if why else "")
 
 
 def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, int, tuple[int, ...], int, list[tuple[int, frozenset[int] | None]]]]]:
@@ -347,7 +374,7 @@ def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, i
                 within[id(x)] = d
         d = within.get(id(op), d)
         for r in op.results:
-            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
+            deps[r] = set(k.result_deps(op, frozenset(d)))
             first[r] = i
         for v in op.operands:
             last[v] = i
