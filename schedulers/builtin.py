@@ -18,7 +18,7 @@ from ktir.ir.operation import Module, Operation
 from ktir.targets.schema import Target
 
 from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
-from .canonical import with_tile_start
+from .canonical import transposes_as_views, with_tile_start
 from .cost import Bound, figures, roofline_bound
 from .emit_attention import AttentionMatch, emit_attention, match_attention
 from .emit_matmul import emit_matmul
@@ -216,7 +216,15 @@ class StrategyScheduler:
     def schedule(self, module: Module, target: Target, options: ScheduleOptions) -> ScheduleResult:
         start = time.perf_counter()
         given = module
-        module = with_tile_start(module, function_of(module, options.func))
+        # the forms the classes read (same memory effects): transposed reads as transposed views,
+        # a row loop from 0 as one from the tile id
+        canon = module
+        for _ in range(3):  # A^T B^T: the transpose becomes a load, then the product's other operand
+            turned = transposes_as_views(canon, function_of(canon, options.func))
+            if turned is canon:
+                break
+            canon = turned
+        module = with_tile_start(canon, function_of(canon, options.func))
         rec = recognise(module, options.sizes, options.func)
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
                                 applied=False)
@@ -224,7 +232,7 @@ class StrategyScheduler:
             found = match_attention(module, options.sizes, options.func)
             if found is not None:
                 return self._attention(found, rec.fn, target, options, report, start)
-            natural = natural_reason_or_kernel(*prune(given, function_of(given, options.func)), options.sizes)
+            natural = natural_reason_or_kernel(*prune(canon, function_of(canon, options.func)), options.sizes)
             if isinstance(natural, NaturalKernel) and natural.splittable():
                 return self._natural(natural, target, options, report, start)
             if isinstance(natural, NaturalKernel):

@@ -95,7 +95,15 @@ def _whole_load(defs: dict[str, Operation], value: str, module: Module) -> tuple
     t = named(tile).result_type("result")
     if not isinstance(t, ty.AccessTileType) or list(t.shape) != sizes or named(tile).operands("symbol_operands"):
         return None
-    if any(_const(defs.get(i)) != 0 for i in named(tile).operands("indices")) or "base_map" in tile.attributes:
+    indices = [_const(defs.get(i)) for i in named(tile).operands("indices")]
+    if any(i is None for i in indices):
+        return None
+    ints = [int(i or 0) for i in indices]
+    base = tile.attributes.get("base_map")
+    if isinstance(base, at.AffineMapAttr):  # the subscripts are base_map of the operands
+        nd = base.value.num_dims
+        ints = [af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results]
+    if ints != [0] * len(sizes):
         return None
     if not _is_identity(module, tile.attributes.get("access_tile_order"), len(sizes)):
         return None

@@ -393,3 +393,29 @@ def row_sum(R: int, C: int, dtype: str = "f32", name: str = "row_sum") -> Module
                      ["parallel", "reduction"], lambda k, v: [k.op("arith.addf", v[1], v[0])], init=k.fill(0.0, [R, 1]))
     k.store(s, k.view("y", [R, 1], "f32"))
     return k.done()
+
+
+def matmul_transposed(M: int, N: int, K: int, ta: bool, tb: bool, dtype: str = "bf16", init: float = 0.0,
+                      spelling: str = "named", name: str = "matmul_t") -> Module:
+    """C = init + op(A) op(B) with A stored [K, M] when `ta` and B stored [N, K] when `tb`, in f32,
+    stored in `dtype`. `spelling`: "named" (linalg.matmul_transpose_a/b; both transposed: a
+    linalg.transpose of A, then matmul_transpose_b), "maps" (linalg.matmul with indexing_maps,
+    spelled out even when they are the default ones)."""
+    k = Kernel(name, ["a", "b", "c"])
+    a = k.load(k.view("a", [K, M] if ta else [M, K], dtype))
+    b = k.load(k.view("b", [N, K] if tb else [K, N], dtype))
+    acc = k.fill(init, [M, N])
+    if spelling == "maps":
+        m, n, kk = af.dim(0), af.dim(1), af.dim(2)
+        maps = [(kk, m) if ta else (m, kk), (n, kk) if tb else (kk, n), (m, n)]
+        attrs = {"indexing_maps": at.ArrayAttr(elements=tuple(
+            at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=r)) for r in maps))}
+        c = k.named("linalg.matmul", [a, b], acc, **attrs)
+    elif ta and tb:
+        at_ = k.named("linalg.transpose", [a], k.empty([M, K], dtype), permutation=at.i64_array([1, 0]))
+        c = k.named("linalg.matmul_transpose_b", [at_, b], acc)
+    else:
+        op = "linalg.matmul_transpose_a" if ta else "linalg.matmul_transpose_b" if tb else "linalg.matmul"
+        c = k.named(op, [a, b], acc)
+    k.store(k.cast(c, dtype), k.view("c", [M, N], dtype))
+    return k.done()
