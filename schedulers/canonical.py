@@ -172,6 +172,40 @@ def _contraction_transposes(module: Module, op: Operation) -> tuple[bool, bool] 
     return a == [k, m], b == [n, k]
 
 
+def _permutation(module: Module, op: Operation) -> tuple[str, list[int]] | None:
+    """(input, perm) when `op` only permutes its input's dimensions (result dimension i is input
+    dimension perm[i]): a `linalg.transpose`, or a `linalg.generic` whose body yields its input
+    element, every loop parallel, its output indexed by the loops in order."""
+    from ktir.dialects.access import named
+
+    from .dependence import generic_view
+
+    if op.name == "linalg.transpose":
+        return named(op).operand("input"), [int(v) for v in getattr(op.attributes.get("permutation"), "values", ())]
+    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != 2:
+        return None
+    view = generic_view(module, op)
+    if isinstance(view, str) or view.reduced() or view.inputs != 1:
+        return None
+    block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+    if block is None or len(block.operations) != 1 or block.operations[0].operands != [block.arguments[0].name]:
+        return None
+    src, out = view.maps
+    if out != af.AffineMap.identity(view.loops) or not all(isinstance(e, af.Dim) for e in src.results):
+        return None
+    sigma = [e.position for e in src.results if isinstance(e, af.Dim)]
+    if sorted(sigma) != list(range(view.loops)):
+        return None
+    perm = [0] * view.loops
+    for j, d in enumerate(sigma):  # input dimension j is loop (= output dimension) sigma[j]
+        perm[d] = j
+    t_in, t_out = op.operand_types[0], op.result_types[0]
+    if not isinstance(t_in, ty.TensorType) or not isinstance(t_out, ty.TensorType) or \
+            t_in.element_type != t_out.element_type:
+        return None
+    return op.operands[0], perm
+
+
 def transposes_as_views(module: Module, fn: Operation) -> Module:
     """`module` with transposed reads of whole loaded tensors read through transposed views
     instead: a `linalg.transpose` of a loaded tensor, and a transposed operand of a 2-D
@@ -194,9 +228,9 @@ def transposes_as_views(module: Module, fn: Operation) -> Module:
                 uses[v] = uses.get(v, 0) + 1
     plans: dict[int, tuple[list[tuple[int, list[int]]], str]] = {}  # op -> ((operand, perm), ...), new name
     for op in body:
-        if op.name == "linalg.transpose":
-            src = named(op).operand("input")
-            perm = [int(v) for v in getattr(op.attributes.get("permutation"), "values", ())]
+        moved = _permutation(module, op)
+        if moved is not None:
+            src, perm = moved
             if uses.get(src) == 1 and _whole_load(defs, src, module) is not None:
                 plans[id(op)] = ([(0, perm)], "")
         elif op.name in CONTRACTIONS and op.name != "linalg.dot":
@@ -223,8 +257,8 @@ def transposes_as_views(module: Module, fn: Operation) -> Module:
             result.append(op)
             continue
         which, rename = plan
-        if op.name == "linalg.transpose":  # the transposed tensor is loaded as it is
-            src = named(op).operand("input")
+        if _permutation(out, op) is not None:  # the transposed tensor is loaded as it is
+            src = op.operands[0]
             load, tile, view = _whole_load(new_defs, src, out)  # type: ignore[misc]
             result += _permuted(view, tile, load, which[0][1], op.results[0], taken)
             continue

@@ -399,8 +399,9 @@ def matmul_transposed(M: int, N: int, K: int, ta: bool, tb: bool, dtype: str = "
                       spelling: str = "named", name: str = "matmul_t") -> Module:
     """C = init + op(A) op(B) with A stored [K, M] when `ta` and B stored [N, K] when `tb`, in f32,
     stored in `dtype`. `spelling`: "named" (linalg.matmul_transpose_a/b; both transposed: a
-    linalg.transpose of A, then matmul_transpose_b), "maps" (linalg.matmul with indexing_maps,
-    spelled out even when they are the default ones)."""
+    linalg.transpose of A, then matmul_transpose_b), "generic" (the same, A transposed by a
+    linalg.generic), "maps" (linalg.matmul with indexing_maps, spelled out even when they are
+    the default ones)."""
     k = Kernel(name, ["a", "b", "c"])
     a = k.load(k.view("a", [K, M] if ta else [M, K], dtype))
     b = k.load(k.view("b", [N, K] if tb else [K, N], dtype))
@@ -411,8 +412,12 @@ def matmul_transposed(M: int, N: int, K: int, ta: bool, tb: bool, dtype: str = "
         attrs = {"indexing_maps": at.ArrayAttr(elements=tuple(
             at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=r)) for r in maps))}
         c = k.named("linalg.matmul", [a, b], acc, **attrs)
-    elif ta and tb:
-        at_ = k.named("linalg.transpose", [a], k.empty([M, K], dtype), permutation=at.i64_array([1, 0]))
+    elif ta and tb:  # A transposed first: by linalg.transpose ("named"), or by a generic that permutes ("generic")
+        if spelling == "generic":
+            (at_,) = k.generic([a], [M, K], [amap(2, 1, 0), amap(2, 0, 1)], ["parallel"] * 2, lambda kk, v: [v[0]],
+                               dtype)
+        else:
+            at_ = k.named("linalg.transpose", [a], k.empty([M, K], dtype), permutation=at.i64_array([1, 0]))
         c = k.named("linalg.matmul_transpose_b", [at_, b], acc)
     else:
         op = "linalg.matmul_transpose_a" if ta else "linalg.matmul_transpose_b" if tb else "linalg.matmul"

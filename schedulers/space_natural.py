@@ -46,6 +46,8 @@ class NaturalSpace:
             self.cut.append(self.kclass)
             self.perms = [(*p, n) for p in self.perms]
         self._live = _liveness(k)
+        self._candidates: Columns | None = None
+        self._evaluated: Evaluated | None = None
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
         self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
                         for c in self.cut]
@@ -100,19 +102,31 @@ class NaturalSpace:
     # ------------------------------------------------------------ the strategies' interface
 
     def candidates(self) -> Columns:
+        """Every combination of the dimensions' (tiles, block) options whose grid fits the target,
+        in every loop order (computed once; callers must not modify the columns)."""
+        if self._candidates is not None:
+            return self._candidates
         if not self.cut:
-            return {"perm": np.zeros(1, np.int64)}
-        idx = np.array(list(itertools.product(*(range(len(o)) for o in self.options))), dtype=np.int64)
+            self._candidates = {"perm": np.zeros(1, np.int64)}
+            return self._candidates
+        # the product built one dimension at a time, dropping grids larger than the target as it grows
+        idx = np.zeros((1, 0), dtype=np.int64)
+        grid = np.ones(1, dtype=np.int64)
+        for opts in self.options:
+            g = np.array([o[0] for o in opts], dtype=np.int64)
+            n = len(opts)
+            grid = np.repeat(grid, n) * np.tile(g, len(idx))
+            idx = np.hstack([np.repeat(idx, n, axis=0), np.tile(np.arange(n, dtype=np.int64), len(idx))[:, None]])
+            keep = grid <= self.fig.tiles
+            idx, grid = idx[keep], grid[keep]
         cols: Columns = {}
         for i, opts in enumerate(self.options):
             arr = np.array(opts, dtype=np.int64)
             cols[f"g{i}"], cols[f"b{i}"] = arr[idx[:, i], 0], arr[idx[:, i], 1]
-        grid = np.prod([cols[f"g{i}"] for i in range(len(self.cut))], axis=0)
-        keep = grid <= self.fig.tiles
-        cols = {n: v[keep] for n, v in cols.items()}
-        n = len(next(iter(cols.values())))
+        n = len(idx)
         out: Columns = {name: np.tile(v, len(self.perms)) for name, v in cols.items()}
         out["perm"] = np.repeat(np.arange(len(self.perms), dtype=np.int64), n)
+        self._candidates = out
         return out
 
     def _blk(self, c: Columns, cls: int) -> np.ndarray | float:
@@ -121,6 +135,13 @@ class NaturalSpace:
         return float(self.k.extent[cls])
 
     def evaluate(self, c: Columns) -> Evaluated:
+        if c is self._candidates:  # the whole table is costed once
+            if self._evaluated is None:
+                self._evaluated = self._evaluate(c)
+            return self._evaluated
+        return self._evaluate(c)
+
+    def _evaluate(self, c: Columns) -> Evaluated:
         k = self.k
         size = len(c["perm"])
         n_cut = len(self.cut)

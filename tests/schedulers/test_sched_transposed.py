@@ -29,7 +29,7 @@ def _parsed(m: ktir.Module) -> ktir.Module:
     return ktir.parse(text, "mm.ktir")
 
 
-@pytest.mark.parametrize("spelling", ["named", "maps"])
+@pytest.mark.parametrize("spelling", ["named", "maps", "generic"])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("scheduler", ["baseline", "exact"])
 def test_every_transposition_is_a_matmul_and_right(ta: bool, tb: bool, spelling: str, scheduler: str,
