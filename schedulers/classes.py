@@ -123,11 +123,11 @@ class AttentionClass:
                      {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim})
 
     def examples(self) -> Sequence[Module]:
-        import ktir
+        from ktir.syntax.parser import parse
 
         from .emit_attention import attention_text
 
-        return [ktir.parse(attention_text(2, 128, 64, "bf16", causal=True), "attention.ktir")]
+        return [parse(attention_text(2, 128, 64, "bf16", causal=True), "attention.ktir")]
 
 
 class MatmulClass:
@@ -172,11 +172,11 @@ class RowClass:
                      [k.fixed_block] if k.fixed_block else [])
 
     def examples(self) -> Sequence[Module]:
-        import ktir
+        from ktir.syntax.parser import parse
 
         from . import naive
 
-        return [ktir.parse(naive.softmax(256, 512, "f16"), "softmax.ktir")]
+        return [parse(naive.softmax(256, 512, "f16"), "softmax.ktir")]
 
 
 class NaturalClass:
