@@ -324,6 +324,14 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
         if rest:
             d.add_row(str(rest), f"({len(tally.declines) - args.reasons} other reasons)")
         console.print(d)
+    w = Table(title="kernels with a parallel dim >= 64, per kind: divided / on one tile / declined / failed")
+    w.add_column("kind")
+    for name in names:
+        w.add_column(name, justify="right")
+    for kind in sorted(c.kinds):
+        w.add_row(kind, *["/".join(str(c.tallies[n].by_kind[kind, x]) for x in ("divided", "one tile", "declined",
+                                                                                  "failed")) for n in names])
+    console.print(w)
     k = Table(title="coverage: kernels per kind")
     for col in ("kind", "kernels", "with a parallel dim >= 64"):
         k.add_column(col, justify="left" if col == "kind" else "right")
@@ -345,7 +353,9 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
         console.print(f"saved {len(c.saved)} wrong, racy or crashing outcomes to {save}")
     return {"seeds": [seed, seed + args.random - 1], "seconds": elapsed,
             "schedulers": {n: {"counts": dict(c.tallies[n].counts), "divisible": c.tallies[n].divisible,
-                               "divided": c.tallies[n].divided, "declines": dict(c.tallies[n].declines)} for n in names},
+                               "divided": c.tallies[n].divided, "declines": dict(c.tallies[n].declines),
+                               "by_kind": {f"{k}: {x}": v for (k, x), v in c.tallies[n].by_kind.items()}}
+                           for n in names},
             "kinds": dict(c.kinds), "features": dict(c.features), "generator_mismatches": c.generator_mismatches}
 
 
