@@ -286,7 +286,8 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
     seed = args.seed if args.seed is not None else 0
     seeds = range(seed, seed + args.random)
     save = Path(args.save) if args.save else None
-    command = "python benchmarks/bench_schedule.py --random 1 --seed SEED --schedulers {scheduler}"
+    command = "python benchmarks/bench_schedule.py --random 1 --seed SEED --schedulers {scheduler}" + (
+        f" --kinds {' '.join(args.kinds)}" if args.kinds else "")
     start = time.perf_counter()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("generating", total=args.random)
@@ -294,7 +295,7 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
         def step(s: int, kernel: Any) -> None:
             progress.update(task, description=f"seed {s}: {kernel.kind}", advance=1)
 
-        c = run_campaign(seeds, target, names, args.budget, save, command, step)
+        c = run_campaign(seeds, target, names, args.budget, save, command, step, args.kinds)
     elapsed = time.perf_counter() - start
     t = Table(title=f"{args.random} random natural kernels (seeds {seed}..{seed + args.random - 1}) on {target.name}"  # type: ignore[attr-defined]
               f", {elapsed:.0f} s")
@@ -430,6 +431,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, help="first seed of --random (default 0); the seed of --real (default: fresh)")
     ap.add_argument("--save", metavar="DIR", help="--random: where to save wrong, racy and crashing kernels")
     ap.add_argument("--schedulers", nargs="*", metavar="NAME", help="--random: only these schedulers")
+    ap.add_argument("--kinds", nargs="*", metavar="KIND", help="--random: only these kinds of kernels (in turn)")
     ap.add_argument("--reasons", type=int, default=12, help="--random: decline reasons listed per scheduler")
     args = ap.parse_args()
     import os

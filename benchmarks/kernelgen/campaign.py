@@ -153,16 +153,16 @@ class Campaign:
 
 
 def run_campaign(seeds: Sequence[int], target: Any, names: Sequence[str], budget: float, save: Path | None,
-                 command: str, step: Any = None) -> Campaign:
+                 command: str, step: Any = None, kinds: Sequence[str] | None = None) -> Campaign:
     """Generate the kernel of each seed, check it against its oracle, schedule it with every
     scheduler and judge each result; wrong, racy and crashing outcomes are saved to `save`.
-    `step(seed, kernel)` is called before each kernel (progress)."""
+    `step(seed, kernel)` is called before each kernel (progress); `kinds` narrows the kinds (in turn)."""
     from . import random_kernel
     from .verdict import GeneratorMismatch, check_generator
 
     c = Campaign(list(names), {n: Tally() for n in names})
     for seed in seeds:
-        kernel = random_kernel(seed)
+        kernel = random_kernel(seed, kinds) if kinds else random_kernel(seed)
         if step is not None:
             step(seed, kernel)
         c.add_kernel(kernel)
