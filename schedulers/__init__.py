@@ -69,7 +69,6 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
 
     from . import cache
     from .api import ScheduleOptions
-    from .check import check_schedule
     from .registry import builtin_schedulers, get
 
     start = time.perf_counter()
@@ -83,12 +82,35 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
                                    f"{result.report.schedule_seconds:.3f} s")
         result.report.schedule_seconds = time.perf_counter() - start
     else:
-        result = chosen.schedule(module, target, opts)
+        result = proven(module, chosen.schedule(module, target, opts), opts)
         if key is not None:
             cache.store(key, result)
-    if opts.check:
+    if opts.check:  # the interpreter is imported only when asked for
+        from .check import check_schedule
+
         check_schedule(module, result, opts)
     return result
+
+
+def proven(module: Module, result: ScheduleResult, options: ScheduleOptions) -> ScheduleResult:
+    """`result` if its rewrite is proven legal (`schedulers.proof`), else the input unchanged with the reason.
+
+    Every scheduler's output goes through the same proof, a plugin's as well as a built-in's:
+    a schedule that races or loses an output element is never returned."""
+    from .api import ScheduleResult
+    from .proof import prove
+
+    report = result.report
+    if not report.applied:
+        return result
+    why = prove(module, result.module, options.sizes, options.func)
+    if why is None:
+        report.notes.append("legality proven exactly (isl): each output element is written by one tile, no tile "
+                            "reads what another writes, and the input's outputs are all written")
+        return result
+    report.applied = False
+    report.reason = f"the schedule could not be proven legal, so the input is returned unchanged: {why}"
+    return ScheduleResult(module, report)
 
 
 def supported_ops() -> Mapping[str, Iterable[str]]:

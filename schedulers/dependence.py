@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.registry import OPS, lookup
+from ktir.dialects.structure import IterationSpace, iteration_space
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -33,20 +35,9 @@ from ktir.ir.affine_text import format_expr
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation
 
-# named contractions and their einsum form (as the interpreter reads them)
-CONTRACTIONS = {
-    "linalg.matmul": "mk,kn->mn",
-    "linalg.batch_matmul": "bmk,bkn->bmn",
-    "linalg.matmul_transpose_a": "km,kn->mn",
-    "linalg.matmul_transpose_b": "mk,nk->mn",
-    "linalg.batch_matmul_transpose_b": "bmk,bnk->bmn",
-    "linalg.matvec": "mn,n->m",
-    "linalg.dot": "n,n->",
-}
-_NAMED_ELEMENTWISE = frozenset(
-    f"linalg.{n}" for n in ("add", "sub", "mul", "div", "max", "min", "powf", "exp", "log", "abs", "ceil", "floor",
-                            "negf", "reciprocal", "round", "sqrt", "rsqrt", "square", "tanh", "erf", "copy", "map"))
-_SHAPE_ONLY_OUTS = frozenset({"linalg.fill", "linalg.transpose", "linalg.broadcast"}) | _NAMED_ELEMENTWISE
+# named contractions and their einsum form, from the op definitions (`ktir.dialects.structure`)
+CONTRACTIONS = {d.name: d.structure.einsum for d in OPS.values()
+                if d.structure is not None and d.structure.kind == "contraction"}
 
 
 def where(op: Operation) -> str:
@@ -138,10 +129,15 @@ def analyse(module: Module, ops: Iterable[Operation], types: dict[str, Type] | N
         for inner in op.walk():
             g.types.update(zip(inner.operands, inner.operand_types, strict=False))
             g.types.update(zip(inner.results, inner.result_types, strict=False))
+            if inner.name == "scf.for":
+                g.types.update((a.name, a.type) for a in inner.regions[0].blocks[0].arguments)
             if inner.name == "tensor.empty":
                 g.empties.update(inner.results)
     for op in ops:
-        _tie_op(g, op)
+        if op.name == "scf.for":
+            _tie_loop(g, op)
+        else:
+            _tie_op(g, op)
     for value, vt in g.types.items():
         dims = g.dims(value) if shape(vt) else []
         roots = [g.find(n) for n in dims]
@@ -150,6 +146,25 @@ def analyse(module: Module, ops: Iterable[Operation], types: dict[str, Type] | N
             if j != i and value not in g.empties:
                 g.block(dims[i], f"dimensions {j} and {i} of {value} index the same iteration (a diagonal)")
     return g
+
+
+def _tie_loop(g: DimGraph, op: Operation) -> None:
+    """A loop's body ops, and what it carries: each init, iter_arg, yielded value and result
+    is one tensor over the same iterations (position by position)."""
+    body = op.regions[0].blocks[0]
+    for inner in body.operations:
+        if inner.name == "scf.for":
+            _tie_loop(g, inner)
+        elif inner.name != "scf.yield":
+            _tie_op(g, inner)
+    term = body.operations[-1] if body.operations and body.operations[-1].name == "scf.yield" else None
+    inits = op.operands[3:]
+    for i, a in enumerate(body.arguments[1:]):
+        group = [a.name, inits[i] if i < len(inits) else None, op.results[i] if i < len(op.results) else None,
+                 term.operands[i] if term is not None and i < len(term.operands) else None]
+        tensors = [v for v in group if v is not None and shape(g.types.get(v)) is not None and v not in g.empties]
+        if len(tensors) > 1:
+            _positionwise(g, op, tensors)
 
 
 def _tensors(op: Operation) -> list[str]:
@@ -231,49 +246,53 @@ def _tie_op(g: DimGraph, op: Operation) -> None:
     if name.startswith(("arith.", "math.")):
         _positionwise(g, op, tensors)
         return
+    if name == "tensor.splat":  # a scalar broadcast to a tensor: every element the same
+        return
     ins, outs = _segments(op)
-    if name in _NAMED_ELEMENTWISE or name == "linalg.fill":
-        group = [v for v in ins if isinstance(g.types.get(v), ty.TensorType)] + _live(g, outs) + op.results
-        if group:
-            _positionwise(g, op, group)
-        _payload(g, op, [])
+    view = generic_view(g.module, op, len(ins))
+    if isinstance(view, str):
+        _block_all(g, op, f"is not modelled by the dependence check ({view})")
         return
-    if name == "linalg.generic":
-        _generic(g, op, ins, outs)
-        return
-    if name == "linalg.reduce":
-        red = set(_ints(op.attributes.get("dimensions")))
-        for x, init, res in zip(ins, outs, op.results, strict=False):
-            kept = [n for d, n in enumerate(g.dims(x)) if d not in red]
-            for d, n in enumerate(g.dims(x)):
-                if d in red:
-                    g.block(n, f"linalg.reduce{where(op)} reduces over this dimension (dimensions = {sorted(red)})")
-            for a, b in zip(kept, g.dims(res), strict=False):
-                g.tie(a, b, op)
-            if init not in g.empties:
-                _positionwise(g, op, [init, res])
-        _payload(g, op, [])
-        return
-    if name == "linalg.transpose":
-        perm = _ints(op.attributes.get("permutation"))
-        src = g.dims(ins[0])
-        for res in op.results + _live(g, outs):
-            for i, n in enumerate(g.dims(res)):
-                g.tie(n, src[perm[i]], op)
-        return
-    if name == "linalg.broadcast":
-        added = set(_ints(op.attributes.get("dimensions")))
-        for res in op.results:
-            kept = [n for i, n in enumerate(g.dims(res)) if i not in added]
-            for n, m in zip(kept, g.dims(ins[0]), strict=False):
-                g.tie(n, m, op)
-        for o in _live(g, outs):
-            _positionwise(g, op, [o, *op.results])
-        return
-    if name in CONTRACTIONS:
-        _contraction(g, op, ins, outs)
-        return
-    _block_all(g, op, "is not modelled by the dependence check")
+    _structured(g, op, view, ins, outs)
+
+
+def generic_view(module: Module, op: Operation, inputs: int | None = None) -> IterationSpace | str:
+    """The op as a `linalg.generic` (`ktir.dialects.structure`), from the facts its definition declares."""
+    d = lookup(op.name)
+    if d is None or d.structure is None:
+        return f"{op.name} declares no iteration structure"
+    if inputs is None:
+        inputs = len(_segments(op)[0])
+    return iteration_space(op, d.structure, inputs, lambda a: resolve(module, a))
+
+
+def _reason(op: Operation, view: IterationSpace, j: int) -> str:
+    """Why loop j of a structured op cannot be cut: it reduces, in the op's own terms."""
+    kind = lookup(op.name).structure.kind  # type: ignore[union-attr]
+    if kind == "reduce":
+        return f"{op.name}{where(op)} reduces over this dimension (dimensions = {_ints(op.attributes.get('dimensions'))})"
+    if kind == "contraction":
+        return f"{op.name}{where(op)} contracts (reduces over) this dimension"
+    return f"{op.name}{where(op)} reduces over this dimension (iterator_types[{j}] = reduction)"
+
+
+def _structured(g: DimGraph, op: Operation, view: IterationSpace, ins: list[str], outs: list[str]) -> None:
+    """Tie every operand dimension to the loop its indexing map names; block reduced loops and
+    dimensions indexed by anything but a loop; read the payload."""
+    operands = [*ins, *outs]
+    loops = _loop_dims(g, op, operands, list(view.maps), view.loops)
+    for j in view.reduced():
+        g.block(loops[j], _reason(op, view, j))
+    for v, m in zip(ins, view.maps, strict=False):
+        if isinstance(g.types.get(v), ty.TensorType):
+            _index(g, op, v, m, loops)
+    out_maps = view.maps[len(ins):]
+    for v, m in zip(outs, out_maps, strict=False):
+        if v not in g.empties:
+            _index(g, op, v, m, loops)
+    for r, m in zip(op.results, out_maps, strict=False):
+        _index(g, op, r, m, loops)
+    _payload(g, op, loops)
 
 
 def _maps(g: DimGraph, op: Operation) -> list[af.AffineMap] | None:
@@ -319,28 +338,6 @@ def _dims_in(e: af.AffineExpr) -> set[int]:
     return found
 
 
-def _generic(g: DimGraph, op: Operation, ins: list[str], outs: list[str]) -> None:
-    maps = _maps(g, op)
-    iters = [str(getattr(resolve(g.module, e), "value", e)) for e in getattr(op.attributes.get("iterator_types"), "elements", ())]
-    if maps is None or len(maps) != len(ins) + len(outs):
-        _block_all(g, op, "has indexing maps the check cannot read")
-        return
-    loops = _loop_dims(g, op, ins + outs, maps, len(iters))
-    for j, kind in enumerate(iters):
-        if "reduction" in kind:
-            g.block(loops[j], f"linalg.generic{where(op)} reduces over this dimension (iterator_types[{j}] = reduction)")
-    for v, m in zip(ins, maps, strict=False):
-        if isinstance(g.types.get(v), ty.TensorType):
-            _index(g, op, v, m, loops)
-    out_maps = maps[len(ins):]
-    for v, m in zip(outs, out_maps, strict=False):
-        if v not in g.empties:
-            _index(g, op, v, m, loops)
-    for r, m in zip(op.results, out_maps, strict=False):
-        _index(g, op, r, m, loops)
-    _payload(g, op, loops)
-
-
 def _payload(g: DimGraph, op: Operation, loops: list[int]) -> None:
     """Payload ops: `linalg.index` reads a position; a tensor read inside reads any element."""
     for region in op.regions:
@@ -354,31 +351,6 @@ def _payload(g: DimGraph, op: Operation, loops: list[int]) -> None:
                                     f"position along loop dimension {d}")
                     elif _tensors(nested):
                         _block_all(g, nested, f"inside {op.name}{where(op)} reads a tensor element by element")
-
-
-def _contraction(g: DimGraph, op: Operation, ins: list[str], outs: list[str]) -> None:
-    maps = _maps(g, op)
-    if maps:
-        specs = ["".join("abcdefghijklmnopqrstuvwxyz"[e.position] if isinstance(e, af.Dim) else "?" for e in m.results)
-                 for m in maps]
-        if any("?" in s for s in specs) or len(specs) != 3:
-            _block_all(g, op, "has indexing maps that are not projected permutations")
-            return
-    else:
-        lhs, out = CONTRACTIONS[op.name].split("->")
-        specs = [*lhs.split(","), out]
-    letters: dict[str, int] = {}
-    for v, spec in zip([*ins, *outs, *op.results], [*specs, specs[2]], strict=False):
-        if v in g.empties:
-            continue
-        for ch, n in zip(spec, g.dims(v), strict=False):
-            if ch in letters:
-                g.tie(n, letters[ch], op)
-            else:
-                letters[ch] = n
-    for ch, n in letters.items():
-        if ch not in specs[2]:
-            g.block(n, f"{op.name}{where(op)} contracts (reduces over) this dimension")
 
 
 def row_split_reason(module: Module, before: list[Operation], loop: Operation, rows: int) -> str | None:

@@ -43,8 +43,9 @@ class ReductionPlan:
     op: Operation  # the reduction R
     cls: int  # the class split over tiles
     combiner: str
-    init: str  # R's init value (an identity fill)
+    init: str  # R's init value (any value not depending on the split dimension)
     everyone: bool = False  # all-reduce: every tile runs what follows R on its own (single) block
+    identity: bool = True  # the init is the combiner's identity (else partials start from it, and it is applied once)
 
 
 def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
@@ -67,17 +68,18 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
             why = f"{r.name}{where(r)} does not combine with one of {', '.join(COMBINERS)}"
             continue
         init = r.operands[-1]
+        if c in k.deps.get(init, frozenset()):
+            why = f"the init of {r.name}{where(r)} is computed along the dimension it reduces"
+            continue
         fill = defs.get(init)
         value = _fill_value(fill, defs) if fill is not None else None
-        if value is None or value != COMBINERS[combiner][0]:
-            why = f"the init of {r.name}{where(r)} is not the identity of {combiner}"
-            continue
+        identity = value is not None and value == COMBINERS[combiner][0]
         # what uses R's result must not read the split dimension otherwise
         later = _after_values(r, body)
         bad = next((op for op in body if any(v in later for v in op.operands)
                     and any(v not in later and c in k.deps.get(v, frozenset()) for v in op.operands)), None)
         if bad is None:
-            return ReductionPlan(r, c, combiner, init)
+            return ReductionPlan(r, c, combiner, init, identity=identity)
         # every op but R is parallel along c (R alone blocks it): what follows R can run on each
         # tile's own block once the total is everywhere, unless a store would not be split
         whole = next((a.op for a in k.accesses if a.stored and c not in k.graph.classes(a.value)), None)
@@ -85,7 +87,7 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
             why = (f"{bad.name}{where(bad)} reads the reduced dimension beside the result of {r.name}{where(r)}, "
                    f"and {whole.name}{where(whole)} stores a value every tile would hold")
             continue
-        return ReductionPlan(r, c, combiner, init, everyone=True)
+        return ReductionPlan(r, c, combiner, init, everyone=True, identity=identity)
     return why
 
 
@@ -105,18 +107,41 @@ def _combiner(op: Operation) -> str | None:
 
 
 def _fill_value(fill: Operation, defs: dict[str, Operation]) -> float | None:
-    if fill.name != "linalg.fill":
+    """The value every element of a tensor holds when it is a fill, a splat or a splat constant."""
+    if fill.name == "arith.constant":
+        value = fill.attributes.get("value")
+        if isinstance(value, at.DenseAttr) and value.is_splat and isinstance(value.values, int | float):
+            return float(value.values)
+        return None
+    if fill.name not in ("linalg.fill", "tensor.splat"):
         return None
     const = defs.get(fill.operands[0])
     value = const.attributes.get("value") if const is not None and const.name == "arith.constant" else None
     return float(value.value) if isinstance(value, at.FloatAttr) else None
 
 
+def _identity_init(b: Builder, plan: ReductionPlan, acc_t: ty.TensorType) -> Value:
+    """What each tile's partial starts from: the init itself when it is the identity, else a
+    fill of the identity (the init is then applied once, to the combined total)."""
+    if plan.identity:
+        return Value(plan.init, acc_t)
+    value = b.constant(COMBINERS[plan.combiner][0], acc_t.element_type)
+    return b.fill(value, b.empty(acc_t))
+
+
+def _apply_init(b: Builder, plan: ReductionPlan, total: Value) -> Value:
+    """The combined total with a non-identity init folded in, once."""
+    if plan.identity:
+        return total
+    assert isinstance(total.type, ty.TensorType)
+    return b.dps(COMBINERS[plan.combiner][1], [total, Value(plan.init, total.type)], [b.empty(total.type)])
+
+
 def reduction_kernel(k: NaturalKernel, plan: ReductionPlan) -> NaturalKernel:
     """The kernel as the schedule space sees it: the split dimension is the only one cut
     (all-reduced: in one block per tile)."""
     free = {c: (["kept whole"] if c != plan.cls else []) for c in k.classes}
-    return replace(k, free=free, one_block=plan.cls if plan.everyone else None)
+    return replace(k, free=free, one_block=plan.cls if plan.everyone else None, whole_blocks=True, chunk=None)
 
 
 def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: ReductionPlan) -> Module:
@@ -150,16 +175,18 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
             if where_ == "top":
                 pl.place(op, copy)
         lo = b.arith.muli(tid, b.constant(bb, INDEX))
-        with b.for_(lo, b.constant(E, INDEX), b.constant(gg * bb, INDEX), [Value(plan.init, acc_t)]) as (iv, acc):
+        start = _identity_init(b, plan, acc_t)
+        with b.for_(lo, b.constant(E, INDEX), b.constant(gg * bb, INDEX), [start]) as (iv, acc):
             pl.ivs[c] = iv
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
                 if where_ == "loop":
                     pl.place(op, copy, {plan.init: acc.name} if op is r else None)
             b.yield_(Value(pl.copies[pl.orig.index(r)].results[0], acc_t))
         (partial,) = b.last_results
-        total = _combine(b, partial, Value(plan.init, acc_t), gg, COMBINERS[plan.combiner][1])
+        total = _combine(b, partial, start, gg, COMBINERS[plan.combiner][1])
         first = b.cmp("arith.cmpi", "eq", tid, b.constant(0, INDEX))
         with b.if_(first):
+            total = _apply_init(b, plan, total)
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
                 if where_ == "tail":
                     pl.place(op, copy, {r.results[0]: total.name})
@@ -177,12 +204,14 @@ def _emit_all_reduce(pl: Placer, plan: ReductionPlan, parts: list[str], tiles: i
         (tid,) = b.tile_id(1)
         pl.ivs[plan.cls] = b.arith.muli(tid, b.constant(block, INDEX))
         first = feeders(r, pl.orig)
+        start = _identity_init(b, plan, acc_t) if not plan.identity else None
         for early in (True, False):
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
                 if where_ != "tail" and (id(op) in first) == early:
-                    pl.place(op, copy)
-        total = _combine(b, Value(r.results[0], acc_t), Value(plan.init, acc_t), tiles, COMBINERS[plan.combiner][1],
-                         all_reduce=True)
+                    pl.place(op, copy, {plan.init: start.name} if start is not None and op is r else None)
+        total = _combine(b, Value(r.results[0], acc_t), start or Value(plan.init, acc_t), tiles,
+                         COMBINERS[plan.combiner][1], all_reduce=True)
+        total = _apply_init(b, plan, total)
         for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
             if where_ == "tail":
                 pl.place(op, copy, {r.results[0]: total.name})

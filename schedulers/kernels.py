@@ -80,6 +80,7 @@ class MatmulKernel:
     c: Operand
     name: str
     kind: str = "matmul"
+    init: float = 0.0  # every element of C starts from it: C = init + A B
 
     @property
     def macs(self) -> int:
@@ -102,6 +103,9 @@ class RowKernel:
     kind: str = "rowwise"
     # one vector pass per op, as the timeline charges it: (dtype of its first tensor, transcendental, elements per row)
     passes: list[tuple[str, bool, float]] = field(default_factory=list)
+    # why the block of B rows must be kept (the loop index is used as data: a block of other
+    # rows would give all its rows one index); None when blocks may be resized
+    fixed_block: str | None = None
 
 
 @dataclass
@@ -444,7 +448,7 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
         return f"a matmul dimension has size 0 (M={M}, N={N}, K={K}): the kernel touches no elements"
     allowed = {"arith.constant", "arith.muli", "arith.addi", "scf.for", "scf.yield", "tensor.empty", "linalg.fill",
                "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load",
-               "ktdp.store", "linalg.matmul", "arith.truncf", "func.return"}
+               "ktdp.store", "linalg.matmul", "arith.truncf", "func.return", "tensor.splat"}
     extra = sorted({op.name for op in ops} - allowed)
     if extra:
         return f"ops beyond a plain matmul ({', '.join(extra)}): an epilogue is not rewritten"
@@ -478,13 +482,13 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
         reason = _view_reason(module, vop, operand, vals)
         if reason:
             return reason
-    reason = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
-    if reason:
-        return reason
+    init = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
+    if isinstance(init, str):
+        return init
     reason = _straight_matmul_reason(module, fn, mm, stores[0])
     if reason:
         return reason
-    return MatmulKernel(M, N, K, a, b, c, name)
+    return MatmulKernel(M, N, K, a, b, c, name, init=init)
 
 
 def _straight_matmul_reason(module: Module, fn: Operation, mm: Operation, store: Operation) -> str | None:
@@ -551,6 +555,29 @@ def _ambiguous_rows(body: list[Operation], loop: Operation, B: int) -> bool:
     derived from such data could be taken for one."""
     return any(op.name == "ktdp.load" and any(isinstance(t, ty.TensorType) and B in t.shape for t in op.result_types)
                for op in body[:body.index(loop)])
+
+
+_INDEX_ARITH = frozenset({"arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.maxsi", "arith.divui",
+                          "arith.remui", "arith.ceildivsi", "arith.divsi", "arith.remsi", "affine.apply"})
+
+
+def index_as_data(loop: Operation) -> Operation | None:
+    """The first op of the loop's body that uses its index (or index arithmetic on it) other
+    than as a subscript of an access tile: the index is then data, and re-blocking the loop
+    would change what that op computes."""
+    body = loop.regions[0].blocks[0]
+    derived = {body.arguments[0].name}
+    for op in body.operations:
+        for inner in op.walk():
+            if not derived & set(inner.operands):
+                continue
+            if inner.name == "ktdp.construct_access_tile":
+                continue
+            if inner.name in _INDEX_ARITH:
+                derived |= set(inner.results)
+                continue
+            return inner
+    return None
 
 
 def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKernel | str:
@@ -632,14 +659,23 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         return f"the row loop ends at {ub if ub is not None else lv.operand('upper_bound')}, not at the views' {R} rows"
     if R % B:
         return f"{R} rows are not a multiple of the block {B}"
-    if _ambiguous_rows(body, loop, B):
-        return f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are " \
-               "row blocks is ambiguous"
+    # Blocks of other sizes must compute the same rows: when they might not, the input's blocks
+    # are kept and only dealt to the tiles differently (each iteration is independent: no
+    # iter_args, and the proof checks the memory each one touches)
     from .dependence import row_split_reason
 
-    reason = row_split_reason(module, body[:body.index(loop)], loop, B)
-    if reason:
-        return reason
+    fixed = None
+    if _ambiguous_rows(body, loop, B):
+        fixed = (f"a tensor loaded before the row loop has a dimension of {B}, the row block: which tensors are "
+                 "row blocks is ambiguous")
+    fixed = fixed or row_split_reason(module, body[:body.index(loop)], loop, B)
+    data = index_as_data(loop)
+    if fixed is None and data is not None:
+        fixed = f"{op_at(data)} uses the row loop's index {iv} as data"
+    if fixed is not None and R // B < 2:
+        return fixed  # a single block: nothing to divide without changing it
+    if fixed is not None:
+        fixed += f"; each block keeps its {B} row(s), only the tiles that run them change"
     vector: dict[str, float] = {}
     trans: dict[str, float] = {}
     nvec = 0
@@ -675,7 +711,7 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
             if not (isinstance(t, ty.TensorType) and t.has_static_shape):
                 continue
             nbytes = math.prod(int(d or 0) for d in t.shape) * itemsize(t.element_type)
-            if t.shape and t.shape[0] == B and op.name == "ktdp.load":
+            if t.shape and t.shape[0] == B and op.name == "ktdp.load" and fixed is None:
                 return f"a tensor loaded before the row loop has {B} leading rows, like the row block: ambiguous"
             if t.shape and t.shape[0] == B:
                 live += nbytes // B  # made before the loop for its body (scratch, broadcast weights): scales with B
@@ -688,4 +724,4 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
                 return "a load before the row loop does not read a global view of a function argument"
             resident.append(operand)
     return RowKernel(R, B, [s for s, _ in streamed], resident, [o for o, _ in outputs], vector, trans, nvec, live,
-                     resident_bytes, name, passes=passes)
+                     resident_bytes, name, passes=passes, fixed_block=fixed)

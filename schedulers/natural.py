@@ -49,8 +49,62 @@ class Access:
     view: str  # the memory view value
     operand: Operand
     value: str  # the tensor loaded or stored
-    starts: tuple[int, ...]  # view coordinates of the box's first element
+    starts: tuple[int, ...]  # view coordinates of the box's first element (in a loop: at its first iteration)
     stored: bool
+    loop: SeqLoop | None = None  # the sequential loop it is in, when its coordinates follow the loop's index
+    seq: tuple[bool, ...] = ()  # per dimension: moved by the loop's step at each iteration
+    gather: Gather | None = None  # a load through an indirect access tile
+
+
+@dataclass(frozen=True)
+class Gather:
+    """A load through `ktdp.construct_indirect_access_tile` whose intermediate variables are the
+    loaded tensor's dimensions: a block of them is the same tile over the block's variables
+    (each variable shifted by the block's start, a captured value)."""
+
+    indices: tuple[Operand, ...]  # the index views it reads
+    index_views: tuple[str, ...]  # their SSA values
+    index_bytes: tuple[tuple[tuple[int, ...], int], ...]  # per index view: the variables it is read along, itemsize
+    strides: tuple[int, ...]  # per variable: the base view's stride it moves along (GATHERED when read through an index)
+
+
+GATHERED = 1 << 40  # the stride of a dimension read through an index: every element its own run
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A dimension blocked only by reductions over it, looped over in blocks on each tile (a
+    second tiling level, for when it is too long for the scratchpad): the ops along it run in
+    phases, one loop over its blocks per phase, each reduction's partial result carried through
+    its loop. Phase p's loop computes the reductions that need only what phases before it
+    produced, and the stores of such values; what it needs along the dimension is computed again
+    in it (loads included)."""
+
+    cls: int
+    reductions: frozenset[int]  # ids of the reductions over it
+    needed: tuple[frozenset[int], ...]  # per phase loop, in order: ids of the ops it runs
+    phase: dict[int, int]  # id of every op -> the phase of the values it needs (0: the inputs)
+    loop_phases: tuple[int, ...]  # the phase of each loop
+
+    def result_deps(self, op: Operation, d: frozenset[int]) -> frozenset[int]:
+        """A reduction's result is whole along the dimension once its loop is done."""
+        return d - {self.cls} if id(op) in self.reductions else d
+
+
+@dataclass(frozen=True)
+class SeqLoop:
+    """A top-level `scf.for` of constant bounds kept whole (its iterations run in order on each
+    tile): a scan carrying state in iter_args, or a loop over rows whose blocks must not change."""
+
+    op: Operation
+    iv: str
+    lb: int
+    step: int
+    trips: int
+
+    def span(self, start: int, n: int) -> tuple[int, int]:
+        """[first, end) of coordinates a dimension moved by the loop covers over all iterations."""
+        return start, start + (self.trips - 1) * self.step + n
 
 
 @dataclass
@@ -66,6 +120,8 @@ class Step:
     itemsize: int = 4
     strides: tuple[int, ...] = ()  # loads/stores: the view's strides per tensor dimension
     value_dims: tuple[int, ...] = ()  # loads/stores: the class of each tensor dimension, in order
+    repeat: int = 1  # executions per execution of its placement (the trips of a sequential loop it is in)
+    phases: int = 1  # along a chunked dimension: the phase loops it runs in (when the dimension is looped)
 
 
 @dataclass
@@ -87,6 +143,21 @@ class NaturalKernel:
     kloop: tuple[int, Operation, frozenset[int]] | None = None
     kind: str = "natural"
     one_block: int | None = None  # a class cut into exactly one block per tile (an all-reduced split)
+    loops: dict[int, SeqLoop] = field(default_factory=dict)  # id of a top-level scf.for -> how it runs
+    whole_blocks: bool = False  # blocks must divide their extents (no partial last block)
+    chunk: Chunk | None = None  # a reduced dimension that may be looped over in blocks, in phases
+
+    def result_deps(self, op: Operation, d: frozenset[int]) -> frozenset[int]:
+        """The classes a result of `op` depends on when `op` depends on `d`: a looped contraction's
+        or a chunked reduction's result no longer depends on the dimension it reduces."""
+        if self.kloop is not None and op is self.kloop[1]:
+            return d - {self.kloop[0]}
+        return self.chunk.result_deps(op, d) if self.chunk is not None else d
+
+    def ops(self) -> list[Operation]:
+        """Every op of the body in program order, the bodies of sequential loops after their loop
+        (without their terminators)."""
+        return flat(self.fn.regions[0].blocks[0].operations)
 
     def splittable(self) -> list[int]:
         return [c for c in self.classes if not self.free[c] and self.extent[c] > 1]
@@ -95,37 +166,117 @@ class NaturalKernel:
         return f"d{self.classes.index(c)}"
 
 
+def flat(body: list[Operation]) -> list[Operation]:
+    """`body` with each top-level loop followed by the ops of its body (terminator left out)."""
+    out: list[Operation] = []
+    for op in body:
+        out.append(op)
+        if op.name == "scf.for":
+            out += [x for x in op.regions[0].blocks[0].operations if x.name != "scf.yield"]
+    return out
+
+
+def _seq_loop(op: Operation, vals: _Values) -> SeqLoop | str:
+    """A top-level loop the natural form keeps whole, or why it cannot be one."""
+    lv = named(op)
+    lb, ub, step = (vals.const(lv.operand(n)) for n in ("lower_bound", "upper_bound", "step"))
+    if lb is None or ub is None or step is None or step <= 0:
+        return f"{op.name}{where(op)} has bounds or a step that are not constants"
+    body = op.regions[0].blocks[0]
+    for x in body.operations:
+        if x.regions and not x.name.startswith("linalg."):
+            return f"{x.name}{where(x)} nests regions in {op.name}{where(op)}"
+    for a in body.arguments[1:]:
+        if not isinstance(a.type, ty.TensorType):
+            return f"{op.name}{where(op)} carries {a.name} of type {a.type}: only tensors are carried"
+    trips = max(0, -(-(ub - lb) // step))
+    if trips == 0:
+        return f"{op.name}{where(op)} runs no iteration"
+    return SeqLoop(op, body.arguments[0].name, lb, step, trips)
+
+
+def _removable(op: Operation) -> bool:
+    """An op whose only effect is its results: pure by definition, or a linalg op on tensors,
+    or a load (reading has no effect a later op can see)."""
+    from ktir.dialects.registry import lookup
+    from ktir.dialects.traits import PURE
+
+    if op.name in ("ktdp.load", "tensor.empty"):
+        return True
+    if op.name.startswith("linalg.") and op.results and all(isinstance(t, ty.TensorType) for t in op.result_types):
+        return True
+    d = lookup(op.name)
+    return d is not None and d.has_trait(PURE) and not op.regions
+
+
+def prune(module: Module, fn: Operation) -> tuple[Module, Operation]:
+    """`fn` without the top-level ops whose results nothing uses (a dead constant would otherwise
+    be a dimension of the iteration space of its own); the same objects when nothing is dead."""
+    body = fn.regions[0].blocks[0].operations
+    used = {o for op in body for inner in op.walk() for o in inner.operands}
+    dead: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for i, op in enumerate(body):
+            if i in dead or not op.results or set(op.results) & used or not _removable(op):
+                continue
+            dead.add(i)
+            changed = True
+            used = {o for j, x in enumerate(body) if j not in dead for inner in x.walk() for o in inner.operands}
+    if not dead:
+        return module, fn
+    out = module.model_copy(deep=True)
+    name = func_name(fn)
+    new_fn = next(f for f in out.functions() if func_name(f) == name)
+    ops = new_fn.regions[0].blocks[0].operations
+    ops[:] = [op for i, op in enumerate(ops) if i not in dead]
+    return out, new_fn
+
+
 def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, int]) -> NaturalKernel | str:
     """The natural-form kernel of `fn`, or why `fn` is not in that form."""
     name = func_name(fn)
     grid = grid_of(fn)
     if math.prod(grid) != 1:
         return f"the kernel already runs on a grid {list(grid)}"
-    body = fn.regions[0].blocks[0].operations
+    top = fn.regions[0].blocks[0].operations
     allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
-                    "ktdp.get_compute_tile_id"}
+                    "ktdp.get_compute_tile_id", "ktdp.construct_indirect_access_tile"}
+    vals = _Values(fn, sizes)
+    loops: dict[int, SeqLoop] = {}
+    for op in top:
+        if op.name == "scf.for":
+            found_loop = _seq_loop(op, vals)
+            if isinstance(found_loop, str):
+                return found_loop
+            loops[id(op)] = found_loop
+    body = flat(top)
     for op in body:
-        if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")) or op.name == "ktdp.construct_indirect_access_tile":
+        if op.name == "scf.for" and id(op) in loops:
+            continue
+        if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")):
             return f"{op.name}{where(op)} is not straight-line code over whole tensors"
-        if op.regions and not op.name.startswith("linalg."):
+        if op.regions and not op.name.startswith("linalg.") and op.name != "ktdp.construct_indirect_access_tile":
             return f"{op.name}{where(op)} has regions: the natural form is straight-line code"
         if op.name.startswith(("memref.", "func.call")) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
             # memory effects other than whole-tensor loads and stores would run on every tile
             return f"{op.name}{where(op)} reads or writes memory outside ktdp.load/ktdp.store"
-        if op.name != "ktdp.construct_access_tile" and any(isinstance(t, ty.MemRefType) for t in op.operand_types):
+        if op.name not in ("ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile") and \
+                any(isinstance(t, ty.MemRefType) for t in op.operand_types):
             return f"{op.name}{where(op)} works on a memref (buffer) operand"
         if op.name == "ktdp.construct_distributed_memory_view":
             return f"{op.name}{where(op)}: distributed views are outside the natural form"
-    vals = _Values(fn, sizes)
     tid_results = {r for op in body if op.name == "ktdp.get_compute_tile_id" for r in op.results}
     used = {o for op in body for inner in op.walk() for o in inner.operands}
     if tid_results & used:
         return "the kernel reads its tile id: it is already divided by hand"
     accesses: list[Access] = []
+    inside = {id(x): lp for lp in loops.values() for x in lp.op.regions[0].blocks[0].operations}
     for op in body:
         if op.name not in ("ktdp.load", "ktdp.store"):
             continue
-        found = _access(module, op, vals)
+        found = _access(module, op, vals, inside.get(id(op)))
         if isinstance(found, str):
             return found
         accesses.append(found)
@@ -140,10 +291,15 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         for v in ins:
             if v in empties:
                 return f"{op.name}{where(op)} reads {v}, made by tensor.empty (undefined contents)"
-    g = analyse(module, body)
+    g = analyse(module, top)
     for a in accesses:  # a tensor loaded or stored whole at constant coordinates: its dimensions are plain
         if not a.stored and a.value in empties:
             return "a load into an empty tensor"
+        if a.loop is not None:  # a dimension the loop walks: its iterations run in order, kept whole
+            for d, moved in enumerate(a.seq):
+                if moved:
+                    g.block(g.node(a.value, d), f"{a.op.name}{where(a.op)} is indexed along this dimension by "
+                            f"{a.loop.iv}, the index of {a.loop.op.name}{where(a.loop.op)}, whose iterations run in order")
     classes: list[int] = []
     for op in body:
         for v in [*op.operands, *op.results]:
@@ -157,11 +313,12 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         if extent[c] == 0:  # nothing to divide, and a block of 0 elements has no legal shape
             return f"dimension d{i} has size 0: the kernel touches no elements"
     free = {c: g.reasons(c) for c in classes}
-    kloop = _kloop(g, body, empties)
-    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop)
+    kloop = _kloop(g, top, empties)
+    chunk = None if kloop is not None or loops else _chunk(g, top, empties, accesses, free, extent)
+    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside, chunk)
     contiguous: dict[int, int] = {}
     for a in accesses:
-        st = a.operand.layout
+        st = a.gather.strides if a.gather is not None else a.operand.layout
         if st and 1 in st:
             c = g.cls(a.value, st.index(1))
             contiguous[c] = min(contiguous.get(c, 1 << 30), a.operand.itemsize)
@@ -170,7 +327,8 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         for r, t in zip(op.results, op.result_types, strict=False):
             if shape(t) and r not in empties and isinstance(t, ty.TensorType):
                 values.append((r, g.classes(r), itemsize(t.element_type)))
-    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop)
+    return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop,
+                         loops=loops, chunk=chunk)
 
 
 def _ins(op: Operation) -> list[str]:
@@ -198,16 +356,75 @@ def _ins(op: Operation) -> list[str]:
     return ins
 
 
-def _access(module: Module, op: Operation, vals: _Values) -> Access | str:
+def _access(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None = None) -> Access | str:
     try:
-        return _access_of(module, op, vals)
+        return _access_of(module, op, vals, loop)
     except AccessError as e:
         return f"{op.name}{where(op)}: {e}"
 
 
-def _access_of(module: Module, op: Operation, vals: _Values) -> Access | str:
+def _gather_of(module: Module, op: Operation, tile: Operation, vals: _Values) -> Access | str:
+    """A load through an indirect access tile: its variables space is a box in identity order,
+    each direct subscript one variable (coefficient 1) plus constants, each indirect one reads an
+    index view of a function argument at one variable plus constants."""
+    v = named(tile)
+    view = vals.defs.get(v.operand("base"))
+    operand = _operand(view, vals) if view is not None else None
+    if view is None or operand is None:
+        return f"{op.name}{where(op)} does not reach a global view of a function argument"
+    t = v.result_type("result")
+    if not isinstance(t, ty.AccessTileType) or any(d is None for d in t.shape):
+        return f"the indirect access tile of {op.name}{where(op)} has no static shape"
+    dims = tuple(int(d or 0) for d in t.shape)
+    n = len(dims)
+    if v.operands("symbol_operands") or any(vals.const(c) is None for c in v.operands("captured_variables")):
+        return f"the indirect access tile of {op.name}{where(op)} captures values that are not constants"
+    if not _is_identity(module, tile.attributes.get("variables_space_order"), n) or \
+            not _is_box(module, tile.attributes.get("variables_space_set"), dims):
+        return f"the variables space of the indirect access tile of {op.name}{where(op)} is not the box of its shape"
+    kinds = [bool(k) for k in getattr(tile.attributes.get("per_dim_subscript_kinds"), "values", ())]
+    maps = [resolve(module, m) for m in getattr(tile.attributes.get("per_dim_subscript_maps"), "elements", ())]
+    if len(kinds) != len(maps) or not all(isinstance(m, at.AffineMapAttr) for m in maps):
+        return f"the indirect access tile of {op.name}{where(op)} has subscripts the natural form cannot read"
+    idx_views = v.operands("indirect_memrefs")
+    strides = [GATHERED] * n
+    reads: list[tuple[tuple[int, ...], int]] = []
+    index_ops: list[Operand] = []
+    k = 0
+    for i, (kind, m) in enumerate(zip(kinds, maps, strict=True)):
+        assert isinstance(m, at.AffineMapAttr)
+        used = []
+        for e in m.value.results:
+            lin = af.linear(e)
+            if lin is None or any(d < n and c != 1 for d, c in lin[0].items()) or \
+                    len([d for d in lin[0] if d < n]) > 1:
+                return (f"a subscript of the indirect access tile of {op.name}{where(op)} is not one variable "
+                        "plus constants")
+            used += [d for d in lin[0] if d < n]
+        if not kind:
+            if used:
+                strides[used[0]] = operand.layout[i]
+            continue
+        iview = vals.defs.get(idx_views[k]) if k < len(idx_views) else None
+        ioperand = _operand(iview, vals) if iview is not None else None
+        if ioperand is None:
+            return f"an index view of the indirect access tile of {op.name}{where(op)} is not a global view of an argument"
+        index_ops.append(ioperand)
+        reads.append((tuple(used), ioperand.itemsize))
+        k += 1
+    return Access(op, tile, named(view).result("result"), operand, named(op).result("result"), (0,) * n, False,
+                  gather=Gather(tuple(index_ops), tuple(idx_views[:k]), tuple(reads), tuple(strides)))
+
+
+def _access_of(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None = None) -> Access | str:
     stored = op.name == "ktdp.store"
     tile = vals.defs.get(named(op).operand("access_tile"))
+    if tile is not None and tile.name == "ktdp.construct_indirect_access_tile":
+        if stored:
+            return f"{op.name}{where(op)} stores through an indirect access tile (a scatter): its elements are data"
+        if loop is not None:
+            return f"{op.name}{where(op)} gathers inside {loop.op.name}{where(loop.op)}"
+        return _gather_of(module, op, tile, vals)
     if tile is None or tile.name != "ktdp.construct_access_tile":
         return f"{op.name}{where(op)} does not go through an access tile"
     tv = named(tile)
@@ -225,18 +442,35 @@ def _access_of(module: Module, op: Operation, vals: _Values) -> Access | str:
         return f"the access tile of {op.name}{where(op)} has a non-identity access_tile_order"
     if not _is_box(module, tile.attributes.get("access_tile_set"), dims):
         return f"the access tile set of {op.name}{where(op)} is not the box of its shape"
-    indices = [vals.const(o) for o in tv.operands("indices")]
-    if any(i is None for i in indices):
+    names = tv.operands("indices")
+    indices = [vals.const(o) for o in names]
+    if any(i is None and (loop is None or o != loop.iv) for i, o in zip(indices, names, strict=True)):
         return f"the access tile of {op.name}{where(op)} starts at a non-constant coordinate"
-    ints = [int(i or 0) for i in indices]
     base = resolve(module, tile.attributes.get("base_map"))
-    if isinstance(base, at.AffineMapAttr):
-        nd = base.value.num_dims
-        starts = tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
-    else:
-        starts = tuple(ints)
+
+    def at_index(iv: int) -> tuple[int, ...]:
+        ints = [iv if i is None else int(i) for i in indices]
+        if isinstance(base, at.AffineMapAttr):
+            nd = base.value.num_dims
+            return tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
+        return tuple(ints)
+
+    starts = at_index(loop.lb if loop is not None else 0)
     value = named(op).operand("data") if stored else named(op).result("result")
-    return Access(op, tile, named(view).result("result"), operand, value, starts, stored)
+    if loop is None or loop.iv not in names:
+        return Access(op, tile, named(view).result("result"), operand, value, starts, stored)
+    moved = tuple(b - a for a, b in zip(starts, at_index(loop.lb + 1), strict=True))
+    if any(m not in (0, 1) for m in moved):
+        return f"the access tile of {op.name}{where(op)} moves by {list(moved)} per unit of {loop.iv}: only the index itself is followed"
+    return Access(op, tile, named(view).result("result"), operand, value, starts, stored, loop,
+                  tuple(m == 1 for m in moved))
+
+
+def span(a: Access, d: int, n: int) -> tuple[int, int]:
+    """[first, end) of the coordinates of dimension d an access covers (over its loop's iterations)."""
+    if a.loop is not None and a.seq and a.seq[d]:
+        return a.loop.span(a.starts[d], n)
+    return a.starts[d], a.starts[d] + n
 
 
 def _memory_reason(accesses: list[Access]) -> str | None:
@@ -244,6 +478,11 @@ def _memory_reason(accesses: list[Access]) -> str | None:
     by_arg: dict[str, list[Access]] = {}
     for a in accesses:
         by_arg.setdefault(a.operand.arg, []).append(a)
+    written = {a.operand.arg for a in accesses if a.stored}
+    for a in accesses:
+        for ix in a.gather.indices if a.gather is not None else ():
+            if ix.arg in written:
+                return f"%{ix.arg} is read as indices by {a.op.name}{where(a.op)} and written: blocks on different tiles would race"
     for arg, group in by_arg.items():
         writes = [a for a in group if a.stored]
         if not writes:
@@ -262,7 +501,9 @@ def _memory_reason(accesses: list[Access]) -> str | None:
             for b in writes[i + 1:]:
                 sa = shape(named(a.op).operand_type("data")) or ()
                 sb = shape(named(b.op).operand_type("data")) or ()
-                if all(x < y + m and y < x + n for x, y, n, m in zip(a.starts, b.starts, sa, sb, strict=False)):
+                ra = [span(a, d, n) for d, n in enumerate(sa)]
+                rb = [span(b, d, n) for d, n in enumerate(sb)]
+                if all(x0 < y1 and y0 < x1 for (x0, x1), (y0, y1) in zip(ra, rb, strict=False)):
                     return f"two stores to %{arg}{where(a.op)}{where(b.op)} overlap: their order would matter"
     return None
 
@@ -319,39 +560,145 @@ def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, 
     return k, mm, kset
 
 
+def loop_classes(g: DimGraph, loop: Operation, empties: set[str]) -> frozenset[int]:
+    """Every class a value of the loop (its operands, results and every value inside) has: the
+    loop is placed, whole, where all of them are."""
+    found: set[int] = set()
+    for x in loop.walk():
+        for v in [*x.operands, *x.results]:
+            if v not in empties and shape(g.types.get(v)):
+                found |= set(g.classes(v))
+    for a in loop.regions[0].blocks[0].arguments[1:]:
+        found |= set(g.classes(a.name))
+    return frozenset(found)
+
+
+def _own(g: DimGraph, op: Operation, empties: set[str]) -> set[int]:
+    """The classes of the tensors an op reads and makes (its iteration space)."""
+    found: set[int] = set()
+    for v in [*op.operands, *op.results]:
+        if v not in empties and shape(g.types.get(v)):
+            found |= set(g.classes(v))
+    return found
+
+
+def _chunk(g: DimGraph, body: list[Operation], empties: set[str], accesses: list[Access],
+           free: dict[int, list[str]], extent: dict[int, int]) -> Chunk | None:
+    """The longest dimension blocked by reductions over it alone, whose ops can run in phases."""
+    gathers = {id(a.op) for a in accesses if a.gather is not None}
+    for c in sorted((c for c in free if free[c] and extent[c] > 1), key=lambda c: -extent[c]):
+        if not all("reduces over this dimension" in r or "contracts" in r for r in free[c]):
+            continue
+        found = _phases(g, body, empties, c, gathers)
+        if found is not None:
+            return found
+    return None
+
+
+def _phases(g: DimGraph, body: list[Operation], empties: set[str], c: int, gathers: set[int]) -> Chunk | None:
+    defs = {r: op for op in body for r in op.results}
+    along = {id(op) for op in body if c in _own(g, op, empties)}
+    reductions: set[int] = set()
+    for op in body:
+        if id(op) not in along:
+            continue
+        if id(op) in gathers:
+            return None
+        results = [r for r in op.results if r not in empties and shape(g.types.get(r)) is not None]
+        if op.name == "ktdp.store" or any(c in g.classes(r) for r in results):
+            continue  # elementwise along the dimension
+        acc = [ty.element_type(t) for t in op.result_types]
+        if not acc or not all(isinstance(a, ty.FloatType) and a.kind in ("f32", "f64") or isinstance(a, ty.IntegerType)
+                              for a in acc):
+            return None  # a narrow accumulator would round at every block where the input rounds once
+        if op.name not in CONTRACTIONS and op.name not in ("linalg.reduce", "linalg.generic") or len(op.results) != 1:
+            return None
+        reductions.add(id(op))
+    if not reductions:
+        return None
+    value_phase: dict[str, int] = {}
+    phase: dict[int, int] = {}
+    for op in body:
+        p = max((value_phase.get(v, 0) for v in op.operands), default=0)
+        phase[id(op)] = p
+        for r in op.results:
+            value_phase[r] = p + 1 if id(op) in reductions else p
+    sinks: dict[int, list[Operation]] = {}
+    for op in body:
+        if id(op) in reductions or (op.name == "ktdp.store" and id(op) in along):
+            sinks.setdefault(phase[id(op)], []).append(op)
+    needed = []
+    for p in sorted(sinks):
+        mine: set[int] = set()
+        todo = list(sinks[p])
+        while todo:
+            op = todo.pop()
+            if id(op) in mine:
+                continue
+            mine.add(id(op))
+            for v in op.operands:
+                q = defs.get(v)
+                if q is not None and id(q) in along and id(q) not in reductions:
+                    todo.append(q)
+        needed.append(frozenset(mine))
+    return Chunk(c, frozenset(reductions), tuple(needed), phase, tuple(sorted(sinks)))
+
+
 def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str],
-           kloop: tuple[int, Operation, frozenset[int]] | None = None
+           kloop: tuple[int, Operation, frozenset[int]] | None = None, loops: dict[int, SeqLoop] | None = None,
+           inside: dict[int, SeqLoop] | None = None, chunk: Chunk | None = None
            ) -> tuple[list[Step], dict[str, frozenset[int]], list[frozenset[int]]]:
     by_op = {id(a.op): a for a in accesses}
     deps: dict[str, frozenset[int]] = {}
     steps: list[Step] = []
     op_deps: list[frozenset[int]] = []
+    loops, inside = loops or {}, inside or {}
+    placed: dict[int, frozenset[int]] = {}  # a sequential loop -> the classes it is placed by
     for op in body:
+        if id(op) in loops:
+            lp = loops[id(op)]
+            d = loop_classes(g, op, empties).union(*(deps.get(o, frozenset()) for o in op.operands))
+            for o in lp.op.regions[0].blocks[0].operations:
+                for v in o.operands:
+                    d |= deps.get(v, frozenset())
+            placed[id(op)] = d
+            for arg in op.regions[0].blocks[0].arguments[1:]:
+                deps[arg.name] = d
+            for r in op.results:
+                deps[r] = d
+            continue
         tensors = [v for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))]
         own: set[int] = set()
         for v in tensors:
             own |= set(g.classes(v))
         d = frozenset(own).union(*(deps.get(o, frozenset()) for o in op.operands))
+        lp_in = inside.get(id(op))
+        if lp_in is not None:  # an op of a sequential loop runs where the whole loop runs, every iteration
+            d = placed[id(lp_in.op)]
         for r in op.results:
             # a looped contraction's result is whole after its loop: it no longer depends on K
             deps[r] = d - {kloop[0]} if kloop is not None and op is kloop[1] else d
+            if chunk is not None:
+                deps[r] = chunk.result_deps(op, deps[r])
+        repeat = lp_in.trips if lp_in is not None else 1
+        phases = sum(id(op) in n for n in chunk.needed) if chunk is not None and chunk.cls in own else 1
         a = by_op.get(id(op))
         t = op.result_types[0] if op.result_types else (op.operand_types[0] if op.operand_types else None)
         el = ty.element_type(t) if isinstance(t, ty.TensorType) else None
         dt = dtype_name(el) if el is not None else "f32"
         if a is not None:
-            st = a.operand.layout
+            st = a.gather.strides if a.gather is not None else a.operand.layout
             steps.append(Step(op, g.classes(a.value), "store" if a.stored else "load", dt, itemsize=a.operand.itemsize,
-                              strides=tuple(st), value_dims=g.classes(a.value)))
+                              strides=tuple(st), value_dims=g.classes(a.value), repeat=repeat, phases=phases))
         elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:
             continue
         elif op.name in CONTRACTIONS or (op.name == "linalg.generic" and _is_contraction(op)):
             ins_t = named(op).operand_types("inputs")[0]
             mdt = dtype_name(ty.element_type(ins_t)) if isinstance(ins_t, ty.TensorType) else dt
-            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt))
+            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt, repeat=repeat, phases=phases))
         else:
             plain, trans = _count(op)
-            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans))
+            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans, repeat=repeat, phases=phases))
         op_deps.append(d)
     return steps, deps, op_deps
 

@@ -53,7 +53,8 @@ class ScheduleReport(BaseModel):
     scheduler: str = Field(description="name of the scheduler that produced it")
     target: str = Field(description="target name")
     kernel: str = Field(description="the scheduled function")
-    kernel_class: KernelClass = Field(description="the class the kernel was recognised as")
+    # the built-in classes' names are KernelClass; a plugin's class (schedulers.classes) names its own
+    kernel_class: str = Field(description="the class the kernel was recognised as")
     dims: dict[str, int] = Field(default_factory=dict, description="problem dimensions of the recognised class")
     applied: bool = Field(description="whether the output module differs from the input")
     reason: str | None = Field(default=None, description="why the input was returned unchanged, if it was")

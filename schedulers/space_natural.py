@@ -23,7 +23,7 @@ import numpy as np
 
 from .cost import Figures, Work
 from .dependence import shape
-from .natural import NaturalKernel, Step
+from .natural import NaturalKernel, Step, loop_classes
 from .report import Placement, Schedule
 from .spaces import Columns, Evaluated, divisors
 
@@ -37,12 +37,17 @@ class NaturalSpace:
         self.cut = [c for c in k.classes if c in cut]  # program order
         n = len(self.cut)
         self.perms = list(itertools.permutations(range(n))) if n <= 3 else [tuple(range(n)), tuple(reversed(range(n)))]
-        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried
+        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried;
+        # or a reduced class chunked in phases (`natural.Chunk`), innermost too
         self.kclass = k.kloop[0] if k.kloop is not None and k.extent[k.kloop[0]] > 1 else None
+        if self.kclass is None and k.chunk is not None:
+            self.kclass = k.chunk.cls
         if self.kclass is not None:
             self.cut.append(self.kclass)
             self.perms = [(*p, n) for p in self.perms]
         self._live = _liveness(k)
+        self._candidates: Columns | None = None
+        self._evaluated: Evaluated | None = None
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
         self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
                         for c in self.cut]
@@ -51,39 +56,77 @@ class NaturalSpace:
         E = self.k.extent[c]
         size = self.k.contiguous.get(c)
         step = max(1, self.fig.granularity // size) if size else 1
-        return [d for d in divisors(E) if d % step == 0 or d == E]
+        aligned = [d for d in divisors(E) if d % step == 0 or d == E]
+        # an extent with no whole-stick divisor (an odd size) may still be cut in shorter runs:
+        # each transfer then moves whole sticks for fewer elements, which the model charges; so
+        # may any extent into blocks of fewer than a stick, for when a stick's worth does not fit
+        small = [d for d in divisors(E) if d < step][-3:]
+        return sorted(set(small + aligned)) if len(aligned) > 1 else divisors(E)
+
+    def _partial(self, c: int, grids: list[int]) -> list[tuple[int, int]]:
+        """Blocks that do not divide the extent (the last one is partial, emitted apart): for g
+        tiles, m blocks each, the whole-stick block that covers the extent in g x m blocks."""
+        E = self.k.extent[c]
+        size = self.k.contiguous.get(c)
+        step = max(1, self.fig.granularity // size) if size else 1
+        found = []
+        for g in grids:
+            for m in (1, 2, 3, 4, 6, 8, 12, 16, 32, 64):
+                b = -(-E // (g * m))
+                b = -(-b // step) * step
+                if b < E and E % b and (g - 1) * b < E:  # every tile gets a block
+                    found.append((g, b))
+        return found
 
     def _options(self, c: int, limit: int) -> list[tuple[int, int]]:
         E, tiles = self.k.extent[c], self.fig.tiles
-        grids = sorted({g for g in range(1, tiles + 1) if tiles % g == 0 or g & (g - 1) == 0})
-        found = [(g, b) for g in grids for b in self._blocks(c) if g * b <= E or (g == 1 and b == E)]
+        # any number of tiles up to the grid (an extent of 3 blocks takes 3 tiles); a tile owns at least a block
+        grids = list(range(1, tiles + 1))
+        blocks = self._blocks(c)
+        found = [(g, b) for g in grids for b in blocks if g * b <= E or (g == 1 and b == E)]
         if c == self.k.one_block:  # each tile keeps its block through an all-reduce: one block per tile
             found = [(g, b) for g, b in found if g * b == E]
+        elif not self.k.whole_blocks:
+            found = sorted(set(found) | set(self._partial(c, grids)), key=lambda o: (o[0], o[1]))
         if len(found) <= limit:
             return found
-        # keep the largest blocks of each grid share (small blocks pay per-transfer latency)
-        per_g = max(1, limit // len(grids))
+        # keep the largest blocks of each grid share (small blocks pay per-transfer latency), and
+        # the smallest, for when nothing larger fits
+        per_g = max(2, limit // len(grids))
         keep: list[tuple[int, int]] = []
         for g in grids:
-            keep += [o for o in found if o[0] == g][-per_g:]
+            mine = [o for o in found if o[0] == g]
+            keep += mine[:1] + mine[1:][-(per_g - 1):]
         return keep
 
     # ------------------------------------------------------------ the strategies' interface
 
     def candidates(self) -> Columns:
+        """Every combination of the dimensions' (tiles, block) options whose grid fits the target,
+        in every loop order (computed once; callers must not modify the columns)."""
+        if self._candidates is not None:
+            return self._candidates
         if not self.cut:
-            return {"perm": np.zeros(1, np.int64)}
-        idx = np.array(list(itertools.product(*(range(len(o)) for o in self.options))), dtype=np.int64)
+            self._candidates = {"perm": np.zeros(1, np.int64)}
+            return self._candidates
+        # the product built one dimension at a time, dropping grids larger than the target as it grows
+        idx = np.zeros((1, 0), dtype=np.int64)
+        grid = np.ones(1, dtype=np.int64)
+        for opts in self.options:
+            g = np.array([o[0] for o in opts], dtype=np.int64)
+            n = len(opts)
+            grid = np.repeat(grid, n) * np.tile(g, len(idx))
+            idx = np.hstack([np.repeat(idx, n, axis=0), np.tile(np.arange(n, dtype=np.int64), len(idx))[:, None]])
+            keep = grid <= self.fig.tiles
+            idx, grid = idx[keep], grid[keep]
         cols: Columns = {}
         for i, opts in enumerate(self.options):
             arr = np.array(opts, dtype=np.int64)
             cols[f"g{i}"], cols[f"b{i}"] = arr[idx[:, i], 0], arr[idx[:, i], 1]
-        grid = np.prod([cols[f"g{i}"] for i in range(len(self.cut))], axis=0)
-        keep = grid <= self.fig.tiles
-        cols = {n: v[keep] for n, v in cols.items()}
-        n = len(next(iter(cols.values())))
+        n = len(idx)
         out: Columns = {name: np.tile(v, len(self.perms)) for name, v in cols.items()}
         out["perm"] = np.repeat(np.arange(len(self.perms), dtype=np.int64), n)
+        self._candidates = out
         return out
 
     def _blk(self, c: Columns, cls: int) -> np.ndarray | float:
@@ -92,6 +135,13 @@ class NaturalSpace:
         return float(self.k.extent[cls])
 
     def evaluate(self, c: Columns) -> Evaluated:
+        if c is self._candidates:  # the whole table is costed once
+            if self._evaluated is None:
+                self._evaluated = self._evaluate(c)
+            return self._evaluated
+        return self._evaluate(c)
+
+    def _evaluate(self, c: Columns) -> Evaluated:
         k = self.k
         size = len(c["perm"])
         n_cut = len(self.cut)
@@ -111,7 +161,9 @@ class NaturalSpace:
             for i, cls in enumerate(self.cut):
                 if cls in deps:
                     lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
-            execs = np.ones(size)
+            execs = np.full(size, float(step.repeat))
+            if step.phases != 1 and self.kclass is not None:  # run again in each phase loop that needs it
+                execs = execs * np.where(cutm[self.cut.index(self.kclass)], float(step.phases), 1.0)
             for i in range(n_cut):
                 execs = execs * np.where(cutm[i] & (pos[i] <= lvl), n_it[i], 1.0)
             elems = np.ones(size)
@@ -227,7 +279,7 @@ class NaturalSpace:
         trans: dict[str, float] = {}
         macs, mdt, rd, wr = 0.0, "f16", 0.0, 0.0
         for s in self.k.steps:
-            n = float(math.prod(self.k.extent[c] for c in s.dims))
+            n = float(math.prod(self.k.extent[c] for c in s.dims)) * s.repeat
             if s.kind == "load":
                 rd += n * s.itemsize
             elif s.kind == "store":
@@ -264,6 +316,10 @@ class NaturalSpace:
         best = idx[np.lexsort((-blocks, -grid))[0]]
         return {n: int(v[best]) for n, v in cols.items()}
 
+    def tiles_used(self, p: dict[str, int]) -> int:
+        """How many tiles the schedule's grid has."""
+        return math.prod(p[f"g{i}"] for i in self.loops(p))
+
     def loops(self, p: dict[str, int]) -> list[int]:
         """Indices (into `cut`) of the classes that get a loop, outermost first."""
         if not self.cut:
@@ -293,29 +349,53 @@ class NaturalSpace:
             placements=placements)
 
     def fit_message(self) -> str:
-        return (f"no blocking of the cuttable dimensions ({', '.join(self.k.label(c) for c in self.cut) or 'none'}) "
-                f"fits the {self.fig.local_capacity}-byte scratchpad")
+        """What does not fit: at the blocking that needs the least scratchpad, the largest tensor,
+        its block and its bytes, and why its whole dimensions cannot be cut."""
+        k = self.k
+        cols = self.candidates()
+        ev = self.evaluate(cols)
+        i = int(np.argmin(ev.scratch))
+        p = {n: int(v[i]) for n, v in cols.items()}
+        blk = {c: p[f"b{j}"] for j, c in enumerate(self.cut)}
+        sized = sorted(((math.prod(blk.get(c, k.extent[c]) for c in dims) * isz, name, dims, isz)
+                        for name, dims, isz in k.values), key=lambda x: -x[0])
+        head = (f"no blocking fits the {self.fig.local_capacity}-byte ct_local scratchpad of a tile: the least "
+                f"any needs is {int(ev.scratch[i])} bytes")
+        if not sized:
+            return head
+        nbytes, name, dims, isz = sized[0]
+        shape = "x".join(str(blk.get(c, k.extent[c])) for c in dims)
+        whole = [c for c in dims if c not in blk and k.extent[c] > 1]
+        why = "; ".join(f"{k.label(c)} ({k.extent[c]}) cannot be cut: {k.free[c][0]}" for c in whole if k.free[c])
+        return f"{head}, of which {name} takes {nbytes} bytes (a {shape} block of {isz}-byte elements)" + \
+            (f"; {why}" if why else "")
 
 
 def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, int, tuple[int, ...], int, list[tuple[int, frozenset[int] | None]]]]]:
     """Per op of the body, the classes it depends on (its placement); per tensor value, the
     positions of its op and of its last use, its classes, its itemsize and its uses
     (position, and for the init of the looped contraction the classes its loop depends on)."""
-    body = k.fn.regions[0].blocks[0].operations
+    body = k.ops()
     empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
     deps: dict[str, set[int]] = {}
     ops: list[frozenset[int]] = []
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     uses: dict[str, list[tuple[int, frozenset[int] | None]]] = {}
+    within: dict[int, set[int]] = {}  # an op of a sequential loop -> where the loop is placed
     for i, op in enumerate(body):
         d: set[int] = set()
         for v in [*op.operands, *op.results]:
             d |= deps.get(v, set())
             if v not in empties and shape(k.graph.types.get(v)):
                 d |= set(k.graph.classes(v))
+        if id(op) in k.loops:
+            d |= set(loop_classes(k.graph, op, empties))
+            for x in op.regions[0].blocks[0].operations:
+                within[id(x)] = d
+        d = within.get(id(op), d)
         for r in op.results:
-            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
+            deps[r] = set(k.result_deps(op, frozenset(d)))
             first[r] = i
         for v in op.operands:
             last[v] = i

@@ -325,7 +325,7 @@ class RowSpace:
 
     def __init__(self, k: RowKernel, fig: Figures) -> None:
         self.k, self.fig = k, fig
-        self.rb_all = divisors(k.R)
+        self.rb_all = [k.block] if k.fixed_block else divisors(k.R)
 
     def _row_bytes(self, ops: list) -> float:  # type: ignore[type-arg]
         return float(sum(math.prod(o.shape) * o.itemsize for o in ops))

@@ -15,6 +15,7 @@ these records equals the timeline of the interpreter's trace of the emitted modu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, cast
 
 from ktir.dialects.access import named
@@ -24,7 +25,9 @@ from ktir.targets.from_interp import TRANSCENDENTAL
 from ktir.targets.records import GLOBAL, KernelTrace, Kind, OpRecord
 
 from .dependence import CONTRACTIONS, shape
+from .emit_natural import owner_axes
 from .kernels import dtype_name, itemsize
+from .natural import Chunk, loop_classes
 from .space_natural import NaturalSpace
 
 _FREE = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "tensor.empty",
@@ -46,17 +49,25 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
     body = k.fn.regions[0].blocks[0].operations
     empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
     deps: dict[str, set[int]] = {}
+    deps_of: dict[int, set[int]] = {}
     placed: list[tuple[Operation, int]] = []
+    empties = {r for top in body for op in top.walk() if op.name == "tensor.empty" for r in op.results}
     for op in body:
         d: set[int] = set()
         for v in [*op.operands, *op.results]:
             d |= deps.get(v, set())
             if v not in empties and shape(g.types.get(v)):
                 d |= set(g.classes(v))
+        if id(op) in k.loops:  # placed, whole, by everything in it
+            d |= set(loop_classes(g, op, empties))
+            for x in op.walk():
+                for v in x.operands:
+                    d |= deps.get(v, set()) | set(k.deps.get(v, frozenset()))
         for r in op.results:
-            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
-        if op.name not in _FREE and not op.name.startswith("scf."):
+            deps[r] = set(k.result_deps(op, frozenset(d)))
+        if id(op) in k.loops or recorded(op):
             placed.append((op, max((looped.index(c) for c in d if c in looped), default=-1)))
+            deps_of[id(op)] = d
     if split is not None:
         return _split_trace(space, p, split, placed, blk, max_records)
     trips = []
@@ -64,37 +75,65 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         gg, bb = grid_of[c], blk[c]
         trips.append(math.ceil(k.extent[c] / (gg * bb)))
     n_tiles = math.prod(grid)
-    if n_tiles * sum(math.prod(trips[:lv + 1]) for _, lv in placed) > max_records:
+    if n_tiles * sum(math.prod(trips[:lv + 1]) * _count(k, op) for op, lv in placed) > max_records:
         return None
-    work = {id(op): _work(op, space, blk) for op, _ in placed}
-    for w in work.values():  # each access's box moves along its looped classes, by g x b per iteration
-        if "@box" in w:
-            view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
-            w["@box"] = (view, tuple((lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
-                                     for lo, n, c in dims))
+    def works(part: frozenset[tuple[int, int]]) -> dict[int, dict[str, object]]:
+        """The work of every op when the classes in `part` are in a partial block of the given size."""
+        found = cache.get(part)
+        if found is not None:
+            return found
+        sizes = {**blk, **dict(part)}
+        work = cache[part] = _works(space, placed, sizes)
+        for key, w in work.items():  # each access's box moves along its looped classes, by g x b per iteration
+            if "@box" in w:
+                view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
+                a = next(x for x in k.accesses if id(x.op) == key)
+                w["@box"] = (view, tuple(
+                    (lo, n, ("seq", a.loop.iv), a.loop.step) if a.loop is not None and a.seq[d]
+                    else (lo, n, looped.index(c), grid_of[c] * blk[c]) if c in looped else (lo, n, None, 0)
+                    for d, (lo, n, c) in enumerate(dims)))
+        return work
+
+    cache: dict[frozenset[tuple[int, int]], dict[int, dict[str, object]]] = {}
     records: list[OpRecord] = []
+    owned = {id(op): owner_axes(space, p, op, frozenset(c for c in deps_of[id(op)])) for op, _ in placed}
     for tile in range(n_tiles):
         coords = _coords(tile, grid)
         counts = [_tile_trips(k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0)
                   for c in looped]
-        kloop = None
+        kloop: tuple[int, Operation | Chunk, int] | None = None
         if space.kclass is not None and space.kclass in looped and k.kloop is not None:
             kloop = (looped.index(space.kclass), k.kloop[1], counts.pop())
-        _nest(-1, placed, counts, work, tile, [0], {}, records, kloop, {})
+        elif space.kclass is not None and space.kclass in looped and k.chunk is not None:
+            kloop = (looped.index(space.kclass), k.chunk, counts.pop())
+        # a store not varying along a grid axis runs on the tiles at 0 on it (`emit_natural.owner_axes`)
+        mine = [(op, lv) for op, lv in placed
+                if all(coords[axes.index(c)] == 0 for c in owned.get(id(op), []))]
+        blocks = [(c, k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0) for c in looped]
+        _nest(-1, mine, counts, works, tile, [0], {}, records, kloop, {}, blocks, frozenset())
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 
-def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work: dict[int, dict[str, object]],
+def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
+          works: Callable[[frozenset[tuple[int, int]]], dict[int, dict[str, object]]],
           tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord],
-          kloop: tuple[int, Operation, int] | None = None, it: dict[int, int] | None = None) -> None:
+          kloop: tuple[int, Operation | Chunk, int] | None = None, it: dict[Any, int] | None = None,
+          blocks: list[tuple[int, int, int, int, int]] | None = None,
+          part: frozenset[tuple[int, int]] = frozenset()) -> None:
     """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
 
     `kloop` = (its level, the contraction, trips): the contraction's K loop, run where the
     contraction is, its ops in program order, each step's product accumulated into the next.
-    `it`: the iteration of each enclosing loop level."""
+    `it`: the iteration of each enclosing loop level; `blocks`: per level (class, extent, tiles,
+    block, this tile's coordinate); `part`: the classes in a partial last block, and its size."""
     it = {} if it is None else it
+    work = works(part)
+    if kloop is not None and level + 1 == kloop[0] and isinstance(kloop[1], Chunk):
+        _phase_records(level, ops, kloop[1], kloop[2], work, tile, seq, made, records, it)
+        return
     if kloop is not None and level + 1 == kloop[0]:
         klevel, mm, trips = kloop
+        assert isinstance(mm, Operation)
         for op, lv in ops:
             if lv == level:
                 _record(op, work[id(op)], tile, seq, made, records, it)
@@ -114,7 +153,100 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int], work:
     if level + 1 >= len(counts):
         return
     for i in range(counts[level + 1]):
-        _nest(level + 1, ops, counts, work, tile, seq, made, records, kloop, {**it, level + 1: i})
+        now = part
+        if blocks is not None:
+            c, E, g, b, coord = blocks[level + 1]
+            start = coord * b + i * g * b
+            if start + b > E:
+                now = part | {(c, E - start)}
+        _nest(level + 1, ops, counts, works, tile, seq, made, records, kloop, {**it, level + 1: i}, blocks, now)
+
+
+def _phase_records(level: int, ops: list[tuple[Operation, int]], chunk: Chunk, trips: int,
+                   work: dict[int, dict[str, object]], tile: int, seq: list[int], made: dict[str, Any],
+                   records: list[OpRecord], it: dict[Any, int]) -> None:
+    """A chunked dimension's phase loops, in the order `emit_natural._phase_loops` emits them."""
+    done: set[int] = set()
+
+    def before(upto: int | None) -> None:
+        for op, lv in ops:
+            if lv == level and id(op) not in done and (upto is None or chunk.phase[id(op)] <= upto):
+                done.add(id(op))
+                _record(op, work[id(op)], tile, seq, made, records, it)
+
+    for ph, needed in zip(chunk.loop_phases, chunk.needed, strict=True):
+        before(ph)
+        for i in range(trips):
+            for op, lv in ops:
+                if lv == level + 1 and id(op) in needed:
+                    _record(op, work[id(op)], tile, seq, made, records, {**it, level + 1: i})
+                    if id(op) in chunk.reductions:  # the carried partial: the next block adds into it
+                        made[op.operands[-1]] = made[op.results[0]]
+    before(None)
+
+
+def _works(space: NaturalSpace, placed: list[tuple[Operation, int]], blk: dict[int, int]) -> dict[int, dict[str, object]]:
+    """The work of every recorded op; a sequential loop's entry runs its body's."""
+    k = space.k
+    work = {id(op): _work(op, space, blk) for top, _ in placed for op in _inner(k, top) if id(op) not in k.loops}
+    for top, _ in placed:
+        if id(top) in k.loops:
+            work[id(top)] = {"@loop": k, "@work": work}
+    return work
+
+
+def recorded(op: Operation) -> bool:
+    """Whether from_interp records the op: a transfer, or compute on tensors (not index arithmetic)."""
+    if op.name in _FREE or op.name.startswith("scf."):
+        return False
+    if op.name in ("ktdp.load", "ktdp.store"):
+        return True
+    return any(isinstance(t, ty.TensorType) for t in [*op.operand_types, *op.result_types])
+
+
+def _inner(k: object, op: Operation) -> list[Operation]:
+    """The ops a placed op records: itself, or the recorded ops of a sequential loop's body."""
+    from .natural import NaturalKernel
+
+    assert isinstance(k, NaturalKernel)
+    if id(op) not in k.loops:
+        return [op]
+    return [x for x in op.regions[0].blocks[0].operations if recorded(x)]
+
+
+def _count(k: object, op: Operation) -> int:
+    from .natural import NaturalKernel
+
+    assert isinstance(k, NaturalKernel)
+    lp = k.loops.get(id(op))
+    return 1 if lp is None else lp.trips * len(_inner(k, op))
+
+
+def _record_loop(k: object, op: Operation, work: dict[int, dict[str, object]], tile: int, seq: list[int],
+                 made: dict[str, Any], records: list[OpRecord], it: dict[Any, int]) -> None:
+    """A sequential loop's iterations in order: its carried values flow from the inits through
+    each iteration's yielded values to the loop's results."""
+    from .natural import NaturalKernel
+
+    assert isinstance(k, NaturalKernel)
+    lp = k.loops[id(op)]
+    body = op.regions[0].blocks[0]
+    term = body.operations[-1] if body.operations and body.operations[-1].name == "scf.yield" else None
+    for a, init in zip(body.arguments[1:], op.operands[3:], strict=False):
+        if init in made:
+            made[a.name] = made[init]
+    inner = _inner(k, op)
+    for i in range(lp.trips):
+        for x in inner:
+            _record(x, work[id(x)], tile, seq, made, records, {**it, ("seq", lp.iv): i})
+        if term is not None:
+            for a, v in zip(body.arguments[1:], term.operands, strict=False):
+                if v in made:
+                    made[a.name] = made[v]
+    if term is not None:
+        for r, v in zip(op.results, term.operands, strict=False):
+            if v in made:
+                made[r] = made[v]
 
 
 def _coords(tile: int, grid: list[int]) -> list[int]:
@@ -148,8 +280,12 @@ def _work(op: Operation, space: NaturalSpace, blk: dict[int, int]) -> dict[str, 
         box = (access.view, [(lo, blk.get(c, g.size(c)), c) for lo, c in zip(access.starts, classes, strict=True)])
         if access.stored:
             return {"kind": Kind.TRANSFER, "bytes_written": {GLOBAL: n}, "@write": access.operand.arg, "@box": box}
-        return {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n, "@read": access.operand.arg,
-                "@box": box}
+        found: dict[str, object] = {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n,
+                                    "@read": access.operand.arg, "@box": box}
+        if access.gather is not None:  # the indirect tile reads its indices first, a transfer of its own
+            found["@indices"] = sum(math.prod(blk.get(classes[d], g.size(classes[d])) for d in along) * isz
+                                    for along, isz in access.gather.index_bytes)
+        return found
     empties = {r for x in k.fn.regions[0].blocks[0].operations if x.name == "tensor.empty" for r in x.results}
     tensors = [v for v in [*op.operands, *op.results] if shape(g.types.get(v)) and v not in empties]
     result_bytes = sum(nbytes(r) for r in op.results if shape(g.types.get(r)))
@@ -176,13 +312,22 @@ def _rows(op: Operation, g: object, blk: dict[int, int], k: object) -> int:
 
 
 def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], made: dict[str, Any],
-            records: list[OpRecord], it: dict[int, int] | None = None) -> None:
+            records: list[OpRecord], it: dict[Any, int] | None = None) -> None:
     """Append one record; dependencies through values, and through memory as from_interp orders it:
     an access waits for the earlier writes of its array that may touch a byte it touches, a write
     also for such reads. `it` holds the iteration of each enclosing block loop (by loop level);
     work["@classes"] lists the levels whose dimension the access is blocked on: the blocks of two
     iterations of such a level are disjoint (as the interpreter's access spans show from_interp)."""
+    if "@loop" in work:
+        _record_loop(work["@loop"], op, cast(dict[int, dict[str, object]], work["@work"]), tile, seq, made, records,
+                     it or {})
+        return
     deps = {made[v] for v in op.operands if v in made and not v.startswith("@")}
+    if isinstance(work.get("@indices"), int):  # a gather: its index read, then the gathered elements
+        records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.construct_indirect_access_tile", kind=Kind.TRANSFER,
+                                deps=(), line=0, bytes_read={GLOBAL: int(cast(int, work["@indices"]))}))
+        deps.add(seq[0])
+        seq[0] += 1
     arg = work.get("@write") or work.get("@read")
     if isinstance(arg, str):
         write = "@write" in work
@@ -227,7 +372,7 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     trips = math.ceil(k.extent[c] / (gg * bb))
     if gg * (len(top) + trips * len(loop)) + len(tail) > max_records:
         return None
-    work = {id(op): _work(op, space, blk) for op, _ in placed}
+    work = _works(space, placed, blk)
     for w in work.values():  # one block loop (level 0), along the split class
         if "@box" in w:
             view, dims = cast(tuple[str, list[tuple[int, int, int]]], w["@box"])
@@ -237,11 +382,15 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     acc_bytes = math.prod(int(d or 0) for d in acc_t.shape) * 4 if isinstance(acc_t, ty.TensorType) else 4
     if split.everyone:
         return _all_reduce_trace(k, split, placed, tail, work, gg, acc_bytes)
+    init = split.init
     for tile in range(gg):
         made: dict[str, Any] = {}
         seq = [0]
         for op in top:
             _record(op, work[id(op)], tile, seq, made, records)
+        given = made.get(init)
+        if not split.identity:  # the partial starts from a fill of the identity (`emit_reduction._identity_init`)
+            _synthetic(records, tile, seq, made, init, (), acc_bytes)
         for i in range(_tile_trips(k.extent[c], gg, bb, tile)):
             for op in loop:
                 _record(op, work[id(op)], tile, seq, made, records, {0: i})
@@ -259,9 +408,21 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
                                 elements=acc_bytes // 4 * gg, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 2
         made[result] = recv + 1
+        if not split.identity:  # the init applied once to the total
+            _synthetic(records, 0, seq, made, result, (recv + 1, *(() if given is None else (given,))), acc_bytes)
         for op in tail:
             _record(op, work[id(op)], 0, seq, made, records)
     return KernelTrace(records, grid=(gg,), name=k.name)
+
+
+def _synthetic(records: list[OpRecord], tile: int, seq: list[int], made: dict[str, Any], value: str,
+               deps: tuple[int, ...], nbytes: int) -> None:
+    """A vector op over an f32 accumulator the rewrite adds (a fill of the identity, the init's
+    combine), recorded as from_interp records it; `value` is then made by it."""
+    records.append(OpRecord(tile=tile, seq=seq[0], op="linalg.vector", kind=Kind.VECTOR, deps=tuple(sorted(deps)),
+                            elements=nbytes // 4, dtype="f32", result_bytes=nbytes))
+    made[value] = seq[0]
+    seq[0] += 1
 
 
 def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, int]], tail: list[Operation],
@@ -283,8 +444,15 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
     for tile in range(tiles):
         made: dict[str, Any] = {}
         seq = [0]
+        given: int | None = None
+        if not split.identity:  # the partial starts from a fill of the identity, made first
+            _synthetic(records, tile, seq, made, "@identity", (), acc_bytes)
         for op in [o for o in before if id(o) in first] + [o for o in before if id(o) not in first]:
+            if op is split.op and not split.identity:
+                given, made[split.init] = made.get(split.init), made["@identity"]
             _record(op, work[id(op)], tile, seq, made, records, {0: 0})
+            if op is split.op and not split.identity and given is not None:
+                made[split.init] = given
         part = made.get(result)
         records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
                                 deps=(part,) if part is not None else (), sync="f0:0"))
@@ -295,6 +463,8 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
                                 elements=acc_bytes // 4 * tiles, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 3
         made[result] = recv + 1
+        if not split.identity:
+            _synthetic(records, tile, seq, made, result, (recv + 1, *(() if given is None else (given,))), acc_bytes)
         for op in tail:
             _record(op, work[id(op)], tile, seq, made, records, {0: 0})
     return KernelTrace(records, grid=(tiles,), name=k.name)

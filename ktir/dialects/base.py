@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ktir.dialects.constraints import AttrKind, OpConstraint, TypeConstraint
 from ktir.dialects.cost import CostClass
+from ktir.dialects.structure import Structure
 from ktir.dialects.traits import Trait, trait
 
 
@@ -96,6 +97,8 @@ class OpDef:
     options: dict[str, object] = field(default_factory=dict)
     # The kind of work, read by the cost model; every op declares one (a test checks).
     cost: CostClass | None = None
+    # Structured ops: the loop nest they are (`ktir.dialects.structure`: indexing maps, iterator types)
+    structure: Structure | None = None
 
     def __post_init__(self) -> None:
         # traits may be spelled by name; the registry holds the objects

@@ -19,6 +19,7 @@ from ktir.dialects.constraints import (
     enum_attr,
 )
 from ktir.dialects.cost import CostClass
+from ktir.dialects.structure import BROADCAST, FILL, GENERIC, REDUCE, TRANSPOSE, Structure, contraction, elementwise
 from ktir.dialects.traits import ATTR_SIZED_OPERAND_SEGMENTS, DESTINATION_STYLE, PURE, TERMINATOR, VARIADIC_REGIONS
 
 # the buffer form (memref operands, no results) parses too
@@ -31,7 +32,8 @@ _DPS = constraints(
 )
 
 
-def _named(name: str, summary: str, accuracy: str = "exact", cost: CostClass = CostClass.VECTOR) -> OpDef:
+def _named(name: str, summary: str, accuracy: str = "exact", cost: CostClass = CostClass.VECTOR,
+           structure: Structure | None = None) -> OpDef:
     return OpDef(
         name=f"linalg.{name}",
         format="LINALG_NAMED",
@@ -43,7 +45,19 @@ def _named(name: str, summary: str, accuracy: str = "exact", cost: CostClass = C
         constraints=_DPS,
         accuracy=accuracy,
         cost=cost,
+        structure=structure,
     )
+
+
+# the scalar op each named elementwise op applies per element (float spelling)
+_SCALAR = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf", "max": "arith.maximumf",
+           "min": "arith.minimumf", "exp": "math.exp", "log": "math.log", "abs": "math.absf", "negf": "arith.negf",
+           "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "reciprocal": "arith.divf",
+           "square": "arith.mulf", "floor": "math.floor", "erf": "math.erf", "powf": "math.powf"}
+
+
+def _elementwise(name: str, summary: str, accuracy: str, cost: CostClass = CostClass.VECTOR) -> OpDef:
+    return _named(name, summary, accuracy, cost, elementwise(_SCALAR[name]))
 
 
 _ELEMENTWISE = (
@@ -70,22 +84,26 @@ _ELEMENTWISE = (
 _REGION_BODY = RegionSpec("body", "Scalar computation per iteration point.", "one scalar per input and output", "linalg.yield")
 
 OPS: tuple[OpDef, ...] = (
-    *(_named(*row) for row in _ELEMENTWISE),
-    _named("fill", "Fill the output with a scalar."),
-    _named("copy", "Copy the input into the output."),
+    *(_elementwise(*row) for row in _ELEMENTWISE),
+    _named("fill", "Fill the output with a scalar.", structure=FILL),
+    _named("copy", "Copy the input into the output.", structure=elementwise("")),
     _named(
         "matmul",
         "C += A x B; with `indexing_maps`, operands may be transposed or broadcast.",
-        "matmul", CostClass.MATMUL,
+        "matmul", CostClass.MATMUL, contraction("mk,kn->mn"),
     ),
-    _named("batch_matmul", "Batched C[b] += A[b] x B[b].", "matmul", CostClass.MATMUL),
-    _named("matmul_transpose_a", "C += transpose(A) x B (older spelling).", "matmul", CostClass.MATMUL),
-    _named("matmul_transpose_b", "C += A x transpose(B) (older spelling).", "matmul", CostClass.MATMUL),
-    _named("batch_matmul_transpose_b", "Batched C[b] += A[b] x transpose(B[b]).", "matmul", CostClass.MATMUL),
-    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction", CostClass.MATMUL),
-    _named("matvec", "Matrix-vector product.", "matmul", CostClass.MATMUL),
+    _named("batch_matmul", "Batched C[b] += A[b] x B[b].", "matmul", CostClass.MATMUL, contraction("bmk,bkn->bmn")),
+    _named("matmul_transpose_a", "C += transpose(A) x B (older spelling).", "matmul", CostClass.MATMUL,
+           contraction("km,kn->mn")),
+    _named("matmul_transpose_b", "C += A x transpose(B) (older spelling).", "matmul", CostClass.MATMUL,
+           contraction("mk,nk->mn")),
+    _named("batch_matmul_transpose_b", "Batched C[b] += A[b] x transpose(B[b]).", "matmul", CostClass.MATMUL,
+           contraction("bmk,bnk->bmn")),
+    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction", CostClass.MATMUL, contraction("n,n->")),
+    _named("matvec", "Matrix-vector product.", "matmul", CostClass.MATMUL, contraction("mn,n->m")),
     OpDef(
         name="linalg.generic",
+        structure=GENERIC,
         format="LINALG_GENERIC",
         cost=CostClass.VECTOR,
         summary="A perfectly nested loop over the iteration space with indexing maps per operand.",
@@ -111,6 +129,7 @@ OPS: tuple[OpDef, ...] = (
     ),
     OpDef(
         name="linalg.map",
+        structure=Structure("elementwise"),
         format="LINALG_MAP",
         cost=CostClass.VECTOR,
         summary="Apply the body elementwise to the inputs, writing the output.",
@@ -124,6 +143,7 @@ OPS: tuple[OpDef, ...] = (
     ),
     OpDef(
         name="linalg.reduce",
+        structure=REDUCE,
         format="LINALG_REDUCE",
         cost=CostClass.REDUCTION,
         summary="Reduce the inputs along `dimensions` with the body as combiner.",
@@ -140,6 +160,7 @@ OPS: tuple[OpDef, ...] = (
     ),
     OpDef(
         name="linalg.broadcast",
+        structure=BROADCAST,
         format="LINALG_DIMS",
         cost=CostClass.VECTOR,
         summary="Broadcast the input by adding the `dimensions` of the output.",
@@ -153,6 +174,7 @@ OPS: tuple[OpDef, ...] = (
     ),
     OpDef(
         name="linalg.transpose",
+        structure=TRANSPOSE,
         format="LINALG_DIMS",
         cost=CostClass.VECTOR,
         summary="Permute the input's dimensions into the init.",

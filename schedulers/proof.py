@@ -1,0 +1,691 @@
+"""Prove that a scheduled module divides its input's memory effects over the grid legally.
+
+Every rewrite (built in or a plugin's) is checked here before it is returned, with exact
+integer-set analysis (isl): the index arithmetic of both modules is modelled as affine
+functions of the tile coordinates, loop indices and constants (with `min`, `max`,
+`select` and division by constants as exact piecewise definitions), every `ktdp.load` and
+`ktdp.store` of a global view becomes a relation from tile coordinates to the element
+offsets of its function argument it touches, and three things are proven:
+
+1. no element is written by two tiles (a store replicated on several tiles is a race, even
+   when the values agree: the reference interpreter stops at it);
+2. no tile reads an element another tile writes (tiles are not ordered with each other);
+3. the scheduled module writes exactly the elements its input writes, argument by argument
+   (nothing lost, nothing extra).
+
+An inter-tile reduction passes values, not memory: its consumer stores the combined block,
+and that store is proven like any other. What the model cannot express (a store through an
+index read from memory, a loop bound or condition that is not affine in the tile
+coordinates, a scratchpad of another tile written and read between barriers) makes the
+proof fail with the op and the construct named: a schedule that cannot be proven is not
+returned.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ktir.dialects.access import AccessError, named
+from ktir.ir import affine as af
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.isl_text import NotAffine, isl_constraints, isl_expr
+from ktir.ir.operation import Module, Operation
+
+from .kernels import func_name, grid_of
+
+_DYNAMIC = -9223372036854775808
+# arith.cmpi predicates by their attribute value (MLIR's order); unsigned ones are read as
+# signed: index values of the model are the non-negative offsets and counts of the kernels
+_CMP = ("=", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">=")
+_NEG = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+@dataclass(frozen=True)
+class Val:
+    """An index value: an isl expression and the variables it mentions."""
+
+    expr: str
+    vars: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Cond:
+    """An i1 value: a condition and its negation, as isl constraints."""
+
+    true: str
+    false: str
+    vars: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class View:
+    arg: str  # the function argument holding the array ("" when the offset is not argument + constant)
+    offset: int
+    strides: tuple[int, ...]
+    lo: tuple[int, ...]
+    itemsize: int
+    space: str  # "global", "local" (the executing tile's own scratchpad) or "remote"
+    line: str
+
+
+@dataclass(frozen=True)
+class Tile:
+    view: View | None
+    points: tuple[str, ...]  # the set's dimensions
+    constraints: tuple[str, ...]
+    coords: tuple[str, ...]  # per view dimension: base subscript + point
+    vars: frozenset[str]
+    indirect: bool = False
+
+
+@dataclass
+class Access:
+    op: Operation
+    arg: str
+    itemsize: int
+    relation: str  # isl map text: tile coordinates -> element offsets
+
+
+@dataclass
+class Footprint:
+    grid: tuple[int, ...]
+    writes: list[Access] = field(default_factory=list)
+    reads: list[Access] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why some write cannot be modelled exactly
+
+
+def where(op: Operation) -> str:
+    return f"{op.name} (line {op.loc.line})" if op.loc is not None else op.name
+
+
+class _Model:
+    """Walks one function, collecting the access relations of its global loads and stores."""
+
+    def __init__(self, module: Module, fn: Operation, sizes: Mapping[str, int]) -> None:
+        self.module = module
+        self.grid = grid_of(fn)
+        self.tids = [f"t{i}" for i in range(len(self.grid))]
+        self.n = 0
+        self.values: dict[str, Val] = {}
+        self.pointers: dict[str, tuple[str, int]] = {}  # SSA value -> (argument, constant element offset)
+        self.conds: dict[str, Cond] = {}
+        self.views: dict[str, View] = {}
+        self.tiles: dict[str, Tile] = {}
+        self.defs: dict[str, tuple[frozenset[str], str]] = {}  # variable -> (variables it depends on, definition)
+        self.unknown: dict[str, str] = {}  # variable -> what it stands for (not affine)
+        self.scope: list[tuple[frozenset[str], str, bool]] = []  # (variables, constraint, certain)
+        self.out = Footprint(self.grid)
+        body = fn.regions[0].blocks[0]
+        bound = {("%" + k.lstrip("%")): int(v) for k, v in sizes.items()}
+        self.args = {a.name for a in body.arguments}
+        for a in body.arguments:
+            if a.name in bound:
+                self.values[a.name] = Val(str(bound[a.name]))
+            else:
+                self.pointers[a.name] = (a.name[1:], 0)
+        self.block(body.operations)
+
+    # ------------------------------------------------------------ variables
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def define(self, deps: frozenset[str], constraint: str, prefix: str = "v") -> str:
+        v = self.fresh(prefix)
+        self.defs[v] = (deps, constraint)
+        return v
+
+    def opaque(self, what: str) -> Val:
+        v = self.fresh("u")
+        self.unknown[v] = what
+        return Val(v, frozenset({v}))
+
+    def value(self, name: str, op: Operation) -> Val:
+        found = self.values.get(name)
+        if found is not None:
+            return found
+        what = f"{name}, a function argument" if name in self.args else name
+        found = self.values[name] = self.opaque(what)
+        return found
+
+    # ------------------------------------------------------------ ops
+
+    def block(self, ops: list[Operation]) -> None:
+        for op in ops:
+            self.op(op)
+
+    def op(self, op: Operation) -> None:
+        name = op.name
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(self, op)
+            return
+        if name in ("scf.yield", "func.return", "ktdp.yield_partial", "ktdp.yield_reduced", "linalg.yield",
+                    "ktdp.region_terminator"):
+            return
+        if name.startswith(("memref.store", "func.call")) or name in ("memref.copy", "memref.tensor_store"):
+            self.out.problems.append(f"{where(op)} writes memory outside ktdp.store")
+        # any other op: its index results are opaque; ops in its regions run where it runs
+        for r, t in zip(op.results, op.result_types, strict=False):
+            if isinstance(t, ty.IndexType | ty.IntegerType):
+                self.values[r] = self.opaque(f"{r} ({name})")
+        for region in op.regions:
+            for b in region.blocks:
+                for a in b.arguments:
+                    self.values.setdefault(a.name, self.opaque(f"{a.name} (an argument of a region of {name})"))
+                self.block(b.operations)
+
+    def constant(self, op: Operation) -> None:
+        v = op.attributes.get("value")
+        if isinstance(v, at.IntegerAttr) and op.results:
+            if isinstance(op.result_types[0], ty.IntegerType) and op.result_types[0].width == 1:
+                self.conds[op.results[0]] = Cond("0 = 0", "1 = 0") if v.value else Cond("1 = 0", "0 = 0")
+            else:
+                self.values[op.results[0]] = Val(str(v.value))
+
+    def tile_id(self, op: Operation) -> None:
+        for i, r in enumerate(op.results):
+            self.values[r] = Val(self.tids[i], frozenset()) if i < len(self.tids) else Val("0")
+
+    def binary(self, op: Operation) -> None:
+        if len(op.operands) != 2 or not op.results:
+            return
+        a, b = (self.value(x, op) for x in op.operands)
+        deps = a.vars | b.vars
+        n = op.name
+        r = op.results[0]
+        if n == "arith.addi":  # an array's address plus a constant number of elements
+            for p, k in ((op.operands[0], _int(b.expr)), (op.operands[1], _int(a.expr))):
+                if p in self.pointers and k is not None:
+                    self.pointers[r] = (self.pointers[p][0], self.pointers[p][1] + k)
+        if n in ("arith.addi", "arith.subi"):
+            self.values[r] = Val(f"({a.expr} {'+' if n == 'arith.addi' else '-'} {b.expr})", deps)
+            return
+        ka, kb = _int(a.expr), _int(b.expr)
+        if n == "arith.muli":
+            if ka is not None or kb is not None:
+                self.values[r] = Val(f"({a.expr} * {b.expr})" if ka is None or kb is None else str(ka * kb), deps)
+            else:
+                self.values[r] = self.opaque(f"{r}, a product of two values that are not constants")
+            return
+        if n in ("arith.minsi", "arith.minui", "arith.maxsi", "arith.maxui"):
+            cmp = "<=" if "min" in n else ">="
+            v = self.define(deps, "")
+            self.defs[v] = (deps, f"{v} {cmp} {a.expr} and {v} {cmp} {b.expr} and ({v} = {a.expr} or {v} = {b.expr})")
+            self.values[r] = Val(v, frozenset({v}))
+            return
+        if kb is None or kb <= 0:
+            self.values[r] = self.opaque(f"{r}, {n} by a value that is not a positive constant")
+            return
+        if n in ("arith.divui", "arith.floordivsi"):
+            self.values[r] = Val(f"floor(({a.expr}) / {kb})", deps)
+        elif n == "arith.divsi":  # rounds toward zero
+            v = self.define(deps, "")
+            self.defs[v] = (deps, f"(({a.expr} >= 0 and {v} = floor(({a.expr}) / {kb})) or "
+                                  f"({a.expr} < 0 and {v} = -floor((-({a.expr})) / {kb})))")
+            self.values[r] = Val(v, frozenset({v}))
+        elif n in ("arith.ceildivsi", "arith.ceildivui"):
+            self.values[r] = Val(f"ceil(({a.expr}) / {kb})", deps)
+        elif n in ("arith.remui", "arith.remsi"):
+            if n == "arith.remsi":
+                v = self.define(deps, "")
+                self.defs[v] = (deps, f"(({a.expr} >= 0 and {v} = ({a.expr}) mod {kb}) or "
+                                      f"({a.expr} < 0 and {v} = -((-({a.expr})) mod {kb})))")
+                self.values[r] = Val(v, frozenset({v}))
+            else:
+                self.values[r] = Val(f"(({a.expr}) mod {kb})", deps)
+
+    def cast(self, op: Operation) -> None:
+        if op.results and op.operands:
+            self.values[op.results[0]] = self.value(op.operands[0], op)
+
+    def cmpi(self, op: Operation) -> None:
+        pred = op.attributes.get("predicate")
+        if not isinstance(pred, at.IntegerAttr) or not 0 <= pred.value < len(_CMP) or not op.results:
+            return
+        a, b = (self.value(x, op) for x in op.operands[:2])
+        rel = _CMP[pred.value]
+        neg = _NEG[rel]
+
+        def text(r: str) -> str:
+            return f"not ({a.expr} = {b.expr})" if r == "!=" else f"{a.expr} {r} {b.expr}"
+
+        self.conds[op.results[0]] = Cond(text(rel), text(neg), a.vars | b.vars)
+
+    def logic(self, op: Operation) -> None:
+        cs = [self.conds.get(x) for x in op.operands]
+        if not op.results or any(c is None for c in cs) or len(cs) != 2:
+            return
+        a, b = cs
+        assert a is not None and b is not None
+        if op.name == "arith.andi":
+            self.conds[op.results[0]] = Cond(f"({a.true}) and ({b.true})", f"({a.false}) or ({b.false})", a.vars | b.vars)
+        elif op.name == "arith.ori":
+            self.conds[op.results[0]] = Cond(f"({a.true}) or ({b.true})", f"({a.false}) and ({b.false})", a.vars | b.vars)
+        elif op.name == "arith.xori":
+            self.conds[op.results[0]] = Cond(f"(({a.true}) and ({b.false})) or (({a.false}) and ({b.true}))",
+                                             f"(({a.true}) and ({b.true})) or (({a.false}) and ({b.false}))",
+                                             a.vars | b.vars)
+
+    def select(self, op: Operation) -> None:
+        if not op.results or len(op.operands) != 3:
+            return
+        r = op.results[0]
+        if not isinstance(op.result_types[0], ty.IndexType | ty.IntegerType):
+            return
+        c = self.conds.get(op.operands[0])
+        a, b = (self.value(x, op) for x in op.operands[1:])
+        if c is None:
+            self.values[r] = self.opaque(f"{r}, selected by a condition that is not affine")
+            return
+        deps = c.vars | a.vars | b.vars
+        v = self.define(deps, "")
+        self.defs[v] = (deps, f"((({c.true}) and {v} = {a.expr}) or (({c.false}) and {v} = {b.expr}))")
+        self.values[r] = Val(v, frozenset({v}))
+
+    def apply(self, op: Operation) -> None:
+        amap = _resolve(self.module, op.attributes.get("map"))
+        if not isinstance(amap, at.AffineMapAttr) or len(amap.value.results) != 1 or not op.results:
+            for r in op.results:
+                self.values[r] = self.opaque(f"{r} (affine.apply)")
+            return
+        args = [self.value(x, op) for x in op.operands]
+        nd = amap.value.num_dims
+        try:
+            text = isl_expr(amap.value.results[0], [a.expr for a in args[:nd]], [a.expr for a in args[nd:]])
+        except NotAffine:
+            self.values[op.results[0]] = self.opaque(f"{op.results[0]} (affine.apply)")
+            return
+        self.values[op.results[0]] = Val(text, frozenset().union(*(a.vars for a in args)))
+
+    # ------------------------------------------------------------ control flow
+
+    def for_(self, op: Operation) -> None:
+        lb, ub, step = (self.value(x, op) for x in op.operands[:3])
+        body = op.regions[0].blocks[0]
+        iv = body.arguments[0].name
+        k = _int(step.expr)
+        v = self.fresh("i")
+        deps = lb.vars | ub.vars
+        cons = f"{lb.expr} <= {v} < {ub.expr}"
+        if k is not None and k > 1:
+            cons += f" and ({v} - ({lb.expr})) mod {k} = 0"
+        certain = k is not None and k > 0
+        if k is None or k <= 0:
+            self.unknown[v] = f"{iv}, the index of a loop whose step is not a positive constant"
+        self.defs[v] = (deps, cons)
+        self.values[iv] = Val(v, frozenset({v}))
+        for a in body.arguments[1:]:  # loop-carried values: opaque when they are indices
+            if isinstance(a.type, ty.IndexType | ty.IntegerType):
+                self.values[a.name] = self.opaque(f"{a.name}, a value carried by the loop")
+        self.scope.append((frozenset({v}), cons, certain))
+        self.block(body.operations)
+        self.scope.pop()
+        for r, t in zip(op.results, op.result_types, strict=False):
+            if isinstance(t, ty.IndexType | ty.IntegerType):
+                self.values[r] = self.opaque(f"{r}, a value carried out of a loop")
+
+    def if_(self, op: Operation) -> None:
+        c = self.conds.get(op.operands[0]) if op.operands else None
+        for i, region in enumerate(op.regions):
+            if not region.blocks:
+                continue
+            if c is None:
+                self.scope.append((frozenset(), "0 = 0", False))
+            else:
+                self.scope.append((c.vars, c.true if i == 0 else c.false, True))
+            self.block(region.blocks[0].operations)
+            self.scope.pop()
+        for r, t in zip(op.results, op.result_types, strict=False):
+            if isinstance(t, ty.IndexType | ty.IntegerType):
+                self.values[r] = self.opaque(f"{r}, a value chosen by scf.if")
+
+    # ------------------------------------------------------------ memory
+
+    def memory_view(self, op: Operation) -> None:
+        v = named(op)
+        t = v.result_type("result")
+        space = op.attributes.get("memory_space")
+        kind = "global"
+        if isinstance(space, at.MemorySpaceAttr):
+            kind = "global" if space.kind == "global" else ("remote" if space.ct_id is not None else "local")
+        itemsize = _itemsize(t.element_type) if isinstance(t, ty.MemRefType) else 0
+        arg, const = self.pointers.get(v.operand("offset"), ("", 0))
+        strides = self._mixed(op, "static_strides", v.operands("strides"))
+        sizes = self._mixed(op, "static_sizes", v.operands("sizes"))
+        lo = tuple(0 for _ in strides or ())
+        cset = _resolve(self.module, op.attributes.get("coordinate_set"))
+        if isinstance(cset, at.IntegerSetAttr) and sizes is not None:
+            lo = _lows(cset.value, tuple(s for s, d in zip(sizes, _static(op, "static_sizes"), strict=False)
+                                         if d == _DYNAMIC)) or lo
+        if strides is None:
+            arg = ""
+        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo, itemsize, kind, where(op))
+
+    def _mixed(self, op: Operation, attr: str, dynamic: list[str]) -> tuple[int, ...] | None:
+        it = iter(dynamic)
+        out = []
+        for d in _static(op, attr):
+            if d == _DYNAMIC:
+                k = _int(self.value(next(it, ""), op).expr)
+                if k is None:
+                    return None
+                out.append(k)
+            else:
+                out.append(int(d))
+        return tuple(out)
+
+    def distributed(self, op: Operation) -> None:
+        self.views[op.results[0]] = View("", 0, (), (), 0, "remote", where(op))
+
+    def access_tile(self, op: Operation) -> None:
+        v = named(op)
+        view = self.views.get(v.operand("base"))
+        idx = [self.value(x, op) for x in v.operands("indices")]
+        syms = [self.value(x, op) for x in v.operands("symbol_operands")]
+        tset = _resolve(self.module, op.attributes.get("access_tile_set"))
+        bmap = _resolve(self.module, op.attributes.get("base_map"))
+        if not isinstance(tset, at.IntegerSetAttr):
+            self.tiles[v.result("result")] = Tile(view, (), ("1 = 0",), (), frozenset(), indirect=True)
+            return
+        n = tset.value.num_dims
+        amap = bmap.value if isinstance(bmap, at.AffineMapAttr) else af.AffineMap.identity(len(idx))
+        points = tuple(self.fresh("p") for _ in range(n))
+        try:
+            nd = amap.num_dims
+            base = [isl_expr(e, [a.expr for a in idx[:nd]], [a.expr for a in idx[nd:]]) for e in amap.results]
+            cons = isl_constraints(tset.value, list(points), [s.expr for s in syms])
+        except NotAffine:
+            self.tiles[v.result("result")] = Tile(view, (), (), (), frozenset(), indirect=True)
+            return
+        coords = tuple(f"({b} + {p})" for b, p in zip(base, points, strict=False))
+        deps = frozenset().union(*(a.vars for a in idx), *(s.vars for s in syms))
+        self.tiles[v.result("result")] = Tile(view, points, tuple(cons), coords, deps)
+
+    def indirect_tile(self, op: Operation) -> None:
+        base = named(op).operand("base")
+        self.tiles[op.results[0]] = Tile(self.views.get(base), (), (), (), frozenset(), indirect=True)
+        for region in op.regions:  # the variables region computes indices, no memory effects
+            for b in region.blocks:
+                for a in b.arguments:
+                    self.values.setdefault(a.name, self.opaque(a.name))
+
+    def load(self, op: Operation) -> None:
+        self.access(op, named(op).operand("access_tile"), write=False)
+
+    def store(self, op: Operation) -> None:
+        self.access(op, named(op).operand("access_tile"), write=True)
+
+    def access(self, op: Operation, tile_name: str, write: bool) -> None:
+        tile = self.tiles.get(tile_name)
+        if tile is None or tile.view is None:
+            if write and tile is not None:
+                return  # a tile of a tensor: a value, not memory
+            if tile is None:
+                self.out.problems.append(f"{where(op)} goes through {tile_name}, which is not an access tile the "
+                                         "proof can follow")
+            return
+        view = tile.view
+        if view.space == "local":
+            return  # the executing tile's own scratchpad: no other tile sees it
+        if view.space == "remote":
+            self.out.problems.append(f"{where(op)} reaches another tile's scratchpad (the view at {view.line}): "
+                                     "scratchpad traffic between tiles, ordered by barriers, is outside the proof")
+            return
+        if not view.arg:
+            self.out.problems.append(f"{where(op)} goes through the view at {view.line}, whose address or strides "
+                                     "are not a function argument plus constants")
+            return
+        if tile.indirect:
+            if write:
+                self.out.problems.append(f"{where(op)} stores through an indirect access tile (a scatter): the "
+                                         "elements it writes are read from memory")
+                return
+            rel: str | None = self.whole_view(view)
+        else:
+            rel = self.relation(op, tile, view, write)
+        if rel is None:
+            return
+        (self.out.writes if write else self.out.reads).append(Access(op, view.arg, view.itemsize, rel))
+
+    def whole_view(self, view: View) -> str:
+        """Every element of the argument (a gather may read any of them)."""
+        return f"{{ [{', '.join(self.tids)}] -> [a] : {self.tile_bounds()} }}"
+
+    def tile_bounds(self) -> str:
+        return " and ".join(f"0 <= {t} < {g}" for t, g in zip(self.tids, self.grid, strict=True)) or "0 = 0"
+
+    def relation(self, op: Operation, tile: Tile, view: View, write: bool) -> str | None:
+        addr = " + ".join([str(view.offset)] + [f"({c} - {lo}) * {s}" for c, lo, s in
+                                                 zip(tile.coords, view.lo, view.strides, strict=False)])
+        cons = [self.tile_bounds(), *tile.constraints, f"a = {addr}"]
+        wanted = set(tile.vars) | set(tile.points)
+        for vars_, c, certain in self.scope:
+            cons.append(c)
+            wanted |= vars_
+            if not certain and write:
+                self.out.problems.append(f"{where(op)} runs under a loop or condition that is not affine in the "
+                                         "tile coordinates: which tiles store what cannot be proven")
+                return None
+        names = self.closure(wanted, cons)
+        bad = [self.unknown[n] for n in names if n in self.unknown]
+        if bad and write:
+            self.out.problems.append(f"{where(op)} stores at coordinates that depend on {bad[0]}: not an affine "
+                                     "function of the tile coordinates and loop indices")
+            return None
+        body = " and ".join(f"({c})" for c in cons)
+        ex = sorted(names)
+        inner = f"exists ({', '.join(ex)} : {body})" if ex else body
+        return f"{{ [{', '.join(self.tids)}] -> [a] : {inner} }}"
+
+    def closure(self, wanted: set[str], cons: list[str]) -> set[str]:
+        """Every variable the constraints need, with the definitions of the defined ones appended to `cons`."""
+        todo = list(wanted)
+        seen: set[str] = set()
+        while todo:
+            v = todo.pop()
+            if v in seen or v in self.tids:
+                continue
+            seen.add(v)
+            found = self.defs.get(v)
+            if found is not None:
+                deps, c = found
+                cons.append(c)
+                todo += deps
+        return seen
+
+
+_HANDLERS = {
+    "arith.constant": _Model.constant,
+    "ktdp.get_compute_tile_id": _Model.tile_id,
+    **{n: _Model.binary for n in ("arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.minui", "arith.maxsi",
+                                  "arith.maxui", "arith.divui", "arith.divsi", "arith.floordivsi", "arith.ceildivsi",
+                                  "arith.ceildivui", "arith.remui", "arith.remsi")},
+    "arith.index_cast": _Model.cast, "arith.index_castui": _Model.cast,
+    "arith.cmpi": _Model.cmpi, "arith.andi": _Model.logic, "arith.ori": _Model.logic, "arith.xori": _Model.logic,
+    "arith.select": _Model.select, "affine.apply": _Model.apply,
+    "scf.for": _Model.for_, "scf.if": _Model.if_,
+    "ktdp.construct_memory_view": _Model.memory_view,
+    "ktdp.construct_distributed_memory_view": _Model.distributed,
+    "ktdp.construct_access_tile": _Model.access_tile,
+    "ktdp.construct_indirect_access_tile": _Model.indirect_tile,
+    "ktdp.load": _Model.load, "ktdp.store": _Model.store,
+}
+
+
+def _int(text: str) -> int | None:
+    t = text.strip()
+    try:
+        return int(t)
+    except ValueError:
+        return None
+
+
+def _itemsize(t: ty.Type) -> int:
+    width = getattr(t, "width", None)
+    return max(1, int(width) // 8) if width else 8
+
+
+def _resolve(module: Module, attr: object) -> object:
+    if isinstance(attr, at.AttrAliasRef):
+        return module.attr_aliases.get(attr.name) or module.attr_aliases.get("#" + attr.name)
+    return attr
+
+
+def _static(op: Operation, attr: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in getattr(op.attributes.get(attr), "values", ()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _lows_cached(text: str, n: int) -> tuple[int, ...] | None:
+    s = isl.Set(text)
+    if s.is_empty():
+        return None
+    out = []
+    for i in range(n):
+        low = s.dim_min_val(i)
+        if not low.is_int():
+            return None
+        out.append(int(low.to_python()))
+    return tuple(out)
+
+
+def _lows(iset: af.IntegerSet, syms: tuple[int, ...]) -> tuple[int, ...] | None:
+    names = [f"c{i}" for i in range(iset.num_dims)]
+    try:
+        cons = isl_constraints(iset, names, [str(s) for s in syms])
+    except NotAffine:
+        return None
+    return _lows_cached(f"{{ [{', '.join(names)}] : {' and '.join(cons) or '0 = 0'} }}", iset.num_dims)
+
+
+def footprint(module: Module, fn: Operation, sizes: Mapping[str, int] | None = None) -> Footprint:
+    """The access relations of `fn`'s global loads and stores, per tile."""
+    try:
+        return _Model(module, fn, sizes or {}).out
+    except (AccessError, StopIteration, NotAffine) as e:
+        out = Footprint(grid_of(fn))
+        out.problems.append(f"the kernel's accesses could not be modelled: {e}")
+        return out
+
+
+# ---------------------------------------------------------------- the proof
+
+
+def _union(accesses: list[Access]) -> isl.Map | None:
+    found: isl.Map | None = None
+    for a in accesses:
+        m = _map(a.relation)
+        found = m if found is None else found.union(m)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _map(text: str) -> isl.Map:
+    return isl.Map(text)
+
+
+def _point(s: isl.Set | isl.Map) -> list[int]:
+    p = (s.wrap() if isinstance(s, isl.Map) else s).sample_point()
+    space = p.get_space()
+    return [int(p.get_coordinate_val(isl.dim_type.set, i).to_python()) for i in range(space.dim(isl.dim_type.set))]
+
+
+def _tiles(grid: tuple[int, ...], coords: list[int]) -> str:
+    return "(" + ", ".join(map(str, coords)) + ")" if len(grid) > 1 else str(coords[0])
+
+
+def _others(pairs: isl.Map) -> isl.Map:
+    """The pairs of a tile-to-tile relation between two different tiles."""
+    return pairs.subtract(isl.Map.identity(pairs.get_space()))
+
+
+def _culprits(accesses: list[Access], other: list[Access], same: bool) -> tuple[Access, Access] | None:
+    for a in accesses:
+        for b in other:
+            pairs = _others(_map(a.relation).apply_range(_map(b.relation).reverse()))
+            if not pairs.is_empty():
+                return a, b
+    del same
+    return None
+
+
+def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None, func: str | None = None) -> str | None:
+    """None when `after` provably divides `before`'s memory effects over its grid; else why not."""
+    from .kernels import function_of
+
+    fn_in = function_of(before, func)
+    name = func_name(fn_in)
+    fn_out = next((f for f in after.functions() if func_name(f) == name), None)
+    if fn_out is None:
+        return f"the scheduled module has no function @{name}"
+    fin = footprint(before, fn_in, sizes)
+    fout = footprint(after, fn_out, sizes)
+    if fout.problems:
+        return fout.problems[0]
+    if fin.problems:
+        return f"the input's stores cannot be modelled, so the scheduled one cannot be compared with them: {fin.problems[0]}"
+    return compare(fin, fout)
+
+
+def compare(fin: Footprint, fout: Footprint) -> str | None:
+    args = sorted({a.arg for a in fin.writes} | {a.arg for a in fout.writes})
+    for arg in args:
+        w_out = [a for a in fout.writes if a.arg == arg]
+        w_in = [a for a in fin.writes if a.arg == arg]
+        r_out = [a for a in fout.reads if a.arg == arg]
+        sizes = {a.itemsize for a in w_out + w_in + r_out}
+        if len(sizes) > 1:
+            return f"%{arg} is accessed through views of different element sizes {sorted(sizes)}"
+        if not w_out:
+            return f"the scheduled kernel never stores to %{arg}, which the input writes"
+        wo = _union(w_out)
+        assert wo is not None
+        pairs = _others(wo.apply_range(wo.reverse()))
+        if not pairs.is_empty():
+            found = _culprits(w_out, w_out, True)
+            t = _point(pairs)
+            k = len(fout.grid)
+            shared = wo.intersect_domain(_singleton(t[:k])).range().intersect(
+                wo.intersect_domain(_singleton(t[k:])).range())
+            elem = _point(shared)[0]
+            what = f" ({where(found[0].op)} and {where(found[1].op)})" if found else ""
+            return (f"tiles {_tiles(fout.grid, t[:k])} and {_tiles(fout.grid, t[k:])} both write element {elem} of "
+                    f"%{arg}{what}: an output element must be written by exactly one tile")
+        if r_out:
+            ro = _union(r_out)
+            assert ro is not None
+            pairs = _others(ro.apply_range(wo.reverse()))
+            if not pairs.is_empty():
+                t = _point(pairs)
+                k = len(fout.grid)
+                found = _culprits(r_out, w_out, False)
+                what = f" ({where(found[0].op)} reads what {where(found[1].op)} writes)" if found else ""
+                return (f"tile {_tiles(fout.grid, t[:k])} reads elements of %{arg} that tile "
+                        f"{_tiles(fout.grid, t[k:])} writes{what}: tiles are not ordered with each other")
+        if not w_in:
+            return f"the scheduled kernel stores to %{arg}, which the input never writes"
+        wi = _union(w_in)
+        assert wi is not None
+        got, want = wo.range(), wi.range()
+        missing = want.subtract(got)
+        if not missing.is_empty():
+            return f"element {_point(missing)[0]} of %{arg}, written by the input, is written by no tile"
+        extra = got.subtract(want)
+        if not extra.is_empty():
+            return f"a tile writes element {_point(extra)[0]} of %{arg}, which the input does not write"
+    return None
+
+
+def _singleton(coords: list[int]) -> isl.Set:
+    names = [f"t{i}" for i in range(len(coords))]
+    return isl.Set(f"{{ [{', '.join(names)}] : {' and '.join(f'{n} = {c}' for n, c in zip(names, coords, strict=True))} }}")
+
+
+__all__ = ["Footprint", "compare", "footprint", "prove"]
