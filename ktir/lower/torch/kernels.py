@@ -448,7 +448,7 @@ def _attention_kernel(
         o = times_v(_rowwise(k, "divf", e, total, [qr, kb]), 0)
     else:  # online softmax over key blocks: running max m, sum l and output acc, rescaled as m grows
         inits = [k.filled([qr], -math.inf), k.filled([qr], 0.0), k.filled([qr, dv], 0.0)]
-        jv, (m, l, acc) = k.open_carry(0, skv // kb, inits, "kv")
+        jv, (m, total, acc) = k.open_carry(0, skv // kb, inits, "kv")
         j0 = k.mul(jv, kb)
         sm = scores(j0)
         block_max, _ = k.reduce(sm, [qr, kb], "maximumf", -math.inf)
@@ -458,7 +458,7 @@ def _attention_kernel(
         p = _rowwise(k, "expsub", sm, shift, [qr, kb])
         rescale = _combine(k, [m, shift], [qr], lambda kk, a: _exp_of(kk, kk.op("arith.subf", a[0], a[1], out=kk.fresh("s"))))
         row_sum, _ = k.reduce(p, [qr, kb], "addf", 0.0)
-        l_new = _combine(k, [l, rescale, row_sum], [qr], _fma)
+        l_new = _combine(k, [total, rescale, row_sum], [qr], _fma)
         pv = times_v(p, j0)
         acc_new = _combine(k, [acc, rescale, pv], [qr, dv], _fma, rows=[False, True, False])
         _, l_end, acc_end = k.close_carry([m_new, l_new, acc_new])
