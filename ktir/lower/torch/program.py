@@ -106,6 +106,7 @@ class Program:
     overrides: dict[str, Any] = field(default_factory=dict)
     # what executes each kernel (see KernelRunner); None: the installed default (runners.py)
     runner: KernelRunner | None = field(default=None, repr=False)
+    _footprints: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)  # kernel -> (module, Footprint)
 
     @property
     def module(self) -> Any:
@@ -190,10 +191,41 @@ class Program:
             bound[spec.name] = arr
         return bound
 
+    def footprints(self) -> dict[str, Any]:
+        """Per kernel, its scratchpad need per tile (`fit.Footprint`), read from the KTIR that
+        runs it (a replaced kernel's own text)."""
+        from ktir.lower.torch.fit import footprint
+
+        out = {}
+        for k in self.manifest.kernels:
+            module = self.overrides.get(k.name) or self.module
+            cached = self._footprints.get(k.name)
+            if cached is None or cached[0] is not module:
+                cached = self._footprints[k.name] = (module, footprint(module.function(k.name), module.type_aliases))
+            out[k.name] = cached[1]
+        return out
+
+    def check_fit(self, target: str) -> None:
+        """ProgramError naming the first kernel whose tile needs more scratchpad than a tile of
+        `target` has (ct_local buffers plus live tensor values: see ktir/lower/torch/fit.py)."""
+        from ktir.lower.torch.fit import DoesNotFit, check
+        from ktir.targets import TargetError, scratchpad_bytes
+
+        try:
+            capacity = scratchpad_bytes(target)
+        except TargetError as e:
+            raise ProgramError(str(e)) from None
+        try:
+            for name, fp in self.footprints().items():
+                check(name, fp, capacity, target)
+        except DoesNotFit as e:
+            raise ProgramError(str(e)) from None
+
     def estimate(self, *inputs: Any, target: str = "spyre") -> list[tuple[str, str, Any]]:
         """Run every kernel with an event trace and cost it on `target`'s hardware model:
         per kernel (name, kind, ktir.targets CostReport). Kernels run one after another, so
-        the program's latency is the sum of the kernels' `estimate_seconds`."""
+        the program's latency is the sum of the kernels' `estimate_seconds`. A kernel that
+        does not fit the target's scratchpad is a ProgramError, not a latency."""
         from ktir.targets import load_target
         from ktir.targets.from_interp import from_interp
         from ktir.targets.report import estimate
@@ -215,7 +247,10 @@ class Program:
     ) -> list[np.ndarray]:
         """Run with user inputs given by name; returns the outputs in order. `keep`, if given,
         receives the final contents of every buffer (flat); `traced(name, module, result)`, if
-        given, is called after each kernel, run with an event trace."""
+        given, is called after each kernel, run with an event trace. With a `target`, every
+        kernel must fit its scratchpad (check_fit), checked before any runs."""
+        if target is not None:
+            self.check_fit(target)
         if self.runner is None:
             from ktir.lower.torch.runners import NoRunner, default_runner
 
