@@ -47,7 +47,8 @@ def _exact_in(value: int | float, target: str) -> bool:
             return False
         if v == 0:
             return True
-        e = math.floor(math.log2(abs(v))) if abs(v) >= 1 else -math.ceil(math.log2(1 / abs(v)))
+        # exact: 1/subnormal f64 overflows a float, so no log2 here
+        e = abs(v).numerator.bit_length() - abs(v).denominator.bit_length()
         while Fraction(2) ** e > abs(v):
             e -= 1
         while Fraction(2) ** (e + 1) <= abs(v):

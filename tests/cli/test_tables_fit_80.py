@@ -58,5 +58,5 @@ def test_run_stats_and_report_keep_every_column(capsys, monkeypatch) -> None:  #
     flat = _words(out)
     # the per-tile table's two-line headers, then the report's tables
     assert "global global local local scratch tile ops read written read written peak sent received" in flat
-    for title in ("estimate", "roofline bound", "Busiest resource of each category", "Memory traffic"):
+    for title in ("estimate", "resource bound", "Busiest resource of each category", "Memory traffic"):
         assert title in flat, title

@@ -498,3 +498,13 @@ def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block:
     return value, out_shape, "f32", k.aliases.map(rank, results)
 
 
+@dataclass
+class Pending:
+    """A graph value not yet written: an elementwise expression fused into its single consumer,
+    or materialised by one kernel when it has several users."""
+
+    expr: Expr
+    shape: tuple[int, ...]
+    ktype: str
+    users: int
+    nodes: list[str]

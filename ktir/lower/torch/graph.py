@@ -21,18 +21,9 @@ import numpy as np
 from ktir.lower.torch import experts, kernels, onehot, routing, sdsc, sequence
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.export import torch
-from ktir.lower.torch.expr import Const, Expr, Op, Reduce, Row, boundaries, count_ops, is_int, op_names
+from ktir.lower.torch.expr import Const, Expr, Op, Pending, Reduce, Row, boundaries, count_ops, is_int, op_names
 from ktir.lower.torch.refs import KTIR_TYPES, Buffer, Ref, contiguous_strides
 from ktir.lower.torch.writer import Aliases, Kernel
-
-
-@dataclass
-class Pending:
-    expr: Expr
-    shape: tuple[int, ...]
-    ktype: str
-    users: int
-    nodes: list[str]
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ktir.lower.torch.errors import TorchLoweringError
-from ktir.lower.torch.expr import Const, Expr, Op, Reduce
+from ktir.lower.torch.expr import Const, Expr, Op, Pending, Reduce
 from ktir.lower.torch.refs import Buffer, Ref, contiguous_strides
 
 NEG_INF = Const(-math.inf)
@@ -61,8 +61,6 @@ def reduce_into(lw: Any, node: Any, expr: Expr, shape: tuple[int, ...], ktype: s
 
 
 def lw_pending(expr: Expr, shape: tuple[int, ...], ktype: str, node: Any) -> Any:
-    from ktir.lower.torch.graph import Pending
-
     return Pending(expr, shape, ktype, 1, [node.name])
 
 
