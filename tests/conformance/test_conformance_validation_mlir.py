@@ -3,8 +3,7 @@
 Every validation case whose program uses only MLIR's own dialects (no `ktdp`) is given, its
 `expected-*` comments blanked, to `mlir-opt-22 --allow-unregistered-dialect --verify-each`.
 MLIR must reject it at the case's line, except for the rules MLIR does not have (KTIR_ONLY,
-where MLIR accepts; ACCEPTED for single cases in a corner MLIR leaves unchecked) and the few
-programs MLIR rejects from another line (ELSEWHERE); the lists
+where MLIR accepts, and ACCEPTED: single programs where KTIR is stricter) and the few programs MLIR rejects from another line (ELSEWHERE); both lists
 are exact, so a change either way fails the test. Programs with ktdp ops cannot be judged this
 way: MLIR reads them only as an unregistered dialect, whose ops it does not verify.
 The lane is skipped when no MLIR 22 `mlir-opt` is installed.
@@ -31,11 +30,11 @@ KTIR_ONLY = {
     "scf.for.C5": "KTIR requires a positive constant step; MLIR's verifier does not look at the step's value",
     "scf.parallel.C1": "MLIR 22 does not compare the numbers of lower bounds, upper bounds and steps of the generic form",
 }
-# cases of rules MLIR checks, in a corner MLIR 22 leaves unchecked: MLIR accepts these programs
+# single programs MLIR accepts under a rule it otherwise shares (KTIR is stricter there)
 ACCEPTED = {
-    "validation.tensor.rank_zero_reshape.tensor.collapse_shape.C2.3ae314": "MLIR 22 accepts a reshape to rank 0 from "
-    "any sizes (spec/differences.md); KTIR needs dimensions of size 1",
-    "validation.tensor.rank_zero_reshape.tensor.expand_shape.C2.bb4895": "as collapse_shape, from rank 0",
+    "validation.tensor.rank_zero_reshape.tensor.collapse_shape.C2.3ae314":
+        "MLIR 22 accepts any sizes beside a rank-0 side; KTIR needs 1s (spec/differences.md)",
+    "validation.tensor.rank_zero_reshape.tensor.expand_shape.C2.bb4895": "as collapse_shape",
 }
 # MLIR rejects these programs, but reports the error on another line than the violating op's
 ELSEWHERE = {
@@ -67,8 +66,7 @@ def test_mlir_rejects_every_standard_dialect_case_at_its_line() -> None:
         line = None if outcome.error is None else int(outcome.error.split(":")[0])
         kind = "accepts" if line is None else "same line" if line == case.line else "elsewhere"
         verdicts[kind] += 1
-        expected = ("accepts" if case.diagnostic in KTIR_ONLY or case.id in ACCEPTED
-                    else "elsewhere" if case.id in ELSEWHERE else "same line")
+        expected = ("accepts" if case.diagnostic in KTIR_ONLY or case.id in ACCEPTED else "elsewhere" if case.id in ELSEWHERE else "same line")
         if kind != expected:
             wrong.append(f"{case.id}: MLIR {kind} ({outcome.error}), expected {expected}")
     assert wrong == []
