@@ -105,6 +105,33 @@ def _holes_one(load: Any) -> Any:
     return mutated
 
 
+def _extents_from_bounds() -> Patch:
+    """Sets enumerated over the box of their single-dimension bounds: a tile's shape and its
+    position 0 come from that box instead of the set's own least and greatest points."""
+    def patch() -> Any:
+        from unittest import mock
+
+        from ktir.ir import affine as af
+        from reference_interp.affine_eval import CompiledSet, SetPoints
+
+        original = CompiledSet._enumerate
+
+        def mutated(self: Any, syms: tuple[int, ...]) -> Any:
+            found = original(self, syms)
+            if not self.other or found.count == 0:
+                return found
+            bounds = af.IntegerSet(num_dims=self.nd, num_symbols=self.ns, constraints=tuple(
+                c for i, c in enumerate(self.iset.constraints) if i not in self.other))
+            outer = original(CompiledSet(bounds, self.what), syms)
+            grids = [a + lo for a, lo in zip(np.indices(outer.ext, dtype=np.int64), outer.lo, strict=True)]
+            mask = self.contains(grids, syms, only_other=True)
+            return SetPoints(outer.lo, outer.ext, mask, found.count)
+
+        return mock.patch.object(CompiledSet, "_enumerate", mutated)
+
+    return patch
+
+
 def _holes_written(store: Any) -> Any:
     def mutated(ctx: Any, tile: Any, data: Any, opname: str) -> None:
         if tile.mask is not None and tile.coords is None:
@@ -753,6 +780,9 @@ def catalogue() -> list[Mutant]:
         _m("memory", "tile-base-reversed", "access tile subscripts applied in reverse dimension order", _tiles(_reversed_base)),
         _m("memory", "holes-read-as-one", "loads through a non-rectangular access tile read 1 at holes instead of 0",
            attribute(kt, "load", _holes_one), LOADS_STORES),
+        _m("memory", "tile-extents-from-bounds", "an access tile's shape and first position come from the box of its set's "
+           "single-dimension bounds, not from the set's least and greatest points", _extents_from_bounds(),
+           ("ktdp.construct_access_tile",)),
         _m("memory", "holes-written", "stores through a non-rectangular access tile also write the holes",
            attribute(kt, "store", _holes_written), LOADS_STORES),
         _m("memory", "order-inverted", "access_tile_order applied as its inverse permutation on loads",

@@ -195,7 +195,19 @@ class CompiledSet:
         count = int(mask.sum())
         if count == volume:
             return SetPoints(tuple(los), tuple(ext), None, volume)
-        return SetPoints(tuple(los), tuple(ext), mask, count)
+        if count == 0:
+            return empty
+        # the set's box is its own points' least and greatest coordinates (spec/memory.md,
+        # access tiles), which the other constraints may pull inside the single-dimension bounds
+        crop = []
+        for d in range(self.nd):
+            used = np.flatnonzero(mask.any(axis=tuple(a for a in range(self.nd) if a != d)))
+            crop.append(slice(int(used[0]), int(used[-1]) + 1))
+        mask = mask[tuple(crop)]
+        los = [lx + s.start for lx, s in zip(los, crop, strict=True)]
+        if count == mask.size:
+            return SetPoints(tuple(los), mask.shape, None, count)
+        return SetPoints(tuple(los), mask.shape, mask, count)
 
     def _isl_bounds(
         self, syms: tuple[int, ...], lo: list[int | None], hi: list[int | None]

@@ -28,6 +28,7 @@ SLOW = (
     "tests/conformance/test_conformance_runner.py::test_flipped_sign_is_caught_by_the_subf_cases",
     "tests/conformance/test_conformance_runner.py::test_parallel_run_keeps_suite_order_and_reports_timeouts",
     "tests/conformance/test_conformance_runner.py::test_reference_passes_every_case",
+    "tests/conformance/test_conformance_vendor.py::test_a_vendor_with_one_wrong_behaviour_is_not_certified_at_its_level",
     "tests/conformance/test_conformance_runner.py::test_results_json_validates_against_the_published_schema",
     "tests/conformance/test_conformance_runner.py::test_subprocess_adapter_catches_a_wrong_program_and_honours_exit_77",
     "tests/conformance/test_conformance_runner.py::test_subprocess_adapter_end_to_end",

@@ -1,8 +1,9 @@
 """The `full` level: the repository's example kernels, end to end, on two input seeds each.
 
 Each kernel's golden comes from its model in `conformance.oracle.kernels`. Kernels made of
-correctly rounded ops in a fixed order (vector add, RoPE) and pure data movement are compared
-bit for bit; the all-reduces are one order-free sum (`reduction`); every other kernel gets the
+correctly rounded ops in a fixed order (vector add, RoPE, the step-by-step ring all-reduce,
+whose kernel fixes the order of every addition) and pure data movement are compared bit for
+bit; the collective all-reduce is one order-free sum (`reduction`); every other kernel gets the
 class `derived`: a float64 model of its ops in order, with a proven bound per element on any
 conforming value before the final rounding, so the accepted outputs are the roundings of that
 interval (spec/conformance.md#derived).
@@ -46,7 +47,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
     "causal_attention": (None, {"q_ptr": ((256, 64), "f16", {"recipe": "normal"}), "k_ptr": ((256, 64), "f16", {"recipe": "normal"}),
                                 "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {}),
     "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {}),
-    "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {}),
+    "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("exact", 1)}, {}),
     "embedding_gather": (None, {"e_ptr": ((1000, 128), "f16", {"recipe": "normal"}), "ids_ptr": ((256,), "i32", {"recipe": "int", "low": 0, "high": 1000})},
                          {"y_ptr": ("exact", 1)}, {"V": 1000, "B": 256}),
     "paged_attention": (None, {"q_ptr": ((4, 64), "f16", {"recipe": "normal"}), "kc_ptr": ((40, 16, 64), "f16", {"recipe": "normal"}),

@@ -502,8 +502,9 @@ def _collective_2d(grid: tuple[int, int], dtype: str, producers: str, delivery: 
                    comment: str) -> str:
     """A 2-D grid of eight tiles; tile (i, j) loads row t = i * g1 + j of X (its position in the
     grid read row by row) and stores its result at rows [R t, R (t + 1)) of Y. On the grids [8, 1]
-    and [1, 8], t is also the tile id under either numbering of a grid's tiles; so are the
-    groups below (group g: tile ids 4 g .. 4 g + 3, the leader 4 g)."""
+    and [1, 8], t is also the tile id under either numbering of a grid's tiles; on [2, 4] it is
+    not (the tile id of (i, j) is i + 2 j). The groups are sets of tile ids (group g: tile ids
+    4 g .. 4 g + 3, the leader 4 g)."""
     N = 16
     P = f"tensor<1x{N}x{dtype}>"
     R = f"tensor<{result[0]}x{result[1]}x{dtype}>"
@@ -540,7 +541,9 @@ def collectives_in_groups() -> Iterator[Draft]:
     """Collectives on 2-D grids. On [8, 1] and [1, 8], two groups of four: group 1 starts at
     tile 4, so a consumer's local index l(c) there is c - 4 and its leader is tile 4. On [2, 4],
     the whole grid as one group (a sum and a broadcast from tile 0: results that do not depend
-    on how the grid's tiles are numbered)."""
+    on how the grid's tiles are numbered), and the same two groups of tile ids, whose members
+    are the tiles the spec's numbering (dimension 0 fastest) puts there: an implementation that
+    numbers the grid row by row forms other groups and fails."""
     for dtype in ("f32", "f16"):
         P = f"tensor<1x16x{dtype}>"
         reducer = (f"{{\n  ^bb0(%l: {P}, %r2: {P}):\n    %s = arith.addf %l, %r2 : {P}\n"
@@ -577,6 +580,17 @@ def collectives_in_groups() -> Iterator[Draft]:
                                   f"{name} over all eight tiles of grid [2, 4] in {dtype}: tile (i, j) contributes row 4 i + j")
             yield run_draft(f"collective.grid2x4.all.{name}.{dtype}", "collective", text, [x], [y], tol,
                             f"{name} over a 2-D grid", n=8, grid=[2, 4], model=_whole_grid_model(name, dtype))
+        # groups of tile ids on [2, 4]: which tiles form a group depends on how the grid is numbered
+        for name, producers, delivery, result, tol in specs:
+            x = Arr("x", (8, 16), dtype, {"recipe": "normal"})
+            y = Arr("y", (8 * result[0], result[1]), dtype)
+            text = _collective_2d((2, 4), dtype, producers, delivery, result,
+                                  f"{name} within two groups of four tile ids (0..3 and 4..7) of grid [2, 4] in {dtype}: tile id "
+                                  "p is at (p mod 2, p floordiv 2) (dimension 0 fastest), so group 0 is the tiles (0, 0), (1, 0), "
+                                  "(0, 1), (1, 1), which load rows 0, 4, 1, 5")
+            yield run_draft(f"collective.grid2x4.groups.{name}.{dtype}", "collective", text, [x], [y], tol,
+                            f"{name} in groups of tile ids of a 2-D grid", n=4, grid=[2, 4],
+                            model=_group_model(name, dtype, (2, 4)))
 
 
 def _two_row_kernel(dtype: str, delivery: str, result: tuple[int, int], comment: str) -> str:
@@ -669,26 +683,39 @@ def _whole_grid_model(name: str, dtype: str) -> models.Model:
     return model
 
 
-def _group_model(name: str, dtype: str) -> models.Model:
+def _position(grid: tuple[int, int], p: int) -> int:
+    """The row that tile id p loads and stores in `_collective_2d`: its coordinates (i, j) are
+    (p mod g0, p floordiv g0) (spec/execution.md, the grid: dimension 0 varies fastest), and
+    the kernel reads row i * g1 + j."""
+    i, j = p % grid[0], p // grid[0]
+    return i * grid[1] + j
+
+
+def _group_model(name: str, dtype: str, grid: tuple[int, int] = (8, 1)) -> models.Model:
+    """Two groups of tile ids, 4 g .. 4 g + 3; consumer p's local index is p - 4 g and its group's
+    leader is tile id 4 g. Tile id p contributes row `_position(grid, p)` of X and stores its
+    result at that row's block of Y (on [8, 1] and [1, 8] the row is p itself)."""
     def model(a: Mapping[str, Any]) -> dict[str, Expected]:
         x = a["x_ptr"]
-        groups = [x[0:4], x[4:8]]
+        row = [_position(grid, p) for p in range(8)]
+        groups = [x[[row[p] for p in range(4 * g, 4 * g + 4)]] for g in range(2)]  # partials in tile-id order
+        at = [row.index(r) for r in range(8)]  # the tile id that stores block r of Y
         if name in ("reduce", "reduce_scatter"):
             sums = [exact_sum(g, 0) for g in groups]
             if name == "reduce":  # each tile receives its group's sum
-                s = np.stack([sums[t // 4][0] for t in range(8)])
-                m = np.stack([sums[t // 4][1] for t in range(8)])
-            else:  # tile t receives chunk t - 4 g of it
-                s = np.stack([sums[t // 4][0][4 * (t % 4):4 * (t % 4) + 4] for t in range(8)])
-                m = np.stack([sums[t // 4][1][4 * (t % 4):4 * (t % 4) + 4] for t in range(8)])
+                s = np.stack([sums[at[r] // 4][0] for r in range(8)])
+                m = np.stack([sums[at[r] // 4][1] for r in range(8)])
+            else:  # tile p receives chunk p - 4 g of it
+                s = np.stack([sums[at[r] // 4][0][4 * (at[r] % 4):4 * (at[r] % 4) + 4] for r in range(8)])
+                m = np.stack([sums[at[r] // 4][1][4 * (at[r] % 4):4 * (at[r] % 4) + 4] for r in range(8)])
             return {"y_ptr": summed(s, m, dtype, 4, products=False)}
         rows = {
-            "broadcast": lambda t: groups[t // 4][0][None, :],
-            "scatter": lambda t: groups[t // 4][0][None, 4 * (t % 4):4 * (t % 4) + 4],
-            "gather": lambda t: groups[t // 4],
-            "all_to_all": lambda t: groups[t // 4][:, 4 * (t % 4):4 * (t % 4) + 4],
+            "broadcast": lambda p: groups[p // 4][0][None, :],
+            "scatter": lambda p: groups[p // 4][0][None, 4 * (p % 4):4 * (p % 4) + 4],
+            "gather": lambda p: groups[p // 4],
+            "all_to_all": lambda p: groups[p // 4][:, 4 * (p % 4):4 * (p % 4) + 4],
         }[name]
-        return {"y_ptr": same(np.concatenate([rows(t) for t in range(8)]))}
+        return {"y_ptr": same(np.concatenate([rows(at[r]) for r in range(8)]))}
 
     return model
 

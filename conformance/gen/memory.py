@@ -4,7 +4,7 @@ with holes, traversal orders, distributed views, and grids that place their tile
 
 Each case moves data and does nothing else, so a failing case names what its
 implementation gets wrong: `core.memory.view_strides.rows2_cols2` fails when view strides
-are ignored, `core.memory.holes.load.triangle` when holes do not read as zero. Kernels are
+are ignored, `core.memory.holes.store.lower_triangle.f32` when a store writes its holes. Kernels are
 built with `ktir.builder`.
 """
 
@@ -209,49 +209,76 @@ def tile_bases() -> Iterator[Draft]:
 # ---------------------------------------------------------------------- sets with holes
 
 
-def _holes() -> list[tuple[str, list[af.Constraint], str, np.ndarray]]:
-    """(name, extra constraints, what they say, the 4x6 mask of the set's points)."""
-    d0, d1 = af.dim(0), af.dim(1)
-    i, j = np.indices((4, 6))
+Shift = Callable[[af.AffineExpr, af.AffineExpr], list[af.Constraint]]
+
+
+def _holes() -> list[tuple[str, Shift, str]]:
+    """(name, the constraints that cut holes in the 4x6 box, in terms of (d0, d1), what they say)."""
     return [
-        ("lower_triangle", [af.constraint(d0, ">=", d1)], "d0 >= d1", i >= j),
-        ("upper_band", [af.constraint(d1, ">=", d0), af.constraint(d1 - d0, "<=", af.const(1))], "d0 <= d1 <= d0 + 1",
-         (j >= i) & (j - i <= 1)),
-        ("anti_diagonal", [af.constraint(d0 + d1, "<=", af.const(4))], "d0 + d1 <= 4", i + j <= 4),
-        ("checkerboard", [af.Constraint(expr=(d0 + d1).mod(2), is_equality=True)], "(d0 + d1) mod 2 == 0", (i + j) % 2 == 0),
+        ("lower_triangle", lambda d0, d1: [af.constraint(d0, ">=", d1)], "d0 >= d1"),
+        ("upper_band", lambda d0, d1: [af.constraint(d1, ">=", d0), af.constraint(d1 - d0, "<=", af.const(1))],
+         "d0 <= d1 <= d0 + 1"),
+        ("anti_diagonal", lambda d0, d1: [af.constraint(d0 + d1, "<=", af.const(4))], "d0 + d1 <= 4"),
+        ("checkerboard", lambda d0, d1: [af.Constraint(expr=(d0 + d1).mod(2), is_equality=True)], "(d0 + d1) mod 2 == 0"),
+        # the least d1 of the set is 2, not the box's 0: position (q0, q1) is the point (q0, q1 + 2)
+        ("raised_start", lambda d0, d1: [af.constraint(d1, ">=", d0 + af.const(2))], "d1 >= d0 + 2"),
     ]
 
 
-def _store_masked(y: np.ndarray, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    out = y.copy()
-    out[1:5, 2:8] = np.where(mask, x, out[1:5, 2:8])
-    return out
+def _extents(mask: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The least point and the extents (max - min + 1) per dimension of the points of `mask`:
+    an access tile's shape is its set's extents (spec/memory.md), not the box that holds it."""
+    used = [np.flatnonzero(mask.any(axis=tuple(a for a in range(mask.ndim) if a != d))) for d in range(mask.ndim)]
+    return tuple(int(u[0]) for u in used), tuple(int(u[-1] - u[0] + 1) for u in used)
 
 
 def holes() -> Iterator[Draft]:
-    """Non-rectangular access tiles: loads read zero at holes, stores leave holes untouched."""
-    for (name, extra, what, mask), dtype in itertools.product(_holes(), ("f32", "i32")):
-        tile_set = box((4, 6), extra)
+    """Non-rectangular access tiles, shaped by their sets' extents. A load's elements at holes
+    are unspecified (spec/memory.md), so a load case stores what it loaded through a tile with
+    the same holes: only the positions of the set are compared, and the output keeps its
+    initial value at holes. A store writes nothing at holes."""
+    d0, d1 = af.dim(0), af.dim(1)
+    for (name, cut, what), dtype in itertools.product(_holes(), ("f32", "i32")):
+        tile_set = box((4, 6), cut(d0, d1))
+        mask4x6 = np.zeros((4, 6), bool)
+        for p in np.ndindex(4, 6):
+            mask4x6[p] = all((af.evaluate(c.expr, p) == 0) if c.is_equality else (af.evaluate(c.expr, p) >= 0)
+                             for c in tile_set.constraints)
+        lo, ext = _extents(mask4x6)
+        mask = mask4x6[lo[0]:lo[0] + ext[0], lo[1]:lo[1] + ext[1]]
+        # the same points as positions of a tile based at [0, 0]: the set moved by -lo
+        at_origin = box(ext, cut(d0 + af.const(lo[0]), d1 + af.const(lo[1])))
+        shape = "x".join(map(str, ext))
         x = Arr("x", (6, 8), dtype, dict(INT, low=1, high=100))
-        y = Arr("y", (4, 6), dtype)
-
-        def body(k: Kernel, tile_set: af.IntegerSet = tile_set, dtype: str = dtype) -> Value:
-            v = k.view("x", (6, 8), dtype)
-            return k.load(k.tile(v, [1, 2], tile_set, (4, 6)), dtype)
-
-        yield _copy_case(f"core.memory.holes.load.{name}.{dtype}",
-                         f"load a 4x6 access tile at base [1, 2] whose set is the box and {what}:\n"
-                         "positions outside the set (holes) read as zero; y = the loaded tensor", x, y, body,
-                         lambda x, mask=mask: np.where(mask, x[1:5, 2:8], 0).astype(x.dtype))
-        src = Arr("x", (4, 6), dtype, dict(INT, low=1, high=100))
+        y = Arr("y", ext, dtype)
+        k = Kernel(["x", "y"])
+        data = k.load(k.tile(k.view("x", (6, 8), dtype), [1, 2], tile_set, ext), dtype)
+        k.b.store(data, k.tile(k.view("y", ext, dtype), [0, 0], at_origin, ext))
+        first = (1 + lo[0], 2 + lo[1])
+        yield draft(f"core.memory.holes.load.{name}.{dtype}",
+                    k.text(f"load an access tile at base [1, 2] whose set is the 4x6 box and {what}: its shape is the set's "
+                           f"extents, {shape},\nand position q is the point {list(lo)} + q; store it through a tile with "
+                           f"the same holes: y[q] = x[1 + {lo[0]} + q0, 2 + {lo[1]} + q1] at the set's points, its "
+                           "initial value elsewhere"), [x], [y], "load through a set with holes",
+                    lambda a, mask=mask, first=first, ext=ext: {"y": np.where(
+                        mask, a["x"][first[0]:first[0] + ext[0], first[1]:first[1] + ext[1]], a["y"])})
+        src = Arr("x", ext, dtype, dict(INT, low=1, high=100))
         dst = Arr("y", (6, 8), dtype)
         k = Kernel(["x", "y"])
-        data = k.load(k.tile(k.view("x", (4, 6), dtype), [0, 0], box((4, 6)), (4, 6)), dtype)
-        k.b.store(data, k.tile(k.view("y", (6, 8), dtype), [1, 2], tile_set, (4, 6)))
+        data = k.load(k.tile(k.view("x", ext, dtype), [0, 0], box(ext), ext), dtype)
+        k.b.store(data, k.tile(k.view("y", (6, 8), dtype), [1, 2], tile_set, ext))
         yield draft(f"core.memory.holes.store.{name}.{dtype}",
-                    k.text(f"store a 4x6 tensor through an access tile at base [1, 2] whose set is the box and {what}:\n"
-                           "memory at holes keeps the output's initial value"), [src], [dst], "store through a set with holes",
-                    lambda a, mask=mask: {"y": _store_masked(a["y"], a["x"], mask)})
+                    k.text(f"store a {shape} tensor through an access tile at base [1, 2] whose set is the 4x6 box and "
+                           f"{what} (shape: the set's extents):\nmemory at holes keeps the output's initial value"),
+                    [src], [dst], "store through a set with holes",
+                    lambda a, mask=mask, first=first, ext=ext: {"y": _store_masked(a["y"], a["x"], mask, first, ext)})
+
+
+def _store_masked(y: np.ndarray, x: np.ndarray, mask: np.ndarray, first: tuple[int, ...], ext: tuple[int, ...]) -> np.ndarray:
+    out = y.copy()
+    block = (slice(first[0], first[0] + ext[0]), slice(first[1], first[1] + ext[1]))
+    out[block] = np.where(mask, x, out[block])
+    return out
 
 
 # ---------------------------------------------------------------------- traversal order
@@ -287,17 +314,22 @@ def orders() -> Iterator[Draft]:
                                                                f"through access_tile_order (d0, d1, d2) -> ({m})"), [src], [dst],
                     "store with a permuted traversal order",
                     lambda a, perm=perm: {"y": np.transpose(a["x"], np.argsort(perm)).copy()})
-    # a permuted order on a non-rectangular set: holes move with the order
+    # a permuted order on a non-rectangular set: holes move with the order. What the load gives
+    # at holes is unspecified, so it is stored through a 6x4 tile with the transposed holes
     tile_set = box((4, 6), [af.constraint(af.dim(0), ">=", af.dim(1) - 2)])
+    transposed_set = box((6, 4), [af.constraint(af.dim(1), ">=", af.dim(0) - 2)])
     x = Arr("x", (4, 6), "f32", dict(INT, low=1, high=100))
     y = Arr("y", (6, 4), "f32")
-
-    def transposed_holes(k: Kernel) -> Value:
-        return k.load(k.tile(k.view("x", (4, 6), "f32"), [0, 0], tile_set, (4, 6), perm=(1, 0)), "f32")
-
-    yield _copy_case("core.memory.order.load.10_holes", "load a 4x6 set {d0 >= d1 - 2} in the order (d1, d0): y is 6x4, "
-                     "holes read as zero where they land after the transpose", x, y, transposed_holes,
-                     lambda x: np.where(np.indices((4, 6))[0] >= np.indices((4, 6))[1] - 2, x, 0).astype(x.dtype).T.copy())
+    k = Kernel(["x", "y"])
+    data = k.load(k.tile(k.view("x", (4, 6), "f32"), [0, 0], tile_set, (4, 6), perm=(1, 0)), "f32")
+    k.b.store(data, k.tile(k.view("y", (6, 4), "f32"), [0, 0], transposed_set, (6, 4)))
+    inside = np.indices((4, 6))[0] >= np.indices((4, 6))[1] - 2
+    yield draft("core.memory.order.load.10_holes",
+                k.text("load a 4x6 set {d0 >= d1 - 2} in the order (d1, d0): a 6x4 tensor whose holes are where the "
+                       "transpose puts them;\nstore it through a 6x4 tile whose set has those holes: y = transpose(x) "
+                       "at the set's points, its initial value elsewhere"), [x], [y],
+                "load with a permuted order on a set with holes",
+                lambda a: {"y": np.where(inside.T, a["x"].T, a["y"])})
 
 
 # ---------------------------------------------------------------------- multi-tile placement

@@ -5,8 +5,9 @@ order and types, with `conformance.oracle.approx`: the result is a float64 value
 element and a proven bound on how far any conforming implementation's value before the
 final rounding (`arith.truncf` to the output type) can be from it. The accepted outputs are
 the roundings of that interval (`expect.enclosed`): the class `derived`. Kernels made only
-of correctly rounded ops in a fixed order are compared bit for bit instead (`exact`), and a
-single order-free sum keeps the `reduction` class.
+of correctly rounded ops in a fixed order are compared bit for bit instead (`exact`: vector
+add, RoPE, the ring all-reduce spelt out step by step), and a single order-free sum (the
+collective all-reduce) keeps the `reduction` class.
 
 These kernels are too large for exact evaluation (a million exponentials in softmax), which
 is why their goldens come from float64 with a bound rather than from fractions.
@@ -21,6 +22,7 @@ import numpy as np
 
 from conformance.oracle import approx as ax
 from conformance.oracle.approx import Approx
+from conformance.oracle.elementwise import apply_rounded
 from conformance.oracle.expect import Expected, enclosed, same, summed
 from conformance.oracle.sums import exact_sum
 
@@ -174,6 +176,25 @@ def ring_allreduce(a: Inputs) -> dict[str, Expected]:
     return {"out_ptr": summed(np.tile(s, (rows, 1)), np.tile(m, (rows, 1)), np.float32, rows, products=False)}
 
 
+def ring_allreduce_steps(a: Inputs) -> dict[str, Expected]:
+    # the ring algorithm fixes the order of every addition: in reduce-scatter step s, tile t
+    # adds the chunk (t - s - 1) mod T it receives from tile t - 1 to its own, so chunk k is
+    # folded along the ring starting at tile k: acc = x[k], then acc = x[k + j] + acc for
+    # j = 1 .. T - 1 (indices mod T), each addition one correctly rounded f32 arith.addf. The
+    # all-gather then copies the finished chunks to every tile unchanged.
+    x = np.asarray(a["x_ptr"])
+    tiles, width = x.shape
+    chunk = width // tiles
+    row = np.empty(width, dtype=object)
+    for k in range(tiles):
+        cols = slice(k * chunk, (k + 1) * chunk)
+        acc = x[k, cols]
+        for j in range(1, tiles):
+            acc = apply_rounded("arith.addf", F32, x[(k + j) % tiles, cols], acc)
+        row[cols] = list(acc)
+    return {"out_ptr": same(np.tile(row.astype(np.float32), (tiles, 1)))}
+
+
 def embedding_gather(a: Inputs) -> dict[str, Expected]:
     return {"y_ptr": same(a["e_ptr"][a["ids_ptr"].astype(np.int64)])}
 
@@ -185,6 +206,6 @@ def distributed_copy(a: Inputs) -> dict[str, Expected]:
 MODELS: dict[str, Callable[[Inputs], dict[str, Expected]]] = {
     "vector_add": vector_add, "tiled_matmul": tiled_matmul, "softmax": softmax, "rmsnorm": rmsnorm,
     "layernorm": layernorm, "rope": rope, "swiglu": swiglu, "causal_attention": causal_attention,
-    "ring_allreduce": ring_allreduce, "ring_allreduce_steps": ring_allreduce, "embedding_gather": embedding_gather,
+    "ring_allreduce": ring_allreduce, "ring_allreduce_steps": ring_allreduce_steps, "embedding_gather": embedding_gather,
     "paged_attention": paged_attention, "fp8_dequant_matmul": fp8_dequant_matmul, "distributed_copy": distributed_copy,
 }

@@ -29,7 +29,8 @@ STRUCTURAL_RULES: dict[str, str] = {
     "op.attribute": "An op carries every attribute its definition requires.",
     "region.count": "An op has exactly the regions its definition declares.",
     "region.terminator": "Each block of a region ends with the terminator its op expects, and only there.",
-    "type.memory_space": "A `#ktdp.memory_space` in a memref type gives `ct_id` only with `ct_local`, and never a negative one.",
+    "type.memory_space": "A `#ktdp.memory_space` in a memref type (written as the attribute or as a string) names `global`"
+    " or `ct_local`, gives `ct_id` only with `ct_local`, and never a negative one.",
 }
 # Diagnostics that are warnings, not rules (the program stays valid); `legacy` comes from the
 # parser. Listed in spec/diagnostics.md through the docs directive `ktir:warnings`.
