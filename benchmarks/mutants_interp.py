@@ -20,7 +20,6 @@ from mutants_patch import (
     Mutant,
     Patch,
     attribute,
-    operand_dtype,
     post,
     post_typed,
     pre,

@@ -231,9 +231,8 @@ def same_kind(orig: Any, new: Any) -> Any:
 
 def np_type(c: Any, t: Any) -> np.dtype[Any]:
     """The numpy dtype of the element type of `t` (a KTIR type) as the interpreter stores it."""
-    from reference_interp.dtypes import np_dtype
-
     from ktir.ir import types as ty
+    from reference_interp.dtypes import np_dtype
 
     return np_dtype(ty.element_type(c.type(t)))
 
