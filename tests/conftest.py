@@ -22,26 +22,31 @@ ROOT = Path(__file__).resolve().parent.parent
 # in it; `file::name` marks one test function (all its parameters). The quick lane leaves
 # them out; the full suite and CI run them.
 SLOW = (
+    "tests/cli/test_bad_cli_corpus.py::test_bad_command_line_gives_a_clean_error",  # a process per case
+    "tests/cli/test_progress.py::test_lower_torch_shows_its_stages_with_the_elapsed_time",
     "tests/conformance/test_conformance_persistent.py::test_the_example_server_passes_a_mixed_sample",
     "tests/conformance/test_conformance_runner.py::test_flipped_sign_is_caught_by_the_subf_cases",
     "tests/conformance/test_conformance_runner.py::test_parallel_run_keeps_suite_order_and_reports_timeouts",
     "tests/conformance/test_conformance_runner.py::test_reference_passes_every_case",
+    "tests/conformance/test_conformance_runner.py::test_results_json_validates_against_the_published_schema",
     "tests/conformance/test_conformance_runner.py::test_subprocess_adapter_catches_a_wrong_program_and_honours_exit_77",
     "tests/conformance/test_conformance_runner.py::test_subprocess_adapter_end_to_end",
     "tests/conformance/test_conformance_runner.py::test_worked_example_wrapper_runs_ktir_run",
     "tests/conformance/test_conformance_runner.py::test_wrong_rounding_is_caught_by_exact_cases_only",
     "tests/conformance/test_conformance_suite.py::test_stored_suite_is_what_the_generators_make",
+    "tests/dialects/test_typed_constraints.py::test_rewording_every_doc_string_changes_no_diagnostic",
     "tests/docs/test_docs_site.py",  # builds the whole site (mkdocs) and drives a browser
     "tests/docs/test_guides.py::test_a_guides_commands_run_and_print_what_it_shows",
     "tests/fuzz/test_fuzz_lane.py::test_harness_catches_and_saves",
+    "tests/fuzz/test_fuzz_lane.py::test_short_lane_run_is_clean",
     "tests/fuzz/test_user_inputs.py::test_mutated_conformance_manifests_give_manifest_errors",
     "tests/interop/test_mlir_interop.py",  # mlir-opt-22 over every program
+    "tests/lower/test_samples.py::test_bundle_steps_present_run_in_order_with_lx_carried",
     "tests/lower/test_samples.py::test_restickify_matches_numpy",
     "tests/lower/torch/test_cli.py",
+    "tests/lower/torch/test_decoder.py",
     "tests/lower/torch/test_ops_moe_ssm.py",
     "tests/lower/torch/test_transformers.py",
-    "tests/cli/test_progress.py::test_lower_torch_shows_its_stages_with_the_elapsed_time",
-    "tests/cli/test_bad_cli_corpus.py::test_bad_command_line_gives_a_clean_error",  # a process per case
     "tests/schedulers/test_sched_attention_gqa.py::test_random_shapes_and_schedules_are_equivalent",
     "tests/schedulers/test_sched_examples.py::test_example",
     "tests/schedulers/test_sched_layouts.py::test_random_layouts_schedule_to_equal_results",
@@ -100,6 +105,13 @@ _SEED = pytest.StashKey[int]()
 def pytest_report_header(config: pytest.Config) -> str | None:
     seed = config.stash.get(_SEED, None)
     return None if seed is None else f"test order shuffled with seed {seed} (repeat it with --shuffle {seed})"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The seed again at the end, where a failure is read (and shown with -q, unlike the header)."""
+    seed = config.stash.get(_SEED, None)
+    if seed is not None:
+        terminalreporter.write_line(f"test order shuffled with seed {seed} (repeat it with --shuffle {seed})")
 
 
 def _rel(item: pytest.Item) -> str:

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 Model = Callable[[Mapping[str, Any]], "dict[str, Expected]"]
 
 
+class DraftError(Exception):
+    """A generated case that does not parse, verify or run as its generator meant."""
+
+
 @dataclass
 class Draft:
     id: str

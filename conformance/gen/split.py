@@ -101,7 +101,7 @@ class _Node:
 
     op: Operation
     line: int  # 0-based line where the op starts
-    parent: _Node | None
+    parent: int | None  # index of the enclosing op's node
     deps: set[int] = field(default_factory=set)
     children: list[int] = field(default_factory=list)
 
@@ -109,7 +109,7 @@ class _Node:
 def _graph(ops: list[Operation]) -> list[_Node]:
     nodes: list[_Node] = []
 
-    def walk(block_ops: list[Operation], scope: dict[str, int], parent: _Node | None) -> None:
+    def walk(block_ops: list[Operation], scope: dict[str, int], parent: int | None) -> None:
         local = dict(scope)
         for op in block_ops:
             if op.loc is None:
@@ -118,7 +118,7 @@ def _graph(ops: list[Operation]) -> list[_Node]:
             node = _Node(op, op.loc.line - 1, parent)
             nodes.append(node)
             if parent is not None:
-                parent.children.append(k)
+                nodes[parent].children.append(k)
             node.deps = {local[name] for name in op.operands if name in local}
             definition = OPS.get(op.name)
             isolated = definition is not None and ISOLATED_FROM_ABOVE in definition.traits
@@ -126,7 +126,7 @@ def _graph(ops: list[Operation]) -> list[_Node]:
                 for block in region.blocks:
                     inner = {} if isolated else dict(local)
                     inner.update({a.name: k for a in block.arguments})
-                    walk(block.operations, inner, node)
+                    walk(block.operations, inner, k)
             for name in op.results:
                 local[name] = k
                 local[name.split("#")[0]] = k
@@ -167,10 +167,10 @@ def split(block: Block, mark: Mark) -> Split | str:
         return found[-1] if found else None
 
     def ancestors(k: int) -> set[int]:
-        out, n = set(), nodes[k].parent
-        while n is not None:
-            out.add(nodes.index(n))
-            n = n.parent
+        out, p = set(), nodes[k].parent
+        while p is not None:
+            out.add(p)
+            p = nodes[p].parent
         return out
 
     def subtree(k: int) -> set[int]:
@@ -198,7 +198,7 @@ def split(block: Block, mark: Mark) -> Split | str:
             funcs = [a for a in ancestors(k) if nodes[a].op.name == "func.func"]
             if not funcs:
                 return f"the op marked {other.id} is a terminator outside a function"
-            k = funcs[0]
+            k = max(funcs)  # the innermost function (nodes are in pre-order)
         if k in keep:
             return f"deleting the op marked {other.id} deletes the kept violation with it"
         gone |= subtree(k)

@@ -20,9 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.gen.draft import Draft
+from conformance.gen.draft import Draft, DraftError
 from conformance.gen.split import Block, Mark, Split, blocks, extent, split
-from conformance.regen import DraftError
 
 ROOT = Path(__file__).resolve().parents[2]
 INVALID = ROOT / "tests" / "verify" / "invalid"
@@ -102,4 +101,4 @@ def validation_cases(directory: Path = INVALID) -> Iterator[Draft]:
                 f"Cut from tests/verify/invalid/{path.name} (@{function}).\n") + result.text
         column = check(text, mark.id, line, mark.fragment, case_id)
         yield Draft(id=case_id, level="validation", text=text, expect="reject", diagnostic=mark.id, line=line,
-                    column=column, file_key=f"{_slug(path.stem)}/{case_id.split('.', 2)[2]}", description=f"rejected with error[{mark.id}] at line {line}, and no other error")
+                    column=column, file_key=f"invalid/{_slug(path.stem)}/{case_id.split('.', 2)[2]}", description=f"rejected with error[{mark.id}] at line {line}, and no other error")

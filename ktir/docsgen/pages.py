@@ -235,7 +235,6 @@ def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None 
         "---",
         "hide:",
         "  - navigation",
-        "  - toc",
         "---",
         "",
         "# Implementation status",
@@ -253,19 +252,42 @@ def status_page(texts: dict[str, DialectText], coverage: status.Coverage | None 
         "(`ktir.docsgen.status`).",
         "",
     ]
-    rows = []
-    for op in OPS.values():
-        cells = status.row(op, op.name in sections, coverage)
-        link = f'<a id="{_status_anchor(op.name)}"></a>[`{op.name}`]({op_page_path(op.name)})'
-        example = examples.get(op.name)
-        shown = f"[{example.case_id}]({op_page_path(op.name)}#executed-example)" if example else "none"
-        rows.append(
-            [link, cells["spec"], cells["verifier"], cells["interpreter"], cells["conformance"], shown,
-             cells["schedulers"]]
-        )
-    out += _table(["Op", "Spec", "Verifier", "Interpreter", "Conformance cases", "Executed example", "Schedulers"],
-                  rows)
+    # a summary per dialect first (166 rows in one table are a wall to scroll), then one
+    # table per dialect under its own heading
+    summary = []
+    per_dialect: dict[str, list[list[str]]] = {}
+    for dialect in dialects():
+        rows = []
+        counts = {"semantics": 0, "checked": 0, "constraints": 0, "run": 0, "cases": 0, "example": 0, "scheduled": 0}
+        for op in ops_of(dialect):
+            cells = status.row(op, op.name in sections, coverage)
+            link = f'<a id="{_status_anchor(op.name)}"></a>[`{op.name}`]({op_page_path(op.name)})'
+            example = examples.get(op.name)
+            shown = f"[{example.case_id}]({op_page_path(op.name)}#executed-example)" if example else "none"
+            rows.append([link, cells["spec"], cells["verifier"], cells["interpreter"], cells["conformance"], shown,
+                         cells["schedulers"]])
+            counts["semantics"] += op.name in sections
+            ids = op.constraint_ids()
+            counts["constraints"] += len(ids)
+            counts["checked"] += sum(i in coverage.verifier for i in ids) if coverage.verifier is not None else 0
+            counts["run"] += coverage.interpreter is not None and op.name in coverage.interpreter
+            counts["cases"] += int(cells["conformance"]) if cells["conformance"].isdigit() else 0
+            counts["example"] += example is not None
+            counts["scheduled"] += cells["schedulers"] not in ("none", status.NOT_YET)
+        per_dialect[dialect] = rows
+        n = len(rows)
+        summary.append([f"[{dialect}](#{dialect})", str(n), f"{counts['semantics']}/{n}",
+                        f"{counts['checked']}/{counts['constraints']}", f"{counts['run']}/{n}", str(counts["cases"]),
+                        f"{counts['example']}/{n}", f"{counts['scheduled']}/{n}"])
+    out += ["## By dialect", ""]
+    out += _table(["Dialect", "Ops", "With semantics", "Constraints checked", "Interpreted", "Uses in conformance cases",
+                   "Executed examples", "Scheduled by some scheduler"], summary)
     out.append("")
+    for dialect, rows in per_dialect.items():
+        out += [f"## {dialect}", ""]
+        out += _table(["Op", "Spec", "Verifier", "Interpreter", "Conformance cases", "Executed example", "Schedulers"],
+                      rows)
+        out.append("")
     return "\n".join(out)
 
 

@@ -126,7 +126,7 @@ class CompiledGraph:
         ep = export(wrapper, tuple(self._cast(args[i]) for i in user_slots))
         out_spec = ep.call_spec.out_spec
         program = from_exported(ep, target=self.options.target, name=self.name)
-        if out_spec is None or out_spec.num_leaves != len(program.manifest.outputs):
+        if out_spec is None or out_spec.num_leaves != len(program.result_specs):
             raise TorchLoweringError("the graph returns values that are not tensors computed by the program")
         lowered = time.perf_counter()
         report = GraphReport(
@@ -181,15 +181,19 @@ class CompiledGraph:
             log.warning("ktir backend: %s runs for inference only: its outputs carry no autograd history "
                         "(call the model under torch.no_grad() to silence this)", self.name)
         program = variant.program
-        inputs = [_to_numpy(self._cast(args[i])) for i in variant.user_slots]
+        given = [self._cast(args[i]) for i in variant.user_slots]
         started = time.perf_counter()
         try:
             if variant.runs == 0 and self.options.estimate:
-                outputs = self._run_estimated(variant, inputs)
+                outputs = self._run_estimated(variant, given)
             else:
-                outputs = program.run_all(inputs, target=self.options.target)
+                outputs = program.run_all(given, target=self.options.target)
         except ProgramError as e:
             raise BackendError(f"ktir backend: {self.name}: {e}") from None
+        updated = {spec.updates for spec in program.manifest.outputs if spec.updates is not None}
+        for i, cast, spec in zip(variant.user_slots, given, program.manifest.inputs, strict=True):
+            if spec.name in updated and cast is not args[i]:  # an input updated in place, run in another type
+                args[i].copy_(cast)
         if variant.runs == 0:
             variant.report.first_run_seconds = time.perf_counter() - started
         variant.runs += 1
@@ -202,7 +206,7 @@ class CompiledGraph:
             dump_variant(variant.program, variant.report, self.options.dump_dir)
         return torch.utils._pytree.tree_unflatten(tensors, variant.out_spec)
 
-    def _run_estimated(self, variant: Variant, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def _run_estimated(self, variant: Variant, inputs: list[Any]) -> list[np.ndarray]:
         from ktir.targets import load_target
         from ktir.targets.from_interp import from_interp
         from ktir.targets.report import estimate
@@ -270,8 +274,8 @@ class _Bound(torch.nn.Module):  # type: ignore[misc]
 
 def _is_weight(t: Any) -> bool:
     """A parameter or buffer of the compiled module: Dynamo lifts them into graph arguments and
-    marks them static (`_dynamo_static_input_type`); the user's inputs carry no mark."""
-    return isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor) and getattr(t, "_dynamo_static_input_type", None) is not None)
+    marks them static and unguarded; the user's inputs (a KV cache included) carry no such mark."""
+    return isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor) and getattr(t, "_dynamo_static_input_type", None) == "unguarded")
 
 
 def _to_numpy(t: Any) -> np.ndarray:

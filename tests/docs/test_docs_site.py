@@ -180,6 +180,9 @@ def test_browser_shows_the_run_guides_timeline_picture(chromium: str, server: st
     out_dir = Path(os.environ.get("KTIR_SCREENSHOT_DIR", ROOT / "site" / "screenshots"))
     out_dir.mkdir(parents=True, exist_ok=True)
     shot = out_dir / "run-timeline.png"
-    result = _chromium(chromium, "--window-size=1280,1400", f"--screenshot={shot}", f"{server}/guides/run/#cost-estimate-and-trace")
+    # the whole page down to the picture (headless Chromium shoots a blank page when asked for a
+    # #fragment); the virtual time budget lets the page and the picture finish loading first
+    result = _chromium(chromium, "--window-size=1280,3400", "--virtual-time-budget=10000", f"--screenshot={shot}",
+                       f"{server}/guides/run/")
     assert result.returncode == 0, result.stderr[-3000:]
     assert shot.stat().st_size > 10_000, "the screenshot is empty"

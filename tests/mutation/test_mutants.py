@@ -374,10 +374,9 @@ def test_each_survivor_is_a_hole_its_program_shows(name: str) -> None:
 
 def test_patches_are_undone() -> None:
     import reference_interp.ops  # noqa: F401
-    from reference_interp.compiler import FACTORIES
-
     from ktir.verify import RULES
     from ktir.verify.engine import Verifier
+    from reference_interp.compiler import FACTORIES
 
     before = (dict(FACTORIES), dict(RULES), Verifier.emit)
     for mutant in CATALOGUE.values():

@@ -10,6 +10,7 @@ from ktir.ir.operation import Module
 from ktir.lower.torch.errors import TorchLoweringError
 from ktir.lower.torch.graph import partition
 from ktir.lower.torch.program import Program, build_manifest
+from ktir.lower.torch.work import scratchpad
 from ktir.syntax.printer import print_module
 
 
@@ -22,13 +23,26 @@ def target_cores(target: str) -> int:
         raise TorchLoweringError(f"target {target}: {e}") from None
 
 
+def target_scratchpad(target: str) -> int:
+    """Bytes of a tile's scratchpad: every kernel is tiled to fit them (work.fitted)."""
+    from ktir.targets import scratchpad_bytes
+
+    try:
+        return int(scratchpad_bytes(target))
+    except Exception as e:  # noqa: BLE001 - as target_cores
+        raise TorchLoweringError(f"target {target}: {e}") from None
+
+
 def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
     name = re.sub(r"[^A-Za-z0-9_]", "_", name) or "program"
     t0 = time.perf_counter()
     cores = target_cores(target)
-    graph = partition(ep, cores)
+    with scratchpad(target_scratchpad(target)):
+        graph = partition(ep, cores)
     t1 = time.perf_counter()
     output_names = [s.arg.name if hasattr(s.arg, "name") else f"out{i}" for i, s in enumerate(ep.graph_signature.output_specs)]
+    # an input the program updates in place: its new value is an output that names it
+    updates = [str(s.target) if s.kind.name == "USER_INPUT_MUTATION" else None for s in ep.graph_signature.output_specs]
     header = [
         f"// {name}: lowered from PyTorch (torch.export, core ATen) by ktir.lower.torch for target {target} ({cores} cores).",
         f"// {len(graph.kernels)} kernels, run in order; buffers and order in {name}.manifest.json.",
@@ -40,7 +54,7 @@ def emit_program(ep: Any, *, target: str, verify: bool, name: str) -> Program:
     elif built.operations:
         built.operations[0].comments[:0] = header
     text = print_module(built)
-    manifest = build_manifest(graph, name, target, cores, output_names)
+    manifest = build_manifest(graph, name, target, cores, output_names, updates)
     weights = {b.name: b.data for b in graph.buffers.values() if b.data is not None}
     t2 = time.perf_counter()
     program = Program(text, manifest, weights)

@@ -54,6 +54,8 @@ class Row:
 
 
 Expr = Ref | Const | Op | Reduce | Row
+# Reduce/Row values computed ahead for the rows a kernel works on: node -> (tensor, its shape)
+Known = dict[Reduce | Row, tuple[str, list[int]]]
 
 
 def _outermost(expr: Expr, kind: type | tuple[type, ...]) -> list[Any]:
@@ -433,15 +435,18 @@ def load_leaves(k: Kernel, refs: Sequence[Ref], starts: Sequence[int | str], blo
     return out
 
 
-def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence[int], out_type: str = "f32") -> str:
-    """The tile of `expr` at `starts` (an all-parallel linalg.generic over its leaves), as `out_type`."""
+def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence[int], out_type: str = "f32",
+             known: Known | None = None) -> str:
+    """The tile of `expr` at `starts` (an all-parallel linalg.generic over its leaves), as `out_type`.
+    `known`: Reduce/Row values already computed for these rows (value, shape; see _boundary),
+    used instead of computing them here (the kernels that loop over chunks compute them first)."""
     refs = leaves(expr)
     floats = ("f16", "bf16", "f32")
     if isinstance(expr, Ref) and all(s != 0 for s in expr.strides) and expr.ktype in floats and out_type in floats:
         value, shape = k.load(expr, starts, block)
         return k.convert(value, shape, expr.ktype, out_type)
     subs = boundaries(expr)
-    inputs = load_leaves(k, refs, starts, block) + [_boundary(k, node, starts, block) for node in subs]
+    inputs = load_leaves(k, refs, starts, block) + [_boundary(k, node, starts, block, known) for node in subs]
     types = [r.ktype for r in refs] + ["f32"] * len(subs)
     keys: list[Any] = [*refs, *subs]
     rank = len(block)
@@ -454,18 +459,21 @@ def evaluate(k: Kernel, expr: Expr, starts: Sequence[int | str], block: Sequence
     return k.generic(inputs, block, k.aliases.identity(rank), ["parallel"] * rank, None, out_type, body)
 
 
-def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block: Sequence[int]) -> Input:
+def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block: Sequence[int], known: Known | None = None) -> Input:
     """A Reduce/Row value for the consumer's box: (tensor, its shape, f32, the consumer's map to it)."""
     rank = len(block)
     own_starts = [0 if n == 1 else s for s, n in zip(starts, node.shape, strict=True)]
     own_block = [1 if n == 1 else b for b, n in zip(block, node.shape, strict=True)]
     if isinstance(node, Row):
-        value = evaluate(k, node.arg, own_starts, own_block)
+        value = known[node][0] if known is not None and node in known else evaluate(k, node.arg, own_starts, own_block, known=known)
         return value, own_block, "f32", k.aliases.map(rank, ["0" if n == 1 else f"d{i}" for i, n in enumerate(node.shape)])
+    kept = [d for d in range(rank) if d not in node.dims]
+    results = ["0" if node.shape[d] == 1 else f"d{d}" for d in kept]
+    if known is not None and node in known:  # computed ahead at these rows: its shape is the kept dims of own_block
+        return known[node][0], [own_block[d] for d in kept], "f32", k.aliases.map(rank, results)
     in_starts = [0 if d in node.dims else s for d, s in enumerate(own_starts)]
     in_block = [node.in_shape[d] if d in node.dims else b for d, b in enumerate(own_block)]
-    x = evaluate(k, node.arg, in_starts, in_block)
-    kept = [d for d in range(rank) if d not in node.dims]
+    x = evaluate(k, node.arg, in_starts, in_block, known=known)
     out_shape = [in_block[d] for d in kept]
     combiner, init = {"sum": ("addf", 0.0), "mean": ("addf", 0.0), "max": ("maximumf", -math.inf), "min": ("minimumf", math.inf)}[node.kind]
 
@@ -487,7 +495,6 @@ def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block:
             return r
 
         value = k.generic([(value, out_shape, "f32", ident)], out_shape, ident, ["parallel"] * len(out_shape), None, "f32", scale)
-    results = ["0" if node.shape[d] == 1 else f"d{d}" for d in kept]
     return value, out_shape, "f32", k.aliases.map(rank, results)
 
 

@@ -7,13 +7,14 @@ box; the division of work is `work.divide` over the output's parallel dims.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from ktir.ir import attributes as ir_attr
+from ktir.lower.torch import chunked
 from ktir.lower.torch.expr import Expr, Op, Reduce, Row, evaluate, reduced_dims
 from ktir.lower.torch.refs import STICK_BYTES, Ref, element_bytes
-from ktir.lower.torch.work import Division, divide
+from ktir.lower.torch.work import Division, divide, divisors, fitted
 from ktir.lower.torch.writer import Aliases, Body, Kernel
 
 
@@ -49,17 +50,25 @@ def _expr_rank1(expr: Expr) -> Expr:
 
 def elementwise(name: str, aliases: Aliases, expr: Expr, out: Ref, cores: int) -> Kernel:
     """out = expr, one generic per tile (after the reductions the chain reads, whose reduced
-    dims stay whole on each tile)."""
+    dims stay whole on each tile); in steps when the tile's block does not fit (chunked.py)."""
     if out.rank == 0:
         expr, out = _expr_rank1(expr), _rank1(out)
     whole = reduced_dims(expr)
     div = divide(out.shape, [d for d in range(out.rank) if d not in whole], cores, _stick(out.ktype))
-    k = Kernel(name, aliases, div.grid)
-    k.division = div
-    starts = div.starts(k)
-    value = evaluate(k, expr, starts, div.block, out.ktype)
-    k.store(value, out, starts, div.block)
-    return k
+    options = chunked.plans(expr, div.block, whole, _stick(out.ktype))
+
+    def build(plan: chunked.ChunkPlan) -> Kernel:
+        k = Kernel(name, aliases, div.grid)
+        k.division = div
+        if plan == options[0]:  # the whole block at once
+            starts = div.starts(k)
+            k.store(evaluate(k, expr, starts, div.block, out.ktype), out, starts, div.block)
+        else:
+            chunked.emit(k, expr, out, div, whole, plan)
+        return k
+
+    return fitted(name, aliases, options, build, what=chunked.ChunkPlan.text,
+                  volume=lambda p: chunked.volume(p, whole, div.block, expr))
 
 
 def _scale(k: Kernel, value: str, shape: list[int], factor: float) -> str:
@@ -239,23 +248,82 @@ def _matmul_division(shape: Sequence[int], kdim: int, cores: int, stick: int) ->
     return min(candidates, key=traffic)
 
 
+@dataclass(frozen=True)
+class MatmulPlan:
+    """A tile's loops: blocks of `rows` x `cols` of its output, each summed over K in steps of `depth`."""
+
+    rows: int
+    cols: int
+    depth: int
+
+    def text(self) -> str:
+        return f"{self.rows}x{self.depth} @ {self.depth}x{self.cols} blocks"
+
+
+def _matmul_plans(mb: int, nb: int, kdim: int, a: Ref, b: Ref) -> list[MatmulPlan]:
+    """The whole block first, then by global traffic (A's rows are re-read once per block of
+    columns, B's columns once per block of rows), larger K steps first."""
+    ea, eb = element_bytes(a.ktype), element_bytes(b.ktype)
+    pairs = [(r, c) for r in divisors(mb) for c in divisors(nb, _stick(b.ktype))]
+    pairs.sort(key=lambda p: (kdim * mb * nb * (ea / p[1] + eb / p[0]), -p[0] * p[1]))
+    steps = divisors(kdim, _stick(a.ktype))
+    plans = [MatmulPlan(r, c, kc) for r, c in pairs for kc in steps]
+    plans.remove(MatmulPlan(mb, nb, kdim))
+    return [MatmulPlan(mb, nb, kdim), *plans]
+
+
+def _matmul_need(p: MatmulPlan, mb: int, nb: int, kdim: int, a: Ref, b: Ref) -> int:
+    """A lower bound of a plan's peak plus its double-buffering headroom: at the product, the
+    A and B blocks, the accumulator and the result (f32); one more iteration's blocks when looping."""
+    blocks = p.rows * p.depth * element_bytes(a.ktype) + p.depth * p.cols * element_bytes(b.ktype)
+    looped = (p.rows, p.cols, p.depth) != (mb, nb, kdim)
+    return blocks * (2 if looped else 1) + 2 * p.rows * p.cols * 4
+
+
 def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: Ref, cores: int) -> Kernel:
-    """out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]); batch dims may broadcast (stride 0)."""
-    nb = out.rank - 2
+    """out[..., M, N] = a[..., M, K] @ b[..., K, N] (+ bias[N]); batch dims may broadcast (stride 0).
+    Each tile computes its block of the output in sub-blocks that fit the scratchpad, each
+    accumulated over K in f32 (an scf.for carrying the sum) when A's rows and B's columns
+    for the whole K do not fit."""
     kdim = a.shape[-1]
     div = _matmul_division(out.shape, kdim, cores, _stick(out.ktype))
+    mb, nbk = div.block[-2], div.block[-1]
+    return fitted(name, aliases, _matmul_plans(mb, nbk, kdim, a, b),
+                  lambda p: _matmul_kernel(name, aliases, a, b, bias, out, div, p),
+                  lambda p: _matmul_need(p, mb, nbk, kdim, a, b), MatmulPlan.text)
+
+
+def _matmul_kernel(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: Ref, div: Division, plan: MatmulPlan) -> Kernel:
+    nb = out.rank - 2
+    kdim = a.shape[-1]
     k = Kernel(name, aliases, div.grid)
     k.division = div
     starts = div.starts(k)
     idx = _batch_loops(k, div, nb)
     mb, nbk = div.block[-2], div.block[-1]
-    m0, n0 = starts[-2], starts[-1]
-    at, _ = k.load(_plane(a, nb), [m0, 0], [mb, kdim], _batch_offsets(k, a, idx))
-    bt, _ = k.load(_plane(b, nb), [0, n0], [kdim, nbk], _batch_offsets(k, b, idx))
-    acc = k.filled([mb, nbk], 0.0)
-    res = k.linalg("linalg.matmul", [at, bt], [acc], k.fresh("mm"))
+    mr, nc, kc = plan.rows, plan.cols, plan.depth
+    loops = 0
+    n0, m0 = starts[-1], starts[-2]
+    a_off, b_off = _batch_offsets(k, a, idx), _batch_offsets(k, b, idx)
+    if nc < nbk:
+        n0 = k.add(n0, k.mul(k.open_for(0, nbk // nc, "n"), nc))
+        loops += 1
+    if mr < mb:
+        m0 = k.add(m0, k.mul(k.open_for(0, mb // mr, "m"), mr))
+        loops += 1
+    acc = k.filled([mr, nc], 0.0)
+    if kc == kdim:
+        at, _ = k.load(_plane(a, nb), [m0, 0], [mr, kdim], a_off)
+        bt, _ = k.load(_plane(b, nb), [0, n0], [kdim, nc], b_off)
+        res = k.linalg("linalg.matmul", [at, bt], [acc], k.fresh("mm"))
+    else:  # K in steps, the f32 sum carried from step to step
+        step, (carried,) = k.open_carry(0, kdim // kc, [acc], "kk")
+        k0 = k.mul(step, kc)
+        at, _ = k.load(_plane(a, nb), [m0, k0], [mr, kc], a_off)
+        bt, _ = k.load(_plane(b, nb), [k0, n0], [kc, nc], b_off)
+        (res,) = k.close_carry([k.linalg("linalg.matmul", [at, bt], [carried], k.fresh("mm"))])
     if bias is not None:
-        bv, bshape = k.load(bias, [n0], [nbk])
+        bv, bshape = k.load(bias, [n0], [nc])
         ident = aliases.identity(2)
 
         def add_bias(kk: Kernel, names: list[str], accv: str) -> str:
@@ -264,11 +332,23 @@ def matmul(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None, out: R
             kk.op("arith.addf", names[0], p, out=r)
             return r
 
-        res = k.generic([(res, [mb, nbk], "f32", ident), (bv, bshape, bias.ktype, aliases.map(2, ["d1"]))], [mb, nbk], ident, ["parallel"] * 2, None, "f32", add_bias)
-    k.store(k.convert(res, [mb, nbk], "f32", out.ktype), _plane(out, nb), [m0, n0], [mb, nbk], _batch_offsets(k, out, idx))
-    for _ in range(sum(1 for d in range(nb) if div.block[d] != 1)):
+        res = k.generic([(res, [mr, nc], "f32", ident), (bv, bshape, bias.ktype, aliases.map(2, ["d1"]))], [mr, nc], ident, ["parallel"] * 2, None, "f32", add_bias)
+    k.store(k.convert(res, [mr, nc], "f32", out.ktype), _plane(out, nb), [m0, n0], [mr, nc], _batch_offsets(k, out, idx))
+    for _ in range(loops + sum(1 for d in range(nb) if div.block[d] != 1)):
         k.close()
     return k
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    """A tile's loops: blocks of `rows` query rows, each over the keys in blocks of `keys`
+    (all of them: a plain softmax; fewer: an online softmax carrying the running max and sum)."""
+
+    rows: int
+    keys: int
+
+    def text(self) -> str:
+        return f"{self.rows} query rows x {self.keys} keys"
 
 
 def attention(
@@ -276,69 +356,143 @@ def attention(
 ) -> Kernel:
     """out = softmax(q k^T * scale [+ causal mask] [+ attn_mask]) v per (batch, head); k/v heads
     shared by groups of q heads. `attn_mask` (broadcast to q's batch dims x [Sq, Skv]) is
-    boolean (False: masked out) or added to the scores."""
+    boolean (False: masked out) or added to the scores. When a tile's query rows and all
+    keys do not fit its scratchpad, it loops over blocks of query rows and, within each, over
+    blocks of keys with an online softmax (running max and sum carried in f32)."""
+    d, dv = q.shape[-1], v.shape[-1]
+    skv = v.shape[-2]
+    div = divide(out.shape, range(out.rank - 1), cores)
+    qb = div.block[-2]
+    eq, ek, ev = element_bytes(q.ktype), element_bytes(key.ktype), element_bytes(v.ktype)
+    plans = [AttentionPlan(r, c) for r in divisors(qb) for c in divisors(skv)]
+    plans.sort(key=lambda p: (qb // p.rows, -p.keys))
+
+    def need(p: AttentionPlan) -> int:  # K and V blocks (twice when looping), two f32 score blocks
+        looped = (p.rows, p.keys) != (qb, skv)
+        return p.keys * (d * ek + dv * ev) * (2 if looped else 1) + 2 * p.rows * p.keys * 4 + p.rows * d * eq
+
+    return fitted(name, aliases, plans, lambda p: _attention_kernel(name, aliases, q, key, v, out, causal, scale, div, attn_mask, p),
+                  need, AttentionPlan.text)
+
+
+def _attention_kernel(
+    name: str, aliases: Aliases, q: Ref, key: Ref, v: Ref, out: Ref, causal: bool, scale: float, div: Division, attn_mask: Ref | None,
+    plan: AttentionPlan,
+) -> Kernel:
     nb = q.rank - 2
-    sq, d = q.shape[-2:]
+    d = q.shape[-1]
     skv, dv = v.shape[-2:]
     group = q.shape[-3] // key.shape[-3] if nb >= 1 else 1
-    div = divide(out.shape, range(out.rank - 1), cores)
     k = Kernel(name, aliases, div.grid)
+    k.division = div
     starts = div.starts(k)
     idx = _batch_loops(k, div, nb)
     kv_idx = list(idx)
     if group > 1:
         kv_idx[-1] = k.div(idx[-1], group)
-    qb = div.block[-2]
+    qb, qr, kb = div.block[-2], plan.rows, plan.keys
     q0 = starts[-2]
-    qt, _ = k.load(_plane(q, nb), [q0, 0], [qb, d], _batch_offsets(k, q, idx))
-    kt, _ = k.load(_plane(key, nb), [0, 0], [skv, d], _batch_offsets(k, key, kv_idx))
-    vt, _ = k.load(_plane(v, nb), [0, 0], [skv, dv], _batch_offsets(k, v, kv_idx))
-    zeros = k.filled([qb, skv], 0.0)
-    s = k.fresh("scores")
-    qmap, kmap, smap = aliases.map(3, ["d0", "d2"]), aliases.map(3, ["d1", "d2"]), aliases.map(3, ["d0", "d1"])
-    k.linalg("linalg.matmul", [qt, kt], [zeros], s, {"indexing_maps": ir_attr.ArrayAttr(elements=(qmap, kmap, smap))})
+    q_off, k_off, v_off = _batch_offsets(k, q, idx), _batch_offsets(k, key, kv_idx), _batch_offsets(k, v, kv_idx)
+    m_off = _batch_offsets(k, attn_mask, idx) if attn_mask is not None else 0
+    if qr < qb:
+        q0 = k.add(q0, k.mul(k.open_for(0, qb // qr, "q"), qr))
+    qt, _ = k.load(_plane(q, nb), [q0, 0], [qr, d], q_off)
 
-    inputs = [(s, [qb, skv], "f32", aliases.identity(2))]
-    if attn_mask is not None:
-        plane = _plane(attn_mask, nb)
-        mv, mshape = k.load(plane, [q0, 0], [qb, skv], _batch_offsets(k, attn_mask, idx))
-        inputs.append((mv, mshape, attn_mask.ktype, aliases.map(2, ["0" if st == 0 else f"d{i}" for i, st in enumerate(plane.strides)])))
+    def scores(j0: int | str) -> str:
+        """The scaled, masked scores of the query rows against keys [j0, j0 + kb)."""
+        kt, _ = k.load(_plane(key, nb), [j0, 0], [kb, d], k_off)
+        s = k.fresh("scores")
+        qmap, kmap, smap = aliases.map(3, ["d0", "d2"]), aliases.map(3, ["d1", "d2"]), aliases.map(3, ["d0", "d1"])
+        k.linalg("linalg.matmul", [qt, kt], [k.filled([qr, kb], 0.0)], s, {"indexing_maps": ir_attr.ArrayAttr(elements=(qmap, kmap, smap))})
+        inputs = [(s, [qr, kb], "f32", aliases.identity(2))]
+        if attn_mask is not None:
+            plane = _plane(attn_mask, nb)
+            mv, mshape = k.load(plane, [q0, j0], [qr, kb], m_off)
+            inputs.append((mv, mshape, attn_mask.ktype, aliases.map(2, ["0" if st == 0 else f"d{i}" for i, st in enumerate(plane.strides)])))
 
-    def mask(kk: Kernel, names: list[str], acc: str) -> str:
-        xs = kk.fresh("s")
-        kk.op("arith.mulf", names[0], kk.fconst(scale), out=xs)
-        if attn_mask is not None and attn_mask.ktype == "i1":
-            kept = kk.fresh("s")
-            kk.op("arith.select", names[1], xs, kk.fconst(-math.inf), out=kept)
-            xs = kept
-        elif attn_mask is not None:
-            added = kk.fresh("s")
-            kk.op("arith.addf", xs, kk.scalar_convert(names[1], attn_mask.ktype, "f32"), out=added)
-            xs = added
-        if not causal:
-            return xs
-        i, j = kk.fresh("i"), kk.fresh("j")
-        kk.linalg_index(0, out=i)
-        kk.linalg_index(1, out=j)
-        qi = kk.add(i, q0)
-        fut = kk.fresh("fut")
-        kk.cmp("arith.cmpi", "ugt", j, kk.index(qi), out=fut)
-        r = kk.fresh("s")
-        kk.op("arith.select", fut, kk.fconst(-math.inf), xs, out=r)
-        return r
+        def mask(kk: Kernel, names: list[str], acc: str) -> str:
+            xs = kk.fresh("s")
+            kk.op("arith.mulf", names[0], kk.fconst(scale), out=xs)
+            if attn_mask is not None and attn_mask.ktype == "i1":
+                kept = kk.fresh("s")
+                kk.op("arith.select", names[1], xs, kk.fconst(-math.inf), out=kept)
+                xs = kept
+            elif attn_mask is not None:
+                added = kk.fresh("s")
+                kk.op("arith.addf", xs, kk.scalar_convert(names[1], attn_mask.ktype, "f32"), out=added)
+                xs = added
+            if not causal:
+                return xs
+            i, j = kk.fresh("i"), kk.fresh("j")
+            kk.linalg_index(0, out=i)
+            kk.linalg_index(1, out=j)
+            qi = kk.add(i, q0)
+            kj = kk.add(j, j0)
+            fut = kk.fresh("fut")
+            kk.cmp("arith.cmpi", "ugt", kk.index(kj), kk.index(qi), out=fut)
+            r = kk.fresh("s")
+            kk.op("arith.select", fut, kk.fconst(-math.inf), xs, out=r)
+            return r
 
-    sm = k.generic(inputs, [qb, skv], aliases.identity(2), ["parallel"] * 2, None, "f32", mask)
-    mx, _ = k.reduce(sm, [qb, skv], "maximumf", -math.inf)
-    e = _rowwise(k, "expsub", sm, mx, [qb, skv])
-    total, _ = k.reduce(e, [qb, skv], "addf", 0.0)
-    p = _rowwise(k, "divf", e, total, [qb, skv])
-    pt = k.convert(p, [qb, skv], "f32", v.ktype)
-    acc = k.filled([qb, dv], 0.0)
-    o = k.linalg("linalg.matmul", [pt, vt], [acc], k.fresh("o"))
-    k.store(k.convert(o, [qb, dv], "f32", out.ktype), _plane(out, nb), [q0, 0], [qb, dv], _batch_offsets(k, out, idx))
-    for _ in range(sum(1 for dd in range(nb) if div.block[dd] != 1)):
+        return k.generic(inputs, [qr, kb], aliases.identity(2), ["parallel"] * 2, None, "f32", mask)
+
+    def times_v(p: str, j0: int | str) -> str:
+        vt, _ = k.load(_plane(v, nb), [j0, 0], [kb, dv], v_off)
+        return k.linalg("linalg.matmul", [k.convert(p, [qr, kb], "f32", v.ktype), vt], [k.filled([qr, dv], 0.0)], k.fresh("o"))
+
+    if kb == skv:  # all keys at once: a plain softmax
+        sm = scores(0)
+        mx, _ = k.reduce(sm, [qr, kb], "maximumf", -math.inf)
+        e = _rowwise(k, "expsub", sm, mx, [qr, kb])
+        total, _ = k.reduce(e, [qr, kb], "addf", 0.0)
+        o = times_v(_rowwise(k, "divf", e, total, [qr, kb]), 0)
+    else:  # online softmax over key blocks: running max m, sum l and output acc, rescaled as m grows
+        inits = [k.filled([qr], -math.inf), k.filled([qr], 0.0), k.filled([qr, dv], 0.0)]
+        jv, (m, total, acc) = k.open_carry(0, skv // kb, inits, "kv")
+        j0 = k.mul(jv, kb)
+        sm = scores(j0)
+        block_max, _ = k.reduce(sm, [qr, kb], "maximumf", -math.inf)
+        m_new = _combine(k, [m, block_max], [qr], lambda kk, a: kk.op("arith.maximumf", a[0], a[1], out=kk.fresh("s")))
+        # the shift subtracted before exp: 0 while a row has seen only masked keys (-inf - -inf is NaN)
+        shift = _combine(k, [m_new], [qr], _finite_or_zero)
+        p = _rowwise(k, "expsub", sm, shift, [qr, kb])
+        rescale = _combine(k, [m, shift], [qr], lambda kk, a: _exp_of(kk, kk.op("arith.subf", a[0], a[1], out=kk.fresh("s"))))
+        row_sum, _ = k.reduce(p, [qr, kb], "addf", 0.0)
+        l_new = _combine(k, [total, rescale, row_sum], [qr], _fma)
+        pv = times_v(p, j0)
+        acc_new = _combine(k, [acc, rescale, pv], [qr, dv], _fma, rows=[False, True, False])
+        _, l_end, acc_end = k.close_carry([m_new, l_new, acc_new])
+        o = _rowwise(k, "divf", acc_end, l_end, [qr, dv])
+    k.store(k.convert(o, [qr, dv], "f32", out.ktype), _plane(out, nb), [q0, 0], [qr, dv], _batch_offsets(k, out, idx))
+    for _ in range((1 if qr < qb else 0) + sum(1 for dd in range(nb) if div.block[dd] != 1)):
         k.close()
     return k
+
+
+def _combine(k: Kernel, values: Sequence[str], shape: list[int], fn: Callable[[Kernel, list[str]], str],
+             rows: Sequence[bool] | None = None) -> str:
+    """An f32 generic over `shape` of `values` (each of `shape`, or of shape[:-1] broadcast along
+    the last dim where `rows` says so), computing fn(kernel, scalars)."""
+    rank = len(shape)
+    ident = k.aliases.identity(rank)
+    row_map = k.aliases.map(rank, [f"d{i}" for i in range(rank - 1)])
+    flags = list(rows) if rows is not None else [False] * len(values)
+    inputs = [(v, shape[:-1] if r else list(shape), "f32", row_map if r else ident) for v, r in zip(values, flags, strict=True)]
+    return k.generic(inputs, shape, ident, ["parallel"] * rank, None, "f32", lambda kk, names, acc: fn(kk, names))
+
+
+def _finite_or_zero(k: Kernel, a: list[str]) -> str:
+    inf = k.cmp("arith.cmpf", "oeq", a[0], k.fconst(-math.inf), out=k.fresh("s"))
+    return k.op("arith.select", inf, k.fconst(0.0), a[0], out=k.fresh("s"))
+
+
+def _exp_of(k: Kernel, x: str) -> str:
+    return k.op("math.exp", x, out=k.fresh("s"))
+
+
+def _fma(k: Kernel, a: list[str]) -> str:
+    """a0 * a1 + a2."""
+    return k.op("arith.addf", k.op("arith.mulf", a[0], a[1], out=k.fresh("s")), a[2], out=k.fresh("s"))
 
 
 def embedding(name: str, aliases: Aliases, weight: Ref, ids: Ref, out: Ref, cores: int) -> Kernel:

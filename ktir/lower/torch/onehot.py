@@ -1,5 +1,5 @@
 """Ops whose result elements pick among many inputs by value: sort, histc, gather and scatter
-along any dim, index_put. Each is a one-hot reduction over a new innermost dim j,
+along any dim, index_put, index_copy. Each is a one-hot reduction over a new innermost dim j,
 
     out[p] = max_j  where(key(p, j), value(p, j), -inf)      (or a sum, for counts and ranks)
 
@@ -95,11 +95,11 @@ def sort(lw: Any, node: Any) -> list[Ref]:
     """Stable sort along a dim: each element's rank is the number of elements before it
     (smaller, or equal at a lower index); the sorted values and the original indices are then
     picked by rank."""
-    start = len(lw.kernels)
     src = node.args[0]
     dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", -1)
     descending = node.args[2] if len(node.args) > 2 else node.kwargs.get("descending", False)
     x = lw.ref(src, node)
+    start = len(lw.kernels)  # the kernels from here on are the sort's (its operand may have made some)
     shape = x.shape
     if not shape:
         raise TorchLoweringError("sort of a 0-d tensor is not supported")
@@ -125,7 +125,6 @@ def histc(lw: Any, node: Any) -> Ref:
     """Counts of values in `bins` equal bins over [min, max] (torch.histc): the bin is
     floor((x - min) * bins / (max - min)), the top edge belongs to the last bin, values outside
     are not counted."""
-    start = len(lw.kernels)
     src = node.args[0]
     bins = node.args[1] if len(node.args) > 1 else node.kwargs.get("bins", 100)
     low = float(node.args[2] if len(node.args) > 2 else node.kwargs.get("min", 0))
@@ -134,6 +133,7 @@ def histc(lw: Any, node: Any) -> Ref:
         raise TorchLoweringError("histc over the data's own range (min == max) is not supported: give min < max")
     shape, ktype = lw._out(node)
     x = lw.ref(src, node)
+    start = len(lw.kernels)
     flat = x.reshape((x.numel,))
     if flat is None:
         flat = lw._materialise(lw_pending(x, x.shape, x.ktype, node), node.name + "_flat").reshape((x.numel,))
@@ -150,9 +150,9 @@ def histc(lw: Any, node: Any) -> Ref:
 
 def gather(lw: Any, node: Any) -> Ref:
     """torch.gather(x, dim, index): out[p] = x[p with p_dim = index[p]]."""
-    start = len(lw.kernels)
     src, dim, index = node.args[:3]
     x, idx = lw.ref(src, node), lw.ref(index, node)
+    start = len(lw.kernels)
     d = dim % x.rank
     shape, ktype = lw._out(node)
     if any(shape[m] > x.shape[m] for m in range(x.rank) if m != d):
@@ -200,6 +200,19 @@ def index_put(lw: Any, node: Any) -> Ref:
     return _put(lw, node, x, d, spread, values, source, bool(accumulate))
 
 
+def index_copy(lw: Any, node: Any) -> Ref:
+    """x.index_copy(dim, ids, src): x with x[.., ids[k], ..] = src[.., k, ..] (a KV cache written at its positions)."""
+    src, dim, index, source = node.args[:4]
+    x, idx = lw.ref(src, node), lw.ref(index, node)
+    d = dim % x.rank
+    flat = idx.reshape((idx.numel,))
+    if flat is None:
+        raise TorchLoweringError("the ids of index_copy must be a contiguous tensor")
+    shaped = tuple(idx.numel if m == d else x.shape[m] for m in range(x.rank))
+    spread = view(flat, shaped, [0 if m == d else None for m in range(x.rank)])
+    return _put(lw, node, x, d, spread, lw.ref(source, node).broadcast_to(shaped), None, False)
+
+
 def _put(lw: Any, node: Any, x: Ref, d: int, idx: Ref, values: Ref | None, scalar: Any, accumulate: bool) -> Ref:
     start = len(lw.kernels)
     shape, ktype = lw._out(node)
@@ -214,7 +227,7 @@ def _put(lw: Any, node: Any, x: Ref, d: int, idx: Ref, values: Ref | None, scala
     else:
         expr = Op("where", (count(hit, full), pick(hit, value, full), base))
     out = reduce_into(lw, node, expr, shape, ktype, "")
-    what = "index_put" if node.target.__name__.startswith("index_put") else "scatter"
+    what = str(getattr(node.target, "__name__", "scatter")).split(".")[0]
     relabel(lw, start, what, f"{node.name}: {what} into {list(shape)} along dim {d} at {k} positions"
                      + (" (accumulating)" if accumulate else ""))
     return out

@@ -56,7 +56,8 @@ def _tensor(name: str, ref: Ref) -> TensorEntry:
     return TensorEntry(name=name, buffer=ref.buffer, dtype=ref.ktype, offset=ref.offset, shape=list(ref.shape), strides=list(ref.strides))
 
 
-def build_manifest(graph: Graph, name: str, target: str, cores: int, output_names: Sequence[str]) -> Manifest:
+def build_manifest(graph: Graph, name: str, target: str, cores: int, output_names: Sequence[str],
+                   updates: Sequence[str | None] | None = None) -> Manifest:
     buffers = [
         BufferEntry(
             name=b.name, kind=b.kind, dtype=b.ktype, shape=list(b.shape), elements=b.size, source=b.source, layout=stick_layout(b), writers=list(b.writers),  # type: ignore[arg-type]
@@ -74,7 +75,8 @@ def build_manifest(graph: Graph, name: str, target: str, cores: int, output_name
     for user_name, buf in graph.inputs:
         b = by_buffer[buf]
         inputs.append(TensorEntry(name=user_name, buffer=buf, dtype=b.ktype, offset=0, shape=list(b.shape), strides=_contig(b.shape)))
-    outputs = [_tensor(n, r) for n, r in zip(output_names, graph.outputs, strict=True)]
+    updated = list(updates) if updates is not None else [None] * len(output_names)
+    outputs = [_tensor(n, r).model_copy(update={"updates": u}) for n, r, u in zip(output_names, graph.outputs, updated, strict=True)]
     return Manifest(
         program=name, target=target, cores=cores, ktir=f"{name}.ktir", weights=f"{name}.weights.npz", buffers=buffers, kernels=kernels,
         inputs=inputs, outputs=outputs, folded=graph.folded,
@@ -104,6 +106,7 @@ class Program:
     overrides: dict[str, Any] = field(default_factory=dict)
     # what executes each kernel (see KernelRunner); None: the installed default (runners.py)
     runner: KernelRunner | None = field(default=None, repr=False)
+    _footprints: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)  # kernel -> (module, Footprint)
 
     @property
     def module(self) -> Any:
@@ -155,11 +158,26 @@ class Program:
 
     def run_all(self, inputs: Sequence[Any], *, target: str | None = None, check_races: bool = True,
                 progress: Any = None, traced: Any = None) -> list[np.ndarray]:
-        """Run every kernel in order on the user inputs given in order; returns every output
-        (numpy). `traced(name, module, result)`, if given, is called after each kernel, run
-        with an event trace (see run_buffers)."""
-        return self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress,
-                                traced=traced)
+        """Run every kernel in order on the user inputs given in order; returns every result
+        (numpy). An input the program updates in place (a KV cache, a counter) receives its new
+        value, as in PyTorch: a numpy array or a torch tensor is written in place.
+        `traced(name, module, result)`, if given, is called after each kernel, run with an
+        event trace (see run_buffers)."""
+        outputs = self.run_buffers(self._bind(inputs), target=target, check_races=check_races, progress=progress,
+                                   traced=traced)
+        position = {spec.name: i for i, spec in enumerate(self.manifest.inputs)}
+        results = []
+        for spec, value in zip(self.manifest.outputs, outputs, strict=True):
+            if spec.updates is None:
+                results.append(value)
+            else:
+                _write_back(inputs[position[spec.updates]], value, spec.updates)
+        return results
+
+    @property
+    def result_specs(self) -> list[TensorEntry]:
+        """The outputs that are results (not the new values of inputs updated in place)."""
+        return [spec for spec in self.manifest.outputs if spec.updates is None]
 
     def _bind(self, inputs: Sequence[Any]) -> dict[str, np.ndarray]:
         specs = self.manifest.inputs
@@ -173,10 +191,41 @@ class Program:
             bound[spec.name] = arr
         return bound
 
+    def footprints(self) -> dict[str, Any]:
+        """Per kernel, its scratchpad need per tile (`fit.Footprint`), read from the KTIR that
+        runs it (a replaced kernel's own text)."""
+        from ktir.lower.torch.fit import footprint
+
+        out = {}
+        for k in self.manifest.kernels:
+            module = self.overrides.get(k.name) or self.module
+            cached = self._footprints.get(k.name)
+            if cached is None or cached[0] is not module:
+                cached = self._footprints[k.name] = (module, footprint(module.function(k.name), module.type_aliases))
+            out[k.name] = cached[1]
+        return out
+
+    def check_fit(self, target: str) -> None:
+        """ProgramError naming the first kernel whose tile needs more scratchpad than a tile of
+        `target` has (ct_local buffers plus live tensor values: see ktir/lower/torch/fit.py)."""
+        from ktir.lower.torch.fit import DoesNotFit, check
+        from ktir.targets import TargetError, scratchpad_bytes
+
+        try:
+            capacity = scratchpad_bytes(target)
+        except TargetError as e:
+            raise ProgramError(str(e)) from None
+        try:
+            for name, fp in self.footprints().items():
+                check(name, fp, capacity, target)
+        except DoesNotFit as e:
+            raise ProgramError(str(e)) from None
+
     def estimate(self, *inputs: Any, target: str = "spyre") -> list[tuple[str, str, Any]]:
         """Run every kernel with an event trace and cost it on `target`'s hardware model:
         per kernel (name, kind, ktir.targets CostReport). Kernels run one after another, so
-        the program's latency is the sum of the kernels' `estimate_seconds`."""
+        the program's latency is the sum of the kernels' `estimate_seconds`. A kernel that
+        does not fit the target's scratchpad is a ProgramError, not a latency."""
         from ktir.targets import load_target
         from ktir.targets.from_interp import from_interp
         from ktir.targets.report import estimate
@@ -198,7 +247,10 @@ class Program:
     ) -> list[np.ndarray]:
         """Run with user inputs given by name; returns the outputs in order. `keep`, if given,
         receives the final contents of every buffer (flat); `traced(name, module, result)`, if
-        given, is called after each kernel, run with an event trace."""
+        given, is called after each kernel, run with an event trace. With a `target`, every
+        kernel must fit its scratchpad (check_fit), checked before any runs."""
+        if target is not None:
+            self.check_fit(target)
         if self.runner is None:
             from ktir.lower.torch.runners import NoRunner, default_runner
 
@@ -214,7 +266,10 @@ class Program:
                     raise ProgramError(f"the weights do not hold buffer {b.name}")
                 arrays[b.name] = np.ascontiguousarray(self.weights[b.name].reshape(-1), dtype=dt)
             else:
-                arrays[b.name] = np.zeros(b.elements, dt)
+                try:
+                    arrays[b.name] = np.zeros(b.elements, dt)
+                except (MemoryError, ValueError):
+                    raise ProgramError(f"buffer {b.name}: cannot allocate {b.elements} elements of {b.dtype}") from None
         for spec in self.manifest.inputs:
             if spec.name not in inputs:
                 raise ProgramError(f"input {spec.name} is missing")
@@ -312,6 +367,25 @@ class Program:
 
 def _first_line(e: BaseException) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def _write_back(target: Any, value: np.ndarray, name: str) -> None:
+    """Store an input's new value into the caller's array or tensor (PyTorch's in-place update)."""
+    shape = tuple(target.shape) if hasattr(target, "shape") else ()
+    if value.size == math.prod(shape):
+        value = value.reshape(shape)
+    if hasattr(target, "copy_"):  # a torch tensor
+        import torch
+
+        if value.dtype.name == "bfloat16":
+            target.copy_(torch.from_numpy(np.array(value).view(np.int16)).view(torch.bfloat16))
+        else:  # np.array keeps a 0-d value 0-d (ascontiguousarray would make it 1-d)
+            target.copy_(torch.from_numpy(np.array(value)))
+        return
+    if isinstance(target, np.ndarray) and target.flags.writeable and target.shape == value.shape:
+        np.copyto(target, value, casting="unsafe")
+        return
+    raise ProgramError(f"the program updates input {name} in place: pass it as a writable numpy array or a torch tensor")
 
 
 def _arg_names(fn: Any) -> list[str]:

@@ -8,8 +8,11 @@ whole sticks, so a tile never writes part of a stick another tile writes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ktir.lower.torch.writer import Kernel
 
@@ -71,3 +74,97 @@ def _largest_divisor(n: int, limit: int) -> int:
         if n % g == 0:
             return g
     return 1
+
+
+# ---------------------------------------------------------------- fitting the scratchpad
+#
+# A tile's block (the division above) may hold more data than the target's scratchpad. Each
+# emitter then loops inside the tile over smaller blocks, carrying partial results (a matmul's
+# K loop accumulating in f32, attention's online softmax over KV blocks, reductions over chunks
+# of the reduced dims). Its plans are tried in order of preference (the first is the whole
+# block, no loop); each is built and measured by `fit.footprint` from the KTIR it emits, and
+# the first whose peak plus one more iteration's loads (double buffering) fits is kept.
+
+_CAPACITY: ContextVar[int | None] = ContextVar("ktir_lower_torch_scratchpad", default=None)
+
+
+def capacity() -> int | None:
+    """The scratchpad bytes per tile kernels must fit (None: no limit)."""
+    return _CAPACITY.get()
+
+
+@contextmanager
+def scratchpad(nbytes: int | None) -> Iterator[None]:
+    """Emit kernels for a tile scratchpad of `nbytes` (what emit_program sets from the target)."""
+    token = _CAPACITY.set(nbytes)
+    try:
+        yield
+    finally:
+        _CAPACITY.reset(token)
+
+
+def divisors(n: int, unit: int = 1) -> list[int]:
+    """Divisors of `n` that are multiples of `unit` (all divisors when none is), largest first."""
+    found = [d for d in range(n, 0, -1) if n % d == 0 and d % unit == 0]
+    return found or [d for d in range(n, 0, -1) if n % d == 0]
+
+
+def boxes(block: Sequence[int], dims: Sequence[int], units: Mapping[int, int] | None = None) -> list[tuple[int, ...]]:
+    """Sub-blocks of `block` that split only `dims` (outermost first), largest first: the whole
+    block, then the first dim of `dims` in its divisors with the later ones whole, then that
+    dim at 1 and the next one split, and so on. `units[d]`: split dim d in multiples of it."""
+    out = [tuple(block)]
+    current = list(block)
+    for d in dims:
+        for c in divisors(block[d], (units or {}).get(d, 1))[1:]:
+            current[d] = c
+            out.append(tuple(current))
+        current[d] = 1
+        if tuple(current) != out[-1]:
+            out.append(tuple(current))
+    return out
+
+
+P = TypeVar("P")
+
+
+def fitted(name: str, aliases: Any, plans: Sequence[P], build: Callable[[P], Kernel],
+           estimate: Callable[[P], int] | None = None, what: Callable[[P], str] | None = None,
+           volume: Callable[[P], int] | None = None) -> Kernel:
+    """The kernel of the first plan whose footprint fits the scratchpad (see above), or the
+    first plan's when there is no limit. `estimate(plan)`: a lower bound of its peak bytes, to
+    skip plans without building them; or `volume(plan)`: a measure its footprint grows in
+    proportion to (the first plan's measured footprint scales it). No plan fits:
+    TorchLoweringError naming the largest tensors of the smallest plan, its block and the capacity."""
+    from ktir.lower.torch.errors import TorchLoweringError
+    from ktir.lower.torch.fit import footprint
+
+    cap = capacity()
+    if cap is None:
+        return build(plans[0])
+    tight: P | None = None  # the first plan that fits without the double-buffering headroom
+    last: tuple[P, Any] | None = None
+    per_unit = 0.0
+    for i, plan in enumerate(plans):
+        if estimate is not None and i < len(plans) - 1 and estimate(plan) > cap:
+            continue
+        if volume is not None and i and i < len(plans) - 1 and per_unit * volume(plan) > cap:
+            continue
+        saved = aliases.snapshot()
+        k = build(plan)
+        fp = footprint(k.function())
+        if fp.fits(cap, headroom=True):
+            return k
+        aliases.restore(saved)
+        if volume is not None and i == 0:
+            per_unit = fp.peak_bytes / max(volume(plan), 1)
+        if tight is None and fp.fits(cap):
+            tight = plan
+        last = (plan, fp)
+    if tight is not None:
+        return build(tight)
+    assert last is not None
+    plan, fp = last
+    block = what(plan) if what is not None else str(plan)
+    raise TorchLoweringError(f"kernel {name} does not fit the {cap}-byte scratchpad of a tile even in its smallest "
+                             f"blocks ({block}): it needs {fp.peak_bytes} bytes at {fp.at_op}: {fp.describe()}")

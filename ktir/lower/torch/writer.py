@@ -95,6 +95,13 @@ class Aliases:
     def identity(self, rank: int) -> at.AttrAliasRef:
         return self.map(rank, [f"d{i}" for i in range(rank)])
 
+    def snapshot(self) -> tuple[dict[object, at.AttrAliasRef], dict[str, Attribute]]:
+        """The definitions so far (to forget those of a kernel that is built and then dropped)."""
+        return dict(self.refs), dict(self.values)
+
+    def restore(self, saved: tuple[dict[object, at.AttrAliasRef], dict[str, Attribute]]) -> None:
+        self.refs, self.values = dict(saved[0]), dict(saved[1])
+
     def install(self, module: Module) -> None:
         """Define the aliases in `module`, in the order they were first used."""
         for name, value in self.values.items():
@@ -124,6 +131,7 @@ class Kernel:
         self.division: object = None  # the work division (work.Division), for the SDSC writer
         # buffers read with the tile's innermost dim not along the buffer's sticks
         self.across_sticks: list[str] = []
+        self._carry_results: list[list[str]] = []  # result names of the open carrying loops
         self.entry = Block()
         self.b = Builder()
         self.b.enter(self.entry)
@@ -437,6 +445,36 @@ class Kernel:
         self.b.yield_()
         self.b.leave()
         self.loads.clear()  # values loaded inside the loop are not visible after it
+
+    def open_carry(self, lower: int | str, upper: int | str, inits: Sequence[str], hint: str = "b") -> tuple[str, list[str]]:
+        """`scf.for` carrying `inits` (tensors: partial sums, running maxima) from one iteration to
+        the next; returns the induction variable and the carried values inside the body. Close
+        with `close_carry`, which yields their next values and returns the loop's results."""
+        iv = self.fresh(hint)
+        carried = [self.fresh("carry") for _ in inits]
+        body = Block(arguments=[BlockArgument(name=iv, type=INDEX),
+                                *(BlockArgument(name=c, type=self.types[v]) for c, v in zip(carried, inits, strict=True))])
+        results = [self.fresh("next") for _ in inits]
+        bounds = [self.index(lower), self.index(upper), self.index(1)]
+        self.b.append(Operation(name="scf.for", operands=[*bounds, *inits],
+                                operand_types=[INDEX] * 3 + [self.types[v] for v in inits], results=results,
+                                result_types=[self.types[v] for v in inits], regions=[Region(blocks=[body])]))
+        self.b.enter(body)
+        self.types[iv] = INDEX
+        for c, v in zip(carried, inits, strict=True):
+            self.types[c] = self.types[v]
+        self._carry_results.append(results)
+        return iv, carried
+
+    def close_carry(self, values: Sequence[str]) -> list[str]:
+        """End the innermost `open_carry` loop yielding `values`; returns the loop's results."""
+        self.b.yield_(*(self.v(v) for v in values))
+        self.b.leave()
+        self.loads.clear()
+        results = self._carry_results.pop()
+        for r, v in zip(results, values, strict=True):
+            self.types[r] = self.types[v]
+        return results
 
     # ------------------------------------------------------------------ the function
 

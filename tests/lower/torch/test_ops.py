@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
+from ktir.lower.torch import ProgramError  # noqa: E402
 from tests.lower.torch.lowered import from_torch  # noqa: E402
 from tests.lower.torch.models import RMSNorm, Rope, SwiGLU  # noqa: E402
 
@@ -250,26 +251,43 @@ def test_an_empty_input_is_declined_naming_it() -> None:
         from_torch(Fn(lambda s, x: x + 1), (r(0, 4),))
 
 
-@pytest.mark.parametrize("what", ["buffer", "input"])
-def test_an_in_place_update_of_state_is_declined(what: str) -> None:
-    # the mutated buffer (or input) came back as an extra result of program.run, and the
-    # buffer kept its old value for the next run
+class Counter(nn.Module):
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+        self.register_buffer("count", torch.zeros(4))
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        if self.what == "buffer":
+            self.count.add_(1)
+            return x + self.count
+        x.mul_(2)
+        return x + 1
+
+
+def test_an_in_place_update_of_a_buffer_is_declined() -> None:
+    # the buffer is one of the program's weights: its new value would have to be written back into them
     from ktir.lower.torch import TorchLoweringError
 
-    class Counter(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.register_buffer("count", torch.zeros(4))
+    with pytest.raises(TorchLoweringError, match=r"updates buffer count in place .*: updates of weights and buffers are not lowered"):
+        from_torch(Counter("buffer"), (r(3, 4),))
 
-        def forward(self, x):  # type: ignore[no-untyped-def]
-            if what == "buffer":
-                self.count.add_(1)
-                return x + self.count
-            x.mul_(2)
-            return x + 1
 
-    with pytest.raises(TorchLoweringError, match=rf"updates {what} (count|x) in place .*: state updates are not lowered"):
-        from_torch(Counter(), (r(3, 4),))
+def test_an_in_place_update_of_an_input_is_written_back() -> None:
+    # the program's new value of x is written into the caller's array (numpy) or tensor, as PyTorch does
+    x = r(3, 4)
+    program = from_torch(Counter("input"), (x.clone(),))
+    assert [o.updates for o in program.manifest.outputs] == ["x", None]
+    array = x.numpy().copy()
+    got = program.run(array)  # one result: the update is not returned
+    assert np.allclose(array, x.numpy() * 2) and np.allclose(got, x.numpy() * 2 + 1)
+    tensor = x.clone()
+    program.run(tensor)
+    assert torch.allclose(tensor, x * 2)
+    readonly = np.ones((3, 4), dtype=np.float32)
+    readonly.flags.writeable = False
+    with pytest.raises(ProgramError, match="updates input x in place"):
+        program.run(readonly)
 
 
 def test_an_empty_intermediate_is_declined() -> None:

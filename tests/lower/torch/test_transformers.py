@@ -9,6 +9,7 @@ alone, and one-layer Llama, Granite, Qwen2, Mistral, GPT-2 and BERT.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -93,10 +94,16 @@ def test_granite_hybrid_program_has_the_mamba_and_moe_kernels(hybrid_lm) -> None
     assert kinds.count("conv1d") == 1  # the Mamba layer's short convolution
     assert kinds.count("cumsum") >= 2  # the chunked scan's decay sums
     assert kinds.count("topk") == 2  # one router per layer
-    assert kinds.count("gather") == 4  # each layer gathers its tokens' gate_up and down expert weights
+    # each layer's experts: a grouped matmul for gate_up and one for down, over token rows sorted by expert
+    assert kinds.count("experts") == 4 and kinds.count("sort") == 2 * 3 and kinds.count("histc") == 2  # a sort: ranks, values, ids
+    # the gathers move token rows and routing weights, never expert weights
+    weights = {b.name for b in program.manifest.buffers if b.kind == "parameter"}
+    gathers = [k for k in program.manifest.kernels if k.kind == "gather"]
+    assert gathers and not any(set(k.reads) & weights for k in gathers), [(k.name, k.reads) for k in gathers]
     assert kinds.count("attention") == 1
     # the new kernels are split over the cores (heads, channels, rows)
-    new = [k for k in program.manifest.kernels if k.kind in ("conv1d", "cumsum", "topk", "gather", "pad")]
+    new = [k for k in program.manifest.kernels if k.kind in ("conv1d", "cumsum", "topk", "gather", "pad", "experts")
+           and not re.search(r"over dim 0 of \[\d+\]$", k.description)]  # but a 1-D scan (the experts' row offsets)
     assert all(np.prod(k.grid) > 1 for k in new), [(k.name, k.grid) for k in new]
     # the user's model is left with its own experts implementation
     assert program.manifest.inputs[0].dtype == "i64"
