@@ -351,3 +351,16 @@ def test_a_view_smaller_than_its_array(vectorised: bool) -> None:
     args = {"x": np.arange(2 * n, dtype=np.float32), "y": np.zeros(2 * n, np.float32)}
     got = _compare(b.module, args)
     assert isinstance(got, tuple) and got[0] == "out-of-view", got
+
+
+@pytest.mark.parametrize("capacity", [96, 124, 128])
+def test_staging_beyond_the_scratchpad_capacity(capacity: int) -> None:
+    """Staging 4 blocks of 8 f32 per tile (the last iteration reaches byte 127 of the
+    scratchpad) with a smaller scratchpad: the same error tile by tile and in lockstep; with
+    128 bytes it fits and lockstep runs."""
+    s = _spec(stage=1)
+    got = _compare(_build(s), _args(s), scratchpad_bytes=capacity)
+    if capacity < 128:
+        assert isinstance(got, tuple) and got[0] == "capacity", got
+    else:
+        assert isinstance(got, ri.RunResult) and got.lockstep
