@@ -320,7 +320,9 @@ STAGED = SMALL.replace("@small(", "@staged(").replace(
 
 
 def small_tiles(n: int, repeat: int, staged: bool = False) -> dict[str, float]:
-    """Interpreter overhead per executed op: (interpreter - numpy tile loop) / ops."""
+    """Interpreter overhead per executed op: (interpreter - numpy tile loop) / ops, tile by tile
+    (lockstep=False: lockstep runs the loop vectorised, one Python step for all its iterations,
+    which says nothing of the cost per op), and with lockstep for comparison."""
     m = ktir.parse(STAGED if staged else SMALL, "small_tiles.ktir")
     x = np.random.default_rng(6).standard_normal(n).astype(np.float32)
     y = np.random.default_rng(7).standard_normal(n).astype(np.float32)
@@ -341,8 +343,9 @@ def small_tiles(n: int, repeat: int, staged: bool = False) -> dict[str, float]:
         return out
 
     results = {}
-    for label, races in (("checks on", True), ("race check off", False)):
-        interp = functools.partial(ri.run, m, args=args, check_races=races)
+    runs = (("checks on", True, False), ("race check off", False, False), ("checks on, lockstep", True, True))
+    for label, races, lockstep in runs:
+        interp = functools.partial(ri.run, m, args=args, check_races=races, lockstep=lockstep)
         t_interp, r, t_np, want = best_pair(interp, numpy_tiles, repeat)
         np.testing.assert_array_equal(r.outputs["out_ptr"], want)
         results[label] = (t_interp - t_np) / r.total_ops * 1e6
@@ -460,15 +463,23 @@ def case_rmsnorm_2x2(scale: int) -> Case:
             lambda: ri.run(m, args=args), ref, check)
 
 
+def rmsnorm_2x2_tiled(scale: int) -> Callable[[], Any]:
+    """The 2 x 2 RMSNorm run tile by tile (for the time per executed op)."""
+    rows, hidden = rmsnorm_2x2_sizes(scale)
+    text, args, _ = make_rmsnorm_2x2(rows, hidden)
+    return functools.partial(ri.run, ktir.parse(text, "rmsnorm_2x2.ktir"), args=args, lockstep=False)
+
+
 def race_scaling(rows_per_tile: list[int], repeat: int) -> list[tuple[int, float, float]]:
     """Per tile and loop iteration: the time with every check on, and the part the race check
-    takes (checks on - race check off), on the 2 x 2 RMSNorm at hidden size 256."""
+    takes (checks on - race check off), on the 2 x 2 RMSNorm at hidden size 256, tile by tile
+    (lockstep=False: the tracker sees one access per tile and iteration, as the per-tile run)."""
     out = []
     for rpt in rows_per_tile:
         text, args, _ = make_rmsnorm_2x2(2 * rpt, 256, block=128)
         m = ktir.parse(text, "rmsnorm_2x2.ktir")
-        on = functools.partial(ri.run, m, args=args)
-        off = functools.partial(ri.run, m, args=args, check_races=False)
+        on = functools.partial(ri.run, m, args=args, lockstep=False)
+        off = functools.partial(ri.run, m, args=args, check_races=False, lockstep=False)
         on()
         t_on, r_on, t_off, r_off = best_pair(on, off, repeat)
         np.testing.assert_array_equal(r_on.outputs["y_ptr"], r_off.outputs["y_ptr"])
@@ -535,7 +546,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name + ': ' + label:84} {t_in * 1e3:10.3f} {t_np * 1e3:10.3f} {t_in / t_np:7.2f}", flush=True)
             tables.kernels.append((f"`{name}`: {label}", t_in * 1e3, t_np * 1e3))
             if name == "rmsnorm_2x2":
-                tables.per_op.append(("the 2x2 RMSNorm above, all checks on", got.total_ops, t_in / got.total_ops * 1e6))
+                tiled = rmsnorm_2x2_tiled(scale)
+                t_tiled, r_tiled, _, _ = best_pair(tiled, lambda: None, max(args.repeat // 2, 1))
+                np.testing.assert_array_equal(r_tiled.outputs["y_ptr"], got.outputs["y_ptr"])
+                print(f"{'  the same, tile by tile (lockstep=False)':84} {t_tiled * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                      f"{t_tiled / t_np:7.2f}   ({t_tiled / got.total_ops * 1e6:.2f} us per executed op)")
+                tables.per_op.append(("the 2x2 RMSNorm above, all checks on, tile by tile", got.total_ops,
+                                      t_tiled / got.total_ops * 1e6))
             if name == "matmul":
                 t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
                 np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
@@ -556,10 +573,11 @@ def main(argv: list[str] | None = None) -> int:
             for staged in (False, True):
                 res = small_tiles(65536 // scale, args.repeat, staged)
                 how = ", staged through ct_local" if staged else ""
-                print(f"\nsmall tiles (16 elements){how}, {int(res['ops'])} executed ops:")
-                for label in ("checks on", "race check off"):
-                    print(f"  {label:16} overhead {res[label]:6.2f} us/op (total {res[label + ': total']:6.2f} us/op)")
-                tables.per_op.append((f"16-element tiles{how}, all checks on", int(res["ops"]), res["checks on: total"]))
+                print(f"\nsmall tiles (16 elements){how}, {int(res['ops'])} executed ops, tile by tile unless marked:")
+                for label in ("checks on", "race check off", "checks on, lockstep"):
+                    print(f"  {label:19} overhead {res[label]:6.2f} us/op (total {res[label + ': total']:6.2f} us/op)")
+                tables.per_op.append((f"16-element tiles{how}, all checks on, tile by tile", int(res["ops"]),
+                                      res["checks on: total"]))
     after = load()
     print(f"\nload average {before} before, {after} after")
     tables.conditions = (f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores: process CPU time, BLAS on one "

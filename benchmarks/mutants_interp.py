@@ -20,6 +20,7 @@ from mutants_patch import (
     Mutant,
     Patch,
     attribute,
+    per_tile,
     post,
     post_typed,
     pre,
@@ -762,7 +763,7 @@ LOADS_STORES = ("ktdp.load", "ktdp.store")
 
 
 def _m(group: str, name: str, bug: str, patch: Patch, ops: tuple[str, ...] = ()) -> Mutant:
-    return Mutant(name, bug, patch, ops or tuple(getattr(patch, "ops", ())), group)
+    return Mutant(name, bug, together(per_tile, patch), ops or tuple(getattr(patch, "ops", ())), group)
 
 
 def catalogue() -> list[Mutant]:

@@ -196,6 +196,20 @@ def attribute(module: str, name: str, make: Callable[[Any], Any]) -> Patch:
     return patch
 
 
+def per_tile() -> contextlib.AbstractContextManager[Any]:
+    """`reference_interp.run` runs tile by tile (`lockstep=False` by default) while a mutant is
+    applied. Mutants patch the per-tile op kernels (FACTORIES) and module functions; lockstep
+    execution (reference_interp/lockstep*.py) has kernels of its own for loops, memory, linalg
+    and collectives, which would not see them, and the mutant would survive every case that
+    runs in lockstep. A mutant models an implementation's bug, so it must reach the run; that
+    lockstep gives exactly the per-tile results is tested apart (tests/interp/test_lockstep.py)."""
+    from reference_interp import executor
+
+    defaults = executor.run.__kwdefaults__
+    assert defaults is not None and "lockstep" in defaults
+    return mock.patch.dict(defaults, {"lockstep": False})
+
+
 def together(*patches: Patch) -> Patch:
     """Several patches applied as one mutant (one bug showing in several places)."""
     @contextlib.contextmanager

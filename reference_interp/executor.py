@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,7 +160,7 @@ def run(
     shapes_only: bool = False,
     blas_threads: int | None = 1,
     memory: Mapping[str, At] | None = None,
-    lockstep: bool = True,
+    lockstep: bool | str = True,
 ) -> RunResult:
     """Run `func` of `module` on every tile of its grid and return the results.
 
@@ -175,7 +176,8 @@ def run(
     while the run executes (default 1: see `reference_interp/blas.py`; None leaves it as is).
     `lockstep` runs all tiles (and the iterations of independent loops) at once where the
     results are provably those of the tile-by-tile run (reference_interp/lockstep.py), else
-    tile by tile; False always runs tile by tile.
+    tile by tile; with True, repeated runs of a program settle on the faster of the two (the
+    results are the same); "always" tries lockstep on every run; False always runs tile by tile.
     """
     program = _program(module)
     fn = choose_function(module, func)
@@ -213,8 +215,19 @@ def run(
 
             lane = lane_function(program, name, options)
         if lane is not None:
+            from .lockstep import memo
+
+            timing = memo(program, name).timing(_signature(args))
+            if lockstep != "always" and not timing.pick():
+                start = time.process_time()
+                result = _attempt(program, fn, compiled, None, options, grid, args, memory)
+                timing.took(False, time.process_time() - start)
+                return result
+            start = time.process_time()
             try:
-                return _attempt(program, fn, compiled, lane, options, grid, args, memory)
+                result = _attempt(program, fn, compiled, lane, options, grid, args, memory)
+                timing.took(True, time.process_time() - start)
+                return result
             except KtirRuntimeError as e:
                 if e.kind == "argument":
                     raise  # the arguments are bound as in the per-tile run: the same error
@@ -241,6 +254,28 @@ def _gave_up(program: Program, name: str, failed: BaseException | None) -> None:
     else:
         m.disabled = True
     m.why = f"{type(failed).__name__}: {failed}"
+    m.timings.clear()  # another lockstep program from now on: time it afresh
+
+
+def _signature(args: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """What the speed of a run depends on besides the program: the arguments' shapes and sizes."""
+    out: list[Any] = []
+    for k, v in sorted((args or {}).items()):
+        if isinstance(v, np.ndarray):
+            out.append((k, v.shape, v.dtype.str))
+        elif isinstance(v, bool | int | float | np.generic):
+            out.append((k, v))
+        elif isinstance(v, At):
+            out.append((k, "At", v.array.shape, v.array.dtype.str))
+        elif isinstance(v, Local):
+            pieces = v.arrays
+            if isinstance(pieces, Mapping):
+                out.append((k, "Local", tuple(sorted((t, np.shape(a)) for t, a in pieces.items()))))
+            else:
+                out.append((k, "Local", np.asarray(pieces).shape))
+        else:
+            out.append((k, type(v).__name__))
+    return tuple(out)
 
 
 def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any, options: Options,

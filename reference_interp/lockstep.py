@@ -41,12 +41,13 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
+from ktir.ir.operation import Region as IRRegion
 
 from .compiler import TERMINATORS, CompileError, FuncCompiler, Program, Uninit, _strict
 from .dtypes import np_dtype, scalar_from_element
@@ -551,6 +552,10 @@ class LaneCompiler(FuncCompiler):
         lb.n = len(block.operations)
         return lb
 
+    def lane_region(self, region: IRRegion) -> LBlock:
+        """`region` compiled for lanes (outside a per-tile op, where compile_block gives an LBlock)."""
+        return cast(LBlock, self.compile_region(region))
+
     def pertile_op(self, op: Operation, vector: bool = False) -> Any:
         """The per-tile closure of `op` (its regions per tile too)."""
         self.pertile += 1
@@ -664,14 +669,51 @@ class LaneFunc:
         self.ret_info = ret_info
 
 
+class Timing:
+    """Which of lockstep and the per-tile run is faster for one program and argument shapes.
+
+    Both give the same results, so the choice is only about speed: lockstep's gain depends on
+    how much of the function it vectorises against what it runs lane by lane, which is easier
+    measured than predicted. The first runs alternate (lockstep first) until each way has run
+    twice; later runs take the one whose faster run used less CPU time."""
+
+    SAMPLES = 2
+    __slots__ = ("lock", "tile", "choice")
+
+    def __init__(self) -> None:
+        self.lock: list[float] = []
+        self.tile: list[float] = []
+        self.choice: bool | None = None
+
+    def pick(self) -> bool:
+        """Whether the next run is in lockstep."""
+        if self.choice is not None:
+            return self.choice
+        return len(self.lock) <= len(self.tile)
+
+    def took(self, lockstep: bool, seconds: float) -> None:
+        (self.lock if lockstep else self.tile).append(seconds)
+        if self.choice is None and len(self.lock) >= self.SAMPLES and len(self.tile) >= self.SAMPLES:
+            self.choice = min(self.lock) <= min(self.tile)
+
+
 class _Memo:
-    __slots__ = ("no_vector", "disabled", "compiled", "why")
+    __slots__ = ("no_vector", "disabled", "compiled", "why", "timings")
 
     def __init__(self) -> None:
         self.no_vector: set[int] = set()
         self.disabled = False
         self.compiled: dict[tuple[Any, ...], LaneFunc] = {}
         self.why = ""
+        self.timings: dict[tuple[Any, ...], Timing] = {}
+
+    def timing(self, signature: tuple[Any, ...]) -> Timing:
+        found = self.timings.get(signature)
+        if found is None:
+            if len(self.timings) > 64:
+                self.timings.clear()
+            found = self.timings[signature] = Timing()
+        return found
 
 
 _MEMO: weakref.WeakKeyDictionary[Program, dict[str, _Memo]] = weakref.WeakKeyDictionary()

@@ -89,7 +89,7 @@ def produce(c: LaneCompiler, op: Operation) -> LaneFn:
     block = op.regions[0].blocks[0]
     if any(c.facts.effects[id(inner)] for inner in block.operations):
         raise CompileError("an inter_tile_produce body with effects", op)
-    body = c.compile_region(op.regions[0])
+    body = c.lane_region(op.regions[0])
     if len(body.arg_slots) != 1:
         raise CompileError("the produce body takes one argument (the group id)", op)
     (gid,) = body.arg_slots
@@ -172,7 +172,7 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
             raise CompileError(f"{kind} needs a combiner region", op)
         if any(c.facts.effects[id(inner)] for inner in op.regions[0].blocks[0].operations):
             raise CompileError("a combiner with effects", op)
-        combiner = c.compile_region(op.regions[0])
+        combiner = c.lane_region(op.regions[0])
         if len(identity) != len(res) or len(combiner.arg_slots) != 2 * len(res):
             raise CompileError("the combiner takes 2N arguments for N identity values and results", op)
     gather_dims = it._dims(c, op, "gather_dimensions") if kind == "ktdp.inter_tile_gather" else []
@@ -235,8 +235,8 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
         if kind == "ktdp.inter_tile_consume":
             if not equal or len(deps[0]) != 1:
                 raise Diverged("consume from several producers")
-            d = np.array(deps, dtype=I64)
-            out = [_take(v, lan, d[:, 0]) if lan else _as_laned(v, R) for v, lan in zip(f.values, f.laned, strict=True)]
+            first = np.array(deps, dtype=I64)[:, 0]
+            out = [_take(v, lan, first) if lan else _as_laned(v, R) for v, lan in zip(f.values, f.laned, strict=True)]
         elif kind == "ktdp.inter_tile_reduce":
             if not equal:
                 raise Diverged("consumers fold different numbers of partials")

@@ -88,7 +88,7 @@ def fill(c: LaneCompiler, op: Operation) -> LaneFn:
         v = np.asarray(lf[a]).astype(dt)
         if value_laned:
             v = v.reshape(v.shape + (1,) * out_rank)
-            lanes = v.shape[:R]
+            lanes: tuple[int, ...] = v.shape[:R]
         else:
             v = v.reshape((1,) * (R + out_rank))
             lanes = tuple(out.shape[:R]) if c_laned_out else (1,) * R
@@ -464,10 +464,11 @@ def extract(c: LaneCompiler, op: Operation) -> LaneFn:
             if xa.size and (int(xa.min()) < 0 or int(xa.max()) >= n_):
                 raise Diverged("tensor.extract index out of bounds")
         if all(type(x) is not np.ndarray for x in ii):
-            lf[r] = arr[(Ellipsis, *[int(x) for x in ii])] if rank else arr
+            at: tuple[Any, ...] = (Ellipsis, *[int(x) for x in ii])
+            lf[r] = arr[at] if rank else arr
             return
         lanes = np.broadcast_shapes(arr.shape[:R], *[np.shape(x) for x in ii if type(x) is np.ndarray])
-        grids = np.indices(lanes, sparse=True)
+        grids: tuple[np.ndarray, ...] = tuple(np.indices(lanes, sparse=True))
         lane_ix = tuple(g if arr.shape[k] > 1 else np.zeros_like(g) for k, g in enumerate(grids))
         lf[r] = arr[lane_ix + tuple(np.asarray(x, dtype=I64) if type(x) is np.ndarray else int(x) for x in ii)]
 

@@ -444,8 +444,10 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
             o = np.asarray(o).reshape(-1)
             if n == 1:
                 return IdxDesc(o * isz, isz)
-            return IdxDesc(None, isz, int(o.min()) * isz, (int(o.max()) + n) * isz - 1,
-                           make=lambda o=o: ((o[:, None] + np.arange(n)).reshape(-1) * isz))
+            def elements(o: np.ndarray = o) -> np.ndarray:
+                return (o[:, None] + np.arange(n)).reshape(-1) * isz
+
+            return IdxDesc(None, isz, int(o.min()) * isz, (int(o.max()) + n) * isz - 1, make=elements)
         _track(lanes, alloc, [(t, per[t]) for t in range(lanes.n_tiles)], make, False, opname)
         _spans(lanes, alloc, per.min(axis=-1) * isz, (per.max(axis=-1) + n) * isz - 1, False)
     typed = alloc.typed(view.dtype)

@@ -155,7 +155,7 @@ def _seq_for(c: LaneCompiler, op: Operation) -> LaneFn:
     init_names = op.operands[3:]
     res = c.result_slots(op)
     block = op.regions[0].blocks[0]
-    body = c.compile_region(op.regions[0])
+    body = c.lane_region(op.regions[0])
     iv = body.arg_slots[0]
     carried = body.arg_slots[1:]
     want = tuple(c.is_laned(a.name) for a in block.arguments[1:])
@@ -193,7 +193,7 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     c.rank = R + 1
     c.vector_stack.append(loop)
     try:
-        body = c.compile_region(op.regions[0])
+        body = c.lane_region(op.regions[0])
     finally:
         c.rank = R
         c.vector_stack.pop()
@@ -253,8 +253,8 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
 def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
     k = c.operand_slot(op, "condition")
     res = c.result_slots(op)
-    then = c.compile_region(op.regions[0])
-    other = c.compile_region(op.regions[1]) if len(op.regions) > 1 and op.regions[1].blocks else None
+    then = c.lane_region(op.regions[0])
+    other = c.lane_region(op.regions[1]) if len(op.regions) > 1 and op.regions[1].blocks else None
     if res and other is None:
         raise CompileError("scf.if with results needs an else region", op)
     want = tuple(c.is_laned(r) for r in op.results)

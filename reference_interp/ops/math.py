@@ -87,6 +87,8 @@ def _fma_f64(a: Any, b: Any, c: Any) -> Any:
     from fractions import Fraction
 
     def one(x: float, y: float, z: float) -> float:
+        if np.isfinite(x) and np.isfinite(y) and np.isinf(z):
+            return z  # the exact product is finite even where x * y overflows: inf - inf is not NaN here
         if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)) or x == 0 or y == 0 or z == 0:
             return x * y + z
         exact = Fraction(x) * Fraction(y) + Fraction(z)

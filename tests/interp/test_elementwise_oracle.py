@@ -259,6 +259,16 @@ def test_math_multi(op: str, dtype: str, data: st.DataObject) -> None:
     same_float(got, np.asarray(ref).astype(dt), ulps=ulps, signed_zero=ulps == 0 and op != "fma")
 
 
+def test_f64_fma_of_an_overflowing_product_and_an_infinity() -> None:
+    """a * b overflows float64 but is finite: adding an infinity gives that infinity, not the
+    NaN of inf - inf (found by test_math_multi[fma-f64])."""
+    T = tensor("f64")
+    a = np.full(N, 1e300)
+    b = np.full(N, -1e300)
+    c = np.where(np.arange(N) % 2 == 0, np.inf, -np.inf)
+    (got,) = call(func("  %r = math.fma %a0, %a1, %a2 : " + T, [T] * 3, [T], ["%r"]), a, b, c)
+    assert np.array_equal(got, c)
+
 # ---------------------------------------------------------------------- integers
 
 

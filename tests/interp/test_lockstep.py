@@ -185,8 +185,8 @@ def _outcome(m: ktir.Module, args: dict[str, Any], **kw: Any) -> ri.RunResult | 
 
 def _compare(m: ktir.Module, args: dict[str, Any], **kw: Any) -> ri.RunResult | tuple[str, str]:
     tiled = _outcome(m, args, lockstep=False, **kw)
-    locked = _outcome(m, args, **kw)
-    again = _outcome(m, args, **kw)  # after whatever the first lockstep run memoised (returned)
+    locked = _outcome(m, args, lockstep="always", **kw)
+    again = _outcome(m, args, lockstep="always", **kw)  # after what the first run memoised (returned)
     for got in (locked, again):
         if isinstance(tiled, tuple):
             assert got == tiled
@@ -247,7 +247,7 @@ def test_lockstep_gives_up_where_lanes_diverge(kw: dict[str, Any], lockstep: boo
     m = _build(s)
     got = _compare(m, _args(s))
     assert isinstance(got, ri.RunResult)
-    assert ri.run(m, args=_args(s)).lockstep is lockstep
+    assert ri.run(m, args=_args(s), lockstep="always").lockstep is lockstep
 
 
 @pytest.mark.parametrize("kw, kind", [
@@ -275,3 +275,92 @@ def test_examples_in_lockstep(name: str, args: Any) -> None:
     m = example(name)
     got = _compare(m, args())
     assert isinstance(got, ri.RunResult) and got.lockstep
+
+
+def test_repeated_runs_settle_on_the_faster_way() -> None:
+    """lockstep=True alternates lockstep and per-tile runs until both have run twice, then
+    keeps one of them; every run gives the same results."""
+    s = _spec()
+    m = _build(s)
+    args = _args(s)
+    first = ri.run(m, args=args, lockstep=False)
+    modes = []
+    for _ in range(6):
+        r = ri.run(m, args=args)
+        _same(first, r)
+        modes.append(r.lockstep)
+    assert modes[:4] == [True, False, True, False]
+    assert len(set(modes[4:])) == 1
+
+
+
+@pytest.mark.parametrize("shift, vectorised", [(-8, False), (-8, True), (8, False), (8, True), (0, True)])
+def test_views_reaching_beyond_their_array(shift: int, vectorised: bool) -> None:
+    """A view based `shift` elements off its array's start: tile 0 (shift -8) or the last
+    tile (shift 8) reaches bytes before or after the array. The accesses are in the view,
+    so only the bounds check sees them (out-of-bounds tile by tile; lockstep must give up
+    and report the same)."""
+    B, n = 8, 4 * 8
+    et = ty.F32
+    b = Builder()
+    with b.func("k", [("x", ty.INDEX), ("y", ty.INDEX)], grid=[4]) as (xp, yp):
+        (t,) = b.tile_id(1)
+        base = b.create("arith.addi", [xp, b.index(shift)], [ty.INDEX])[0] if shift > 0 else \
+            b.create("arith.subi", [xp, b.index(-shift)], [ty.INDEX])[0]
+        x = b.memory_view(base, [n], [1], et, coordinate_set=box(n))
+        y = b.memory_view(yp, [2 * n], [1], et, coordinate_set=box(2 * n))
+        if vectorised:  # every tile loads its block twice, in a loop lockstep vectorises
+            c0, c1, c2 = b.index(0), b.index(1), b.index(2)
+            with b.for_(c0, c2, c1) as loop:
+                k = loop[0]
+                v = b.load(b.access_tile(x, [ssa(t) * B + ssa(k) * 0], box(B), [B]), et)
+                b.store(v, b.access_tile(y, [ssa(t) * B + ssa(k) * n], box(B), [B]))
+        else:
+            v = b.load(b.access_tile(x, [ssa(t) * B], box(B), [B]), et)
+            b.store(v, b.access_tile(y, [ssa(t) * B], box(B), [B]))
+        b.func_return()
+    args = {"x": np.arange(n, dtype=np.float32), "y": np.zeros(2 * n, np.float32)}
+    got = _compare(b.module, args)
+    if shift:
+        assert isinstance(got, tuple) and got[0] == "out-of-bounds", got
+    else:
+        assert isinstance(got, ri.RunResult) and got.lockstep
+
+
+@pytest.mark.parametrize("vectorised", [False, True])
+def test_a_view_smaller_than_its_array(vectorised: bool) -> None:
+    """The view covers the first half of x; the last tile's block lies past the view but
+    inside the array: only the view check sees it (out-of-view tile by tile and in lockstep)."""
+    B, n = 8, 4 * 8
+    et = ty.F32
+    b = Builder()
+    with b.func("k", [("x", ty.INDEX), ("y", ty.INDEX)], grid=[4]) as (xp, yp):
+        (t,) = b.tile_id(1)
+        x = b.memory_view(xp, [n - 4], [1], et, coordinate_set=box(n - 4))
+        y = b.memory_view(yp, [2 * n], [1], et, coordinate_set=box(2 * n))
+        if vectorised:
+            c0, c1, c2 = b.index(0), b.index(1), b.index(2)
+            with b.for_(c0, c2, c1) as loop:
+                k = loop[0]
+                v = b.load(b.access_tile(x, [ssa(t) * B + ssa(k) * 0], box(B), [B]), et)
+                b.store(v, b.access_tile(y, [ssa(t) * B + ssa(k) * n], box(B), [B]))
+        else:
+            v = b.load(b.access_tile(x, [ssa(t) * B], box(B), [B]), et)
+            b.store(v, b.access_tile(y, [ssa(t) * B], box(B), [B]))
+        b.func_return()
+    args = {"x": np.arange(2 * n, dtype=np.float32), "y": np.zeros(2 * n, np.float32)}
+    got = _compare(b.module, args)
+    assert isinstance(got, tuple) and got[0] == "out-of-view", got
+
+
+@pytest.mark.parametrize("capacity", [96, 124, 128])
+def test_staging_beyond_the_scratchpad_capacity(capacity: int) -> None:
+    """Staging 4 blocks of 8 f32 per tile (the last iteration reaches byte 127 of the
+    scratchpad) with a smaller scratchpad: the same error tile by tile and in lockstep; with
+    128 bytes it fits and lockstep runs."""
+    s = _spec(stage=1)
+    got = _compare(_build(s), _args(s), scratchpad_bytes=capacity)
+    if capacity < 128:
+        assert isinstance(got, tuple) and got[0] == "capacity", got
+    else:
+        assert isinstance(got, ri.RunResult) and got.lockstep
