@@ -774,3 +774,15 @@ def _macs(name: str, fr: list[Any], slots: tuple[int, int] | None) -> int:
 
 def is_undefined(v: Any) -> bool:
     return type(v) is Undefined
+
+
+def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:
+    """The function's `grid` attribute (default `[1]`); here so the executor and lockstep share it."""
+    attr = program.attr(fn.attributes.get("grid"))
+    if attr is None:
+        return (1,)
+    if isinstance(attr, at.ArrayAttr | at.DenseArrayAttr):
+        values = attr.values if isinstance(attr, at.DenseArrayAttr) else tuple(getattr(e, "value", None) for e in attr.elements)
+        if values and all(isinstance(v, int) and v > 0 for v in values):
+            return tuple(int(v) for v in values)  # type: ignore[arg-type]
+    raise KtirRuntimeError("argument", "the function's grid must be a non-empty array of positive integers", op=fn)

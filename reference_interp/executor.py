@@ -20,7 +20,7 @@ from ktir.ir.operation import Module, Operation
 
 from . import blas
 from . import ops as _ops  # noqa: F401 - registers the op implementations
-from .compiler import CompiledFunc, Program
+from .compiler import CompiledFunc, Program, grid_of
 from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
 from .errors import KtirRuntimeError, fail
 from .memory import ALIGN, Allocation, MemoryView, align_up
@@ -132,17 +132,6 @@ def _choose_function(module: Module, func: str | None) -> Operation:
     if not public:
         raise fail("argument", f"the module has only private functions ({_names(bodies)}); choose one with func= (ktir run --func)")
     raise fail("argument", f"the module has {len(public)} public functions ({_names(public)}); choose one with func= (ktir run --func)")
-
-
-def grid_of(program: Program, fn: Operation) -> tuple[int, ...]:
-    attr = program.attr(fn.attributes.get("grid"))
-    if attr is None:
-        return (1,)
-    if isinstance(attr, at.ArrayAttr | at.DenseArrayAttr):
-        values = attr.values if isinstance(attr, at.DenseArrayAttr) else tuple(getattr(e, "value", None) for e in attr.elements)
-        if values and all(isinstance(v, int) and v > 0 for v in values):
-            return tuple(int(v) for v in values)  # type: ignore[arg-type]
-    raise KtirRuntimeError("argument", "the function's grid must be a non-empty array of positive integers", op=fn)
 
 
 def run(

@@ -49,7 +49,7 @@ from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
 from ktir.ir.operation import Region as IRRegion
 
-from .compiler import TERMINATORS, CompileError, FuncCompiler, Program, Uninit, _strict
+from .compiler import TERMINATORS, CompileError, FuncCompiler, Program, Uninit, _strict, grid_of
 from .dtypes import np_dtype, scalar_from_element
 from .errors import KtirRuntimeError
 from .runtime import Machine, Options, TileContext
@@ -739,7 +739,6 @@ def lane_function(program: Program, name: str, options: Options) -> LaneFunc | N
     if found is not None:
         return found
     func = program.funcs[name]
-    from .executor import grid_of
 
     probe = FuncCompiler(program, func, options)
     if math.prod(grid_of(program, func)) * largest_tensor(probe, func) * 8 > LOCKSTEP_BYTES:
