@@ -876,8 +876,9 @@ class Lowering:
         weight = self.ref(wnode, node)
         if transposed:
             raise TorchLoweringError("transposed convolution is not supported")
-        if (len(in_shape) == 3 and list(stride) == [1] and list(dilation) == [1] and groups == in_shape[1] and weight.shape[1] == 1
-                and groups > 1):
+        # depthwise: one input and one output channel per group (a channel multiplier > 1 is a matmul)
+        if (len(in_shape) == 3 and list(stride) == [1] and list(dilation) == [1] and groups == in_shape[1] == weight.shape[0]
+                and weight.shape[1] == 1 and groups > 1):
             return self._conv1d_depthwise(node, src, weight, bnode, int(padding[0]))
         shape, ktype = self._out(node)
         if ktype not in ("f16", "bf16", "f32"):
