@@ -286,7 +286,8 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
     seed = args.seed if args.seed is not None else 0
     seeds = range(seed, seed + args.random)
     save = Path(args.save) if args.save else None
-    command = "python benchmarks/bench_schedule.py --random 1 --seed SEED --schedulers {scheduler}"
+    command = "python benchmarks/bench_schedule.py --random 1 --seed SEED --schedulers {scheduler}" + (
+        f" --kinds {' '.join(args.kinds)}" if args.kinds else "")
     start = time.perf_counter()
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("generating", total=args.random)
@@ -294,7 +295,7 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
         def step(s: int, kernel: Any) -> None:
             progress.update(task, description=f"seed {s}: {kernel.kind}", advance=1)
 
-        c = run_campaign(seeds, target, names, args.budget, save, command, step)
+        c = run_campaign(seeds, target, names, args.budget, save, command, step, args.kinds)
     elapsed = time.perf_counter() - start
     t = Table(title=f"{args.random} random natural kernels (seeds {seed}..{seed + args.random - 1}) on {target.name}"  # type: ignore[attr-defined]
               f", {elapsed:.0f} s")
@@ -324,6 +325,14 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
         if rest:
             d.add_row(str(rest), f"({len(tally.declines) - args.reasons} other reasons)")
         console.print(d)
+    w = Table(title="kernels with a parallel dim >= 64, per kind: divided / on one tile / declined / failed")
+    w.add_column("kind")
+    for name in names:
+        w.add_column(name, justify="right")
+    for kind in sorted(c.kinds):
+        w.add_row(kind, *["/".join(str(c.tallies[n].by_kind[kind, x]) for x in ("divided", "one tile", "declined",
+                                                                                  "failed")) for n in names])
+    console.print(w)
     k = Table(title="coverage: kernels per kind")
     for col in ("kind", "kernels", "with a parallel dim >= 64"):
         k.add_column(col, justify="left" if col == "kind" else "right")
@@ -345,7 +354,9 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
         console.print(f"saved {len(c.saved)} wrong, racy or crashing outcomes to {save}")
     return {"seeds": [seed, seed + args.random - 1], "seconds": elapsed,
             "schedulers": {n: {"counts": dict(c.tallies[n].counts), "divisible": c.tallies[n].divisible,
-                               "divided": c.tallies[n].divided, "declines": dict(c.tallies[n].declines)} for n in names},
+                               "divided": c.tallies[n].divided, "declines": dict(c.tallies[n].declines),
+                               "by_kind": {f"{k}: {x}": v for (k, x), v in c.tallies[n].by_kind.items()}}
+                           for n in names},
             "kinds": dict(c.kinds), "features": dict(c.features), "generator_mismatches": c.generator_mismatches}
 
 
@@ -420,6 +431,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, help="first seed of --random (default 0); the seed of --real (default: fresh)")
     ap.add_argument("--save", metavar="DIR", help="--random: where to save wrong, racy and crashing kernels")
     ap.add_argument("--schedulers", nargs="*", metavar="NAME", help="--random: only these schedulers")
+    ap.add_argument("--kinds", nargs="*", metavar="KIND", help="--random: only these kinds of kernels (in turn)")
     ap.add_argument("--reasons", type=int, default=12, help="--random: decline reasons listed per scheduler")
     args = ap.parse_args()
     import os

@@ -86,8 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     root = args.suite or SUITE_ROOT
-    if args.jobs < 1:
-        print("ktir conformance: -j must be at least 1", file=sys.stderr)
+    if not 1 <= args.jobs <= 1024:
+        print("ktir conformance: -j must be at least 1 (and at most 1024)", file=sys.stderr)
+        return EXIT_USAGE
+    if not 0 <= args.timeout <= 1e6:  # also NaN; the timer takes at most about 3e7 years
+        print("ktir conformance: --timeout is seconds from 0 (none) to 1000000", file=sys.stderr)
         return EXIT_USAGE
     if args.capabilities and (args.optional or args.optional_dtype):
         print("ktir conformance: --optional and --optional-dtype go in the capability file when one is given", file=sys.stderr)

@@ -72,7 +72,7 @@ class Case(_Strict):
     outputs: list[OutputSpec] = Field(default_factory=list, description="compared outputs")
     golden: RelativePath | None = Field(
         None, description="for `run`: the golden .npz, relative to the suite root (format 2, key `__format__`: per output "
-                          "NAME the exact result rounded once, and NAME.lo / NAME.hi, float64, the accepted interval)")
+                          "NAME the exact result rounded once, and NAME.lo / NAME.hi, of the output's type, the accepted interval)")
     ops: list[str] = Field(default_factory=list, description="ops of the inventory the case uses")
     dtypes: list[str] = Field(default_factory=list, description="element types the case computes in")
     grid: list[int] = Field(default_factory=lambda: [1], description="the kernel's grid")

@@ -121,7 +121,12 @@ def golden(case: Case, root: Path, model: Model, stored: dict[str, np.ndarray] |
                              f"{'has' if want_out.lo is not None else 'lacks'} an accepted interval")
         out[o.name] = want_out.golden
         if want_out.lo is not None and want_out.hi is not None:
-            out[f"{o.name}.lo"], out[f"{o.name}.hi"] = want_out.lo, want_out.hi
+            for key, ends in (("lo", want_out.lo), ("hi", want_out.hi)):
+                typed = ends.astype(want_out.golden.dtype)  # every end is a value of the output type (or +-inf)
+                back = typed.astype(np.float64)
+                if not ((back == ends) | (np.isnan(back) & np.isnan(ends))).all():
+                    raise DraftError(f"{case.id}: an end of {o.name}'s accepted interval is not a value of its type")
+                out[f"{o.name}.{key}"] = typed
         out[f"{o.name}.__oracle__"] = np.array(want_out.method)
     return out
 
@@ -169,6 +174,11 @@ def write_suite(drafts: Iterable[Draft], root: Path = SUITE_ROOT, check: bool = 
                 progress: Any = None) -> Changes:
     """Write (or with check=True, compare) every file of the suite; return what changed."""
     drafts = list(drafts)
+    seen: set[str] = set()
+    for d in drafts:
+        if d.id in seen:
+            raise DraftError(f"{d.id}: two cases have this id")
+        seen.add(d.id)
     changes = Changes()
     wanted: set[Path] = set()
     by_level: dict[str, list[Case]] = {lv: [] for lv in LEVELS}

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from conformance.results import STATUSES, CaseResult, Results, json_schema
@@ -21,7 +22,8 @@ VERDICT_STYLE = {"certified": "green", "not certified": "red", "not attempted": 
 
 def summary_table(results: Results) -> Table:
     impl = results.implementation
-    table = Table(title=f"KTIR conformance — {impl.name} {impl.version} (adapter {results.adapter})",
+    # text from the results file is escaped: `[/x]` in a name or message is no markup
+    table = Table(title=escape(f"KTIR conformance — {impl.name} {impl.version} (adapter {results.adapter})"),
                   caption="* mandatory for the declared kinds; n/s = not_supported")
     table.add_column("level", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
@@ -29,7 +31,7 @@ def summary_table(results: Results) -> Table:
         table.add_column(SHORT[s], justify="right", style=STYLE[s])
     table.add_column("run", justify="right")
     for row in results.levels:
-        table.add_row(row.level + ("*" if row.mandatory else ""), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
+        table.add_row(escape(row.level) + ("*" if row.mandatory else ""), f"[{VERDICT_STYLE[row.verdict]}]{row.verdict}[/]",
                       *(str(row.counts.get(s, 0)) for s in STATUSES), f"{row.run}/{row.total}")
     return table
 
@@ -52,17 +54,17 @@ def print_report(results: Results, console: Console, failures: int = 20) -> None
         notes += [f"{row.excused} cases left out by the capability file"] if row.excused else []
         notes += [f"{row.waived} cases waived"] if row.waived else []
         if notes:
-            console.print(f"  {row.level}: {'; '.join(notes)}", highlight=False)
+            console.print(escape(f"  {row.level}: {'; '.join(notes)}"), highlight=False)
     bad = [c for c in results.cases if c.status != "pass" and c.excused != "capability"]
     for c in bad[:failures]:
-        waived = f" [dim](waived: {c.waiver})[/]" if c.excused == "waiver" else ""
-        console.print(f"[{STYLE[c.status]}]{c.status}[/] {c.id}: {c.message}{waived}", highlight=False)
+        waived = f" [dim](waived: {escape(str(c.waiver))})[/]" if c.excused == "waiver" else ""
+        console.print(f"[{STYLE[c.status]}]{c.status}[/] {escape(c.id)}: {escape(c.message)}{waived}", highlight=False)
     if len(bad) > failures:
         console.print(f"... and {len(bad) - failures} more (see the JSON report)")
     line = verdict_line(results)
     colour = "green" if results.conformant else "red"
-    console.print(f"[{colour}]{line}[/]: {len(results.cases)} cases in {results.duration_s:.1f} s with {results.jobs} job(s); "
-                  f"suite {results.suite.version} ({results.suite.hash[:12]})", highlight=False)
+    console.print(f"[{colour}]{escape(line)}[/]: " + escape(f"{len(results.cases)} cases in {results.duration_s:.1f} s with "
+                  f"{results.jobs} job(s); suite {results.suite.version} ({results.suite.hash[:12]})"), highlight=False)
 
 
 def to_json(results: Results) -> str:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
 from conformance.capability import Capabilities, Implementation, Waiver
 from conformance.model import LEVELS
@@ -71,6 +71,15 @@ class LevelVerdict(_Strict):
     counts: dict[str, int] = Field(description="selected cases per status")
     excused: int = Field(0, description="cases left out by the capability file (counted as not_supported)")
     waived: int = Field(0, description="cases that did not pass but are waived")
+
+    @field_validator("counts")
+    @classmethod
+    def _every_status(cls, counts: dict[str, int]) -> dict[str, int]:
+        # the reports read a count for every status (a hand-edited file may lack one)
+        missing = [s for s in STATUSES if s not in counts]
+        if missing:
+            raise ValueError(f"no count for {', '.join(missing)}")
+        return counts
 
 
 class SuiteId(_Strict):

@@ -3,9 +3,9 @@
 Goldens are exact: the oracle (`conformance.oracle`) computes each output's exact result and
 rounds it once to the output type. For `exact` and `correctly-rounded` outputs the result must
 be that golden, bit for bit (any NaN matches any NaN). For every other class the golden file
-also holds, per element, the interval `[lo, hi]` of accepted values (float64 arrays
-`NAME.lo`, `NAME.hi`), which the oracle derived from the exact value and the class: the
-runner only checks `lo <= r <= hi` (a NaN result matches a NaN golden). No class needs a
+also holds, per element, the interval `[lo, hi]` of accepted values (arrays `NAME.lo`,
+`NAME.hi` of the output's type), which the oracle derived from the exact value and the
+class: the runner only checks `lo <= r <= hi` (a NaN result matches a NaN golden). No class needs a
 magnitude or a tolerance formula here, so a runner in another language does the same.
 """
 

@@ -153,7 +153,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         with working(f"running {name}") as step:
             if args.random_inputs is not None:
                 step(f"sizing the random inputs of {name}")
-                given = infer_args(module, args.func, given, args.random_inputs, kwargs)
+                notes: list[str] = []
+                given = infer_args(module, args.func, given, args.random_inputs, kwargs, notes=notes)
+                for note in notes:
+                    print(f"{name}: note: {note}", file=sys.stderr)
                 step(f"running {name}")
             result = run(module, args.func, given, trace=bool(args.event_trace) or wants_cost(args), **kwargs)
     except KtirError as e:

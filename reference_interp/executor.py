@@ -62,6 +62,8 @@ class RunResult:
     # element address bound to each array argument
     addresses: dict[str, int] = field(default_factory=dict)
     trace: list[list[TraceEvent]] | None = None
+    # whether the run executed in lockstep (reference_interp/lockstep.py; the same results)
+    lockstep: bool = False
 
     @property
     def total_ops(self) -> int:
@@ -157,6 +159,7 @@ def run(
     shapes_only: bool = False,
     blas_threads: int | None = 1,
     memory: Mapping[str, At] | None = None,
+    lockstep: bool = True,
 ) -> RunResult:
     """Run `func` of `module` on every tile of its grid and return the results.
 
@@ -170,6 +173,9 @@ def run(
     `trace`) skips the arithmetic of tensor compute ops, for a cost trace in a fraction of the
     time (`Options.shapes_only`); its outputs are meaningless. `blas_threads` limits BLAS
     while the run executes (default 1: see `reference_interp/blas.py`; None leaves it as is).
+    `lockstep` runs all tiles (and the iterations of independent loops) at once where the
+    results are provably those of the tile-by-tile run (reference_interp/lockstep.py), else
+    tile by tile; False always runs tile by tile.
     """
     program = _program(module)
     fn = choose_function(module, func)
@@ -199,29 +205,79 @@ def run(
         if tiles > options.max_tiles:
             raise KtirRuntimeError("memory-limit", f"the grid {list(grid)} has {tiles} tiles; the interpreter runs "
                                    f"at most {options.max_tiles}", op=fn)
-        machine = Machine(grid, options)
-        machine.private_local = not program.shares_scratchpads()
         compiled = program.function(name, options)
-        binder = _Binder(program, machine, fn, compiled)
-        binder.place(dict(memory or {}))
-        per_tile = binder.bind(dict(args or {}))
-        contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
-        blas.begin(options.blas_threads)
-        try:
-            with np.errstate(all="ignore"):
-                returns = _execute(compiled, machine, contexts, per_tile)
-        finally:
-            blas.end()
+        lane = None
+        if lockstep and not trace and not shapes_only:
+            from . import lockstep_ops  # noqa: F401 - registers the lane implementations
+            from .lockstep import lane_function
+
+            lane = lane_function(program, name, options)
+        if lane is not None:
+            try:
+                return _attempt(program, fn, compiled, lane, options, grid, args, memory)
+            except KtirRuntimeError as e:
+                if e.kind == "argument":
+                    raise  # the arguments are bound as in the per-tile run: the same error
+                failed: BaseException | None = e
+            except Exception as e:  # noqa: BLE001 - lockstep gives up; the per-tile run decides
+                failed = e
+            result = _attempt(program, fn, compiled, None, options, grid, args, memory)
+            _gave_up(program, name, failed)
+            return result
+        return _attempt(program, fn, compiled, None, options, grid, args, memory)
     except KtirRuntimeError as e:
         e.file = module.filename
         raise e.attach() from e.__cause__
+
+
+def _gave_up(program: Program, name: str, failed: BaseException | None) -> None:
+    """Lockstep gave up and the per-tile run succeeded: later runs of `name` avoid what made it
+    give up (a vectorised loop whose iterations overlap, else lockstep for the function)."""
+    from .lockstep import Diverged, memo
+
+    m = memo(program, name)
+    if isinstance(failed, Diverged) and failed.loop is not None:
+        m.no_vector.add(failed.loop)
+    else:
+        m.disabled = True
+    m.why = f"{type(failed).__name__}: {failed}"
+
+
+def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any, options: Options,
+             grid: tuple[int, ...], args: Mapping[str, Any] | None, memory: Mapping[str, At] | None) -> RunResult:
+    """One run from a fresh machine: per tile (`lane` None) or in lockstep."""
+    machine = Machine(grid, options)
+    machine.private_local = not program.shares_scratchpads()
+    if lane is not None and not machine.tracker.enabled:
+        # lockstep interleaves the tiles differently: without the race check a race would give
+        # another result, so lockstep always tracks races and gives up on one (the per-tile run
+        # then runs without the check, as asked)
+        from .races import RaceTracker
+
+        machine.tracker = RaceTracker(machine.n_tiles, True)
+    binder = _Binder(program, machine, fn, compiled)
+    binder.place(dict(memory or {}))
+    per_tile = binder.bind(dict(args or {}))
+    contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
+    blas.begin(options.blas_threads)
+    try:
+        with np.errstate(all="ignore"):
+            if lane is not None:
+                from .lockstep import execute
+
+                returns = execute(lane, machine, contexts, per_tile)
+            else:
+                returns = _execute(compiled, machine, contexts, per_tile)
+    finally:
+        blas.end()
     return RunResult(
         grid=grid,
         outputs=binder.outputs(),
         returns=returns,
         stats=[ctx.stats() for ctx in contexts],
         addresses=binder.addresses,
-        trace=[ctx.trace or [] for ctx in contexts] if trace else None,
+        trace=[ctx.trace or [] for ctx in contexts] if options.trace else None,
+        lockstep=lane is not None,
     )
 
 

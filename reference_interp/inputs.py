@@ -4,11 +4,16 @@
 - `!ktdp.runtime_arg` arguments get their upper bound (rounded down to the granularity).
 - float scalars get a standard normal draw.
 - an `index`/integer argument used (directly or through `arith.addi`/`subi`/`muli`/
-  `index_cast`/`affine.apply`) as the offset of a `construct_memory_view` is an array
-  pointer: its dtype is the view's element type, and its size is found by a *probe run*
-  that places a growable array for it and records the highest element touched.
+  `index_cast`/`affine.apply`, and through `func.call` into the called function, as a
+  lowered SDSC bundle's driver passes its arguments to its steps) as the offset of a
+  `construct_memory_view` is an array pointer: its dtype is the view's element type, and
+  its size is found by a *probe run* that places a growable array for it and records the
+  highest element any view built on it can address (a gathered table is sized by its
+  view, not by the rows the probe's index values happen to reach).
 - an `index`/integer argument used that way only for `ct_local` views is an address in
-  each tile's scratchpad: it gets 0, the start of the scratchpad.
+  each tile's scratchpad: when the views have static sizes and strides it gets a region of
+  its own there, with random contents on every tile (a `Local` array); otherwise 0, the
+  start of the scratchpad.
 - other integer arguments cannot be guessed and must be given with `--arg`.
 
 Float arrays hold standard normal values; integer arrays hold values in [0, 8) (small,
@@ -27,10 +32,12 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.asm import type_text
 from ktir.ir.operation import Module, Operation
+from ktir.ir.types import KDYNAMIC
 
 from .compiler import reject_semantics_free
 from .dtypes import UnsupportedType, np_dtype
 from .errors import KtirRuntimeError, fail
+from .executor import Local
 from .runtime import Options
 
 _DERIVING = {"arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui", "affine.apply",
@@ -73,39 +80,108 @@ def _view_space(op: Operation, aliases: dict[str, Any], types: dict[str, Any] | 
 
 
 def view_offsets(fn: Operation, aliases: dict[str, Any] | None = None,
-                 types: dict[str, Any] | None = None) -> tuple[dict[str, np.dtype[Any]], set[str]]:
-    """Arguments used as (the base of) a memory view offset: for global views, each one's
-    dtype (the view's element type); and those used only for ct_local views (scratchpad addresses).
-    `aliases`, `types`: the module's attribute and type aliases."""
-    block = fn.regions[0].blocks[0]
-    origin: dict[str, str] = {a.name: a.name for a in block.arguments}
+                 types: dict[str, Any] | None = None,
+                 functions: dict[str, Operation] | None = None) -> tuple[dict[str, np.dtype[Any]], dict[str, Region]]:
+    """Arguments used as (the base of) a memory view offset, in `fn` or, through `func.call`,
+    in the functions it calls (`functions`, by name; a lowered SDSC bundle's driver passes its
+    arguments to one function per step): for global views, each one's dtype (the view's
+    element type); for those used only for ct_local views (scratchpad addresses), the region
+    they address. `aliases`, `types`: the module's attribute and type aliases."""
     found: dict[str, np.dtype[Any]] = {}
-    local: set[str] = set()
+    regions: dict[str, Region] = {}
+    _scan(fn, {a.name: a.name for a in fn.regions[0].blocks[0].arguments}, aliases or {}, types or {},
+          functions or {}, found, regions, set())
+    return found, {k: v for k, v in regions.items() if k not in found}
+
+
+class Region:
+    """What the ct_local views built on one argument need: their element type and, when
+    every view has static sizes and strides, how many elements from the argument's address."""
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype = dtype
+        self.elements: int | None = 0
+
+    def reach(self, op: Operation, delta: int | None) -> None:
+        sizes, strides = op.attributes.get("static_sizes"), op.attributes.get("static_strides")
+        if (self.elements is None or delta is None or not isinstance(sizes, at.DenseArrayAttr)
+                or not isinstance(strides, at.DenseArrayAttr) or KDYNAMIC in (*sizes.values, *strides.values)):
+            self.elements = None
+            return
+        span = 1 + sum(max(0, int(n) - 1) * int(st) for n, st in zip(sizes.values, strides.values, strict=True))
+        self.elements = max(self.elements, delta + span)
+
+
+def _scan(fn: Operation, origin: dict[str, str], aliases: dict[str, Any], types: dict[str, Any],
+          functions: dict[str, Operation], found: dict[str, np.dtype[Any]], regions: dict[str, Region],
+          active: set[str]) -> None:
+    """Record the views built on the arguments `origin` maps values to (value -> argument)."""
+    name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
+    if name in active:  # recursion: the first visit records everything a call can reach
+        return
+    active = active | {name}
+    offset: dict[str, int | None] = dict.fromkeys(origin, 0)  # a value's constant offset from its argument
+    consts: dict[str, int] = {}
     for op in fn.walk():
+        value = op.attributes.get("value") if op.name == "arith.constant" else None
+        if isinstance(value, at.IntegerAttr) and op.results:
+            consts[op.results[0]] = int(value.value)
         if op.name in _DERIVING:
             sources = {origin[n] for n in op.operands if n in origin}
             if len(sources) == 1:
                 for r in op.results:
                     origin[r] = next(iter(sources))
+                    offset[r] = _shifted(op, origin, offset, consts)
+        if op.name == "func.call":
+            ref = op.attributes.get("callee")
+            callee = functions.get(ref.root) if isinstance(ref, at.SymbolRefAttr) and not ref.nested else None
+            if callee is not None and callee.regions and callee.regions[0].blocks:
+                params = callee.regions[0].blocks[0].arguments
+                inner = {p.name: origin[v] for p, v in zip(params, op.operands, strict=False) if v in origin}
+                _scan(callee, inner, aliases, types, functions, found, regions, active)
         base = _view_base(op) if op.name == "ktdp.construct_memory_view" else None
-        if base is not None and base in origin:
-            arg = origin[base]
-            t = ty.unaliased(op.result_types[0], types or {}) if op.result_types else None
-            if _view_space(op, aliases or {}, types) == "ct_local":
-                local.add(arg)
-            elif isinstance(t, ty.MemRefType):
-                try:
-                    found.setdefault(arg, np_dtype(t.element_type))
-                except Exception:  # noqa: BLE001 - unsupported types are reported later
-                    continue
-    return found, local - set(found)
+        if base is None or base not in origin:
+            continue
+        arg = origin[base]
+        t = ty.unaliased(op.result_types[0], types) if op.result_types else None
+        if not isinstance(t, ty.MemRefType):
+            continue
+        try:
+            dt = np_dtype(t.element_type)
+        except Exception:  # noqa: BLE001 - unsupported types are reported later
+            continue
+        if _view_space(op, aliases, types) == "ct_local":
+            region = regions.setdefault(arg, Region(dt))
+            region.reach(op, offset.get(base))
+        else:
+            found.setdefault(arg, dt)
+
+
+def _shifted(op: Operation, origin: dict[str, str], offset: dict[str, int | None], consts: dict[str, int]) -> int | None:
+    """The constant offset from its argument of `op`'s result: `arg + c` keeps one, anything else
+    (a product, an index computed from the tile id) does not."""
+    if op.name not in ("arith.addi", "arith.subi") or len(op.operands) != 2:
+        return None
+    a, b = op.operands
+    if a in origin and b in consts and offset.get(a) is not None:
+        base = offset[a]
+        assert base is not None
+        return base + consts[b] if op.name == "arith.addi" else base - consts[b]
+    if b in origin and a in consts and op.name == "arith.addi" and offset.get(b) is not None:
+        base = offset[b]
+        assert base is not None
+        return base + consts[a]
+    return None
 
 
 def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: int, run_kwargs: dict[str, Any],
-               zeros: bool = False) -> dict[str, Any]:
+               zeros: bool = False, notes: list[str] | None = None) -> dict[str, Any]:
     """Arguments for `func`: the given ones, random arrays and numbers for the rest; zero arrays
     with `zeros` (for cost traces, with `run_kwargs={"shapes_only": True}` for the probe run
-    that sizes pointer arguments: no random numbers drawn, no arithmetic done)."""
+    that sizes pointer arguments: no random numbers drawn, no arithmetic done). An integer
+    argument that is neither a pointer nor a scratchpad offset (a size such as a row count)
+    takes the smallest of 1, 2, 4, ... with which the kernel runs; `notes` receives a line
+    saying so."""
     from .executor import choose_function
 
     if seed < 0:
@@ -126,7 +202,9 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
 
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}
-    dtypes, scratchpad = view_offsets(fn, module.attr_aliases, module.type_aliases)
+    free: list[str] = []  # sizes no view or scratchpad region explains
+    functions = {str(getattr(f.attributes.get("sym_name"), "value", "")): f for f in module.walk() if f.name == "func.func"}
+    dtypes, scratchpad = view_offsets(fn, module.attr_aliases, module.type_aliases, functions)
     for a in block.arguments:
         name = a.name[1:]
         if name in args:
@@ -148,17 +226,61 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
         elif isinstance(t, ty.IndexType | ty.IntegerType) and a.name in dtypes:
             pointers[name] = dtypes[a.name]
         elif isinstance(t, ty.IndexType | ty.IntegerType) and a.name in scratchpad:
-            args[name] = 0
+            region = scratchpad[a.name]
+            if region.elements is None:  # views of run-time size: the start of the scratchpad
+                args[name] = 0
+            else:  # a region of its own in every tile's scratchpad, with random contents
+                tiles = _tiles(module, fn)
+                args[name] = Local(array((tiles, max(region.elements, 1)), region.dtype, name))
+        elif isinstance(t, ty.IndexType | ty.IntegerType):
+            free.append(name)
         else:
             raise fail("argument", f"cannot infer a value for argument {name}; give it with --arg {name}=...")
-    if pointers:
-        sizes = _probe(module, func, args, pointers, run_kwargs)
-        for name, dt in pointers.items():
-            args[name] = array((sizes[name],), dt, name)
-    return args
+    def with_pointers(values: dict[str, Any]) -> dict[str, Any]:
+        if pointers:
+            sizes = _probe(module, func, values, pointers, run_kwargs)
+            for name, dt in pointers.items():
+                values[name] = array((sizes[name],), dt, name)
+        return values
+
+    if not free:
+        return with_pointers(args)
+    chosen = _smallest_size(module, func, args, free, with_pointers, run_kwargs)
+    if notes is not None:
+        notes.append(f"{', '.join(free)} = {chosen[free[0]]}: the smallest of 1, 2, 4, ... with which the kernel "
+                     f"runs on these random inputs (give --arg {free[0]}=... for another size)")
+    return chosen
 
 
 _PROBE_SPAN = 1 << 40
+
+
+SIZE_CANDIDATES = tuple(1 << k for k in range(15))  # 1 .. 16384
+
+
+def _smallest_size(module: Module, func: str | None, args: dict[str, Any], free: list[str],
+                   complete: Any, run_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with every size in `free` set to the smallest candidate with which the
+    kernel runs without a runtime error: each candidate's pointer arrays are sized and drawn
+    (`complete`), then the kernel runs on them (an index table's random values must fall
+    inside the size it indexes)."""
+    from . import executor
+
+    last: tuple[int, KtirRuntimeError] | None = None
+    for value in SIZE_CANDIDATES:
+        try:
+            trial = complete({**args, **dict.fromkeys(free, value)})
+            executor.run(module, func, dict(trial), **run_kwargs)
+        except KtirRuntimeError as e:
+            if e.kind == "memory-limit":
+                break
+            last = (value, e)
+            continue
+        return trial
+    tried = f"{SIZE_CANDIDATES[0]}, {SIZE_CANDIDATES[1]}, ... {SIZE_CANDIDATES[-1]}"
+    why = f" (with {free[0]} = {last[0]}: {last[1].detail})" if last is not None else ""
+    raise fail("argument", f"cannot infer a value for argument {free[0]}: no size of {tried} runs the kernel{why}; "
+               f"give it with --arg {free[0]}=...")
 
 
 def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dict[str, np.dtype[Any]],
@@ -193,7 +315,8 @@ def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dic
         probe_args[name] = _PROBE
     executor._Binder._bind = bind  # type: ignore[method-assign]
     try:
-        executor.run(module, func, probe_args, **run_kwargs)
+        # tile by tile: the probe allocations are bound once (lockstep may run twice)
+        executor.run(module, func, probe_args, **run_kwargs, lockstep=False)
     except KtirRuntimeError as e:
         if e.op is None:  # bad arguments or options: the message says it all
             raise
@@ -214,6 +337,18 @@ class _Probe:
 
 
 _PROBE = _Probe()
+
+
+def _tiles(module: Module, fn: Operation) -> int:
+    """How many tiles run `fn`: the product of its grid (default [1])."""
+    grid = fn.attributes.get("grid")
+    if isinstance(grid, at.AttrAliasRef):
+        grid = module.attr_aliases.get(grid.name)
+    values = [e.value for e in grid.elements if isinstance(e, at.IntegerAttr)] if isinstance(grid, at.ArrayAttr) else [1]
+    n = 1
+    for v in values:
+        n *= int(v)
+    return n
 
 
 def _view_base(op: Operation) -> str | None:

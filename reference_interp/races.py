@@ -432,25 +432,8 @@ class RaceTracker:
         return found
 
     def read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
-        if alloc.init is not None:
-            ok = desc.cells(alloc.init)
-            if not _all_true(ok):
-                raise UninitFound(int(np.argmin(ok.reshape(-1))))
-        if not self.enabled or alloc.private:
+        if not self.check_read(alloc, desc, t):
             return
-        if not alloc.granule:
-            self._track(alloc)
-        g = alloc.granule
-        if g > 1 and (desc.itemsize % g or (type(desc) is BoxDesc and desc.b0 % g)):
-            # recorded reads must be granule-aligned; access.py builds descriptors whose strides
-            # and offsets are multiples of the itemsize, so the itemsize and a box's start decide
-            self._refine(alloc)
-        if alloc.w_last and self._concurrent_writes(alloc, t):
-            assert alloc.w_seg is not None
-            gdesc = self._granules(alloc, desc)
-            prev = gdesc.cells(alloc.w_seg)
-            if not _unwritten(prev):
-                self._check(t, prev, alloc, "write-read", alloc.granule)
         reads = alloc.readers.get(t)
         if reads is None:
             reads = alloc.readers[t] = TileReads(alloc.granule)
@@ -465,6 +448,71 @@ class RaceTracker:
             reads.epochs.append(epoch)
         else:
             reads.add(epoch, desc, opname)
+
+    def check_read(self, alloc: Allocation, desc: Desc, t: int) -> bool:
+        """The checks of a read by tile t, without recording it: no byte unwritten (scratchpads),
+        no earlier write of another tile unordered with t. False when the allocation needs no
+        race bookkeeping."""
+        if alloc.init is not None:
+            ok = desc.cells(alloc.init)
+            if not _all_true(ok):
+                raise UninitFound(int(np.argmin(ok.reshape(-1))))
+        if not self.enabled or alloc.private:
+            return False
+        if not alloc.granule:
+            self._track(alloc)
+        g = alloc.granule
+        if g > 1 and (desc.itemsize % g or (type(desc) is BoxDesc and desc.b0 % g)):
+            # recorded reads must be granule-aligned; access.py builds descriptors whose strides
+            # and offsets are multiples of the itemsize, so the itemsize and a box's start decide
+            self._refine(alloc)
+        if alloc.w_last and self._concurrent_writes(alloc, t):
+            assert alloc.w_seg is not None
+            gdesc = self._granules(alloc, desc)
+            prev = gdesc.cells(alloc.w_seg)
+            if not _unwritten(prev):
+                self._check(t, prev, alloc, "write-read", alloc.granule)
+        return True
+
+    def check_write(self, alloc: Allocation, desc: Desc, t: int) -> None:
+        """The checks of a write by tile t, without recording it (the bytes are marked
+        initialised): no earlier access of another tile unordered with t."""
+        if not self.enabled or alloc.private:
+            if alloc.init is not None:
+                assign_cells(alloc.init, desc, True)
+            return
+        if not alloc.granule:
+            self._track(alloc)
+        if alloc.w_seg is not None and alloc.w_last and self._concurrent_writes(alloc, t):
+            gdesc = self._granules(alloc, desc)
+            cells = gdesc.cells(alloc.w_seg)
+            if not _unwritten(cells):
+                self._check(t, cells, alloc, "write-write", alloc.granule)
+        if alloc.readers:
+            self._check_readers(alloc, desc, t)
+        if alloc.init is not None:
+            assign_cells(alloc.init, desc, True)
+
+    def _check_readers(self, alloc: Allocation, desc: Desc, t: int) -> Desc:
+        """Raise if another tile read a byte of `desc` at an epoch t has not passed; returns
+        `desc` in the allocation's granules."""
+        gdesc = None
+        span = (desc.lo, desc.hi)
+        c = self.vc[t]
+        for u, reads in alloc.readers.items():
+            if u == t:
+                continue
+            since = 0 if c is None else c[u]
+            if reads.last < since:
+                continue
+            if gdesc is None:
+                gdesc = self._granules(alloc, desc)
+            hit = reads.hits(gdesc, span, since)
+            if hit is not None:
+                k = int(np.argmax(hit))
+                byte = int(desc_bytes(gdesc)[k]) * alloc.granule
+                raise RaceFound(k * alloc.granule, u, reads.op_covering(byte), "read-write")
+        return gdesc if gdesc is not None else desc
 
     def _check(self, t: int, prev: np.ndarray, alloc: Allocation, kind: str, g: int) -> None:
         """Raise if a granule's last writer (prev: 1 + segment, per granule) is unordered with t."""

@@ -83,7 +83,13 @@ class Machine:
     def coords(self, tile: int) -> tuple[int, ...]:
         """The grid coordinates of linear tile id `tile`: dimension 0 varies fastest
         (spec execution.md#the-grid, as ktir-cpu numbers tiles)."""
-        return tuple(int(x) for x in np.unravel_index(tile, self.grid, order="F")) if self.grid else ()
+        if not 0 <= tile < self.n_tiles:
+            raise ValueError(f"tile {tile} is not in the grid {list(self.grid)}")
+        out = []
+        for g in self.grid:
+            tile, c = divmod(tile, g)
+            out.append(c)
+        return tuple(out)
 
     def local(self, tile: int) -> Allocation:
         alloc = self.locals[tile]

@@ -69,7 +69,6 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
 
     from . import cache
     from .api import ScheduleOptions
-    from .check import check_schedule
     from .registry import builtin_schedulers, get
 
     start = time.perf_counter()
@@ -86,7 +85,9 @@ def schedule(module: Module, target: Target, scheduler: str = "exact", options: 
         result = proven(module, chosen.schedule(module, target, opts), opts)
         if key is not None:
             cache.store(key, result)
-    if opts.check:
+    if opts.check:  # the interpreter is imported only when asked for
+        from .check import check_schedule
+
         check_schedule(module, result, opts)
     return result
 

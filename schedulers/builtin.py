@@ -1,8 +1,10 @@
 """The built-in schedulers: `baseline`, `exact` and `search`, all through one driver.
 
-The driver recognises the kernel's class, builds its schedule space, asks the strategy for
-a point, checks it fits the scratchpad, rewrites the module and fills in the report. A
-kernel outside the classes is returned unchanged, with the reason in the report.
+The driver asks each kernel class of the registry (`schedulers.classes`) in turn whether the
+kernel is one of its own; for the first that says so it asks the strategy for a point of the
+class's space, re-ranks on the timeline when the class can simulate points, checks the point
+fits the scratchpad, rewrites the module and fills in the report. A kernel no class takes is
+returned unchanged, with the reason in the report.
 """
 
 from __future__ import annotations
@@ -14,31 +16,25 @@ from dataclasses import replace
 
 import numpy as np
 
-from ktir.ir.operation import Module, Operation
+from ktir.ir.operation import Module
 from ktir.targets.schema import Target
 
 from .api import NoLegalSchedule, ScheduleOptions, ScheduleResult
-from .canonical import with_tile_start
+from .classes import Forms, Match, kernel_classes, natural_match
 from .cost import Bound, figures, roofline_bound
-from .emit_attention import AttentionMatch, emit_attention, match_attention
-from .emit_matmul import emit_matmul
-from .emit_natural import emit_natural
-from .emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
-from .emit_splitk import emit_splitk
-from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name, function_of, grid_of, op_at, recognise
-from .natural import NaturalKernel, natural_reason_or_kernel, prune
+from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name
+from .natural import NaturalKernel, natural_reason_or_kernel
 from .one_trip import inline_one_trip
 from .report import ScheduleReport
-from .rerank import Ranked, rerank, timeline_of
-from .rowloop import rewrite_rows
+from .rerank import Ranked, rerank
 from .space_choice import space_for
-from .space_natural import NaturalSpace
 from .spaces import Evaluated, Space, row
 
 # A strategy returns the chosen point and how many candidates it evaluated.
 Strategy = Callable[[Space, ScheduleOptions], tuple[dict[str, int], int]]
 
 REWRITE_MARGIN = 0.15  # seconds kept from a search's budget for the rewrite and the report
+SEARCH_SHARE = 0.5  # of the budget left, what a searching strategy may spend before the timeline re-rank
 
 SUPPORTED_OPS = (
     "linalg.matmul", "linalg.fill", "linalg.generic", "linalg.reduce", "tensor.empty", "arith.truncf", "arith.extf",
@@ -190,14 +186,6 @@ def fill_report(report: ScheduleReport, space: Space, point: dict[str, int], cou
     report.candidates_evaluated = count
 
 
-def _already_distributed(fn: Operation, grid: tuple[int, ...]) -> str:
-    """Why a straight-line kernel over a grid of several tiles is left alone: it is divided already."""
-    tile_id = next((op for op in fn.walk() if op.name == "ktdp.get_compute_tile_id"), None)
-    where = f" ({op_at(tile_id)} picks each tile's part)" if tile_id is not None else ""
-    return (f"the kernel is already divided over grid {list(grid)}{where}; the schedulers divide kernels "
-            "written for one tile (grid [1]) and row loops over a 1-D grid")
-
-
 class StrategyScheduler:
     """A scheduler made of a strategy over the shared schedule spaces and rewrites.
 
@@ -214,164 +202,115 @@ class StrategyScheduler:
 
     def schedule(self, module: Module, target: Target, options: ScheduleOptions) -> ScheduleResult:
         start = time.perf_counter()
-        given = module
-        module = with_tile_start(module, function_of(module, options.func))
-        rec = recognise(module, options.sizes, options.func)
-        report = ScheduleReport(scheduler=self.name, target=target.name, kernel=rec.name, kernel_class="unrecognized",
-                                applied=False)
-        if rec.kernel is None:
-            found = match_attention(module, options.sizes, options.func)
-            if found is not None:
-                return self._attention(found, rec.fn, target, options, report, start)
-            natural = natural_reason_or_kernel(*prune(given, function_of(given, options.func)), options.sizes)
-            if isinstance(natural, NaturalKernel) and natural.splittable():
-                return self._natural(natural, target, options, report, start)
-            if isinstance(natural, NaturalKernel):
-                split = find_split_reduction(natural)
-                if isinstance(split, ReductionPlan):
-                    return self._natural(reduction_kernel(natural, split), target, options, report, start, split)
-                report.reason = _uncuttable(natural) + f"; and the reduction cannot be split over tiles: {split}"
-            else:  # the natural form's reason when the kernel is straight-line code on one tile
-                straight = not any(op.regions for op in rec.fn.regions[0].blocks[0].operations
-                                   if not op.name.startswith("linalg."))
-                grid = grid_of(rec.fn)
-                if straight and math.prod(grid) == 1:
-                    report.reason = f"natural form: {natural}"
-                elif math.prod(grid) > 1:
-                    report.reason = _already_distributed(rec.fn, grid)
-                    if not straight:  # it has loops: say why they are not the row-loop or matmul form
-                        report.reason += f"; nor is it a kernel of those forms: {rec.reason}"
-                else:  # one tile with loops or branches: the row-loop form's reason, and the construct
-                    # that keeps it out of the natural form (an scf.if, a loop carrying values)
-                    report.reason = f"{rec.reason}; natural form: {natural}"
-            report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
-            report.schedule_seconds = time.perf_counter() - start
-            return ScheduleResult(given, report)
-        k = rec.kernel
-        if isinstance(k, RowKernel):
-            few = self._few_rows(module, rec.fn, k, target, options, start)
-            if few is not None:
-                return few
-        report.kernel_class = "matmul" if isinstance(k, MatmulKernel) else "rowwise"
-        report.dims = {"M": k.M, "N": k.N, "K": k.K} if isinstance(k, MatmulKernel) else {"R": k.R}
-        # the budget covers the whole call: what recognition took, and a margin for the rewrite
-        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
-        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
-        fill_report(report, space, point, count, bound)
-        if isinstance(k, RowKernel) and k.fixed_block:
-            report.notes.append(k.fixed_block)
-        if isinstance(k, MatmulKernel):
-            out = emit_splitk(k, rec.fn, point) if point.get("sk", 1) > 1 else emit_matmul(k, rec.fn, point)
-        else:
-            out = rewrite_rows(module, k, point)
-        report.applied = True
+        forms = Forms(module, options)
+        fn = forms.fn(module)
+        report = ScheduleReport(scheduler=self.name, target=target.name, kernel=func_name(fn),
+                                kernel_class="unrecognized", applied=False)
+        why = "no kernel class recognises it"
+        for cls in kernel_classes():
+            found = cls.match(forms, options, target)
+            if isinstance(found, str):
+                why = found
+                continue
+            if found.kernel_class == "rowwise":
+                few = self._few_rows(forms, found, target, options, start)
+                if few is not None:
+                    return few
+            return self._run(found, target, options, report, start)
+        report.reason = why  # the last class's: the natural form's, which says what the others could not
+        report.notes.append("the kernel is outside the matmul and row-loop classes; it is returned unchanged")
         report.schedule_seconds = time.perf_counter() - start
-        return ScheduleResult(out, report)
+        return ScheduleResult(module, report)
 
-
-    def _few_rows(self, module: Module, fn: Operation, k: RowKernel, target: Target, options: ScheduleOptions,
+    def _few_rows(self, forms: Forms, rows: Match, target: Target, options: ScheduleOptions,
                   start: float) -> ScheduleResult | None:
         """Fewer rows than tiles (decode): the row loop runs once on one tile, so the kernel is its
         body in natural form, whose other dimensions (heads, a split reduction over the columns)
         may divide better. That schedule is taken when its timeline beats the row schedule's
         estimate (the row model replays the timeline's rules); None keeps the row loop."""
+        k = rows.space.k
+        assert isinstance(k, RowKernel)
         fig = figures(target)
         if fig.tiles <= k.R:
             return None
-        inlined = inline_one_trip(module, fn, options.sizes)
+        inlined = inline_one_trip(forms.rows, forms.fn(forms.rows), options.sizes)
         if inlined is None:
             return None
         natural = natural_reason_or_kernel(inlined, next(f for f in inlined.functions() if func_name(f) == k.name),
                                            options.sizes)
         if not isinstance(natural, NaturalKernel):
             return None
-        split: ReductionPlan | None = None
-        if not natural.splittable():
-            found = find_split_reduction(natural)
-            if not isinstance(found, ReductionPlan):
-                return None
-            split, natural = found, reduction_kernel(natural, found)
+        found = natural_match(natural, target)
+        if isinstance(found, str):
+            return None
         # most of the budget for the natural schedule (re-ranked on the timeline), the rest for the rows
         report = ScheduleReport(scheduler=self.name, target=target.name, kernel=k.name, kernel_class="natural",
                                 applied=False)
         try:
-            result = self._natural(natural, target, replace(options, time_budget=options.time_budget * 0.7), report,
-                                   start, split, need_timeline=True)
+            result = self._run(found, target, replace(options, time_budget=options.time_budget * 0.7), report,
+                               start, need_timeline=True)
         except NoLegalSchedule:
             return None  # the row loop's own message says what does not fit
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
-        space, point, _, _ = plan(k, target, type(self).strategy, replace(options, time_budget=left))
-        rows = float(evaluate_point(space, point).cycles[0])
+        point, _ = type(self).strategy(rows.space, replace(options, time_budget=left))
+        cycles = float(evaluate_point(rows.space, point).cycles[0])
         mine = result.report.timeline_cycles
-        if mine is None or mine >= rows:
+        if mine is None or mine >= cycles:
             return None
         result.report.notes.insert(0, f"{k.R} row(s), fewer than the {fig.tiles} tiles: the row loop runs once, so its "
                                       f"body is scheduled in natural form ({mine:,.0f} cycles on the timeline against "
-                                      f"{rows:,.0f} for the best row-loop schedule)")
+                                      f"{cycles:,.0f} for the best row-loop schedule)")
         result.report.schedule_seconds = time.perf_counter() - start
         return result
 
-    def _attention(self, found: AttentionMatch, fn: Operation, target: Target, options: ScheduleOptions,
-                   report: ScheduleReport, start: float) -> ScheduleResult:
-        k = found.kernel
-        report.kernel_class = "attention"
-        report.dims = {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim}
+    def _run(self, m: Match, target: Target, options: ScheduleOptions, report: ScheduleReport, start: float,
+             need_timeline: bool = False) -> ScheduleResult:
+        """Any class's kernel: the strategy's point of its space (re-ranked on the timeline when
+        the class can simulate points), the report, the rewrite."""
+        report.kernel_class = m.kernel_class
+        report.dims = dict(m.dims)
+        space = m.space
+        fig = figures(target)
+        bound = roofline_bound(space.work(), fig)
         left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
-        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
+        # a strategy that searches until its budget is spent gets its share, the timeline the rest
+        timed = m.timeline is not None
+        share = left * SEARCH_SHARE if timed and type(self).rerank else left
+        point, count = type(self).strategy(space, replace(options, time_budget=share))
+        if evaluate_point(space, point).scratch[0] > fig.local_capacity:
+            raise NoLegalSchedule(space.fit_message())
+        ranked = None
+        if m.timeline is not None:
+            deadline = start + max(options.time_budget, 0.0) - REWRITE_MARGIN
+            if type(self).rerank:
+                ranked = rerank(space, point, deadline, m.timeline)
+            else:  # the baseline is what it is; the timeline only measures it
+                ranked = Ranked(point, m.timeline(point, deadline), 1, point, None)
+            if ranked.timeline is None and need_timeline:  # the strategy spent the budget: measure its choice all the same
+                ranked = Ranked(point, m.timeline(point, time.perf_counter() + 0.2), 1, point, None)
+            point = ranked.point
         fill_report(report, space, point, count, bound)
-        out = emit_attention(found, fn, point, space.fig.tiles)
-        report.applied = True
-        report.schedule_seconds = time.perf_counter() - start
-        return ScheduleResult(out, report)
-
-
-    def _natural(self, k: NaturalKernel, target: Target, options: ScheduleOptions, report: ScheduleReport,
-                 start: float, split: ReductionPlan | None = None, need_timeline: bool = False) -> ScheduleResult:
-        report.kernel_class = "natural"
-        report.dims = {k.label(c): k.extent[c] for c in k.classes}
-        left = max(0.0, options.time_budget - (time.perf_counter() - start) - REWRITE_MARGIN)
-        space, point, count, bound = plan(k, target, type(self).strategy, replace(options, time_budget=left))
-        assert isinstance(space, NaturalSpace)
-        deadline = start + max(options.time_budget, 0.0) - REWRITE_MARGIN
-        if type(self).rerank:
-            ranked = rerank(space, point, deadline, split)
-        else:  # the baseline is what it is; the timeline only measures it
-            ranked = Ranked(point, timeline_of(space, point, split, deadline), 1, point, None)
-        if ranked.timeline is None and need_timeline:  # the strategy spent the budget: measure its choice all the same
-            ranked = Ranked(point, timeline_of(space, point, split, time.perf_counter() + 0.2), 1, point, None)
-        point = ranked.point
-        fill_report(report, space, point, count, bound)
-        if ranked.timeline is not None:
+        if ranked is not None and ranked.timeline is not None:
             report.timeline_cycles = ranked.timeline
             report.timeline_ratio = ranked.timeline / bound.cycles if bound.cycles else None
-        if ranked.point != ranked.analytic_first and ranked.analytic_first_timeline is not None:
+            # one figure: the ratio is the timeline's (the model's estimate stays in estimate_cycles)
+            report.ratio = report.timeline_ratio
+            report.notes.append(f"ratio measured on the timeline; the cost model estimated {report.estimate_cycles:,.0f} "
+                                f"cycles ({(report.estimate_cycles or 0) / bound.cycles:.3f}x the bound)"
+                                if bound.cycles else "ratio measured on the timeline")
+        elif ranked is not None:
+            report.notes.append("ratio from the cost model: the timeline was not simulated within the time budget")
+        if ranked is not None and ranked.point != ranked.analytic_first and ranked.analytic_first_timeline is not None:
             report.notes.append(f"re-ranked by the timeline ({ranked.simulated} schedules simulated): the model's first "
                                 f"choice simulates to {ranked.analytic_first_timeline:,.0f} cycles, this one to "
                                 f"{ranked.timeline:,.0f}")
-        elif type(self).rerank:
+        elif ranked is not None and type(self).rerank:
             report.notes.append(f"the timeline confirms the model's choice ({ranked.simulated} schedules simulated)")
-        blocked = [f"{k.label(c)}: {k.free[c][0]}" for c in k.classes if k.free[c] and split is None]
-        if blocked:
-            report.notes.append("kept whole: " + "; ".join(blocked))
-        if split is None:
-            out = emit_natural(space, point)
-        else:
-            out = emit_split_reduction(space, point, split)
-            line = split.op.loc.line if split.op.loc else "?"
-            report.notes.append(
-                f"{split.op.name} (line {line}) is split over the tiles along {k.label(split.cls)}: "
-                + ("partial results all-reduced by ktdp.inter_tile_reduce (every tile a consumer); each tile runs "
-                   "what follows on its own block" if split.everyone else
-                   "partial results combined by ktdp.inter_tile_reduce on tile 0, which runs what follows"))
+        report.notes += m.notes
+        out = m.emit(point)
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)
-
-
-def _uncuttable(k: NaturalKernel) -> str:
-    """Why no dimension of a natural-form kernel can be cut: each class with its first blocker."""
-    parts = [f"{k.label(c)} ({k.extent[c]}): {k.free[c][0]}" for c in k.classes if k.extent[c] > 1 and k.free[c]]
-    return "no dimension of the iteration space can be cut into blocks without changing results: " + "; ".join(parts)
 
 
 class BaselineScheduler(StrategyScheduler):

@@ -287,8 +287,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def _fill_timeline(report: ScheduleReport, module: Module, target: Target, sizes: dict[str, int]) -> None:
-    """The schedule's timeline figure, when the scheduler did not simulate it: the report's ratio is the
-    timeline's (the model's stays in `ratio`)."""
+    """The schedule's timeline figure, when the scheduler did not simulate it: the report's ratio becomes
+    the timeline's (the model's estimate stays in `estimate_cycles`)."""
     from .report import simulate_module
 
     try:
@@ -298,8 +298,9 @@ def _fill_timeline(report: ScheduleReport, module: Module, target: Target, sizes
         return
     report.timeline_cycles = float(timeline.makespan)
     if report.roofline_cycles:
-        report.timeline_ratio = report.timeline_cycles / report.roofline_cycles
-    report.notes.append("timeline: measured by ktir schedule from the interpreter's shapes-only trace")
+        report.timeline_ratio = report.ratio = report.timeline_cycles / report.roofline_cycles
+    report.notes.append("timeline: measured by ktir schedule from the interpreter's shapes-only trace; the ratio is "
+                        "the timeline's")
 
 
 def _html(report: ScheduleReport, before: Module, after: Module, target: Target, sizes: dict[str, int],

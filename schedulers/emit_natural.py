@@ -202,6 +202,9 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
             pl.place(op, copy)
 
     def level(n: int) -> None:
+        if kc is not None and n + 1 == looped.index(kc) and space.k.chunk is not None:
+            _phase_loops(space, p, pl, levels, n, place)
+            return
         if kc is not None and n + 1 == looped.index(kc):
             # the deepest loop of the grid: the contraction's K loop goes where the contraction was
             for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
@@ -282,6 +285,56 @@ def _kloop(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int]
         pl.place(mm, copy, {init: acc.name})
         b.yield_(Value(partial, acc_t))
     b.block.operations[-1].results = [result]  # the scf.for just built
+
+
+def _phase_loops(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: list[int], level: int,
+                 place: Callable[[Operation, Operation], None]) -> None:
+    """A chunked dimension (`natural.Chunk`): the ops of this level not along it, each before the
+    first phase loop that needs it; then per phase a loop over the dimension's blocks running the
+    ops that phase needs (a fresh copy each time), each reduction of the phase accumulating into a
+    carried value that starts from its init and takes its result's name after the loop."""
+    k = space.k
+    chunk = k.chunk
+    assert chunk is not None
+    b = pl.b
+    c = chunk.cls
+    bk = p[f"b{space.cut.index(c)}"]
+    outer = [(op, copy) for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True) if lv == level]
+    along = [op for op, lv in zip(pl.orig, levels, strict=True) if lv == level + 1]
+    done: set[int] = set()
+
+    def before(upto: int | None) -> None:
+        for op, copy in outer:
+            if id(op) not in done and (upto is None or chunk.phase[id(op)] <= upto):
+                done.add(id(op))
+                place(op, copy)
+
+    for ph, needed in zip(chunk.loop_phases, chunk.needed, strict=True):
+        before(ph)
+        reds = [op for op in along if id(op) in needed and id(op) in chunk.reductions]
+        inits = []
+        for r in reds:
+            init = r.operands[-1]
+            inits.append(Value(init, pl.retype(init, pl.g.types[init])))
+        with b.for_(b.constant(0, INDEX), b.constant(k.extent[c], INDEX), b.constant(bk, INDEX), inits) as made:
+            pl.ivs[c] = made[0]
+            accs = dict(zip((id(r) for r in reds), made[1:], strict=True))
+            parts = []
+            for op in along:
+                if id(op) not in needed:
+                    continue
+                copy = op.model_copy(deep=True)
+                if id(op) in accs:
+                    part = b.fresh("part")
+                    copy.results = [part]
+                    pl.place(op, copy, {op.operands[-1]: accs[id(op)].name})
+                    parts.append(Value(part, accs[id(op)].type))
+                else:
+                    place(op, copy)
+            if parts:
+                b.yield_(*parts)
+        b.block.operations[-1].results = [r.results[0] for r in reds]  # the scf.for just built
+    before(None)
 
 
 def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str],

@@ -141,7 +141,7 @@ def reduction_kernel(k: NaturalKernel, plan: ReductionPlan) -> NaturalKernel:
     """The kernel as the schedule space sees it: the split dimension is the only one cut
     (all-reduced: in one block per tile)."""
     free = {c: (["kept whole"] if c != plan.cls else []) for c in k.classes}
-    return replace(k, free=free, one_block=plan.cls if plan.everyone else None, whole_blocks=True)
+    return replace(k, free=free, one_block=plan.cls if plan.everyone else None, whole_blocks=True, chunk=None)
 
 
 def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: ReductionPlan) -> Module:

@@ -53,7 +53,7 @@ def prologue(b: Builder, A: Aliases, k: MatmulKernel, params: Iterable[Value],
     f32 zero, the 2-D tile id (`%sc_ti`, `%sc_tj`) and the global views of A, B and C."""
     arg = {a.name[1:]: a for a in params}
     c = {n: b.index(v, f"sc_{n}") for n, v in consts}
-    zero = b.constant(at.FloatAttr(value=0.0, type=ty.F32), name="sc_zero")
+    zero = b.constant(at.FloatAttr(value=k.init, type=ty.F32), name="sc_zero")  # what C starts from
     ti, tj = b.tile_id(2, ["sc_ti", "sc_tj"])
     views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
              (("a", k.a, (k.M, k.K)), ("b", k.b, (k.K, k.N)), ("c", k.c, (k.M, k.N)))}

@@ -57,8 +57,8 @@ class SplitKSpace(MatmulSpace):
 
     def _split_candidates(self) -> Columns:
         k, tiles = self.k, self.fig.tiles
-        if not all(_plain(o) for o in (k.a, k.b, k.c)):
-            return {}
+        if not all(_plain(o) for o in (k.a, k.b, k.c)) or k.init != 0.0:
+            return {}  # (partials start from 0: a non-zero start of C would be added once per split)
         sks = [s for s in SPLITS if s <= tiles and k.K % s == 0]
         if not sks:
             return {}

@@ -52,6 +52,7 @@ class Block:
 @dataclass(frozen=True)
 class Acc:
     terms: tuple[tuple[int, int, int, int, int, int], ...]  # (row0, rows, col0, cols, k0, ks) summed
+    init: float = 0.0  # the constant the accumulator started from
 
 
 @dataclass
@@ -61,8 +62,9 @@ class _Run:
 
 
 def matmul_footprint(fn: Operation, grid: Sequence[int], sizes: dict[str, int], views: dict[str, str],
-                     dims: tuple[int, int, int]) -> str | None:
-    """None when the kernel stores exactly C = A B (A M x K, B K x N) over the whole views, else why not."""
+                     dims: tuple[int, int, int]) -> str | float:
+    """The constant every element of C starts from (0.0: C = A B; else C = init + A B) when the
+    kernel stores exactly that over the whole views (A M x K, B K x N), else why not (a str)."""
     run = _Run(views)
     stored: dict[tuple[int, int, int, int], Acc] = {}
     body = fn.regions[0].blocks[0]
@@ -104,6 +106,8 @@ def _block(ops: Sequence[Operation], env: dict[str, Any], tile: tuple[int, ...],
                 env[op.results[0]] = int(v.value)
             elif isinstance(v, at.FloatAttr):
                 env[op.results[0]] = float(v.value)
+            elif isinstance(v, at.DenseAttr) and v.is_splat and isinstance(v.values, int | float):
+                env[op.results[0]] = Acc((), float(v.values))  # every element the same: a starting value
             else:
                 env[op.results[0]] = None  # a dense constant: never a valid operand below
         elif n == "ktdp.get_compute_tile_id":
@@ -138,10 +142,16 @@ def _block(ops: Sequence[Operation], env: dict[str, Any], tile: tuple[int, ...],
             env[op.results[0]] = _value(env, op.operands[0])
         elif n == "tensor.empty":
             env[op.results[0]] = "empty"
+        elif n == "tensor.splat":
+            value = _value(env, op.operands[0])
+            if not isinstance(value, int | float):
+                raise Declined("an accumulator starts from a splat of a value that is not a constant")
+            env[op.results[0]] = Acc((), float(value))
         elif n == "linalg.fill":
-            if _value(env, op.operands[0]) != 0.0:
-                raise Declined("an accumulator starts from a non-zero fill: the kernel adds a bias")
-            env[op.results[0]] = Acc(())
+            value = _value(env, op.operands[0])
+            if not isinstance(value, int | float):
+                raise Declined("an accumulator starts from a fill of a value that is not a constant")
+            env[op.results[0]] = Acc((), float(value))
         elif n == "linalg.matmul":
             env[op.results[0]] = _matmul(env, op, run)
         elif n in ("arith.truncf", "arith.extf"):
@@ -176,7 +186,7 @@ def _matmul(env: dict[str, Any], op: Operation, run: _Run) -> Acc:
                        f"{k1}..{k1 + k2 - 1}")
     if acc.terms and acc.terms[0][:4] != (r0, m, c0, nn):
         raise Declined("one accumulator sums products of different output blocks")
-    return Acc((*acc.terms, (r0, m, c0, nn, k0, k)))
+    return Acc((*acc.terms, (r0, m, c0, nn, k0, k)), acc.init)
 
 
 def _store(env: dict[str, Any], op: Operation, run: _Run, stored: dict[tuple[int, int, int, int], Acc]) -> None:
@@ -193,7 +203,9 @@ def _store(env: dict[str, Any], op: Operation, run: _Run, stored: dict[tuple[int
     before = stored.get(box)
     if before is not None and tuple(sorted(t[4:] for t in before.terms)) != ks:
         raise Declined(f"the block of C at {list(where.starts)} is stored twice with different sums")
-    stored[box] = Acc(tuple(sorted(value.terms)))
+    if before is not None and before.init != value.init:
+        raise Declined(f"the block of C at {list(where.starts)} is stored twice from different initial values")
+    stored[box] = Acc(tuple(sorted(value.terms)), value.init)
 
 
 def _loop(op: Operation, env: dict[str, Any], tile: tuple[int, ...], run: _Run,
@@ -213,10 +225,13 @@ def _loop(op: Operation, env: dict[str, Any], tile: tuple[int, ...], run: _Run,
         env[r] = v
 
 
-def _verify(stored: dict[tuple[int, int, int, int], Acc], dims: tuple[int, int, int]) -> str | None:
+def _verify(stored: dict[tuple[int, int, int, int], Acc], dims: tuple[int, int, int]) -> str | float:
     M, N, K = dims
     if not stored:
         return "the kernel stores nothing to C"
+    inits = {acc.init for acc in stored.values()}
+    if len(inits) != 1:
+        return f"blocks of C start from different values {sorted(inits)}"
     for (r0, m, c0, nn), acc in stored.items():
         if r0 < 0 or c0 < 0 or r0 + m > M or c0 + nn > N:
             return f"a block of C at [{r0}, {c0}] leaves the {M}x{N} view"
@@ -242,4 +257,4 @@ def _verify(stored: dict[tuple[int, int, int, int], Acc], dims: tuple[int, int, 
         r, c = np.argwhere(cells != 1)[0]
         what = "not stored" if cells[r, c] == 0 else "stored by overlapping blocks"
         return f"C[{rows[r]}, {cols[c]}] is {what}: the kernel does not compute the whole of C once"
-    return None
+    return inits.pop()

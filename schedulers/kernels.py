@@ -80,6 +80,7 @@ class MatmulKernel:
     c: Operand
     name: str
     kind: str = "matmul"
+    init: float = 0.0  # every element of C starts from it: C = init + A B
 
     @property
     def macs(self) -> int:
@@ -159,6 +160,9 @@ def function_of(module: Module, func: str | None) -> Operation:
     bodies = [f for f in module.functions() if f.regions and f.regions[0].blocks]
     if not bodies:
         raise ScheduleError("the module has no function with a body: there is no kernel to schedule")
+    public = [f for f in bodies if getattr(f.attributes.get("sym_visibility"), "value", None) != "private"]
+    if len(bodies) != 1 and len(public) == 1:
+        return public[0]  # private functions are helpers (a lowered SDSC bundle's steps), as `ktir run` chooses
     if len(bodies) != 1:
         names = ", ".join("@" + str(getattr(f.attributes.get("sym_name"), "value", "?")) for f in bodies)
         raise ScheduleError(f"the module has {len(bodies)} functions with bodies ({names}); choose one with --func")
@@ -447,7 +451,7 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
         return f"a matmul dimension has size 0 (M={M}, N={N}, K={K}): the kernel touches no elements"
     allowed = {"arith.constant", "arith.muli", "arith.addi", "scf.for", "scf.yield", "tensor.empty", "linalg.fill",
                "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load",
-               "ktdp.store", "linalg.matmul", "arith.truncf", "func.return"}
+               "ktdp.store", "linalg.matmul", "arith.truncf", "func.return", "tensor.splat"}
     extra = sorted({op.name for op in ops} - allowed)
     if extra:
         return f"ops beyond a plain matmul ({', '.join(extra)}): an epilogue is not rewritten"
@@ -481,13 +485,13 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
         reason = _view_reason(module, vop, operand, vals)
         if reason:
             return reason
-    reason = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
-    if reason:
-        return reason
+    init = matmul_footprint(fn, grid_of(fn), {k[1:]: v for k, v in vals.sizes.items()}, names, (M, N, K))
+    if isinstance(init, str):
+        return init
     reason = _straight_matmul_reason(module, fn, mm, stores[0])
     if reason:
         return reason
-    return MatmulKernel(M, N, K, a, b, c, name)
+    return MatmulKernel(M, N, K, a, b, c, name, init=init)
 
 
 def _straight_matmul_reason(module: Module, fn: Operation, mm: Operation, store: Operation) -> str | None:

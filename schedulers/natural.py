@@ -72,6 +72,26 @@ GATHERED = 1 << 40  # the stride of a dimension read through an index: every ele
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """A dimension blocked only by reductions over it, looped over in blocks on each tile (a
+    second tiling level, for when it is too long for the scratchpad): the ops along it run in
+    phases, one loop over its blocks per phase, each reduction's partial result carried through
+    its loop. Phase p's loop computes the reductions that need only what phases before it
+    produced, and the stores of such values; what it needs along the dimension is computed again
+    in it (loads included)."""
+
+    cls: int
+    reductions: frozenset[int]  # ids of the reductions over it
+    needed: tuple[frozenset[int], ...]  # per phase loop, in order: ids of the ops it runs
+    phase: dict[int, int]  # id of every op -> the phase of the values it needs (0: the inputs)
+    loop_phases: tuple[int, ...]  # the phase of each loop
+
+    def result_deps(self, op: Operation, d: frozenset[int]) -> frozenset[int]:
+        """A reduction's result is whole along the dimension once its loop is done."""
+        return d - {self.cls} if id(op) in self.reductions else d
+
+
+@dataclass(frozen=True)
 class SeqLoop:
     """A top-level `scf.for` of constant bounds kept whole (its iterations run in order on each
     tile): a scan carrying state in iter_args, or a loop over rows whose blocks must not change."""
@@ -101,6 +121,7 @@ class Step:
     strides: tuple[int, ...] = ()  # loads/stores: the view's strides per tensor dimension
     value_dims: tuple[int, ...] = ()  # loads/stores: the class of each tensor dimension, in order
     repeat: int = 1  # executions per execution of its placement (the trips of a sequential loop it is in)
+    phases: int = 1  # along a chunked dimension: the phase loops it runs in (when the dimension is looped)
 
 
 @dataclass
@@ -124,6 +145,14 @@ class NaturalKernel:
     one_block: int | None = None  # a class cut into exactly one block per tile (an all-reduced split)
     loops: dict[int, SeqLoop] = field(default_factory=dict)  # id of a top-level scf.for -> how it runs
     whole_blocks: bool = False  # blocks must divide their extents (no partial last block)
+    chunk: Chunk | None = None  # a reduced dimension that may be looped over in blocks, in phases
+
+    def result_deps(self, op: Operation, d: frozenset[int]) -> frozenset[int]:
+        """The classes a result of `op` depends on when `op` depends on `d`: a looped contraction's
+        or a chunked reduction's result no longer depends on the dimension it reduces."""
+        if self.kloop is not None and op is self.kloop[1]:
+            return d - {self.kloop[0]}
+        return self.chunk.result_deps(op, d) if self.chunk is not None else d
 
     def ops(self) -> list[Operation]:
         """Every op of the body in program order, the bodies of sequential loops after their loop
@@ -285,7 +314,8 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
             return f"dimension d{i} has size 0: the kernel touches no elements"
     free = {c: g.reasons(c) for c in classes}
     kloop = _kloop(g, top, empties)
-    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside)
+    chunk = None if kloop is not None or loops else _chunk(g, top, empties, accesses, free, extent)
+    steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside, chunk)
     contiguous: dict[int, int] = {}
     for a in accesses:
         st = a.gather.strides if a.gather is not None else a.operand.layout
@@ -298,7 +328,7 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
             if shape(t) and r not in empties and isinstance(t, ty.TensorType):
                 values.append((r, g.classes(r), itemsize(t.element_type)))
     return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop,
-                         loops=loops)
+                         loops=loops, chunk=chunk)
 
 
 def _ins(op: Operation) -> list[str]:
@@ -543,9 +573,80 @@ def loop_classes(g: DimGraph, loop: Operation, empties: set[str]) -> frozenset[i
     return frozenset(found)
 
 
+def _own(g: DimGraph, op: Operation, empties: set[str]) -> set[int]:
+    """The classes of the tensors an op reads and makes (its iteration space)."""
+    found: set[int] = set()
+    for v in [*op.operands, *op.results]:
+        if v not in empties and shape(g.types.get(v)):
+            found |= set(g.classes(v))
+    return found
+
+
+def _chunk(g: DimGraph, body: list[Operation], empties: set[str], accesses: list[Access],
+           free: dict[int, list[str]], extent: dict[int, int]) -> Chunk | None:
+    """The longest dimension blocked by reductions over it alone, whose ops can run in phases."""
+    gathers = {id(a.op) for a in accesses if a.gather is not None}
+    for c in sorted((c for c in free if free[c] and extent[c] > 1), key=lambda c: -extent[c]):
+        if not all("reduces over this dimension" in r or "contracts" in r for r in free[c]):
+            continue
+        found = _phases(g, body, empties, c, gathers)
+        if found is not None:
+            return found
+    return None
+
+
+def _phases(g: DimGraph, body: list[Operation], empties: set[str], c: int, gathers: set[int]) -> Chunk | None:
+    defs = {r: op for op in body for r in op.results}
+    along = {id(op) for op in body if c in _own(g, op, empties)}
+    reductions: set[int] = set()
+    for op in body:
+        if id(op) not in along:
+            continue
+        if id(op) in gathers:
+            return None
+        results = [r for r in op.results if r not in empties and shape(g.types.get(r)) is not None]
+        if op.name == "ktdp.store" or any(c in g.classes(r) for r in results):
+            continue  # elementwise along the dimension
+        acc = [ty.element_type(t) for t in op.result_types]
+        if not acc or not all(isinstance(a, ty.FloatType) and a.kind in ("f32", "f64") or isinstance(a, ty.IntegerType)
+                              for a in acc):
+            return None  # a narrow accumulator would round at every block where the input rounds once
+        if op.name not in CONTRACTIONS and op.name not in ("linalg.reduce", "linalg.generic") or len(op.results) != 1:
+            return None
+        reductions.add(id(op))
+    if not reductions:
+        return None
+    value_phase: dict[str, int] = {}
+    phase: dict[int, int] = {}
+    for op in body:
+        p = max((value_phase.get(v, 0) for v in op.operands), default=0)
+        phase[id(op)] = p
+        for r in op.results:
+            value_phase[r] = p + 1 if id(op) in reductions else p
+    sinks: dict[int, list[Operation]] = {}
+    for op in body:
+        if id(op) in reductions or (op.name == "ktdp.store" and id(op) in along):
+            sinks.setdefault(phase[id(op)], []).append(op)
+    needed = []
+    for p in sorted(sinks):
+        mine: set[int] = set()
+        todo = list(sinks[p])
+        while todo:
+            op = todo.pop()
+            if id(op) in mine:
+                continue
+            mine.add(id(op))
+            for v in op.operands:
+                q = defs.get(v)
+                if q is not None and id(q) in along and id(q) not in reductions:
+                    todo.append(q)
+        needed.append(frozenset(mine))
+    return Chunk(c, frozenset(reductions), tuple(needed), phase, tuple(sorted(sinks)))
+
+
 def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str],
            kloop: tuple[int, Operation, frozenset[int]] | None = None, loops: dict[int, SeqLoop] | None = None,
-           inside: dict[int, SeqLoop] | None = None
+           inside: dict[int, SeqLoop] | None = None, chunk: Chunk | None = None
            ) -> tuple[list[Step], dict[str, frozenset[int]], list[frozenset[int]]]:
     by_op = {id(a.op): a for a in accesses}
     deps: dict[str, frozenset[int]] = {}
@@ -577,7 +678,10 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
         for r in op.results:
             # a looped contraction's result is whole after its loop: it no longer depends on K
             deps[r] = d - {kloop[0]} if kloop is not None and op is kloop[1] else d
+            if chunk is not None:
+                deps[r] = chunk.result_deps(op, deps[r])
         repeat = lp_in.trips if lp_in is not None else 1
+        phases = sum(id(op) in n for n in chunk.needed) if chunk is not None and chunk.cls in own else 1
         a = by_op.get(id(op))
         t = op.result_types[0] if op.result_types else (op.operand_types[0] if op.operand_types else None)
         el = ty.element_type(t) if isinstance(t, ty.TensorType) else None
@@ -585,16 +689,16 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
         if a is not None:
             st = a.gather.strides if a.gather is not None else a.operand.layout
             steps.append(Step(op, g.classes(a.value), "store" if a.stored else "load", dt, itemsize=a.operand.itemsize,
-                              strides=tuple(st), value_dims=g.classes(a.value), repeat=repeat))
+                              strides=tuple(st), value_dims=g.classes(a.value), repeat=repeat, phases=phases))
         elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:
             continue
         elif op.name in CONTRACTIONS or (op.name == "linalg.generic" and _is_contraction(op)):
             ins_t = named(op).operand_types("inputs")[0]
             mdt = dtype_name(ty.element_type(ins_t)) if isinstance(ins_t, ty.TensorType) else dt
-            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt, repeat=repeat))
+            steps.append(Step(op, tuple(sorted(own)), "matrix", mdt, repeat=repeat, phases=phases))
         else:
             plain, trans = _count(op)
-            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans, repeat=repeat))
+            steps.append(Step(op, tuple(sorted(own)), "vector", dt, plain, trans, repeat=repeat, phases=phases))
         op_deps.append(d)
     return steps, deps, op_deps
 

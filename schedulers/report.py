@@ -53,7 +53,8 @@ class ScheduleReport(BaseModel):
     scheduler: str = Field(description="name of the scheduler that produced it")
     target: str = Field(description="target name")
     kernel: str = Field(description="the scheduled function")
-    kernel_class: KernelClass = Field(description="the class the kernel was recognised as")
+    # the built-in classes' names are KernelClass; a plugin's class (schedulers.classes) names its own
+    kernel_class: str = Field(description="the class the kernel was recognised as")
     dims: dict[str, int] = Field(default_factory=dict, description="problem dimensions of the recognised class")
     applied: bool = Field(description="whether the output module differs from the input")
     reason: str | None = Field(default=None, description="why the input was returned unchanged, if it was")
@@ -62,8 +63,9 @@ class ScheduleReport(BaseModel):
     estimate_seconds: float | None = Field(default=None, description="the estimate in seconds at the target clock")
     roofline_cycles: float | None = Field(default=None, description="roofline lower bound, cycles")
     roofline_binding: str | None = Field(default=None, description="resource that sets the roofline bound")
-    ratio: float | None = Field(default=None, description="the cost model's estimate / roofline bound (1.0 is the hardware "
-                                "limit); the timeline's figure is timeline_ratio, the one the table shows")
+    ratio: float | None = Field(default=None, description="the report's figure over the roofline bound (1.0 is the hardware "
+                                "limit): timeline_ratio when the schedule was simulated on the timeline (by the scheduler "
+                                "or by `ktir schedule`), else the cost model's estimate / bound")
     timeline_cycles: float | None = Field(
         default=None, description="the chosen schedule simulated on the target's timeline (ktir.targets.timeline), cycles; "
         "filled by `ktir schedule` from the interpreter's shapes-only trace when the scheduler did not simulate it")
@@ -80,9 +82,11 @@ class ScheduleReport(BaseModel):
 def render_table(report: ScheduleReport) -> object:
     """A rich renderable summarising the report. The ratio shown is the timeline's when the schedule
     was simulated (the model's estimate is given beside it)."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{report.kernel} on {report.target}: {report.scheduler} ({report.kernel_class})",
+    # the kernel's name is the program's text: escaped, `[/x]` in it is no markup
+    table = Table(title=escape(f"{report.kernel} on {report.target}: {report.scheduler} ({report.kernel_class})"),
                   show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -106,7 +110,8 @@ def rows(report: ScheduleReport) -> list[tuple[str, str]]:
         out.append(("timeline", f"{report.timeline_cycles:,.0f} cycles"))
         out.append(("ratio", f"{report.timeline_ratio:.3f} (timeline / roofline)"))
     if report.estimate_cycles is not None and report.roofline_cycles is not None:
-        ratio = "-" if report.ratio is None else f"{report.ratio:.3f}"
+        # the model's own ratio, whatever `ratio` holds (the timeline's once simulated)
+        ratio = f"{report.estimate_cycles / report.roofline_cycles:.3f}" if report.roofline_cycles else "-"
         label = "model" if report.timeline_ratio is not None else "estimate"
         out.append((label, f"{report.estimate_cycles:,.0f} cycles ({(report.estimate_seconds or 0) * 1e6:,.1f} us), "
                            f"ratio {ratio} (cost model / roofline)"))

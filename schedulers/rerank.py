@@ -10,8 +10,11 @@ budget lasts, and the fastest on the timeline wins; the report keeps both figure
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,9 +48,26 @@ def timeline_of(space: NaturalSpace, p: dict[str, int], split: object | None = N
     return float(simulate(trace, space.fig.machine).makespan)
 
 
-def rerank(space: NaturalSpace, chosen: dict[str, int], deadline: float, split: object | None = None,
+def tiles_used(space: object, p: dict[str, int]) -> int:
+    """How many tiles a point's grid has (from the space's description of it)."""
+    used = getattr(space, "tiles_used", None)
+    if callable(used):
+        return int(used(p))
+    return math.prod(space.describe(p).grid)  # type: ignore[attr-defined]
+
+
+def rerank(space: Any, chosen: dict[str, int], deadline: float,
+           timeline: Callable[[dict[str, int], float | None], float | None] | object | None = None,
            top: int = TOP) -> Ranked:
-    """The fastest on the timeline among `chosen` and the model's `top` best fitting schedules."""
+    """The fastest on the timeline among `chosen` and the model's `top` best fitting schedules.
+
+    `timeline(point, deadline)` simulates a point (None when it would not finish in time); for a
+    natural-form space it may be left out, or be the split reduction the space's kernel runs."""
+    if callable(timeline):
+        sim = timeline
+    else:
+        def sim(p: dict[str, int], d: float | None, split: object = timeline) -> float | None:
+            return timeline_of(space, p, split, d)
     cols = space.candidates()
     ev = space.evaluate(cols)
     cost = np.where(ev.scratch <= space.fig.local_capacity, ev.cycles, np.inf)
@@ -57,13 +77,13 @@ def rerank(space: NaturalSpace, chosen: dict[str, int], deadline: float, split: 
     for p in points:
         if p not in seen:
             seen.append(p)
-    first = timeline_of(space, chosen, split, deadline)
+    first = sim(chosen, deadline)
     timed: list[tuple[dict[str, int], float]] = [] if first is None else [(chosen, first)]
     simulated = 1
     for p in seen[1:]:
         if time.perf_counter() >= deadline:
             break
-        t = timeline_of(space, p, split, deadline)
+        t = sim(p, deadline)
         simulated += 1
         if t is not None:
             timed.append((p, t))
@@ -73,5 +93,5 @@ def rerank(space: NaturalSpace, chosen: dict[str, int], deadline: float, split: 
     # within the timeline's own resolution of the fastest, the schedule on the most tiles: it
     # leaves less of the machine idle for the same time (ties keep the earlier, the model's order)
     near = [(p, t) for p, t in timed if t <= fastest * (1 + TIE)]
-    best, best_t = max(near, key=lambda pt: (space.tiles_used(pt[0]), -pt[1]))
+    best, best_t = max(near, key=lambda pt: (tiles_used(space, pt[0]), -pt[1]))
     return Ranked(best, best_t, simulated, chosen, first)

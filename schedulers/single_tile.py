@@ -361,3 +361,66 @@ def gather_inputs(V: int, L: int, C: int, seed: int = 0, dtype: str = "f16") -> 
     np_dtype = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}[dtype]
     return {"table": rng.standard_normal((V, C)).astype(np_dtype), "ids": rng.integers(0, V, L).astype(np.int32),
             "scale": rng.standard_normal(L).astype(np.float32), "y": np.zeros((L, C), np.float32)}
+
+
+def layernorm_stats(R: int, C: int, dtype: str = "f16", name: str = "layernorm_stats") -> Module:
+    """LayerNorm (no affine) that also stores each row's mean and rstd, as training frameworks do:
+    y = (x - mean) * rstd, mean and rstd stored as [R] vectors of f32."""
+    k = Kernel(name, ["x", "y", "mean", "rstd"])
+    x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
+    inv, eps = k.scalar(1.0 / C), k.scalar(1e-5)
+    total = k.reduce(x, [1], "arith.addf", 0.0)
+    (mu,) = k.generic([total], [R], [amap(1, 0), amap(1, 0)], ["parallel"], lambda k, v: [k.op("arith.mulf", v[0], inv)])
+    (d,) = k.generic([x, mu], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
+                     lambda k, v: [k.op("arith.subf", v[0], v[1])])
+    (var,) = k.generic([d], [R], [amap(2, 0, 1), amap(2, 0)], ["parallel", "reduction"],
+                       lambda k, v: [k.op("arith.addf", v[1], k.op("arith.mulf", v[0], v[0]))], init=k.fill(0.0, [R]))
+    (rstd,) = k.generic([var], [R], [amap(1, 0), amap(1, 0)], ["parallel"],
+                        lambda k, v: [k.op("math.rsqrt", k.op("arith.addf", k.op("arith.mulf", v[0], inv), eps))])
+    (y,) = k.generic([d, rstd], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
+                     lambda k, v: [k.b.create("arith.truncf", [k.op("arith.mulf", v[0], v[1])], [ftype(dtype)])[0]], dtype)
+    k.store(y, k.view("y", [R, C], dtype))
+    k.store(mu, k.view("mean", [R], "f32"))
+    k.store(rstd, k.view("rstd", [R], "f32"))
+    return k.done()
+
+
+def row_sum(R: int, C: int, dtype: str = "f32", name: str = "row_sum") -> Module:
+    """Each row's sum, stored as an [R, 1] column."""
+    k = Kernel(name, ["x", "y"])
+    x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
+    (s,) = k.generic([x], [R, 1], [amap(2, 0, 1), af.AffineMap(num_dims=2, num_symbols=0, results=(af.dim(0), af.const(0)))],
+                     ["parallel", "reduction"], lambda k, v: [k.op("arith.addf", v[1], v[0])], init=k.fill(0.0, [R, 1]))
+    k.store(s, k.view("y", [R, 1], "f32"))
+    return k.done()
+
+
+def matmul_transposed(M: int, N: int, K: int, ta: bool, tb: bool, dtype: str = "bf16", init: float = 0.0,
+                      spelling: str = "named", name: str = "matmul_t") -> Module:
+    """C = init + op(A) op(B) with A stored [K, M] when `ta` and B stored [N, K] when `tb`, in f32,
+    stored in `dtype`. `spelling`: "named" (linalg.matmul_transpose_a/b; both transposed: a
+    linalg.transpose of A, then matmul_transpose_b), "generic" (the same, A transposed by a
+    linalg.generic), "maps" (linalg.matmul with indexing_maps, spelled out even when they are
+    the default ones)."""
+    k = Kernel(name, ["a", "b", "c"])
+    a = k.load(k.view("a", [K, M] if ta else [M, K], dtype))
+    b = k.load(k.view("b", [N, K] if tb else [K, N], dtype))
+    acc = k.fill(init, [M, N])
+    if spelling == "maps":
+        m, n, kk = af.dim(0), af.dim(1), af.dim(2)
+        maps = [(kk, m) if ta else (m, kk), (n, kk) if tb else (kk, n), (m, n)]
+        attrs = {"indexing_maps": at.ArrayAttr(elements=tuple(
+            at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=r)) for r in maps))}
+        c = k.named("linalg.matmul", [a, b], acc, **attrs)
+    elif ta and tb:  # A transposed first: by linalg.transpose ("named"), or by a generic that permutes ("generic")
+        if spelling == "generic":
+            (at_,) = k.generic([a], [M, K], [amap(2, 1, 0), amap(2, 0, 1)], ["parallel"] * 2, lambda kk, v: [v[0]],
+                               dtype)
+        else:
+            at_ = k.named("linalg.transpose", [a], k.empty([M, K], dtype), permutation=at.i64_array([1, 0]))
+        c = k.named("linalg.matmul_transpose_b", [at_, b], acc)
+    else:
+        op = "linalg.matmul_transpose_a" if ta else "linalg.matmul_transpose_b" if tb else "linalg.matmul"
+        c = k.named(op, [a, b], acc)
+    k.store(k.cast(c, dtype), k.view("c", [M, N], dtype))
+    return k.done()

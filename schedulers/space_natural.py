@@ -37,12 +37,17 @@ class NaturalSpace:
         self.cut = [c for c in k.classes if c in cut]  # program order
         n = len(self.cut)
         self.perms = list(itertools.permutations(range(n))) if n <= 3 else [tuple(range(n)), tuple(reversed(range(n)))]
-        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried
+        # a contraction's reduced class, looped innermost in blocks (g = 1) with the accumulator carried;
+        # or a reduced class chunked in phases (`natural.Chunk`), innermost too
         self.kclass = k.kloop[0] if k.kloop is not None and k.extent[k.kloop[0]] > 1 else None
+        if self.kclass is None and k.chunk is not None:
+            self.kclass = k.chunk.cls
         if self.kclass is not None:
             self.cut.append(self.kclass)
             self.perms = [(*p, n) for p in self.perms]
         self._live = _liveness(k)
+        self._candidates: Columns | None = None
+        self._evaluated: Evaluated | None = None
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
         self.options = [self._options(c, per) if c != self.kclass else [(1, b) for b in self._blocks(c)][-per:]
                         for c in self.cut]
@@ -53,8 +58,10 @@ class NaturalSpace:
         step = max(1, self.fig.granularity // size) if size else 1
         aligned = [d for d in divisors(E) if d % step == 0 or d == E]
         # an extent with no whole-stick divisor (an odd size) may still be cut in shorter runs:
-        # each transfer then moves whole sticks for fewer elements, which the model charges
-        return aligned if len(aligned) > 1 else divisors(E)
+        # each transfer then moves whole sticks for fewer elements, which the model charges; so
+        # may any extent into blocks of fewer than a stick, for when a stick's worth does not fit
+        small = [d for d in divisors(E) if d < step][-3:]
+        return sorted(set(small + aligned)) if len(aligned) > 1 else divisors(E)
 
     def _partial(self, c: int, grids: list[int]) -> list[tuple[int, int]]:
         """Blocks that do not divide the extent (the last one is partial, emitted apart): for g
@@ -83,29 +90,43 @@ class NaturalSpace:
             found = sorted(set(found) | set(self._partial(c, grids)), key=lambda o: (o[0], o[1]))
         if len(found) <= limit:
             return found
-        # keep the largest blocks of each grid share (small blocks pay per-transfer latency)
-        per_g = max(1, limit // len(grids))
+        # keep the largest blocks of each grid share (small blocks pay per-transfer latency), and
+        # the smallest, for when nothing larger fits
+        per_g = max(2, limit // len(grids))
         keep: list[tuple[int, int]] = []
         for g in grids:
-            keep += [o for o in found if o[0] == g][-per_g:]
+            mine = [o for o in found if o[0] == g]
+            keep += mine[:1] + mine[1:][-(per_g - 1):]
         return keep
 
     # ------------------------------------------------------------ the strategies' interface
 
     def candidates(self) -> Columns:
+        """Every combination of the dimensions' (tiles, block) options whose grid fits the target,
+        in every loop order (computed once; callers must not modify the columns)."""
+        if self._candidates is not None:
+            return self._candidates
         if not self.cut:
-            return {"perm": np.zeros(1, np.int64)}
-        idx = np.array(list(itertools.product(*(range(len(o)) for o in self.options))), dtype=np.int64)
+            self._candidates = {"perm": np.zeros(1, np.int64)}
+            return self._candidates
+        # the product built one dimension at a time, dropping grids larger than the target as it grows
+        idx = np.zeros((1, 0), dtype=np.int64)
+        grid = np.ones(1, dtype=np.int64)
+        for opts in self.options:
+            g = np.array([o[0] for o in opts], dtype=np.int64)
+            n = len(opts)
+            grid = np.repeat(grid, n) * np.tile(g, len(idx))
+            idx = np.hstack([np.repeat(idx, n, axis=0), np.tile(np.arange(n, dtype=np.int64), len(idx))[:, None]])
+            keep = grid <= self.fig.tiles
+            idx, grid = idx[keep], grid[keep]
         cols: Columns = {}
         for i, opts in enumerate(self.options):
             arr = np.array(opts, dtype=np.int64)
             cols[f"g{i}"], cols[f"b{i}"] = arr[idx[:, i], 0], arr[idx[:, i], 1]
-        grid = np.prod([cols[f"g{i}"] for i in range(len(self.cut))], axis=0)
-        keep = grid <= self.fig.tiles
-        cols = {n: v[keep] for n, v in cols.items()}
-        n = len(next(iter(cols.values())))
+        n = len(idx)
         out: Columns = {name: np.tile(v, len(self.perms)) for name, v in cols.items()}
         out["perm"] = np.repeat(np.arange(len(self.perms), dtype=np.int64), n)
+        self._candidates = out
         return out
 
     def _blk(self, c: Columns, cls: int) -> np.ndarray | float:
@@ -114,6 +135,13 @@ class NaturalSpace:
         return float(self.k.extent[cls])
 
     def evaluate(self, c: Columns) -> Evaluated:
+        if c is self._candidates:  # the whole table is costed once
+            if self._evaluated is None:
+                self._evaluated = self._evaluate(c)
+            return self._evaluated
+        return self._evaluate(c)
+
+    def _evaluate(self, c: Columns) -> Evaluated:
         k = self.k
         size = len(c["perm"])
         n_cut = len(self.cut)
@@ -134,6 +162,8 @@ class NaturalSpace:
                 if cls in deps:
                     lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
             execs = np.full(size, float(step.repeat))
+            if step.phases != 1 and self.kclass is not None:  # run again in each phase loop that needs it
+                execs = execs * np.where(cutm[self.cut.index(self.kclass)], float(step.phases), 1.0)
             for i in range(n_cut):
                 execs = execs * np.where(cutm[i] & (pos[i] <= lvl), n_it[i], 1.0)
             elems = np.ones(size)
@@ -319,8 +349,26 @@ class NaturalSpace:
             placements=placements)
 
     def fit_message(self) -> str:
-        return (f"no blocking of the cuttable dimensions ({', '.join(self.k.label(c) for c in self.cut) or 'none'}) "
-                f"fits the {self.fig.local_capacity}-byte scratchpad")
+        """What does not fit: at the blocking that needs the least scratchpad, the largest tensor,
+        its block and its bytes, and why its whole dimensions cannot be cut."""
+        k = self.k
+        cols = self.candidates()
+        ev = self.evaluate(cols)
+        i = int(np.argmin(ev.scratch))
+        p = {n: int(v[i]) for n, v in cols.items()}
+        blk = {c: p[f"b{j}"] for j, c in enumerate(self.cut)}
+        sized = sorted(((math.prod(blk.get(c, k.extent[c]) for c in dims) * isz, name, dims, isz)
+                        for name, dims, isz in k.values), key=lambda x: -x[0])
+        head = (f"no blocking fits the {self.fig.local_capacity}-byte ct_local scratchpad of a tile: the least "
+                f"any needs is {int(ev.scratch[i])} bytes")
+        if not sized:
+            return head
+        nbytes, name, dims, isz = sized[0]
+        shape = "x".join(str(blk.get(c, k.extent[c])) for c in dims)
+        whole = [c for c in dims if c not in blk and k.extent[c] > 1]
+        why = "; ".join(f"{k.label(c)} ({k.extent[c]}) cannot be cut: {k.free[c][0]}" for c in whole if k.free[c])
+        return f"{head}, of which {name} takes {nbytes} bytes (a {shape} block of {isz}-byte elements)" + \
+            (f"; {why}" if why else "")
 
 
 def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, int, tuple[int, ...], int, list[tuple[int, frozenset[int] | None]]]]]:
@@ -347,7 +395,7 @@ def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, i
                 within[id(x)] = d
         d = within.get(id(op), d)
         for r in op.results:
-            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
+            deps[r] = set(k.result_deps(op, frozenset(d)))
             first[r] = i
         for v in op.operands:
             last[v] = i

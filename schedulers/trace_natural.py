@@ -27,7 +27,7 @@ from ktir.targets.records import GLOBAL, KernelTrace, Kind, OpRecord
 from .dependence import CONTRACTIONS, shape
 from .emit_natural import owner_axes
 from .kernels import dtype_name, itemsize
-from .natural import loop_classes
+from .natural import Chunk, loop_classes
 from .space_natural import NaturalSpace
 
 _FREE = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "tensor.empty",
@@ -64,7 +64,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
                 for v in x.operands:
                     d |= deps.get(v, set()) | set(k.deps.get(v, frozenset()))
         for r in op.results:
-            deps[r] = d - {k.kloop[0]} if k.kloop is not None and op is k.kloop[1] else d
+            deps[r] = set(k.result_deps(op, frozenset(d)))
         if id(op) in k.loops or recorded(op):
             placed.append((op, max((looped.index(c) for c in d if c in looped), default=-1)))
             deps_of[id(op)] = d
@@ -101,9 +101,11 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         coords = _coords(tile, grid)
         counts = [_tile_trips(k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0)
                   for c in looped]
-        kloop = None
+        kloop: tuple[int, Operation | Chunk, int] | None = None
         if space.kclass is not None and space.kclass in looped and k.kloop is not None:
             kloop = (looped.index(space.kclass), k.kloop[1], counts.pop())
+        elif space.kclass is not None and space.kclass in looped and k.chunk is not None:
+            kloop = (looped.index(space.kclass), k.chunk, counts.pop())
         # a store not varying along a grid axis runs on the tiles at 0 on it (`emit_natural.owner_axes`)
         mine = [(op, lv) for op, lv in placed
                 if all(coords[axes.index(c)] == 0 for c in owned.get(id(op), []))]
@@ -115,7 +117,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
 def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
           works: Callable[[frozenset[tuple[int, int]]], dict[int, dict[str, object]]],
           tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord],
-          kloop: tuple[int, Operation, int] | None = None, it: dict[Any, int] | None = None,
+          kloop: tuple[int, Operation | Chunk, int] | None = None, it: dict[Any, int] | None = None,
           blocks: list[tuple[int, int, int, int, int]] | None = None,
           part: frozenset[tuple[int, int]] = frozenset()) -> None:
     """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
@@ -126,8 +128,12 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
     block, this tile's coordinate); `part`: the classes in a partial last block, and its size."""
     it = {} if it is None else it
     work = works(part)
+    if kloop is not None and level + 1 == kloop[0] and isinstance(kloop[1], Chunk):
+        _phase_records(level, ops, kloop[1], kloop[2], work, tile, seq, made, records, it)
+        return
     if kloop is not None and level + 1 == kloop[0]:
         klevel, mm, trips = kloop
+        assert isinstance(mm, Operation)
         for op, lv in ops:
             if lv == level:
                 _record(op, work[id(op)], tile, seq, made, records, it)
@@ -154,6 +160,29 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
             if start + b > E:
                 now = part | {(c, E - start)}
         _nest(level + 1, ops, counts, works, tile, seq, made, records, kloop, {**it, level + 1: i}, blocks, now)
+
+
+def _phase_records(level: int, ops: list[tuple[Operation, int]], chunk: Chunk, trips: int,
+                   work: dict[int, dict[str, object]], tile: int, seq: list[int], made: dict[str, Any],
+                   records: list[OpRecord], it: dict[Any, int]) -> None:
+    """A chunked dimension's phase loops, in the order `emit_natural._phase_loops` emits them."""
+    done: set[int] = set()
+
+    def before(upto: int | None) -> None:
+        for op, lv in ops:
+            if lv == level and id(op) not in done and (upto is None or chunk.phase[id(op)] <= upto):
+                done.add(id(op))
+                _record(op, work[id(op)], tile, seq, made, records, it)
+
+    for ph, needed in zip(chunk.loop_phases, chunk.needed, strict=True):
+        before(ph)
+        for i in range(trips):
+            for op, lv in ops:
+                if lv == level + 1 and id(op) in needed:
+                    _record(op, work[id(op)], tile, seq, made, records, {**it, level + 1: i})
+                    if id(op) in chunk.reductions:  # the carried partial: the next block adds into it
+                        made[op.operands[-1]] = made[op.results[0]]
+    before(None)
 
 
 def _works(space: NaturalSpace, placed: list[tuple[Operation, int]], blk: dict[int, int]) -> dict[int, dict[str, object]]:

@@ -101,6 +101,9 @@ class Tally:
     declines: Counter[str] = field(default_factory=Counter)
     example: dict[str, str] = field(default_factory=dict)  # reason key -> one full reason
     seconds: list[float] = field(default_factory=list)
+    # of the kernels with a parallel dim >= 64, per kind: divided, one tile (applied on a grid of 1),
+    # declined, or wrong/racy/error
+    by_kind: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add(self, kernel: Generated, o: Outcome) -> None:
         self.counts[o.status] += 1
@@ -108,6 +111,8 @@ class Tally:
         if kernel.divisible:
             self.divisible += 1
             self.divided += int(o.status == "applied" and o.divided)
+            what = ("divided" if o.divided else "one tile") if o.status == "applied" else o.status
+            self.by_kind[kernel.kind, what if what in ("divided", "one tile", "declined") else "failed"] += 1
         if o.status == "declined":
             key = reason_key(o.reason)
             self.declines[key] += 1
@@ -148,16 +153,16 @@ class Campaign:
 
 
 def run_campaign(seeds: Sequence[int], target: Any, names: Sequence[str], budget: float, save: Path | None,
-                 command: str, step: Any = None) -> Campaign:
+                 command: str, step: Any = None, kinds: Sequence[str] | None = None) -> Campaign:
     """Generate the kernel of each seed, check it against its oracle, schedule it with every
     scheduler and judge each result; wrong, racy and crashing outcomes are saved to `save`.
-    `step(seed, kernel)` is called before each kernel (progress)."""
+    `step(seed, kernel)` is called before each kernel (progress); `kinds` narrows the kinds (in turn)."""
     from . import random_kernel
     from .verdict import GeneratorMismatch, check_generator
 
     c = Campaign(list(names), {n: Tally() for n in names})
     for seed in seeds:
-        kernel = random_kernel(seed)
+        kernel = random_kernel(seed, kinds) if kinds else random_kernel(seed)
         if step is not None:
             step(seed, kernel)
         c.add_kernel(kernel)

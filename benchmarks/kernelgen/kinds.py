@@ -153,7 +153,7 @@ def reduction(g: Gen) -> None:
 def multi_output(g: Gen) -> None:
     """Two or three results of different shapes from one input: an elementwise result, reductions
     over different axes, a transpose, a normalisation storing its statistics (a LayerNorm that
-    also stores its mean and rstd)."""
+    also stores its mean and rstd); sometimes one more result computed from an input of its own."""
     rank = g.choice([2, 2, 3])
     x = g.cast(g.input(shape(g, rank), dtype(g)), "f32")
     heads = ["reduce", g.choice(["reduce", "elementwise", "transpose", "normalise"])]
@@ -175,6 +175,11 @@ def multi_output(g: Gen) -> None:
             mean = ops.with_scalar(g, "mulf", _reduction(g, x, axes, "addf"), 1.0 / x.shape[-1])
             g.store(mean, "mean")
             finish(g, ops.binary(g, "subf", x, mean, list(range(rank - 1))), "centred")
+    # drawn last, so the kernels without it are those of the first version of this kind
+    if g.chance(0.3):
+        g.features.add("an independent result")  # its own input and shape: nothing ties it to x
+        z = g.cast(g.input(shape(g, g.choice([1, 2]), large=0.3), dtype(g), hint="z"), "f32")
+        finish(g, _step(g, z, [z]), "i")
 
 
 # ---------------------------------------------------------------------- permutations

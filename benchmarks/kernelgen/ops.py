@@ -202,11 +202,13 @@ def positive_denominator(g: Gen, t: T) -> T:
 INIT_SOURCES = ("constant", "splat", "fill", "loaded", "op")
 
 
-def init_tensor(g: Gen, source: str, shape: Sequence[int], dims: Sequence[Dim], combiner: str) -> T:
-    """The init of a reduction with result `shape`: the combiner's identity or another value,
-    from a constant, `tensor.splat`, `linalg.fill`, a loaded tensor or another op's result."""
+def init_tensor(g: Gen, source: str, shape: Sequence[int], dims: Sequence[Dim], combiner: str,
+                identity: bool | None = None) -> T:
+    """The init of a reduction with result `shape`: the combiner's identity or another value (at
+    random unless `identity` says), from a constant, `tensor.splat`, `linalg.fill`, a loaded tensor
+    or another op's result."""
     if source in ("constant", "splat", "fill"):
-        identity = g.chance(0.5)
+        identity = g.chance(0.5) if identity is None else identity
         value = COMBINERS[combiner] if identity else g.choice([1.0, 0.5, -2.0, 3.0])
         g.features.add(f"init:{source}:{'identity' if identity else 'other'}")
         v = g.splat_value(value, shape, "f32", source)

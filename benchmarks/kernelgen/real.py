@@ -37,7 +37,7 @@ def _matmul(g: Gen, M: int, N: int, K: int, a_labels: str, b_labels: str, batch:
     a = g.input([sizes[c] for c in a_labels], "bf16", dims=[dims[c] for c in a_labels], hint="a")
     b = g.input([sizes[c] for c in b_labels], "bf16", dims=[dims[c] for c in b_labels], hint="b")
     out = ("b" if "b" in a_labels else "") + "mn"
-    init = ops.init_tensor(g, "fill", [sizes[c] for c in out], [dims[c] for c in out], "addf")
+    init = ops.init_tensor(g, "fill", [sizes[c] for c in out], [dims[c] for c in out], "addf", identity=True)
     if (a_labels, b_labels) == ("km", "nk"):  # no named op: A^T is made by linalg.transpose, then A B^T
         a, a_labels = ops.transpose(g, a, [1, 0]), "mk"
     # named ops only: the interpreter's trace counts a linalg.generic contraction as vector work
@@ -48,8 +48,8 @@ def _matmul(g: Gen, M: int, N: int, K: int, a_labels: str, b_labels: str, batch:
 def _rmsnorm(g: Gen, T: int, H: int) -> None:
     x = g.cast(g.input([T, H], "bf16"), "f32")
     sq = ops.binary(g, "mulf", x, x)
-    total = ops.reduce(g, sq, [1], "addf", ops.init_tensor(g, g.choice(["fill", "splat", "constant"]), [T], [x.dims[0]],
-                                                          "addf"))
+    init = ops.init_tensor(g, g.choice(["fill", "splat", "constant"]), [T], [x.dims[0]], "addf", identity=True)
+    total = ops.reduce(g, sq, [1], "addf", init)
     scale = ops.with_scalar(g, "addf", ops.with_scalar(g, "mulf", total, 1.0 / H), 1.0)  # stands in for rsqrt
     w = g.input([H], "f32", dims=[x.dims[1]], hint="w")
     y = ops.binary(g, "mulf", ops.binary(g, "divf", x, scale, [0]), w, [1])
@@ -58,9 +58,9 @@ def _rmsnorm(g: Gen, T: int, H: int) -> None:
 
 def _softmax(g: Gen, R: int, C: int) -> None:
     x = g.cast(g.input([R, C], "bf16"), "f32")
-    mx = ops.reduce(g, x, [1], "maximumf", ops.init_tensor(g, "fill", [R], [x.dims[0]], "maximumf"))
+    mx = ops.reduce(g, x, [1], "maximumf", ops.init_tensor(g, "fill", [R], [x.dims[0]], "maximumf", identity=True))
     e = ops.unary(g, "exp", ops.binary(g, "subf", x, mx, [0]))
-    s = ops.reduce(g, e, [1], "addf", ops.init_tensor(g, g.choice(["fill", "splat"]), [R], [x.dims[0]], "addf"))
+    s = ops.reduce(g, e, [1], "addf", ops.init_tensor(g, g.choice(["fill", "splat"]), [R], [x.dims[0]], "addf", identity=True))
     g.store(g.cast(ops.binary(g, "divf", e, s, [0]), "bf16"))
 
 
@@ -82,7 +82,7 @@ def _to_heads(g: Gen, T: int, heads: int, D: int) -> None:
 
 def _layernorm_stats(g: Gen, T: int, H: int) -> None:
     x = g.cast(g.input([T, H], "bf16"), "f32")
-    mean = ops.with_scalar(g, "mulf", ops.reduce(g, x, [1], "addf", ops.init_tensor(g, "fill", [T], [x.dims[0]], "addf")),
+    mean = ops.with_scalar(g, "mulf", ops.reduce(g, x, [1], "addf", ops.init_tensor(g, "fill", [T], [x.dims[0]], "addf", identity=True)),
                            1.0 / H)
     g.store(mean, "mean")
     g.store(g.cast(ops.binary(g, "subf", x, mean, [0]), "bf16"), "centred")

@@ -106,8 +106,9 @@ def reductions_with_specials() -> Iterator[Draft]:
 
 
 def more_specials() -> Iterator[Draft]:
-    """remf (C's fmod) and fma on IEEE special values, which the specials table did not cover."""
-    for op in ("arith.remf", "math.fma"):
+    """remf (C's fmod), fma and rsqrt on IEEE special values, which the specials table did not
+    cover; truncf of exact ties; powf of negative bases and C's special cases."""
+    for op in ("arith.remf", "math.fma", "math.rsqrt"):
         arity = len(FLOAT_ARITH[op])
         for dtype in ("f16", "f32"):
             stored = {f"inputs/specials.{i}.npy": np.roll(SPECIALS, 5 * i) for i in range(arity)}
@@ -120,6 +121,94 @@ def more_specials() -> Iterator[Draft]:
                           model=models.elementwise(op, [f"{a.name}_ptr" for a in ins], "y_ptr", dtype, accuracy(op)))
             d.npy = stored
             yield d
+    # ties: exactly halfway between two values of the narrower type (ties to even)
+    ties = {"f16": [1 + 2.0**-11, 1 + 3 * 2.0**-11, -(1 + 2.0**-11), -(1 + 3 * 2.0**-11), 2.0**-25, 3 * 2.0**-25,
+                    -(2.0**-25), 65520.0, 2048 + 1.0, 2048 + 3.0, 0.5 + 2.0**-12, 1024 + 0.5, -(1024 + 1.5), 5 * 2.0**-25,
+                    -65520.0, 1.0],
+            "bf16": [1 + 2.0**-8, 1 + 3 * 2.0**-8, -(1 + 2.0**-8), -(1 + 3 * 2.0**-8), 256 + 1.0, 256 + 3.0, 2.0**-134,
+                     3 * 2.0**-134, 0.5 + 2.0**-9, 128 + 0.5, -(128 + 1.5), 2.0**127 * (2 - 2.0**-8), 1.0, 3.0, -3.0, 0.0]}
+    for dst, values in ties.items():
+        stored = {}
+        case = f"core.arith.truncf.ties.f32_to_{dst}"
+        x = _stored(case, "x", np.array(values, np.float32), "f32", stored)
+        y = Arr("y", (16,), dst)
+        text = io_kernel(f"arith.truncf f32 -> {dst} of values halfway between two {dst} values: ties go to the even one",
+                         [x], [y], f"  %y = arith.truncf %x : {x.tensor} to {y.tensor}\n")
+        yield _stored_draft(case, text, [x], [y], accuracy("arith.truncf"), "truncf of ties",
+                            models.conversion([("arith.truncf", "f32", dst)], "x_ptr", "y_ptr"), stored)
+    bases = [-2.0, -2.0, -0.5, -3.0, -1.0, -0.0, 0.0, -np.inf, np.inf, 2.0, -2.0, -1.5, 4.0, -8.0, 1.0, np.nan]
+    exps = [3.0, 2.0, -3.0, 0.5, np.inf, -3.0, -2.0, 3.0, -1.0, 0.0, -2.0, 2.0, 0.5, 1.0 / 3, np.nan, 0.0]
+    for dtype in ("f16", "f32"):
+        stored = {}
+        case = f"core.math.powf.negative_base.{dtype}"
+        a = _stored(case, "x0", np.array(bases, NP[dtype]), dtype, stored)
+        b = _stored(case, "x1", np.array(exps, NP[dtype]), dtype, stored)
+        y = Arr("y", (16,), dtype)
+        text = io_kernel("math.powf with negative bases (integral exponents give signed results, others NaN) and C's "
+                         "special cases (pow(x, 0) = 1, pow(1, NaN) = 1, pow(-1, inf) = 1, pow(-0, -3) = -inf)",
+                         [a, b], [y], f"  %y = math.powf %x0, %x1 : {y.tensor}\n")
+        yield _stored_draft(case, text, [a, b], [y], accuracy("math.powf"), "powf of negative bases",
+                            models.elementwise("math.powf", ["x0_ptr", "x1_ptr"], "y_ptr", dtype, accuracy("math.powf")), stored)
+
+
+def structured_details() -> Iterator[Draft]:
+    """A rank-3 transpose by a cycle, slices with strides, a pad with a non-zero value, and an
+    scf.parallel reduction from a non-zero init."""
+    x = Arr("x", (2, 3, 4), "f32", {"recipe": "normal"})
+    y = Arr("y", (3, 4, 2), "f32")
+    body = ("  %e = tensor.empty() : tensor<3x4x2xf32>\n"
+            "  %y = linalg.transpose ins(%x : tensor<2x3x4xf32>) outs(%e : tensor<3x4x2xf32>) permutation = [1, 2, 0]\n")
+    text = io_kernel("linalg.transpose of a 2x3x4 tensor by the permutation [1, 2, 0]: y[i, j, k] = x[k, i, j]", [x], [y], body)
+    yield run_draft("core.linalg.transpose.rank3_cycle", "core", text, [x], [y], "exact", "rank-3 transpose by a cycle",
+                    model=models.computed(lambda a: {"y_ptr": np.transpose(a["x_ptr"], (1, 2, 0)).copy()}))
+    t = Arr("t", (8, 8), "f32", {"recipe": "normal"})
+    u = Arr("u", (8, 8), "f32", {"recipe": "normal"})
+    s = Arr("s", (3, 3), "f32")
+    w = Arr("w", (8, 8), "f32")
+    p = Arr("p", (6, 11), "f32")
+    body = ("  %s = tensor.extract_slice %t[1, 0] [3, 3] [2, 3] : tensor<8x8xf32> to tensor<3x3xf32>\n"
+            "  %w = tensor.insert_slice %s into %u[0, 2] [3, 3] [3, 2] : tensor<3x3xf32> into tensor<8x8xf32>\n"
+            "  %k = arith.constant 2.500000e+00 : f32\n"
+            "  %top = tensor.extract_slice %t[0, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>\n"
+            "  %p = tensor.pad %top low[1, 2] high[1, 1] {\n"
+            "  ^bb0(%i: index, %j: index):\n"
+            "    tensor.yield %k : f32\n"
+            "  } : tensor<4x8xf32> to tensor<6x11xf32>\n")
+    text = io_kernel("s = t[1:7:2, 0:9:3] (strides 2 and 3); w = u with s written at [0:9:3, 2:8:2];\n"
+                     "p = t[0:4] padded by 1 row above and below, 2 columns left and 1 right, with 2.5", [t, u], [s, w, p], body)
+
+    def slices(a: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        sl = a["t_ptr"][1:7:2, 0:9:3]
+        wv = a["u_ptr"].copy()
+        wv[0:9:3, 2:8:2] = sl
+        pv = np.full((6, 11), 2.5, np.float32)
+        pv[1:5, 2:10] = a["t_ptr"][0:4]
+        return {"s_ptr": sl.copy(), "w_ptr": wv, "p_ptr": pv}
+
+    yield run_draft("core.tensor.strided_slices_pad_value", "core", text, [t, u], [s, w, p], "exact",
+                    "slices with strides, pad with a value", model=models.computed(slices))
+    v = Arr("v", (64,), "f32", {"recipe": "normal"})
+    r = Arr("r", (1,), "f32")
+    body = ("  %c1 = arith.constant 1 : index\n"
+            "  %c64 = arith.constant 64 : index\n"
+            "  %init = arith.constant 1.500000e+01 : f32\n"
+            "  %sum = scf.parallel (%iv) = (%c0) to (%c64) step (%c1) init (%init) -> f32 {\n"
+            "    %el = tensor.extract %v[%iv] : tensor<64xf32>\n"
+            "    scf.reduce(%el : f32) {\n"
+            "    ^bb0(%lhs: f32, %rhs: f32):\n"
+            "      %s2 = arith.addf %lhs, %rhs : f32\n"
+            "      scf.reduce.return %s2 : f32\n"
+            "    }\n"
+            "  }\n"
+            "  %r = tensor.splat %sum : tensor<1xf32>\n")
+    text = io_kernel("scf.parallel sum of v from the init 15: r = 15 + sum(v)", [v], [r], body)
+
+    def with_init(a: Mapping[str, Any]) -> dict[str, Expected]:
+        s_, m_ = exact_sum(a["v_ptr"], 0, np.array(15.0, np.float32))
+        return {"r_ptr": summed(s_.reshape(1), m_.reshape(1), "f32", 65, products=False)}
+
+    yield run_draft("core.scf.parallel.init", "core", text, [v], [r], "reduction", "scf.parallel from a non-zero init",
+                    n=65, model=with_init)
 
 
 # ---------------------------------------------------------------------- loops and memory order
@@ -409,23 +498,29 @@ def indirect_offset_order() -> Iterator[Draft]:
                             models.computed(fn), stored)
 
 
-def _collective_2d(name: str, dtype: str, producers: str, delivery: str, result: tuple[int, int], comment: str) -> str:
-    """Grid [2, 4], eight tiles in two groups of four (the rows of the grid): group g is tiles
-    4 g .. 4 g + 3 (flat ids); tile t loads row t of X and stores its result at rows R t of Y."""
+def _collective_2d(grid: tuple[int, int], dtype: str, producers: str, delivery: str, result: tuple[int, int],
+                   comment: str) -> str:
+    """A 2-D grid of eight tiles; tile (i, j) loads row t = i * g1 + j of X (its position in the
+    grid read row by row) and stores its result at rows [R t, R (t + 1)) of Y. On the grids [8, 1]
+    and [1, 8], t is also the tile id under either numbering of a grid's tiles; so are the
+    groups below (group g: tile ids 4 g .. 4 g + 3, the leader 4 g)."""
     N = 16
     P = f"tensor<1x{N}x{dtype}>"
     R = f"tensor<{result[0]}x{result[1]}x{dtype}>"
-    fut = f"!ktdp.tile_future<({P}), groups = #groups>"
+    fut = f"!ktdp.tile_future<({P}), groups = {'#one' if producers in ('#everyone', '#first') else '#groups'}>"
     ys = (8 * result[0], result[1])
     return (f"// {comment}\n"
             "#group = affine_set<(d0)[s0] : (d0 - s0 * 4 >= 0, -d0 + s0 * 4 + 3 >= 0)>\n"
             "#lead = affine_set<(d0)[s0] : (d0 - s0 * 4 == 0)>\n"
             "#groups = affine_set<(d0) : (d0 >= 0, -d0 + 1 >= 0)>\n"
+            "#everyone = affine_set<(d0)[s0] : (d0 >= 0, -d0 + 7 >= 0)>\n"
+            "#first = affine_set<(d0)[s0] : (d0 == 0)>\n"
+            "#one = affine_set<(d0) : (d0 == 0)>\n"
             "#id2 = affine_map<(d0, d1) -> (d0, d1)>\n"
-            f"func.func @kernel(%x_ptr: index, %y_ptr: index) attributes {{grid = [2, 4]}} {{\n"
+            f"func.func @kernel(%x_ptr: index, %y_ptr: index) attributes {{grid = [{grid[0]}, {grid[1]}]}} {{\n"
             "  %c0 = arith.constant 0 : index\n"
             "  %i, %j = ktdp.get_compute_tile_id : index, index\n"
-            "  %t = affine.apply affine_map<(d0, d1) -> (d0 * 4 + d1)>(%i, %j)\n"
+            f"  %t = affine.apply affine_map<(d0, d1) -> (d0 * {grid[1]} + d1)>(%i, %j)\n"
             f"  %xv = ktdp.construct_memory_view %x_ptr, sizes: [8, {N}], strides: [{N}, 1] {{coordinate_set = {box_set((8, N))}, memory_space = {GLOBAL}}} : memref<8x{N}x{dtype}>\n"
             f"  %xt = ktdp.construct_access_tile %xv[%t, %c0] {{access_tile_order = #id2, access_tile_set = {box_set((1, N))}}} : memref<8x{N}x{dtype}> -> !ktdp.access_tile<1x{N}xindex>\n"
             f"  %mine = ktdp.load %xt : !ktdp.access_tile<1x{N}xindex> -> {P}\n"
@@ -442,8 +537,10 @@ def _collective_2d(name: str, dtype: str, producers: str, delivery: str, result:
 
 
 def collectives_in_groups() -> Iterator[Draft]:
-    """Two groups on a 2-D grid: group 1 starts at tile 4, so a consumer's local index l(c) is
-    c - 4 there, and its leader is tile 4."""
+    """Collectives on 2-D grids. On [8, 1] and [1, 8], two groups of four: group 1 starts at
+    tile 4, so a consumer's local index l(c) there is c - 4 and its leader is tile 4. On [2, 4],
+    the whole grid as one group (a sum and a broadcast from tile 0: results that do not depend
+    on how the grid's tiles are numbered)."""
     for dtype in ("f32", "f16"):
         P = f"tensor<1x16x{dtype}>"
         reducer = (f"{{\n  ^bb0(%l: {P}, %r2: {P}):\n    %s = arith.addf %l, %r2 : {P}\n"
@@ -462,13 +559,114 @@ def collectives_in_groups() -> Iterator[Draft]:
             ("all_to_all", "#group", "%r = ktdp.inter_tile_all_to_all(%f) consumer_tiles_per_group = #group, split_dimensions = [1], concat_dimensions = [0] : FUT -> R_T",
              (4, 4), "exact"),
         ]
-        for name, producers, delivery, result, tol in specs:
+        for grid in ((8, 1), (1, 8)):
+            for name, producers, delivery, result, tol in specs:
+                x = Arr("x", (8, 16), dtype, {"recipe": "normal"})
+                y = Arr("y", (8 * result[0], result[1]), dtype)
+                text = _collective_2d(grid, dtype, producers, delivery, result,
+                                      f"{name} within two groups of four tiles (0..3 and 4..7) of grid {list(grid)} in {dtype}")
+                yield run_draft(f"collective.grid{grid[0]}x{grid[1]}.groups.{name}.{dtype}", "collective", text, [x], [y], tol,
+                                f"{name} in groups of a 2-D grid", n=4, grid=list(grid), model=_group_model(name, dtype))
+        whole = [("reduce", "#everyone", zero + "%r = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = #everyone, identity(%zero : P_T) : FUT -> P_T "
+                  + reducer, "reduction"),
+                 ("broadcast", "#first", "%r = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = #everyone : FUT -> P_T", "exact")]
+        for name, producers, delivery, tol in whole:
             x = Arr("x", (8, 16), dtype, {"recipe": "normal"})
-            y = Arr("y", (8 * result[0], result[1]), dtype)
-            text = _collective_2d(name, dtype, producers, delivery, result,
-                                  f"{name} within the two rows of grid [2, 4] (groups of tiles 0..3 and 4..7) in {dtype}")
-            yield run_draft(f"collective.grid2x4.groups.{name}.{dtype}", "collective", text, [x], [y], tol,
-                            f"{name} in groups of a 2-D grid", n=4, grid=[2, 4], model=_group_model(name, dtype))
+            y = Arr("y", (8, 16), dtype)
+            text = _collective_2d((2, 4), dtype, producers, delivery, (1, 16),
+                                  f"{name} over all eight tiles of grid [2, 4] in {dtype}: tile (i, j) contributes row 4 i + j")
+            yield run_draft(f"collective.grid2x4.all.{name}.{dtype}", "collective", text, [x], [y], tol,
+                            f"{name} over a 2-D grid", n=8, grid=[2, 4], model=_whole_grid_model(name, dtype))
+
+
+def _two_row_kernel(dtype: str, delivery: str, result: tuple[int, int], comment: str) -> str:
+    """Grid [4]: tile t loads rows [2 t, 2 t + 2) of X (8 x 8) as its 2x8 partial and stores its
+    result at rows [R t, R (t + 1)) of Y."""
+    P = f"tensor<2x8x{dtype}>"
+    R = f"tensor<{result[0]}x{result[1]}x{dtype}>"
+    fut = f"!ktdp.tile_future<({P}), groups = #one>"
+    ys = (4 * result[0], result[1])
+    return (f"// {comment}\n"
+            "#all = affine_set<(d0)[s0] : (d0 >= 0, -d0 + 3 >= 0)>\n"
+            "#one = affine_set<(d0) : (d0 == 0)>\n"
+            "#id2 = affine_map<(d0, d1) -> (d0, d1)>\n"
+            "func.func @kernel(%x_ptr: index, %y_ptr: index) attributes {grid = [4]} {\n"
+            "  %c0 = arith.constant 0 : index\n"
+            "  %t = ktdp.get_compute_tile_id : index\n"
+            "  %r0 = affine.apply affine_map<(d0) -> (d0 * 2)>(%t)\n"
+            f"  %xv = ktdp.construct_memory_view %x_ptr, sizes: [8, 8], strides: [8, 1] {{coordinate_set = {box_set((8, 8))}, memory_space = {GLOBAL}}} : memref<8x8x{dtype}>\n"
+            f"  %xt = ktdp.construct_access_tile %xv[%r0, %c0] {{access_tile_order = #id2, access_tile_set = {box_set((2, 8))}}} : memref<8x8x{dtype}> -> !ktdp.access_tile<2x8xindex>\n"
+            f"  %mine = ktdp.load %xt : !ktdp.access_tile<2x8xindex> -> {P}\n"
+            f"  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all -> {fut} {{\n"
+            "  ^bb0(%gid: index):\n"
+            f"    ktdp.yield_partial %mine : {P}\n"
+            "  }\n"
+            + "  " + delivery.replace("FUT", fut).replace("P_T", P).replace("R_T", R) + "\n"
+            f"  %row = affine.apply affine_map<(d0) -> (d0 * {result[0]})>(%t)\n"
+            f"  %yv = ktdp.construct_memory_view %y_ptr, sizes: [{ys[0]}, {ys[1]}], strides: [{ys[1]}, 1] {{coordinate_set = {box_set(ys)}, memory_space = {GLOBAL}}} : memref<{ys[0]}x{ys[1]}x{dtype}>\n"
+            f"  %yt = ktdp.construct_access_tile %yv[%row, %c0] {{access_tile_order = #id2, access_tile_set = {box_set(result)}}} : memref<{ys[0]}x{ys[1]}x{dtype}> -> !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
+            f"  ktdp.store %r, %yt : {R}, !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
+            "  func.return\n}\n")
+
+
+def collectives_on_inner_dimensions() -> Iterator[Draft]:
+    """Partials of two rows, so that joining along dimension 1 differs from joining the flat
+    arrays; and reductions whose identity is not zero (max from -inf over negative partials)."""
+    for dtype in ("f32", "bf16"):
+        blocks = [("gather_cols", "%r = ktdp.inter_tile_gather(%f) consumer_tiles_per_group = #all, gather_dimensions = [1] : FUT -> R_T",
+                   (2, 32), lambda x: np.concatenate([x[2 * p:2 * p + 2] for p in range(4)], axis=1)),
+                  ("all_to_all_cols", "%r = ktdp.inter_tile_all_to_all(%f) consumer_tiles_per_group = #all, split_dimensions = [1], "
+                   "concat_dimensions = [1] : FUT -> R_T", (2, 8), None)]
+        for name, delivery, result, join in blocks:
+            x = Arr("x", (8, 8), dtype, {"recipe": "normal"})
+            y = Arr("y", (4 * result[0], result[1]), dtype)
+            text = _two_row_kernel(dtype, delivery, result, f"{name} of 2x8 partials over grid [4], joined along dimension 1")
+
+            def fn(a: Mapping[str, Any], join: Any = join) -> dict[str, np.ndarray]:
+                x_ = a["x_ptr"]
+                if join is not None:  # every tile receives the same gathered block
+                    return {"y_ptr": np.concatenate([join(x_)] * 4)}
+                # tile c takes columns [2 c, 2 c + 2) of every producer's 2x8 partial, side by side
+                return {"y_ptr": np.concatenate([np.concatenate([x_[2 * p:2 * p + 2, 2 * c:2 * c + 2] for p in range(4)], axis=1)
+                                                 for c in range(4)])}
+
+            yield run_draft(f"collective.{name}.two_rows.grid4.{dtype}", "collective", text, [x], [y], "exact",
+                            f"{name} along dimension 1", grid=[4], model=models.computed(fn))
+        inf = "0xFF80" if dtype == "bf16" else "0xFF800000"
+        P = f"tensor<2x8x{dtype}>"
+        for name, result in (("reduce_max", (2, 8)), ("reduce_scatter_max", (2, 2))):
+            op = "inter_tile_reduce" if name == "reduce_max" else "inter_tile_reduce_scatter"
+            extra = "" if name == "reduce_max" else "scatter_dimensions = [1], "
+            delivery = (f"%ninf = arith.constant {inf} : {dtype}\n"
+                        f"  %e = tensor.empty() : P_T\n"
+                        f"  %id = linalg.fill ins(%ninf : {dtype}) outs(%e : P_T) -> P_T\n"
+                        f"  %r = ktdp.{op}(%f) consumer_tiles_per_group = #all, {extra}identity(%id : P_T) : FUT -> R_T {{\n"
+                        f"  ^bb0(%l: {P}, %r2: {P}):\n    %s = arith.maximumf %l, %r2 : {P}\n"
+                        f"    ktdp.yield_reduced %s : {P}\n  }}")
+            x = Arr("x", (8, 8), dtype, {"recipe": "uniform", "low": -9.0, "high": -1.0})
+            y = Arr("y", (4 * result[0], result[1]), dtype)
+            text = _two_row_kernel(dtype, delivery, result, f"{name}: the elementwise max of four negative 2x8 partials, "
+                                   "from the identity -inf (a zero identity would give 0)")
+
+            def mx(a: Mapping[str, Any], name: str = name) -> dict[str, np.ndarray]:
+                m = np.maximum.reduce([a["x_ptr"][2 * p:2 * p + 2] for p in range(4)])
+                if name == "reduce_max":
+                    return {"y_ptr": np.concatenate([m] * 4)}
+                return {"y_ptr": np.concatenate([m[:, 2 * c:2 * c + 2] for c in range(4)])}
+
+            yield run_draft(f"collective.{name}.identity_ninf.grid4.{dtype}", "collective", text, [x], [y], "exact",
+                            f"{name} from a -inf identity", grid=[4], model=models.computed(mx))
+
+
+def _whole_grid_model(name: str, dtype: str) -> models.Model:
+    def model(a: Mapping[str, Any]) -> dict[str, Expected]:
+        x = a["x_ptr"]
+        if name == "reduce":
+            s, m = exact_sum(x, 0)
+            return {"y_ptr": summed(np.tile(s, (8, 1)), np.tile(m, (8, 1)), dtype, 8, products=False)}
+        return {"y_ptr": same(np.tile(x[0], (8, 1)))}  # tile 0 is (0, 0) however the grid is numbered
+
+    return model
 
 
 def _group_model(name: str, dtype: str) -> models.Model:
@@ -498,6 +696,7 @@ def _group_model(name: str, dtype: str) -> models.Model:
 def cases() -> Iterator[Draft]:
     yield from reductions_with_specials()
     yield from more_specials()
+    yield from structured_details()
     yield from zero_trip_loops()
     yield from store_then_load()
     yield from negative_divisors()
@@ -512,3 +711,4 @@ def multitile_cases() -> Iterator[Draft]:
 
 def collective_cases() -> Iterator[Draft]:
     yield from collectives_in_groups()
+    yield from collectives_on_inner_dimensions()

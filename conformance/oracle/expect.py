@@ -1,9 +1,9 @@
 """What an output must hold: the golden (the exact result rounded once) and, for the classes
 that allow an error, the interval of accepted values per element.
 
-The interval is stored as two float64 arrays `lo` and `hi` (every value of every KTIR float
-format, and ±inf, is a float64): a result `r` is accepted when `lo <= r <= hi`, or when it is
-NaN and the golden is NaN. The interval is derived here from the exact value and the class:
+The interval is kept as two float64 arrays `lo` and `hi` of values of the output's format (or
+±inf), stored in the golden file in the output's type: a result `r` is accepted when
+`lo <= r <= hi`, or when it is NaN and the golden is NaN. The interval is derived here from the exact value and the class:
 
 - `N ulp`: every value of the result type within N ulp of the exact value x (ulp(x) as
   spec/conformance.md defines it).

@@ -60,6 +60,7 @@ def exact_sum(x: np.ndarray, axis: int | tuple[int, ...], init: np.ndarray | Non
         shift = max(s, i_s)
         total = total * (1 << (shift - s)) + i_n * (1 << (shift - i_s))
         mags = mags * (1 << (shift - s)) + np.abs(i_n) * (1 << (shift - i_s))
+    total, mags = np.asarray(total, dtype=object), np.asarray(mags, dtype=object)
     nan, inf = _specials(x, axes)
     if init is not None:
         i = np.asarray(init).astype(np.float64)

@@ -61,7 +61,7 @@ OPS: tuple[OpDef, ...] = (
         examples=(
             "%id = ktdp.get_compute_tile_id : index",
             "%i:2 = ktdp.get_compute_tile_id : index, index",
-            "%j = ktdp.get_compute_tile_id {dim = 1} : index",
+            "%j = ktdp.get_compute_tile_id {dim = 0} : index",
         ),
     ),
     OpDef(

@@ -63,6 +63,19 @@ def _silu(e: FuncEmitter, a: list[Value]) -> list[Value]:
     return [e.scalar_op("arith.mulf", [a[0], _sigmoid_of(e, a[0])], hint="r")]
 
 
+def _gelu(e: FuncEmitter, a: list[Value]) -> list[Value]:
+    """GELU in its erf form, 0.5 x (1 + erf(x / sqrt 2)): what `F.gelu` computes by default
+    (`approximate='none'`). The SDSC's `gelufwd` names no approximation, and torch-spyre writes
+    it for `F.gelu`; the tanh form would be a different op (README: gelufwd)."""
+    x = a[0]
+    half = e.scalar(0.5, x.type, hint="half")
+    one = e.scalar(1.0, x.type, hint="one")
+    inv_sqrt2 = e.scalar(1.0 / math.sqrt(2.0), x.type, hint="inv_sqrt2")
+    erf = e.scalar_op("math.erf", [e.scalar_op("arith.mulf", [x, inv_sqrt2], hint="xs")], hint="erf")
+    half_x = e.scalar_op("arith.mulf", [x, half], hint="hx")
+    return [e.scalar_op("arith.mulf", [half_x, e.scalar_op("arith.addf", [one, erf], hint="t")], hint="r")]
+
+
 # opfunc -> (named linalg op for the plain elementwise case, scalar body)
 UNARY: dict[str, tuple[str | None, Body]] = {
     "exp": ("linalg.exp", _unary("math.exp")),
@@ -77,6 +90,7 @@ UNARY: dict[str, tuple[str | None, Body]] = {
     "relufwd": (None, _relu),
     "sigmoid": (None, _sigmoid),
     "silu": (None, _silu),
+    "gelufwd": (None, _gelu),
 }
 
 BINARY: dict[str, tuple[str | None, Body]] = {

@@ -223,6 +223,10 @@ def build_kernel(sdsc: SdscFile, name: str | None = None) -> KernelSpec:
     outputs = tuple(_operand_index(ref, sdsc, w, "outputLabeledDs") for ref in compute.outputLabeledDs)
     if not outputs:
         raise w.error(f"{w.dsc}.computeOp_[0].outputLabeledDs: the compute op names no output")
+    if accumulates(compute.opFuncName):
+        # torch-spyre lists a reduction's output among its inputs on purpose (the output is the
+        # accumulator): it is no operand; the reduction starts from its identity (FORMAT.md §10)
+        inputs = tuple(i for i in inputs if i not in outputs)
     tensors = tuple(_tensor(sdsc, lds, pos, dims, len(slices), "output" if pos in outputs else "input", w)
                     for pos, lds in enumerate(sdsc.dsc.labeledDs_))
     unused = [t.name for t in tensors if t.index not in inputs and t.index not in outputs]
@@ -243,6 +247,15 @@ def build_kernel(sdsc: SdscFile, name: str | None = None) -> KernelSpec:
         dsc_name=sdsc.opfunc,
     )
     return kernel
+
+
+# op functions whose output accumulates (torch-spyre names it among the inputs too)
+_ACCUMULATING = frozenset({"sum", "max", "min", "mean"})
+
+
+def accumulates(opfunc: str) -> bool:
+    """Whether `opfunc` is a reduction (its output the accumulator): `sum`, `maxnonstick`, ..."""
+    return opfunc.removesuffix("nonstick") in _ACCUMULATING
 
 
 def function_name(sdsc: SdscFile) -> str:

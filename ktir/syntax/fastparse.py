@@ -65,6 +65,8 @@ FLOAT_TYPES = frozenset({"f16", "bf16", "f32", "f64", "tf32", "f8E4M3FN", "f8E5M
 AFF_DIV_OPS = frozenset({"floordiv", "ceildiv", "mod"})
 CMP_OPS = frozenset({"==", ">=", "<="})
 FLAG_KINDS = frozenset({"fastmath", "overflow"})
+# formats of the ops a linalg.map / linalg.reduce short body `{ op }` may name (ktir.lark: op_name)
+SHORT_BODY_FORMATS = frozenset({"BINARY", "UNARY", "TERNARY", "CMP", "SELECT"})
 VISIBILITIES = frozenset({"private", "public", "nested"})
 MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
 # ACCESS_TILE_KW, FUTURE_KW, RUNTIME_ARG_KW: the `!x.y` words that are no dialect type
@@ -1630,12 +1632,12 @@ class _Parser:
         c.append(self.b.results_types([types]))
 
     def short_body_opt(self, c: list[Any]) -> None:
-        """("{" (OP_BINARY | OP_UNARY | OP_TERNARY) attr_dict? "}")?"""
+        """("{" (OP_BINARY | OP_UNARY | OP_TERNARY | OP_CMP | OP_SELECT) attr_dict? "}")?"""
         if self.V[self.i] != "{":
             return
         self.i += 1
         opdef = SPELLINGS.get(self.V[self.i]) if self.K[self.i] == "word" else None
-        if opdef is None or opdef.format not in ("BINARY", "UNARY", "TERNARY"):
+        if opdef is None or opdef.format not in SHORT_BODY_FORMATS:
             raise Fallback
         inner: list[Any] = [self.tok("OP_" + opdef.format)]
         self.attr_dict_opt(inner)  # MLIR 22: `{ arith.addi {overflowFlags = #arith.overflow<none>} }`

@@ -22,7 +22,7 @@ from typing import Any
 from ktir.syntax.diagnostics import ParseError
 from ktir.syntax.lexer import KtirLexer, Tok
 
-FORMAT = 2  # bump when the layout of the cached tables changes
+FORMAT = 3  # bump when the layout of the cached tables changes
 Tables = dict[str, Any]
 
 
@@ -185,6 +185,8 @@ def build_tables(grammar: str, starts: tuple[str, ...]) -> Tables:
     ]
     return {
         "format": FORMAT,
+        # each rule's symbols, for generating text from the grammar (tests/fuzz)
+        "expansions": [[str(sym.name) for sym in rule.expansion] for rule in parser.rules],
         "start": dict(table.start_states),
         "end": dict(table.end_states),
         "rows": rows,

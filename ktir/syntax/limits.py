@@ -37,9 +37,11 @@ MAX_AFFINE_DEPTH = 64
 MAX_RANK = 64
 # MLIR's IntegerType::kMaxWidth.
 MAX_INT_WIDTH = (1 << 24) - 1
-# Digits of one integer literal (decimal or hex): below Python's 4,300-digit limit on
-# converting between int and decimal text, with room for what the printer writes back.
+# Digits of one integer literal: below Python's 4,300-digit limit on converting between
+# int and decimal text. A hex literal may print back in decimal: at most as many hex
+# digits as make a number of MAX_LITERAL_DIGITS decimal ones (16**2490 < 10**3000).
 MAX_LITERAL_DIGITS = 3000
+MAX_HEX_DIGITS = 2490
 # Shapes, strides, offsets and affine constants are int64 in MLIR.
 INT64_MAX = (1 << 63) - 1
 
@@ -80,9 +82,10 @@ def check_module_nesting(module: Any, alias_lines: list[tuple[int, int, str]], f
         value = (module.attr_aliases if key[0] == "#" else module.type_aliases).get(key[1:])
         if value is not None and value_depth(value, 0) > MAX_NESTING:
             raise _too_deep(line, column, filename)
-    stack = [(op, 0) for op in reversed(module.operations)]
+    stack = [(op, 0, op.loc) for op in reversed(module.operations)]
     while stack:
-        op, level = stack.pop()
+        op, level, where = stack.pop()
+        where = op.loc or where  # an op the parser added (an implicit terminator) has none
         deepest = level
         for value in (*op.attributes.values(), *(op.properties or {}).values(), *op.operand_types, *op.result_types):
             deepest = max(deepest, value_depth(value, level))
@@ -90,9 +93,9 @@ def check_module_nesting(module: Any, alias_lines: list[tuple[int, int, str]], f
             for block in region.blocks:
                 for arg in block.arguments:
                     deepest = max(deepest, value_depth(arg.type, level + 1))
-                stack.extend((inner, level + 1) for inner in reversed(block.operations))
+                stack.extend((inner, level + 1, where) for inner in reversed(block.operations))
         if deepest > MAX_NESTING:
-            line, column = (op.loc.line, op.loc.column) if op.loc is not None else (0, 0)
+            line, column = (where.line, where.column) if where is not None else (0, 0)
             raise _too_deep(line, column, filename)
 
 
@@ -149,7 +152,10 @@ def _list_depth(values: tuple[Any, ...]) -> int:
 
 def literal_digits_error(text: str) -> str | None:
     """Why the integer literal `text` (decimal, or hex with 0x) is refused, or None."""
-    digits = len(text) - 2 if text[:2] in ("0x", "0X") else len(text)
-    if digits > MAX_LITERAL_DIGITS:
-        return f"integer literal of {digits} digits (at most {MAX_LITERAL_DIGITS})"
+    if text[:2] in ("0x", "0X"):
+        if len(text) - 2 > MAX_HEX_DIGITS:
+            return f"hexadecimal literal of {len(text) - 2} digits (at most {MAX_HEX_DIGITS})"
+        return None
+    if len(text) > MAX_LITERAL_DIGITS:
+        return f"integer literal of {len(text)} digits (at most {MAX_LITERAL_DIGITS})"
     return None

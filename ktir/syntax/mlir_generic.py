@@ -162,7 +162,9 @@ def _segments(*sizes: int) -> at.DenseArrayAttr:
 
 
 def _iterator_enum(a: Attribute) -> Attribute:
-    if isinstance(a, at.StringAttr) and a.type is None:
+    # only a word reads back as an enum (`#linalg.iterator_type<p%x>` is a dialect attribute's
+    # text): any other string stays a string, for the verifier to reject
+    if isinstance(a, at.StringAttr) and a.type is None and a.value.replace("_", "").isalnum() and a.value[:1].isalpha():
         return at.EnumAttr(dialect="linalg", name="iterator_type", value=a.value)
     return a
 

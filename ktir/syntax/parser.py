@@ -177,7 +177,8 @@ def _unq(tok: Tok) -> str:
 
 
 def _dense_i64(values: list[int]) -> at.DenseArrayAttr:
-    return _dense_array(ty.I64, tuple(values))
+    # static sizes, offsets, strides, dimensions: int64 (the generic form reads them back as array<i64: ...>)
+    return _dense_array(ty.I64, _dense_array_ints(ty.I64, tuple(values)))
 
 
 def _aff_name(tok: Tok, is_symbol: bool) -> _AffName:
@@ -603,6 +604,22 @@ class _Builder:
         if body.tag == "legacy":
             self._warn(kw, "legacy tile_future form; the canonical form puts the partial types in parentheses: '!ktdp.tile_future<(T), groups = ...>'")
         return ty.TileFutureType(partial_types=tuple(body.value[0]), groups=body.value[1])
+
+    def groupless_future_body(self, c: list[Any]) -> C:
+        # `!ktdp.tile_future<T>`: the groups come from the op's `groups = ...` (legacy_groups);
+        # a unit attribute stands in until then (the verifier rejects it anywhere else)
+        return C("legacy", ([c[0]], at.UnitAttr()))
+
+    def legacy_groups(self, c: list[Attribute]) -> C:
+        return C("legacy_groups", c[0])
+
+    def _with_groups(self, tok: Tok, t: Type, groups: Attribute) -> Type:
+        """ktir-cpu's oldest form: the op's `groups = S` completes its `!ktdp.tile_future<T>`."""
+        self._warn(tok, "legacy 'groups = ...' on the op; the canonical form carries the groups in the future's type: "
+                        "'!ktdp.tile_future<(T), groups = ...>'")
+        if isinstance(t, ty.TileFutureType) and isinstance(t.groups, at.UnitAttr):
+            return ty.TileFutureType(partial_types=t.partial_types, groups=groups)
+        return t
 
     def future_body(self, c: list[Any]) -> C:
         return C("current", (c[0].value, c[1]))
@@ -1174,6 +1191,8 @@ class _Builder:
         if "legacy_future" in cl:
             self._warn(tok, "legacy 'T -> !ktdp.tile_future<...>' result form; the input type is implied by the partial types")
         future = cl["future"] if "future" in cl else cl["legacy_future"]
+        if "legacy_groups" in cl:
+            future = self._with_groups(tok, future, cl["legacy_groups"])
         return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
 
     def dependency(self, c: list[Attribute]) -> C:
@@ -1198,6 +1217,8 @@ class _Builder:
         if len(ids) != len(id_types):
             raise _err(tok, f"{len(ids)} identity value(s) but {len(id_types)} type(s)")
         future_t = [x for x in c if isinstance(x, Type)][0]
+        if "legacy_groups" in cl:
+            future_t = self._with_groups(tok, future_t, cl["legacy_groups"])
         regions = [c[-1]] if isinstance(c[-1], Region) else []
         return self._op(tok, [future.value, *ids], [future_t, *id_types], list(cl["types"]), attrs, regions)
 
@@ -1780,6 +1801,8 @@ def _hex_to_float(values: Any, element: ty.FloatType) -> Any:
     if isinstance(values, tuple):
         return tuple(_hex_to_float(v, element) for v in values)
     if isinstance(values, _HexBits):
+        if values >> element.width:
+            raise ParseError(f"hexadecimal float {hex(values)} has more than the {element.width} bits of {element.kind}", 0, 0)
         return float_from_bits(int(values), element)
     return values
 

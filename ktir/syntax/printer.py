@@ -29,6 +29,7 @@ from ktir.ir.types import (
 )
 from ktir.syntax import assembly as asm
 from ktir.syntax.diagnostics import KtirError
+from ktir.syntax.fastparse import SHORT_BODY_FORMATS
 from ktir.syntax.mlir_generic import to_mlir
 from ktir.syntax.parser import SHORT_BODY_RESULT, short_body_init, short_body_input
 
@@ -136,7 +137,8 @@ class Printer:
         head = _results_text(op.results)
         opdef = OPS.get(op.name)
         printer = _FORMATS.get(opdef.format) if opdef is not None else None
-        if printer is None or opdef is None or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
+        # no custom form spells successors (they are read in generic form only)
+        if printer is None or opdef is None or op.successors or not _counts_fit(op, opdef) or not _types_fit(op, opdef):
             self.generic(op, depth, head)
             return
         custom = self.fork()
@@ -799,7 +801,7 @@ def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=_results_arrow(op))
 
 
-_SHORT_BODY_ATTRS = frozenset({"fastmath", "overflowFlags"})
+_SHORT_BODY_ATTRS = frozenset({"fastmath", "overflowFlags", "predicate"})
 
 
 def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
@@ -821,7 +823,7 @@ def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
     if (
         names != expected
         or inner_def is None
-        or inner_def.format not in ("BINARY", "UNARY", "TERNARY")
+        or inner_def.format not in SHORT_BODY_FORMATS
         or inner.operands != operands
         or not set(inner.attributes) <= _SHORT_BODY_ATTRS
         or inner.results != [SHORT_BODY_RESULT]

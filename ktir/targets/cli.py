@@ -115,6 +115,7 @@ def _summary(t: Any) -> dict[str, Any]:
 
 
 def cmd_targets_show(args: argparse.Namespace) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from .loader import TargetError, load_target
@@ -128,8 +129,9 @@ def cmd_targets_show(args: argparse.Namespace) -> int:
         print(t.model_dump_json(indent=2, exclude_none=True))
         return EXIT_OK
     console = _console()
-    console.print(f"[bold]{t.title}[/bold]  ({t.name}, schema version {t.schema_version})")
-    console.print(" ".join(t.description.split()))
+    # the file's text is escaped: `[/x]` in a title or note is no markup
+    console.print(f"[bold]{escape(t.title)}[/bold]  " + escape(f"({t.name}, schema version {t.schema_version})"))
+    console.print(escape(" ".join(t.description.split())))
     console.print()
     _print_figures(console, t)
     derived = Table(title="Derived peaks", title_justify="left")
@@ -144,14 +146,14 @@ def cmd_targets_show(args: argparse.Namespace) -> int:
     for col in ("key", "document", "url"):
         sources.add_column(col, overflow="fold")
     for key, s in t.sources.items():
-        sources.add_row(key, s.title, s.url or "")
+        sources.add_row(escape(key), escape(s.title), escape(s.url or ""))
     console.print(sources)
     if t.assumptions:
         assumptions = Table(title="Assumptions", title_justify="left")
         assumptions.add_column("key")
         assumptions.add_column("reasoning", overflow="fold")
         for key, a in t.assumptions.items():
-            assumptions.add_row(key, " ".join(a.reasoning.split()))
+            assumptions.add_row(escape(key), escape(" ".join(a.reasoning.split())))
         console.print(assumptions)
     return EXIT_OK
 
@@ -159,6 +161,7 @@ def cmd_targets_show(args: argparse.Namespace) -> int:
 def _print_figures(console: Console, t: Any) -> None:
     """Every figure with its value, provenance and derivation: a table on a wide terminal; on a
     narrow one (piped: 80 columns) a list, each derivation wrapped under its figure."""
+    from rich.markup import escape
     from rich.padding import Padding
     from rich.table import Table
 
@@ -169,8 +172,9 @@ def _print_figures(console: Console, t: Any) -> None:
         value = getattr(q, "value", None)
         unit = getattr(q, "unit", "")
         shown = f"{value:g}" if isinstance(value, float) else str(value)
-        prov = f"source: {q.source}" if q.source else f"[yellow]assumption: {q.assumption}[/yellow]"
-        rows.append((path, f"{shown} {unit}".strip(), prov, q.note or ""))
+        # the file's text is escaped: `[/x]` in a path or note is no markup
+        prov = escape(f"source: {q.source}") if q.source else f"[yellow]{escape(f'assumption: {q.assumption}')}[/yellow]"
+        rows.append((escape(path), f"{shown} {unit}".strip(), prov, escape(q.note or "")))
     if console.width >= WIDE:
         figures = Table(title="Figures", title_justify="left")
         figures.add_column("figure", overflow="fold")

@@ -40,7 +40,7 @@ CT_LOCAL = "ct_local"
 class OpRecord:
     """One executed op instance on one tile."""
 
-    tile: int  # linear tile id (row-major over the grid)
+    tile: int  # linear tile id (dimension 0 of the grid fastest, spec execution.md)
     seq: int  # position in the tile's program order; strictly increasing per tile
     op: str  # op name, e.g. "ktdp.load"
     kind: Kind

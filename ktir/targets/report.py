@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .machine import Machine
@@ -211,7 +212,8 @@ def _bytes(n: float) -> str:
 def print_report(report: CostReport, console: Console | None = None, top: int = 8) -> None:
     """The report as rich tables: summary, busiest resources by category, memory, scratchpad."""
     console = console or Console()
-    summary = Table(title=f"{report.kernel} on {report.target}  (grid {report.grid}, {report.clock_hz / 1e9:.3g} GHz)",
+    # a kernel's name is the program's text: escaped, `[/x]` in it is no markup
+    summary = Table(title=escape(f"{report.kernel} on {report.target}  (grid {report.grid}, {report.clock_hz / 1e9:.3g} GHz)"),
                     show_header=False, title_justify="left")
     summary.add_column("what", style="bold")
     summary.add_column("value")

@@ -127,9 +127,10 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             raise fail("type", f"view sizes {list(sz)} must be non-negative and strides {list(st)} positive")
         if any(e is not None and e != s for e, s in zip(type_shape, sz, strict=True)):
             raise fail("type", f"view sizes {list(sz)} do not match the result type {dims_text(tuple(type_shape))}")
-        # addresses are 64-bit: a view reaching past them (a stride near 2**63) is no view
+        # addresses are 64-bit: a view reaching past them, or a stride beyond them in bytes
+        # (a stride near 2**63), is no view
         last = offset + sum((n - 1) * step for n, step in zip(sz, st, strict=True) if n > 0)
-        if (max(last, offset) + 1) * dt.itemsize > 1 << 63:
+        if (max(last, offset) + 1) * dt.itemsize > 1 << 63 or any(step * dt.itemsize >= 1 << 63 for step in st):
             raise fail("out-of-bounds", f"view of sizes {list(sz)} and strides {list(st)} at offset {offset} reaches past "
                        "the 64-bit address range")
         addr = offset * dt.itemsize
@@ -147,12 +148,24 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             if len(geometries) > 64:
                 geometries.clear()
             geometries[key] = view.geometry()
+        if alloc is not None and alloc.growable and alloc.space == "global":
+            _reach(view, alloc)
         if len(machine.views) > 4096:
             machine.views.clear()
         machine.views[ckey] = view
         fr[r] = view
 
     return run
+
+
+def _reach(view: MemoryView, alloc: Any) -> None:
+    """A growable global allocation is the probe array of `ktir run --random-inputs`: size it
+    to every element the view can address (an indirect access reaches any row of its table,
+    whatever the probe's index values), not just to what the probe run touched."""
+    if any(h < lo for lo, h in zip(view.box_lo, view.box_hi, strict=True)):
+        return
+    reach = sum(max(0, h - o) * st for h, o, st in zip(view.box_hi, view.origin, view.strides, strict=True))
+    alloc.ensure(view.addr - alloc.base + (reach + 1) * view.itemsize)
 
 
 @impl("ktdp.construct_distributed_memory_view")

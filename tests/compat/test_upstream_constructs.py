@@ -172,8 +172,44 @@ def test_short_bodies_with_flags_read_and_run() -> None:
     rng = np.random.default_rng(3)
     a, b = (rng.integers(-50, 50, (4, 8)).astype(np.int32) for _ in range(2))
     x = rng.standard_normal((4, 8)).astype(np.float32)
-    r, m, rf, rm = ri.run(module, args={"a": a, "b": b, "x": x}).returns[0]
+    r, m, rf, rm = ri.run(module, "short_bodies", args={"a": a, "b": b, "x": x}).returns[0]
     np.testing.assert_array_equal(r, a.sum(1))
     np.testing.assert_array_equal(m, a * b)
     np.testing.assert_allclose(rf, x.sum(1), rtol=1e-5)
     np.testing.assert_array_equal(rm, np.maximum(a.max(1), 0))  # the init is 0
+    # compares and selects in short bodies, as MLIR 22 prints them
+    assert "{ arith.cmpf {predicate = 4 : i64} }" in text and "{ arith.select }" in text
+    y = rng.standard_normal((4, 8)).astype(np.float32)
+    c = rng.integers(0, 2, (4, 8)).astype(bool)
+    lt, pick, ab = ri.run(module, "short_compares", args={"x": x, "y": y, "c": c}).returns[0]
+    np.testing.assert_array_equal(lt, x < y)
+    np.testing.assert_array_equal(pick, np.where(c, x, y))
+    np.testing.assert_array_equal(ab, np.abs(x))
+
+
+def test_groups_on_the_op_read_as_legacy_and_run() -> None:
+    """ktir-cpu's oldest inter-tile spelling (`groups = #set` on the op, `!ktdp.tile_future<T>`):
+    read with warnings, printed canonically, and the groups mean what they say."""
+    path = Path(__file__).resolve().parents[1] / "corpus" / "legacy" / "groups_on_op.ktir"
+    module = ktir.parse(path.read_text(), path.name)
+    assert sum("'groups = ...' on the op" in w.message for w in module.warnings) == 2
+    text = ktir.print_module(module)
+    assert "groups = #two_groups" not in text.replace("!ktdp.tile_future<(tensor<1x16xf32>), groups = #two_groups>", "")
+    again = ktir.parse(text, "canonical.ktir")
+    assert not again.warnings and again == ktir.parse(text, "canonical.ktir")
+    x = np.random.default_rng(4).standard_normal((8, 16)).astype(np.float32)
+    result = ri.run(again, args={"x": x, "y": np.zeros((2, 16), np.float32)})
+    np.testing.assert_allclose(result.outputs["y"], x.reshape(2, 4, 16).sum(1), rtol=1e-5, atol=1e-6)
+
+
+def test_random_inputs_size_a_gathered_table_by_its_view(tmp_path: Path) -> None:
+    """The probe run that sizes pointer arguments binds the index array as zeros, so it reads
+    row 0 of the table only; the table is sized by its view ([V, 128]) instead, and the random
+    indices (in [0, 8)) reach rows that exist (issue 27, point 6)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "embedding_gather.ktir"
+    out = tmp_path / "r.npz"
+    assert main(["run", str(example), "--random-inputs", "2", "--arg", "V=64", "--arg", "B=256", "--out", str(out)]) == 0
+    got = np.load(out)
+    assert got["e_ptr"].size == 64 * 128
+    table, ids = got["e_ptr"].reshape(64, 128), got["ids_ptr"]
+    np.testing.assert_array_equal(got["y_ptr"].reshape(256, 128), table[ids])

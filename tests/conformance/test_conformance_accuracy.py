@@ -25,7 +25,7 @@ def test_every_interval_holds_its_golden() -> None:
                 assert f"{o.name}.lo" not in g, (case.id, o.name)
                 continue
             want = g[o.name].astype(np.float64)
-            lo, hi = g[f"{o.name}.lo"], g[f"{o.name}.hi"]
+            lo, hi = g[f"{o.name}.lo"].astype(np.float64), g[f"{o.name}.hi"].astype(np.float64)
             nan = np.isnan(want)
             assert (np.isnan(lo) == nan).all() and (np.isnan(hi) == nan).all(), (case.id, o.name)
             assert ((lo <= want) & (want <= hi))[~nan].all(), (case.id, o.name)

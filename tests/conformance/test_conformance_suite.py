@@ -106,3 +106,14 @@ def test_case_count_stated_in_readme_and_guide_is_current() -> None:
         stated = re.findall(r"more than ([\d,]+) cases over six levels", doc.read_text(encoding="utf-8"))
         assert stated, doc
         assert all(0 <= count - int(s.replace(",", "")) < 500 for s in stated), (doc, stated, count)
+
+
+def test_inputs_are_seeded_by_case_and_argument(suite: tuple[conformance.Case, ...]) -> None:
+    # a case's inputs depend on its own id only: adding or removing a generator row leaves
+    # every other case's inputs (and golden) alone
+    from conformance.gen.models import seed_of
+    from conformance.regen import SEEDED
+
+    seeded = [(c.id, a) for c in suite for a in c.args if a.recipe in SEEDED]
+    assert len(seeded) >= 1000
+    assert [(cid, a.name) for cid, a in seeded if a.seed != seed_of(cid, a.name)] == []

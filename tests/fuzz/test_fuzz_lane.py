@@ -1,10 +1,11 @@
 """The fuzz lane's machinery, and a short run of it.
 
-The full CI lane (20,000 inputs, fixed seed) is its own step in `.ci/run`:
-`python tests/fuzz/corpus_fuzz.py --inputs 20000 --seed 18 --jobs 2`. Here: a short run
-with the same seed (so a regression usually shows up in the ordinary test run too), and
-checks that the harness really catches what it claims to: an exception, a hang in Python
-code, a hang the worker cannot interrupt, memory over the limit. Those use fork-inherited
+The CI sample (20,000 inputs over every generator, fixed seed) is its own step in
+`.ci/run`. Here: a short run with the same seed (so a regression usually shows up in the
+ordinary test run too); that every generator reaches what it is for (every rule of the
+grammar, every bound, every reader, every subcommand); and that the harness really catches
+what it claims to: an exception, a hang in Python code, a hang the worker cannot interrupt,
+memory over the limit, a traceback printed by a command. Those use fork-inherited
 monkeypatches of the worker's pipeline.
 """
 
@@ -21,6 +22,7 @@ try:  # tests/ as a package, or this directory on sys.path (pytest's default)
     from . import corpus_fuzz as cf
 except ImportError:
     import corpus_fuzz as cf  # type: ignore[no-redef]
+# the generators import each other as modules of this directory (corpus_fuzz puts it on sys.path)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the harness forks workers")
 
@@ -41,6 +43,80 @@ def test_inputs_are_a_function_of_seed_and_index() -> None:
     assert sum(text not in corpus for text in a) >= 45  # mutated, not copies
 
 
+def _describe(case: object) -> str:
+    return case if isinstance(case, str) else case.describe() + repr(sorted(case.files.items(), key=repr))  # type: ignore[attr-defined]
+
+
+def test_every_generator_is_a_function_of_seed_and_index() -> None:
+    corpus = cf.load_corpus()
+    for name in cf.GENERATORS:
+        mix = {name: 1}
+        a = [_describe(cf.make_case(corpus, 7, i, mix)[1]) for i in range(20)]
+        assert a == [_describe(cf.make_case(corpus, 7, i, mix)[1]) for i in range(20)], name
+        assert len(set(a)) >= 15, name  # and varied
+    names = [cf.generator_of(3, i, cf.MIX) for i in range(2000)]
+    assert {n: round(names.count(n) / 20) for n in cf.GENERATORS} == pytest.approx(
+        {n: w * 100 / sum(cf.MIX.values()) for n, w in cf.MIX.items()}, abs=4)
+
+
+def test_the_grammar_generator_reaches_every_rule() -> None:
+    import random
+
+    import grammar_gen
+
+    used: set[tuple[str, int]] = set()
+    for i in range(3000):
+        grammar_gen.generate_text(random.Random(i), used=used)
+    for i in range(200):
+        grammar_gen.generate_text(random.Random(i), start="type_only", used=used)
+    rules = grammar_gen.grammar().rules
+    alternatives = {(r, i) for r, alts in rules.items() for i in range(len(alts))}
+    assert {r for r, _ in used} == set(rules)
+    assert len(used) >= 0.99 * len(alternatives), sorted(alternatives - used)
+
+
+def test_the_limits_generator_reaches_both_sides_of_every_bound() -> None:
+    import random
+
+    from limits_gen import GENERATORS
+
+    for generate, _ in GENERATORS:
+        outcomes = {cf.run_one(generate(random.Random(i)))[0] for i in range(60)}
+        assert not outcomes & set(cf.FAILURES), (generate.__name__, outcomes)
+        if generate.__name__ == "strides":  # a bound of the interpreter: views that run, and that do not
+            assert {"ran", "runtime-error"} <= outcomes, outcomes
+        else:  # bounds of the parser: under them a program, over them a located error
+            assert "parse-error" in outcomes and outcomes & {"invalid", "valid", "ran", "runtime-error"}, (generate.__name__, outcomes)
+
+
+def test_the_command_line_generators_reach_every_subcommand_and_reader() -> None:
+    import random
+
+    import cli_gen
+    import readers_gen
+
+    seen = {" ".join(cli_gen.generate_cli(random.Random(i)).label.split()[3:]) for i in range(1500)}
+    assert seen == set(cli_gen.all_commands())
+    labels = {readers_gen.generate_reader(random.Random(i)).label for i in range(300)}
+    assert len(labels) == len(readers_gen.READERS)
+
+
+def test_a_traceback_of_a_command_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli_case import CliCase
+
+    import ktir.cli
+
+    assert cf.run_one(CliCase(["validate", "k.ktir"], {"k.ktir": b"func.func @f() {\n  return\n}\n"}))[0] == "cli-ok"
+    assert cf.run_one(CliCase(["validate", "missing.ktir"]))[0] == "cli-usage"
+
+    def broken(argv: list[str]) -> int:
+        raise IndexError("boom")
+
+    monkeypatch.setattr(ktir.cli, "main", broken)
+    outcome, detail = cf.run_one(CliCase(["validate", "k.ktir"]))
+    assert outcome == "exception" and "IndexError: boom" in detail
+
+
 @pytest.mark.parametrize("mutator", [f for f, _ in cf.MUTATORS], ids=lambda f: f.__name__)
 def test_every_mutator_changes_programs(mutator) -> None:  # type: ignore[no-untyped-def]
     import random
@@ -53,10 +129,14 @@ def test_every_mutator_changes_programs(mutator) -> None:  # type: ignore[no-unt
 
 def test_short_lane_run_is_clean() -> None:
     report = cf.fuzz(600, seed=CI_SEED, jobs=2)
-    assert report.inputs == 600 and sum(report.counts.values()) == 600
+    outcomes = {k: v for k, v in report.counts.items() if ":" not in k}
+    assert report.inputs == 600 and sum(outcomes.values()) == 600
     assert report.failed == 0, report.summary() + "\n" + "\n".join(f"{i} {k}: {d[:2000]}" for i, k, d in report.failures[:5])
-    # the mix reaches every stage: parse errors, verifier errors, clean kernels that run
+    # the mix reaches every stage: parse errors, verifier errors, clean kernels that run,
+    # commands that succeed and that fail; and every generator
     assert report.counts["parse-error"] and report.counts["invalid"] and report.counts["ran"]
+    assert report.counts["cli-ok"] and report.counts["cli-error"] and report.counts["cli-usage"]
+    assert all(any(k.startswith(name + ":") for k in report.counts) for name in cf.GENERATORS)
 
 
 def _patched(monkeypatch: pytest.MonkeyPatch, behaviour) -> None:  # type: ignore[no-untyped-def]
@@ -69,7 +149,7 @@ def _patched(monkeypatch: pytest.MonkeyPatch, behaviour) -> None:  # type: ignor
         return "valid"
 
     monkeypatch.setattr(cf, "check", check)
-    monkeypatch.setattr(cf, "_warm_up", lambda: None)
+    monkeypatch.setattr(cf, "_warm_up", lambda *args: None)
 
 
 def _raise() -> None:
@@ -108,12 +188,12 @@ def _allocate() -> None:
 def test_harness_catches_and_saves(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, behaviour, kind: str, detail: str) -> None:  # type: ignore[no-untyped-def]
     _patched(monkeypatch, behaviour)
     started = time.monotonic()
-    report = cf.fuzz(10, seed=1, jobs=2, time_limit=0.5, memory_limit=1 << 30, batch=4)
+    report = cf.fuzz(10, seed=1, jobs=2, time_limit=0.5, memory_limit=1 << 30, batch=4, mix={"corpus": 1})
     assert time.monotonic() - started < 30
     assert report.counts["valid"] == 9 and report.counts[kind] == 1, report.summary()
     [(index, got, text)] = report.failures
     assert (index, got) == (3, kind) and detail in text
-    [path] = cf.save_failures(report, 1, tmp_path)
+    [path] = cf.save_failures(report, 1, tmp_path, {"corpus": 1})
     assert path.name.startswith(f"{kind}-") and path.read_text() == "BAD"
     assert "index 3" in path.with_suffix(".txt").read_text()
 

@@ -169,12 +169,13 @@ def test_outputs_are_written_atomically_and_keep_numpys_suffix(tmp_path: Path) -
     assert [p.name for p in tmp_path.iterdir()] == ["result.npz"]  # no temporary left behind
 
 
-def test_random_inputs_place_a_scratchpad_address_at_zero(tmp_path: Path) -> None:
-    # %scratch is only the offset of a ct_local view: an address in each tile's scratchpad
+def test_random_inputs_give_a_scratchpad_address_a_region_of_its_own(tmp_path: Path) -> None:
+    # %scratch is only the offset of ct_local views of static size: a region of each tile's
+    # scratchpad, with random contents (written to --out, one piece per tile)
     out = tmp_path / "dc.npz"
     assert ktir_run(str(EXAMPLES / "distributed_copy.ktir"), "--random-inputs", "0", "--out", str(out)) == 0
     got = np.load(out)
-    assert sorted(got.files) == ["x_ptr", "y_ptr"]
+    assert sorted(got.files) == ["scratch", "x_ptr", "y_ptr"]
     assert np.array_equal(got["y_ptr"].reshape(64, 64), got["x_ptr"].reshape(64, 64).T)
 
 

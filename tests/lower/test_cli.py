@@ -49,14 +49,14 @@ def test_stdout_and_verbose(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_input_is_one_line_exit_1_and_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads((DATA / EXP).read_text())
-    doc["3_exp"]["dscs_"][0]["exp"]["computeOp_"][0]["opFuncName"] = "gelufwd"
+    doc["3_exp"]["dscs_"][0]["exp"]["computeOp_"][0]["opFuncName"] = "where3"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     out = tmp_path / "out.ktir"
     out.write_text("old")
     assert ktir_lower("sdsc", str(bad), "-o", str(out)) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"{bad}: error[sdsc]: 3_exp.dscs_[0].exp.computeOp_[0].opFuncName: op function 'gelufwd' is not supported")
+    assert err.startswith(f"{bad}: error[sdsc]: 3_exp.dscs_[0].exp.computeOp_[0].opFuncName: op function 'where3' is not supported")
     assert err.count("\n") == 1 and "Traceback" not in err
     assert out.read_text() == "old"
 

@@ -209,3 +209,47 @@ def test_a_gather_is_divided_over_its_lookups_and_columns(scheduler: str, spyre:
     want = ri.run(before, None, {k: np.copy(v) for k, v in args.items()}).outputs["y"]
     got = ri.run(result.module, None, {k: np.copy(v) for k, v in args.items()}).outputs["y"]
     assert np.array_equal(want, got)
+
+
+@pytest.mark.parametrize("make", [lambda: nat.layernorm_stats(512, 4096), lambda: nat.row_sum(4099, 1024),
+                                  lambda: nat.softmax(16, 1 << 20, dtype="f32")],
+                         ids=["layernorm storing mean and rstd", "row sum to a 4099 x 1 column", "rows of 4 MiB"])
+def test_kernels_that_exited_with_no_blocking_fits_are_scheduled(make, spyre: Target) -> None:  # type: ignore[no-untyped-def]
+    """Issue 27's error exits: a small side output no longer forces whole sticks of rows, an extent
+    no block divides gets a partial last block, and a row too long for the scratchpad is chunked
+    (its phases checked at small sizes in test_sched_timeline)."""
+    before = ktir.parse(print_module(make()), "k.ktir")
+    r = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(time_budget=0.5)).report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert r.scratchpad_peak_bytes is not None and r.scratchpad_peak_bytes <= spyre_capacity(spyre)
+
+
+def spyre_capacity(target: Target) -> int:
+    from schedulers.cost import figures
+
+    return figures(target).local_capacity
+
+
+def test_what_does_not_fit_is_named(spyre: Target) -> None:
+    """Rows of 8 Mi f32 elements scaled by their column (linalg.index: the columns cannot be cut,
+    chunked or split; the rows can, but one row does not fit): the message names the tensor, its
+    block and the scratchpad's capacity, and why the whole dimension cannot be cut."""
+    from ktir.ir import types as ty
+
+    n = 1 << 23
+    k = nat.Kernel("big", ["x", "y"])
+    x = k.load(k.view("x", [4, n], "f32"))
+
+    def scaled(kk: nat.Kernel, v: list) -> list:  # type: ignore[type-arg]
+        i = kk.b.create("linalg.index", [], [ty.IndexType()], {"dim": at.IntegerAttr(value=1, type=ty.I64)})[0]
+        f = kk.b.create("arith.uitofp", [kk.b.create("arith.index_cast", [i], [ty.i(32)])[0]], [nat.F32])[0]
+        return [kk.op("arith.mulf", v[0], f)]
+
+    (y,) = k.generic([x], [4, n], [nat.amap(2, 0, 1), nat.amap(2, 0, 1)], ["parallel"] * 2, scaled)
+    k.store(y, k.view("y", [4, n], "f32"))
+    before = ktir.parse(_text(k.done(), "big"), "big.ktir")
+    with pytest.raises(schedulers.NoLegalSchedule) as info:
+        schedulers.schedule(before, spyre, "exact")
+    msg = str(info.value)
+    assert f"{spyre_capacity(spyre)}-byte ct_local scratchpad" in msg and f"a 1x{n} block of 4-byte elements" in msg, msg
+    assert "linalg.index" in msg, msg

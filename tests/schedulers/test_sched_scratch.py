@@ -48,9 +48,10 @@ def test_a_value_read_in_a_deeper_loop_stays_live(spyre: Target) -> None:
     sums of squares, the weight and the output (the f16 block and the sums' init are dead by then)."""
     R, C = 256, 512
     space = _space(nat.rmsnorm(R, C, "f16"), spyre)
-    assert [space.k.label(c) for c in space.cut] == ["d0"]
+    # the rows, then the columns: reduced, they may be chunked (`natural.Chunk`); whole here
+    assert [space.k.label(c) for c in space.cut] == ["d0", "d1"] and space.kclass == space.cut[1]
     for rb in (8, 32):
-        point = {"g0": 8, "b0": rb, "perm": 0}
+        point = {"g0": 8, "b0": rb, "g1": 1, "b1": C, "perm": 0}
         block = rb * C
         weight = C * 2
         assert _scratch(space, point) == block * 4 + rb * 4 + weight + block * 2

@@ -100,7 +100,9 @@ def test_a_k_loop_accumulates_right_and_simulates_like_the_interpreter(make, spy
     point = {n: int(v[rows[0]]) for n, v in cols.items()}
     out = emit_natural(space, point)
     assert print_module(out).count("scf.for") >= 2
-    verdict = schedulers.check.check_equivalent(module, out)
+    from schedulers.check import check_equivalent
+
+    verdict = check_equivalent(module, out)
     assert verdict.ok, verdict.message
     run = ri.run(out, None, infer_args(out, None, {}, 0, {}), trace=True)
     real = from_interp(out, run).trace
@@ -123,6 +125,35 @@ def test_a_store_with_one_owner_simulates_like_the_interpreter(spyre: Target) ->
     point = space.baseline()
     out = emit_natural(space, point)
     assert "scf.if" in print_module(out)
+    run = ri.run(out, None, infer_args(out, None, {}, 0, {}), trace=True)
+    real = from_interp(out, run).trace
+    synthetic = natural_trace(space, point)
+    assert synthetic is not None and len(synthetic.records) == len(real.records)
+    assert simulate(synthetic, spyre).makespan == pytest.approx(simulate(real, spyre).makespan, rel=1e-9)
+
+
+@pytest.mark.parametrize("make", [lambda: nat.layernorm_stats(16, 1024), lambda: nat.softmax(16, 1024),
+                                  lambda: nat.rmsnorm(16, 1024), lambda: nat.layernorm(16, 1024),
+                                  lambda: nat.row_sum(37, 512)])
+def test_a_chunked_reduction_runs_in_phases_right_and_simulates_like_the_interpreter(make, spyre: Target) -> None:  # type: ignore[no-untyped-def]
+    """A reduced dimension looped over in blocks (`natural.Chunk`): one loop per phase, what each
+    phase needs loaded and computed again in it. Results equal the input's, and the synthetic
+    records simulate like the interpreter's."""
+    module = ktir.parse(print_module(make()), "k.ktir")
+    k = natural_reason_or_kernel(module, module.functions()[0], {})
+    assert isinstance(k, NaturalKernel) and k.chunk is not None
+    space = NaturalSpace(k, figures(spyre))
+    i = space.cut.index(k.chunk.cls)
+    cols = space.candidates()
+    rows = [j for j in range(len(cols["perm"])) if cols[f"b{i}"][j] * 4 == k.extent[k.chunk.cls]
+            and max(cols[f"g{m}"][j] for m in range(len(space.cut))) > 1]
+    point = {n: int(v[rows[0]]) for n, v in cols.items()}
+    out = emit_natural(space, point)
+    assert print_module(out).count("scf.for") == 1 + len(k.chunk.loop_phases)
+    from schedulers.check import check_equivalent
+
+    verdict = check_equivalent(module, out)
+    assert verdict.ok, verdict.message
     run = ri.run(out, None, infer_args(out, None, {}, 0, {}), trace=True)
     real = from_interp(out, run).trace
     synthetic = natural_trace(space, point)

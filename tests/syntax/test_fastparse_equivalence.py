@@ -42,10 +42,21 @@ SETTINGS = settings(max_examples=int(os.environ.get("KTIR_FUZZ_EXAMPLES", "150")
 
 
 def fast_only(text: str) -> Module | None:
-    """The fast path's module, or None where it leaves the text to the grammar."""
+    """The fast path's module, or None where it leaves the text to the grammar. The bounds
+    of ktir.syntax.limits apply to both paths alike (`parse` checks them around either): a
+    text past them is the grammar's to report."""
+    try:
+        nesting = p.text_nesting(text)
+    except ParseError:
+        return None
     with p._LOCK:
         module = p._parse_fast(text)
         if module is not None:
+            if nesting > p.MAX_NESTING:
+                try:
+                    p.check_module_nesting(module, p._BUILDER.alias_lines)
+                except ParseError:
+                    return None
             p.attach_comments(module, p._BUILDER.comments + p.blank_lines(text), p._BUILDER.alias_lines)
     return module
 

@@ -83,3 +83,31 @@ def test_greedy_decoding_with_a_static_kv_cache_gives_eagers_tokens() -> None:
     # one program for the prompt, one for every decoding step (the cache is updated in place)
     variants = [len(g.variants) for g in backend.compiled_graphs()]
     assert variants == [1, 1], variants
+
+
+@pytest.mark.slow
+def test_mamba2_decodes_one_token_per_step_from_its_state() -> None:
+    model, _ = build("Mamba2")
+    torch.manual_seed(7)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+
+    def greedy(m: Any, prompt: torch.Tensor, steps: int) -> list[int]:
+        out = m(input_ids=prompt, use_cache=True)
+        tokens = [int(out.logits[0, -1].argmax())]
+        for position in range(prompt.shape[1], prompt.shape[1] + steps - 1):
+            out = m(input_ids=torch.tensor([[tokens[-1]]]), cache=out.cache, use_cache=True,
+                    cache_position=torch.tensor([position]))
+            tokens.append(int(out.logits[0, -1].argmax()))
+        return tokens
+
+    prompt = token_ids(8)
+    with torch.no_grad():
+        want = greedy(model, prompt, 6)
+        got = greedy(torch.compile(model, backend="ktir", options=OPTIONS), prompt, 6)
+    assert len(set(want)) > 2 and got == want
+    prefill, decode = (next(iter(g.variants.values())) for g in backend.compiled_graphs())
+    step = [k.kind for k in decode.program.manifest.kernels]  # type: ignore[union-attr]
+    # the step updates the convolution and SSM states of one token: no chunked scan over a padded sequence
+    assert "cumsum" in [k.kind for k in prefill.program.manifest.kernels] and "cumsum" not in step and "pad" not in step  # type: ignore[union-attr]
+    assert any(o.updates for o in decode.program.manifest.outputs)  # type: ignore[union-attr]

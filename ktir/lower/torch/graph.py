@@ -388,13 +388,13 @@ class Lowering:
                 e = {"and": Op("mul", (x, y)), "or": Op("maximum", (x, y)), "xor": Op("ne", (x, y))}[name.split("_")[1]]
         elif name == "clamp":
             low, high = (list(args[1:]) + [kw.get("min"), kw.get("max")])[:2] if len(args) > 1 else (kw.get("min"), kw.get("max"))
-            if not all(b is None or isinstance(b, int | float) for b in (low, high)):
-                raise TorchLoweringError("clamp is supported with number bounds")
             e = x
-            if low is not None and low != -math.inf:
-                e = Op("maximum", (e, Const(float(low))), ctype=ctype)
-            if high is not None and high != math.inf:
-                e = Op("minimum", (e, Const(float(high))), ctype=ctype)
+            for op, bound, unbounded in (("maximum", low, -math.inf), ("minimum", high, math.inf)):
+                if bound is None or bound == unbounded:
+                    continue
+                # a number, or a tensor broadcast to the result (T5 clamps to a computed bound)
+                limit = Const(float(bound)) if isinstance(bound, int | float) else self.expr(bound, shape, node, rows=True)
+                e = Op(op, (e, limit), ctype=ctype)
         elif name == "where":
             e = Op("where", (x, self.expr(args[1], shape, node, rows=True), self.expr(args[2], shape, node, rows=True)), ctype=ctype)
         elif name == "remainder":
@@ -479,19 +479,21 @@ class Lowering:
         shape, ktype = self._out(node)
         return self._reduce_node(node, kind, dims, shape, ktype)
 
-    def _reduce_node(self, node: Any, kind: str, dims: list[int] | None, shape: tuple[int, ...], ktype: str) -> Pending | Ref:
+    def _reduce_node(self, node: Any, kind: str, dims: list[int] | None, shape: tuple[int, ...], ktype: str,
+                     mask: bool = False) -> Pending | Ref:
         """A keepdim reduction stays pending (its consumer computes it per row); otherwise one
-        kernel writes it."""
+        kernel writes it. With `mask`, what is reduced is `x != 0` (any: max, all: min), a bool."""
         src = node.args[0]
         in_shape = tuple(src.meta["val"].shape)
         rank = len(in_shape)
         dims = sorted({d % rank for d in dims}) if dims else list(range(rank))
-        if ktype not in ("f16", "bf16", "f32"):
+        if ktype not in ("f16", "bf16", "f32") and not (mask and ktype == "i1"):
             raise TorchLoweringError(f"reductions to {ktype} are not supported")
         if 0 in in_shape:  # its kernel would read access tiles of no element
             raise TorchLoweringError(f"the reduced tensor has no elements (shape {list(in_shape)}): empty tensors are not lowered")
         nodes = self._inlined_nodes(src) + [node.name]
-        reduce = Reduce(kind, self.expr(src, in_shape, node, rows=True), tuple(dims), in_shape)
+        arg = self.expr(src, in_shape, node, rows=True)
+        reduce = Reduce(kind, Op("ne", (arg, Const(0.0))) if mask else arg, tuple(dims), in_shape)
         # the values of max/min(dim) are reached through getitem: written out, not pending
         if shape == reduce.shape and not isinstance(node.meta.get("val"), list | tuple):
             return Pending(reduce, shape, ktype, len(node.users), nodes)
@@ -516,6 +518,19 @@ class Lowering:
 
     def op_amax(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "max", list(node.args[1]) if len(node.args) > 1 else None)
+
+    def op_any(self, node: Any) -> Pending | Ref:
+        return self._logical(node, "max")
+
+    def op_all(self, node: Any) -> Pending | Ref:
+        return self._logical(node, "min")
+
+    def _logical(self, node: Any, kind: str) -> Pending | Ref:
+        """any / all (over every dim, one dim or several): the max / min of `x != 0`."""
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        dims = [dims] if isinstance(dims, int) else (list(dims) if dims else None)
+        shape, ktype = self._out(node)
+        return self._reduce_node(node, kind, dims, shape, ktype, mask=True)
 
     def op_amin(self, node: Any) -> Pending | Ref:
         return self._reduce(node, "min", list(node.args[1]) if len(node.args) > 1 else None)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ktir.fileio import confined_path
 
 SCHEMA_VERSION: Literal[1] = 1
+# the element types a program's buffers hold (ktir.lower.torch.program.numpy_dtype)
+DTYPES = ("i1", "f16", "bf16", "f32", "f64", "i32", "i64")
 
 
 RelativePath = Annotated[str, AfterValidator(lambda v: confined_path(v, "the manifest's folder"))]
@@ -100,6 +102,36 @@ class Manifest(BaseModel):
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=1) + "\n"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Manifest:
+        """What running the program relies on: names that resolve, element types it can
+        hold, tensors that lie inside their buffers (a manifest is a file anyone can edit)."""
+        buffers = {b.name: b for b in self.buffers}
+        if len(buffers) != len(self.buffers):
+            raise ValueError("buffer names repeat")
+        for b in self.buffers:
+            if b.dtype not in DTYPES:
+                raise ValueError(f"buffer {b.name}: element type {b.dtype!r} is not one of {', '.join(DTYPES)}")
+            if b.elements < 0 or any(d < 0 for d in b.shape):
+                raise ValueError(f"buffer {b.name}: negative size")
+        for k in self.kernels:
+            for name in (*k.args, *k.reads, *k.writes):
+                if name not in buffers:
+                    raise ValueError(f"kernel {k.name}: no buffer {name}")
+        for what, tensors in (("input", self.inputs), ("output", self.outputs)):
+            for t in tensors:
+                if t.buffer not in buffers:
+                    raise ValueError(f"{what} {t.name}: no buffer {t.buffer}")
+                if t.dtype not in DTYPES:
+                    raise ValueError(f"{what} {t.name}: element type {t.dtype!r} is not one of {', '.join(DTYPES)}")
+                if len(t.strides) != len(t.shape) or t.offset < 0 or any(d < 0 for d in t.shape) or any(s < 0 for s in t.strides):
+                    raise ValueError(f"{what} {t.name}: shape, strides and offset must be as many, and not negative")
+                last = t.offset + sum((d - 1) * s for d, s in zip(t.shape, t.strides, strict=True))
+                if min(t.shape, default=1) > 0 and last >= buffers[t.buffer].elements:
+                    raise ValueError(f"{what} {t.name}: reaches element {last} of buffer {t.buffer}, which has "
+                                     f"{buffers[t.buffer].elements}")
+        return self
 
 
 def json_schema() -> dict[str, object]:

@@ -266,7 +266,10 @@ class Program:
                     raise ProgramError(f"the weights do not hold buffer {b.name}")
                 arrays[b.name] = np.ascontiguousarray(self.weights[b.name].reshape(-1), dtype=dt)
             else:
-                arrays[b.name] = np.zeros(b.elements, dt)
+                try:
+                    arrays[b.name] = np.zeros(b.elements, dt)
+                except (MemoryError, ValueError):
+                    raise ProgramError(f"buffer {b.name}: cannot allocate {b.elements} elements of {b.dtype}") from None
         for spec in self.manifest.inputs:
             if spec.name not in inputs:
                 raise ProgramError(f"input {spec.name} is missing")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
+import re
 import sys
 import time
 import warnings
@@ -135,19 +137,40 @@ def _quiet_torch(collect: _Collect | None = None) -> Iterator[None]:
         export_log.handlers = saved[2]
 
 
+# torch names an output class it cannot rebuild: "Deserializing transformers.modeling_outputs.X in pytree is not registered"
+_UNREGISTERED = re.compile(r"Deserializing ([\w.]+) in pytree is not registered")
+
+
 def _load_pt2(path: Path) -> Any:
+    """torch.export.load, importing the modules that register the program's output classes
+    with pytree (a Hugging Face model returns transformers' ModelOutput classes, which are
+    registered when transformers.modeling_outputs is imported)."""
     import torch
 
     if not zipfile.is_zipfile(path):  # a .pt2 is a zip archive; say so before torch does, at length
         raise ValueError("not a zip archive")
-    collect = _Collect()
+    imported: set[str] = set()
+    while True:
+        collect = _Collect()
+        try:
+            with _quiet_torch(collect):
+                return torch.export.load(str(path))
+        except Exception as e:
+            # torch's exception says "see the warnings above"; the logged cause is its last line
+            cause = collect.lines[-1].strip() if collect.lines else str(e)
+            found = _UNREGISTERED.search(f"{e} {cause}")
+            module = found.group(1).rpartition(".")[0] if found else ""
+            if not module or module in imported or not _import(module):
+                raise ValueError(cause) from e
+            imported.add(module)
+
+
+def _import(module: str) -> bool:
     try:
-        with _quiet_torch(collect):
-            return torch.export.load(str(path))
-    except Exception as e:
-        # torch's exception says "see the warnings above"; the logged cause is its last line
-        cause = collect.lines[-1].strip() if collect.lines else str(e)
-        raise ValueError(cause) from e
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _one_line(e: BaseException) -> str:
@@ -189,6 +212,9 @@ def cmd_run_program(args: argparse.Namespace) -> int:
     from reference_interp import KtirRuntimeError
     from reference_interp.inputs import load_npy
 
+    if args.random_inputs is not None and not 0 <= args.random_inputs < 1 << 128:
+        print(f"ktir run-program: --random-inputs {args.random_inputs}: a seed is a non-negative integer", file=sys.stderr)
+        return EXIT_USAGE
     try:
         program = Program.load(args.manifest, runner=reference_interp.run)
     except ProgramError as e:

@@ -14,3 +14,11 @@ func.func @short_bodies(%a: tensor<4x8xi32>, %b: tensor<4x8xi32>, %x: tensor<4x8
   %rm = linalg.reduce { arith.maxsi } ins(%a : tensor<4x8xi32>) outs(%i0 : tensor<4xi32>) dimensions = [1]
   return %r, %m, %rf, %rm : tensor<4xi32>, tensor<4x8xi32>, tensor<4xf32>, tensor<4xi32>
 }
+func.func @short_compares(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %c: tensor<4x8xi1>) -> (tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %eb = tensor.empty() : tensor<4x8xi1>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %lt = linalg.map { arith.cmpf {predicate = 4 : i64} } ins(%x, %y : tensor<4x8xf32>, tensor<4x8xf32>) outs(%eb : tensor<4x8xi1>)
+  %pick = linalg.map { arith.select } ins(%c, %x, %y : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>)
+  %abs = linalg.map { math.absf {fastmath = #arith.fastmath<fast>} } ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>)
+  return %lt, %pick, %abs : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -131,3 +131,22 @@ def test_unreadable_pt2_prints_one_line_and_no_torch_traceback(tmp_path: Path, c
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"{bad}: error[torch]: not a torch.export program (")
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_lower_torch_reads_a_hugging_face_export(tmp_path: Path) -> None:
+    # a Hugging Face model returns transformers' output classes; torch.export.load cannot rebuild them
+    # in a process that has not imported transformers, which is what `ktir lower torch` is
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(vocab_size=64, n_embd=32, n_layer=1, n_head=2, n_positions=16, use_cache=False)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
+    saved = tmp_path / "gpt2.pt2"
+    torch.export.save(torch.export.export(model, (ids,)), str(saved))
+    out = tmp_path / "gpt2.ktir"
+    proc = subprocess.run([sys.executable, "-m", "ktir.cli", "lower", "torch", str(saved), "-o", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    got = Program.load(out.with_name("gpt2.manifest.json")).run(ids.numpy())
+    with torch.no_grad():
+        want = model(ids).logits.numpy()
+    assert got.shape == want.shape and np.abs(got - want).max() <= 1e-4 * max(1.0, float(np.abs(want).max()))

@@ -97,3 +97,23 @@ def test_nan_and_infinity_tests() -> None:
     got = from_torch(fn, (x,)).run(x.numpy())
     for g, w in zip(got, fn(x), strict=True):
         assert np.array_equal(g, w.numpy())
+
+
+def test_any_and_all_over_every_dim_one_or_several() -> None:
+    x = torch.randn(4, 6)
+    x[1, 2], x[2], x[3, 0] = float("inf"), 0.0, float("nan")
+    fns = [lambda s, x: torch.isinf(x).any(), lambda s, x: (x > 1).any(-1), lambda s, x: (x != 0).all(1, keepdim=True),
+           lambda s, x: torch.all(x), lambda s, x: torch.any(x, 0),
+           lambda s, x: torch.where(torch.isinf(x).any(), x.clamp(-1, 1), x)]  # T5's f16 overflow guard
+    for fn in fns:
+        got = from_torch(Fn(fn), (x,)).run(x)
+        want = fn(None, x).numpy()
+        assert np.asarray(got).dtype == want.dtype and np.array_equal(np.asarray(got), want, equal_nan=True)
+
+
+def test_clamp_to_computed_bounds() -> None:
+    x, hi = torch.randn(4, 6) * 3, torch.rand(6) + 0.5
+    fn = Fn(lambda s, x, hi: (torch.clamp(x, min=-hi, max=hi), torch.clamp(x, max=hi.max())))
+    got = from_torch(fn, (x, hi)).run(x, hi)
+    for g, w in zip(got, fn(x, hi), strict=True):
+        assert np.array_equal(g, w.numpy())

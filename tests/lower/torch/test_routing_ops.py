@@ -106,3 +106,22 @@ def test_grouped_matmul_over_sorted_rows() -> None:
         got = run(lambda s, x, w, o: torch.ops.transformers.grouped_mm_fallback(x, w, o), x, w, o)
         want = torch.ops.transformers.grouped_mm_fallback(x, w, o).numpy()
         assert np.allclose(got[0], want, atol=1e-5), np.abs(got[0] - want).max()
+
+
+def test_topk_with_nan_and_infinities_as_torch() -> None:
+    # NaN ranks above every number (first among the largest, last among the smallest); ties among
+    # equal values go to the lowest index (torch leaves their order unspecified)
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[1.0, nan, 3.0, -inf, nan], [-inf, -inf, -inf, 2.0, -inf], [inf, nan, 0.0, inf, -1.0]])
+    for largest in (True, False):
+        for k in (1, 3, 5):
+            values, ids = run(lambda s, x, k=k, largest=largest: torch.topk(x, k, largest=largest), x)
+            want = torch.topk(x, k, largest=largest)
+            assert np.array_equal(values, want.values.numpy(), equal_nan=True), (largest, k, values)
+            assert ids.min() >= 0 and ids.max() < x.shape[1]  # was one past the row on a NaN
+            assert all(len(set(row)) == k for row in ids.tolist())
+            assert np.array_equal(np.take_along_axis(x.numpy(), ids, 1), values, equal_nan=True)
+            for row, vals in zip(ids.tolist(), values.tolist(), strict=True):  # equal values: lowest index first
+                for a in range(k - 1):
+                    same_value = vals[a] == vals[a + 1] or (np.isnan(vals[a]) and np.isnan(vals[a + 1]))
+                    assert not same_value or row[a] < row[a + 1]

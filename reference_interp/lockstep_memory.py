@@ -1,0 +1,596 @@
+"""Lockstep access tiles, loads and stores (see lockstep.py).
+
+A laned access tile (`LTile`) keeps its base view and shape once and, per lane, its lower
+corner (direct tiles) or its coordinate arrays (indirect tiles), as arrays with the lane
+dimensions in front. A load or store of a box tile computes every lane's byte offset at
+once and moves all the lanes' boxes with one numpy operation: a strided "windows" view of
+the allocation (one window per element address, shaped like the box) indexed by the lanes'
+element addresses. Every check of the per-tile path runs over all lanes: coordinates in the
+view, bytes in the allocation or scratchpad capacity, alignment; each tile's accesses go to
+the race tracker (which also checks reads of unwritten scratchpad bytes) as one descriptor
+per tile (a box with the iterations as extra dimensions when they are evenly spaced, else
+the list of bytes). Any failure gives up lockstep (`Diverged`): the per-tile run reports it.
+
+What has no vectorised form here (masked tiles, tensor bases, scatters through indirect
+tiles, aliasing strides) runs lane by lane through the per-tile functions themselves, with
+each lane's own tile context; inside a vectorised loop it gives up instead, as the byte
+spans of the iterations could not be checked.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import access
+from .access import AccessTile, box_injective
+from .lockstep import Diverged, Lanes, PerTile
+from .memory import BoxDesc, Desc, DistributedView, IdxDesc, MemoryView
+from .races import RaceFound, UninitFound
+
+I64 = np.int64
+
+
+class LTile:
+    """A laned access tile: `lo` (direct) or `coords` (indirect) carry the lane dimensions."""
+
+    __slots__ = ("view", "lo", "ext", "mask", "perm", "shape", "coords", "parts", "rank")
+
+    def __init__(self, view: Any, ext: tuple[int, ...], perm: tuple[int, ...] | None, shape: tuple[int, ...],
+                 rank: int, lo: tuple[np.ndarray, ...] | None = None, mask: np.ndarray | None = None,
+                 coords: list[np.ndarray] | None = None, parts: np.ndarray | None = None) -> None:
+        self.view = view
+        self.ext = ext
+        self.perm = perm
+        self.shape = shape
+        self.rank = rank  # lane dimensions
+        self.lo = lo
+        self.mask = mask
+        self.coords = coords
+        self.parts = parts  # distributed base: the partition of each lane's box (-1: none checked)
+
+    def expand(self, rank: int) -> LTile:
+        def ex(a: np.ndarray) -> np.ndarray:
+            return a.reshape(a.shape[:rank] + (1,) + a.shape[rank:])
+
+        return LTile(self.view, self.ext, self.perm, self.shape, rank + 1,
+                     lo=tuple(ex(a) for a in self.lo) if self.lo is not None else None, mask=self.mask,
+                     coords=[ex(c) for c in self.coords] if self.coords is not None else None,
+                     parts=ex(self.parts) if self.parts is not None else None)
+
+    def item(self, idx: tuple[int, ...]) -> AccessTile:
+        view = self.view.items[idx[0]] if type(self.view) is PerTile else self.view
+
+        def at(a: np.ndarray) -> Any:
+            return a[tuple(i if n > 1 else 0 for i, n in zip(idx, a.shape[: self.rank], strict=True))]
+
+        if self.coords is not None:
+            return AccessTile(view, self.ext, self.perm, mask=self.mask, coords=[np.asarray(at(c)) for c in self.coords])
+        assert self.lo is not None
+        return AccessTile.box(view, tuple(int(at(a)) for a in self.lo), self.ext, self.perm, self.mask, self.shape)
+
+
+def as_ltile(tile: Any, rank: int) -> LTile:
+    """A uniform access tile as a laned one (every lane the same)."""
+    if type(tile) is LTile:
+        return tile
+    if not isinstance(tile, AccessTile):
+        raise Diverged("the operand is not an access tile")
+    one = (1,) * rank
+    if tile.coords is not None:
+        return LTile(tile.view, tile.ext, tile.perm, tile.shape, rank, mask=tile.mask,
+                     coords=[np.asarray(c, dtype=I64).reshape(one + np.shape(c)) for c in tile.coords])
+    assert tile.lo is not None
+    return LTile(tile.view, tile.ext, tile.perm, tile.shape, rank, lo=tuple(np.full(one, a, dtype=I64) for a in tile.lo),
+                 mask=tile.mask)
+
+
+# ---------------------------------------------------------------------- descriptors per tile
+
+
+def _squeeze_broadcast(a: np.ndarray) -> np.ndarray:
+    """Drop the dimensions along which `a` repeats (broadcast, or of size 1)."""
+    for k in reversed(range(a.ndim)):
+        if a.shape[k] == 1 or a.strides[k] == 0:
+            a = a.take(0, axis=k)
+    return a
+
+
+def tile_desc(offs: np.ndarray, ext: tuple[int, ...], bstrides: tuple[int, ...], isz: int) -> Desc:
+    """The bytes one tile's lanes access: boxes of `ext` at byte offsets `offs` (one per lane)."""
+    if not np.ndim(offs):
+        return BoxDesc(int(offs), ext, bstrides, isz)
+    offs = _squeeze_broadcast(np.asarray(offs))
+    if offs.ndim == 0:
+        return BoxDesc(int(offs), ext, bstrides, isz)
+    if offs.size and 0 not in ext:
+        first = int(offs.reshape(-1)[0])
+        steps = []
+        for k in range(offs.ndim):
+            idx = [0] * offs.ndim
+            idx[k] = 1
+            steps.append(int(offs[tuple(idx)]) - first)
+        if all(s > 0 for s in steps):
+            fit = first + sum(np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(offs.ndim)]) * s
+                              for k, (n, s) in enumerate(zip(offs.shape, steps, strict=True)))
+            if np.array_equal(np.broadcast_to(fit, offs.shape), offs):
+                return BoxDesc(first, (*offs.shape, *ext), (*steps, *bstrides), isz)
+    rel = _box_rel(ext, bstrides)
+    return IdxDesc((offs.reshape(-1, 1) + rel.reshape(1, -1)).reshape(-1), isz)
+
+
+def _box_rel(ext: tuple[int, ...], bstrides: tuple[int, ...]) -> np.ndarray:
+    rel = np.zeros(ext, dtype=I64)
+    for d, (e, s) in enumerate(zip(ext, bstrides, strict=True)):
+        rel = rel + np.arange(e, dtype=I64).reshape([-1 if j == d else 1 for j in range(len(ext))]) * s
+    return rel
+
+
+def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, np.ndarray]], make: Any, write: bool,
+           opname: str) -> None:
+    """Report each tile's accesses (`per_tile`: (tile, byte offsets of its lanes)) to the race tracker."""
+    if not lanes.race_on and alloc.init is None:
+        return
+    tracker = lanes.tracker
+    sync = lanes.sync
+    for t, offs in per_tile:
+        desc = make(offs)
+        try:
+            if sync is not None:  # checked now (clocks of the chunk's start), recorded after the chunk
+                if write:
+                    tracker.check_write(alloc, desc, t)
+                else:
+                    tracker.check_read(alloc, desc, t)
+                sync.deferred.append((alloc, desc, t, opname, write))
+            elif write:
+                tracker.write(alloc, desc, t, opname)
+            else:
+                tracker.read(alloc, desc, t, opname)
+        except (RaceFound, UninitFound) as e:
+            raise Diverged(f"the race tracker: {type(e).__name__}") from None
+
+
+def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tuple[int, np.ndarray]], np.ndarray, np.ndarray | None]:
+    """For the lanes `sel` selects (None: all; int t: tile t's; bool array), whose byte
+    offsets are `off` (shaped like the selection): the offsets per tile, and the offsets over
+    the whole lane shape with the mask of selected lanes (None: all)."""
+    n = shape[0]
+    if sel is None:
+        whole = off if off.shape == shape else np.broadcast_to(off, shape)
+        return [(t, whole[t]) for t in range(n)], whole, None
+    if isinstance(sel, int):
+        whole = np.zeros(shape, dtype=I64)
+        whole[sel] = off
+        mask = np.zeros(shape, dtype=bool)
+        mask[sel] = True
+        return [(sel, np.broadcast_to(off, shape[1:]))], whole, mask
+    sel = np.broadcast_to(sel, shape)
+    whole = np.zeros(shape, dtype=I64)
+    whole[sel] = off
+    return [(t, whole[t][sel[t]]) for t in range(n) if sel[t].any()], whole, sel
+
+
+def _spans(lanes: Lanes, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
+    if lanes.regions:
+        lo = np.broadcast_to(lo, lanes.shape)
+        hi = np.broadcast_to(hi, lanes.shape)
+        for region in lanes.regions:
+            region.access(alloc, lo, hi, write)
+
+
+def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool) -> None:
+    """Report the byte spans of the lanes to the vectorised loops in progress (unselected
+    lanes: an empty span that every merge ignores)."""
+    if not lanes.regions:
+        return
+    lo = np.broadcast_to(whole, lanes.shape)
+    if mask is None:
+        hi = lo + span
+    else:
+        hi = np.where(mask, lo + span, -1)
+        lo = np.where(mask, lo, np.iinfo(I64).max)
+    for region in lanes.regions:
+        region.access(alloc, lo, np.broadcast_to(hi, lanes.shape), write)
+
+
+def _no_overlap(lo: np.ndarray, hi: np.ndarray) -> None:
+    """Distinct lanes of one store write disjoint bytes (checked when no tracker sees them)."""
+    shape = np.broadcast_shapes(np.shape(lo), np.shape(hi))
+    lo = np.broadcast_to(lo, shape).reshape(-1)
+    hi = np.broadcast_to(hi, shape).reshape(-1)
+    if lo.size < 2:
+        return
+    order = np.argsort(lo, kind="stable")
+    if (hi[order][:-1] >= lo[order][1:]).any():
+        raise Diverged("lanes of one store overlap")
+
+
+# ---------------------------------------------------------------------- box groups
+
+
+def _groups(lt: LTile, lanes: Lanes) -> list[tuple[MemoryView, Any]] | None:
+    """The views a box tile's lanes reach: (view, lane selector) with selector None (all
+    lanes), an int (the lanes of one tile) or a bool array over the lanes. None: no
+    vectorised form."""
+    view = lt.view
+    if type(view) is MemoryView:
+        return [(view, None)]
+    if type(view) is PerTile:
+        if not all(type(v) is MemoryView for v in view.items):
+            return None
+        return [(v, t) for t, v in enumerate(view.items)]
+    if type(view) is DistributedView and lt.parts is not None:
+        parts = np.broadcast_to(lt.parts, lanes.shape)
+        return [(p, parts == k) for k, p in enumerate(view.parts) if (parts == k).any()]
+    return None
+
+
+def _select(a: np.ndarray, sel: Any, shape: tuple[int, ...]) -> np.ndarray:
+    if sel is None:
+        return a
+    if isinstance(sel, int):
+        return a[sel] if a.shape[0] > 1 else a[0]
+    return np.broadcast_to(a, shape)[sel]
+
+
+def _offsets(view: MemoryView, lo: tuple[np.ndarray, ...]) -> np.ndarray:
+    off: Any = view.boff
+    for a, s in zip(lo, view.bstrides, strict=True):
+        off = off + a * s
+    return np.asarray(off, dtype=I64)
+
+
+def _span(ext: tuple[int, ...], bstrides: tuple[int, ...], isz: int) -> int:
+    """Bytes from a box's first byte to its last (inclusive), -1 when empty."""
+    if 0 in ext:
+        return -1
+    return sum((e - 1) * s for e, s in zip(ext, bstrides, strict=True)) + isz - 1
+
+
+def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
+    """The allocation, after checking (and for scratchpads, growing to) every lane's bytes."""
+    alloc = view.alloc
+    if alloc is None:
+        raise Diverged("a view outside every array")
+    if span < 0 or not off.size:
+        return alloc
+    lo, hi = int(off.min()), int(off.max()) + span
+    if lo < 0:
+        raise Diverged("out of bounds")
+    if alloc.growable:
+        cap = alloc.capacity
+        if cap is not None and hi >= cap:
+            raise Diverged("scratchpad capacity")
+        alloc.ensure(hi + 1)
+    elif hi >= alloc.nbytes:
+        raise Diverged("out of bounds")
+    if (off % view.itemsize).any():
+        raise Diverged("unaligned box")
+    return alloc
+
+
+_WINDOWS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
+    """One box-shaped window per element address of the allocation (a strided view of its
+    buffer; the same buffer, dtype and box give the same windows)."""
+    raw = alloc.raw
+    key = (id(raw), view.dtype, ext, view.bstrides)
+    found = _WINDOWS.get(key)
+    if found is not None and found[0] is raw:
+        return found[1]
+    isz = view.itemsize
+    reach = sum((e - 1) * s for e, s in zip(ext, view.bstrides, strict=True)) if ext else 0
+    n = max((len(raw) - reach) // isz, 0)
+    win = np.ndarray(shape=(n, *ext), dtype=view.dtype, buffer=raw, offset=0, strides=(isz, *view.bstrides))
+    if len(_WINDOWS) > 256:
+        _WINDOWS.clear()
+    _WINDOWS[key] = (raw, win)
+    return win
+
+
+def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
+    """(first offset, step per lane dimension) when the lanes' offsets are evenly spaced along
+    each lane dimension with non-negative steps (positive where `strict` and the dimension has
+    more than one lane); None otherwise."""
+    a = np.asarray(off)
+    if a.ndim == 0:
+        return int(a), ()
+    first = int(a.reshape(-1)[0]) if a.size else 0
+    steps = []
+    for k, n in enumerate(a.shape):
+        if n == 1:
+            steps.append(0)
+            continue
+        idx = [0] * a.ndim
+        idx[k] = 1
+        step = int(a[tuple(idx)]) - first
+        if step < 0 or (strict and step == 0):
+            return None
+        steps.append(step)
+    fit: Any = first
+    for k, (n, st) in enumerate(zip(a.shape, steps, strict=True)):
+        if n > 1:
+            fit = fit + np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(a.ndim)]) * st
+    if not np.array_equal(np.broadcast_to(fit, a.shape), a):
+        return None
+    return first, tuple(steps)
+
+
+def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...], strict: bool) -> np.ndarray | None:
+    """All lanes' boxes as one strided view of the allocation, when the lanes are evenly spaced."""
+    lat = _lattice(off, strict)
+    if lat is None:
+        return None
+    first, steps = lat
+    return np.ndarray(shape=off.shape + ext, dtype=view.dtype, buffer=alloc.raw, offset=first,
+                      strides=steps + view.bstrides)
+
+
+def _count(lanes: Lanes, view: MemoryView, per_lane: int, sel: Any, write: bool) -> None:
+    """Statistics: each tile moved `per_lane` bytes per lane of it (selected by `sel`)."""
+    counts = _lanes_per_tile(lanes, sel)
+    sid = view.space_id
+    for t, ctx in enumerate(lanes.contexts):
+        k = counts[t]
+        if not k:
+            continue
+        nbytes = per_lane * k
+        if write:
+            ctx.wr[sid] += nbytes
+        else:
+            ctx.rd[sid] += nbytes
+        if view.ct_id is not None and view.ct_id != t:
+            key = -view.ct_id - 1 if write else view.ct_id
+            ctx.remote[key] = ctx.remote.get(key, 0) + nbytes
+
+
+def _lanes_per_tile(lanes: Lanes, sel: Any) -> list[int]:
+    if sel is None:
+        return [lanes.per_tile] * lanes.n_tiles
+    if isinstance(sel, int):
+        return [lanes.per_tile if t == sel else 0 for t in range(lanes.n_tiles)]
+    s = np.broadcast_to(sel, lanes.shape).reshape(lanes.n_tiles, -1)
+    return [int(x) for x in s.sum(axis=1)]
+
+
+# ---------------------------------------------------------------------- loads
+
+
+def load(lanes: Lanes, tile: Any, rank: int, opname: str) -> np.ndarray:
+    """The laned tensor a `ktdp.load` of `tile` gives (lane dimensions first)."""
+    lt = as_ltile(tile, rank)
+    if lt.mask is None:
+        if lt.coords is None:
+            groups = _groups(lt, lanes)
+            if groups is not None:
+                return _perm(_load_boxes(lanes, lt, groups, opname), lt, rank)
+        elif type(lt.view) is MemoryView:
+            return _perm(_gather(lanes, lt.view, lt.coords, lt.ext, rank, opname), lt, rank)
+    return _per_lane_load(lanes, lt, rank, opname)
+
+
+def _perm(data: np.ndarray, lt: LTile, rank: int) -> np.ndarray:
+    if lt.perm is None:
+        return data
+    return data.transpose(tuple(range(rank)) + tuple(rank + p for p in lt.perm))
+
+
+def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], opname: str) -> np.ndarray:
+    assert lt.lo is not None
+    ext = lt.ext
+    shape = lanes.shape
+    out: np.ndarray | None = None
+    for view, sel in groups:
+        if view.dtype != groups[0][0].dtype:
+            raise Diverged("partitions of different element types")
+        lo = tuple(_select(a, sel, shape) for a in lt.lo)
+        off = _offsets(view, lo)
+        span = _span(ext, view.bstrides, view.itemsize)
+        alloc = _bounds(lanes, view, off, span)
+        if span >= 0:
+            per_tile, whole, mask = _split(off, sel, shape)
+            _regions(lanes, alloc, whole, mask, span, False)
+            _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
+            box = _box_view(alloc, view, off, ext, False) if sel is None else None
+            data = box.copy() if box is not None else _windows(alloc, view, ext)[off // view.itemsize]
+        else:
+            data = np.zeros(off.shape + ext, view.dtype)
+        _count(lanes, view, math.prod(ext) * view.itemsize, sel, False)
+        if sel is None:
+            return data
+        if out is None:
+            out = np.zeros(shape + ext, dtype=view.dtype)
+        out[sel] = data
+    if out is None:
+        raise Diverged("a distributed tile reaches no partition")
+    return out
+
+
+def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
+            opname: str) -> np.ndarray:
+    """A load through an indirect tile of a memory view: coordinates with lane dimensions."""
+    shape = lanes.shape
+    if len(coords) != view.rank:
+        raise Diverged("subscripts and view rank differ")
+    alloc = view.alloc
+    if alloc is None or alloc.growable:
+        raise Diverged("indirect access of a scratchpad")
+    isz = view.itemsize
+    if (view.addr - alloc.base) % isz:
+        raise Diverged("unaligned view")
+    base = (view.addr - alloc.base) // isz
+    full_shape = shape + tuple(ext)
+    run = _run_of(coords[-1], rank) if view.strides[-1] == 1 and len(coords) > 1 else None
+    rows: Any = base
+    for c, o, s in zip(coords[:-1] if run is not None else coords, view.origin, view.strides, strict=False):
+        rows = rows + (c - o) * s
+    if run is not None:
+        start, n = run
+        rows = np.asarray(rows + (start - view.origin[-1]), dtype=I64)
+        rows = np.broadcast_to(rows, full_shape[:-1] + (1,))[..., 0]  # the first element of each row
+        last = n - 1
+    else:
+        n, last = 1, 0
+        rows = np.broadcast_to(np.asarray(rows, dtype=I64), full_shape)
+    if rows.size and (int(rows.min()) < 0 or (int(rows.max()) + last + 1) * isz > alloc.nbytes):
+        raise Diverged("out of bounds")
+    per = rows.reshape(shape + (-1,))
+    if per.size:
+        def make(o: np.ndarray) -> IdxDesc:
+            o = np.asarray(o).reshape(-1)
+            if n == 1:
+                return IdxDesc(o * isz, isz)
+            return IdxDesc(None, isz, int(o.min()) * isz, (int(o.max()) + n) * isz - 1,
+                           make=lambda o=o: ((o[:, None] + np.arange(n)).reshape(-1) * isz))
+        _track(lanes, alloc, [(t, per[t]) for t in range(lanes.n_tiles)], make, False, opname)
+        _spans(lanes, alloc, per.min(axis=-1) * isz, (per.max(axis=-1) + n) * isz - 1, False)
+    typed = alloc.typed(view.dtype)
+    if run is not None:
+        windows = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz),
+                                                  writeable=False)
+        data = windows[rows]
+    else:
+        data = typed[rows]
+    _count(lanes, view, math.prod(ext) * isz, None, False)
+    return data
+
+
+def _run_of(c: np.ndarray, rank: int) -> tuple[int, int] | None:
+    """(start, n) when the coordinate array is start, start + 1, ... along its last axis and
+    constant along every other (lane dimensions included)."""
+    if c.ndim < rank + 1 or any(n != 1 for n in c.shape[:-1]):
+        return None
+    row = c.reshape(-1)
+    n = row.size
+    if not n:
+        return None
+    start = int(row[0])
+    if not np.array_equal(row, np.arange(start, start + n, dtype=row.dtype)):
+        return None
+    return start, n
+
+
+def _per_lane_load(lanes: Lanes, lt: LTile, rank: int, opname: str) -> np.ndarray:
+    if rank > 1:
+        raise Diverged("a load with no vectorised form in a vectorised loop", lanes.regions[-1].loop if lanes.regions else None)
+    out = []
+    for t in range(lanes.n_tiles):
+        out.append(access.load(lanes.contexts[t], lt.item((t,)), opname))
+    first = out[0]
+    if any(o.shape != first.shape or o.dtype != first.dtype for o in out):
+        raise Diverged("lanes load different shapes")
+    return np.stack(out)
+
+
+# ---------------------------------------------------------------------- stores
+
+
+def store(lanes: Lanes, tile: Any, data: Any, data_laned: bool, rank: int, opname: str) -> None:
+    lt = as_ltile(tile, rank)
+    data = np.asarray(data)
+    tail = data.shape[rank:] if data_laned else data.shape
+    if tail != tuple(lt.shape):
+        raise Diverged("stored shape differs from the tile's")
+    view = lt.view
+    dt = view.items[0].dtype if type(view) is PerTile else access.view_dtype(view)
+    if data.dtype != dt:
+        raise Diverged("stored element type differs")
+    if not data_laned:
+        data = data.reshape((1,) * rank + data.shape)
+    if lt.perm is not None:
+        inv = tuple(int(x) for x in np.argsort(lt.perm))
+        data = data.transpose(tuple(range(rank)) + tuple(rank + p for p in inv))
+    if lt.mask is None and lt.coords is None:
+        groups = _groups(lt, lanes)
+        if groups is not None and all(box_injective(lt.ext, v.strides) for v, _ in groups):
+            _store_boxes(lanes, lt, groups, data, opname)
+            return
+    _per_lane_store(lanes, lt, data, rank, opname)
+
+
+def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], data: np.ndarray, opname: str) -> None:
+    assert lt.lo is not None
+    ext = lt.ext
+    shape = lanes.shape
+    full = np.broadcast_to(data, shape + ext)
+    for view, sel in groups:
+        if view.alloc is not None and view.alloc.shared:
+            view.alloc.own()
+        lo = tuple(_select(a, sel, shape) for a in lt.lo)
+        off = _offsets(view, lo)
+        if sel is None:
+            off = np.broadcast_to(off, shape)
+            part = full
+        elif isinstance(sel, int):
+            off = np.broadcast_to(off, shape[1:])
+            part = full[sel]
+        else:
+            part = full[np.broadcast_to(sel, shape)]
+        span = _span(ext, view.bstrides, view.itemsize)
+        alloc = _bounds(lanes, view, off, span)
+        if span < 0:
+            continue
+        per_tile, whole, mask = _split(off, sel, shape)
+        _regions(lanes, alloc, whole, mask, span, True)
+        _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
+        if not (lanes.race_on and not alloc.private) and not isinstance(sel, int):
+            _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
+        box = _box_view(alloc, view, off, ext, True) if sel is None else None
+        if box is not None:
+            box[...] = part
+        else:
+            _windows(alloc, view, ext)[off // view.itemsize] = part
+        _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
+
+
+def _per_lane_store(lanes: Lanes, lt: LTile, data: np.ndarray, rank: int, opname: str) -> None:
+    if rank > 1:
+        raise Diverged("a store with no vectorised form in a vectorised loop", lanes.regions[-1].loop if lanes.regions else None)
+    full = np.broadcast_to(data, (lanes.n_tiles,) + data.shape[1:])
+    for t in range(lanes.n_tiles):
+        tile = lt.item((t,))
+        d = full[t]
+        if tile.perm is not None:
+            d = d.transpose(tile.perm)  # store() transposes back
+        access.store(lanes.contexts[t], tile, np.ascontiguousarray(d), opname)
+
+
+# ---------------------------------------------------------------------- access tiles
+
+
+def check_box_tile(lanes: Lanes, view: Any, lo: tuple[np.ndarray, ...], ext: tuple[int, ...], mask: Any,
+                   rank: int, make_item: Any) -> np.ndarray | None:
+    """Every lane's box lies in the view (exactly as construct_access_tile checks it), else
+    Diverged. For a distributed view: the partition holding each lane's box (or None when a
+    box spans several partitions: its loads and stores then run lane by lane)."""
+    if type(view) is MemoryView and mask is None and view.is_box:
+        if len(lo) != len(view.box_lo):
+            raise Diverged("subscripts and view rank differ")
+        for a, e, b, h in zip(lo, ext, view.box_lo, view.box_hi, strict=True):
+            if a.size and (int(a.min()) < b or int(a.max()) + e - 1 > h):
+                raise Diverged("out of view")
+        return None
+    if type(view) is DistributedView and mask is None and all(p.is_box and len(p.box_lo) == len(lo) for p in view.parts):
+        inside = []
+        for p in view.parts:
+            ok: Any = True
+            for a, e, b, h in zip(lo, ext, p.box_lo, p.box_hi, strict=True):
+                ok = ok & (a >= b) & (a + (e - 1) <= h)
+            inside.append(np.asarray(ok))
+        count = sum(np.asarray(x, dtype=np.int8) for x in inside)
+        if np.all(count == 1):
+            return np.asarray(np.argmax(np.stack(np.broadcast_arrays(*inside)), axis=0), dtype=I64)
+    # exact per lane (the per-tile check, which raises on the first bad coordinate)
+    if rank > 1:
+        raise Diverged("an access tile without a vectorised check in a vectorised loop",
+                       lanes.regions[-1].loop if lanes.regions else None)
+    from .ops.ktdp import _check_in_view
+
+    for t in range(lanes.n_tiles):
+        tile = make_item((t,))
+        _check_in_view(tile.view, tile)
+    return None

@@ -1,0 +1,512 @@
+"""Lane implementations of control flow, tile ids, elementwise ops and memory ops (lockstep.py).
+
+Scalar `arith` and `math` ops on laned values reuse the per-tile implementations compiled
+in vector mode (as inside linalg bodies): the same numpy functions, elementwise over the
+lanes, so each lane computes exactly what the per-tile op computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ktir.dialects.access import named
+from ktir.ir import attributes as at
+from ktir.ir import types as ty
+from ktir.ir.operation import Operation
+
+from . import lockstep_memory as lsm
+from .affine_eval import compile_map
+from .dtypes import np_dtype
+from .errors import CompileError
+from .lockstep import (
+    CHUNK_BYTES,
+    MAX_LANES,
+    Diverged,
+    LaneCompiler,
+    LaneFn,
+    Lanes,
+    NotVectorisable,
+    PerTile,
+    Region,
+    direct_sync,
+    expand,
+    lane_impl,
+    lane_item,
+    to_laned,
+)
+from .ops.common import element
+
+I64 = np.int64
+
+
+# ---------------------------------------------------------------------- tiles
+
+
+@lane_impl("ktdp.get_compute_tile_id")
+def tile_id(c: LaneCompiler, op: Operation) -> LaneFn:
+    from .ops.ktdp import func_grid
+
+    res = c.result_slots(op)
+    grid = func_grid(c)
+    dim = c.attr(op, "dim")
+    axes = [int(dim.value)] if isinstance(dim, at.IntegerAttr) else list(range(len(res)))
+    if len(res) != len(axes) or any(not 0 <= a < len(grid) for a in axes):
+        raise CompileError("get_compute_tile_id: results and grid rank differ", op)
+    shape_tail = (1,) * (c.rank - 1)
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        coords = [ctx.coords for ctx in lanes.contexts]
+        for r, a in zip(res, axes, strict=True):
+            lf[r] = np.array([cc[a] for cc in coords], dtype=I64).reshape((lanes.n_tiles,) + shape_tail)
+
+    return run
+
+
+# ---------------------------------------------------------------------- elementwise
+
+
+def _elementwise(c: LaneCompiler, op: Operation) -> LaneFn:
+    return c.pertile_op(op, vector=True)  # type: ignore[no-any-return]
+
+
+def _register_elementwise() -> None:
+    from ktir.dialects.registry import OPS
+
+    from .compiler import FACTORIES
+
+    names = [n for n in FACTORIES if n.startswith(("arith.", "math.")) and n not in ("arith.constant", "arith.select")]
+    for n in names:
+        if n in OPS:
+            lane_impl(n)(_elementwise)
+
+
+_register_elementwise()
+
+
+@lane_impl("arith.select")
+def select(c: LaneCompiler, op: Operation) -> LaneFn:
+    k, a, b = (c.operand_slot(op, n) for n in ("condition", "true_value", "false_value"))
+    (r,) = c.result_slots(op)
+    cond_t = c.operand_type(op, "condition")
+    rt = c.rtype(op)
+    if isinstance(cond_t, ty.TensorType) or not isinstance(rt, ty.TensorType):
+        return c.pertile_op(op, vector=True)  # type: ignore[no-any-return]
+    # a scalar condition choosing between tensors: the condition's lane dims, then the tensor's
+    rank = len(rt.shape)
+    dt = np_dtype(element(rt))
+    R = c.rank
+    cond_laned = c.is_laned(named(op).operand("condition"))
+
+    def run(lf: list[Any]) -> None:
+        cond = lf[k]
+        x, y = lf[a], lf[b]
+        if not cond_laned:
+            lf[r] = x if cond else y
+            return
+        cnd = np.asarray(cond).reshape(np.shape(cond) + (1,) * rank)
+        xs = x if np.ndim(x) > rank else np.asarray(x).reshape((1,) * R + np.shape(x))
+        ys = y if np.ndim(y) > rank else np.asarray(y).reshape((1,) * R + np.shape(y))
+        lf[r] = np.where(cnd, xs, ys).astype(dt, copy=False)
+
+    return run
+
+
+# ---------------------------------------------------------------------- scf
+
+
+def _trips(lo: Any, hi: Any, step: Any) -> int:
+    """The common trip count of the lanes (Diverged when they differ)."""
+    if type(lo) is not np.ndarray and type(hi) is not np.ndarray and type(step) is not np.ndarray:
+        lo, hi, step = int(lo), int(hi), int(step)
+        if step <= 0:
+            raise Diverged("scf.for step is not positive")
+        return len(range(lo, hi, step))
+    lo_a, hi_a, st_a = (np.asarray(x, dtype=I64) for x in (lo, hi, step))
+    if (st_a <= 0).any():
+        raise Diverged("scf.for step is not positive")
+    if int(hi_a.max()) - int(lo_a.min()) >= 1 << 62:
+        raise Diverged("loop bounds too far apart")
+    count = np.where(hi_a > lo_a, (hi_a - lo_a + st_a - 1) // st_a, 0)
+    first = int(count.reshape(-1)[0])
+    if not (count == first).all():
+        raise Diverged("lanes run a loop a different number of times")
+    return first
+
+
+def _step_budget(lf: list[Any], trips: int, ops: int) -> None:
+    rep = lf[0]
+    if rep.steps + trips * ops * lf[1].per_tile > rep.step_limit:
+        raise Diverged("step limit")
+
+
+@lane_impl("scf.for")
+def scf_for(c: LaneCompiler, op: Operation) -> LaneFn:
+    if id(op) in c.vectorised:
+        return _vector_for(c, op)
+    return _seq_for(c, op)
+
+
+def _seq_for(c: LaneCompiler, op: Operation) -> LaneFn:
+    lb, ub, st = (c.operand_slot(op, n) for n in ("lower_bound", "upper_bound", "step"))
+    inits = c.operand_group(op, "init_args")
+    init_names = op.operands[3:]
+    res = c.result_slots(op)
+    block = op.regions[0].blocks[0]
+    body = c.compile_region(op.regions[0])
+    iv = body.arg_slots[0]
+    carried = body.arg_slots[1:]
+    want = tuple(c.is_laned(a.name) for a in block.arguments[1:])
+    kinds = [c.kind(a.type) for a in block.arguments[1:]]
+    conv = [(s, i, w and not c.is_laned(n), k) for s, i, w, n, k in zip(carried, inits, want, init_names, kinds, strict=True)]
+    R = c.rank
+
+    def run(lf: list[Any]) -> None:
+        lo, hi, step = lf[lb], lf[ub], lf[st]
+        n = _trips(lo, hi, step)
+        _step_budget(lf, n, body.n)
+        for s, i, to_lane, kind in conv:
+            lf[s] = to_laned(lf[i], kind, R) if to_lane else lf[i]
+        for k in range(n):
+            lf[iv] = lo + k * step
+            body.run(lf)
+            vals = body.results(lf, R, want)
+            for s, v in zip(carried, vals, strict=True):
+                lf[s] = v
+        for r, s in zip(res, carried, strict=True):
+            lf[r] = lf[s]
+
+    return run
+
+
+def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
+    loop = id(op)
+    lb, ub, st = (c.operand_slot(op, n) for n in ("lower_bound", "upper_bound", "step"))
+    R = c.rank
+    captured = [n for n in sorted(c.facts.free[loop]) if c.is_laned(n)]
+    pairs = [(c.slot(f"{n}@{loop}"), c.value_slot(n)) for n in captured]
+    saved = dict(c.alias)
+    for n, (dst, _src) in zip(captured, pairs, strict=True):
+        c.alias[n] = dst
+    c.rank = R + 1
+    c.vector_stack.append(loop)
+    try:
+        body = c.compile_region(op.regions[0])
+    finally:
+        c.rank = R
+        c.vector_stack.pop()
+        c.alias = saved
+    iv = body.arg_slots[0]
+    ones = (1,) * R
+    per_iteration = c.sizes[loop] * 8  # bytes of the body's largest tensor, per lane
+    sync = direct_sync(op)
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        lo, hi, step = lf[lb], lf[ub], lf[st]
+        n = _trips(lo, hi, step)
+        if n == 0:
+            return
+        count = 1
+        for x in lanes.shape:
+            count *= x
+        # iterations per chunk: chunks run one after another, in order, so only the
+        # iterations of one chunk must touch disjoint bytes
+        chunk = max(1, min(n, CHUNK_BYTES // max(count * per_iteration, 1), MAX_LANES // count))
+        _step_budget(lf, n, body.n)
+        lo_a = np.asarray(lo, dtype=I64)
+        st_a = np.asarray(step, dtype=I64)
+        if lo_a.ndim < R:
+            lo_a = lo_a.reshape(ones)
+        if st_a.ndim < R:
+            st_a = st_a.reshape(ones)
+        for dst, src in pairs:
+            lf[dst] = expand(lf[src], R)
+        shape, per_tile = lanes.shape, lanes.per_tile
+        try:
+            for k0 in range(0, n, chunk):
+                m = min(chunk, n - k0)
+                lf[iv] = lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + m, dtype=I64)
+                lanes.shape = shape + (m,)
+                lanes.per_tile = per_tile * m
+                region = Region(loop, R + 1, sync)
+                lanes.regions.append(region)
+                if sync:
+                    lanes.sync = region
+                try:
+                    body.run(lf)
+                    if sync:
+                        region.replay(lanes)
+                finally:
+                    lanes.regions.pop()
+                    if sync:
+                        lanes.sync = None
+        finally:
+            lanes.shape, lanes.per_tile = shape, per_tile
+
+    return run
+
+
+@lane_impl("scf.if")
+def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
+    k = c.operand_slot(op, "condition")
+    res = c.result_slots(op)
+    then = c.compile_region(op.regions[0])
+    other = c.compile_region(op.regions[1]) if len(op.regions) > 1 and op.regions[1].blocks else None
+    if res and other is None:
+        raise CompileError("scf.if with results needs an else region", op)
+    want = tuple(c.is_laned(r) for r in op.results)
+    R = c.rank
+
+    def run(lf: list[Any]) -> None:
+        cond = lf[k]
+        if type(cond) is np.ndarray:
+            if cond.all():
+                take = True
+            elif not cond.any():
+                take = False
+            else:
+                raise Diverged("lanes take different branches of an scf.if")
+        else:
+            take = bool(cond)
+        block = then if take else other
+        if block is None:
+            return
+        block.run(lf)
+        for r, v in zip(res, block.results(lf, R, want), strict=True):
+            lf[r] = v
+
+    return run
+
+
+# ---------------------------------------------------------------------- views and access tiles
+
+
+@lane_impl("ktdp.construct_memory_view", "ktdp.construct_distributed_memory_view")
+def memory_view(c: LaneCompiler, op: Operation) -> LaneFn:
+    """Views per tile (a tile's own scratchpad, or operands that differ between tiles)."""
+    laned = [(s, c.type(t)) for s, n, t in zip(c.operand_slots(op), op.operands, op.operand_types, strict=True)
+             if c.is_laned(n)]
+    if c.rank > 1 and laned:
+        if c.vector_stack:
+            raise NotVectorisable(c.vector_stack[-1], "a view that differs between iterations")
+        raise CompileError("a laned view", op)
+    f = c.pertile_op(op)
+    (r,) = c.result_slots(op)
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        rep = lf[0]
+        saved = [lf[s] for s, _t in laned]
+        items = []
+        try:
+            for t in range(lanes.n_tiles):
+                lf[0] = lanes.contexts[t]
+                for (s, typ), v in zip(laned, saved, strict=True):
+                    lf[s] = lane_item(v, (t,), c.kind(typ), typ)
+                f(lf)
+                items.append(lf[r])
+        finally:
+            lf[0] = rep
+            for (s, _t), v in zip(laned, saved, strict=True):
+                lf[s] = v
+        lf[r] = PerTile(items)
+
+    return run
+
+
+@lane_impl("ktdp.construct_access_tile")
+def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
+    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+
+    base = c.operand_slot(op, "base")
+    idx = c.operand_group(op, "indices")
+    syms = c.operand_group(op, "symbol_operands")
+    if any(c.is_laned(n) for n in named(op).operands("symbol_operands")):
+        raise CompileError("access tile symbols that differ between lanes", op)
+    (r,) = c.result_slots(op)
+    bmap_attr = c.need_attr(op, "base_map")
+    if not isinstance(bmap_attr, at.AffineMapAttr):
+        raise CompileError("base_map must be an affine_map", op)
+    bmap = bmap_attr.value
+    if bmap.num_dims + bmap.num_symbols != len(idx):
+        raise CompileError("base_map operands", op)
+    fn = compile_map(bmap)
+    cset = _set(c, op, "access_tile_set", "the access_tile_set")
+    if cset is None:
+        raise CompileError("missing access_tile_set", op)
+    perm = _order(c, op, "access_tile_order", cset.nd)
+    t = c.rtype(op)
+    rank = len(bmap.results)
+    R = c.rank
+    ones = (1,) * R
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        view = lf[base]
+        b = fn(*[lf[s] for s in idx])
+        pts = cset.points(tuple(int(lf[s]) for s in syms))
+        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
+        try:
+            _check_tile_type_shape(shape, t)
+        except Exception:  # noqa: BLE001 - the per-tile run reports it
+            raise Diverged("access tile type") from None
+        lo = []
+        for x, a in zip(b, pts.lo, strict=True):
+            v = np.asarray(x + a if a else x, dtype=I64)
+            lo.append(v if v.ndim == R else v.reshape(ones))
+        lt = lsm.LTile(view, pts.ext, perm, shape, R, lo=tuple(lo), mask=pts.mask)
+        first = view.items[0] if type(view) is PerTile else view
+        if _rank(first) != rank:
+            raise Diverged("subscripts and view rank differ")
+        if pts.count:
+            if type(view) is PerTile:
+                geometry = {(type(v), getattr(v, "is_box", None), getattr(v, "box_lo", None), getattr(v, "box_hi", None))
+                            for v in view.items}
+                if len(geometry) == 1 and type(first) is lsm.MemoryView:
+                    lsm.check_box_tile(lanes, first, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
+                elif R > 1:
+                    raise Diverged("a tile of per-tile views of different shapes in a vectorised loop",
+                                   lanes.regions[-1].loop)
+                else:
+                    from .ops.ktdp import _check_in_view
+
+                    for tt in range(lanes.n_tiles):
+                        item = lt.item((tt,))
+                        _check_in_view(item.view, item)
+            else:
+                lt.parts = lsm.check_box_tile(lanes, view, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
+        lf[r] = lt
+
+    return run
+
+
+# ---------------------------------------------------------------------- load / store
+
+
+@lane_impl("ktdp.load")
+def load(c: LaneCompiler, op: Operation) -> LaneFn:
+    from .ops.common import shape_of
+
+    a = c.operand_slot(op, "access_tile")
+    (r,) = c.result_slots(op)
+    t = c.rtype(op)
+    dt = np_dtype(element(t))
+    expect = shape_of(t)
+    laned = c.is_laned(op.results[0])
+    R = c.rank
+    name = op.name
+
+    def run(lf: list[Any]) -> None:
+        data = lsm.load(lf[1], lf[a], R, name)
+        if data.dtype != dt:
+            raise Diverged("loaded element type")
+        tail = data.shape[R:]
+        if len(tail) != len(expect) or any(e is not None and e != g for e, g in zip(expect, tail, strict=True)):
+            raise Diverged("loaded shape")
+        lf[r] = data if laned else data[(0,) * R]
+
+    return run
+
+
+@lane_impl("ktdp.store")
+def store(c: LaneCompiler, op: Operation) -> LaneFn:
+    d, a = c.operand_slot(op, "data"), c.operand_slot(op, "access_tile")
+    data_laned = c.is_laned(named(op).operand("data"))
+    R = c.rank
+    name = op.name
+
+    def run(lf: list[Any]) -> None:
+        lsm.store(lf[1], lf[a], lf[d], data_laned, R, name)
+
+    return run
+
+
+from . import lockstep_intertile, lockstep_linalg  # noqa: E402, F401 - register their lane implementations
+
+
+@lane_impl("ktdp.construct_indirect_access_tile")
+def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
+    """Coordinates with the lane dimensions in front; the index values are gathered for all
+    lanes at once (lockstep_memory._gather: checks, tracker, statistics)."""
+    from .affine_eval import compile_exprs
+    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+
+    base = c.operand_slot(op, "base")
+    views = c.operand_group(op, "indirect_memrefs")
+    caps = c.operand_group(op, "captured_variables")
+    syms = c.operand_group(op, "symbol_operands")
+    v = named(op)
+    if any(c.is_laned(n) for n in [*v.operands("symbol_operands"), *v.operands("indirect_memrefs"), v.operand("base")]):
+        raise CompileError("indirect tile symbols or views that differ between lanes", op)
+    (r,) = c.result_slots(op)
+    kinds = [bool(k) for k in c.need_attr(op, "per_dim_subscript_kinds").values]
+    maps = [c.program.attr(m) for m in c.need_attr(op, "per_dim_subscript_maps").elements]
+    n_vars = len(op.regions[0].blocks[0].arguments) if op.regions and op.regions[0].blocks else 0
+    fns = []
+    for m in maps:
+        if not isinstance(m, at.AffineMapAttr) or m.value.num_symbols or m.value.num_dims != n_vars + len(caps):
+            raise CompileError("indirect subscript maps", op)
+        fns.append(compile_exprs(m.value.results, m.value.num_dims, 0))
+    if sum(kinds) != len(views):
+        raise CompileError("indirect subscripts and index views", op)
+    vset = _set(c, op, "variables_space_set", "the variables_space_set")
+    if vset is None or vset.nd != n_vars or vset.ns != len(syms):
+        raise CompileError("variables_space_set", op)
+    perm = _order(c, op, "variables_space_order", n_vars)
+    t = c.rtype(op)
+    R = c.rank
+    name = op.name
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        view = lf[base]
+        pts = vset.points(tuple(int(lf[s]) for s in syms))
+        if pts.mask is not None or not pts.count:
+            raise Diverged("a masked or empty variable space")
+        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
+        try:
+            _check_tile_type_shape(shape, t)
+        except Exception:  # noqa: BLE001 - the per-tile run reports it
+            raise Diverged("access tile type") from None
+        nv = len(pts.ext)
+        variables = [np.asarray(lo + g).reshape((1,) * R + g.shape)
+                     for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
+        captured = []
+        for s in caps:
+            x = np.asarray(lf[s], dtype=I64)
+            captured.append(x.reshape(x.shape + (1,) * nv) if x.ndim == R else x.reshape((1,) * (R + nv)))
+        coords: list[np.ndarray] = []
+        vi = 0
+        for is_ind, fn in zip(kinds, fns, strict=True):
+            sub = [np.asarray(x, dtype=I64) for x in fn(*variables, *captured)]
+            sub = [x if x.ndim == R + nv else x.reshape((1,) * (R + nv)) for x in sub]
+            if not is_ind:
+                coords.append(sub[0])
+                continue
+            index_view = lf[views[vi]]
+            vi += 1
+            if type(index_view) is not lsm.MemoryView:
+                raise Diverged("an index view that is not a memory view")
+            _in_box(index_view, sub)
+            ext = np.broadcast_shapes(*[x.shape[R:] for x in sub])
+            values = lsm._gather(lanes, index_view, sub, ext, R, name)
+            coords.append(np.asarray(values).astype(I64))
+        first = view.items[0] if type(view) is PerTile else view
+        if _rank(first) != len(coords) or type(view) is not lsm.MemoryView:
+            raise Diverged("an indirect tile of a view this path does not take")
+        _in_box(view, coords)
+        lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords)
+
+    return run
+
+
+def _in_box(view: Any, coords: list[np.ndarray]) -> None:
+    """Every coordinate lies in the view (a box view: min and max per dimension decide)."""
+    if not view.is_box or len(coords) != len(view.box_lo):
+        raise Diverged("coordinates of a view that is not a box")
+    for x, lo, hi in zip(coords, view.box_lo, view.box_hi, strict=True):
+        if x.size and (int(x.min()) < lo or int(x.max()) > hi):
+            raise Diverged("out of view")

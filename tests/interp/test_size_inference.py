@@ -1,0 +1,64 @@
+"""`--random-inputs` with a size argument no view explains (a row count, a page count): the
+smallest of 1, 2, 4, ... with which the kernel runs on the drawn inputs, announced in a note;
+a kernel no size runs is one located error naming the argument."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ktir.cli import main
+from ktir.syntax.parser import parse
+from reference_interp.inputs import infer_args
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    path = EXAMPLES / name
+    return parse(path.read_text(), str(path))
+
+
+def test_softmax_rows_take_the_smallest_size_that_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    notes: list[str] = []
+    args = infer_args(_load("softmax.ktir"), None, {}, 0, {}, notes=notes)
+    # the grid's 32 tiles each start a 32-row block: R < 32 leaves tile 0's block outside the rows
+    assert args["R"] == 32 and args["x_ptr"].size == 32 * 1024
+    assert notes == ["R = 32: the smallest of 1, 2, 4, ... with which the kernel runs on these random inputs "
+                     "(give --arg R=... for another size)"]
+    assert main(["run", str(EXAMPLES / "softmax.ktir"), "--random-inputs"]) == 0
+    assert "note: R = 32" in capsys.readouterr().err
+
+
+def test_page_count_covers_the_random_block_table() -> None:
+    # the block table's random page ids are below 8: fewer pages would make its gathers leave the pool
+    args = infer_args(_load("paged_attention.ktir"), None, {}, 0, {})
+    assert args["NP"] == 8 and int(np.max(args["bt_ptr"])) < 8
+
+
+def test_a_given_size_is_kept() -> None:
+    args = infer_args(_load("softmax.ktir"), None, {"R": 2048}, 0, {})
+    assert args["R"] == 2048 and args["x_ptr"].size == 2048 * 1024
+
+
+def test_no_size_that_runs_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a kernel that reads one element past its view for every size
+    kernel = tmp_path / "past.ktir"
+    kernel.write_text(
+        "#all = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>\n"
+        "#one = affine_set<(d0) : (d0 >= 0, -d0 >= 0)>\n"
+        "#id = affine_map<(d0) -> (d0)>\n"
+        "func.func @past(%x_ptr: index, %n: index) {\n"
+        "  %x = ktdp.construct_memory_view %x_ptr, sizes: [%n], strides: [1] {coordinate_set = #all, "
+        "memory_space = #ktdp.memory_space<global>} : memref<?xf32>\n"
+        "  %t = ktdp.construct_access_tile %x[%n] {access_tile_order = #id, access_tile_set = #one} : "
+        "memref<?xf32> -> !ktdp.access_tile<1xindex>\n"
+        "  %v = ktdp.load %t : !ktdp.access_tile<1xindex> -> tensor<1xf32>\n"
+        "  return\n"
+        "}\n")
+    assert main(["run", str(kernel), "--random-inputs"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot infer a value for argument n: no size of 1, 2, ... 16384 runs the kernel" in err, err
+    assert "Traceback" not in err
