@@ -273,3 +273,76 @@ def test_footprint_counts_loop_carried_and_hoisted_values() -> None:
         b2.func_return()
     fp2 = footprint(b2.module.operations[0])
     assert (fp2.peak_bytes, fp2.resident_bytes) == (768 + 256, 768)
+
+
+def _installed_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry point pyproject.toml declares, whether or not this checkout's is installed."""
+    from importlib.metadata import EntryPoint
+
+    from ktir.lower.torch import scheduling
+
+    ep = EntryPoint(name="default", value="ktir.torch_backend.scheduling:schedule_kernel", group=scheduling.GROUP)
+    monkeypatch.setattr(scheduling, "entry_points", lambda group: [ep] if group == scheduling.GROUP else [])
+
+
+def test_from_torch_schedules_every_kernel_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One token (decode): the scheduler rewrites the projection (its check passed, it fits
+    Spyre), the program still matches eager with the rewrites in place, and scheduler=None
+    keeps every kernel."""
+    _installed_scheduler(monkeypatch)
+    x = r(1, 64)
+    model = nn.Linear(64, 32)  # small enough for one tile: the schedulers divide such kernels
+    program = from_torch(model, (x,), runner=reference_interp.run)
+    assert [s.name for s in program.schedules] == program.kernel_names
+    done = {s.name for s in program.schedules if s.scheduled}
+    assert done and done == set(program.overrides), program.schedules
+    assert all(s.note for s in program.schedules if not s.scheduled)
+    assert "schedule" in program.timings
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = program.run(x, target="spyre")
+    assert np.abs(got - want).max() <= TOL[torch.float32] * max(1.0, float(np.abs(want).max()))
+    assert not from_torch(model, (x,), scheduler=None).overrides
+
+
+def test_a_schedule_that_does_not_fit_is_dropped(tmp_path: Path) -> None:
+    """A scheduler whose rewrite needs more scratchpad than the target has: the kernel stays as
+    lowered, and the note gives the bytes (here the "rewrite" is the kernel itself, lowered
+    for Spyre's 2 MB and scheduled for a 4 KB copy of it)."""
+    from ktir.lower.torch.scheduling import schedule_program
+    from ktir.syntax.printer import print_module
+
+    x = r(64, 256)
+    program = from_torch(nn.Linear(256, 256), (x,), scheduler=None, runner=reference_interp.run)
+    need = program.footprints()["k0_linear"].peak_bytes
+    same = lambda module, target, func, scheduler, budget: (print_module(module), "")  # noqa: E731
+    done = schedule_program(program, small_target(tmp_path, 4_096), "exact", 0.5, same)
+    assert not done[0].scheduled and f"needs {need} bytes" in done[0].note and "4096" in done[0].note
+    assert not program.overrides
+    done = schedule_program(program, "spyre", "exact", 0.5, same)
+    assert done[0].scheduled and set(program.overrides) == {"k0_linear"}
+
+
+def test_without_an_installed_scheduler_kernels_stay_as_lowered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ktir.lower.torch import scheduling
+
+    monkeypatch.setattr(scheduling, "entry_points", lambda group: [])
+    program = from_torch(nn.Linear(32, 32), (r(4, 32),))
+    assert not program.overrides
+    assert all(not s.scheduled and scheduling.GROUP in s.note for s in program.schedules)
+
+
+def test_torch_grouped_mm_is_the_grouped_experts_kernel() -> None:
+    """torch._grouped_mm (what transformers calls in bf16): the routed rows as eager; torch
+    leaves rows past offs[-1] unset (NaN here), the kernel writes zeros there."""
+    w = (torch.randn(4, 64, 48) / 8).bfloat16()
+    offs = torch.tensor([5, 5, 17, 20], dtype=torch.int32)
+    x = r(24, 64).bfloat16()
+    fn = Fn(lambda s, x, o: torch._grouped_mm(x, s.w, o), w=w)
+    with torch.no_grad():
+        want = fn(x, offs).float().numpy()[:20]
+    program = from_torch(fn, (x, offs), scheduler=None, runner=reference_interp.run)
+    assert [k.kind for k in program.manifest.kernels] == ["experts"]
+    got = np.asarray(program.run(x, offs), dtype=np.float32)
+    assert np.abs(got[:20] - want).max() <= TOL[torch.bfloat16] * max(1.0, float(np.abs(want).max()))
+    assert not got[20:].any()
