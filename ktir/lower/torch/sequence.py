@@ -18,6 +18,8 @@ from ktir.lower.torch.refs import Ref
 from ktir.lower.torch.work import Division, boxes, divide, fitted, sub_blocks
 from ktir.lower.torch.writer import Aliases, Kernel
 
+SCAN_POINTS = 1 << 20
+
 
 def conv1d_depthwise(
     name: str, aliases: Aliases, expr: Expr, in_shape: Sequence[int], weight: Ref, bias: Ref | None, padding: int, out: Ref, cores: int
@@ -80,6 +82,11 @@ def cumsum(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: i
     (exactly), floating-point ones in f32."""
     expr, out, div = _rows_last(expr, shape, dim, out, cores)
     options = boxes(div.block, range(len(div.block) - 1))
+    # the masked reduction's iteration space is rows x n x n: blocks of at most SCAN_POINTS of it
+    # (the interpreter holds a generic's iteration space at once: Granite 4's 2 x 256 rows of a
+    # 256-long segment sum per tile took 4.4 GB as one generic)
+    n = div.block[-1]
+    options = [b for b in options if math.prod(b) * n <= SCAN_POINTS] or options[-1:]
     return fitted(name, aliases, options, lambda box: _cumsum(name, aliases, expr, out, div, box), what=_rows_text, volume=math.prod)
 
 

@@ -77,7 +77,7 @@ def fits(module, *inputs, capacity: int, cores: int = 32, dtype=torch.float32, t
     target = small_target(tmp, capacity, cores)
     module = module.to(dtype) if dtype != torch.float32 else module
     inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in inputs)
-    program = from_torch(module, inputs, target=target, runner=reference_interp.run)
+    program = from_torch(module, inputs, target=target, runner=reference_interp.run, scheduler=None)  # the lowering's own blocks
     peaks: dict[str, int] = {}
 
     def traced(name, mod, result):  # type: ignore[no-untyped-def]
@@ -346,3 +346,10 @@ def test_torch_grouped_mm_is_the_grouped_experts_kernel() -> None:
     got = np.asarray(program.run(x, offs), dtype=np.float32)
     assert np.abs(got[:20] - want).max() <= TOL[torch.bfloat16] * max(1.0, float(np.abs(want).max()))
     assert not got[20:].any()
+
+
+def test_a_long_cumsum_is_summed_in_row_blocks(tmp_path: Path) -> None:
+    """A prefix sum is a masked reduction over rows x n x n: 64 rows of 256 on one core are
+    2^22 points, summed in blocks of 16 rows (2^20 points) even though the scratchpad holds them."""
+    p, _ = fits(Fn(lambda s, x: torch.cumsum(x, -1)), r(64, 256), capacity=2_097_152, cores=1, tmp=tmp_path)
+    assert "tensor<16x256xf32>" in p.text
