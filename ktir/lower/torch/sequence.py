@@ -18,7 +18,7 @@ from ktir.lower.torch.refs import Ref
 from ktir.lower.torch.work import Division, boxes, divide, fitted, sub_blocks
 from ktir.lower.torch.writer import Aliases, Kernel
 
-SCAN_POINTS = 1 << 20
+SCAN_POINTS = 1 << 18
 
 
 def conv1d_depthwise(
@@ -82,7 +82,7 @@ def cumsum(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: i
     (exactly), floating-point ones in f32."""
     expr, out, div = _rows_last(expr, shape, dim, out, cores)
     options = boxes(div.block, range(len(div.block) - 1))
-    # the masked reduction's iteration space is rows x n x n: blocks of at most SCAN_POINTS of it
+    # the masked reduction's iteration space is rows x n x n: blocks of at most SCAN_POINTS (2^18) of it
     # (the interpreter holds a generic's iteration space at once: Granite 4's 2 x 256 rows of a
     # 256-long segment sum per tile took 4.4 GB as one generic)
     n = div.block[-1]
