@@ -65,7 +65,9 @@ class CompiledGraph:
         self.options = options
         self.index = index
         self.name = f"graph{index}"
-        self.param_slots = [i for i, t in enumerate(example_inputs) if _is_weight(t)]
+        updated = _updated_in_place(gm)
+        self.param_slots = [i for i, t in enumerate(example_inputs)
+                            if _is_weight(t) and (i not in updated or isinstance(t, torch.nn.Parameter))]
         self.variants: dict[tuple[Any, ...], Variant | Fallback] = {}
         self._warned_grad = False
 
@@ -144,23 +146,15 @@ class CompiledGraph:
         return variant
 
     def _schedule(self, program: Program, report: GraphReport) -> None:
-        import schedulers
-        from ktir.syntax.printer import print_module
-        from ktir.targets import load_target
+        from ktir.lower.torch.scheduling import schedule_program
+        from ktir.torch_backend.scheduling import schedule_kernel
 
-        target = load_target(self.options.target)
-        for entry in report.kernels:
-            opts = schedulers.ScheduleOptions(func=entry.name, check=True, time_budget=self.options.schedule_budget)
-            try:
-                result = schedulers.schedule(program.module, target, self.options.scheduler or "exact", opts)
-            except schedulers.ScheduleError as e:
-                entry.schedule_note = _first_line(e)
-                continue
-            if not result.report.applied:
-                entry.schedule_note = result.report.reason
-                continue
-            program.replace_kernel(entry.name, print_module(result.module), f"{entry.name}.scheduled.ktir")
-            entry.scheduled = True
+        done = schedule_program(program, self.options.target, self.options.scheduler or "exact", self.options.schedule_budget,
+                                schedule_kernel)
+        for entry, s in zip(report.kernels, done, strict=True):
+            entry.scheduled = s.scheduled
+            if not s.scheduled:
+                entry.schedule_note = s.note
 
     def _cast(self, t: Any) -> Any:
         if self.options.dtype == "keep" or not isinstance(t, torch.Tensor) or not t.is_floating_point():
@@ -276,6 +270,17 @@ def _is_weight(t: Any) -> bool:
     """A parameter or buffer of the compiled module: Dynamo lifts them into graph arguments and
     marks them static and unguarded; the user's inputs (a KV cache included) carry no such mark."""
     return isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor) and getattr(t, "_dynamo_static_input_type", None) == "unguarded")
+
+
+def _updated_in_place(gm: Any) -> set[int]:
+    """Positions of the graph's arguments an in-place method (`index_copy_`, `add_`) updates
+    directly: state such as a static KV cache, which transformers marks static once it has
+    run eagerly (torch._dynamo.mark_static_address), so `_is_weight` alone would take it for
+    a weight."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    updated = {n.args[0] for n in gm.graph.nodes if n.op == "call_method" and n.args and str(n.target).endswith("_")
+               and not str(n.target).startswith("__")}
+    return {i for i, p in enumerate(placeholders) if p in updated}
 
 
 def _to_numpy(t: Any) -> np.ndarray:

@@ -36,10 +36,13 @@ __getattr__ = lazy_exports(
 
 def from_torch(
     module: Any, example_inputs: Any, *, target: str = "spyre", verify: bool = True, name: str | None = None,
-    runner: KernelRunner | None = None,
+    runner: KernelRunner | None = None, scheduler: str | None = "exact", schedule_budget: float = 0.5,
 ) -> Program:
     """Lower `module` (an nn.Module) traced on `example_inputs` (a tuple) to a KTIR program;
-    `runner` (e.g. `reference_interp.run`) is what `program.run` executes its kernels with."""
+    `runner` (e.g. `reference_interp.run`) is what `program.run` executes its kernels with.
+    Every kernel is then scheduled for `target` with `scheduler` (None: kept as lowered), each
+    schedule kept only when the scheduler's check passes and it fits the target's scratchpad
+    (scheduling.py); `program.schedules` says what happened to each kernel."""
     from ktir.lower.torch.export import export
 
     start = time.perf_counter()
@@ -47,7 +50,22 @@ def from_torch(
     exported = time.perf_counter()
     program = from_exported(ep, target=target, verify=verify, name=name or type(module).__name__, runner=runner)
     program.timings = {"export": exported - start, **program.timings}
+    if scheduler is not None:
+        _schedule(program, target, scheduler, schedule_budget)
     return program
+
+
+def _schedule(program: Program, target: str, scheduler: str, budget: float) -> None:
+    from ktir.lower.torch.scheduling import GROUP, KernelSchedule, kernel_scheduler, schedule_program
+
+    start = time.perf_counter()
+    fn = kernel_scheduler()
+    if fn is None:
+        why = f"no kernel scheduler is installed (entry-point group {GROUP}; reinstall ktir: `pip install -e .`)"
+        program.schedules = [KernelSchedule(k, False, why) for k in program.kernel_names]
+        return
+    program.schedules = schedule_program(program, target, scheduler, budget, fn)
+    program.timings = {**program.timings, "schedule": time.perf_counter() - start}
 
 
 def from_exported(

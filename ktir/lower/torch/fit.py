@@ -5,11 +5,15 @@ a tile's `ct_local` scratchpad holds
 
 - its scratchpad buffers (`ct_local` memory views and allocations of its own tile) for the
   whole kernel, up to the highest byte they reach, and
-- every tensor value, from the op that makes it until the last op that uses it has run: a
-  loaded tile, a `tensor.empty`, each linalg result, a loop's carried accumulator. At an op,
-  its operands and its results are live together. A value made before a loop and used inside
-  it stays live until the loop ends (the next iteration reads it again); a value made inside
-  a loop body lives within its iteration.
+- every tensor value an op computes, from that op until the last op that uses it has run: a
+  loaded tile, a `linalg.fill`, each linalg result, a copy or pad, a loop's carried
+  accumulator. At an op, its operands and its results are live together. A value made
+  before a loop and used inside it stays live until the loop ends (the next iteration reads
+  it again); a value made inside a loop body lives within its iteration. Ops of cost class
+  `free` compute nothing and hold nothing: a `tensor.empty` is only a shape (the op that
+  fills it makes the value), and a reshape (`tensor.collapse_shape`) is its operand under
+  another shape, so a use of it is a use of its operand. So are ops on scalars and indices
+  (a row count extracted from a loaded tensor keeps that tensor live while it is used).
 
 The peak is the largest sum over the ops of the kernel in program order; it must not exceed
 the target's capacity (`ktir.targets.scratchpad_bytes`). `prefetch_bytes` is what one more
@@ -28,12 +32,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ktir.dialects.cost import CostClass
+from ktir.dialects.registry import cost_class
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation
 
 LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
+# ops whose results exist once their regions have run (other ops with regions, such as
+# linalg.generic, make their result while their operands are still held)
+CONTROL = LOOPS | {"scf.if", "scf.execute_region", "scf.index_switch"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,16 @@ class _Walk:
         self.loads: dict[int, int] = {}  # loop start -> bytes loaded by one iteration (its own body only)
         self.constants: dict[str, int] = {}
         self.resident = 0
+        self.same: dict[str, list[str]] = {}  # the result of a free op -> the tensors it is made of
+
+    def _underlying(self, names: list[str]) -> list[str]:
+        out: list[str] = []
+        for name in names:
+            out.extend(self.same.get(name, [name]))
+        return out
+
+    def _tensors(self, op: Operation) -> bool:
+        return any(isinstance(self.type(t), ty.TensorType) for t in [*op.operand_types, *op.result_types])
 
     def type(self, t: Type) -> Type:
         return ty.unaliased(t, self.aliases)
@@ -94,7 +113,7 @@ class _Walk:
         start = self.pos
         self.pos += 1
         self.ops.append(op)
-        for name in op.operands:
+        for name in self._underlying(op.operands):
             self.uses.setdefault(name, []).append((start, loops))
         if op.name == "arith.constant" and op.results:
             value = op.attributes.get("value")
@@ -102,11 +121,17 @@ class _Walk:
                 self.constants[op.results[0]] = int(value.value)
         if op.name in ("ktdp.construct_memory_view", "memref.alloc", "memref.alloca"):
             self.resident = max(self.resident, self._local_extent(op))
+        if not op.regions and (cost_class(op.name) is CostClass.FREE or not self._tensors(op)):
+            made_of = self._underlying(op.operands)
+            for name in op.results:
+                self.same[name] = made_of
+            return
         if op.name == "ktdp.load" and loops:
             self.loads[loops[-1]] = self.loads.get(loops[-1], 0) + sum(self.nbytes(t) for t in op.result_types)
-        if not op.regions:
+        if not op.regions or op.name not in CONTROL:
             for name, t in zip(op.results, op.result_types, strict=False):
                 self.defs[name] = (start, len(loops), t)
+        if not op.regions:
             return
         inner = (*loops, start) if op.name in LOOPS else loops
         for region in op.regions:
@@ -119,8 +144,9 @@ class _Walk:
         self.ops.append(op)
         if op.name in LOOPS:
             self.loop_end[start] = end
-        for name, t in zip(op.results, op.result_types, strict=False):
-            self.defs[name] = (end, len(loops), t)
+        if op.name in CONTROL:
+            for name, t in zip(op.results, op.result_types, strict=False):
+                self.defs[name] = (end, len(loops), t)
 
     def nbytes(self, t: Type) -> int:
         t = self.type(t)

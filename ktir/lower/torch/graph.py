@@ -839,6 +839,14 @@ class Lowering:
         self._add_kernel(k, "experts", [node.name], [out.buffer], what)
         return out
 
+    def op__grouped_mm(self, node: Any) -> Ref:
+        """torch._grouped_mm(x, w, offs), which transformers calls instead of grouped_mm_fallback
+        where torch has it (bf16): the same product, rows past offs[-1] zero."""
+        rest = [*node.args[3:], *node.kwargs.values()]
+        if len(node.args) < 3 or node.args[2] is None or any(a is not None for a in rest):
+            raise TorchLoweringError("_grouped_mm is supported with row offsets and no bias or output type")
+        return self.op_grouped_mm_fallback(node)
+
     def op_copy(self, node: Any) -> Pending:
         """aten.copy(dst, src): src's values, broadcast to dst's shape, in dst's type."""
         shape, ktype = self._out(node)
@@ -882,8 +890,9 @@ class Lowering:
         weight = self.ref(wnode, node)
         if transposed:
             raise TorchLoweringError("transposed convolution is not supported")
-        if (len(in_shape) == 3 and list(stride) == [1] and list(dilation) == [1] and groups == in_shape[1] and weight.shape[1] == 1
-                and groups > 1):
+        # depthwise: one input and one output channel per group (a channel multiplier > 1 is a matmul)
+        if (len(in_shape) == 3 and list(stride) == [1] and list(dilation) == [1] and groups == in_shape[1] == weight.shape[0]
+                and weight.shape[1] == 1 and groups > 1):
             return self._conv1d_depthwise(node, src, weight, bnode, int(padding[0]))
         shape, ktype = self._out(node)
         if ktype not in ("f16", "bf16", "f32"):

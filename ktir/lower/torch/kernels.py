@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ktir.ir import attributes as ir_attr
-from ktir.lower.torch import chunked
+from ktir.lower.torch import chunked, rowwise
 from ktir.lower.torch.expr import Expr, Op, Reduce, Row, evaluate, reduced_dims
 from ktir.lower.torch.refs import STICK_BYTES, Ref, element_bytes
-from ktir.lower.torch.work import Division, divide, divisors, fitted
+from ktir.lower.torch.work import Division, boxes, divide, divisors, fitted, sub_blocks
 from ktir.lower.torch.writer import Aliases, Body, Kernel
 
 
@@ -116,10 +116,32 @@ def _rows_last(expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int)
     return _permute_expr(expr, perm), out.permute(perm), divide(pshape, range(rank - 1), cores)
 
 
+def _rows_fitted(name: str, aliases: Aliases, expr: Expr, out: Ref, div: Division, whole: Callable[[Kernel], None],
+                 chunks: Callable[[Kernel, rowwise.RowPlan], None]) -> Kernel:
+    """A row kernel: `whole(k)` emits the tile's block in one step; `chunks(k, plan)` in the
+    plan's row sub-blocks and chunks (rowwise.py), when the block does not fit."""
+    options = rowwise.plans(expr, div.block, _stick(out.ktype))
+
+    def build(plan: rowwise.RowPlan) -> Kernel:
+        k = Kernel(name, aliases, div.grid)
+        k.division = div
+        if plan == options[0]:
+            whole(k)
+        else:
+            chunks(k, plan)
+        return k
+
+    return fitted(name, aliases, options, build, what=rowwise.RowPlan.text, volume=rowwise.volume)
+
+
 def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, out: Ref, cores: int, log: bool = False) -> Kernel:
     """out = softmax(expr, dim) (or log_softmax): max, exp(x - max), sum, divide; rows split over cores."""
     expr, out, div = _rows_last(expr, shape, dim, out, cores)
-    k = Kernel(name, aliases, div.grid)
+    return _rows_fitted(name, aliases, expr, out, div, lambda k: _softmax_whole(k, expr, out, div, log),
+                        lambda k, plan: rowwise.softmax(k, expr, out, div, plan, log))
+
+
+def _softmax_whole(k: Kernel, expr: Expr, out: Ref, div: Division, log: bool) -> None:
     starts = div.starts(k)
     block = list(div.block)
     x = evaluate(k, expr, starts, block)
@@ -139,7 +161,6 @@ def softmax(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: 
     else:
         y = _rowwise(k, "divf", e, total, block)
     k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
-    return k
 
 
 def _centred(k: Kernel, x: str, block: list[int], n: int) -> tuple[str, str]:
@@ -160,7 +181,11 @@ def _centred(k: Kernel, x: str, block: list[int], n: int) -> tuple[str, str]:
 def variance(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim: int, correction: float, out: Ref, cores: int) -> Kernel:
     """out = sum((x - mean)^2) / (n - correction) over `dim`; `out` has that dim as size 1."""
     expr, out, div = _rows_last(expr, shape, dim, out, cores)
-    k = Kernel(name, aliases, div.grid)
+    return _rows_fitted(name, aliases, expr, out, div, lambda k: _variance_whole(k, expr, out, div, correction),
+                        lambda k, plan: rowwise.variance(k, expr, out, div, plan, correction))
+
+
+def _variance_whole(k: Kernel, expr: Expr, out: Ref, div: Division, correction: float) -> None:
     starts = div.starts(k)
     block = list(div.block)
     n = block[-1]
@@ -168,15 +193,20 @@ def variance(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], dim:
     _, ss = _centred(k, x, block, n)
     var = _scale(k, ss, block[:-1], 1.0 / (n - correction) if n > correction else math.nan)
     k.store(k.convert(var, block[:-1], "f32", out.ktype), out.squeeze([out.rank - 1]), starts[:-1], block[:-1])
-    return k
 
 
 def layer_norm(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], weight: Ref | None, bias: Ref | None, eps: float, out: Ref, cores: int) -> Kernel:
     """out = (x - mean) * rsqrt(var + eps) * weight + bias over the last dim."""
+    div = divide(shape, range(len(shape) - 1), cores)
+    return _rows_fitted(name, aliases, expr, out, div, lambda k: _layer_norm_whole(k, expr, shape, weight, bias, eps, out, div),
+                        lambda k, plan: rowwise.layer_norm(k, expr, out, div, plan, weight, bias, eps))
+
+
+def _layer_norm_whole(k: Kernel, expr: Expr, shape: Sequence[int], weight: Ref | None, bias: Ref | None, eps: float, out: Ref,
+                      div: Division) -> None:
     rank = len(shape)
     width = shape[-1]
-    div = divide(shape, range(rank - 1), cores)
-    k = Kernel(name, aliases, div.grid)
+    aliases = k.aliases
     starts = div.starts(k)
     block = list(div.block)
     x = evaluate(k, expr, starts, block)
@@ -208,7 +238,6 @@ def layer_norm(name: str, aliases: Aliases, expr: Expr, shape: Sequence[int], we
 
         y = k.generic([(y, block, "f32", ident), (pv, pshape, param.ktype, col)], block, ident, ["parallel"] * rank, None, "f32", affine)
     k.store(k.convert(y, block, "f32", out.ktype), out, starts, block)
-    return k
 
 
 def _batch_offsets(k: Kernel, ref: Ref, batch_idx: Sequence[int | str]) -> int | str:
@@ -356,7 +385,8 @@ def attention(
 ) -> Kernel:
     """out = softmax(q k^T * scale [+ causal mask] [+ attn_mask]) v per (batch, head); k/v heads
     shared by groups of q heads. `attn_mask` (broadcast to q's batch dims x [Sq, Skv]) is
-    boolean (False: masked out) or added to the scores. When a tile's query rows and all
+    boolean (False: masked out) or added to the scores. A query row whose keys are all masked
+    gives 0, as torch does. When a tile's query rows and all
     keys do not fit its scratchpad, it loops over blocks of query rows and, within each, over
     blocks of keys with an online softmax (running max and sum carried in f32)."""
     d, dv = q.shape[-1], v.shape[-1]
@@ -443,9 +473,10 @@ def _attention_kernel(
     if kb == skv:  # all keys at once: a plain softmax
         sm = scores(0)
         mx, _ = k.reduce(sm, [qr, kb], "maximumf", -math.inf)
-        e = _rowwise(k, "expsub", sm, mx, [qr, kb])
+        # a row with every key masked has max -inf: shift by 0 instead, its weights are 0 (torch's output: 0)
+        e = _rowwise(k, "expsub", sm, _combine(k, [mx], [qr], _finite_or_zero), [qr, kb])
         total, _ = k.reduce(e, [qr, kb], "addf", 0.0)
-        o = times_v(_rowwise(k, "divf", e, total, [qr, kb]), 0)
+        o = times_v(_combine(k, [e, total], [qr, kb], _divide_or_zero, rows=[False, True]), 0)
     else:  # online softmax over key blocks: running max m, sum l and output acc, rescaled as m grows
         inits = [k.filled([qr], -math.inf), k.filled([qr], 0.0), k.filled([qr, dv], 0.0)]
         jv, (m, total, acc) = k.open_carry(0, skv // kb, inits, "kv")
@@ -462,7 +493,7 @@ def _attention_kernel(
         pv = times_v(p, j0)
         acc_new = _combine(k, [acc, rescale, pv], [qr, dv], _fma, rows=[False, True, False])
         _, l_end, acc_end = k.close_carry([m_new, l_new, acc_new])
-        o = _rowwise(k, "divf", acc_end, l_end, [qr, dv])
+        o = _combine(k, [acc_end, l_end], [qr, dv], _divide_or_zero, rows=[False, True])
     k.store(k.convert(o, [qr, dv], "f32", out.ktype), _plane(out, nb), [q0, 0], [qr, dv], _batch_offsets(k, out, idx))
     for _ in range((1 if qr < qb else 0) + sum(1 for dd in range(nb) if div.block[dd] != 1)):
         k.close()
@@ -486,6 +517,12 @@ def _finite_or_zero(k: Kernel, a: list[str]) -> str:
     return k.op("arith.select", inf, k.fconst(0.0), a[0], out=k.fresh("s"))
 
 
+def _divide_or_zero(k: Kernel, a: list[str]) -> str:
+    """a0 / a1, 0 where a1 is 0 (a row whose keys are all masked: no weight anywhere)."""
+    zero = k.cmp("arith.cmpf", "oeq", a[1], k.fconst(0.0), out=k.fresh("s"))
+    return k.op("arith.select", zero, k.fconst(0.0), k.op("arith.divf", a[0], a[1], out=k.fresh("s")), out=k.fresh("s"))
+
+
 def _exp_of(k: Kernel, x: str) -> str:
     return k.op("math.exp", x, out=k.fresh("s"))
 
@@ -496,17 +533,29 @@ def _fma(k: Kernel, a: list[str]) -> str:
 
 
 def embedding(name: str, aliases: Aliases, weight: Ref, ids: Ref, out: Ref, cores: int) -> Kernel:
-    """out[r, :] = weight[ids[r], :] through an indirect access tile (ids flattened, contiguous)."""
+    """out[r, :] = weight[ids[r], :] through an indirect access tile (ids flattened, contiguous);
+    in blocks of rows and of columns when a tile's rows do not fit its scratchpad."""
     rows, width = out.shape
     div = divide([rows, width], [0], cores)
+    options = [(r, c) for r, c in boxes(div.block, [0, 1], {1: _stick(weight.ktype)})]
+    return fitted(name, aliases, options, lambda p: _embedding(name, aliases, weight, ids, out, div, p),
+                  what=lambda p: f"{p[0]} rows x {p[1]} columns", volume=lambda p: p[0] * p[1])
+
+
+def _embedding(name: str, aliases: Aliases, weight: Ref, ids: Ref, out: Ref, div: Division, box: tuple[int, int]) -> Kernel:
+    width = out.shape[1]
     k = Kernel(name, aliases, div.grid)
-    starts = div.starts(k)
-    rb = div.block[0]
-    r0 = k.index(starts[0])
-    table, idv = k.view(weight), k.view(ids)
+    k.division = div
+    (r0, c0), loops = sub_blocks(k, div, box)
+    rb, cw = box
+    # the table's columns [c0, c0 + cw): a view starting at column c0
+    table = k.view(weight if cw == width else Ref(weight.buffer, weight.ktype, weight.offset, (weight.shape[0], cw), weight.strides), c0)
+    idv = k.view(ids)
     src = k.fresh("gather")
     m, c = k.fresh("m"), k.fresh("k")
-    val = k.gather_rows(src, table, idv, r0, (m, c), [rb, width], weight.ktype)
-    stored = k.convert(val, [rb, width], weight.ktype, out.ktype) if weight.ktype != out.ktype else val
-    k.store(stored, out, [starts[0], 0], [rb, width])
+    val = k.gather_rows(src, table, idv, k.index(r0), (m, c), [rb, cw], weight.ktype)
+    stored = k.convert(val, [rb, cw], weight.ktype, out.ktype) if weight.ktype != out.ktype else val
+    k.store(stored, out, [r0, c0], [rb, cw])
+    for _ in range(loops):
+        k.close()
     return k

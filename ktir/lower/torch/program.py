@@ -104,6 +104,8 @@ class Program:
     sdsc_buffers: dict[str, list[str]] = field(default_factory=dict)
     # kernels replaced by another module's function of the same name (e.g. a scheduled one)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # what scheduling did to each kernel (ktir.lower.torch.scheduling.KernelSchedule), when it ran
+    schedules: list[Any] = field(default_factory=list)
     # what executes each kernel (see KernelRunner); None: the installed default (runners.py)
     runner: KernelRunner | None = field(default=None, repr=False)
     _footprints: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)  # kernel -> (module, Footprint)

@@ -168,3 +168,16 @@ def fitted(name: str, aliases: Any, plans: Sequence[P], build: Callable[[P], Ker
     block = what(plan) if what is not None else str(plan)
     raise TorchLoweringError(f"kernel {name} does not fit the {cap}-byte scratchpad of a tile even in its smallest "
                              f"blocks ({block}): it needs {fp.peak_bytes} bytes at {fp.at_op}: {fp.describe()}")
+
+
+def sub_blocks(k: Kernel, div: Division, box: Sequence[int], dims: Sequence[int] | None = None) -> tuple[list[int | str], int]:
+    """Open one loop per dim (of `dims`, default all) where `box` is smaller than the tile's
+    block, stepping by `box`; returns the sub-block's starts and the number of loops opened
+    (close them with k.close())."""
+    starts: list[int | str] = list(div.starts(k))
+    loops = 0
+    for d in dims if dims is not None else range(len(box)):
+        if box[d] < div.block[d]:
+            starts[d] = k.add(starts[d], k.mul(k.open_for(0, div.block[d] // box[d], "r"), box[d]))
+            loops += 1
+    return starts, loops
