@@ -11,6 +11,8 @@ scheduled right by every built-in scheduler.
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ktir
 import schedulers
@@ -342,3 +344,24 @@ def test_search_costs_a_seed_outside_the_table_apart(g: int, spyre: Target) -> N
     else:
         assert any(all(int(cols[n][i]) == found[n] for n in cols) for i in range(len(table)))
         assert cost <= min(outside, float(table.min()) * 1.01)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(blocks=st.integers(1, 40), B=st.sampled_from([1, 2, 8, 32]), C=st.sampled_from([64, 96, 192]),
+       scheduler=st.sampled_from(SCHEDULERS))
+def test_fixed_block_row_loops_with_the_index_as_data(blocks: int, B: int, C: int, scheduler: str,
+                                                      spyre: Target) -> None:
+    """Row loops whose block cannot change (the row index is data), with fewer or more blocks
+    than tiles: every scheduler applies a proven schedule with the input's outputs (one block
+    alone may be declined, with the reason)."""
+    before = row_blocks_index_as_data(blocks * B, B, C)
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.05))
+    if blocks == 1 and not result.report.applied:  # one trip from tid * B: the row class needs blocks to move, and
+        assert "not constants" in (result.report.reason or "")  # the natural form a loop with constant bounds
+        return
+    assert result.report.applied, result.report.reason
+    grid = result.report.schedule.grid if result.report.schedule is not None else [1]
+    assert grid[0] <= blocks  # no tile without a block
+    verdict = check_equivalent(before, result.module, seed=3)
+    assert verdict.ok, verdict.message
