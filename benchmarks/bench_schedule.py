@@ -355,6 +355,8 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
     return {"seeds": [seed, seed + args.random - 1], "seconds": elapsed,
             "schedulers": {n: {"counts": dict(c.tallies[n].counts), "divisible": c.tallies[n].divisible,
                                "divided": c.tallies[n].divided, "declines": dict(c.tallies[n].declines),
+                               "mean_seconds": float(np.mean(c.tallies[n].seconds)) if c.tallies[n].seconds else 0.0,
+                               "max_seconds": max(c.tallies[n].seconds, default=0.0),
                                "by_kind": {f"{k}: {x}": v for (k, x), v in c.tallies[n].by_kind.items()}}
                            for n in names},
             "kinds": dict(c.kinds), "features": dict(c.features), "generator_mismatches": c.generator_mismatches}
