@@ -127,10 +127,20 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
         seeds.append(row(cols, settle(space, cols, ev, exact)))
     rng = np.random.default_rng(options.seed)
     best, best_cost, evaluated = None, math.inf, ev.size
+    # a seed outside the table (the baseline may take a value no column holds) cannot be walked
+    # from; it is costed apart and returned if nothing in the table beats it
+    outside: tuple[dict[str, int], float] | None = None
     for seed in seeds:
         pos = tuple(int(np.searchsorted(v, seed[n])) for n, v in zip(names, values, strict=True))
-        i = lookup(pos)
-        c = float(cost[i]) if i is not None else math.inf
+        inside = all(p < len(v) and int(v[p]) == seed[n] for n, v, p in zip(names, values, pos, strict=True))
+        i = lookup(pos) if inside else None
+        if i is None:
+            e = evaluate_point(space, seed)
+            c = float(e.cycles[0]) if e.scratch[0] <= cap else math.inf
+            if math.isfinite(c) and (outside is None or c < outside[1]):
+                outside = (dict(seed), c)
+            continue
+        c = float(cost[i])
         if c < best_cost:
             best, best_cost = pos, c
     current, current_cost = best, best_cost
@@ -153,6 +163,8 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
         if c < best_cost:
             best, best_cost = cand, c
         temperature = max(1e-3, temperature * 0.999)
+    if outside is not None and outside[1] < best_cost:
+        return outside[0], evaluated
     if best is None or not math.isfinite(best_cost):
         raise NoLegalSchedule(space.fit_message())
     return {n: int(v[p]) for n, v, p in zip(names, values, best, strict=True)}, evaluated

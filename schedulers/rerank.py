@@ -71,7 +71,17 @@ def rerank(space: Any, chosen: dict[str, int], deadline: float,
     cols = space.candidates()
     ev = space.evaluate(cols)
     cost = np.where(ev.scratch <= space.fig.local_capacity, ev.cycles, np.inf)
-    order = [int(i) for i in np.argsort(cost, kind="stable")[:top] if np.isfinite(cost[i])]
+    # the model's best, one per blocking: loop orders the model prices the same are not told apart
+    # on the timeline either, and would take the budget from other blockings
+    order: list[int] = []
+    keys: set[tuple[tuple[str, int], ...]] = set()
+    for i in np.argsort(cost, kind="stable"):
+        if not np.isfinite(cost[i]) or len(order) >= top:
+            break
+        key = tuple((n, int(v[i])) for n, v in cols.items() if n != "perm") + ((("cost", int(cost[i])),))
+        if key not in keys:
+            keys.add(key)
+            order.append(int(i))
     points = [chosen] + [{n: int(v[i]) for n, v in cols.items()} for i in order]
     seen: list[dict[str, int]] = []
     for p in points:

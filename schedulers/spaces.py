@@ -368,8 +368,10 @@ class RowSpace:
     def baseline(self) -> dict[str, int]:
         k = self.k
         g = min(self.fig.tiles, k.R)
-        pick = {"g": g, "rb": _at_most(self.rb_all, -(-k.R // g)), "db": 0}
-        return _shrink(self, pick, ("rb",), {"rb": self.rb_all})
+        pick = _shrink(self, {"g": g, "rb": _at_most(self.rb_all, -(-k.R // g)), "db": 0}, ("rb",), {"rb": self.rb_all})
+        # a fixed block may leave fewer blocks than tiles: no more tiles than blocks (the table's rule)
+        pick["g"] = max(1, min(pick["g"], k.R // pick["rb"]))
+        return pick
 
     def describe(self, p: dict[str, int]) -> Schedule:
         k = self.k
