@@ -190,13 +190,13 @@ def measure(rk: RealKernel, target: Any, scheduler: str = "exact") -> dict[str, 
     text = rk.kernel.text()
     module = ktir.parse(text, "kernel.ktir")
     bound, binding = spread_bound(shapes_only_trace(module, rk.kernel), target)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()  # wall and CPU: on a loaded machine they differ
     try:
         result = schedulers.schedule(ktir.parse(text, "kernel.ktir"), target, scheduler)
     except schedulers.ScheduleError as e:  # an error exit: measured as written, like a decline
         result = None
         refusal = f"error: {e}"
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     r = result.report if result is not None else None
     applied = r is not None and r.applied
     final = result.module if result is not None and applied else module
@@ -205,4 +205,5 @@ def measure(rk: RealKernel, target: Any, scheduler: str = "exact") -> dict[str, 
             "reason": (r.reason if r is not None else refusal), "class": r.kernel_class if r is not None else "-",
             "grid": grid_size(final), "bound": bound, "binding": binding,
             "scheduler_bound": r.roofline_cycles if r is not None else None, "timeline": timeline,
-            "ratio": timeline / bound, "model": r.estimate_cycles if r is not None else None, "seconds": seconds}
+            "ratio": timeline / bound, "model": r.estimate_cycles if r is not None else None, "seconds": seconds,
+            "cpu_seconds": cpu_seconds}

@@ -30,23 +30,31 @@ from kernelgen.campaign import try_schedulers  # noqa: E402
 SCHEDULERS = ("baseline", "exact", "search")
 
 # Wrong outputs of the current engine that are reported (notes/FINDINGS.md, saved under
-# notes/sched-failures/) and not yet fixed: (kind, feature the kernel has, scheduler) -> the finding.
-# Remove an entry when the engine is fixed; anything else wrong, racy or crashing fails the test.
-FILL_INDEX = ("notes/FINDINGS.md 2026-12-04: a row loop whose index reaches the data through linalg.fill is "
-              "re-blocked, every row of a block gets the block's first index")
-INDEPENDENT = ("notes/FINDINGS.md 2026-12-04: two independent results of different shapes race, the small one is "
-               "left whole and every tile stores it")
-KNOWN: dict[tuple[str, str, str], str] = {
-    **{("row_loop", "index as data:fill", name): FILL_INDEX for name in SCHEDULERS},
-    **{("multi_output", "an independent result", name): INDEPENDENT for name in SCHEDULERS},
-}
+# notes/sched-failures/) and not yet fixed: (kind, feature the kernel has, scheduler) -> (the finding,
+# the seed of `kernelgen.random_kernel` that shows it). Anything else wrong, racy or crashing fails
+# the test; an entry whose seed no longer fails fails too (remove it when the engine is fixed).
+# Emptied 2026-12-04 on sched-core 91e95ae: the row loop with its index through linalg.fill and
+# the independent result of another shape (both reported by sched-gen) are scheduled right.
+KNOWN: dict[tuple[str, str, str], tuple[str, int]] = {}
 
 
 def _known(kernel: kernelgen.Generated, scheduler: str) -> str | None:
-    for (kind, feature, name), why in KNOWN.items():
+    for (kind, feature, name), (why, _) in KNOWN.items():
         if kernel.kind == kind and feature in kernel.features and name == scheduler:
             return why
     return None
+
+
+def test_every_known_failure_still_fails(spyre: Target) -> None:
+    """A known class must be one the engine still gets wrong: its reproducer seed still fails."""
+    fixed = []
+    for (kind, feature, name), (why, seed) in KNOWN.items():
+        kernel = kernelgen.random_kernel(seed, (kind,))
+        assert feature in kernel.features, (kind, feature, seed, sorted(kernel.features))
+        (outcome,) = try_schedulers(kernel, spyre, (name,), 0.05, kernelgen.check_generator(kernel))
+        if outcome.status not in ("wrong", "racy", "error"):
+            fixed.append(f"{kind} / {feature} / {name} (seed {seed}) is {outcome.status} now: {why}")
+    assert not fixed, "remove from KNOWN:\n" + "\n".join(fixed)
 
 
 @settings(max_examples=32, deadline=None, derandomize=True, database=None,
