@@ -70,6 +70,10 @@ ROOT = Path(__file__).resolve().parents[2]
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:  # the generators are modules beside this file
     sys.path.insert(0, _HERE)
+if __name__ == "__main__" and str(ROOT) not in sys.path:
+    # run as a script, sys.path starts with this folder: fuzz this checkout's code, not
+    # whichever copy of the package is installed
+    sys.path.insert(1, str(ROOT))
 _SKIP = {"site", "build", "node_modules", "ci-artifacts", "fuzz-failures"}
 MAX_SEED_BYTES = 6000  # larger files cost more per input and add little new syntax
 
