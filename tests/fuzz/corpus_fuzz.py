@@ -386,7 +386,10 @@ def check(text: str, interpret: bool = True) -> str:
     except KtirError as e:
         raise Failure("parser-disagree", f"the fast path parsed it, the grammar says: {e}") from None
     if slow != module:
-        raise Failure("parser-disagree", "the fast path and the grammar built different modules")
+        a, b = repr(module), repr(slow)
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        raise Failure("parser-disagree", "the fast path and the grammar built different modules; at the first "
+                      f"difference the fast path's has {a[max(0, at - 150):at + 150]!r}, the grammar's {b[max(0, at - 150):at + 150]!r}")
     diagnostics = verify(module, "fuzz.ktir")
     errors = [d for d in diagnostics if d.severity == "error"]
     _round_trip(module, "custom")

@@ -94,6 +94,24 @@ def test_a_tile_set_past_the_grid_is_refused_before_it_is_listed() -> None:
     assert "producer_tiles_per_group names tile 4, outside the grid of 4 tiles" in info.value.detail
 
 
+def test_all_to_all_dimensions_out_of_range_are_a_verifier_error() -> None:
+    # corpus mutation: concat_dimensions = [255] on rank-2 partials verified clean and numpy
+    # raised AxisError in the interpreter (runtime.internal)
+    from ktir.verify import verify
+
+    module = ktir.parse(
+        "#all = affine_set<(d0) : (d0 >= 0, -d0 + 1 >= 0)>\n#one = affine_set<(d0) : (d0 == 0)>\n"
+        "func.func @f() attributes {grid = [2]} {\n  %x = arith.constant dense<1.0> : tensor<1x4xf32>\n"
+        "  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all -> !ktdp.tile_future<(tensor<1x4xf32>), groups = #one> {\n"
+        "  ^bb0(%g: index):\n    ktdp.yield_partial %x : tensor<1x4xf32>\n  }\n"
+        "  %r = ktdp.inter_tile_all_to_all(%f) consumer_tiles_per_group = #all, split_dimensions = [1], concat_dimensions = [255] : "
+        "!ktdp.tile_future<(tensor<1x4xf32>), groups = #one> -> tensor<2x2xf32>\n  return\n}\n"
+    )
+    errors = [d for d in verify(module, "k.ktir") if d.severity == "error" and "all_to_all" in d.id]
+    assert [(d.id, d.line) for d in errors] == [("ktdp.inter_tile_all_to_all.C1", 9)]
+    assert "dimension 255 is out of range for the partial tensor<1x4xf32> of rank 2" in errors[0].message
+
+
 def test_a_groupless_tile_future_prints_as_read() -> None:
     # grammar generator: ktir-cpu's `!ktdp.tile_future<T>` outside an op with `groups = ...`
     # printed as `groups = unit`, which does not parse
