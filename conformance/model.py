@@ -7,6 +7,7 @@ it (`expect`): `run` it on inputs and compare outputs with a golden `.npz`, `acc
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
@@ -14,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from conformance.levels import LEVELS as LEVELS
-from ktir.fileio import confined_path
+from ktir.fileio import confined_file, confined_path
 
 SCHEMA_VERSION = 1
 Level = Literal["syntax", "validation", "core", "multi-tile", "collective", "full"]
@@ -141,7 +142,15 @@ def suite_hash(root: Path = SUITE_ROOT) -> str:
     for sub in ("manifest", "cases", "goldens", "inputs"):
         base = root / sub
         for path in sorted(base.rglob("*")) if base.exists() else []:
-            if path.is_file() and path.suffix in (".toml", ".ktir", ".npz", ".npy"):
-                h.update(str(path.relative_to(root)).encode() + b"\0")
+            if path.suffix not in (".toml", ".ktir", ".npz", ".npy"):
+                continue
+            name = str(path.relative_to(root))
+            try:
+                confined_file(root, name)
+            except ValueError:  # a link out of the suite (a device, a pipe): its target's name, not its bytes
+                h.update(name.encode() + b"\0->" + os.readlink(path).encode() + b"\0")
+                continue
+            if path.is_file():
+                h.update(name.encode() + b"\0")
                 h.update(path.read_bytes())
     return h.hexdigest()

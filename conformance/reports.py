@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from conformance.results import STATUSES, CaseResult, Results, json_schema
+from ktir.fileio import confined_file
 
 SHORT = {"pass": "pass", "fail": "fail", "error": "err", "not_supported": "n/s", "timeout": "t/o"}
 STYLE = {"pass": "green", "fail": "red", "error": "magenta", "not_supported": "yellow", "timeout": "red"}
@@ -147,8 +148,8 @@ def _case_text(file: str, root: Path | None) -> str | None:
     if not file or root is None:
         return None
     try:
-        return (root / file).read_text(encoding="utf-8")
-    except OSError:
+        return confined_file(root, file).read_text(encoding="utf-8")
+    except (OSError, ValueError):  # ValueError: a link out of the suite, or not a regular file
         return None
 
 

@@ -18,6 +18,7 @@ from conformance.capability import Capabilities, Waivers, everything
 from conformance.model import SUITE_ROOT, Case, load_suite, suite_hash, suite_version
 from conformance.reported import Reported
 from conformance.results import CaseResult, Mismatch, Results, SuiteId, conformant, ok, verdicts
+from ktir.fileio import confined_file
 
 if TYPE_CHECKING:  # the adapters bring in the interpreter (numpy, ml_dtypes, scipy): `ktir conformance list` needs none
     from conformance.adapters import Adapter
@@ -69,7 +70,9 @@ def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch 
     from conformance.tolerance import GOLDEN_FORMAT, compare
     from conformance.values import case_inputs, read_npz
 
-    source = (root / case.file).read_text(encoding="utf-8")
+    # confined_file: a case file or golden that is a link out of the suite (to a device, say)
+    # is refused, not read; the ValueError becomes the case's error
+    source = confined_file(root, case.file).read_text(encoding="utf-8")
     if case.expect in ("accept", "reject"):
         checked = adapter.check(source, case.file)
         if case.expect == "reject":
@@ -86,7 +89,7 @@ def judge(case: Case, adapter: Adapter, root: Path) -> tuple[str, str, Mismatch 
     outputs = adapter.run(source, case.file, case.function, inputs)
     if case.golden is None:
         return "error", "the case has no golden file", None
-    golden = read_npz(root / case.golden)
+    golden = read_npz(confined_file(root, case.golden))
     if int(golden.get("__format__", 1)) != GOLDEN_FORMAT:
         return "error", f"{case.golden}: golden format {int(golden.get('__format__', 1))}, this runner reads {GOLDEN_FORMAT}", None
     worst: tuple[float, Mismatch, str] | None = None

@@ -43,6 +43,10 @@ def type_text(t: Type) -> str:
     if isinstance(t, ty.AccessTileType):
         return f"!ktdp.access_tile<{dims_text(t.shape)}index>"
     if isinstance(t, ty.TileFutureType):
+        if isinstance(t.groups, at.UnitAttr) and len(t.partial_types) == 1:
+            # ktir-cpu's groupless `!ktdp.tile_future<T>` that no op's `groups = ...` completed:
+            # printed as read (the verifier rejects it), so the text reads back equal
+            return f"!ktdp.tile_future<{type_text(t.partial_types[0])}>"
         parts = ", ".join(type_text(p) for p in t.partial_types)
         return f"!ktdp.tile_future<({parts}), groups = {attr_text(t.groups)}>"
     if isinstance(t, ty.RuntimeArgType):

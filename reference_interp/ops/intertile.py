@@ -103,7 +103,11 @@ def _members(s: CompiledSet, syms: tuple[int, ...], n_tiles: int, what: str) -> 
     if pts.count == 0:
         return []
     if pts.mask is None:
-        tiles = list(range(pts.lo[0], pts.lo[0] + pts.ext[0]))
+        lo, end = pts.lo[0], pts.lo[0] + pts.ext[0]
+        if lo < 0 or end > n_tiles:  # checked before listing: a box may reach 2^63 tiles
+            first = lo if not 0 <= lo < n_tiles else n_tiles
+            raise fail("out-of-bounds", f"{what} names tile {first}, outside the grid of {n_tiles} tiles")
+        tiles = list(range(lo, end))
     else:
         tiles = [int(i) + pts.lo[0] for i in np.nonzero(pts.mask)[0]]
     outside = [t for t in tiles if not 0 <= t < n_tiles]

@@ -70,6 +70,10 @@ ROOT = Path(__file__).resolve().parents[2]
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:  # the generators are modules beside this file
     sys.path.insert(0, _HERE)
+if __name__ == "__main__" and str(ROOT) not in sys.path:
+    # run as a script, sys.path starts with this folder: fuzz this checkout's code, not
+    # whichever copy of the package is installed
+    sys.path.insert(1, str(ROOT))
 _SKIP = {"site", "build", "node_modules", "ci-artifacts", "fuzz-failures"}
 MAX_SEED_BYTES = 6000  # larger files cost more per input and add little new syntax
 
@@ -382,7 +386,10 @@ def check(text: str, interpret: bool = True) -> str:
     except KtirError as e:
         raise Failure("parser-disagree", f"the fast path parsed it, the grammar says: {e}") from None
     if slow != module:
-        raise Failure("parser-disagree", "the fast path and the grammar built different modules")
+        a, b = repr(module), repr(slow)
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        raise Failure("parser-disagree", "the fast path and the grammar built different modules; at the first "
+                      f"difference the fast path's has {a[max(0, at - 150):at + 150]!r}, the grammar's {b[max(0, at - 150):at + 150]!r}")
     diagnostics = verify(module, "fuzz.ktir")
     errors = [d for d in diagnostics if d.severity == "error"]
     _round_trip(module, "custom")

@@ -77,6 +77,48 @@ def test_a_stride_beyond_the_address_range_in_bytes_is_a_runtime_error() -> None
     assert info.value.kind == "out-of-bounds" and info.value.op is not None and info.value.op.loc.line == 4
 
 
+def test_a_tile_set_past_the_grid_is_refused_before_it_is_listed() -> None:
+    # corpus mutation: a producer set bounded by 2^63 - 1 was listed tile by tile (range()
+    # raised OverflowError: runtime.internal) before its tiles were checked against the grid
+    module = ktir.parse(
+        "#all = affine_set<(d0)[s0] : (d0 >= 0, -d0 + 9223372036854775807 >= 0)>\n#one = affine_set<(d0) : (d0 == 0)>\n"
+        "func.func @f() attributes {grid = [4]} {\n  %x = arith.constant dense<1.0> : tensor<2xf32>\n"
+        "  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all -> !ktdp.tile_future<(tensor<2xf32>), groups = #one> {\n"
+        "  ^bb0(%g: index):\n    ktdp.yield_partial %x : tensor<2xf32>\n  }\n"
+        "  %r = ktdp.inter_tile_gather(%f) consumer_tiles_per_group = #all, gather_dimensions = [0] : "
+        "!ktdp.tile_future<(tensor<2xf32>), groups = #one> -> tensor<8xf32>\n  return\n}\n"
+    )
+    with pytest.raises(reference_interp.KtirRuntimeError) as info:
+        reference_interp.run(module)
+    assert info.value.kind == "out-of-bounds" and info.value.op is not None and info.value.op.loc.line == 5
+    assert "producer_tiles_per_group names tile 4, outside the grid of 4 tiles" in info.value.detail
+
+
+def test_all_to_all_dimensions_out_of_range_are_a_verifier_error() -> None:
+    # corpus mutation: concat_dimensions = [255] on rank-2 partials verified clean and numpy
+    # raised AxisError in the interpreter (runtime.internal)
+    from ktir.verify import verify
+
+    module = ktir.parse(
+        "#all = affine_set<(d0) : (d0 >= 0, -d0 + 1 >= 0)>\n#one = affine_set<(d0) : (d0 == 0)>\n"
+        "func.func @f() attributes {grid = [2]} {\n  %x = arith.constant dense<1.0> : tensor<1x4xf32>\n"
+        "  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all -> !ktdp.tile_future<(tensor<1x4xf32>), groups = #one> {\n"
+        "  ^bb0(%g: index):\n    ktdp.yield_partial %x : tensor<1x4xf32>\n  }\n"
+        "  %r = ktdp.inter_tile_all_to_all(%f) consumer_tiles_per_group = #all, split_dimensions = [1], concat_dimensions = [255] : "
+        "!ktdp.tile_future<(tensor<1x4xf32>), groups = #one> -> tensor<2x2xf32>\n  return\n}\n"
+    )
+    errors = [d for d in verify(module, "k.ktir") if d.severity == "error" and "all_to_all" in d.id]
+    assert [(d.id, d.line) for d in errors] == [("ktdp.inter_tile_all_to_all.C1", 9)]
+    assert "dimension 255 is out of range for the partial tensor<1x4xf32> of rank 2" in errors[0].message
+
+
+def test_a_groupless_tile_future_prints_as_read() -> None:
+    # grammar generator: ktir-cpu's `!ktdp.tile_future<T>` outside an op with `groups = ...`
+    # printed as `groups = unit`, which does not parse
+    module = _round_trips("func.func @f(%x: !ktdp.tile_future<tensor<4xf32>>) {\n  return\n}\n")
+    assert "!ktdp.tile_future<tensor<4xf32>>" in ktir.print_module(module)
+
+
 def _program_files(manifest: dict[str, object] | None = None) -> dict[str, bytes]:
     folder = FIXTURES / "program"
     files = {p.name: p.read_bytes() for p in folder.iterdir()}

@@ -320,3 +320,18 @@ def test_run_with_a_bad_npy_argument_exits_cleanly(tmp_path: Path, capsys: pytes
         err = capsys.readouterr().err
         assert code != 0 and "Traceback" not in err and path.name in err, (name, err)
     assert not (tmp_path / "UNPICKLED").exists()
+
+
+@pytest.mark.parametrize("which", ["file", "golden"])
+def test_a_suite_file_that_links_out_of_the_suite_is_refused_not_read(which: str) -> None:
+    # a case file linked to /dev/zero was read for ever (the manifest's paths were confined,
+    # the links they name were followed)
+    import readers_gen
+    from cli_case import CliCase, Link, run_cli
+
+    file, _, _, case = readers_gen._suite_case()
+    name = "suite/" + (file if which == "file" else case["golden"])
+    files = {**readers_gen._one_case_suite(), name: Link("/dev/zero")}
+    got, _, err = run_cli(CliCase(["conformance", "run", "--suite", "suite", "-q", "-k", readers_gen.ONE_CASE], files))
+    assert got == 1 and "Traceback" not in err
+    assert f"{name} leads outside suite (to /dev/zero)" in " ".join(err.split()), err

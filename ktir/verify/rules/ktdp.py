@@ -385,6 +385,13 @@ def collective(check: Check) -> None:
         split, concat = check.attr("split_dimensions"), check.attr("concat_dimensions")
         if not isinstance(split, at.DenseArrayAttr) or not isinstance(concat, at.DenseArrayAttr) or len(split.values) != len(concat.values):
             check.fail("C1", "split_dimensions and concat_dimensions must have the same length")
+            return
+        for part in future.partial_types if future is not None else ():
+            rank = len(ps) if (ps := shape(part)) is not None else None
+            bad = [int(d) for d in (*split.values, *concat.values) if rank is not None and not 0 <= int(d) < rank]
+            if bad:  # the interpreter moves these axes: out of range, numpy raised AxisError
+                check.fail("C1", f"dimension {bad[0]} is out of range for the partial {t(part)} of rank {rank}")
+                return
         return
     if name == "ktdp.inter_tile_reduce_scatter" and future is not None:
         _combiner(check, future, "C1")
