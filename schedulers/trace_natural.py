@@ -337,13 +337,21 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
         # shifted along a looped class by the iteration (one tile's blocks never overlap)
         box = tuple((lo + (it or {}).get(lv, 0) * step if lv is not None else lo, n)
                     for lo, n, lv, step in dims)
-        entries: list[tuple[int, bool, str, tuple[tuple[int, int], ...]]] = made.setdefault(f"@mem:{arg}", [])
-        for n, w, v, b in entries:
-            if (w or write) and (v != view or all(a < c + m and c < a + k for (a, k), (c, m) in zip(box, b, strict=True))):
-                deps.add(n)
-        if write:  # the earlier accesses of this very box are ordered before this write
-            entries[:] = [e for e in entries if not (e[2] == view and e[3] == box)]
-        entries.append((seq[0], write, view, box))
+        # per (view, box): its last write and the reads since (earlier accesses of a box are
+        # ordered before its write, so they need not be kept); one entry per box keeps this
+        # linear in the accesses when the same blocks are read again and again
+        boxes: dict[tuple[str, tuple[tuple[int, int], ...]], tuple[int | None, list[int]]] = \
+            made.setdefault(f"@mem:{arg}", {})
+        for (v, b), (last, reads) in boxes.items():
+            if v != view or all(a < c + m and c < a + k for (a, k), (c, m) in zip(box, b, strict=True)):
+                if last is not None:
+                    deps.add(last)
+                if write:
+                    deps.update(reads)
+        if write:
+            boxes[(view, box)] = (seq[0], [])
+        else:
+            boxes.setdefault((view, box), (None, []))[1].append(seq[0])
     fields = {n: v for n, v in work.items() if n != "kind" and not n.startswith("@")}
     records.append(OpRecord(tile=tile, seq=seq[0], op=op.name, kind=work["kind"], deps=tuple(sorted(deps)),  # type: ignore[arg-type]
                             line=op.loc.line if op.loc else 0, **fields))  # type: ignore[arg-type]
