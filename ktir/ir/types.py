@@ -196,6 +196,16 @@ def i1_like(t: Type) -> Type:
     return I1
 
 
+def storage_bits(e: Type) -> int:
+    """Bits one element of type `e` takes in memory: tf32 is stored in 32 bits; index and
+    anything else in 64."""
+    if isinstance(e, FloatType):
+        return 32 if e.kind == "tf32" else e.width
+    if isinstance(e, IntegerType):
+        return e.width
+    return 64
+
+
 def element_type(t: Type) -> Type:
     """The element type of a shaped type, or the type itself for scalars."""
     if isinstance(t, TensorType | MemRefType | VectorType | UnrankedTensorType | UnrankedMemRefType):

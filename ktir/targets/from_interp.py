@@ -769,16 +769,8 @@ def _count(t: Type) -> int | None:
     return math.prod(int(d) for d in shape)
 
 
-def _bits(e: Type) -> int:
-    if isinstance(e, ty.FloatType):
-        return 32 if e.kind == "tf32" else e.width
-    if isinstance(e, ty.IntegerType):
-        return e.width
-    return 64
-
-
 def _nbytes(t: Type, fallback_elements: int = 0) -> int:
     n = _count(t)
     if n is None:
         n = fallback_elements
-    return -(-n * _bits(ty.element_type(t)) // 8)
+    return -(-n * ty.storage_bits(ty.element_type(t)) // 8)

@@ -152,7 +152,7 @@ class _Walk:
         t = self.type(t)
         if not isinstance(t, ty.TensorType) or any(d is None for d in t.shape):
             return 0
-        return -(-math.prod(int(d) for d in t.shape if d is not None) * _bits(ty.element_type(t)) // 8)
+        return -(-math.prod(int(d) for d in t.shape if d is not None) * ty.storage_bits(ty.element_type(t)) // 8)
 
     def _local_extent(self, op: Operation) -> int:
         """Bytes [0, end) of this tile's scratchpad an allocation or ct_local view reaches."""
@@ -164,7 +164,7 @@ class _Walk:
             return 0
         if any(d is None for d in t.shape):
             return 0
-        width = _bits(t.element_type)
+        width = ty.storage_bits(t.element_type)
         if op.name != "ktdp.construct_memory_view":
             return -(-math.prod(int(d) for d in t.shape if d is not None) * width // 8)
         strides = op.attributes.get("static_strides")
@@ -172,14 +172,6 @@ class _Walk:
         span = 1 + sum((int(n) - 1) * abs(s) for n, s in zip(t.shape, values, strict=False) if n is not None)
         base = self.constants.get(op.operands[0], 0) if op.operands else 0
         return -(-(base + span) * width // 8)
-
-
-def _bits(e: Type) -> int:
-    if isinstance(e, ty.FloatType):
-        return 32 if e.kind == "tf32" else e.width
-    if isinstance(e, ty.IntegerType):
-        return e.width
-    return 64
 
 
 def footprint(fn: Operation, aliases: Mapping[str, Type] | None = None) -> Footprint:
