@@ -24,17 +24,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SLOW = (
     "tests/cli/test_bad_cli_corpus.py::test_bad_command_line_gives_a_clean_error",  # a process per case
     "tests/cli/test_progress.py::test_lower_torch_shows_its_stages_with_the_elapsed_time",
+    "tests/compat/test_validate_then_run.py::test_every_valid_program_compiles_in_the_interpreter",
     "tests/conformance/test_conformance_persistent.py::test_the_example_server_passes_a_mixed_sample",
     "tests/conformance/test_conformance_runner.py::test_flipped_sign_is_caught_by_the_subf_cases",
     "tests/conformance/test_conformance_runner.py::test_parallel_run_keeps_suite_order_and_reports_timeouts",
     "tests/conformance/test_conformance_runner.py::test_reference_passes_every_case",
-    "tests/conformance/test_conformance_vendor.py::test_a_vendor_with_one_wrong_behaviour_is_not_certified_at_its_level",
     "tests/conformance/test_conformance_runner.py::test_results_json_validates_against_the_published_schema",
     "tests/conformance/test_conformance_runner.py::test_subprocess_adapter_catches_a_wrong_program_and_honours_exit_77",
     "tests/conformance/test_conformance_runner.py::test_subprocess_adapter_end_to_end",
     "tests/conformance/test_conformance_runner.py::test_worked_example_wrapper_runs_ktir_run",
     "tests/conformance/test_conformance_runner.py::test_wrong_rounding_is_caught_by_exact_cases_only",
     "tests/conformance/test_conformance_suite.py::test_stored_suite_is_what_the_generators_make",
+    "tests/conformance/test_conformance_vendor.py::test_a_vendor_with_one_wrong_behaviour_is_not_certified_at_its_level",
     "tests/dialects/test_typed_constraints.py::test_rewording_every_doc_string_changes_no_diagnostic",
     "tests/docs/test_docs_site.py",  # builds the whole site (mkdocs) and drives a browser
     "tests/docs/test_guides.py::test_a_guides_commands_run_and_print_what_it_shows",
@@ -42,12 +43,20 @@ SLOW = (
     "tests/fuzz/test_fuzz_lane.py::test_short_lane_run_is_clean",
     "tests/fuzz/test_user_inputs.py::test_mutated_conformance_manifests_give_manifest_errors",
     "tests/interop/test_mlir_interop.py",  # mlir-opt-22 over every program
+    "tests/interp/test_race_oracle.py::test_tracker_reports_exactly_the_races_of_the_oracle",
     "tests/lower/test_samples.py::test_bundle_steps_present_run_in_order_with_lx_carried",
+    "tests/lower/test_samples.py::test_every_lowered_sample_runs_with_random_inputs",
     "tests/lower/test_samples.py::test_restickify_matches_numpy",
     "tests/lower/torch/test_cli.py",
+    "tests/lower/torch/test_conv.py",
     "tests/lower/torch/test_decoder.py",
+    "tests/lower/torch/test_fit.py",
+    "tests/lower/torch/test_int_ops.py::test_random_integer_chains_are_exact",
     "tests/lower/torch/test_ops_moe_ssm.py",
+    "tests/lower/torch/test_routing_ops.py",
+    "tests/lower/torch/test_sdsc.py::test_decoder_layer_sdsc_kernels_agree",
     "tests/lower/torch/test_transformers.py",
+    "tests/schedulers/test_random_kernels.py::test_every_schedule_of_a_random_kernel_is_right",
     "tests/schedulers/test_sched_attention_gqa.py::test_random_shapes_and_schedules_are_equivalent",
     "tests/schedulers/test_sched_examples.py::test_example",
     "tests/schedulers/test_sched_layouts.py::test_random_layouts_schedule_to_equal_results",
@@ -75,6 +84,7 @@ SLOW = (
     "tests/test_roundtrip_property.py::test_generator_covers_every_op",
     "tests/test_roundtrip_property.py::test_print_parse_roundtrip",
     "tests/test_roundtrip_property.py::test_roundtrip_fixed_seeds",
+    "tests/torch_backend/test_static_state.py",
 )
 
 
