@@ -27,19 +27,16 @@ the best of --repeat runs, interleaved, in wall-clock seconds and, in brackets, 
 seconds of this process (steadier on a loaded machine). A job's result is freed after
 its clock stops, for every job alike.
 
-The fast path keeps alias-free types, affine maps/sets and op lines in process-wide
-tables, so that a process reading many files reads a line the others had once. Every
-`parse` job here starts with those tables empty (`clear_shared`): no repetition reads
-what an earlier one kept.
+The fast path keeps what it has read (types, affine maps/sets, op lines) for the parse
+of one text only: every parse here is cold, as a separate process would run it, and
+reading many files in one process shares nothing between them.
 
 The corpus rows parse every .ktir/.mlir file of the repository that the grammar accepts
 (examples/, conformance cases, test data; found as tests/syntax/test_fastparse_equivalence.py
 finds them) one after the other, with `ktir.parse` and with the upstream-style parser
 (files it rejects are timed up to its error and counted), and say how many files
 `ktir.parse` leaves to the grammar. This is the kind of text users have, read as
-`ktir validate DIR` or the conformance runner reads it: in one process, the tables empty
-at the start. `corpus: parse, each file cold` empties the tables before every file, as
-separate processes would (each file then shares nothing with the others).
+`ktir validate DIR` or the conformance runner reads it.
 
 Run: `python benchmarks/bench_parse.py [--lines N] [--repeat N]`.
 """
@@ -58,7 +55,6 @@ import ktir
 from ktir.ir.operation import Module
 from ktir.syntax import parser as p
 from ktir.syntax.diagnostics import KtirError
-from ktir.syntax.fastparse import clear_shared
 from ktir.syntax.parser import parse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -148,13 +144,6 @@ def minimal_regex_parse(text: str) -> list[dict[str, object]]:
     return ops
 
 
-def cold(fn: Callable[..., object], *args: object, **kwargs: object) -> object:
-    """`fn(*args)` after forgetting what earlier parses left in the process-wide tables,
-    so that no repetition reads what an earlier one kept."""
-    clear_shared()
-    return fn(*args, **kwargs)
-
-
 def best_of(jobs: dict[str, Callable[[], object]], repeat: int) -> dict[str, tuple[float, float]]:
     """label -> (best wall seconds, best CPU seconds), the jobs run interleaved."""
     wall: dict[str, list[float]] = {label: [] for label in jobs}
@@ -229,9 +218,9 @@ def main() -> None:
         "upstream-style parse": lambda: upstream_style.parse(text),
         "upstream-style parse, no line repeats": lambda: upstream_style.parse(distinct),
         "minimal regex parse (lighter than upstream)": lambda: minimal_regex_parse(text),
-        "parse": lambda: cold(ktir.parse, text),
-        "parse, no line repeats": lambda: cold(ktir.parse, distinct),
-        "parse, grammar only": lambda: cold(parse, text, fast=False),
+        "parse": lambda: ktir.parse(text),
+        "parse, no line repeats": lambda: ktir.parse(distinct),
+        "parse, grammar only": lambda: parse(text, fast=False),
         "print": lambda: ktir.print_module(module),
     }
     best = best_of(jobs, args.repeat)
@@ -267,11 +256,10 @@ def main() -> None:
     corpus = best_of(
         {
             "corpus: upstream-style parse": lambda: upstream_all(texts),
-            "corpus: parse": lambda: cold(lambda: [ktir.parse(t) for t in texts]),
-            "corpus: parse, each file cold": lambda: [cold(ktir.parse, t) for t in texts],
-            "corpus: parse, grammar only": lambda: cold(lambda: [parse(t, fast=False) for t in texts]),
+            "corpus: parse": lambda: [ktir.parse(t) for t in texts],
+            "corpus: parse, grammar only": lambda: [parse(t, fast=False) for t in texts],
             "files both read: upstream-style parse": lambda: upstream_all(both),
-            "files both read: parse": lambda: cold(lambda: [ktir.parse(t) for t in both]),
+            "files both read: parse": lambda: [ktir.parse(t) for t in both],
         },
         args.repeat,
     )

@@ -73,27 +73,6 @@ MEMSPACE_KWS = frozenset({"#ktdp.memory_space", "#ktdp.spyre_memory_space"})
 TYPE_KWS = frozenset({"!ktdp.access_tile", "!ktdp.tile", "!ktdp.tile_future", "!ktdp.runtime_arg"})
 
 
-# Types whose text names no alias (no `#` or `!` inside the brackets) and built without a
-# warning mean the same in every module, and AST nodes are frozen: they are kept across
-# parses (many files spell the same few types). Scalar types likewise.
-_SHARED_TYPES: dict[str, Any] = {}
-_SHARED_SCALARS: dict[str, Any] = {}
-_SHARED_AFFINE: dict[tuple[str, ...], Any] = {}  # see _Parser.shared_affine
-_SHARED_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # see _Parser.operation
-_SHARED_LIMIT = 50_000
-# kept op lines are larger (about 2 KB each with what they hold): about 20 MB at most
-_SHARED_SHAPES_LIMIT = 10_000
-
-# An alias reference (`#name`, `!name`: alias names have no `.`, dialect names do), in an
-# op's line or inside a type's brackets.
-_ALIAS_REF = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$]*+(?![A-Za-z0-9_$.])")
-
-
-def clear_shared() -> None:
-    """Forget what earlier parses left in the process-wide tables (benchmarks start cold)."""
-    for table in (_SHARED_TYPES, _SHARED_SCALARS, _SHARED_AFFINE, _SHARED_SHAPES):
-        table.clear()
-
 
 class Fallback(Exception):
     """This text is for the grammar to parse (an uncovered form, or an error)."""
@@ -106,9 +85,9 @@ def parse_fast(text: str, builder: Any) -> Any:
     starts = list(accumulate(map(add, map(len, text.split("\n")), repeat(1)), initial=0))
     starts.pop()
     tokens = _Tokens(text, 0, starts)
-    if len(_SHARED_TYPES) > _SHARED_LIMIT:
-        _SHARED_TYPES.clear()
-    module = _Parser(tokens, starts, builder, {}, _SHARED_SCALARS, {}).module()
+    # every table the parse fills belongs to this parse: nothing one text defines or
+    # spells can reach the parse of another (no module-level mutable state)
+    module = _Parser(tokens, starts, builder, {}, {}, {}, {}).module()
     for pos, comment in tokens.comments:
         builder.comments.append((*_line_column(starts, pos), comment))
     _age_new_objects()
@@ -236,6 +215,7 @@ class _Parser:
         types: dict[str, Any],
         scalars: dict[str, Any],
         shapes: dict[tuple[Any, ...], tuple[Any, ...]],
+        affine: dict[tuple[str, ...], Any],
     ) -> None:
         self.tokens = tokens
         self.K = tokens.kinds
@@ -248,6 +228,7 @@ class _Parser:
         # an op's tokens with its SSA names abstracted -> (op built from them, where its
         # operands and results are among those names); see operation()
         self.shapes = shapes
+        self.affine = affine  # an affine map/set's tokens -> the map or set; see kept_affine
         self.lookups = 0  # of shapes; -1 once they are given up (see operation())
         self.copies = 0
 
@@ -348,14 +329,7 @@ class _Parser:
         repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
         with less than one hit in _COPY_RATIO, the rest of the text is read without.
 
-        Lines are kept in _SHARED_SHAPES, across parses (files of one project, or a
-        directory validated in one process, repeat many lines): a region-less op reads
-        no module context but its aliases, and the callbacks keep an alias by name and
-        only check that the module defines it. So a kept line is copied into a module
-        that defines the aliases it names (kept with it); one that does not is read, and
-        the grammar reports the undefined alias. A line with an alias inside a type
-        (`memref<4xf32, #m>`: `#m` is read as a layout or a memory space by what it
-        stands for) is kept for this parse only."""
+        Lines are kept for this parse only (see parse_fast)."""
         if self.lookups < 0:
             return self.parse_operation()
         start = self.i
@@ -364,16 +338,14 @@ class _Parser:
             return self.parse_operation()
         key, names, end, line, column = shape
         self.lookups += 1
-        seen = _SHARED_SHAPES.get(key)
-        if seen is None or (seen[8] and not self.defines(seen[8])):
-            seen = self.shapes.get(key)
+        seen = self.shapes.get(key)
         if seen is None:
             if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
                 self.lookups = -1
         else:
             self.copies += 1
             self.i = end
-            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots, _ = seen
+            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots = seen
             pick = names.__getitem__
             return trusted_operation(
                 name,
@@ -393,23 +365,13 @@ class _Parser:
         if self.i == end and len(self.b.warnings) == n_warnings and self.raw_reads == raw_reads and not op.regions and op.loc == (line, column, None):
             slot = {name: k for k, name in enumerate(names)}
             if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
-                self.keep(key, op, slot, start, end)
+                self.keep(key, op, slot)
         return op
 
-    def keep(self, key: tuple[Any, ...], op: Any, slot: dict[str, int], start: int, end: int) -> None:
+    def keep(self, key: tuple[Any, ...], op: Any, slot: dict[str, int]) -> None:
         """Keep a snapshot of `op` (not the op: the caller may change it after the parse)
-        under `key`, with the aliases its line names; see operation()."""
-        tokens = self.tokens
-        V = self.V
-        base = tokens.base
-        # the line's text: from its first token to the end of its last (`end` is past it)
-        aliases = tuple(_ALIAS_REF.findall(tokens.text, tokens.position(start) - base, tokens.ends[end] - base))
-        table = _SHARED_SHAPES
-        if aliases and any(self.K[k] == "type" and _ALIAS_REF.search(V[k]) for k in range(start, end)):
-            table = self.shapes
-        elif len(_SHARED_SHAPES) > _SHARED_SHAPES_LIMIT:
-            _SHARED_SHAPES.clear()
-        table[key] = (
+        under `key`; see operation()."""
+        self.shapes[key] = (
             op.name,
             tuple(op.operand_types),
             tuple(op.result_types),
@@ -418,13 +380,7 @@ class _Parser:
             tuple(op.successors),
             tuple(slot[n] for n in op.operands),
             tuple(slot[n] for n in op.results),
-            aliases,
         )
-
-    def defines(self, aliases: tuple[str, ...]) -> bool:
-        """Whether this module defines every one of `aliases` (`#name`, `!name`) so far."""
-        b = self.b
-        return all(alias[1:] in (b.attr_aliases if alias[0] == "#" else b.type_aliases) for alias in aliases)
 
     def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
         """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
@@ -549,9 +505,7 @@ class _Parser:
             self.i = i + 1
             found = self.types.get(text)
             if found is None:
-                found = _SHARED_TYPES.get(text)
-                if found is None:
-                    found = self.type_token(text, self.tokens.position(i))
+                found = self.type_token(text, self.tokens.position(i))
             return found
         if kind == "word":
             found = self.scalars.get(text)
@@ -735,7 +689,7 @@ class _Parser:
         if element is not None:
             children.append(element)
         else:
-            inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes)
+            inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes, self.affine)
             children.append(inner.type())
             if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
                 inner.i += 1
@@ -757,8 +711,6 @@ class _Parser:
             found = b.access_tile_type(children)
         if len(b.warnings) == n_warnings:  # a type that warns is read again where it recurs
             self.types[text] = found
-            if "#" not in text and "!" not in text[open_at:]:
-                _SHARED_TYPES[text] = found
         return found
 
     def spelled_type(self) -> Any:
@@ -769,9 +721,7 @@ class _Parser:
         text = self.raw_bracketed()
         found = self.types.get(text)
         if found is None:
-            found = _SHARED_TYPES.get(text)
-            if found is None:
-                found = self.type_token(text, pos)
+            found = self.type_token(text, pos)
         return found
 
     def short_access_tile(self, text: str, pos: int) -> Any:
@@ -953,7 +903,7 @@ class _Parser:
         return self.signed_int()
 
     def memory_space(self) -> Any:
-        return self.shared_affine(self.memory_space_body)
+        return self.kept_affine(self.memory_space_body)
 
     def memory_space_body(self) -> Any:
         """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """
@@ -1058,14 +1008,14 @@ class _Parser:
         return names
 
     def affine_map(self) -> Any:
-        return self.shared_affine(self.affine_map_body)
+        return self.kept_affine(self.affine_map_body)
 
     def affine_set(self) -> Any:
-        return self.shared_affine(self.affine_set_body)
+        return self.kept_affine(self.affine_set_body)
 
-    def shared_affine(self, parse: Callable[[], Any]) -> Any:
-        """An affine map or set, or a memory space, taken from those read before (in any
-        module) with the same tokens. Its tokens end at the first `>` (`>=` is a token of its
+    def kept_affine(self, parse: Callable[[], Any]) -> Any:
+        """An affine map or set, or a memory space, taken from those read before (in this
+        text) with the same tokens. Its tokens end at the first `>` (`>=` is a token of its
         own, and `<` and `>` occur nowhere else in it); what it is depends on them alone,
         unless it names an SSA value or warns (such ones are not kept)."""
         i = self.i
@@ -1075,16 +1025,14 @@ class _Parser:
         except ValueError:
             raise Fallback from None
         key = tuple(V[i:end])
-        found = _SHARED_AFFINE.get(key)
+        found = self.affine.get(key)
         if found is not None:
             self.i = end
             return found
         n_warnings = len(self.b.warnings)
         found = parse()
         if self.i == end and len(self.b.warnings) == n_warnings and not any(v[0] == "%" for v in key):
-            if len(_SHARED_AFFINE) > _SHARED_LIMIT:
-                _SHARED_AFFINE.clear()
-            _SHARED_AFFINE[key] = found
+            self.affine[key] = found
         return found
 
     def affine_map_body(self) -> Any:

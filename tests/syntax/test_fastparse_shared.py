@@ -1,7 +1,11 @@
-"""The fast path keeps alias-free types and affine maps/sets across parses (fastparse's
-_SHARED_* tables); what one module defines must never leak into another."""
+"""The fast path keeps what it has read (types, affine maps and sets, op lines) for the
+parse of one text only: nothing one module defines or spells reaches the parse of another.
+The fuzzing lane found two texts that parsed differently late in a long-running worker
+than alone, when these tables were process-wide."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 
@@ -19,12 +23,11 @@ _WITHOUT = "func.func @f(%m: memref<4xf32, #l>) {\n  func.return\n}\n"
 
 def test_a_type_naming_an_alias_is_not_shared() -> None:
     p.parse(_WITH_ALIAS)
-    assert "memref<4xf32, #l>" not in fastparse._SHARED_TYPES
     with pytest.raises(ParseError, match="undefined attribute alias"):
         p.parse(_WITHOUT)
 
 
-def test_an_alias_free_type_and_affine_set_are_shared_and_equal_to_the_grammars() -> None:
+def test_an_alias_free_type_and_affine_set_read_again_equal_the_grammars() -> None:
     text = (
         "func.func @f(%a: index, %t: !ktdp.access_tile<3x5xindex>) {\n"
         "  %v = ktdp.construct_memory_view %a, sizes: [3, 5], strides: [5, 1] "
@@ -33,9 +36,7 @@ def test_an_alias_free_type_and_affine_set_are_shared_and_equal_to_the_grammars(
         "  func.return\n}\n"
     )
     first = p.parse(text)
-    assert "memref<3x5xbf16>" in fastparse._SHARED_TYPES
-    assert any(key[0] == "affine_set" and "4" in key for key in fastparse._SHARED_AFFINE)
-    again = p.parse(text)  # now from the shared tables
+    again = p.parse(text)
     assert again == first == p.parse(text, fast=False)
 
 
@@ -58,7 +59,7 @@ def test_a_legacy_memory_space_warns_every_time() -> None:
         assert module == p.parse(text.format(pad=pad), fast=False)
 
 
-# --- op lines kept across parses (_SHARED_SHAPES) ---------------------------------------
+# --- op lines repeated within and across texts ------------------------------------------
 
 _VIEW = (
     "  %v = ktdp.construct_memory_view %a, sizes: [3, 5], strides: [5, 1] "
@@ -75,48 +76,40 @@ def _view(module: object) -> object:
     return next(op for op in module.walk() if op.name == "ktdp.construct_memory_view")  # type: ignore[attr-defined]
 
 
-def test_an_op_line_is_copied_into_a_later_module_equal_to_the_grammars() -> None:
-    fastparse.clear_shared()
-    first = _kernel(_VIEW.format(cset=_INLINE_SET))
-    p.parse(first)
-    assert len(fastparse._SHARED_SHAPES) >= 1
-    # the same line with other SSA names, at another place, in another module
-    second = _kernel("  %z = arith.constant 0 : index\n" + _VIEW.format(cset=_INLINE_SET).replace("%v", "%w").replace("%a", "%z"))
-    before = dict(fastparse._SHARED_SHAPES)
-    module = p.parse(second)
-    assert module == p.parse(second, fast=False)
-    assert _view(module).loc.line == 3  # type: ignore[attr-defined]
-    assert _view(module).operands == ["%z"]  # type: ignore[attr-defined]
-    # it was a copy: the view's line added no entry of its own
-    assert [k for k in fastparse._SHARED_SHAPES if k not in before and "ktdp.construct_memory_view" in k] == []
+def test_a_repeated_op_line_is_read_with_its_own_names_and_place() -> None:
+    """Within one text a line repeating an earlier one's tokens (other SSA names) is copied;
+    the copy has its own operands, results and location, as the grammar reads them."""
+    line = _VIEW.format(cset=_INLINE_SET)
+    body = line + "".join(line.replace("%v", f"%w{k}") for k in range(3))
+    text = _kernel("  %z = arith.constant 0 : index\n" + body + line.replace("%v", "%u").replace("%a", "%z"))
+    module = p.parse(text)
+    assert module == p.parse(text, fast=False)
+    views = [op for op in module.walk() if op.name == "ktdp.construct_memory_view"]  # type: ignore[attr-defined]
+    assert [v.loc.line for v in views] == [3, 4, 5, 6, 7]
+    assert views[-1].operands == ["%z"] and views[-1].results == ["%u"]
 
 
 def test_a_line_naming_an_alias_is_kept_only_for_modules_that_define_it() -> None:
     """The op keeps `#cs` by name; what a module adds is only whether `#cs` is defined.
     A module that does not define it is an error, even after others had the same line."""
-    fastparse.clear_shared()
     body = _VIEW.format(cset="#cs")
     for definition in ("(d0 >= 0, d1 >= 0)", "(d0 - 1 >= 0, d1 - 1 >= 0)"):
         text = _kernel(body, f"#cs = affine_set<(d0, d1) : {definition}>\n")
         assert p.parse(text) == p.parse(text, fast=False)
-    assert any("#cs" in key for key in fastparse._SHARED_SHAPES)
     with pytest.raises(ParseError, match="undefined attribute alias"):
         p.parse(_kernel(body))
 
 
 def test_a_line_with_an_alias_inside_a_type_is_not_kept_across_modules() -> None:
     """`memref<4xf32, #m>`: `#m` is read as a layout or a memory space by its definition."""
-    fastparse.clear_shared()
     line = "  %v = ktdp.construct_memory_view %a, sizes: [4], strides: [1] : memref<4xf32, #m>\n"
     for definition in ("affine_map<(d0) -> (d0)>", "#ktdp.memory_space<global>"):
         text = _kernel(line, f"#m = {definition}\n")
         assert p.parse(text) == p.parse(text, fast=False)
-    assert not any("memref<4xf32, #m>" in key for key in fastparse._SHARED_SHAPES)
 
 
 def test_changing_a_parsed_op_does_not_change_later_parses() -> None:
     """The tables keep a snapshot, not the op the caller received."""
-    fastparse.clear_shared()
     text = _kernel(_VIEW.format(cset=_INLINE_SET))
     first = p.parse(text)
     view = _view(first)
@@ -128,9 +121,34 @@ def test_changing_a_parsed_op_does_not_change_later_parses() -> None:
 
 def test_an_op_with_a_legacy_warning_is_not_kept() -> None:
     """A line that warns must warn again, in every module that has it."""
-    fastparse.clear_shared()
     line = "  %v = ktdp.construct_memory_view %a, sizes: [4], strides: [1] {memory_space = #ktdp.spyre_memory_space<HBM>} : memref<4xf16>\n"
     for _ in range(2):
         module = p.parse(_kernel(line))
         assert [w.line for w in module.warnings] == [2]
-    assert not any("#ktdp.spyre_memory_space" in key for key in fastparse._SHARED_SHAPES)
+
+
+def _globals_snapshot() -> dict[str, object]:
+    """Every module-level container of the fast path, deep-copied."""
+    return {
+        name: copy.deepcopy(value)
+        for name, value in vars(fastparse).items()
+        if isinstance(value, (dict, list, set, bytearray)) and not name.startswith("__")
+    }
+
+
+def test_parsing_changes_no_module_level_state_of_the_fast_path() -> None:
+    """The fast path's module-level tables are constants: parsing texts of every kind
+    (aliases, repeated lines, warnings, errors) leaves them as they were."""
+    before = _globals_snapshot()
+    line = _VIEW.format(cset=_INLINE_SET)
+    texts = [
+        _kernel(line * 80),
+        _kernel(_VIEW.format(cset="#cs"), "#cs = affine_set<(d0, d1) : (d0 >= 0, d1 >= 0)>\n"),
+        _WITH_ALIAS,
+        _kernel("  %v = ktdp.construct_memory_view %a, sizes: [4], strides: [1] {memory_space = #ktdp.spyre_memory_space<HBM>} : memref<4xf16>\n"),
+    ]
+    for text in texts:
+        p.parse(text)
+    with pytest.raises(ParseError):
+        p.parse(_WITHOUT)
+    assert _globals_snapshot() == before
