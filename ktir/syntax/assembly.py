@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import linecache
 import re
 import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ktir.dialects.formats import FORMATS, AssemblyFormat
 from ktir.ir import types as ty
@@ -412,3 +414,15 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def load_generated(source: str, kind: str, fmt_name: str, env: dict[str, Any]) -> dict[str, Any]:
+    """Run generated `source` (a `kind` of the declarative format `fmt_name`) and return the
+    names it defines. Its text is registered with linecache under the file name the code
+    carries, so tracebacks and pdb show the generated lines (`kind_source(name)` prints
+    the same text); entries without a modification time are never evicted by checkcache."""
+    filename = f"<ktir generated {kind} of assembly format {fmt_name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, filename, "exec"), env, namespace)  # noqa: S102
+    return namespace

@@ -1752,8 +1752,7 @@ def callback_source(name: str) -> str:
 
 
 def _format_callback(fmt: asm.Format) -> Callable[[_Builder, list[Any]], Operation]:
-    namespace: dict[str, Any] = {}
-    exec(compile(_callback_source(fmt), f"<assembly format {fmt.name}>", "exec"), globals(), namespace)  # noqa: S102
+    namespace = asm.load_generated(_callback_source(fmt), "parser callback", fmt.name, globals())
     callback: Callable[[_Builder, list[Any]], Operation] = namespace[fmt.rule]
     return callback
 

@@ -1170,9 +1170,9 @@ def printer_source(name: str) -> str:
 
 
 def _declarative(fmt: asm.Format) -> FormatPrinter:
-    namespace: dict[str, FormatPrinter] = {}
-    exec(compile(_printer_source(fmt), f"<assembly format {fmt.name}>", "exec"), globals(), namespace)  # noqa: S102
-    return namespace[f"print_{fmt.name}"]
+    namespace = asm.load_generated(_printer_source(fmt), "printer", fmt.name, globals())
+    printer: FormatPrinter = namespace[f"print_{fmt.name}"]
+    return printer
 
 
 for _fmt in asm.formats().values():
