@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import AccessError, OpView, named
-from ktir.dialects.registry import OPS
+from ktir.dialects.registry import OPS, contractions
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.asm import type_text
@@ -749,8 +749,16 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     return run
 
 
-_MATMULS = {"linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a", "linalg.matmul_transpose_b",
-            "linalg.batch_matmul_transpose_b", "linalg.matvec", "linalg.dot"}
+def _reduced_axes() -> dict[str, int]:
+    """Per named contraction, the axis of its first input that is its first reduced loop."""
+    found = {}
+    for name, spec in contractions().items():
+        first, out = spec.split(",")[0], spec.split("->")[1]
+        found[name] = next(i for i, letter in enumerate(first) if letter not in out)
+    return found
+
+
+_MATMULS = _reduced_axes()
 
 
 def _mac_slots(c: FuncCompiler, op: Operation) -> tuple[int, int] | None:
@@ -768,7 +776,7 @@ def _macs(name: str, fr: list[Any], slots: tuple[int, int] | None) -> int:
     out = fr[slots[1]]
     if not isinstance(a, np.ndarray) or not hasattr(out, "size"):
         return 0
-    k = a.shape[0] if name == "linalg.matmul_transpose_a" else (a.shape[-1] if a.ndim else 1)
+    k = a.shape[_MATMULS[name]] if a.ndim else 1
     return int(out.size) * int(k)
 
 

@@ -99,8 +99,8 @@ OPS: tuple[OpDef, ...] = (
            contraction("mk,nk->mn")),
     _named("batch_matmul_transpose_b", "Batched C[b] += A[b] x transpose(B[b]).", "matmul", CostClass.MATMUL,
            contraction("bmk,bnk->bmn")),
-    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction", CostClass.MATMUL, contraction("n,n->")),
-    _named("matvec", "Matrix-vector product.", "matmul", CostClass.MATMUL, contraction("mn,n->m")),
+    _named("dot", "Dot product of two vectors into a 0-d tensor.", "reduction", CostClass.MATMUL, contraction("k,k->")),
+    _named("matvec", "Matrix-vector product.", "matmul", CostClass.MATMUL, contraction("mk,k->m")),
     OpDef(
         name="linalg.generic",
         structure=GENERIC,

@@ -75,3 +75,14 @@ class OpsOfCost(AbstractSet[str]):
 def ops_of_cost(*classes: CostClass) -> frozenset[str]:
     """The names of the ops whose cost class is one of `classes`, now."""
     return frozenset(name for name, op in OPS.items() if op.cost in classes)
+
+
+def contractions() -> dict[str, str]:
+    """Every named contraction (`linalg.matmul`, ...) and its einsum letters per operand
+    (`"mk,kn->mn"`), as its definition declares them (`OpDef.structure`): the one place the
+    verifier, the interpreter, the MLIR generic form and the schedulers read them from."""
+    return {
+        name: op.structure.einsum
+        for name, op in OPS.items()
+        if op.structure is not None and op.structure.kind == "contraction"
+    }

@@ -8,10 +8,9 @@ loop ("parallel" or "reduction") and a scalar body. A named op (`linalg.matmul`,
 iterator types of any instance from it and the instance's attributes and operand ranks.
 Elementwise ops of `arith` and `math` applied to tensors are the elementwise generic too.
 
-Readers: the schedulers' dependence analysis (`schedulers.dependence`). The verifier
-(`ktir.verify.rules.linalg._CONTRACTIONS`) and the interpreter
-(`reference_interp.ops.linalg._NAMED_SPECS`) still hold their own copies of the
-contraction letters, equal to these (a test compares them).
+Readers: the schedulers' dependence analysis (`schedulers.dependence`); the verifier, the
+interpreter and the MLIR generic form read the contractions' letters through
+`ktir.dialects.registry.contractions()` (a test fails if another module spells them).
 """
 
 from __future__ import annotations
@@ -84,15 +83,23 @@ def _ints(attr: object) -> list[int]:
     return [int(v) for v in getattr(attr, "values", ())]
 
 
-def einsum_maps(spec: str) -> tuple[tuple[af.AffineMap, ...], tuple[str, ...]]:
-    """The maps and iterator types of a contraction written in einsum letters (`"mk,kn->mn"`):
-    loops are the output's letters in order, then the reduced letters in order of appearance."""
+def einsum_loops(spec: str) -> tuple[tuple[int, ...], ...]:
+    """Per operand (inputs, then the output), the loops its dimensions are, the loops being
+    the output's letters in order, then the reduced letters in order of appearance
+    (`"km,kn->mn"`: m, n, k; `((2, 0), (2, 1), (0, 1))`)."""
     lhs, out = spec.split("->")
     operands = lhs.split(",")
     letters = list(out) + [c for c in dict.fromkeys("".join(operands)) if c not in out]
-    n = len(letters)
-    maps = tuple(_pick(n, [letters.index(c) for c in s]) for s in [*operands, out])
-    return maps, tuple("parallel" if c in out else "reduction" for c in letters)
+    return tuple(tuple(letters.index(c) for c in s) for s in [*operands, out])
+
+
+def einsum_maps(spec: str) -> tuple[tuple[af.AffineMap, ...], tuple[str, ...]]:
+    """The maps and iterator types of a contraction written in einsum letters (`"mk,kn->mn"`):
+    loops are the output's letters in order, then the reduced letters in order of appearance."""
+    out = spec.split("->")[1]
+    n = len(set(spec) - set(",->"))
+    maps = tuple(_pick(n, list(positions)) for positions in einsum_loops(spec))
+    return maps, ("parallel",) * len(out) + ("reduction",) * (n - len(out))
 
 
 def _resolved(attr: object, resolve: Callable[[object], object]) -> object:
@@ -202,4 +209,4 @@ def contraction(einsum: str) -> Structure:
 
 
 __all__ = ["BROADCAST", "ELEMENTWISE", "FILL", "GENERIC", "REDUCE", "TRANSPOSE", "IterationSpace", "Structure",
-           "contraction", "einsum_maps", "elementwise", "iteration_space"]
+           "contraction", "einsum_loops", "einsum_maps", "elementwise", "iteration_space"]

@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ktir.dialects.registry import OPS
+from ktir.dialects.registry import OPS, contractions
+from ktir.dialects.structure import einsum_loops
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
@@ -60,10 +61,14 @@ _RUNTIME_KINDS = ("value", "granularity", "upperbound")
 # KTIR's transposed matmuls, which MLIR 22 spells as linalg.matmul / batch_matmul with
 # these operand maps; the discardable NAMED_OP attribute keeps the KTIR name through MLIR.
 NAMED_OP = "ktir.named_op"
+# (the op MLIR 22 has, its number of loops, the operand maps: from the einsum letters)
 _TRANSPOSED: dict[str, tuple[str, int, tuple[tuple[int, ...], ...]]] = {
-    "linalg.matmul_transpose_a": ("linalg.matmul", 3, ((2, 0), (2, 1), (0, 1))),
-    "linalg.matmul_transpose_b": ("linalg.matmul", 3, ((0, 2), (1, 2), (0, 1))),
-    "linalg.batch_matmul_transpose_b": ("linalg.batch_matmul", 4, ((0, 1, 3), (0, 2, 3), (0, 1, 2))),
+    name: (base, len(einsum_loops(contractions()[name])[0]) + 1, einsum_loops(contractions()[name]))
+    for name, base in (
+        ("linalg.matmul_transpose_a", "linalg.matmul"),
+        ("linalg.matmul_transpose_b", "linalg.matmul"),
+        ("linalg.batch_matmul_transpose_b", "linalg.batch_matmul"),
+    )
 }
 
 # Stock MLIR takes only builtin attributes (integer, string, dictionary) or a registered
@@ -313,8 +318,7 @@ _BINARY = {  # (float op, integer op)
     "linalg.max": ("arith.maximumf", "arith.maxsi"), "linalg.min": ("arith.minimumf", "arith.minsi"),
     "linalg.powf": ("math.powf", None),
 }  # fmt: skip
-_CONTRACTIONS = frozenset({"linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.dot",
-                           "linalg.matmul_transpose_a", "linalg.matmul_transpose_b", "linalg.batch_matmul_transpose_b"})  # fmt: skip
+_CONTRACTIONS = frozenset(contractions())
 _PASS_THROUGH = frozenset({"linalg.fill", "linalg.copy", "linalg.broadcast", "linalg.transpose"})
 
 
@@ -407,8 +411,8 @@ def _default_maps(op: Operation) -> at.ArrayAttr | None:
 
 def default_indexing_maps(name: str) -> at.ArrayAttr | None:
     """The `indexing_maps` MLIR 22 materialises for matmul and batch_matmul (the op named)."""
-    if name == "linalg.matmul":
-        return at.ArrayAttr(elements=(_map(3, (0, 2)), _map(3, (2, 1)), _map(3, (0, 1))))
-    if name == "linalg.batch_matmul":
-        return at.ArrayAttr(elements=(_map(4, (0, 1, 3)), _map(4, (0, 3, 2)), _map(4, (0, 1, 2))))
-    return None
+    if name not in ("linalg.matmul", "linalg.batch_matmul"):
+        return None
+    loops = einsum_loops(contractions()[name])
+    n_loops = max(max(positions) for positions in loops) + 1
+    return at.ArrayAttr(elements=tuple(_map(n_loops, positions) for positions in loops))

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import named
+from ktir.dialects.registry import contractions
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -255,10 +256,7 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
     a2 = a.astype(wide, copy=False)
     b2 = b.astype(wide, copy=False)
     blas.before_contraction()
-    if spec == "mk,kn->mn" or spec == "bmk,bkn->bmn":
-        prod = np.matmul(a2, b2)
-    else:
-        prod = np.einsum(spec, a2, b2, optimize=True)
+    prod = np.matmul(a2, b2) if spec in _PLAIN_MATMULS else np.einsum(spec, a2, b2, optimize=True)
     prod = np.asarray(prod)
     if prod.dtype != wide:
         prod = prod.astype(wide)
@@ -266,15 +264,10 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
     return prod.astype(out_dt, copy=False)
 
 
-_NAMED_SPECS = {
-    "linalg.matmul": "mk,kn->mn",
-    "linalg.batch_matmul": "bmk,bkn->bmn",
-    "linalg.matmul_transpose_a": "km,kn->mn",
-    "linalg.matmul_transpose_b": "mk,nk->mn",
-    "linalg.batch_matmul_transpose_b": "bmk,bnk->bmn",
-    "linalg.matvec": "mn,n->m",
-    "linalg.dot": "n,n->",
-}
+# the named contractions' einsum letters, from their definitions
+_NAMED_SPECS = contractions()
+# the two that numpy's matmul computes as they are written (the others go through einsum)
+_PLAIN_MATMULS = frozenset({_NAMED_SPECS["linalg.matmul"], _NAMED_SPECS["linalg.batch_matmul"]})
 
 
 def _spec_from_maps(maps: list[af.AffineMap]) -> str:

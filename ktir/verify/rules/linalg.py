@@ -5,7 +5,7 @@ from __future__ import annotations
 from ktir.dialects.access import AccessError
 from ktir.dialects.access import named as view_of
 from ktir.dialects.constraints import shape
-from ktir.dialects.registry import OPS
+from ktir.dialects.registry import OPS, contractions
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -104,15 +104,9 @@ def named(check: Check) -> None:
                 return
 
 
-# operand dims by letter: A, B, C
+# operand dims by letter: A, B, C, by mnemonic (from the definitions' einsum letters)
 _CONTRACTIONS = {
-    "matmul": ("mk", "kn", "mn"),
-    "batch_matmul": ("bmk", "bkn", "bmn"),
-    "matmul_transpose_a": ("km", "kn", "mn"),
-    "matmul_transpose_b": ("mk", "nk", "mn"),
-    "batch_matmul_transpose_b": ("bmk", "bnk", "bmn"),
-    "matvec": ("mk", "k", "m"),
-    "dot": ("k", "k", ""),
+    name.split(".", 1)[1]: tuple(spec.replace("->", ",").split(",")) for name, spec in contractions().items()
 }
 
 
