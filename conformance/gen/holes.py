@@ -498,6 +498,23 @@ def indirect_offset_order() -> Iterator[Draft]:
                             models.computed(fn), stored)
 
 
+def _produce_deliver_store(producers: str, fut: str, P: str, R: str, delivery: str, result: tuple[int, int],
+                           ys: tuple[int, int], dtype: str) -> str:
+    """The end of a collective kernel: every producer yields `%mine`, `delivery` makes `%r`
+    (FUT, P_T and R_T replaced by the future, partial and result types), and tile `%t` stores
+    its `result`-shaped block of `y` at row `%t * result[0]`."""
+    return (f"  %f = ktdp.inter_tile_produce producer_tiles_per_group = {producers} -> {fut} {{\n"
+            "  ^bb0(%gid: index):\n"
+            f"    ktdp.yield_partial %mine : {P}\n"
+            "  }\n"
+            + "  " + delivery.replace("FUT", fut).replace("P_T", P).replace("R_T", R) + "\n"
+            f"  %row = affine.apply affine_map<(d0) -> (d0 * {result[0]})>(%t)\n"
+            f"  %yv = ktdp.construct_memory_view %y_ptr, sizes: [{ys[0]}, {ys[1]}], strides: [{ys[1]}, 1] {{coordinate_set = {box_set(ys)}, memory_space = {GLOBAL}}} : memref<{ys[0]}x{ys[1]}x{dtype}>\n"
+            f"  %yt = ktdp.construct_access_tile %yv[%row, %c0] {{access_tile_order = #id2, access_tile_set = {box_set(result)}}} : memref<{ys[0]}x{ys[1]}x{dtype}> -> !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
+            f"  ktdp.store %r, %yt : {R}, !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
+            "  func.return\n}\n")
+
+
 def _collective_2d(grid: tuple[int, int], dtype: str, producers: str, delivery: str, result: tuple[int, int],
                    comment: str) -> str:
     """A 2-D grid of eight tiles; tile (i, j) loads row t = i * g1 + j of X (its position in the
@@ -525,16 +542,7 @@ def _collective_2d(grid: tuple[int, int], dtype: str, producers: str, delivery: 
             f"  %xv = ktdp.construct_memory_view %x_ptr, sizes: [8, {N}], strides: [{N}, 1] {{coordinate_set = {box_set((8, N))}, memory_space = {GLOBAL}}} : memref<8x{N}x{dtype}>\n"
             f"  %xt = ktdp.construct_access_tile %xv[%t, %c0] {{access_tile_order = #id2, access_tile_set = {box_set((1, N))}}} : memref<8x{N}x{dtype}> -> !ktdp.access_tile<1x{N}xindex>\n"
             f"  %mine = ktdp.load %xt : !ktdp.access_tile<1x{N}xindex> -> {P}\n"
-            f"  %f = ktdp.inter_tile_produce producer_tiles_per_group = {producers} -> {fut} {{\n"
-            "  ^bb0(%gid: index):\n"
-            f"    ktdp.yield_partial %mine : {P}\n"
-            "  }\n"
-            + "  " + delivery.replace("FUT", fut).replace("P_T", P).replace("R_T", R) + "\n"
-            f"  %row = affine.apply affine_map<(d0) -> (d0 * {result[0]})>(%t)\n"
-            f"  %yv = ktdp.construct_memory_view %y_ptr, sizes: [{ys[0]}, {ys[1]}], strides: [{ys[1]}, 1] {{coordinate_set = {box_set(ys)}, memory_space = {GLOBAL}}} : memref<{ys[0]}x{ys[1]}x{dtype}>\n"
-            f"  %yt = ktdp.construct_access_tile %yv[%row, %c0] {{access_tile_order = #id2, access_tile_set = {box_set(result)}}} : memref<{ys[0]}x{ys[1]}x{dtype}> -> !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
-            f"  ktdp.store %r, %yt : {R}, !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
-            "  func.return\n}\n")
+            + _produce_deliver_store(producers, fut, P, R, delivery, result, ys, dtype))
 
 
 def collectives_in_groups() -> Iterator[Draft]:
@@ -611,16 +619,7 @@ def _two_row_kernel(dtype: str, delivery: str, result: tuple[int, int], comment:
             f"  %xv = ktdp.construct_memory_view %x_ptr, sizes: [8, 8], strides: [8, 1] {{coordinate_set = {box_set((8, 8))}, memory_space = {GLOBAL}}} : memref<8x8x{dtype}>\n"
             f"  %xt = ktdp.construct_access_tile %xv[%r0, %c0] {{access_tile_order = #id2, access_tile_set = {box_set((2, 8))}}} : memref<8x8x{dtype}> -> !ktdp.access_tile<2x8xindex>\n"
             f"  %mine = ktdp.load %xt : !ktdp.access_tile<2x8xindex> -> {P}\n"
-            f"  %f = ktdp.inter_tile_produce producer_tiles_per_group = #all -> {fut} {{\n"
-            "  ^bb0(%gid: index):\n"
-            f"    ktdp.yield_partial %mine : {P}\n"
-            "  }\n"
-            + "  " + delivery.replace("FUT", fut).replace("P_T", P).replace("R_T", R) + "\n"
-            f"  %row = affine.apply affine_map<(d0) -> (d0 * {result[0]})>(%t)\n"
-            f"  %yv = ktdp.construct_memory_view %y_ptr, sizes: [{ys[0]}, {ys[1]}], strides: [{ys[1]}, 1] {{coordinate_set = {box_set(ys)}, memory_space = {GLOBAL}}} : memref<{ys[0]}x{ys[1]}x{dtype}>\n"
-            f"  %yt = ktdp.construct_access_tile %yv[%row, %c0] {{access_tile_order = #id2, access_tile_set = {box_set(result)}}} : memref<{ys[0]}x{ys[1]}x{dtype}> -> !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
-            f"  ktdp.store %r, %yt : {R}, !ktdp.access_tile<{result[0]}x{result[1]}xindex>\n"
-            "  func.return\n}\n")
+            + _produce_deliver_store("#all", fut, P, R, delivery, result, ys, dtype))
 
 
 def collectives_on_inner_dimensions() -> Iterator[Draft]:

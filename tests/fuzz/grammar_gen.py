@@ -18,44 +18,26 @@ from __future__ import annotations
 
 import functools
 import random
+
+# the regex parser of Python 3.11+ (the project's floor, pyproject.toml)
+import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass
+from re._constants import (  # type: ignore[import-not-found]
+    ANY,
+    AT,
+    BRANCH,
+    CATEGORY,
+    IN,
+    LITERAL,
+    MAX_REPEAT,
+    MIN_REPEAT,
+    NEGATE,
+    NOT_LITERAL,
+    POSSESSIVE_REPEAT,
+    RANGE,
+    SUBPATTERN,
+)
 from typing import Any
-
-try:  # Python 3.11+: the regex parser moved
-    import re._parser as sre_parse  # type: ignore[import-not-found]
-    from re._constants import (  # type: ignore[import-not-found]
-        ANY,
-        AT,
-        BRANCH,
-        CATEGORY,
-        IN,
-        LITERAL,
-        MAX_REPEAT,
-        MIN_REPEAT,
-        NEGATE,
-        NOT_LITERAL,
-        POSSESSIVE_REPEAT,
-        RANGE,
-        SUBPATTERN,
-    )
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse  # type: ignore[no-redef]
-    from sre_constants import (  # type: ignore[no-redef]
-        ANY,
-        AT,
-        BRANCH,
-        CATEGORY,
-        IN,
-        LITERAL,
-        MAX_REPEAT,
-        MIN_REPEAT,
-        NEGATE,
-        NOT_LITERAL,
-        RANGE,
-        SUBPATTERN,
-    )
-
-    POSSESSIVE_REPEAT = MAX_REPEAT
 
 
 @dataclass(frozen=True)
