@@ -48,14 +48,7 @@ def add_torch_parser(sources: Any) -> None:
 
 
 def cmd_lower_torch(args: argparse.Namespace) -> int:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        print("ktir lower torch: PyTorch is not installed (pip install 'ktir[torch]')", file=sys.stderr)
-        return EXIT_USAGE
-    from ktir.lower.torch import TorchLoweringError, from_exported
-    from ktir.lower.torch.export import decompose
-
+    # what needs no torch is checked first: importing torch takes seconds
     path = Path(args.path)
     if not path.is_file():
         print(f"ktir lower torch: cannot read {path}: no such file", file=sys.stderr)
@@ -64,6 +57,16 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         print(f"ktir lower torch: cannot write {args.output}: no directory {folder}", file=sys.stderr)
         return EXIT_USAGE
+    if not _is_zip(path):  # torch.export.save writes a zip archive (.pt2)
+        print(f"{path}: error[torch]: not a torch.export program (not a .pt2 zip archive)", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("ktir lower torch: PyTorch is not installed (pip install 'ktir[torch]')", file=sys.stderr)
+        return EXIT_USAGE
+    from ktir.lower.torch import TorchLoweringError, from_exported
+    from ktir.lower.torch.export import decompose
     from ktir.progress import working
 
     with working(f"reading {path.name}") as step:
@@ -115,6 +118,13 @@ class _Collect(logging.Handler):
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             self.lines.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+def _is_zip(path: Path) -> bool:
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
