@@ -71,6 +71,7 @@ class View:
     itemsize: int
     space: str  # "global", "local" (the executing tile's own scratchpad) or "remote"
     line: str
+    sizes: tuple[int, ...] = ()  # when known
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ class Tile:
     indirect: bool = False
 
 
-Layout = tuple[int, tuple[int, ...]]  # (element offset, strides): element = offset + sum(k_j * strides[j])
+# (element offset, strides, dimensions of one element): element = offset + sum(k_j * strides[j]), the
+# coordinates of the dimensions of one element (after the others) being 0
+Layout = tuple[int, tuple[int, ...], int]
 
 
 @dataclass
@@ -374,7 +377,8 @@ class _Model:
                                          if d == _DYNAMIC)) or lo
         if strides is None:
             arg = ""
-        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo, itemsize, kind, where(op))
+        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo, itemsize, kind, where(op),
+                                               tuple(sizes or ()))
 
     def _mixed(self, op: Operation, attr: str, dynamic: list[str]) -> tuple[int, ...] | None:
         it = iter(dynamic)
@@ -500,13 +504,19 @@ class _Model:
 
         address = text(["a"], [f"a = {addr}"])
         n = len(view.strides)
-        if len(tile.coords) != n or len(view.lo) != n or len(set(view.strides)) != n \
-                or min(view.strides, default=1) <= 0:
+        if len(tile.coords) != n or len(view.lo) != n:
             return address, None, None
-        order = sorted(range(n), key=lambda i: -view.strides[i])
+        # dimensions of one element go last (their coordinate must be proven to stay at the lowest corner,
+        # `coordinate_layout`), the others in order of decreasing stride
+        unit = [i for i in range(n) if len(view.sizes) == n and view.sizes[i] == 1]
+        rest = [i for i in range(n) if i not in unit]
+        strides = tuple(view.strides[i] for i in rest)
+        if len(set(strides)) != len(strides) or min(strides, default=1) <= 0:
+            return address, None, None
+        order = sorted(rest, key=lambda i: -view.strides[i]) + unit
         ks = [f"k{j}" for j in range(n)]
         coords = text(ks, [f"k{j} = {tile.coords[i]} - {view.lo[i]}" for j, i in enumerate(order)])
-        return address, coords, (view.offset, tuple(view.strides[i] for i in order))
+        return address, coords, (view.offset, tuple(sorted(strides, reverse=True)), len(unit))
 
     def closure(self, wanted: set[str], cons: list[str]) -> set[str]:
         """Every variable the constraints need, with the definitions of the defined ones appended to `cons`."""
@@ -699,16 +709,19 @@ def coordinate_layout(accesses: list[Access]) -> Layout | None:
     where the sets are boxes and strides. One-to-one is proven, not assumed: with the strides
     in decreasing order, the map is one-to-one on the box `0 <= k_0`, `0 <= k_j < strides[j-1]
     // strides[j]` (the sum of what the later coordinates add stays below the stride before
-    them), and the coordinates accessed must be inside it (isl: the union of the accesses'
-    ranges is a subset of the box). Otherwise: None, and the proof compares element offsets."""
+    them), with the coordinates of the view's dimensions of one element at 0 (they come last
+    and may repeat a stride), and the coordinates accessed must be inside it (isl: every
+    access's range is a subset of the box). Otherwise: None, and the proof compares element
+    offsets."""
     layouts = {a.layout for a in accesses}
     if len(layouts) != 1 or None in layouts or any(a.coords is None for a in accesses):
         return None
     (layout,) = layouts
     assert layout is not None
-    strides = layout[1]
-    ks = [f"k{j}" for j in range(len(strides))]
+    strides, unit = layout[1], layout[2]
+    ks = [f"k{j}" for j in range(len(strides) + unit)]
     cons = [f"0 <= k{j}" + (f" < {strides[j - 1] // strides[j]}" if j else "") for j in range(len(strides))]
+    cons += [f"k{j} = 0" for j in range(len(strides), len(ks))]
     box = isl.Set(f"{{ [{', '.join(ks)}] : {' and '.join(cons) or '0 = 0'} }}")
     for a in accesses:
         if not _map(a.coords or "").range().is_subset(box):
@@ -717,7 +730,7 @@ def coordinate_layout(accesses: list[Access]) -> Layout | None:
 
 
 def _element(layout: Layout, k: list[int]) -> int:
-    return layout[0] + sum(x * s for x, s in zip(k, layout[1], strict=True))
+    return layout[0] + sum(x * s for x, s in zip(k, layout[1], strict=False))  # the unit dimensions add 0
 
 
 def _compare_arg(arg: str, grid: tuple[int, ...], w_out: list[Access], w_in: list[Access], r_out: list[Access],

@@ -30,52 +30,63 @@ F32 = ty.FloatType(kind="f32")
 LAYOUTS = ("same", "transposed", "flat", "wide")
 
 
-def whole(R: int, C: int) -> Module:
-    """One tile: y = y (read and written whole through an [R, C] row-major view)."""
+def whole(R: int, C: int, unit: bool = False) -> Module:
+    """One tile: y = y (read and written whole through an [R, C] row-major view; [R, C, 1] with a
+    last dimension of one element, stride 1, when `unit`)."""
     b = Builder()
     with b.func("k", [("y_ptr", INDEX)], grid=[1]) as (yp,):
         c0 = b.constant(0, INDEX)
-        y = b.memory_view(yp, [R, C], [C, 1], F32, coordinate_set=box(R, C))
-        v = b.load(b.access_tile(y, [c0, c0], box(R, C), (R, C)), F32)
-        b.store(v, b.access_tile(y, [c0, c0], box(R, C), (R, C)))
+        shape, strides = ([R, C, 1], [C, 1, 1]) if unit else ([R, C], [C, 1])
+        y = b.memory_view(yp, shape, strides, F32, coordinate_set=box(*shape))
+        v = b.load(b.access_tile(y, [c0] * len(shape), box(*shape), shape), F32)
+        b.store(v, b.access_tile(y, [c0] * len(shape), box(*shape), shape))
         b.func_return()
     return ktir.parse(print_module(b.module), "whole.ktir")
 
 
-def divided(R: int, C: int, grid: int, step: int, first: int, rows: int, shift: int, layout: str) -> Module:
+def divided(R: int, C: int, grid: int, step: int, first: int, rows: int, shift: int, layout: str,
+            unit: int | None = None) -> Module:
     """Tile t reads rows [r + shift, r + shift + rows) and writes rows [r, r + rows) of y, where
     r = first + t * step, through a view laid out as `layout`: "same" ([R, C], strides [C, 1]),
     "transposed" ([C, R], strides [1, C]), "flat" ([R * C], stride 1) or "wide" (rows of C + 1
-    elements with stride C: a row's last element is the next row's first)."""
+    elements with stride C: a row's last element is the next row's first). With `unit` (not
+    "flat") the view has a last dimension of one element, stride 1, and the accesses take
+    coordinate `unit` in it (1: every element moves one further)."""
     b = Builder()
     with b.func("k", [("y_ptr", INDEX)], grid=[grid]) as (yp,):
         c0 = b.constant(0, INDEX)
         (tid,) = b.tile_id(1)
         r = b.arith.addi(b.arith.muli(tid, b.constant(step, INDEX)), b.constant(first, INDEX))
         rr = b.arith.addi(r, b.constant(shift, INDEX))
+        tail = [] if unit is None else [b.constant(unit, INDEX)]
+        one = [] if unit is None else [1]
         if layout == "transposed":
-            y = b.memory_view(yp, [C, R], [1, C], F32, coordinate_set=box(C, R))
-            read, write = ([b.access_tile(y, [c0, at], box(C, rows), (C, rows)) for at in (rr, r)])
+            shape = [C, R, *one]
+            y = b.memory_view(yp, shape, [1, C, *one], F32, coordinate_set=box(*shape))
+            read, write = ([b.access_tile(y, [c0, at, *tail], box(C, rows, *one), (C, rows, *one)) for at in (rr, r)])
         elif layout == "flat":
             y = b.memory_view(yp, [R * C], [1], F32, coordinate_set=box(R * C))
             cc = b.constant(C, INDEX)
             read, write = ([b.access_tile(y, [b.arith.muli(at, cc)], box(rows * C), (rows * C,)) for at in (rr, r)])
         else:
             w = C + 1 if layout == "wide" else C
-            y = b.memory_view(yp, [R, w], [C, 1], F32, coordinate_set=box(R, w))
-            read, write = ([b.access_tile(y, [at, c0], box(rows, w), (rows, w)) for at in (rr, r)])
+            shape = [R, w, *one]
+            y = b.memory_view(yp, shape, [C, 1, *one], F32, coordinate_set=box(*shape))
+            read, write = ([b.access_tile(y, [at, c0, *tail], box(rows, w, *one), (rows, w, *one)) for at in (rr, r)])
         b.store(b.load(read, F32), write)
         b.func_return()
     return ktir.parse(print_module(b.module), "divided.ktir")
 
 
-def oracle(R: int, C: int, grid: int, step: int, first: int, rows: int, shift: int, layout: str) -> str | None:
+def oracle(R: int, C: int, grid: int, step: int, first: int, rows: int, shift: int, layout: str,
+           unit: int | None = None) -> str | None:
     """The verdict by enumerating the element offsets each tile reads and writes (the proof's order:
     two writers, a read of another tile's write, an element lost, an element extra)."""
     width = C + 1 if layout == "wide" else C
+    moved = unit if unit is not None and layout != "flat" else 0
 
     def block(r0: int) -> set[int]:
-        return {(r0 + i) * C + j for i in range(rows) for j in range(width)}
+        return {(r0 + i) * C + j + moved for i in range(rows) for j in range(width)}
 
     writes = [block(first + t * step) for t in range(grid)]
     reads = [block(first + t * step + shift) for t in range(grid)]
@@ -108,18 +119,21 @@ def kind(why: str | None) -> str | None:
           suppress_health_check=[HealthCheck.too_slow])
 @given(R=st.integers(2, 12), C=st.integers(1, 9), grid=st.integers(1, 5), step=st.integers(0, 5),
        first=st.integers(0, 2), rows=st.integers(1, 6), shift=st.sampled_from([0, 0, 0, 1, -1]),
-       layout=st.sampled_from(LAYOUTS))
-@example(R=4, C=3, grid=2, step=2, first=0, rows=2, shift=0, layout="wide")  # a row's end is the next block's start
-@example(R=4, C=3, grid=2, step=2, first=0, rows=2, shift=0, layout="transposed")  # legal
-@example(R=6, C=3, grid=3, step=2, first=0, rows=2, shift=1, layout="transposed")  # reads the next block
+       layout=st.sampled_from(LAYOUTS), unit=st.sampled_from([None, None, 0, 0, 1]))
+@example(R=4, C=3, grid=2, step=2, first=0, rows=2, shift=0, layout="wide", unit=None)  # a row's end is the next block's start
+@example(R=4, C=3, grid=2, step=2, first=0, rows=2, shift=0, layout="transposed", unit=None)  # legal
+@example(R=6, C=3, grid=3, step=2, first=0, rows=2, shift=1, layout="transposed", unit=None)  # reads the next block
+@example(R=4, C=3, grid=2, step=2, first=0, rows=2, shift=0, layout="same", unit=0)  # legal, a unit dimension
+@example(R=4, C=3, grid=2, step=2, first=0, rows=2, shift=0, layout="transposed", unit=1)  # every element one further
 def test_coordinates_and_element_offsets_give_the_enumerated_verdict(R: int, C: int, grid: int, step: int, first: int,
-                                                                    rows: int, shift: int, layout: str) -> None:
+                                                                    rows: int, shift: int, layout: str,
+                                                                    unit: int | None) -> None:
     if first + shift < 0:
         shift = 0
     if step > rows and layout == "wide":  # blocks far apart: make every other one adjacent (aliasing) instead
         step = rows
-    before, after = whole(R, C), divided(R, C, grid, step, first, rows, shift, layout)
-    want = oracle(R, C, grid, step, first, rows, shift, layout)
+    before, after = whole(R, C, unit is not None), divided(R, C, grid, step, first, rows, shift, layout, unit)
+    want = oracle(R, C, grid, step, first, rows, shift, layout, unit)
     fast, slow = prove(before, after), prove(before, after, coordinates=False)
     assert kind(slow) == want, slow
     assert kind(fast) == want, fast
@@ -135,14 +149,17 @@ def test_the_shortcut_is_taken_only_where_it_is_one_to_one() -> None:
     R, C = 8, 5
     base = _accesses(whole(R, C))
     same = _accesses(divided(R, C, 4, 2, 0, 2, 0, "same"))
-    assert coordinate_layout(base + same) == (0, (C, 1))
+    assert coordinate_layout(base + same) == (0, (C, 1), 0)
     transposed = _accesses(divided(R, C, 4, 2, 0, 2, 0, "transposed"))
-    assert coordinate_layout(base + transposed) == (0, (C, 1))  # the same layout, dimensions in stride order
+    assert coordinate_layout(base + transposed) == (0, (C, 1), 0)  # the same layout, dimensions in stride order
     assert coordinate_layout(base + _accesses(divided(R, C, 4, 2, 0, 2, 0, "flat"))) is None  # two layouts
     wide = _accesses(divided(R, C, 4, 2, 0, 2, 0, "wide"))  # column C is the next row's column 0
-    assert wide[0].layout == (0, (C, 1)) and coordinate_layout(base + wide) is None
+    assert wide[0].layout == (0, (C, 1), 0) and coordinate_layout(base + wide) is None
     past = _accesses(divided(R, C, 4, 2, 1, 2, 0, "transposed"))  # rows up to R: still one-to-one (k0 unbounded)
-    assert coordinate_layout(base + past) == (0, (C, 1))
+    assert coordinate_layout(base + past) == (0, (C, 1), 0)
+    unit = _accesses(whole(R, C, True))  # a dimension of one element repeats stride 1
+    assert coordinate_layout(unit + _accesses(divided(R, C, 4, 2, 0, 2, 0, "transposed", 0))) == (0, (C, 1), 1)
+    assert coordinate_layout(unit + _accesses(divided(R, C, 4, 2, 0, 2, 0, "transposed", 1))) is None  # off its corner
 
 
 def test_a_replicated_store_of_a_transposed_view_is_refused() -> None:
