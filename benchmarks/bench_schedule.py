@@ -49,6 +49,12 @@ over more than one tile, the declines grouped by reason, and saves every wrong, 
 crashing kernel (text, seed, how to reproduce) to `--save DIR`. Targets: 0 wrong or racy,
 >= 90% divided.
 
+The legality proof (`--proof N`): N generated kernels (`--kinds`, default permute: transposes
+of odd sizes, where the proof on element offsets was slowest) scheduled by each scheduler,
+each applied schedule proven twice in the same run, on view coordinates (what
+`schedulers.schedule` runs) and on element offsets (the proof before the shortcut); prints
+the CPU time of both (median, p95, max), their ratio and whether the verdicts agree.
+
 Real sizes (`--real`): Llama-3.1-8B and Granite-3.1-8B kernels from `kernelgen.real` with a
 fresh seed each run (printed; `--seed` repeats a run), scheduled by `exact` and measured on
 the timeline (shapes-only trace of the scheduled module) against the roofline bound of the
@@ -61,6 +67,7 @@ every transposition <= 1.25.
     python benchmarks/bench_schedule.py --json out.json
     python benchmarks/bench_schedule.py --random 5000 --seed 0 --save failures/
     python benchmarks/bench_schedule.py --real [--seed S]
+    python benchmarks/bench_schedule.py --proof 200 --seed 740000   # proof time, coordinates vs offsets
 """
 
 from __future__ import annotations
@@ -372,6 +379,62 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
             "kinds": dict(c.kinds), "features": dict(c.features), "generator_mismatches": c.generator_mismatches}
 
 
+# ---------------------------------------------------------------------- the legality proof
+
+
+def proof_mode(args: argparse.Namespace, target: object, console: Console) -> dict[str, Any]:
+    """The proof's CPU time per schedule, on view coordinates (what `schedulers.schedule` runs) and on
+    element offsets (`prove(..., coordinates=False)`, the proof before the shortcut), with their verdicts."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from kernelgen import random_kernel
+
+    from schedulers.proof import prove
+
+    os.environ["KTIR_SCHEDULE_CACHE"] = "off"
+    seed = args.seed if args.seed is not None else 0
+    kinds = args.kinds or ["permute"]
+    names = args.schedulers or list(SCHEDULERS)
+    rows = []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("proving", total=args.proof)
+        for s in range(seed, seed + args.proof):
+            k = random_kernel(s, kinds)
+            for name in names:
+                module = ktir.parse(k.text(), "k.ktir")
+                options = ScheduleOptions(time_budget=0.1, seed=s, sizes=k.sizes)
+                try:
+                    result = get(name).schedule(module, target, options)  # type: ignore[arg-type]
+                except Exception:  # noqa: BLE001 - declines and errors are --random's business
+                    continue
+                if not result.report.applied:
+                    continue
+                times, verdicts = [], []
+                for coordinates in (True, False):
+                    start = time.process_time()
+                    verdicts.append(prove(module, result.module, k.sizes, coordinates=coordinates))
+                    times.append(time.process_time() - start)
+                rows.append({"seed": s, "kind": k.kind, "scheduler": name, "coordinates": times[0], "offsets": times[1],
+                             "same verdict": (verdicts[0] is None) == (verdicts[1] is None), "verdict": verdicts[0]})
+            progress.advance(task)
+    t = Table(title=f"legality proof, CPU seconds per schedule ({len(rows)} schedules of {args.proof} kernels "
+              f"{'/'.join(kinds)}, seeds {seed}..{seed + args.proof - 1})")
+    for col in ("proof on", "median", "p95", "max", "slowest (seed, scheduler)"):
+        t.add_column(col, justify="left" if col in ("proof on", "slowest (seed, scheduler)") else "right")
+    for key in ("offsets", "coordinates"):
+        worst = max(rows, key=lambda r: r[key]) if rows else None
+        t.add_row(key + (" (before)" if key == "offsets" else ""), *spread([r[key] for r in rows], 4),
+                  f"{worst['seed']}, {worst['scheduler']}" if worst else "-")
+    console.print(t)
+    ratio = geomean([r["offsets"] / max(r["coordinates"], 1e-6) for r in rows])
+    agree = sum(r["same verdict"] for r in rows)
+    console.print(f"offsets / coordinates, geometric mean of the per-schedule CPU ratio: {ratio:.2f}x; slowest "
+                  f"{max((r['offsets'] for r in rows), default=0):.2f} s -> {max((r['coordinates'] for r in rows), default=0):.3f} s; "
+                  f"verdicts agree on {agree} of {len(rows)}")
+    return {"rows": rows, "ratio": ratio}
+
+
 # ---------------------------------------------------------------------- real sizes
 
 
@@ -440,9 +503,9 @@ def percentile(xs: list[float], q: float) -> float:
     return float(np.percentile(xs, q)) if xs else float("nan")
 
 
-def spread(xs: list[float]) -> list[str]:
+def spread(xs: list[float], digits: int = 2) -> list[str]:
     """Median, 95th percentile and max of per-kernel times, as table cells."""
-    return [f"{percentile(xs, 50):.2f}", f"{percentile(xs, 95):.2f}", f"{max(xs, default=float('nan')):.2f}"]
+    return [f"{percentile(xs, 50):.{digits}f}", f"{percentile(xs, 95):.{digits}f}", f"{max(xs, default=float('nan')):.{digits}f}"]
 
 
 def geomean(xs: list[float]) -> float:
@@ -463,6 +526,8 @@ def main() -> int:
     ap.add_argument("--schedulers", nargs="*", metavar="NAME", help="--random: only these schedulers")
     ap.add_argument("--kinds", nargs="*", metavar="KIND", help="--random: only these kinds of kernels (in turn)")
     ap.add_argument("--reasons", type=int, default=12, help="--random: decline reasons listed per scheduler")
+    ap.add_argument("--proof", type=int, metavar="N", help="time the legality proof on coordinates against the proof on "
+                    "element offsets (the baseline, same run) on N random kernels (--kinds, default permute)")
     args = ap.parse_args()
     import os
 
@@ -470,6 +535,11 @@ def main() -> int:
     target = load_target("spyre")
     console = Console(width=max(150, Console().width))
     console.print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    if args.proof is not None:
+        out = proof_mode(args, target, console)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=2, default=str))
+        return 0
     if args.random is not None or args.real:
         if args.random is not None:
             args.budget = args.budget if "--budget" in sys.argv else 0.1  # search's budget per small kernel
