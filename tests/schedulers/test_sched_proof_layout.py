@@ -180,3 +180,13 @@ def test_a_legal_division_is_proven_in_every_layout(layout: str) -> None:
     assert prove(whole(R, C), divided(R, C, 3, 11, 0, 11, 0, layout)) is None
     why = prove(whole(R, C), divided(R, C, 3, 11, 0, 10, 0, layout))  # one row of each block lost
     assert why is not None and "is written by no tile" in why, why
+
+
+def test_a_proof_past_its_budget_is_not_a_proof() -> None:
+    """The proof has a budget of isl operations; a schedule it cannot prove within it is declined,
+    never accepted, and a proof within it is unchanged."""
+    before, after = whole(33, 7), divided(33, 7, 3, 11, 0, 11, 0, "flat")  # compared as element offsets
+    assert prove(before, after) is None and prove(before, after, max_operations=0) is None
+    why = prove(before, after, max_operations=100)
+    assert why is not None and "not proven" in why and "100 isl operations" in why, why
+    assert prove(before, after) is None  # the budget is per proof: the next one starts afresh
