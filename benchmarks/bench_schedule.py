@@ -44,7 +44,8 @@ S + N - 1, the eight kinds in turn), each first checked against its numpy oracle
 scheduled by every scheduler (built-in and registered plugins); every applied schedule runs
 in the interpreter on the kernel's inputs and is compared with the unscheduled kernel within
 the tolerance of its ops' accumulation. Prints applied / declined / wrong / racy / errors per
-scheduler, the share of kernels with a parallel dimension of 64 or more that were divided
+scheduler, the scheduling time per kernel (median, p95 and max, wall-clock and CPU; target
+under 2 s), the share of kernels with a parallel dimension of 64 or more that were divided
 over more than one tile, the declines grouped by reason, and saves every wrong, racy or
 crashing kernel (text, seed, how to reproduce) to `--save DIR`. Targets: 0 wrong or racy,
 >= 90% divided.

@@ -19,6 +19,11 @@ index read from memory, a loop bound or condition that is not affine in the tile
 coordinates, a scratchpad of another tile written and read between barriers) makes the
 proof fail with the op and the construct named: a schedule that cannot be proven is not
 returned.
+
+The questions are asked of element offsets, or, where that is provably the same question
+(`coordinate_layout`: one layout, one-to-one on every coordinate accessed), of the views'
+coordinates, where isl needs no integer programming to eliminate them. A proof gets a budget
+of isl operations (`MAX_OPERATIONS`); one that does not finish within it is not a proof.
 """
 
 from __future__ import annotations
