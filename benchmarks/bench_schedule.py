@@ -44,10 +44,17 @@ S + N - 1, the eight kinds in turn), each first checked against its numpy oracle
 scheduled by every scheduler (built-in and registered plugins); every applied schedule runs
 in the interpreter on the kernel's inputs and is compared with the unscheduled kernel within
 the tolerance of its ops' accumulation. Prints applied / declined / wrong / racy / errors per
-scheduler, the share of kernels with a parallel dimension of 64 or more that were divided
+scheduler, the scheduling time per kernel (median, p95 and max, wall-clock and CPU; target
+under 2 s), the share of kernels with a parallel dimension of 64 or more that were divided
 over more than one tile, the declines grouped by reason, and saves every wrong, racy or
 crashing kernel (text, seed, how to reproduce) to `--save DIR`. Targets: 0 wrong or racy,
 >= 90% divided.
+
+The legality proof (`--proof N`): N generated kernels (`--kinds`, default permute: transposes
+of odd sizes, where the proof on element offsets was slowest) scheduled by each scheduler,
+each applied schedule proven twice in the same run, on view coordinates (what
+`schedulers.schedule` runs) and on element offsets (the proof before the shortcut); prints
+the CPU time of both (median, p95, max), their ratio and whether the verdicts agree.
 
 Real sizes (`--real`): Llama-3.1-8B and Granite-3.1-8B kernels from `kernelgen.real` with a
 fresh seed each run (printed; `--seed` repeats a run), scheduled by `exact` and measured on
@@ -61,6 +68,7 @@ every transposition <= 1.25.
     python benchmarks/bench_schedule.py --json out.json
     python benchmarks/bench_schedule.py --random 5000 --seed 0 --save failures/
     python benchmarks/bench_schedule.py --real [--seed S]
+    python benchmarks/bench_schedule.py --proof 200 --seed 740000   # proof time, coordinates vs offsets
 """
 
 from __future__ import annotations
@@ -300,15 +308,21 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
     t = Table(title=f"{args.random} random natural kernels (seeds {seed}..{seed + args.random - 1}) on {target.name}"  # type: ignore[attr-defined]
               f", {elapsed:.0f} s")
     t.add_column("scheduler")
-    for col in (*STATUSES, "divided", "mean s", "max s"):
+    for col in (*STATUSES, "divided", "median s", "p95 s", "max s", "median cpu s", "p95 cpu s", "max cpu s"):
         t.add_column(col, justify="right")
     for name in names:
         tally = c.tallies[name]
         share = tally.divided / tally.divisible if tally.divisible else float("nan")
         t.add_row(name, *[str(tally.counts[x]) for x in STATUSES],
-                  f"{tally.divided}/{tally.divisible} ({share:.0%})", f"{np.mean(tally.seconds):.2f}",
-                  f"{max(tally.seconds):.2f}")
+                  f"{tally.divided}/{tally.divisible} ({share:.0%})", *spread(tally.seconds), *spread(tally.cpu_seconds))
     console.print(t)
+    console.print("s / cpu s: wall-clock / CPU seconds of scheduling one kernel (recognition, search, rewrite and the "
+                  "legality proof; not the interpreter's check), median, 95th percentile and max over the kernels")
+    for name in names:
+        cpu, seed_, kind = c.tallies[name].slowest
+        worst = max(c.tallies[name].seconds, default=0.0)
+        console.print(f"{name}: slowest kernel {cpu:.2f} s CPU (seed {seed_}, {kind}); slowest wall {worst:.2f} s "
+                      f"(target < 2 s): {'met' if max(cpu, worst) < 2 else 'NOT met'}")
     console.print("divided: kernels with a parallel dimension of 64 or more scheduled over more than one tile; "
                   "wrong: differs from the unscheduled kernel, stops in the interpreter or does not verify; "
                   "racy: the interpreter found two writers of one element; errors: the scheduler raised")
@@ -357,9 +371,71 @@ def random_mode(args: argparse.Namespace, target: object, console: Console) -> d
                                "divided": c.tallies[n].divided, "declines": dict(c.tallies[n].declines),
                                "mean_seconds": float(np.mean(c.tallies[n].seconds)) if c.tallies[n].seconds else 0.0,
                                "max_seconds": max(c.tallies[n].seconds, default=0.0),
+                               "p95_seconds": percentile(c.tallies[n].seconds, 95),
+                               "max_cpu_seconds": max(c.tallies[n].cpu_seconds, default=0.0),
+                               "p95_cpu_seconds": percentile(c.tallies[n].cpu_seconds, 95),
+                               "slowest": list(c.tallies[n].slowest),
                                "by_kind": {f"{k}: {x}": v for (k, x), v in c.tallies[n].by_kind.items()}}
                            for n in names},
             "kinds": dict(c.kinds), "features": dict(c.features), "generator_mismatches": c.generator_mismatches}
+
+
+# ---------------------------------------------------------------------- the legality proof
+
+
+def proof_mode(args: argparse.Namespace, target: object, console: Console) -> dict[str, Any]:
+    """The proof's CPU time per schedule, on view coordinates (what `schedulers.schedule` runs) and on
+    element offsets (`prove(..., coordinates=False)`, the proof before the shortcut), with their verdicts."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from kernelgen import random_kernel
+
+    from schedulers.proof import MAX_OPERATIONS, _map, prove
+
+    os.environ["KTIR_SCHEDULE_CACHE"] = "off"
+    seed = args.seed if args.seed is not None else 0
+    kinds = args.kinds or ["permute"]
+    names = args.schedulers or list(SCHEDULERS)
+    rows = []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("proving", total=args.proof)
+        for s in range(seed, seed + args.proof):
+            k = random_kernel(s, kinds)
+            for name in names:
+                module = ktir.parse(k.text(), "k.ktir")
+                options = ScheduleOptions(time_budget=0.1, seed=s, sizes=k.sizes)
+                try:
+                    result = get(name).schedule(module, target, options)  # type: ignore[arg-type]
+                except Exception:  # noqa: BLE001 - declines and errors are --random's business
+                    continue
+                if not result.report.applied:
+                    continue
+                times, verdicts = [], []
+                for coordinates in (True, False):  # the proof before: offsets with no operation budget
+                    _map.cache_clear()  # each proof parses its own relations
+                    start = time.process_time()
+                    verdicts.append(prove(module, result.module, k.sizes, coordinates=coordinates,
+                                          max_operations=MAX_OPERATIONS if coordinates else 0))
+                    times.append(time.process_time() - start)
+                rows.append({"seed": s, "kind": k.kind, "scheduler": name, "coordinates": times[0], "offsets": times[1],
+                             "same verdict": (verdicts[0] is None) == (verdicts[1] is None), "verdict": verdicts[0]})
+            progress.advance(task)
+    t = Table(title=f"legality proof, CPU seconds per schedule ({len(rows)} schedules of {args.proof} kernels "
+              f"{'/'.join(kinds)}, seeds {seed}..{seed + args.proof - 1})")
+    for col in ("proof on", "median", "p95", "max", "slowest (seed, scheduler)"):
+        t.add_column(col, justify="left" if col in ("proof on", "slowest (seed, scheduler)") else "right")
+    for key in ("offsets", "coordinates"):
+        worst = max(rows, key=lambda r: r[key]) if rows else None
+        t.add_row(key + (" (before)" if key == "offsets" else ""), *spread([r[key] for r in rows], 4),
+                  f"{worst['seed']}, {worst['scheduler']}" if worst else "-")
+    console.print(t)
+    ratio = geomean([r["offsets"] / max(r["coordinates"], 1e-6) for r in rows])
+    agree = sum(r["same verdict"] for r in rows)
+    console.print(f"offsets / coordinates, geometric mean of the per-schedule CPU ratio: {ratio:.2f}x; slowest "
+                  f"{max((r['offsets'] for r in rows), default=0):.2f} s -> {max((r['coordinates'] for r in rows), default=0):.3f} s; "
+                  f"verdicts agree on {agree} of {len(rows)}")
+    return {"rows": rows, "ratio": ratio}
 
 
 # ---------------------------------------------------------------------- real sizes
@@ -418,9 +494,22 @@ def real_mode(args: argparse.Namespace, target: object, console: Console) -> dic
     slowest = max(rows, key=lambda r: r["seconds"]) if rows else None
     if slowest is not None:
         most = max(rows, key=lambda r: r["cpu_seconds"])
+        wall, cpu = spread([r["seconds"] for r in rows]), spread([r["cpu_seconds"] for r in rows])
+        console.print(f"exact's scheduling time per kernel: median / p95 / max {' / '.join(wall)} s wall, "
+                      f"{' / '.join(cpu)} s CPU")
         console.print(f"slowest scheduling {slowest['seconds']:.2f} s wall ({slowest['name']}), "
-                      f"{most['cpu_seconds']:.2f} s CPU ({most['name']}) (target < 2 s)")
+                      f"{most['cpu_seconds']:.2f} s CPU ({most['name']}) (target < 2 s): "
+                      f"{'met' if max(slowest['seconds'], most['cpu_seconds']) < 2 else 'NOT met'}")
     return {"seed": seed, "rows": rows, "geomean": overall}
+
+def percentile(xs: list[float], q: float) -> float:
+    return float(np.percentile(xs, q)) if xs else float("nan")
+
+
+def spread(xs: list[float], digits: int = 2) -> list[str]:
+    """Median, 95th percentile and max of per-kernel times, as table cells."""
+    return [f"{percentile(xs, 50):.{digits}f}", f"{percentile(xs, 95):.{digits}f}", f"{max(xs, default=float('nan')):.{digits}f}"]
+
 
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -440,6 +529,8 @@ def main() -> int:
     ap.add_argument("--schedulers", nargs="*", metavar="NAME", help="--random: only these schedulers")
     ap.add_argument("--kinds", nargs="*", metavar="KIND", help="--random: only these kinds of kernels (in turn)")
     ap.add_argument("--reasons", type=int, default=12, help="--random: decline reasons listed per scheduler")
+    ap.add_argument("--proof", type=int, metavar="N", help="time the legality proof on coordinates against the proof on "
+                    "element offsets (the baseline, same run) on N random kernels (--kinds, default permute)")
     args = ap.parse_args()
     import os
 
@@ -447,6 +538,11 @@ def main() -> int:
     target = load_target("spyre")
     console = Console(width=max(150, Console().width))
     console.print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    if args.proof is not None:
+        out = proof_mode(args, target, console)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=2, default=str))
+        return 0
     if args.random is not None or args.real:
         if args.random is not None:
             args.budget = args.budget if "--budget" in sys.argv else 0.1  # search's budget per small kernel
@@ -507,6 +603,9 @@ def main() -> int:
     console.print(f"search never worse than baseline: {'met' if not worse else 'NOT met: ' + ', '.join(worse)}")
     console.print(f"slowest scheduling: {slowest[0]:.2f} s ({slowest[1]}, {slowest[2]}) (target < 2 s): "
                   f"{'met' if slowest[0] < 2 else 'NOT met'}")
+    for s in SCHEDULERS:
+        console.print(f"  {s}: scheduling time per kernel, median / p95 / max: "
+                      f"{' / '.join(spread([per[s]['seconds'] for per in rows.values()]))} s")
     console.print(f"exact is {speedup:.2f}x faster than baseline (geometric mean of estimated times)")
     extra: dict[str, dict[str, Any]] = {"split_k": split_k(args.only, target),
                                         "attention_rewrite": attention(args.only, target)}

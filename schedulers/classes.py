@@ -222,6 +222,9 @@ def natural_match(k: Any, target: Target) -> Match | str:
     from .space_natural import NaturalSpace
 
     split: ReductionPlan | None = None
+    if all(k.extent[c] <= 1 for c in k.classes):  # e.g. a lowered program's scalar step (a position + 1)
+        return ("nothing to divide: every dimension of the iteration space has one element, so the kernel runs on "
+                "one tile as written")
     if not k.splittable():
         found = find_split_reduction(k)
         if not isinstance(found, ReductionPlan):

@@ -19,12 +19,17 @@ index read from memory, a loop bound or condition that is not affine in the tile
 coordinates, a scratchpad of another tile written and read between barriers) makes the
 proof fail with the op and the construct named: a schedule that cannot be proven is not
 returned.
+
+The questions are asked of element offsets, or, where that is provably the same question
+(`coordinate_layout`: one layout, one-to-one on every coordinate accessed), of the views'
+coordinates, where isl needs no integer programming to eliminate them. A proof gets a budget
+of isl operations (`MAX_OPERATIONS`); one that does not finish within it is not a proof.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -71,6 +76,7 @@ class View:
     itemsize: int
     space: str  # "global", "local" (the executing tile's own scratchpad) or "remote"
     line: str
+    sizes: tuple[int, ...] = ()  # when known
 
 
 @dataclass(frozen=True)
@@ -83,12 +89,22 @@ class Tile:
     indirect: bool = False
 
 
+# (element offset, strides, dimensions of one element): element = offset + sum(k_j * strides[j]), the
+# coordinates of the dimensions of one element (after the others) being 0
+Layout = tuple[int, tuple[int, ...], int]
+
+
 @dataclass
 class Access:
     op: Operation
     arg: str
     itemsize: int
     relation: str  # isl map text: tile coordinates -> element offsets
+    # the same accesses as tile coordinates -> the view's coordinates (less its lowest corner), in order of
+    # decreasing stride, and that order's (element offset, strides): `offset + sum(k_j * strides[j])` is the
+    # element; None when the view has two equal strides or a stride that is not positive
+    coords: str | None = None
+    layout: Layout | None = None
 
 
 @dataclass
@@ -366,7 +382,8 @@ class _Model:
                                          if d == _DYNAMIC)) or lo
         if strides is None:
             arg = ""
-        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo, itemsize, kind, where(op))
+        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo, itemsize, kind, where(op),
+                                               tuple(sizes or ()))
 
     def _mixed(self, op: Operation, attr: str, dynamic: list[str]) -> tuple[int, ...] | None:
         it = iter(dynamic)
@@ -447,12 +464,13 @@ class _Model:
                 self.out.problems.append(f"{where(op)} stores through an indirect access tile (a scatter): the "
                                          "elements it writes are read from memory")
                 return
-            rel: str | None = self.whole_view(view)
-        else:
-            rel = self.relation(op, tile, view, write)
-        if rel is None:
+            self.out.reads.append(Access(op, view.arg, view.itemsize, self.whole_view(view)))
             return
-        (self.out.writes if write else self.out.reads).append(Access(op, view.arg, view.itemsize, rel))
+        found = self.relation(op, tile, view, write)
+        if found is None:
+            return
+        rel, coords, layout = found
+        (self.out.writes if write else self.out.reads).append(Access(op, view.arg, view.itemsize, rel, coords, layout))
 
     def whole_view(self, view: View) -> str:
         """Every element of the argument (a gather may read any of them)."""
@@ -461,10 +479,12 @@ class _Model:
     def tile_bounds(self) -> str:
         return " and ".join(f"0 <= {t} < {g}" for t, g in zip(self.tids, self.grid, strict=True)) or "0 = 0"
 
-    def relation(self, op: Operation, tile: Tile, view: View, write: bool) -> str | None:
+    def relation(self, op: Operation, tile: Tile, view: View, write: bool) -> tuple[str, str | None, Layout | None] | None:
+        """The access as isl map texts: tile coordinates -> element offsets, and tile coordinates ->
+        view coordinates with the layout that maps them to the offsets (`Access.coords`)."""
         addr = " + ".join([str(view.offset)] + [f"({c} - {lo}) * {s}" for c, lo, s in
                                                  zip(tile.coords, view.lo, view.strides, strict=False)])
-        cons = [self.tile_bounds(), *tile.constraints, f"a = {addr}"]
+        cons = [self.tile_bounds(), *tile.constraints]
         wanted = set(tile.vars) | set(tile.points)
         for vars_, c, certain in self.scope:
             cons.append(c)
@@ -479,10 +499,29 @@ class _Model:
             self.out.problems.append(f"{where(op)} stores at coordinates that depend on {bad[0]}: not an affine "
                                      "function of the tile coordinates and loop indices")
             return None
-        body = " and ".join(f"({c})" for c in cons)
         ex = sorted(names)
-        inner = f"exists ({', '.join(ex)} : {body})" if ex else body
-        return f"{{ [{', '.join(self.tids)}] -> [a] : {inner} }}"
+        tiles = ", ".join(self.tids)
+
+        def text(out: list[str], equations: list[str]) -> str:
+            body = " and ".join(f"({c})" for c in [*cons, *equations])
+            inner = f"exists ({', '.join(ex)} : {body})" if ex else body
+            return f"{{ [{tiles}] -> [{', '.join(out)}] : {inner} }}"
+
+        address = text(["a"], [f"a = {addr}"])
+        n = len(view.strides)
+        if len(tile.coords) != n or len(view.lo) != n:
+            return address, None, None
+        # dimensions of one element go last (their coordinate must be proven to stay at the lowest corner,
+        # `coordinate_layout`), the others in order of decreasing stride
+        unit = [i for i in range(n) if len(view.sizes) == n and view.sizes[i] == 1]
+        rest = [i for i in range(n) if i not in unit]
+        strides = tuple(view.strides[i] for i in rest)
+        if len(set(strides)) != len(strides) or min(strides, default=1) <= 0:
+            return address, None, None
+        order = sorted(rest, key=lambda i: -view.strides[i]) + unit
+        ks = [f"k{j}" for j in range(n)]
+        coords = text(ks, [f"k{j} = {tile.coords[i]} - {view.lo[i]}" for j, i in enumerate(order)])
+        return address, coords, (view.offset, tuple(sorted(strides, reverse=True)), len(unit))
 
     def closure(self, wanted: set[str], cons: list[str]) -> set[str]:
         """Every variable the constraints need, with the definitions of the defined ones appended to `cons`."""
@@ -578,10 +617,10 @@ def footprint(module: Module, fn: Operation, sizes: Mapping[str, int] | None = N
 # ---------------------------------------------------------------- the proof
 
 
-def _union(accesses: list[Access]) -> isl.Map | None:
+def _union(accesses: list[Access], rel: Callable[[Access], str]) -> isl.Map | None:
     found: isl.Map | None = None
     for a in accesses:
-        m = _map(a.relation)
+        m = _map(rel(a))
         found = m if found is None else found.union(m)
     return found
 
@@ -606,18 +645,27 @@ def _others(pairs: isl.Map) -> isl.Map:
     return pairs.subtract(isl.Map.identity(pairs.get_space()))
 
 
-def _culprits(accesses: list[Access], other: list[Access], same: bool) -> tuple[Access, Access] | None:
+def _culprits(accesses: list[Access], other: list[Access], rel: Callable[[Access], str]) -> tuple[Access, Access] | None:
     for a in accesses:
         for b in other:
-            pairs = _others(_map(a.relation).apply_range(_map(b.relation).reverse()))
+            pairs = _others(_map(rel(a)).apply_range(_map(rel(b)).reverse()))
             if not pairs.is_empty():
                 return a, b
-    del same
     return None
 
 
-def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None, func: str | None = None) -> str | None:
-    """None when `after` provably divides `before`'s memory effects over its grid; else why not."""
+# isl operations the proof of one schedule may take (isl counts them in its inner loops); past
+# them the schedule is declined, never accepted. The proofs of the random and real-size
+# benchmarks stay far below; a subtraction of two sets of element offsets with quantified
+# coordinates that ran 7 s on its own was stopped after 0.3 s at 5e4 and 2.3 s at 1e5.
+MAX_OPERATIONS = 100_000
+
+
+def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None, func: str | None = None,
+          coordinates: bool = True, max_operations: int = MAX_OPERATIONS) -> str | None:
+    """None when `after` provably divides `before`'s memory effects over its grid; else why not.
+    `coordinates=False` compares element offsets even where coordinates would do (`compare`);
+    a proof that needs more than `max_operations` isl operations (0: no limit) is not a proof."""
     from .kernels import function_of
 
     fn_in = function_of(before, func)
@@ -631,10 +679,32 @@ def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None,
         return fout.problems[0]
     if fin.problems:
         return f"the input's stores cannot be modelled, so the scheduled one cannot be compared with them: {fin.problems[0]}"
-    return compare(fin, fout)
+    for a in fin.writes + fout.writes + fout.reads:  # parsed before the budget starts
+        _map(a.relation)
+        if a.coords is not None:
+            _map(a.coords)
+    ctx = isl.DEFAULT_CONTEXT
+    ctx.reset_operations()
+    ctx.set_max_operations(max_operations)
+    try:
+        return compare(fin, fout, coordinates)
+    except isl.Error as e:  # whatever stopped isl, nothing is proven
+        if "maximal number of operations exceeded" in str(e):
+            return (f"the legality proof did not finish within {max_operations:,} isl operations (isl's integer "
+                    "programming on these access relations takes long), so the schedule is not proven")
+        return (f"isl stopped during the legality proof ({str(e).splitlines()[0]}; past its budget of "
+                f"{max_operations:,} operations a parse fails this way too), so the schedule is not proven")
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
 
 
-def compare(fin: Footprint, fout: Footprint) -> str | None:
+def compare(fin: Footprint, fout: Footprint, coordinates: bool = True) -> str | None:
+    """None when `fout` divides `fin`'s writes over its grid legally; else why not (see the module's doc).
+
+    Argument by argument, on view coordinates where `coordinate_layout` proves that is the same
+    question, else on element offsets; `coordinates=False` always compares element offsets
+    (the tests check that both give the same verdicts)."""
     args = sorted({a.arg for a in fin.writes} | {a.arg for a in fout.writes})
     for arg in args:
         w_out = [a for a in fout.writes if a.arg == arg]
@@ -645,41 +715,92 @@ def compare(fin: Footprint, fout: Footprint) -> str | None:
             return f"%{arg} is accessed through views of different element sizes {sorted(sizes)}"
         if not w_out:
             return f"the scheduled kernel never stores to %{arg}, which the input writes"
-        wo = _union(w_out)
-        assert wo is not None
-        pairs = _others(wo.apply_range(wo.reverse()))
+        layout = coordinate_layout(w_out + w_in + r_out) if coordinates else None
+        if layout is not None:  # one layout, one-to-one on what is accessed: compare coordinates
+            why = _compare_arg(arg, fout.grid, w_out, w_in, r_out, lambda a: a.coords or "",
+                               functools.partial(_element, layout))
+        else:  # element offsets
+            why = _compare_arg(arg, fout.grid, w_out, w_in, r_out, lambda a: a.relation, lambda k: k[0])
+        if why is not None:
+            return why
+    return None
+
+
+def coordinate_layout(accesses: list[Access]) -> Layout | None:
+    """The layout of `accesses` when they can be compared by view coordinates instead of element offsets.
+
+    The element offsets of a store are the isl image of its view coordinates under the affine
+    layout map `offset + sum(k_j * strides[j])`, which mixes the coordinates into one integer:
+    isl eliminates the existentially quantified coordinates of such a set with integer
+    programming, and a subtraction of two of them can take seconds (a transpose of [33, 49, 16]
+    took 16 s). When every access goes through one layout, and that map is one-to-one on
+    every coordinate accessed, two accesses touch the same element exactly when they touch the
+    same coordinates, so each of the proof's questions has the same answer on coordinates,
+    where the sets are boxes and strides. One-to-one is proven, not assumed: with the strides
+    in decreasing order, the map is one-to-one on the box `0 <= k_0`, `0 <= k_j < strides[j-1]
+    // strides[j]` (the sum of what the later coordinates add stays below the stride before
+    them), with the coordinates of the view's dimensions of one element at 0 (they come last
+    and may repeat a stride), and the coordinates accessed must be inside it (isl: every
+    access's range is a subset of the box). Otherwise: None, and the proof compares element
+    offsets."""
+    layouts = {a.layout for a in accesses}
+    if len(layouts) != 1 or None in layouts or any(a.coords is None for a in accesses):
+        return None
+    (layout,) = layouts
+    assert layout is not None
+    strides, unit = layout[1], layout[2]
+    ks = [f"k{j}" for j in range(len(strides) + unit)]
+    cons = [f"0 <= k{j}" + (f" < {strides[j - 1] // strides[j]}" if j else "") for j in range(len(strides))]
+    cons += [f"k{j} = 0" for j in range(len(strides), len(ks))]
+    box = isl.Set(f"{{ [{', '.join(ks)}] : {' and '.join(cons) or '0 = 0'} }}")
+    for a in accesses:
+        if not _map(a.coords or "").range().is_subset(box):
+            return None
+    return layout
+
+
+def _element(layout: Layout, k: list[int]) -> int:
+    return layout[0] + sum(x * s for x, s in zip(k, layout[1], strict=False))  # the unit dimensions add 0
+
+
+def _compare_arg(arg: str, grid: tuple[int, ...], w_out: list[Access], w_in: list[Access], r_out: list[Access],
+                 rel: Callable[[Access], str], element: Callable[[list[int]], int]) -> str | None:
+    """The proof's three questions for one argument, on the relations `rel` gives (element offsets
+    or coordinates); `element` is the element offset of a point of their range."""
+    k = len(grid)
+    wo = _union(w_out, rel)
+    assert wo is not None
+    pairs = _others(wo.apply_range(wo.reverse()))
+    if not pairs.is_empty():
+        found = _culprits(w_out, w_out, rel)
+        t = _point(pairs)
+        shared = wo.intersect_domain(_singleton(t[:k])).range().intersect(
+            wo.intersect_domain(_singleton(t[k:])).range())
+        elem = element(_point(shared))
+        what = f" ({where(found[0].op)} and {where(found[1].op)})" if found else ""
+        return (f"tiles {_tiles(grid, t[:k])} and {_tiles(grid, t[k:])} both write element {elem} of "
+                f"%{arg}{what}: an output element must be written by exactly one tile")
+    if r_out:
+        ro = _union(r_out, rel)
+        assert ro is not None
+        pairs = _others(ro.apply_range(wo.reverse()))
         if not pairs.is_empty():
-            found = _culprits(w_out, w_out, True)
             t = _point(pairs)
-            k = len(fout.grid)
-            shared = wo.intersect_domain(_singleton(t[:k])).range().intersect(
-                wo.intersect_domain(_singleton(t[k:])).range())
-            elem = _point(shared)[0]
-            what = f" ({where(found[0].op)} and {where(found[1].op)})" if found else ""
-            return (f"tiles {_tiles(fout.grid, t[:k])} and {_tiles(fout.grid, t[k:])} both write element {elem} of "
-                    f"%{arg}{what}: an output element must be written by exactly one tile")
-        if r_out:
-            ro = _union(r_out)
-            assert ro is not None
-            pairs = _others(ro.apply_range(wo.reverse()))
-            if not pairs.is_empty():
-                t = _point(pairs)
-                k = len(fout.grid)
-                found = _culprits(r_out, w_out, False)
-                what = f" ({where(found[0].op)} reads what {where(found[1].op)} writes)" if found else ""
-                return (f"tile {_tiles(fout.grid, t[:k])} reads elements of %{arg} that tile "
-                        f"{_tiles(fout.grid, t[k:])} writes{what}: tiles are not ordered with each other")
-        if not w_in:
-            return f"the scheduled kernel stores to %{arg}, which the input never writes"
-        wi = _union(w_in)
-        assert wi is not None
-        got, want = wo.range(), wi.range()
-        missing = want.subtract(got)
-        if not missing.is_empty():
-            return f"element {_point(missing)[0]} of %{arg}, written by the input, is written by no tile"
-        extra = got.subtract(want)
-        if not extra.is_empty():
-            return f"a tile writes element {_point(extra)[0]} of %{arg}, which the input does not write"
+            found = _culprits(r_out, w_out, rel)
+            what = f" ({where(found[0].op)} reads what {where(found[1].op)} writes)" if found else ""
+            return (f"tile {_tiles(grid, t[:k])} reads elements of %{arg} that tile "
+                    f"{_tiles(grid, t[k:])} writes{what}: tiles are not ordered with each other")
+    if not w_in:
+        return f"the scheduled kernel stores to %{arg}, which the input never writes"
+    wi = _union(w_in, rel)
+    assert wi is not None
+    got, want = wo.range(), wi.range()
+    missing = want.subtract(got)
+    if not missing.is_empty():
+        return f"element {element(_point(missing))} of %{arg}, written by the input, is written by no tile"
+    extra = got.subtract(want)
+    if not extra.is_empty():
+        return f"a tile writes element {element(_point(extra))} of %{arg}, which the input does not write"
     return None
 
 

@@ -35,8 +35,9 @@ class Outcome:
     status: str  # applied (and right), declined, wrong, racy, error (the scheduler raised)
     reason: str = ""  # why it declined, or what is wrong
     divided: bool = False  # applied with a grid of more than one tile
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall-clock time of scheduling
     scheduled: str | None = None  # the scheduled module's text, when applied
+    cpu_seconds: float = 0.0  # CPU time of scheduling (what it costs on an unloaded core)
 
 
 def grid_size(module: Module) -> int:
@@ -60,25 +61,27 @@ def try_schedulers(kernel: Generated, target: Any, names: Sequence[str], budget:
     for name in names:
         module = ktir.parse(text, f"{kernel.kind}-{kernel.seed}.ktir")
         options = schedulers.ScheduleOptions(time_budget=budget, seed=kernel.seed or 0, sizes=kernel.sizes)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             result = schedulers.schedule(module, target, name, options)
         except schedulers.ScheduleError as e:
-            out.append(Outcome(name, "declined", f"error: {e}", seconds=time.perf_counter() - start))
+            out.append(Outcome(name, "declined", f"error: {e}", seconds=time.perf_counter() - start,
+                               cpu_seconds=time.process_time() - cpu))
             continue
         except Exception as e:  # noqa: BLE001 - a crash is a finding, recorded with where it happened
             where = traceback.extract_tb(e.__traceback__)[-1]
             out.append(Outcome(name, "error", f"{type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})",
-                               seconds=time.perf_counter() - start))
+                               seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu))
             continue
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         if not result.report.applied:
-            out.append(Outcome(name, "declined", result.report.reason or "(no reason given)", seconds=seconds))
+            out.append(Outcome(name, "declined", result.report.reason or "(no reason given)", seconds=seconds,
+                               cpu_seconds=cpu_seconds))
             continue
         scheduled = print_module(result.module)
         verdict = judge(kernel, result.module, reference)
         status = "applied" if verdict.status == "ok" else verdict.status
-        out.append(Outcome(name, status, verdict.message, grid_size(result.module) > 1, seconds, scheduled))
+        out.append(Outcome(name, status, verdict.message, grid_size(result.module) > 1, seconds, scheduled, cpu_seconds))
     return out
 
 
@@ -100,7 +103,9 @@ class Tally:
     divided: int = 0  # of those, applied over more than one tile
     declines: Counter[str] = field(default_factory=Counter)
     example: dict[str, str] = field(default_factory=dict)  # reason key -> one full reason
-    seconds: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # wall-clock per kernel
+    cpu_seconds: list[float] = field(default_factory=list)
+    slowest: tuple[float, int | None, str] = (0.0, None, "")  # CPU seconds, seed and kind of the slowest kernel
     # of the kernels with a parallel dim >= 64, per kind: divided, one tile (applied on a grid of 1),
     # declined, or wrong/racy/error
     by_kind: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -108,6 +113,8 @@ class Tally:
     def add(self, kernel: Generated, o: Outcome) -> None:
         self.counts[o.status] += 1
         self.seconds.append(o.seconds)
+        self.cpu_seconds.append(o.cpu_seconds)
+        self.slowest = max(self.slowest, (o.cpu_seconds, kernel.seed, kernel.kind), key=lambda x: x[0])
         if kernel.divisible:
             self.divisible += 1
             self.divided += int(o.status == "applied" and o.divided)
