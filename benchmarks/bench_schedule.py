@@ -60,7 +60,7 @@ every transposition <= 1.25.
     python benchmarks/bench_schedule.py --only decode   # kernels whose name contains a word
     python benchmarks/bench_schedule.py --json out.json
     python benchmarks/bench_schedule.py --random 5000 --seed 0 --save failures/
-    python benchmarks/bench_schedule.py --real [--seed S]
+    python benchmarks/bench_schedule.py --real [--seed S] [--only WORD ...] [--why [RATIO]]
 """
 
 from __future__ import annotations
