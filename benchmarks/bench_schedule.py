@@ -67,7 +67,7 @@ every transposition <= 1.25.
     python benchmarks/bench_schedule.py --only decode   # kernels whose name contains a word
     python benchmarks/bench_schedule.py --json out.json
     python benchmarks/bench_schedule.py --random 5000 --seed 0 --save failures/
-    python benchmarks/bench_schedule.py --real [--seed S]
+    python benchmarks/bench_schedule.py --real [--seed S] [--only WORD ...] [--why [RATIO]]
     python benchmarks/bench_schedule.py --proof 200 --seed 740000   # proof time, coordinates vs offsets
 """
 
@@ -479,6 +479,8 @@ def real_mode(args: argparse.Namespace, target: object, console: Console) -> dic
     for r in rows:
         if not r["applied"]:
             console.print(f"  declined {r['name']}: {r['reason']}")
+    if args.why is not None:
+        why_table([k for k, r in zip(kernels, rows, strict=True) if r["ratio"] >= args.why], target, console)
     overall = geomean([r["ratio"] for r in rows])
     console.print(f"exact on the timeline, geometric mean over {len(rows)} kernels: {overall:.3f} (target <= 1.3): "
                   f"{'met' if overall <= 1.3 else 'NOT met'}")
@@ -511,6 +513,77 @@ def spread(xs: list[float], digits: int = 2) -> list[str]:
     return [f"{percentile(xs, 50):.{digits}f}", f"{percentile(xs, 95):.{digits}f}", f"{max(xs, default=float('nan')):.{digits}f}"]
 
 
+def why(rk: Any, target: Any) -> dict[str, Any]:
+    """What bounds one real-size kernel's schedule on the timeline: the kernel scheduled again by
+    `exact`, its shapes-only trace simulated with the timeline's default (static) channel sharing
+    and with fair sharing (the same trace), and per tile the bytes its network port moved from
+    global memory and from other tiles' scratchpads against the time the port was held."""
+    from kernelgen.real import shapes_only_trace, spread_bound
+
+    import ktir as _ktir
+    import schedulers
+    from ktir.targets.records import GLOBAL
+    from ktir.targets.timeline import simulate
+
+    text = rk.kernel.text()
+    bound, _ = spread_bound(shapes_only_trace(_ktir.parse(text, "kernel.ktir"), rk.kernel), target)
+    result = schedulers.schedule(_ktir.parse(text, "kernel.ktir"), target, "exact")
+    trace = shapes_only_trace(result.module, rk.kernel)
+    static = simulate(trace, target)
+    fair = simulate(trace, target, sharing="fair")
+    tiles: dict[int, dict[str, float]] = {}
+    for op in static.ops:
+        r = op.record
+        t = tiles.setdefault(r.tile, {"global": 0.0, "remote": 0.0, "port": 0.0, "matrix": 0.0})
+        t["global"] += r.bytes_read.get(GLOBAL, 0) + r.bytes_written.get(GLOBAL, 0)
+        t["remote"] += sum(n for src, n in r.sources if src != r.tile)
+        if op.data_start is not None and op.data_start == op.data_start:  # a data phase (not None, not NaN)
+            t["port"] += op.end - op.data_start
+        if op.queue == "matrix":
+            t["matrix"] += op.end - op.start
+    worst = max(tiles, key=lambda t: tiles[t]["port"])
+    memory = next(v for k, v in static.busy.items() if k.startswith("memory."))
+    schedule = result.report.schedule
+    return {"name": rk.name, "bound": bound, "static": static.makespan / bound, "fair": fair.makespan / bound,
+            "memory_busy": memory / static.makespan, "tile": worst, **tiles[worst],
+            "global_total": sum(t["global"] for t in tiles.values()),
+            "order": schedule.loop_order.split(":")[0].split(",")[0] if schedule else "-",
+            "grid": schedule.grid if schedule else []}
+
+
+def why_table(kernels: list[Any], target: Any, console: Console) -> None:
+    """`--why`: the breakdown of `why` for every kernel at or above the ratio asked for."""
+    if not kernels:
+        return
+    t = Table(title="what bounds them (the tile whose port was held longest; static: the timeline's default sharing, "
+              "fair: the same trace with fair sharing; glob/compulsory: all tiles' global bytes over the unscheduled kernel's)")
+    for col in ("kernel", "schedule", "grid", "static", "fair", "mem busy", "tile", "glob MB", "remote MB",
+                "port/bound", "matrix/bound", "glob/compulsory"):
+        t.add_column(col, justify="left" if col in ("kernel", "schedule") else "right", no_wrap=col == "kernel")
+    for rk in kernels:
+        w = why(rk, target)
+        t.add_row(w["name"], w["order"], str(w["grid"]), f"{w['static']:.3f}", f"{w['fair']:.3f}",
+                  f"{w['memory_busy']:.0%}", str(w["tile"]), f"{w['global'] / 1e6:.2f}", f"{w['remote'] / 1e6:.2f}",
+                  f"{w['port'] / w['bound']:.2f}", f"{w['matrix'] / w['bound']:.2f}",
+                  f"{w['global_total'] / compulsory(rk, target):.2f}")
+    console.print(t)
+    console.print("port: cycles the tile's network port spent in data phases (one at a time, in program order); a "
+                  "transfer's rate is its static share of each channel it crosses (the memory channel split over every "
+                  "tile that uses it, each link over every tile routing bytes on it); memory busy: the memory "
+                  "channel's bytes over its bandwidth, as a share of the makespan")
+
+
+def compulsory(rk: Any, target: Any) -> float:
+    """Global bytes of the unscheduled kernel (each input read once, each output written once)."""
+    from kernelgen.real import shapes_only_trace
+
+    import ktir as _ktir
+    from ktir.targets.records import GLOBAL
+
+    trace = shapes_only_trace(_ktir.parse(rk.kernel.text(), "kernel.ktir"), rk.kernel)
+    return float(sum(r.bytes_read.get(GLOBAL, 0) + r.bytes_written.get(GLOBAL, 0) for r in trace.records))
+
+
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -525,6 +598,8 @@ def main() -> int:
     ap.add_argument("--real", action="store_true", help="random kernels at Llama-3.1-8B and Granite-3.1-8B sizes, "
                     "measured on the timeline")
     ap.add_argument("--seed", type=int, help="first seed of --random (default 0); the seed of --real (default: fresh)")
+    ap.add_argument("--why", type=float, nargs="?", const=0.0, metavar="RATIO",
+                    help="--real: for kernels at or above RATIO (default all), what bounds the schedule on the timeline")
     ap.add_argument("--save", metavar="DIR", help="--random: where to save wrong, racy and crashing kernels")
     ap.add_argument("--schedulers", nargs="*", metavar="NAME", help="--random: only these schedulers")
     ap.add_argument("--kinds", nargs="*", metavar="KIND", help="--random: only these kinds of kernels (in turn)")

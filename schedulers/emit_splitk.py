@@ -27,13 +27,15 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
+from . import space_ringsplit
 from .cost import Figures
+from .emit_ringsplit import emit_ringsplit
 from .emit_shared import arguments
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
 from .sets import box, group_first, group_tiles, projection, scalar
-from .space_ring import link_shares
-from .spaces import Columns, Evaluated, MatmulSpace, take
+from .space_ring import RING, link_shares
+from .spaces import Columns, Evaluated, MatmulSpace, moved, take
 from .spaces import product as _product
 
 SPLITS = (2, 4, 8, 16, 32, 64)
@@ -75,11 +77,13 @@ class SplitKSpace(MatmulSpace):
         base = super().candidates()
         base["sk"] = np.ones_like(base["bm"])
         split = self._split_candidates()
-        if not split or not split["sk"].size:
-            return base
-        # a column the matmul space adds later is off (0) in the split rows, which do not read it
-        n = split["sk"].size
-        return {c: np.concatenate([base[c], split.get(c, np.zeros(n, np.int64))]) for c in base}
+        rings = space_ringsplit.candidates(self.k, self.fig, *self._ring_blocks())
+        for extra in (split, rings):
+            if extra and extra["sk"].size:
+                # a column the matmul space adds later is off (0) in the split rows, which do not read it
+                n = extra["sk"].size
+                base = {c: np.concatenate([base[c], extra.get(c, np.zeros(n, np.int64))]) for c in base}
+        return base
 
     def _evaluate_split(self, c: Columns) -> Evaluated:
         k, f = self.k, self.fig
@@ -117,9 +121,15 @@ class SplitKSpace(MatmulSpace):
         plain = {n: v for n, v in c.items() if n != "sk"}
         if sk is None or not (sk > 1).any():
             return super().evaluate(plain)
-        split, rest = np.nonzero(sk > 1)[0], np.nonzero(sk <= 1)[0]
+        ring = (sk > 1) & (c["order"] == RING)
+        split, rest = np.nonzero((sk > 1) & ~ring)[0], np.nonzero(sk <= 1)[0]
         out = Evaluated(*(np.zeros(sk.size) for _ in range(4)))
-        parts = [(split, self._evaluate_split(take(c, split)))]
+        parts = [(split, self._evaluate_split(take(c, split)))] if split.size else []
+        if ring.any():
+            idx = np.nonzero(ring)[0]
+            f = self.fig
+            parts.append((idx, Evaluated(*space_ringsplit.cost(self.k, f, take(c, idx),
+                                                                 lambda o, blk: moved(o, blk, f.granularity)))))
         if rest.size:
             parts.append((rest, super().evaluate(take(plain, rest))))
         for idx, part in parts:
@@ -134,6 +144,19 @@ class SplitKSpace(MatmulSpace):
         if p.get("sk", 1) <= 1:
             return super().describe({n: v for n, v in p.items() if n != "sk"})
         k = self.k
+        if p.get("order") == RING:
+            return Schedule(
+                grid=[p["sk"], p["gn"]], splits={"M": 1, "N": p["gn"], "K": p["sk"]},
+                tile_sizes={"M": p["bm"], "N": p["bn"], "K": p["bk"]},
+                loop_order=(f"ring with K split {p['sk']} ways: tile (s, j) owns C's columns [j*{k.N // p['gn']}, "
+                            f"+{k.N // p['gn']}) and K's share [s*{k.K // p['sk']}, +{k.K // p['sk']}); for each block of "
+                            f"{p['bn']} columns, A's chunks ({p['bm']}x{p['bk']}) go round the {p['gn']} tiles of split s "
+                            f"while each streams its B blocks ({p['bk']}x{p['bn']}) from memory, then the {p['sk']} "
+                            "partials are added by inter_tile_reduce on the split-0 tile, which stores the block"),
+                double_buffered=False,
+                placements=[Placement(tensor=k.a.arg, memory="ct_local", mode="streamed", block=[p["bm"], p["bk"]]),
+                            Placement(tensor=k.b.arg, memory="ct_local", mode="streamed", block=[p["bk"], p["bn"]]),
+                            Placement(tensor=k.c.arg, memory="global", mode="output", block=[p["bm"], p["bn"]])])
         mode = "double-buffered" if p["db"] else "streamed"
         return Schedule(
             grid=[p["gn"] * p["sk"]], splits={"M": 1, "N": p["gn"], "K": p["sk"]},
@@ -146,6 +169,8 @@ class SplitKSpace(MatmulSpace):
 
 
 def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
+    if p.get("order") == RING:
+        return emit_ringsplit(k, fn, p)
     gn, sk, bm, bn, bk, db = (p[n] for n in ("gn", "sk", "bm", "bn", "bk", "db"))
     M, N, K = k.M, k.N, k.K
     ks = K // sk

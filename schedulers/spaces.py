@@ -127,8 +127,22 @@ class MatmulSpace:
         cols = take(cols, np.nonzero(keep)[0])
         cols["pp"] = np.zeros_like(cols["db"])  # panel prefetch: shared-panel orders only
         shared = self._shared_candidates()
-        ring = ring_candidates(k, self.fig, self.bn_all, self.bk_all)
+        ring = ring_candidates(k, self.fig, *self._ring_blocks())
         return {n: np.concatenate([cols[n], shared[n], ring[n]]) for n in cols}
+
+    def _ring_blocks(self) -> tuple[list[int], list[int]]:
+        """Block sizes the ring form may use: the stick-aligned ones, and a ring group's whole
+        share of N (a tile's columns, one block) or a divisor of its share of K (a chunk) when
+        that share is not a whole number of sticks (N = 12800 over 32 tiles: 400 columns each).
+        An unaligned block's transfers are priced as the whole sticks they touch (`moved`)."""
+        k = self.k
+        shares = range(2, self.fig.tiles + 1)  # the ring groups' sizes (`space_ring.ring_candidates`)
+        bn = set(self.bn_all) | {k.N // g for g in shares if k.N % g == 0}
+        bk = set(self.bk_all)
+        for g in shares:
+            if k.K % g == 0 and not any((k.K // g) % d == 0 for d in self.bk_all):
+                bk |= {d for d in divisors(k.K // g) if d % 8 == 0 and d >= 32}
+        return sorted(bn), sorted(bk)
 
     def _shared_candidates(self) -> Columns:
         """Grid [T, 1]: tile t owns rows [t M/T, (t+1) M/T) of A (resident) and, for each column

@@ -20,6 +20,7 @@ from schedulers import naive, single_tile
 from schedulers.check import check_equivalent
 from schedulers.cost import figures
 from schedulers.emit_matmul import emit_matmul
+from schedulers.emit_splitk import emit_splitk
 from schedulers.kernels import recognise
 from schedulers.space_choice import space_for
 from schedulers.space_ring import RING
@@ -173,7 +174,8 @@ def test_the_model_ranks_its_top_ring_schedules_as_the_timeline_does(spyre) -> N
     for i in top:
         p = {n: int(v[i]) for n, v in cols.items()}
         assert p["order"] == RING
-        sim = _simulate(emit_matmul(rec.kernel, rec.fn, p), spyre)  # type: ignore[arg-type]
+        emit = emit_splitk if p["sk"] > 1 else emit_matmul  # a ring with K split, or over all of K
+        sim = _simulate(emit(rec.kernel, rec.fn, p), spyre)  # type: ignore[arg-type]
         assert 0.95 <= ev.cycles[i] / sim <= 1.05, (p, ev.cycles[i], sim)
         simulated.append(sim)
     assert simulated[0] <= 1.01 * min(simulated)

@@ -1,0 +1,133 @@
+"""Emit the ring matmul with K split: `sk` rings, each over its own share of K, partials added at the end.
+
+Grid [sk, g] (tile coordinates (s, j); linear id t = s + sk j, so the sk tiles of one ring
+position are consecutive on the ring). Tile (s, j) owns C's columns [j Nt, (j+1) Nt)
+(Nt = N / g) for all M rows, in blocks of bn columns, and computes their partial sum over
+K's share [s Ks, (s+1) Ks) (Ks = K / sk): the ring form of `emit_ring` over that share,
+among the g tiles of split s (tile t receives from t - sk, its left neighbour in the ring
+of split s). Then the sk tiles of ring position j add their partials with
+`ktdp.inter_tile_reduce` on the first of them (s = 0), which rounds and stores the block, in
+chunks of rows (so the first tile holds one chunk of each other partial at a time).
+
+Against the ring over all of K on every tile (`emit_ring`, grid [1, sk g]), each tile passes
+on 1 / sk of A instead of all of it, for one exchange of f32 partials per block of columns:
+on Spyre's timeline the tiles' network ports, which carry both A's chunks and the tile's
+memory traffic one transfer at a time, are what bounds a 512-token projection, and this is
+the trade that relieves them (`space_ringsplit` prices it).
+"""
+
+from __future__ import annotations
+
+from ktir.builder import Builder, Value, located
+from ktir.ir import affine as af
+from ktir.ir import types as ty
+from ktir.ir.operation import Module, Operation
+
+from .emit_shared import arguments, prologue
+from .kernels import MatmulKernel
+from .sets import box, group_first, group_tiles, projection, scalar
+from .space_ring import ROUNDED_CHUNK, chunk_rows
+
+
+def split_ring(sk: int, tiles: int) -> af.IntegerSet:
+    """(t)[s]: the tiles of split s, t = s + sk j for j in [0, tiles / sk)."""
+    d0, s0 = af.dim(0), af.sym(0)
+    return af.IntegerSet(num_dims=1, num_symbols=1, constraints=(
+        af.Constraint(expr=(d0 - s0).mod(sk), is_equality=True),
+        af.Constraint(expr=d0, is_equality=False),
+        af.Constraint(expr=-d0 + (tiles - 1), is_equality=False)))
+
+
+def split_left(sk: int, tiles: int) -> af.IntegerSet:
+    """(p)[c, s]: the producer p consumer c of split s receives from, (c - sk) mod tiles."""
+    d0, c = af.dim(0), af.sym(0)
+    return af.IntegerSet(num_dims=1, num_symbols=2, constraints=(
+        af.Constraint(expr=(d0 - c + sk).mod(tiles), is_equality=True),
+        af.Constraint(expr=d0, is_equality=False),
+        af.Constraint(expr=-d0 + (tiles - 1), is_equality=False)))
+
+
+def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int = ROUNDED_CHUNK) -> Module:
+    """The module for point `p` of the split ring; partials are added and stored in chunks of rows
+    of at most `chunk` bytes of C."""
+    sk, g, bn, kp = p["sk"], p["gn"], p["bn"], p["bk"]
+    M, N, K = k.M, k.N, k.K
+    tiles, nt, ks = sk * g, N // g, K // sk
+    q = ks // (g * kp)
+    assert nt % bn == 0 and ks % (g * kp) == 0 and k.init == 0.0, p
+    bm = M
+    rc = chunk_rows(bm, bn, k.c.itemsize, chunk)
+    ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
+    acc_t = ty.tensor((bm, bn), ty.F32)
+    b = Builder()
+    b.note("scheduled by ktir schedule: K split over rings of tiles, A's chunks passed around each ring, partial "
+           "sums added by inter_tile_reduce (see the report)")
+    sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, kp), "bblk": box(kp, bn),
+            "cchunk": box(rc, bn), "id2": projection(2), "ring": split_ring(sk, tiles), "splits": box(sk),
+            "left": split_left(sk, tiles), "group": group_tiles(sk), "first": group_first(sk), "positions": box(g)}
+    A = {n: b.alias(f"rs_{n}", v) for n, v in sets.items()}
+    part_t = ty.tensor((bm, kp), ta)
+    chunk_fut = ty.TileFutureType(partial_types=(part_t,), groups=A["splits"])
+    chunk_t = ty.tensor((rc, bn), ty.F32)
+    acc_fut = ty.TileFutureType(partial_types=(chunk_t,), groups=A["positions"])
+    with b.func(k.name, arguments(b, fn), grid=[sk, g]) as params:
+        c, zero, ts, tj, views = prologue(b, A, k, params, (
+            ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm), ("rc", rc),
+            ("nt", nt), ("ks", ks)))
+        k0 = b.arith.muli(ts, c["ks"], name="rs_k0")
+        n0 = b.arith.muli(tj, c["nt"], name="rs_n0")
+        n1 = b.arith.addi(n0, c["nt"], name="rs_n1")
+        first = b.cmp("arith.cmpi", "eq", ts, c["0"], name="rs_first")
+        zchunk = b.fill(zero, b.empty(chunk_t, "rs_ze"), "rs_zchunk")
+
+        def load(dst: str, view: str, i: Value, j: Value, shape: tuple[int, int], el: ty.Type, blk: str) -> Value:
+            tile = b.access_tile(views[view], [i, j], A[blk], list(shape), A["id2"], name=f"{dst}_t")
+            return b.load(tile, el, name=dst)
+
+        def chunk_k(r: Value, s: Value, tag: str) -> Value:
+            """K offset of the chunk tile j holds at step s of sub-ring r: k0 + (r g + (j - s) mod g) kp."""
+            held = b.arith.remui(b.arith.subi(b.arith.addi(tj, c["g"], name=f"rs_{tag}jg"), s, name=f"rs_{tag}js"),
+                                 c["g"], name=f"rs_{tag}held")
+            idx = b.arith.addi(b.arith.muli(r, c["g"], name=f"rs_{tag}rg"), held, name=f"rs_{tag}chunk")
+            return b.arith.addi(k0, b.arith.muli(idx, c["kp"], name=f"rs_{tag}kk"), name=f"rs_{tag}k")
+
+        def step(acc: Value, cur: Value, r: Value, s: Value, n: Value, tag: str) -> Value:
+            bblk = load(f"rs_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
+            return b.dps("linalg.matmul", [cur, bblk], [acc], name=f"rs_{tag}prod")
+
+        with b.for_(n0, n1, c["bn"], names=["rs_n"]) as (n,):
+            init = b.fill(zero, b.empty(acc_t, "rs_e"), "rs_init")
+            with b.for_(c["0"], c["q"], c["1"], [init], names=["rs_r", "rs_racc"], results=["rs_acc"]) as (r, racc):
+                own_k = b.arith.addi(k0, b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name="rs_rg0"), tj,
+                                                                   name="rs_own"), c["kp"], name="rs_ownkk"),
+                                     name="rs_ownk")
+                own = load("rs_mine", "a", c["0"], own_k, (bm, kp), ta, "ablk")
+                with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=["rs_s", "rs_sum", "rs_cur"],
+                            results=["rs_ringacc", "rs_last"]) as (s, acc, cur):
+                    with b.produce(A["ring"], chunk_fut, "rs_gid", "rs_fut"):
+                        b.yield_(cur, op="ktdp.yield_partial")
+                    (fut,) = b.last_results
+                    (nxt,) = b.create("ktdp.inter_tile_consume", [fut], [part_t],
+                                      {"consumer_tiles_per_group": A["ring"],
+                                       "producer_dependency_per_consumer": A["left"]}, result_names=["rs_next"])
+                    b.yield_(step(acc, cur, r, s, n, ""), nxt)
+                ring_acc, last = b.last_results
+                b.yield_(step(ring_acc, last, r, c["gl"], n, "last"))
+            acc = b.last_results[0]
+            # the partials added and stored in chunks of rc rows: the first tile holds one chunk of
+            # each other split's partial at a time, not a whole block
+            with b.for_(c["0"], c["bm"], c["rc"], names=["rs_ci"]) as (ci,):
+                part = b.extract_slice(acc, [ci, c["0"]], [rc, bn], name="rs_part")
+                with b.produce(A["group"], acc_fut, "rs_pgid", "rs_pf"):
+                    b.yield_(part, op="ktdp.yield_partial")
+                (pf,) = b.last_results
+                with b.reduce_tiles(pf, A["first"], [zchunk], ["rs_l", "rs_rr"], ["rs_total"]) as (lhs, rhs):
+                    b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name="rs_add"), op="ktdp.yield_reduced")
+                (total,) = b.last_results
+                with b.if_(first):
+                    out = total
+                    if tc != ty.F32:
+                        out = b.arith.truncf(total, result_types=[ty.tensor((rc, bn), tc)], name="rs_res")
+                    b.store(out, b.access_tile(views["c"], [ci, n], A["cchunk"], [rc, bn], A["id2"], name="rs_tc"))
+        b.func_return()
+    return located(b.module, f"{k.name}.scheduled.ktir")

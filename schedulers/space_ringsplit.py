@@ -1,0 +1,129 @@
+"""The ring matmul with K split (`emit_ringsplit`): its candidates and cost.
+
+Grid [sk, g], tile t = s + sk j. Per block of bn columns each tile runs the ring of
+`space_ring` over K's share s (q = K / (sk g kp) sub-rings of g steps: its own A chunk and
+each step's B block from memory, g - 1 chunks from tile t - sk), then the sk tiles of ring
+position j send their f32 partials to the first (s = 0) in one receive, which adds, rounds
+and stores them. Rates are the timeline's static shares (`space_ring.link_shares`) for the
+kernel's flows: the ring's (t - sk -> t) and the partials' (t -> its group's first); the
+partials of one receive that cross the same link split its share between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+
+from .cost import Figures
+from .kernels import MatmulKernel, Operand
+from .space_ring import RING, chunk_rows
+
+SPLITS = (2, 4, 8)
+
+
+def candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
+    """Every split ring: sk K splits of g = tiles / sk ring positions, all M rows per tile, blocks of
+    bn columns dividing the position's N / g columns, chunks of kp dividing K / (sk g)."""
+    rows = []
+    if k.init == 0.0:  # (every split's partial starts from 0; a non-zero start would be added sk times)
+        for sk in SPLITS:
+            g = fig.tiles // sk
+            if g < 2 or k.N % g or k.K % (sk * g):
+                continue
+            nt = k.N // g
+            rows += [(sk, g, bn, kp) for bn in bn_all if nt % bn == 0 for kp in bk_all if k.K % (sk * g * kp) == 0]
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    n = arr.shape[0]
+    return {"sk": arr[:, 0], "gn": arr[:, 1], "bn": arr[:, 2], "bk": arr[:, 3], "bm": np.full(n, k.M, np.int64),
+            "gm": np.ones(n, np.int64), "order": np.full(n, RING, np.int64), "db": np.ones(n, np.int64),
+            "pp": np.zeros(n, np.int64)}
+
+
+@lru_cache(maxsize=64)
+def _rates(machine: object, sk: int, g: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per tile of grid [sk, g]: its memory rate and its ring receive's rate; and the slowest
+    partial's rate into a group's first tile (bytes per cycle). The timeline's static shares:
+    each channel split over the tiles whose bytes cross it anywhere in the kernel (every tile
+    reads memory, only the first tile of each group writes it), a link's share split again
+    between the partials of the one receive that cross it, never above one DMA engine."""
+    m = machine
+    tiles = sk * g
+    topo = m.topology  # type: ignore[attr-defined]
+    dma = float(m.dma_bw)  # type: ignore[attr-defined]
+    ring = [topo.route((t - sk) % tiles, t) for t in range(tiles)]
+    partials = {t: [topo.route(t + x, t) for x in range(1, sk)] for t in range(0, tiles, sk)}
+    users: dict[str, set[int]] = {}
+    reads = [m.memory_route(t, True).links for t in range(tiles)]  # type: ignore[attr-defined]
+    for t in range(tiles):
+        for link in reads[t]:
+            users.setdefault(link, set()).add(t)
+        if t % sk == 0:
+            for link in m.memory_route(t, False).links:  # type: ignore[attr-defined]
+                users.setdefault(link, set()).add(t)
+    for t, links in enumerate(ring):
+        for link in links:
+            users.setdefault(link, set()).add(t)
+    for first, routes in partials.items():
+        for links in routes:
+            for link in links:
+                users.setdefault(link, set()).add(first)
+
+    def share(links: tuple[str, ...], split: dict[str, int] | None = None) -> float:
+        return min([dma] + [topo.capacity[lk] / (len(users[lk]) * (split or {}).get(lk, 1)) for lk in links])
+
+    channel = m.global_bw / tiles  # type: ignore[attr-defined]
+    mem = np.array([min(channel, share(reads[t])) for t in range(tiles)])
+    slowest = dma
+    for routes in partials.values():
+        crossing: dict[str, int] = {}
+        for links in routes:
+            for link in links:
+                crossing[link] = crossing.get(link, 0) + 1
+        slowest = min([slowest] + [share(links, crossing) for links in routes])
+    return mem, np.array([share(links) for links in ring]), slowest
+
+
+def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
+         moved: Callable[[Operand, tuple[np.ndarray, np.ndarray]], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Cycles, scratchpad, global bytes and ct_local bytes of split-ring schedules."""
+    m = fig.machine
+    sk_i, g_i = c["sk"], c["gn"]
+    sk, g = sk_i.astype(np.float64), g_i.astype(np.float64)
+    bm, bn, kp = c["bm"].astype(np.float64), c["bn"].astype(np.float64), c["bk"].astype(np.float64)
+    ea, eb, ec = k.a.itemsize, k.b.itemsize, k.c.itemsize
+    tiles = sk * g
+    q = k.K / (sk * g * kp)
+    blocks = k.N / g / bn
+    moved_a, moved_b = moved(k.a, (bm, kp)), moved(k.b, (kp, bn))
+    chunk, b_blk = bm * kp * ea, kp * bn * eb
+    compute = bm * bn * kp / fig.mac_rate(k.a.dtype) + fig.matrix_startup
+    port_sub, mem_rate, part_rate = np.zeros_like(bm), np.zeros_like(bm), np.zeros_like(bm)
+    for pair in {(int(a), int(b)) for a, b in zip(sk_i, g_i, strict=True)}:
+        rows = (sk_i == pair[0]) & (g_i == pair[1])
+        mem_t, ring_t, slowest = _rates(m, *pair)
+        per_tile = ((moved_a[rows, None] + g[rows, None] * moved_b[rows, None]) / mem_t
+                    + (g[rows, None] - 1) * fig.rounded(chunk[rows])[:, None] / ring_t)
+        port_sub[rows] = per_tile.max(axis=1)
+        mem_rate[rows] = mem_t.min()
+        part_rate[rows] = slowest
+    fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
+    hop = m.dma_setup + m.topology.hop_latency
+    ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
+    vrate = fig.vector_rate("f32")
+    rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], c["bn"], strict=True)], dtype=np.float64)
+    chunks = bm / rc
+    # on the first tile, per chunk of rc rows: receive the other partials' chunks (one receive),
+    # add them, round, store
+    combine = (chunks * (m.dma_setup + m.topology.hop_latency * (sk - 1)) + bm * bn * 4 / part_rate
+               + (sk - 1) * chunks * (rc * bn / vrate + fig.vector_startup))
+    rounding = chunks * (rc * bn / vrate + fig.vector_startup)
+    store = chunks * fig.transfer_fixed + bm * bn * ec / mem_rate
+    cycles = blocks * (ring + combine + rounding + store)
+    # the accumulator, two chunks of A and two B blocks in flight, and on the first tile one chunk
+    # of each other partial, their sum and its rounding
+    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + sk * rc * bn * 4 + rc * bn * ec
+    gbytes = tiles * blocks * q * (moved_a + g * moved_b) + k.M * k.N * ec
+    local = gbytes + tiles * blocks * q * (g - 1) * chunk + (sk - 1) * k.M * k.N * 4
+    return cycles, scratch, gbytes, local
