@@ -16,7 +16,9 @@ Each file runs in its own `python -m ktir.cli` process with a time limit.
     python benchmarks/upstream_corpus.py /tmp/ktircpu --arg triton-ktir/layernorm_fwd_ktir.mlir=eps=1e-5
 
 `--arg FILE=NAME=VALUE` passes `--arg NAME=VALUE` to the runs of FILE (a path relative to
-FOLDER); `--memory FILE=NAME=ADDRESS:PATH.npy` likewise passes `--memory`.
+FOLDER); `--memory FILE=NAME=ADDRESS:PATH.npy` likewise passes `--memory`, and
+`--func FILE=NAME` names the function to run in a file with several (ktir-cpu's own
+`examples/entries.py` names one for every kernel).
 """
 
 from __future__ import annotations
@@ -117,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="also write the rows as JSON here")
     p.add_argument("--arg", action="append", default=[], metavar="FILE=NAME=VALUE")
     p.add_argument("--memory", action="append", default=[], metavar="FILE=NAME=ADDRESS:PATH.npy")
+    p.add_argument("--func", action="append", default=[], metavar="FILE=NAME")
     args = p.parse_args(argv)
     extra: dict[str, list[str]] = {}
-    for flag, values in (("--arg", args.arg), ("--memory", args.memory)):
+    for flag, values in (("--arg", args.arg), ("--memory", args.memory), ("--func", args.func)):
         for v in values:
             file, _, rest = v.partition("=")
             if not rest:

@@ -258,15 +258,28 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     rest = [n for n in free if n not in hints]
     fixed = {n: v for n, (v, _) in hints.items()}
     chosen: dict[str, Any] | None = None
+    hinted: KtirRuntimeError | None = None
     if hints:
         try:
             chosen = _smallest_size(module, func, {**args, **fixed}, rest, with_pointers, run_kwargs)
         except KtirRuntimeError as e:
-            if e.kind != "argument" or e.op is not None:
+            if e.kind == "memory-limit":
                 raise
+            hinted = e
     if chosen is None:  # the uses explain nothing, or their values do not run: search them all
+        try:
+            chosen = _smallest_size(module, func, args, free, with_pointers, run_kwargs)
+        except KtirRuntimeError:
+            if hinted is None or hinted.kind in _SIZE_ERRORS:
+                raise
+            # a failure no size explains (an undefined read, a race): with the values read from
+            # the uses, the kernel's own error at its op is the one to see
+            said = ", ".join(f"{n} = {v}" for n, v in fixed.items())
+            flags = " ".join(f"--arg {n}=..." for n in free)
+            hinted.detail = f"with {said} (read from their uses; no other sizes run either, give them with {flags}): " \
+                            f"{hinted.detail}"
+            raise hinted.attach() from None
         hints, rest = {}, free
-        chosen = _smallest_size(module, func, args, rest, with_pointers, run_kwargs)
     if notes is not None:
         for n, (v, why) in hints.items():
             notes.append(f"{n} = {v}: {why} (give --arg {n}=... for another value)")
@@ -275,6 +288,9 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
                          f"runs on these random inputs (give --arg {rest[0]}=... for another size)")
     return chosen
 
+
+_SIZE_ERRORS = {"out-of-view", "out-of-bounds", "step-limit", "argument", "store-conflict"}
+"""Errors another size may cure: the search's own message (the arguments, `--arg`) reports them."""
 
 Hint = tuple[int, str]
 """A value for an integer argument and why: `(64, "the upper bound of a loop over dimension 1 ...")`."""
@@ -468,7 +484,7 @@ def _smallest_size(module: Module, func: str | None, args: dict[str, Any], free:
         return trial
     if not free:
         assert last is not None
-        raise fail("argument", f"the values inferred for the integer arguments do not run the kernel: {last[1].detail}")
+        raise last[1]
     tried = f"{SIZE_CANDIDATES[0]}, {SIZE_CANDIDATES[1]}, ... {SIZE_CANDIDATES[-1]}"
     names = ", ".join(free)
     why = f" (with {names} = {last[0]}: {last[1].detail})" if last is not None else ""
