@@ -213,3 +213,34 @@ def test_scratchpad_arrays_at_constant_addresses(tmp_path: Path) -> None:
     got = np.load(tmp_path / "o.npz")
     np.testing.assert_array_equal(got["B"], expected)
     np.testing.assert_array_equal(got["L1"].reshape(4, 8), l1)  # a scratchpad array is written back per tile
+
+
+def _row_max(bits: int) -> ktir.Module:
+    """max over a row of 8 f16 values, starting from the f16 constant with these bits."""
+    b = Builder()
+    with b.func("rowmax", [("x", ty.INDEX), ("y", ty.INDEX)]) as (x, y):
+        z = b.index(0, "z")
+        xv = b.memory_view(x, [1, 8], [8, 1], F16, name="xv")
+        yv = b.memory_view(y, [1], [1], F16, name="yv")
+        row = b.load(b.access_tile(xv, [z, z], box(1, 8), [1, 8], name="xt"), F16, "row")
+        start = b.constant(at.FloatAttr(value=float(np.array(bits, np.uint16).view(np.float16)), type=F16, bits=bits))
+        init = b.fill(start, b.empty(ty.tensor((1,), F16)), "init")
+        m = b.reduce("arith.maximumf", [row], [init], [1], name="m")
+        b.store(m, b.access_tile(yv, [z], box(1), [1], name="yt"))
+        b.func_return()
+    return ktir.parse(ktir.print_module(b.module), "built.ktir")
+
+
+def test_bf16_infinity_bits_in_an_f16_constant_are_a_nan_with_a_warning() -> None:
+    """ktir-cpu's softmax_small and sdpa_2d start a max at `0xFF80 : f16`: MLIR reads the bits of
+    the type, a NaN in f16 (bf16's -inf), which arith.maximumf propagates. `0xFC00` is f16's -inf."""
+    x = np.array([[1.5, -2.0, 3.25, 0.5, 2.75, -1.0, 0.25, 1.0]], np.float16)
+    for bits, warned, want in ((0xFF80, True, np.nan), (0xFC00, False, 3.25)):
+        module = _row_max(bits)
+        text = ktir.print_module(module)
+        assert f"0x{bits:04X} : f16" in text  # printed back as written
+        _, diagnostics = validate_text(text, "built.ktir")
+        assert not [d for d in diagnostics if d.severity == "error"]
+        assert any(d.id == "arith.constant.nan" and d.severity == "warning" for d in diagnostics) == warned
+        got = ri.run(module, args={"x": x, "y": np.zeros(1, np.float16)}).outputs["y"]
+        np.testing.assert_array_equal(got, np.array([want], np.float16))
