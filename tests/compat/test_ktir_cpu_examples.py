@@ -326,3 +326,44 @@ def test_vector_adds() -> None:
     x16, y16 = _normal(rng, (4096,)), _normal(rng, (4096,))
     out = _run("triton-ktir/vector_add_ktir.mlir", {"x_ptr": x16, "y_ptr": y16, "output_ptr": np.zeros_like(x16)})
     np.testing.assert_array_equal(out["output_ptr"], x16 + y16)
+
+
+# ---------------------------------------------------------------------------- the paged tensors: one 1.4 GB image
+
+BIG = os.environ.get("KTIR_CPU_EXAMPLES_BIG")
+
+
+@pytest.mark.skipif(not BIG, reason="set KTIR_CPU_EXAMPLES_BIG=1 too: these need a 1.4 GB memory image")
+@pytest.mark.parametrize("rel", ["rfc/paged-tensor-copy.mlir", "rfc/paged-tensor-write.mlir"])
+def test_paged_tensors_in_one_byte_image(rel: str) -> None:
+    """Their constant addresses, read as elements (f16 at 10M/30M/40M, the i32 page table at
+    20M/30M), put the page table inside the 10000-page pool: one byte array holding everything
+    runs them (spec/execution.md), and the pages the table names (below 128) are far from it."""
+    nb, ntkv, page, d, heads, pages = 4, 2048, 64, 128, 8, 10000
+    text = _text(rel)
+    rng = np.random.default_rng(20)
+    copy = rel.endswith("copy.mlir")
+    if copy:
+        dense_b, table_b, pool_b = 10_000_000 * 2, 20_000_000 * 4, 30_000_000 * 2
+    else:
+        dense_b, table_b, pool_b = 10_000_000 * 2, 30_000_000 * 4, 40_000_000 * 2
+    image = np.zeros(pool_b + pages * heads * page * d * 2, np.uint8)
+    table = rng.permutation(nb * ntkv // page).reshape(nb, ntkv // page).astype(np.int32)  # distinct pages < 128
+    image[table_b: table_b + table.nbytes] = table.view(np.uint8).reshape(-1)
+    dense_n = nb * ntkv * heads * d
+    tkv = np.arange(ntkv)
+    if copy:
+        pool = _normal(rng, (128, heads, page, d))
+        image[pool_b: pool_b + pool.nbytes] = pool.view(np.uint8).reshape(-1)
+    else:
+        dense = _normal(rng, (nb, ntkv, heads, d))
+        image[dense_b: dense_b + dense.nbytes] = dense.view(np.uint8).reshape(-1)
+    out = _run(rel, {}, memory={"M": At(image, 0)}, text=text)["M"]
+    if copy:  # Y[b, t, h, :] = X[table[b, t // 64], h, t % 64, :]
+        got = out[dense_b: dense_b + dense_n * 2].view(np.float16).reshape(nb, ntkv, heads, d)
+        for b in range(nb):
+            np.testing.assert_array_equal(got[b], pool[table[b, tkv // page], :, tkv % page, :])
+    else:  # Y[table[b, t // 64], h, t % 64, :] = X[b, t, h, :]
+        got = out[pool_b: pool_b + 128 * heads * page * d * 2].view(np.float16).reshape(128, heads, page, d)
+        for b in range(nb):
+            np.testing.assert_array_equal(got[table[b, tkv // page], :, tkv % page, :], dense[b])
