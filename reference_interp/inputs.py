@@ -350,8 +350,8 @@ def size_hints(fn: Operation, free: list[str], types: dict[str, Any] | None = No
             except AccessError:
                 continue
             for v in captured:
-                if v in derived and derived[v][1] == "+":
-                    note(derived[v][0], "offset", 0, "an offset added to an indirect access tile's subscripts")
+                if v in derived and derived[v][1] in "=+":
+                    note(derived[v][0], "offset", 0, "an offset in an indirect access tile's subscripts")
     out: dict[str, Hint] = {}
     for arg, kinds in found.items():
         if "bound" in kinds:  # a trip count: the smallest dimension its loop walks
@@ -366,8 +366,7 @@ def size_hints(fn: Operation, free: list[str], types: dict[str, Any] | None = No
 def _for_hints(op: Operation, derived: dict[str, tuple[str, str]], loops: dict[str, Operation],
                note: Any) -> None:
     try:
-        v = named(op)
-        lo, step = v.operand("lower_bound"), v.operand("step")
+        lo = named(op).operand("lower_bound")
     except AccessError:
         return
     if lo in derived and derived[lo][1] in "=+":
@@ -375,7 +374,6 @@ def _for_hints(op: Operation, derived: dict[str, tuple[str, str]], loops: dict[s
     body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
     if body is not None and body.arguments:
         loops[body.arguments[0].name] = op
-    del step
 
 
 def _view_sizes(op: Operation, derived: dict[str, tuple[str, str]], sized: dict[str, list[tuple[str, int]]]) -> None:
@@ -447,14 +445,13 @@ def _loop_hint(loop: Operation, d: int, extent: int, size: int | None, derived: 
                note: Any) -> None:
     try:
         v = named(loop)
-        lo, hi, step = v.operand("lower_bound"), v.operand("upper_bound"), v.operand("step")
+        hi, step = v.operand("upper_bound"), v.operand("step")
     except AccessError:
         return
     if hi in derived and derived[hi][1] == "=" and size:
         note(derived[hi][0], "bound", size, f"the upper bound of a loop over dimension {d} (size {size}) of a view")
     if step in derived and derived[step][1] == "=" and extent:
         note(derived[step][0], "block", extent, f"the step of a loop over an access tile {extent} wide in dimension {d}")
-    del lo
 
 
 _PROBE_SPAN = 1 << 40
