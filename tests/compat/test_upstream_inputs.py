@@ -244,3 +244,55 @@ def test_bf16_infinity_bits_in_an_f16_constant_are_a_nan_with_a_warning() -> Non
         assert any(d.id == "arith.constant.nan" and d.severity == "warning" for d in diagnostics) == warned
         got = ri.run(module, args={"x": x, "y": np.zeros(1, np.float16)}).outputs["y"]
         np.testing.assert_array_equal(got, np.array([want], np.float16))
+
+
+def _ring_sum(tiles: int, width: int, drop_unit_dim: bool) -> ktir.Module:
+    """Every tile contributes X[t, :] as a [1, width] partial; an all-reduce sums them and tile 0
+    stores the [width] result. ktir-cpu's ring reductions give the reduce the [width] result type
+    directly (`drop_unit_dim`); KTIR, like upstream's verifier, wants the partial's type there and
+    a tensor.collapse_shape after."""
+    b = Builder()
+    part, flat = ty.tensor((1, width), F32), ty.tensor((width,), F32)
+    i, g = af.dim(0), af.sym(0)
+    everyone = af.IntegerSet(num_dims=1, num_symbols=1, constraints=(
+        af.Constraint(expr=i - g * tiles, is_equality=False), af.Constraint(expr=-i + g * tiles + (tiles - 1), is_equality=False)))
+    one = af.IntegerSet(num_dims=1, num_symbols=0, constraints=(af.Constraint(expr=af.dim(0), is_equality=True),))
+    future = ty.TileFutureType(partial_types=(part,), groups=at.IntegerSetAttr(value=one))
+    with b.func("ring", [("x", ty.INDEX), ("out", ty.INDEX)], grid=[tiles]) as (x, out):
+        (tid,) = b.tile_id(1, ["tid"])
+        z = b.index(0, "z")
+        xv = b.memory_view(x, [tiles, width], [width, 1], F32, name="xv")
+        ov = b.memory_view(out, [width], [1], F32, name="ov")
+        row = b.load(b.access_tile(xv, [tid, z], box(1, width), [1, width], name="xt"), F32, "row")
+        with b.produce(everyone, future, name="fut"):
+            b.yield_(row, op="ktdp.yield_partial")
+        (fut,) = b.last_results
+        ident = b.fill(b.constant(0.0, F32, "f0"), b.empty(part, "e"), "ident")
+        with b.reduce_tiles(fut, everyone, [ident], ["l", "r"], ["sum"]) as (lhs, rhs):
+            (s,) = b.create("arith.addf", [lhs, rhs], [part], result_names=["s"])
+            b.yield_(s, op="ktdp.yield_reduced")
+        (total,) = b.last_results
+        if drop_unit_dim:
+            reduce_op = next(op for op in b.module.walk() if op.name == "ktdp.inter_tile_reduce")
+            reduce_op.result_types = [flat]
+            total = ktir.builder.Value(total.name, flat)
+        else:
+            total = b.collapse_shape(total, [[0, 1]], flat, name="flat")
+        with b.if_(b.cmp("arith.cmpi", "eq", tid, z, "first")):
+            b.store(total, b.access_tile(ov, [z], box(width), [width], name="ot"))
+        b.func_return()
+    return ktir.parse(ktir.print_module(b.module), "built.ktir")
+
+
+def test_a_reduce_result_without_the_partials_unit_dimension_is_c1_with_the_fix_named() -> None:
+    _, diagnostics = validate_text(ktir.print_module(_ring_sum(4, 16, True)), "built.ktir")
+    errors = [d for d in diagnostics if d.severity == "error"]
+    assert [d.id for d in errors] == ["ktdp.inter_tile_reduce.C1"]
+    assert "tensor<16xf32> for the partial tensor<1x16xf32>" in errors[0].message
+    assert "tensor.collapse_shape" in errors[0].message
+    module = _ring_sum(4, 16, False)  # the fix the message names: validates, runs, sums the rows
+    _, diagnostics = validate_text(ktir.print_module(module), "built.ktir")
+    assert not [d for d in diagnostics if d.severity == "error"]
+    x = np.random.default_rng(21).standard_normal((4, 16)).astype(np.float32)
+    got = ri.run(module, args={"x": x, "out": np.zeros(16, np.float32)}).outputs["out"]
+    np.testing.assert_allclose(got, x.sum(0), rtol=1e-5, atol=1e-6)
