@@ -36,7 +36,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--memory", action="append", default=[], metavar="NAME=ADDRESS:PATH.npy",
                    help="place an array in global memory at a fixed element address (in the array's element type), "
-                   "for kernels that build views at constant addresses; written to --out as NAME; repeatable")
+                   "for kernels that build views at constant addresses; NAME=ct_local:ADDRESS:PATH.npy places it at "
+                   "that address of every tile's scratchpad instead; written to --out as NAME; repeatable")
     p.add_argument("--random-inputs", type=_seed, metavar="SEED", nargs="?", const=0,
                    help="generate the arguments not given with --arg, from SEED (default 0; see reference_interp.inputs)")
     p.add_argument("--out", metavar="OUT.npz", help="write the final contents of every array argument, the value of "
@@ -69,11 +70,15 @@ def _seed(text: str) -> int:
 
 
 def _parse_memory(text: str) -> tuple[str, Any]:
-    """`NAME=ADDRESS:PATH.npy`: the array in PATH at element address ADDRESS of global memory."""
+    """`NAME=ADDRESS:PATH.npy`: the array in PATH at element address ADDRESS of global memory;
+    `NAME=ct_local:ADDRESS:PATH.npy`: at that address of every tile's scratchpad."""
     from .executor import At
     from .inputs import load_npy
 
     name, sep, rest = text.partition("=")
+    space = "global"
+    if rest.startswith("ct_local:"):
+        space, rest = "ct_local", rest[len("ct_local:"):]
     address, sep2, path = rest.partition(":")
     name = name.strip().lstrip("%")
     if not sep or not sep2 or not name or not path:
@@ -82,7 +87,7 @@ def _parse_memory(text: str) -> tuple[str, Any]:
         where = int(address, 0)
     except ValueError:
         raise ValueError(f"--memory {name}: {address!r} is not an element address") from None
-    return name, At(load_npy(path), where)
+    return name, At(load_npy(path), where, space)
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:

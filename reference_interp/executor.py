@@ -42,11 +42,14 @@ class Local:
 
 
 class At:
-    """An array argument placed in global memory at a chosen element address."""
+    """An array argument placed in global memory at a chosen element address. As a
+    `memory=` entry, `space="ct_local"` places it instead at that element address of every
+    tile's scratchpad (the same contents on each tile)."""
 
-    def __init__(self, array: np.ndarray, address: int) -> None:
+    def __init__(self, array: np.ndarray, address: int, space: str = "global") -> None:
         self.array = np.asarray(array)
         self.address = address
+        self.space = space
 
 
 @dataclass
@@ -399,9 +402,30 @@ class _Binder:
                 raise fail("argument", f"memory array {name}: give At(array, element_address)")
             if value.address < 0:
                 raise fail("argument", f"memory array {name}: the element address {value.address} is negative")
+            if value.space == "ct_local":
+                self._place_local(name, value)
+                continue
             alloc = self.machine.memory.place(name, value.array, value.address * value.array.dtype.itemsize)
             self._globals[name] = alloc
             self.addresses[name] = value.address
+
+    def _place_local(self, name: str, value: At) -> None:
+        """`value`'s array at its element address of every tile's scratchpad; Local() arguments
+        placed afterwards go above it."""
+        arr = np.ascontiguousarray(value.array)
+        base, nbytes = value.address * arr.dtype.itemsize, arr.nbytes
+        for tile in range(self.machine.n_tiles):
+            alloc = self.machine.local(tile)
+            if alloc.capacity is not None and base + nbytes > alloc.capacity:
+                raise fail("capacity", f"memory array {name} needs ct_local bytes up to {base + nbytes}, "
+                           f"beyond the capacity {alloc.capacity}")
+            alloc.ensure(base + nbytes)
+            alloc.raw[base: base + nbytes] = arr.reshape(-1).view(np.uint8)
+            if alloc.init is not None:
+                alloc.init[base: base + nbytes] = True
+        self.machine.local_top = max(self.machine.local_top, align_up(base + max(nbytes, 1), ALIGN))
+        self._locals[name] = (None, base, arr.dtype, arr.shape)
+        self.addresses[name] = value.address
 
     def bind(self, args: dict[str, Any]) -> list[list[Any]]:
         names = self.names()

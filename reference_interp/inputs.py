@@ -14,7 +14,15 @@
   each tile's scratchpad: when the views have static sizes and strides it gets a region of
   its own there, with random contents on every tile (a `Local` array); otherwise 0, the
   start of the scratchpad.
-- other integer arguments cannot be guessed and must be given with `--arg`.
+- other integer arguments (sizes, offsets, trip counts, block sizes) get a value from how
+  they are used (`size_hints`): an offset added to an access-tile coordinate, a loop's lower
+  bound or an indirect tile's captured variable starts at 0; a loop's upper bound whose
+  induction variable indexes a view dimension of static size S is S; a loop step, or a factor
+  multiplying a coordinate, whose coordinate feeds an access tile of extent T in that dimension
+  is T (a block size); a dynamic view size read by an access tile of extent T is T. The
+  arguments no use explains take together the smallest of 1, 2, 4, ... with which the kernel
+  runs; when even that fails, every integer argument is searched that way. An argument that
+  no value makes run must be given with `--arg NAME=VALUE`; the error names it.
 
 Float arrays hold standard normal values; integer arrays hold values in [0, 8) (small,
 so that index arrays used for indirect access usually stay in range).
@@ -28,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import AccessError, named
+from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.asm import type_text
@@ -245,11 +254,204 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
 
     if not free:
         return with_pointers(args)
-    chosen = _smallest_size(module, func, args, free, with_pointers, run_kwargs)
+    hints = size_hints(fn, free, module.type_aliases, module.attr_aliases)
+    rest = [n for n in free if n not in hints]
+    fixed = {n: v for n, (v, _) in hints.items()}
+    chosen: dict[str, Any] | None = None
+    hinted: KtirRuntimeError | None = None
+    if hints:
+        try:
+            chosen = _smallest_size(module, func, {**args, **fixed}, rest, with_pointers, run_kwargs)
+        except KtirRuntimeError as e:
+            if e.kind == "memory-limit":
+                raise
+            hinted = e
+    if chosen is None:  # the uses explain nothing, or their values do not run: search them all
+        try:
+            chosen = _smallest_size(module, func, args, free, with_pointers, run_kwargs)
+        except KtirRuntimeError:
+            if hinted is None or hinted.kind in _SIZE_ERRORS:
+                raise
+            # a failure no size explains (an undefined read, a race): with the values read from
+            # the uses, the kernel's own error at its op is the one to see
+            said = ", ".join(f"{n} = {v}" for n, v in fixed.items())
+            flags = " ".join(f"--arg {n}=..." for n in free)
+            hinted.detail = f"with {said} (read from their uses; no other sizes run either, give them with {flags}): " \
+                            f"{hinted.detail}"
+            raise hinted.attach() from None
+        hints, rest = {}, free
     if notes is not None:
-        notes.append(f"{', '.join(free)} = {chosen[free[0]]}: the smallest of 1, 2, 4, ... with which the kernel "
-                     f"runs on these random inputs (give --arg {free[0]}=... for another size)")
+        for n, (v, why) in hints.items():
+            notes.append(f"{n} = {v}: {why} (give --arg {n}=... for another value)")
+        if rest:
+            notes.append(f"{', '.join(rest)} = {chosen[rest[0]]}: the smallest of 1, 2, 4, ... with which the kernel "
+                         f"runs on these random inputs (give --arg {rest[0]}=... for another size)")
     return chosen
+
+
+_SIZE_ERRORS = {"out-of-view", "out-of-bounds", "step-limit", "argument", "store-conflict"}
+"""Errors another size may cure: the search's own message (the arguments, `--arg`) reports them."""
+
+Hint = tuple[int, str]
+"""A value for an integer argument and why: `(64, "the upper bound of a loop over dimension 1 ...")`."""
+
+
+def size_hints(fn: Operation, free: list[str], types: dict[str, Any] | None = None,
+               aliases: dict[str, Any] | None = None) -> dict[str, Hint]:
+    """Values for the integer arguments `free` of `fn` (names without `%`) read from how the
+    body uses them (module docstring); an argument no use explains is left out. Only `fn`'s
+    own body is read, not the functions it calls."""
+    block = fn.regions[0].blocks[0]
+    wanted = {f"%{n}" for n in free}
+    # value -> (argument, how it was derived): "=" the argument (or a cast of it), "+" plus
+    # something, "*" times something (then possibly plus something)
+    derived: dict[str, tuple[str, str]] = {a.name: (a.name, "=") for a in block.arguments if a.name in wanted}
+    # induction variables (and values they feed through additions) -> their scf.for
+    loops: dict[str, Operation] = {}
+    # view value -> [(argument, dimension)] for views whose dynamic size is an argument
+    sized: dict[str, list[tuple[str, int]]] = {}
+    found: dict[str, dict[str, list[Hint]]] = {}
+
+    def note(arg: str, kind: str, value: int, why: str) -> None:
+        found.setdefault(arg, {}).setdefault(kind, []).append((value, why))
+
+    for op in fn.walk():
+        if op.name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci"):
+            if op.operands and op.operands[0] in derived and op.results:
+                derived[op.results[0]] = derived[op.operands[0]]
+            if op.operands and op.operands[0] in loops and op.results:
+                loops[op.results[0]] = loops[op.operands[0]]
+        elif op.name in ("arith.addi", "arith.subi", "arith.muli") and len(op.operands) == 2 and op.results:
+            a, b = op.operands
+            src = [derived[v] for v in (a, b) if v in derived]
+            if len(src) == 1:
+                arg, how = src[0]
+                how = "*" if op.name == "arith.muli" or how == "*" else "+"
+                if op.name == "arith.subi" and b in derived:
+                    how = "-"
+                derived[op.results[0]] = (arg, how)
+            if op.name != "arith.muli":
+                for v in (a, b):
+                    if v in loops:
+                        loops[op.results[0]] = loops[v]
+        elif op.name == "scf.for":
+            _for_hints(op, derived, loops, note)
+        elif op.name == "ktdp.construct_memory_view":
+            _view_sizes(op, derived, sized)
+        elif op.name == "ktdp.construct_distributed_memory_view" and op.results:
+            parts = [x for v in op.operands for x in sized.get(v, [])]
+            if parts:
+                sized[op.results[0]] = parts
+        elif op.name == "ktdp.construct_access_tile":
+            _tile_hints(op, derived, loops, sized, types or {}, aliases or {}, note)
+        elif op.name == "ktdp.construct_indirect_access_tile":
+            try:
+                captured = named(op).operands("captured_variables")
+            except AccessError:
+                continue
+            for v in captured:
+                if v in derived and derived[v][1] in "=+":
+                    note(derived[v][0], "offset", 0, "an offset in an indirect access tile's subscripts")
+    out: dict[str, Hint] = {}
+    for arg, kinds in found.items():
+        if "bound" in kinds:  # a trip count: the smallest dimension its loop walks
+            out[arg[1:]] = min(kinds["bound"])
+        elif "block" in kinds:  # a block size: the largest tile extent it steps over
+            out[arg[1:]] = max(kinds["block"])
+        elif "offset" in kinds:
+            out[arg[1:]] = kinds["offset"][0]
+    return out
+
+
+def _for_hints(op: Operation, derived: dict[str, tuple[str, str]], loops: dict[str, Operation],
+               note: Any) -> None:
+    try:
+        lo = named(op).operand("lower_bound")
+    except AccessError:
+        return
+    if lo in derived and derived[lo][1] in "=+":
+        note(derived[lo][0], "offset", 0, "a loop's lower bound")
+    body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+    if body is not None and body.arguments:
+        loops[body.arguments[0].name] = op
+
+
+def _view_sizes(op: Operation, derived: dict[str, tuple[str, str]], sized: dict[str, list[tuple[str, int]]]) -> None:
+    static = op.attributes.get("static_sizes")
+    if not isinstance(static, at.DenseArrayAttr) or not op.results:
+        return
+    try:
+        dynamic = named(op).operands("sizes")
+    except AccessError:
+        return
+    dims = [d for d, n in enumerate(static.values) if n == KDYNAMIC]
+    out = [(derived[v][0], d) for v, d in zip(dynamic, dims, strict=False) if v in derived and derived[v][1] == "="]
+    if out:
+        sized[op.results[0]] = out
+
+
+def _tile_hints(op: Operation, derived: dict[str, tuple[str, str]], loops: dict[str, Operation],
+                sized: dict[str, list[tuple[str, int]]], types: dict[str, Any], aliases: dict[str, Any],
+                note: Any) -> None:
+    """Hints from one access tile: what each index operand is, per coordinate dimension."""
+    try:
+        v = named(op)
+        base, indices = v.operand("base"), v.operands("indices")
+    except AccessError:
+        return
+    bmap, order = (_unalias(op.attributes.get(k), aliases) for k in ("base_map", "access_tile_order"))
+    if not isinstance(bmap, at.AffineMapAttr) or not op.result_types:
+        return
+    tile = ty.unaliased(op.result_types[0], types)
+    shape = getattr(tile, "shape", None)
+    identity = isinstance(order, at.AffineMapAttr) and all(
+        isinstance(e, af.Dim) and e.position == i for i, e in enumerate(order.value.results))
+    if shape is None or not identity or len(shape) != len(bmap.value.results):
+        return
+    btype = ty.unaliased(v.operand_type("base"), types)
+    view_shape = getattr(btype, "shape", None) or [None] * len(shape)
+    nd = bmap.value.num_dims
+    for d, expr in enumerate(bmap.value.results):
+        form = af.linear(expr)
+        if form is None:
+            continue
+        terms = [(k, c) for k, c in form[0].items()] + [(nd + k, c) for k, c in form[1].items()]
+        extent = int(shape[d] or 0)
+        for k, c in terms:
+            if c != 1 or k >= len(indices):
+                continue
+            x = indices[k]
+            if x in derived:
+                arg, how = derived[x]
+                if how in "=+":
+                    note(arg, "offset", 0, f"an offset added to dimension {d} of an access tile")
+                elif how == "*" and extent:
+                    note(arg, "block", extent, f"a factor of the start of an access tile {extent} wide in dimension {d}")
+            loop = loops.get(x)
+            if loop is not None:
+                _loop_hint(loop, d, extent, view_shape[d] if d < len(view_shape) else None, derived, note)
+        for arg, dim in sized.get(base, []):
+            if dim == d and extent:
+                note(arg, "block", extent, f"a dynamic size of dimension {d} of a view read by an access tile {extent} wide")
+
+
+def _unalias(attr: Any, aliases: dict[str, Any]) -> Any:
+    while isinstance(attr, at.AttrAliasRef) and attr.name in aliases:
+        attr = aliases[attr.name]
+    return attr
+
+
+def _loop_hint(loop: Operation, d: int, extent: int, size: int | None, derived: dict[str, tuple[str, str]],
+               note: Any) -> None:
+    try:
+        v = named(loop)
+        hi, step = v.operand("upper_bound"), v.operand("step")
+    except AccessError:
+        return
+    if hi in derived and derived[hi][1] == "=" and size:
+        note(derived[hi][0], "bound", size, f"the upper bound of a loop over dimension {d} (size {size}) of a view")
+    if step in derived and derived[step][1] == "=" and extent:
+        note(derived[step][0], "block", extent, f"the step of a loop over an access tile {extent} wide in dimension {d}")
 
 
 _PROBE_SPAN = 1 << 40
@@ -263,11 +465,11 @@ def _smallest_size(module: Module, func: str | None, args: dict[str, Any], free:
     """The arguments with every size in `free` set to the smallest candidate with which the
     kernel runs without a runtime error: each candidate's pointer arrays are sized and drawn
     (`complete`), then the kernel runs on them (an index table's random values must fall
-    inside the size it indexes)."""
+    inside the size it indexes). With `free` empty, the one run of `args` as they are."""
     from . import executor
 
     last: tuple[int, KtirRuntimeError] | None = None
-    for value in SIZE_CANDIDATES:
+    for value in SIZE_CANDIDATES if free else (0,):
         try:
             trial = complete({**args, **dict.fromkeys(free, value)})
             executor.run(module, func, dict(trial), **run_kwargs)
@@ -277,10 +479,16 @@ def _smallest_size(module: Module, func: str | None, args: dict[str, Any], free:
             last = (value, e)
             continue
         return trial
+    if not free:
+        assert last is not None
+        raise last[1]
     tried = f"{SIZE_CANDIDATES[0]}, {SIZE_CANDIDATES[1]}, ... {SIZE_CANDIDATES[-1]}"
-    why = f" (with {free[0]} = {last[0]}: {last[1].detail})" if last is not None else ""
-    raise fail("argument", f"cannot infer a value for argument {free[0]}: no size of {tried} runs the kernel{why}; "
-               f"give it with --arg {free[0]}=...")
+    names = ", ".join(free)
+    why = f" (with {names} = {last[0]}: {last[1].detail})" if last is not None else ""
+    flags = " ".join(f"--arg {n}=..." for n in free)
+    what = f"argument {free[0]}" if len(free) == 1 else f"arguments {names}"
+    raise fail("argument", f"cannot infer a value for {what}: no size of {tried} runs the kernel{why}; "
+               f"give {'it' if len(free) == 1 else 'them'} with {flags}")
 
 
 def _probe(module: Module, func: str | None, args: dict[str, Any], pointers: dict[str, np.dtype[Any]],

@@ -37,6 +37,8 @@ STRUCTURAL_RULES: dict[str, str] = {
 WARNINGS: dict[str, str] = {
     "legacy": "A legacy spelling (`!ktdp.tile`, `#ktdp.spyre_memory_space<...>`, ...); it is printed in canonical form.",
     "op.unknown": "An op KTIR does not define, accepted in generic form and not checked.",
+    "arith.constant.nan": "A float bit pattern that is a NaN in its type but an infinity in a wider one"
+    " (`0xFF80 : f16` is bf16's and f32's -inf pattern, f16's is `0xFC00`): the value is the NaN, as MLIR reads it.",
     "ktdp.construct_access_tile.shape": "The result type's shape differs from the extents of `access_tile_set` in"
     " the order's permutation; constructing the tile is a `runtime.type` dynamic error.",
     "ktdp.construct_indirect_access_tile.shape": "The result type's shape differs from the extents of"

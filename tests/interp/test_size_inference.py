@@ -26,8 +26,9 @@ def test_softmax_rows_take_the_smallest_size_that_runs(capsys: pytest.CaptureFix
     args = infer_args(_load("softmax.ktir"), None, {}, 0, {}, notes=notes)
     # the grid's 32 tiles each start a 32-row block: R < 32 leaves tile 0's block outside the rows
     assert args["R"] == 32 and args["x_ptr"].size == 32 * 1024
-    assert notes == ["R = 32: the smallest of 1, 2, 4, ... with which the kernel runs on these random inputs "
-                     "(give --arg R=... for another size)"]
+    # the rows are a dynamic view size read by a tile 32 rows high: that is the value taken
+    assert notes == ["R = 32: a dynamic size of dimension 0 of a view read by an access tile 32 wide "
+                     "(give --arg R=... for another value)"]
     assert main(["run", str(EXAMPLES / "softmax.ktir"), "--random-inputs"]) == 0
     assert "note: R = 32" in capsys.readouterr().err
 

@@ -25,6 +25,8 @@ def constant(check: Check) -> None:
     if vt != result:
         check.fail("C1", f"result type {t(result)} differs from the value's type {t(vt)}")
         return
+    if isinstance(value, at.FloatAttr) and value.bits is not None and value.value != value.value:
+        _nan_pattern(check, value.bits, vt)
     problem = None
     if isinstance(value, at.DenseAttr) and isinstance(vt, ty.TensorType):
         problem = _dense_problem(value, vt)
@@ -32,6 +34,18 @@ def constant(check: Check) -> None:
         problem = _scalar_problem(value.value, vt)
     if problem:
         check.fail("C1", problem)
+
+
+_INF_HIGH_HALVES = {0xFF80: "-inf", 0x7F80: "+inf"}  # bf16's infinities, the top 16 bits of f32's
+
+
+def _nan_pattern(check: Check, bits: int, vt: ty.Type) -> None:
+    """Warn about `0xFF80 : f16`: the bits of bf16's (and f32's top half of) -inf, a NaN in f16."""
+    if isinstance(vt, ty.FloatType) and vt.kind == "f16" and bits in _INF_HIGH_HALVES:
+        name = _INF_HIGH_HALVES[bits]
+        right = "0xFC00" if name == "-inf" else "0x7C00"
+        check.v.emit("warning", "arith.constant.nan",
+                      f"0x{bits:04X} : f16 is a NaN (it is bf16's {name}); f16's {name} is {right}", check.loc)
 
 
 def _scalar_problem(value: object, element: ty.Type) -> str | None:

@@ -328,6 +328,20 @@ def consume(check: Check) -> None:
         sets.check_consume(check, future)
 
 
+def _reshaped(future: ty.TileFutureType | None, results: list[ty.Type]) -> str:
+    """The hint for a result that only drops or adds unit dimensions of its partial (ktir-cpu's
+    ring reductions return `tensor<128xf16>` for `tensor<1x128xf16>` partials)."""
+    if future is None or len(results) != len(future.partial_types):
+        return ""
+    for part, res in zip(future.partial_types, results, strict=True):
+        if (isinstance(res, ty.TensorType) and isinstance(part, ty.TensorType) and res != part
+                and res.element_type == part.element_type
+                and [d for d in res.shape if d != 1] == [d for d in part.shape if d != 1]):
+            return (f" ({t(res)} for the partial {t(part)}: reduce to {t(part)}, then reshape it with "
+                    f"tensor.collapse_shape or tensor.expand_shape)")
+    return ""
+
+
 def _delivery_structure(check: Check, consumers: str, deps: str) -> bool:
     """The consumer and dependency sets of a delivery op have upstream's shapes: (i)[g] and (p)[c] or (p)[c, g]."""
     ok = _set_structure(check, "consumer_tiles_per_group", consumers, "the tile id i", (1,), "the group index g")
@@ -338,8 +352,9 @@ def _delivery_structure(check: Check, consumers: str, deps: str) -> bool:
 @rule("ktdp.inter_tile_reduce")
 def reduce_(check: Check) -> None:
     future = _future(check)
-    if future is None or list(future.partial_types) != check.result_types_of("results"):
-        check.fail("C1", "the results must have the future's partial types")
+    results = check.result_types_of("results")
+    if future is None or list(future.partial_types) != results:
+        check.fail("C1", "the results must have the future's partial types" + _reshaped(future, results))
         return
     _combiner(check, future, "C2")
     _identity(check, future, "C6")
