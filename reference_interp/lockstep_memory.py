@@ -106,17 +106,11 @@ def tile_desc(offs: np.ndarray, ext: tuple[int, ...], bstrides: tuple[int, ...],
     if offs.ndim == 0:
         return BoxDesc(int(offs), ext, bstrides, isz)
     if offs.size and 0 not in ext:
-        first = int(offs.reshape(-1)[0])
-        steps = []
-        for k in range(offs.ndim):
-            idx = [0] * offs.ndim
-            idx[k] = 1
-            steps.append(int(offs[tuple(idx)]) - first)
-        if all(s > 0 for s in steps):
-            fit = first + sum(np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(offs.ndim)]) * s
-                              for k, (n, s) in enumerate(zip(offs.shape, steps, strict=True)))
-            if np.array_equal(np.broadcast_to(fit, offs.shape), offs):
-                return BoxDesc(first, (*offs.shape, *ext), (*steps, *bstrides), isz)
+        # every dimension left has 2 or more lanes: a box when evenly spaced with positive steps
+        lat = _lattice(offs, True)
+        if lat is not None:
+            first, steps = lat
+            return BoxDesc(first, (*offs.shape, *ext), (*steps, *bstrides), isz)
     rel = _box_rel(ext, bstrides)
     return IdxDesc((offs.reshape(-1, 1) + rel.reshape(1, -1)).reshape(-1), isz)
 
@@ -152,6 +146,11 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, np.ndarray]], mak
             raise Diverged(f"the race tracker: {type(e).__name__}") from None
 
 
+def _bcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """np.broadcast_to, without its cost when `a` has the shape already (read-only use)."""
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
 def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tuple[int, np.ndarray]], np.ndarray, np.ndarray | None]:
     """For the lanes `sel` selects (None: all; int t: tile t's; bool array), whose byte
     offsets are `off` (shaped like the selection): the offsets per tile, and the offsets over
@@ -174,8 +173,8 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
 
 def _spans(lanes: Lanes, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
     if lanes.regions:
-        lo = np.broadcast_to(lo, lanes.shape)
-        hi = np.broadcast_to(hi, lanes.shape)
+        lo = _bcast(lo, lanes.shape)
+        hi = _bcast(hi, lanes.shape)
         for region in lanes.regions:
             region.access(alloc, lo, hi, write)
 
@@ -185,14 +184,14 @@ def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | Non
     lanes: an empty span that every merge ignores)."""
     if not lanes.regions:
         return
-    lo = np.broadcast_to(whole, lanes.shape)
+    lo = _bcast(whole, lanes.shape)
     if mask is None:
         hi = lo + span
     else:
         hi = np.where(mask, lo + span, -1)
         lo = np.where(mask, lo, np.iinfo(I64).max)
     for region in lanes.regions:
-        region.access(alloc, lo, np.broadcast_to(hi, lanes.shape), write)
+        region.access(alloc, lo, _bcast(hi, lanes.shape), write)
 
 
 def _no_overlap(lo: np.ndarray, hi: np.ndarray) -> None:
@@ -299,7 +298,9 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
     a = np.asarray(off)
     if a.ndim == 0:
         return int(a), ()
-    first = int(a.reshape(-1)[0]) if a.size else 0
+    if not a.size:
+        return None  # no lanes: nothing to lay out
+    first = int(a[(0,) * a.ndim])
     steps = []
     for k, n in enumerate(a.shape):
         if n == 1:
@@ -311,12 +312,21 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
         if step < 0 or (strict and step == 0):
             return None
         steps.append(step)
-    fit: Any = first
+    # evenly spaced iff, along every dimension, consecutive offsets differ by that dimension's
+    # step everywhere (the offset of any lane is then first + sum(index * step))
+    if a.size <= 64:  # a handful of lanes (the tiles): Python compares faster than numpy calls
+        fit = [first]
+        for n, st in zip(a.shape, steps, strict=True):
+            fit = [x + i * st for x in fit for i in range(n)]
+        return (first, tuple(steps)) if a.reshape(-1).tolist() == fit else None
     for k, (n, st) in enumerate(zip(a.shape, steps, strict=True)):
         if n > 1:
-            fit = fit + np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(a.ndim)]) * st
-    if not np.array_equal(np.broadcast_to(fit, a.shape), a):
-        return None
+            hi = [slice(None)] * a.ndim
+            lo = [slice(None)] * a.ndim
+            hi[k] = slice(1, None)
+            lo[k] = slice(None, -1)
+            if not ((a[tuple(hi)] - a[tuple(lo)]) == st).all():
+                return None
     return first, tuple(steps)
 
 
@@ -518,14 +528,14 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
     assert lt.lo is not None
     ext = lt.ext
     shape = lanes.shape
-    full = np.broadcast_to(data, shape + ext)
+    full = _bcast(data, shape + ext)
     for view, sel in groups:
         if view.alloc is not None and view.alloc.shared:
             view.alloc.own()
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         if sel is None:
-            off = np.broadcast_to(off, shape)
+            off = _bcast(off, shape)
             part = full
         elif isinstance(sel, int):
             off = np.broadcast_to(off, shape[1:])
