@@ -122,9 +122,10 @@ def _box_rel(ext: tuple[int, ...], bstrides: tuple[int, ...]) -> np.ndarray:
     return rel
 
 
-def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, np.ndarray]], make: Any, write: bool,
+def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any, write: bool,
            opname: str) -> None:
-    """Report each tile's accesses (`per_tile`: (tile, byte offsets of its lanes)) to the race tracker."""
+    """Report each tile's accesses to the race tracker (`per_tile`: (tile, x) where make(x) is
+    the descriptor of the tile's accesses: x the byte offsets of its lanes, or the tile)."""
     if not lanes.race_on and alloc.init is None:
         return
     tracker = lanes.tracker
@@ -449,17 +450,27 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     if rows.size and (int(rows.min()) < 0 or (int(rows.max()) + last + 1) * isz > alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
-    if per.size:
-        def make(o: np.ndarray) -> IdxDesc:
-            o = np.asarray(o).reshape(-1)
-            if n == 1:
-                return IdxDesc(o * isz, isz)
-            def elements(o: np.ndarray = o) -> np.ndarray:
-                return (o[:, None] + np.arange(n)).reshape(-1) * isz
+    track = lanes.race_on or alloc.init is not None
+    if per.size and (track or lanes.regions):
+        # first and last element of each lane (for the loops' spans), and of each tile (for
+        # the descriptors' spans): one reduction each over all lanes
+        pmin = per.min(axis=-1)
+        pmax = per.max(axis=-1)
+        if track:
+            nt = lanes.n_tiles
+            tmin = pmin.reshape(nt, -1).min(axis=1).tolist()
+            tmax = pmax.reshape(nt, -1).max(axis=1).tolist()
 
-            return IdxDesc(None, isz, int(o.min()) * isz, (int(o.max()) + n) * isz - 1, make=elements)
-        _track(lanes, alloc, [(t, per[t]) for t in range(lanes.n_tiles)], make, False, opname)
-        _spans(lanes, alloc, per.min(axis=-1) * isz, (per.max(axis=-1) + n) * isz - 1, False)
+            def make(t: int) -> IdxDesc:
+                # the element byte offsets are made only if a race check needs them
+                o = per[t].reshape(-1)
+
+                def elements(o: np.ndarray = o) -> np.ndarray:
+                    return o * isz if n == 1 else (o[:, None] + np.arange(n)).reshape(-1) * isz
+
+                return IdxDesc(None, isz, tmin[t] * isz, (tmax[t] + n) * isz - 1, make=elements)
+            _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
+        _spans(lanes, alloc, pmin * isz, (pmax + n) * isz - 1, False)
     typed = alloc.typed(view.dtype)
     if run is not None:
         windows = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz),
