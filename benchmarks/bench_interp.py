@@ -23,6 +23,15 @@ It also prints:
 Targets (issue 31): every kernel <= 2x numpy; the race check's per-iteration cost flat in the
 trip count; <= 1.5 us per executed op; the 2 x 2 RMSNorm at 2048 x 4096 <= 2x numpy.
 
+What each side times. The interpreter: one `reference_interp.run(module, args=...)` call, all
+checks on, on a module parsed once before the timing (as a program that runs a kernel many
+times does; numpy has no text to parse either). The call includes everything a run does:
+finding the function compiled at the first run (cached per module), choosing between the
+per-tile and lockstep ways (reference_interp/lockstep.py), binding and placing the
+arguments, a context per tile, every runtime check (the race tracker included), and the
+outputs. numpy: the expression computing the same result from the same input arrays with
+the same element types, output allocation included. Neither side copies the inputs first.
+
 How it measures: the best of --repeat runs, the interpreter's and numpy's runs interleaved
 so that both see the same machine load, on process CPU time (which other processes sharing
 the machine do not inflate; on an idle machine it equals wall-clock time). BLAS runs on one
