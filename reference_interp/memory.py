@@ -51,7 +51,7 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "w_last", "readers", "init", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
+        "w_seg", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
         "private", "shared",
     )
 
@@ -84,6 +84,9 @@ class Allocation:
         self.readers: dict[int, Any] = {}  # tile -> races.TileReads
         self.tables: dict[int, tuple[int, bool]] = {}  # tile -> (clock version, whether another tile's writes are unordered with it)
         self.init: np.ndarray | None = np.zeros(len(raw), dtype=bool) if track_init else None
+        # bytes [0, init_upto) are all initialised (a lower bound, raised by dense writes that
+        # reach it: reads and writes below it skip the init map; races.py)
+        self.init_upto = 0
         self._typed: dict[Any, np.ndarray] = {}
         self._windows: dict[tuple[Any, ...], np.ndarray] = {}  # windows(): box views by dtype, extents, strides
         self.peak = 0  # highest byte touched + 1

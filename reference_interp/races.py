@@ -453,7 +453,7 @@ class RaceTracker:
         """The checks of a read by tile t, without recording it: no byte unwritten (scratchpads),
         no earlier write of another tile unordered with t. False when the allocation needs no
         race bookkeeping."""
-        if alloc.init is not None:
+        if alloc.init is not None and desc.hi >= alloc.init_upto:
             ok = desc.cells(alloc.init)
             if not _all_true(ok):
                 raise UninitFound(int(np.argmin(ok.reshape(-1))))
@@ -479,7 +479,7 @@ class RaceTracker:
         initialised): no earlier access of another tile unordered with t."""
         if not self.enabled or alloc.private:
             if alloc.init is not None:
-                assign_cells(alloc.init, desc, True)
+                mark_init(alloc, desc)
             return
         if not alloc.granule:
             self._track(alloc)
@@ -491,7 +491,7 @@ class RaceTracker:
         if alloc.readers:
             self._check_readers(alloc, desc, t)
         if alloc.init is not None:
-            assign_cells(alloc.init, desc, True)
+            mark_init(alloc, desc)
 
     def _check_readers(self, alloc: Allocation, desc: Desc, t: int) -> Desc:
         """Raise if another tile read a byte of `desc` at an epoch t has not passed; returns
@@ -527,7 +527,7 @@ class RaceTracker:
     def write(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
         if not self.enabled or alloc.private:
             if alloc.init is not None:
-                assign_cells(alloc.init, desc, True)
+                mark_init(alloc, desc)
             return
         if not alloc.granule:
             self._track(alloc)
@@ -573,7 +573,7 @@ class RaceTracker:
             self.version += 1
             self._last_writer_op[(id(alloc), seg)] = opname
         if alloc.init is not None:
-            assign_cells(alloc.init, desc, True)
+            mark_init(alloc, desc)
 
     def _writer_op(self, alloc: Allocation, seg: int) -> str:
         return self._last_writer_op.get((id(alloc), seg), "a store")
@@ -581,4 +581,27 @@ class RaceTracker:
 
 def note_init(alloc: Allocation, desc: Desc) -> None:
     if alloc.init is not None:
-        assign_cells(alloc.init, desc, True)
+        mark_init(alloc, desc)
+
+
+def mark_init(alloc: Allocation, desc: Desc) -> None:
+    """The bytes of `desc` are written (alloc.init is not None): set them in the init map,
+    unless they lie below the initialised prefix, which a dense write reaching it extends."""
+    k = alloc.init_upto
+    if desc.hi < k:
+        return
+    assert alloc.init is not None
+    assign_cells(alloc.init, desc, True)
+    if desc.lo <= k and _dense(desc):
+        alloc.init_upto = desc.hi + 1
+
+
+def _dense(desc: Desc) -> bool:
+    """Whether `desc` covers every byte from its first to its last (a contiguous row or a
+    block of whole contiguous rows)."""
+    if type(desc) is not BoxDesc:
+        return False
+    ext, bs, isz = desc.ext, desc.bstrides, desc.itemsize
+    if len(ext) == 1:
+        return bs[0] == isz
+    return len(ext) == 2 and bs[1] == isz and bs[0] == ext[1] * isz

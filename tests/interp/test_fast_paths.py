@@ -144,3 +144,49 @@ def test_contraction_is_einsums_bits(spec: str, sa: tuple[int, ...], sb: tuple[i
         want = np.asarray(np.einsum(spec, a, b, optimize=True))
         assert got.shape == want.shape and got.dtype == want.dtype
         assert got.tobytes() == want.tobytes()
+
+
+@st.composite
+def box_accesses(draw: st.DrawFn) -> list[tuple[bool, BoxDesc]]:
+    """Writes and reads of 2-byte elements in a 256-byte scratchpad: rows, blocks of whole
+    rows, strided rows and blocks with gaps."""
+    out = []
+    for _ in range(draw(st.integers(1, 12))):
+        write = draw(st.booleans())
+        b0 = 2 * draw(st.integers(0, 40))
+        if draw(st.booleans()):
+            n, s = draw(st.integers(0, 20)), draw(st.sampled_from([2, 2, 4, 6]))
+            out.append((write, BoxDesc(b0, (n,), (s,), 2)))
+        else:
+            r, c = draw(st.integers(1, 4)), draw(st.integers(1, 8))
+            row = draw(st.sampled_from([2 * c, 2 * c, 2 * c + 4]))
+            out.append((write, BoxDesc(b0, (r, c), (row, 2), 2)))
+    return out
+
+
+@SETTINGS
+@given(box_accesses())
+def test_reads_of_unwritten_bytes_are_found_whatever_the_initialised_prefix(seq: list[tuple[bool, BoxDesc]]) -> None:
+    """The initialised prefix (Allocation.init_upto) only skips what the init map would pass:
+    a read fails exactly when one of its bytes was never written (a set of bytes as oracle)."""
+    from reference_interp.memory import Allocation
+    from reference_interp.races import RaceTracker, UninitFound
+
+    alloc = Allocation("ct_local[0]", "ct_local", 0, np.zeros(256, np.uint8), 256, owner=0, capacity=256,
+                       track_init=True)
+    alloc.private = True
+    tracker = RaceTracker(1)
+    written: set[int] = set()
+    for write, d in seq:
+        grids = np.indices(d.ext).reshape(len(d.ext), -1)
+        elems = d.b0 + sum(g * s for g, s in zip(grids, d.bstrides, strict=True)) if grids.size else np.zeros(0, int)
+        touched = {int(e) + j for e in np.atleast_1d(elems) for j in range(d.itemsize)} if d.count() else set()
+        if write:
+            tracker.write(alloc, d, 0, "ktdp.store")
+            written |= touched
+        elif touched <= written:
+            tracker.read(alloc, d, 0, "ktdp.load")
+        else:
+            with pytest.raises(UninitFound):
+                tracker.read(alloc, d, 0, "ktdp.load")
+        assert set(range(alloc.init_upto)) <= written
