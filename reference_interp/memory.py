@@ -51,7 +51,7 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
+        "w_seg", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
         "private", "shared",
     )
 
@@ -80,6 +80,8 @@ class Allocation:
         self.private = False  # only its owner tile can reach it: no race bookkeeping
         # raw is a read-only view of the caller's array, copied at the first write (own())
         self.shared = False
+        # races._box_cells: (box extents, strides) -> (the write map, its box-shaped windows)
+        self.w_windows: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.w_last: dict[int, int] = {}  # tile -> the latest epoch at which it wrote (races.py)
         self.readers: dict[int, Any] = {}  # tile -> races.TileReads
         self.tables: dict[int, tuple[int, bool]] = {}  # tile -> (clock version, whether another tile's writes are unordered with it)

@@ -227,9 +227,12 @@ class TileReads:
         return " or ".join(sorted(self.ops)) or "an earlier access"
 
 
-def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
-    """The write-map entries of a box access whose elements are whole granules, shaped like
-    the box (the same flat order as `scaled(desc, g).cells(w)`); None for any other access."""
+def _box_cells(alloc: Allocation, desc: BoxDesc, g: int) -> np.ndarray | None:
+    """The write-map entries (alloc.w_seg) of a box access whose elements are whole granules,
+    shaped like the box (the same flat order as `scaled(desc, g).cells(w)`); None for any
+    other access."""
+    w = alloc.w_seg
+    assert w is not None
     if desc.itemsize != g or desc.b0 % g:
         return None
     gbs = _granule_strides(desc.bstrides, g)
@@ -243,8 +246,21 @@ def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
         return w[b0 : b0 + ext[0] * gbs[0]].reshape(ext[0], gbs[0])[:, : ext[1]]
     if 0 in ext:
         return None
-    isz = w.itemsize
-    return np.ndarray(shape=ext, dtype=w.dtype, buffer=w, offset=b0 * isz, strides=tuple(st * isz for st in gbs))
+    # a box of another shape: one write-map window per granule, made once per write map and box
+    # (indexing it is a tenth of the cost of an ndarray over the buffer per access)
+    key = (ext, gbs)
+    found = alloc.w_windows.get(key)
+    if found is None or found[0] is not w:  # none yet, or made for a write map since replaced
+        isz = w.itemsize
+        reach = sum((e - 1) * st for e, st in zip(ext, gbs, strict=True))
+        n = max(len(w) - reach, 0)
+        found = (w, np.ndarray(shape=(n, *ext), dtype=w.dtype, buffer=w, offset=0, strides=(isz, *(st * isz for st in gbs))))
+        if len(alloc.w_windows) > 64:
+            alloc.w_windows.clear()
+        alloc.w_windows[key] = found
+    if b0 >= len(found[1]):
+        return None
+    return found[1][b0]  # type: ignore[no-any-return]
 
 
 def _box_index(desc: BoxDesc) -> np.ndarray:
@@ -539,7 +555,7 @@ class RaceTracker:
             alloc.w_seg = alloc.w_seg.astype(_map_dtype(seg + 1))
         g = alloc.granule
         gdesc: Desc | None = None
-        cells = _box_cells(alloc.w_seg, desc, g) if type(desc) is BoxDesc else None
+        cells = _box_cells(alloc, desc, g) if type(desc) is BoxDesc else None
         if cells is None:
             gdesc = self._granules(alloc, desc)
             g = alloc.granule
