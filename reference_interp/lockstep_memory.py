@@ -256,7 +256,14 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
         raise Diverged("a view outside every array")
     if span < 0 or not off.size:
         return alloc
-    lo, hi = int(off.min()), int(off.max()) + span
+    isz = view.itemsize
+    if off.size <= 64:  # a handful of lanes: Python is quicker than three numpy reductions
+        vals = off.reshape(-1).tolist()
+        lo, hi = min(vals), max(vals) + span
+        unaligned = any(v % isz for v in vals)
+    else:
+        lo, hi = int(off.min()), int(off.max()) + span
+        unaligned = bool((off % isz).any())
     if lo < 0:
         raise Diverged("out of bounds")
     if alloc.growable:
@@ -266,7 +273,7 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
         alloc.ensure(hi + 1)
     elif hi >= alloc.nbytes:
         raise Diverged("out of bounds")
-    if (off % view.itemsize).any():
+    if unaligned:
         raise Diverged("unaligned box")
     return alloc
 
