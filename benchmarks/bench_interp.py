@@ -9,8 +9,9 @@ iteration, column-sharded distributed views, an all-reduce per row, f16 througho
 
 It also prints:
 - the race check's cost per loop iteration at 128, 1,024 and 8,192 rows per tile (the
-  2 x 2 RMSNorm at hidden size 256, with checks on and with the race check off): flat when
-  the check is linear in the trip count;
+  2 x 2 RMSNorm at hidden size 256, with checks on and with the race check off; the median
+  of several such pairs of runs, on process CPU time): flat when the check is linear in the
+  trip count;
 - the interpreter's time per executed op on small tiles (16-element loads and stores, as in
   a kernel scheduled into small blocks) and on the 2 x 2 RMSNorm.
 
@@ -22,10 +23,21 @@ It also prints:
 Targets (issue 31): every kernel <= 2x numpy; the race check's per-iteration cost flat in the
 trip count; <= 1.5 us per executed op; the 2 x 2 RMSNorm at 2048 x 4096 <= 2x numpy.
 
+What each side times. The interpreter: one `reference_interp.run(module, args=...)` call, all
+checks on, on a module parsed once before the timing (as a program that runs a kernel many
+times does; numpy has no text to parse either). The call includes everything a run does:
+finding the function compiled at the first run (cached per module), choosing between the
+per-tile and lockstep ways (reference_interp/lockstep.py), binding and placing the
+arguments, a context per tile, every runtime check (the race tracker included), and the
+outputs. numpy: the expression computing the same result from the same input arrays with
+the same element types, output allocation included. Neither side copies the inputs first.
+
 How it measures: the best of --repeat runs, the interpreter's and numpy's runs interleaved
 so that both see the same machine load, on process CPU time (which other processes sharing
 the machine do not inflate; on an idle machine it equals wall-clock time). BLAS runs on one
 thread for both (threadpoolctl; the interpreter does so by default, reference_interp/blas.py).
+The race check's cost is a difference of two long runs, so it takes medians instead of bests
+(see race_scaling).
 The load average before and after is printed with the figures (and written with the table).
 """
 
@@ -34,6 +46,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -470,10 +483,13 @@ def rmsnorm_2x2_tiled(scale: int) -> Callable[[], Any]:
     return functools.partial(ri.run, ktir.parse(text, "rmsnorm_2x2.ktir"), args=args, lockstep=False)
 
 
-def race_scaling(rows_per_tile: list[int], repeat: int) -> list[tuple[int, float, float]]:
+def race_scaling(rows_per_tile: list[int], runs: int) -> list[tuple[int, float, float]]:
     """Per tile and loop iteration: the time with every check on, and the part the race check
-    takes (checks on - race check off), on the 2 x 2 RMSNorm at hidden size 256, tile by tile
-    (lockstep=False: the tracker sees one access per tile and iteration, as the per-tile run)."""
+    takes, on the 2 x 2 RMSNorm at hidden size 256, tile by tile (lockstep=False: the tracker
+    sees one access per tile and iteration, as the per-tile run). Each size runs `runs` pairs
+    (checks on, race check off, one after the other on process CPU time); the figures are the
+    median of the on-times and the median of the pairs' differences (a busy machine inflates
+    single runs by tens of percent: the median of paired differences is what stays put)."""
     out = []
     for rpt in rows_per_tile:
         text, args, _ = make_rmsnorm_2x2(2 * rpt, 256, block=128)
@@ -481,10 +497,15 @@ def race_scaling(rows_per_tile: list[int], repeat: int) -> list[tuple[int, float
         on = functools.partial(ri.run, m, args=args, lockstep=False)
         off = functools.partial(ri.run, m, args=args, check_races=False, lockstep=False)
         on()
-        t_on, r_on, t_off, r_off = best_pair(on, off, repeat)
-        np.testing.assert_array_equal(r_on.outputs["y_ptr"], r_off.outputs["y_ptr"])
+        t_on, t_diff = [], []
+        for _ in range(runs):
+            a, r_on = timed(on)
+            b, r_off = timed(off)
+            np.testing.assert_array_equal(r_on.outputs["y_ptr"], r_off.outputs["y_ptr"])
+            t_on.append(a)
+            t_diff.append(a - b)
         iterations = 4 * rpt
-        out.append((rpt, t_on / iterations * 1e6, (t_on - t_off) / iterations * 1e6))
+        out.append((rpt, statistics.median(t_on) / iterations * 1e6, statistics.median(t_diff) / iterations * 1e6))
     return out
 
 
@@ -564,8 +585,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'  numpy, one gather per 32-row block':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
                       f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
         if "races" in wanted:
-            print("\nrace check per tile and loop iteration (2x2 RMSNorm, hidden 256, 4 tiles):")
-            tables.races = race_scaling([r // scale for r in RACE_ROWS], max(args.repeat // 2, 1))
+            print(f"\nrace check per tile and loop iteration (2x2 RMSNorm, hidden 256, 4 tiles; medians of {max(args.repeat, 3)} "
+                  "pairs of runs, checks on and race check off):")
+            tables.races = race_scaling([r // scale for r in RACE_ROWS], max(args.repeat, 3))
             for rpt, total, check_us in tables.races:
                 print(f"  {rpt:6} rows per tile: {total:7.2f} us per iteration with checks on, "
                       f"of which the race check {check_us:6.2f} us")
@@ -581,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     after = load()
     print(f"\nload average {before} before, {after} after")
     tables.conditions = (f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores: process CPU time, BLAS on one "
-                         f"thread, best of {args.repeat} interleaved runs; load average (1, 5, 15 min) {before} before "
+                         f"thread, best of {args.repeat} interleaved runs (the race check: medians of {max(args.repeat, 3)} pairs of runs); load average (1, 5, 15 min) {before} before "
                          f"the run and {after} after.")
     if args.write_table:
         text = replace_in(GUIDE.read_text(), tables)

@@ -251,7 +251,7 @@ def _box_array(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
         else:
             hi += off
             if off >= 0 and hi < alloc.nbytes and not off % isz:
-                arr = np.ndarray(shape=ext, dtype=view.dtype, buffer=alloc.raw, offset=off, strides=view.bstrides)
+                arr = alloc.windows(view.dtype, ext, view.bstrides)[off // isz]  # the box, as a view
                 return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), arr
     fast = _fast_1d(view, lo, ext)
     if fast is not None:

@@ -106,17 +106,11 @@ def tile_desc(offs: np.ndarray, ext: tuple[int, ...], bstrides: tuple[int, ...],
     if offs.ndim == 0:
         return BoxDesc(int(offs), ext, bstrides, isz)
     if offs.size and 0 not in ext:
-        first = int(offs.reshape(-1)[0])
-        steps = []
-        for k in range(offs.ndim):
-            idx = [0] * offs.ndim
-            idx[k] = 1
-            steps.append(int(offs[tuple(idx)]) - first)
-        if all(s > 0 for s in steps):
-            fit = first + sum(np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(offs.ndim)]) * s
-                              for k, (n, s) in enumerate(zip(offs.shape, steps, strict=True)))
-            if np.array_equal(np.broadcast_to(fit, offs.shape), offs):
-                return BoxDesc(first, (*offs.shape, *ext), (*steps, *bstrides), isz)
+        # every dimension left has 2 or more lanes: a box when evenly spaced with positive steps
+        lat = _lattice(offs, True)
+        if lat is not None:
+            first, steps = lat
+            return BoxDesc(first, (*offs.shape, *ext), (*steps, *bstrides), isz)
     rel = _box_rel(ext, bstrides)
     return IdxDesc((offs.reshape(-1, 1) + rel.reshape(1, -1)).reshape(-1), isz)
 
@@ -128,9 +122,10 @@ def _box_rel(ext: tuple[int, ...], bstrides: tuple[int, ...]) -> np.ndarray:
     return rel
 
 
-def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, np.ndarray]], make: Any, write: bool,
+def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any, write: bool,
            opname: str) -> None:
-    """Report each tile's accesses (`per_tile`: (tile, byte offsets of its lanes)) to the race tracker."""
+    """Report each tile's accesses to the race tracker (`per_tile`: (tile, x) where make(x) is
+    the descriptor of the tile's accesses: x the byte offsets of its lanes, or the tile)."""
     if not lanes.race_on and alloc.init is None:
         return
     tracker = lanes.tracker
@@ -150,6 +145,11 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, np.ndarray]], mak
                 tracker.read(alloc, desc, t, opname)
         except (RaceFound, UninitFound) as e:
             raise Diverged(f"the race tracker: {type(e).__name__}") from None
+
+
+def _bcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """np.broadcast_to, without its cost when `a` has the shape already (read-only use)."""
+    return a if a.shape == shape else np.broadcast_to(a, shape)
 
 
 def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tuple[int, np.ndarray]], np.ndarray, np.ndarray | None]:
@@ -174,8 +174,8 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
 
 def _spans(lanes: Lanes, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
     if lanes.regions:
-        lo = np.broadcast_to(lo, lanes.shape)
-        hi = np.broadcast_to(hi, lanes.shape)
+        lo = _bcast(lo, lanes.shape)
+        hi = _bcast(hi, lanes.shape)
         for region in lanes.regions:
             region.access(alloc, lo, hi, write)
 
@@ -185,14 +185,14 @@ def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | Non
     lanes: an empty span that every merge ignores)."""
     if not lanes.regions:
         return
-    lo = np.broadcast_to(whole, lanes.shape)
+    lo = _bcast(whole, lanes.shape)
     if mask is None:
         hi = lo + span
     else:
         hi = np.where(mask, lo + span, -1)
         lo = np.where(mask, lo, np.iinfo(I64).max)
     for region in lanes.regions:
-        region.access(alloc, lo, np.broadcast_to(hi, lanes.shape), write)
+        region.access(alloc, lo, _bcast(hi, lanes.shape), write)
 
 
 def _no_overlap(lo: np.ndarray, hi: np.ndarray) -> None:
@@ -256,7 +256,14 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
         raise Diverged("a view outside every array")
     if span < 0 or not off.size:
         return alloc
-    lo, hi = int(off.min()), int(off.max()) + span
+    isz = view.itemsize
+    if off.size <= 64:  # a handful of lanes: Python is quicker than three numpy reductions
+        vals = off.reshape(-1).tolist()
+        lo, hi = min(vals), max(vals) + span
+        unaligned = any(v % isz for v in vals)
+    else:
+        lo, hi = int(off.min()), int(off.max()) + span
+        unaligned = bool((off % isz).any())
     if lo < 0:
         raise Diverged("out of bounds")
     if alloc.growable:
@@ -266,7 +273,7 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
         alloc.ensure(hi + 1)
     elif hi >= alloc.nbytes:
         raise Diverged("out of bounds")
-    if (off % view.itemsize).any():
+    if unaligned:
         raise Diverged("unaligned box")
     return alloc
 
@@ -299,7 +306,9 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
     a = np.asarray(off)
     if a.ndim == 0:
         return int(a), ()
-    first = int(a.reshape(-1)[0]) if a.size else 0
+    if not a.size:
+        return None  # no lanes: nothing to lay out
+    first = int(a[(0,) * a.ndim])
     steps = []
     for k, n in enumerate(a.shape):
         if n == 1:
@@ -311,12 +320,21 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
         if step < 0 or (strict and step == 0):
             return None
         steps.append(step)
-    fit: Any = first
+    # evenly spaced iff, along every dimension, consecutive offsets differ by that dimension's
+    # step everywhere (the offset of any lane is then first + sum(index * step))
+    if a.size <= 64:  # a handful of lanes (the tiles): Python compares faster than numpy calls
+        fit = [first]
+        for n, st in zip(a.shape, steps, strict=True):
+            fit = [x + i * st for x in fit for i in range(n)]
+        return (first, tuple(steps)) if a.reshape(-1).tolist() == fit else None
     for k, (n, st) in enumerate(zip(a.shape, steps, strict=True)):
         if n > 1:
-            fit = fit + np.arange(n, dtype=I64).reshape([-1 if j == k else 1 for j in range(a.ndim)]) * st
-    if not np.array_equal(np.broadcast_to(fit, a.shape), a):
-        return None
+            hi = [slice(None)] * a.ndim
+            lo = [slice(None)] * a.ndim
+            hi[k] = slice(1, None)
+            lo[k] = slice(None, -1)
+            if not ((a[tuple(hi)] - a[tuple(lo)]) == st).all():
+                return None
     return first, tuple(steps)
 
 
@@ -439,17 +457,27 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     if rows.size and (int(rows.min()) < 0 or (int(rows.max()) + last + 1) * isz > alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
-    if per.size:
-        def make(o: np.ndarray) -> IdxDesc:
-            o = np.asarray(o).reshape(-1)
-            if n == 1:
-                return IdxDesc(o * isz, isz)
-            def elements(o: np.ndarray = o) -> np.ndarray:
-                return (o[:, None] + np.arange(n)).reshape(-1) * isz
+    track = lanes.race_on or alloc.init is not None
+    if per.size and (track or lanes.regions):
+        # first and last element of each lane (for the loops' spans), and of each tile (for
+        # the descriptors' spans): one reduction each over all lanes
+        pmin = per.min(axis=-1)
+        pmax = per.max(axis=-1)
+        if track:
+            nt = lanes.n_tiles
+            tmin = pmin.reshape(nt, -1).min(axis=1).tolist()
+            tmax = pmax.reshape(nt, -1).max(axis=1).tolist()
 
-            return IdxDesc(None, isz, int(o.min()) * isz, (int(o.max()) + n) * isz - 1, make=elements)
-        _track(lanes, alloc, [(t, per[t]) for t in range(lanes.n_tiles)], make, False, opname)
-        _spans(lanes, alloc, per.min(axis=-1) * isz, (per.max(axis=-1) + n) * isz - 1, False)
+            def make(t: int) -> IdxDesc:
+                # the element byte offsets are made only if a race check needs them
+                o = per[t].reshape(-1)
+
+                def elements(o: np.ndarray = o) -> np.ndarray:
+                    return o * isz if n == 1 else (o[:, None] + np.arange(n)).reshape(-1) * isz
+
+                return IdxDesc(None, isz, tmin[t] * isz, (tmax[t] + n) * isz - 1, make=elements)
+            _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
+        _spans(lanes, alloc, pmin * isz, (pmax + n) * isz - 1, False)
     typed = alloc.typed(view.dtype)
     if run is not None:
         windows = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz),
@@ -518,14 +546,14 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
     assert lt.lo is not None
     ext = lt.ext
     shape = lanes.shape
-    full = np.broadcast_to(data, shape + ext)
+    full = _bcast(data, shape + ext)
     for view, sel in groups:
         if view.alloc is not None and view.alloc.shared:
             view.alloc.own()
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         if sel is None:
-            off = np.broadcast_to(off, shape)
+            off = _bcast(off, shape)
             part = full
         elif isinstance(sel, int):
             off = np.broadcast_to(off, shape[1:])

@@ -227,9 +227,12 @@ class TileReads:
         return " or ".join(sorted(self.ops)) or "an earlier access"
 
 
-def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
-    """The write-map entries of a box access whose elements are whole granules, shaped like
-    the box (the same flat order as `scaled(desc, g).cells(w)`); None for any other access."""
+def _box_cells(alloc: Allocation, desc: BoxDesc, g: int) -> np.ndarray | None:
+    """The write-map entries (alloc.w_seg) of a box access whose elements are whole granules,
+    shaped like the box (the same flat order as `scaled(desc, g).cells(w)`); None for any
+    other access."""
+    w = alloc.w_seg
+    assert w is not None
     if desc.itemsize != g or desc.b0 % g:
         return None
     gbs = _granule_strides(desc.bstrides, g)
@@ -243,8 +246,21 @@ def _box_cells(w: np.ndarray, desc: BoxDesc, g: int) -> np.ndarray | None:
         return w[b0 : b0 + ext[0] * gbs[0]].reshape(ext[0], gbs[0])[:, : ext[1]]
     if 0 in ext:
         return None
-    isz = w.itemsize
-    return np.ndarray(shape=ext, dtype=w.dtype, buffer=w, offset=b0 * isz, strides=tuple(st * isz for st in gbs))
+    # a box of another shape: one write-map window per granule, made once per write map and box
+    # (indexing it is a tenth of the cost of an ndarray over the buffer per access)
+    key = (ext, gbs)
+    found = alloc.w_windows.get(key)
+    if found is None or found[0] is not w:  # none yet, or made for a write map since replaced
+        isz = w.itemsize
+        reach = sum((e - 1) * st for e, st in zip(ext, gbs, strict=True))
+        n = max(len(w) - reach, 0)
+        found = (w, np.ndarray(shape=(n, *ext), dtype=w.dtype, buffer=w, offset=0, strides=(isz, *(st * isz for st in gbs))))
+        if len(alloc.w_windows) > 64:
+            alloc.w_windows.clear()
+        alloc.w_windows[key] = found
+    if b0 >= len(found[1]):
+        return None
+    return found[1][b0]  # type: ignore[no-any-return]
 
 
 def _box_index(desc: BoxDesc) -> np.ndarray:
@@ -453,7 +469,7 @@ class RaceTracker:
         """The checks of a read by tile t, without recording it: no byte unwritten (scratchpads),
         no earlier write of another tile unordered with t. False when the allocation needs no
         race bookkeeping."""
-        if alloc.init is not None:
+        if alloc.init is not None and desc.hi >= alloc.init_upto:
             ok = desc.cells(alloc.init)
             if not _all_true(ok):
                 raise UninitFound(int(np.argmin(ok.reshape(-1))))
@@ -479,7 +495,7 @@ class RaceTracker:
         initialised): no earlier access of another tile unordered with t."""
         if not self.enabled or alloc.private:
             if alloc.init is not None:
-                assign_cells(alloc.init, desc, True)
+                mark_init(alloc, desc)
             return
         if not alloc.granule:
             self._track(alloc)
@@ -491,7 +507,7 @@ class RaceTracker:
         if alloc.readers:
             self._check_readers(alloc, desc, t)
         if alloc.init is not None:
-            assign_cells(alloc.init, desc, True)
+            mark_init(alloc, desc)
 
     def _check_readers(self, alloc: Allocation, desc: Desc, t: int) -> Desc:
         """Raise if another tile read a byte of `desc` at an epoch t has not passed; returns
@@ -527,7 +543,7 @@ class RaceTracker:
     def write(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
         if not self.enabled or alloc.private:
             if alloc.init is not None:
-                assign_cells(alloc.init, desc, True)
+                mark_init(alloc, desc)
             return
         if not alloc.granule:
             self._track(alloc)
@@ -539,7 +555,7 @@ class RaceTracker:
             alloc.w_seg = alloc.w_seg.astype(_map_dtype(seg + 1))
         g = alloc.granule
         gdesc: Desc | None = None
-        cells = _box_cells(alloc.w_seg, desc, g) if type(desc) is BoxDesc else None
+        cells = _box_cells(alloc, desc, g) if type(desc) is BoxDesc else None
         if cells is None:
             gdesc = self._granules(alloc, desc)
             g = alloc.granule
@@ -573,7 +589,7 @@ class RaceTracker:
             self.version += 1
             self._last_writer_op[(id(alloc), seg)] = opname
         if alloc.init is not None:
-            assign_cells(alloc.init, desc, True)
+            mark_init(alloc, desc)
 
     def _writer_op(self, alloc: Allocation, seg: int) -> str:
         return self._last_writer_op.get((id(alloc), seg), "a store")
@@ -581,4 +597,27 @@ class RaceTracker:
 
 def note_init(alloc: Allocation, desc: Desc) -> None:
     if alloc.init is not None:
-        assign_cells(alloc.init, desc, True)
+        mark_init(alloc, desc)
+
+
+def mark_init(alloc: Allocation, desc: Desc) -> None:
+    """The bytes of `desc` are written (alloc.init is not None): set them in the init map,
+    unless they lie below the initialised prefix, which a dense write reaching it extends."""
+    k = alloc.init_upto
+    if desc.hi < k:
+        return
+    assert alloc.init is not None
+    assign_cells(alloc.init, desc, True)
+    if desc.lo <= k and _dense(desc):
+        alloc.init_upto = desc.hi + 1
+
+
+def _dense(desc: Desc) -> bool:
+    """Whether `desc` covers every byte from its first to its last (a contiguous row or a
+    block of whole contiguous rows)."""
+    if type(desc) is not BoxDesc:
+        return False
+    ext, bs, isz = desc.ext, desc.bstrides, desc.itemsize
+    if len(ext) == 1:
+        return bs[0] == isz
+    return len(ext) == 2 and bs[1] == isz and bs[0] == ext[1] * isz

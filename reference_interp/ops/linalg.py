@@ -19,6 +19,7 @@ Accumulation rules (documented in README.md):
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from collections.abc import Callable
@@ -256,7 +257,7 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
     a2 = a.astype(wide, copy=False)
     b2 = b.astype(wide, copy=False)
     blas.before_contraction()
-    prod = np.matmul(a2, b2) if spec in _PLAIN_MATMULS else np.einsum(spec, a2, b2, optimize=True)
+    prod = np.matmul(a2, b2) if spec in _PLAIN_MATMULS else _einsum2(spec, a2, b2)
     prod = np.asarray(prod)
     if prod.dtype != wide:
         prod = prod.astype(wide)
@@ -264,9 +265,38 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
     return prod.astype(out_dt, copy=False)
 
 
+# np.einsum(spec, a, b, optimize=True) plans its one contraction on every call (einsum_path,
+# tens of microseconds of Python, more than a block's arithmetic); the plan depends only on
+# the spec, shapes and dtypes, so it is made once and replayed with the very calls einsum
+# makes (numpy 2's einsum: one (batched) matrix multiplication, bmm_einsum, for two
+# operands): the same results, bit for bit. A numpy whose einsum differs gets einsum itself.
+_bmm_einsum: Any = getattr(importlib.import_module("numpy._core.einsumfunc"), "bmm_einsum", None)
+_EINSUM_PLANS: dict[tuple[Any, ...], tuple[tuple[int, ...], str] | None] = {}
+
+
+def _einsum2(spec: str, a: np.ndarray, b: np.ndarray) -> Any:
+    key = (spec, a.shape, b.shape, a.dtype, b.dtype)
+    if key not in _EINSUM_PLANS:
+        plan: tuple[tuple[int, ...], str] | None = None
+        if _bmm_einsum is not None:
+            path: Any = np.einsum_path
+            _, steps = path(spec, a, b, optimize=True, einsum_call=True)
+            if len(steps) == 1 and len(steps[0]) == 3 and len(steps[0][0]) == 2:
+                plan = (tuple(int(i) for i in steps[0][0]), str(steps[0][1]))
+        if len(_EINSUM_PLANS) > 1024:
+            _EINSUM_PLANS.clear()
+        _EINSUM_PLANS[key] = plan
+    found = _EINSUM_PLANS[key]
+    if found is None:
+        return np.einsum(spec, a, b, optimize=True)
+    inds, einsum_str = found
+    operands = [a, b]
+    return _bmm_einsum(einsum_str, *[operands.pop(x) for x in inds])
+
+
 # the named contractions' einsum letters, from their definitions
 _NAMED_SPECS = contractions()
-# the two that numpy's matmul computes as they are written (the others go through einsum)
+# the two that numpy's matmul computes as they are written (the others go through _einsum2)
 _PLAIN_MATMULS = frozenset({_NAMED_SPECS["linalg.matmul"], _NAMED_SPECS["linalg.batch_matmul"]})
 
 
