@@ -23,7 +23,7 @@ from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, prologue
+from .emit_shared import arguments, prologue, sum_on_first_tile
 from .kernels import MatmulKernel
 from .sets import box, group_first, group_tiles, projection, scalar
 from .space_ring import ROUNDED_CHUNK, chunk_rows
@@ -118,16 +118,6 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
             # each other split's partial at a time, not a whole block
             with b.for_(c["0"], c["bm"], c["rc"], names=["rs_ci"]) as (ci,):
                 part = b.extract_slice(acc, [ci, c["0"]], [rc, bn], name="rs_part")
-                with b.produce(A["group"], acc_fut, "rs_pgid", "rs_pf"):
-                    b.yield_(part, op="ktdp.yield_partial")
-                (pf,) = b.last_results
-                with b.reduce_tiles(pf, A["first"], [zchunk], ["rs_l", "rs_rr"], ["rs_total"]) as (lhs, rhs):
-                    b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name="rs_add"), op="ktdp.yield_reduced")
-                (total,) = b.last_results
-                with b.if_(first):
-                    out = total
-                    if tc != ty.F32:
-                        out = b.arith.truncf(total, result_types=[ty.tensor((rc, bn), tc)], name="rs_res")
-                    b.store(out, b.access_tile(views["c"], [ci, n], A["cchunk"], [rc, bn], A["id2"], name="rs_tc"))
+                sum_on_first_tile(b, A, part, acc_fut, zchunk, first, views["c"], ci, n, tc, "cchunk", "rs_p")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")

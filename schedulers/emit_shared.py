@@ -28,15 +28,31 @@ Aliases = dict[str, at.AttrAliasRef]
 GLOBAL = at.MemorySpaceAttr(kind="global")
 
 
-def store_c_block(b: Builder, A: Aliases, c: Value, acc: Value, m: Value, n: Value, tc: ty.Type) -> None:
-    """Store the f32 accumulator `acc` as the block of C at (`m`, `n`) (`#sched_cblk`), rounded
-    to C's element type `tc` first when that is narrower."""
+def store_c_block(b: Builder, A: Aliases, c: Value, acc: Value, m: Value, n: Value, tc: ty.Type,
+                  blk: str = "cblk", prefix: str = "sc") -> None:
+    """Store the f32 accumulator `acc` as the block of C at (`m`, `n`) (alias `#sched_<blk>`),
+    rounded to C's element type `tc` first when that is narrower."""
     shape = acc.type.shape  # type: ignore[attr-defined]
     out = acc
     if tc != ty.F32:
-        out = b.arith.truncf(acc, result_types=[ty.tensor(shape, tc)], name="sc_res")
-    tile = b.access_tile(c, [m, n], A["cblk"], list(shape), A["id2"], name="sc_tc")
+        out = b.arith.truncf(acc, result_types=[ty.tensor(shape, tc)], name=f"{prefix}_res")
+    tile = b.access_tile(c, [m, n], A[blk], list(shape), A["id2"], name=f"{prefix}_tc")
     b.store(out, tile)
+
+
+def sum_on_first_tile(b: Builder, A: Aliases, part: Value, fut: ty.TileFutureType, init: Value, first: Value, c: Value,
+                      m: Value, n: Value, tc: ty.Type, blk: str, prefix: str) -> None:
+    """Every tile of its group (`#sched_group`) yields its partial `part`; the group's first tile
+    (`#sched_first`, `first` true there) adds them from `init` and stores the sum as the block
+    of C at (`m`, `n`) (see store_c_block). SSA names start with `prefix`."""
+    with b.produce(A["group"], fut, f"{prefix}_gid", f"{prefix}_f"):
+        b.yield_(part, op="ktdp.yield_partial")
+    (f,) = b.last_results
+    with b.reduce_tiles(f, A["first"], [init], [f"{prefix}_l", f"{prefix}_r"], [f"{prefix}_total"]) as (lhs, rhs):
+        b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name=f"{prefix}_add"), op="ktdp.yield_reduced")
+    (total,) = b.last_results
+    with b.if_(first):
+        store_c_block(b, A, c, total, m, n, tc, blk, prefix)
 
 
 def global_view(b: Builder, A: Aliases, arg: Value, v: str, operand: Operand, rows: int, cols: int) -> Value:

@@ -30,7 +30,7 @@ from ktir.ir.operation import Module, Operation
 from . import space_ringsplit
 from .cost import Figures
 from .emit_ringsplit import emit_ringsplit
-from .emit_shared import arguments
+from .emit_shared import arguments, sum_on_first_tile
 from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
 from .sets import box, group_first, group_tiles, projection, scalar
@@ -225,16 +225,6 @@ def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                 b.yield_(b.dps("linalg.matmul", ab, [acc], name="sk_prod"), *nxt)
             part = b.last_results[0]
             fut = ty.TileFutureType(partial_types=(acc_t,), groups=A["groups"])
-            with b.produce(A["group"], fut, "sk_gid", "sk_f"):
-                b.yield_(part, op="ktdp.yield_partial")
-            (f,) = b.last_results
-            with b.reduce_tiles(f, A["first"], [init], ["sk_l", "sk_r"], ["sk_total"]) as (lhs, rhs):
-                b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name="sk_add"), op="ktdp.yield_reduced")
-            (total,) = b.last_results
-            with b.if_(first):
-                out = total
-                if tc != ty.F32:
-                    out = b.arith.truncf(total, result_types=[ty.tensor((bm, bn), tc)], name="sk_res")
-                b.store(out, b.access_tile(views["c"], [m, n], A["cblk"], [bm, bn], A["id2"], name="sk_tc"))
+            sum_on_first_tile(b, A, part, fut, init, first, views["c"], m, n, tc, "cblk", "sk")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
