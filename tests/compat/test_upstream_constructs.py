@@ -23,18 +23,11 @@ from ktir.cli import main
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.verify import validate_text
 from reference_interp.errors import KtirRuntimeError
 from reference_interp.executor import At
+from tests.compat.built import valid
 
 F32, F16 = ty.F32, ty.F16
-
-
-def _valid(b: Builder) -> ktir.Module:
-    text = ktir.print_module(b.module)
-    _, diagnostics = validate_text(text, "built.ktir")
-    assert not [d for d in diagnostics if d.severity == "error"], text
-    return ktir.parse(text, "built.ktir")
 
 
 def _matmul_into_empty(m: int, k: int, n: int) -> ktir.Module:
@@ -49,7 +42,7 @@ def _matmul_into_empty(m: int, k: int, n: int) -> ktir.Module:
         prod = b.dps("linalg.matmul", [x, y], [b.empty(ty.tensor((m, n), F32), "e")], name="p")
         b.store(prod, b.access_tile(cv, [z, z], box(m, n), [m, n], name="ct"))
         b.func_return()
-    return _valid(b)
+    return valid(b)
 
 
 def test_matmul_into_tensor_empty_is_undefined_and_lenient_reads_zeros() -> None:
@@ -76,7 +69,7 @@ def _fixed_addresses(rows: int, cols: int, addr: tuple[int, int, int]) -> ktir.M
         s = b.create("arith.addf", [x, y], [ty.tensor((rows, cols), F16)], result_names=["s"])[0]
         b.store(s, b.access_tile(views[2], [z, z], box(rows, cols), [rows, cols], name="ct"))
         b.func_return()
-    return _valid(b)
+    return valid(b)
 
 
 def test_constant_addresses_run_with_placed_memory(tmp_path: Path) -> None:
@@ -128,7 +121,7 @@ def _paged_rows(rows: int, cols: int) -> ktir.Module:
         data = b.load(b.access_tile(xv, [z, z], box(rows, cols), [rows, cols], name="xt"), F32, "d")
         b.store(data, b.access_tile(yv, [z, z], box(rows, cols), [rows, cols], name="yt"))
         b.func_return()
-    return _valid(b)
+    return valid(b)
 
 
 def test_fewer_set_symbols_than_dynamic_sizes_validate_and_run() -> None:
@@ -153,7 +146,7 @@ def test_rank_zero_collapse_then_broadcast() -> None:
                      {"dimensions": at.i64_array([0, 1])}, name="wide")
         b.store(wide, b.access_tile(ov, [z, z], box(4, 64), [4, 64], name="ot"))
         b.func_return()
-    module = _valid(b)
+    module = valid(b)
     assert "tensor.collapse_shape %one [] : tensor<1x1xf16> into tensor<f16>" in ktir.print_module(module)
     result = ri.run(module, args={"src": np.full((1, 1), 2.5, np.float16), "out": np.zeros((4, 64), np.float16)})
     np.testing.assert_array_equal(result.outputs["out"], np.full((4, 64), 2.5, np.float16))

@@ -25,15 +25,9 @@ from ktir.verify import validate_text
 from reference_interp.errors import KtirRuntimeError
 from reference_interp.executor import At
 from reference_interp.inputs import infer_args, size_hints
+from tests.compat.built import valid
 
 F16, F32 = ty.F16, ty.F32
-
-
-def _valid(b: Builder) -> ktir.Module:
-    text = ktir.print_module(b.module)
-    _, diagnostics = validate_text(text, "built.ktir")
-    assert not [d for d in diagnostics if d.severity == "error"], text
-    return ktir.parse(text, "built.ktir")
 
 
 def _muli(b: Builder, x: ktir.builder.Value, y: ktir.builder.Value, name: str) -> ktir.builder.Value:
@@ -62,7 +56,7 @@ def _blocked_matmul(m: int, k: int, n: int, bm: int, bn: int, bk: int) -> ktir.M
             b.yield_(b.create("arith.addf", [acc, prod], [ty.tensor((bm, bn), F32)], result_names=["nacc"])[0])
         b.store(b.last_results[0], b.access_tile(cv, [om, on], box(bm, bn), [bm, bn], name="ct"))
         b.func_return()
-    return _valid(b)
+    return valid(b)
 
 
 def test_matmul_sizes_and_block_sizes_come_from_their_uses() -> None:
@@ -111,7 +105,7 @@ def _offset_and_count() -> ktir.Module:
         s = b.create("arith.addf", [row, splat], [ty.tensor((4, 16), F32)], result_names=["s"])[0]
         b.store(s, b.access_tile(yv, [z, z], box(4, 16), [4, 16], name="yt"))
         b.func_return()
-    return _valid(b)
+    return valid(b)
 
 
 def test_an_offset_starts_at_zero_and_an_unbounded_count_is_searched() -> None:
@@ -145,7 +139,7 @@ def test_no_values_that_run_is_one_error_naming_the_arguments(tmp_path: Path,
         del r
         b.store(t, b.access_tile(xv, [z], box(4), [4], name="xt2"))
         b.func_return()
-    module = _valid(b)
+    module = valid(b)
     with pytest.raises(KtirRuntimeError) as e:
         infer_args(module, None, {}, 0, {})
     assert e.value.kind == "argument"
@@ -184,7 +178,7 @@ def _hbm_and_two_scratchpads() -> ktir.Module:
         data = b.load(b.access_tile(whole, [z, z], box(12, 8), [12, 8], name="at"), F16, "d")
         b.store(data, b.access_tile(out, [z, z], box(12, 8), [12, 8], name="bt"))
         b.func_return()
-    return _valid(b)
+    return valid(b)
 
 
 def test_scratchpad_arrays_at_constant_addresses(tmp_path: Path) -> None:
