@@ -758,12 +758,12 @@ def _reduced_axes() -> dict[str, int]:
     return found
 
 
-_MATMULS = _reduced_axes()
+_REDUCED_AXIS = _reduced_axes()  # the named contractions, each with its first input's reduced axis
 
 
 def _mac_slots(c: FuncCompiler, op: Operation) -> tuple[int, int] | None:
     """The slots of a contraction's first input and its output (for counting multiply-adds)."""
-    if op.name not in _MATMULS:
+    if op.name not in _REDUCED_AXIS:
         return None
     ins, outs = c.operand_group(op, "inputs"), c.operand_group(op, "outputs")
     return (ins[0], outs[0]) if ins and outs else None
@@ -776,7 +776,7 @@ def _macs(name: str, fr: list[Any], slots: tuple[int, int] | None) -> int:
     out = fr[slots[1]]
     if not isinstance(a, np.ndarray) or not hasattr(out, "size"):
         return 0
-    k = a.shape[_MATMULS[name]] if a.ndim else 1
+    k = a.shape[_REDUCED_AXIS[name]] if a.ndim else 1
     return int(out.size) * int(k)
 
 
