@@ -57,8 +57,8 @@ def cmd_lower_torch(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         print(f"ktir lower torch: cannot write {args.output}: no directory {folder}", file=sys.stderr)
         return EXIT_USAGE
-    if not _is_zip(path):  # torch.export.save writes a zip archive (.pt2)
-        print(f"{path}: error[torch]: not a torch.export program (not a .pt2 zip archive)", file=sys.stderr)
+    if not _is_pt2_archive(path):
+        print(f"{path}: error[torch]: not a torch.export program (not a .pt2 archive)", file=sys.stderr)
         return EXIT_INVALID
     try:
         import torch  # noqa: F401
@@ -120,10 +120,18 @@ class _Collect(logging.Handler):
             self.lines.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
-def _is_zip(path: Path) -> bool:
+# An entry every torch.export.save archive has (<name>/archive_format since the PT2 archive
+# format; serialized_exported_program.json before it).
+_PT2_MARKERS = ("archive_format", "serialized_exported_program.json")
+
+
+def _is_pt2_archive(path: Path) -> bool:
+    """Whether `path` is a zip archive holding a PT2 marker entry: checked before torch is
+    imported, which takes seconds, so that any other file is refused at once."""
     try:
-        return zipfile.is_zipfile(path)
-    except OSError:
+        with zipfile.ZipFile(path) as z:
+            return any(name.rsplit("/", 1)[-1] in _PT2_MARKERS for name in z.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, NotImplementedError):
         return False
 
 

@@ -133,10 +133,15 @@ def test_unreadable_pt2_prints_one_line_and_no_torch_traceback(tmp_path: Path, c
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
-def test_a_file_that_is_no_archive_is_refused_before_torch_is_imported(tmp_path: Path) -> None:
-    """Importing torch takes seconds: a file that cannot be a .pt2 (not a zip) is refused first."""
-    bad = tmp_path / "weights.npy"
-    bad.write_bytes(b"\x93NUMPY not an archive")
+@pytest.mark.parametrize("kind", ["not a zip", "another zip"])
+def test_a_file_that_is_no_pt2_archive_is_refused_before_torch_is_imported(tmp_path: Path, kind: str) -> None:
+    """Importing torch takes seconds: a file that cannot be a .pt2 (not a zip, or a zip such as
+    an .npz without the PT2 archive's entries) is refused first."""
+    bad = tmp_path / "weights.npz"
+    if kind == "not a zip":
+        bad.write_bytes(b"\x93NUMPY not an archive")
+    else:
+        np.savez(bad, a=np.zeros(4))
     code = (
         "import sys\nfrom ktir.cli import main\n"
         f"rc = main(['lower', 'torch', {str(bad)!r}, '-o', {str(tmp_path / 'o.ktir')!r}])\n"
@@ -144,7 +149,7 @@ def test_a_file_that_is_no_archive_is_refused_before_torch_is_imported(tmp_path:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["1", "False"], (proc.stdout, proc.stderr)
-    assert proc.stderr == f"{bad}: error[torch]: not a torch.export program (not a .pt2 zip archive)\n"
+    assert proc.stderr == f"{bad}: error[torch]: not a torch.export program (not a .pt2 archive)\n"
 
 
 def test_lower_torch_reads_a_hugging_face_export(tmp_path: Path) -> None:
