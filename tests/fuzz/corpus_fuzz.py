@@ -477,8 +477,12 @@ def _warm_up(mix: dict[str, int] | None = None) -> None:
 
 def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory_limit: int, interpret: bool,
             mix: dict[str, int]) -> None:
+    import faulthandler
     import resource
 
+    # a worker killed by a signal in C code (a segfault) names its Python frames on stderr,
+    # so the log of a long run shows where it died even when the input does not reproduce
+    faulthandler.enable(file=sys.stderr, all_threads=False)
     if memory_limit > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     signal.signal(signal.SIGPROF, _alarm)  # ITIMER_PROF counts this process's CPU time
