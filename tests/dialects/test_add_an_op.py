@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -144,3 +145,27 @@ def test_conformance_cases_are_generated(cosh: OpDef, tmp_path: Path) -> None:
     x = case_inputs(case, tmp_path)["x0_ptr"]
     y = read_npz(tmp_path / "goldens" / "core" / f"{FAKE}.f32.16.npz")["y_ptr"]
     np.testing.assert_allclose(y, np.cosh(x.astype(np.float64)), rtol=3e-7)
+
+
+def test_a_generator_row_added_mid_table_rewrites_only_its_cases(cosh: OpDef, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs are seeded by case id and argument name, never by position: inserting the new op's
+    row in the middle of the elementwise table and regenerating changes no other case's files."""
+    from conformance.gen import core
+    from conformance.regen import write_suite
+
+    def f32_cases() -> list[Any]:  # one element type keeps the test fast; the seeding is the same for all
+        return [d for d in core.elementwise_cases() if ".f32." in d.id]
+
+    # the suite before the op existed: the fixture's op only adds its untabled cases, at the end
+    before = write_suite([d for d in f32_cases() if FAKE not in d.id], root=tmp_path)
+    assert before.added and not before.changed
+    rows = list(core.FLOAT_ARITH.items())
+    middle = len(rows) // 2
+    monkeypatch.setattr(core, "FLOAT_ARITH", dict(rows[:middle] + [(FAKE, (core.NORMAL,))] + rows[middle:]))
+    after = write_suite(f32_cases(), root=tmp_path, check=True)
+    assert sorted(after.added) == [f"cases/core/{FAKE}.f32.{s}.ktir" for s in ("16", "4x8")] + [
+        f"goldens/core/{FAKE}.f32.{s}.npz" for s in ("16", "4x8")], after.lines()
+    # the only file both runs wrote that differs is the level's manifest, which lists every case
+    assert [Path(p).name for p in after.changed] == ["core.toml"], after.lines()
+    assert after.removed == []
