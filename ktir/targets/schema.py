@@ -27,6 +27,15 @@ SCHEMA_VERSION = 1
 # The cost model keeps per-tile and per-link tables: a description of more tiles than this
 # is refused rather than exhausting memory.
 MAX_TILES = 1 << 16
+# The working range of the numbers the cost model computes with: any figure at most
+# MAX_FIGURE, and every rate it divides by (per cycle) and the clock at least MIN_RATE and
+# MIN_CLOCK_HZ, so no cycle count or time it derives overflows a float (a rate of 1e-320
+# once made `work / rate` infinite).
+MAX_FIGURE = 1e18
+# one queue server and one trace lane per DMA engine
+MAX_DMA_ENGINES = 1024
+MIN_RATE = 1e-6
+MIN_CLOCK_HZ = 1.0
 
 # Element-type names used as keys of per-dtype rates. `f8` stands for every 8-bit float
 # format; a specific format (`f8E4M3FN`) takes precedence over it when both are given.
@@ -75,25 +84,25 @@ class _Provenance(_Model):
 class Quantity(_Provenance):
     """A non-negative number with its provenance."""
 
-    value: float = Field(ge=0, allow_inf_nan=False, description="The number, in the unit named by the field.")
+    value: float = Field(ge=0, le=MAX_FIGURE, allow_inf_nan=False, description="The number, in the unit named by the field.")
 
 
 class Count(_Provenance):
     """A non-negative integer with its provenance."""
 
-    value: int = Field(ge=0, description="The integer, in the unit named by the field.")
+    value: int = Field(ge=0, le=int(MAX_FIGURE), description="The integer, in the unit named by the field.")
 
 
 class IntList(_Provenance):
     """A list of integers (a shape, a set of tile positions) with its provenance."""
 
-    value: list[Annotated[int, Field(ge=0)]] = Field(description="The integers.")
+    value: list[Annotated[int, Field(ge=0, le=int(MAX_FIGURE))]] = Field(description="The integers.")
 
 
 class Bandwidth(_Provenance):
     """A data rate: bytes per second or bytes per clock cycle."""
 
-    value: float = Field(gt=0, allow_inf_nan=False, description="The rate, in `unit`.")
+    value: float = Field(gt=0, le=MAX_FIGURE, allow_inf_nan=False, description="The rate, in `unit`.")
     unit: Literal["B/s", "B/cycle"] = Field(description="Bytes per second, or bytes per cycle of the target's clock.")
 
     def per_cycle(self, clock_hz: float) -> float:
@@ -273,17 +282,23 @@ class Target(_Model):
 
     def _check_divisors(self) -> None:
         """Figures the cost model divides by, or sizes tables with, within working range."""
-        if self.clock.hz.value <= 0:
-            raise ValueError("clock.hz must be positive")
+        if self.clock.hz.value < MIN_CLOCK_HZ:
+            raise ValueError(f"clock.hz must be at least {MIN_CLOCK_HZ:g}")
         if self.tiles.count.value > MAX_TILES:
             raise ValueError(f"tiles.count {self.tiles.count.value} is more than the {MAX_TILES} tiles the cost model handles")
         for u in self.compute_units:
             if u.count.value < 1:
                 raise ValueError(f"compute unit {u.name}: count must be at least 1")
-            rates = {**u.elements_per_cycle, **u.transcendentals_per_cycle} if isinstance(u, VectorUnit) else u.macs_per_cycle
-            for dtype, rate in rates.items():
-                if rate.value <= 0:
-                    raise ValueError(f"compute unit {u.name}: the {dtype} rate must be positive")
+            # each table on its own: merged, a transcendental rate would hide the element rate of its dtype
+            tables = [u.elements_per_cycle, u.transcendentals_per_cycle] if isinstance(u, VectorUnit) else [u.macs_per_cycle]
+            for dtype, rate in ((d, r) for t in tables for d, r in t.items()):
+                if rate.value < MIN_RATE:
+                    raise ValueError(f"compute unit {u.name}: the {dtype} rate must be at least {MIN_RATE:g} per cycle")
+        for path, q in iter_quantities(self):
+            if isinstance(q, Bandwidth) and q.per_cycle(self.clock.hz.value) < MIN_RATE:
+                raise ValueError(f"{path}: {q.value:g} {q.unit} is less than {MIN_RATE:g} bytes per cycle")
+        if not 1 <= self.dma.engines_per_tile.value <= MAX_DMA_ENGINES:
+            raise ValueError(f"dma.engines_per_tile must be from 1 to {MAX_DMA_ENGINES}")
         for m in self.memory:
             if m.granularity_bytes.value < 1:
                 raise ValueError(f"memory.{m.name}.granularity_bytes must be at least 1")

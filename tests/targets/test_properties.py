@@ -8,15 +8,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ktir.targets import KernelTrace, Kind, OpRecord, roofline, simulate
+from ktir.targets import KernelTrace, Kind, OpRecord, TargetError, roofline, simulate
 
 from .families import all_reduce, stream, tiled_matmul
-from .helpers import bw, q, toy
+from .helpers import BASE, bw, q, toy
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOLERANCE = 1e-9
@@ -187,3 +188,36 @@ def test_kernel_families_never_slow_down_with_more_bandwidth(family, changes, wh
     slow = simulate(trace, toy(**changes)).makespan
     fast = simulate(trace, toy(**faster(changes, which, factor))).makespan
     assert fast <= slow * (1 + TOLERANCE)
+
+
+def _number_paths(node: Any, path: str = "") -> list[str]:
+    """Dotted paths (toy()'s form) of every number of the toy target."""
+    if isinstance(node, dict):
+        if "value" in node and isinstance(node["value"], int | float):
+            return [path]
+        return [p for k, v in node.items() for p in _number_paths(v, f"{path}.{k}" if path else k)]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _number_paths(v, f"{path}.{i}")]
+    return []
+
+
+NUMBER_PATHS = _number_paths(BASE)
+EXTREMES = [0, 5e-324, 1e-320, 1e-7, 0.5, 1e15, 1e18, 1e19, 1e300, 10**30]
+
+
+@SETTINGS
+@given(trace=traces(), path=st.sampled_from(NUMBER_PATHS), value=st.sampled_from(EXTREMES),
+       sharing=st.sampled_from(["static", "fair"]))
+def test_any_figure_is_refused_or_gives_finite_times(trace, path, value, sharing):
+    """A description with one figure at an extreme (a rate of 1e-320 once made a cycle count
+    infinite: OverflowError) is either refused as a user error or costs every trace finitely."""
+    node: Any = BASE
+    for k in path.split("."):
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    try:
+        target = toy(**{path: {**node, "value": value}})
+    except TargetError:
+        return
+    est = simulate(trace, target, sharing)
+    assert math.isfinite(est.makespan) and est.makespan >= 0
+    assert math.isfinite(roofline(trace, target).bound)
