@@ -867,7 +867,7 @@ def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None,
         return fout.problems[0]
     if fin.problems:
         return f"the input's stores cannot be modelled, so the scheduled one cannot be compared with them: {fin.problems[0]}"
-    for a in fin.writes + fout.writes + fout.reads:  # parsed before the budget starts
+    for a in fin.writes + fin.reads + fout.writes + fout.reads:  # parsed before the budget starts
         _map(a.relation)
         if a.coords is not None:
             _map(a.coords)
@@ -880,7 +880,7 @@ def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None,
         if a.instances:
             _map(a.instances)
             _map(_addressing(a))
-    for a in fin.writes + fout.writes + fout.reads:
+    for a in fin.writes + fin.reads + fout.writes + fout.reads:
         if a.layout is not None:
             _set(_box(a.layout))
     ctx = isl.DEFAULT_CONTEXT
@@ -923,6 +923,33 @@ def compare(fin: Footprint, fout: Footprint, coordinates: bool = True) -> str | 
             why = _compare_arg(arg, fout.grid, w_out, w_in, r_out, lambda a: a.relation, lambda k: k[0])
         if why is not None:
             return why
+    return _reads_inside(fin, fout, coordinates)
+
+
+def _reads_inside(fin: Footprint, fout: Footprint, coordinates: bool = True) -> str | None:
+    """None when every element the scheduled module reads is one its input reads or writes.
+
+    The host passes arrays whose extent the kernel does not state (a view may reach past its
+    array: only accessing such an element is an error, `runtime.out-of-bounds`), so the elements
+    the input accesses are the ones known to exist. A gather of the input reads any element."""
+    for arg in sorted({a.arg for a in fout.reads}):
+        r_out = [a for a in fout.reads if a.arg == arg]
+        known = [a for a in fin.reads + fin.writes if a.arg == arg]
+        if not known:
+            return f"the scheduled kernel reads %{arg}, which the input never accesses"
+        sizes = {a.itemsize for a in r_out + known}
+        if len(sizes) > 1:
+            return f"%{arg} is accessed through views of different element sizes {sorted(sizes)}"
+        layout = coordinate_layout(r_out + known) if coordinates else None
+        rel: Callable[[Access], str] = (lambda a: a.coords or "") if layout is not None else (lambda a: a.relation)
+        got, want = _union(r_out, rel), _union(known, rel)
+        assert got is not None and want is not None
+        extra = got.range().subtract(want.range())
+        if not extra.is_empty():
+            k = _point(extra)
+            elem = _element(layout, k) if layout is not None else k[0]
+            return (f"a tile reads element {elem} of %{arg}, which the input neither reads nor writes (it may lie "
+                    f"outside the array passed for %{arg}: runtime.out-of-bounds)")
     return None
 
 
