@@ -307,7 +307,7 @@ def rows_then_peek(grid: int, how: str) -> Module:
 def test_memref_load_is_a_read() -> None:
     before, after = rows_then_peek(1, "memref.load"), rows_then_peek(2, "memref.load")
     why = prove(before, after)
-    assert kind(why) == "reads elements of" and "memref.load" in why, why
+    assert why is not None and kind(why) == "reads elements of" and "memref.load" in why, why
     assert "data race" in _interpreted(before, after)
 
 
@@ -349,7 +349,7 @@ def test_a_store_conflict_through_strides_is_found() -> None:
     before = whole(5)
     p = {**LEGAL, "grid": 1, "ext": (2, 4), "sizes": (2, 4), "strides": (1, 1), "step": 0}
     why = prove(before, divided(p))
-    assert kind(why) == "one element twice", why
+    assert why is not None and kind(why) == "one element twice", why
     assert "store-conflict" in why and enumerate_verdict(p, 5) == "one element twice"
     assert "twice" in _interpreted(before, divided(p))
 
