@@ -229,6 +229,8 @@ LEGAL = {"grid": 2, "ext": (2, 3), "lo": (0, 0), "sizes": (4, 3), "strides": (3,
 @example(p={**LEGAL, "read": True, "rstrides": (1, 3), "rsizes": (3, 4), "rext": (3, 1), "rstep": 1}, trim=0)  # reads a column through a transposed alias: races
 @example(p={**LEGAL, "read": True, "roffset": 3, "rext": (2, 3), "rstep": 2}, trim=0)  # reads the next block through a shifted alias
 @example(p={**LEGAL, "read": True, "roffset": 3, "rext": (1, 3), "rstep": 2, "rsizes": (4, 3)}, trim=0)  # reads its own second row: legal
+@example(p={**LEGAL, "grid": 1, "ext": (1, 1), "sizes": (1, 1), "strides": (1, 1), "step": 1, "read": True,
+            "rext": (1, 2), "rsizes": (1, 2), "rstep": 0, "rstrides": (2, 1)}, trim=0)  # reads y[1] of a 1-element y
 def test_random_views_get_the_enumerated_verdict(p: dict[str, Any], trim: int) -> None:
     """The proof's verdict is the enumerated one; where it proves a schedule, the interpreter runs the
     scheduled module without error and to the input's outputs."""
