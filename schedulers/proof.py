@@ -13,10 +13,22 @@ offsets of its function argument it touches, and three things are proven:
 3. the scheduled module writes exactly the elements its input writes, argument by argument
    (nothing lost, nothing extra).
 
+Elements are addresses (`address(x) = offset + sum((x_i - lo_i) * s_i)`, `lo` the least point
+of the view's coordinate set, spec/memory.md), so views of one argument that alias each other
+are compared by what they reach; two arguments never alias (spec/execution.md: overlapping
+arrays are a launch error). A memref function argument is a view of its array, and
+`memref.load` a read of one element. Before the three questions, the scheduled module must be
+free of the dynamic errors that would make its addresses meaningless (`well_formed`): every
+access stays in its view's coordinate set, and no store writes one element twice through its
+view's strides; and no tile may read an element its input neither reads nor writes
+(`_reads_inside`: the host's array may end there).
+
 An inter-tile reduction passes values, not memory: its consumer stores the combined block,
 and that store is proven like any other. What the model cannot express (a store through an
 index read from memory, a loop bound or condition that is not affine in the tile
-coordinates, a scratchpad of another tile written and read between barriers) makes the
+coordinates, a scratchpad of another tile written and read between barriers, memory reached
+by an op the proof does not model, such as linalg in buffer form or a memref.subview of global
+memory, a store inside the region of an op it does not model, such as scf.while) makes the
 proof fail with the op and the construct named: a schedule that cannot be proven is not
 returned.
 
