@@ -518,3 +518,41 @@ def test_two_arguments_never_alias() -> None:
     arr = np.arange(8, dtype=np.float32)
     with pytest.raises(ri.KtirRuntimeError, match="overlaps"):
         ri.run(k(2), None, {"x": At(arr, 0), "y": At(arr.copy(), 0)})
+
+
+def rows_in_a_while(grid: int) -> Module:
+    """Tile t stores row t of y (2 x 4) inside an scf.while that runs 1 - t times when `grid` is 2
+    (tile 1 never stores), once when it is 1 (rows 0 and 1 at once)."""
+    from ktir.builder import Value
+    from ktir.ir.operation import Region
+
+    b = Builder()
+    with b.func("k", [("x", INDEX), ("y", INDEX)], grid=[grid]) as (x, y):
+        c0, c1 = b.constant(0, INDEX), b.constant(1, INDEX)
+        (tid,) = b.tile_id(1)
+        xv, yv = (b.memory_view(a, [2, 4], [4, 1], F32, coordinate_set=box(2, 4)) for a in (x, y))
+        rows = 2 // grid
+        limit = b.arith.subi(c1, tid)
+        first = b.arith.muli(tid, b.constant(rows, INDEX))
+        before = b._region_block([INDEX], None, "i")
+        after = b._region_block([INDEX], None, "j")
+        b.create("scf.while", [c0], [INDEX], {}, [Region(blocks=[before]), Region(blocks=[after])])
+        with b.insert_into(before):
+            i = Value(before.arguments[0].name, INDEX)
+            b.create("scf.condition", [b.cmp("arith.cmpi", "slt", i, limit), i], [])
+        with b.insert_into(after):
+            j = Value(after.arguments[0].name, INDEX)
+            v = b.load(b.access_tile(xv, [first, c0], box(rows, 4), (rows, 4)), F32)
+            b.store(v, b.access_tile(yv, [first, c0], box(rows, 4), (rows, 4)))
+            b.yield_(b.arith.addi(j, c1))
+        b.func_return()
+    return _parse(b.module)
+
+
+def test_a_store_inside_an_scf_while_is_declined() -> None:
+    """The while body runs as often as its condition says (not at all on tile 1): the proof had
+    modelled its store as run once on every tile and proven the schedule, which loses row 1."""
+    before, after = rows_in_a_while(1), rows_in_a_while(2)
+    why = prove(before, after)
+    assert why is not None and "ktdp.store" in why and "not affine" in why, why
+    assert "differ" in _interpreted(before, after)
