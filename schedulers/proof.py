@@ -13,10 +13,22 @@ offsets of its function argument it touches, and three things are proven:
 3. the scheduled module writes exactly the elements its input writes, argument by argument
    (nothing lost, nothing extra).
 
+Elements are addresses (`address(x) = offset + sum((x_i - lo_i) * s_i)`, `lo` the least point
+of the view's coordinate set, spec/memory.md), so views of one argument that alias each other
+are compared by what they reach; two arguments never alias (spec/execution.md: overlapping
+arrays are a launch error). A memref function argument is a view of its array, and
+`memref.load` a read of one element. Before the three questions, the scheduled module must be
+free of the dynamic errors that would make its addresses meaningless (`well_formed`): every
+access stays in its view's coordinate set, and no store writes one element twice through its
+view's strides; and no tile may read an element its input neither reads nor writes
+(`_reads_inside`: the host's array may end there).
+
 An inter-tile reduction passes values, not memory: its consumer stores the combined block,
 and that store is proven like any other. What the model cannot express (a store through an
 index read from memory, a loop bound or condition that is not affine in the tile
-coordinates, a scratchpad of another tile written and read between barriers) makes the
+coordinates, a scratchpad of another tile written and read between barriers, memory reached
+by an op the proof does not model, such as linalg in buffer form or a memref.subview of global
+memory, a store inside the region of an op it does not model, such as scf.while) makes the
 proof fail with the op and the construct named: a schedule that cannot be proven is not
 returned.
 
@@ -77,6 +89,10 @@ class View:
     space: str  # "global", "local" (the executing tile's own scratchpad) or "remote"
     line: str
     sizes: tuple[int, ...] = ()  # when known
+    # the valid coordinates `[c0, ...]` as isl constraints: the coordinate set (or the box of the sizes)
+    # within [lo, lo + sizes); "" when not known
+    valid: str = ""
+    why: str = ""  # when set, the view cannot be modelled, and this says why
 
 
 @dataclass(frozen=True)
@@ -105,6 +121,13 @@ class Access:
     # element; None when the view has two equal strides or a stride that is not positive
     coords: str | None = None
     layout: Layout | None = None
+    # the accesses as tile coordinates -> the view's coordinates, and the view's valid coordinates
+    # (checked by `in_view` for the scheduled module's accesses); "" when not modelled
+    coordinates: str = ""
+    valid: str = ""
+    view: View | None = None
+    # one execution of the access (tile coordinates and loop indices) -> the view coordinates it touches
+    instances: str = ""
 
 
 @dataclass
@@ -135,6 +158,7 @@ class _Model:
         self.defs: dict[str, tuple[frozenset[str], str]] = {}  # variable -> (variables it depends on, definition)
         self.unknown: dict[str, str] = {}  # variable -> what it stands for (not affine)
         self.scope: list[tuple[frozenset[str], str, bool]] = []  # (variables, constraint, certain)
+        self.instances = ""  # the last `relation`'s executions -> coordinates
         self.out = Footprint(self.grid)
         body = fn.regions[0].blocks[0]
         bound = {("%" + k.lstrip("%")): int(v) for k, v in sizes.items()}
@@ -142,6 +166,8 @@ class _Model:
         for a in body.arguments:
             if a.name in bound:
                 self.values[a.name] = Val(str(bound[a.name]))
+            elif isinstance(a.type, ty.MemRefType):  # the array itself, as the interpreter binds it
+                self.views[a.name] = self.argument_view(a.name, a.type)
             else:
                 self.pointers[a.name] = (a.name[1:], 0)
         self.block(body.operations)
@@ -187,7 +213,15 @@ class _Model:
             return
         if name.startswith(("memref.store", "func.call")) or name in ("memref.copy", "memref.tensor_store"):
             self.out.problems.append(f"{where(op)} writes memory outside ktdp.store")
-        # any other op: its index results are opaque; ops in its regions run where it runs
+        elif name not in _NO_MEMORY_EFFECT:  # an op the proof does not model must not touch shared memory
+            for x, t in zip(op.operands, op.operand_types, strict=False):
+                view = self.base_view(x, t)
+                if view is not None and view.space != "local":
+                    self.out.problems.append(f"{where(op)} accesses memory through {x} (the view at {view.line}) "
+                                             "outside ktdp.load and ktdp.store: the proof does not model it")
+                    break
+        # any other op: its index results are opaque; ops in its regions run where it runs, as often as it
+        # decides (an scf.while, a produce op's region on its producers only): stores there are not modelled
         for r, t in zip(op.results, op.result_types, strict=False):
             if isinstance(t, ty.IndexType | ty.IntegerType):
                 self.values[r] = self.opaque(f"{r} ({name})")
@@ -195,7 +229,9 @@ class _Model:
             for b in region.blocks:
                 for a in b.arguments:
                     self.values.setdefault(a.name, self.opaque(f"{a.name} (an argument of a region of {name})"))
+                self.scope.append((frozenset(), "0 = 0", False))
                 self.block(b.operations)
+                self.scope.pop()
 
     def constant(self, op: Operation) -> None:
         v = op.attributes.get("value")
@@ -367,23 +403,48 @@ class _Model:
     def memory_view(self, op: Operation) -> None:
         v = named(op)
         t = v.result_type("result")
-        space = op.attributes.get("memory_space")
-        kind = "global"
-        if isinstance(space, at.MemorySpaceAttr):
-            kind = "global" if space.kind == "global" else ("remote" if space.ct_id is not None else "local")
+        # the attribute, else the result type's space, as the interpreter reads it (global when neither says)
+        kind = _space(_resolve(self.module, op.attributes.get("memory_space")) or
+                      (_resolve(self.module, t.memory_space) if isinstance(t, ty.MemRefType) else None))
         itemsize = _itemsize(t.element_type) if isinstance(t, ty.MemRefType) else 0
         arg, const = self.pointers.get(v.operand("offset"), ("", 0))
         strides = self._mixed(op, "static_strides", v.operands("strides"))
         sizes = self._mixed(op, "static_sizes", v.operands("sizes"))
-        lo = tuple(0 for _ in strides or ())
+        rank = len(_static(op, "static_sizes"))
+        names = [f"c{i}" for i in range(rank)]
         cset = _resolve(self.module, op.attributes.get("coordinate_set"))
-        if isinstance(cset, at.IntegerSetAttr) and sizes is not None:
-            lo = _lows(cset.value, tuple(s for s, d in zip(sizes, _static(op, "static_sizes"), strict=False)
-                                         if d == _DYNAMIC)) or lo
+        why = ""
+        lo: tuple[int, ...] | None = tuple(0 for _ in range(rank))
+        cons: list[str] = []
+        if isinstance(cset, at.IntegerSetAttr):
+            if cset.value.num_dims != rank:
+                why = f"its coordinate_set has {cset.value.num_dims} dimensions and the view {rank}"
+            else:
+                dyn = [x for x, d in zip(v.operands("sizes"), _static(op, "static_sizes"), strict=False) if d == _DYNAMIC]
+                syms = [self.value(x, op).expr for x in dyn]
+                try:
+                    cons = isl_constraints(cset.value, names, [f"s{i}" for i in range(cset.value.num_symbols)])
+                except (NotAffine, IndexError):
+                    why = "its coordinate_set is not an affine set the proof can read"
+                else:
+                    known = [_int(x) for x in syms[: cset.value.num_symbols]]
+                    lo = _lows_of(cons, rank, cset.value.num_symbols, known)
+                    if lo is None:
+                        why = ("the least point of its coordinate_set (where its coordinate 0 is) is not a constant the "
+                               "proof can find")
+                    elif None not in known and len(known) == cset.value.num_symbols:
+                        cons = [_bind(c, known) for c in cons]
+                    else:  # sizes that are not constants: the coordinates accessed are not checked against the set
+                        sizes = None
+        elif cset is not None:
+            why = "its coordinate_set is not an affine set"
         if strides is None:
             arg = ""
-        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo, itemsize, kind, where(op),
-                                               tuple(sizes or ()))
+        if sizes is not None and lo is not None and not why:
+            cons += [f"{lo[i]} <= c{i} < {lo[i] + sizes[i]}" for i in range(min(rank, len(sizes)))]
+        valid = f"{{ [{', '.join(names)}] : {' and '.join(cons) or '0 = 0'} }}" if sizes is not None and not why else ""
+        self.views[v.result("result")] = View(arg, const, tuple(strides or ()), lo or (), itemsize, kind, where(op),
+                                               tuple(sizes or ()), valid, why)
 
     def _mixed(self, op: Operation, attr: str, dynamic: list[str]) -> tuple[int, ...] | None:
         it = iter(dynamic)
@@ -398,12 +459,95 @@ class _Model:
                 out.append(int(d))
         return tuple(out)
 
+    def argument_view(self, name: str, t: ty.MemRefType) -> View:
+        """A memref function argument: the array the host passes, laid out as the interpreter binds it
+        (row-major, a permutation layout map, or `strided<[...], offset: o>`)."""
+        kind = _space(_resolve(self.module, t.memory_space))
+        layout = _resolve(self.module, t.layout)
+        if layout is None and isinstance(_resolve(self.module, t.memory_space), at.AffineMapAttr | at.StridedLayoutAttr):
+            layout, kind = _resolve(self.module, t.memory_space), "global"  # the parser files an aliased layout there
+        shape = tuple(t.shape)
+        rank = len(shape)
+        line = f"the argument {name}"
+        names = [f"c{i}" for i in range(rank)]
+        if any(d is None for d in shape):
+            return View("", 0, (), (), 0, kind, line, why=f"{name} has a dynamic shape, so its layout is not known")
+        sizes = tuple(int(d) for d in shape)  # type: ignore[arg-type]
+        valid = f"{{ [{', '.join(names)}] : {' and '.join(f'0 <= c{i} < {n}' for i, n in enumerate(sizes)) or '0 = 0'} }}"
+        offset = 0
+        if isinstance(layout, at.StridedLayoutAttr):
+            if any(x is None for x in layout.strides) or layout.offset is None:
+                return View("", 0, (), (), 0, kind, line, why=f"{name} has a strided layout with dynamic strides")
+            strides = tuple(int(x) for x in layout.strides)  # type: ignore[arg-type]
+            offset = int(layout.offset)
+        else:
+            perm = list(range(rank))
+            if isinstance(layout, at.AffineMapAttr):
+                if not layout.value.is_permutation() or layout.value.num_dims != rank:
+                    return View("", 0, (), (), 0, kind, line, why=f"{name} has a layout map that is not a permutation")
+                perm = [e.position for e in layout.value.results]  # type: ignore[attr-defined]
+            elif layout is not None:
+                return View("", 0, (), (), 0, kind, line, why=f"{name} has a layout the proof does not read")
+            physical = [sizes[q] for q in perm]
+            row = [1] * rank
+            for i in range(rank - 2, -1, -1):
+                row[i] = row[i + 1] * max(physical[i + 1], 1)
+            st = [0] * rank
+            for r, q in enumerate(perm):
+                st[q] = row[r]
+            strides = tuple(st)
+        return View(name[1:], offset, strides, tuple(0 for _ in sizes), _itemsize(t.element_type), kind, line,
+                    sizes, valid)
+
+    def base_view(self, name: str, t: ty.Type | None) -> View | None:
+        """The view `name` stands for; None for a tensor (a value, not memory)."""
+        found = self.views.get(name)
+        if found is not None:
+            return found
+        if isinstance(t, ty.TensorType) or (t is not None and not isinstance(t, ty.MemRefType)):
+            return None
+        return View("", 0, (), (), 0, "global", name, why=f"{name} is a memref the proof does not follow (only views "
+                    "made by ktdp.construct_memory_view and memref function arguments are modelled)")
+
+    def derived_view(self, op: Operation) -> None:
+        """memref.cast: the same view; subview and reinterpret_cast: a view of the same memory (modelled
+        for the executing tile's own memory, which no other tile sees; not otherwise); alloc and
+        alloca: memory private to the executing instance."""
+        if not op.results:
+            return
+        if op.name in ("memref.alloc", "memref.alloca"):
+            self.views[op.results[0]] = View("", 0, (), (), 0, "local", where(op))
+            return
+        src = op.operands[0] if op.operands else ""
+        view = self.base_view(src, op.operand_types[0] if op.operand_types else None)
+        if view is None:
+            return
+        if op.name == "memref.cast" or view.space == "local":
+            self.views[op.results[0]] = view if op.name == "memref.cast" else View("", 0, (), (), 0, "local", where(op))
+            return
+        self.views[op.results[0]] = View("", 0, (), (), 0, view.space, where(op),
+                                         why=f"a view made by {op.name} is not modelled")
+
+    def memref_load(self, op: Operation) -> None:
+        """One element read at positions `indices` (coordinate lo + position)."""
+        operands = named(op)
+        src = operands.operand("memref")
+        view = self.base_view(src, op.operand_types[0] if op.operand_types else None)
+        if view is None:
+            return
+        idx = [self.value(x, op) for x in operands.operands("indices")]
+        coords = tuple(f"({lo} + {i.expr})" for lo, i in zip(view.lo, idx, strict=False))
+        if len(idx) != len(view.lo):
+            coords = tuple(i.expr for i in idx)
+        tile = Tile(view, (), (), coords, frozenset().union(*(i.vars for i in idx)))
+        self.check_access(op, tile, write=False)
+
     def distributed(self, op: Operation) -> None:
         self.views[op.results[0]] = View("", 0, (), (), 0, "remote", where(op))
 
     def access_tile(self, op: Operation) -> None:
         v = named(op)
-        view = self.views.get(v.operand("base"))
+        view = self.base_view(v.operand("base"), op.operand_types[0] if op.operand_types else None)
         idx = [self.value(x, op) for x in v.operands("indices")]
         syms = [self.value(x, op) for x in v.operands("symbol_operands")]
         tset = _resolve(self.module, op.attributes.get("access_tile_set"))
@@ -426,8 +570,14 @@ class _Model:
         self.tiles[v.result("result")] = Tile(view, points, tuple(cons), coords, deps)
 
     def indirect_tile(self, op: Operation) -> None:
-        base = named(op).operand("base")
-        self.tiles[op.results[0]] = Tile(self.views.get(base), (), (), (), frozenset(), indirect=True)
+        v = named(op)
+        types = dict(zip(op.operands, op.operand_types, strict=False))
+        base = v.operand("base")
+        self.tiles[op.results[0]] = Tile(self.base_view(base, types.get(base)), (), (), (), frozenset(), indirect=True)
+        for x in v.operands("indirect_memrefs"):  # the index views are read where the tile is made
+            index_view = self.base_view(x, types.get(x))
+            if index_view is not None:
+                self.check_access(op, Tile(index_view, (), (), (), frozenset(), indirect=True), write=False)
         for region in op.regions:  # the variables region computes indices, no memory effects
             for b in region.blocks:
                 for a in b.arguments:
@@ -448,9 +598,17 @@ class _Model:
                 self.out.problems.append(f"{where(op)} goes through {tile_name}, which is not an access tile the "
                                          "proof can follow")
             return
+        self.check_access(op, tile, write)
+
+    def check_access(self, op: Operation, tile: Tile, write: bool) -> None:
         view = tile.view
+        assert view is not None
         if view.space == "local":
             return  # the executing tile's own scratchpad: no other tile sees it
+        if view.why:
+            self.out.problems.append(f"{where(op)} goes through the view at {view.line}, which the proof cannot "
+                                     f"model: {view.why}")
+            return
         if view.space == "remote":
             self.out.problems.append(f"{where(op)} reaches another tile's scratchpad (the view at {view.line}): "
                                      "scratchpad traffic between tiles, ordered by barriers, is outside the proof")
@@ -466,11 +624,17 @@ class _Model:
                 return
             self.out.reads.append(Access(op, view.arg, view.itemsize, self.whole_view(view)))
             return
+        if len(tile.coords) != len(view.strides) or len(view.lo) != len(view.strides):
+            self.out.problems.append(f"{where(op)} gives {len(tile.coords)} coordinates to the view at {view.line}, "
+                                     f"of rank {len(view.strides)}")
+            return
         found = self.relation(op, tile, view, write)
         if found is None:
             return
-        rel, coords, layout = found
-        (self.out.writes if write else self.out.reads).append(Access(op, view.arg, view.itemsize, rel, coords, layout))
+        rel, coords, layout, coordinates = found
+        (self.out.writes if write else self.out.reads).append(
+            Access(op, view.arg, view.itemsize, rel, coords, layout, coordinates, view.valid, view,
+                   self.instances if coordinates else ""))
 
     def whole_view(self, view: View) -> str:
         """Every element of the argument (a gather may read any of them)."""
@@ -479,7 +643,8 @@ class _Model:
     def tile_bounds(self) -> str:
         return " and ".join(f"0 <= {t} < {g}" for t, g in zip(self.tids, self.grid, strict=True)) or "0 = 0"
 
-    def relation(self, op: Operation, tile: Tile, view: View, write: bool) -> tuple[str, str | None, Layout | None] | None:
+    def relation(self, op: Operation, tile: Tile, view: View,
+                 write: bool) -> tuple[str, str | None, Layout | None, str] | None:
         """The access as isl map texts: tile coordinates -> element offsets, and tile coordinates ->
         view coordinates with the layout that maps them to the offsets (`Access.coords`)."""
         addr = " + ".join([str(view.offset)] + [f"({c} - {lo}) * {s}" for c, lo, s in
@@ -509,19 +674,26 @@ class _Model:
 
         address = text(["a"], [f"a = {addr}"])
         n = len(view.strides)
-        if len(tile.coords) != n or len(view.lo) != n:
-            return address, None, None
+        cs = [f"c{i}" for i in range(n)]
+        # reads at coordinates that depend on values the proof does not know are over-approximated: whether
+        # they stay in the view is not known (the interpreter checks it where the tile is built)
+        coordinates = "" if bad else text(cs, [f"c{i} = {tile.coords[i]}" for i in range(n)])
+        # one execution of the op (a tile and the values of its loop indices) -> the coordinates it touches
+        inst = [x for x in ex if x not in tile.points]
+        body = " and ".join(f"({c})" for c in [*cons, *(f"c{i} = {tile.coords[i]}" for i in range(n))])
+        inner = f"exists ({', '.join(tile.points)} : {body})" if tile.points else body
+        self.instances = f"{{ [{', '.join([*self.tids, *inst])}] -> [{', '.join(cs)}] : {inner} }}"
         # dimensions of one element go last (their coordinate must be proven to stay at the lowest corner,
         # `coordinate_layout`), the others in order of decreasing stride
         unit = [i for i in range(n) if len(view.sizes) == n and view.sizes[i] == 1]
         rest = [i for i in range(n) if i not in unit]
         strides = tuple(view.strides[i] for i in rest)
         if len(set(strides)) != len(strides) or min(strides, default=1) <= 0:
-            return address, None, None
+            return address, None, None, coordinates
         order = sorted(rest, key=lambda i: -view.strides[i]) + unit
         ks = [f"k{j}" for j in range(n)]
         coords = text(ks, [f"k{j} = {tile.coords[i]} - {view.lo[i]}" for j, i in enumerate(order)])
-        return address, coords, (view.offset, tuple(sorted(strides, reverse=True)), len(unit))
+        return address, coords, (view.offset, tuple(sorted(strides, reverse=True)), len(unit)), coordinates
 
     def closure(self, wanted: set[str], cons: list[str]) -> set[str]:
         """Every variable the constraints need, with the definitions of the defined ones appended to `cons`."""
@@ -555,7 +727,13 @@ _HANDLERS = {
     "ktdp.construct_access_tile": _Model.access_tile,
     "ktdp.construct_indirect_access_tile": _Model.indirect_tile,
     "ktdp.load": _Model.load, "ktdp.store": _Model.store,
+    "memref.load": _Model.memref_load,
+    **{n: _Model.derived_view for n in ("memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.alloc",
+                                       "memref.alloca")},
 }
+
+# ops that take memrefs without reading or writing their elements
+_NO_MEMORY_EFFECT = frozenset({"memref.dim", "scf.yield", "func.return", "scf.condition", "memref.extract_strided_metadata"})
 
 
 def _int(text: str) -> int | None:
@@ -581,27 +759,49 @@ def _static(op: Operation, attr: str) -> tuple[int, ...]:
     return tuple(int(v) for v in getattr(op.attributes.get(attr), "values", ()))
 
 
+def _space(attr: object) -> str:
+    """"global", "local" (the executing tile's own scratchpad) or "remote" for a memory space attribute."""
+    if isinstance(attr, at.MemorySpaceAttr):
+        return "global" if attr.kind == "global" else ("remote" if attr.ct_id is not None else "local")
+    return "global"
+
+
+def _bind(constraint: str, values: list[int | None]) -> str:
+    """`constraint` with the symbols s0, s1, ... replaced by their values."""
+    import re
+
+    return re.sub(r"\bs(\d+)\b", lambda m: f"({values[int(m.group(1))]})", constraint)
+
+
+def _lows_of(cons: list[str], rank: int, nsyms: int, known: list[int | None]) -> tuple[int, ...] | None:
+    """The least point of the set `cons` over c0, c1, ... (symbols s0, ...: the known ones bound): None
+    unless each coordinate's minimum is one integer whatever the unknown symbols are."""
+    params = [f"s{i}" for i in range(nsyms)]
+    bound = [f"s{i} = {k}" for i, k in enumerate(known) if k is not None]
+    text = (f"[{', '.join(params)}] -> " if params else "") + \
+        f"{{ [{', '.join(f'c{i}' for i in range(rank))}] : {' and '.join([*cons, *bound]) or '0 = 0'} }}"
+    return _lows_cached(text, rank)
+
+
 @functools.lru_cache(maxsize=1024)
 def _lows_cached(text: str, n: int) -> tuple[int, ...] | None:
     s = isl.Set(text)
-    if s.is_empty():
+    if s.is_empty() or not s.is_bounded():
         return None
     out = []
     for i in range(n):
-        low = s.dim_min_val(i)
-        if not low.is_int():
+        values = set()
+        for _, aff in s.dim_min(i).get_pieces():
+            if not aff.is_cst():
+                return None
+            low = aff.get_constant_val()
+            if not low.is_int():
+                return None
+            values.add(int(low.to_python()))
+        if len(values) != 1:
             return None
-        out.append(int(low.to_python()))
+        out.append(values.pop())
     return tuple(out)
-
-
-def _lows(iset: af.IntegerSet, syms: tuple[int, ...]) -> tuple[int, ...] | None:
-    names = [f"c{i}" for i in range(iset.num_dims)]
-    try:
-        cons = isl_constraints(iset, names, [str(s) for s in syms])
-    except NotAffine:
-        return None
-    return _lows_cached(f"{{ [{', '.join(names)}] : {' and '.join(cons) or '0 = 0'} }}", iset.num_dims)
 
 
 def footprint(module: Module, fn: Operation, sizes: Mapping[str, int] | None = None) -> Footprint:
@@ -679,15 +879,27 @@ def prove(before: Module, after: Module, sizes: Mapping[str, int] | None = None,
         return fout.problems[0]
     if fin.problems:
         return f"the input's stores cannot be modelled, so the scheduled one cannot be compared with them: {fin.problems[0]}"
-    for a in fin.writes + fout.writes + fout.reads:  # parsed before the budget starts
+    for a in fin.writes + fin.reads + fout.writes + fout.reads:  # parsed before the budget starts
         _map(a.relation)
         if a.coords is not None:
             _map(a.coords)
+    for a in fout.writes + fout.reads:
+        if a.coordinates:
+            _map(a.coordinates)
+        if a.valid:
+            _set(a.valid)
+    for a in fout.writes:
+        if a.instances:
+            _map(a.instances)
+            _map(_addressing(a))
+    for a in fin.writes + fin.reads + fout.writes + fout.reads:
+        if a.layout is not None:
+            _set(_box(a.layout))
     ctx = isl.DEFAULT_CONTEXT
     ctx.reset_operations()
     ctx.set_max_operations(max_operations)
     try:
-        return compare(fin, fout, coordinates)
+        return well_formed(fout) or compare(fin, fout, coordinates)
     except isl.Error as e:  # whatever stopped isl, nothing is proven
         if "maximal number of operations exceeded" in str(e):
             return (f"the legality proof did not finish within {max_operations:,} isl operations (isl's integer "
@@ -723,7 +935,86 @@ def compare(fin: Footprint, fout: Footprint, coordinates: bool = True) -> str | 
             why = _compare_arg(arg, fout.grid, w_out, w_in, r_out, lambda a: a.relation, lambda k: k[0])
         if why is not None:
             return why
+    return _reads_inside(fin, fout, coordinates)
+
+
+def _reads_inside(fin: Footprint, fout: Footprint, coordinates: bool = True) -> str | None:
+    """None when every element the scheduled module reads is one its input reads or writes.
+
+    The host passes arrays whose extent the kernel does not state (a view may reach past its
+    array: only accessing such an element is an error, `runtime.out-of-bounds`), so the elements
+    the input accesses are the ones known to exist. A gather of the input reads any element."""
+    for arg in sorted({a.arg for a in fout.reads}):
+        r_out = [a for a in fout.reads if a.arg == arg]
+        known = [a for a in fin.reads + fin.writes if a.arg == arg]
+        if not known:
+            return f"the scheduled kernel reads %{arg}, which the input never accesses"
+        sizes = {a.itemsize for a in r_out + known}
+        if len(sizes) > 1:
+            return f"%{arg} is accessed through views of different element sizes {sorted(sizes)}"
+        layout = coordinate_layout(r_out + known) if coordinates else None
+        rel: Callable[[Access], str] = (lambda a: a.coords or "") if layout is not None else (lambda a: a.relation)
+        got, want = _union(r_out, rel), _union(known, rel)
+        assert got is not None and want is not None
+        extra = got.range().subtract(want.range())
+        if not extra.is_empty():
+            k = _point(extra)
+            elem = _element(layout, k) if layout is not None else k[0]
+            return (f"a tile reads element {elem} of %{arg}, which the input neither reads nor writes (it may lie "
+                    f"outside the array passed for %{arg}: runtime.out-of-bounds)")
     return None
+
+
+def well_formed(fp: Footprint) -> str | None:
+    """None when every access of `fp` is proven to stay in its view's coordinate set, and no store
+    writes one element twice through strides that map two of its coordinates to it; else why not.
+
+    Both would be dynamic errors (`runtime.out-of-view`, `runtime.store-conflict`) of the scheduled
+    module, and the element offsets the proof compares are only the ones accessed when neither
+    happens. A store's coordinates are one-to-one with its elements when `coordinate_layout` proves
+    it on the coordinates of that store alone, or else when isl finds no execution of the store (a
+    tile and the values of its loop indices) that stores two coordinates the view maps to one element
+    (two tiles or two iterations storing one element are the comparison's business, not a conflict)."""
+    for a in fp.writes + fp.reads:
+        if not a.coordinates or not a.valid:
+            continue  # not modelled exactly (a read through unknown values), or a view of unknown sizes
+        reached = _map(a.coordinates).range()
+        outside = reached.subtract(_set(a.valid))
+        if not outside.is_empty():
+            line = a.view.line if a.view is not None else "its view"
+            return (f"{where(a.op)} reaches coordinate {_point(outside)} of the view at {line}, outside its "
+                    "coordinate set (a runtime.out-of-view error of the scheduled module)")
+    for a in fp.writes:
+        if a.coords is not None and coordinate_layout([a]) is not None:
+            continue  # one-to-one on every coordinate it stores, on any tile
+        line = a.view.line if a.view is not None else "its view"
+        if not a.instances:
+            return f"{where(a.op)} stores through the view at {line}, which may map two of its coordinates to one element"
+        # exactly: two different coordinates of one execution (a tile, its loop indices) at one element
+        addressing = _map(_addressing(a))
+        same = _others(addressing.apply_range(addressing.reverse()))
+        execution = _map(a.instances)
+        twice = execution.range_product(execution).intersect_range(same.wrap())
+        if not twice.is_empty():
+            p = _point(twice.range().unwrap())
+            n = len(p) // 2
+            return (f"{where(a.op)} writes one element twice: the view at {line} maps coordinates {p[:n]} and "
+                    f"{p[n:]}, which one execution of it stores, to one element (a runtime.store-conflict)")
+    return None
+
+
+def _addressing(a: Access) -> str:
+    """The element offset of each coordinate of `a`'s view, as an isl map text."""
+    view = a.view
+    assert view is not None
+    n = len(view.strides)
+    addr = " + ".join([str(view.offset)] + [f"(c{i} - {view.lo[i]}) * {view.strides[i]}" for i in range(n)])
+    return f"{{ [{', '.join(f'c{i}' for i in range(n))}] -> [a] : a = {addr} }}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _set(text: str) -> isl.Set:
+    return isl.Set(text)
 
 
 def coordinate_layout(accesses: list[Access]) -> Layout | None:
@@ -748,15 +1039,20 @@ def coordinate_layout(accesses: list[Access]) -> Layout | None:
         return None
     (layout,) = layouts
     assert layout is not None
-    strides, unit = layout[1], layout[2]
-    ks = [f"k{j}" for j in range(len(strides) + unit)]
-    cons = [f"0 <= k{j}" + (f" < {strides[j - 1] // strides[j]}" if j else "") for j in range(len(strides))]
-    cons += [f"k{j} = 0" for j in range(len(strides), len(ks))]
-    box = isl.Set(f"{{ [{', '.join(ks)}] : {' and '.join(cons) or '0 = 0'} }}")
+    box = _set(_box(layout))
     for a in accesses:
         if not _map(a.coords or "").range().is_subset(box):
             return None
     return layout
+
+
+def _box(layout: Layout) -> str:
+    """The coordinates on which `layout` is proven one-to-one (`coordinate_layout`), as an isl set text."""
+    strides, unit = layout[1], layout[2]
+    ks = [f"k{j}" for j in range(len(strides) + unit)]
+    cons = [f"0 <= k{j}" + (f" < {strides[j - 1] // strides[j]}" if j else "") for j in range(len(strides))]
+    cons += [f"k{j} = 0" for j in range(len(strides), len(ks))]
+    return f"{{ [{', '.join(ks)}] : {' and '.join(cons) or '0 = 0'} }}"
 
 
 def _element(layout: Layout, k: list[int]) -> int:
@@ -809,4 +1105,4 @@ def _singleton(coords: list[int]) -> isl.Set:
     return isl.Set(f"{{ [{', '.join(names)}] : {' and '.join(f'{n} = {c}' for n, c in zip(names, coords, strict=True))} }}")
 
 
-__all__ = ["Footprint", "compare", "footprint", "prove"]
+__all__ = ["Footprint", "compare", "footprint", "prove", "well_formed"]

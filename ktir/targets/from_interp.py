@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ktir.dialects.access import named
+from ktir.dialects.access import AccessError, named
 from ktir.dialects.cost import VECTOR_WORK, CostClass
 from ktir.dialects.registry import OpsOfCost, cost_class
 from ktir.ir import attributes as at
@@ -591,7 +591,8 @@ class _TileConverter:
             kind = Kind.TRANSFER if GLOBAL in rd or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records), reads_only=True)
             deps = {self._emit(ev, kind, deps, bytes_read=rd, sources=remote)}
-        last = self._emit(ev, compute, deps, result_bytes=self._result_bytes(op, ev) if not wr else 0,
+        result = self._result_bytes(op, ev) if not wr else 0
+        last = self._emit(ev, compute, deps, result_bytes=result, reuses=self._in_place(op, result),
                           **self._work(ev, op, compute))
         if wr:
             kind = Kind.TRANSFER if GLOBAL in wr else Kind.LOCAL
@@ -662,6 +663,24 @@ class _TileConverter:
             if isinstance(t, ty.TensorType):
                 total += _nbytes(t, fallback_elements=int(ev.elements))
         return total
+
+    def _in_place(self, op: Operation | None, result: int) -> int:
+        """The record whose result `op`'s may overwrite (spec/ops/linalg.md, storage): the one that made the
+        tensor in its `outs` when `op` is a destination-style op with one output and one result of that
+        tensor's size; -1 otherwise. The timeline does it only where `op` is that tensor's last user."""
+        if op is None or not result or not op.name.startswith("linalg.") or len(op.result_types) != 1:
+            return -1
+        try:
+            *_, outs_group = (o.name for o in named(op).opdef.operands)
+            outs = list(named(op).operands(outs_group))
+        except (AccessError, ValueError):
+            return -1
+        if len(outs) != 1:
+            return -1
+        made = self._value(self._fid(op), outs[0])
+        if len(made) != 1 or self.records[made[0]].result_bytes != result:
+            return -1
+        return made[0]
 
     def _copy_bytes(self, op: Operation) -> int:
         if op.name in ("tensor.insert_slice", "tensor.parallel_insert_slice") and op.operand_types:

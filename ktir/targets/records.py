@@ -57,6 +57,9 @@ class OpRecord:
     sources: tuple[tuple[int, int], ...] = ()
     result_bytes: int = 0  # bytes of tensor results that live in ct_local memory until their last use
     line: int = 0  # source line, for people
+    # the seq of the record whose result this one's result may be written over (the `outs` operand of a
+    # destination-style op, spec/ops/linalg.md): done when this record is that result's last user; -1: none
+    reuses: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"tile": self.tile, "seq": self.seq, "op": self.op, "kind": self.kind.value}
@@ -72,6 +75,8 @@ class OpRecord:
                 d[name] = value
         if self.sources:
             d["sources"] = [list(s) for s in self.sources]
+        if self.reuses >= 0:
+            d["reuses"] = self.reuses
         return d
 
     @staticmethod
@@ -85,6 +90,7 @@ class OpRecord:
             transcendental=bool(d.get("transcendental", False)), sync=d.get("sync"),
             sources=tuple((int(a), int(b)) for a, b in d.get("sources", ())),
             result_bytes=int(d.get("result_bytes", 0)), line=int(d.get("line", 0)),
+            reuses=int(d.get("reuses", -1)),
         )
 
 

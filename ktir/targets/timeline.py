@@ -28,7 +28,10 @@ The model, in full:
   more bandwidth never later); fair sharing follows phases more closely but, like real
   networks, can occasionally get slower when a bandwidth grows.
 - Tensor results (`result_bytes`) occupy the tile's ct_local memory from the op's start until
-  the last record that depends on them finishes, on top of `resident_local_bytes`.
+  the last record that depends on them finishes, on top of `resident_local_bytes`. A
+  destination-style op (`reuses`: a linalg op and the tensor in its `outs`) that starts as the
+  last unfinished user of that tensor writes its result over it (spec/ops/linalg.md, storage):
+  the two are counted once, as an accumulator updated in place.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def _series(changes: list[tuple[float, str, float]]) -> dict[str, list[tuple[flo
 
 class _Op:
     __slots__ = ("rec", "idx", "queue", "deps", "waiting", "dependents", "users_left", "start", "end", "lane",
-                 "flows", "flows_left", "data_start", "ready", "cause", "port_cause", "limit")
+                 "flows", "flows_left", "data_start", "ready", "cause", "port_cause", "limit", "handed")
 
     def __init__(self, rec: OpRecord, idx: int) -> None:
         self.rec = rec
@@ -142,6 +145,7 @@ class _Op:
         self.cause: int | None = None
         self.port_cause: int | None = None
         self.limit: str | None = None
+        self.handed = False  # its result's storage was taken over by a user's result (`OpRecord.reuses`)
 
 
 class _ActiveFlow:
@@ -250,6 +254,7 @@ class _Simulation:
                 self.ops[d].dependents.append(op.idx)
         for op in self.ops:
             op.users_left = len(op.dependents)
+        self.index = index
 
     # main loop -------------------------------------------------------------------
 
@@ -336,7 +341,7 @@ class _Simulation:
         op.cause = self._cause(op)
         self.started[(r.tile, op.queue or "")] = op.idx
         if r.result_bytes:
-            self._occupy(r.tile, r.result_bytes)
+            self._occupy(r.tile, r.result_bytes - self._take_over(op))
         kind = r.kind
         if kind is Kind.MATRIX or kind is Kind.VECTOR:
             self._push(self.now + self._compute_cycles(r), _END, op.idx)
@@ -465,7 +470,7 @@ class _Simulation:
         for d in op.deps:
             dep = self.ops[d]
             dep.users_left -= 1
-            if dep.users_left == 0 and dep.rec.result_bytes:
+            if dep.users_left == 0 and dep.rec.result_bytes and not dep.handed:
                 self._occupy(dep.rec.tile, -dep.rec.result_bytes)
         for u in op.dependents:
             user = self.ops[u]
@@ -477,6 +482,21 @@ class _Simulation:
                     self._push(self.now, _END, user.idx)
                 else:
                     self.dirty.add((user.rec.tile, user.queue))
+
+    def _take_over(self, op: _Op) -> int:
+        """The bytes `op`'s result takes over from the result it overwrites (`OpRecord.reuses`): that
+        result's, when `op` is its last unfinished user and they have one size; else 0."""
+        r = op.rec
+        if r.reuses < 0:
+            return 0
+        i = self.index.get((r.tile, r.reuses))
+        if i is None or i not in op.deps:
+            return 0
+        dep = self.ops[i]
+        if dep.users_left != 1 or dep.handed or dep.rec.result_bytes != r.result_bytes:
+            return 0
+        dep.handed = True
+        return r.result_bytes
 
     def _occupy(self, tile: int, delta: int) -> None:
         v = self.live.get(tile, 0) + delta

@@ -16,6 +16,7 @@ from ktir.syntax.printer import print_module
 from ktir.targets.schema import Target
 from schedulers import naive, registry
 from schedulers.check import CheckFailed, check_equivalent
+from schedulers.report import ScheduleReport as ScheduleReportType
 
 
 class WrongScheduler:
@@ -161,3 +162,30 @@ def test_a_missing_argument_is_asked_for_with_the_schedule_flag(capsys: pytest.C
     code = ktir_schedule([str(kernel), "--target", "spyre", "--check", "-q"])
     _, err = capsys.readouterr()
     assert code == 1 and "--size n=INT" in err and "--arg" not in err and "Traceback" not in err
+
+
+def test_an_unchanged_module_is_not_run_again(softmax_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--check` of a result that is its input (by printed text) passes without the interpreter; a
+    result that differs in one op is still run."""
+    import schedulers.check as check
+    module = ktir.parse(softmax_file.read_text(), "softmax.ktir")
+    runs: list[int] = []
+    real = check.check_equivalent
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(check, "check_equivalent", counted)
+    same = schedulers.ScheduleResult(ktir.parse(print_module(module), "copy.ktir"), _report())
+    verdict = check.check_schedule(module, same)
+    assert verdict.ok and "unchanged" in verdict.message and not runs
+    changed = ktir.parse(print_module(module).replace("arith.divf", "arith.mulf", 1), "changed.ktir")
+    assert print_module(changed) != print_module(module)
+    with pytest.raises(CheckFailed):
+        check.check_schedule(module, schedulers.ScheduleResult(changed, _report()))
+    assert runs == [1]
+
+
+def _report() -> ScheduleReportType:
+    return ScheduleReportType(scheduler="none", target="spyre", kernel="softmax", kernel_class="none", applied=False)

@@ -81,9 +81,18 @@ def divided(R: int, C: int, grid: int, step: int, first: int, rows: int, shift: 
 def oracle(R: int, C: int, grid: int, step: int, first: int, rows: int, shift: int, layout: str,
            unit: int | None = None) -> str | None:
     """The verdict by enumerating the element offsets each tile reads and writes (the proof's order:
-    two writers, a read of another tile's write, an element lost, an element extra)."""
+    an access outside its view, a store writing one element twice, two writers, a read of another
+    tile's write, an element lost, an element extra)."""
     width = C + 1 if layout == "wide" else C
     moved = unit if unit is not None and layout != "flat" else 0
+    # the scheduled module must be free of dynamic errors first: every block inside the view's R rows (and
+    # coordinate 0 of a unit dimension), and no store writing one element twice (a wide row's last
+    # element is the next row's first)
+    starts = [first + t * step + d for t in range(grid) for d in (0, shift)]
+    if moved or any(r0 < 0 or r0 + rows > R for r0 in starts):
+        return "outside its coordinate set"
+    if layout == "wide" and rows > 1:
+        return "one element twice"
 
     def block(r0: int) -> set[int]:
         return {(r0 + i) * C + j + moved for i in range(rows) for j in range(width)}
@@ -110,7 +119,8 @@ def kind(why: str | None) -> str | None:
     if why is None:
         return None
     found = [k for k in ("both write element", "reads elements of", "is written by no tile",
-                         "which the input does not write") if k in why]
+                         "which the input does not write", "outside its coordinate set", "one element twice")
+             if k in why]
     assert len(found) == 1, why
     return found[0]
 

@@ -1,0 +1,77 @@
+"""The split-K and K-split ring matmuls on the timeline: the scratchpad peak the schedulers'
+model gives a point against the peak of the interpreter's trace on Spyre.
+
+Both count an accumulator once: a `linalg.matmul` that is the last user of its `outs` tensor
+writes over it (spec/ops/linalg.md, storage). Before the timeline followed that rule, it held
+the previous accumulator beside the new one for every matmul, and the K-split ring of a
+512 x 4096 x 14336 projection peaked at 2.82 MB (model 1.90 MB). What is left is one known gap:
+the ring's epilogue extracts every row chunk of the accumulator before the reduces that use them,
+and the timeline gives each extract its own storage (`test_the_ring_epilogue_gap`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import ktir
+from ktir.targets.records import KernelTrace
+from ktir.targets.schema import Target
+from ktir.targets.timeline import simulate
+from schedulers import naive
+from schedulers.builtin import evaluate_point
+from schedulers.cost import figures
+from schedulers.emit_splitk import SplitKSpace, emit_splitk
+from schedulers.kernels import MatmulKernel, recognise
+from schedulers.space_ring import RING
+
+SPLIT = {"bm": 64, "bn": 1024, "bk": 128, "order": 0, "db": 1, "gm": 1, "gn": 4, "pp": 0, "sk": 2}
+RING_SPLIT = {"bm": 64, "bn": 512, "bk": 64, "order": RING, "db": 1, "gm": 1, "gn": 8, "pp": 0, "sk": 4}
+
+
+def _trace(M: int, N: int, K: int, point: dict[str, int], spyre: Target) -> tuple[KernelTrace, float]:
+    """The shapes-only trace of the scheduled bf16 matmul, and the model's scratchpad for the point."""
+    import reference_interp as ri
+    from ktir.targets.from_interp import from_interp
+    from reference_interp.inputs import infer_args
+
+    before = ktir.parse(naive.matmul(M, N, K, "bf16"), "mm.ktir")
+    rec = recognise(before)
+    assert isinstance(rec.kernel, MatmulKernel), rec.reason
+    after = emit_splitk(rec.kernel, rec.fn, point)
+    model = float(evaluate_point(SplitKSpace(rec.kernel, figures(spyre)), point).scratch[0])
+    args = infer_args(after, None, {}, 0, {"shapes_only": True}, zeros=True)
+    run = ri.run(after, None, args, trace=True, shapes_only=True)
+    return from_interp(after, run, None).trace, model
+
+
+def _peak(trace: KernelTrace, spyre: Target, in_place: bool = True) -> int:
+    if not in_place:
+        trace = dataclasses.replace(trace, records=[dataclasses.replace(r, reuses=-1) for r in trace.records])
+    return max(simulate(trace, spyre).peak_local.values())
+
+
+@pytest.mark.parametrize("point", [SPLIT, RING_SPLIT], ids=["split-K", "K-split ring"])
+def test_the_timeline_counts_the_accumulator_once_and_stays_within_the_model(point: dict[str, int],
+                                                                           spyre: Target) -> None:
+    """64 x 4096 x 14336, at each emitter's fastest point of the model: the K loop holds one
+    accumulator (the timeline without the rule holds two: exactly one accumulator more), and the
+    peak is within the model's estimate and the 2 MiB scratchpad."""
+    trace, model = _trace(64, 4096, 14336, point, spyre)
+    peak = _peak(trace, spyre)
+    acc = point["bm"] * point["bn"] * 4
+    assert _peak(trace, spyre, in_place=False) - peak == acc
+    capacity = spyre.local_memory.capacity_bytes.value
+    assert peak <= model <= capacity, (peak, model, capacity)
+
+
+@pytest.mark.xfail(strict=True, reason="the ring's epilogue extracts all 8 row chunks of the accumulator ahead of "
+                   "their reduces (7 x 128 KiB live on the timeline; the model counts 4 partials + 1 rounded chunk)")
+def test_the_ring_epilogue_gap(spyre: Target) -> None:
+    """512 x 4096 x 14336 on the K-split ring (the point `exact` picks): 2,228,224 B on the timeline
+    (2,818,048 before the in-place rule), 1,900,544 in the model, 2,097,152 available."""
+    point = {**RING_SPLIT, "bm": 512, "db": 0}
+    trace, model = _trace(512, 4096, 14336, point, spyre)
+    peak = _peak(trace, spyre)
+    assert peak <= model and peak <= spyre.local_memory.capacity_bytes.value, (peak, model)
