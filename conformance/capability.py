@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conformance.levels import OPTIONAL_DTYPES as OPTIONAL_DTYPES
 from conformance.levels import OPTIONAL_LEVELS as OPTIONAL_LEVELS
 from conformance.model import LEVELS, Case, Level
+from ktir.fileio import toml_loads
 
 CAPABILITIES_SCHEMA_VERSION = 1
 Kind = Literal["parser", "verifier", "executor"]
@@ -133,7 +134,7 @@ class DeclarationError(Exception):
 def _read(path: Path) -> object:
     try:
         text = path.read_text(encoding="utf-8")
-        return json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        return json.loads(text) if path.suffix == ".json" else toml_loads(text)
     except OSError as e:
         raise DeclarationError(f"cannot read {path}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:

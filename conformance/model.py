@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from conformance.levels import LEVELS as LEVELS
-from ktir.fileio import confined_file, confined_path
+from ktir.fileio import confined_file, confined_path, toml_loads
 
 SCHEMA_VERSION = 1
 Level = Literal["syntax", "validation", "core", "multi-tile", "collective", "full"]
@@ -94,7 +94,7 @@ class ManifestError(Exception):
 
 def load_manifest(path: Path) -> Manifest:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml_loads(path.read_text(encoding="utf-8"))
         return Manifest.model_validate(data)
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ManifestError(f"{path}: {e}") from None

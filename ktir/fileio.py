@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
+from typing import Any
 
 
 class InputError(Exception):
@@ -73,3 +76,26 @@ def confined_file(folder: Path, name: str) -> Path:
     if real.exists() and not real.is_file():
         raise ValueError(f"{path} is not a regular file")
     return path
+
+
+# Arrays and inline tables nested deeper than this are refused before tomllib sees them:
+# tomllib recurses per level, and near the interpreter's recursion limit CPython 3.11 can
+# raise SystemError ("error return without exception set") instead of RecursionError.
+MAX_TOML_DEPTH = 100
+_TOML_TOKENS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]')
+
+
+def toml_loads(text: str) -> dict[str, Any]:
+    """tomllib.loads, raising RecursionError (as a deep file did before) when brackets outside
+    strings and comments nest deeper than MAX_TOML_DEPTH."""
+    depth = deepest = 0
+    for m in _TOML_TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    if deepest > MAX_TOML_DEPTH:
+        raise RecursionError(f"TOML nested {deepest} deep (at most {MAX_TOML_DEPTH})")
+    return tomllib.loads(text)

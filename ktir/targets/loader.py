@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ktir.fileio import toml_loads
+
 from .schema import SCHEMA_VERSION, Target
 
 
@@ -30,7 +32,7 @@ def builtin_targets() -> dict[str, Path]:
 
 def _declared_name(path: Path) -> str:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml_loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return path.stem
     name = data.get("name")
@@ -67,7 +69,7 @@ def load_target_file(path: Path) -> Target:
 def parse_target(text: str, filename: str = "<target>") -> Target:
     """Validate TOML text as a target description."""
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TargetError(f"{filename}: not valid TOML: {e}") from None
     except RecursionError:
