@@ -227,6 +227,21 @@ class TileReads:
         return " or ".join(sorted(self.ops)) or "an earlier access"
 
 
+_RECENT = 4  # how many of the latest read records a new box read is compared with
+
+
+def _recent_same(descs: list[tuple[Desc, str]], desc: BoxDesc, opname: str) -> int:
+    """The (negative) position among the last _RECENT records of `descs` of a box equal to
+    `desc`, read by `opname`; 0 when there is none."""
+    b0, ext, bs, isz = desc.b0, desc.ext, desc.bstrides, desc.itemsize
+    for k in range(-1, -min(len(descs), _RECENT) - 1, -1):
+        d, name = descs[k]
+        if (type(d) is BoxDesc and d.b0 == b0 and d.ext == ext and d.bstrides == bs
+                and d.itemsize == isz and name == opname):
+            return k
+    return 0
+
+
 def _box_cells(alloc: Allocation, desc: BoxDesc, g: int) -> np.ndarray | None:
     """The write-map entries (alloc.w_seg) of a box access whose elements are whole granules,
     shaped like the box (the same flat order as `scaled(desc, g).cells(w)`); None for any
@@ -460,7 +475,16 @@ class RaceTracker:
             if desc.hi > reads.hi:
                 reads.hi = desc.hi
             reads.last = epoch
-            reads.descs.append((desc, opname))
+            descs = reads.descs
+            if type(desc) is BoxDesc and descs:
+                k = _recent_same(descs, desc, opname)
+                if k:
+                    # the same box read again by the same op: only the latest epoch of a byte
+                    # counts, so the new record replaces the old one (a loop re-reading one block
+                    # keeps one record, not one per iteration, and never needs the map)
+                    del descs[k]
+                    del reads.epochs[k]
+            descs.append((desc, opname))
             reads.epochs.append(epoch)
         else:
             reads.add(epoch, desc, opname)
