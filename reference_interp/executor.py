@@ -308,12 +308,22 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
     return RunResult(
         grid=grid,
         outputs=binder.outputs(),
-        returns=returns,
+        returns=[_detached(r) for r in returns],
         stats=[ctx.stats() for ctx in contexts],
         addresses=binder.addresses,
         trace=[ctx.trace or [] for ctx in contexts] if options.trace else None,
         lockstep=lane is not None,
     )
+
+
+def _detached(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A tile's returned values, none of them a view of a caller's array (a load from an array
+    the run never wrote is a read-only view of it, access._load_box): copied, so that the
+    result does not change when the caller later writes the array."""
+    if not any(isinstance(v, np.ndarray) and not v.flags.owndata and not v.flags.writeable for v in values):
+        return values
+    return tuple(v.copy() if isinstance(v, np.ndarray) and not v.flags.owndata and not v.flags.writeable else v
+                 for v in values)
 
 
 # ---------------------------------------------------------------------- execution
