@@ -7,6 +7,12 @@ its sizes as arguments; several examples fix small sizes in their text) and, fro
 cpu_style.py, a 2 x 2-grid RMSNorm written the way ktir-cpu's examples are (one row per loop
 iteration, column-sharded distributed views, an all-reduce per row, f16 throughout).
 
+Beside each ratio it prints the interpreter's fixed cost per run for that kernel's arguments
+(the same run of a function with the kernel's signature and grid and an empty body: binding
+and placing the arguments, a context per tile, the race tracker, the outputs), the executed
+ops, and (interpreter - fixed cost) / numpy: for the kernels whose sizes are fixed small in
+their text, how much of the gap is the fixed cost and how much the ops.
+
 It also prints:
 - the race check's cost per loop iteration at 128, 1,024 and 8,192 rows per tile (the
   2 x 2 RMSNorm at hidden size 256, with checks on and with the race check off; the median
@@ -71,7 +77,7 @@ EXAMPLES = ROOT / "examples"
 
 CLOCK = time.process_time
 
-Case = tuple[str, Callable[[], Any], Callable[[], Any], Callable[[Any, Any], None]]
+Case = tuple[str, "Interp", Callable[[], Any], Callable[[Any, Any], None]]
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -102,7 +108,47 @@ def best_pair(a: Callable[[], Any], b: Callable[[], Any], repeat: int) -> tuple[
 
 
 def example(name: str) -> ktir.Module:
-    return ktir.parse((EXAMPLES / name).read_text(), name)
+    return parsed((EXAMPLES / name).read_text(), name)
+
+
+_TEXTS: dict[int, str] = {}  # id(module) -> its text (for empty_of)
+
+
+def parsed(text: str, name: str) -> ktir.Module:
+    m = ktir.parse(text, name)
+    _TEXTS[id(m)] = text
+    return m
+
+
+class Interp:
+    """A case's interpreter run: `reference_interp.run(module, func, args=args, **kw)`, all checks on."""
+
+    def __init__(self, m: ktir.Module, args: dict[str, Any], func: str | None = None, **kw: Any) -> None:
+        self.m, self.args, self.func, self.kw = m, args, func, kw
+
+    def __call__(self) -> Any:
+        return ri.run(self.m, self.func, args=self.args, **self.kw)
+
+    def empty(self) -> Callable[[], Any]:
+        """The same run of a function with the same signature and grid and an empty body: the
+        interpreter's fixed cost per run for these arguments (compiling cached, binding and
+        placing the arguments, a context per tile, the race tracker, the outputs)."""
+        e = empty_of(_TEXTS[id(self.m)], self.func)
+        return functools.partial(ri.run, e, args=self.args, **self.kw)
+
+
+def interp_of(m: ktir.Module, args: dict[str, Any], func: str | None = None, **kw: Any) -> Interp:
+    return Interp(m, args, func, **kw)
+
+
+def empty_of(text: str, func: str | None) -> ktir.Module:
+    """A module of one function with the signature and attributes (grid) of `func` (or the
+    text's one function) and an empty body (the benchmark's kernels take index arguments only)."""
+    heads = [ln.strip() for ln in text.splitlines() if ln.lstrip().startswith("func.func @")]
+    if func is not None:
+        heads = [h for h in heads if h.startswith(f"func.func @{func}(")]
+    assert len(heads) == 1 and heads[0].endswith("{"), heads
+    return ktir.parse(heads[0] + "\n  func.return\n}\n", "empty.ktir")
 
 
 def load() -> str:
@@ -126,7 +172,7 @@ def case_matmul(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["c_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=0.5)
 
-    return (f"matmul {M}x{N}x{K} f16, 32 tiles", lambda: ri.run(m, args=args),
+    return (f"matmul {M}x{N}x{K} f16, 32 tiles", interp_of(m, args),
             lambda: (A.astype(np.float32) @ B.astype(np.float32)).astype(np.float16), check)
 
 
@@ -169,7 +215,7 @@ def case_softmax(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["y_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-4)
 
-    return f"softmax {R}x1024 f16, 32 tiles", lambda: ri.run(m, args=args), lambda: _softmax_ref(X), check
+    return f"softmax {R}x1024 f16, 32 tiles", interp_of(m, args), lambda: _softmax_ref(X), check
 
 
 def case_rmsnorm(scale: int) -> Case:
@@ -186,7 +232,7 @@ def case_rmsnorm(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["y_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
 
-    return f"rmsnorm {R}x512 f16, 8 tiles", lambda: ri.run(m, args=args), ref, check
+    return f"rmsnorm {R}x512 f16, 8 tiles", interp_of(m, args), ref, check
 
 
 def case_layernorm(scale: int) -> Case:
@@ -207,7 +253,7 @@ def case_layernorm(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["y_ptr"].astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=5e-2)
 
-    return f"layernorm {R}x256 bf16, 4 tiles", lambda: ri.run(m, args=args), ref, check
+    return f"layernorm {R}x256 bf16, 4 tiles", interp_of(m, args), ref, check
 
 
 def case_rope(scale: int) -> Case:
@@ -226,7 +272,7 @@ def case_rope(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["y_ptr"], want, rtol=1e-5, atol=1e-5)
 
-    return f"rope {T}x4x64 f32, 4 tiles", lambda: ri.run(m, args=args), ref, check
+    return f"rope {T}x4x64 f32, 4 tiles", interp_of(m, args), ref, check
 
 
 def case_embedding(scale: int) -> Case:
@@ -240,7 +286,7 @@ def case_embedding(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["y_ptr"], want)
 
-    return f"embedding gather {B} of {V}x128 f16, 4 tiles", lambda: ri.run(m, args=args), lambda: E[ids], check
+    return f"embedding gather {B} of {V}x128 f16, 4 tiles", interp_of(m, args), lambda: E[ids], check
 
 
 def blocked_embedding(scale: int) -> Callable[[], Any]:
@@ -286,7 +332,7 @@ def case_paged_attention(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["o_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=2e-3)
 
-    return f"paged attention 4 x 128 tokens, {NP}-page pool", lambda: ri.run(m, args=args), ref, check
+    return f"paged attention 4 x 128 tokens, {NP}-page pool", interp_of(m, args), ref, check
 
 
 SMALL = """
@@ -376,7 +422,7 @@ def case_vector_add(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["C"], want)
 
-    return "vector add 1024 f16, 4 tiles (fixed size)", lambda: ri.run(m, args=args), lambda: a + b, check
+    return "vector add 1024 f16, 4 tiles (fixed size)", interp_of(m, args), lambda: a + b, check
 
 
 def case_swiglu(scale: int) -> Case:
@@ -395,7 +441,7 @@ def case_swiglu(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["h_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
 
-    return "SwiGLU 64x256 @ 256x128 f16, 2x2 tiles (fixed size)", lambda: ri.run(m, args=args), ref, check
+    return "SwiGLU 64x256 @ 256x128 f16, 2x2 tiles (fixed size)", interp_of(m, args), ref, check
 
 
 def case_causal_attention(scale: int) -> Case:
@@ -414,7 +460,7 @@ def case_causal_attention(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["o_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
 
-    return "causal attention 256x64 f16, 4 tiles (fixed size)", lambda: ri.run(m, args=args), ref, check
+    return "causal attention 256x64 f16, 4 tiles (fixed size)", interp_of(m, args), ref, check
 
 
 def _ring(func: str, label: str) -> Callable[[int], Case]:
@@ -426,7 +472,7 @@ def _ring(func: str, label: str) -> Callable[[int], Case]:
         def check(got: Any, want: Any) -> None:
             np.testing.assert_allclose(got.outputs["out_ptr"], want, rtol=1e-5, atol=1e-5)
 
-        return label, lambda: ri.run(m, func, args=args), lambda: np.broadcast_to(X.sum(0), (8, 128)).copy(), check
+        return label, interp_of(m, args, func), lambda: np.broadcast_to(X.sum(0), (8, 128)).copy(), check
 
     return case
 
@@ -440,7 +486,7 @@ def case_distributed_copy(scale: int) -> Case:
         np.testing.assert_array_equal(got.outputs["y_ptr"], want)
 
     return ("transpose 64x64 f32 through a distributed view, 4 tiles (fixed size)",
-            lambda: ri.run(m, args=args, target="spyre"), lambda: X.T.copy(), check)
+            interp_of(m, args, target="spyre"), lambda: X.T.copy(), check)
 
 
 def case_fp8(scale: int) -> Case:
@@ -457,7 +503,7 @@ def case_fp8(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["y_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
 
-    return "fp8 dequantise + matmul 64x256 @ 256x128, 2x2 tiles (fixed size)", lambda: ri.run(m, args=args), ref, check
+    return "fp8 dequantise + matmul 64x256 @ 256x128, 2x2 tiles (fixed size)", interp_of(m, args), ref, check
 
 
 def rmsnorm_2x2_sizes(scale: int) -> tuple[int, int]:
@@ -467,13 +513,13 @@ def rmsnorm_2x2_sizes(scale: int) -> tuple[int, int]:
 def case_rmsnorm_2x2(scale: int) -> Case:
     rows, hidden = rmsnorm_2x2_sizes(scale)
     text, args, ref = make_rmsnorm_2x2(rows, hidden)
-    m = ktir.parse(text, "rmsnorm_2x2.ktir")
+    m = parsed(text, "rmsnorm_2x2.ktir")
 
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["y_ptr"], want)  # the same f16 operations, op for op
 
     return (f"ktir-cpu style RMSNorm {rows}x{hidden} f16, 2x2 tiles, distributed views, all-reduce per row",
-            lambda: ri.run(m, args=args), ref, check)
+            interp_of(m, args), ref, check)
 
 
 def rmsnorm_2x2_tiled(scale: int) -> Callable[[], Any]:
@@ -555,7 +601,8 @@ def main(argv: list[str] | None = None) -> int:
     before = load()
     print(f"clock: process CPU time; BLAS threads: 1; best of {args.repeat}; load average {before}")
     tables = Tables(conditions="")
-    print(f"{'kernel':84} {'interp ms':>10} {'numpy ms':>10} {'ratio':>7}")
+    print(f"{'kernel':84} {'interp ms':>10} {'numpy ms':>10} {'ratio':>7} {'fixed ms':>9} {'ops':>7} "
+          f"{'(interp - fixed) / numpy':>25}")
     with threadpool_limits(limits=1, user_api="blas"):
         for name, make in CASES.items():
             if name not in wanted:
@@ -564,8 +611,12 @@ def main(argv: list[str] | None = None) -> int:
             got = interp()  # compile, warm caches
             t_in, got, t_np, want = best_pair(interp, numpy_fn, args.repeat)
             check(got, want)
-            print(f"{name + ': ' + label:84} {t_in * 1e3:10.3f} {t_np * 1e3:10.3f} {t_in / t_np:7.2f}", flush=True)
-            tables.kernels.append((f"`{name}`: {label}", t_in * 1e3, t_np * 1e3))
+            empty = interp.empty()
+            empty()
+            t_fixed = best_pair(empty, lambda: None, args.repeat)[0]
+            print(f"{name + ': ' + label:84} {t_in * 1e3:10.3f} {t_np * 1e3:10.3f} {t_in / t_np:7.2f} "
+                  f"{t_fixed * 1e3:9.3f} {got.total_ops:7} {(t_in - t_fixed) / t_np:25.2f}", flush=True)
+            tables.kernels.append((f"`{name}`: {label}", t_in * 1e3, t_np * 1e3, t_fixed * 1e3, got.total_ops))
             if name == "rmsnorm_2x2":
                 tiled = rmsnorm_2x2_tiled(scale)
                 t_tiled, r_tiled, _, _ = best_pair(tiled, lambda: None, max(args.repeat // 2, 1))

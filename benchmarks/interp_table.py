@@ -18,17 +18,19 @@ class Tables:
     """One run of bench_interp.py: conditions and the three tables."""
 
     conditions: str  # one line: clock, BLAS threads, repeats, load average before and after
-    kernels: list[tuple[str, float, float]] = field(default_factory=list)  # (label, interpreter ms, numpy ms)
+    # (label, interpreter ms, numpy ms, the interpreter's fixed cost per run in ms, executed ops)
+    kernels: list[tuple[str, float, float, float, int]] = field(default_factory=list)
     races: list[tuple[int, float, float]] = field(default_factory=list)  # (rows per tile, us per iteration: on, check)
     per_op: list[tuple[str, int, float]] = field(default_factory=list)  # (label, executed ops, us per op)
 
 
 def render(t: Tables) -> str:
     lines = [BEGIN, "", t.conditions, "",
-             "| kernel | interpreter ms | numpy ms | interpreter / numpy |", "|---|---:|---:|---:|"]
-    for label, ti, tn in t.kernels:
-        ti, tn = _sig(ti), _sig(tn)  # the ratio of the printed numbers, so that parse() renders the same text
-        lines.append(f"| {label} | {ti:g} | {tn:g} | {ti / tn:.2f} |")
+             "| kernel | interpreter ms | numpy ms | interpreter / numpy | fixed cost per run ms | executed ops "
+             "| (interpreter − fixed cost) / numpy |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for label, ti, tn, tf, ops in t.kernels:
+        ti, tn, tf = _sig(ti), _sig(tn), _sig(tf)  # ratios of the printed numbers, so that parse() renders the same text
+        lines.append(f"| {label} | {ti:g} | {tn:g} | {ti / tn:.2f} | {tf:g} | {ops:,} | {(ti - tf) / tn:.2f} |")
     if t.races:
         lines += ["", "| rows per tile (loop trip count) | per tile and iteration, checks on | of which the race check |",
                   "|---:|---:|---:|"]
@@ -75,7 +77,7 @@ def parse(text: str) -> Tables:
         elif cells[0] == "per executed op":
             section = "per_op"
         elif section == "kernels":
-            t.kernels.append((cells[0], float(cells[1]), float(cells[2])))
+            t.kernels.append((cells[0], float(cells[1]), float(cells[2]), float(cells[4]), int(cells[5].replace(",", ""))))
         elif section == "races":
             t.races.append((int(cells[0].replace(",", "")), float(cells[1].split()[0]), float(cells[2].split()[0])))
         elif section == "per_op":

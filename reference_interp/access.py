@@ -277,7 +277,10 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
     ctx.rd[view.space_id] += arr.size * desc.itemsize
     if view.ct_id is not None and view.ct_id != ctx.tile:
         _remote(ctx, view.ct_id, arr.size * desc.itemsize)
-    return arr.copy()
+    # an array the run has not written yet is read in place (a read-only view): its first write
+    # copies it (Allocation.own), so the view keeps the loaded contents, and values are never
+    # written in place
+    return arr if alloc.shared else arr.copy()
 
 
 def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:
@@ -296,8 +299,9 @@ def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
 
 
 def load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], opname: str) -> np.ndarray:
-    """A copy of the box [lo, lo + ext) of a view, with every memory check (the caller checks
-    the coordinates against the view)."""
+    """The contents of the box [lo, lo + ext) of a view (a copy, or a read-only view of an
+    array the run has not written), with every memory check (the caller checks the
+    coordinates against the view)."""
     return _load_box(ctx, view, lo, ext, opname)
 
 

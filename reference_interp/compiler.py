@@ -157,6 +157,37 @@ class CBlock:
         return None
 
 
+def _last_uses(c: Any, ops: list[Operation], term: Operation | None) -> dict[int, tuple[int, ...]]:
+    """For a vectorised body (its values are whole-iteration-space arrays): per op position,
+    the slots of values defined in the block that no later op (nor the terminator) reads, to
+    drop once that op ran. The body's temporaries then die as in a numpy expression, not all
+    together when the frame ends (freeing many large arrays at once makes glibc trim its heap,
+    and the next arrays fault their memory in again)."""
+    defined = {n for op in ops for n in op.results}
+    last: dict[str, int] = {}
+    for k, op in enumerate(ops):
+        for inner in op.walk():
+            for n in inner.operands:
+                if n in defined:
+                    last[n] = k
+    kept = set(term.operands) if term is not None else set()
+    out: dict[int, list[int]] = {}
+    for n, k in last.items():
+        slot = c.slots.get(n)
+        if n not in kept and slot:
+            out.setdefault(k, []).append(slot)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _then_drop(f: Any, slots: tuple[int, ...]) -> Any:
+    def run(fr: list[Any]) -> None:
+        f(fr)
+        for s in slots:
+            fr[s] = None
+
+    return run
+
+
 def _cause(e: Exception) -> BaseException | None:
     return None if isinstance(e, KtirRuntimeError) else e
 
@@ -474,13 +505,14 @@ class FuncCompiler:
             if ops and ops[-1].name in TERMINATORS:
                 cb.term = ops[-1]
                 ops = ops[:-1]
-            for op in ops:
+            kills = _last_uses(self, ops, cb.term) if vector else {}
+            for k, op in enumerate(ops):
                 compiled = self.compile_op(op)
                 if isinstance(compiled, Blocking):
                     fns.append(compiled.fn)
                     gens.append(True)
                 else:
-                    fns.append(compiled)
+                    fns.append(_then_drop(compiled, kills[k]) if k in kills else compiled)
                     gens.append(False)
                 metas.append(op)
                 oslots.append(tuple(self.slots.get(n, 0) for n in op.operands))

@@ -194,7 +194,7 @@ def run(
         options.max_value_bytes = max_value_bytes
     name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
     try:
-        grid = grid_of(program, fn)
+        grid = _grid(program, fn)
         tiles = math.prod(grid)
         if tiles > options.max_tiles:
             raise KtirRuntimeError("memory-limit", f"the grid {list(grid)} has {tiles} tiles; the interpreter runs "
@@ -202,14 +202,9 @@ def run(
         compiled = program.function(name, options)
         lane = None
         if lockstep and not trace and not shapes_only:
-            from . import lockstep_ops  # noqa: F401 - registers the lane implementations
-            from .lockstep import lane_function
-
-            lane = lane_function(program, name, options)
+            lane = _lockstep().lane_function(program, name, options)
         if lane is not None:
-            from .lockstep import memo
-
-            timing = memo(program, name).timing(_signature(args))
+            timing = _lockstep().memo(program, name).timing(_signature(args))
             if lockstep != "always" and not timing.pick():
                 start = time.process_time()
                 result = _attempt(program, fn, compiled, None, options, grid, args, memory)
@@ -233,6 +228,21 @@ def run(
     except KtirRuntimeError as e:
         e.file = module.filename
         raise e.attach() from e.__cause__
+
+
+_GRIDS: dict[int, tuple[Operation, tuple[int, ...]]] = {}
+
+
+def _grid(program: Program, fn: Operation) -> tuple[int, ...]:
+    """grid_of, once per function (modules are not changed once run, see _program)."""
+    found = _GRIDS.get(id(fn))
+    if found is not None and found[0] is fn:
+        return found[1]
+    grid = grid_of(program, fn)
+    if len(_GRIDS) > 64:
+        _GRIDS.clear()
+    _GRIDS[id(fn)] = (fn, grid)
+    return grid
 
 
 def _gave_up(program: Program, name: str, failed: BaseException | None) -> None:
@@ -290,9 +300,7 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
     try:
         with np.errstate(all="ignore"):
             if lane is not None:
-                from .lockstep import execute
-
-                returns = execute(lane, machine, contexts, per_tile)
+                returns = _lockstep().execute(lane, machine, contexts, per_tile)
             else:
                 returns = _execute(compiled, machine, contexts, per_tile)
     finally:
@@ -300,12 +308,22 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
     return RunResult(
         grid=grid,
         outputs=binder.outputs(),
-        returns=returns,
+        returns=[_detached(r) for r in returns],
         stats=[ctx.stats() for ctx in contexts],
         addresses=binder.addresses,
         trace=[ctx.trace or [] for ctx in contexts] if options.trace else None,
         lockstep=lane is not None,
     )
+
+
+def _detached(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A tile's returned values, none of them a view of a caller's array (a load from an array
+    the run never wrote is a read-only view of it, access._load_box): copied, so that the
+    result does not change when the caller later writes the array."""
+    if not any(isinstance(v, np.ndarray) and not v.flags.owndata and not v.flags.writeable for v in values):
+        return values
+    return tuple(v.copy() if isinstance(v, np.ndarray) and not v.flags.owndata and not v.flags.writeable else v
+                 for v in values)
 
 
 # ---------------------------------------------------------------------- execution
@@ -346,9 +364,30 @@ def _execute(compiled: CompiledFunc, machine: Machine, contexts: list[TileContex
 
 
 def check_counts(machine: Machine, contexts: list[TileContext]) -> None:
-    from .ops.intertile import check_counts as check
+    global _CHECK_COUNTS
+    if _CHECK_COUNTS is None:
+        from .ops.intertile import check_counts as check
 
-    check(machine, contexts)
+        _CHECK_COUNTS = check
+    _CHECK_COUNTS(machine, contexts)
+
+
+_CHECK_COUNTS: Any = None
+_LOCKSTEP: Any = None
+
+
+def _lockstep() -> Any:
+    """reference_interp.lockstep, imported at the first run that may use it (and kept: an
+    import statement in a function costs microseconds on every call)."""
+    global _LOCKSTEP
+    if _LOCKSTEP is None:
+        from . import (
+            lockstep,
+            lockstep_ops,  # noqa: F401 - registers the lane implementations
+        )
+
+        _LOCKSTEP = lockstep
+    return _LOCKSTEP
 
 
 def _fingerprint(machine: Machine, contexts: list[TileContext]) -> tuple[int, int, int]:
@@ -374,6 +413,10 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 
 
 # ---------------------------------------------------------------------- arguments
+
+
+_RESOLVED: dict[int, tuple[CompiledFunc, list[Type]]] = {}
+_NORMALISERS: dict[int, tuple[Type, Any]] = {}
 
 
 class _Binder:
@@ -437,11 +480,33 @@ class _Binder:
         if missing:
             raise fail("argument", f"missing argument(s) {', '.join(missing)}")
         per_tile: list[list[Any]] = [[] for _ in range(self.machine.n_tiles)]
-        for name, t in zip(names, types, strict=True):
-            values = self._bind_one(name, self.program.type(t), args[name])
+        for name, t in zip(names, self._resolved(types), strict=True):
+            values = self._bind_one(name, t, args[name])
             for tile in range(self.machine.n_tiles):
                 per_tile[tile].append(values(tile))
         return per_tile
+
+    def _resolved(self, types: list[Type]) -> list[Type]:
+        """The argument types with aliases resolved, once per compiled function."""
+        found = _RESOLVED.get(id(self.compiled))
+        if found is not None and found[0] is self.compiled:
+            return found[1]
+        resolved = [self.program.type(t) for t in types]
+        if len(_RESOLVED) > 64:
+            _RESOLVED.clear()
+        _RESOLVED[id(self.compiled)] = (self.compiled, resolved)
+        return resolved
+
+    def _normaliser(self, t: Type) -> Any:
+        """int_normaliser(t), once per type object (the types' own hash is slow)."""
+        found = _NORMALISERS.get(id(t))
+        if found is not None and found[0] is t:
+            return found[1]
+        norm = int_normaliser(t)
+        if len(_NORMALISERS) > 256:
+            _NORMALISERS.clear()
+        _NORMALISERS[id(t)] = (t, norm)
+        return norm
 
     def _bind_one(self, name: str, t: Type, value: Any) -> Any:
         try:
@@ -467,7 +532,7 @@ class _Binder:
                 if isinstance(t, ty.MemRefType):
                     view = self._memref(name, t, array, "global", alloc, alloc.base)
                     return lambda _tile: view
-                v = int_normaliser(t)(elem)
+                v = self._normaliser(t)(elem)
                 return lambda _tile: v
             raise fail("argument", f"argument {name} has type {type_text(t)}; an array binds to index, integer, memref or tensor")
         if isinstance(value, bool | int | float | np.generic):

@@ -414,7 +414,10 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
             _regions(lanes, alloc, whole, mask, span, False)
             _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
             box = _box_view(alloc, view, off, ext, False) if sel is None else None
-            data = box.copy() if box is not None else _windows(alloc, view, ext)[off // view.itemsize]
+            if box is not None:
+                data = box if alloc.shared else box.copy()  # access._load_box: unwritten arrays are read in place
+            else:
+                data = _windows(alloc, view, ext)[off // view.itemsize]
         else:
             data = np.zeros(off.shape + ext, view.dtype)
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, False)

@@ -129,7 +129,7 @@ class TileReads:
     map is made when a write of another tile must be compared with these reads, or when the
     descriptors would take more memory than it."""
 
-    __slots__ = ("descs", "epochs", "lo", "hi", "last", "emap", "em_lo", "ops", "g")
+    __slots__ = ("descs", "epochs", "lo", "hi", "last", "emap", "em_lo", "ops", "g", "limit", "last_b0")
 
     def __init__(self, g: int = 1) -> None:
         self.descs: list[tuple[Desc, str]] = []
@@ -141,6 +141,8 @@ class TileReads:
         self.em_lo = 0
         self.ops: set[str] = set()
         self.g = g
+        self.limit = MAX_DESCS  # descriptors kept before full() looks at them
+        self.last_b0 = -1  # first byte of the box last recorded by read() (a hint: -1 none)
 
     def refine(self) -> None:
         """Switch the map to byte granularity (the allocation got an unaligned access)."""
@@ -169,6 +171,29 @@ class TileReads:
         self.epochs.append(epoch)
         if len(self.descs) > MAX_DESCS and self.overflowing():
             self.materialise()
+
+    def full(self) -> bool:
+        """Called when the descriptors reach `limit`: first drop those a later descriptor
+        repeats (the same box read by the same op: only the latest epoch of a byte counts, so a
+        loop re-reading one block keeps one descriptor, not one per iteration), then whether the
+        rest take more memory than the map would. The next look is at twice what is left (at
+        least MAX_DESCS): O(1) amortised per read."""
+        seen: set[tuple[object, ...]] = set()
+        keep: list[int] = []
+        for k in range(len(self.descs) - 1, -1, -1):
+            d, name = self.descs[k]
+            if type(d) is BoxDesc:
+                key = (d.b0, d.ext, d.bstrides, d.itemsize, name)
+                if key in seen:
+                    continue
+                seen.add(key)
+            keep.append(k)
+        if len(keep) < len(self.descs):
+            keep.reverse()  # ascending epochs, as before
+            self.descs = [self.descs[k] for k in keep]
+            self.epochs = [self.epochs[k] for k in keep]
+        self.limit = max(MAX_DESCS, 2 * len(self.descs))
+        return len(self.descs) >= MAX_DESCS and self.overflowing()
 
     def overflowing(self) -> bool:
         """The descriptors take more memory than the map would (about 32 map entries each)."""
@@ -225,6 +250,13 @@ class TileReads:
 
     def op_covering(self, byte: int) -> str:
         return " or ".join(sorted(self.ops)) or "an earlier access"
+
+
+def _same_box(record: tuple[Desc, str], desc: BoxDesc, opname: str) -> bool:
+    """Whether a read record is the box `desc` read by `opname`."""
+    d, name = record
+    return (type(d) is BoxDesc and d.b0 == desc.b0 and name == opname and d.ext == desc.ext
+            and d.bstrides == desc.bstrides and d.itemsize == desc.itemsize)
 
 
 def _box_cells(alloc: Allocation, desc: BoxDesc, g: int) -> np.ndarray | None:
@@ -454,13 +486,25 @@ class RaceTracker:
         if reads is None:
             reads = alloc.readers[t] = TileReads(alloc.granule)
         epoch = self.epoch[t]
-        if reads.emap is None and (len(reads.descs) < MAX_DESCS or not reads.overflowing()) and desc.hi >= desc.lo:
+        if reads.emap is None and (len(reads.descs) < reads.limit or not reads.full()) and desc.hi >= desc.lo:
             if desc.lo < reads.lo:
                 reads.lo = desc.lo
             if desc.hi > reads.hi:
                 reads.hi = desc.hi
             reads.last = epoch
-            reads.descs.append((desc, opname))
+            descs = reads.descs
+            if type(desc) is BoxDesc:
+                b0 = desc.b0
+                if b0 == reads.last_b0 and descs and _same_box(descs[-1], desc, opname):
+                    # the box the last record holds, read again by the same op: the new record
+                    # replaces it (only the latest epoch of a byte counts); repeats further back
+                    # are dropped by full()
+                    descs.pop()
+                    reads.epochs.pop()
+                reads.last_b0 = b0
+            else:
+                reads.last_b0 = -1
+            descs.append((desc, opname))
             reads.epochs.append(epoch)
         else:
             reads.add(epoch, desc, opname)

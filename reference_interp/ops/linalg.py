@@ -685,6 +685,8 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
     def views_of(key: tuple[tuple[int, ...], ...]) -> list[Any]:
         return loops.plan(key)[1]
 
+    dead = _body_slots(c, op.regions[0].blocks[0])
+
     def run(fr: list[Any]) -> None:
         vals = [fr[s] for s in operands]
         key = tuple([v.shape if type(v) is ndarray else _shape(v) for v in vals])
@@ -714,8 +716,25 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
             else:
                 values.append(loops.to_out(k, a, ext, allp, shape))
         _store_results(fr, res, values)
+        for s in dead:  # the body's operand views and temporaries, each as large as the iteration space
+            fr[s] = None
 
     return run
+
+
+def _body_slots(c: FuncCompiler, block: Any) -> tuple[int, ...]:
+    """The frame slots of a linalg body's block arguments and of the values its ops define:
+    no op outside the body reads them, so they are dropped once the body's results are stored
+    (a vectorised body's temporaries otherwise stay alive, whole-iteration-space arrays, until
+    the frame ends; freeing them together at the end of a run makes the C allocator hand the
+    memory back to the system and fault it in again on the next run)."""
+    names = [a.name for a in block.arguments]
+    for inner in block.operations:
+        for o in inner.walk():
+            names.extend(o.results)
+    slots = {c.slots.get(n, 0) for n in names}
+    slots.discard(0)
+    return tuple(sorted(slots))
 
 
 def _shape(v: Any) -> tuple[int, ...]:

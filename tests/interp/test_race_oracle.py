@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference_interp.memory import Allocation, BoxDesc, Desc, IdxDesc
-from reference_interp.races import RaceFound, RaceTracker
+from reference_interp.races import MAX_DESCS, RaceFound, RaceTracker
 
 NBYTES = 64
 
@@ -151,3 +151,28 @@ def test_reads_every_tile_has_passed_are_dropped() -> None:
         assert e.other_tile == 0 and e.kind == "read-write"
     else:
         raise AssertionError("the unordered read was forgotten")
+
+
+def test_a_box_read_again_keeps_one_record_at_its_latest_epoch() -> None:
+    """A loop re-reading one block (a weight row read once per row of a kernel) keeps a bounded
+    number of read records per tile (repeats are dropped when the records reach MAX_DESCS), not
+    one per iteration, and never turns them into a per-byte map; the record kept carries the
+    latest epoch, so a write ordered after the first read but not the last still races."""
+    tracker = RaceTracker(2)
+    alloc = Allocation("A", "global", 0, np.zeros(256, np.uint8), 256)
+    alloc.dtype, alloc.shape = np.dtype(np.float32), (64,)
+    w, x = BoxDesc(0, (8,), (4,), 4), BoxDesc(128, (4,), (4,), 4)
+    snaps = []
+    for _ in range(5000):
+        tracker.read(alloc, w, 0, "load")
+        tracker.read(alloc, x, 0, "load")
+        tracker.read(alloc, x, 0, "load")
+        snaps.append(tracker.snapshot_and_advance(0))
+    assert len(alloc.readers[0].descs) <= MAX_DESCS and alloc.readers[0].emap is None
+    tracker.join(1, [snaps[-2]])  # tile 1 has seen every epoch of tile 0 but the last
+    try:
+        tracker.write(alloc, BoxDesc(4, (1,), (4,), 4), 1, "store")
+    except RaceFound as e:
+        assert e.other_tile == 0 and e.kind == "read-write"
+    else:
+        raise AssertionError("the read of tile 0's last epoch was forgotten")
