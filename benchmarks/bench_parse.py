@@ -244,7 +244,7 @@ def main() -> None:
     files = corpus_files()
     texts = [f.read_text(encoding="utf-8") for f in files]
     lines = sum(t.count("\n") for t in texts)
-    fallbacks = [f for f, t in zip(files, texts, strict=True) if p._parse_fast(t) is None]
+    fallbacks = [f for f, t in zip(files, texts, strict=True) if p._parse_fast(t, p._Builder()) is None]
     rejected = upstream_all(texts)
     ops = sum(ktir_ops(ktir.parse(t)) for t in texts)
     up_ops = 0

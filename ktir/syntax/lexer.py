@@ -10,7 +10,7 @@ does. Tokens are light slotted objects: lark's `Token` costs more than parsing t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -97,16 +97,21 @@ def _balanced_end(text: str, start: int) -> int:
 
 
 class KtirLexer:
-    """The contextual lexer: `lex` reads the parser's state stack to pick terminals."""
+    """The contextual lexer: `lex` reads the parser's state stack to pick terminals. One
+    lexer serves one parse: its word cache and its two hooks belong to that parse."""
 
-    # Set by the parser: given a type's text, parse it once (cached) and say whether it
-    # may be passed on as a single PARSED_TYPE token.
-    type_hook: Any = None
-    # Set by the parser: where `//` comments go, as (line, column, text).
-    comment_sink: list[tuple[int, int, str]] | None = None
-
-    def __init__(self, terminals: list[tuple[str, str, str]]) -> None:
-        """`terminals`: (name, "str" or "re", the literal or the regexp) per terminal."""
+    def __init__(
+        self,
+        terminals: list[tuple[str, str, str]],
+        type_hook: Callable[[str], bool] | None = None,
+        comment_sink: list[tuple[int, int, str]] | None = None,
+    ) -> None:
+        """`terminals`: (name, "str" or "re", the literal or the regexp) per terminal.
+        `type_hook`: given a type's text, parse it once (cached) and say whether it may be
+        passed on as a single PARSED_TYPE token. `comment_sink`: where `//` comments go,
+        as (line, column, text)."""
+        self.type_hook = type_hook
+        self.comment_sink = comment_sink
         self._literals: dict[str, str] = {}
         self._patterns: list[tuple[str, re.Pattern[str]]] = []
         for name, kind, value in terminals:

@@ -49,15 +49,15 @@ def fast_only(text: str) -> Module | None:
         nesting = p.text_nesting(text)
     except ParseError:
         return None
-    with p._LOCK:
-        module = p._parse_fast(text)
-        if module is not None:
-            if nesting > p.MAX_NESTING:
-                try:
-                    p.check_module_nesting(module, p._BUILDER.alias_lines)
-                except ParseError:
-                    return None
-            p.attach_comments(module, p._BUILDER.comments + p.blank_lines(text), p._BUILDER.alias_lines)
+    b = p._Builder()
+    module = p._parse_fast(text, b)
+    if module is not None:
+        if nesting > p.MAX_NESTING:
+            try:
+                p.check_module_nesting(module, b.alias_lines)
+            except ParseError:
+                return None
+        p.attach_comments(module, b.comments + p.blank_lines(text), b.alias_lines)
     return module
 
 
