@@ -1,13 +1,17 @@
-"""A recursive-descent fast path for the common forms of KTIR text.
+"""The production parser of KTIR text: recursive descent over one scan of the text.
 
-The grammar (`ktir.lark`, run by `ktir.syntax.lalr`) stays normative. This parser reads
-the forms kernels are mostly made of, several times faster, and hands each grammar rule's
-children to the same callbacks, shaped as the LALR parser shapes them, so both build the
-same AST. It never reports an error itself: on anything it does not cover, or anything
-wrong, it raises `Fallback` and the caller parses the whole text with the grammar, which
-then reports the error (or parses a form this path leaves to it). So it only has to be
-exact on what it accepts; tests/syntax/test_fastparse_equivalence.py checks that on every
-file we have and on generated programs.
+The grammar (`ktir.lark`, run by `ktir.syntax.lalr`) stays normative and is the tests'
+oracle. This parser hands each grammar rule's children to the same callbacks
+(`ktir.syntax.parser._Builder`), shaped as the LALR parser shapes them, so both build the
+same AST. The declarative assembly formats are read by code generated from their
+descriptions (`reader_source`, like their grammar rules and printers); the irregular ones
+(`ktir.syntax.assembly.HAND_WRITTEN`) by the methods of `_Parser`. It never reports an
+error itself: on anything wrong, or on one of the few valid forms it does not read
+(dialect-qualified alias names, the legacy groups clause of the inter-tile ops, types of
+rarer types), it raises `Fallback`, and `ktir.syntax.parser.parse` has
+the grammar read the text, which reports the error (or reads the form). So it only has
+to be exact on what it accepts; tests/syntax/test_fastparse_equivalence.py checks that on
+every file we have and on generated programs.
 
 Context the LALR lexer takes from the parser state is taken here from the position in
 the rule: a type starting `tensor<`, `memref<`, `vector<` or `!ktdp.access_tile<` is one
@@ -426,15 +430,9 @@ class _Parser:
         if opdef is None:
             raise Fallback
         handler = _HANDLERS.get(opdef.format)
-        if handler is not None:
-            op = handler(self, self.tok("OP_" + opdef.format))
-        else:
-            fmt = _REGULAR.get(opdef.format)
-            if fmt is None:
-                raise Fallback
-            c: list[Any] = [self.tok("OP_" + opdef.format)]
-            self.regular(fmt.elements, c)
-            op = getattr(self.b, fmt.rule)(c)
+        if handler is None:
+            raise Fallback
+        op = handler(self, self.tok("OP_" + opdef.format))
         return self.b.operation([op] if results is None else [results, op])
 
     def op_results(self) -> Any:
@@ -1152,69 +1150,6 @@ class _Parser:
 
     # ------------------------------------------------------------ declarative formats
 
-    def regular(self, elements: tuple[asm.Element, ...], c: list[Any]) -> None:
-        """The children of a declarative format's elements, read as the rule that
-        ktir.syntax.assembly.grammar_rule writes for them (each optional part decided by
-        its first token, as the LALR parser decides it)."""
-        for e in elements:
-            if isinstance(e, asm.Literal):
-                if e.text:
-                    self.expect(e.text)
-            elif isinstance(e, asm.OperandRef):
-                if not e.variadic:
-                    c.append(self.value())
-                elif e.nonempty or self.K[self.i] == "value":
-                    c.append(self.value_list())
-            elif isinstance(e, asm.TypeRef):
-                if e.variadic and not e.nonempty:
-                    raise Fallback  # `type_list?`: no declarative format writes it
-                c.append(self.type_list() if e.variadic else self.type())
-            elif isinstance(e, asm.AttrDict):
-                self.attr_dict_opt(c)
-            elif isinstance(e, asm.AttrRef):
-                if e.kind == "int":
-                    c.append(self.int_tok())
-                elif e.kind == "symbol":
-                    if self.K[self.i] != "symbol":
-                        raise Fallback
-                    c.append(self.tok("SYMBOL_REF"))
-                else:
-                    c.append(self.word())
-            elif isinstance(e, asm.FunctionalType):
-                c.append(self.function_type())
-            elif isinstance(e, asm.Custom):
-                self.custom(e.name, c)
-            elif isinstance(e, asm.Group):
-                first = e.elements[0]
-                if isinstance(first, asm.Literal) and first.text:
-                    present = self.V[self.i] == first.text
-                elif isinstance(first, asm.OperandRef):
-                    present = self.K[self.i] == "value"
-                else:
-                    raise Fallback
-                if present:
-                    self.regular(e.elements, c)
-            else:
-                raise Fallback
-
-    def custom(self, name: str, c: list[Any]) -> None:
-        if name == "DynamicIndexList":
-            c.append(self.mixed_list())
-        elif name == "Reassociation":
-            self.expect("[")
-            lists = self.comma_list_opt(self.int_list, "]")
-            self.expect("]")
-            c.append(self.b.reassociation(lists))
-        elif name == "ArithFlags":
-            self.op_flags(c)
-        elif name == "SelectTypes":
-            c.append(self.type())
-            if self.V[self.i] == ",":
-                self.i += 1
-                c.append(self.type())
-        else:
-            raise Fallback
-
     def op_flags(self, c: list[Any]) -> None:
         """op_flags*"""
         while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
@@ -1270,20 +1205,6 @@ class _Parser:
         c.append(self.region())
         return b.module_op(c)
 
-    def call_op(self, tok: Tok) -> Any:
-        """OP_CALL SYMBOL_REF "(" value_list? ")" attr_dict? ":" function_type"""
-        if self.K[self.i] != "symbol":
-            raise Fallback
-        c: list[Any] = [tok, self.tok("SYMBOL_REF")]
-        self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.value_list())
-        self.expect(")")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.function_type())
-        return self.b.call_op(c)
-
     def terminator_op(self, tok: Tok) -> Any:
         """OP_TERMINATOR attr_dict? (value_list ":" type_list trailing_attrs?)?"""
         b = self.b
@@ -1317,88 +1238,6 @@ class _Parser:
             raise Fallback
         return self.b.constant_op(c)
 
-    def elementwise(self, tok: Tok, operands: int) -> list[Any]:
-        """value ("," value)*{operands} op_flags* attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        for _ in range(operands - 1):
-            self.expect(",")
-            c.append(self.value())
-        self.op_flags(c)
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return c
-
-    def binary_op(self, tok: Tok) -> Any:
-        return self.b.binary_op(self.elementwise(tok, 2))
-
-    def unary_op(self, tok: Tok) -> Any:
-        return self.b.unary_op(self.elementwise(tok, 1))
-
-    def ternary_op(self, tok: Tok) -> Any:
-        return self.b.ternary_op(self.elementwise(tok, 3))
-
-    def cast_op(self, tok: Tok) -> Any:
-        """OP_CAST value attr_dict? ":" type "to" type"""
-        c: list[Any] = [tok, self.value()]
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect("to")
-        c.append(self.type())
-        return self.b.cast_op(c)
-
-    def cmp_op(self, tok: Tok) -> Any:
-        """OP_CMP BARE_ID "," value "," value attr_dict? ":" type"""
-        c: list[Any] = [tok, self.word()]
-        self.expect(",")
-        c.append(self.value())
-        self.expect(",")
-        c.append(self.value())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.cmp_op(c)
-
-    def select_op(self, tok: Tok) -> Any:
-        """OP_SELECT value "," value "," value attr_dict? ":" type ("," type)?"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        c.append(self.value())
-        self.expect(",")
-        c.append(self.value())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        if self.V[self.i] == ",":
-            self.i += 1
-            c.append(self.type())
-        return self.b.select_op(c)
-
-    def tile_id_op(self, tok: Tok) -> Any:
-        """OP_TILE_ID attr_dict? ":" type_list"""
-        c: list[Any] = [tok]
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type_list())
-        return self.b.tile_id_op(c)
-
-    def memory_view_op(self, tok: Tok) -> Any:
-        """OP_MEMORY_VIEW value "," "sizes" ":" mixed_list "," "strides" ":" mixed_list attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        self.expect("sizes")
-        self.expect(":")
-        c.append(self.mixed_list())
-        self.expect(",")
-        self.expect("strides")
-        self.expect(":")
-        c.append(self.mixed_list())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.memory_view_op(c)
-
     def access_tile_op(self, tok: Tok) -> Any:
         """OP_ACCESS_TILE value "[" subscripts? "]" symbols_clause? attr_dict? ":" type "->" type"""
         b = self.b
@@ -1418,28 +1257,6 @@ class _Parser:
         self.expect("->")
         c.append(self.type())
         return b.access_tile_op(c)
-
-    def load_op(self, tok: Tok) -> Any:
-        """OP_LOAD value attr_dict? ":" type "->" type"""
-        c: list[Any] = [tok, self.value()]
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect("->")
-        c.append(self.type())
-        return self.b.load_op(c)
-
-    def store_op(self, tok: Tok) -> Any:
-        """OP_STORE value "," value attr_dict? ":" type "," type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        c.append(self.value())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect(",")
-        c.append(self.type())
-        return self.b.store_op(c)
 
     def for_op(self, tok: Tok) -> Any:
         """OP_FOR value "=" value "to" value "step" value iter_args? iv_type? region attr_dict?"""
@@ -1502,30 +1319,6 @@ class _Parser:
         c.append(self.values_types(b.outs_clause))
         self.results_types_opt(c)
         return b.linalg_named_op(c)
-
-    def empty_op(self, tok: Tok) -> Any:
-        """OP_EMPTY "(" value_list? ")" attr_dict? ":" type"""
-        c: list[Any] = [tok]
-        self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.value_list())
-        self.expect(")")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.empty_op(c)
-
-    def extract_op(self, tok: Tok) -> Any:
-        """OP_EXTRACT value "[" value_list? "]" attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect("[")
-        if self.V[self.i] != "]":
-            c.append(self.value_list())
-        self.expect("]")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.extract_op(c)
 
     def affine_apply_op(self, tok: Tok) -> Any:
         """OP_AFFINE_APPLY map_ref "(" value_list? ")" affine_symbols? attr_dict?"""
@@ -1645,34 +1438,6 @@ class _Parser:
         c.append(self.int_list())
         self.attr_dict_opt(c)
         return self.b.linalg_dims_op(c)
-
-    def distributed_view_op(self, tok: Tok) -> Any:
-        """OP_DISTRIBUTED_VIEW "(" (value_list ":" type_list)? ")" attr_dict? ":" type"""
-        c: list[Any] = [tok]
-        self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.value_list())
-            self.expect(":")
-            c.append(self.type_list())
-        self.expect(")")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.distributed_view_op(c)
-
-    def memref_store_op(self, tok: Tok) -> Any:
-        """OP_MEMREF_STORE value "," value "[" value_list? "]" attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        c.append(self.value())
-        self.expect("[")
-        if self.V[self.i] != "]":
-            c.append(self.value_list())
-        self.expect("]")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.store_like_op(c)
 
     def indirect_tile_op(self, tok: Tok) -> Any:
         """OP_INDIRECT_TILE intermediate_vars value "[" indirect_subscript ("," indirect_subscript)* "]"
@@ -1990,22 +1755,19 @@ class _Parser:
         return self.b.identity_clause(identity)
 
 
-# The declarative formats without a hand-written reader below, read by _Parser.regular.
-_REGULAR = asm.formats()
-
 # Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
 _SPELLED_TYPES = frozenset({"tensor", "memref", "vector"})
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
 )
-_HANDLERS = {
+# The reader of each format: hand-written for the irregular ones (ktir.syntax.assembly.
+# HAND_WRITTEN), generated from the description for the declarative ones (see below).
+_HANDLERS: dict[str, Callable[[_Parser, Tok], Any]] = {
     "LINALG_GENERIC": _Parser.linalg_generic_op,
     "LINALG_MAP": _Parser.linalg_map_op,
     "LINALG_REDUCE": _Parser.linalg_reduce_op,
     "LINALG_DIMS": _Parser.linalg_dims_op,
-    "DISTRIBUTED_VIEW": _Parser.distributed_view_op,
-    "MEMREF_STORE": _Parser.memref_store_op,
     "INDIRECT_TILE": _Parser.indirect_tile_op,
     "RUNTIME_ARG_EXTRACT": _Parser.runtime_arg_extract_op,
     "PRODUCE": _Parser.produce_op,
@@ -2022,24 +1784,92 @@ _HANDLERS = {
     "PAD": _Parser.pad_op,
     "FUNC": _Parser.func_op,
     "MODULE": _Parser.module_op,
-    "CALL": _Parser.call_op,
     "TERMINATOR": _Parser.terminator_op,
     "CONSTANT": _Parser.constant_op,
-    "BINARY": _Parser.binary_op,
-    "UNARY": _Parser.unary_op,
-    "TERNARY": _Parser.ternary_op,
-    "CAST": _Parser.cast_op,
-    "CMP": _Parser.cmp_op,
-    "SELECT": _Parser.select_op,
-    "TILE_ID": _Parser.tile_id_op,
-    "MEMORY_VIEW": _Parser.memory_view_op,
     "ACCESS_TILE": _Parser.access_tile_op,
-    "LOAD": _Parser.load_op,
-    "STORE": _Parser.store_op,
     "FOR": _Parser.for_op,
     "IF": _Parser.if_op,
     "LINALG_NAMED": _Parser.linalg_named_op,
-    "EMPTY": _Parser.empty_op,
-    "EXTRACT": _Parser.extract_op,
     "AFFINE_APPLY": _Parser.affine_apply_op,
 }
+
+
+# ---------------------------------------------------------------- generated readers
+
+# The reader of a custom directive's children, as the grammar rule of _CUSTOM_RULES
+# (ktir.syntax.assembly) reads them.
+_CUSTOM_READS = {
+    "DynamicIndexList": ["c.append(self.mixed_list())"],
+    "Reassociation": [
+        "self.expect('[')",
+        "lists = self.comma_list_opt(self.int_list, ']')",
+        "self.expect(']')",
+        "c.append(self.b.reassociation(lists))",
+    ],
+    "ArithFlags": ["self.op_flags(c)"],
+    "SelectTypes": ["c.append(self.type())", "if V[self.i] == ',':", "    self.i += 1", "    c.append(self.type())"],
+}
+
+
+def _reads(elements: tuple[asm.Element, ...], indent: str) -> list[str]:
+    """Lines reading `elements` into the children list `c`, as the rule that
+    ktir.syntax.assembly.grammar_rule writes for them: each optional part decided by its
+    first token, as the LALR parser decides it."""
+    out: list[str] = []
+    for e in elements:
+        if isinstance(e, asm.Literal):
+            if e.text:
+                out += [f"if V[self.i] != {e.text!r}:", "    raise Fallback", "self.i += 1"]
+        elif isinstance(e, asm.OperandRef):
+            if not e.variadic:
+                out.append("c.append(self.value())")
+            elif e.nonempty:
+                out.append("c.append(self.value_list())")
+            else:
+                out += ["if K[self.i] == 'value':", "    c.append(self.value_list())"]
+        elif isinstance(e, asm.TypeRef):
+            if e.variadic and not e.nonempty:
+                out.append("raise Fallback  # `type_list?`: no declarative format writes it")
+            else:
+                out.append("c.append(self.type_list())" if e.variadic else "c.append(self.type())")
+        elif isinstance(e, asm.AttrDict):
+            out += ["if V[self.i] == '{':", "    c.append(self.attr_dict())"]
+        elif isinstance(e, asm.AttrRef):
+            if e.kind == "int":
+                out.append("c.append(self.int_tok())")
+            elif e.kind == "symbol":
+                out += ["if K[self.i] != 'symbol':", "    raise Fallback", "c.append(self.tok('SYMBOL_REF'))"]
+            else:
+                out.append("c.append(self.word())")
+        elif isinstance(e, asm.FunctionalType):
+            out.append("c.append(self.function_type())")
+        elif isinstance(e, asm.Custom):
+            out += _CUSTOM_READS[e.name]
+        else:
+            first = e.elements[0]
+            if isinstance(first, asm.Literal) and first.text:
+                out.append(f"if V[self.i] == {first.text!r}:")
+            elif isinstance(first, asm.OperandRef):
+                out.append("if K[self.i] == 'value':")
+            else:
+                raise asm.FormatError(f"an optional group opening with {first} has no reader")
+            out += ["    " + line for line in _reads(e.elements, "")]
+    return [indent + line for line in out]
+
+
+def reader_source(name: str) -> str:
+    """The generated reader of the declarative format `name` (for reading)."""
+    fmt = asm.formats()[name]
+    lines = [
+        f"def read_{name}(self, tok):",
+        f'    """{asm.grammar_rule(fmt)}"""',
+        "    K, V = self.K, self.V",
+        "    c = [tok]",
+        *_reads(fmt.elements, "    "),
+        f"    return self.b.{fmt.rule}(c)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+for _name in asm.formats():
+    _HANDLERS[_name] = asm.load_generated(reader_source(_name), "fast reader", _name, globals())[f"read_{_name}"]

@@ -96,9 +96,9 @@ def test_a_cache_path_that_is_a_file_still_parses(tmp_path: Path, monkeypatch: p
 def test_driver_shapes_children_as_lark_does() -> None:
     """The cached tables and our callbacks give the AST that lark's own LALR parser, with
     the same lexer and callbacks, gives on every example and corpus file."""
-    import lark
-
     import functools
+
+    import lark
 
     from ktir.syntax import parser as p
     from ktir.syntax.lexer import KtirLexer
