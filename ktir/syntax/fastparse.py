@@ -7,9 +7,9 @@ same AST. The declarative assembly formats are read by code generated from their
 descriptions (`reader_source`, like their grammar rules and printers); the irregular ones
 (`ktir.syntax.assembly.HAND_WRITTEN`) by the methods of `_Parser`. It never reports an
 error itself: on anything wrong, or on one of the few valid forms it does not read
-(dialect-qualified alias names, the legacy groups clause of the inter-tile ops, types of
-rarer types), it raises `Fallback`, and `ktir.syntax.parser.parse` has
-the grammar read the text, which reports the error (or reads the form). So it only has
+(dialect-qualified alias names, the legacy groups clause of the inter-tile ops, some
+rarer types), it raises `Fallback`, and `ktir.syntax.parser.parse` has the grammar read
+the text, which reports the error (or reads the form). So it only has
 to be exact on what it accepts; tests/syntax/test_fastparse_equivalence.py checks that on
 every file we have and on generated programs.
 
