@@ -312,13 +312,13 @@ class _Parser:
             if kind == "end":
                 break
             if kind == "hash":
-                if "." in V[self.i]:
+                if V[self.i] in MEMSPACE_KWS or V[self.i + 1] != "=":
                     raise Fallback
                 name = self.tok("ATTR_ALIAS")
                 self.expect("=")
                 items.append(self.b.attr_alias_def([name, self.attribute()]))
             elif kind == "bang":
-                if "." in V[self.i]:
+                if V[self.i] in TYPE_KWS or V[self.i + 1] != "=":
                     raise Fallback
                 name = self.tok("TYPE_ALIAS")
                 self.expect("=")
@@ -516,7 +516,7 @@ class _Parser:
         if text == "<":
             return self.short_tile_future() if self.V[i + 1] == "(" else self.short_runtime_arg()
         if kind == "bang":
-            if "." not in text:
+            if "." not in text or (text not in TYPE_KWS and self.V[i + 1] != "<"):
                 return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
             if self.V[i + 1] == "<":
                 if text == "!ktdp.tile_future":
@@ -636,9 +636,17 @@ class _Parser:
         """affine_set_attr | attr_alias_ref"""
         if self.V[self.i] == "affine_set":
             return self.affine_set()
-        if self.K[self.i] == "hash" and "." not in self.V[self.i]:
-            return self.b.attr_alias_ref([self.tok("ATTR_ALIAS")])
+        if self.K[self.i] == "hash":
+            return self.attr_alias_ref()
         raise Fallback
+
+    def attr_alias_ref(self) -> Any:
+        """ATTR_ALIAS at the `#name` token: a dotted name is one as the LALR lexer takes it
+        there only when it is no keyword and no `<` follows (else a dialect attribute)."""
+        text = self.V[self.i]
+        if "." in text and (text in MEMSPACE_KWS or self.V[self.i + 1] == "<"):
+            raise Fallback
+        return self.b.attr_alias_ref([self.tok("ATTR_ALIAS")])
 
     def scalar_type(self, text: str) -> Any:
         if text == "index":
@@ -815,13 +823,11 @@ class _Parser:
                 return self.dense_resource()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
-            if "." in text:
-                if self.V[i + 1] == "<":
-                    if text in MEMSPACE_KWS:
-                        return self.memory_space()
-                    return b.dialect_attr([self.dialect("DIALECT_ATTR")])
-                raise Fallback
-            return b.attr_alias_ref([self.tok("ATTR_ALIAS")])
+            if "." in text and self.V[i + 1] == "<":
+                if text in MEMSPACE_KWS:
+                    return self.memory_space()
+                return b.dialect_attr([self.dialect("DIALECT_ATTR")])
+            return self.attr_alias_ref()
         if kind == "string":
             c: list[Any] = [self.tok("STRING")]
             self.typed_suffix(c)
@@ -1327,8 +1333,8 @@ class _Parser:
         text = self.V[self.i]
         if text == "affine_map":
             c.append(self.affine_map())
-        elif self.K[self.i] == "hash" and "." not in text:
-            c.append(b.attr_alias_ref([self.tok("ATTR_ALIAS")]))
+        elif self.K[self.i] == "hash":
+            c.append(self.attr_alias_ref())
         else:
             raise Fallback
         self.expect("(")
