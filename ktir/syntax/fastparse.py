@@ -5,13 +5,11 @@ oracle. This parser hands each grammar rule's children to the same callbacks
 (`ktir.syntax.parser._Builder`), shaped as the LALR parser shapes them, so both build the
 same AST. The declarative assembly formats are read by code generated from their
 descriptions (`reader_source`, like their grammar rules and printers); the irregular ones
-(`ktir.syntax.assembly.HAND_WRITTEN`) by the methods of `_Parser`. It never reports an
-error itself: on anything wrong, or on one of the few valid forms it does not read
-(dialect-qualified alias names, the legacy groups clause of the inter-tile ops, some
-rarer types), it raises `Fallback`, and `ktir.syntax.parser.parse` has the grammar read
-the text, which reports the error (or reads the form). So it only has
-to be exact on what it accepts; tests/syntax/test_fastparse_equivalence.py checks that on
-every file we have and on generated programs.
+(`ktir.syntax.assembly.HAND_WRITTEN`) by the methods of `_Parser`. It reads every text
+the grammar accepts, and no other (tests/syntax/test_fastparse_equivalence.py checks both
+ways, and the modules, on every file we have, on generated programs and on mutations of
+both). It never reports an error itself: on anything wrong it raises `Fallback`, and
+`ktir.syntax.parser.parse` has the grammar report the error.
 
 Context the LALR lexer takes from the parser state is taken here from the position in
 the rule: a type starting `tensor<`, `memref<`, `vector<` or `!ktdp.access_tile<` is one
@@ -40,10 +38,12 @@ from ktir.syntax.lexer import _DIMS, Tok
 # doubles the scan's cost in tuples); each token is classified afterwards by its first
 # character, and a type by its `<` and closing `>` (no other token of more than two
 # characters has both, but a comment). The type body's quantifiers are possessive (no
-# backtracking can help: its classes exclude the `<`/`>` that would end a run).
+# backtracking can help: its classes exclude the `<`/`>` that would end a run). An `->`
+# (a function type's or an affine map's arrow), and in the nested level a `>=` (an affine
+# set's), close nothing, as the LALR lexer's `_balanced_end` reads them.
 _SCAN = re.compile(
     r"""[ \t\r\n]*(?:
-    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
+    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n\-]++|->?|<(?:[^<>"\n\-]++|->?|>=)*+>)*+>
   | <(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
@@ -79,7 +79,7 @@ TYPE_KWS = frozenset({"!ktdp.access_tile", "!ktdp.tile", "!ktdp.tile_future", "!
 
 
 class Fallback(Exception):
-    """This text is for the grammar to parse (an uncovered form, or an error)."""
+    """This text is wrong: the grammar reports how."""
 
 
 def parse_fast(text: str, builder: Any) -> Any:
@@ -508,8 +508,11 @@ class _Parser:
         if kind == "word":
             found = self.scalars.get(text)
             if found is None:
-                if text in _SPELLED_TYPES and self.V[i + 1] == "<":
-                    return self.spelled_type()
+                if self.V[i + 1] == "<":
+                    if text in _SPELLED_TYPES:
+                        return self.spelled_type()
+                    if text == "complex" or text == "tuple":
+                        return self.composite_type(text)
                 found = self.scalar_type(text)
             self.i = i + 1
             return found
@@ -526,6 +529,16 @@ class _Parser:
                 if text not in TYPE_KWS:
                     return self.b.dialect_type([self.dialect("DIALECT_TYPE")])
         raise Fallback
+
+    def composite_type(self, text: str) -> Any:
+        """"complex" "<" type ">" | "tuple" "<" type_list? ">" """
+        self.i += 2
+        if text == "complex":
+            found = self.b.complex_type([self.type()])
+        else:
+            found = self.b.tuple_type([self.type_list()] if self.V[self.i] != ">" else [])
+        self.expect(">")
+        return found
 
     def dialect(self, kind: str) -> Tok:
         """DIALECT_ATTR or DIALECT_TYPE: `#dialect.name<...>` or `!dialect.name<...>` of a
@@ -568,7 +581,7 @@ class _Parser:
         return tokens.text[pos - tokens.base : end - tokens.base]
 
     def tile_future(self) -> Any:
-        """FUTURE_KW "<" ("(" type_list ")" | type) "," "groups" "=" set_ref ">" """
+        """FUTURE_KW "<" ("(" type_list ")" "," "groups" "=" set_ref | type ("," "groups" "=" set_ref)?) ">" """
         b = self.b
         keyword = self.tok("FUTURE_KW")
         self.expect("<")
@@ -579,6 +592,9 @@ class _Parser:
             rule = b.future_body
         else:
             c = [self.type()]
+            if self.V[self.i] == ">":  # legacy: the groups are the op's `groups = S`
+                self.i += 1
+                return b.tile_future_type([keyword, b.groupless_future_body(c)])
             rule = b.legacy_future_body
         self.expect(",")
         self.expect("groups")
@@ -1501,11 +1517,12 @@ class _Parser:
         return self.b.runtime_arg_extract_op(c)
 
     def produce_op(self, tok: Tok) -> Any:
-        """OP_PRODUCE "producer_tiles_per_group" "=" set_ref attr_dict? produce_result region"""
+        """OP_PRODUCE "producer_tiles_per_group" "=" set_ref legacy_groups? attr_dict? produce_result region"""
         b = self.b
         self.expect("producer_tiles_per_group")
         self.expect("=")
         c: list[Any] = [tok, self.set_ref()]
+        self.legacy_groups_opt(c)
         self.attr_dict_opt(c)
         if self.V[self.i] == "->":
             self.i += 1
@@ -1518,14 +1535,24 @@ class _Parser:
         c.append(self.region())
         return b.produce_op(c)
 
-    def consumer_head(self, tok: Tok) -> list[Any]:
-        """"(" value ")" "consumer_tiles_per_group" "=" set_ref dependency?"""
+    def legacy_groups_opt(self, c: list[Any]) -> None:
+        """legacy_groups?: "," "groups" "=" set_ref"""
+        if self.V[self.i] == "," and self.V[self.i + 1] == "groups":
+            self.i += 2
+            self.expect("=")
+            c.append(self.b.legacy_groups([self.set_ref()]))
+
+    def consumer_head(self, tok: Tok, legacy: bool = True) -> list[Any]:
+        """"(" value ")" "consumer_tiles_per_group" "=" set_ref legacy_groups? dependency?
+        (a collective has no legacy_groups)"""
         self.expect("(")
         c: list[Any] = [tok, self.value()]
         self.expect(")")
         self.expect("consumer_tiles_per_group")
         self.expect("=")
         c.append(self.set_ref())
+        if legacy:
+            self.legacy_groups_opt(c)
         if self.V[self.i] == "," and self.V[self.i + 1] == "producer_dependency_per_consumer":
             self.i += 2
             self.expect("=")
@@ -1729,7 +1756,7 @@ class _Parser:
     def collective_op(self, tok: Tok) -> Any:
         """OP_COLLECTIVE consumer head collective_dims* ("," identity_clause)? attr_dict? ":" type "->" type_list region?"""
         b = self.b
-        c = self.consumer_head(tok)
+        c = self.consumer_head(tok, legacy=False)
         V = self.V
         while V[self.i] == "," and V[self.i + 1] in _DIMS_KEYS and self.K[self.i + 1] == "word":
             self.i += 1
