@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gc
 import re
+import struct
 from collections.abc import Callable
 from importlib import resources
 from operator import itemgetter
@@ -713,7 +714,7 @@ class _Builder:
         if isinstance(t, ty.FloatType):
             if bits >> t.width:
                 raise _err(c[0], f"hexadecimal float {c[0].value} has more than the {t.width} bits of {t.kind}")
-            return at.FloatAttr(value=float_from_bits(bits, t), type=t, bits=bits)
+            return at.FloatAttr(value=_float_from_bits(bits, t), type=t, bits=bits)
         return at.IntegerAttr(value=bits, type=t)
 
     def bool_attr(self, c: list[Tok]) -> Attribute:
@@ -1791,6 +1792,31 @@ def constant_type(value: Attribute) -> Type:
 _HEX_BLOB = re.compile(r"0x(?:[0-9a-fA-F]{2})+")
 
 
+# (exponent bits, mantissa bits, struct format of the bits, of the float, left shift into
+# it) of the float kinds the standard library reads: a kernel's `0xFF800000 : f32` (-inf)
+# need not import numpy and ml_dtypes (half a second of a cold `ktir validate`)
+_IEEE = {
+    "f16": (5, 10, "<H", "<e", 0),
+    "bf16": (8, 7, "<I", "<f", 16),
+    "f32": (8, 23, "<I", "<f", 0),
+    "f64": (11, 52, "<Q", "<d", 0),
+}
+
+
+def _float_from_bits(bits: int, t: ty.FloatType) -> float:
+    """ktir.ir.floats.float_from_bits, without numpy for the kinds of _IEEE; a NaN (its
+    payload) and the other kinds through it (tests/syntax/test_parser_units.py compares)."""
+    layout = _IEEE.get(t.kind)
+    if layout is None:
+        return float_from_bits(bits, t)
+    exponent, mantissa, int_format, float_format, shift = layout
+    ones = (1 << exponent) - 1
+    if (bits >> mantissa) & ones == ones and bits & ((1 << mantissa) - 1):
+        return float_from_bits(bits, t)
+    value: float = struct.unpack(float_format, struct.pack(int_format, bits << shift))[0]
+    return value
+
+
 class _HexBits(int):
     """An integer written in hex inside a dense literal (a bit pattern for float elements)."""
 
@@ -1801,7 +1827,7 @@ def _hex_to_float(values: Any, element: ty.FloatType) -> Any:
     if isinstance(values, _HexBits):
         if values >> element.width:
             raise ParseError(f"hexadecimal float {hex(values)} has more than the {element.width} bits of {element.kind}", 0, 0)
-        return float_from_bits(int(values), element)
+        return _float_from_bits(int(values), element)
     return values
 
 
@@ -1907,11 +1933,11 @@ def _terminal_names() -> dict[str, str]:
 def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Module:
     """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input.
 
-    The recursive-descent parser (ktir.syntax.fastparse) reads the text; the grammar
-    (ktir.lark, the normative one) reports the error of a text it rejects, and reads the
-    few valid forms it leaves (see fastparse's docstring). `fast=False`: grammar only, the
-    oracle the tests compare with. Every parse has its own state: parses in several
-    threads need no lock."""
+    One production parser reads the text: ktir.syntax.fastparse. Where it rejects the
+    text, the grammar (ktir.lark, the normative one) runs only to report the error, where
+    and as it sees it. `fast=False`: the grammar alone, the oracle the tests compare with
+    (they check that the two accept the same texts, into the same modules). Every parse
+    has its own state: parses in several threads need no lock."""
     nesting = text_nesting(text, filename)
     collecting = gc.isenabled()
     gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
@@ -1920,7 +1946,15 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
         module = _parse_fast(text, b) if fast else None
         if module is None:
             b = _Builder()
-            module = _parse_lalr(text, filename, b)
+            module = _parse_lalr(text, filename, b)  # raises the text's error
+            if fast:
+                raise ParseError(
+                    "KTIR's parser does not read this text, which its grammar accepts: a bug in"
+                    " ktir/syntax/fastparse.py, please report it (parse(..., fast=False) reads it)",
+                    1,
+                    1,
+                    filename,
+                )
         if nesting > MAX_NESTING:  # the module's depth is at most its text's
             check_module_nesting(module, b.alias_lines, filename)
         attach_comments(module, b.comments + blank_lines(text), b.alias_lines)
@@ -1934,10 +1968,11 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
 
 
 def _parse_fast(text: str, b: _Builder) -> Module | None:
-    """The fast path's module, built through the fresh builder `b`; None where it leaves the text."""
+    """The production parser's module, built through the fresh builder `b`; None where it
+    rejects the text."""
     try:
         return parse_fast(text, b)  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - Fallback, or an error the grammar path will report
+    except Exception:  # noqa: BLE001 - Fallback, or an error the grammar will report
         return None
 
 
