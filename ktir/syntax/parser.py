@@ -1954,6 +1954,7 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
                     1,
                     1,
                     filename,
+                    "syntax.internal",
                 )
         if nesting > MAX_NESTING:  # the module's depth is at most its text's
             check_module_nesting(module, b.alias_lines, filename)

@@ -132,7 +132,8 @@ def test_the_grammar_only_reports_errors(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(p, "parse_fast", refuse)
     with pytest.raises(ParseError, match="does not read this text, which its grammar accepts") as caught:
         p.parse(text, "k.ktir")
-    assert (caught.value.line, caught.value.column, caught.value.diagnostics[0].file) == (1, 1, "k.ktir")
+    diag = caught.value.diagnostics[0]
+    assert (diag.line, diag.column, diag.file, diag.id) == (1, 1, "k.ktir", "syntax.internal")
     assert p.parse(text, fast=False).operations
 
 
