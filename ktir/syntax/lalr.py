@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ktir.syntax.diagnostics import ParseError
-from ktir.syntax.lexer import KtirLexer, Tok
+from ktir.syntax.lexer import KtirLexer, Terminals, Tok
 
 FORMAT = 3  # bump when the layout of the cached tables changes
 Tables = dict[str, Any]
@@ -282,10 +282,11 @@ class Driver:
         self.terminals: list[tuple[str, str, str]] = tables["terminals"]
         self._callbacks = make_callbacks(tables["rules"], builder_class)
         self._conf = _Conf(self._rows)
+        self._terminals = Terminals(self.terminals)
 
     def lexer(self, type_hook: Callable[[str], bool] | None = None, comment_sink: list[Any] | None = None) -> KtirLexer:
         """A lexer for one parse (see KtirLexer)."""
-        return KtirLexer(self.terminals, type_hook, comment_sink)
+        return KtirLexer(self._terminals, type_hook, comment_sink)
 
     def parse(self, text: str, start: str, builder: Any, lexer: KtirLexer | None = None) -> Any:
         """Parse `text` from rule `start`, the callbacks building through `builder`."""

@@ -1792,26 +1792,21 @@ def constant_type(value: Attribute) -> Type:
 _HEX_BLOB = re.compile(r"0x(?:[0-9a-fA-F]{2})+")
 
 
-# (exponent bits, mantissa bits, struct format of the bits, of the float, left shift into
-# it) of the float kinds the standard library reads: a kernel's `0xFF800000 : f32` (-inf)
-# need not import numpy and ml_dtypes (half a second of a cold `ktir validate`)
-_IEEE = {
-    "f16": (5, 10, "<H", "<e", 0),
-    "bf16": (8, 7, "<I", "<f", 16),
-    "f32": (8, 23, "<I", "<f", 0),
-    "f64": (11, 52, "<Q", "<d", 0),
-}
+# (struct format of the bits, of the float, left shift into it) of the float kinds the
+# standard library reads: a kernel's `0xFF800000 : f32` (-inf) need not import numpy and
+# ml_dtypes (half a second of a cold `ktir validate`)
+_IEEE = {"f16": ("<H", "<e", 0), "bf16": ("<I", "<f", 16), "f32": ("<I", "<f", 0), "f64": ("<Q", "<d", 0)}
 
 
 def _float_from_bits(bits: int, t: ty.FloatType) -> float:
-    """ktir.ir.floats.float_from_bits, without numpy for the kinds of _IEEE; a NaN (its
-    payload) and the other kinds through it (tests/syntax/test_parser_units.py compares)."""
+    """ktir.ir.floats.float_from_bits, without numpy for the kinds of _IEEE; the other
+    kinds, and an f16 NaN (whose payload the standard library drops), through it.
+    tests/syntax/test_parser_units.py compares the two bit for bit."""
     layout = _IEEE.get(t.kind)
     if layout is None:
         return float_from_bits(bits, t)
-    exponent, mantissa, int_format, float_format, shift = layout
-    ones = (1 << exponent) - 1
-    if (bits >> mantissa) & ones == ones and bits & ((1 << mantissa) - 1):
+    int_format, float_format, shift = layout
+    if t.kind == "f16" and bits & 0x7C00 == 0x7C00 and bits & 0x3FF:
         return float_from_bits(bits, t)
     value: float = struct.unpack(float_format, struct.pack(int_format, bits << shift))[0]
     return value
