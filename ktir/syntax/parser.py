@@ -1,8 +1,11 @@
-"""Text -> typed AST. `parse(text)` runs the LALR grammar with an inline transformer.
+"""Text -> typed AST. `parse(text)` reads it with the production parser (ktir.syntax.
+fastparse); the LALR grammar (ktir.lark, normative) reports the errors and is the tests'
+oracle (`parse(text, fast=False)`).
 
-Each grammar rule has one callback below; op rules build generic `Operation`s, so the
-custom and generic forms of an op give the same AST (MLIR semantics: the custom syntax
-is sugar). Op names come from the registry through the lexer.
+Each grammar rule has one callback below (`_Builder`), which both parsers call with the
+rule's children; op rules build generic `Operation`s, so the custom and generic forms of
+an op give the same AST (MLIR semantics: the custom syntax is sugar). Op names come from
+the registry.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import ktir.syntax
 from ktir.syntax import fastparse
 from ktir.syntax import parser as p
 from ktir.syntax.diagnostics import ParseError
+from ktir.syntax.printer import print_module
 
 _WITH_ALIAS = """#l = affine_map<(d0) -> (d0)>
 func.func @f(%m: memref<4xf32, #l>) {
@@ -221,11 +222,12 @@ def _texts() -> list[str]:
 
 
 def test_parses_in_two_threads_agree_with_one_and_change_no_module_state() -> None:
-    """Two threads parse files (fast path, grammar path, errors) at the same time, several
-    rounds each; every result equals the one parse alone gives, and no module-level value
-    or class attribute of any ktir.syntax module has changed."""
+    """Two threads parse and print files (and report errors) at the same time, several
+    rounds each; every result equals the one a lone parse and print give, and no
+    module-level value or class attribute of any ktir.syntax module has changed."""
     texts = _texts()
     alone = [p.parse(t) for t in texts]  # also loads every lazily-built table
+    printed = [print_module(m) for m in alone]
     with pytest.raises(ParseError) as bad_alone:
         p.parse(_WITHOUT)
     before = _package_snapshot()
@@ -237,7 +239,8 @@ def test_parses_in_two_threads_agree_with_one_and_change_no_module_state() -> No
         for _ in range(3):
             for k in order:
                 try:
-                    if p.parse(texts[k]) != alone[k]:
+                    module = p.parse(texts[k])
+                    if module != alone[k] or print_module(module) != printed[k]:
                         failures.append(("differs", k))
                 except Exception as e:  # noqa: BLE001 - reported below
                     failures.append((k, e))
