@@ -249,12 +249,6 @@ class _Parser:
             raise Fallback
         self.i += 1
 
-    def accept(self, text: str) -> bool:
-        if self.V[self.i] == text:
-            self.i += 1
-            return True
-        return False
-
     def value(self) -> Tok:
         i = self.i
         if self.K[i] != "value":
