@@ -31,7 +31,7 @@ from typing import Any
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir.operation import Location, new_location, trusted_operation
 from ktir.syntax import assembly as asm
-from ktir.syntax.lexer import _DIMS, Tok
+from ktir.syntax.lexer import _DIMS, Tok, _balanced_end
 
 # One token with the whitespace before it: a type with its `<...>` body (one nesting level)
 # or any other token. One findall over the whole text, without groups (a group per match
@@ -40,10 +40,11 @@ from ktir.syntax.lexer import _DIMS, Tok
 # characters has both, but a comment). The type body's quantifiers are possessive (no
 # backtracking can help: its classes exclude the `<`/`>` that would end a run). An `->`
 # (a function type's or an affine map's arrow), and in the nested level a `>=` (an affine
-# set's), close nothing, as the LALR lexer's `_balanced_end` reads them.
+# set's), close nothing, as the LALR lexer's `_balanced_end` reads them; a comment ends the
+# token (the type is read in pieces, see _Parser.spelled_type).
 _SCAN = re.compile(
     r"""[ \t\r\n]*(?:
-    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n\-]++|->?|<(?:[^<>"\n\-]++|->?|>=)*+>)*+>
+    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n\-/]++|->?|/(?!/)|<(?:[^<>"\n\-/]++|->?|/(?!/)|>=)*+>)*+>
   | <(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
@@ -61,6 +62,9 @@ _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
 _FIRST = itemgetter(0)
+# blanks and comments, where the LALR lexer skips them
+_BLANKS = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+_WORD = re.compile(r"!?[A-Za-z_][A-Za-z0-9_$.]*")
 
 # Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
 # against the grammar).
@@ -235,6 +239,7 @@ class _Parser:
         self.affine = affine  # an affine map/set's tokens -> the map or set; see kept_affine
         self.lookups = 0  # of shapes; -1 once they are given up (see operation())
         self.copies = 0
+        self.whole_comments: tuple[int, int] | None = None  # see raw_bracketed
 
     # ------------------------------------------------------------ tokens
 
@@ -516,6 +521,8 @@ class _Parser:
             if "." not in text or (text not in TYPE_KWS and self.V[i + 1] != "<"):
                 return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
             if self.V[i + 1] == "<":
+                if text == "!ktdp.access_tile" or text == "!ktdp.tile":
+                    return self.spelled_type()
                 if text == "!ktdp.tile_future":
                     return self.tile_future()
                 if text == "!ktdp.runtime_arg":
@@ -538,22 +545,36 @@ class _Parser:
         """DIALECT_ATTR or DIALECT_TYPE: `#dialect.name<...>` or `!dialect.name<...>` of a
         dialect KTIR does not model, its text whole, as the LALR lexer takes it."""
         start = self.i
-        return _LazyTok(kind, self.raw_bracketed(), self.tokens, start)
+        tok = _LazyTok(kind, self.raw_bracketed(), self.tokens, start)
+        self.drop_whole_comments()  # the lexer's token holds them
+        return tok
 
-    def raw_bracketed(self) -> str:
-        """The text from the current token, a word followed at once by `<`, to the matching
-        `>`, whitespace and all, as the LALR lexer takes it (ktir.syntax.lexer._balanced_end
-        counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips strings); consumed.
-        What is built from it depends on that whitespace, which shape() does not see: the
-        op that reads it is not copied (raw_reads)."""
+    def drop_whole_comments(self) -> None:
+        """Forget the comments inside the text raw_bracketed just read, which the LALR
+        lexer took as one token."""
+        if self.whole_comments is not None:
+            del self.tokens.comments[slice(*self.whole_comments)]
+
+    def raw_bracketed(self, adjacent: bool = True, word: bool = True) -> str:
+        """The text from the current token, a word followed by `<` (at once if `adjacent`,
+        as the LALR lexer needs it for a dialect attribute or type) or not `word` the `<`
+        itself, to the matching `>`,
+        whitespace, lines and all, as the LALR lexer takes it (ktir.syntax.lexer.
+        _balanced_end counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips
+        strings); consumed. A comment in a text the lexer may read whole, which it keeps
+        only if it reads the text token by token after all, is left to the caller
+        (`whole_comments`: its index range in tokens.comments). What is built from the text
+        depends on its whitespace, which shape() does not see: the op that reads it is not
+        copied (raw_reads)."""
         tokens = self.tokens
         V = self.V
         start = self.i
         pos = tokens.position(start)
-        if tokens.ends[start + 1] != tokens.position(start + 1):  # `memref <`: not one token for the lexer
+        whole = word and tokens.ends[start + 1] == tokens.position(start + 1)  # `memref<`, not `memref <`
+        if adjacent and not whole:  # `#x.y <`: not one token
             raise Fallback
         depth = 0
-        close = start + 1
+        close = start + 1 if word else start  # not `word`: the current token is the `<`
         while True:
             text = V[close]
             if text == "<" or text == "<=":
@@ -566,10 +587,18 @@ class _Parser:
                 raise Fallback
             close += 1
         end = tokens.ends[close + 1]
-        if bisect_right(self.starts, end) != bisect_right(self.starts, pos):
-            # over lines (a comment may be in it, whose brackets the lexer would count;
-            # and the lexer does not count the lines in a token)
-            raise Fallback
+        comments = tokens.comments
+        k = bisect_left(comments, (pos,))
+        inside = bisect_left(comments, (end,), k) - k
+        self.whole_comments = None
+        if whole and inside:
+            # the lexer finds the `>` counting brackets in comments too: if that is another
+            # `>`, its one token is no dialect attribute or type (Fallback), and a type is
+            # read token by token (the text up to it is none: it ends in the comment)
+            if _balanced_end(tokens.text, tokens.position(start + 1) - tokens.base) + tokens.base == end:
+                self.whole_comments = (k, k + inside)
+            elif adjacent:
+                raise Fallback
         self.i = close + 1
         self.raw_reads += 1
         return tokens.text[pos - tokens.base : end - tokens.base]
@@ -626,8 +655,10 @@ class _Parser:
 
     def short_runtime_arg(self) -> Any:
         """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>`, or
-        "<" type ">", a short access tile without a shape (both warn)"""
+        "<" shape_prefix? type ">", a short access tile (both warn)"""
         b = self.b
+        if self.K[self.i + 1] == "number" or self.V[self.i + 1] in ("?", "*"):
+            return self.spaced_short_access_tile()
         c = [self.tok("LESSTHAN"), self.type()]
         if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
             c.append(self.tok("MORETHAN"))
@@ -641,6 +672,32 @@ class _Parser:
             raise Fallback
         c.append(self.tok("MORETHAN"))
         return b.short_runtime_arg(c)
+
+    def spaced_short_access_tile(self) -> Any:
+        """"<" shape_prefix type ">" with blanks the scan's one-token form has not (the
+        LALR lexer reads it token by token, its shape as one DIMS token, which the scan
+        may have split or joined to the next word: it is read again from the text)."""
+        pos = self.tokens.position(self.i)
+        text = self.raw_bracketed(adjacent=False, word=False)
+        close = self.i
+        p = _BLANKS.match(text, 1).end()  # type: ignore[union-attr]
+        dims = _DIMS.match(text, p)
+        if dims is None:
+            raise Fallback
+        inner = _Parser(_Tokens(text[dims.end() :], pos + dims.end(), self.starts), self.starts, self.b, self.types, self.scalars, self.shapes, self.affine)
+        element = inner.type()
+        inner.expect(">")
+        if inner.K[inner.i] != "end":
+            raise Fallback
+        self.i = close
+        return self.b.short_access_tile(
+            [
+                self.located("LESSTHAN", "<", pos),
+                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + p)]),
+                element,
+                self.located("MORETHAN", ">", pos + len(text) - 1),
+            ]
+        )
 
     def set_ref(self) -> Any:
         """affine_set_attr | attr_alias_ref"""
@@ -682,13 +739,11 @@ class _Parser:
         """`tensor<...>`, `memref<...>`, `vector<...>`, `!ktdp.access_tile<...>` or its legacy
         `!ktdp.tile<...>`, whole; or upstream's short access tile `<4x8xindex>`."""
         b = self.b
-        open_at = text.index("<")
-        keyword = text[:open_at]
+        keyword = "" if text[0] == "<" else _WORD.match(text).group()  # type: ignore[union-attr]
+        open_at = _BLANKS.match(text, len(keyword)).end()  # type: ignore[union-attr]  # the `<`
         if not keyword:
             return self.short_access_tile(text, pos)
-        p = open_at + 1
-        while text[p] in " \t":
-            p += 1
+        p = _BLANKS.match(text, open_at + 1).end()  # type: ignore[union-attr]
         children: list[Any] = []
         if keyword == "!ktdp.access_tile" or keyword == "!ktdp.tile":
             children.append(self.located("ACCESS_TILE_KW", keyword, pos))
@@ -730,14 +785,20 @@ class _Parser:
         return found
 
     def spelled_type(self) -> Any:
-        """`tensor<...>`, `memref<...>` or `vector<...>` that the scan did not take as one
-        token (a string in it, or brackets nested deeper), read whole by type_token, as the
-        LALR lexer reads it (PARSED_TYPE)."""
+        """`tensor<...>`, `memref<...>`, `vector<...>` or an access tile that the scan did
+        not take as one token (a string in it, brackets nested deeper, lines, or blanks
+        before the `<`), read whole by type_token: the LALR lexer reads it as one token
+        (PARSED_TYPE) or token by token, to the same type (types have no location; a
+        warning's is the same either way)."""
         pos = self.tokens.position(self.i)
-        text = self.raw_bracketed()
+        text = self.raw_bracketed(adjacent=False)
         found = self.types.get(text)
         if found is None:
+            n_warnings = len(self.b.warnings)
             found = self.type_token(text, pos)
+            if len(self.b.warnings) != n_warnings:
+                return found  # read token by token by the lexer: the comments stay
+        self.drop_whole_comments()  # read whole by the lexer (PARSED_TYPE)
         return found
 
     def short_access_tile(self, text: str, pos: int) -> Any:
