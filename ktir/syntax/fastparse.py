@@ -658,7 +658,10 @@ class _Parser:
         "<" shape_prefix? type ">", a short access tile (both warn)"""
         b = self.b
         if self.K[self.i + 1] == "number" or self.V[self.i + 1] in ("?", "*"):
-            return self.spaced_short_access_tile()
+            # with blanks the scan's one token has not: its text read again, as the LALR
+            # lexer reads it (token by token, the shape as one DIMS token)
+            pos = self.tokens.position(self.i)
+            return self.short_access_tile(self.raw_bracketed(adjacent=False, word=False), pos)
         c = [self.tok("LESSTHAN"), self.type()]
         if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
             c.append(self.tok("MORETHAN"))
@@ -672,32 +675,6 @@ class _Parser:
             raise Fallback
         c.append(self.tok("MORETHAN"))
         return b.short_runtime_arg(c)
-
-    def spaced_short_access_tile(self) -> Any:
-        """"<" shape_prefix type ">" with blanks the scan's one-token form has not (the
-        LALR lexer reads it token by token, its shape as one DIMS token, which the scan
-        may have split or joined to the next word: it is read again from the text)."""
-        pos = self.tokens.position(self.i)
-        text = self.raw_bracketed(adjacent=False, word=False)
-        close = self.i
-        p = _BLANKS.match(text, 1).end()  # type: ignore[union-attr]
-        dims = _DIMS.match(text, p)
-        if dims is None:
-            raise Fallback
-        inner = _Parser(_Tokens(text[dims.end() :], pos + dims.end(), self.starts), self.starts, self.b, self.types, self.scalars, self.shapes, self.affine)
-        element = inner.type()
-        inner.expect(">")
-        if inner.K[inner.i] != "end":
-            raise Fallback
-        self.i = close
-        return self.b.short_access_tile(
-            [
-                self.located("LESSTHAN", "<", pos),
-                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + p)]),
-                element,
-                self.located("MORETHAN", ">", pos + len(text) - 1),
-            ]
-        )
 
     def set_ref(self) -> Any:
         """affine_set_attr | attr_alias_ref"""
@@ -760,7 +737,7 @@ class _Parser:
         if element is not None:
             children.append(element)
         else:
-            inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes, self.affine)
+            inner = self.inner(text[p:], pos + p)
             children.append(inner.type())
             if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
                 inner.i += 1
@@ -802,18 +779,28 @@ class _Parser:
         return found
 
     def short_access_tile(self, text: str, pos: int) -> Any:
-        """"<" shape_prefix? type ">", `text` being `<` DIMS `index>` (it warns, so is not kept)."""
-        dims = _DIMS.match(text, 1)
-        if dims is None or text[dims.end() : -1] != "index":
+        """"<" shape_prefix type ">" from its text at `pos` (it warns, so is not kept)."""
+        p = _BLANKS.match(text, 1).end()  # type: ignore[union-attr]
+        dims = _DIMS.match(text, p)
+        if dims is None:
+            raise Fallback
+        inner = self.inner(text[dims.end() :], pos + dims.end())
+        element = inner.type()
+        inner.expect(">")
+        if inner.K[inner.i] != "end":
             raise Fallback
         return self.b.short_access_tile(
             [
                 self.located("LESSTHAN", "<", pos),
-                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + 1)]),
-                self.b.index_type([self.located("INDEX", "index", pos + dims.end())]),
+                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + p)]),
+                element,
                 self.located("MORETHAN", ">", pos + len(text) - 1),
             ]
         )
+
+    def inner(self, text: str, pos: int) -> _Parser:
+        """A parser of `text`, at `pos` of the whole text, sharing this parse's tables."""
+        return _Parser(_Tokens(text, pos, self.starts), self.starts, self.b, self.types, self.scalars, self.shapes, self.affine)
 
     def located(self, kind: str, value: str, pos: int) -> Tok:
         """A `kind` token at `pos` of the text."""
