@@ -6,8 +6,9 @@ attribute dictionary, written types (`:` type lists, `->`, `to`, `into`, functio
 types) and optional groups: what MLIR's ODS `assemblyFormat` expresses. Those are
 described once, in `ktir.dialects.formats`; from each description come its grammar rule
 (the generated section of `ktir.lark`, `python -m ktir.syntax.assembly --write-grammar`;
-a test checks the file agrees), its parse-tree -> Operation conversion
-(`ktir.syntax.parser`) and its printer (`ktir.syntax.printer`).
+a test checks the file agrees), its reader in the production parser
+(`ktir.syntax.fastparse`), its parse-tree -> Operation conversion (`ktir.syntax.parser`)
+and its printer (`ktir.syntax.printer`).
 
 Declarative (27): UNARY, BINARY, TERNARY, CAST, CMP, SELECT, CALL, TILE_ID, MEMORY_VIEW,
 DISTRIBUTED_VIEW, LOAD, STORE, CONDITION, LINALG_INDEX, EMPTY, SPLAT, EXTRACT, INSERT,

@@ -1,13 +1,15 @@
-"""A recursive-descent fast path for the common forms of KTIR text.
+"""The production parser of KTIR text: recursive descent over one scan of the text.
 
-The grammar (`ktir.lark`, run by `ktir.syntax.lalr`) stays normative. This parser reads
-the forms kernels are mostly made of, several times faster, and hands each grammar rule's
-children to the same callbacks, shaped as the LALR parser shapes them, so both build the
-same AST. It never reports an error itself: on anything it does not cover, or anything
-wrong, it raises `Fallback` and the caller parses the whole text with the grammar, which
-then reports the error (or parses a form this path leaves to it). So it only has to be
-exact on what it accepts; tests/syntax/test_fastparse_equivalence.py checks that on every
-file we have and on generated programs.
+The grammar (`ktir.lark`, run by `ktir.syntax.lalr`) stays normative and is the tests'
+oracle. This parser hands each grammar rule's children to the same callbacks
+(`ktir.syntax.parser._Builder`), shaped as the LALR parser shapes them, so both build the
+same AST. The declarative assembly formats are read by code generated from their
+descriptions (`reader_source`, like their grammar rules and printers); the irregular ones
+(`ktir.syntax.assembly.HAND_WRITTEN`) by the methods of `_Parser`. It reads every text
+the grammar accepts, and no other (tests/syntax/test_fastparse_equivalence.py checks both
+ways, and the modules, on every file we have, on generated programs and on mutations of
+both). It never reports an error itself: on anything wrong it raises `Fallback`, and
+`ktir.syntax.parser.parse` has the grammar report the error.
 
 Context the LALR lexer takes from the parser state is taken here from the position in
 the rule: a type starting `tensor<`, `memref<`, `vector<` or `!ktdp.access_tile<` is one
@@ -29,17 +31,20 @@ from typing import Any
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir.operation import Location, new_location, trusted_operation
 from ktir.syntax import assembly as asm
-from ktir.syntax.lexer import _DIMS, Tok
+from ktir.syntax.lexer import _DIMS, Tok, _balanced_end
 
 # One token with the whitespace before it: a type with its `<...>` body (one nesting level)
 # or any other token. One findall over the whole text, without groups (a group per match
 # doubles the scan's cost in tuples); each token is classified afterwards by its first
 # character, and a type by its `<` and closing `>` (no other token of more than two
 # characters has both, but a comment). The type body's quantifiers are possessive (no
-# backtracking can help: its classes exclude the `<`/`>` that would end a run).
+# backtracking can help: its classes exclude the `<`/`>` that would end a run). An `->`
+# (a function type's or an affine map's arrow), and in the nested level a `>=` (an affine
+# set's), close nothing, as the LALR lexer's `_balanced_end` reads them; a comment ends the
+# token (the type is read in pieces, see _Parser.spelled_type).
 _SCAN = re.compile(
     r"""[ \t\r\n]*(?:
-    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n]++|<[^<>"\n]*+>)*+>
+    (?:tensor|memref|vector|!ktdp\.access_tile|!ktdp\.tile)<(?:[^<>"\n\-/]++|->?|/(?!/)|<(?:[^<>"\n\-/]++|->?|/(?!/)|>=)*+>)*+>
   | <(?:(?:[0-9]+|\?)[ \t]*x[ \t]*)+index>
   | %[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?
   | ->|==|>=|<=|::|[=,:<>()\[\]{}+\-*?]
@@ -57,6 +62,9 @@ _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
 _FIRST = itemgetter(0)
+# blanks and comments, where the LALR lexer skips them
+_BLANKS = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+_WORD = re.compile(r"!?[A-Za-z_][A-Za-z0-9_$.]*")
 
 # Terminals of ktir.lark this parser spells out (test_fastparse_equivalence checks them
 # against the grammar).
@@ -75,7 +83,7 @@ TYPE_KWS = frozenset({"!ktdp.access_tile", "!ktdp.tile", "!ktdp.tile_future", "!
 
 
 class Fallback(Exception):
-    """This text is for the grammar to parse (an uncovered form, or an error)."""
+    """This text is wrong: the grammar reports how."""
 
 
 def parse_fast(text: str, builder: Any) -> Any:
@@ -231,6 +239,7 @@ class _Parser:
         self.affine = affine  # an affine map/set's tokens -> the map or set; see kept_affine
         self.lookups = 0  # of shapes; -1 once they are given up (see operation())
         self.copies = 0
+        self.whole_comments: tuple[int, int] | None = None  # see raw_bracketed
 
     # ------------------------------------------------------------ tokens
 
@@ -244,12 +253,6 @@ class _Parser:
         if self.V[self.i] != text:
             raise Fallback
         self.i += 1
-
-    def accept(self, text: str) -> bool:
-        if self.V[self.i] == text:
-            self.i += 1
-            return True
-        return False
 
     def value(self) -> Tok:
         i = self.i
@@ -308,13 +311,13 @@ class _Parser:
             if kind == "end":
                 break
             if kind == "hash":
-                if "." in V[self.i]:
+                if V[self.i] in MEMSPACE_KWS or V[self.i + 1] != "=":
                     raise Fallback
                 name = self.tok("ATTR_ALIAS")
                 self.expect("=")
                 items.append(self.b.attr_alias_def([name, self.attribute()]))
             elif kind == "bang":
-                if "." in V[self.i]:
+                if V[self.i] in TYPE_KWS or V[self.i + 1] != "=":
                     raise Fallback
                 name = self.tok("TYPE_ALIAS")
                 self.expect("=")
@@ -426,15 +429,9 @@ class _Parser:
         if opdef is None:
             raise Fallback
         handler = _HANDLERS.get(opdef.format)
-        if handler is not None:
-            op = handler(self, self.tok("OP_" + opdef.format))
-        else:
-            fmt = _REGULAR.get(opdef.format)
-            if fmt is None:
-                raise Fallback
-            c: list[Any] = [self.tok("OP_" + opdef.format)]
-            self.regular(fmt.elements, c)
-            op = getattr(self.b, fmt.rule)(c)
+        if handler is None:
+            raise Fallback
+        op = handler(self, self.tok("OP_" + opdef.format))
         return self.b.operation([op] if results is None else [results, op])
 
     def op_results(self) -> Any:
@@ -510,17 +507,22 @@ class _Parser:
         if kind == "word":
             found = self.scalars.get(text)
             if found is None:
-                if text in _SPELLED_TYPES and self.V[i + 1] == "<":
-                    return self.spelled_type()
+                if self.V[i + 1] == "<":
+                    if text in _SPELLED_TYPES:
+                        return self.spelled_type()
+                    if text == "complex" or text == "tuple":
+                        return self.composite_type(text)
                 found = self.scalar_type(text)
             self.i = i + 1
             return found
         if text == "<":
             return self.short_tile_future() if self.V[i + 1] == "(" else self.short_runtime_arg()
         if kind == "bang":
-            if "." not in text:
+            if "." not in text or (text not in TYPE_KWS and self.V[i + 1] != "<"):
                 return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
             if self.V[i + 1] == "<":
+                if text == "!ktdp.access_tile" or text == "!ktdp.tile":
+                    return self.spelled_type()
                 if text == "!ktdp.tile_future":
                     return self.tile_future()
                 if text == "!ktdp.runtime_arg":
@@ -529,26 +531,50 @@ class _Parser:
                     return self.b.dialect_type([self.dialect("DIALECT_TYPE")])
         raise Fallback
 
+    def composite_type(self, text: str) -> Any:
+        """"complex" "<" type ">" | "tuple" "<" type_list? ">" """
+        self.i += 2
+        if text == "complex":
+            found = self.b.complex_type([self.type()])
+        else:
+            found = self.b.tuple_type([self.type_list()] if self.V[self.i] != ">" else [])
+        self.expect(">")
+        return found
+
     def dialect(self, kind: str) -> Tok:
         """DIALECT_ATTR or DIALECT_TYPE: `#dialect.name<...>` or `!dialect.name<...>` of a
         dialect KTIR does not model, its text whole, as the LALR lexer takes it."""
         start = self.i
-        return _LazyTok(kind, self.raw_bracketed(), self.tokens, start)
+        tok = _LazyTok(kind, self.raw_bracketed(), self.tokens, start)
+        self.drop_whole_comments()  # the lexer's token holds them
+        return tok
 
-    def raw_bracketed(self) -> str:
-        """The text from the current token, a word followed at once by `<`, to the matching
-        `>`, whitespace and all, as the LALR lexer takes it (ktir.syntax.lexer._balanced_end
-        counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips strings); consumed.
-        What is built from it depends on that whitespace, which shape() does not see: the
-        op that reads it is not copied (raw_reads)."""
+    def drop_whole_comments(self) -> None:
+        """Forget the comments inside the text raw_bracketed just read, which the LALR
+        lexer took as one token."""
+        if self.whole_comments is not None:
+            del self.tokens.comments[slice(*self.whole_comments)]
+
+    def raw_bracketed(self, adjacent: bool = True, word: bool = True) -> str:
+        """The text from the current token, a word followed by `<` (at once if `adjacent`,
+        as the LALR lexer needs it for a dialect attribute or type) or not `word` the `<`
+        itself, to the matching `>`,
+        whitespace, lines and all, as the LALR lexer takes it (ktir.syntax.lexer.
+        _balanced_end counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips
+        strings); consumed. A comment in a text the lexer may read whole, which it keeps
+        only if it reads the text token by token after all, is left to the caller
+        (`whole_comments`: its index range in tokens.comments). What is built from the text
+        depends on its whitespace, which shape() does not see: the op that reads it is not
+        copied (raw_reads)."""
         tokens = self.tokens
         V = self.V
         start = self.i
         pos = tokens.position(start)
-        if tokens.ends[start + 1] != tokens.position(start + 1):  # `memref <`: not one token for the lexer
+        whole = word and tokens.ends[start + 1] == tokens.position(start + 1)  # `memref<`, not `memref <`
+        if adjacent and not whole:  # `#x.y <`: not one token
             raise Fallback
         depth = 0
-        close = start + 1
+        close = start + 1 if word else start  # not `word`: the current token is the `<`
         while True:
             text = V[close]
             if text == "<" or text == "<=":
@@ -561,16 +587,24 @@ class _Parser:
                 raise Fallback
             close += 1
         end = tokens.ends[close + 1]
-        if bisect_right(self.starts, end) != bisect_right(self.starts, pos):
-            # over lines (a comment may be in it, whose brackets the lexer would count;
-            # and the lexer does not count the lines in a token)
-            raise Fallback
+        comments = tokens.comments
+        k = bisect_left(comments, (pos,))
+        inside = bisect_left(comments, (end,), k) - k
+        self.whole_comments = None
+        if whole and inside:
+            # the lexer finds the `>` counting brackets in comments too: if that is another
+            # `>`, its one token is no dialect attribute or type (Fallback), and a type is
+            # read token by token (the text up to it is none: it ends in the comment)
+            if _balanced_end(tokens.text, tokens.position(start + 1) - tokens.base) + tokens.base == end:
+                self.whole_comments = (k, k + inside)
+            elif adjacent:
+                raise Fallback
         self.i = close + 1
         self.raw_reads += 1
         return tokens.text[pos - tokens.base : end - tokens.base]
 
     def tile_future(self) -> Any:
-        """FUTURE_KW "<" ("(" type_list ")" | type) "," "groups" "=" set_ref ">" """
+        """FUTURE_KW "<" ("(" type_list ")" "," "groups" "=" set_ref | type ("," "groups" "=" set_ref)?) ">" """
         b = self.b
         keyword = self.tok("FUTURE_KW")
         self.expect("<")
@@ -581,6 +615,9 @@ class _Parser:
             rule = b.future_body
         else:
             c = [self.type()]
+            if self.V[self.i] == ">":  # legacy: the groups are the op's `groups = S`
+                self.i += 1
+                return b.tile_future_type([keyword, b.groupless_future_body(c)])
             rule = b.legacy_future_body
         self.expect(",")
         self.expect("groups")
@@ -618,8 +655,13 @@ class _Parser:
 
     def short_runtime_arg(self) -> Any:
         """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>`, or
-        "<" type ">", a short access tile without a shape (both warn)"""
+        "<" shape_prefix? type ">", a short access tile (both warn)"""
         b = self.b
+        if self.K[self.i + 1] == "number" or self.V[self.i + 1] in ("?", "*"):
+            # with blanks the scan's one token has not: its text read again, as the LALR
+            # lexer reads it (token by token, the shape as one DIMS token)
+            pos = self.tokens.position(self.i)
+            return self.short_access_tile(self.raw_bracketed(adjacent=False, word=False), pos)
         c = [self.tok("LESSTHAN"), self.type()]
         if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
             c.append(self.tok("MORETHAN"))
@@ -638,9 +680,17 @@ class _Parser:
         """affine_set_attr | attr_alias_ref"""
         if self.V[self.i] == "affine_set":
             return self.affine_set()
-        if self.K[self.i] == "hash" and "." not in self.V[self.i]:
-            return self.b.attr_alias_ref([self.tok("ATTR_ALIAS")])
+        if self.K[self.i] == "hash":
+            return self.attr_alias_ref()
         raise Fallback
+
+    def attr_alias_ref(self) -> Any:
+        """ATTR_ALIAS at the `#name` token: a dotted name is one as the LALR lexer takes it
+        there only when it is no keyword and no `<` follows (else a dialect attribute)."""
+        text = self.V[self.i]
+        if "." in text and (text in MEMSPACE_KWS or self.V[self.i + 1] == "<"):
+            raise Fallback
+        return self.b.attr_alias_ref([self.tok("ATTR_ALIAS")])
 
     def scalar_type(self, text: str) -> Any:
         if text == "index":
@@ -666,13 +716,11 @@ class _Parser:
         """`tensor<...>`, `memref<...>`, `vector<...>`, `!ktdp.access_tile<...>` or its legacy
         `!ktdp.tile<...>`, whole; or upstream's short access tile `<4x8xindex>`."""
         b = self.b
-        open_at = text.index("<")
-        keyword = text[:open_at]
+        keyword = "" if text[0] == "<" else _WORD.match(text).group()  # type: ignore[union-attr]
+        open_at = _BLANKS.match(text, len(keyword)).end()  # type: ignore[union-attr]  # the `<`
         if not keyword:
             return self.short_access_tile(text, pos)
-        p = open_at + 1
-        while text[p] in " \t":
-            p += 1
+        p = _BLANKS.match(text, open_at + 1).end()  # type: ignore[union-attr]
         children: list[Any] = []
         if keyword == "!ktdp.access_tile" or keyword == "!ktdp.tile":
             children.append(self.located("ACCESS_TILE_KW", keyword, pos))
@@ -689,7 +737,7 @@ class _Parser:
         if element is not None:
             children.append(element)
         else:
-            inner = _Parser(_Tokens(text[p:], pos + p, self.starts), self.starts, b, self.types, self.scalars, self.shapes, self.affine)
+            inner = self.inner(text[p:], pos + p)
             children.append(inner.type())
             if keyword in ("tensor", "memref") and inner.V[inner.i] == ",":
                 inner.i += 1
@@ -714,29 +762,45 @@ class _Parser:
         return found
 
     def spelled_type(self) -> Any:
-        """`tensor<...>`, `memref<...>` or `vector<...>` that the scan did not take as one
-        token (a string in it, or brackets nested deeper), read whole by type_token, as the
-        LALR lexer reads it (PARSED_TYPE)."""
+        """`tensor<...>`, `memref<...>`, `vector<...>` or an access tile that the scan did
+        not take as one token (a string in it, brackets nested deeper, lines, or blanks
+        before the `<`), read whole by type_token: the LALR lexer reads it as one token
+        (PARSED_TYPE) or token by token, to the same type (types have no location; a
+        warning's is the same either way)."""
         pos = self.tokens.position(self.i)
-        text = self.raw_bracketed()
+        text = self.raw_bracketed(adjacent=False)
         found = self.types.get(text)
         if found is None:
+            n_warnings = len(self.b.warnings)
             found = self.type_token(text, pos)
+            if len(self.b.warnings) != n_warnings:
+                return found  # read token by token by the lexer: the comments stay
+        self.drop_whole_comments()  # read whole by the lexer (PARSED_TYPE)
         return found
 
     def short_access_tile(self, text: str, pos: int) -> Any:
-        """"<" shape_prefix? type ">", `text` being `<` DIMS `index>` (it warns, so is not kept)."""
-        dims = _DIMS.match(text, 1)
-        if dims is None or text[dims.end() : -1] != "index":
+        """"<" shape_prefix type ">" from its text at `pos` (it warns, so is not kept)."""
+        p = _BLANKS.match(text, 1).end()  # type: ignore[union-attr]
+        dims = _DIMS.match(text, p)
+        if dims is None:
+            raise Fallback
+        inner = self.inner(text[dims.end() :], pos + dims.end())
+        element = inner.type()
+        inner.expect(">")
+        if inner.K[inner.i] != "end":
             raise Fallback
         return self.b.short_access_tile(
             [
                 self.located("LESSTHAN", "<", pos),
-                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + 1)]),
-                self.b.index_type([self.located("INDEX", "index", pos + dims.end())]),
+                self.b.shape_prefix([self.located("DIMS", dims.group(), pos + p)]),
+                element,
                 self.located("MORETHAN", ">", pos + len(text) - 1),
             ]
         )
+
+    def inner(self, text: str, pos: int) -> _Parser:
+        """A parser of `text`, at `pos` of the whole text, sharing this parse's tables."""
+        return _Parser(_Tokens(text, pos, self.starts), self.starts, self.b, self.types, self.scalars, self.shapes, self.affine)
 
     def located(self, kind: str, value: str, pos: int) -> Tok:
         """A `kind` token at `pos` of the text."""
@@ -817,13 +881,11 @@ class _Parser:
                 return self.dense_resource()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
-            if "." in text:
-                if self.V[i + 1] == "<":
-                    if text in MEMSPACE_KWS:
-                        return self.memory_space()
-                    return b.dialect_attr([self.dialect("DIALECT_ATTR")])
-                raise Fallback
-            return b.attr_alias_ref([self.tok("ATTR_ALIAS")])
+            if "." in text and self.V[i + 1] == "<":
+                if text in MEMSPACE_KWS:
+                    return self.memory_space()
+                return b.dialect_attr([self.dialect("DIALECT_ATTR")])
+            return self.attr_alias_ref()
         if kind == "string":
             c: list[Any] = [self.tok("STRING")]
             self.typed_suffix(c)
@@ -1152,69 +1214,6 @@ class _Parser:
 
     # ------------------------------------------------------------ declarative formats
 
-    def regular(self, elements: tuple[asm.Element, ...], c: list[Any]) -> None:
-        """The children of a declarative format's elements, read as the rule that
-        ktir.syntax.assembly.grammar_rule writes for them (each optional part decided by
-        its first token, as the LALR parser decides it)."""
-        for e in elements:
-            if isinstance(e, asm.Literal):
-                if e.text:
-                    self.expect(e.text)
-            elif isinstance(e, asm.OperandRef):
-                if not e.variadic:
-                    c.append(self.value())
-                elif e.nonempty or self.K[self.i] == "value":
-                    c.append(self.value_list())
-            elif isinstance(e, asm.TypeRef):
-                if e.variadic and not e.nonempty:
-                    raise Fallback  # `type_list?`: no declarative format writes it
-                c.append(self.type_list() if e.variadic else self.type())
-            elif isinstance(e, asm.AttrDict):
-                self.attr_dict_opt(c)
-            elif isinstance(e, asm.AttrRef):
-                if e.kind == "int":
-                    c.append(self.int_tok())
-                elif e.kind == "symbol":
-                    if self.K[self.i] != "symbol":
-                        raise Fallback
-                    c.append(self.tok("SYMBOL_REF"))
-                else:
-                    c.append(self.word())
-            elif isinstance(e, asm.FunctionalType):
-                c.append(self.function_type())
-            elif isinstance(e, asm.Custom):
-                self.custom(e.name, c)
-            elif isinstance(e, asm.Group):
-                first = e.elements[0]
-                if isinstance(first, asm.Literal) and first.text:
-                    present = self.V[self.i] == first.text
-                elif isinstance(first, asm.OperandRef):
-                    present = self.K[self.i] == "value"
-                else:
-                    raise Fallback
-                if present:
-                    self.regular(e.elements, c)
-            else:
-                raise Fallback
-
-    def custom(self, name: str, c: list[Any]) -> None:
-        if name == "DynamicIndexList":
-            c.append(self.mixed_list())
-        elif name == "Reassociation":
-            self.expect("[")
-            lists = self.comma_list_opt(self.int_list, "]")
-            self.expect("]")
-            c.append(self.b.reassociation(lists))
-        elif name == "ArithFlags":
-            self.op_flags(c)
-        elif name == "SelectTypes":
-            c.append(self.type())
-            if self.V[self.i] == ",":
-                self.i += 1
-                c.append(self.type())
-        else:
-            raise Fallback
-
     def op_flags(self, c: list[Any]) -> None:
         """op_flags*"""
         while self.V[self.i] in FLAG_KINDS and self.K[self.i] == "word":
@@ -1270,20 +1269,6 @@ class _Parser:
         c.append(self.region())
         return b.module_op(c)
 
-    def call_op(self, tok: Tok) -> Any:
-        """OP_CALL SYMBOL_REF "(" value_list? ")" attr_dict? ":" function_type"""
-        if self.K[self.i] != "symbol":
-            raise Fallback
-        c: list[Any] = [tok, self.tok("SYMBOL_REF")]
-        self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.value_list())
-        self.expect(")")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.function_type())
-        return self.b.call_op(c)
-
     def terminator_op(self, tok: Tok) -> Any:
         """OP_TERMINATOR attr_dict? (value_list ":" type_list trailing_attrs?)?"""
         b = self.b
@@ -1317,88 +1302,6 @@ class _Parser:
             raise Fallback
         return self.b.constant_op(c)
 
-    def elementwise(self, tok: Tok, operands: int) -> list[Any]:
-        """value ("," value)*{operands} op_flags* attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        for _ in range(operands - 1):
-            self.expect(",")
-            c.append(self.value())
-        self.op_flags(c)
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return c
-
-    def binary_op(self, tok: Tok) -> Any:
-        return self.b.binary_op(self.elementwise(tok, 2))
-
-    def unary_op(self, tok: Tok) -> Any:
-        return self.b.unary_op(self.elementwise(tok, 1))
-
-    def ternary_op(self, tok: Tok) -> Any:
-        return self.b.ternary_op(self.elementwise(tok, 3))
-
-    def cast_op(self, tok: Tok) -> Any:
-        """OP_CAST value attr_dict? ":" type "to" type"""
-        c: list[Any] = [tok, self.value()]
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect("to")
-        c.append(self.type())
-        return self.b.cast_op(c)
-
-    def cmp_op(self, tok: Tok) -> Any:
-        """OP_CMP BARE_ID "," value "," value attr_dict? ":" type"""
-        c: list[Any] = [tok, self.word()]
-        self.expect(",")
-        c.append(self.value())
-        self.expect(",")
-        c.append(self.value())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.cmp_op(c)
-
-    def select_op(self, tok: Tok) -> Any:
-        """OP_SELECT value "," value "," value attr_dict? ":" type ("," type)?"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        c.append(self.value())
-        self.expect(",")
-        c.append(self.value())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        if self.V[self.i] == ",":
-            self.i += 1
-            c.append(self.type())
-        return self.b.select_op(c)
-
-    def tile_id_op(self, tok: Tok) -> Any:
-        """OP_TILE_ID attr_dict? ":" type_list"""
-        c: list[Any] = [tok]
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type_list())
-        return self.b.tile_id_op(c)
-
-    def memory_view_op(self, tok: Tok) -> Any:
-        """OP_MEMORY_VIEW value "," "sizes" ":" mixed_list "," "strides" ":" mixed_list attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        self.expect("sizes")
-        self.expect(":")
-        c.append(self.mixed_list())
-        self.expect(",")
-        self.expect("strides")
-        self.expect(":")
-        c.append(self.mixed_list())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.memory_view_op(c)
-
     def access_tile_op(self, tok: Tok) -> Any:
         """OP_ACCESS_TILE value "[" subscripts? "]" symbols_clause? attr_dict? ":" type "->" type"""
         b = self.b
@@ -1418,28 +1321,6 @@ class _Parser:
         self.expect("->")
         c.append(self.type())
         return b.access_tile_op(c)
-
-    def load_op(self, tok: Tok) -> Any:
-        """OP_LOAD value attr_dict? ":" type "->" type"""
-        c: list[Any] = [tok, self.value()]
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect("->")
-        c.append(self.type())
-        return self.b.load_op(c)
-
-    def store_op(self, tok: Tok) -> Any:
-        """OP_STORE value "," value attr_dict? ":" type "," type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        c.append(self.value())
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        self.expect(",")
-        c.append(self.type())
-        return self.b.store_op(c)
 
     def for_op(self, tok: Tok) -> Any:
         """OP_FOR value "=" value "to" value "step" value iter_args? iv_type? region attr_dict?"""
@@ -1503,30 +1384,6 @@ class _Parser:
         self.results_types_opt(c)
         return b.linalg_named_op(c)
 
-    def empty_op(self, tok: Tok) -> Any:
-        """OP_EMPTY "(" value_list? ")" attr_dict? ":" type"""
-        c: list[Any] = [tok]
-        self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.value_list())
-        self.expect(")")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.empty_op(c)
-
-    def extract_op(self, tok: Tok) -> Any:
-        """OP_EXTRACT value "[" value_list? "]" attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect("[")
-        if self.V[self.i] != "]":
-            c.append(self.value_list())
-        self.expect("]")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.extract_op(c)
-
     def affine_apply_op(self, tok: Tok) -> Any:
         """OP_AFFINE_APPLY map_ref "(" value_list? ")" affine_symbols? attr_dict?"""
         b = self.b
@@ -1534,8 +1391,8 @@ class _Parser:
         text = self.V[self.i]
         if text == "affine_map":
             c.append(self.affine_map())
-        elif self.K[self.i] == "hash" and "." not in text:
-            c.append(b.attr_alias_ref([self.tok("ATTR_ALIAS")]))
+        elif self.K[self.i] == "hash":
+            c.append(self.attr_alias_ref())
         else:
             raise Fallback
         self.expect("(")
@@ -1646,34 +1503,6 @@ class _Parser:
         self.attr_dict_opt(c)
         return self.b.linalg_dims_op(c)
 
-    def distributed_view_op(self, tok: Tok) -> Any:
-        """OP_DISTRIBUTED_VIEW "(" (value_list ":" type_list)? ")" attr_dict? ":" type"""
-        c: list[Any] = [tok]
-        self.expect("(")
-        if self.V[self.i] != ")":
-            c.append(self.value_list())
-            self.expect(":")
-            c.append(self.type_list())
-        self.expect(")")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.distributed_view_op(c)
-
-    def memref_store_op(self, tok: Tok) -> Any:
-        """OP_MEMREF_STORE value "," value "[" value_list? "]" attr_dict? ":" type"""
-        c: list[Any] = [tok, self.value()]
-        self.expect(",")
-        c.append(self.value())
-        self.expect("[")
-        if self.V[self.i] != "]":
-            c.append(self.value_list())
-        self.expect("]")
-        self.attr_dict_opt(c)
-        self.expect(":")
-        c.append(self.type())
-        return self.b.store_like_op(c)
-
     def indirect_tile_op(self, tok: Tok) -> Any:
         """OP_INDIRECT_TILE intermediate_vars value "[" indirect_subscript ("," indirect_subscript)* "]"
         symbols_clause? attr_dict? ":" type_list "->" type"""
@@ -1730,11 +1559,12 @@ class _Parser:
         return self.b.runtime_arg_extract_op(c)
 
     def produce_op(self, tok: Tok) -> Any:
-        """OP_PRODUCE "producer_tiles_per_group" "=" set_ref attr_dict? produce_result region"""
+        """OP_PRODUCE "producer_tiles_per_group" "=" set_ref legacy_groups? attr_dict? produce_result region"""
         b = self.b
         self.expect("producer_tiles_per_group")
         self.expect("=")
         c: list[Any] = [tok, self.set_ref()]
+        self.legacy_groups_opt(c)
         self.attr_dict_opt(c)
         if self.V[self.i] == "->":
             self.i += 1
@@ -1747,14 +1577,24 @@ class _Parser:
         c.append(self.region())
         return b.produce_op(c)
 
-    def consumer_head(self, tok: Tok) -> list[Any]:
-        """"(" value ")" "consumer_tiles_per_group" "=" set_ref dependency?"""
+    def legacy_groups_opt(self, c: list[Any]) -> None:
+        """legacy_groups?: "," "groups" "=" set_ref"""
+        if self.V[self.i] == "," and self.V[self.i + 1] == "groups":
+            self.i += 2
+            self.expect("=")
+            c.append(self.b.legacy_groups([self.set_ref()]))
+
+    def consumer_head(self, tok: Tok, legacy: bool = True) -> list[Any]:
+        """"(" value ")" "consumer_tiles_per_group" "=" set_ref legacy_groups? dependency?
+        (a collective has no legacy_groups)"""
         self.expect("(")
         c: list[Any] = [tok, self.value()]
         self.expect(")")
         self.expect("consumer_tiles_per_group")
         self.expect("=")
         c.append(self.set_ref())
+        if legacy:
+            self.legacy_groups_opt(c)
         if self.V[self.i] == "," and self.V[self.i + 1] == "producer_dependency_per_consumer":
             self.i += 2
             self.expect("=")
@@ -1958,7 +1798,7 @@ class _Parser:
     def collective_op(self, tok: Tok) -> Any:
         """OP_COLLECTIVE consumer head collective_dims* ("," identity_clause)? attr_dict? ":" type "->" type_list region?"""
         b = self.b
-        c = self.consumer_head(tok)
+        c = self.consumer_head(tok, legacy=False)
         V = self.V
         while V[self.i] == "," and V[self.i + 1] in _DIMS_KEYS and self.K[self.i + 1] == "word":
             self.i += 1
@@ -1990,22 +1830,19 @@ class _Parser:
         return self.b.identity_clause(identity)
 
 
-# The declarative formats without a hand-written reader below, read by _Parser.regular.
-_REGULAR = asm.formats()
-
 # Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
 _SPELLED_TYPES = frozenset({"tensor", "memref", "vector"})
 
 _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
 )
-_HANDLERS = {
+# The reader of each format: hand-written for the irregular ones (ktir.syntax.assembly.
+# HAND_WRITTEN), generated from the description for the declarative ones (see below).
+_HANDLERS: dict[str, Callable[[_Parser, Tok], Any]] = {
     "LINALG_GENERIC": _Parser.linalg_generic_op,
     "LINALG_MAP": _Parser.linalg_map_op,
     "LINALG_REDUCE": _Parser.linalg_reduce_op,
     "LINALG_DIMS": _Parser.linalg_dims_op,
-    "DISTRIBUTED_VIEW": _Parser.distributed_view_op,
-    "MEMREF_STORE": _Parser.memref_store_op,
     "INDIRECT_TILE": _Parser.indirect_tile_op,
     "RUNTIME_ARG_EXTRACT": _Parser.runtime_arg_extract_op,
     "PRODUCE": _Parser.produce_op,
@@ -2022,24 +1859,92 @@ _HANDLERS = {
     "PAD": _Parser.pad_op,
     "FUNC": _Parser.func_op,
     "MODULE": _Parser.module_op,
-    "CALL": _Parser.call_op,
     "TERMINATOR": _Parser.terminator_op,
     "CONSTANT": _Parser.constant_op,
-    "BINARY": _Parser.binary_op,
-    "UNARY": _Parser.unary_op,
-    "TERNARY": _Parser.ternary_op,
-    "CAST": _Parser.cast_op,
-    "CMP": _Parser.cmp_op,
-    "SELECT": _Parser.select_op,
-    "TILE_ID": _Parser.tile_id_op,
-    "MEMORY_VIEW": _Parser.memory_view_op,
     "ACCESS_TILE": _Parser.access_tile_op,
-    "LOAD": _Parser.load_op,
-    "STORE": _Parser.store_op,
     "FOR": _Parser.for_op,
     "IF": _Parser.if_op,
     "LINALG_NAMED": _Parser.linalg_named_op,
-    "EMPTY": _Parser.empty_op,
-    "EXTRACT": _Parser.extract_op,
     "AFFINE_APPLY": _Parser.affine_apply_op,
 }
+
+
+# ---------------------------------------------------------------- generated readers
+
+# The reader of a custom directive's children, as the grammar rule of _CUSTOM_RULES
+# (ktir.syntax.assembly) reads them.
+_CUSTOM_READS = {
+    "DynamicIndexList": ["c.append(self.mixed_list())"],
+    "Reassociation": [
+        "self.expect('[')",
+        "lists = self.comma_list_opt(self.int_list, ']')",
+        "self.expect(']')",
+        "c.append(self.b.reassociation(lists))",
+    ],
+    "ArithFlags": ["self.op_flags(c)"],
+    "SelectTypes": ["c.append(self.type())", "if V[self.i] == ',':", "    self.i += 1", "    c.append(self.type())"],
+}
+
+
+def _reads(elements: tuple[asm.Element, ...], indent: str) -> list[str]:
+    """Lines reading `elements` into the children list `c`, as the rule that
+    ktir.syntax.assembly.grammar_rule writes for them: each optional part decided by its
+    first token, as the LALR parser decides it."""
+    out: list[str] = []
+    for e in elements:
+        if isinstance(e, asm.Literal):
+            if e.text:
+                out += [f"if V[self.i] != {e.text!r}:", "    raise Fallback", "self.i += 1"]
+        elif isinstance(e, asm.OperandRef):
+            if not e.variadic:
+                out.append("c.append(self.value())")
+            elif e.nonempty:
+                out.append("c.append(self.value_list())")
+            else:
+                out += ["if K[self.i] == 'value':", "    c.append(self.value_list())"]
+        elif isinstance(e, asm.TypeRef):
+            if e.variadic and not e.nonempty:
+                out.append("raise Fallback  # `type_list?`: no declarative format writes it")
+            else:
+                out.append("c.append(self.type_list())" if e.variadic else "c.append(self.type())")
+        elif isinstance(e, asm.AttrDict):
+            out += ["if V[self.i] == '{':", "    c.append(self.attr_dict())"]
+        elif isinstance(e, asm.AttrRef):
+            if e.kind == "int":
+                out.append("c.append(self.int_tok())")
+            elif e.kind == "symbol":
+                out += ["if K[self.i] != 'symbol':", "    raise Fallback", "c.append(self.tok('SYMBOL_REF'))"]
+            else:
+                out.append("c.append(self.word())")
+        elif isinstance(e, asm.FunctionalType):
+            out.append("c.append(self.function_type())")
+        elif isinstance(e, asm.Custom):
+            out += _CUSTOM_READS[e.name]
+        else:
+            first = e.elements[0]
+            if isinstance(first, asm.Literal) and first.text:
+                out.append(f"if V[self.i] == {first.text!r}:")
+            elif isinstance(first, asm.OperandRef):
+                out.append("if K[self.i] == 'value':")
+            else:
+                raise asm.FormatError(f"an optional group opening with {first} has no reader")
+            out += ["    " + line for line in _reads(e.elements, "")]
+    return [indent + line for line in out]
+
+
+def reader_source(name: str) -> str:
+    """The generated reader of the declarative format `name` (for reading)."""
+    fmt = asm.formats()[name]
+    lines = [
+        f"def read_{name}(self, tok):",
+        f'    """{asm.grammar_rule(fmt)}"""',
+        "    K, V = self.K, self.V",
+        "    c = [tok]",
+        *_reads(fmt.elements, "    "),
+        f"    return self.b.{fmt.rule}(c)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+for _name in asm.formats():
+    _HANDLERS[_name] = asm.load_generated(reader_source(_name), "fast reader", _name, globals())[f"read_{_name}"]

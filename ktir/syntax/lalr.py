@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ktir.syntax.diagnostics import ParseError
-from ktir.syntax.lexer import KtirLexer, Tok
+from ktir.syntax.lexer import KtirLexer, Terminals, Tok
 
 FORMAT = 3  # bump when the layout of the cached tables changes
 Tables = dict[str, Any]
@@ -210,44 +210,50 @@ def _rule_entry(rule: Any) -> tuple[str, int, str, bool, list[tuple[int, bool]] 
     return str(rule.origin.name), len(rule.expansion), name, expand1, include if needs_filter else None
 
 
-def make_callbacks(rules: list[Any], builder: Any) -> list[Callable[[list[Any]], Any]]:
-    """One callable per rule, from `builder`'s method of the rule's name (or alias)."""
+def make_callbacks(rules: list[Any], builder_class: type) -> list[Callable[[Any, list[Any]], Any]]:
+    """One callable per rule, `(builder, children)`, from `builder_class`'s method of the
+    rule's name (or alias). Nothing is bound: one driver serves every parse, each with its
+    own builder."""
     callbacks = []
     for origin, _, name, expand1, include in rules:
-        method = getattr(builder, name, None)
+        method = getattr(builder_class, name, None)
         if method is None:
-            method = list if origin.startswith("_") else _tree_maker(name)
+            method = _list if origin.startswith("_") else _tree_maker(name)
         callbacks.append(_shape(method, expand1, include))
     return callbacks
 
 
-def _tree_maker(name: str) -> Callable[[list[Any]], Any]:
-    return lambda children: Tree(name, children)
+def _list(b: Any, children: list[Any]) -> list[Any]:
+    return list(children)
+
+
+def _tree_maker(name: str) -> Callable[[Any, list[Any]], Any]:
+    return lambda b, children: Tree(name, children)
 
 
 def _shape(
-    method: Callable[[list[Any]], Any], expand1: bool, include: list[tuple[int, bool]] | None
-) -> Callable[[list[Any]], Any]:
+    method: Callable[[Any, list[Any]], Any], expand1: bool, include: list[tuple[int, bool]] | None
+) -> Callable[[Any, list[Any]], Any]:
     if include is None:
         if not expand1:
             return method
-        return lambda children: children[0] if len(children) == 1 else method(children)
+        return lambda b, children: children[0] if len(children) == 1 else method(b, children)
     keep = tuple(i for i, _ in include)
     if not any(splice for _, splice in include):
         if len(keep) == 1:
             (only,) = keep
             if expand1:
-                return lambda children: children[only]
-            return lambda children: method([children[only]])
+                return lambda b, children: children[only]
+            return lambda b, children: method(b, [children[only]])
 
-        def pick(children: list[Any]) -> Any:
+        def pick(b: Any, children: list[Any]) -> Any:
             kept = [children[i] for i in keep]
-            return kept[0] if expand1 and len(kept) == 1 else method(kept)
+            return kept[0] if expand1 and len(kept) == 1 else method(b, kept)
 
         return pick
     plan = tuple(include)
 
-    def splice(children: list[Any]) -> Any:
+    def splice(b: Any, children: list[Any]) -> Any:
         kept: list[Any] = []
         for i, spliced in plan:
             if spliced:
@@ -257,7 +263,7 @@ def _shape(
                     kept = children[i]  # the left-recursive helper's own list, reused
             else:
                 kept.append(children[i])
-        return kept[0] if expand1 and len(kept) == 1 else method(kept)
+        return kept[0] if expand1 and len(kept) == 1 else method(b, kept)
 
     return splice
 
@@ -266,16 +272,24 @@ def _shape(
 
 
 class Driver:
-    def __init__(self, tables: Tables, builder: Any) -> None:
+    """The tables and the rule callbacks, shared by every parse and never changed by one:
+    each parse brings its own builder and lexer."""
+
+    def __init__(self, tables: Tables, builder_class: type) -> None:
         self._rows: dict[int, dict[str, tuple[Any, ...]]] = tables["rows"]
         self._start: dict[str, int] = tables["start"]
         self._end: dict[str, int] = tables["end"]
         self.terminals: list[tuple[str, str, str]] = tables["terminals"]
-        self._callbacks = make_callbacks(tables["rules"], builder)
-        self._lexer = KtirLexer(self.terminals)
+        self._callbacks = make_callbacks(tables["rules"], builder_class)
         self._conf = _Conf(self._rows)
+        self._terminals = Terminals(self.terminals)
 
-    def parse(self, text: str, start: str) -> Any:
+    def lexer(self, type_hook: Callable[[str], bool] | None = None, comment_sink: list[Any] | None = None) -> KtirLexer:
+        """A lexer for one parse (see KtirLexer)."""
+        return KtirLexer(self._terminals, type_hook, comment_sink)
+
+    def parse(self, text: str, start: str, builder: Any, lexer: KtirLexer | None = None) -> Any:
+        """Parse `text` from rule `start`, the callbacks building through `builder`."""
         rows = self._rows
         callbacks = self._callbacks
         end_state = self._end[start]
@@ -283,7 +297,7 @@ class Driver:
         values: list[Any] = []
         view = ParserView(self._conf, stack)
         last: Tok | None = None
-        for tok in self._lexer.lex(text, view):
+        for tok in (lexer or self.lexer()).lex(text, view):
             last = tok
             kind = tok.type
             while True:
@@ -302,7 +316,7 @@ class Driver:
                 else:
                     children = []
                 try:
-                    values.append(callbacks[rule](children))
+                    values.append(callbacks[rule](builder, children))
                 except ParseError as e:
                     raise _located(e, children, tok) from None
                 stack.append(rows[stack[-1]][origin][1])
@@ -319,7 +333,7 @@ class Driver:
             else:
                 children = []
             try:
-                value = callbacks[rule](children)
+                value = callbacks[rule](builder, children)
             except ParseError as e:
                 raise _located(e, children, end) from None
             stack.append(rows[stack[-1]][origin][1])

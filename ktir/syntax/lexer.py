@@ -10,7 +10,7 @@ does. Tokens are light slotted objects: lark's `Token` costs more than parsing t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
@@ -96,24 +96,38 @@ def _balanced_end(text: str, start: int) -> int:
     return -1
 
 
-class KtirLexer:
-    """The contextual lexer: `lex` reads the parser's state stack to pick terminals."""
+class Terminals:
+    """The grammar's terminals as the lexer looks them up: built once, read by every lexer."""
 
-    # Set by the parser: given a type's text, parse it once (cached) and say whether it
-    # may be passed on as a single PARSED_TYPE token.
-    type_hook: Any = None
-    # Set by the parser: where `//` comments go, as (line, column, text).
-    comment_sink: list[tuple[int, int, str]] | None = None
+    __slots__ = ("literals", "patterns")
 
     def __init__(self, terminals: list[tuple[str, str, str]]) -> None:
         """`terminals`: (name, "str" or "re", the literal or the regexp) per terminal."""
-        self._literals: dict[str, str] = {}
-        self._patterns: list[tuple[str, re.Pattern[str]]] = []
-        for name, kind, value in terminals:
-            if kind == "str":
-                self._literals[value] = name
-            elif name not in _GENERAL:
-                self._patterns.append((name, re.compile(value)))
+        self.literals: dict[str, str] = {value: name for name, kind, value in terminals if kind == "str"}
+        self.patterns = tuple(
+            (name, re.compile(value)) for name, kind, value in terminals if kind != "str" and name not in _GENERAL
+        )
+
+
+class KtirLexer:
+    """The contextual lexer: `lex` reads the parser's state stack to pick terminals. One
+    lexer serves one parse: its word cache and its two hooks belong to that parse."""
+
+    def __init__(
+        self,
+        terminals: Terminals | list[tuple[str, str, str]],
+        type_hook: Callable[[str], bool] | None = None,
+        comment_sink: list[tuple[int, int, str]] | None = None,
+    ) -> None:
+        """`type_hook`: given a type's text, parse it once (cached) and say whether it may
+        be passed on as a single PARSED_TYPE token. `comment_sink`: where `//` comments go,
+        as (line, column, text)."""
+        if not isinstance(terminals, Terminals):
+            terminals = Terminals(terminals)
+        self.type_hook = type_hook
+        self.comment_sink = comment_sink
+        self._literals = terminals.literals
+        self._patterns = terminals.patterns
         self._cache: dict[str, tuple[str, ...]] = {}
 
     # A word's candidate terminals, most specific first; BARE_ID last.

@@ -1,8 +1,11 @@
-"""Text -> typed AST. `parse(text)` runs the LALR grammar with an inline transformer.
+"""Text -> typed AST. `parse(text)` reads it with the production parser (ktir.syntax.
+fastparse); the LALR grammar (ktir.lark, normative) reports the errors and is the tests'
+oracle (`parse(text, fast=False)`).
 
-Each grammar rule has one callback below; op rules build generic `Operation`s, so the
-custom and generic forms of an op give the same AST (MLIR semantics: the custom syntax
-is sugar). Op names come from the registry through the lexer.
+Each grammar rule has one callback below (`_Builder`), which both parsers call with the
+rule's children; op rules build generic `Operation`s, so the custom and generic forms of
+an op give the same AST (MLIR semantics: the custom syntax is sugar). Op names come from
+the registry.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import functools
 import gc
 import re
-import threading
+import struct
 from collections.abc import Callable
 from importlib import resources
 from operator import itemgetter
@@ -49,7 +52,7 @@ from ktir.syntax.comments import blank_lines
 from ktir.syntax.diagnostics import Diagnostic, ParseError
 from ktir.syntax.fastparse import parse_fast
 from ktir.syntax.lalr import Driver, UnexpectedToken, load_tables
-from ktir.syntax.lexer import KtirLexer, LexError, Tok
+from ktir.syntax.lexer import LexError, Tok
 from ktir.syntax.limits import (
     INT64_MAX,
     MAX_AFFINE_DEPTH,
@@ -714,7 +717,7 @@ class _Builder:
         if isinstance(t, ty.FloatType):
             if bits >> t.width:
                 raise _err(c[0], f"hexadecimal float {c[0].value} has more than the {t.width} bits of {t.kind}")
-            return at.FloatAttr(value=float_from_bits(bits, t), type=t, bits=bits)
+            return at.FloatAttr(value=_float_from_bits(bits, t), type=t, bits=bits)
         return at.IntegerAttr(value=bits, type=t)
 
     def bool_attr(self, c: list[Tok]) -> Attribute:
@@ -1792,6 +1795,26 @@ def constant_type(value: Attribute) -> Type:
 _HEX_BLOB = re.compile(r"0x(?:[0-9a-fA-F]{2})+")
 
 
+# (struct format of the bits, of the float, left shift into it) of the float kinds the
+# standard library reads: a kernel's `0xFF800000 : f32` (-inf) need not import numpy and
+# ml_dtypes (half a second of a cold `ktir validate`)
+_IEEE = {"f16": ("<H", "<e", 0), "bf16": ("<I", "<f", 16), "f32": ("<I", "<f", 0), "f64": ("<Q", "<d", 0)}
+
+
+def _float_from_bits(bits: int, t: ty.FloatType) -> float:
+    """ktir.ir.floats.float_from_bits, without numpy for the kinds of _IEEE; the other
+    kinds, and an f16 NaN (whose payload the standard library drops), through it.
+    tests/syntax/test_parser_units.py compares the two bit for bit."""
+    layout = _IEEE.get(t.kind)
+    if layout is None:
+        return float_from_bits(bits, t)
+    int_format, float_format, shift = layout
+    if t.kind == "f16" and bits & 0x7C00 == 0x7C00 and bits & 0x3FF:
+        return float_from_bits(bits, t)
+    value: float = struct.unpack(float_format, struct.pack(int_format, bits << shift))[0]
+    return value
+
+
 class _HexBits(int):
     """An integer written in hex inside a dense literal (a bit pattern for float elements)."""
 
@@ -1802,7 +1825,7 @@ def _hex_to_float(values: Any, element: ty.FloatType) -> Any:
     if isinstance(values, _HexBits):
         if values >> element.width:
             raise ParseError(f"hexadecimal float {hex(values)} has more than the {element.width} bits of {element.kind}", 0, 0)
-        return float_from_bits(int(values), element)
+        return _float_from_bits(int(values), element)
     return values
 
 
@@ -1814,40 +1837,44 @@ def _grammar_text() -> str:
     return resources.files("ktir.syntax").joinpath("ktir.lark").read_text()
 
 
-_BUILDER = _Builder()
-_LOCK = threading.Lock()
-
-
 GRAMMAR_STARTS = ("start", "type_only")
 
 
 @functools.cache
 def _driver() -> Driver:
-    # the tables come from the on-disk cache (lark builds them only when the grammar changed)
-    KtirLexer.type_hook = staticmethod(_type_hook)
-    return Driver(load_tables(_grammar_text(), GRAMMAR_STARTS), _BUILDER)
+    """The grammar's tables and callbacks (the tables from the on-disk cache: lark builds
+    them only when the grammar changed). Shared, never changed by a parse: each parse has
+    its own _Builder and lexer."""
+    return Driver(load_tables(_grammar_text(), GRAMMAR_STARTS), _Builder)
 
 
-def _type_hook(text: str) -> bool:
+def _grammar_parse(text: str, b: _Builder) -> Module:
+    """The grammar's parse of `text`, built through `b` (comments go to b.comments)."""
+    driver = _driver()
+    hook = functools.partial(_type_hook, driver, b)
+    module: Module = driver.parse(text, "start", b, driver.lexer(hook, b.comments))
+    return module
+
+
+def _type_hook(driver: Driver, b: _Builder, text: str) -> bool:
     """Parse a type's text once per file. Types that warn or fail are not shortcut, so
     the main parse reports them at their real position."""
-    cache = _BUILDER.types
+    cache = b.types
     if text in cache:
         return cache[text] is not None
-    if _BUILDER.in_type_parse:
+    if b.in_type_parse:
         return False  # inside a type being parsed: plain tokens
-    n_warnings = len(_BUILDER.warnings)
-    _BUILDER.in_type_parse = True
-    sink, KtirLexer.comment_sink = KtirLexer.comment_sink, None
+    n_warnings = len(b.warnings)
+    b.in_type_parse = True
     try:
-        parsed: Type | None = _driver().parse(text, "type_only")
+        # comments inside a type are the main parse's to keep: this lexer has no sink
+        parsed: Type | None = driver.parse(text, "type_only", b, driver.lexer(functools.partial(_type_hook, driver, b)))
     except (UnexpectedToken, ParseError, LexError):
         parsed = None
     finally:
-        _BUILDER.in_type_parse = False
-        KtirLexer.comment_sink = sink
-    if len(_BUILDER.warnings) != n_warnings:
-        del _BUILDER.warnings[n_warnings:]
+        b.in_type_parse = False
+    if len(b.warnings) != n_warnings:
+        del b.warnings[n_warnings:]
         parsed = None
     cache[text] = parsed
     return parsed is not None
@@ -1904,19 +1931,32 @@ def _terminal_names() -> dict[str, str]:
 def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Module:
     """Parse KTIR text into a Module. Raises ParseError (a KtirError) on bad input.
 
-    The recursive-descent fast path (ktir.syntax.fastparse) reads the common forms; the
-    grammar reads everything else and reports every error. `fast=False`: grammar only."""
+    One production parser reads the text: ktir.syntax.fastparse. Where it rejects the
+    text, the grammar (ktir.lark, the normative one) runs only to report the error, where
+    and as it sees it. `fast=False`: the grammar alone, the oracle the tests compare with
+    (they check that the two accept the same texts, into the same modules). Every parse
+    has its own state: parses in several threads need no lock."""
     nesting = text_nesting(text, filename)
     collecting = gc.isenabled()
     gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
     try:
-        with _LOCK:
-            module = _parse_fast(text) if fast else None
-            if module is None:
-                module = _parse_lalr(text, filename)
-            if nesting > MAX_NESTING:  # the module's depth is at most its text's
-                check_module_nesting(module, _BUILDER.alias_lines, filename)
-            attach_comments(module, _BUILDER.comments + blank_lines(text), _BUILDER.alias_lines)
+        b = _Builder()
+        module = _parse_fast(text, b) if fast else None
+        if module is None:
+            b = _Builder()
+            module = _parse_lalr(text, filename, b)  # raises the text's error
+            if fast:
+                raise ParseError(
+                    "KTIR's parser does not read this text, which its grammar accepts: a bug in"
+                    " ktir/syntax/fastparse.py, please report it (parse(..., fast=False) reads it)",
+                    1,
+                    1,
+                    filename,
+                    "syntax.internal",
+                )
+        if nesting > MAX_NESTING:  # the module's depth is at most its text's
+            check_module_nesting(module, b.alias_lines, filename)
+        attach_comments(module, b.comments + blank_lines(text), b.alias_lines)
     finally:
         if collecting:
             gc.enable()
@@ -1926,19 +1966,18 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
     return module
 
 
-def _parse_fast(text: str) -> Module | None:
-    _BUILDER.reset()
+def _parse_fast(text: str, b: _Builder) -> Module | None:
+    """The production parser's module, built through the fresh builder `b`; None where it
+    rejects the text."""
     try:
-        return parse_fast(text, _BUILDER)  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - Fallback, or an error the grammar path will report
+        return parse_fast(text, b)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - Fallback, or an error the grammar will report
         return None
 
 
-def _parse_lalr(text: str, filename: str | None) -> Module:
-    _BUILDER.reset()
-    KtirLexer.comment_sink = _BUILDER.comments
+def _parse_lalr(text: str, filename: str | None, b: _Builder) -> Module:
     try:
-        module: Module = _driver().parse(text, "start")
+        return _grammar_parse(text, b)
     except LexError as e:
         hint = _LOOKALIKES.get(text[e.pos]) if e.pos < len(text) else None
         message = f"{e.message}: {hint}" if hint else e.message
@@ -1959,9 +1998,6 @@ def _parse_lalr(text: str, filename: str | None) -> Module:
         raise ParseError(f"unexpected {_describe(tok)}; expected {expected}", tok.line, tok.column, filename) from None
     except ParseError as e:
         raise ParseError(e.message, e.line, e.column, filename) from None
-    finally:
-        KtirLexer.comment_sink = None
-    return module
 
 
 # Characters that text copied from an editor, a web page or a word processor brings in and

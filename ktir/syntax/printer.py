@@ -229,22 +229,29 @@ def _counts_fit(op: Operation, opdef: OpDef) -> bool:
 
 
 _Counts = tuple[tuple[int, bool], tuple[int, bool], int | None]
-_DECLARED: dict[str, _Counts] = {}
+
+
+def _counts(opdef: OpDef) -> _Counts:
+    """(fixed operands, any variadic), the same for results, and the region count (None: any)."""
+    counts = []
+    for specs in (opdef.operands, opdef.results):
+        fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
+        variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
+        counts.append((fixed, variadic))
+    flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
+    return counts[0], counts[1], None if flexible else len(opdef.regions)
+
+
+# Every registered op's counts, computed once at import (a constant table: an op defined
+# later is counted where it is printed)
+_DECLARED: dict[str, tuple[OpDef, _Counts]] = {name: (opdef, _counts(opdef)) for name, opdef in OPS.items()}
 
 
 def _declared_counts(opdef: OpDef) -> _Counts:
-    """(fixed operands, any variadic), the same for results, and the region count (None:
-    any), computed once per op."""
     found = _DECLARED.get(opdef.name)
-    if found is None:
-        counts = []
-        for specs in (opdef.operands, opdef.results):
-            fixed = sum(1 for x in specs if not x.variadic and not getattr(x, "optional", False))
-            variadic = any(x.variadic or getattr(x, "optional", False) for x in specs)
-            counts.append((fixed, variadic))
-        flexible = opdef.format in ("LINALG_NAMED", "SCF_REDUCE", "COLLECTIVE")
-        found = _DECLARED[opdef.name] = (counts[0], counts[1], None if flexible else len(opdef.regions))
-    return found
+    if found is not None and found[0] is opdef:
+        return found[1]
+    return _counts(opdef)
 
 
 _INDEX = ty.INDEX

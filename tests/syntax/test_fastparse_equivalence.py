@@ -49,15 +49,15 @@ def fast_only(text: str) -> Module | None:
         nesting = p.text_nesting(text)
     except ParseError:
         return None
-    with p._LOCK:
-        module = p._parse_fast(text)
-        if module is not None:
-            if nesting > p.MAX_NESTING:
-                try:
-                    p.check_module_nesting(module, p._BUILDER.alias_lines)
-                except ParseError:
-                    return None
-            p.attach_comments(module, p._BUILDER.comments + p.blank_lines(text), p._BUILDER.alias_lines)
+    b = p._Builder()
+    module = p._parse_fast(text, b)
+    if module is not None:
+        if nesting > p.MAX_NESTING:
+            try:
+                p.check_module_nesting(module, b.alias_lines)
+            except ParseError:
+                return None
+        p.attach_comments(module, b.comments + p.blank_lines(text), b.alias_lines)
     return module
 
 
@@ -74,10 +74,15 @@ def observable(module: Module) -> list[Any]:
 
 
 def check(text: str) -> bool:
-    """Assert the two paths agree on `text`; True when the fast path took it."""
+    """Assert the two paths agree on `text`: the production parser reads exactly the texts
+    the grammar accepts, into the same module; True when the text is valid."""
     fast = fast_only(text)
     if fast is None:
-        return False
+        try:
+            p.parse(text, fast=False)
+        except ParseError:
+            return False
+        raise AssertionError(f"the production parser leaves a text the grammar accepts:\n{text}")
     try:
         reference = p.parse(text, fast=False)
     except ParseError as e:
@@ -114,6 +119,22 @@ def test_errors_are_the_grammars() -> None:
         p.parse(text, fast=False)
     assert (fast.value.message, fast.value.line, fast.value.column) == (slow.value.message, slow.value.line, slow.value.column)
     assert fast.value.line == 2
+
+
+def test_the_grammar_only_reports_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One production path: a valid text the production parser would not read is no
+    module from the grammar but a located error naming the bug."""
+    text = "func.func @f() {\n  func.return\n}\n"
+
+    def refuse(text: str, builder: Any) -> Any:
+        raise fastparse.Fallback
+
+    monkeypatch.setattr(p, "parse_fast", refuse)
+    with pytest.raises(ParseError, match="does not read this text, which its grammar accepts") as caught:
+        p.parse(text, "k.ktir")
+    diag = caught.value.diagnostics[0]
+    assert (diag.line, diag.column, diag.file, diag.id) == (1, 1, "k.ktir", "syntax.internal")
+    assert p.parse(text, fast=False).operations
 
 
 def test_terminals_match_the_grammar() -> None:

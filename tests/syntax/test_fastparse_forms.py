@@ -3,6 +3,8 @@ read as the grammar reads it. A form whose reader is removed fails here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,6 +17,9 @@ try:  # tests/ as a package, or as a rootdir-relative directory (pytest's defaul
     from .test_fastparse_equivalence import SETTINGS, _mutate, check, fast_only
 except ImportError:
     from test_fastparse_equivalence import SETTINGS, _mutate, check, fast_only  # type: ignore[no-redef]
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _kernel(body: str, params: str = "%t: tensor<4x8xf32>, %i: index, %c: i1") -> str:
@@ -218,11 +223,38 @@ def test_the_fast_path_takes_a_collective() -> None:
 # Texts the fast path leaves to the grammar although they are valid: where the whitespace
 # the scan dropped could change what the grammar reads.
 # (fastparse._Parser.spelled_type says why for types read in pieces)
-LEFT_TO_THE_GRAMMAR = {
+# Valid forms the production parser once left to the grammar (which then built the module):
+# it reads them now, to the grammar's module, comments and warnings.
+ONCE_LEFT_TO_THE_GRAMMAR = {
     "a type keyword apart from its bracket": 'func.func @k(%m: memref <f32, "L1">) {\n  func.return\n}\n',
     "a type read in pieces over two lines": 'func.func @k(%m: memref<f32,\n    "L1">) {\n  func.return\n}\n',
     "a dialect attribute over two lines": '"test.op"() {a = #my.attr<x,\n  y>} : () -> ()\n',
+    "a dialect attribute with a comment in it": '"test.op"() {a = #my.attr<x, // c\n  y>} : () -> ()\n',
+    "a comment between a type keyword and its bracket": "func.func @k(%m: memref//c\n<16xbf16>) {\n  func.return\n}\n",
+    "a comment with a bracket before a type's bracket": "func.func @k(%m: memref // c <\n<4xf32>) {\n  func.return\n}\n",
+    "a comment in a type": "func.func @k(%m: memref<4x // rows\n f32>) {\n  func.return\n}\n",
+    "a comment with a bracket in a type": "func.func @k(%m: memref<4x // r>\n f32>, %n: memref<4x // <\n f32>) {\n  func.return\n}\n",
+    "a comment in a type that warns": (
+        "func.func @k(%m: memref<4x // rows\n f32, #ktdp.spyre_memory_space<HBM>>) {\n  func.return\n}\n"
+    ),
+    "an access tile apart from its bracket": "func.func @k(%t: !ktdp.access_tile <4x // c\n index>) {\n  func.return\n}\n",
+    "a short access tile with blanks": "func.func @k(%t: < 3 x0x index >, %u: <4xindex >, %v: < //x\n 4x index >) {\n  func.return\n}\n",
+    "dotted alias names": "#a.b = affine_map<(d0) -> (d0)>\n!t.u = tensor<4xf32>\nfunc.func @k(%m: memref<4xf32, #a.b>, %t: !t.u) {\n  func.return\n}\n",
+    "complex and tuple types": 'func.func @k(%c: complex<f32>, %t: tuple<>, %u: tuple<index, complex<f16>>) {\n  func.return\n}\n',
+    "arrows in types": "func.func @k(%m: memref<4xf32, affine_map<(d0) -> (d0)>>, %t: tensor<f32, () -> ()>) {\n  func.return\n}\n",
+    "an affine set in a type": "func.func @k(%t: tensor<4xf32, affine_set<(d0) : (d0 >= 0)>>) {\n  func.return\n}\n",
 }
+
+
+@pytest.mark.parametrize("name", sorted(ONCE_LEFT_TO_THE_GRAMMAR))
+def test_forms_once_left_to_the_grammar_are_read(name: str) -> None:
+    assert check(ONCE_LEFT_TO_THE_GRAMMAR[name])
+
+
+def test_the_legacy_groups_clause_is_read() -> None:
+    text = (ROOT / "tests" / "corpus" / "legacy" / "groups_on_op.ktir").read_text(encoding="utf-8")
+    assert check(text)
+    assert len(p.parse(text).warnings) == 5
 
 
 def test_a_repeated_line_with_a_carriage_return_in_a_shape() -> None:
@@ -266,13 +298,6 @@ def test_a_type_in_pieces_naming_an_alias_is_read_in_each_module() -> None:
         (alloc,) = [op for op in p.parse(text).walk() if op.name == "memref.alloc"]
         layouts.append(alloc.result_types[0].layout)
     assert layouts[0] is not None and layouts[1] is None
-
-
-@pytest.mark.parametrize("name", sorted(LEFT_TO_THE_GRAMMAR))
-def test_forms_left_to_the_grammar(name: str) -> None:
-    text = LEFT_TO_THE_GRAMMAR[name]
-    p.parse(text, fast=False)
-    assert fast_only(text) is None
 
 
 # Invalid spellings of the forms above: the fast path must not take them.

@@ -6,12 +6,21 @@ than alone, when these tables were process-wide."""
 from __future__ import annotations
 
 import copy
+import importlib
+import pkgutil
+import re
+import threading
+import types
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import ktir.syntax
 from ktir.syntax import fastparse
 from ktir.syntax import parser as p
 from ktir.syntax.diagnostics import ParseError
+from ktir.syntax.printer import print_module
 
 _WITH_ALIAS = """#l = affine_map<(d0) -> (d0)>
 func.func @f(%m: memref<4xf32, #l>) {
@@ -152,3 +161,100 @@ def test_parsing_changes_no_module_level_state_of_the_fast_path() -> None:
     with pytest.raises(ParseError):
         p.parse(_WITHOUT)
     assert _globals_snapshot() == before
+
+
+# --- the whole package: no module-level mutable state, parses in threads ------------------
+
+_MODULES = [importlib.import_module(f"ktir.syntax.{m.name}") for m in pkgutil.iter_modules(ktir.syntax.__path__)]
+_IMMUTABLE = (str, bytes, int, float, bool, type(None), tuple, frozenset, re.Pattern, types.ModuleType, type)
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _is_code(value: object) -> bool:
+    """Functions (cached ones too), methods and descriptors."""
+    return callable(value) or hasattr(value, "__get__")
+
+
+def _is_frozen(value: object) -> bool:
+    """A frozen dataclass or pydantic model (IR attributes and types, format descriptions)."""
+    params = getattr(type(value), "__dataclass_params__", None)
+    config = getattr(type(value), "model_config", None)
+    return bool(params is not None and params.frozen) or bool(isinstance(config, dict) and config.get("frozen"))
+
+
+def _package_snapshot() -> dict[str, object]:
+    """Every module-level value of ktir.syntax that is not code, deep-copied (containers
+    as they are, other objects as their attributes), and every class's own attributes."""
+    seen: dict[str, object] = {}
+    for module in _MODULES:
+        for name, value in vars(module).items():
+            if name.startswith("__") or isinstance(value, types.ModuleType):
+                continue
+            key = f"{module.__name__}.{name}"
+            if isinstance(value, type):
+                if value.__module__ == module.__name__:
+                    seen[key] = {k: copy.deepcopy(v) for k, v in vars(value).items() if not k.startswith(("__", "_abc_")) and not _is_code(v)}
+            elif isinstance(value, (dict, list, set, bytearray)):
+                seen[key] = copy.deepcopy(value)
+            elif not isinstance(value, _IMMUTABLE) and not _is_code(value):
+                seen[key] = copy.deepcopy(vars(value)) if hasattr(value, "__dict__") else value
+    return seen
+
+
+def test_module_level_values_are_constants_or_code() -> None:
+    """A module-level value of ktir.syntax is code, an immutable constant, or a table
+    (checked unchanged below); no object a parse could write into, such as a shared
+    callback builder or a lock around one."""
+    odd = []
+    for module in _MODULES:
+        for name, value in vars(module).items():
+            if name.startswith("__") or isinstance(value, _IMMUTABLE + (dict, list, set)) or _is_code(value) or _is_frozen(value):
+                continue
+            if name == "annotations" or isinstance(value, types.GenericAlias | types.UnionType) or type(value).__module__ in ("typing", "collections.abc"):
+                continue  # `from __future__ import annotations`, type aliases
+            odd.append(f"{module.__name__}.{name}: {type(value).__name__}")
+    assert odd == []
+
+
+def _texts() -> list[str]:
+    files = [*sorted((_ROOT / "examples").glob("*.ktir"))[:6], _ROOT / "tests" / "corpus" / "legacy" / "groups_on_op.ktir"]
+    return [f.read_text(encoding="utf-8") for f in files] + [_WITH_ALIAS, _kernel(_VIEW.format(cset=_INLINE_SET) * 40)]
+
+
+def test_parses_in_two_threads_agree_with_one_and_change_no_module_state() -> None:
+    """Two threads parse and print files (and report errors) at the same time, several
+    rounds each; every result equals the one a lone parse and print give, and no
+    module-level value or class attribute of any ktir.syntax module has changed."""
+    texts = _texts()
+    alone = [p.parse(t) for t in texts]  # also loads every lazily-built table
+    printed = [print_module(m) for m in alone]
+    with pytest.raises(ParseError) as bad_alone:
+        p.parse(_WITHOUT)
+    before = _package_snapshot()
+    barrier = threading.Barrier(2)
+    failures: list[Any] = []
+
+    def work(order: list[int]) -> None:
+        barrier.wait()
+        for _ in range(3):
+            for k in order:
+                try:
+                    module = p.parse(texts[k])
+                    if module != alone[k] or print_module(module) != printed[k]:
+                        failures.append(("differs", k))
+                except Exception as e:  # noqa: BLE001 - reported below
+                    failures.append((k, e))
+                try:
+                    p.parse(_WITHOUT)
+                    failures.append("no error")
+                except ParseError as e:
+                    if e.message != bad_alone.value.message:
+                        failures.append(e.message)
+
+    threads = [threading.Thread(target=work, args=(order,)) for order in (list(range(len(texts))), list(reversed(range(len(texts)))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert _package_snapshot() == before

@@ -234,3 +234,35 @@ def test_a_token_over_several_lines_moves_the_later_locations(text: str) -> None
     the ops after it are on the lines they are written on."""
     ret = [op for op in parse(text, fast=False).walk() if op.name == "func.return"]
     assert ret[0].loc is not None and ret[0].loc.line == text.split("\n").index("  func.return") + 1
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16", "f32", "f64"])
+def test_hex_floats_read_without_numpy_equal_numpys_reading(kind: str) -> None:
+    """A hex float of f16/bf16/f32/f64 is read with the standard library (no numpy import
+    in a cold parse); the value is numpy's (ktir.ir.floats.float_from_bits), bit for bit,
+    on every class of pattern: zeros, subnormals, normals, infinities, NaNs, both signs."""
+    import random
+    import struct
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from ktir.ir.floats import float_from_bits
+    from ktir.syntax.parser import _float_from_bits
+
+    t = ty.FloatType(kind=kind)
+    width = t.width
+    exponent, mantissa = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}[kind]
+    rng = random.Random(kind)
+    patterns = {0, 1, (1 << mantissa) - 1, 1 << mantissa, (1 << width) - 1}
+    for e in (0, 1, (1 << exponent) - 2, (1 << exponent) - 1):
+        for m in (0, 1, 1 << (mantissa - 1), (1 << mantissa) - 1, rng.getrandbits(mantissa)):
+            patterns.update({(e << mantissa) | m, (1 << (width - 1)) | (e << mantissa) | m})
+
+    def same(bits: int) -> None:
+        ours, numpys = _float_from_bits(bits, t), float_from_bits(bits, t)
+        assert struct.pack("<d", ours) == struct.pack("<d", numpys), hex(bits)
+
+    for bits in sorted(patterns):
+        same(bits)
+    given(st.integers(0, (1 << width) - 1))(same)()

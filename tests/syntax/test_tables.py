@@ -40,11 +40,10 @@ def test_another_grammar_gets_its_own_tables(tmp_path: Path, monkeypatch: pytest
 
 
 def _parses(tables: lalr.Tables) -> bool:
-    from ktir.syntax.parser import _BUILDER
+    from ktir.syntax.parser import _Builder
 
-    _BUILDER.reset()
     text = (ROOT / "examples" / "vector_add.ktir").read_text()
-    return bool(lalr.Driver(tables, _BUILDER).parse(text, "start").operations)
+    return bool(lalr.Driver(tables, _Builder).parse(text, "start", _Builder()).operations)
 
 
 @pytest.mark.parametrize("garbage", [b"\x00\x01not marshal", marshal.dumps({"key": "other", "format": lalr.FORMAT})])
@@ -97,16 +96,20 @@ def test_a_cache_path_that_is_a_file_still_parses(tmp_path: Path, monkeypatch: p
 def test_driver_shapes_children_as_lark_does() -> None:
     """The cached tables and our callbacks give the AST that lark's own LALR parser, with
     the same lexer and callbacks, gives on every example and corpus file."""
+    import functools
+
     import lark
 
     from ktir.syntax import parser as p
     from ktir.syntax.lexer import KtirLexer
 
+    builder = p._Builder()  # the reference parser's, reset before each text
+
     class Adapter(lark.lexer.Lexer):  # lark's interface around our contextual lexer
         __future_interface__ = 1
 
         def __init__(self, conf: object) -> None:
-            self.inner = KtirLexer(p._driver().terminals)
+            self.inner = KtirLexer(p._driver().terminals, functools.partial(p._type_hook, p._driver(), builder))
 
         def lex(self, state: Any, parser_state: Any) -> Any:
             return self.inner.lex(state.text.text, parser_state)
@@ -116,7 +119,7 @@ def test_driver_shapes_children_as_lark_does() -> None:
         parser="lalr",
         lexer=Adapter,
         start=list(GRAMMAR_STARTS),
-        transformer=p._BUILDER,
+        transformer=builder,
         maybe_placeholders=False,
     )
     files = sorted((ROOT / "examples").glob("*.ktir")) + sorted((ROOT / "tests" / "corpus").rglob("*.ktir"))
@@ -127,9 +130,8 @@ def test_driver_shapes_children_as_lark_does() -> None:
             ours = p.parse(text)
         except p.ParseError:
             continue
-        with p._LOCK:
-            p._BUILDER.reset()
-            theirs = reference.parse(text, start="start")
+        builder.reset()
+        theirs = reference.parse(text, start="start")
         assert ours == theirs, path
         assert ours.operations and [op.loc for op in ours.walk()] == [op.loc for op in theirs.walk()], path
         checked += 1
