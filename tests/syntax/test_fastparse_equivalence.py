@@ -180,7 +180,7 @@ def _mutate(text: str, data: st.DataObject) -> str:
             if a[1] <= b[0]:
                 text = text[: a[0]] + text[b[0] : b[1]] + text[a[1] : b[0]] + text[a[0] : a[1]] + text[b[1] :]
         else:
-            piece = data.draw(st.sampled_from([",", ":", "(", ")", "{", "}", "[", "]", "<", ">", "-", "->", "=", "x", "4", "%z", "index", "f32", "#map", "to", "tensor<4xf32>", ", tensor<4xf32>", ", %z", "\"s\"", "//c\n"]))
+            piece = data.draw(st.sampled_from([",", ":", "(", ")", "{", "}", "[", "]", "<", ">", "-", "->", "=", "x", "4", "%z", "index", "f32", "#map", "to", "tensor<4xf32>", ", tensor<4xf32>", ", %z", "\"s\"", "//c\n", "@", "$", "&", "`", ";", "'"]))
             text = text[:start] + piece + text[end:] if data.draw(st.booleans()) else text[:end] + piece + text[end:]
         spans = [m.span() for m in _TOKEN.finditer(text)]
         if not spans:
@@ -203,6 +203,18 @@ def test_mutated_files(data: st.DataObject) -> None:
 def test_mutated_programs(seed: int, data: st.DataObject) -> None:
     text = print_module(generate_module(seed, Options(max_depth=1, max_ops=4, max_funcs=1, budget=30)))
     check(_mutate(text, data))
+
+
+@SETTINGS
+@given(st.data())
+def test_a_stray_character_before_a_final_comment_with_blanks(data: st.DataObject) -> None:
+    """A character no token starts with, anywhere, in a text ending in a comment whose line
+    ends in blanks: the fast path used to skip the character (fuzz seed 41204, input 125746)."""
+    text = data.draw(st.sampled_from(_SEEDS)).read_text(encoding="utf-8").rstrip("\n")
+    at = data.draw(st.integers(0, len(text)))
+    stray = data.draw(st.sampled_from(["@", "$", "&", "`", ";", "'", "\\", "~"]))
+    tail = data.draw(st.sampled_from(["\n// c ", "\n// c \t", "\n//  \n  ", " // c "]))
+    check(text[:at] + stray + text[at:] + tail)
 
 
 _TAILS = (", tensor<4xf32>", ", %z", " {x}", " f32")
