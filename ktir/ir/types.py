@@ -14,6 +14,8 @@ Shape = tuple[int | None, ...]
 
 # MLIR's ShapedType::kDynamic: the entry of a `static_*` array whose value is an SSA operand.
 KDYNAMIC = -(2**63)
+# shapes, strides, offsets, affine constants and ct_ids are int64 in MLIR
+INT64_MAX = 2**63 - 1
 
 FLOAT_KINDS = ("f16", "bf16", "f32", "f64", "f8E4M3FN", "f8E5M2", "f8E4M3", "f8E5M2FNUZ", "f8E4M3FNUZ", "tf32")
 FLOAT_WIDTHS = {

@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from ktir.ir.base import Attribute, Type
+from ktir.ir.types import INT64_MAX as INT64_MAX  # re-exported: int64 in MLIR
 from ktir.syntax.diagnostics import ParseError
 
 # Depth of a module: regions, attributes, types, dense literal lists (see above).
@@ -42,8 +43,6 @@ MAX_INT_WIDTH = (1 << 24) - 1
 # digits as make a number of MAX_LITERAL_DIGITS decimal ones (16**2490 < 10**3000).
 MAX_LITERAL_DIGITS = 3000
 MAX_HEX_DIGITS = 2490
-# Shapes, strides, offsets and affine constants are int64 in MLIR.
-INT64_MAX = (1 << 63) - 1
 
 # Brackets, and what holds brackets that do not nest: `->`, `>=` and `<=`, strings and
 # comments (the lexer's spelling of both).

@@ -26,6 +26,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
+from ktir.syntax.limits import INT64_MAX
 
 _NONE_FASTMATH = at.EnumAttr(dialect="arith", name="fastmath", value="none")
 _NONE_OVERFLOW = at.EnumAttr(dialect="arith", name="overflow", value="none")
@@ -89,8 +90,11 @@ def memory_space_from_string(space: Attribute | None) -> Attribute | None:
     m = _SPACE_STRING.match(space.value)
     if m is None:
         return space
+    digits = m.group(2)
+    if digits is not None and (len(digits.lstrip("0")) > 19 or int(digits) > INT64_MAX):
+        return space  # kept as written, for the verifier to refuse (type.memory_space), and printed back so
     kind = "global" if m.group(1) == "global" else "ct_local"
-    return at.MemorySpaceAttr(kind=kind, ct_id=int(m.group(2)) if m.group(2) is not None else None)
+    return at.MemorySpaceAttr(kind=kind, ct_id=int(digits) if digits is not None else None)
 
 
 def inherent(op: Operation) -> frozenset[str]:

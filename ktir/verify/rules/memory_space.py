@@ -19,6 +19,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Location
+from ktir.ir.types import INT64_MAX
 from ktir.verify.engine import VALUE_RULES, Verifier
 
 _SPELLED = re.compile(r"\s*#ktdp\.memory_space\s*<\s*([A-Za-z_][\w]*)\s*(?:,\s*ct_id\s*=\s*([+-]?\d+)\s*)?>\s*\Z")
@@ -36,7 +37,12 @@ def _spelled_space(v: Verifier, space: at.StringAttr, loc: Location | None) -> a
         v.error("type.memory_space", f"the string memory space {space.value!r} names the unknown memory space "
                 f"{m.group(1)!r} (expected global or ct_local)", loc)
         return None
-    return at.MemorySpaceAttr(kind=m.group(1), ct_id=int(m.group(2)) if m.group(2) is not None else None)  # type: ignore[arg-type]
+    digits = m.group(2)
+    if digits is not None and (len(digits.lstrip("+-").lstrip("0")) > 19 or abs(int(digits)) > INT64_MAX):
+        v.error("type.memory_space", f"the string memory space {space.value[:80]!r} has a ct_id that does not fit "
+                f"in 64 bits (at most {INT64_MAX})", loc)
+        return None
+    return at.MemorySpaceAttr(kind=m.group(1), ct_id=int(digits) if digits is not None else None)  # type: ignore[arg-type]
 
 
 def check_memory_space(v: Verifier, value_type: Type, loc: Location | None) -> None:
