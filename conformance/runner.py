@@ -204,6 +204,9 @@ def iter_results(cases: list[Case], spec: AdapterSpec, jobs: int = 1, timeout: f
     from conformance.adapters import load_adapter
 
     adapter = load_adapter(spec.adapter, spec.command, timeout, spec.protocol)  # fail fast, in this process
+    # no more workers than cases: a pool forks all of its workers up front (`-j 1000` for one
+    # case started a thousand processes)
+    jobs = min(jobs, len(cases))
     if jobs <= 1:
         try:
             for case in cases:

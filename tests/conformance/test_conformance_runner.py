@@ -228,3 +228,20 @@ def test_ktir_command_has_the_conformance_subcommand(capsys: pytest.CaptureFixtu
     assert ktir_main(["conformance", "run", "-q", "-k", "core.arith.maxsi"]) == 0
     assert ktir_main(["conformance", "schema"]) == 0
     assert '"title": "Results"' in capsys.readouterr().out
+
+
+def test_no_more_workers_than_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-j 1000` on one case ran a pool of a thousand processes (forked up front): a hang in
+    the fuzz lane (seed 41204, input 129799)."""
+    import conformance.runner as runner
+
+    sizes: list[int] = []
+    real = runner.ProcessPoolExecutor
+
+    def recording(max_workers: int, **kw: object) -> object:
+        sizes.append(max_workers)
+        return real(max_workers=max_workers, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", recording)
+    assert statuses(run("core.arith.addf.f32.", jobs=1000)) == {"core.arith.addf.f32.16": "pass", "core.arith.addf.f32.4x8": "pass"}
+    assert sizes == [2]
