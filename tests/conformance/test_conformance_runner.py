@@ -240,7 +240,7 @@ def test_no_more_workers_than_cases(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def recording(max_workers: int, **kw: object) -> object:
         sizes.append(max_workers)
-        return real(max_workers=max_workers, **kw)  # type: ignore[arg-type]
+        return real(max_workers=max_workers, **kw)  # type: ignore[call-overload]
 
     monkeypatch.setattr(runner, "ProcessPoolExecutor", recording)
     assert statuses(run("core.arith.addf.f32.", jobs=1000)) == {"core.arith.addf.f32.16": "pass", "core.arith.addf.f32.4x8": "pass"}
