@@ -524,8 +524,12 @@ class _Parser:
         if text == "<":
             return self.short_tile_future() if self.V[i + 1] == "(" else self.short_runtime_arg()
         if kind == "bang":
-            if "." not in text or (text not in TYPE_KWS and self.V[i + 1] != "<"):
+            glued = self.glued_body(i)
+            if "." not in text or (text not in TYPE_KWS and self.V[i + 1] != "<" and not glued):
                 return self.b.type_alias_ref([self.tok("TYPE_ALIAS")])
+            if glued and text not in TYPE_KWS:
+                self.i = i + 2
+                return self.b.dialect_type([_LazyTok("DIALECT_TYPE", text + self.V[i + 1], self.tokens, i)])
             if self.V[i + 1] == "<":
                 if text == "!ktdp.access_tile" or text == "!ktdp.tile":
                     return self.spelled_type()
@@ -536,6 +540,14 @@ class _Parser:
                 if text not in TYPE_KWS:
                     return self.b.dialect_type([self.dialect("DIALECT_TYPE")])
         raise Fallback
+
+    def glued_body(self, i: int) -> bool:
+        """Token i + 1 is a whole `<4xindex>` (one token: the access-tile shape's) right after
+        token i: glued to an unknown `!x.y` or `#x.y`, the body of a dialect type or
+        attribute, which the LALR lexer reads with it as one token."""
+        after = self.V[i + 1]
+        return after[:1] == "<" and after != "<" and self.K[i + 1] == "type" and \
+            self.tokens.ends[i + 1] == self.tokens.position(i + 1)
 
     def composite_type(self, text: str) -> Any:
         """"complex" "<" type ">" | "tuple" "<" type_list? ">" """
@@ -887,6 +899,9 @@ class _Parser:
                 return self.dense_resource()
             return b.type_attr([self.type()])  # a scalar type, or Fallback
         if kind == "hash":
+            if "." in text and text not in MEMSPACE_KWS and self.glued_body(i):
+                self.i = i + 2
+                return b.dialect_attr([_LazyTok("DIALECT_ATTR", text + self.V[i + 1], self.tokens, i)])
             if "." in text and self.V[i + 1] == "<":
                 if text in MEMSPACE_KWS:
                     return self.memory_space()

@@ -201,3 +201,33 @@ def test_harness_catches_and_saves(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 def test_located_errors_are_not_failures() -> None:
     assert cf.run_one("func.func @f( {")[0] == "parse-error"
     assert cf.run_one("func.func @f(%a: f32) -> f32 {\n  %b = arith.addi %a, %a : f32\n  return %b : f32\n}\n")[0] == "invalid"
+
+
+def test_workers_are_recycled_without_losing_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker is replaced after RECYCLE_AFTER inputs; every input is still run once and
+    the failing one still found."""
+    _patched(monkeypatch, _raise)
+    monkeypatch.setattr(cf, "RECYCLE_AFTER", 4)
+    started: list[int] = []
+    real = cf._Slot.__init__
+
+    def counting(self, *args, **kw) -> None:  # type: ignore[no-untyped-def]
+        started.append(1)
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(cf._Slot, "__init__", counting)
+    report = cf.fuzz(20, seed=1, jobs=2, batch=2, mix={"corpus": 1})
+    assert report.counts["valid"] == 19 and report.counts["exception"] == 1, report.summary()
+    assert [i for i, _, _ in report.failures] == [3]
+    assert len(started) >= 5  # 2 workers, each replaced after every 4 inputs
+
+
+def test_a_text_only_the_grammar_accepts_is_a_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ktir.syntax import fastparse, parser
+
+    def refuse(*args, **kw):  # type: ignore[no-untyped-def]
+        raise fastparse.Fallback
+
+    monkeypatch.setattr(parser, "parse_fast", refuse)
+    kind, detail = cf.run_one("func.func @f(%a: f32) -> f32 {\n  return %a : f32\n}\n", False)
+    assert kind == "parser-disagree", (kind, detail)

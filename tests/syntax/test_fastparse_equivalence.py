@@ -277,3 +277,16 @@ def test_a_repeated_line_with_a_name_the_grammar_rejects() -> None:
     assert fast_only(text) is None
     with pytest.raises(ParseError):
         p.parse(text)
+
+
+@pytest.mark.parametrize("text", [
+    "func.func @f(%a: !ktdQ.access_tile<16xindex>, %b: !foo.bar<2 x 4 x index>) {\n  return\n}\n",
+    "func.func @f(%a: !foo.bar <16xindex>) {\n  return\n}\n",
+    "func.func @f() attributes {x = #foo.bar<16xindex>, y = #foo.bar<? x index>} {\n  return\n}\n",
+    "func.func @f() attributes {x = #foo.bar <16xindex>} {\n  return\n}\n",
+    "func.func @f() attributes {x = #ktdp.memory_space<16xindex>} {\n  return\n}\n",
+])
+def test_a_dialect_body_that_lexes_as_an_access_tile_shape(text: str) -> None:
+    """`<16xindex>` is one token; glued to an unknown `!x.y` or `#x.y` it is the body of a
+    dialect type or attribute (the fuzz lane's seed 18, input 461: `!ktdQ.access_tile<16xindex>`)."""
+    check(text)
