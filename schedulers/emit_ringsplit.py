@@ -7,7 +7,8 @@ K's share [s Ks, (s+1) Ks) (Ks = K / sk): the ring form of `emit_ring` over that
 among the g tiles of split s (tile t receives from t - sk, its left neighbour in the ring
 of split s). Then the sk tiles of ring position j add their partials with
 `ktdp.inter_tile_reduce`, in chunks of rows (so a tile holds one chunk of each other partial
-at a time). When sk divides M the chunks are dealt round the sk tiles (a reduce-scatter):
+at a time). When sk divides M and the point asks for it (`rs`, on by default) the chunks
+are dealt round the sk tiles (a reduce-scatter):
 chunk o of every sk consecutive chunks is added, rounded and stored by tile s = o, so each
 tile receives (sk - 1) / sk of a block's partials and stores 1 / sk of its rows; every tile
 posts its sk chunks before it receives its own, so no tile's receive waits on another's.
@@ -68,7 +69,7 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
     q = ks // (g * kp)
     assert nt % bn == 0 and ks % (g * kp) == 0 and k.init == 0.0, p
     bm = M
-    scatter = scattered(M, sk)
+    scatter = scattered(M, sk) and bool(p.get("rs", 1))
     # scattered, a tile posts sk chunks at once: each 1 / sk of the limit
     rc = chunk_rows(bm // sk, bn, k.c.itemsize, chunk // sk) if scatter else chunk_rows(bm, bn, k.c.itemsize, chunk)
     ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)

@@ -7,9 +7,10 @@ position j send their f32 partials to the first (s = 0) in one receive, which ad
 and stores them. Rates are the timeline's static shares (`space_ring.link_shares`) for the
 kernel's flows: the ring's (t - sk -> t) and the partials' (t -> its group's first); the
 partials of one receive that cross the same link split its share between them. When sk
-divides M the partials are reduce-scattered (`emit_ringsplit.scattered`): every tile receives
-the other splits' chunks of its own 1 / sk of the rows and stores them, so every tile writes
-memory and receives partials.
+divides M the partials may also be reduce-scattered (column `rs`, `emit_ringsplit`): every
+tile receives the other splits' chunks of its own 1 / sk of the rows and stores them, so every
+tile writes memory and receives partials (more users of the links near the memory attach
+points, so which is faster depends on the shape: both are priced).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .space_ring import RING, ROUNDED_CHUNK, chunk_rows
 
 
 def scattered(M: int, sk: int) -> bool:
-    """Whether the partials of a split ring over M rows are reduce-scattered (`emit_ringsplit`)."""
+    """Whether the partials of a split ring over M rows can be reduce-scattered (`emit_ringsplit`)."""
     return sk > 1 and M % sk == 0
 
 SPLITS = (2, 4, 8)
@@ -33,7 +34,8 @@ SPLITS = (2, 4, 8)
 
 def candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
     """Every split ring: sk K splits of g = tiles / sk ring positions, all M rows per tile, blocks of
-    bn columns dividing the position's N / g columns, chunks of kp dividing K / (sk g)."""
+    bn columns dividing the position's N / g columns, chunks of kp dividing K / (sk g); partials
+    gathered on the first tile (rs = 0) or, when sk divides M, also reduce-scattered (rs = 1)."""
     rows = []
     if k.init == 0.0:  # (every split's partial starts from 0; a non-zero start would be added sk times)
         for sk in SPLITS:
@@ -41,12 +43,22 @@ def candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[in
             if g < 2 or k.N % g or k.K % (sk * g):
                 continue
             nt = k.N // g
-            rows += [(sk, g, bn, kp) for bn in bn_all if nt % bn == 0 for kp in bk_all if k.K % (sk * g * kp) == 0]
-    arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+            for rs in (0, 1) if scattered(k.M, sk) else (0,):
+                rows += [(sk, g, bn, kp, rs) for bn in bn_all if nt % bn == 0 for kp in bk_all
+                         if k.K % (sk * g * kp) == 0]
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 5)
     n = arr.shape[0]
-    return {"sk": arr[:, 0], "gn": arr[:, 1], "bn": arr[:, 2], "bk": arr[:, 3], "bm": np.full(n, k.M, np.int64),
-            "gm": np.ones(n, np.int64), "order": np.full(n, RING, np.int64), "db": np.ones(n, np.int64),
-            "pp": np.zeros(n, np.int64)}
+    return {"sk": arr[:, 0], "gn": arr[:, 1], "bn": arr[:, 2], "bk": arr[:, 3], "rs": arr[:, 4],
+            "bm": np.full(n, k.M, np.int64), "gm": np.ones(n, np.int64), "order": np.full(n, RING, np.int64),
+            "db": np.ones(n, np.int64), "pp": np.zeros(n, np.int64)}
+
+
+def scatters(k: MatmulKernel, c: dict[str, np.ndarray]) -> np.ndarray:
+    """Per split-ring row, whether its partials are reduce-scattered: its `rs` column, or where
+    the columns have none, whenever sk divides M."""
+    default = np.array([scattered(k.M, int(s)) for s in c["sk"]], dtype=bool)
+    rs = c.get("rs")
+    return default if rs is None else (rs.astype(bool) & default)
 
 
 @lru_cache(maxsize=64)
@@ -108,10 +120,11 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     moved_a, moved_b = moved(k.a, (bm, kp)), moved(k.b, (kp, bn))
     chunk, b_blk = bm * kp * ea, kp * bn * eb
     compute = bm * bn * kp / fig.mac_rate(k.a.dtype) + fig.matrix_startup
+    scatter = scatters(k, c)
     port_sub, mem_rate, part_rate = np.zeros_like(bm), np.zeros_like(bm), np.zeros_like(bm)
-    for pair in {(int(a), int(b)) for a, b in zip(sk_i, g_i, strict=True)}:
-        rows = (sk_i == pair[0]) & (g_i == pair[1])
-        mem_t, ring_t, slowest = _rates(m, *pair, scattered(k.M, pair[0]))
+    for key in {(int(a), int(b), bool(r)) for a, b, r in zip(sk_i, g_i, scatter, strict=True)}:
+        rows = (sk_i == key[0]) & (g_i == key[1]) & (scatter == key[2])
+        mem_t, ring_t, slowest = _rates(m, *key)
         per_tile = ((moved_a[rows, None] + g[rows, None] * moved_b[rows, None]) / mem_t
                     + (g[rows, None] - 1) * fig.rounded(chunk[rows])[:, None] / ring_t)
         port_sub[rows] = per_tile.max(axis=1)
@@ -122,7 +135,7 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
     vrate = fig.vector_rate("f32")
     # reduce-scattered (sk divides M): each tile adds, rounds and stores rows/sk of them
-    share = np.array([float(sk_) if scattered(k.M, int(sk_)) else 1.0 for sk_ in sk_i])
+    share = np.where(scatter, sk, 1.0)
     rc = np.array([chunk_rows(int(a) // int(s_), int(b), ec, ROUNDED_CHUNK // int(s_))
                    for a, b, s_ in zip(c["bm"], c["bn"], share, strict=True)], dtype=np.float64)
     chunks = bm / share / rc  # chunks of rc rows a tile receives, adds and stores, per block
