@@ -6,8 +6,13 @@ position are consecutive on the ring). Tile (s, j) owns C's columns [j Nt, (j+1)
 K's share [s Ks, (s+1) Ks) (Ks = K / sk): the ring form of `emit_ring` over that share,
 among the g tiles of split s (tile t receives from t - sk, its left neighbour in the ring
 of split s). Then the sk tiles of ring position j add their partials with
-`ktdp.inter_tile_reduce` on the first of them (s = 0), which rounds and stores the block, in
-chunks of rows (so the first tile holds one chunk of each other partial at a time).
+`ktdp.inter_tile_reduce`, in chunks of rows (so a tile holds one chunk of each other partial
+at a time). When sk divides M and the point asks for it (`rs`, on by default) the chunks
+are dealt round the sk tiles (a reduce-scatter):
+chunk o of every sk consecutive chunks is added, rounded and stored by tile s = o, so each
+tile receives (sk - 1) / sk of a block's partials and stores 1 / sk of its rows; every tile
+posts its sk chunks before it receives its own, so no tile's receive waits on another's.
+Otherwise every chunk is added and stored by the first tile (s = 0).
 
 Against the ring over all of K on every tile (`emit_ring`, grid [1, sk g]), each tile passes
 on 1 / sk of A instead of all of it, for one exchange of f32 partials per block of columns:
@@ -23,10 +28,11 @@ from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, prologue, sum_on_first_tile
+from .emit_shared import arguments, prologue, store_c_block, sum_on_first_tile
 from .kernels import MatmulKernel
 from .sets import box, group_first, group_tiles, projection, scalar
 from .space_ring import ROUNDED_CHUNK, chunk_rows
+from .space_ringsplit import scattered
 
 
 def split_ring(sk: int, tiles: int) -> af.IntegerSet:
@@ -47,6 +53,13 @@ def split_left(sk: int, tiles: int) -> af.IntegerSet:
         af.Constraint(expr=-d0 + (tiles - 1), is_equality=False)))
 
 
+def group_member(size: int, o: int) -> af.IntegerSet:
+    """Tile o of group s0 (groups of `size` consecutive tiles)."""
+    d0, s0 = af.dim(0), af.sym(0)
+    return af.IntegerSet(num_dims=1, num_symbols=1,
+                         constraints=(af.Constraint(expr=d0 - s0 * size - o, is_equality=True),))
+
+
 def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int = ROUNDED_CHUNK) -> Module:
     """The module for point `p` of the split ring; partials are added and stored in chunks of rows
     of at most `chunk` bytes of C."""
@@ -56,7 +69,9 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
     q = ks // (g * kp)
     assert nt % bn == 0 and ks % (g * kp) == 0 and k.init == 0.0, p
     bm = M
-    rc = chunk_rows(bm, bn, k.c.itemsize, chunk)
+    scatter = scattered(M, sk) and bool(p.get("rs", 1))
+    # scattered, a tile posts sk chunks at once: each 1 / sk of the limit
+    rc = chunk_rows(bm // sk, bn, k.c.itemsize, chunk // sk) if scatter else chunk_rows(bm, bn, k.c.itemsize, chunk)
     ta, tb, tc = scalar(k.a.dtype), scalar(k.b.dtype), scalar(k.c.dtype)
     acc_t = ty.tensor((bm, bn), ty.F32)
     b = Builder()
@@ -64,7 +79,8 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
            "sums added by inter_tile_reduce (see the report)")
     sets = {"a": box(M, K), "b": box(K, N), "c": box(M, N), "ablk": box(bm, kp), "bblk": box(kp, bn),
             "cchunk": box(rc, bn), "id2": projection(2), "ring": split_ring(sk, tiles), "splits": box(sk),
-            "left": split_left(sk, tiles), "group": group_tiles(sk), "first": group_first(sk), "positions": box(g)}
+            "left": split_left(sk, tiles), "group": group_tiles(sk), "first": group_first(sk), "positions": box(g),
+            **({f"own{o}": group_member(sk, o) for o in range(sk)} if scatter else {})}
     A = {n: b.alias(f"rs_{n}", v) for n, v in sets.items()}
     part_t = ty.tensor((bm, kp), ta)
     chunk_fut = ty.TileFutureType(partial_types=(part_t,), groups=A["splits"])
@@ -73,7 +89,8 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
     with b.func(k.name, arguments(b, fn), grid=[sk, g]) as params:
         c, zero, ts, tj, views = prologue(b, A, k, params, (
             ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm), ("rc", rc),
-            ("nt", nt), ("ks", ks)))
+            ("nt", nt), ("ks", ks), ("rcs", rc * sk), *((f"o{o}", o * rc) for o in range(1, sk)),
+            *((f"s{o}", o) for o in range(2, sk))))
         k0 = b.arith.muli(ts, c["ks"], name="rs_k0")
         n0 = b.arith.muli(tj, c["nt"], name="rs_n0")
         n1 = b.arith.addi(n0, c["nt"], name="rs_n1")
@@ -114,10 +131,34 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
                 ring_acc, last = b.last_results
                 b.yield_(step(ring_acc, last, r, c["gl"], n, "last"))
             acc = b.last_results[0]
-            # the partials added and stored in chunks of rc rows: the first tile holds one chunk of
-            # each other split's partial at a time, not a whole block
-            with b.for_(c["0"], c["bm"], c["rc"], names=["rs_ci"]) as (ci,):
-                part = b.extract_slice(acc, [ci, c["0"]], [rc, bn], name="rs_part")
-                sum_on_first_tile(b, A, part, acc_fut, zchunk, first, views["c"], ci, n, tc, "cchunk", "rs_p")
+            if scatter:
+                # chunk o of every sk is added, rounded and stored by tile s = o; every tile posts
+                # all sk of its chunks first, so no receive waits on another tile's receive
+                with b.for_(c["0"], c["bm"], c["rcs"], names=["rs_ci"]) as (ci,):
+                    rows = [ci] + [b.arith.addi(ci, c[f"o{o}"], name=f"rs_ci{o}") for o in range(1, sk)]
+                    futs = []
+                    for o in range(sk):
+                        part = b.extract_slice(acc, [rows[o], c["0"]], [rc, bn], name=f"rs_part{o}")
+                        with b.produce(A["group"], acc_fut, f"rs_p{o}_gid", f"rs_p{o}_f"):
+                            b.yield_(part, op="ktdp.yield_partial")
+                        futs.append(b.last_results[0])
+                    totals = []
+                    for o in range(sk):
+                        with b.reduce_tiles(futs[o], A[f"own{o}"], [zchunk], [f"rs_p{o}_l", f"rs_p{o}_r"],
+                                            [f"rs_p{o}_total"]) as (lhs, rhs):
+                            b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name=f"rs_p{o}_add"),
+                                     op="ktdp.yield_reduced")
+                        totals.append(b.last_results[0])
+                    for o in range(sk):
+                        mine = first if o == 0 else b.cmp("arith.cmpi", "eq", ts, c["1"] if o == 1 else c[f"s{o}"],
+                                                          name=f"rs_is{o}")
+                        with b.if_(mine):
+                            store_c_block(b, A, views["c"], totals[o], rows[o], n, tc, "cchunk", f"rs_p{o}")
+            else:
+                # the partials added and stored in chunks of rc rows on the first tile: it holds one
+                # chunk of each other split's partial at a time, not a whole block
+                with b.for_(c["0"], c["bm"], c["rc"], names=["rs_ci"]) as (ci,):
+                    part = b.extract_slice(acc, [ci, c["0"]], [rc, bn], name="rs_part")
+                    sum_on_first_tile(b, A, part, acc_fut, zchunk, first, views["c"], ci, n, tc, "cchunk", "rs_p")
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")

@@ -76,6 +76,7 @@ class SplitKSpace(MatmulSpace):
     def candidates(self) -> Columns:
         base = super().candidates()
         base["sk"] = np.ones_like(base["bm"])
+        base["rs"] = np.zeros_like(base["bm"])  # split ring: partials reduce-scattered (space_ringsplit)
         split = self._split_candidates()
         rings = space_ringsplit.candidates(self.k, self.fig, *self._ring_blocks())
         for extra in (split, rings):
@@ -138,7 +139,7 @@ class SplitKSpace(MatmulSpace):
         return out
 
     def baseline(self) -> dict[str, int]:
-        return {**super().baseline(), "sk": 1}
+        return {**super().baseline(), "sk": 1, "rs": 0}
 
     def describe(self, p: dict[str, int]) -> Schedule:
         if p.get("sk", 1) <= 1:
@@ -152,7 +153,9 @@ class SplitKSpace(MatmulSpace):
                             f"+{k.N // p['gn']}) and K's share [s*{k.K // p['sk']}, +{k.K // p['sk']}); for each block of "
                             f"{p['bn']} columns, A's chunks ({p['bm']}x{p['bk']}) go round the {p['gn']} tiles of split s "
                             f"while each streams its B blocks ({p['bk']}x{p['bn']}) from memory, then the {p['sk']} "
-                            "partials are added by inter_tile_reduce on the split-0 tile, which stores the block"),
+                            + ("partials are reduce-scattered (inter_tile_reduce): tile s adds and stores every "
+                               f"{p['sk']}th chunk of rows" if space_ringsplit.scatters(k, {n: np.array([v]) for n, v in p.items()})[0]
+                               else "partials are added by inter_tile_reduce on the split-0 tile, which stores the block")),
                 double_buffered=False,
                 placements=[Placement(tensor=k.a.arg, memory="ct_local", mode="streamed", block=[p["bm"], p["bk"]]),
                             Placement(tensor=k.b.arg, memory="ct_local", mode="streamed", block=[p["bk"], p["bn"]]),

@@ -6,7 +6,11 @@ each step's B block from memory, g - 1 chunks from tile t - sk), then the sk til
 position j send their f32 partials to the first (s = 0) in one receive, which adds, rounds
 and stores them. Rates are the timeline's static shares (`space_ring.link_shares`) for the
 kernel's flows: the ring's (t - sk -> t) and the partials' (t -> its group's first); the
-partials of one receive that cross the same link split its share between them.
+partials of one receive that cross the same link split its share between them. When sk
+divides M the partials may also be reduce-scattered (column `rs`, `emit_ringsplit`): every
+tile receives the other splits' chunks of its own 1 / sk of the rows and stores them, so every
+tile writes memory and receives partials (more users of the links near the memory attach
+points, so which is faster depends on the shape: both are priced).
 """
 
 from __future__ import annotations
@@ -18,14 +22,20 @@ import numpy as np
 
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
-from .space_ring import RING, chunk_rows
+from .space_ring import RING, ROUNDED_CHUNK, chunk_rows
+
+
+def scattered(M: int, sk: int) -> bool:
+    """Whether the partials of a split ring over M rows can be reduce-scattered (`emit_ringsplit`)."""
+    return sk > 1 and M % sk == 0
 
 SPLITS = (2, 4, 8)
 
 
 def candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[int]) -> dict[str, np.ndarray]:
     """Every split ring: sk K splits of g = tiles / sk ring positions, all M rows per tile, blocks of
-    bn columns dividing the position's N / g columns, chunks of kp dividing K / (sk g)."""
+    bn columns dividing the position's N / g columns, chunks of kp dividing K / (sk g); partials
+    gathered on the first tile (rs = 0) or, when sk divides M, also reduce-scattered (rs = 1)."""
     rows = []
     if k.init == 0.0:  # (every split's partial starts from 0; a non-zero start would be added sk times)
         for sk in SPLITS:
@@ -33,16 +43,26 @@ def candidates(k: MatmulKernel, fig: Figures, bn_all: list[int], bk_all: list[in
             if g < 2 or k.N % g or k.K % (sk * g):
                 continue
             nt = k.N // g
-            rows += [(sk, g, bn, kp) for bn in bn_all if nt % bn == 0 for kp in bk_all if k.K % (sk * g * kp) == 0]
-    arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+            for rs in (0, 1) if scattered(k.M, sk) else (0,):
+                rows += [(sk, g, bn, kp, rs) for bn in bn_all if nt % bn == 0 for kp in bk_all
+                         if k.K % (sk * g * kp) == 0]
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 5)
     n = arr.shape[0]
-    return {"sk": arr[:, 0], "gn": arr[:, 1], "bn": arr[:, 2], "bk": arr[:, 3], "bm": np.full(n, k.M, np.int64),
-            "gm": np.ones(n, np.int64), "order": np.full(n, RING, np.int64), "db": np.ones(n, np.int64),
-            "pp": np.zeros(n, np.int64)}
+    return {"sk": arr[:, 0], "gn": arr[:, 1], "bn": arr[:, 2], "bk": arr[:, 3], "rs": arr[:, 4],
+            "bm": np.full(n, k.M, np.int64), "gm": np.ones(n, np.int64), "order": np.full(n, RING, np.int64),
+            "db": np.ones(n, np.int64), "pp": np.zeros(n, np.int64)}
+
+
+def scatters(k: MatmulKernel, c: dict[str, np.ndarray]) -> np.ndarray:
+    """Per split-ring row, whether its partials are reduce-scattered: its `rs` column, or where
+    the columns have none, whenever sk divides M."""
+    default = np.array([scattered(k.M, int(s)) for s in c["sk"]], dtype=bool)
+    rs = c.get("rs")
+    return default if rs is None else (rs.astype(bool) & default)
 
 
 @lru_cache(maxsize=64)
-def _rates(machine: object, sk: int, g: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _rates(machine: object, sk: int, g: int, scatter: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """Per tile of grid [sk, g]: its memory rate and its ring receive's rate; and the slowest
     partial's rate into a group's first tile (bytes per cycle). The timeline's static shares:
     each channel split over the tiles whose bytes cross it anywhere in the kernel (every tile
@@ -53,13 +73,14 @@ def _rates(machine: object, sk: int, g: int) -> tuple[np.ndarray, np.ndarray, fl
     topo = m.topology  # type: ignore[attr-defined]
     dma = float(m.dma_bw)  # type: ignore[attr-defined]
     ring = [topo.route((t - sk) % tiles, t) for t in range(tiles)]
-    partials = {t: [topo.route(t + x, t) for x in range(1, sk)] for t in range(0, tiles, sk)}
+    receivers = range(tiles) if scatter else range(0, tiles, sk)
+    partials = {t: [topo.route(t - t % sk + x, t) for x in range(sk) if x != t % sk] for t in receivers}
     users: dict[str, set[int]] = {}
     reads = [m.memory_route(t, True).links for t in range(tiles)]  # type: ignore[attr-defined]
     for t in range(tiles):
         for link in reads[t]:
             users.setdefault(link, set()).add(t)
-        if t % sk == 0:
+        if scatter or t % sk == 0:
             for link in m.memory_route(t, False).links:  # type: ignore[attr-defined]
                 users.setdefault(link, set()).add(t)
     for t, links in enumerate(ring):
@@ -99,10 +120,11 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     moved_a, moved_b = moved(k.a, (bm, kp)), moved(k.b, (kp, bn))
     chunk, b_blk = bm * kp * ea, kp * bn * eb
     compute = bm * bn * kp / fig.mac_rate(k.a.dtype) + fig.matrix_startup
+    scatter = scatters(k, c)
     port_sub, mem_rate, part_rate = np.zeros_like(bm), np.zeros_like(bm), np.zeros_like(bm)
-    for pair in {(int(a), int(b)) for a, b in zip(sk_i, g_i, strict=True)}:
-        rows = (sk_i == pair[0]) & (g_i == pair[1])
-        mem_t, ring_t, slowest = _rates(m, *pair)
+    for key in {(int(a), int(b), bool(r)) for a, b, r in zip(sk_i, g_i, scatter, strict=True)}:
+        rows = (sk_i == key[0]) & (g_i == key[1]) & (scatter == key[2])
+        mem_t, ring_t, slowest = _rates(m, *key)
         per_tile = ((moved_a[rows, None] + g[rows, None] * moved_b[rows, None]) / mem_t
                     + (g[rows, None] - 1) * fig.rounded(chunk[rows])[:, None] / ring_t)
         port_sub[rows] = per_tile.max(axis=1)
@@ -112,18 +134,20 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     hop = m.dma_setup + m.topology.hop_latency
     ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
     vrate = fig.vector_rate("f32")
-    rc = np.array([chunk_rows(int(a), int(b), ec) for a, b in zip(c["bm"], c["bn"], strict=True)], dtype=np.float64)
-    chunks = bm / rc
-    # on the first tile, per chunk of rc rows: receive the other partials' chunks (one receive),
-    # add them, round, store
-    combine = (chunks * (m.dma_setup + m.topology.hop_latency * (sk - 1)) + bm * bn * 4 / part_rate
+    # reduce-scattered (sk divides M): each tile adds, rounds and stores rows/sk of them
+    share = np.where(scatter, sk, 1.0)
+    rc = np.array([chunk_rows(int(a) // int(s_), int(b), ec, ROUNDED_CHUNK // int(s_))
+                   for a, b, s_ in zip(c["bm"], c["bn"], share, strict=True)], dtype=np.float64)
+    chunks = bm / share / rc  # chunks of rc rows a tile receives, adds and stores, per block
+    # per chunk of rc rows: receive the other partials' chunks (one receive), add them, round, store
+    combine = (chunks * (m.dma_setup + m.topology.hop_latency * (sk - 1)) + bm / share * bn * 4 / part_rate
                + (sk - 1) * chunks * (rc * bn / vrate + fig.vector_startup))
     rounding = chunks * (rc * bn / vrate + fig.vector_startup)
-    store = chunks * fig.transfer_fixed + bm * bn * ec / mem_rate
+    store = chunks * fig.transfer_fixed + bm / share * bn * ec / mem_rate
     cycles = blocks * (ring + combine + rounding + store)
-    # the accumulator, two chunks of A and two B blocks in flight, and on the first tile one chunk
-    # of each other partial, their sum and its rounding
-    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + sk * rc * bn * 4 + rc * bn * ec
+    # the accumulator, two chunks of A and two B blocks in flight, the chunks a tile posts (one, or
+    # sk when scattered), one chunk of each other partial received, their sum and its rounding
+    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + (sk + share - 1) * rc * bn * 4 + rc * bn * ec
     gbytes = tiles * blocks * q * (moved_a + g * moved_b) + k.M * k.N * ec
     local = gbytes + tiles * blocks * q * (g - 1) * chunk + (sk - 1) * k.M * k.N * 4
     return cycles, scratch, gbytes, local
