@@ -55,9 +55,15 @@ _SCAN = re.compile(
   | ![A-Za-z_][A-Za-z0-9_$.]*
   | "(?:\\.|[^"\\\n])*"
   | \^[A-Za-z0-9_$.\-]+
-  | //[^\n]*)""",
+  | //[^\n]*
+  | [^ \t\r\n])""",
     re.VERBOSE,
 )
+# The last alternative above takes one character no token starts with (a `\` or `~` inside a
+# dialect attribute's `<...>`, which the LALR lexer reads whole): raw_bracketed can step
+# over it, and anywhere else the parser meets a token it does not expect. Alone, these
+# characters would get the kind of the token they start (a lone `/` a comment's): "other".
+_LONE = frozenset('@%#!"^/')
 _KIND = {c: "word" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "number" for c in "0123456789"})
 _KIND.update({"%": "value", "#": "hash", "!": "bang", '"': "string", "@": "symbol", "^": "block", "/": "comment"})
@@ -137,6 +143,8 @@ class _Tokens:
         found.pop()
         values = list(map(str.lstrip, found))
         kinds: list[str | None] = list(map(_KIND.get, map(_FIRST, values)))
+        for i in compress(count(), map(_LONE.__contains__, values)):
+            kinds[i] = "other"
         for i in compress(count(), map(contains, values, repeat("<"))):
             value = values[i]
             if len(value) > 2 and value[-1] == ">" and kinds[i] != "comment":
@@ -601,7 +609,7 @@ class _Parser:
                 depth -= 1
                 if depth == 0:
                     break
-            elif self.K[close] == "end":
+            elif self.K[close] == "end" or text == '"':  # a lone `"` opens a string the text never ends
                 raise Fallback
             close += 1
         end = tokens.ends[close + 1]

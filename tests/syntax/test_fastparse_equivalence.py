@@ -290,3 +290,10 @@ def test_a_dialect_body_that_lexes_as_an_access_tile_shape(text: str) -> None:
     """`<16xindex>` is one token; glued to an unknown `!x.y` or `#x.y` it is the body of a
     dialect type or attribute (the fuzz lane's seed 18, input 461: `!ktdQ.access_tile<16xindex>`)."""
     check(text)
+
+
+@pytest.mark.parametrize("body", ["unspec\\ified", "a~b /c", "a\\\"b", "a \"x>y\" b", "é", "a%b", "a ^ b", "@", "a#b!c"])
+def test_any_character_in_a_dialect_body(body: str) -> None:
+    """The LALR lexer reads `#x.y<...>` / `!x.y<...>` whole; characters no KTIR token starts
+    with are part of it (the fuzz lane's seed 52817, input 27681: `#x.y<unspec\\ified>`)."""
+    check(f"#m = #foo.bar<{body}>\nfunc.func @f(%a: !foo.baz<{body}>) {{\n  return\n}}\n")
