@@ -521,6 +521,8 @@ class _Parser:
         if kind == "word":
             found = self.scalars.get(text)
             if found is None:
+                if text in _SPELLED_TYPES and self.V[i + 1][:1] == "<" and self.K[i + 1] == "type":
+                    return self.spelled_type()  # `tensor <4xindex>`: a blank before the shape token
                 if self.V[i + 1] == "<":
                     if text in _SPELLED_TYPES:
                         return self.spelled_type()
@@ -538,9 +540,9 @@ class _Parser:
             if glued and text not in TYPE_KWS:
                 self.i = i + 2
                 return self.b.dialect_type([_LazyTok("DIALECT_TYPE", text + self.V[i + 1], self.tokens, i)])
+            if (text == "!ktdp.access_tile" or text == "!ktdp.tile") and self.V[i + 1][:1] == "<":
+                return self.spelled_type()  # `!ktdp.access_tile <4xindex>`: a blank before the shape token
             if self.V[i + 1] == "<":
-                if text == "!ktdp.access_tile" or text == "!ktdp.tile":
-                    return self.spelled_type()
                 if text == "!ktdp.tile_future":
                     return self.tile_future()
                 if text == "!ktdp.runtime_arg":
@@ -603,6 +605,8 @@ class _Parser:
         close = start + 1 if word else start  # not `word`: the current token is the `<`
         while True:
             text = V[close]
+            if depth == 0 and text[:1] == "<" and text != "<" and self.K[close] == "type":
+                break  # the whole `<4x8xindex>`, one token (the access-tile shape's)
             if text == "<" or text == "<=":
                 depth += 1
             elif text == ">":

@@ -297,3 +297,11 @@ def test_any_character_in_a_dialect_body(body: str) -> None:
     """The LALR lexer reads `#x.y<...>` / `!x.y<...>` whole; characters no KTIR token starts
     with are part of it (the fuzz lane's seed 52817, input 27681: `#x.y<unspec\\ified>`)."""
     check(f"#m = #foo.bar<{body}>\nfunc.func @f(%a: !foo.baz<{body}>) {{\n  return\n}}\n")
+
+
+@pytest.mark.parametrize("spelled", ["!ktdp.access_tile <4x8xindex>", "!ktdp.tile\n    <4xindex>", "tensor <4xindex>",
+                                     "memref <2x?xindex>", "vector <4xindex>", "!ktdp.access_tile <4x8xf32>"])
+def test_a_blank_before_a_shape_token(spelled: str) -> None:
+    """`<4x8xindex>` lexes as one token; after a blank it still closes the type keyword before it
+    (the fuzz lane's seed 52817, input 80013: `-> !ktdp.access_tile <4x8xindex>`)."""
+    check(f"func.func @f(%a: {spelled}) {{\n  return\n}}\n")
