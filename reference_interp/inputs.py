@@ -474,9 +474,9 @@ def _smallest_size(module: Module, func: str | None, args: dict[str, Any], free:
             trial = complete({**args, **dict.fromkeys(free, value)})
             executor.run(module, func, dict(trial), **run_kwargs)
         except KtirRuntimeError as e:
-            if e.kind == "memory-limit":
-                break
             last = (value, e)
+            if e.kind == "memory-limit":  # a larger size needs more still
+                break
             continue
         return trial
     if not free:

@@ -63,3 +63,20 @@ def test_no_size_that_runs_is_one_error(tmp_path: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert "cannot infer a value for argument n: no size of 1, 2, ... 16384 runs the kernel" in err, err
     assert "Traceback" not in err
+
+
+def test_a_view_too_large_for_memory_is_that_error() -> None:
+    """A stride of 2^32 makes the array 120 GB: the run stops with memory-limit (it was an
+    AssertionError when the kernel had no size to infer: fuzz seed 63029, input 23622)."""
+    from ktir.builder import Builder, box
+    from ktir.ir import types as ty
+    from reference_interp.errors import KtirRuntimeError
+
+    b = Builder()
+    with b.func("k", [("C", ty.INDEX), ("o", ty.INDEX)]) as (c, o):
+        view = b.memory_view(c, [8], [1 << 32], ty.F32)
+        b.access_tile(view, [o], box(4), [4])
+        b.func_return()
+    with pytest.raises(KtirRuntimeError) as e:
+        infer_args(b.module, None, {}, 0, {})
+    assert e.value.kind == "memory-limit"
