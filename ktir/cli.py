@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -268,6 +269,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 (or a C locale) prints escaped, never raises
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser(_command_of(argv))
     try:
         if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):

@@ -938,7 +938,7 @@ class _Parser:
                     raise Fallback
                 names.append(self.tok("SYMBOL_REF"))
             return b.symbol_ref_attr(names)
-        if kind == "type" or kind == "bang":
+        if kind == "type" or kind == "bang" or text == "<":  # `<...>`: upstream's short ktdp types
             return b.type_attr([self.type()])
         if text == "(":
             return b.type_attr([self.function_type()])

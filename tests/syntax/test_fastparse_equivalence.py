@@ -305,3 +305,11 @@ def test_a_blank_before_a_shape_token(spelled: str) -> None:
     """`<4x8xindex>` lexes as one token; after a blank it still closes the type keyword before it
     (the fuzz lane's seed 52817, input 80013: `-> !ktdp.access_tile <4x8xindex>`)."""
     check(f"func.func @f(%a: {spelled}) {{\n  return\n}}\n")
+
+
+@pytest.mark.parametrize("attribute", ["<(f32), groups = affine_set<(d0) : (d0 >= 0)>>", "<index, granularity = 4>",
+                                       "[<(f16), groups = affine_set<()[] : ()>>, 1]"])
+def test_an_upstream_short_type_as_an_attribute_value(attribute: str) -> None:
+    """A type is an attribute, upstream's short ktdp types (`<(T), groups = S>`) included (the fuzz
+    lane's seed 74113, input 111937: the production parser refused them in an attribute dict)."""
+    check(f"func.func @f() attributes {{t = {attribute}}} {{\n  return\n}}\n")
