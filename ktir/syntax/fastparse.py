@@ -122,7 +122,9 @@ def _age_new_objects() -> None:
     tree (15% of a large parse) only to find it alive. freeze + unfreeze re-links the
     generations in O(1) and clears the young count: the tree is looked at again only by
     full collections, like any long-lived data. Skipped if the program froze objects
-    itself (unfreeze would release them)."""
+    itself (unfreeze would release them). The caller's young garbage was collected before
+    the parse (ktir.syntax.parser.parse): aged with the tree, only a full collection would
+    find it (tests/syntax/test_parse_gc.py)."""
     if gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()

@@ -1938,6 +1938,8 @@ def parse(text: str, filename: str | None = None, *, fast: bool = True) -> Modul
     has its own state: parses in several threads need no lock."""
     nesting = text_nesting(text, filename)
     collecting = gc.isenabled()
+    if collecting:  # the caller's young garbage goes now, not aged with the tree (fastparse._age_new_objects)
+        gc.collect(1)
     gc.disable()  # a parse makes many objects and no garbage cycles: the collector only costs
     try:
         b = _Builder()

@@ -447,7 +447,7 @@ def known_elsewhere(detail: str) -> str | None:
 
 
 FAILURES = ("exception", "unlocated", "internal", "roundtrip-reject", "roundtrip-unstable", "parser-disagree", "silent",
-            "hang", "memory")
+            "hang", "memory", "memory-growth")
 
 
 # ---------------------------------------------------------------- workers
@@ -493,7 +493,7 @@ def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory
     sys.setrecursionlimit(1000)
     corpus = load_corpus()
     _warm_up(mix)
-    conn.send(("ready", None))
+    conn.send(("ready", _rss()))
     while True:
         try:
             task = conn.recv()
@@ -527,7 +527,7 @@ def _worker(conn: Connection, current: Any, seed: int, time_limit: float, memory
                 failures.append((index, outcome, f"[{name}] {detail}"))
         current.value = -1
         try:
-            conn.send(("done", (dict(counts), failures)))
+            conn.send(("done", (dict(counts), failures, _rss())))
         except OSError:  # the parent is gone
             return
 
@@ -554,12 +554,33 @@ class Report:
                 f"by generator: {generators}; failures {self.failed}")
 
 
-# A worker is replaced by a fresh one after this many inputs. One process running the whole
-# pipeline on ever-new inputs grows by about 30 KB per input (RSS; Python's traced
-# allocations grow by about 1 KB per input, so most of it is untraced or fragmented memory,
-# cause not yet found), and at ~50,000 inputs a worker reached its address-space limit and
-# died inside unrelated code (two "memory" failures in the 200,000-input run of seed 41204).
+# A worker is replaced by a fresh one after this many inputs, and its memory is judged then:
+# if its resident size grew in the median batch by more than GROWTH_PER_INPUT bytes per input,
+# the lane reports a `memory-growth` failure (the median, so that one large input's peak,
+# which the allocator keeps, is not taken for a leak). Such a leak once grew a worker by
+# 30 KB per input until it died at its address-space limit after ~50,000 inputs (seed 41204):
+# a parse aged the caller's young garbage cycles into the oldest generation, where only rare
+# full collections look (fixed in ktir.syntax.parser.parse, tests/syntax/test_parse_gc.py).
 RECYCLE_AFTER = 5_000
+GROWTH_PER_INPUT = 4_096
+
+
+def _rss() -> int:
+    """This process's resident size in bytes (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def memory_growth(sizes: list[int], per_batch: list[int]) -> int | None:
+    """The median growth per input over a worker's batches (resident sizes before each
+    batch and after the last; the batches' sizes), None with fewer than 4 batches."""
+    if len(per_batch) < 4:
+        return None
+    steps = sorted((b - a) / n for a, b, n in zip(sizes, sizes[1:], per_batch, strict=False))
+    return int(steps[len(steps) // 2])
 
 
 class _Slot:
@@ -574,7 +595,8 @@ class _Slot:
                                 daemon=False)
         self.proc.start()
         child.close()
-        self.conn.recv()  # ready
+        self.sizes: list[int] = [self.conn.recv()[1]]  # resident size when ready, then after each batch
+        self.batches: list[int] = []
         self.task: tuple[int, int] | None = None
         self.ran = 0  # inputs this worker has run
         self.last_index = -1
@@ -623,7 +645,7 @@ def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, mem
             for conn in wait(list(busy), timeout=0.25):
                 slot = busy[conn]  # type: ignore[index]
                 try:
-                    _, (counts, failures) = slot.conn.recv()
+                    _, (counts, failures, size) = slot.conn.recv()
                 except (EOFError, OSError):
                     _replace_dead(slots, slot, ctx, seed, time_limit, memory_limit, interpret, report, pending, "memory", mix)
                     continue
@@ -635,8 +657,11 @@ def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, mem
                 assert slot.task is not None
                 done += slot.task[1] - slot.task[0]
                 slot.ran += slot.task[1] - slot.task[0]
+                slot.sizes.append(size)
+                slot.batches.append(slot.task[1] - slot.task[0])
                 slot.task = None
                 if slot.ran >= RECYCLE_AFTER:
+                    _judge_memory(slot, report, seed)
                     slot.stop()
                     where = slots.index(slot)
                     slot = slots[where] = _Slot(ctx, seed, time_limit, memory_limit, interpret, mix)
@@ -664,6 +689,15 @@ def fuzz(inputs: int, seed: int = 0, jobs: int = 2, time_limit: float = 5.0, mem
     report.seconds = time.monotonic() - started
     report.failures.sort()
     return report
+
+
+def _judge_memory(slot: _Slot, report: Report, seed: int) -> None:
+    growth = memory_growth(slot.sizes, slot.batches)
+    if growth is not None and growth > GROWTH_PER_INPUT:
+        report.counts["memory-growth"] += 1
+        report.failures.append((-1, "memory-growth", f"a worker grew by {growth} B per input in the median batch over "
+                                f"{slot.ran} inputs ({slot.sizes[0] >> 20} MB to {slot.sizes[-1] >> 20} MB)"))
+        print(f"failure: seed {seed}: memory-growth ({growth} B per input)", file=sys.stderr, flush=True)
 
 
 def _replace_dead(slots: list[_Slot], slot: _Slot, ctx: Any, seed: int, time_limit: float, memory_limit: int,
@@ -702,6 +736,8 @@ def save_failures(report: Report, seed: int, directory: Path, mix: dict[str, int
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for index, kind, detail in report.failures:
+        if index < 0:  # a worker's memory growth: no one input to keep; the log has the figures
+            continue
         try:
             _, case = make_case(corpus, seed, index, mix)
         except Exception:  # noqa: BLE001 - the generator's own failure: its detail is the record

@@ -11,6 +11,7 @@ monkeypatches of the worker's pipeline.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -231,3 +232,32 @@ def test_a_text_only_the_grammar_accepts_is_a_disagreement(monkeypatch: pytest.M
     monkeypatch.setattr(parser, "parse_fast", refuse)
     kind, detail = cf.run_one("func.func @f(%a: f32) -> f32 {\n  return %a : f32\n}\n", False)
     assert kind == "parser-disagree", (kind, detail)
+
+
+def test_memory_growth_is_the_median_batch() -> None:
+    """A steady leak is growth in every batch; one large input's kept peak is one step."""
+    mb = 1 << 20
+    assert cf.memory_growth([100 * mb + i * 8 * mb for i in range(9)], [250] * 8) == 8 * mb // 250
+    assert cf.memory_growth([100 * mb] * 3 + [400 * mb] * 6, [250] * 8) == 0
+    assert cf.memory_growth([100 * mb, 200 * mb, 300 * mb], [250] * 2) is None  # too few batches to judge
+
+
+_KEPT: list[bytes] = []
+
+
+def test_a_leaking_worker_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker whose resident size grows with every input (64 KiB kept per input here) is
+    reported when it is recycled, while every input is still run."""
+    monkeypatch.setattr(cf, "generate", lambda corpus, seed, index: "ok")
+
+    def leaking(text: str, interpret: bool = True) -> str:
+        _KEPT.append(os.urandom(64 << 10))  # random bytes: pages the kernel must really back
+        return "valid"
+
+    monkeypatch.setattr(cf, "check", leaking)
+    monkeypatch.setattr(cf, "_warm_up", lambda *args: None)
+    monkeypatch.setattr(cf, "RECYCLE_AFTER", 40)
+    report = cf.fuzz(80, seed=1, jobs=2, batch=5, mix={"corpus": 1})
+    assert report.counts["valid"] == 80
+    assert report.counts["memory-growth"] >= 1 and report.failed >= 1, report.summary()
+    assert all(kind == "memory-growth" and index == -1 for index, kind, _ in report.failures)
