@@ -257,6 +257,7 @@ def run_suite(cases: list[Case], spec: AdapterSpec, *, jobs: int = 1, timeout: f
             update={"excused": "capability"})
         if on_result is not None:
             on_result(by_id[case.id])
+    jobs = max(1, min(jobs, len(claimed)))  # what iter_results uses, and what the report says
     for result in iter_results(claimed, spec, jobs, timeout, root) if claimed else iter(()):
         reason = reasons.get(result.id)
         if reason is not None:
