@@ -19,6 +19,7 @@ from importlib import resources
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from ktir.dialects.names import Ktdp, Linalg, Scf
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -1161,7 +1162,7 @@ class _Builder:
             blocks=[
                 Block(
                     arguments=[BlockArgument(name=v, type=ty.INDEX) for v in variables],
-                    operations=[Operation(name="ktdp.region_terminator")],
+                    operations=[Operation(name=Ktdp.region_terminator)],
                 )
             ]
         )
@@ -1235,7 +1236,7 @@ class _Builder:
 
     # ------------------------------------------------------------ scf
 
-    def _implicit_yield(self, region: Region, tok: Tok, terminator: str = "scf.yield") -> Region:
+    def _implicit_yield(self, region: Region, tok: Tok, terminator: str = Scf.yield_) -> Region:
         _entry(region)
         block = region.blocks[-1]
         last = block.operations[-1] if block.operations else None
@@ -1318,7 +1319,7 @@ class _Builder:
         self._check_header_args(region, len(ivs), tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
         entry = _entry(region)
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
-        self._implicit_yield(region, tok, "scf.reduce")
+        self._implicit_yield(region, tok, Scf.reduce)
         n = len(ivs)
         attrs = dict(cl.get("attrs", {}))
         attrs["operandSegmentSizes"] = _segments(n, n, n, len(inits))
@@ -1360,7 +1361,7 @@ class _Builder:
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
             BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)
         ]
-        self._implicit_yield(region, tok, "scf.forall.in_parallel")
+        self._implicit_yield(region, tok, Scf.forall_in_parallel)
         terminator = region.blocks[-1].operations[-1]
         if not terminator.regions:
             terminator.regions = [Region(blocks=[Block()])]
@@ -1490,7 +1491,7 @@ class _Builder:
         from_mlir(inner)  # `#arith.overflow<none>` is the custom form's absent flag
         inner.results = [SHORT_BODY_RESULT]
         inner.loc = None  # part of the short form's text, not an op of its own
-        yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])
+        yield_op = Operation(name=Linalg.yield_, operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])
         return Region(blocks=[Block(arguments=args, operations=[inner, yield_op])])
 
     def linalg_map_op(self, c: list[Any]) -> Operation:
