@@ -27,12 +27,9 @@ from ktir.ir import types as ty
 from ktir.ir.asm import type_text
 from ktir.ir.attributes import constant_type as _constant_type
 from ktir.ir.base import Attribute, Type, trusted
-from ktir.ir.floats import float_bits as float_bits  # re-exported for old imports
-from ktir.ir.floats import float_from_bits as float_from_bits  # re-exported for old imports
+from ktir.ir.floats import float_from_bits
 from ktir.ir.named_affine import AffineName as _AffName
-from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
-from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_names
-from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
+from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_names, ssa_map
 from ktir.ir.operation import (
     Block,
     BlockArgument,
@@ -45,8 +42,8 @@ from ktir.ir.operation import (
     trusted_operation,
     trusted_region,
 )
-from ktir.ir.types import KDYNAMIC as KDYNAMIC  # re-exported for old imports
-from ktir.ir.types import i1_like as i1_like  # re-exported for old imports
+from ktir.ir.types import KDYNAMIC
+from ktir.ir.types import i1_like as i1_like  # read by the generated callbacks (derived i1 types)
 from ktir.syntax import assembly as asm
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines

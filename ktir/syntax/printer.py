@@ -18,7 +18,6 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.affine_text import format_expr
 from ktir.ir.asm import attr_text, dict_text, function_type_text, string_text, type_text
-from ktir.ir.asm import float_text as float_text  # re-exported: the torch writer prints floats with it
 from ktir.ir.asm import symbol_text as _symbol_text
 from ktir.ir.asm import types_text as _types
 from ktir.ir.attributes import constant_type

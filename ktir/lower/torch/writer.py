@@ -18,10 +18,10 @@ from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import float_text
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 from ktir.lower.torch.refs import Ref
-from ktir.syntax.printer import float_text
 
 Value = str  # an SSA name ("%x") or a Python int for a constant index
 GLOBAL = at.MemorySpaceAttr(kind="global")
