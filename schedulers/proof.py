@@ -47,7 +47,9 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ktir.dialects.access import AccessError, named
-from ktir.dialects.names import Affine, Arith, Func, Ktdp, Linalg, Memref, Scf
+from ktir.dialects.names import Affine, Arith, Func, Ktdp, Memref, Scf
+from ktir.dialects.registry import OPS
+from ktir.dialects.traits import TERMINATOR
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -209,8 +211,8 @@ class _Model:
         if handler is not None:
             handler(self, op)
             return
-        if name in (Scf.yield_, Func.return_, Ktdp.yield_partial, Ktdp.yield_reduced, Linalg.yield_,
-                    Ktdp.region_terminator):
+        opdef = OPS.get(name)
+        if opdef is not None and TERMINATOR in opdef.traits:  # passes values on, touches no memory
             return
         if name.startswith((Memref.store, Func.call)) or name in ("memref.copy", "memref.tensor_store"):
             self.out.problems.append(f"{where(op)} writes memory outside ktdp.store")
@@ -734,7 +736,7 @@ _HANDLERS = {
 }
 
 # ops that take memrefs without reading or writing their elements
-_NO_MEMORY_EFFECT = frozenset({Memref.dim, Scf.yield_, Func.return_, Scf.condition, "memref.extract_strided_metadata"})
+_NO_MEMORY_EFFECT = frozenset({Memref.dim, "memref.extract_strided_metadata"})  # (terminators are skipped before)
 
 
 def _int(text: str) -> int | None:
