@@ -82,12 +82,35 @@ def _col(line: str, char_col: int) -> int:
     return len(line[:char_col].encode("utf-8"))
 
 
+def _bound_elsewhere(tree: ast.AST) -> set[str]:
+    """Names the module binds other than by importing them from ktir.dialects.names."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom) and getattr(node, "module", None) != MODULE:
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return bound
+
+
+class NameClash(Exception):
+    pass
+
+
 def rewrite(source: str) -> tuple[str, set[str]]:
-    """`source` with its op-name literals replaced, and the classes it now uses."""
+    """`source` with its op-name literals replaced, and the classes it now uses. NameClash
+    if the module binds one of those class names itself."""
     tree = ast.parse(source)
     spans = _targets(tree)
     if not spans:
         return source, set()
+    clash = {attribute(name)[0] for name in spans.values()} & _bound_elsewhere(tree)
+    if clash:
+        raise NameClash(f"the module binds {', '.join(sorted(clash))} itself")
     lines = source.splitlines(keepends=True)
     edits: list[tuple[int, int, int, int, str]] = []
     used: set[str] = set()
@@ -171,7 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     changed: list[Path] = []
     for path in python_files(args.paths):
         source = path.read_text(encoding="utf-8")
-        new, used = rewrite(source)
+        try:
+            new, used = rewrite(source)
+        except NameClash as e:
+            print(f"{path}: left alone: {e}", file=sys.stderr)
+            continue
         if new != source:
             changed.append(path)
             print(f"{path}: {', '.join(sorted(used))}")

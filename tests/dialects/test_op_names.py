@@ -149,3 +149,9 @@ def test_the_codemod_replaces_exactly_the_op_name_literals_and_is_idempotent(cod
     again, _ = codemod.rewrite(after + 'X = "math.exp"\n')
     assert again.count("from ktir.dialects.names import") == 1
     assert "import Arith, Func, Linalg, Math, Scf\n" in again
+
+
+def test_the_codemod_leaves_a_module_that_binds_a_class_name_alone(codemod) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(codemod.NameClash, match="Scf"):
+        codemod.rewrite('Scf = 1\nX = "scf.for"\n')
+    assert "X = Arith.addf\n" in codemod.rewrite('Scf = 1\nX = "arith.addf"\n')[0]  # no clash with Arith
