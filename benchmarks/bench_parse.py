@@ -24,17 +24,15 @@ Then lines/second for each job below, and ratios against baselines measured in t
   joining, regions, per-dialect parsing or type objects. A floor for any regex reader.
 
 `parse` is what `ktir.parse` does: the production parser (ktir/syntax/fastparse.py),
-which copies an op whose line repeats an earlier one's tokens with other
-SSA names, as the module's 10 line forms do. `parse, no line repeats` reads a module of
-the same size and forms with every number and shape varied, so that no op is copied (its
-lines are a little longer, and every type is new; the fast path stops looking for copies
-after 64 misses). `parse, grammar only` runs the normative LALR grammar alone (the tests'
+on a module whose ops repeat 10 line forms. `parse, no line repeats` reads a module of
+the same size and forms with every number and shape varied (its lines are a little
+longer, and every type is new: types are parsed once per distinct text). `parse, grammar only` runs the normative LALR grammar alone (the tests'
 oracle; `parse` runs it only to report the error in a text it rejects). Each figure is
 the best of --repeat runs, interleaved, in wall-clock seconds and, in brackets, CPU
 seconds of this process (steadier on a loaded machine). A job's result is freed after
 its clock stops, for every job alike.
 
-The fast path keeps what it has read (types, affine maps/sets, op lines) for the parse
+The fast path keeps what it has read (types, affine maps/sets) for the parse
 of one text only: every parse here is cold, as a separate process would run it, and
 reading many files in one process shares nothing between them.
 

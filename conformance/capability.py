@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from conformance.levels import OPTIONAL_DTYPES as OPTIONAL_DTYPES
 from conformance.levels import OPTIONAL_LEVELS as OPTIONAL_LEVELS
 from conformance.model import LEVELS, Case, Level
+from ktir.dialects.names import Ktdp
 from ktir.fileio import toml_loads
 
 CAPABILITIES_SCHEMA_VERSION = 1
@@ -34,8 +35,8 @@ MANDATORY: dict[str, tuple[str, ...]] = {
     "verifier": ("syntax", "validation"),
     "executor": ("core", "multi-tile", "full"),
 }
-OPTIONAL_OPS: tuple[str, ...] = ("ktdp.inter_tile_gather", "ktdp.inter_tile_scatter", "ktdp.inter_tile_reduce_scatter",
-                                 "ktdp.inter_tile_all_to_all")
+OPTIONAL_OPS: tuple[str, ...] = (Ktdp.inter_tile_gather, Ktdp.inter_tile_scatter, Ktdp.inter_tile_reduce_scatter,
+                                 Ktdp.inter_tile_all_to_all)
 
 
 class _Strict(BaseModel):

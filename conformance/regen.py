@@ -24,6 +24,7 @@ from conformance import toml_out
 from conformance.gen.draft import Draft, DraftError, Model
 from conformance.model import LEVELS, SUITE_ROOT, ArgSpec, Case
 from conformance.values import case_inputs, read_npz, to_bytes
+from ktir.dialects.names import Builtin
 from ktir.fileio import write_atomic
 
 
@@ -41,7 +42,7 @@ def ops_of(text: str, name: str) -> list[str]:
 
     module = parse(text, name)
     found = {op.name for op in module.walk() if op.name in OPS}
-    found.add("builtin.module")
+    found.add(Builtin.module)
     return sorted(found)
 
 

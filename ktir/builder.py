@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Arith, Builtin, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -222,12 +223,12 @@ class Builder:
         if grid is not None:
             attrs["grid"] = at.ArrayAttr(elements=tuple(at.IntegerAttr(value=g) for g in grid))
         attrs.update({k: _attr(v) for k, v in (attributes or {}).items()})
-        self.append(Operation(name="func.func", attributes=attrs, regions=[Region(blocks=[entry])]))
+        self.append(Operation(name=Func.func, attributes=attrs, regions=[Region(blocks=[entry])]))
         with self.insert_into(entry):
             yield tuple(Value(a.name, a.type) for a in args)
 
     def func_return(self, *values: Value) -> None:
-        self.create("func.return", list(values), [])
+        self.create(Func.return_, list(values), [])
 
     # ------------------------------------------------------------ arith
 
@@ -242,7 +243,7 @@ class Builder:
             attr = at.FloatAttr(value=value, type=type or ty.F64)
         else:
             raise BuildError(f"cannot make a constant from {value!r}")
-        return self.create("arith.constant", [], [constant_type(attr)], {"value": attr}, result_names=_names(name))[0]
+        return self.create(Arith.constant, [], [constant_type(attr)], {"value": attr}, result_names=_names(name))[0]
 
     def index(self, value: int, name: str | None = None) -> Value:
         """An `index` constant."""
@@ -260,7 +261,7 @@ class Builder:
     # ------------------------------------------------------------ ktdp
 
     def tile_id(self, rank: int = 1, names: Sequence[str] | None = None) -> list[Value]:
-        return self.create("ktdp.get_compute_tile_id", [], [ty.INDEX] * rank, result_names=names)
+        return self.create(Ktdp.get_compute_tile_id, [], [ty.INDEX] * rank, result_names=names)
 
     def memory_view(
         self,
@@ -279,7 +280,7 @@ class Builder:
         attrs: dict[str, Any] = {
             "static_sizes": at.i64_array(static_sizes),
             "static_strides": at.i64_array(static_strides),
-            "operandSegmentSizes": _named_segments("ktdp.construct_memory_view", offset=1, sizes=len(dyn_sizes),
+            "operandSegmentSizes": _named_segments(Ktdp.construct_memory_view, offset=1, sizes=len(dyn_sizes),
                                                    strides=len(dyn_strides)),
             "memory_space": memory_space or at.MemorySpaceAttr(kind="global"),
         }
@@ -288,7 +289,7 @@ class Builder:
         shape = tuple(None if v == KDYNAMIC else v for v in static_sizes)
         space = memory_space if memory_space is not None and memory_space.kind != "global" else None
         result = ty.MemRefType(shape=shape, element_type=element_type, memory_space=space)
-        return self.create("ktdp.construct_memory_view", [offset, *dyn_sizes, *dyn_strides], [result], attrs,
+        return self.create(Ktdp.construct_memory_view, [offset, *dyn_sizes, *dyn_strides], [result], attrs,
                            result_names=_names(name))[0]
 
     def distributed_view(self, parts: Sequence[Value], shape: Sequence[int], name: str | None = None) -> Value:
@@ -296,7 +297,7 @@ class Builder:
         first = parts[0].type
         assert isinstance(first, ty.MemRefType)
         result = ty.MemRefType(shape=tuple(shape), element_type=first.element_type)
-        return self.create("ktdp.construct_distributed_memory_view", parts, [result], result_names=_names(name))[0]
+        return self.create(Ktdp.construct_distributed_memory_view, parts, [result], result_names=_names(name))[0]
 
     def access_tile(
         self,
@@ -316,11 +317,11 @@ class Builder:
             "base_map": at.AffineMapAttr(value=sm.map),
             "access_tile_set": tile_set,
             "access_tile_order": order if order is not None else af.AffineMap.identity(len(shape)),
-            "operandSegmentSizes": _named_segments("ktdp.construct_access_tile", base=1, indices=len(indices),
+            "operandSegmentSizes": _named_segments(Ktdp.construct_access_tile, base=1, indices=len(indices),
                                                    symbol_operands=len(symbols)),
         }
         result = ty.AccessTileType(shape=tuple(shape))
-        return self.create("ktdp.construct_access_tile", [base, *indices, *symbols], [result], attrs,
+        return self.create(Ktdp.construct_access_tile, [base, *indices, *symbols], [result], attrs,
                            result_names=_names(name))[0]
 
     def load(self, tile: Value, element_type: Type | None = None, name: str | None = None) -> Value:
@@ -329,10 +330,10 @@ class Builder:
         if element_type is None:
             raise BuildError("ktdp.load: pass the element type")
         result = ty.TensorType(shape=tile.type.shape, element_type=element_type)
-        return self.create("ktdp.load", [tile], [result], result_names=_names(name))[0]
+        return self.create(Ktdp.load, [tile], [result], result_names=_names(name))[0]
 
     def store(self, data: Value, tile: Value) -> None:
-        self.create("ktdp.store", [data, tile], [])
+        self.create(Ktdp.store, [data, tile], [])
 
     # ------------------------------------------------------------ scf
 
@@ -358,7 +359,7 @@ class Builder:
         body = Block(arguments=[iv, *carried])
         result_names = [_ssa_name(n) for n in results] if results is not None else [self.fresh() for _ in inits]
         op = Operation(
-            name="scf.for",
+            name=Scf.for_,
             operands=[lb.name, ub.name, step.name, *(v.name for v in inits)],
             operand_types=[lb.type, ub.type, step.type, *(v.type for v in inits)],
             results=result_names,
@@ -368,20 +369,20 @@ class Builder:
         results_ = self.append(op)
         with self.insert_into(body):
             yield tuple(Value(a.name, a.type) for a in body.arguments)
-            if not inits and not (body.operations and body.operations[-1].name == "scf.yield"):
-                self.create("scf.yield", [], [])
+            if not inits and not (body.operations and body.operations[-1].name == Scf.yield_):
+                self.create(Scf.yield_, [], [])
         self.last_results = results_
 
     @contextlib.contextmanager
     def if_(self, condition: Value) -> Iterator[None]:
         """`scf.if` without results or else branch; the then-branch is the insertion point."""
         then = Block()
-        self.append(Operation(name="scf.if", operands=[condition.name], operand_types=[condition.type],
+        self.append(Operation(name=Scf.if_, operands=[condition.name], operand_types=[condition.type],
                               regions=[Region(blocks=[then]), Region(blocks=[])]))
         with self.insert_into(then):
             yield
-            if not (then.operations and then.operations[-1].name == "scf.yield"):
-                self.create("scf.yield", [], [])
+            if not (then.operations and then.operations[-1].name == Scf.yield_):
+                self.create(Scf.yield_, [], [])
 
     def if_values(self, condition: Value, make: Callable[[], Sequence[Value]], otherwise: Sequence[Value],
                   names: Sequence[str] | None = None) -> list[Value]:
@@ -389,7 +390,7 @@ class Builder:
         when the condition holds, else `otherwise` (values already at hand, yielded by the
         else-branch); the result types are those of `otherwise`."""
         then, other = Block(), Block()
-        results = self.create("scf.if", [condition], [v.type for v in otherwise],
+        results = self.create(Scf.if_, [condition], [v.type for v in otherwise],
                               regions=[Region(blocks=[then]), Region(blocks=[other])],
                               result_names=names)
         with self.insert_into(then):
@@ -398,14 +399,14 @@ class Builder:
             self.yield_(*otherwise)
         return results
 
-    def yield_(self, *values: Value, op: str = "scf.yield") -> None:
+    def yield_(self, *values: Value, op: str = Scf.yield_) -> None:
         self.create(op, list(values), [])
 
     # ------------------------------------------------------------ tensor and linalg
 
     def empty(self, type: ty.TensorType, name: str | None = None) -> Value:
         """`tensor.empty() : type`."""
-        return self.create("tensor.empty", [], [type], result_names=_names(name))[0]
+        return self.create(Tensor.empty, [], [type], result_names=_names(name))[0]
 
     def dps(
         self,
@@ -428,7 +429,7 @@ class Builder:
         return self.create(op, [*ins, *outs], results, attrs, regions, result_names=names)
 
     def fill(self, value: Value, out: Value, name: str | None = None) -> Value:
-        return self.dps("linalg.fill", [value], [out], name=name)
+        return self.dps(Linalg.fill, [value], [out], name=name)
 
     @contextlib.contextmanager
     def generic(
@@ -445,7 +446,7 @@ class Builder:
         `last_results` holds the op's results (as after every block-building helper)."""
         body = self._region_block([ty.element_type(v.type) for v in (*ins, *outs)], args, "x")
         attrs = {"indexing_maps": list(indexing_maps), "iterator_types": list(iterator_types)}
-        results = self._dps("linalg.generic", ins, outs, attrs, name, [Region(blocks=[body])])
+        results = self._dps(Linalg.generic, ins, outs, attrs, name, [Region(blocks=[body])])
         with self.insert_into(body):
             yield tuple(Value(a.name, a.type) for a in body.arguments)
         self.last_results = results
@@ -462,9 +463,9 @@ class Builder:
         with self.insert_into(body):
             (result,) = self.create(combiner, [Value(a.name, a.type) for a in (args[-1], *args[:-1])], [elem_out[0]],
                                     result_names=[SHORT_BODY_RESULT])
-            self.yield_(result, op="linalg.yield")
+            self.yield_(result, op=Linalg.yield_)
         dims = at.DenseArrayAttr(element_type=ty.I64, values=tuple(dimensions))
-        return self.dps("linalg.reduce", ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
+        return self.dps(Linalg.reduce, ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
 
     @contextlib.contextmanager
     def reduce_body(self, ins: Sequence[Value], outs: Sequence[Value], dimensions: Sequence[int],
@@ -473,14 +474,14 @@ class Builder:
         body; yields its arguments (inputs, then inits); end it with `yield_(..., op="linalg.yield")`."""
         body = self._region_block([ty.element_type(v.type) for v in (*ins, *outs)], args, "r")
         dims = at.DenseArrayAttr(element_type=ty.I64, values=tuple(dimensions))
-        results = self._dps("linalg.reduce", ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
+        results = self._dps(Linalg.reduce, ins, outs, {"dimensions": dims}, name, [Region(blocks=[body])])
         with self.insert_into(body):
             yield tuple(Value(a.name, a.type) for a in body.arguments)
         self.last_results = results
 
     def collapse_shape(self, source: Value, reassociation: Sequence[Sequence[int]], result: ty.TensorType,
                        name: str | None = None) -> Value:
-        return self.create("tensor.collapse_shape", [source], [result], {"reassociation": _reassociation(reassociation)},
+        return self.create(Tensor.collapse_shape, [source], [result], {"reassociation": _reassociation(reassociation)},
                            result_names=_names(name))[0]
 
     def expand_shape(self, source: Value, reassociation: Sequence[Sequence[int]], result: ty.TensorType,
@@ -488,7 +489,7 @@ class Builder:
         """`tensor.expand_shape` to a static `result` shape."""
         attrs = {"reassociation": _reassociation(reassociation),
                  "static_output_shape": at.DenseArrayAttr(element_type=ty.I64, values=tuple(result.shape))}
-        return self.create("tensor.expand_shape", [source], [result], attrs, result_names=_names(name))[0]
+        return self.create(Tensor.expand_shape, [source], [result], attrs, result_names=_names(name))[0]
 
     def extract_slice(self, source: Value, offsets: Sequence[int | Value], sizes: Sequence[int],
                       strides: Sequence[int] | None = None, name: str | None = None) -> Value:
@@ -498,11 +499,11 @@ class Builder:
             "static_offsets": at.i64_array(static_offsets),
             "static_sizes": at.i64_array(list(sizes)),
             "static_strides": at.i64_array(list(strides) if strides is not None else [1] * len(sizes)),
-            "operandSegmentSizes": _named_segments("tensor.extract_slice", source=1, offsets=len(dyn_offsets),
+            "operandSegmentSizes": _named_segments(Tensor.extract_slice, source=1, offsets=len(dyn_offsets),
                                                    sizes=0, strides=0),
         }
         result = ty.TensorType(shape=tuple(sizes), element_type=ty.element_type(source.type))
-        return self.create("tensor.extract_slice", [source, *dyn_offsets], [result], attrs, result_names=_names(name))[0]
+        return self.create(Tensor.extract_slice, [source, *dyn_offsets], [result], attrs, result_names=_names(name))[0]
 
     # ------------------------------------------------------------ inter-tile
 
@@ -512,7 +513,7 @@ class Builder:
         """`ktdp.inter_tile_produce producer_tiles_per_group = producers -> future`; yields the
         body's group id; the body ends with `yield_(..., op="ktdp.yield_partial")`."""
         body = self._region_block([ty.INDEX], [arg] if arg is not None else None, "gid")
-        results = self.create("ktdp.inter_tile_produce", [], [future], {"producer_tiles_per_group": producers},
+        results = self.create(Ktdp.inter_tile_produce, [], [future], {"producer_tiles_per_group": producers},
                               [Region(blocks=[body])], result_names=_names(name))
         with self.insert_into(body):
             yield Value(body.arguments[0].name, ty.INDEX)
@@ -526,7 +527,7 @@ class Builder:
         the body ends with `yield_(..., op="ktdp.yield_reduced")`. Results in `last_results`."""
         types = [v.type for v in identity]
         body = self._region_block(types + types, args, "p")
-        results = self.create("ktdp.inter_tile_reduce", [future, *identity], types,
+        results = self.create(Ktdp.inter_tile_reduce, [future, *identity], types,
                               {"consumer_tiles_per_group": consumers}, [Region(blocks=[body])], result_names=names)
         with self.insert_into(body):
             yield tuple(Value(a.name, a.type) for a in body.arguments)
@@ -569,7 +570,7 @@ def located(module: Module, filename: str) -> Module:
 def _heads(op: Operation) -> tuple[str, ...]:
     """How the printed line of `op` starts: its results (`%a, %b = `, `%r:2 = `) or its name."""
     if not op.results:
-        return ("module", op.name, f'"{op.name}"') if op.name == "builtin.module" else (op.name, f'"{op.name}"')
+        return ("module", op.name, f'"{op.name}"') if op.name == Builtin.module else (op.name, f'"{op.name}"')
     heads = [f"{', '.join(op.results)} = "]
     base = op.results[0].partition("#")[0]
     if all(r == f"{base}#{i}" for i, r in enumerate(op.results)):

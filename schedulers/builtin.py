@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Math, Scf, Tensor
 from ktir.ir.operation import Module
 from ktir.targets.schema import Target
 
@@ -37,20 +38,20 @@ REWRITE_MARGIN = 0.15  # seconds kept from a search's budget for the rewrite and
 SEARCH_SHARE = 0.5  # of the budget left, what a searching strategy may spend before the timeline re-rank
 
 SUPPORTED_OPS = (
-    "linalg.matmul", "linalg.fill", "linalg.generic", "linalg.reduce", "tensor.empty", "arith.truncf", "arith.extf",
-    "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "math.exp", "math.rsqrt", "math.sqrt",
-    "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
-    "scf.for", "scf.yield", "arith.constant", "arith.muli", "arith.addi", "func.func", "func.return",
+    Linalg.matmul, Linalg.fill, Linalg.generic, Linalg.reduce, Tensor.empty, Arith.truncf, Arith.extf,
+    Arith.addf, Arith.subf, Arith.mulf, Arith.divf, Arith.maximumf, Math.exp, Math.rsqrt, Math.sqrt,
+    Ktdp.get_compute_tile_id, Ktdp.construct_memory_view, Ktdp.construct_access_tile, Ktdp.load, Ktdp.store,
+    Scf.for_, Scf.yield_, Arith.constant, Arith.muli, Arith.addi, Func.func, Func.return_,
     # the attention form (`emit_attention._COMPUTE` and `_FREE`)
-    "linalg.mul", "linalg.index", "linalg.yield", "arith.cmpi", "arith.select", "arith.ceildivsi", "arith.subi",
-    "arith.divui", "arith.remui", "arith.minsi", "tensor.collapse_shape", "tensor.expand_shape",
+    Linalg.mul, Linalg.index, Linalg.yield_, Arith.cmpi, Arith.select, Arith.ceildivsi, Arith.subi,
+    Arith.divui, Arith.remui, Arith.minsi, Tensor.collapse_shape, Tensor.expand_shape,
     # the natural form (`schedulers.natural`: every op the dependence check models) and the
     # split reduction it may emit (`emit_reduction`)
-    "linalg.transpose", "linalg.broadcast", "linalg.map", "linalg.copy", "linalg.add", "linalg.sub", "linalg.div",
-    "linalg.max", "linalg.min", "linalg.batch_matmul", "linalg.batch_matmul_transpose_b", "linalg.matmul_transpose_a",
-    "linalg.matmul_transpose_b", "linalg.matvec", "linalg.dot", "arith.negf", "arith.minimumf", "math.tanh",
-    "math.log", "math.erf", "math.absf", "ktdp.inter_tile_produce", "ktdp.inter_tile_reduce", "ktdp.yield_partial",
-    "ktdp.yield_reduced", "scf.if",
+    Linalg.transpose, Linalg.broadcast, Linalg.map, Linalg.copy, Linalg.add, Linalg.sub, Linalg.div,
+    Linalg.max, Linalg.min, Linalg.batch_matmul, Linalg.batch_matmul_transpose_b, Linalg.matmul_transpose_a,
+    Linalg.matmul_transpose_b, Linalg.matvec, Linalg.dot, Arith.negf, Arith.minimumf, Math.tanh,
+    Math.log, Math.erf, Math.absf, Ktdp.inter_tile_produce, Ktdp.inter_tile_reduce, Ktdp.yield_partial,
+    Ktdp.yield_reduced, Scf.if_,
 )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from ktir.dialects.names import Arith, Ktdp, Linalg, Scf
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -28,7 +29,7 @@ from .kernels import func_name, grid_of
 
 
 def _const(op: Operation | None) -> int | None:
-    if op is None or op.name != "arith.constant":
+    if op is None or op.name != Arith.constant:
         return None
     v = op.attributes.get("value")
     return int(v.value) if isinstance(v, at.IntegerAttr) else None
@@ -41,9 +42,9 @@ def with_tile_start(module: Module, fn: Operation) -> Module:
         return module
     body = fn.regions[0].blocks[0].operations
     loops = [op for op in body if op.regions]
-    if len(loops) != 1 or loops[0].name != "scf.for" or len(loops[0].operands) != 3:
+    if len(loops) != 1 or loops[0].name != Scf.for_ or len(loops[0].operands) != 3:
         return module
-    if any(op.name == "ktdp.get_compute_tile_id" for op in fn.walk()):
+    if any(op.name == Ktdp.get_compute_tile_id for op in fn.walk()):
         return module
     defs = {r: op for op in body for r in op.results}
     loop = loops[0]
@@ -59,8 +60,8 @@ def with_tile_start(module: Module, fn: Operation) -> Module:
         tid, first = tid + "_", first + "_"
     index = ty.IndexType()
     ops[at_loop:at_loop] = [
-        Operation(name="ktdp.get_compute_tile_id", results=[tid], result_types=[index]),
-        Operation(name="arith.muli", operands=[tid, ops[at_loop].operands[2]], operand_types=[index, index],
+        Operation(name=Ktdp.get_compute_tile_id, results=[tid], result_types=[index]),
+        Operation(name=Arith.muli, operands=[tid, ops[at_loop].operands[2]], operand_types=[index, index],
                   results=[first], result_types=[index]),
     ]
     ops[at_loop + 2].operands[0] = first
@@ -80,13 +81,13 @@ def _whole_load(defs: dict[str, Operation], value: str, module: Module) -> tuple
     from .kernels import _is_box, _is_identity
 
     load = defs.get(value)
-    if load is None or load.name != "ktdp.load":
+    if load is None or load.name != Ktdp.load:
         return None
     tile = defs.get(named(load).operand("access_tile"))
-    if tile is None or tile.name != "ktdp.construct_access_tile":
+    if tile is None or tile.name != Ktdp.construct_access_tile:
         return None
     view = defs.get(named(tile).operand("base"))
-    if view is None or view.name != "ktdp.construct_memory_view" or len(view.operands) != 1:
+    if view is None or view.name != Ktdp.construct_memory_view or len(view.operands) != 1:
         return None
     space = view.attributes.get("memory_space")
     if not isinstance(space, at.MemorySpaceAttr) or space.kind != "global":
@@ -180,9 +181,9 @@ def _permutation(module: Module, op: Operation) -> tuple[str, list[int]] | None:
 
     from .dependence import generic_view
 
-    if op.name == "linalg.transpose":
+    if op.name == Linalg.transpose:
         return named(op).operand("input"), [int(v) for v in getattr(op.attributes.get("permutation"), "values", ())]
-    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != 2:
+    if op.name != Linalg.generic or len(op.results) != 1 or len(op.operands) != 2:
         return None
     view = generic_view(module, op)
     if isinstance(view, str) or view.reduced() or view.inputs != 1:
@@ -233,14 +234,14 @@ def transposes_as_views(module: Module, fn: Operation) -> Module:
             src, perm = moved
             if uses.get(src) == 1 and _whole_load(defs, src, module) is not None:
                 plans[id(op)] = ([(0, perm)], "")
-        elif op.name in CONTRACTIONS and op.name != "linalg.dot":
+        elif op.name in CONTRACTIONS and op.name != Linalg.dot:
             found = _contraction_transposes(module, op)
             if found is None or not any(found) and "indexing_maps" not in op.attributes:
                 continue
             ins = named(op).operands("inputs")
             which = [(i, [1, 0]) for i, t in enumerate(found) if t]
             if all(uses.get(ins[i]) == 1 and _whole_load(defs, ins[i], module) is not None for i, _ in which):
-                plans[id(op)] = (which, "linalg.matmul")
+                plans[id(op)] = (which, Linalg.matmul)
     if not plans:
         return module
     out = module.model_copy(deep=True)

@@ -25,6 +25,7 @@ from functools import cached_property
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ktir.dialects.names import Ktdp
 from ktir.ir.operation import Module, Operation
 from ktir.targets.schema import Target
 
@@ -257,7 +258,7 @@ def _already_distributed(fn: Operation, grid: tuple[int, ...]) -> str:
     """Why a straight-line kernel over a grid of several tiles is left alone: it is divided already."""
     from .kernels import op_at
 
-    tile_id = next((op for op in fn.walk() if op.name == "ktdp.get_compute_tile_id"), None)
+    tile_id = next((op for op in fn.walk() if op.name == Ktdp.get_compute_tile_id), None)
     where = f" ({op_at(tile_id)} picks each tile's part)" if tile_id is not None else ""
     return (f"the kernel is already divided over grid {list(grid)}{where}; the schedulers divide kernels "
             "written for one tile (grid [1]) and row loops over a 1-D grid")

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktir.dialects.names import Func
+
 if TYPE_CHECKING:
     from ktir.ir.operation import Module, Operation
     from ktir.targets.schema import Target
@@ -152,7 +154,7 @@ def whole_module(original: Module, scheduled: Module, func: str) -> Module:
 
 def _replace_function(ops: list[Operation], func: str, new: Operation) -> bool:
     for i, op in enumerate(ops):
-        if op.name == "func.func" and _name(op) == func:
+        if op.name == Func.func and _name(op) == func:
             ops[i] = new
             return True
         for region in op.regions:

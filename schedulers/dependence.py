@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.dialects.registry import OPS, lookup
 from ktir.dialects.structure import IterationSpace, iteration_space
 from ktir.ir import affine as af
@@ -129,12 +130,12 @@ def analyse(module: Module, ops: Iterable[Operation], types: dict[str, Type] | N
         for inner in op.walk():
             g.types.update(zip(inner.operands, inner.operand_types, strict=False))
             g.types.update(zip(inner.results, inner.result_types, strict=False))
-            if inner.name == "scf.for":
+            if inner.name == Scf.for_:
                 g.types.update((a.name, a.type) for a in inner.regions[0].blocks[0].arguments)
-            if inner.name == "tensor.empty":
+            if inner.name == Tensor.empty:
                 g.empties.update(inner.results)
     for op in ops:
-        if op.name == "scf.for":
+        if op.name == Scf.for_:
             _tie_loop(g, op)
         else:
             _tie_op(g, op)
@@ -153,11 +154,11 @@ def _tie_loop(g: DimGraph, op: Operation) -> None:
     is one tensor over the same iterations (position by position)."""
     body = op.regions[0].blocks[0]
     for inner in body.operations:
-        if inner.name == "scf.for":
+        if inner.name == Scf.for_:
             _tie_loop(g, inner)
-        elif inner.name != "scf.yield":
+        elif inner.name != Scf.yield_:
             _tie_op(g, inner)
-    term = body.operations[-1] if body.operations and body.operations[-1].name == "scf.yield" else None
+    term = body.operations[-1] if body.operations and body.operations[-1].name == Scf.yield_ else None
     inits = op.operands[3:]
     for i, a in enumerate(body.arguments[1:]):
         group = [a.name, inits[i] if i < len(inits) else None, op.results[i] if i < len(op.results) else None,
@@ -236,9 +237,9 @@ def _live(g: DimGraph, outs: list[str]) -> list[str]:
 def _tie_op(g: DimGraph, op: Operation) -> None:
     name = op.name
     tensors = _tensors(op)
-    if not tensors or name in ("tensor.empty", "ktdp.load", "ktdp.store", "func.return"):
+    if not tensors or name in (Tensor.empty, Ktdp.load, Ktdp.store, Func.return_):
         return
-    if name == "arith.constant":
+    if name == Arith.constant:
         value = op.attributes.get("value")
         if not isinstance(value, at.DenseAttr) or not value.is_splat:
             _block_all(g, op, "is a dense constant tensor (its elements are positions)")
@@ -246,7 +247,7 @@ def _tie_op(g: DimGraph, op: Operation) -> None:
     if name.startswith(("arith.", "math.")):
         _positionwise(g, op, tensors)
         return
-    if name == "tensor.splat":  # a scalar broadcast to a tensor: every element the same
+    if name == Tensor.splat:  # a scalar broadcast to a tensor: every element the same
         return
     ins, outs = _segments(op)
     view = generic_view(g.module, op, len(ins))
@@ -344,7 +345,7 @@ def _payload(g: DimGraph, op: Operation, loops: list[int]) -> None:
         for block in region.blocks:
             for inner in block.operations:
                 for nested in inner.walk():
-                    if nested.name == "linalg.index":
+                    if nested.name == Linalg.index:
                         d = int(getattr(nested.attributes.get("dim"), "value", -1))
                         if 0 <= d < len(loops):
                             g.block(loops[d], f"linalg.index{where(nested)} in {op.name}{where(op)} reads the "
@@ -367,12 +368,12 @@ def row_split_reason(module: Module, before: list[Operation], loop: Operation, r
     defs = {r: op for op in body.operations for r in op.results}
     seeds: list[tuple[str, Operation]] = []
     for op in body.operations:
-        if op.name not in ("ktdp.load", "ktdp.store"):
+        if op.name not in (Ktdp.load, Ktdp.store):
             continue
         v = named(op)
         tile = defs.get(v.operand("access_tile"))
-        value = v.result("result") if op.name == "ktdp.load" else v.operand("data")
-        if tile is not None and tile.name == "ktdp.construct_access_tile" \
+        value = v.result("result") if op.name == Ktdp.load else v.operand("data")
+        if tile is not None and tile.name == Ktdp.construct_access_tile \
                 and named(tile).operands("indices")[:1] == [iv] and shape(g.types.get(value)):
             seeds.append((value, op))
     if not seeds:
@@ -384,7 +385,7 @@ def row_split_reason(module: Module, before: list[Operation], loop: Operation, r
     found = g.reasons(rowc)
     if found:
         return f"the rows cannot be cut into blocks: {found[0]}, a dependence across rows"
-    loaded_before = {r for op in before if op.name == "ktdp.load" for r in op.results}
+    loaded_before = {r for op in before if op.name == Ktdp.load for r in op.results}
     for value, t in g.types.items():
         dims = shape(t)
         if not dims or value in g.empties:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from ktir.builder import Builder, Value, located
+from ktir.dialects.names import Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -108,5 +109,5 @@ def _block(b: Builder, A: dict[str, at.AttrAliasRef], c: dict[str, Value], tile:
                 now[v] = cur[carried.index(v)]
             else:
                 now[v] = getters[v](f"sc_{v}blk", kv)
-        prod = b.dps("linalg.matmul", [now["a"], now["b"]], [acc], name="sc_prod")
+        prod = b.dps(Linalg.matmul, [now["a"], now["b"]], [acc], name="sc_prod")
         b.yield_(prod, *nxt)

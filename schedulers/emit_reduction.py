@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ktir.builder import Builder, Value
+from ktir.dialects.names import Arith, Ktdp, Linalg, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -34,8 +35,8 @@ from .natural import NaturalKernel
 from .space_natural import NaturalSpace
 
 # combiner -> (identity, the named linalg op that combines two partials)
-COMBINERS = {"arith.addf": (0.0, "linalg.add"), "arith.mulf": (1.0, "linalg.mul"),
-             "arith.maximumf": (-math.inf, "linalg.max"), "arith.minimumf": (math.inf, "linalg.min")}
+COMBINERS = {Arith.addf: (0.0, Linalg.add), Arith.mulf: (1.0, Linalg.mul),
+             Arith.maximumf: (-math.inf, Linalg.max), Arith.minimumf: (math.inf, Linalg.min)}
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
         reasons = k.free[c]
         if not reasons or k.extent[c] < 2:
             continue
-        ops = [op for op in body if op.name in ("linalg.generic", "linalg.reduce")
+        ops = [op for op in body if op.name in (Linalg.generic, Linalg.reduce)
                and all(r.startswith(f"{op.name}{where(op)} reduces over") for r in reasons)]
         if len(ops) != 1:
             continue
@@ -93,7 +94,7 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
 
 def _combiner(op: Operation) -> str | None:
     block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
-    if block is None or not block.operations or block.operations[-1].name != "linalg.yield":
+    if block is None or not block.operations or block.operations[-1].name != Linalg.yield_:
         return None
     acc = block.arguments[-1].name
     made = {r: x for x in block.operations for r in x.results}
@@ -108,15 +109,15 @@ def _combiner(op: Operation) -> str | None:
 
 def _fill_value(fill: Operation, defs: dict[str, Operation]) -> float | None:
     """The value every element of a tensor holds when it is a fill, a splat or a splat constant."""
-    if fill.name == "arith.constant":
+    if fill.name == Arith.constant:
         value = fill.attributes.get("value")
         if isinstance(value, at.DenseAttr) and value.is_splat and isinstance(value.values, int | float):
             return float(value.values)
         return None
-    if fill.name not in ("linalg.fill", "tensor.splat"):
+    if fill.name not in (Linalg.fill, Tensor.splat):
         return None
     const = defs.get(fill.operands[0])
-    value = const.attributes.get("value") if const is not None and const.name == "arith.constant" else None
+    value = const.attributes.get("value") if const is not None and const.name == Arith.constant else None
     return float(value.value) if isinstance(value, at.FloatAttr) else None
 
 
@@ -162,7 +163,7 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
         if any(v in later for v in [*op.operands, *op.results]):
             return "tail"
         deps = pl.op_deps(op)
-        if op.name == "ktdp.store" and c not in deps:
+        if op.name == Ktdp.store and c not in deps:
             return "tail"  # stored once, by tile 0
         return "loop" if c in deps else "top"
 
@@ -184,7 +185,7 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
             b.yield_(Value(pl.copies[pl.orig.index(r)].results[0], acc_t))
         (partial,) = b.last_results
         total = _combine(b, partial, start, gg, COMBINERS[plan.combiner][1])
-        first = b.cmp("arith.cmpi", "eq", tid, b.constant(0, INDEX))
+        first = b.cmp(Arith.cmpi, "eq", tid, b.constant(0, INDEX))
         with b.if_(first):
             total = _apply_init(b, plan, total)
             for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
@@ -253,12 +254,12 @@ def _combine(b: Builder, partial: Value, identity: Value, tiles: int, named: str
     one = af.IntegerSet(num_dims=1, num_symbols=0, constraints=(af.constraint(d0, "==", af.const(0)),))
     fut_t = ty.TileFutureType(partial_types=(t,), groups=at.IntegerSetAttr(value=one))
     with b.produce(everyone, fut_t):
-        b.yield_(partial, op="ktdp.yield_partial")
+        b.yield_(partial, op=Ktdp.yield_partial)
     (fut,) = b.last_results
     args = [b.fresh("l"), b.fresh("r")]
     both_name, total_name = b.fresh(), b.fresh()  # numbered in the order the ops are written
     with b.reduce_tiles(fut, everyone if all_reduce else first, [identity], args, [total_name]) as (lhs, rhs):
-        b.yield_(b.dps(named, [lhs, rhs], [lhs], name=both_name), op="ktdp.yield_reduced")
+        b.yield_(b.dps(named, [lhs, rhs], [lhs], name=both_name), op=Ktdp.yield_reduced)
     (total,) = b.last_results
     return total
 

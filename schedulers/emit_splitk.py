@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ktir.builder import Builder, Value, located
+from ktir.dialects.names import Arith, Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -198,7 +199,7 @@ def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
         kend = b.arith.addi(k0, c["ks"], name="sk_kend")
         klast = b.arith.subi(kend, c["bk"], name="sk_klast")
         n0 = b.arith.muli(j, c["bn"], name="sk_n0")
-        first = b.cmp("arith.cmpi", "eq", s, c["c0"], name="sk_first")
+        first = b.cmp(Arith.cmpi, "eq", s, c["c0"], name="sk_first")
         views = {v: b.memory_view(arg[o.arg], [r, cols], [cols, 1], t, at.MemorySpaceAttr(kind="global"), A[v],
                                   name=f"sk_{v}")
                  for v, o, (r, cols), t in (("a", k.a, (M, K), ta), ("b", k.b, (K, N), tb), ("c", k.c, (M, N), tc))}
@@ -225,7 +226,7 @@ def emit_splitk(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                     ab = cur
                 else:
                     nxt, ab = [], blocks("blk", kv)
-                b.yield_(b.dps("linalg.matmul", ab, [acc], name="sk_prod"), *nxt)
+                b.yield_(b.dps(Linalg.matmul, ab, [acc], name="sk_prod"), *nxt)
             part = b.last_results[0]
             fut = ty.TileFutureType(partial_types=(acc_t,), groups=A["groups"])
             sum_on_first_tile(b, A, part, fut, init, first, views["c"], m, n, tc, "cblk", "sk")

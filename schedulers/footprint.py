@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -28,10 +29,10 @@ from ktir.ir.operation import Operation
 MAX_STEPS = 200_000  # ops executed over all tiles before verification gives up (and the kernel is declined)
 
 _INT: dict[str, Callable[[int, int], int]] = {
-    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
-    "arith.minsi": min, "arith.maxsi": max, "arith.minui": min, "arith.maxui": max,
-    "arith.divui": lambda a, b: a // b, "arith.divsi": lambda a, b: int(a / b), "arith.remui": lambda a, b: a % b,
-    "arith.ceildivui": lambda a, b: -(-a // b), "arith.floordivsi": lambda a, b: a // b,
+    Arith.addi: lambda a, b: a + b, Arith.subi: lambda a, b: a - b, Arith.muli: lambda a, b: a * b,
+    Arith.minsi: min, Arith.maxsi: max, Arith.minui: min, Arith.maxui: max,
+    Arith.divui: lambda a, b: a // b, Arith.divsi: lambda a, b: int(a / b), Arith.remui: lambda a, b: a % b,
+    "arith.ceildivui": lambda a, b: -(-a // b), Arith.floordivsi: lambda a, b: a // b,
 }
 
 
@@ -100,7 +101,7 @@ def _block(ops: Sequence[Operation], env: dict[str, Any], tile: tuple[int, ...],
         if run.steps > MAX_STEPS:
             raise Declined(f"more than {MAX_STEPS} ops to trace to prove the kernel is one matmul")
         n = op.name
-        if n == "arith.constant":
+        if n == Arith.constant:
             v = op.attributes.get("value")
             if isinstance(v, at.IntegerAttr):
                 env[op.results[0]] = int(v.value)
@@ -110,7 +111,7 @@ def _block(ops: Sequence[Operation], env: dict[str, Any], tile: tuple[int, ...],
                 env[op.results[0]] = Acc((), float(v.values))  # every element the same: a starting value
             else:
                 env[op.results[0]] = None  # a dense constant: never a valid operand below
-        elif n == "ktdp.get_compute_tile_id":
+        elif n == Ktdp.get_compute_tile_id:
             for r, t in zip(op.results, tile, strict=False):
                 env[r] = t
             for r in op.results[len(tile):]:
@@ -120,12 +121,12 @@ def _block(ops: Sequence[Operation], env: dict[str, Any], tile: tuple[int, ...],
                 env[op.results[0]] = _UNKNOWN  # pointer arithmetic on an array argument: never a coordinate
                 continue
             a, b = (_int(env, o) for o in op.operands)
-            if n in ("arith.divui", "arith.divsi", "arith.remui", "arith.ceildivui", "arith.floordivsi") and b == 0:
+            if n in (Arith.divui, Arith.divsi, Arith.remui, "arith.ceildivui", Arith.floordivsi) and b == 0:
                 raise Declined(f"{n} divides by zero")
             env[op.results[0]] = int(_INT[n](a, b))
-        elif n == "ktdp.construct_memory_view":
+        elif n == Ktdp.construct_memory_view:
             env[op.results[0]] = ("view", op.results[0])
-        elif n == "ktdp.construct_access_tile":
+        elif n == Ktdp.construct_access_tile:
             view = _value(env, op.operands[0])
             tt = op.result_types[0]
             assert isinstance(tt, ty.AccessTileType)
@@ -138,34 +139,34 @@ def _block(ops: Sequence[Operation], env: dict[str, Any], tile: tuple[int, ...],
             else:
                 starts = tuple(indices)
             env[op.results[0]] = Block(view[1], starts, tuple(int(d or 0) for d in tt.shape))
-        elif n == "ktdp.load":
+        elif n == Ktdp.load:
             env[op.results[0]] = _value(env, op.operands[0])
-        elif n == "tensor.empty":
+        elif n == Tensor.empty:
             env[op.results[0]] = "empty"
-        elif n == "tensor.splat":
+        elif n == Tensor.splat:
             value = _value(env, op.operands[0])
             if not isinstance(value, int | float):
                 raise Declined("an accumulator starts from a splat of a value that is not a constant")
             env[op.results[0]] = Acc((), float(value))
-        elif n == "linalg.fill":
+        elif n == Linalg.fill:
             value = _value(env, op.operands[0])
             if not isinstance(value, int | float):
                 raise Declined("an accumulator starts from a fill of a value that is not a constant")
             env[op.results[0]] = Acc((), float(value))
-        elif n == "linalg.matmul":
+        elif n == Linalg.matmul:
             env[op.results[0]] = _matmul(env, op, run)
-        elif n in ("arith.truncf", "arith.extf"):
+        elif n in (Arith.truncf, Arith.extf):
             v = _value(env, op.operands[0])
             if not isinstance(v, Acc):
                 raise Declined(f"{n} of something other than the accumulator")
             env[op.results[0]] = v
-        elif n == "ktdp.store":
+        elif n == Ktdp.store:
             _store(env, op, run, stored)
-        elif n == "scf.for":
+        elif n == Scf.for_:
             _loop(op, env, tile, run, stored)
-        elif n == "scf.yield":
+        elif n == Scf.yield_:
             return [_value(env, o) for o in op.operands]
-        elif n == "func.return":
+        elif n == Func.return_:
             return []
         else:
             raise Declined(f"{n} is not traced when proving the kernel is one matmul")

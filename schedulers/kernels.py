@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Affine, Arith, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -30,8 +31,8 @@ from ktir.targets.from_interp import TRANSCENDENTAL
 from .api import ScheduleError
 
 # Ops that move no data and compute nothing (for the per-row work count).
-_FREE = frozenset({"tensor.empty", "ktdp.construct_access_tile", "ktdp.construct_memory_view", "arith.constant",
-                   "ktdp.load", "ktdp.store", "arith.addi", "arith.muli", "arith.subi", "arith.minsi", "scf.yield"})
+_FREE = frozenset({Tensor.empty, Ktdp.construct_access_tile, Ktdp.construct_memory_view, Arith.constant,
+                   Ktdp.load, Ktdp.store, Arith.addi, Arith.muli, Arith.subi, Arith.minsi, Scf.yield_})
 _DYNAMIC = -9223372036854775808  # MLIR's kDynamic in static_sizes
 
 
@@ -195,7 +196,7 @@ class _Values:
         if name in self.sizes:
             return self.sizes[name]
         op = self.defs.get(name)
-        if op is not None and op.name == "arith.constant":
+        if op is not None and op.name == Arith.constant:
             v = op.attributes.get("value")
             if isinstance(v, at.IntegerAttr):
                 return int(v.value)
@@ -234,7 +235,7 @@ def _pointer(name: str, vals: _Values) -> tuple[str, int] | None:
     if name in vals.args:
         return name, 0
     op = vals.defs.get(name)
-    if op is None or op.name != "arith.addi":
+    if op is None or op.name != Arith.addi:
         return None
     lhs, rhs = named(op).operand("lhs"), named(op).operand("rhs")
     for base, other in ((lhs, rhs), (rhs, lhs)):
@@ -245,7 +246,7 @@ def _pointer(name: str, vals: _Values) -> tuple[str, int] | None:
 
 
 def _operand(view: Operation, vals: _Values) -> Operand | None:
-    if view.name != "ktdp.construct_memory_view":
+    if view.name != Ktdp.construct_memory_view:
         return None
     space = view.attributes.get("memory_space")
     if not isinstance(space, at.MemorySpaceAttr) or space.kind != "global":
@@ -263,7 +264,7 @@ def _operand(view: Operation, vals: _Values) -> Operand | None:
 
 def _view_of_load(op: Operation, vals: _Values) -> Operation | None:
     tile = vals.defs.get(named(op).operand("access_tile"))
-    if tile is None or tile.name != "ktdp.construct_access_tile":
+    if tile is None or tile.name != Ktdp.construct_access_tile:
         return None
     return vals.defs.get(named(tile).operand("base"))
 
@@ -275,22 +276,22 @@ def recognise(module: Module, sizes: Mapping[str, int] | None = None, func: str 
     ops = list(fn.walk())[1:]
     names = [op.name for op in ops]
     blocking = next((op for op in ops if op.name.startswith("ktdp.inter_tile")
-                     or op.name in ("ktdp.construct_indirect_access_tile", "ktdp.construct_distributed_memory_view")), None)
+                     or op.name in (Ktdp.construct_indirect_access_tile, Ktdp.construct_distributed_memory_view)), None)
     if blocking is not None:
         what = "inter-tile communication" if blocking.name.startswith("ktdp.inter_tile") else \
             "indirect access" if "indirect" in blocking.name else "a distributed memory view"
         return Recognised(None, fn, name, f"{what} ({op_at(blocking)}) is outside the recognised classes")
-    matmuls = [op for op in ops if op.name == "linalg.matmul"]
-    if len(matmuls) == 1 and not any(n in ("linalg.generic", "linalg.reduce") for n in names):
+    matmuls = [op for op in ops if op.name == Linalg.matmul]
+    if len(matmuls) == 1 and not any(n in (Linalg.generic, Linalg.reduce) for n in names):
         found = _matmul(module, fn, matmuls[0], vals, ops, name)
         if isinstance(found, MatmulKernel):
             return Recognised(found, fn, name)
         return Recognised(None, fn, name, found)
     if len(matmuls) == 1:
-        fused = next(op for op in ops if op.name in ("linalg.generic", "linalg.reduce"))
+        fused = next(op for op in ops if op.name in (Linalg.generic, Linalg.reduce))
         return Recognised(None, fn, name, f"a matmul ({op_at(matmuls[0])}) fused with other linalg ops ({op_at(fused)}): "
                           "only plain matmuls are rewritten")
-    products = [op for op in ops if op.name.startswith("linalg.matmul") or op.name.startswith("linalg.batch")]
+    products = [op for op in ops if op.name.startswith(Linalg.matmul) or op.name.startswith("linalg.batch")]
     if products:
         listed = ", ".join(op_at(op) for op in products[:3]) + (", ..." if len(products) > 3 else "")
         return Recognised(None, fn, name, f"several matrix products ({listed}): only single-matmul kernels are "
@@ -418,7 +419,7 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     names: dict[str, str] = {}
     for v, role in ((x, "a"), (y, "b")):
         load = vals.defs.get(v)
-        if load is None or load.name != "ktdp.load":
+        if load is None or load.name != Ktdp.load:
             return "the matmul's operands are not loaded directly from memory views"
         view = _view_of_load(load, vals)
         operand = _operand(view, vals) if view is not None else None
@@ -426,7 +427,7 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
             return "the matmul's operands do not come from 2-D global views of function arguments"
         views.append(operand)
         names[named(view).result("result")] = role
-    stores = [op for op in ops if op.name == "ktdp.store"]
+    stores = [op for op in ops if op.name == Ktdp.store]
     if len(stores) != 1:
         return "a matmul kernel must store exactly one result"
     view = _view_of_load(stores[0], vals)
@@ -449,9 +450,9 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
         return f"inconsistent matmul shapes A {a.shape}, B {b.shape}, C {c.shape}"
     if 0 in (M, N, K):
         return f"a matmul dimension has size 0 (M={M}, N={N}, K={K}): the kernel touches no elements"
-    allowed = {"arith.constant", "arith.muli", "arith.addi", "scf.for", "scf.yield", "tensor.empty", "linalg.fill",
-               "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load",
-               "ktdp.store", "linalg.matmul", "arith.truncf", "func.return", "tensor.splat"}
+    allowed = {Arith.constant, Arith.muli, Arith.addi, Scf.for_, Scf.yield_, Tensor.empty, Linalg.fill,
+               Ktdp.get_compute_tile_id, Ktdp.construct_memory_view, Ktdp.construct_access_tile, Ktdp.load,
+               Ktdp.store, Linalg.matmul, Arith.truncf, Func.return_, Tensor.splat}
     extra = sorted({op.name for op in ops} - allowed)
     if extra:
         return f"ops beyond a plain matmul ({', '.join(extra)}): an epilogue is not rewritten"
@@ -468,14 +469,14 @@ def _matmul(module: Module, fn: Operation, mm: Operation, vals: _Values, ops: li
     if acc.element_type.kind != "f32":
         # one whole-K product rounds once (interpreter semantics): an f32 accumulator rounded
         # at the store gives that result; a K loop in the narrow type rounds at every step
-        if any(op.name == "scf.for" for op in ops):
+        if any(op.name == Scf.for_ for op in ops):
             return f"the matmul accumulates in {acc.element_type.kind} across a loop (rounding at every step)"
         if acc.element_type.kind != c.dtype:
             return f"the matmul accumulates in {acc.element_type.kind} but C is {c.dtype}"
     if not all(o.dtype.startswith(("f", "bf")) for o in (a, b, c)):
         return f"A, B and C must be floating point (got {a.dtype}, {b.dtype}, {c.dtype})"
     for op in ops:
-        base = vals.defs.get(named(op).operand("base")) if op.name == "ktdp.construct_access_tile" else None
+        base = vals.defs.get(named(op).operand("base")) if op.name == Ktdp.construct_access_tile else None
         if base is not None and named(base).result("result") in names:
             reason = _tile_reason(module, op)
             if reason:
@@ -501,7 +502,7 @@ def _straight_matmul_reason(module: Module, fn: Operation, mm: Operation, store:
     from .dependence import analyse
 
     body = fn.regions[0].blocks[0].operations
-    if any(op.regions for op in body if op.name != "func.func"):
+    if any(op.regions for op in body if op.name != Func.func):
         return None
     g = analyse(module, body)
     for d, what in ((0, "M"), (1, "N")):
@@ -556,12 +557,12 @@ def _ambiguous_rows(body: list[Operation], loop: Operation, B: int) -> bool:
     """Whether a tensor loaded before the row loop has a dimension of size B (a weight of C == B
     columns, say): the rewrite finds row-block tensors by their leading size B, and a tensor
     derived from such data could be taken for one."""
-    return any(op.name == "ktdp.load" and any(isinstance(t, ty.TensorType) and B in t.shape for t in op.result_types)
+    return any(op.name == Ktdp.load and any(isinstance(t, ty.TensorType) and B in t.shape for t in op.result_types)
                for op in body[:body.index(loop)])
 
 
-_INDEX_ARITH = frozenset({"arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.maxsi", "arith.divui",
-                          "arith.remui", "arith.ceildivsi", "arith.divsi", "arith.remsi", "affine.apply"})
+_INDEX_ARITH = frozenset({Arith.addi, Arith.subi, Arith.muli, Arith.minsi, Arith.maxsi, Arith.divui,
+                          Arith.remui, Arith.ceildivsi, Arith.divsi, Arith.remsi, Affine.apply})
 
 
 def index_as_data(loop: Operation) -> Operation | None:
@@ -574,7 +575,7 @@ def index_as_data(loop: Operation) -> Operation | None:
         for inner in op.walk():
             if not derived & set(inner.operands):
                 continue
-            if inner.name == "ktdp.construct_access_tile":
+            if inner.name == Ktdp.construct_access_tile:
                 continue
             if inner.name in _INDEX_ARITH:
                 derived |= set(inner.results)
@@ -585,8 +586,8 @@ def index_as_data(loop: Operation) -> Operation | None:
 
 def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKernel | str:
     body = fn.regions[0].blocks[0].operations
-    loops = [op for op in body if op.name == "scf.for"]
-    tid = [op for op in body if op.name == "ktdp.get_compute_tile_id"]
+    loops = [op for op in body if op.name == Scf.for_]
+    tid = [op for op in body if op.name == Ktdp.get_compute_tile_id]
     if len(loops) != 1 or len(tid) != 1 or len(tid[0].results) != 1:
         return "no single row loop over a 1-D grid (scf.for %r = %tid * B to R step S)"
     loop = loops[0]
@@ -595,7 +596,7 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         return "the row loop carries values (iter_args)"
     (tile_id,) = named(tid[0]).results("ids")
     first = vals.defs.get(lv.operand("lower_bound"))
-    if first is None or first.name != "arith.muli" or tile_id not in first.operands:
+    if first is None or first.name != Arith.muli or tile_id not in first.operands:
         return "the row loop does not start at tile id x block"
     other = [o for o in (named(first).operand("lhs"), named(first).operand("rhs")) if o != tile_id]
     B = vals.const(other[0]) if other else None
@@ -617,10 +618,10 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
     outputs: list[tuple[Operand, int]] = []
     layouts: dict[str, set[tuple[int, tuple[int, ...], bool]]] = {}  # per array: (offset, strides, stored)
     for op in inner:
-        if op.name not in ("ktdp.load", "ktdp.store"):
+        if op.name not in (Ktdp.load, Ktdp.store):
             continue
         tile = vals.defs.get(named(op).operand("access_tile"))
-        if tile is None or tile.name != "ktdp.construct_access_tile":
+        if tile is None or tile.name != Ktdp.construct_access_tile:
             return "a load or store in the row loop is not indexed by the row"
         tv = named(tile)
         indices = tv.operands("indices")
@@ -641,12 +642,12 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         operand = _operand(view, vals) if view is not None else None
         if operand is None:
             return "a row block is not in a global view of a function argument"
-        if op.name == "ktdp.store" and aliased(operand.shape, operand.layout):
+        if op.name == Ktdp.store and aliased(operand.shape, operand.layout):
             # rows stored by different tiles would land on the same elements
             return f"the view of {operand.arg} (strides {list(operand.layout)}) maps several rows to one element"
         per_row = Operand(operand.arg, operand.dtype, operand.itemsize, tuple(int(d or 0) for d in t.shape[1:]))
-        layouts.setdefault(operand.arg, set()).add((operand.offset, operand.strides, op.name == "ktdp.store"))
-        (outputs if op.name == "ktdp.store" else streamed).append((per_row, operand.shape[0]))
+        layouts.setdefault(operand.arg, set()).add((operand.offset, operand.strides, op.name == Ktdp.store))
+        (outputs if op.name == Ktdp.store else streamed).append((per_row, operand.shape[0]))
     if not streamed or not outputs:
         return "the row loop does not load and store row blocks"
     for arg, seen in layouts.items():
@@ -697,7 +698,7 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
         sizes = [t] + [u for u in op.operand_types if isinstance(u, ty.TensorType)]
         elems = max(math.prod(int(d or 0) for d in u.shape) for u in sizes) / B
         dt = dtype_name(t.element_type)
-        scalar = [inner_op.name for inner_op in op.walk() if inner_op is not op and inner_op.name != "linalg.yield"]
+        scalar = [inner_op.name for inner_op in op.walk() if inner_op is not op and inner_op.name != Linalg.yield_]
         n_trans = sum(1 for s in scalar if s in TRANSCENDENTAL) + (1 if op.name in TRANSCENDENTAL else 0)
         n_plain = max(1, len(scalar) - n_trans) if scalar or op.name not in TRANSCENDENTAL else 0
         vector[dt] = vector.get(dt, 0.0) + elems * n_plain
@@ -714,13 +715,13 @@ def _rowwise(module: Module, fn: Operation, vals: _Values, name: str) -> RowKern
             if not (isinstance(t, ty.TensorType) and t.has_static_shape):
                 continue
             nbytes = math.prod(int(d or 0) for d in t.shape) * itemsize(t.element_type)
-            if t.shape and t.shape[0] == B and op.name == "ktdp.load" and fixed is None:
+            if t.shape and t.shape[0] == B and op.name == Ktdp.load and fixed is None:
                 return f"a tensor loaded before the row loop has {B} leading rows, like the row block: ambiguous"
             if t.shape and t.shape[0] == B:
                 live += nbytes // B  # made before the loop for its body (scratch, broadcast weights): scales with B
             else:
                 resident_bytes += nbytes
-        if op.name == "ktdp.load":
+        if op.name == Ktdp.load:
             view = _view_of_load(op, vals)
             operand = _operand(view, vals) if view is not None else None
             if operand is None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ktir.builder import Builder, Value
+from ktir.dialects.names import Arith, Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.syntax.printer import print_module
@@ -48,7 +49,7 @@ def matmul(M: int, N: int, K: int, dtype: str = "f16", name: str = "matmul") -> 
         tb = b.access_tile(bv, [c0, c0], sb, [K, N], id2, name="tb")
         x, y = b.load(ta, dt, name="x"), b.load(tb, dt, name="y")
         init = b.fill(zero, b.empty(ty.tensor((M, N), F32), "e"), "init")
-        acc = b.dps("linalg.matmul", [x, y], [init], name="acc")
+        acc = b.dps(Linalg.matmul, [x, y], [init], name="acc")
         res = b.arith.truncf(acc, result_types=[ty.tensor((M, N), dt)], name="res")
         b.store(res, b.access_tile(c, [c0, c0], sc, [M, N], id2, name="tc"))
         b.func_return()
@@ -87,18 +88,18 @@ def rmsnorm(R: int, C: int, dtype: str = "f16", name: str = "rmsnorm") -> str:
             vec_e = b.empty(ty.tensor((R,), F32), "vec_e")
             ss_init = b.fill(zero, vec_e, "ss_init")
             with b.generic([xf], [ss_init], [id2, row], ["parallel", "reduction"], ["v", "acc"], "ss") as (v, acc):
-                b.yield_(b.arith.addf(acc, b.arith.mulf(v, v, name="sq"), name="a"), op="linalg.yield")
+                b.yield_(b.arith.addf(acc, b.arith.mulf(v, v, name="sq"), name="a"), op=Linalg.yield_)
             (ss,) = b.last_results
             with b.generic([ss], [vec_e], [id1, id1], ["parallel"], ["s", "o"], "inv") as (s, _):
                 mean = b.arith.divf(s, width, name="mean")
                 shifted = b.arith.addf(mean, eps, name="shifted")
-                b.yield_(b.math.rsqrt(shifted, name="r_"), op="linalg.yield")
+                b.yield_(b.math.rsqrt(shifted, name="r_"), op=Linalg.yield_)
             (inv,) = b.last_results
             mat = b.empty(ty.tensor((R, C), F32), "mat")
             with b.generic([xf, inv, wf], [mat], [id2, row, col, id2], ["parallel"] * 2, ["v", "s", "g", "o"],
                            "yf") as (v, s, g, _):
                 n = b.arith.mulf(v, s, name="n")
-                b.yield_(b.arith.mulf(n, g, name="out"), op="linalg.yield")
+                b.yield_(b.arith.mulf(n, g, name="out"), op=Linalg.yield_)
             (yf,) = b.last_results
             yh = b.arith.truncf(yf, result_types=[ty.tensor((R, C), dt)], name="yh")
             b.store(yh, b.access_tile(y, [r, c0], rows, [R, C], id2, name="ty"))
@@ -120,17 +121,17 @@ def softmax(R: int, C: int, dtype: str = "f16", name: str = "softmax") -> str:
             xh = b.load(b.access_tile(x, [r, c0], rows, [R, C], id2, name="tx"), dt, name="xh")
             xf = b.arith.extf(xh, result_types=[ty.tensor((R, C), F32)], name="xf")
             vec = b.empty(ty.tensor((R,), F32), "vec")
-            mx = b.reduce("arith.maximumf", [xf], [b.fill(neg_inf, vec, "max_init")], [1], name="max")
+            mx = b.reduce(Arith.maximumf, [xf], [b.fill(neg_inf, vec, "max_init")], [1], name="max")
             mat = b.empty(ty.tensor((R, C), F32), "mat")
             with b.generic([xf, mx], [mat], [id2, row, id2], ["parallel"] * 2, ["v", "m", "o"], "e") as (v, m, _):
-                b.yield_(b.math.exp(b.arith.subf(v, m, name="d"), name="ex"), op="linalg.yield")
+                b.yield_(b.math.exp(b.arith.subf(v, m, name="d"), name="ex"), op=Linalg.yield_)
             (e,) = b.last_results
             sum_init = b.fill(zero, vec, "sum_init")
             with b.reduce_body([e], [sum_init], [1], ["in", "acc"], "sum") as (x_in, acc):
-                b.yield_(b.arith.addf(x_in, acc, name="s"), op="linalg.yield")
+                b.yield_(b.arith.addf(x_in, acc, name="s"), op=Linalg.yield_)
             (total,) = b.last_results
             with b.generic([e, total], [mat], [id2, row, id2], ["parallel"] * 2, ["v", "s", "o"], "p") as (v, s, _):
-                b.yield_(b.arith.divf(v, s, name="q"), op="linalg.yield")
+                b.yield_(b.arith.divf(v, s, name="q"), op=Linalg.yield_)
             (p,) = b.last_results
             ph = b.arith.truncf(p, result_types=[ty.tensor((R, C), dt)], name="ph")
             b.store(ph, b.access_tile(y, [r, c0], rows, [R, C], id2, name="ty"))
@@ -162,7 +163,7 @@ def rope(T: int, H: int, D: int, name: str = "rope") -> str:
                            ["a", "b", "c", "s", "o1", "o2"], ["y1", "y2"]) as (va, vb, vc, vs, _, _):
                 r1 = b.arith.subf(b.arith.mulf(va, vc, name="ac"), b.arith.mulf(vb, vs, name="bs"), name="r1")
                 r2 = b.arith.addf(b.arith.mulf(vb, vc, name="bc"), b.arith.mulf(va, vs, name="as"), name="r2")
-                b.yield_(r1, r2, op="linalg.yield")
+                b.yield_(r1, r2, op=Linalg.yield_)
             y1, y2 = b.last_results
             o1 = b.access_tile(yv, [t, c0, c0], half, blk, id3, name="o1")
             o2 = b.access_tile(yv, [t, c0, ch], half, blk, id3, name="o2")

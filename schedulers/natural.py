@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -36,8 +37,8 @@ from .kernels import (
     itemsize,
 )
 
-_QUIET = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.get_compute_tile_id", "func.return",
-                    "arith.addi", "arith.muli", "arith.subi", "tensor.empty"})
+_QUIET = frozenset({Arith.constant, Ktdp.construct_memory_view, Ktdp.get_compute_tile_id, Func.return_,
+                    Arith.addi, Arith.muli, Arith.subi, Tensor.empty})
 
 
 @dataclass
@@ -171,8 +172,8 @@ def flat(body: list[Operation]) -> list[Operation]:
     out: list[Operation] = []
     for op in body:
         out.append(op)
-        if op.name == "scf.for":
-            out += [x for x in op.regions[0].blocks[0].operations if x.name != "scf.yield"]
+        if op.name == Scf.for_:
+            out += [x for x in op.regions[0].blocks[0].operations if x.name != Scf.yield_]
     return out
 
 
@@ -201,7 +202,7 @@ def _removable(op: Operation) -> bool:
     from ktir.dialects.registry import lookup
     from ktir.dialects.traits import PURE
 
-    if op.name in ("ktdp.load", "tensor.empty"):
+    if op.name in (Ktdp.load, Tensor.empty):
         return True
     if op.name.startswith("linalg.") and op.results and all(isinstance(t, ty.TensorType) for t in op.result_types):
         return True
@@ -241,40 +242,40 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     if math.prod(grid) != 1:
         return f"the kernel already runs on a grid {list(grid)}"
     top = fn.regions[0].blocks[0].operations
-    allowed_ktdp = {"ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
-                    "ktdp.get_compute_tile_id", "ktdp.construct_indirect_access_tile"}
+    allowed_ktdp = {Ktdp.construct_memory_view, Ktdp.construct_access_tile, Ktdp.load, Ktdp.store,
+                    Ktdp.get_compute_tile_id, Ktdp.construct_indirect_access_tile}
     vals = _Values(fn, sizes)
     loops: dict[int, SeqLoop] = {}
     for op in top:
-        if op.name == "scf.for":
+        if op.name == Scf.for_:
             found_loop = _seq_loop(op, vals)
             if isinstance(found_loop, str):
                 return found_loop
             loops[id(op)] = found_loop
     body = flat(top)
     for op in body:
-        if op.name == "scf.for" and id(op) in loops:
+        if op.name == Scf.for_ and id(op) in loops:
             continue
         if op.name.startswith(("scf.", "ktdp.inter_tile", "cf.")):
             return f"{op.name}{where(op)} is not straight-line code over whole tensors"
-        if op.regions and not op.name.startswith("linalg.") and op.name != "ktdp.construct_indirect_access_tile":
+        if op.regions and not op.name.startswith("linalg.") and op.name != Ktdp.construct_indirect_access_tile:
             return f"{op.name}{where(op)} has regions: the natural form is straight-line code"
-        if op.name.startswith(("memref.", "func.call")) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
+        if op.name.startswith(("memref.", Func.call)) or (op.name.startswith("ktdp.") and op.name not in allowed_ktdp):
             # memory effects other than whole-tensor loads and stores would run on every tile
             return f"{op.name}{where(op)} reads or writes memory outside ktdp.load/ktdp.store"
-        if op.name not in ("ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile") and \
+        if op.name not in (Ktdp.construct_access_tile, Ktdp.construct_indirect_access_tile) and \
                 any(isinstance(t, ty.MemRefType) for t in op.operand_types):
             return f"{op.name}{where(op)} works on a memref (buffer) operand"
-        if op.name == "ktdp.construct_distributed_memory_view":
+        if op.name == Ktdp.construct_distributed_memory_view:
             return f"{op.name}{where(op)}: distributed views are outside the natural form"
-    tid_results = {r for op in body if op.name == "ktdp.get_compute_tile_id" for r in op.results}
+    tid_results = {r for op in body if op.name == Ktdp.get_compute_tile_id for r in op.results}
     used = {o for op in body for inner in op.walk() for o in inner.operands}
     if tid_results & used:
         return "the kernel reads its tile id: it is already divided by hand"
     accesses: list[Access] = []
     inside = {id(x): lp for lp in loops.values() for x in lp.op.regions[0].blocks[0].operations}
     for op in body:
-        if op.name not in ("ktdp.load", "ktdp.store"):
+        if op.name not in (Ktdp.load, Ktdp.store):
             continue
         found = _access(module, op, vals, inside.get(id(op)))
         if isinstance(found, str):
@@ -285,7 +286,7 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     reason = _memory_reason(accesses)
     if reason:
         return reason
-    empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
+    empties = {r for op in body if op.name == Tensor.empty for r in op.results}
     for op in body:
         ins = _ins(op)
         for v in ins:
@@ -344,14 +345,14 @@ def _ins(op: Operation) -> list[str]:
         ins = None
     if ins is None:
         return list(op.operands)  # no declared input group, or no segment sizes to split it by
-    if op.name == "linalg.generic":
+    if op.name == Linalg.generic:
         # outs are read when the payload uses their block argument (block arguments follow the operands)
         block = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         used = {o for inner in (block.operations if block else []) for x in inner.walk() for o in x.operands}
         args = block.arguments if block else []
         outs = v.operands("outputs")
         return [*ins, *(o for j, o in enumerate(outs) if len(ins) + j < len(args) and args[len(ins) + j].name in used)]
-    if op.name in CONTRACTIONS or op.name == "linalg.reduce":
+    if op.name in CONTRACTIONS or op.name == Linalg.reduce:
         return list(op.operands)  # the accumulator is added in
     return ins
 
@@ -417,15 +418,15 @@ def _gather_of(module: Module, op: Operation, tile: Operation, vals: _Values) ->
 
 
 def _access_of(module: Module, op: Operation, vals: _Values, loop: SeqLoop | None = None) -> Access | str:
-    stored = op.name == "ktdp.store"
+    stored = op.name == Ktdp.store
     tile = vals.defs.get(named(op).operand("access_tile"))
-    if tile is not None and tile.name == "ktdp.construct_indirect_access_tile":
+    if tile is not None and tile.name == Ktdp.construct_indirect_access_tile:
         if stored:
             return f"{op.name}{where(op)} stores through an indirect access tile (a scatter): its elements are data"
         if loop is not None:
             return f"{op.name}{where(op)} gathers inside {loop.op.name}{where(loop.op)}"
         return _gather_of(module, op, tile, vals)
-    if tile is None or tile.name != "ktdp.construct_access_tile":
+    if tile is None or tile.name != Ktdp.construct_access_tile:
         return f"{op.name}{where(op)} does not go through an access tile"
     tv = named(tile)
     view = vals.defs.get(tv.operand("base"))
@@ -510,7 +511,7 @@ def _memory_reason(accesses: list[Access]) -> str | None:
 
 def _count(op: Operation) -> tuple[float, float]:
     """Simple and transcendental scalar ops per element of an op's iteration space."""
-    scalar = [x.name for x in op.walk() if x is not op and x.name != "linalg.yield"]
+    scalar = [x.name for x in op.walk() if x is not op and x.name != Linalg.yield_]
     if not op.regions:
         scalar = [op.name]
     trans = sum(1 for s in scalar if s in TRANSCENDENTAL)
@@ -550,7 +551,7 @@ def _kloop(g: DimGraph, body: list[Operation], empties: set[str]) -> tuple[int, 
         if id(op) not in feeders:
             continue
         touches = any(k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v)))
-        if touches and (set(op.results) & users or op.name == "ktdp.store"):
+        if touches and (set(op.results) & users or op.name == Ktdp.store):
             return None  # a value with the reduced dimension is used beside the contraction
     kset = frozenset(id(op) for op in body if id(op) in feeders and any(
         k in g.classes(v) for v in [*op.operands, *op.results] if v not in empties and shape(g.types.get(v))))
@@ -605,13 +606,13 @@ def _phases(g: DimGraph, body: list[Operation], empties: set[str], c: int, gathe
         if id(op) in gathers:
             return None
         results = [r for r in op.results if r not in empties and shape(g.types.get(r)) is not None]
-        if op.name == "ktdp.store" or any(c in g.classes(r) for r in results):
+        if op.name == Ktdp.store or any(c in g.classes(r) for r in results):
             continue  # elementwise along the dimension
         acc = [ty.element_type(t) for t in op.result_types]
         if not acc or not all(isinstance(a, ty.FloatType) and a.kind in ("f32", "f64") or isinstance(a, ty.IntegerType)
                               for a in acc):
             return None  # a narrow accumulator would round at every block where the input rounds once
-        if op.name not in CONTRACTIONS and op.name not in ("linalg.reduce", "linalg.generic") or len(op.results) != 1:
+        if op.name not in CONTRACTIONS and op.name not in (Linalg.reduce, Linalg.generic) or len(op.results) != 1:
             return None
         reductions.add(id(op))
     if not reductions:
@@ -625,7 +626,7 @@ def _phases(g: DimGraph, body: list[Operation], empties: set[str], c: int, gathe
             value_phase[r] = p + 1 if id(op) in reductions else p
     sinks: dict[int, list[Operation]] = {}
     for op in body:
-        if id(op) in reductions or (op.name == "ktdp.store" and id(op) in along):
+        if id(op) in reductions or (op.name == Ktdp.store and id(op) in along):
             sinks.setdefault(phase[id(op)], []).append(op)
     needed = []
     for p in sorted(sinks):
@@ -692,7 +693,7 @@ def _steps(g: DimGraph, body: list[Operation], accesses: list[Access], empties: 
                               strides=tuple(st), value_dims=g.classes(a.value), repeat=repeat, phases=phases))
         elif op.name in _QUIET or op.name.startswith("ktdp.") or not tensors:
             continue
-        elif op.name in CONTRACTIONS or (op.name == "linalg.generic" and _is_contraction(op)):
+        elif op.name in CONTRACTIONS or (op.name == Linalg.generic and _is_contraction(op)):
             ins_t = named(op).operand_types("inputs")[0]
             mdt = dtype_name(ty.element_type(ins_t)) if isinstance(ins_t, ty.TensorType) else dt
             steps.append(Step(op, tuple(sorted(own)), "matrix", mdt, repeat=repeat, phases=phases))
@@ -711,7 +712,7 @@ def _is_contraction(op: Operation) -> bool:
         return False
     names = [x.name for x in block.operations]
     a, b, acc = (x.name for x in block.arguments)
-    return (names == ["arith.mulf", "arith.addf", "linalg.yield"] and a != b
+    return (names == [Arith.mulf, Arith.addf, Linalg.yield_] and a != b
             and set(block.operations[0].operands) == {a, b} and acc in block.operations[1].operands)
 
 

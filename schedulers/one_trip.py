@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ktir.dialects.names import Arith, Ktdp, Scf
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
 from .kernels import _Values, func_name, grid_of
 
-_PURE = frozenset({"arith.constant", "arith.muli", "arith.addi", "arith.subi", "ktdp.get_compute_tile_id"})
+_PURE = frozenset({Arith.constant, Arith.muli, Arith.addi, Arith.subi, Ktdp.get_compute_tile_id})
 
 
 def _value(name: str, vals: _Values, tids: set[str], depth: int = 0) -> int | None:
@@ -30,12 +31,12 @@ def _value(name: str, vals: _Values, tids: set[str], depth: int = 0) -> int | No
     if v is not None or depth > 8:
         return v
     op = vals.defs.get(name)
-    if op is None or op.name not in ("arith.muli", "arith.addi", "arith.subi") or len(op.operands) != 2:
+    if op is None or op.name not in (Arith.muli, Arith.addi, Arith.subi) or len(op.operands) != 2:
         return None
     a, b = (_value(o, vals, tids, depth + 1) for o in op.operands)
     if a is None or b is None:
         return None
-    return a * b if op.name == "arith.muli" else a + b if op.name == "arith.addi" else a - b
+    return a * b if op.name == Arith.muli else a + b if op.name == Arith.addi else a - b
 
 
 def inline_one_trip(module: Module, fn: Operation, sizes: Mapping[str, int] | None = None) -> Module | None:
@@ -45,17 +46,17 @@ def inline_one_trip(module: Module, fn: Operation, sizes: Mapping[str, int] | No
         return None
     body = fn.regions[0].blocks[0].operations
     loops = [op for op in body if op.regions]
-    if len(loops) != 1 or loops[0].name != "scf.for" or loops[0].results or len(loops[0].operands) != 3:
+    if len(loops) != 1 or loops[0].name != Scf.for_ or loops[0].results or len(loops[0].operands) != 3:
         return None
     loop = loops[0]
     vals = _Values(fn, sizes or {})
-    tids = {r for op in body if op.name == "ktdp.get_compute_tile_id" for r in op.results}
+    tids = {r for op in body if op.name == Ktdp.get_compute_tile_id for r in op.results}
     lo, hi, step = (_value(o, vals, tids) for o in loop.operands)
     if lo is None or hi is None or step is None or step <= 0 or not lo < hi <= lo + step:
         return None
     inner = loop.regions[0].blocks[0]
     ops = list(inner.operations)
-    if ops and ops[-1].name == "scf.yield":
+    if ops and ops[-1].name == Scf.yield_:
         if ops[-1].operands:
             return None
         ops = ops[:-1]
@@ -69,7 +70,7 @@ def inline_one_trip(module: Module, fn: Operation, sizes: Mapping[str, int] | No
     name = iv + "_once"
     while name in taken:
         name += "_"
-    const = Operation(name="arith.constant", results=[name], result_types=[ty.IndexType()],
+    const = Operation(name=Arith.constant, results=[name], result_types=[ty.IndexType()],
                       attributes={"value": at.IntegerAttr(value=lo, type=ty.IndexType())})
     for op in copied:
         for x in op.walk():

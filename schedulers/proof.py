@@ -47,6 +47,9 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Affine, Arith, Func, Ktdp, Memref, Scf
+from ktir.dialects.registry import OPS
+from ktir.dialects.traits import TERMINATOR
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -208,10 +211,10 @@ class _Model:
         if handler is not None:
             handler(self, op)
             return
-        if name in ("scf.yield", "func.return", "ktdp.yield_partial", "ktdp.yield_reduced", "linalg.yield",
-                    "ktdp.region_terminator"):
+        opdef = OPS.get(name)
+        if opdef is not None and TERMINATOR in opdef.traits:  # passes values on, touches no memory
             return
-        if name.startswith(("memref.store", "func.call")) or name in ("memref.copy", "memref.tensor_store"):
+        if name.startswith((Memref.store, Func.call)) or name in ("memref.copy", "memref.tensor_store"):
             self.out.problems.append(f"{where(op)} writes memory outside ktdp.store")
         elif name not in _NO_MEMORY_EFFECT:  # an op the proof does not model must not touch shared memory
             for x, t in zip(op.operands, op.operand_types, strict=False):
@@ -252,21 +255,21 @@ class _Model:
         deps = a.vars | b.vars
         n = op.name
         r = op.results[0]
-        if n == "arith.addi":  # an array's address plus a constant number of elements
+        if n == Arith.addi:  # an array's address plus a constant number of elements
             for p, k in ((op.operands[0], _int(b.expr)), (op.operands[1], _int(a.expr))):
                 if p in self.pointers and k is not None:
                     self.pointers[r] = (self.pointers[p][0], self.pointers[p][1] + k)
-        if n in ("arith.addi", "arith.subi"):
-            self.values[r] = Val(f"({a.expr} {'+' if n == 'arith.addi' else '-'} {b.expr})", deps)
+        if n in (Arith.addi, Arith.subi):
+            self.values[r] = Val(f"({a.expr} {'+' if n == Arith.addi else '-'} {b.expr})", deps)
             return
         ka, kb = _int(a.expr), _int(b.expr)
-        if n == "arith.muli":
+        if n == Arith.muli:
             if ka is not None or kb is not None:
                 self.values[r] = Val(f"({a.expr} * {b.expr})" if ka is None or kb is None else str(ka * kb), deps)
             else:
                 self.values[r] = self.opaque(f"{r}, a product of two values that are not constants")
             return
-        if n in ("arith.minsi", "arith.minui", "arith.maxsi", "arith.maxui"):
+        if n in (Arith.minsi, Arith.minui, Arith.maxsi, Arith.maxui):
             cmp = "<=" if "min" in n else ">="
             v = self.define(deps, "")
             self.defs[v] = (deps, f"{v} {cmp} {a.expr} and {v} {cmp} {b.expr} and ({v} = {a.expr} or {v} = {b.expr})")
@@ -275,17 +278,17 @@ class _Model:
         if kb is None or kb <= 0:
             self.values[r] = self.opaque(f"{r}, {n} by a value that is not a positive constant")
             return
-        if n in ("arith.divui", "arith.floordivsi"):
+        if n in (Arith.divui, Arith.floordivsi):
             self.values[r] = Val(f"floor(({a.expr}) / {kb})", deps)
-        elif n == "arith.divsi":  # rounds toward zero
+        elif n == Arith.divsi:  # rounds toward zero
             v = self.define(deps, "")
             self.defs[v] = (deps, f"(({a.expr} >= 0 and {v} = floor(({a.expr}) / {kb})) or "
                                   f"({a.expr} < 0 and {v} = -floor((-({a.expr})) / {kb})))")
             self.values[r] = Val(v, frozenset({v}))
-        elif n in ("arith.ceildivsi", "arith.ceildivui"):
+        elif n in (Arith.ceildivsi, "arith.ceildivui"):
             self.values[r] = Val(f"ceil(({a.expr}) / {kb})", deps)
-        elif n in ("arith.remui", "arith.remsi"):
-            if n == "arith.remsi":
+        elif n in (Arith.remui, Arith.remsi):
+            if n == Arith.remsi:
                 v = self.define(deps, "")
                 self.defs[v] = (deps, f"(({a.expr} >= 0 and {v} = ({a.expr}) mod {kb}) or "
                                       f"({a.expr} < 0 and {v} = -((-({a.expr})) mod {kb})))")
@@ -316,11 +319,11 @@ class _Model:
             return
         a, b = cs
         assert a is not None and b is not None
-        if op.name == "arith.andi":
+        if op.name == Arith.andi:
             self.conds[op.results[0]] = Cond(f"({a.true}) and ({b.true})", f"({a.false}) or ({b.false})", a.vars | b.vars)
-        elif op.name == "arith.ori":
+        elif op.name == Arith.ori:
             self.conds[op.results[0]] = Cond(f"({a.true}) or ({b.true})", f"({a.false}) and ({b.false})", a.vars | b.vars)
-        elif op.name == "arith.xori":
+        elif op.name == Arith.xori:
             self.conds[op.results[0]] = Cond(f"(({a.true}) and ({b.false})) or (({a.false}) and ({b.true}))",
                                              f"(({a.true}) and ({b.true})) or (({a.false}) and ({b.false}))",
                                              a.vars | b.vars)
@@ -515,15 +518,15 @@ class _Model:
         alloca: memory private to the executing instance."""
         if not op.results:
             return
-        if op.name in ("memref.alloc", "memref.alloca"):
+        if op.name in (Memref.alloc, Memref.alloca):
             self.views[op.results[0]] = View("", 0, (), (), 0, "local", where(op))
             return
         src = op.operands[0] if op.operands else ""
         view = self.base_view(src, op.operand_types[0] if op.operand_types else None)
         if view is None:
             return
-        if op.name == "memref.cast" or view.space == "local":
-            self.views[op.results[0]] = view if op.name == "memref.cast" else View("", 0, (), (), 0, "local", where(op))
+        if op.name == Memref.cast or view.space == "local":
+            self.views[op.results[0]] = view if op.name == Memref.cast else View("", 0, (), (), 0, "local", where(op))
             return
         self.views[op.results[0]] = View("", 0, (), (), 0, view.space, where(op),
                                          why=f"a view made by {op.name} is not modelled")
@@ -713,27 +716,27 @@ class _Model:
 
 
 _HANDLERS = {
-    "arith.constant": _Model.constant,
-    "ktdp.get_compute_tile_id": _Model.tile_id,
-    **{n: _Model.binary for n in ("arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.minui", "arith.maxsi",
-                                  "arith.maxui", "arith.divui", "arith.divsi", "arith.floordivsi", "arith.ceildivsi",
-                                  "arith.ceildivui", "arith.remui", "arith.remsi")},
-    "arith.index_cast": _Model.cast, "arith.index_castui": _Model.cast,
-    "arith.cmpi": _Model.cmpi, "arith.andi": _Model.logic, "arith.ori": _Model.logic, "arith.xori": _Model.logic,
-    "arith.select": _Model.select, "affine.apply": _Model.apply,
-    "scf.for": _Model.for_, "scf.if": _Model.if_,
-    "ktdp.construct_memory_view": _Model.memory_view,
-    "ktdp.construct_distributed_memory_view": _Model.distributed,
-    "ktdp.construct_access_tile": _Model.access_tile,
-    "ktdp.construct_indirect_access_tile": _Model.indirect_tile,
-    "ktdp.load": _Model.load, "ktdp.store": _Model.store,
-    "memref.load": _Model.memref_load,
-    **{n: _Model.derived_view for n in ("memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.alloc",
-                                       "memref.alloca")},
+    Arith.constant: _Model.constant,
+    Ktdp.get_compute_tile_id: _Model.tile_id,
+    **{n: _Model.binary for n in (Arith.addi, Arith.subi, Arith.muli, Arith.minsi, Arith.minui, Arith.maxsi,
+                                  Arith.maxui, Arith.divui, Arith.divsi, Arith.floordivsi, Arith.ceildivsi,
+                                  "arith.ceildivui", Arith.remui, Arith.remsi)},
+    Arith.index_cast: _Model.cast, Arith.index_castui: _Model.cast,
+    Arith.cmpi: _Model.cmpi, Arith.andi: _Model.logic, Arith.ori: _Model.logic, Arith.xori: _Model.logic,
+    Arith.select: _Model.select, Affine.apply: _Model.apply,
+    Scf.for_: _Model.for_, Scf.if_: _Model.if_,
+    Ktdp.construct_memory_view: _Model.memory_view,
+    Ktdp.construct_distributed_memory_view: _Model.distributed,
+    Ktdp.construct_access_tile: _Model.access_tile,
+    Ktdp.construct_indirect_access_tile: _Model.indirect_tile,
+    Ktdp.load: _Model.load, Ktdp.store: _Model.store,
+    Memref.load: _Model.memref_load,
+    **{n: _Model.derived_view for n in (Memref.cast, Memref.subview, Memref.reinterpret_cast, Memref.alloc,
+                                       Memref.alloca)},
 }
 
 # ops that take memrefs without reading or writing their elements
-_NO_MEMORY_EFFECT = frozenset({"memref.dim", "scf.yield", "func.return", "scf.condition", "memref.extract_strided_metadata"})
+_NO_MEMORY_EFFECT = frozenset({Memref.dim, "memref.extract_strided_metadata"})  # (terminators are skipped before)
 
 
 def _int(text: str) -> int | None:

@@ -14,6 +14,7 @@ so that the access tile provably stays inside the view.
 from __future__ import annotations
 
 from ktir.builder import located
+from ktir.dialects.names import Arith, Ktdp, Scf
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -27,7 +28,7 @@ INDEX = ty.IndexType()
 
 
 def _const(name: str, value: int) -> Operation:
-    return Operation(name="arith.constant", results=[name], result_types=[INDEX],
+    return Operation(name=Arith.constant, results=[name], result_types=[INDEX],
                      attributes={"value": at.IntegerAttr(value=value, type=INDEX)})
 
 
@@ -70,10 +71,10 @@ def rewrite_rows(module: Module, k: RowKernel, p: dict[str, int]) -> Module:
     fn = next(f for f in out.functions() if func_name(f) == k.name)
     fn.attributes["grid"] = at.ArrayAttr(elements=(at.IntegerAttr(value=g, type=None),))
     top = fn.regions[0].blocks[0].operations
-    loop = next(op for op in top if op.name == "scf.for")
+    loop = next(op for op in top if op.name == Scf.for_)
     defs = {r: op for op in fn.walk() for r in op.results}
     first = defs[loop.operands[0]]
-    tid = next(op for op in top if op.name == "ktdp.get_compute_tile_id").results[0]
+    tid = next(op for op in top if op.name == Ktdp.get_compute_tile_id).results[0]
     at_first = top.index(first)
     top[at_first:at_first] = [_const("%sched_rb", rb), _const("%sched_step", g * rb), _const("%sched_last", k.R - rb)]
     first.operands = [tid, "%sched_rb"]
@@ -81,13 +82,13 @@ def rewrite_rows(module: Module, k: RowKernel, p: dict[str, int]) -> Module:
     body = loop.regions[0].blocks[0]
     B = k.block
     # tensors made before the loop for its body (scratch, broadcast weights) have B rows too
-    before = [op for op in top[:top.index(loop)] if op.name != "ktdp.load"]
+    before = [op for op in top[:top.index(loop)] if op.name != Ktdp.load]
     for op in before + [o for inner in body.operations for o in inner.walk()]:
         retyped = [_retype(t, B, rb) for t in op.result_types]
         changed = retyped != op.result_types
         op.result_types = retyped
         op.operand_types = [_retype(t, B, rb) for t in op.operand_types]
-        if op.name == "ktdp.construct_access_tile" and changed:
+        if op.name == Ktdp.construct_access_tile and changed:
             op.attributes["access_tile_set"] = _set_rows(out, op.attributes.get("access_tile_set"), B, rb)  # type: ignore[assignment]
     if db:
         _double_buffer(fn, loop, top)
@@ -100,16 +101,16 @@ def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None
     iv = body.arguments[0].name
     ops = body.operations
     defs = {r: op for op in ops for r in op.results}
-    loads = [op for op in ops if op.name == "ktdp.load"]
+    loads = [op for op in ops if op.name == Ktdp.load]
     prologue: list[Operation] = []
     step_ops = [
-        Operation(name="arith.addi", operands=[iv, "%sched_step"], operand_types=[INDEX, INDEX],
+        Operation(name=Arith.addi, operands=[iv, "%sched_step"], operand_types=[INDEX, INDEX],
                   results=["%sched_next"], result_types=[INDEX]),
-        Operation(name="arith.cmpi", operands=["%sched_next", loop.operands[1]], operand_types=[INDEX, INDEX],
+        Operation(name=Arith.cmpi, operands=["%sched_next", loop.operands[1]], operand_types=[INDEX, INDEX],
                   results=["%sched_more"], result_types=[ty.IntegerType(width=1)],
                   attributes={"predicate": at.IntegerAttr(value=2, type=ty.I64)}),  # slt
         # clamped as well, so the access tile provably stays inside the view (the verifier does not see the guard)
-        Operation(name="arith.minsi", operands=["%sched_next", "%sched_last"], operand_types=[INDEX, INDEX],
+        Operation(name=Arith.minsi, operands=["%sched_next", "%sched_last"], operand_types=[INDEX, INDEX],
                   results=["%sched_at"], result_types=[INDEX]),
     ]
     renames: dict[str, str] = {}
@@ -137,9 +138,9 @@ def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None
     # the next block is loaded while this one is computed; the last iteration loads nothing
     # (a clamped, redundant prefetch would hold a DMA engine and the tile's port for nothing)
     types = [t for _, t in loaded]
-    then_ops.append(Operation(name="scf.yield", operands=[n for n, _ in loaded], operand_types=types))
-    keep = Operation(name="scf.yield", operands=[f"%sched_cur{i}" for i in range(len(loads))], operand_types=types)
-    prefetch = Operation(name="scf.if", operands=["%sched_more"], operand_types=[ty.IntegerType(width=1)],
+    then_ops.append(Operation(name=Scf.yield_, operands=[n for n, _ in loaded], operand_types=types))
+    keep = Operation(name=Scf.yield_, operands=[f"%sched_cur{i}" for i in range(len(loads))], operand_types=types)
+    prefetch = Operation(name=Scf.if_, operands=["%sched_more"], operand_types=[ty.IntegerType(width=1)],
                          results=[f"%sched_nx{i}" for i in range(len(loads))], result_types=types,
                          regions=[Region(blocks=[Block(operations=then_ops)]), Region(blocks=[Block(operations=[keep])])])
     load_ids = {id(op) for op in loads}
@@ -150,12 +151,12 @@ def _double_buffer(fn: Operation, loop: Operation, top: list[Operation]) -> None
             continue
         for inner in op.walk():
             inner.operands = [renames.get(o, o) for o in inner.operands]
-    unused = {op.results[0] for op in ops if op.name == "ktdp.construct_access_tile"} - {
+    unused = {op.results[0] for op in ops if op.name == Ktdp.construct_access_tile} - {
         o for op in ops for inner in op.walk() for o in inner.operands}
     body.operations = step_ops + [op for op in ops if not (op.results and op.results[0] in unused)]
     term = body.operations[-1]
-    if term.name != "scf.yield":
-        term = Operation(name="scf.yield")
+    if term.name != Scf.yield_:
+        term = Operation(name=Scf.yield_)
         body.operations.append(term)
     term.operands = [f"%sched_nx{i}" for i in range(len(loads))]
     term.operand_types = types

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ktir.builder import Builder, Value
+from ktir.dialects.names import Arith, Ktdp, Linalg, Math, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -84,7 +85,7 @@ class Kernel:
         return self.b.constant(float(value), ftype(dtype))
 
     def empty(self, shape: Sequence[int], dtype: str) -> Value:
-        return self.b.create("tensor.empty", [], [ty.TensorType(shape=tuple(shape), element_type=ftype(dtype))])[0]
+        return self.b.create(Tensor.empty, [], [ty.TensorType(shape=tuple(shape), element_type=ftype(dtype))])[0]
 
     def fill(self, value: float, shape: Sequence[int], dtype: str = "f32") -> Value:
         init = self.empty(shape, dtype)
@@ -97,7 +98,7 @@ class Kernel:
         assert isinstance(src, ty.FloatType)
         if src.kind == dtype:
             return x
-        name = "arith.extf" if ftype(dtype).width > src.width else "arith.truncf"
+        name = Arith.extf if ftype(dtype).width > src.width else Arith.truncf
         return self.b.create(name, [x], [x.type.model_copy(update={"element_type": ftype(dtype)})])[0]
 
     def generic(self, ins: Sequence[Value], shape: Sequence[int], maps: Sequence[af.AffineMap], iterators: Sequence[str],
@@ -106,11 +107,11 @@ class Kernel:
         args = [BlockArgument(name=self.b.fresh("a"), type=ty.element_type(v.type)) for v in [*ins, *inits]]
         block = Block(arguments=args)
         with self.b.insert_into(block):
-            self.b.yield_(*body(self, [Value(a.name, a.type) for a in args]), op="linalg.yield")
+            self.b.yield_(*body(self, [Value(a.name, a.type) for a in args]), op=Linalg.yield_)
         attrs = {"indexing_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=m) for m in maps)),
                  "iterator_types": at.ArrayAttr(elements=tuple(at.StringAttr(value=i) for i in iterators)),
                  "operandSegmentSizes": _seg(len(ins), len(inits))}
-        return self.b.create("linalg.generic", [*ins, *inits], [v.type for v in inits], attrs, [Region(blocks=[block])])
+        return self.b.create(Linalg.generic, [*ins, *inits], [v.type for v in inits], attrs, [Region(blocks=[block])])
 
     def reduce(self, x: Value, dims: Sequence[int], combiner: str, identity: float) -> Value:
         assert isinstance(x.type, ty.TensorType)
@@ -119,8 +120,8 @@ class Kernel:
         a, c = (BlockArgument(name=self.b.fresh("r"), type=F32) for _ in range(2))
         block = Block(arguments=[a, c])
         with self.b.insert_into(block):
-            self.b.yield_(self.b.create(combiner, [Value(a.name, F32), Value(c.name, F32)])[0], op="linalg.yield")
-        return self.b.dps("linalg.reduce", [x], [init], {"dimensions": at.i64_array(list(dims))},
+            self.b.yield_(self.b.create(combiner, [Value(a.name, F32), Value(c.name, F32)])[0], op=Linalg.yield_)
+        return self.b.dps(Linalg.reduce, [x], [init], {"dimensions": at.i64_array(list(dims))},
                           regions=[Region(blocks=[block])])
 
     def named(self, name: str, ins: Sequence[Value], init: Value, **attrs: at.Attribute) -> Value:
@@ -132,9 +133,9 @@ class Kernel:
 
 def _silu(k: Kernel, x: Value) -> Value:
     one = k.scalar(1.0)
-    neg = k.op("arith.negf", x)
-    e = k.op("math.exp", neg)
-    return k.op("arith.divf", x, k.op("arith.addf", one, e))
+    neg = k.op(Arith.negf, x)
+    e = k.op(Math.exp, neg)
+    return k.op(Arith.divf, x, k.op(Arith.addf, one, e))
 
 
 # ---------------------------------------------------------------------- the kernels
@@ -144,7 +145,7 @@ def matmul(M: int, N: int, K: int, dtype: str = "f16", acc: str = "f32", name: s
     """C = A B (A M x K, B K x N, C M x N in `dtype`), accumulated in `acc` (f32, or `dtype` itself)."""
     k = Kernel(name, ["a", "b", "c"])
     a, b = k.load(k.view("a", [M, K], dtype)), k.load(k.view("b", [K, N], dtype))
-    c = k.named("linalg.matmul", [a, b], k.fill(0.0, [M, N], acc))
+    c = k.named(Linalg.matmul, [a, b], k.fill(0.0, [M, N], acc))
     k.store(k.cast(c, dtype), k.view("c", [M, N], dtype))
     return k.done()
 
@@ -154,12 +155,12 @@ def matmul_bias_act(M: int, N: int, K: int, dtype: str = "f16", act: str = "relu
     k = Kernel(name, ["a", "b", "bias", "c"])
     a, b = k.load(k.view("a", [M, K], dtype)), k.load(k.view("b", [K, N], dtype))
     bias = k.load(k.view("bias", [N], dtype))
-    acc = k.named("linalg.matmul", [a, b], k.fill(0.0, [M, N]))
+    acc = k.named(Linalg.matmul, [a, b], k.fill(0.0, [M, N]))
 
     def body(k: Kernel, v: list[Value]) -> list[Value]:
-        s = k.op("arith.addf", v[0], k.b.create("arith.extf", [v[1]], [F32])[0])
-        r = k.op("arith.maximumf", s, k.scalar(0.0)) if act == "relu" else _silu(k, s)
-        return [k.b.create("arith.truncf", [r], [ftype(dtype)])[0]]
+        s = k.op(Arith.addf, v[0], k.b.create(Arith.extf, [v[1]], [F32])[0])
+        r = k.op(Arith.maximumf, s, k.scalar(0.0)) if act == "relu" else _silu(k, s)
+        return [k.b.create(Arith.truncf, [r], [ftype(dtype)])[0]]
 
     (out,) = k.generic([acc, bias], [M, N], [amap(2, 0, 1), amap(2, 1), amap(2, 0, 1)], ["parallel"] * 2, body, dtype)
     k.store(out, k.view("c", [M, N], dtype))
@@ -170,7 +171,7 @@ def batch_matmul_tb(B: int, M: int, N: int, K: int, dtype: str = "f16", name: st
     """C[b] = A[b] B[b]^T (scores = Q K^T per head): `linalg.batch_matmul_transpose_b`, f32 accumulator."""
     k = Kernel(name, ["a", "b", "c"])
     a, b = k.load(k.view("a", [B, M, K], dtype)), k.load(k.view("b", [B, N, K], dtype))
-    c = k.named("linalg.batch_matmul_transpose_b", [a, b], k.fill(0.0, [B, M, N]))
+    c = k.named(Linalg.batch_matmul_transpose_b, [a, b], k.fill(0.0, [B, M, N]))
     k.store(k.cast(c, dtype), k.view("c", [B, M, N], dtype))
     return k.done()
 
@@ -180,13 +181,13 @@ def rmsnorm(R: int, C: int, dtype: str = "f16", name: str = "rmsnorm") -> Module
     x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
     w = k.load(k.view("w", [C], dtype))
     (ss,) = k.generic([x], [R], [amap(2, 0, 1), amap(2, 0)], ["parallel", "reduction"],
-                      lambda k, v: [k.op("arith.addf", v[1], k.op("arith.mulf", v[0], v[0]))], init=k.fill(0.0, [R]))
+                      lambda k, v: [k.op(Arith.addf, v[1], k.op(Arith.mulf, v[0], v[0]))], init=k.fill(0.0, [R]))
     width, eps = k.scalar(float(C)), k.scalar(1e-6)
 
     def norm(k: Kernel, v: list[Value]) -> list[Value]:
-        inv = k.op("math.rsqrt", k.op("arith.addf", k.op("arith.divf", v[1], width), eps))
-        g = k.b.create("arith.extf", [v[2]], [F32])[0]
-        return [k.b.create("arith.truncf", [k.op("arith.mulf", k.op("arith.mulf", v[0], inv), g)], [ftype(dtype)])[0]]
+        inv = k.op(Math.rsqrt, k.op(Arith.addf, k.op(Arith.divf, v[1], width), eps))
+        g = k.b.create(Arith.extf, [v[2]], [F32])[0]
+        return [k.b.create(Arith.truncf, [k.op(Arith.mulf, k.op(Arith.mulf, v[0], inv), g)], [ftype(dtype)])[0]]
 
     (y,) = k.generic([x, ss, w], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 1), amap(2, 0, 1)], ["parallel"] * 2,
                      norm, dtype)
@@ -199,16 +200,16 @@ def layernorm(R: int, C: int, dtype: str = "f16", name: str = "layernorm") -> Mo
     x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
     w, bias = k.load(k.view("w", [C], dtype)), k.load(k.view("bias", [C], dtype))
     width, eps = k.scalar(float(C)), k.scalar(1e-5)
-    total = k.reduce(x, [1], "arith.addf", 0.0)
+    total = k.reduce(x, [1], Arith.addf, 0.0)
     (cen,) = k.generic([x, total], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
-                       lambda k, v: [k.op("arith.subf", v[0], k.op("arith.divf", v[1], width))])
+                       lambda k, v: [k.op(Arith.subf, v[0], k.op(Arith.divf, v[1], width))])
     (var,) = k.generic([cen], [R], [amap(2, 0, 1), amap(2, 0)], ["parallel", "reduction"],
-                       lambda k, v: [k.op("arith.addf", v[1], k.op("arith.mulf", v[0], v[0]))], init=k.fill(0.0, [R]))
+                       lambda k, v: [k.op(Arith.addf, v[1], k.op(Arith.mulf, v[0], v[0]))], init=k.fill(0.0, [R]))
 
     def norm(k: Kernel, v: list[Value]) -> list[Value]:
-        inv = k.op("math.rsqrt", k.op("arith.addf", k.op("arith.divf", v[1], width), eps))
-        g, h = (k.b.create("arith.extf", [u], [F32])[0] for u in (v[2], v[3]))
-        return [k.b.create("arith.truncf", [k.op("arith.addf", k.op("arith.mulf", k.op("arith.mulf", v[0], inv), g), h)],
+        inv = k.op(Math.rsqrt, k.op(Arith.addf, k.op(Arith.divf, v[1], width), eps))
+        g, h = (k.b.create(Arith.extf, [u], [F32])[0] for u in (v[2], v[3]))
+        return [k.b.create(Arith.truncf, [k.op(Arith.addf, k.op(Arith.mulf, k.op(Arith.mulf, v[0], inv), g), h)],
                            [ftype(dtype)])[0]]
 
     (y,) = k.generic([cen, var, w, bias], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 1), amap(2, 1), amap(2, 0, 1)],
@@ -222,12 +223,12 @@ def softmax(R: int, C: int, axis: int = 1, dtype: str = "f16", name: str = "soft
     k = Kernel(name, ["x", "y"])
     x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
     keep = amap(2, 1 - axis)
-    mx = k.reduce(x, [axis], "arith.maximumf", float("-inf"))
+    mx = k.reduce(x, [axis], Arith.maximumf, float("-inf"))
     (e,) = k.generic([x, mx], [R, C], [amap(2, 0, 1), keep, amap(2, 0, 1)], ["parallel"] * 2,
-                     lambda k, v: [k.op("math.exp", k.op("arith.subf", v[0], v[1]))])
-    total = k.reduce(e, [axis], "arith.addf", 0.0)
+                     lambda k, v: [k.op(Math.exp, k.op(Arith.subf, v[0], v[1]))])
+    total = k.reduce(e, [axis], Arith.addf, 0.0)
     (p,) = k.generic([e, total], [R, C], [amap(2, 0, 1), keep, amap(2, 0, 1)], ["parallel"] * 2,
-                     lambda k, v: [k.b.create("arith.truncf", [k.op("arith.divf", v[0], v[1])], [ftype(dtype)])[0]], dtype)
+                     lambda k, v: [k.b.create(Arith.truncf, [k.op(Arith.divf, v[0], v[1])], [ftype(dtype)])[0]], dtype)
     k.store(p, k.view("y", [R, C], dtype))
     return k.done()
 
@@ -237,7 +238,7 @@ def reduce_sum(R: int, C: int, dtype: str = "f16", name: str = "reduce_sum") -> 
     k = Kernel(name, ["x", "y"])
     x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
     (s,) = k.generic([x], [1], [amap(2, 0, 1), af.AffineMap(num_dims=2, num_symbols=0, results=(af.const(0),))],
-                     ["reduction", "reduction"], lambda k, v: [k.op("arith.addf", v[1], v[0])], init=k.fill(0.0, [1]))
+                     ["reduction", "reduction"], lambda k, v: [k.op(Arith.addf, v[1], v[0])], init=k.fill(0.0, [1]))
     k.store(s, k.view("y", [1], "f32"))
     return k.done()
 
@@ -248,8 +249,8 @@ def elementwise3d(A: int, B: int, C: int, dtype: str = "f16", name: str = "add_s
     x, y = k.load(k.view("x", [A, B, C], dtype)), k.load(k.view("y", [A, B, C], dtype))
 
     def body(k: Kernel, v: list[Value]) -> list[Value]:
-        s = k.op("arith.addf", *(k.b.create("arith.extf", [u], [F32])[0] for u in v[:2]))
-        return [k.b.create("arith.truncf", [_silu(k, s)], [ftype(dtype)])[0]]
+        s = k.op(Arith.addf, *(k.b.create(Arith.extf, [u], [F32])[0] for u in v[:2]))
+        return [k.b.create(Arith.truncf, [_silu(k, s)], [ftype(dtype)])[0]]
 
     (z,) = k.generic([x, y], [A, B, C], [amap(3, 0, 1, 2)] * 3, ["parallel"] * 3, body, dtype)
     k.store(z, k.view("z", [A, B, C], dtype))
@@ -259,7 +260,7 @@ def elementwise3d(A: int, B: int, C: int, dtype: str = "f16", name: str = "add_s
 def transpose(R: int, C: int, dtype: str = "f16", name: str = "transpose") -> Module:
     k = Kernel(name, ["x", "y"])
     x = k.load(k.view("x", [R, C], dtype))
-    t = k.named("linalg.transpose", [x], k.empty([C, R], dtype), permutation=at.i64_array([1, 0]))
+    t = k.named(Linalg.transpose, [x], k.empty([C, R], dtype), permutation=at.i64_array([1, 0]))
     k.store(t, k.view("y", [C, R], dtype))
     return k.done()
 
@@ -275,10 +276,10 @@ def rope(T: int, H: int, D: int, dtype: str = "f16", name: str = "rope") -> Modu
     x1, x2 = (k.b.load(t, ftype(dtype)) for t in tiles)
 
     def body(k: Kernel, v: list[Value]) -> list[Value]:
-        a, b, c, s = (k.b.create("arith.extf", [u], [F32])[0] for u in v[:4])
-        r1 = k.op("arith.subf", k.op("arith.mulf", a, c), k.op("arith.mulf", b, s))
-        r2 = k.op("arith.addf", k.op("arith.mulf", b, c), k.op("arith.mulf", a, s))
-        return [k.b.create("arith.truncf", [r], [ftype(dtype)])[0] for r in (r1, r2)]
+        a, b, c, s = (k.b.create(Arith.extf, [u], [F32])[0] for u in v[:4])
+        r1 = k.op(Arith.subf, k.op(Arith.mulf, a, c), k.op(Arith.mulf, b, s))
+        r2 = k.op(Arith.addf, k.op(Arith.mulf, b, c), k.op(Arith.mulf, a, s))
+        return [k.b.create(Arith.truncf, [r], [ftype(dtype)])[0] for r in (r1, r2)]
 
     m3, tok = amap(3, 0, 1, 2), amap(3, 0, 2)
     y1, y2 = k.generic([x1, x2, cos, sin], list(half), [m3, m3, tok, tok, m3, m3], ["parallel"] * 3, body, dtype, outs=2)
@@ -293,8 +294,8 @@ def swiglu(T: int, F: int, dtype: str = "f16", name: str = "swiglu") -> Module:
     g, u = k.load(k.view("gate", [T, F], dtype)), k.load(k.view("up", [T, F], dtype))
 
     def body(k: Kernel, v: list[Value]) -> list[Value]:
-        a, b = (k.b.create("arith.extf", [x], [F32])[0] for x in v[:2])
-        return [k.b.create("arith.truncf", [k.op("arith.mulf", _silu(k, a), b)], [ftype(dtype)])[0]]
+        a, b = (k.b.create(Arith.extf, [x], [F32])[0] for x in v[:2])
+        return [k.b.create(Arith.truncf, [k.op(Arith.mulf, _silu(k, a), b)], [ftype(dtype)])[0]]
 
     (y,) = k.generic([g, u], [T, F], [amap(2, 0, 1)] * 3, ["parallel"] * 2, body, dtype)
     k.store(y, k.view("y", [T, F], dtype))
@@ -309,14 +310,14 @@ def scan(R: int, C: int, dtype: str = "f32", decay: float | None = None, name: s
     x = k.view("x", [R, C], dtype)
     y = k.view("y", [R, C], "f32")
     row_t = ty.TensorType(shape=(1, C), element_type=F32)
-    zero = k.b.create("tensor.splat", [k.scalar(0.0)], [row_t])[0]
+    zero = k.b.create(Tensor.splat, [k.scalar(0.0)], [row_t])[0]
     c1, cr = k.b.constant(1, INDEX), k.b.constant(R, INDEX)
     with k.b.for_(k.c0, cr, c1, [zero]) as (r, state):
         tile = k.b.access_tile(x, [r, k.c0], _box((1, C)), (1, C))
         row = k.cast(k.b.load(tile, ftype(dtype)), "f32")
-        kept = state if decay is None else k.op("arith.mulf", state, k.b.create("tensor.splat", [k.scalar(decay)],
+        kept = state if decay is None else k.op(Arith.mulf, state, k.b.create(Tensor.splat, [k.scalar(decay)],
                                                                                    [row_t])[0])
-        new = k.op("arith.addf", kept, row)
+        new = k.op(Arith.addf, kept, row)
         k.b.store(new, k.b.access_tile(y, [r, k.c0], _box((1, C)), (1, C)))
         k.b.yield_(new)
     (final,) = k.b.last_results
@@ -341,13 +342,13 @@ def gather(V: int, L: int, C: int, dtype: str = "f16", name: str = "gather") -> 
              "per_dim_subscript_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=m) for m in maps)),
              "operandSegmentSizes": _seg(1, 1, 1, 0)}
     body = Block(arguments=[BlockArgument(name=k.b.fresh("l"), type=INDEX), BlockArgument(name=k.b.fresh("c"), type=INDEX)],
-                 operations=[Operation(name="ktdp.region_terminator")])
-    tile = k.b.create("ktdp.construct_indirect_access_tile", [table, ids, k.c0], [ty.AccessTileType(shape=(L, C))],
+                 operations=[Operation(name=Ktdp.region_terminator)])
+    tile = k.b.create(Ktdp.construct_indirect_access_tile, [table, ids, k.c0], [ty.AccessTileType(shape=(L, C))],
                       attrs, [Region(blocks=[body])])[0]
     rows = k.cast(k.b.load(tile, ftype(dtype)), "f32")
     scale = k.load(k.view("scale", [L], "f32"))
     (out,) = k.generic([rows, scale], [L, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
-                       lambda kk, a: [kk.op("arith.mulf", a[0], a[1])])
+                       lambda kk, a: [kk.op(Arith.mulf, a[0], a[1])])
     k.store(out, k.view("y", [L, C], "f32"))
     return k.done()
 
@@ -369,16 +370,16 @@ def layernorm_stats(R: int, C: int, dtype: str = "f16", name: str = "layernorm_s
     k = Kernel(name, ["x", "y", "mean", "rstd"])
     x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
     inv, eps = k.scalar(1.0 / C), k.scalar(1e-5)
-    total = k.reduce(x, [1], "arith.addf", 0.0)
-    (mu,) = k.generic([total], [R], [amap(1, 0), amap(1, 0)], ["parallel"], lambda k, v: [k.op("arith.mulf", v[0], inv)])
+    total = k.reduce(x, [1], Arith.addf, 0.0)
+    (mu,) = k.generic([total], [R], [amap(1, 0), amap(1, 0)], ["parallel"], lambda k, v: [k.op(Arith.mulf, v[0], inv)])
     (d,) = k.generic([x, mu], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
-                     lambda k, v: [k.op("arith.subf", v[0], v[1])])
+                     lambda k, v: [k.op(Arith.subf, v[0], v[1])])
     (var,) = k.generic([d], [R], [amap(2, 0, 1), amap(2, 0)], ["parallel", "reduction"],
-                       lambda k, v: [k.op("arith.addf", v[1], k.op("arith.mulf", v[0], v[0]))], init=k.fill(0.0, [R]))
+                       lambda k, v: [k.op(Arith.addf, v[1], k.op(Arith.mulf, v[0], v[0]))], init=k.fill(0.0, [R]))
     (rstd,) = k.generic([var], [R], [amap(1, 0), amap(1, 0)], ["parallel"],
-                        lambda k, v: [k.op("math.rsqrt", k.op("arith.addf", k.op("arith.mulf", v[0], inv), eps))])
+                        lambda k, v: [k.op(Math.rsqrt, k.op(Arith.addf, k.op(Arith.mulf, v[0], inv), eps))])
     (y,) = k.generic([d, rstd], [R, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
-                     lambda k, v: [k.b.create("arith.truncf", [k.op("arith.mulf", v[0], v[1])], [ftype(dtype)])[0]], dtype)
+                     lambda k, v: [k.b.create(Arith.truncf, [k.op(Arith.mulf, v[0], v[1])], [ftype(dtype)])[0]], dtype)
     k.store(y, k.view("y", [R, C], dtype))
     k.store(mu, k.view("mean", [R], "f32"))
     k.store(rstd, k.view("rstd", [R], "f32"))
@@ -390,7 +391,7 @@ def row_sum(R: int, C: int, dtype: str = "f32", name: str = "row_sum") -> Module
     k = Kernel(name, ["x", "y"])
     x = k.cast(k.load(k.view("x", [R, C], dtype)), "f32")
     (s,) = k.generic([x], [R, 1], [amap(2, 0, 1), af.AffineMap(num_dims=2, num_symbols=0, results=(af.dim(0), af.const(0)))],
-                     ["parallel", "reduction"], lambda k, v: [k.op("arith.addf", v[1], v[0])], init=k.fill(0.0, [R, 1]))
+                     ["parallel", "reduction"], lambda k, v: [k.op(Arith.addf, v[1], v[0])], init=k.fill(0.0, [R, 1]))
     k.store(s, k.view("y", [R, 1], "f32"))
     return k.done()
 
@@ -411,16 +412,16 @@ def matmul_transposed(M: int, N: int, K: int, ta: bool, tb: bool, dtype: str = "
         maps = [(kk, m) if ta else (m, kk), (n, kk) if tb else (kk, n), (m, n)]
         attrs = {"indexing_maps": at.ArrayAttr(elements=tuple(
             at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=r)) for r in maps))}
-        c = k.named("linalg.matmul", [a, b], acc, **attrs)
+        c = k.named(Linalg.matmul, [a, b], acc, **attrs)
     elif ta and tb:  # A transposed first: by linalg.transpose ("named"), or by a generic that permutes ("generic")
         if spelling == "generic":
             (at_,) = k.generic([a], [M, K], [amap(2, 1, 0), amap(2, 0, 1)], ["parallel"] * 2, lambda kk, v: [v[0]],
                                dtype)
         else:
-            at_ = k.named("linalg.transpose", [a], k.empty([M, K], dtype), permutation=at.i64_array([1, 0]))
-        c = k.named("linalg.matmul_transpose_b", [at_, b], acc)
+            at_ = k.named(Linalg.transpose, [a], k.empty([M, K], dtype), permutation=at.i64_array([1, 0]))
+        c = k.named(Linalg.matmul_transpose_b, [at_, b], acc)
     else:
-        op = "linalg.matmul_transpose_a" if ta else "linalg.matmul_transpose_b" if tb else "linalg.matmul"
+        op = Linalg.matmul_transpose_a if ta else Linalg.matmul_transpose_b if tb else Linalg.matmul
         c = k.named(op, [a, b], acc)
     k.store(k.cast(c, dtype), k.view("c", [M, N], dtype))
     return k.done()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ktir.dialects.access import named
+from ktir.dialects.names import Arith, Func, Ktdp, Scf, Tensor
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 from ktir.targets.from_interp import TRANSCENDENTAL
@@ -30,8 +31,8 @@ from .kernels import dtype_name, itemsize
 from .natural import Chunk, loop_classes
 from .space_natural import NaturalSpace
 
-_FREE = frozenset({"arith.constant", "ktdp.construct_memory_view", "ktdp.construct_access_tile", "tensor.empty",
-                   "ktdp.get_compute_tile_id", "func.return", "arith.addi", "arith.muli", "arith.subi"})
+_FREE = frozenset({Arith.constant, Ktdp.construct_memory_view, Ktdp.construct_access_tile, Tensor.empty,
+                   Ktdp.get_compute_tile_id, Func.return_, Arith.addi, Arith.muli, Arith.subi})
 MAX_RECORDS = 400_000  # beyond this a schedule is not simulated (the analytic figure stands)
 
 
@@ -47,11 +48,11 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
     axes = [c for c in looped if grid_of[c] > 1]
     grid = [grid_of[c] for c in axes] or [1]
     body = k.fn.regions[0].blocks[0].operations
-    empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
+    empties = {r for op in body if op.name == Tensor.empty for r in op.results}
     deps: dict[str, set[int]] = {}
     deps_of: dict[int, set[int]] = {}
     placed: list[tuple[Operation, int]] = []
-    empties = {r for top in body for op in top.walk() if op.name == "tensor.empty" for r in op.results}
+    empties = {r for top in body for op in top.walk() if op.name == Tensor.empty for r in op.results}
     for op in body:
         d: set[int] = set()
         for v in [*op.operands, *op.results]:
@@ -199,7 +200,7 @@ def recorded(op: Operation) -> bool:
     """Whether from_interp records the op: a transfer, or compute on tensors (not index arithmetic)."""
     if op.name in _FREE or op.name.startswith("scf."):
         return False
-    if op.name in ("ktdp.load", "ktdp.store"):
+    if op.name in (Ktdp.load, Ktdp.store):
         return True
     return any(isinstance(t, ty.TensorType) for t in [*op.operand_types, *op.result_types])
 
@@ -231,7 +232,7 @@ def _record_loop(k: object, op: Operation, work: dict[int, dict[str, object]], t
     assert isinstance(k, NaturalKernel)
     lp = k.loops[id(op)]
     body = op.regions[0].blocks[0]
-    term = body.operations[-1] if body.operations and body.operations[-1].name == "scf.yield" else None
+    term = body.operations[-1] if body.operations and body.operations[-1].name == Scf.yield_ else None
     for a, init in zip(body.arguments[1:], op.operands[3:], strict=False):
         if init in made:
             made[a.name] = made[init]
@@ -287,7 +288,7 @@ def _work(op: Operation, space: NaturalSpace, blk: dict[int, int]) -> dict[str, 
             found["@indices"] = sum(math.prod(blk.get(classes[d], g.size(classes[d])) for d in along) * isz
                                     for along, isz in access.gather.index_bytes)
         return found
-    empties = {r for x in k.fn.regions[0].blocks[0].operations if x.name == "tensor.empty" for r in x.results}
+    empties = {r for x in k.fn.regions[0].blocks[0].operations if x.name == Tensor.empty for r in x.results}
     tensors = [v for v in [*op.operands, *op.results] if shape(g.types.get(v)) and v not in empties]
     result_bytes = sum(nbytes(r) for r in op.results if shape(g.types.get(r)))
     first = g.types.get(tensors[0]) if tensors else None
@@ -325,7 +326,7 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
         return
     deps = {made[v] for v in op.operands if v in made and not v.startswith("@")}
     if isinstance(work.get("@indices"), int):  # a gather: its index read, then the gathered elements
-        records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.construct_indirect_access_tile", kind=Kind.TRANSFER,
+        records.append(OpRecord(tile=tile, seq=seq[0], op=Ktdp.construct_indirect_access_tile, kind=Kind.TRANSFER,
                                 deps=(), line=0, bytes_read={GLOBAL: int(cast(int, work["@indices"]))}))
         deps.add(seq[0])
         seq[0] += 1
@@ -376,7 +377,7 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
         if any(v in later for v in op.operands):
             later |= set(op.results)
     loop = [op for op, lv in placed if lv >= 0 and not (set(op.operands) & later) or op is split.op]
-    tail = [op for op, _ in placed if (set(op.operands) & later or op.name == "ktdp.store") and op not in loop]
+    tail = [op for op, _ in placed if (set(op.operands) & later or op.name == Ktdp.store) and op not in loop]
     top = [op for op, _ in placed if op not in loop and op not in tail]
     trips = math.ceil(k.extent[c] / (gg * bb))
     if gg * (len(top) + trips * len(loop)) + len(tail) > max_records:
@@ -405,15 +406,15 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
                 _record(op, work[id(op)], tile, seq, made, records, {0: i})
         result = named(split.op).results("results")[0]
         part = made.get(result)
-        records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
+        records.append(OpRecord(tile=tile, seq=seq[0], op=Ktdp.inter_tile_produce, kind=Kind.POST,
                                 deps=(part,) if part is not None else (), sync="f0:0"))
         seq[0] += 1
         if tile:
             continue
         recv = seq[0]
-        records.append(OpRecord(tile=0, seq=recv, op="ktdp.inter_tile_reduce", kind=Kind.RECEIVE,
+        records.append(OpRecord(tile=0, seq=recv, op=Ktdp.inter_tile_reduce, kind=Kind.RECEIVE,
                                 sync="f0:0", sources=tuple((t, acc_bytes) for t in range(gg))))
-        records.append(OpRecord(tile=0, seq=recv + 1, op="ktdp.inter_tile_reduce", kind=Kind.VECTOR, deps=(recv,),
+        records.append(OpRecord(tile=0, seq=recv + 1, op=Ktdp.inter_tile_reduce, kind=Kind.VECTOR, deps=(recv,),
                                 elements=acc_bytes // 4 * gg, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 2
         made[result] = recv + 1
@@ -463,12 +464,12 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
             if op is split.op and not split.identity and given is not None:
                 made[split.init] = given
         part = made.get(result)
-        records.append(OpRecord(tile=tile, seq=seq[0], op="ktdp.inter_tile_produce", kind=Kind.POST,
+        records.append(OpRecord(tile=tile, seq=seq[0], op=Ktdp.inter_tile_produce, kind=Kind.POST,
                                 deps=(part,) if part is not None else (), sync="f0:0"))
         recv = seq[0] + 1
-        records.append(OpRecord(tile=tile, seq=recv, op="ktdp.inter_tile_reduce", kind=Kind.RECEIVE,
+        records.append(OpRecord(tile=tile, seq=recv, op=Ktdp.inter_tile_reduce, kind=Kind.RECEIVE,
                                 sync="f0:0", sources=tuple((t, acc_bytes) for t in range(tiles))))
-        records.append(OpRecord(tile=tile, seq=recv + 1, op="ktdp.inter_tile_reduce", kind=Kind.VECTOR, deps=(recv,),
+        records.append(OpRecord(tile=tile, seq=recv + 1, op=Ktdp.inter_tile_reduce, kind=Kind.VECTOR, deps=(recv,),
                                 elements=acc_bytes // 4 * tiles, dtype="f32", result_bytes=acc_bytes))
         seq[0] += 3
         made[result] = recv + 1

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from conformance.gen.draft import Draft
+from ktir.dialects.names import Func
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -52,7 +53,7 @@ def syntax_cases() -> Iterator[Draft]:
     # truncated programs: a kernel cut inside its body is malformed wherever the cut falls
     for path in sorted((ROOT / "examples").glob("*.ktir")):
         source = path.read_text(encoding="utf-8")
-        body = source.index("func.func")
+        body = source.index(Func.func)
         for k, frac in enumerate((0.5, 0.8)):
             cut = body + int((len(source) - body) * frac)
             cut_text = _located(source[:cut], str(path))

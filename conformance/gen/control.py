@@ -11,6 +11,7 @@ from conformance.gen import models
 from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
 from conformance.oracle.folds import fold
+from ktir.dialects.names import Arith
 
 NORMAL: dict[str, Any] = {"recipe": "normal"}
 FLOATS = ("f16", "bf16", "f32")
@@ -128,15 +129,15 @@ def loops() -> Iterator[Draft]:
 def _while_if(v: np.ndarray, t: str, flag: int) -> np.ndarray:
     r = v
     for _ in range(5):  # scf.while: doubled (c + c) while the counter is below 5
-        r = models.rounded_op("arith.addf", t, r, r)
+        r = models.rounded_op(Arith.addf, t, r, r)
     sel = r if flag > 0 else -r
-    return models.rounded_op("arith.mulf", t, sel, v)
+    return models.rounded_op(Arith.mulf, t, sel, v)
 
 
 def _window(x: np.ndarray, n: int, off: int) -> np.ndarray:
     base = max(min(2 * n + off, n + 40), 3)  # affine.apply, affine.min, affine.max
     w = x[base:base + 8]
-    return w + w if x.dtype.kind in "iu" else models.rounded_op("arith.addf", "f32" if x.dtype == np.float32 else "f16", w, w)
+    return w + w if x.dtype.kind in "iu" else models.rounded_op(Arith.addf, "f32" if x.dtype == np.float32 else "f16", w, w)
 
 
 def affine_and_calls() -> Iterator[Draft]:
@@ -153,7 +154,7 @@ def affine_and_calls() -> Iterator[Draft]:
             f"  %win = ktdp.construct_access_tile %x_view[%base] {{access_tile_order = affine_map<(d0) -> (d0)>, access_tile_set = affine_set<(d0) : (d0 >= 0, -d0 + 7 >= 0)>}} : memref<64x{dtype}> -> !ktdp.access_tile<8xindex>\n"
             f"  %w = ktdp.load %win : !ktdp.access_tile<8xindex> -> tensor<8x{dtype}>\n"
             f"  %y = func.call @twice(%w) : (tensor<8x{dtype}>) -> tensor<8x{dtype}>\n")
-        add = "arith.addi" if dtype == "i32" else "arith.addf"
+        add = Arith.addi if dtype == "i32" else Arith.addf
         helper = (f"func.func private @twice(%t: tensor<8x{dtype}>) -> tensor<8x{dtype}> {{\n"
                   f"  %s = {add} %t, %t : tensor<8x{dtype}>\n"
                   f"  func.return %s : tensor<8x{dtype}>\n}}\n")

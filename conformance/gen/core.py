@@ -11,6 +11,7 @@ from conformance.gen import models
 from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
 from conformance.oracle.elementwise import compare_float, compare_int
+from ktir.dialects.names import Arith, Math
 
 FLOATS = ("f16", "bf16", "f32")
 F8 = ("f8E4M3FN", "f8E5M2")
@@ -36,26 +37,26 @@ def accuracy(op: str) -> str:
 
 # op -> (arity, recipes per operand)
 FLOAT_ARITH: dict[str, tuple[dict[str, Any], ...]] = {
-    "arith.addf": (NORMAL, NORMAL), "arith.subf": (NORMAL, NORMAL), "arith.mulf": (NORMAL, NORMAL),
-    "arith.divf": (NORMAL, POSITIVE), "arith.remf": (NORMAL, POSITIVE), "arith.maximumf": (NORMAL, NORMAL),
-    "arith.minimumf": (NORMAL, NORMAL), "arith.maxnumf": (NORMAL, NORMAL), "arith.minnumf": (NORMAL, NORMAL),
-    "arith.negf": (NORMAL,), "math.absf": (NORMAL,), "math.ceil": (NORMAL,), "math.floor": (NORMAL,),
-    "math.round": (NORMAL,), "math.roundeven": (NORMAL,), "math.trunc": (NORMAL,), "math.sqrt": (POSITIVE,),
-    "math.rsqrt": (POSITIVE,), "math.exp": (NORMAL,), "math.exp2": (NORMAL,), "math.expm1": (NORMAL,),
-    "math.log": (POSITIVE,), "math.log2": (POSITIVE,), "math.log10": (POSITIVE,), "math.log1p": (POSITIVE,),
-    "math.tanh": (NORMAL,), "math.sin": (NORMAL,), "math.cos": (NORMAL,), "math.tan": (UNIT,), "math.atan": (NORMAL,),
-    "math.erf": (NORMAL,), "math.atan2": (NORMAL, NORMAL), "math.powf": (POSITIVE, UNIT),
-    "math.copysign": (NORMAL, NORMAL), "math.fma": (NORMAL, NORMAL, NORMAL),
+    Arith.addf: (NORMAL, NORMAL), Arith.subf: (NORMAL, NORMAL), Arith.mulf: (NORMAL, NORMAL),
+    Arith.divf: (NORMAL, POSITIVE), Arith.remf: (NORMAL, POSITIVE), Arith.maximumf: (NORMAL, NORMAL),
+    Arith.minimumf: (NORMAL, NORMAL), Arith.maxnumf: (NORMAL, NORMAL), Arith.minnumf: (NORMAL, NORMAL),
+    Arith.negf: (NORMAL,), Math.absf: (NORMAL,), Math.ceil: (NORMAL,), Math.floor: (NORMAL,),
+    Math.round: (NORMAL,), Math.roundeven: (NORMAL,), Math.trunc: (NORMAL,), Math.sqrt: (POSITIVE,),
+    Math.rsqrt: (POSITIVE,), Math.exp: (NORMAL,), Math.exp2: (NORMAL,), Math.expm1: (NORMAL,),
+    Math.log: (POSITIVE,), Math.log2: (POSITIVE,), Math.log10: (POSITIVE,), Math.log1p: (POSITIVE,),
+    Math.tanh: (NORMAL,), Math.sin: (NORMAL,), Math.cos: (NORMAL,), Math.tan: (UNIT,), Math.atan: (NORMAL,),
+    Math.erf: (NORMAL,), Math.atan2: (NORMAL, NORMAL), Math.powf: (POSITIVE, UNIT),
+    Math.copysign: (NORMAL, NORMAL), Math.fma: (NORMAL, NORMAL, NORMAL),
 }
 SHIFT: dict[str, Any] = {"recipe": "int", "low": 0, "high": 8}
 INT_ARITH: dict[str, tuple[dict[str, Any], ...]] = {
-    "arith.addi": (SMALL_INT, SMALL_INT), "arith.subi": (SMALL_INT, SMALL_INT), "arith.muli": (SMALL_INT, SMALL_INT),
-    "arith.andi": (SMALL_INT, SMALL_INT), "arith.ori": (SMALL_INT, SMALL_INT), "arith.xori": (SMALL_INT, SMALL_INT),
-    "arith.maxsi": (SMALL_INT, SMALL_INT), "arith.minsi": (SMALL_INT, SMALL_INT), "arith.maxui": (NONNEG, NONNEG),
-    "arith.minui": (NONNEG, NONNEG), "arith.divsi": (SMALL_INT, NONZERO), "arith.divui": (NONNEG, NONZERO),
-    "arith.ceildivsi": (SMALL_INT, NONZERO), "arith.floordivsi": (SMALL_INT, NONZERO), "arith.remsi": (SMALL_INT, NONZERO),
-    "arith.remui": (NONNEG, NONZERO), "arith.shli": (SMALL_INT, SHIFT), "arith.shrsi": (SMALL_INT, SHIFT),
-    "arith.shrui": (NONNEG, SHIFT), "math.absi": (SMALL_INT,), "math.ctpop": (SMALL_INT,),
+    Arith.addi: (SMALL_INT, SMALL_INT), Arith.subi: (SMALL_INT, SMALL_INT), Arith.muli: (SMALL_INT, SMALL_INT),
+    Arith.andi: (SMALL_INT, SMALL_INT), Arith.ori: (SMALL_INT, SMALL_INT), Arith.xori: (SMALL_INT, SMALL_INT),
+    Arith.maxsi: (SMALL_INT, SMALL_INT), Arith.minsi: (SMALL_INT, SMALL_INT), Arith.maxui: (NONNEG, NONNEG),
+    Arith.minui: (NONNEG, NONNEG), Arith.divsi: (SMALL_INT, NONZERO), Arith.divui: (NONNEG, NONZERO),
+    Arith.ceildivsi: (SMALL_INT, NONZERO), Arith.floordivsi: (SMALL_INT, NONZERO), Arith.remsi: (SMALL_INT, NONZERO),
+    Arith.remui: (NONNEG, NONZERO), Arith.shli: (SMALL_INT, SHIFT), Arith.shrsi: (SMALL_INT, SHIFT),
+    Arith.shrui: (NONNEG, SHIFT), Math.absi: (SMALL_INT,), Math.ctpop: (SMALL_INT,),
 }
 
 
@@ -81,7 +82,7 @@ def elementwise_cases() -> Iterator[Draft]:
     # optional element types (an implementation may declare them with --optional-dtype)
     for op, recipes in FLOAT_ARITH.items():
         yield elementwise(op, "f64", (16,), recipes)
-    for op in ("arith.addf", "arith.mulf", "arith.subf", "arith.maximumf", "arith.minimumf", "arith.negf", "math.absf"):
+    for op in (Arith.addf, Arith.mulf, Arith.subf, Arith.maximumf, Arith.minimumf, Arith.negf, Math.absf):
         for dtype in F8:
             yield elementwise(op, dtype, (16,), FLOAT_ARITH[op])
     yield from untabled_elementwise_cases()
@@ -111,19 +112,19 @@ def untabled_elementwise_cases() -> Iterator[Draft]:
 
 
 CASTS: list[tuple[str, str, str, dict[str, Any]]] = [
-    ("arith.extf", "f16", "f32", NORMAL), ("arith.extf", "bf16", "f32", NORMAL), ("arith.extf", "f32", "f64", NORMAL),
-    ("arith.truncf", "f32", "f16", NORMAL), ("arith.truncf", "f32", "bf16", NORMAL), ("arith.truncf", "f64", "f32", NORMAL),
-    ("arith.extsi", "i8", "i32", SMALL_INT), ("arith.extsi", "i16", "i64", SMALL_INT), ("arith.extsi", "i32", "i64", SMALL_INT),
-    ("arith.extui", "i8", "i32", NONNEG), ("arith.extui", "i16", "i64", NONNEG), ("arith.extui", "i32", "i64", NONNEG),
-    ("arith.trunci", "i32", "i8", SMALL_INT), ("arith.trunci", "i64", "i16", SMALL_INT), ("arith.trunci", "i64", "i32", SMALL_INT),
-    ("arith.fptosi", "f32", "i32", NORMAL), ("arith.fptosi", "f16", "i16", NORMAL), ("arith.fptosi", "bf16", "i8", NORMAL),
-    ("arith.fptoui", "f32", "i32", POSITIVE), ("arith.fptoui", "f16", "i16", POSITIVE), ("arith.fptoui", "f32", "i8", POSITIVE),
-    ("arith.sitofp", "i32", "f32", SMALL_INT), ("arith.sitofp", "i16", "f16", SMALL_INT), ("arith.sitofp", "i8", "bf16", SMALL_INT),
-    ("arith.uitofp", "i32", "f32", NONNEG), ("arith.uitofp", "i16", "f16", NONNEG), ("arith.uitofp", "i8", "bf16", NONNEG),
-    ("arith.bitcast", "f32", "i32", NORMAL), ("arith.bitcast", "f16", "i16", NORMAL), ("arith.bitcast", "i16", "bf16", SMALL_INT),
-    ("arith.extf", "f8E4M3FN", "f32", NORMAL), ("arith.extf", "f8E5M2", "f16", NORMAL), ("arith.extf", "f8E4M3FN", "bf16", NORMAL),
-    ("arith.truncf", "f32", "f8E4M3FN", NORMAL), ("arith.truncf", "f32", "f8E5M2", NORMAL), ("arith.truncf", "f16", "f8E5M2", NORMAL),
-    ("arith.bitcast", "f8E4M3FN", "i8", NORMAL), ("arith.sitofp", "i8", "f8E4M3FN", SMALL_INT), ("arith.fptosi", "f8E5M2", "i32", NORMAL),
+    (Arith.extf, "f16", "f32", NORMAL), (Arith.extf, "bf16", "f32", NORMAL), (Arith.extf, "f32", "f64", NORMAL),
+    (Arith.truncf, "f32", "f16", NORMAL), (Arith.truncf, "f32", "bf16", NORMAL), (Arith.truncf, "f64", "f32", NORMAL),
+    (Arith.extsi, "i8", "i32", SMALL_INT), (Arith.extsi, "i16", "i64", SMALL_INT), (Arith.extsi, "i32", "i64", SMALL_INT),
+    (Arith.extui, "i8", "i32", NONNEG), (Arith.extui, "i16", "i64", NONNEG), (Arith.extui, "i32", "i64", NONNEG),
+    (Arith.trunci, "i32", "i8", SMALL_INT), (Arith.trunci, "i64", "i16", SMALL_INT), (Arith.trunci, "i64", "i32", SMALL_INT),
+    (Arith.fptosi, "f32", "i32", NORMAL), (Arith.fptosi, "f16", "i16", NORMAL), (Arith.fptosi, "bf16", "i8", NORMAL),
+    (Arith.fptoui, "f32", "i32", POSITIVE), (Arith.fptoui, "f16", "i16", POSITIVE), (Arith.fptoui, "f32", "i8", POSITIVE),
+    (Arith.sitofp, "i32", "f32", SMALL_INT), (Arith.sitofp, "i16", "f16", SMALL_INT), (Arith.sitofp, "i8", "bf16", SMALL_INT),
+    (Arith.uitofp, "i32", "f32", NONNEG), (Arith.uitofp, "i16", "f16", NONNEG), (Arith.uitofp, "i8", "bf16", NONNEG),
+    (Arith.bitcast, "f32", "i32", NORMAL), (Arith.bitcast, "f16", "i16", NORMAL), (Arith.bitcast, "i16", "bf16", SMALL_INT),
+    (Arith.extf, "f8E4M3FN", "f32", NORMAL), (Arith.extf, "f8E5M2", "f16", NORMAL), (Arith.extf, "f8E4M3FN", "bf16", NORMAL),
+    (Arith.truncf, "f32", "f8E4M3FN", NORMAL), (Arith.truncf, "f32", "f8E5M2", NORMAL), (Arith.truncf, "f16", "f8E5M2", NORMAL),
+    (Arith.bitcast, "f8E4M3FN", "i8", NORMAL), (Arith.sitofp, "i8", "f8E4M3FN", SMALL_INT), (Arith.fptosi, "f8E5M2", "i32", NORMAL),
 ]
 
 
@@ -135,9 +136,9 @@ def cast_cases() -> Iterator[Draft]:
         text = io_kernel(f"{op} from {src} to {dst}", [x], [y], body)
         yield run_draft(f"core.{op}.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op} {src} -> {dst}",
                         model=models.conversion([(op, src, dst)], "x_ptr", "y_ptr"))
-    for via, src, dst in [("arith.index_cast", "i32", "i64"), ("arith.index_castui", "i32", "i64"),
-                                         ("arith.index_cast", "i16", "i32"), ("arith.index_castui", "i8", "i16"),
-                          ("arith.index_castui", "i16", "i64")]:
+    for via, src, dst in [(Arith.index_cast, "i32", "i64"), (Arith.index_castui, "i32", "i64"),
+                                         (Arith.index_cast, "i16", "i32"), (Arith.index_castui, "i8", "i16"),
+                          (Arith.index_castui, "i16", "i64")]:
         x = Arr("x", (16,), src, dict(NONNEG if "ui" in via else SMALL_INT))
         y = Arr("y", (16,), dst)
         body = (f"  %i = {via} %x : {x.tensor} to tensor<16xindex>\n"
@@ -198,7 +199,7 @@ def constant_cases() -> Iterator[Draft]:
         x = Arr("x", (16,), dtype, dict(SMALL_INT if dtype.startswith("i") else NORMAL))
         y = Arr("y", (16,), dtype)
         lit = "3" if dtype.startswith("i") else "1.500000e+00"
-        add = "arith.addi" if dtype.startswith("i") else "arith.addf"
+        add = Arith.addi if dtype.startswith("i") else Arith.addf
         body = (f"  %k = arith.constant dense<{lit}> : {x.tensor}\n"
                 f"  %y = {add} %x, %k : {x.tensor}\n")
         text = io_kernel(f"a dense arith.constant of {dtype} added to x", [x], [y], body)
@@ -226,9 +227,9 @@ def core_cases() -> Iterator[Draft]:
 # subnormals of f32, the largest finite f16, ties, and ordinary values.
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1.5, 3.5, 65504.0,
                      1e-40, -1e-40, 6e-8, 2.0**-126], dtype=np.float32)
-SPECIAL_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
-               "arith.maxnumf", "arith.minnumf", "arith.negf", "math.absf", "math.copysign", "math.sqrt",
-               "math.floor", "math.ceil", "math.round", "math.roundeven", "math.trunc")
+SPECIAL_OPS = (Arith.addf, Arith.subf, Arith.mulf, Arith.divf, Arith.maximumf, Arith.minimumf,
+               Arith.maxnumf, Arith.minnumf, Arith.negf, Math.absf, Math.copysign, Math.sqrt,
+               Math.floor, Math.ceil, Math.round, Math.roundeven, Math.trunc)
 
 
 def special_value_cases() -> Iterator[Draft]:

@@ -21,6 +21,7 @@ from conformance.gen.kernel import Arr, box_set, io_kernel
 from conformance.gen.structured import fold_model
 from conformance.oracle.elementwise import compare_float
 from conformance.values import np_dtype
+from ktir.dialects.names import Arith, Math
 
 WIDTH = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 NP_INT = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64}
@@ -47,7 +48,7 @@ def top_bit_values(dtype: str, seed: int, nonzero: bool = False) -> np.ndarray:
     return values.astype(NP_INT[dtype])
 
 
-UNSIGNED_BINARY = ("arith.divui", "arith.remui", "arith.maxui", "arith.minui", "arith.shrui")
+UNSIGNED_BINARY = (Arith.divui, Arith.remui, Arith.maxui, Arith.minui, Arith.shrui)
 
 
 def unsigned_ops() -> Iterator[Draft]:
@@ -55,10 +56,10 @@ def unsigned_ops() -> Iterator[Draft]:
         for dtype in WIDTH:
             stored: dict[str, np.ndarray] = {}
             a = top_bit_values(dtype, 31000 + WIDTH[dtype])
-            if op == "arith.shrui":
+            if op == Arith.shrui:
                 b = (np.arange(16) * 3 % WIDTH[dtype]).astype(NP_INT[dtype])
             else:
-                b = np.roll(top_bit_values(dtype, 31100 + WIDTH[dtype], nonzero=op in ("arith.divui", "arith.remui")), 3)
+                b = np.roll(top_bit_values(dtype, 31100 + WIDTH[dtype], nonzero=op in (Arith.divui, Arith.remui)), 3)
             x0 = _stored(f"{op}.{dtype}.x0", a, dtype, stored)
             x1 = _stored(f"{op}.{dtype}.x1", b, dtype, stored)
             y = Arr("y", (16,), dtype)
@@ -81,9 +82,9 @@ def unsigned_ops() -> Iterator[Draft]:
                       model=cmpi_model(pred, dtype))
         d.npy = stored
         yield d
-    for op, src, dst in (("arith.extui", "i8", "i32"), ("arith.extui", "i16", "i64"), ("arith.extui", "i32", "i64"),
-                         ("arith.uitofp", "i8", "f32"), ("arith.uitofp", "i32", "f32"), ("arith.uitofp", "i16", "f32"),
-                         ("arith.index_castui", "i32", "index")):
+    for op, src, dst in ((Arith.extui, "i8", "i32"), (Arith.extui, "i16", "i64"), (Arith.extui, "i32", "i64"),
+                         (Arith.uitofp, "i8", "f32"), (Arith.uitofp, "i32", "f32"), (Arith.uitofp, "i16", "f32"),
+                         (Arith.index_castui, "i32", "index")):
         stored = {}
         x = _stored(f"{op}.{src}_{dst}.x", top_bit_values(src, 31400 + WIDTH[src]), src, stored)
         if dst == "index":
@@ -94,7 +95,7 @@ def unsigned_ops() -> Iterator[Draft]:
             y = Arr("y", (16,), dst)
             body = f"  %y = {op} %x : {x.tensor} to {y.tensor}\n"
         text = io_kernel(f"{op} from {src} with the top bit set (zero extension, not sign extension)", [x], [y], body)
-        chain = [(op, src, "index"), ("arith.index_cast", "index", "i64")] if dst == "index" else [(op, src, dst)]
+        chain = [(op, src, "index"), (Arith.index_cast, "index", "i64")] if dst == "index" else [(op, src, dst)]
         d = run_draft(f"core.{op}.top_bit.{src}_to_{dst}", "core", text, [x], [y], accuracy(op), f"{op}, top bit set",
                       model=models.conversion(chain, "x_ptr", "y_ptr"))
         d.npy = stored
@@ -109,8 +110,8 @@ def out_of_range_conversions() -> Iterator[Draft]:
     y = Arr("y", (16,), "i32")
     text = io_kernel("arith.fptoui f32 -> i32 of values from 2^31 to 2^32 - 256: the results have the top bit set",
                      [x], [y], f"  %y = arith.fptoui %x : {x.tensor} to {y.tensor}\n")
-    d = run_draft("core.arith.fptoui.top_bit.f32_to_i32", "core", text, [x], [y], accuracy("arith.fptoui"), "fptoui, top bit set",
-                  model=models.conversion([("arith.fptoui", "f32", "i32")], "x_ptr", "y_ptr"))
+    d = run_draft("core.arith.fptoui.top_bit.f32_to_i32", "core", text, [x], [y], accuracy(Arith.fptoui), "fptoui, top bit set",
+                  model=models.conversion([(Arith.fptoui, "f32", "i32")], "x_ptr", "y_ptr"))
     d.npy = stored
     yield d
     for dst, values in (("f16", [65519.0, 65520.0, 7.0e4, -1.0e5, 65504.0, -65536.0, 1.0e9, 2.0]),
@@ -120,8 +121,8 @@ def out_of_range_conversions() -> Iterator[Draft]:
         y = Arr("y", (16,), dst)
         text = io_kernel(f"arith.truncf f32 -> {dst} of values around and beyond the largest finite {dst}: overflow gives infinity",
                          [x], [y], f"  %y = arith.truncf %x : {x.tensor} to {y.tensor}\n")
-        d = run_draft(f"core.arith.truncf.overflow.f32_to_{dst}", "core", text, [x], [y], accuracy("arith.truncf"), "truncf overflow",
-                      model=models.conversion([("arith.truncf", "f32", dst)], "x_ptr", "y_ptr"))
+        d = run_draft(f"core.arith.truncf.overflow.f32_to_{dst}", "core", text, [x], [y], accuracy(Arith.truncf), "truncf overflow",
+                      model=models.conversion([(Arith.truncf, "f32", dst)], "x_ptr", "y_ptr"))
         d.npy = stored
         yield d
 
@@ -134,15 +135,15 @@ def subnormals() -> Iterator[Draft]:
         cast = np_dtype(dtype)
         a = (steps * unit).astype(np.float32).astype(cast)
         b = (np.roll(steps, 4) * unit).astype(np.float32).astype(cast)
-        for op in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "math.absf"):
+        for op in (Arith.addf, Arith.subf, Arith.mulf, Arith.divf, Arith.maximumf, Math.absf):
             stored: dict[str, np.ndarray] = {}
             x0 = _stored(f"subnormal.{dtype}.x0", a, dtype, stored)
             ins = [x0]
-            if op in ("arith.mulf", "arith.divf"):
+            if op in (Arith.mulf, Arith.divf):
                 # multiply/divide a subnormal by an ordinary number: the result stays subnormal
                 ins.append(_stored(f"subnormal.{dtype}.scale", np.array([0.5, 2.0, 1.5, -0.25] * 4, np.float32).astype(cast), dtype,
                                    stored))
-            elif op != "math.absf":
+            elif op != Math.absf:
                 ins.append(_stored(f"subnormal.{dtype}.x1", b, dtype, stored))
             ins = [Arr(f"x{i}", a_.shape, a_.dtype, a_.recipe) for i, a_ in enumerate(ins)]
             y = Arr("y", (16,), dtype)
@@ -171,8 +172,8 @@ def special_compares_and_casts() -> Iterator[Draft]:
                           "y_ptr": compare_float(pred, v["a_ptr"], v["b_ptr"]).astype(np.int32)}))
         d.npy = dict(stored)
         yield d
-    for op, src, dst in (("arith.truncf", "f32", "f16"), ("arith.truncf", "f32", "bf16"), ("arith.extf", "f16", "f32"),
-                         ("arith.extf", "bf16", "f32")):
+    for op, src, dst in ((Arith.truncf, "f32", "f16"), (Arith.truncf, "f32", "bf16"), (Arith.extf, "f16", "f32"),
+                         (Arith.extf, "bf16", "f32")):
         x = Arr("x", (16,), src, {"recipe": "npy", "npy": "inputs/specials.0.npy"})
         y = Arr("y", (16,), dst)
         text = io_kernel(f"{op} {src} -> {dst} of NaN, infinities, signed zeros, subnormals and the largest f16",
@@ -190,7 +191,7 @@ def reduction_inits() -> Iterator[Draft]:
         x = Arr("x", (8, 16), dtype, dict(rec))
         init = Arr("init", (8,), dtype, dict(rec))
         y = Arr("y", (8,), dtype)
-        add = "arith.addf" if dtype == "f32" else "arith.addi"
+        add = Arith.addf if dtype == "f32" else Arith.addi
         body = f"  %y = linalg.reduce {{ {add} }} ins(%x : {x.tensor}) outs(%init : {init.tensor}) dimensions = [1]\n"
         text = io_kernel("y = init + row sums of x: linalg.reduce starts from its outs operand, here loaded from memory",
                          [x, init], [y], body)
@@ -199,7 +200,7 @@ def reduction_inits() -> Iterator[Draft]:
                 else fold_model("addi", "x_ptr", "y_ptr", dtype, "init_ptr"))
         yield run_draft(f"core.linalg.reduce.init.sum.{dtype}", "core", text, [x, init], [y], tol, "reduce from a non-zero init", n=17,
                         model=sums)
-        mx = "arith.maximumf" if dtype == "f32" else "arith.maxsi"
+        mx = Arith.maximumf if dtype == "f32" else Arith.maxsi
         body = f"  %y = linalg.reduce {{ {mx} }} ins(%x : {x.tensor}) outs(%init : {init.tensor}) dimensions = [1]\n"
         text = io_kernel("y = max(init, row maxima of x): some inits are larger than their row", [x, init], [y], body)
         yield run_draft(f"core.linalg.reduce.init.max.{dtype}", "core", text, [x, init], [y], "exact", "max-reduce from an init",

@@ -24,6 +24,7 @@ from conformance.gen.structured import fold_model
 from conformance.oracle.elementwise import convert
 from conformance.oracle.expect import Expected, same, summed
 from conformance.oracle.sums import exact_sum
+from ktir.dialects.names import Arith, Linalg, Math
 
 NP: dict[str, Any] = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "f16": np.float16, "f32": np.float32}
 GLOBAL = "#ktdp.memory_space<global>"
@@ -90,7 +91,7 @@ def reductions_with_specials() -> Iterator[Draft]:
         yield _stored_draft(case, text, [x], [y], "reduction", "linalg.reduce addf on special values",
                             models.row_sums("x_ptr", "y_ptr", dtype, 1), stored, n=8)
     # elementwise linalg.max / linalg.min: NaN propagates, -0 < +0 (as arith.maximumf / minimumf)
-    for op in ("linalg.max", "linalg.min"):
+    for op in (Linalg.max, Linalg.min):
         for dtype in ("f16", "f32"):
             stored = {"inputs/specials.0.npy": SPECIALS, "inputs/specials.1.npy": np.roll(SPECIALS, 5)}
             ins = [Arr(f"x{i}", (16,), dtype, {"recipe": "npy", "npy": f"inputs/specials.{i}.npy"}) for i in range(2)]
@@ -108,7 +109,7 @@ def reductions_with_specials() -> Iterator[Draft]:
 def more_specials() -> Iterator[Draft]:
     """remf (C's fmod), fma and rsqrt on IEEE special values, which the specials table did not
     cover; truncf of exact ties; powf of negative bases and C's special cases."""
-    for op in ("arith.remf", "math.fma", "math.rsqrt"):
+    for op in (Arith.remf, Math.fma, Math.rsqrt):
         arity = len(FLOAT_ARITH[op])
         for dtype in ("f16", "f32"):
             stored = {f"inputs/specials.{i}.npy": np.roll(SPECIALS, 5 * i) for i in range(arity)}
@@ -134,8 +135,8 @@ def more_specials() -> Iterator[Draft]:
         y = Arr("y", (16,), dst)
         text = io_kernel(f"arith.truncf f32 -> {dst} of values halfway between two {dst} values: ties go to the even one",
                          [x], [y], f"  %y = arith.truncf %x : {x.tensor} to {y.tensor}\n")
-        yield _stored_draft(case, text, [x], [y], accuracy("arith.truncf"), "truncf of ties",
-                            models.conversion([("arith.truncf", "f32", dst)], "x_ptr", "y_ptr"), stored)
+        yield _stored_draft(case, text, [x], [y], accuracy(Arith.truncf), "truncf of ties",
+                            models.conversion([(Arith.truncf, "f32", dst)], "x_ptr", "y_ptr"), stored)
     bases = [-2.0, -2.0, -0.5, -3.0, -1.0, -0.0, 0.0, -np.inf, np.inf, 2.0, -2.0, -1.5, 4.0, -8.0, 1.0, np.nan]
     exps = [3.0, 2.0, -3.0, 0.5, np.inf, -3.0, -2.0, 3.0, -1.0, 0.0, -2.0, 2.0, 0.5, 1.0 / 3, np.nan, 0.0]
     for dtype in ("f16", "f32"):
@@ -147,8 +148,8 @@ def more_specials() -> Iterator[Draft]:
         text = io_kernel("math.powf with negative bases (integral exponents give signed results, others NaN) and C's "
                          "special cases (pow(x, 0) = 1, pow(1, NaN) = 1, pow(-1, inf) = 1, pow(-0, -3) = -inf)",
                          [a, b], [y], f"  %y = math.powf %x0, %x1 : {y.tensor}\n")
-        yield _stored_draft(case, text, [a, b], [y], accuracy("math.powf"), "powf of negative bases",
-                            models.elementwise("math.powf", ["x0_ptr", "x1_ptr"], "y_ptr", dtype, accuracy("math.powf")), stored)
+        yield _stored_draft(case, text, [a, b], [y], accuracy(Math.powf), "powf of negative bases",
+                            models.elementwise(Math.powf, ["x0_ptr", "x1_ptr"], "y_ptr", dtype, accuracy(Math.powf)), stored)
 
 
 def structured_details() -> Iterator[Draft]:
@@ -271,7 +272,7 @@ def store_then_load() -> Iterator[Draft]:
         y = Arr("y", (4, 8), dtype)
         z = Arr("z", (4, 8), dtype)
         neg = "arith.subi %zero, %x" if dtype == "i32" else "arith.negf %x"
-        add = "arith.addi" if dtype == "i32" else "arith.addf"
+        add = Arith.addi if dtype == "i32" else Arith.addf
         one = "1" if dtype == "i32" else "1.000000e+00"
         body = (f"  %zero = arith.constant dense<0> : {x.tensor}\n" if dtype == "i32" else "")
         body += (f"  %n = {neg} : {x.tensor}\n"
@@ -294,7 +295,7 @@ def store_then_load() -> Iterator[Draft]:
         def fn(a: Mapping[str, Any], dtype: str = dtype) -> dict[str, np.ndarray]:
             y_ = -a["x_ptr"]
             z_ = a["z_ptr"].copy()
-            z_[1:3] = models.rounded_op("arith.addi" if dtype == "i32" else "arith.addf", dtype, y_[1:3],
+            z_[1:3] = models.rounded_op(Arith.addi if dtype == "i32" else Arith.addf, dtype, y_[1:3],
                                         np.ones((2, 8), y_.dtype))
             return {"y_ptr": y_, "z_ptr": z_}
 
@@ -315,7 +316,7 @@ DIVISORS = [-2, -2, -3, -3, -2, -2, -7, -5, 5, 4, -4, -7, 7, -1, 2, -13]
 
 
 def negative_divisors() -> Iterator[Draft]:
-    for op in ("arith.divsi", "arith.remsi", "arith.ceildivsi", "arith.floordivsi"):
+    for op in (Arith.divsi, Arith.remsi, Arith.ceildivsi, Arith.floordivsi):
         for dtype in ("i8", "i32", "i64"):
             stored: dict[str, np.ndarray] = {}
             case = f"core.{op}.negative_divisor.{dtype}"
@@ -347,13 +348,13 @@ def wide_integers() -> Iterator[Draft]:
         text = io_kernel(f"arith.trunci {src} -> {dst} of values beyond the {dst} range: the low bits", [x], [y],
                          f"  %y = arith.trunci %x : {x.tensor} to {y.tensor}\n")
         yield _stored_draft(case, text, [x], [y], "exact", "trunci out of range",
-                            models.conversion([("arith.trunci", src, dst)], "x_ptr", "y_ptr"), stored)
+                            models.conversion([(Arith.trunci, src, dst)], "x_ptr", "y_ptr"), stored)
     # i64 products and sums beyond 2^53 (float64 arithmetic rounds them) and beyond 2^63 (wrap)
     big_a = [2**31 + 1, 3037000499, -(2**40 + 7), 2**53 + 1, 2**62 + 3, -(2**63), 2**32 + 1, 94906267,
              -(2**31), 2**45 + 11, 123456789012, -(2**50) - 1, 2**63 - 1, 3, 2**27 + 1, -(2**33) + 5]
     big_b = [2**31 - 1, 3037000499, 2**20 + 3, 3, 4, -1, 2**32 - 1, 94906265, -(2**31), 2**10 + 1, 987654, 2**13 + 7,
              2, 2**62 + 1, 2**27 - 1, 2**30 + 9]
-    for op in ("arith.muli", "arith.addi", "arith.subi"):
+    for op in (Arith.muli, Arith.addi, Arith.subi):
         stored = {}
         case = f"core.{op}.i64.beyond_2p53"
         a = _stored(case, "x0", np.array(big_a, np.int64), "i64", stored)
@@ -375,9 +376,9 @@ def wide_integers() -> Iterator[Draft]:
         text = io_kernel(f"math.absi on {dtype} extremes: the most negative value stays itself", [x], [y],
                          f"  %y = math.absi %x0 : {y.tensor}\n")
         yield _stored_draft(case, text, [x], [y], "exact", "absi of the extremes",
-                            models.elementwise("math.absi", ["x0_ptr"], "y_ptr", dtype, "exact"), stored)
+                            models.elementwise(Math.absi, ["x0_ptr"], "y_ptr", dtype, "exact"), stored)
         if w >= 32:
-            for op in ("arith.shli", "arith.shrsi", "arith.shrui"):
+            for op in (Arith.shli, Arith.shrsi, Arith.shrui):
                 stored = {}
                 case = f"core.{op}.wide_shift.{dtype}"
                 xs = np.array([-(2 ** (w - 1)) + 3, -1, 12345, -12345, 2 ** (w - 2) + 1, 1, -7, 99] * 2, np.int64).astype(NP[dtype])
@@ -397,8 +398,8 @@ def rounding_conversions() -> Iterator[Draft]:
     nearest even, and unsigned readings of the top bit."""
     values = [2**24 + 1, 2**24 + 3, -(2**24) - 1, 2**25 + 2, 2**53 + 1, -(2**62) - 1, 2**63 - 1, -(2**63), 16777217,
               33554435, 2**31 - 1, -(2**31) + 1, 2**40 + 2**16 + 1, 7, -9, 2**24]
-    cases = [("arith.sitofp", "i64", "f32"), ("arith.uitofp", "i64", "f32"), ("arith.sitofp", "i32", "f32"),
-             ("arith.uitofp", "i32", "f16"), ("arith.sitofp", "i64", "f16"), ("arith.sitofp", "i16", "f16")]
+    cases = [(Arith.sitofp, "i64", "f32"), (Arith.uitofp, "i64", "f32"), (Arith.sitofp, "i32", "f32"),
+             (Arith.uitofp, "i32", "f16"), (Arith.sitofp, "i64", "f16"), (Arith.sitofp, "i16", "f16")]
     for op, src, dst in cases:
         stored: dict[str, np.ndarray] = {}
         case = f"core.{op}.rounding.{src}_to_{dst}"
@@ -407,7 +408,7 @@ def rounding_conversions() -> Iterator[Draft]:
                     .astype(NP[src]), src, stored)
         y = Arr("y", (16,), dst)
         text = io_kernel(f"{op} {src} -> {dst} of values the result type cannot hold exactly: rounded to nearest even"
-                         + (" (the operand read as unsigned)" if op == "arith.uitofp" else ""),
+                         + (" (the operand read as unsigned)" if op == Arith.uitofp else ""),
                          [x], [y], f"  %y = {op} %x : {x.tensor} to {y.tensor}\n")
         yield _stored_draft(case, text, [x], [y], accuracy(op), f"{op} that rounds",
                             models.conversion([(op, src, dst)], "x_ptr", "y_ptr"), stored)
@@ -436,7 +437,7 @@ def wide_index() -> Iterator[Draft]:
     def fn(a: Mapping[str, Any]) -> dict[str, np.ndarray]:
         s = [((int(v) * 3 + 2**33 + 2**63) % 2**64) - 2**63 for v in a["x_ptr"]]
         q = [((v // 3) + 2**63) % 2**64 - 2**63 for v in s]
-        return {"y_ptr": np.array(q, np.int64), "z_ptr": convert("arith.index_cast", np.array(s, np.int64), "index", "i32")}
+        return {"y_ptr": np.array(q, np.int64), "z_ptr": convert(Arith.index_cast, np.array(s, np.int64), "index", "i32")}
 
     yield _stored_draft(case, text, [x], [y, z], "exact", "index values beyond 2^31", models.computed(fn), stored)
     # a loop whose bounds and induction variable pass 2^32

@@ -20,6 +20,7 @@ from conformance.gen import models
 from conformance.gen.draft import Draft, out
 from conformance.gen.kernel import Arr
 from ktir.builder import Builder, Value, ssa
+from ktir.dialects.names import Ktdp
 from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.syntax.printer import print_module
@@ -357,7 +358,7 @@ def distributed_shapes() -> Iterator[Draft]:
         k = Kernel([*(a.name for a in ins), "y"], grid=(2,))
         (t,) = k.b.tile_id()
         views = [k.view(a.name, a.shape, "f32", cset=ranges(p)) for a, p in zip(ins, parts, strict=True)]
-        whole = k.b.create("ktdp.construct_distributed_memory_view", views, [ty.MemRefType(shape=full, element_type=ty.F32)])[0]
+        whole = k.b.create(Ktdp.construct_distributed_memory_view, views, [ty.MemRefType(shape=full, element_type=ty.F32)])[0]
         half = (full[0] // 2, full[1])
         data = k.load(k.tile(whole, [ssa(t) * half[0], 0], box(half), half), "f32")
         vy = k.view("y", full, "f32")

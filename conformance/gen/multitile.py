@@ -18,6 +18,7 @@ from conformance.gen.kernel import Arr, box_set, identity_map
 from conformance.oracle import scalar
 from conformance.oracle.elementwise import by_class, float_result, map_elements
 from conformance.oracle.expect import Expected
+from ktir.dialects.names import Arith, Math
 
 NORMAL: dict[str, Any] = {"recipe": "normal"}
 INT: dict[str, Any] = {"recipe": "int", "low": -50, "high": 50}
@@ -45,7 +46,7 @@ def grid_elementwise() -> Iterator[Draft]:
             for op in ("add", "mul"):
                 full = 64
                 part = full // grid
-                name = ("arith.addi" if op == "add" else "arith.muli") if dtype == "i32" else ("arith.addf" if op == "add" else "arith.mulf")
+                name = (Arith.addi if op == "add" else Arith.muli) if dtype == "i32" else (Arith.addf if op == "add" else Arith.mulf)
                 rec = INT if dtype == "i32" else NORMAL
                 a = Arr("a", (full,), dtype, dict(rec))
                 b = Arr("b", (full,), dtype, dict(rec))
@@ -71,7 +72,7 @@ def grid_elementwise() -> Iterator[Draft]:
 def _twice_exp(x: np.ndarray, t: str) -> Expected:
     """exp(x) * 2: the multiplication by two is exact (no overflow or underflow for these inputs),
     so the result is within 1 ulp of 2 e^x exactly when exp's result is within 1 ulp of e^x."""
-    twice = map_elements(lambda v: scalar.mulf(v, Fraction(2)), float_result("math.exp", x))
+    twice = map_elements(lambda v: scalar.mulf(v, Fraction(2)), float_result(Math.exp, x))
     return by_class(twice, t, "1 ulp")
 
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ktir.dialects.names import Func
 from ktir.dialects.registry import OPS
 from ktir.dialects.traits import ISOLATED_FROM_ABOVE, TERMINATOR
 from ktir.ir.operation import Operation
@@ -195,7 +196,7 @@ def split(block: Block, mark: Mark) -> Split | str:
         if k is None:
             return f"no op starts at line {other.target + 1} (marked {other.id})"
         if _is_terminator(nodes[k].op):  # a block cannot lose its terminator: the function goes
-            funcs = [a for a in ancestors(k) if nodes[a].op.name == "func.func"]
+            funcs = [a for a in ancestors(k) if nodes[a].op.name == Func.func]
             if not funcs:
                 return f"the op marked {other.id} is a terminator outside a function"
             k = max(funcs)  # the innermost function (nodes are in pre-order)
@@ -240,7 +241,7 @@ def split(block: Block, mark: Mark) -> Split | str:
 def _function(chain: list[Operation]) -> str | None:
     """The name of the innermost function among `chain` (the kept op and its ancestors)."""
     for op in reversed(chain):
-        if op.name == "func.func":
+        if op.name == Func.func:
             name = op.attr("sym_name")
             return str(getattr(name, "value", name)) if name is not None else None
     return None

@@ -16,15 +16,16 @@ from conformance.gen.draft import Draft, run_draft
 from conformance.gen.kernel import Arr, io_kernel
 from conformance.oracle.expect import Expected, same
 from conformance.oracle.folds import fold
+from ktir.dialects.names import Arith, Linalg, Memref
 
 NORMAL: dict[str, Any] = {"recipe": "normal"}
 POSITIVE: dict[str, Any] = {"recipe": "positive", "low": 0.05, "high": 8.0}
 FLOATS = ("f16", "bf16", "f32")
 
-LINALG_BINARY = ("linalg.add", "linalg.sub", "linalg.mul", "linalg.div", "linalg.max", "linalg.min", "linalg.powf")
-LINALG_UNARY = ("linalg.exp", "linalg.log", "linalg.abs", "linalg.negf", "linalg.floor", "linalg.sqrt", "linalg.rsqrt",
-                "linalg.tanh", "linalg.erf", "linalg.reciprocal", "linalg.square")
-NEEDS_POSITIVE = {"linalg.log", "linalg.sqrt", "linalg.rsqrt", "linalg.div", "linalg.powf", "linalg.reciprocal"}
+LINALG_BINARY = (Linalg.add, Linalg.sub, Linalg.mul, Linalg.div, Linalg.max, Linalg.min, Linalg.powf)
+LINALG_UNARY = (Linalg.exp, Linalg.log, Linalg.abs, Linalg.negf, Linalg.floor, Linalg.sqrt, Linalg.rsqrt,
+                Linalg.tanh, Linalg.erf, Linalg.reciprocal, Linalg.square)
+NEEDS_POSITIVE = {Linalg.log, Linalg.sqrt, Linalg.rsqrt, Linalg.div, Linalg.powf, Linalg.reciprocal}
 
 
 def _acc(op: str) -> str:
@@ -40,8 +41,8 @@ def linalg_elementwise() -> Iterator[Draft]:
             shape = (4, 8)
             ins = []
             for i in range(arity):
-                recipe = POSITIVE if op in NEEDS_POSITIVE and (i == 0 or op == "linalg.div") else NORMAL
-                if op == "linalg.powf" and i == 1:
+                recipe = POSITIVE if op in NEEDS_POSITIVE and (i == 0 or op == Linalg.div) else NORMAL
+                if op == Linalg.powf and i == 1:
                     recipe = {"recipe": "uniform", "low": -2.0, "high": 2.0}
                 ins.append(Arr(f"x{i}", shape, dtype, dict(recipe)))
             y = Arr("y", shape, dtype)
@@ -56,12 +57,12 @@ def linalg_elementwise() -> Iterator[Draft]:
 
 MATMULS: list[tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...], int, str]] = [
     # op, A shape, B shape, C shape, K, what it computes (einsum)
-    ("linalg.matmul", (8, 16), (16, 8), (8, 8), 16, "mk,kn->mn"),
-    ("linalg.matmul_transpose_a", (16, 8), (16, 8), (8, 8), 16, "km,kn->mn"),
-    ("linalg.matmul_transpose_b", (8, 16), (8, 16), (8, 8), 16, "mk,nk->mn"),
-    ("linalg.batch_matmul", (2, 4, 16), (2, 16, 8), (2, 4, 8), 16, "bmk,bkn->bmn"),
-    ("linalg.batch_matmul_transpose_b", (2, 4, 16), (2, 8, 16), (2, 4, 8), 16, "bmk,bnk->bmn"),
-    ("linalg.matvec", (8, 32), (32,), (8,), 32, "mk,k->m"),
+    (Linalg.matmul, (8, 16), (16, 8), (8, 8), 16, "mk,kn->mn"),
+    (Linalg.matmul_transpose_a, (16, 8), (16, 8), (8, 8), 16, "km,kn->mn"),
+    (Linalg.matmul_transpose_b, (8, 16), (8, 16), (8, 8), 16, "mk,nk->mn"),
+    (Linalg.batch_matmul, (2, 4, 16), (2, 16, 8), (2, 4, 8), 16, "bmk,bkn->bmn"),
+    (Linalg.batch_matmul_transpose_b, (2, 4, 16), (2, 8, 16), (2, 4, 8), 16, "bmk,bnk->bmn"),
+    (Linalg.matvec, (8, 32), (32,), (8,), 32, "mk,k->m"),
 ]
 
 
@@ -152,7 +153,7 @@ def generic_map() -> Iterator[Draft]:
                          [x, b], [y], body)
         yield run_draft(f"core.linalg.generic.bias_index.{dtype}", "core", text, [x, b], [y], "exact",
                         "generic with broadcast and index", model=models.computed(lambda a, t=dtype: {
-                            "y_ptr": models.rounded_op("arith.mulf", t, models.rounded_op("arith.addf", t, a["x_ptr"], a["b_ptr"][:, None]),
+                            "y_ptr": models.rounded_op(Arith.mulf, t, models.rounded_op(Arith.addf, t, a["x_ptr"], a["b_ptr"][:, None]),
                                                        np.arange(16)[None, :].astype(a["x_ptr"].dtype))}))
         p = Arr("p", (64,), dtype, dict(NORMAL))
         q = Arr("q", (64,), dtype, dict(NORMAL))
@@ -168,8 +169,8 @@ def generic_map() -> Iterator[Draft]:
         text = io_kernel("linalg.map in the short and the region form", [p, q], [m1, m2], body)
         yield run_draft(f"core.linalg.map.{dtype}", "core", text, [p, q], [m1, m2], "exact", "map, both forms",
                         model=models.computed(lambda a, t=dtype: {
-                            "m1_ptr": models.rounded_op("arith.mulf", t, a["p_ptr"], a["q_ptr"]),
-                            "m2_ptr": -models.rounded_op("arith.subf", t, a["p_ptr"], a["q_ptr"])}))
+                            "m1_ptr": models.rounded_op(Arith.mulf, t, a["p_ptr"], a["q_ptr"]),
+                            "m2_ptr": -models.rounded_op(Arith.subf, t, a["p_ptr"], a["q_ptr"])}))
 
 
 def data_movement() -> Iterator[Draft]:
@@ -319,7 +320,7 @@ def _memref_fixup(text: str, dtype: str) -> str:
     """Move the scalar memref.stores after the whole store, and drop the read of the
     uninitialised alloc (reading unwritten memory is a dynamic error)."""
     lines = text.splitlines()
-    stores = [ln for ln in lines if "memref.store" in ln and "%y_oview_pre" in ln]
+    stores = [ln for ln in lines if Memref.store in ln and "%y_oview_pre" in ln]
     lines = [ln for ln in lines if ln not in stores and "%buf[%c0, %c0]" not in ln]
     ret = lines.index("  func.return")
     lines[ret:ret] = [s.replace("%y_oview_pre", "%y_oview") for s in stores]

@@ -13,6 +13,7 @@ import numpy as np
 from conformance.oracle import scalar
 from conformance.oracle.expect import Expected, rounded, same, within_ulps
 from conformance.oracle.formats import FORMATS, exact_array, format_of, round_exact, to_numpy
+from ktir.dialects.names import Linalg
 
 INT_WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
 INT_NUMPY: dict[str, Any] = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
@@ -61,9 +62,9 @@ def mnemonic(op: str) -> str:
 def float_result(op: str, *operands: np.ndarray) -> np.ndarray:
     """The exact (unrounded) results of a float op on arrays of any float format."""
     exact = [exact_array(a) for a in operands]
-    if op == "linalg.reciprocal":
+    if op == Linalg.reciprocal:
         return map_elements(lambda a: scalar.divf(Fraction(1), a), *exact)
-    if op == "linalg.square":
+    if op == Linalg.square:
         return map_elements(lambda a: scalar.mulf(a, a), *exact)
     name = mnemonic(op)
     if name == "fma":
@@ -77,7 +78,7 @@ def int_result(op: str, t: str, *operands: np.ndarray) -> np.ndarray:
     """The results (signed readings) of an integer op on arrays of type `t`."""
     name = mnemonic(op)
     w = INT_WIDTH[t]
-    if op == "linalg.div":
+    if op == Linalg.div:
         name = "divsi"
     elif op.startswith("linalg."):
         name = {"add": "addi", "sub": "subi", "mul": "muli", "max": "maxsi", "min": "minsi", "abs": "absi"}[op.split(".")[1]]

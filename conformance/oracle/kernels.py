@@ -25,6 +25,7 @@ from conformance.oracle.approx import Approx
 from conformance.oracle.elementwise import apply_rounded
 from conformance.oracle.expect import Expected, enclosed, same, summed
 from conformance.oracle.sums import exact_sum
+from ktir.dialects.names import Arith
 
 Inputs = Mapping[str, Any]
 METHOD = ("float64 model of the kernel (conformance/oracle/kernels.py) with a proven bound e per element on any "
@@ -190,7 +191,7 @@ def ring_allreduce_steps(a: Inputs) -> dict[str, Expected]:
         cols = slice(k * chunk, (k + 1) * chunk)
         acc = x[k, cols]
         for j in range(1, tiles):
-            acc = apply_rounded("arith.addf", F32, x[(k + j) % tiles, cols], acc)
+            acc = apply_rounded(Arith.addf, F32, x[(k + j) % tiles, cols], acc)
         row[cols] = list(acc)
     return {"out_ptr": same(np.tile(row.astype(np.float32), (tiles, 1)))}
 

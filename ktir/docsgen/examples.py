@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Arith, Builtin, Func, Ktdp
+
 # element types spelled in the expected block: numpy name or ml_dtypes name
 _DTYPE_SPELLING = {
     "bool": "np.bool_", "int8": "np.int8", "int16": "np.int16", "int32": "np.int32", "int64": "np.int64",
@@ -126,8 +128,8 @@ _READABLE = ("f32", "i32", "f16", "i64", "index", "i8", "i16", "i1", "f64", "bf1
 
 
 # the ops every kernel needs to reach memory: a case using only these besides the op shows the op
-_PLUMBING = frozenset({"builtin.module", "func.func", "func.return", "arith.constant", "ktdp.get_compute_tile_id",
-                       "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store"})
+_PLUMBING = frozenset({Builtin.module, Func.func, Func.return_, Arith.constant, Ktdp.get_compute_tile_id,
+                       Ktdp.construct_memory_view, Ktdp.construct_access_tile, Ktdp.load, Ktdp.store})
 
 
 def _score(case: Any, op: str) -> tuple[int, int, int, int, int, str]:

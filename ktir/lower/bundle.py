@@ -23,6 +23,7 @@ from typing import Literal
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
+from ktir.dialects.names import Arith
 from ktir.fileio import confined_file
 from ktir.ir import affine as af
 from ktir.ir.attributes import AffineMapAttr
@@ -297,9 +298,9 @@ class _Evaluator:
     def arith(self, tree: Tree[Token]) -> Linear:
         op, lhs_tok, rhs_tok = (_tok(c) for c in tree.children[:3])
         lhs, rhs = self.value(lhs_tok), self.value(rhs_tok)
-        if op == "arith.addi":
+        if op == Arith.addi:
             return lhs + rhs
-        if op == "arith.subi":
+        if op == Arith.subi:
             return lhs - rhs
         if lhs.is_const:
             return rhs.scale(lhs.const)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ktir.builder import Value
+from ktir.dialects.names import Arith, Linalg, Math
 from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.lower.errors import SdscError
@@ -39,20 +40,20 @@ def _binary(op: str) -> Body:
 
 def _reciprocal(e: FuncEmitter, a: list[Value]) -> list[Value]:
     one = e.scalar(1.0, a[0].type, hint="one")
-    return [e.scalar_op("arith.divf", [one, a[0]], hint="r")]
+    return [e.scalar_op(Arith.divf, [one, a[0]], hint="r")]
 
 
 def _relu(e: FuncEmitter, a: list[Value]) -> list[Value]:
     zero = e.scalar(0.0, a[0].type, hint="zero")
-    return [e.scalar_op("arith.maximumf", [a[0], zero], hint="r")]
+    return [e.scalar_op(Arith.maximumf, [a[0], zero], hint="r")]
 
 
 def _sigmoid_of(e: FuncEmitter, x: Value) -> Value:
     one = e.scalar(1.0, x.type, hint="one")
-    neg = e.scalar_op("arith.negf", [x], hint="neg")
-    ex = e.scalar_op("math.exp", [neg], hint="exp")
-    den = e.scalar_op("arith.addf", [one, ex], hint="den")
-    return e.scalar_op("arith.divf", [one, den], hint="sig")
+    neg = e.scalar_op(Arith.negf, [x], hint="neg")
+    ex = e.scalar_op(Math.exp, [neg], hint="exp")
+    den = e.scalar_op(Arith.addf, [one, ex], hint="den")
+    return e.scalar_op(Arith.divf, [one, den], hint="sig")
 
 
 def _sigmoid(e: FuncEmitter, a: list[Value]) -> list[Value]:
@@ -60,7 +61,7 @@ def _sigmoid(e: FuncEmitter, a: list[Value]) -> list[Value]:
 
 
 def _silu(e: FuncEmitter, a: list[Value]) -> list[Value]:
-    return [e.scalar_op("arith.mulf", [a[0], _sigmoid_of(e, a[0])], hint="r")]
+    return [e.scalar_op(Arith.mulf, [a[0], _sigmoid_of(e, a[0])], hint="r")]
 
 
 def _gelu(e: FuncEmitter, a: list[Value]) -> list[Value]:
@@ -71,22 +72,22 @@ def _gelu(e: FuncEmitter, a: list[Value]) -> list[Value]:
     half = e.scalar(0.5, x.type, hint="half")
     one = e.scalar(1.0, x.type, hint="one")
     inv_sqrt2 = e.scalar(1.0 / math.sqrt(2.0), x.type, hint="inv_sqrt2")
-    erf = e.scalar_op("math.erf", [e.scalar_op("arith.mulf", [x, inv_sqrt2], hint="xs")], hint="erf")
-    half_x = e.scalar_op("arith.mulf", [x, half], hint="hx")
-    return [e.scalar_op("arith.mulf", [half_x, e.scalar_op("arith.addf", [one, erf], hint="t")], hint="r")]
+    erf = e.scalar_op(Math.erf, [e.scalar_op(Arith.mulf, [x, inv_sqrt2], hint="xs")], hint="erf")
+    half_x = e.scalar_op(Arith.mulf, [x, half], hint="hx")
+    return [e.scalar_op(Arith.mulf, [half_x, e.scalar_op(Arith.addf, [one, erf], hint="t")], hint="r")]
 
 
 # opfunc -> (named linalg op for the plain elementwise case, scalar body)
 UNARY: dict[str, tuple[str | None, Body]] = {
-    "exp": ("linalg.exp", _unary("math.exp")),
-    "log": ("linalg.log", _unary("math.log")),
-    "sqrt": ("linalg.sqrt", _unary("math.sqrt")),
-    "rsqrt": ("linalg.rsqrt", _unary("math.rsqrt")),
-    "tanh": ("linalg.tanh", _unary("math.tanh")),
-    "abs": ("linalg.abs", _unary("math.absf")),
-    "neg": ("linalg.negf", _unary("arith.negf")),
-    "floor": ("linalg.floor", _unary("math.floor")),
-    "reciprocal": ("linalg.reciprocal", _reciprocal),
+    "exp": (Linalg.exp, _unary(Math.exp)),
+    "log": (Linalg.log, _unary(Math.log)),
+    "sqrt": (Linalg.sqrt, _unary(Math.sqrt)),
+    "rsqrt": (Linalg.rsqrt, _unary(Math.rsqrt)),
+    "tanh": (Linalg.tanh, _unary(Math.tanh)),
+    "abs": (Linalg.abs, _unary(Math.absf)),
+    "neg": (Linalg.negf, _unary(Arith.negf)),
+    "floor": (Linalg.floor, _unary(Math.floor)),
+    "reciprocal": (Linalg.reciprocal, _reciprocal),
     "relufwd": (None, _relu),
     "sigmoid": (None, _sigmoid),
     "silu": (None, _silu),
@@ -94,20 +95,20 @@ UNARY: dict[str, tuple[str | None, Body]] = {
 }
 
 BINARY: dict[str, tuple[str | None, Body]] = {
-    "add": ("linalg.add", _binary("arith.addf")),
-    "sub": ("linalg.sub", _binary("arith.subf")),
-    "mul": ("linalg.mul", _binary("arith.mulf")),
-    "realdiv": ("linalg.div", _binary("arith.divf")),
-    "maximum": ("linalg.max", _binary("arith.maximumf")),
-    "minimum": ("linalg.min", _binary("arith.minimumf")),
+    "add": (Linalg.add, _binary(Arith.addf)),
+    "sub": (Linalg.sub, _binary(Arith.subf)),
+    "mul": (Linalg.mul, _binary(Arith.mulf)),
+    "realdiv": (Linalg.div, _binary(Arith.divf)),
+    "maximum": (Linalg.max, _binary(Arith.maximumf)),
+    "minimum": (Linalg.min, _binary(Arith.minimumf)),
 }
 
 # opfunc -> (combiner, identity); `mean` scales the sum by the constant `scaling_factor`
 REDUCTIONS: dict[str, tuple[str, float]] = {
-    "sum": ("arith.addf", 0.0),
-    "max": ("arith.maximumf", -math.inf),
-    "min": ("arith.minimumf", math.inf),
-    "mean": ("arith.addf", 0.0),
+    "sum": (Arith.addf, 0.0),
+    "max": (Arith.maximumf, -math.inf),
+    "min": (Arith.minimumf, math.inf),
+    "mean": (Arith.addf, 0.0),
 }
 
 COPIES = ("ReStickifyOpHBM", "identity")
@@ -347,7 +348,7 @@ def _reduction(e: FuncEmitter, kernel: KernelSpec, tiles: Mapping[int, Value], b
         scaled_init = e.empty(out_shape, element, hint=f"{kernel.tensors[out].name}_mean_init")
 
         def times(em: FuncEmitter, a: list[Value]) -> list[Value]:
-            return [em.scalar_op("arith.mulf", [a[0], factor], hint="r")]
+            return [em.scalar_op(Arith.mulf, [a[0], factor], hint="r")]
 
         (result,) = e.generic([result], [scaled_init], [ident, ident], ["parallel"] * rank, times, hint="mean")
     _reject_unused_constants(kernel, {"scaling_factor"} if base == "mean" else set())
@@ -415,7 +416,7 @@ def _contraction(e: FuncEmitter, kernel: KernelSpec, tiles: Mapping[int, Value])
     zero = e.scalar(0.0, element, hint="zero")
     init = e.fill(zero, e.empty(shape_c, element, hint=f"{c.name}_init"), hint=f"{c.name}_acc")
     if len(pre) == len(gen) == len(red) == 1 and len(batch) <= 1:
-        name = "linalg.matmul" if not batch else "linalg.batch_matmul"
+        name = Linalg.matmul if not batch else Linalg.batch_matmul
         result = e.named(name, [va, vb], init, hint="matmul")
     else:
         axes = batch + pre + gen + red
@@ -425,8 +426,8 @@ def _contraction(e: FuncEmitter, kernel: KernelSpec, tiles: Mapping[int, Value])
             return af.AffineMap(num_dims=rank, num_symbols=0, results=tuple(af.dim(axes.index(n)) for n in order))
 
         def mac(em: FuncEmitter, args: list[Value]) -> list[Value]:
-            prod = em.scalar_op("arith.mulf", [args[0], args[1]], hint="prod")
-            return [em.scalar_op("arith.addf", [args[2], prod], hint="sum")]
+            prod = em.scalar_op(Arith.mulf, [args[0], args[1]], hint="prod")
+            return [em.scalar_op(Arith.addf, [args[2], prod], hint="sum")]
 
         iterators = ["reduction" if n in red else "parallel" for n in axes]
         (result,) = e.generic([va, vb], [init], [amap(order_a), amap(order_b), amap(order_c)], iterators, mac, hint="matmul")

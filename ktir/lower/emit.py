@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ktir.builder import Value, ssa
+from ktir.dialects.names import Arith, Func, Ktdp, Scf
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -131,7 +132,7 @@ def emit_kernel(ctx: ModuleContext, kernel: KernelSpec, *, standalone: bool, che
         args = dict(zip((n for n, _ in params), values, strict=True))
         core = e.tile_id("core") if standalone else args["core"]
         _emit_kernel_body(e, kernel, core, {t.index: args[t.name] for t in kernel.tensors})
-        e.op("func.return")
+        e.op(Func.return_)
 
 
 def _emit_kernel_body(e: FuncEmitter, kernel: KernelSpec, core: Value, bases: Mapping[int, Value]) -> None:
@@ -415,7 +416,7 @@ def _emit_driver(ctx: ModuleContext, bundle: Bundle, kernels: Mapping[str, Kerne
             e.reserve(f"%{p}")
         driver = _Driver(e, bundle, kernels, placements, dict(zip((r.name for r in regions), values, strict=True)), grid)
         driver.run()
-        e.op("func.return")
+        e.op(Func.return_)
 
 
 def _driver_comments(bundle: Bundle, regions: Sequence[_Region], grid: int) -> list[str]:
@@ -457,7 +458,7 @@ class _Driver:
         self.token: Value | None = None
         if self.total > 1 or any(s.loops for s in present):
             tensor = ty.TensorType(shape=(1,), element_type=ty.I32)
-            self.token = e.one("arith.constant", [], tensor, {"value": at.DenseAttr(type=tensor, values=0)}, hint="token")
+            self.token = e.one(Arith.constant, [], tensor, {"value": at.DenseAttr(type=tensor, values=0)}, hint="token")
 
     def run(self) -> None:
         self.nodes(self.bundle.body, in_loop=False)
@@ -478,8 +479,8 @@ class _Driver:
         self.ivs[v.name] = Value(iv.name, iv.type)
         with e.block(body):
             self.nodes(node.body, in_loop=True)
-            e.op("scf.yield")
-        e.op("scf.for", [lb, ub, step], [], regions=[Region(blocks=[body])])
+            e.op(Scf.yield_)
+        e.op(Scf.for_, [lb, ub, step], [], regions=[Region(blocks=[body])])
 
     def step(self, step: Execute, in_loop: bool) -> None:
         e = self.e
@@ -493,14 +494,14 @@ class _Driver:
         operands = [self.core]
         for t in kernel.tensors:
             operands.append(self.address(self.placements[(n, t.index)], t, kernel))
-        call = Operation(name="func.call", operands=[v.name for v in operands], operand_types=[v.type for v in operands],
+        call = Operation(name=Func.call, operands=[v.name for v in operands], operand_types=[v.type for v in operands],
                          attributes={"callee": at.SymbolRefAttr(root=kernel.name)})
         if kernel.num_cores < self.grid:
             active = self.guards[kernel.num_cores]
-            then = Block(operations=[call, Operation(name="scf.yield")])
-            e.op("scf.if", [active], [], regions=[Region(blocks=[then]), Region(blocks=[])])
+            then = Block(operations=[call, Operation(name=Scf.yield_)])
+            e.op(Scf.if_, [active], [], regions=[Region(blocks=[then]), Region(blocks=[])])
         else:
-            e.op("func.call", operands, [], {"callee": at.SymbolRefAttr(root=kernel.name)})
+            e.op(Func.call, operands, [], {"callee": at.SymbolRefAttr(root=kernel.name)})
         if in_loop or n + 1 < self.total:
             self.barrier()
 
@@ -531,14 +532,14 @@ class _Driver:
         gid = BlockArgument(name=e.name("gid"), type=ty.INDEX)
         produce_body = Block(arguments=[gid])
         with e.block(produce_body):
-            e.op("ktdp.yield_partial", [token], [])
-        (future,) = e.op("ktdp.inter_tile_produce", [], [future_type], {"producer_tiles_per_group": tiles},
+            e.op(Ktdp.yield_partial, [token], [])
+        (future,) = e.op(Ktdp.inter_tile_produce, [], [future_type], {"producer_tiles_per_group": tiles},
                          [Region(blocks=[produce_body])], hint="barrier")
         lhs = BlockArgument(name=e.name("lhs"), type=tensor)
         rhs = BlockArgument(name=e.name("rhs"), type=tensor)
         combine = Block(arguments=[lhs, rhs])
         with e.block(combine):
-            s = e.one("arith.addi", [Value(lhs.name, tensor), Value(rhs.name, tensor)], tensor, hint="s")
-            e.op("ktdp.yield_reduced", [s], [])
-        e.op("ktdp.inter_tile_reduce", [future, token], [tensor], {"consumer_tiles_per_group": tiles},
+            s = e.one(Arith.addi, [Value(lhs.name, tensor), Value(rhs.name, tensor)], tensor, hint="s")
+            e.op(Ktdp.yield_reduced, [s], [])
+        e.op(Ktdp.inter_tile_reduce, [future, token], [tensor], {"consumer_tiles_per_group": tiles},
              [Region(blocks=[combine])], hint="synced")

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ktir.builder import Builder, Value
+from ktir.dialects.names import Affine, Arith, Ktdp, Linalg, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -123,23 +124,23 @@ class FuncEmitter:
 
     def index(self, value: int, hint: str | None = None) -> Value:
         attr = at.IntegerAttr(value=value, type=ty.INDEX)
-        return self.one("arith.constant", [], ty.INDEX, {"value": attr}, hint=hint or f"c{value}".replace("-", "m"))
+        return self.one(Arith.constant, [], ty.INDEX, {"value": attr}, hint=hint or f"c{value}".replace("-", "m"))
 
     def scalar(self, value: float, type: Type, hint: str = "cst") -> Value:
         if isinstance(type, ty.FloatType):
             attr: Attribute = _float_attr(value, type)
         else:
             attr = at.IntegerAttr(value=int(value), type=type)
-        return self.one("arith.constant", [], type, {"value": attr}, hint=hint)
+        return self.one(Arith.constant, [], type, {"value": attr}, hint=hint)
 
     def dense_index(self, rows: Sequence[Sequence[int]], hint: str) -> Value:
         t = ty.TensorType(shape=(len(rows), len(rows[0])), element_type=ty.INDEX)
         attr = at.DenseAttr(type=t, values=tuple(tuple(r) for r in rows))
-        return self.one("arith.constant", [], t, {"value": attr}, hint=hint)
+        return self.one(Arith.constant, [], t, {"value": attr}, hint=hint)
 
     def extract(self, tensor: Value, indices: Sequence[Value], hint: str) -> Value:
         assert isinstance(tensor.type, ty.TensorType)
-        return self.one("tensor.extract", [tensor, *indices], tensor.type.element_type, hint=hint)
+        return self.one(Tensor.extract, [tensor, *indices], tensor.type.element_type, hint=hint)
 
     def apply(self, exprs: af.AffineExpr, hint: str) -> Value:
         """`affine.apply` of an expression over SSA values (`ssa(v)` leaves)."""
@@ -147,16 +148,16 @@ class FuncEmitter:
 
         sm = ssa_map([exprs])
         operands = [Value(n, ty.INDEX) for n in sm.operands]
-        return self.one("affine.apply", operands, ty.INDEX, {"map": at.AffineMapAttr(value=sm.map)}, hint=hint)
+        return self.one(Affine.apply, operands, ty.INDEX, {"map": at.AffineMapAttr(value=sm.map)}, hint=hint)
 
     def cmpi(self, predicate: str, lhs: Value, rhs: Value, hint: str) -> Value:
         attr = at.IntegerAttr(value=CMPI[predicate], type=ty.I64)
-        return self.one("arith.cmpi", [lhs, rhs], ty.I1, {"predicate": attr}, hint=hint)
+        return self.one(Arith.cmpi, [lhs, rhs], ty.I1, {"predicate": attr}, hint=hint)
 
     # ------------------------------------------------------------ ktdp
 
     def tile_id(self, hint: str = "core") -> Value:
-        return self.one("ktdp.get_compute_tile_id", [], ty.INDEX, hint=hint)
+        return self.one(Ktdp.get_compute_tile_id, [], ty.INDEX, hint=hint)
 
     def memory_view(self, offset: Value, shape: Sequence[int], strides: Sequence[int], element: Type,
                     space: at.MemorySpaceAttr, hint: str) -> Value:
@@ -169,7 +170,7 @@ class FuncEmitter:
         }
         memref_space = space if space.kind != "global" else None
         result = ty.MemRefType(shape=tuple(shape), element_type=element, memory_space=memref_space)
-        return self.one("ktdp.construct_memory_view", [offset], result, attrs, hint=hint)
+        return self.one(Ktdp.construct_memory_view, [offset], result, attrs, hint=hint)
 
     def access_tile(self, view: Value, subscripts: Sequence[af.AffineExpr], shape: Sequence[int], hint: str) -> Value:
         from ktir.ir.named_affine import ssa_map
@@ -182,22 +183,22 @@ class FuncEmitter:
             "access_tile_order": self.ctx.identity(len(shape)),
             "operandSegmentSizes": _segments(1, len(indices), 0),
         }
-        return self.one("ktdp.construct_access_tile", [view, *indices], ty.AccessTileType(shape=tuple(shape)), attrs, hint=hint)
+        return self.one(Ktdp.construct_access_tile, [view, *indices], ty.AccessTileType(shape=tuple(shape)), attrs, hint=hint)
 
     def load(self, tile: Value, element: Type, hint: str) -> Value:
         assert isinstance(tile.type, ty.AccessTileType)
-        return self.one("ktdp.load", [tile], ty.TensorType(shape=tile.type.shape, element_type=element), hint=hint)
+        return self.one(Ktdp.load, [tile], ty.TensorType(shape=tile.type.shape, element_type=element), hint=hint)
 
     def store(self, data: Value, tile: Value) -> None:
-        self.op("ktdp.store", [data, tile], [])
+        self.op(Ktdp.store, [data, tile], [])
 
     # ------------------------------------------------------------ tensors and linalg
 
     def empty(self, shape: Sequence[int], element: Type, hint: str = "init") -> Value:
-        return self.one("tensor.empty", [], ty.TensorType(shape=tuple(shape), element_type=element), hint=hint)
+        return self.one(Tensor.empty, [], ty.TensorType(shape=tuple(shape), element_type=element), hint=hint)
 
     def fill(self, scalar: Value, init: Value, hint: str) -> Value:
-        return self.one("linalg.fill", [scalar, init], init.type, {"operandSegmentSizes": _segments(1, 1)}, hint=hint)
+        return self.one(Linalg.fill, [scalar, init], init.type, {"operandSegmentSizes": _segments(1, 1)}, hint=hint)
 
     def named(self, name: str, inputs: Sequence[Value], init: Value, hint: str) -> Value:
         """A named linalg op in destination style: `linalg.<name> ins(...) outs(init)`."""
@@ -208,19 +209,19 @@ class FuncEmitter:
         shape = [value.type.shape[p] for p in permutation]
         init = self.empty([int(d) for d in shape if d is not None], value.type.element_type, hint=f"{hint}_init")
         attrs = {"operandSegmentSizes": _segments(1, 1), "permutation": at.i64_array(list(permutation))}
-        return self.one("linalg.transpose", [value, init], init.type, attrs, hint=hint)
+        return self.one(Linalg.transpose, [value, init], init.type, attrs, hint=hint)
 
     def collapse(self, value: Value, groups: Sequence[Sequence[int]], hint: str) -> Value:
         assert isinstance(value.type, ty.TensorType)
         shape = tuple(math.prod(int(value.type.shape[i] or 0) for i in g) for g in groups)
         result = ty.TensorType(shape=shape, element_type=value.type.element_type)
-        return self.one("tensor.collapse_shape", [value], result, {"reassociation": _reassociation(groups)}, hint=hint)
+        return self.one(Tensor.collapse_shape, [value], result, {"reassociation": _reassociation(groups)}, hint=hint)
 
     def expand(self, value: Value, groups: Sequence[Sequence[int]], shape: Sequence[int], hint: str) -> Value:
         assert isinstance(value.type, ty.TensorType)
         result = ty.TensorType(shape=tuple(shape), element_type=value.type.element_type)
         attrs = {"reassociation": _reassociation(groups), "static_output_shape": at.i64_array(list(shape))}
-        return self.one("tensor.expand_shape", [value], result, attrs, hint=hint)
+        return self.one(Tensor.expand_shape, [value], result, attrs, hint=hint)
 
     def generic(self, inputs: Sequence[Value], inits: Sequence[Value], maps: Sequence[af.AffineMap],
                 iterators: Sequence[str], body: Callable[[FuncEmitter, list[Value]], list[Value]], hint: str) -> list[Value]:
@@ -230,13 +231,13 @@ class FuncEmitter:
         block = Block(arguments=args)
         with self.block(block):
             yielded = body(self, [Value(a.name, a.type) for a in args])
-            self.op("linalg.yield", yielded, [])
+            self.op(Linalg.yield_, yielded, [])
         attrs = {
             "indexing_maps": at.ArrayAttr(elements=tuple(self.ctx.map(m) for m in maps)),
             "iterator_types": at.ArrayAttr(elements=tuple(at.StringAttr(value=it) for it in iterators)),
             "operandSegmentSizes": _segments(len(inputs), len(inits)),
         }
-        return self.op("linalg.generic", [*inputs, *inits], [v.type for v in inits], attrs, [Region(blocks=[block])], hint=hint)
+        return self.op(Linalg.generic, [*inputs, *inits], [v.type for v in inits], attrs, [Region(blocks=[block])], hint=hint)
 
     def scalar_op(self, name: str, operands: Sequence[Value], hint: str) -> Value:
         return self.one(name, operands, operands[0].type, hint=hint)

@@ -25,11 +25,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from contextlib import suppress
 from itertools import accumulate, compress, count, repeat
-from operator import add, contains, eq, itemgetter
+from operator import add, contains, itemgetter
 from typing import Any
 
 from ktir.dialects.registry import SPELLINGS
-from ktir.ir.operation import Location, new_location, trusted_operation
+from ktir.ir.operation import Location, new_location
 from ktir.syntax import assembly as asm
 from ktir.syntax.lexer import _DIMS, Tok, _balanced_end
 
@@ -101,7 +101,7 @@ def parse_fast(text: str, builder: Any) -> Any:
     tokens = _Tokens(text, 0, starts)
     # every table the parse fills belongs to this parse: nothing one text defines or
     # spells can reach the parse of another (no module-level mutable state)
-    module = _Parser(tokens, starts, builder, {}, {}, {}, {}).module()
+    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
     for pos, comment in tokens.comments:
         builder.comments.append((*_line_column(starts, pos), comment))
     _age_new_objects()
@@ -176,8 +176,6 @@ class _Tokens:
         ends.append(ends[-1])
         self.text = text
         self.base = base
-        # the indices of the SSA-name tokens, in order (see _Parser.shape)
-        self.value_indices = list(compress(count(), map(eq, kinds, repeat("value"))))
         self.kinds = kinds
         self.values = values
         self.starts = starts
@@ -216,21 +214,7 @@ class _LazyTok(Tok):
         return new_location(*_line_column(tokens.starts, tokens.position(self._index)))
 
 
-# Lines are no longer looked up among the shapes seen once this many lookups found fewer
-# than one copy in _COPY_RATIO.
-_COPY_TRIAL = 64
-_COPY_RATIO = 8
-
-# An op line longer than this many tokens is not looked up among the shapes seen (the key
-# costs more than a hit saves, and long lines seldom recur).
-_MAX_SHAPE_TOKENS = 96
-
-
 class _Parser:
-    # tokens read as raw text so far (see dialect()): an op that read one is not copied,
-    # as its AST depends on the whitespace between its tokens, which shape() does not see
-    raw_reads = 0
-
     def __init__(
         self,
         tokens: _Tokens,
@@ -238,7 +222,6 @@ class _Parser:
         builder: Any,
         types: dict[str, Any],
         scalars: dict[str, Any],
-        shapes: dict[tuple[Any, ...], tuple[Any, ...]],
         affine: dict[tuple[str, ...], Any],
     ) -> None:
         self.tokens = tokens
@@ -249,12 +232,7 @@ class _Parser:
         self.b = builder
         self.types = types  # type text -> Type, for texts that parsed without warnings
         self.scalars = scalars  # `index`, `f32`, ... -> Type
-        # an op's tokens with its SSA names abstracted -> (op built from them, where its
-        # operands and results are among those names); see operation()
-        self.shapes = shapes
         self.affine = affine  # an affine map/set's tokens -> the map or set; see kept_affine
-        self.lookups = 0  # of shapes; -1 once they are given up (see operation())
-        self.copies = 0
         self.whole_comments: tuple[int, int] | None = None  # see raw_bracketed
 
     # ------------------------------------------------------------ tokens
@@ -343,98 +321,6 @@ class _Parser:
         return self.b.start(items)
 
     def operation(self) -> Any:
-        """An op; one whose line repeats the tokens of an op seen before, SSA names aside,
-        is copied from it with its own names and location (see shape()). Where few lines
-        repeat, looking them up costs more than the copies save: after _COPY_TRIAL lookups
-        with less than one hit in _COPY_RATIO, the rest of the text is read without.
-
-        Lines are kept for this parse only (see parse_fast)."""
-        if self.lookups < 0:
-            return self.parse_operation()
-        start = self.i
-        shape = self.shape(start)
-        if shape is None:
-            return self.parse_operation()
-        key, names, end, line, column = shape
-        self.lookups += 1
-        seen = self.shapes.get(key)
-        if seen is None:
-            if self.lookups >= _COPY_TRIAL and self.copies * _COPY_RATIO < self.lookups:
-                self.lookups = -1
-        else:
-            self.copies += 1
-            self.i = end
-            name, operand_types, result_types, attributes, properties, successors, operand_slots, result_slots = seen
-            pick = names.__getitem__
-            return trusted_operation(
-                name,
-                list(map(pick, operand_slots)),
-                list(operand_types),
-                list(map(pick, result_slots)),
-                list(result_types),
-                dict(attributes),
-                None if properties is None else dict(properties),
-                [],
-                list(successors),
-                new_location(line, column),
-            )
-        n_warnings = len(self.b.warnings)
-        raw_reads = self.raw_reads
-        op = self.parse_operation()
-        if self.i == end and len(self.b.warnings) == n_warnings and self.raw_reads == raw_reads and not op.regions and op.loc == (line, column, None):
-            slot = {name: k for k, name in enumerate(names)}
-            if all(name in slot for name in op.operands) and all(name in slot for name in op.results):
-                self.keep(key, op, slot)
-        return op
-
-    def keep(self, key: tuple[Any, ...], op: Any, slot: dict[str, int]) -> None:
-        """Keep a snapshot of `op` (not the op: the caller may change it after the parse)
-        under `key`; see operation()."""
-        self.shapes[key] = (
-            op.name,
-            tuple(op.operand_types),
-            tuple(op.result_types),
-            dict(op.attributes),
-            None if op.properties is None else dict(op.properties),
-            tuple(op.successors),
-            tuple(slot[n] for n in op.operands),
-            tuple(slot[n] for n in op.results),
-        )
-
-    def shape(self, start: int) -> tuple[tuple[Any, ...], list[str], int, int, int] | None:
-        """(key, SSA names, end, line, column) of the op starting at token `start`, taken to
-        end with its line; `end` is the index of the first token after the line. The key
-        is the line's tokens with each SSA name replaced by the number of its first
-        occurrence, then the two tokens after the line (an SSA name there as None): this
-        parser decides where an op ends by looking at most two tokens ahead, and never at
-        the text of an SSA name, so on two lines with equal keys it reads the same rules;
-        and the grammar's callbacks, which read names only to copy them into operands and
-        results and compare them with each other, build equal ops up to the renaming.
-        None for lines not worth a key (too long, or opening a region), and for names
-        with `#`, which the callbacks also look into."""
-        V = self.V
-        ends = self.tokens.ends
-        starts = self.starts
-        pos = ends[start + 1] - len(V[start])
-        line, column = _line_column(starts, pos)
-        end = bisect_left(ends, starts[line]) - 1 if line < len(starts) else len(V) - 1
-        if end - start > _MAX_SHAPE_TOKENS or V[end - 1] == "{":
-            return None  # a line ending in `{` opens a region: its op is never kept
-        key: list[Any] = V[start : end + 2]
-        slots: dict[str, int] = {}
-        values = self.tokens.value_indices
-        lo = bisect_left(values, start)
-        hi = bisect_left(values, end, lo)
-        for k in values[lo:hi]:
-            key[k - start] = slots.setdefault(V[k], len(slots))
-        for k in values[hi : bisect_left(values, end + 2, hi)]:
-            key[k - start] = None
-        names = list(slots)
-        if "#" in "".join(names):
-            return None
-        return tuple(key), names, end, line, column
-
-    def parse_operation(self) -> Any:
         results = self.op_results() if self.K[self.i] == "value" else None
         i = self.i
         if self.K[i] != "word":
@@ -593,9 +479,7 @@ class _Parser:
         _balanced_end counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips
         strings); consumed. A comment in a text the lexer may read whole, which it keeps
         only if it reads the text token by token after all, is left to the caller
-        (`whole_comments`: its index range in tokens.comments). What is built from the text
-        depends on its whitespace, which shape() does not see: the op that reads it is not
-        copied (raw_reads)."""
+        (`whole_comments`: its index range in tokens.comments)."""
         tokens = self.tokens
         V = self.V
         start = self.i
@@ -632,7 +516,6 @@ class _Parser:
             elif adjacent:
                 raise Fallback
         self.i = close + 1
-        self.raw_reads += 1
         return tokens.text[pos - tokens.base : end - tokens.base]
 
     def tile_future(self) -> Any:
@@ -832,7 +715,7 @@ class _Parser:
 
     def inner(self, text: str, pos: int) -> _Parser:
         """A parser of `text`, at `pos` of the whole text, sharing this parse's tables."""
-        return _Parser(_Tokens(text, pos, self.starts), self.starts, self.b, self.types, self.scalars, self.shapes, self.affine)
+        return _Parser(_Tokens(text, pos, self.starts), self.starts, self.b, self.types, self.scalars, self.affine)
 
     def located(self, kind: str, value: str, pos: int) -> Tok:
         """A `kind` token at `pos` of the text."""

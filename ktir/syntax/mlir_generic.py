@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ktir.dialects.names import Arith, Builtin, Func, Ktdp, Linalg, Math, Memref, Scf
 from ktir.dialects.registry import OPS, contractions
 from ktir.dialects.structure import einsum_loops
 from ktir.ir import attributes as at
@@ -44,18 +45,18 @@ _OVERFLOW_OPS = frozenset(f"arith.{n}" for n in ("addi", "subi", "muli", "shli",
 # Inherent attributes beyond those an op definition lists (MLIR keeps them in `<{...}>`).
 _ALWAYS_INHERENT = frozenset({"operandSegmentSizes", "fastmath", "overflowFlags", "roundingmode"})
 _EXTRA_INHERENT: dict[str, frozenset[str]] = {
-    "scf.forall": frozenset({"staticLowerBound", "staticUpperBound", "staticStep", "mapping"}),
-    "builtin.module": frozenset({"sym_visibility"}),
-    "func.func": frozenset({"no_inline"}),
-    "scf.for": frozenset({"unsignedCmp"}),
+    Scf.forall: frozenset({"staticLowerBound", "staticUpperBound", "staticStep", "mapping"}),
+    Builtin.module: frozenset({"sym_visibility"}),
+    Func.func: frozenset({"no_inline"}),
+    Scf.for_: frozenset({"unsignedCmp"}),
 }
 # Attributes an op definition lists that MLIR treats as discardable.
 _DISCARDABLE = frozenset({"grid"})
 
 # KTIR keeps `operandSegmentSizes` on these (ins/outs), MLIR 22 does not declare it.
-_NO_SEGMENTS = frozenset({"linalg.map", "linalg.reduce", "linalg.broadcast", "linalg.transpose"})
+_NO_SEGMENTS = frozenset({Linalg.map, Linalg.reduce, Linalg.broadcast, Linalg.transpose})
 # MLIR 22 declares segments (dynamic sizes, symbol operands) that KTIR's form leaves out.
-_ALLOC_SEGMENTS = frozenset({"memref.alloc", "memref.alloca"})
+_ALLOC_SEGMENTS = frozenset({Memref.alloc, Memref.alloca})
 
 _RUNTIME_KINDS = ("value", "granularity", "upperbound")
 
@@ -66,9 +67,9 @@ NAMED_OP = "ktir.named_op"
 _TRANSPOSED: dict[str, tuple[str, int, tuple[tuple[int, ...], ...]]] = {
     name: (base, len(einsum_loops(contractions()[name])[0]) + 1, einsum_loops(contractions()[name]))
     for name, base in (
-        ("linalg.matmul_transpose_a", "linalg.matmul"),
-        ("linalg.matmul_transpose_b", "linalg.matmul"),
-        ("linalg.batch_matmul_transpose_b", "linalg.batch_matmul"),
+        (Linalg.matmul_transpose_a, Linalg.matmul),
+        (Linalg.matmul_transpose_b, Linalg.matmul),
+        (Linalg.batch_matmul_transpose_b, Linalg.batch_matmul),
     )
 }
 
@@ -133,15 +134,15 @@ def to_mlir(op: Operation, fresh: Callable[[str], str]) -> GenericFields:
         del attrs["operandSegmentSizes"]  # what reading the generic form recomputes
     if op.name in _ALLOC_SEGMENTS and "operandSegmentSizes" not in attrs:
         attrs["operandSegmentSizes"] = _segments(len(op.operands), 0)
-    if op.name == "linalg.generic":
+    if op.name == Linalg.generic:
         iterators = attrs.get("iterator_types")
         if isinstance(iterators, at.ArrayAttr):
             attrs["iterator_types"] = at.ArrayAttr(elements=tuple(_iterator_enum(e) for e in iterators.elements))
-    if op.name == "ktdp.runtime_arg_extract":
+    if op.name == Ktdp.runtime_arg_extract:
         kind = attrs.get("kind")
         if isinstance(kind, at.EnumAttr) and kind.value in _RUNTIME_KINDS:
             attrs["kind"] = at.IntegerAttr(value=_RUNTIME_KINDS.index(kind.value), type=ty.I32)  # upstream's I32 enum
-    if op.name == "ktdp.construct_indirect_access_tile":
+    if op.name == Ktdp.construct_indirect_access_tile:
         kinds = attrs.get("per_dim_subscript_kinds")
         if isinstance(kinds, at.DenseArrayAttr) and kinds.element_type == ty.I1:
             attrs["per_dim_subscript_kinds"] = at.ArrayAttr(elements=tuple(at.BoolAttr(value=bool(v)) for v in kinds.values))
@@ -198,15 +199,15 @@ def from_mlir(op: Operation) -> Operation:
         seg = attrs.get("operandSegmentSizes")
         if seg == _segments(len(op.operands), 0):
             del attrs["operandSegmentSizes"]
-    if op.name == "linalg.generic":
+    if op.name == Linalg.generic:
         iterators = attrs.get("iterator_types")
         if isinstance(iterators, at.ArrayAttr):
             attrs["iterator_types"] = at.ArrayAttr(elements=tuple(_iterator_string(e) for e in iterators.elements))
-    if op.name == "ktdp.runtime_arg_extract":
+    if op.name == Ktdp.runtime_arg_extract:
         kind = attrs.get("kind")
         if isinstance(kind, at.IntegerAttr) and kind.type == ty.I32 and 0 <= kind.value < len(_RUNTIME_KINDS):
             attrs["kind"] = at.EnumAttr(dialect="ktdp", name="runtime_arg_kind", value=_RUNTIME_KINDS[kind.value])
-    if op.name == "ktdp.construct_indirect_access_tile":
+    if op.name == Ktdp.construct_indirect_access_tile:
         kinds = attrs.get("per_dim_subscript_kinds")
         if isinstance(kinds, at.ArrayAttr) and all(isinstance(e, at.BoolAttr) for e in kinds.elements):
             values = tuple(int(e.value) for e in kinds.elements if isinstance(e, at.BoolAttr))
@@ -239,9 +240,9 @@ def from_mlir(op: Operation) -> Operation:
 
 def _ktir_segments(op: Operation) -> at.DenseArrayAttr:
     n = len(op.operands)
-    if op.name == "linalg.map":
+    if op.name == Linalg.map:
         return _segments(n - 1, 1)
-    if op.name == "linalg.reduce":
+    if op.name == Linalg.reduce:
         return _segments(n // 2, n - n // 2)
     return _segments(1, n - 1)
 
@@ -312,18 +313,18 @@ def alpha_key(region: Region) -> tuple[object, ...]:
 # ---------------------------------------------------------------- named linalg bodies
 
 _UNARY = {
-    "linalg.exp": "math.exp", "linalg.log": "math.log", "linalg.abs": "math.absf", "linalg.floor": "math.floor",
-    "linalg.negf": "arith.negf", "linalg.sqrt": "math.sqrt", "linalg.rsqrt": "math.rsqrt", "linalg.tanh": "math.tanh",
-    "linalg.erf": "math.erf",
+    Linalg.exp: Math.exp, Linalg.log: Math.log, Linalg.abs: Math.absf, Linalg.floor: Math.floor,
+    Linalg.negf: Arith.negf, Linalg.sqrt: Math.sqrt, Linalg.rsqrt: Math.rsqrt, Linalg.tanh: Math.tanh,
+    Linalg.erf: Math.erf,
 }  # fmt: skip
 _BINARY = {  # (float op, integer op)
-    "linalg.add": ("arith.addf", "arith.addi"), "linalg.sub": ("arith.subf", "arith.subi"),
-    "linalg.mul": ("arith.mulf", "arith.muli"), "linalg.div": ("arith.divf", "arith.divsi"),
-    "linalg.max": ("arith.maximumf", "arith.maxsi"), "linalg.min": ("arith.minimumf", "arith.minsi"),
-    "linalg.powf": ("math.powf", None),
+    Linalg.add: (Arith.addf, Arith.addi), Linalg.sub: (Arith.subf, Arith.subi),
+    Linalg.mul: (Arith.mulf, Arith.muli), Linalg.div: (Arith.divf, Arith.divsi),
+    Linalg.max: (Arith.maximumf, Arith.maxsi), Linalg.min: (Arith.minimumf, Arith.minsi),
+    Linalg.powf: (Math.powf, None),
 }  # fmt: skip
 _CONTRACTIONS = frozenset(contractions())
-_PASS_THROUGH = frozenset({"linalg.fill", "linalg.copy", "linalg.broadcast", "linalg.transpose"})
+_PASS_THROUGH = frozenset({Linalg.fill, Linalg.copy, Linalg.broadcast, Linalg.transpose})
 
 
 class _Body:
@@ -348,7 +349,7 @@ class _Body:
         return None if name is None else self.op(name, [(value, src)], dst)
 
     def region(self, result: str, result_type: Type) -> Region:
-        yield_op = Operation(name="linalg.yield", operands=[result], operand_types=[result_type])
+        yield_op = Operation(name=Linalg.yield_, operands=[result], operand_types=[result_type])
         return Region(blocks=[Block(arguments=self.args, operations=[*self.ops, yield_op])])
 
 
@@ -357,16 +358,16 @@ def _cast_op(src: Type, dst: Type) -> str | None:
     src_float, dst_float = isinstance(src, ty.FloatType), isinstance(dst, ty.FloatType)
     if src_float and dst_float:
         assert isinstance(src, ty.FloatType) and isinstance(dst, ty.FloatType)
-        return "arith.extf" if dst.width > src.width else "arith.truncf" if dst.width < src.width else None
+        return Arith.extf if dst.width > src.width else Arith.truncf if dst.width < src.width else None
     if src_int and dst_float:
-        return "arith.sitofp"
+        return Arith.sitofp
     if src_float and dst_int:
-        return "arith.fptosi"
+        return Arith.fptosi
     if src_int and dst_int:
         assert isinstance(src, ty.IntegerType) and isinstance(dst, ty.IntegerType)
-        return "arith.extsi" if dst.width > src.width else "arith.trunci"
+        return Arith.extsi if dst.width > src.width else Arith.trunci
     if isinstance(src, ty.IndexType) != isinstance(dst, ty.IndexType) and (src_int or dst_int):
-        return "arith.index_cast"
+        return Arith.index_cast
     return None
 
 
@@ -385,11 +386,11 @@ def named_body(op: Operation, fresh: Callable[[str], str]) -> Region | None:
         return None if value is None else body.region(value, out)
     if op.name in _UNARY and len(args) == 2 and is_float and args[0][1] == out:
         return body.region(body.op(_UNARY[op.name], [args[0]], out), out)
-    if op.name == "linalg.reciprocal" and len(args) == 2 and is_float and args[0][1] == out:
-        one = body.op("arith.constant", [], out, {"value": at.FloatAttr(value=1.0, type=out)})
-        return body.region(body.op("arith.divf", [(one, out), args[0]], out), out)
-    if op.name == "linalg.square" and len(args) == 2 and is_float and args[0][1] == out:
-        return body.region(body.op("arith.mulf", [args[0], args[0]], out), out)
+    if op.name == Linalg.reciprocal and len(args) == 2 and is_float and args[0][1] == out:
+        one = body.op(Arith.constant, [], out, {"value": at.FloatAttr(value=1.0, type=out)})
+        return body.region(body.op(Arith.divf, [(one, out), args[0]], out), out)
+    if op.name == Linalg.square and len(args) == 2 and is_float and args[0][1] == out:
+        return body.region(body.op(Arith.mulf, [args[0], args[0]], out), out)
     if op.name in _BINARY and len(args) == 3 and args[0][1] == args[1][1] == out:
         name = _BINARY[op.name][0] if is_float else _BINARY[op.name][1] if is_int else None
         return None if name is None else body.region(body.op(name, [args[0], args[1]], out), out)
@@ -398,8 +399,8 @@ def named_body(op: Operation, fresh: Callable[[str], str]) -> Region | None:
         rhs = body.cast(args[1][0], args[1][1], out)
         if lhs is None or rhs is None:
             return None
-        mul = body.op("arith.mulf" if is_float else "arith.muli", [(lhs, out), (rhs, out)], out)
-        return body.region(body.op("arith.addf" if is_float else "arith.addi", [args[2], (mul, out)], out), out)
+        mul = body.op(Arith.mulf if is_float else Arith.muli, [(lhs, out), (rhs, out)], out)
+        return body.region(body.op(Arith.addf if is_float else Arith.addi, [args[2], (mul, out)], out), out)
     return None
 
 
@@ -415,7 +416,7 @@ def _default_maps(op: Operation) -> at.ArrayAttr | None:
 
 def default_indexing_maps(name: str) -> at.ArrayAttr | None:
     """The `indexing_maps` MLIR 22 materialises for matmul and batch_matmul (the op named)."""
-    if name not in ("linalg.matmul", "linalg.batch_matmul"):
+    if name not in (Linalg.matmul, Linalg.batch_matmul):
         return None
     loops = einsum_loops(contractions()[name])
     n_loops = max(max(positions) for positions in loops) + 1

@@ -19,6 +19,7 @@ from importlib import resources
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from ktir.dialects.names import Ktdp, Linalg, Scf
 from ktir.dialects.registry import SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -26,12 +27,9 @@ from ktir.ir import types as ty
 from ktir.ir.asm import type_text
 from ktir.ir.attributes import constant_type as _constant_type
 from ktir.ir.base import Attribute, Type, trusted
-from ktir.ir.floats import float_bits as float_bits  # re-exported for old imports
-from ktir.ir.floats import float_from_bits as float_from_bits  # re-exported for old imports
+from ktir.ir.floats import float_from_bits
 from ktir.ir.named_affine import AffineName as _AffName
-from ktir.ir.named_affine import SsaMap as SsaMap  # re-exported for old imports
-from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_names
-from ktir.ir.named_affine import ssa_map as ssa_map  # re-exported for old imports
+from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_names, ssa_map
 from ktir.ir.operation import (
     Block,
     BlockArgument,
@@ -44,8 +42,8 @@ from ktir.ir.operation import (
     trusted_operation,
     trusted_region,
 )
-from ktir.ir.types import KDYNAMIC as KDYNAMIC  # re-exported for old imports
-from ktir.ir.types import i1_like as i1_like  # re-exported for old imports
+from ktir.ir.types import KDYNAMIC
+from ktir.ir.types import i1_like as i1_like  # read by the generated callbacks (derived i1 types)
 from ktir.syntax import assembly as asm
 from ktir.syntax.comments import attach as attach_comments
 from ktir.syntax.comments import blank_lines
@@ -1161,7 +1159,7 @@ class _Builder:
             blocks=[
                 Block(
                     arguments=[BlockArgument(name=v, type=ty.INDEX) for v in variables],
-                    operations=[Operation(name="ktdp.region_terminator")],
+                    operations=[Operation(name=Ktdp.region_terminator)],
                 )
             ]
         )
@@ -1235,7 +1233,7 @@ class _Builder:
 
     # ------------------------------------------------------------ scf
 
-    def _implicit_yield(self, region: Region, tok: Tok, terminator: str = "scf.yield") -> Region:
+    def _implicit_yield(self, region: Region, tok: Tok, terminator: str = Scf.yield_) -> Region:
         _entry(region)
         block = region.blocks[-1]
         last = block.operations[-1] if block.operations else None
@@ -1318,7 +1316,7 @@ class _Builder:
         self._check_header_args(region, len(ivs), tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
         entry = _entry(region)
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
-        self._implicit_yield(region, tok, "scf.reduce")
+        self._implicit_yield(region, tok, Scf.reduce)
         n = len(ivs)
         attrs = dict(cl.get("attrs", {}))
         attrs["operandSegmentSizes"] = _segments(n, n, n, len(inits))
@@ -1360,7 +1358,7 @@ class _Builder:
         entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
             BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)
         ]
-        self._implicit_yield(region, tok, "scf.forall.in_parallel")
+        self._implicit_yield(region, tok, Scf.forall_in_parallel)
         terminator = region.blocks[-1].operations[-1]
         if not terminator.regions:
             terminator.regions = [Region(blocks=[Block()])]
@@ -1490,7 +1488,7 @@ class _Builder:
         from_mlir(inner)  # `#arith.overflow<none>` is the custom form's absent flag
         inner.results = [SHORT_BODY_RESULT]
         inner.loc = None  # part of the short form's text, not an op of its own
-        yield_op = Operation(name="linalg.yield", operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])
+        yield_op = Operation(name=Linalg.yield_, operands=[SHORT_BODY_RESULT], operand_types=[elem_out[0]])
         return Region(blocks=[Block(arguments=args, operations=[inner, yield_op])])
 
     def linalg_map_op(self, c: list[Any]) -> Operation:

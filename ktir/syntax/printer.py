@@ -11,13 +11,13 @@ import re
 from collections.abc import Callable, Sequence
 
 from ktir.dialects.base import OpDef
+from ktir.dialects.names import Linalg, Scf
 from ktir.dialects.registry import OPS, SPELLINGS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.affine_text import format_expr
 from ktir.ir.asm import attr_text, dict_text, function_type_text, string_text, type_text
-from ktir.ir.asm import float_text as float_text  # re-exported: the torch writer prints floats with it
 from ktir.ir.asm import symbol_text as _symbol_text
 from ktir.ir.asm import types_text as _types
 from ktir.ir.attributes import constant_type
@@ -632,13 +632,13 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
         text += f" iter_args({bindings}) -> ({_types(op.result_types)})"
     if args[0].type != ty.INDEX:
         text += f" : {type_text(args[0].type)}"
-    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes), elide=None if inits else "scf.yield")
+    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes), elide=None if inits else Scf.yield_)
 
 
 @_format("IF")
 def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     then, other = op.regions[0], op.regions[1] if len(op.regions) > 1 else Region()
-    elide = None if op.result_types else "scf.yield"
+    elide = None if op.result_types else Scf.yield_
     # then: always a block; neither region's entry block has arguments (none are printed);
     # without results, both end in a terminator (the parser adds an implicit one)
     _need(then.blocks and all(not r.blocks[0].arguments for r in (then, other) if r.blocks))
@@ -679,7 +679,7 @@ def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
     if inits:
         text += f" init ({', '.join(inits)})"
     text += _arrow(op.result_types)
-    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes, ("operandSegmentSizes",)), elide="scf.reduce")
+    p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes, ("operandSegmentSizes",)), elide=Scf.reduce)
 
 
 @_format("SCF_REDUCE")
@@ -834,7 +834,7 @@ def _short_body(op: Operation, n_ins: int, init_first: bool) -> str | None:
         or inner.operands != operands
         or not set(inner.attributes) <= _SHORT_BODY_ATTRS
         or inner.results != [SHORT_BODY_RESULT]
-        or yield_op.name != "linalg.yield"
+        or yield_op.name != Linalg.yield_
         or yield_op.operands != [SHORT_BODY_RESULT]
         or yield_op.attributes
     ):
@@ -875,7 +875,7 @@ def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
 
 @_format("LINALG_DIMS")
 def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    key = "permutation" if op.name == "linalg.transpose" else "dimensions"
+    key = "permutation" if op.name == Linalg.transpose else "dimensions"
     dims = op.attributes[key]
     _need(_is_i64_array(dims))
     assert isinstance(dims, at.DenseArrayAttr)

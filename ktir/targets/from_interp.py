@@ -24,6 +24,7 @@ from typing import Any
 
 from ktir.dialects.access import AccessError, named
 from ktir.dialects.cost import VECTOR_WORK, CostClass
+from ktir.dialects.names import Arith, Func, Ktdp, Memref, Scf, Tensor
 from ktir.dialects.registry import OpsOfCost, cost_class
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -34,7 +35,7 @@ from .records import CT_LOCAL, GLOBAL, KernelTrace, Kind, OpRecord
 
 # Op classes come from each op's cost class in its definition (ktir.dialects.cost), not lists here.
 # Ops whose nested events are ops of their own (their regions are control flow).
-TRANSPARENT = OpsOfCost(CostClass.CONTROL, also=("ktdp.inter_tile_produce",))
+TRANSPARENT = OpsOfCost(CostClass.CONTROL, also=(Ktdp.inter_tile_produce,))
 # Ops that cost nothing: views, index arithmetic, shape changes without data movement.
 FREE_WITH_TENSORS = OpsOfCost(CostClass.FREE)
 # Ops that copy tensor data inside the tile's local memory.
@@ -42,13 +43,13 @@ LOCAL_COPIES = OpsOfCost(CostClass.LOCAL_COPY)
 MATMULS = OpsOfCost(CostClass.MATMUL)
 TRANSCENDENTAL = OpsOfCost(CostClass.TRANSCENDENTAL)
 # Inter-tile ops that deliver partial values (the producer's own cost is its body).
-DELIVERY = OpsOfCost(CostClass.COMMUNICATION, but_not=("ktdp.inter_tile_produce",))
-COMBINING = frozenset({"ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter"})
-SPLIT_BY_PRODUCER = frozenset({"ktdp.inter_tile_gather", "ktdp.inter_tile_all_to_all"})
+DELIVERY = OpsOfCost(CostClass.COMMUNICATION, but_not=(Ktdp.inter_tile_produce,))
+COMBINING = frozenset({Ktdp.inter_tile_reduce, Ktdp.inter_tile_reduce_scatter})
+SPLIT_BY_PRODUCER = frozenset({Ktdp.inter_tile_gather, Ktdp.inter_tile_all_to_all})
 VIEW_OPS = frozenset({
-    "ktdp.construct_access_tile", "ktdp.construct_memory_view", "ktdp.construct_indirect_access_tile",
-    "memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape", "memref.collapse_shape",
-    "memref.view", "arith.index_cast", "arith.index_castui",
+    Ktdp.construct_access_tile, Ktdp.construct_memory_view, Ktdp.construct_indirect_access_tile,
+    Memref.subview, Memref.cast, Memref.reinterpret_cast, "memref.expand_shape", "memref.collapse_shape",
+    "memref.view", Arith.index_cast, Arith.index_castui,
 })
 
 ValueKey = tuple[int, str]  # (id of the enclosing func.func, SSA name)
@@ -149,7 +150,7 @@ class _Static:
                 for ri, region in enumerate(op.regions):
                     for block in region.blocks:
                         self._block_args(fid, op, ri, block)
-                if op.name == "func.call":
+                if op.name == Func.call:
                     callee = op.attributes.get("callee")
                     if isinstance(callee, at.SymbolRefAttr):
                         self.calls.setdefault(callee.root, []).append(op)
@@ -198,17 +199,17 @@ class _Static:
             return frozenset()
         op = d.op
         out: set[ValueKey] = set()
-        if op.name == "scf.for" and (d.kind == "result" or d.index > 0):
+        if op.name == Scf.for_ and (d.kind == "result" or d.index > 0):
             # loop-carried values: the converter binds them per iteration
             self.dynamic.add(key)
             return frozenset({key})
         if d.kind == "result":
-            if op.name in ("scf.if", "scf.execute_region", "scf.index_switch"):
+            if op.name in (Scf.if_, Scf.execute_region, "scf.index_switch"):
                 for ri in range(len(op.regions)):
                     out |= self._many(fid, _yielded(op, ri, d.index))
-            elif op.name == "scf.while":
+            elif op.name == Scf.while_:
                 out |= self._many(fid, _yielded(op, 0, d.index + 1))
-            elif op.name == "func.call":
+            elif op.name == Func.call:
                 callee = self.functions.get(_callee(op) or "")
                 if callee is not None:
                     out |= self._many(id(callee), _yielded(callee, 0, d.index))
@@ -216,12 +217,12 @@ class _Static:
                 return frozenset({key})
             return frozenset(out)
         # a block argument
-        if op.name == "func.func":
+        if op.name == Func.func:
             for call in self.calls.get(_func_name(op) or "", []):
                 caller = self.fn_of.get(id(call))
                 if caller is not None and d.index < len(call.operands):
                     out |= self.sources((id(caller), call.operands[d.index]))
-        elif op.name == "scf.while":
+        elif op.name == Scf.while_:
             if d.region == 0:
                 out |= self._many(fid, named(op).operands("inits")[d.index : d.index + 1])
                 out |= self._many(fid, _yielded(op, 1, d.index))
@@ -252,21 +253,21 @@ class _Static:
         if d is None:
             return None
         if d.kind == "arg":
-            if d.op.name == "func.func":
+            if d.op.name == Func.func:
                 return frozenset({f"{_func_name(d.op)}:{name}"})
             return None
         op = d.op
-        if op.name in ("memref.alloc", "memref.alloca"):
+        if op.name in (Memref.alloc, Memref.alloca):
             return frozenset({f"alloc:{id(op)}"})
         if op.name in VIEW_OPS and op.operands:
             return self.roots((fid, op.operands[0]))
-        if op.name == "ktdp.construct_distributed_memory_view":
+        if op.name == Ktdp.construct_distributed_memory_view:
             return self._union(fid, op.operands)
-        if op.name == "arith.addi":
+        if op.name == Arith.addi:
             found = [self.roots((fid, o)) for o in op.operands]
             known = [f for f in found if f]
             return frozenset().union(*known) if known else None
-        if op.name == "arith.subi" and op.operands:
+        if op.name == Arith.subi and op.operands:
             return self.roots((fid, named(op).operand("lhs")))
         return None
 
@@ -451,9 +452,9 @@ class _TileConverter:
                 self._warn("some events could not be mapped to an op (by identity or by (line, name)); each such record depends on the record before it")
             nested = ev.end > ev.start + 1
             if ev.op in TRANSPARENT:
-                if ev.op == "scf.for" and op is not None:
+                if ev.op == Scf.for_ and op is not None:
                     self._enter_loop(op, ev)
-                if ev.op == "ktdp.inter_tile_produce":
+                if ev.op == Ktdp.inter_tile_produce:
                     if nested:
                         pending.append((ev.end, ev, op))
                     else:
@@ -502,7 +503,7 @@ class _TileConverter:
 
     def _bind_yielded(self, loop: _Loop, names: Sequence[str]) -> None:
         body = loop.op.regions[0].blocks[-1].operations if loop.op.regions and loop.op.regions[0].blocks else []
-        yielded = body[-1].operands if body and body[-1].name == "scf.yield" else []
+        yielded = body[-1].operands if body and body[-1].name == Scf.yield_ else []
         values = [self._value(loop.fid, y) for y in yielded]
         for name, value in zip(names, values, strict=False):
             self.bound[(loop.fid, name)] = value
@@ -683,7 +684,7 @@ class _TileConverter:
         return made[0]
 
     def _copy_bytes(self, op: Operation) -> int:
-        if op.name in ("tensor.insert_slice", "tensor.parallel_insert_slice") and op.operand_types:
+        if op.name in (Tensor.insert_slice, Tensor.parallel_insert_slice) and op.operand_types:
             t = self.s.type(named(op).operand_type("source"))
             return _nbytes(t) if isinstance(t, ty.TensorType) else 0
         return sum(_nbytes(t) for t in map(self.s.type, op.result_types) if isinstance(t, ty.TensorType))
@@ -693,7 +694,7 @@ class _TileConverter:
         for roots, write in self._accesses(op, ev):
             if (reads_only and write) or (writes_only and not write):
                 continue
-            span = getattr(ev, "span", None) if op is not None and op.name in ("ktdp.load", "ktdp.store") else None
+            span = getattr(ev, "span", None) if op is not None and op.name in (Ktdp.load, Ktdp.store) else None
             deps |= self.hazards.access(roots, write, seq, span)
         return deps
 
@@ -709,13 +710,13 @@ class _TileConverter:
         def root_of(operand: str) -> frozenset[str] | None:
             return self.s.roots((fid, named(op).operand(operand)))
 
-        if name == "ktdp.load":
+        if name == Ktdp.load:
             return [(root_of("access_tile"), False)]
-        if name == "memref.load":
+        if name == Memref.load:
             return [(root_of("memref"), False)]
-        if name == "ktdp.store":
+        if name == Ktdp.store:
             return [(root_of("access_tile"), True)]
-        if name == "memref.store":
+        if name == Memref.store:
             return [(root_of("memref"), True)]
         if name == "memref.copy":  # not a defined op: no operand names to go by
             return [(root(0), False), (root(1), True)]
@@ -767,7 +768,7 @@ def _yielded_rest(op: Operation) -> list[str]:
     if not op.regions or not op.regions[0].blocks or not op.regions[0].blocks[-1].operations:
         return []
     term = op.regions[0].blocks[-1].operations[-1]
-    return named(term).operands("values")[1:] if term.name == "ktdp.yield_partial" else term.operands[1:]
+    return named(term).operands("values")[1:] if term.name == Ktdp.yield_partial else term.operands[1:]
 
 
 def _spaces(by_space: dict[str, int]) -> dict[str, int]:

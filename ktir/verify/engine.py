@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ktir.dialects.access import AccessError, OpView, named
 from ktir.dialects.base import OpDef
+from ktir.dialects.names import Builtin, Func
 from ktir.dialects.registry import OPS
 from ktir.dialects.traits import ISOLATED_FROM_ABOVE, TERMINATOR, VARIADIC_REGIONS
 from ktir.ir import attributes as at
@@ -258,11 +259,11 @@ class Verifier:
 
     def _collect_symbols(self, ops: list[Operation]) -> None:
         for op in ops:
-            if op.name == "builtin.module" and op.regions:
+            if op.name == Builtin.module and op.regions:
                 for block in op.regions[0].blocks:
                     self._collect_symbols(block.operations)
             name = op.attributes.get("sym_name")
-            if op.name == "func.func" and isinstance(name, at.StringAttr):
+            if op.name == Func.func and isinstance(name, at.StringAttr):
                 if name.value in self.symbols:
                     self.error("func.func.C4", f"redefinition of symbol '@{name.value}'", op.loc,
                                (self.symbols[name.value].loc, "first defined here"))
@@ -294,7 +295,7 @@ class Verifier:
             self.error("op.operands", f"'{op.name}' lists {len(op.operands)} operands but {len(op.operand_types)} types", loc)
         if opdef is None:
             self.emit("warning", "op.unknown", f"'{op.name}' is not a KTIR op; it is accepted but not checked", loc)
-        is_func = op.name == "func.func"
+        is_func = op.name == Func.func
         outer_func, outer_grid, outer_given = self.current_func, self.grid, self.grid_given
         if is_func:
             self.current_func = op

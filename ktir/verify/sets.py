@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
+from ktir.dialects.names import Affine, Arith, Ktdp, Scf
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -88,22 +89,22 @@ class Model:
         op = info.op
         if op is None:
             return self._block_argument(ssa, info, depth)
-        if op.name == "arith.constant":
+        if op.name == Arith.constant:
             v = op.attributes.get("value")
             if isinstance(v, at.IntegerAttr):
                 return str(v.value)
             return self._unknown(ssa)
-        if op.name == "ktdp.get_compute_tile_id":
+        if op.name == Ktdp.get_compute_tile_id:
             name = self.fresh(f"{ssa} (tile id)")
             self.constraints.append(f"0 <= {name} < {self.check.v.grid[info.index] if info.index < len(self.check.v.grid) else 1}")
             return name
-        if op.name in ("arith.addi", "arith.subi", "arith.muli"):
+        if op.name in (Arith.addi, Arith.subi, Arith.muli):
             a, b = (self.value(x, depth + 1) for x in op.operands)
-            if op.name == "arith.muli" and not (_is_int(a) or _is_int(b)):
+            if op.name == Arith.muli and not (_is_int(a) or _is_int(b)):
                 return self._unknown(ssa)
-            symbol = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}[op.name]
+            symbol = {Arith.addi: "+", Arith.subi: "-", Arith.muli: "*"}[op.name]
             return f"({a} {symbol} {b})"
-        if op.name == "affine.apply":
+        if op.name == Affine.apply:
             amap = self.check.v.rattr(op.attributes["map"])
             if not isinstance(amap, at.AffineMapAttr) or len(amap.value.results) != 1:
                 return self._unknown(ssa)
@@ -118,7 +119,7 @@ class Model:
     def _block_argument(self, ssa: str, info: object, depth: int) -> str:
         owner = getattr(info, "owner", None)
         index = getattr(info, "index", 0)
-        if owner is not None and owner.name == "scf.for" and index == 0:
+        if owner is not None and owner.name == Scf.for_ and index == 0:
             lb, ub, step = (self.value(x, depth + 1) for x in owner.operands[:3])
             name = self.fresh(f"{ssa} (loop index)")
             self.constraints.append(f"{lb} <= {name} < {ub}")
@@ -147,7 +148,7 @@ def _view_domain(check: Check, view: str, model: Model, coords: list[str]) -> li
     info = check.value_info(view)
     vtype = check.v.rtype(info.type) if info else None
     op = info.op if info else None
-    if op is not None and op.name == "ktdp.construct_memory_view":
+    if op is not None and op.name == Ktdp.construct_memory_view:
         sizes = check.v.rattr(op.attributes.get("static_sizes", at.UnitAttr()))
         if not isinstance(sizes, at.DenseArrayAttr) or len(sizes.values) != len(coords):
             return None  # an ill-formed view (reported on the view itself): nothing to check against
@@ -289,7 +290,7 @@ def check_distributed_view(check: Check, result: ty.MemRefType) -> None:
     for i, operand in enumerate(check.op.operands):
         model = Model(check)
         piece = check.defining_op(operand)
-        has_set = piece is not None and piece.name == "ktdp.construct_memory_view" and "coordinate_set" in piece.attributes
+        has_set = piece is not None and piece.name == Ktdp.construct_memory_view and "coordinate_set" in piece.attributes
         inside = _view_domain(check, operand, model, coords) if has_set else None
         if inside is None or not model.exact or model.variables:
             check.note(f"could not check piece {i} of the distributed view: its coordinate set is not static")
@@ -396,7 +397,7 @@ def _static(iset: af.IntegerSet, dims: list[str], syms: list[str]) -> list[str] 
 
 def _producer(check: Check) -> tuple[af.IntegerSet | None, object]:
     op = check.defining_op(check.op.operands[0])
-    if op is None or op.name != "ktdp.inter_tile_produce":
+    if op is None or op.name != Ktdp.inter_tile_produce:
         return None, None
     return _set(check, op.attributes.get("producer_tiles_per_group")), op
 

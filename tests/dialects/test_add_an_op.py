@@ -169,3 +169,12 @@ def test_a_generator_row_added_mid_table_rewrites_only_its_cases(cosh: OpDef, tm
     # the only file both runs wrote that differs is the level's manifest, which lists every case
     assert [Path(p).name for p in after.changed] == ["core.toml"], after.lines()
     assert after.removed == []
+
+
+def test_its_name_constant_is_generated(cosh: OpDef) -> None:
+    """`python -m ktir.dialects.namegen --write` gives code its name as `Math.cosh`; until
+    it is run, the check of the checked-in module reports it stale."""
+    from ktir.dialects import namegen
+
+    assert '    cosh: Final[str] = "math.cosh"\n' in namegen.render()
+    assert namegen.main(["--check"]) == 1

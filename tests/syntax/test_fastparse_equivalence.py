@@ -239,9 +239,9 @@ _REPEATABLE = [f for f in _SEEDS if _VALUE.search(f.read_text(encoding="utf-8"))
 @SETTINGS
 @given(st.data())
 def test_repeated_lines_with_renamed_values(data: st.DataObject) -> None:
-    """A line repeating an earlier op's tokens, SSA names aside, is copied from that op
-    (fastparse's shapes): with its own names, a renaming that merges or splits names
-    (a different key), names with `#`, and lines the grammar reads on into the next."""
+    """A line repeating an earlier op's tokens, SSA names aside, is read as the grammar
+    reads it (fastparse once copied such lines): with its own names, a renaming that merges
+    or splits names, names with `#`, and lines the grammar reads on into the next."""
     path = data.draw(st.sampled_from(_REPEATABLE))
     lines = path.read_text(encoding="utf-8").split("\n")
     candidates = [n for n, line in enumerate(lines) if _VALUE.search(line)]
@@ -258,7 +258,7 @@ def test_repeated_lines_with_renamed_values(data: st.DataObject) -> None:
 
 def test_a_repeated_line_read_on_by_the_grammar() -> None:
     """`func.return` ends its line the first time; the second time the next line carries
-    on its operand list: the copy must not be taken."""
+    on its operand list (a copy of the first would be wrong)."""
     text = (
         "func.func @f(%a: index) {\n  scf.if %a {\n    scf.yield\n  }\n"
         "  %b = scf.if %a -> (index) {\n    scf.yield\n    %a : index\n  } else {\n    scf.yield %a : index\n  }\n"
@@ -271,7 +271,7 @@ def test_a_repeated_line_read_on_by_the_grammar() -> None:
 
 
 def test_a_repeated_line_with_a_name_the_grammar_rejects() -> None:
-    """A result name with `#` is an error: a line otherwise equal to an earlier one is not copied."""
+    """A result name with `#` is an error, also on a line otherwise equal to an earlier one."""
     line = "  {} = arith.addf %a, %a : f32\n"
     text = "func.func @f(%a: f32) {\n" + line.format("%b") + line.format("%c#1") + line.format("%d") + "  func.return\n}\n"
     assert fast_only(text) is None

@@ -258,8 +258,8 @@ def test_the_legacy_groups_clause_is_read() -> None:
 
 
 def test_a_repeated_line_with_a_carriage_return_in_a_shape() -> None:
-    """The third line repeats the first's tokens, but is not copied from it: its `4\\rx4`
-    is no shape to the grammar (an op that read raw text is not kept for copies)."""
+    """The third line repeats the first's tokens, but its `4\\rx4` is no shape to the
+    grammar: the text is refused."""
     line = '  %{} = memref.alloc() : memref<4{}x4xf32, "L1">\n'
     text = "func.func @k() {\n" + line.format("b", "") + line.format("c", "\r") + line.format("d", "") + "  func.return\n}\n"
     assert fast_only(text) is None

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ktir.dialects.names import Arith
 from ktir.lower.torch.expr import Expr, Known, Reduce, Row, boundaries, evaluate
 from ktir.lower.torch.refs import Ref
 from ktir.lower.torch.work import Division, boxes
@@ -163,7 +164,7 @@ def _value(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block: Se
         ident = k.aliases.identity(len(out_shape))
 
         def scale(kk: Kernel, names: list[str], a: str) -> str:
-            return kk.op("arith.mulf", names[0], kk.fconst(1.0 / count), out=kk.fresh("s"))
+            return kk.op(Arith.mulf, names[0], kk.fconst(1.0 / count), out=kk.fresh("s"))
 
         acc = k.generic([(acc, out_shape, "f32", ident)], out_shape, ident, ["parallel"] * len(out_shape), None, "f32", scale)
     return acc, out_shape

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ktir.dialects.names import Arith, Linalg, Tensor
 from ktir.lower.torch.refs import STICK_BYTES, Ref, element_bytes
 from ktir.lower.torch.work import Division, divide, divisors, fitted
 from ktir.lower.torch.writer import INDEX, Aliases, Kernel, element
@@ -63,20 +64,20 @@ def _kernel(name: str, aliases: Aliases, x: Ref, w: Ref, offs: Ref, out: Ref, di
     x_rows = Ref(x.buffer, x.ktype, x.offset, (rows, depth), x.strides)
 
     def end_of(e: str | int) -> str:
-        value = k.op("tensor.extract", ends, k.index(e), type=element(offs.ktype), out=k.fresh("end"))
-        return k.op("arith.index_cast", value, type=INDEX, out=k.fresh("i"))
+        value = k.op(Tensor.extract, ends, k.index(e), type=element(offs.ktype), out=k.fresh("end"))
+        return k.op(Arith.index_cast, value, type=INDEX, out=k.fresh("i"))
 
     def product(r0: str | int, count: int, c0: str | int, w_off: str | int, weight: str | None) -> None:
         acc = k.filled([count, nc], 0.0)
         if weight is not None:  # the whole K at once, the weight block loaded by the caller
             xt, _ = k.load(x_rows, [r0, 0], [count, depth])
-            res = k.linalg("linalg.matmul", [xt, weight], [acc], k.fresh("mm"))
+            res = k.linalg(Linalg.matmul, [xt, weight], [acc], k.fresh("mm"))
         else:
             step, (carried,) = k.open_carry(0, depth // kc, [acc], "kk")
             k0 = k.mul(step, kc)
             xt, _ = k.load(x_rows, [r0, k0], [count, kc])
             wt, _ = k.load(w_plane, [k0, c0], [kc, nc], w_off)
-            (res,) = k.close_carry([k.linalg("linalg.matmul", [xt, wt], [carried], k.fresh("mm"))])
+            (res,) = k.close_carry([k.linalg(Linalg.matmul, [xt, wt], [carried], k.fresh("mm"))])
         k.store(k.convert(res, [count, nc], "f32", out.ktype), out, [r0, c0], [count, nc])
 
     def zeros(r0: str | int) -> None:
@@ -84,14 +85,14 @@ def _kernel(name: str, aliases: Aliases, x: Ref, w: Ref, offs: Ref, out: Ref, di
 
     looped = eb > 1
     e = k.add(e0, k.open_for(0, eb, "e")) if looped else e0
-    first = k.cmp("arith.cmpi", "eq", k.index(e), k.index(0), out=k.fresh("first"))
-    previous = k.op("arith.maxsi", k.op("arith.subi", k.index(e), k.index(1), out=k.fresh("i")), k.index(0), out=k.fresh("i"))
-    start = k.op("arith.select", first, k.index(0), end_of(previous), out=k.fresh("start"))
+    first = k.cmp(Arith.cmpi, "eq", k.index(e), k.index(0), out=k.fresh("first"))
+    previous = k.op(Arith.maxsi, k.op(Arith.subi, k.index(e), k.index(1), out=k.fresh("i")), k.index(0), out=k.fresh("i"))
+    start = k.op(Arith.select, first, k.index(0), end_of(previous), out=k.fresh("start"))
     end = end_of(e)
     w_off = k.mul(k.index(e), w.strides[0])
     c0 = k.add(n0, k.mul(k.open_for(0, nb // nc, "n"), nc)) if nc < nb else n0
     weight = k.load(w_plane, [0, c0], [depth, nc], w_off)[0] if kc == depth else None
-    span = k.op("arith.subi", end, start, out=k.fresh("i"))
+    span = k.op(Arith.subi, end, start, out=k.fresh("i"))
     blocks = k.div(span, ROWS)
     b = k.open_for(0, blocks, "blk")
     product(k.add(start, k.mul(b, ROWS)), ROWS, c0, w_off, weight)
@@ -102,8 +103,8 @@ def _kernel(name: str, aliases: Aliases, x: Ref, w: Ref, offs: Ref, out: Ref, di
     if nc < nb:
         k.close()
     # rows no expert owns (from offs[E-1] on) are zero, written by the last expert's tiles
-    last = k.cmp("arith.cmpi", "eq", k.index(e), k.index(experts - 1), out=k.fresh("last"))
-    tail = k.op("arith.select", last, k.index(rows), end, out=k.fresh("tail"))
+    last = k.cmp(Arith.cmpi, "eq", k.index(e), k.index(experts - 1), out=k.fresh("last"))
+    tail = k.op(Arith.select, last, k.index(rows), end, out=k.fresh("tail"))
     zeros(k.open_for(end, tail, "row"))
     k.close()
     if looped:

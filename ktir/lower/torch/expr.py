@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ktir.dialects.names import Arith, Math
 from ktir.lower.torch.refs import Ref
 from ktir.lower.torch.writer import Input, Kernel
 
@@ -146,52 +147,52 @@ def _chain(*steps: Callable[[Kernel, list[str], float], str]) -> Callable[[Kerne
 
 
 def _sigmoid(k: Kernel, a: list[str], p: float) -> str:
-    neg = _un("arith.negf")(k, a, p)
-    ex = _un("math.exp")(k, [neg], p)
-    den = _bin("arith.addf")(k, [k.fconst(1.0), ex], p)
-    return _bin("arith.divf")(k, [k.fconst(1.0), den], p)
+    neg = _un(Arith.negf)(k, a, p)
+    ex = _un(Math.exp)(k, [neg], p)
+    den = _bin(Arith.addf)(k, [k.fconst(1.0), ex], p)
+    return _bin(Arith.divf)(k, [k.fconst(1.0), den], p)
 
 
 def _silu(k: Kernel, a: list[str], p: float) -> str:
-    return _bin("arith.mulf")(k, [a[0], _sigmoid(k, a, p)], p)
+    return _bin(Arith.mulf)(k, [a[0], _sigmoid(k, a, p)], p)
 
 
 def _gelu(k: Kernel, a: list[str], p: float) -> str:
     # x * 0.5 * (1 + erf(x / sqrt(2)))
     x = a[0]
-    t = _bin("arith.mulf")(k, [x, k.fconst(0.7071067811865476)], p)
-    e = _un("math.erf")(k, [t], p)
-    s = _bin("arith.addf")(k, [k.fconst(1.0), e], p)
-    h = _bin("arith.mulf")(k, [x, k.fconst(0.5)], p)
-    return _bin("arith.mulf")(k, [h, s], p)
+    t = _bin(Arith.mulf)(k, [x, k.fconst(0.7071067811865476)], p)
+    e = _un(Math.erf)(k, [t], p)
+    s = _bin(Arith.addf)(k, [k.fconst(1.0), e], p)
+    h = _bin(Arith.mulf)(k, [x, k.fconst(0.5)], p)
+    return _bin(Arith.mulf)(k, [h, s], p)
 
 
 def _gelu_tanh(k: Kernel, a: list[str], p: float) -> str:
     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     x = a[0]
-    x2 = _bin("arith.mulf")(k, [x, x], p)
-    x3 = _bin("arith.mulf")(k, [x2, x], p)
-    c = _bin("arith.mulf")(k, [x3, k.fconst(0.044715)], p)
-    inner = _bin("arith.addf")(k, [x, c], p)
-    scaled = _bin("arith.mulf")(k, [inner, k.fconst(0.7978845608028654)], p)
-    th = _un("math.tanh")(k, [scaled], p)
-    s = _bin("arith.addf")(k, [k.fconst(1.0), th], p)
-    h = _bin("arith.mulf")(k, [x, k.fconst(0.5)], p)
-    return _bin("arith.mulf")(k, [h, s], p)
+    x2 = _bin(Arith.mulf)(k, [x, x], p)
+    x3 = _bin(Arith.mulf)(k, [x2, x], p)
+    c = _bin(Arith.mulf)(k, [x3, k.fconst(0.044715)], p)
+    inner = _bin(Arith.addf)(k, [x, c], p)
+    scaled = _bin(Arith.mulf)(k, [inner, k.fconst(0.7978845608028654)], p)
+    th = _un(Math.tanh)(k, [scaled], p)
+    s = _bin(Arith.addf)(k, [k.fconst(1.0), th], p)
+    h = _bin(Arith.mulf)(k, [x, k.fconst(0.5)], p)
+    return _bin(Arith.mulf)(k, [h, s], p)
 
 
 def _pow(k: Kernel, a: list[str], p: float) -> str:
     if p == 2.0:
-        return _bin("arith.mulf")(k, [a[0], a[0]], p)
+        return _bin(Arith.mulf)(k, [a[0], a[0]], p)
     if p == 1.0:
         return a[0]
     if p == 0.5:
-        return _un("math.sqrt")(k, a, p)
+        return _un(Math.sqrt)(k, a, p)
     if p == -0.5:
-        return _un("math.rsqrt")(k, a, p)
+        return _un(Math.rsqrt)(k, a, p)
     if p == -1.0:
-        return _bin("arith.divf")(k, [k.fconst(1.0), a[0]], p)
-    return _bin("math.powf")(k, [a[0], k.fconst(p)], p)
+        return _bin(Arith.divf)(k, [k.fconst(1.0), a[0]], p)
+    return _bin(Math.powf)(k, [a[0], k.fconst(p)], p)
 
 
 def _compare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
@@ -199,9 +200,9 @@ def _compare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
 
     def f(k: Kernel, a: list[str], p: float) -> str:
         c = k.fresh("s")
-        k.cmp("arith.cmpf", predicate, a[0], a[1], out=c)
+        k.cmp(Arith.cmpf, predicate, a[0], a[1], out=c)
         out = k.fresh("s")
-        k.op("arith.select", c, k.fconst(1.0), k.fconst(0.0), out=out)
+        k.op(Arith.select, c, k.fconst(1.0), k.fconst(0.0), out=out)
         return out
 
     return f
@@ -209,9 +210,9 @@ def _compare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
 
 def _where(k: Kernel, a: list[str], p: float) -> str:
     c = k.fresh("s")
-    k.cmp("arith.cmpf", "une", a[0], k.fconst(0.0), out=c)
+    k.cmp(Arith.cmpf, "une", a[0], k.fconst(0.0), out=c)
     out = k.fresh("s")
-    k.op("arith.select", c, a[1], a[2], out=out)
+    k.op(Arith.select, c, a[1], a[2], out=out)
     return out
 
 
@@ -220,11 +221,11 @@ def _logical_not(k: Kernel, a: list[str], p: float) -> str:
 
 
 def _relu(k: Kernel, a: list[str], p: float) -> str:
-    return _bin("arith.maximumf")(k, [a[0], k.fconst(0.0)], p)
+    return _bin(Arith.maximumf)(k, [a[0], k.fconst(0.0)], p)
 
 
 def _recip(k: Kernel, a: list[str], p: float) -> str:
-    return _bin("arith.divf")(k, [k.fconst(1.0), a[0]], p)
+    return _bin(Arith.divf)(k, [k.fconst(1.0), a[0]], p)
 
 
 def _identity(k: Kernel, a: list[str], p: float) -> str:
@@ -232,24 +233,24 @@ def _identity(k: Kernel, a: list[str], p: float) -> str:
 
 
 SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
-    "add": _bin("arith.addf"),
-    "sub": _bin("arith.subf"),
-    "mul": _bin("arith.mulf"),
-    "div": _bin("arith.divf"),
-    "maximum": _bin("arith.maximumf"),
-    "minimum": _bin("arith.minimumf"),
-    "neg": _un("arith.negf"),
-    "exp": _un("math.exp"),
-    "log": _un("math.log"),
-    "log1p": _un("math.log1p"),
-    "expm1": _un("math.expm1"),
-    "sqrt": _un("math.sqrt"),
-    "rsqrt": _un("math.rsqrt"),
-    "tanh": _un("math.tanh"),
-    "abs": _un("math.absf"),
-    "sin": _un("math.sin"),
-    "cos": _un("math.cos"),
-    "erf": _un("math.erf"),
+    "add": _bin(Arith.addf),
+    "sub": _bin(Arith.subf),
+    "mul": _bin(Arith.mulf),
+    "div": _bin(Arith.divf),
+    "maximum": _bin(Arith.maximumf),
+    "minimum": _bin(Arith.minimumf),
+    "neg": _un(Arith.negf),
+    "exp": _un(Math.exp),
+    "log": _un(Math.log),
+    "log1p": _un(Math.log1p),
+    "expm1": _un(Math.expm1),
+    "sqrt": _un(Math.sqrt),
+    "rsqrt": _un(Math.rsqrt),
+    "tanh": _un(Math.tanh),
+    "abs": _un(Math.absf),
+    "sin": _un(Math.sin),
+    "cos": _un(Math.cos),
+    "erf": _un(Math.erf),
     "sigmoid": _sigmoid,
     "silu": _silu,
     "gelu": _gelu,
@@ -278,16 +279,16 @@ def _icompare(predicate: str) -> Callable[[Kernel, list[str], float], str]:
 
     def f(k: Kernel, a: list[str], p: float) -> str:
         c = k.fresh("s")
-        k.cmp("arith.cmpi", predicate, a[0], a[1], out=c)
+        k.cmp(Arith.cmpi, predicate, a[0], a[1], out=c)
         out = k.fresh("s")
-        k.op("arith.select", c, k.fconst(1.0), k.fconst(0.0), out=out)
+        k.op(Arith.select, c, k.fconst(1.0), k.fconst(0.0), out=out)
         return out
 
     return f
 
 
 def _ineg(k: Kernel, a: list[str], p: float) -> str:
-    return _bin("arith.subi")(k, [k.iconst(0), a[0]], p)
+    return _bin(Arith.subi)(k, [k.iconst(0), a[0]], p)
 
 
 def _iwhere(k: Kernel, a: list[str], p: float) -> str:
@@ -296,22 +297,22 @@ def _iwhere(k: Kernel, a: list[str], p: float) -> str:
 
 def _floor_mod(k: Kernel, a: list[str], p: float) -> str:
     # torch.remainder on integers: the sign of the divisor (Python's %)
-    r = _bin("arith.remsi")(k, a, p)
+    r = _bin(Arith.remsi)(k, a, p)
     nonzero = k.fresh("s")
-    k.cmp("arith.cmpi", "ne", r, k.iconst(0), out=nonzero)
+    k.cmp(Arith.cmpi, "ne", r, k.iconst(0), out=nonzero)
     differ = k.fresh("s")
-    k.cmp("arith.cmpi", "slt", _bin("arith.xori")(k, [r, a[1]], p), k.iconst(0), out=differ)
-    fix = _bin("arith.andi")(k, [nonzero, differ], p)
-    shifted = _bin("arith.addi")(k, [r, a[1]], p)
+    k.cmp(Arith.cmpi, "slt", _bin(Arith.xori)(k, [r, a[1]], p), k.iconst(0), out=differ)
+    fix = _bin(Arith.andi)(k, [nonzero, differ], p)
+    shifted = _bin(Arith.addi)(k, [r, a[1]], p)
     out = k.fresh("s")
-    k.op("arith.select", fix, shifted, r, out=out)
+    k.op(Arith.select, fix, shifted, r, out=out)
     return out
 
 
 def _fmod_floor(k: Kernel, a: list[str], p: float) -> str:
     # torch.remainder on floats: a - floor(a / b) * b
-    q = _un("math.floor")(k, [_bin("arith.divf")(k, a, p)], p)
-    return _bin("arith.subf")(k, [a[0], _bin("arith.mulf")(k, [q, a[1]], p)], p)
+    q = _un(Math.floor)(k, [_bin(Arith.divf)(k, a, p)], p)
+    return _bin(Arith.subf)(k, [a[0], _bin(Arith.mulf)(k, [q, a[1]], p)], p)
 
 
 def _isnan(k: Kernel, a: list[str], p: float) -> str:
@@ -319,23 +320,23 @@ def _isnan(k: Kernel, a: list[str], p: float) -> str:
 
 
 def _isinf(k: Kernel, a: list[str], p: float) -> str:
-    return _compare("oeq")(k, [_un("math.absf")(k, a, p), k.fconst(math.inf)], p)
+    return _compare("oeq")(k, [_un(Math.absf)(k, a, p), k.fconst(math.inf)], p)
 
 
 def _isfinite(k: Kernel, a: list[str], p: float) -> str:
-    return _compare("olt")(k, [_un("math.absf")(k, a, p), k.fconst(math.inf)], p)
+    return _compare("olt")(k, [_un(Math.absf)(k, a, p), k.fconst(math.inf)], p)
 
 
 def _rounded_div(rounding: str) -> Callable[[Kernel, list[str], float], str]:
     def f(k: Kernel, a: list[str], p: float) -> str:
-        return _un(rounding)(k, [_bin("arith.divf")(k, a, p)], p)
+        return _un(rounding)(k, [_bin(Arith.divf)(k, a, p)], p)
 
     return f
 
 
 SCALAR.update({
-    "floordiv": _rounded_div("math.floor"),
-    "truncdiv": _rounded_div("math.trunc"),
+    "floordiv": _rounded_div(Math.floor),
+    "truncdiv": _rounded_div(Math.trunc),
     "remainder": _fmod_floor,
     "isnan": _isnan,
     "isinf": _isinf,
@@ -344,19 +345,19 @@ SCALAR.update({
 
 # ops on i64 operands with an i64 result (Op.ctype == "i64")
 INT_SCALAR: dict[str, Callable[[Kernel, list[str], float], str]] = {
-    "add": _ibin("arith.addi"),
-    "sub": _ibin("arith.subi"),
-    "mul": _ibin("arith.muli"),
-    "maximum": _ibin("arith.maxsi"),
-    "minimum": _ibin("arith.minsi"),
-    "floordiv": _ibin("arith.floordivsi"),
-    "truncdiv": _ibin("arith.divsi"),
+    "add": _ibin(Arith.addi),
+    "sub": _ibin(Arith.subi),
+    "mul": _ibin(Arith.muli),
+    "maximum": _ibin(Arith.maxsi),
+    "minimum": _ibin(Arith.minsi),
+    "floordiv": _ibin(Arith.floordivsi),
+    "truncdiv": _ibin(Arith.divsi),
     "remainder": _floor_mod,
-    "bitwise_and": _ibin("arith.andi"),
-    "bitwise_or": _ibin("arith.ori"),
-    "bitwise_xor": _ibin("arith.xori"),
+    "bitwise_and": _ibin(Arith.andi),
+    "bitwise_or": _ibin(Arith.ori),
+    "bitwise_xor": _ibin(Arith.xori),
     "neg": _ineg,
-    "abs": _un("math.absi"),
+    "abs": _un(Math.absi),
     "where": _iwhere,
     "identity": _identity,
 }
@@ -414,7 +415,7 @@ def scalar(k: Kernel, expr: Expr, leaf_values: dict[Any, str], want: str | None 
         if expr.name in INT_COMPARE:
             return _icompare(INT_COMPARE[expr.name])(k, args, expr.param)
         if expr.name == "bitwise_not":
-            return _bin("arith.xori")(k, [args[0], k.iconst(-1)], expr.param)
+            return _bin(Arith.xori)(k, [args[0], k.iconst(-1)], expr.param)
         if expr.name not in INT_SCALAR:
             raise ValueError(f"{expr.name} on integers is not lowered")
         return INT_SCALAR[expr.name](k, args, expr.param)
@@ -491,7 +492,7 @@ def _boundary(k: Kernel, node: Reduce | Row, starts: Sequence[int | str], block:
 
         def scale(kk: Kernel, names: list[str], acc: str) -> str:
             r = kk.fresh("s")
-            kk.op("arith.mulf", names[0], kk.fconst(1.0 / count), out=r)
+            kk.op(Arith.mulf, names[0], kk.fconst(1.0 / count), out=r)
             return r
 
         value = k.generic([(value, out_shape, "f32", ident)], out_shape, ident, ["parallel"] * len(out_shape), None, "f32", scale)

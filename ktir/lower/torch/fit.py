@@ -33,16 +33,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ktir.dialects.cost import CostClass
+from ktir.dialects.names import Arith, Ktdp, Memref, Scf
 from ktir.dialects.registry import cost_class
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.base import Type
 from ktir.ir.operation import Module, Operation
 
-LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall"})
+LOOPS = frozenset({Scf.for_, Scf.while_, Scf.parallel, Scf.forall})
 # ops whose results exist once their regions have run (other ops with regions, such as
 # linalg.generic, make their result while their operands are still held)
-CONTROL = LOOPS | {"scf.if", "scf.execute_region", "scf.index_switch"}
+CONTROL = LOOPS | {Scf.if_, Scf.execute_region, "scf.index_switch"}
 
 
 @dataclass(frozen=True)
@@ -115,18 +116,18 @@ class _Walk:
         self.ops.append(op)
         for name in self._underlying(op.operands):
             self.uses.setdefault(name, []).append((start, loops))
-        if op.name == "arith.constant" and op.results:
+        if op.name == Arith.constant and op.results:
             value = op.attributes.get("value")
             if isinstance(value, at.IntegerAttr):
                 self.constants[op.results[0]] = int(value.value)
-        if op.name in ("ktdp.construct_memory_view", "memref.alloc", "memref.alloca"):
+        if op.name in (Ktdp.construct_memory_view, Memref.alloc, Memref.alloca):
             self.resident = max(self.resident, self._local_extent(op))
         if not op.regions and (cost_class(op.name) is CostClass.FREE or not self._tensors(op)):
             made_of = self._underlying(op.operands)
             for name in op.results:
                 self.same[name] = made_of
             return
-        if op.name == "ktdp.load" and loops:
+        if op.name == Ktdp.load and loops:
             self.loads[loops[-1]] = self.loads.get(loops[-1], 0) + sum(self.nbytes(t) for t in op.result_types)
         if not op.regions or op.name not in CONTROL:
             for name, t in zip(op.results, op.result_types, strict=False):
@@ -165,7 +166,7 @@ class _Walk:
         if any(d is None for d in t.shape):
             return 0
         width = ty.storage_bits(t.element_type)
-        if op.name != "ktdp.construct_memory_view":
+        if op.name != Ktdp.construct_memory_view:
             return -(-math.prod(int(d) for d in t.shape if d is not None) * width // 8)
         strides = op.attributes.get("static_strides")
         values = [int(v) for v in getattr(strides, "values", ())] or [1] * len(t.shape)

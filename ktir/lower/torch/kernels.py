@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ktir.dialects.names import Arith, Linalg, Math
 from ktir.ir import attributes as ir_attr
 from ktir.lower.torch import chunked, rowwise
 from ktir.lower.torch.expr import Expr, Op, Reduce, Row, evaluate, reduced_dims
@@ -77,7 +78,7 @@ def _scale(k: Kernel, value: str, shape: list[int], factor: float) -> str:
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.op("arith.mulf", names[0], kk.fconst(factor), out=r)
+        kk.op(Arith.mulf, names[0], kk.fconst(factor), out=r)
         return r
 
     return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * rank, None, "f32", body)
@@ -93,8 +94,8 @@ def _rowwise(k: Kernel, op: str, x: str, row: str, shape: list[int], extra: str 
         r = kk.fresh("s")
         if op == "expsub":
             d = kk.fresh("s")
-            kk.op("arith.subf", names[0], names[1], out=d)
-            kk.op("math.exp", d, out=r)
+            kk.op(Arith.subf, names[0], names[1], out=d)
+            kk.op(Math.exp, d, out=r)
         else:
             kk.op(f"arith.{op}", names[0], names[1], out=r)
         return r
@@ -152,7 +153,7 @@ def _softmax_whole(k: Kernel, expr: Expr, out: Ref, div: Division, log: bool) ->
 
         def logsum(kk: Kernel, names: list[str], acc: str) -> str:
             r = kk.fresh("s")
-            kk.op("math.log", names[0], out=r)
+            kk.op(Math.log, names[0], out=r)
             return r
 
         lse = _row_map(k, total, block[:-1], logsum)
@@ -171,7 +172,7 @@ def _centred(k: Kernel, x: str, block: list[int], n: int) -> tuple[str, str]:
 
     def square(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.op("arith.mulf", names[0], names[0], out=r)
+        kk.op(Arith.mulf, names[0], names[0], out=r)
         return r
 
     ss, _ = k.reduce(_row_map(k, xc, block, square), block, "addf", 0.0)
@@ -214,11 +215,11 @@ def _layer_norm_whole(k: Kernel, expr: Expr, shape: Sequence[int], weight: Ref |
 
     def rstd(kk: Kernel, names: list[str], acc: str) -> str:
         m = kk.fresh("s")
-        kk.op("arith.mulf", names[0], kk.fconst(1.0 / width), out=m)
+        kk.op(Arith.mulf, names[0], kk.fconst(1.0 / width), out=m)
         e = kk.fresh("s")
-        kk.op("arith.addf", m, kk.fconst(eps), out=e)
+        kk.op(Arith.addf, m, kk.fconst(eps), out=e)
         r = kk.fresh("s")
-        kk.op("math.rsqrt", e, out=r)
+        kk.op(Math.rsqrt, e, out=r)
         return r
 
     inv = _row_map(k, var_sum, block[:-1], rstd) if rank > 1 else _row_map(k, var_sum, [1], rstd)
@@ -344,13 +345,13 @@ def _matmul_kernel(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None
     if kc == kdim:
         at, _ = k.load(_plane(a, nb), [m0, 0], [mr, kdim], a_off)
         bt, _ = k.load(_plane(b, nb), [0, n0], [kdim, nc], b_off)
-        res = k.linalg("linalg.matmul", [at, bt], [acc], k.fresh("mm"))
+        res = k.linalg(Linalg.matmul, [at, bt], [acc], k.fresh("mm"))
     else:  # K in steps, the f32 sum carried from step to step
         step, (carried,) = k.open_carry(0, kdim // kc, [acc], "kk")
         k0 = k.mul(step, kc)
         at, _ = k.load(_plane(a, nb), [m0, k0], [mr, kc], a_off)
         bt, _ = k.load(_plane(b, nb), [k0, n0], [kc, nc], b_off)
-        (res,) = k.close_carry([k.linalg("linalg.matmul", [at, bt], [carried], k.fresh("mm"))])
+        (res,) = k.close_carry([k.linalg(Linalg.matmul, [at, bt], [carried], k.fresh("mm"))])
     if bias is not None:
         bv, bshape = k.load(bias, [n0], [nc])
         ident = aliases.identity(2)
@@ -358,7 +359,7 @@ def _matmul_kernel(name: str, aliases: Aliases, a: Ref, b: Ref, bias: Ref | None
         def add_bias(kk: Kernel, names: list[str], accv: str) -> str:
             p = kk.scalar_convert(names[1], bias.ktype, "f32")
             r = kk.fresh("s")
-            kk.op("arith.addf", names[0], p, out=r)
+            kk.op(Arith.addf, names[0], p, out=r)
             return r
 
         res = k.generic([(res, [mr, nc], "f32", ident), (bv, bshape, bias.ktype, aliases.map(2, ["d1"]))], [mr, nc], ident, ["parallel"] * 2, None, "f32", add_bias)
@@ -433,7 +434,7 @@ def _attention_kernel(
         kt, _ = k.load(_plane(key, nb), [j0, 0], [kb, d], k_off)
         s = k.fresh("scores")
         qmap, kmap, smap = aliases.map(3, ["d0", "d2"]), aliases.map(3, ["d1", "d2"]), aliases.map(3, ["d0", "d1"])
-        k.linalg("linalg.matmul", [qt, kt], [k.filled([qr, kb], 0.0)], s, {"indexing_maps": ir_attr.ArrayAttr(elements=(qmap, kmap, smap))})
+        k.linalg(Linalg.matmul, [qt, kt], [k.filled([qr, kb], 0.0)], s, {"indexing_maps": ir_attr.ArrayAttr(elements=(qmap, kmap, smap))})
         inputs = [(s, [qr, kb], "f32", aliases.identity(2))]
         if attn_mask is not None:
             plane = _plane(attn_mask, nb)
@@ -442,14 +443,14 @@ def _attention_kernel(
 
         def mask(kk: Kernel, names: list[str], acc: str) -> str:
             xs = kk.fresh("s")
-            kk.op("arith.mulf", names[0], kk.fconst(scale), out=xs)
+            kk.op(Arith.mulf, names[0], kk.fconst(scale), out=xs)
             if attn_mask is not None and attn_mask.ktype == "i1":
                 kept = kk.fresh("s")
-                kk.op("arith.select", names[1], xs, kk.fconst(-math.inf), out=kept)
+                kk.op(Arith.select, names[1], xs, kk.fconst(-math.inf), out=kept)
                 xs = kept
             elif attn_mask is not None:
                 added = kk.fresh("s")
-                kk.op("arith.addf", xs, kk.scalar_convert(names[1], attn_mask.ktype, "f32"), out=added)
+                kk.op(Arith.addf, xs, kk.scalar_convert(names[1], attn_mask.ktype, "f32"), out=added)
                 xs = added
             if not causal:
                 return xs
@@ -459,16 +460,16 @@ def _attention_kernel(
             qi = kk.add(i, q0)
             kj = kk.add(j, j0)
             fut = kk.fresh("fut")
-            kk.cmp("arith.cmpi", "ugt", kk.index(kj), kk.index(qi), out=fut)
+            kk.cmp(Arith.cmpi, "ugt", kk.index(kj), kk.index(qi), out=fut)
             r = kk.fresh("s")
-            kk.op("arith.select", fut, kk.fconst(-math.inf), xs, out=r)
+            kk.op(Arith.select, fut, kk.fconst(-math.inf), xs, out=r)
             return r
 
         return k.generic(inputs, [qr, kb], aliases.identity(2), ["parallel"] * 2, None, "f32", mask)
 
     def times_v(p: str, j0: int | str) -> str:
         vt, _ = k.load(_plane(v, nb), [j0, 0], [kb, dv], v_off)
-        return k.linalg("linalg.matmul", [k.convert(p, [qr, kb], "f32", v.ktype), vt], [k.filled([qr, dv], 0.0)], k.fresh("o"))
+        return k.linalg(Linalg.matmul, [k.convert(p, [qr, kb], "f32", v.ktype), vt], [k.filled([qr, dv], 0.0)], k.fresh("o"))
 
     if kb == skv:  # all keys at once: a plain softmax
         sm = scores(0)
@@ -483,11 +484,11 @@ def _attention_kernel(
         j0 = k.mul(jv, kb)
         sm = scores(j0)
         block_max, _ = k.reduce(sm, [qr, kb], "maximumf", -math.inf)
-        m_new = _combine(k, [m, block_max], [qr], lambda kk, a: kk.op("arith.maximumf", a[0], a[1], out=kk.fresh("s")))
+        m_new = _combine(k, [m, block_max], [qr], lambda kk, a: kk.op(Arith.maximumf, a[0], a[1], out=kk.fresh("s")))
         # the shift subtracted before exp: 0 while a row has seen only masked keys (-inf - -inf is NaN)
         shift = _combine(k, [m_new], [qr], _finite_or_zero)
         p = _rowwise(k, "expsub", sm, shift, [qr, kb])
-        rescale = _combine(k, [m, shift], [qr], lambda kk, a: _exp_of(kk, kk.op("arith.subf", a[0], a[1], out=kk.fresh("s"))))
+        rescale = _combine(k, [m, shift], [qr], lambda kk, a: _exp_of(kk, kk.op(Arith.subf, a[0], a[1], out=kk.fresh("s"))))
         row_sum, _ = k.reduce(p, [qr, kb], "addf", 0.0)
         l_new = _combine(k, [total, rescale, row_sum], [qr], _fma)
         pv = times_v(p, j0)
@@ -513,23 +514,23 @@ def _combine(k: Kernel, values: Sequence[str], shape: list[int], fn: Callable[[K
 
 
 def _finite_or_zero(k: Kernel, a: list[str]) -> str:
-    inf = k.cmp("arith.cmpf", "oeq", a[0], k.fconst(-math.inf), out=k.fresh("s"))
-    return k.op("arith.select", inf, k.fconst(0.0), a[0], out=k.fresh("s"))
+    inf = k.cmp(Arith.cmpf, "oeq", a[0], k.fconst(-math.inf), out=k.fresh("s"))
+    return k.op(Arith.select, inf, k.fconst(0.0), a[0], out=k.fresh("s"))
 
 
 def _divide_or_zero(k: Kernel, a: list[str]) -> str:
     """a0 / a1, 0 where a1 is 0 (a row whose keys are all masked: no weight anywhere)."""
-    zero = k.cmp("arith.cmpf", "oeq", a[1], k.fconst(0.0), out=k.fresh("s"))
-    return k.op("arith.select", zero, k.fconst(0.0), k.op("arith.divf", a[0], a[1], out=k.fresh("s")), out=k.fresh("s"))
+    zero = k.cmp(Arith.cmpf, "oeq", a[1], k.fconst(0.0), out=k.fresh("s"))
+    return k.op(Arith.select, zero, k.fconst(0.0), k.op(Arith.divf, a[0], a[1], out=k.fresh("s")), out=k.fresh("s"))
 
 
 def _exp_of(k: Kernel, x: str) -> str:
-    return k.op("math.exp", x, out=k.fresh("s"))
+    return k.op(Math.exp, x, out=k.fresh("s"))
 
 
 def _fma(k: Kernel, a: list[str]) -> str:
     """a0 * a1 + a2."""
-    return k.op("arith.addf", k.op("arith.mulf", a[0], a[1], out=k.fresh("s")), a[2], out=k.fresh("s"))
+    return k.op(Arith.addf, k.op(Arith.mulf, a[0], a[1], out=k.fresh("s")), a[2], out=k.fresh("s"))
 
 
 def embedding(name: str, aliases: Aliases, weight: Ref, ids: Ref, out: Ref, cores: int) -> Kernel:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ktir.dialects.names import Arith
 from ktir.lower.torch.expr import Expr, evaluate
 from ktir.lower.torch.kernels import _rows_last
 from ktir.lower.torch.refs import Ref
@@ -20,8 +21,8 @@ from ktir.lower.torch.writer import Aliases, Kernel, element
 def _column(kk: Kernel, rank: int) -> str:
     """Inside a linalg body over `rank` dims: the index along the last dim, as f32."""
     j = kk.linalg_index(rank - 1, out=kk.fresh("j"))
-    ji = kk.op("arith.index_cast", j, type=element("i64"), out=kk.fresh("j"))
-    return kk.op("arith.sitofp", ji, type=element("f32"), out=kk.fresh("j"))
+    ji = kk.op(Arith.index_cast, j, type=element("i64"), out=kk.fresh("j"))
+    return kk.op(Arith.sitofp, ji, type=element("f32"), out=kk.fresh("j"))
 
 
 def _first_index(k: Kernel, x: str, taken: str, best: str, block: list[int], nan: bool) -> str:
@@ -35,18 +36,18 @@ def _first_index(k: Kernel, x: str, taken: str, best: str, block: list[int], nan
     def body(kk: Kernel, names: list[str], acc: str) -> str:
         value, mark, target = names
         jf = _column(kk, rank)
-        free = kk.cmp("arith.cmpf", "oeq", mark, kk.fconst(0.0), out=kk.fresh("free"))
-        x_nan = kk.cmp("arith.cmpf", "uno", value, value, out=kk.fresh("nan"))
+        free = kk.cmp(Arith.cmpf, "oeq", mark, kk.fconst(0.0), out=kk.fresh("free"))
+        x_nan = kk.cmp(Arith.cmpf, "uno", value, value, out=kk.fresh("nan"))
         if nan:
             match = x_nan
         else:
-            equal = kk.cmp("arith.cmpf", "oeq", value, target, out=kk.fresh("eq"))
-            t_nan = kk.cmp("arith.cmpf", "uno", target, target, out=kk.fresh("nan"))
-            both = kk.op("arith.andi", x_nan, t_nan, out=kk.fresh("s"))
-            match = kk.op("arith.ori", equal, both, out=kk.fresh("s"))
-        hit = kk.op("arith.andi", free, match, out=kk.fresh("hit"))
-        cand = kk.op("arith.select", hit, jf, kk.fconst(float(n)), out=kk.fresh("s"))
-        return kk.op("arith.minimumf", acc, cand, out=kk.fresh("s"))
+            equal = kk.cmp(Arith.cmpf, "oeq", value, target, out=kk.fresh("eq"))
+            t_nan = kk.cmp(Arith.cmpf, "uno", target, target, out=kk.fresh("nan"))
+            both = kk.op(Arith.andi, x_nan, t_nan, out=kk.fresh("s"))
+            match = kk.op(Arith.ori, equal, both, out=kk.fresh("s"))
+        hit = kk.op(Arith.andi, free, match, out=kk.fresh("hit"))
+        cand = kk.op(Arith.select, hit, jf, kk.fconst(float(n)), out=kk.fresh("s"))
+        return kk.op(Arith.minimumf, acc, cand, out=kk.fresh("s"))
 
     init = k.filled(block[:-1], float(n))
     return k.generic([(x, block, "f32", ident), (taken, block, "f32", ident), (best, block[:-1], "f32", row)],
@@ -61,11 +62,11 @@ def _candidates(k: Kernel, x: str, taken: str, block: list[int], largest: bool) 
     fill = -math.inf if largest else math.inf
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
-        out = kk.cmp("arith.cmpf", "une", names[1], kk.fconst(0.0), out=kk.fresh("out"))
+        out = kk.cmp(Arith.cmpf, "une", names[1], kk.fconst(0.0), out=kk.fresh("out"))
         if not largest:
-            x_nan = kk.cmp("arith.cmpf", "uno", names[0], names[0], out=kk.fresh("nan"))
-            out = kk.op("arith.ori", out, x_nan, out=kk.fresh("s"))
-        return kk.op("arith.select", out, kk.fconst(fill), names[0], out=kk.fresh("s"))
+            x_nan = kk.cmp(Arith.cmpf, "uno", names[0], names[0], out=kk.fresh("nan"))
+            out = kk.op(Arith.ori, out, x_nan, out=kk.fresh("s"))
+        return kk.op(Arith.select, out, kk.fconst(fill), names[0], out=kk.fresh("s"))
 
     return k.generic([(x, block, "f32", ident), (taken, block, "f32", ident)], block, ident, ["parallel"] * rank, None, "f32", body)
 
@@ -77,8 +78,8 @@ def _take(k: Kernel, taken: str, col: str, block: list[int]) -> str:
     row = k.aliases.map(rank, [f"d{i}" for i in range(rank - 1)])
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
-        hit = kk.cmp("arith.cmpf", "oeq", _column(kk, rank), names[1], out=kk.fresh("hit"))
-        return kk.op("arith.select", hit, kk.fconst(1.0), names[0], out=kk.fresh("s"))
+        hit = kk.cmp(Arith.cmpf, "oeq", _column(kk, rank), names[1], out=kk.fresh("hit"))
+        return kk.op(Arith.select, hit, kk.fconst(1.0), names[0], out=kk.fresh("s"))
 
     return k.generic([(taken, block, "f32", ident), (col, block[:-1], "f32", row)], block, ident, ["parallel"] * rank, None, "f32", body)
 
@@ -88,12 +89,12 @@ def _pick_nan_last(k: Kernel, best: str, col: str, nan_col: str, shape: list[int
     ident = k.aliases.identity(len(shape))
 
     def column(kk: Kernel, names: list[str], acc: str) -> str:
-        none = kk.cmp("arith.cmpf", "oeq", names[0], kk.fconst(float(n)), out=kk.fresh("none"))
-        return kk.op("arith.select", none, names[1], names[0], out=kk.fresh("s"))
+        none = kk.cmp(Arith.cmpf, "oeq", names[0], kk.fconst(float(n)), out=kk.fresh("none"))
+        return kk.op(Arith.select, none, names[1], names[0], out=kk.fresh("s"))
 
     def value(kk: Kernel, names: list[str], acc: str) -> str:
-        none = kk.cmp("arith.cmpf", "oeq", names[1], kk.fconst(float(n)), out=kk.fresh("none"))
-        return kk.op("arith.select", none, kk.fconst(math.nan), names[0], out=kk.fresh("s"))
+        none = kk.cmp(Arith.cmpf, "oeq", names[1], kk.fconst(float(n)), out=kk.fresh("none"))
+        return kk.op(Arith.select, none, kk.fconst(math.nan), names[0], out=kk.fresh("s"))
 
     inputs = [(col, shape, "f32", ident), (nan_col, shape, "f32", ident)]
     chosen = k.generic(inputs, shape, ident, ["parallel"] * len(shape), None, "f32", column)
@@ -107,7 +108,7 @@ def to_integer(k: Kernel, value: str, shape: list[int], ktype: str) -> str:
 
     def body(kk: Kernel, names: list[str], acc: str) -> str:
         r = kk.fresh("s")
-        kk.op("arith.fptosi", names[0], type=element(ktype), out=r)
+        kk.op(Arith.fptosi, names[0], type=element(ktype), out=r)
         return r
 
     return k.generic([(value, shape, "f32", ident)], shape, ident, ["parallel"] * len(shape), None, ktype, body)

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ktir.dialects.names import Arith, Math
 from ktir.lower.torch import chunked
 from ktir.lower.torch.expr import Expr, boundaries, evaluate
 from ktir.lower.torch.refs import Ref
@@ -114,16 +115,16 @@ def _op(name: str) -> Callable[[Kernel, list[str]], str]:
 
 
 def _finite_or_zero(k: Kernel, a: list[str]) -> str:
-    inf = k.cmp("arith.cmpf", "oeq", a[0], k.fconst(-math.inf), out=k.fresh("s"))
-    return k.op("arith.select", inf, k.fconst(0.0), a[0], out=k.fresh("s"))
+    inf = k.cmp(Arith.cmpf, "oeq", a[0], k.fconst(-math.inf), out=k.fresh("s"))
+    return k.op(Arith.select, inf, k.fconst(0.0), a[0], out=k.fresh("s"))
 
 
 def _exp_diff(k: Kernel, a: list[str]) -> str:
-    return k.op("math.exp", k.op("arith.subf", a[0], a[1], out=k.fresh("s")), out=k.fresh("s"))
+    return k.op(Math.exp, k.op(Arith.subf, a[0], a[1], out=k.fresh("s")), out=k.fresh("s"))
 
 
 def _fma(k: Kernel, a: list[str]) -> str:
-    return k.op("arith.addf", k.op("arith.mulf", a[0], a[1], out=k.fresh("s")), a[2], out=k.fresh("s"))
+    return k.op(Arith.addf, k.op(Arith.mulf, a[0], a[1], out=k.fresh("s")), a[2], out=k.fresh("s"))
 
 
 def softmax(k: Kernel, expr: Expr, out: Ref, div: Division, plan: RowPlan, log: bool) -> None:
@@ -133,7 +134,7 @@ def softmax(k: Kernel, expr: Expr, out: Ref, div: Division, plan: RowPlan, log: 
     def stats(c0: int | str, carried: list[str]) -> list[str]:
         m, total = carried
         x = r.x(c0)
-        m_new = _map(k, [m, k.reduce(x, chunk, "maximumf", -math.inf)[0]], row, [False, False], _op("arith.maximumf"))
+        m_new = _map(k, [m, k.reduce(x, chunk, "maximumf", -math.inf)[0]], row, [False, False], _op(Arith.maximumf))
         shift = _map(k, [m_new], row, [False], _finite_or_zero)  # 0 while the row has seen only -inf
         rescale = _map(k, [m, shift], row, [False, False], _exp_diff)
         e = _map(k, [x, shift], chunk, [False, True], _exp_diff)
@@ -143,15 +144,15 @@ def softmax(k: Kernel, expr: Expr, out: Ref, div: Division, plan: RowPlan, log: 
     shift = _map(k, [m], row, [False], _finite_or_zero)
     if log:
         offset = _map(k, [shift, total], row, [False, False], lambda kk, a: kk.op(
-            "arith.addf", a[0], kk.op("math.log", a[1], out=kk.fresh("s")), out=kk.fresh("s")))
+            Arith.addf, a[0], kk.op(Math.log, a[1], out=kk.fresh("s")), out=kk.fresh("s")))
 
     def write(c0: int | str) -> None:
         x = r.x(c0)
         if log:
-            y = _map(k, [x, offset], chunk, [False, True], _op("arith.subf"))
+            y = _map(k, [x, offset], chunk, [False, True], _op(Arith.subf))
         else:
             y = _map(k, [x, shift, total], chunk, [False, True, True], lambda kk, a: kk.op(
-                "arith.divf", _exp_diff(kk, a[:2]), a[2], out=kk.fresh("s")))
+                Arith.divf, _exp_diff(kk, a[:2]), a[2], out=kk.fresh("s")))
         k.store(k.convert(y, chunk, "f32", out.ktype), out, [*r.starts[:-1], c0], chunk)
 
     r.each(write)
@@ -162,25 +163,25 @@ def _moments(k: Kernel, r: _Rows) -> tuple[str, str]:
     """Per row: the mean, and the sum of squared deviations from it (two passes)."""
     row, chunk = r.row, r.chunk
     total = r.passes([k.filled(row, 0.0)], lambda c0, acc: [
-        _map(k, [acc[0], k.reduce(r.x(c0), chunk, "addf", 0.0)[0]], row, [False, False], _op("arith.addf"))])[0]
-    mean = _map(k, [total], row, [False], lambda kk, a: kk.op("arith.mulf", a[0], kk.fconst(1.0 / r.n), out=kk.fresh("s")))
+        _map(k, [acc[0], k.reduce(r.x(c0), chunk, "addf", 0.0)[0]], row, [False, False], _op(Arith.addf))])[0]
+    mean = _map(k, [total], row, [False], lambda kk, a: kk.op(Arith.mulf, a[0], kk.fconst(1.0 / r.n), out=kk.fresh("s")))
 
     def squares(c0: int | str, acc: list[str]) -> list[str]:
-        dev = _map(k, [r.x(c0), mean], chunk, [False, True], lambda kk, a: _square(kk, kk.op("arith.subf", a[0], a[1], out=kk.fresh("s"))))
-        return [_map(k, [acc[0], k.reduce(dev, chunk, "addf", 0.0)[0]], row, [False, False], _op("arith.addf"))]
+        dev = _map(k, [r.x(c0), mean], chunk, [False, True], lambda kk, a: _square(kk, kk.op(Arith.subf, a[0], a[1], out=kk.fresh("s"))))
+        return [_map(k, [acc[0], k.reduce(dev, chunk, "addf", 0.0)[0]], row, [False, False], _op(Arith.addf))]
 
     return mean, r.passes([k.filled(row, 0.0)], squares)[0]
 
 
 def _square(k: Kernel, x: str) -> str:
-    return k.op("arith.mulf", x, x, out=k.fresh("s"))
+    return k.op(Arith.mulf, x, x, out=k.fresh("s"))
 
 
 def variance(k: Kernel, expr: Expr, out: Ref, div: Division, plan: RowPlan, correction: float) -> None:
     r = _Rows(k, expr, div, plan)
     _, ss = _moments(k, r)
     factor = 1.0 / (r.n - correction) if r.n > correction else math.nan
-    var = _map(k, [ss], r.row, [False], lambda kk, a: kk.op("arith.mulf", a[0], kk.fconst(factor), out=kk.fresh("s")))
+    var = _map(k, [ss], r.row, [False], lambda kk, a: kk.op(Arith.mulf, a[0], kk.fconst(factor), out=kk.fresh("s")))
     k.store(k.convert(var, r.row, "f32", out.ktype), out.squeeze([out.rank - 1]), r.starts[:-1], r.row)
     r.close()
 
@@ -190,13 +191,13 @@ def layer_norm(k: Kernel, expr: Expr, out: Ref, div: Division, plan: RowPlan, we
     row, chunk = r.row, r.chunk
     mean, ss = _moments(k, r)
     n = r.n
-    rstd = _map(k, [ss], row, [False], lambda kk, a: kk.op("math.rsqrt", kk.op(
-        "arith.addf", kk.op("arith.mulf", a[0], kk.fconst(1.0 / n), out=kk.fresh("s")), kk.fconst(eps), out=kk.fresh("s")), out=kk.fresh("s")))
+    rstd = _map(k, [ss], row, [False], lambda kk, a: kk.op(Math.rsqrt, kk.op(
+        Arith.addf, kk.op(Arith.mulf, a[0], kk.fconst(1.0 / n), out=kk.fresh("s")), kk.fconst(eps), out=kk.fresh("s")), out=kk.fresh("s")))
     rank = len(chunk)
 
     def write(c0: int | str) -> None:
         y = _map(k, [r.x(c0), mean, rstd], chunk, [False, True, True], lambda kk, a: kk.op(
-            "arith.mulf", kk.op("arith.subf", a[0], a[1], out=kk.fresh("s")), a[2], out=kk.fresh("s")))
+            Arith.mulf, kk.op(Arith.subf, a[0], a[1], out=kk.fresh("s")), a[2], out=kk.fresh("s")))
         for param, op in ((weight, "mulf"), (bias, "addf")):
             if param is None:
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktir.dialects.names import Arith
 from ktir.lower.torch.expr import Expr, evaluate, is_int
 from ktir.lower.torch.kernels import _rows_last
 from ktir.lower.torch.refs import Ref
@@ -63,9 +64,9 @@ def _conv1d(name: str, aliases: Aliases, expr: Expr, in_shape: Sequence[int], we
     def tap(kk: Kernel, names: list[str], acc: str) -> str:
         w = kk.scalar_convert(names[1], weight.ktype, "f32")
         m = kk.fresh("s")
-        kk.op("arith.mulf", names[0], w, out=m)
+        kk.op(Arith.mulf, names[0], w, out=m)
         r = kk.fresh("s")
-        kk.op("arith.addf", acc, m, out=r)
+        kk.op(Arith.addf, acc, m, out=r)
         return r
 
     inputs = [(xp, pshape, "f32", aliases.map(4, ["d0", "d1", "d2 + d3"])), (wv, wshape, weight.ktype, aliases.map(4, ["d1", "0", "d3"]))]
@@ -106,12 +107,12 @@ def _cumsum(name: str, aliases: Aliases, expr: Expr, out: Ref, div: Division, bo
         kk.linalg_index(rank - 1, out=i)
         kk.linalg_index(rank, out=j)
         before = kk.fresh("le")
-        kk.cmp("arith.cmpi", "ule", j, i, out=before)
+        kk.cmp(Arith.cmpi, "ule", j, i, out=before)
         v = kk.fresh("s")
         zero = kk.iconst(0) if acc_type == "i64" else kk.fconst(0.0)
-        kk.op("arith.select", before, names[0], zero, out=v)
+        kk.op(Arith.select, before, names[0], zero, out=v)
         r = kk.fresh("s")
-        kk.op("arith.addi" if acc_type == "i64" else "arith.addf", acc, v, out=r)
+        kk.op(Arith.addi if acc_type == "i64" else Arith.addf, acc, v, out=r)
         return r
 
     y = k.generic([(x, block, acc_type, xmap)], block, omap, ["parallel"] * rank + ["reduction"], k.filled(block, 0, acc_type),

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from ktir.builder import Builder
 from ktir.builder import Value as Handle
 from ktir.builder import box as box_set
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
+from ktir.ir.asm import float_text
 from ktir.ir.base import Attribute, Type
 from ktir.ir.operation import Block, BlockArgument, Module, Operation, Region
 from ktir.lower.torch.refs import Ref
-from ktir.syntax.printer import float_text
 
 Value = str  # an SSA name ("%x") or a Python int for a constant index
 GLOBAL = at.MemorySpaceAttr(kind="global")
@@ -172,7 +173,7 @@ class Kernel:
 
     def linalg_index(self, dim: int, out: str) -> str:
         """`linalg.index dim` inside a linalg body."""
-        return self.op("linalg.index", type=INDEX, out=out, attributes={"dim": at.IntegerAttr(value=dim, type=ty.I64)})
+        return self.op(Linalg.index, type=INDEX, out=out, attributes={"dim": at.IntegerAttr(value=dim, type=ty.I64)})
 
     def arg(self, buffer: str) -> str:
         if buffer not in self.args:
@@ -219,7 +220,7 @@ class Kernel:
         """The tile coordinates (one per grid dim), made once, first in the body."""
         if not self.tile_ids:
             self.tile_ids = [f"%tile{i}" for i in range(len(self.grid))]
-            op = Operation(name="ktdp.get_compute_tile_id", results=list(self.tile_ids), result_types=[INDEX] * len(self.grid))
+            op = Operation(name=Ktdp.get_compute_tile_id, results=list(self.tile_ids), result_types=[INDEX] * len(self.grid))
             self.entry.operations.insert(0, op)
             self.types.update(dict.fromkeys(self.tile_ids, INDEX))
         return self.tile_ids
@@ -232,7 +233,7 @@ class Kernel:
         if b == 0:
             return a
         out = self.fresh("i")
-        return self.op("arith.addi", self.index(a), self.index(b), out=out)
+        return self.op(Arith.addi, self.index(a), self.index(b), out=out)
 
     def mul(self, a: int | str, k: int) -> int | str:
         if isinstance(a, int):
@@ -242,7 +243,7 @@ class Kernel:
         if k == 0:
             return 0
         out = self.fresh("i")
-        return self.op("arith.muli", a, self.index(k), out=out)
+        return self.op(Arith.muli, a, self.index(k), out=out)
 
     def div(self, a: int | str, k: int) -> int | str:
         if isinstance(a, int):
@@ -250,7 +251,7 @@ class Kernel:
         if k == 1:
             return a
         out = self.fresh("i")
-        return self.op("arith.divui", a, self.index(k), out=out)
+        return self.op(Arith.divui, a, self.index(k), out=out)
 
     # ------------------------------------------------------------------ memory
 
@@ -303,7 +304,7 @@ class Kernel:
         `ktdp.construct_indirect_access_tile` named `out`, then its load."""
         m, k = variables
         body = Block(arguments=[BlockArgument(name=m, type=INDEX), BlockArgument(name=k, type=INDEX)],
-                     operations=[Operation(name="ktdp.region_terminator")])
+                     operations=[Operation(name=Ktdp.region_terminator)])
         d0, d1, d2 = af.dim(0), af.dim(1), af.dim(2)  # m, k, start
         maps = [af.AffineMap(num_dims=3, num_symbols=0, results=(d2 + d0,)),
                 af.AffineMap(num_dims=3, num_symbols=0, results=(d1,))]
@@ -314,7 +315,7 @@ class Kernel:
             "per_dim_subscript_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=x) for x in maps)),
             "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 1, 1, 0)),
         }
-        (tile,) = self.b.create("ktdp.construct_indirect_access_tile", [self.v(table), self.v(ids), self.v(start)],
+        (tile,) = self.b.create(Ktdp.construct_indirect_access_tile, [self.v(table), self.v(ids), self.v(start)],
                                 [ty.AccessTileType(shape=tuple(shape))], attrs, [Region(blocks=[body])], result_names=[out])
         self.keep(tile)
         loaded = self.b.load(tile, element(ktype), name=self.fresh("rows"))
@@ -336,7 +337,7 @@ class Kernel:
         init = self.empty(shape, ktype)
         out = self.fresh("fill")
         scalar = self.iconst(int(value), ktype) if _is_int(ktype) else self.fconst(value, ktype)
-        return self.linalg("linalg.fill", [scalar], [init], out)
+        return self.linalg(Linalg.fill, [scalar], [init], out)
 
     def linalg(self, name: str, ins: Sequence[str], outs: Sequence[str], out: str,
                attributes: dict[str, Attribute] | None = None) -> str:
@@ -351,9 +352,9 @@ class Kernel:
         if src == dst:
             return value
         if _is_int(src) and _is_int(dst):
-            op = "arith.extsi" if int(dst[1:]) > int(src[1:]) else "arith.trunci"
+            op = Arith.extsi if int(dst[1:]) > int(src[1:]) else Arith.trunci
         else:
-            op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
+            op = Arith.extf if _width(dst) > _width(src) else Arith.truncf
         return self.op(op, value, type=tensor(shape, dst), out=self.fresh("cv"))
 
     def scalar_convert(self, value: str, src: str, dst: str) -> str:
@@ -364,19 +365,19 @@ class Kernel:
         out = self.fresh("s")
         src_int, dst_int = _is_int(src), _is_int(dst)
         if src == "i1":  # a mask: 1 where true
-            return self.op("arith.extui" if dst_int else "arith.uitofp", value, type=element(dst), out=out)
+            return self.op(Arith.extui if dst_int else Arith.uitofp, value, type=element(dst), out=out)
         if dst == "i1":
             if src_int:
-                return self.cmp("arith.cmpi", "ne", value, self.iconst(0, src), out=out)
-            return self.cmp("arith.cmpf", "une", value, self.fconst(0.0, src), out=out)
+                return self.cmp(Arith.cmpi, "ne", value, self.iconst(0, src), out=out)
+            return self.cmp(Arith.cmpf, "une", value, self.fconst(0.0, src), out=out)
         if src_int and dst_int:
-            op = "arith.extsi" if int(dst[1:]) > int(src[1:]) else "arith.trunci"
+            op = Arith.extsi if int(dst[1:]) > int(src[1:]) else Arith.trunci
         elif src_int:
-            op = "arith.sitofp"
+            op = Arith.sitofp
         elif dst_int:
-            op = "arith.fptosi"
+            op = Arith.fptosi
         else:
-            op = "arith.extf" if _width(dst) > _width(src) else "arith.truncf"
+            op = Arith.extf if _width(dst) > _width(src) else Arith.truncf
         return self.op(op, value, type=element(dst), out=out)
 
     def generic(
@@ -400,7 +401,7 @@ class Kernel:
                             [*names, acc], out) as params:
             self.keep(*params)
             result = body(self, names, acc)
-            self.b.yield_(self.v(result), op="linalg.yield")
+            self.b.yield_(self.v(result), op=Linalg.yield_)
         self.keep(*self.b.last_results)
         return out
 
@@ -415,8 +416,8 @@ class Kernel:
         attrs = {"static_low": at.i64_array(list(low)), "static_high": at.i64_array(list(high)),
                  "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 0, 0))}
         with self.b.insert_into(body):
-            self.b.yield_(self.v(fill_value), op="tensor.yield")
-        (padded,) = self.b.create("tensor.pad", [self.v(value)], [tensor(out_shape, "f32")], attrs,
+            self.b.yield_(self.v(fill_value), op=Tensor.yield_)
+        (padded,) = self.b.create(Tensor.pad, [self.v(value)], [tensor(out_shape, "f32")], attrs,
                                   [Region(blocks=[body])], result_names=[out])
         self.keep(padded)
         return out, out_shape
@@ -436,7 +437,7 @@ class Kernel:
         iv = self.fresh(hint)
         bounds = [self.index(lower), self.index(upper), self.index(1)]
         body = Block(arguments=[BlockArgument(name=iv, type=INDEX)])
-        self.b.append(Operation(name="scf.for", operands=bounds, operand_types=[INDEX] * 3, regions=[Region(blocks=[body])]))
+        self.b.append(Operation(name=Scf.for_, operands=bounds, operand_types=[INDEX] * 3, regions=[Region(blocks=[body])]))
         self.b.enter(body)
         self.types[iv] = INDEX
         return iv
@@ -456,7 +457,7 @@ class Kernel:
                                 *(BlockArgument(name=c, type=self.types[v]) for c, v in zip(carried, inits, strict=True))])
         results = [self.fresh("next") for _ in inits]
         bounds = [self.index(lower), self.index(upper), self.index(1)]
-        self.b.append(Operation(name="scf.for", operands=[*bounds, *inits],
+        self.b.append(Operation(name=Scf.for_, operands=[*bounds, *inits],
                                 operand_types=[INDEX] * 3 + [self.types[v] for v in inits], results=results,
                                 result_types=[self.types[v] for v in inits], regions=[Region(blocks=[body])]))
         self.b.enter(body)
@@ -482,18 +483,18 @@ class Kernel:
         """The `func.func` op of the kernel (`comment` as `//` lines before it)."""
         consts = [op for key, op in self.consts.items() if key.startswith("%") and isinstance(op, Operation)]
         entry = Block(arguments=[BlockArgument(name=f"%{a}", type=INDEX) for a in self.args],
-                      operations=[*consts, *self.entry.operations, Operation(name="func.return")])
+                      operations=[*consts, *self.entry.operations, Operation(name=Func.return_)])
         attrs: dict[str, Attribute] = {
             "sym_name": at.StringAttr(value=self.name),
             "function_type": at.TypeAttr(value=ty.FunctionType(inputs=tuple(INDEX for _ in self.args), results=())),
             "grid": at.ArrayAttr(elements=tuple(at.IntegerAttr(value=g) for g in self.grid)),
         }
         comments = [f"// {line}" for line in comment.splitlines()] if comment else []
-        return Operation(name="func.func", attributes=attrs, regions=[Region(blocks=[entry])], comments=comments)
+        return Operation(name=Func.func, attributes=attrs, regions=[Region(blocks=[entry])], comments=comments)
 
 
 def _constant(name: str, value: at.IntegerAttr | at.FloatAttr, type: Type) -> Operation:
-    return Operation(name="arith.constant", results=[name], result_types=[type], attributes={"value": value})
+    return Operation(name=Arith.constant, results=[name], result_types=[type], attributes={"value": value})
 
 
 def _is_int(ktype: str) -> bool:

@@ -3,6 +3,7 @@ checked by the generic pass in `ktir.verify.engine.check_typed`)."""
 
 from __future__ import annotations
 
+from ktir.dialects.names import Arith
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.attributes import constant_type
@@ -10,7 +11,7 @@ from ktir.verify.engine import Check, rule
 from ktir.verify.rules.common import elem, is_float, is_signless_int, t
 
 
-@rule("arith.constant")
+@rule(Arith.constant)
 def constant(check: Check) -> None:
     value = check.attr("value")
     if value is None or len(check.result_types) != 1:
@@ -123,13 +124,13 @@ def _flat(values: object) -> list[object]:
     return [values]
 
 
-@rule("arith.cmpi", "arith.cmpf")
+@rule(Arith.cmpi, Arith.cmpf)
 def compare(check: Check) -> None:
     a, b = check.operand_type("lhs"), check.operand_type("rhs")
     if a != b:
         check.fail("C1", f"operands must have the same type, found {t(a)} and {t(b)}")
         return
-    wanted_float = check.op.name == "arith.cmpf"
+    wanted_float = check.op.name == Arith.cmpf
     if wanted_float != is_float(a) or (not wanted_float and not is_signless_int(a)):
         check.fail("C1", f"{check.op.name} compares {'floats' if wanted_float else 'signless integers or index'}, found {t(a)}")
     predicates = check.opdef.option("predicates")
@@ -144,7 +145,7 @@ def compare(check: Check) -> None:
         check.fail("C3", f"result must be {t(i1_like(a))}, found {t(result)}")
 
 
-@rule("arith.select")
+@rule(Arith.select)
 def select(check: Check) -> None:
     cond, a, b = (check.operand_type(n) for n in ("condition", "true_value", "false_value"))
     result = check.result_type("result")

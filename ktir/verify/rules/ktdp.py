@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ktir.dialects.access import AccessError, named
 from ktir.dialects.constraints import shape
+from ktir.dialects.names import Ktdp
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -23,7 +24,7 @@ def _map(a: Attribute | None) -> af.AffineMap | None:
     return a.value if isinstance(a, at.AffineMapAttr) else None
 
 
-@rule("ktdp.get_compute_tile_id")
+@rule(Ktdp.get_compute_tile_id)
 def tile_id(check: Check) -> None:
     ids = check.result_types_of("ids")
     if not ids or any(r != ty.INDEX for r in ids):
@@ -42,7 +43,7 @@ def tile_id(check: Check) -> None:
         check.fail("C2", f"the grid has rank {rank} ({list(check.v.grid)}) but {len(ids)} tile ids are requested")
 
 
-@rule("ktdp.construct_memory_view")
+@rule(Ktdp.construct_memory_view)
 def memory_view(check: Check) -> None:
     sizes, strides = check.attr("static_sizes"), check.attr("static_strides")
     if not isinstance(sizes, at.DenseArrayAttr) or not isinstance(strides, at.DenseArrayAttr):
@@ -93,7 +94,7 @@ def _grid_size(check: Check) -> int:
     return n
 
 
-@rule("ktdp.construct_distributed_memory_view")
+@rule(Ktdp.construct_distributed_memory_view)
 def distributed_view(check: Check) -> None:
     result = check.result_type("result")
     if not isinstance(result, ty.MemRefType):
@@ -106,7 +107,7 @@ def distributed_view(check: Check) -> None:
     sets.check_distributed_view(check, result)
 
 
-@rule("ktdp.construct_access_tile")
+@rule(Ktdp.construct_access_tile)
 def access_tile(check: Check) -> None:
     errors_before = len(check.v.report.errors)
     tile_set = _int_set(check.attr("access_tile_set"))
@@ -141,7 +142,7 @@ def access_tile(check: Check) -> None:
         sets.check_access_tile(check, tile_set, base_map, result)
 
 
-@rule("ktdp.construct_indirect_access_tile")
+@rule(Ktdp.construct_indirect_access_tile)
 def indirect_tile(check: Check) -> None:
     seg = check.segments()
     kinds = check.attr("per_dim_subscript_kinds")
@@ -189,7 +190,7 @@ def _tile_base(check: Check, tile_value: str) -> tuple[ty.Type | None, Operation
     building op; (None, None) when the tile does not come straight from a tile constructor, or
     from one whose operands do not fit its definition (that op is reported on its own)."""
     op = check.defining_op(tile_value)
-    if op is None or op.name not in ("ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile"):
+    if op is None or op.name not in (Ktdp.construct_access_tile, Ktdp.construct_indirect_access_tile):
         return None, None
     try:
         return check.v.rtype(named(op).operand_type("base")), op
@@ -203,7 +204,7 @@ def _tile_base_element(check: Check, tile_value: str) -> tuple[ty.Type | None, o
     return (elem(base), op.loc) if base is not None and op is not None else (None, None)
 
 
-@rule("ktdp.load")
+@rule(Ktdp.load)
 def load(check: Check) -> None:
     tile = check.operand_type("access_tile")
     result: ty.Type | None = check.result_type("result")
@@ -219,7 +220,7 @@ def load(check: Check) -> None:
                    (where, "the access tile is built here"))  # type: ignore[arg-type]
 
 
-@rule("ktdp.store")
+@rule(Ktdp.store)
 def store(check: Check) -> None:
     data, tile = check.operand_type("data"), check.operand_type("access_tile")
     if not isinstance(tile, ty.AccessTileType) or not isinstance(data, ty.TensorType) or data.shape != tile.shape:
@@ -234,7 +235,7 @@ def store(check: Check) -> None:
         check.fail("C3", "the access tile is built on a tensor; stores need a memref view", (tile_op.loc, "the access tile is built here"))
 
 
-@rule("ktdp.runtime_arg_extract")
+@rule(Ktdp.runtime_arg_extract)
 def runtime_arg_extract(check: Check) -> None:
     kind = check.attr("kind")
     kinds = ("value", "granularity", "upperbound")
@@ -262,7 +263,7 @@ def _future(check: Check) -> ty.TileFutureType | None:
     return f if isinstance(f, ty.TileFutureType) else None
 
 
-@rule("ktdp.inter_tile_produce")
+@rule(Ktdp.inter_tile_produce)
 def produce(check: Check) -> None:
     region = check.op.regions[0] if check.op.regions else None
     future = check.result_type("future")
@@ -274,7 +275,7 @@ def produce(check: Check) -> None:
         return
     ops = region.blocks[0].operations
     last = ops[-1] if ops else None
-    if last is not None and last.name == "ktdp.yield_partial":
+    if last is not None and last.name == Ktdp.yield_partial:
         yielded = [check.v.rtype(x) for x in last.operand_types]
         if yielded != list(future.partial_types):
             check.fail("C2", f"the body yields ({', '.join(t(x) for x in yielded)}) but the future's partial types are ({', '.join(t(x) for x in future.partial_types)})")
@@ -318,7 +319,7 @@ def _future_structure(check: Check, future: ty.TileFutureType, cid: str) -> bool
     return ok
 
 
-@rule("ktdp.inter_tile_consume")
+@rule(Ktdp.inter_tile_consume)
 def consume(check: Check) -> None:
     future = _future(check)
     if future is None or list(future.partial_types) != check.result_types_of("results"):
@@ -349,7 +350,7 @@ def _delivery_structure(check: Check, consumers: str, deps: str) -> bool:
                           "the consumer tile id c, then optionally the group index g") and ok
 
 
-@rule("ktdp.inter_tile_reduce")
+@rule(Ktdp.inter_tile_reduce)
 def reduce_(check: Check) -> None:
     future = _future(check)
     results = check.result_types_of("results")
@@ -392,11 +393,11 @@ def _combiner(check: Check, future: ty.TileFutureType, cid: str) -> None:
         check.fail(cid, f"the combiner takes {2 * n} arguments and yields {n} values")
 
 
-@rule("ktdp.inter_tile_gather", "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter")
+@rule(Ktdp.inter_tile_gather, Ktdp.inter_tile_scatter, Ktdp.inter_tile_all_to_all, Ktdp.inter_tile_reduce_scatter)
 def collective(check: Check) -> None:
     future = _future(check)
     name = check.op.name
-    if name == "ktdp.inter_tile_all_to_all":
+    if name == Ktdp.inter_tile_all_to_all:
         split, concat = check.attr("split_dimensions"), check.attr("concat_dimensions")
         if not isinstance(split, at.DenseArrayAttr) or not isinstance(concat, at.DenseArrayAttr) or len(split.values) != len(concat.values):
             check.fail("C1", "split_dimensions and concat_dimensions must have the same length")
@@ -408,12 +409,12 @@ def collective(check: Check) -> None:
                 check.fail("C1", f"dimension {bad[0]} is out of range for the partial {t(part)} of rank {rank}")
                 return
         return
-    if name == "ktdp.inter_tile_reduce_scatter" and future is not None:
+    if name == Ktdp.inter_tile_reduce_scatter and future is not None:
         _combiner(check, future, "C1")
         _identity(check, future, "C3")
-    key = "gather_dimensions" if name == "ktdp.inter_tile_gather" else "scatter_dimensions"
+    key = "gather_dimensions" if name == Ktdp.inter_tile_gather else "scatter_dimensions"
     dims = check.attr(key)
-    cid = "C2" if name == "ktdp.inter_tile_reduce_scatter" else "C1"
+    cid = "C2" if name == Ktdp.inter_tile_reduce_scatter else "C1"
     if not isinstance(dims, at.DenseArrayAttr):
         check.fail(cid, f"{key} is required")
         return
@@ -429,8 +430,8 @@ def collective(check: Check) -> None:
             if not 0 <= d < len(ps):
                 check.fail(cid, f"dimension {d} is out of range for rank {len(ps)}")
                 return
-            big, small = (rs[d], ps[d]) if name == "ktdp.inter_tile_gather" else (ps[d], rs[d])
+            big, small = (rs[d], ps[d]) if name == Ktdp.inter_tile_gather else (ps[d], rs[d])
             if big is not None and small is not None and (small == 0 or big % small != 0):
-                what = "result" if name == "ktdp.inter_tile_gather" else "partial"
+                what = "result" if name == Ktdp.inter_tile_gather else "partial"
                 check.fail(cid, f"along dimension {d} the {what} size {big} is not a multiple of {small}")
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ktir.dialects.access import AccessError
 from ktir.dialects.access import named as view_of
 from ktir.dialects.constraints import shape
+from ktir.dialects.names import Linalg
 from ktir.dialects.registry import OPS, contractions
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -14,10 +15,10 @@ from ktir.verify.rules.common import elem, fmt_shape, t
 
 # The (inputs, outputs) operand groups of each linalg op, by their declared names.
 _GROUPS: dict[str, tuple[str, str]] = {
-    "linalg.map": ("inputs", "init"),
-    "linalg.reduce": ("inputs", "inits"),
-    "linalg.broadcast": ("input", "init"),
-    "linalg.transpose": ("input", "init"),
+    Linalg.map: ("inputs", "init"),
+    Linalg.reduce: ("inputs", "inits"),
+    Linalg.broadcast: ("input", "init"),
+    Linalg.transpose: ("input", "init"),
 }
 
 
@@ -131,7 +132,7 @@ def _loop_sizes(check: Check, operands: list[ty.Type], maps: list[af.AffineMap],
                 return
 
 
-@rule("linalg.generic")
+@rule(Linalg.generic)
 def generic(check: Check) -> None:
     split = _ins_outs(check)
     maps = check.attr("indexing_maps")
@@ -159,13 +160,13 @@ def generic(check: Check) -> None:
     if [check.v.rtype(a.type) for a in args] != expected:
         check.fail("C3", f"the body takes ({', '.join(t(x) for x in expected)}), found ({', '.join(t(a.type) for a in args)})")
     last = region.blocks[-1].operations[-1] if region and region.blocks and region.blocks[-1].operations else None
-    if last is not None and last.name == "linalg.yield" and [check.v.rtype(x) for x in last.operand_types] != [elem(o) for o in outs]:
+    if last is not None and last.name == Linalg.yield_ and [check.v.rtype(x) for x in last.operand_types] != [elem(o) for o in outs]:
         check.fail("C4", f"the body must yield ({', '.join(t(elem(o)) for o in outs)})")
     _loop_sizes(check, operands, amaps, "C5")
     _results_match_outputs(check, outs, "C6")
 
 
-@rule("linalg.map")
+@rule(Linalg.map)
 def map_(check: Check) -> None:
     split = _ins_outs(check)
     if split is None:
@@ -183,7 +184,7 @@ def map_(check: Check) -> None:
         check.fail("C2", "the body takes one element per input and yields one element of the init's type")
 
 
-@rule("linalg.reduce")
+@rule(Linalg.reduce)
 def reduce_(check: Check) -> None:
     split = _ins_outs(check)
     dims = check.attr("dimensions")
@@ -207,7 +208,7 @@ def reduce_(check: Check) -> None:
         check.fail("C3", f"the body takes {len(ins) + len(outs)} arguments (inputs then accumulators), found {len(args)}")
 
 
-@rule("linalg.broadcast")
+@rule(Linalg.broadcast)
 def broadcast(check: Check) -> None:
     split = _ins_outs(check)
     dims = check.attr("dimensions")
@@ -223,7 +224,7 @@ def broadcast(check: Check) -> None:
         check.fail("C2", f"the input {fmt_shape(s_in)} must equal the init without dimensions {added} ({fmt_shape(kept)})")
 
 
-@rule("linalg.transpose")
+@rule(Linalg.transpose)
 def transpose(check: Check) -> None:
     split = _ins_outs(check)
     perm = check.attr("permutation")
@@ -238,12 +239,12 @@ def transpose(check: Check) -> None:
         check.fail("C2", f"the init must have shape {fmt_shape(tuple(s_in[k] for k in p))}, found {fmt_shape(s_out)}")
 
 
-@rule("linalg.index")
+@rule(Linalg.index)
 def index(check: Check) -> None:
     dim = check.attr("dim")
-    parent = next((p for p in reversed(check.v.stack) if p.name in ("linalg.generic", "linalg.map", "linalg.reduce")), None)
+    parent = next((p for p in reversed(check.v.stack) if p.name in (Linalg.generic, Linalg.map, Linalg.reduce)), None)
     loops = None
-    if parent is not None and parent.name == "linalg.generic":
+    if parent is not None and parent.name == Linalg.generic:
         iterators = check.v.rattr(parent.attributes.get("iterator_types", at.ArrayAttr(elements=())))
         loops = len(iterators.elements) if isinstance(iterators, at.ArrayAttr) else None
     elif parent is not None:

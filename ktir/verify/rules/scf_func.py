@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Affine, Arith, Builtin, Func, Scf
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation, Region
@@ -21,7 +22,7 @@ def _yielded(check: Check, region: Region | None) -> list[ty.Type] | None:
     return [check.v.rtype(x) for x in last.operand_types] if last is not None else None
 
 
-@rule("scf.for")
+@rule(Scf.for_)
 def for_(check: Check) -> None:
     lb, ub, step = (check.operand_type(n) for n in ("lower_bound", "upper_bound", "step"))
     region = check.op.regions[0] if check.op.regions else None
@@ -39,13 +40,13 @@ def for_(check: Check) -> None:
     if results != inits:
         check.fail("C4", f"the results ({', '.join(t(x) for x in results)}) must match the init values")
     step_op = check.defining_op(check.operand("step"))
-    if step_op is not None and step_op.name == "arith.constant":
+    if step_op is not None and step_op.name == Arith.constant:
         v = step_op.attributes.get("value")
         if isinstance(v, at.IntegerAttr) and v.value <= 0:
             check.fail("C5", f"the step must be positive, found {v.value}")
 
 
-@rule("scf.if")
+@rule(Scf.if_)
 def if_(check: Check) -> None:
     # C1 (the condition is i1) is a typed constraint, checked by the generic pass
     then, other = (check.op.regions + [None, None])[:2]  # type: ignore[list-item]
@@ -61,7 +62,7 @@ def if_(check: Check) -> None:
             return
 
 
-@rule("scf.while")
+@rule(Scf.while_)
 def while_(check: Check) -> None:
     before, after = (check.op.regions + [None, None])[:2]  # type: ignore[list-item]
     if before is None or after is None or not before.blocks or not after.blocks:
@@ -69,7 +70,7 @@ def while_(check: Check) -> None:
     if [check.v.rtype(a.type) for a in before.blocks[0].arguments] != check.operand_types:
         check.fail("C1", "the before region's arguments must match the initial values")
     cond = _terminator(before)
-    if cond is not None and cond.name == "scf.condition":
+    if cond is not None and cond.name == Scf.condition:
         try:
             forwarded = [check.v.rtype(x) for x in named(cond).operand_types("args")]
         except AccessError:  # a malformed scf.condition is reported when it is visited
@@ -83,7 +84,7 @@ def while_(check: Check) -> None:
 
 
 
-@rule("scf.parallel")
+@rule(Scf.parallel)
 def parallel(check: Check) -> None:
     seg = check.segments()
     if seg is None or len(seg) != 4 or not (seg[0] == seg[1] == seg[2]):
@@ -96,17 +97,17 @@ def parallel(check: Check) -> None:
     if len(args) != n_loops or any(check.v.rtype(a.type) != ty.INDEX for a in args):
         check.fail("C2", f"the body needs {n_loops} index arguments")
     last = _terminator(region)
-    if last is not None and last.name == "scf.reduce" and len(last.operands) != n_inits:
+    if last is not None and last.name == Scf.reduce and len(last.operands) != n_inits:
         check.fail("C3", f"scf.reduce must reduce {n_inits} values, one per init value")
 
 
-@rule("scf.reduce")
+@rule(Scf.reduce)
 def scf_reduce(check: Check) -> None:
     if len(check.op.regions) != len(check.op.operands):
         check.fail("C1", f"{len(check.op.operands)} operands need as many combiner regions, found {len(check.op.regions)}")
 
 
-@rule("scf.forall")
+@rule(Scf.forall)
 def forall(check: Check) -> None:
     lbs, ubs, steps = (check.attr(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep"))
     region = check.op.regions[0] if check.op.regions else None
@@ -121,7 +122,7 @@ def forall(check: Check) -> None:
         check.fail("C2", "the results must match the shared outputs")
 
 
-@rule("scf.execute_region")
+@rule(Scf.execute_region)
 def execute_region(check: Check) -> None:
     region = check.op.regions[0] if check.op.regions else None
     yielded = _yielded(check, region)
@@ -129,7 +130,7 @@ def execute_region(check: Check) -> None:
         check.fail("C1", f"the region yields ({', '.join(t(x) for x in yielded)}) but the results are ({', '.join(t(x) for x in check.result_types)})")
 
 
-@rule("affine.apply", "affine.min", "affine.max")
+@rule(Affine.apply, Affine.min, Affine.max)
 def affine_apply(check: Check) -> None:
     amap = check.attr("map")
     if not isinstance(amap, at.AffineMapAttr):
@@ -138,16 +139,16 @@ def affine_apply(check: Check) -> None:
     m = amap.value
     if m.num_dims + m.num_symbols != len(check.op.operands):
         check.fail("C1", f"the map takes {m.num_dims} dims and {m.num_symbols} symbols but {len(check.op.operands)} operands are given")
-    if check.op.name == "affine.apply" and len(m.results) != 1:
+    if check.op.name == Affine.apply and len(m.results) != 1:
         check.fail("C2", f"affine.apply needs a map with one result, found {len(m.results)}")
-    if check.op.name != "affine.apply" and not m.results:
+    if check.op.name != Affine.apply and not m.results:
         check.fail("C2", "the map needs at least one result")
 
 
-@rule("func.func")
+@rule(Func.func)
 def func(check: Check) -> None:
     parent = check.v.stack[-1] if check.v.stack else None
-    if parent is not None and parent.name != "builtin.module":
+    if parent is not None and parent.name != Builtin.module:
         # MLIR: "symbol's parent must have the SymbolTable trait"
         check.fail("C5", f"a function must be defined at the top level or in a builtin.module, not inside '{parent.name}'")
     fn = check.attr("function_type")
@@ -163,7 +164,7 @@ def func(check: Check) -> None:
             check.fail("C1", f"the entry block takes ({', '.join(t(x) for x in args)}) but the signature says ({', '.join(t(x) for x in inputs)})")
         results = [check.v.rtype(x) for x in ftype.results]
         for inner in check.op.walk():
-            if inner.name == "func.return" and [check.v.rtype(x) for x in inner.operand_types] != results:
+            if inner.name == Func.return_ and [check.v.rtype(x) for x in inner.operand_types] != results:
                 check.v.error(
                     "func.func.C3",
                     f"func.return returns ({', '.join(t(x) for x in inner.operand_types)}) but the function returns ({', '.join(t(x) for x in results)})",
@@ -172,7 +173,7 @@ def func(check: Check) -> None:
                 )
 
 
-@rule("func.call")
+@rule(Func.call)
 def call(check: Check) -> None:
     callee = check.attr("callee")
     name = callee.root if isinstance(callee, at.SymbolRefAttr) else None

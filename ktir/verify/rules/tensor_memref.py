@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ktir.dialects.constraints import shape, shapes_compatible
+from ktir.dialects.names import Arith, Memref, Scf, Tensor
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.types import KDYNAMIC
@@ -16,7 +17,7 @@ def _dyn_count(s: tuple[int | None, ...] | None) -> int:
     return sum(1 for d in s or () if d is None)
 
 
-@rule("tensor.empty", "memref.alloc", "memref.alloca")
+@rule(Tensor.empty, Memref.alloc, Memref.alloca)
 def empty(check: Check) -> None:
     result = check.result_type("memref" if check.op.name.startswith("memref.") else "result")
     n = _dyn_count(shape(result))
@@ -25,7 +26,7 @@ def empty(check: Check) -> None:
         check.fail("C1", f"{t(result)} has {n} dynamic dimensions but {len(sizes)} sizes are given")
 
 
-@rule("tensor.splat")
+@rule(Tensor.splat)
 def splat(check: Check) -> None:
     result, scalar = check.result_type("result"), check.operand_type("input")
     if scalar != elem(result):
@@ -34,9 +35,9 @@ def splat(check: Check) -> None:
         check.fail("C2", f"{t(result)} needs {_dyn_count(shape(result))} dynamic sizes")
 
 
-@rule("tensor.extract", "memref.load")
+@rule(Tensor.extract, Memref.load)
 def extract(check: Check) -> None:
-    src = check.operand_type("memref" if check.op.name == "memref.load" else "tensor")
+    src = check.operand_type("memref" if check.op.name == Memref.load else "tensor")
     indices = check.named.operands("indices")
     s = shape(src)
     if s is None or len(indices) != len(s):
@@ -48,13 +49,13 @@ def extract(check: Check) -> None:
 def _constant_indices_in_bounds(check: Check, indices: list[str], s: tuple[int | None, ...], cid: str) -> None:
     for i, (name, d) in enumerate(zip(indices, s, strict=True)):
         op = check.defining_op(name)
-        if op is not None and op.name == "arith.constant" and d is not None:
+        if op is not None and op.name == Arith.constant and d is not None:
             v = op.attributes.get("value")
             if isinstance(v, at.IntegerAttr) and not 0 <= v.value < d:
                 check.fail(cid, f"index {i} is {v.value}, outside [0, {d})")
 
 
-@rule("tensor.insert")
+@rule(Tensor.insert)
 def insert(check: Check) -> None:
     value, dest = check.operand_type("scalar"), check.operand_type("dest")
     s = shape(dest)
@@ -64,7 +65,7 @@ def insert(check: Check) -> None:
         check.fail("C2", f"the scalar {t(value)} must be the element type of {t(dest)}")
 
 
-@rule("memref.store")
+@rule(Memref.store)
 def memref_store(check: Check) -> None:
     value, dest = check.operand_type("value"), check.operand_type("memref")
     indices = check.named.operands("indices")
@@ -117,7 +118,7 @@ def _rank_reduced(sizes: list[int], result: tuple[int | None, ...] | None) -> bo
     return shapes_compatible(kept, tuple(d for d in result if d != 1))
 
 
-@rule("tensor.extract_slice", "memref.subview")
+@rule(Tensor.extract_slice, Memref.subview)
 def extract_slice(check: Check) -> None:
     src = check.operand_types[0]
     lists = _slice_lists(check, ("static_offsets", "static_sizes", "static_strides"), 1, src)
@@ -125,11 +126,11 @@ def extract_slice(check: Check) -> None:
         return
     _in_bounds(check, lists, src, "C3")
     result = check.result_type("result")
-    if check.op.name == "tensor.extract_slice" and not _rank_reduced(lists[1], shape(result)):
+    if check.op.name == Tensor.extract_slice and not _rank_reduced(lists[1], shape(result)):
         check.fail("C4", f"the result {t(result)} must have the slice sizes {lists[1]} (unit dimensions may be dropped)")
 
 
-@rule("tensor.insert_slice", "tensor.parallel_insert_slice")
+@rule(Tensor.insert_slice, Tensor.parallel_insert_slice)
 def insert_slice(check: Check) -> None:
     source, dest = check.operand_types[:2]
     lists = _slice_lists(check, ("static_offsets", "static_sizes", "static_strides"), 2, dest)
@@ -138,8 +139,8 @@ def insert_slice(check: Check) -> None:
     _in_bounds(check, lists, dest, "C3")
     if not _rank_reduced(lists[1], shape(source)):
         check.fail("C4", f"the source {t(source)} must have the slice sizes {lists[1]} (unit dimensions may be dropped)")
-    if check.op.name == "tensor.parallel_insert_slice":
-        forall = next((p for p in reversed(check.v.stack) if p.name == "scf.forall"), None)
+    if check.op.name == Tensor.parallel_insert_slice:
+        forall = next((p for p in reversed(check.v.stack) if p.name == Scf.forall), None)
         shared: list[str] = []
         if forall is not None and forall.regions and forall.regions[0].blocks:
             args = forall.regions[0].blocks[0].arguments
@@ -180,7 +181,7 @@ def _reshape(check: Check, big: tuple[int | None, ...], small: tuple[int | None,
             return
 
 
-@rule("tensor.expand_shape")
+@rule(Tensor.expand_shape)
 def expand_shape(check: Check) -> None:
     src, result = shape(check.operand_type("src")) or (), shape(check.result_type("result")) or ()
     _reshape(check, result, src)
@@ -189,12 +190,12 @@ def expand_shape(check: Check) -> None:
         check.fail("C3", f"output_shape needs {len(result)} entries")
 
 
-@rule("tensor.collapse_shape")
+@rule(Tensor.collapse_shape)
 def collapse_shape(check: Check) -> None:
     _reshape(check, shape(check.operand_type("src")) or (), shape(check.result_type("result")) or ())
 
 
-@rule("tensor.reshape")
+@rule(Tensor.reshape)
 def reshape(check: Check) -> None:
     src, result = check.operand_type("source"), check.result_type("result")
     a, b = shape(src), shape(result)
@@ -204,7 +205,7 @@ def reshape(check: Check) -> None:
         check.fail("C1", f"{t(src)} and {t(result)} must have the same element type and number of elements")
 
 
-@rule("tensor.concat")
+@rule(Tensor.concat)
 def concat(check: Check) -> None:
     dim = check.attr("dim")
     result = check.result_type("result")
@@ -228,7 +229,7 @@ def concat(check: Check) -> None:
         check.fail("C2", f"the inputs add up to {total} along dimension {dim.value}, not {rs[dim.value]}")
 
 
-@rule("tensor.pad")
+@rule(Tensor.pad)
 def pad(check: Check) -> None:
     # the source stays positional: the low/high split rests on operandSegmentSizes, which this rule does not check
     src, result = shape(check.operand_types[0]) or (), shape(check.result_type("result")) or ()
@@ -244,24 +245,24 @@ def pad(check: Check) -> None:
             return
 
 
-@rule("tensor.generate")
+@rule(Tensor.generate)
 def generate(check: Check) -> None:
     result = check.result_type("result")
     if len(check.operand_types_of("dynamic_extents")) != _dyn_count(shape(result)):
         check.fail("C1", f"{t(result)} needs {_dyn_count(shape(result))} extents")
 
 
-@rule("tensor.dim", "memref.dim")
+@rule(Tensor.dim, Memref.dim)
 def dim(check: Check) -> None:
     op = check.defining_op(check.operand("index"))
     rank = len(shape(check.operand_type("source")) or ())
-    if op is not None and op.name == "arith.constant":
+    if op is not None and op.name == Arith.constant:
         v = op.attributes.get("value")
         if isinstance(v, at.IntegerAttr) and not 0 <= v.value < rank:
             check.fail("C1", f"dimension {v.value} is not below the rank {rank}")
 
 
-@rule("memref.reinterpret_cast")
+@rule(Memref.reinterpret_cast)
 def reinterpret_cast(check: Check) -> None:
     result = check.result_type("result")
     offsets, sizes, strides = (check.attr(k) for k in ("static_offsets", "static_sizes", "static_strides"))
