@@ -23,6 +23,7 @@ from ktir.ir.operation import Operation
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import int_normaliser, np_dtype, unsigned_dtype, width
 from ..errors import CompileError, fail
+from ..half import F16, F32, narrow16, widen16
 from .common import array_mode, coercer, constant_value, element, is_int_like
 
 
@@ -496,6 +497,10 @@ def _cast_fn(kind: str, src: ty.Type, dst: ty.Type, arrays: bool) -> Callable[[A
     sco = coercer(sdt)
     i1 = sdt == np.bool_
     if kind in ("extf", "truncf"):
+        if sdt == F16 and ddt == F32:
+            return lambda x: widen16(x) if type(x) is np.ndarray else sco(x).astype(ddt)
+        if sdt == F32 and ddt == F16:
+            return lambda x: narrow16(x) if type(x) is np.ndarray else sco(x).astype(ddt)
         return lambda x: sco(x).astype(ddt)
     if kind == "extsi" or (kind == "index_cast" and is_int_like(dst) and i1):
         if i1:
