@@ -23,7 +23,7 @@ from ktir.ir.operation import Operation
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import int_normaliser, np_dtype, unsigned_dtype, width
 from ..errors import CompileError, fail
-from ..half import F16, F32, narrow16, widen16
+from ..half import F16, F32, NARROW_FLOATS, narrow16, widen16
 from .common import array_mode, coercer, constant_value, element, is_int_like
 
 
@@ -595,7 +595,15 @@ def cast(c: FuncCompiler, op: Operation) -> OpFn:
     a = c.operand_slot(op, "in")
     (r,) = c.result_slots(op)
     src, dst = c.operand_type(op, "in"), c.rtype(op)
-    fn = _cast_fn(op.name.split(".")[1], element(src), element(dst), array_mode(c, dst))
+    arrays = array_mode(c, dst)
+    fn = _cast_fn(op.name.split(".")[1], element(src), element(dst), arrays)
+    if op.name == "arith.extf" and arrays and np_dtype(element(src)) in NARROW_FLOATS and np_dtype(element(dst)) == F32:
+        # a box loaded in place is widened once per run (half.WideCache)
+        def run_wide(fr: list[Any]) -> None:
+            x = fr[a]
+            fr[r] = fr[0].machine.wide.widen(x) if type(x) is np.ndarray else fn(x)
+
+        return run_wide
 
     def run(fr: list[Any]) -> None:
         fr[r] = fn(fr[a])
