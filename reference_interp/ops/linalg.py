@@ -384,10 +384,13 @@ def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[An
         return np.asarray(uf.reduce(x, axis=axes, initial=_identity(kind, out_dt)))
     red = np.asarray(uf.reduce(x, axis=axes))
     if kind in ("maximum", "fmax", "minimum", "fmin") and x.dtype.kind not in "iub":
-        # numpy keeps whichever zero comes first; IEEE: max(-0, +0) = +0, min(-0, +0) = -0
-        low = kind in ("minimum", "fmin")
-        wanted = (x == 0) & (np.signbit(x) == low)
-        red = np.where((red == 0) & wanted.any(axis=axes), -np.abs(red) if low else np.abs(red), red)
+        # numpy keeps whichever zero comes first; IEEE: max(-0, +0) = +0, min(-0, +0) = -0 (only
+        # a zero result can have the wrong sign: the passes over x are made only when there is one)
+        zero = red == 0
+        if zero.any():
+            low = kind in ("minimum", "fmin")
+            wanted = (x == 0) & (np.signbit(x) == low)
+            red = np.where(zero & wanted.any(axis=axes), -np.abs(red) if low else np.abs(red), red)
     return red
 
 
