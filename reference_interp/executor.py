@@ -205,15 +205,19 @@ def run(
             lane = _lockstep().lane_function(program, name, options)
         if lane is not None:
             timing = _lockstep().memo(program, name).timing(_signature(args))
+            timed = timing.choice is None  # once the choice is made, runs are not timed
             if lockstep != "always" and not timing.pick():
+                if not timed:
+                    return _attempt(program, fn, compiled, None, options, grid, args, memory)
                 start = _clock()
                 result = _attempt(program, fn, compiled, None, options, grid, args, memory)
                 timing.took(False, _clock() - start)
                 return result
-            start = _clock()
+            start = _clock() if timed else 0.0
             try:
                 result = _attempt(program, fn, compiled, lane, options, grid, args, memory)
-                timing.took(True, _clock() - start)
+                if timed:
+                    timing.took(True, _clock() - start)
                 return result
             except KtirRuntimeError as e:
                 if e.kind == "argument":
@@ -230,10 +234,11 @@ def run(
         raise e.attach() from e.__cause__
 
 
-# The clock timing lockstep against the per-tile run: the calling thread's CPU time (the run is
-# one thread; BLAS is limited to it by default). Process CPU time sums every thread of the process
-# (BLAS's idle workers too): a system call that took milliseconds now and then on a loaded
-# 2-core machine, about 5-10% of a 1 ms run on average; the thread's clock costs under a microsecond.
+# The clock timing lockstep against the per-tile run (the first runs of a program only, until
+# lockstep.Timing has chosen): the calling thread's CPU time (the run is one thread; BLAS is
+# limited to it by default). Process CPU time sums every thread of the process (BLAS's idle
+# workers too) and cost 5-10% of a 1 ms run on a loaded 2-core machine; a CPU clock is a system
+# call either way (not served in user space as the wall clocks are).
 _clock = time.thread_time
 
 _GRIDS: dict[int, tuple[Operation, tuple[int, ...]]] = {}
