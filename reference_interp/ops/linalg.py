@@ -667,6 +667,24 @@ def generic(c: FuncCompiler, op: Operation) -> OpFn:
         c.linalg_index_slot = saved
 
 
+_GRIDS: dict[tuple[int, ...], tuple[np.ndarray, ...]] = {}
+
+
+def _sparse_grids(ext: Any) -> tuple[np.ndarray, ...]:
+    """np.indices(ext, sparse=True) (what linalg.index reads in a vectorised body), made once per
+    extents and read-only: values are never written in place, and the arrays outlive the run."""
+    key = tuple(ext)
+    grids = _GRIDS.get(key)
+    if grids is None:
+        grids = tuple(np.indices(key, sparse=True))
+        for g in grids:
+            g.flags.writeable = False
+        if len(_GRIDS) > 256:
+            _GRIDS.clear()
+        _GRIDS[key] = grids
+    return grids
+
+
 def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],
                       n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
     machine_check = c.options.max_value_bytes
@@ -688,7 +706,7 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                  and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
-        plan = (ext, tuple(ext), args, outs)
+        plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else ())
         if len(plans) > 64:
             plans.clear()
         plans[key] = plan
@@ -703,9 +721,9 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         vals = [fr[s] for s in operands]
         key = tuple([v.shape if type(v) is ndarray else _shape(v) for v in vals])
         plan = plans.get(key) or prepare(key)
-        ext, ext_t, args, outs = plan
+        ext, ext_t, args, outs, grids = plan
         if uses_index:
-            fr[index_slot] = np.indices(ext, sparse=True) if ext else ()
+            fr[index_slot] = grids
         for slot, i, spec in args:
             v = vals[i]
             if spec is True and type(v) is ndarray:
@@ -824,7 +842,7 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
         if volume * 8 > (2 << 30):
             raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
         if uses_index:
-            fr[index_slot] = np.indices(ext, sparse=True)
+            fr[index_slot] = _sparse_grids(ext)
         for s, i, v in zip(body.arg_slots, range(len(vals)), vals, strict=True):
             fr[s] = loops.view(i, v, ext, views[i]) if i < n_in else None
         body.run(fr)
