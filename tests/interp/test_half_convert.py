@@ -182,3 +182,30 @@ def test_max_and_min_reductions_sign_their_zero_results_as_ieee_does(comb: str) 
             negative = all(signs) if comb == "arith.maximumf" else any(signs)
             m = -0.0 if negative else 0.0
         assert got[i] == m and np.signbit(got[i]) == np.signbit(m), (i, row, got[i], m)
+
+
+@pytest.mark.parametrize("lockstep", [False, "always"])
+def test_a_returned_widened_load_is_the_callers_own_array(lockstep: bool | str) -> None:
+    """arith.extf of a box loaded in place returns the run's shared (read-only) f32 copy inside the
+    run; a function returning it gives the caller writable arrays (copies: writing them changes
+    nothing the next run reads)."""
+    f16, f32 = ty.F16, ty.F32
+    t32 = ty.TensorType(shape=(N, N), element_type=f32)
+    b = Builder()
+    with b.func("k", [("x", ty.INDEX)], results=[t32, t32], grid=[2]) as (x,):
+        vx = b.memory_view(x, [N, N], [N, 1], f16, coordinate_set=box(N, N))
+        h = b.load(b.access_tile(vx, [0, 0], box(N, N), [N, N]), f16)
+        w1 = b.create("arith.extf", [h], [t32])[0]
+        w2 = b.create("arith.extf", [h], [t32])[0]
+        b.func_return(w1, w2)
+    X = np.random.default_rng(4).standard_normal((N, N)).astype(np.float16)
+    r = ri.run(b.module, args={"x": X}, lockstep=lockstep)
+    got = [v for tile in r.returns for v in tile]
+    for v in got:
+        assert v.flags.writeable
+        np.testing.assert_array_equal(v, X.astype(np.float32))
+        v[...] = 99.0  # the caller may write them: the next run is unaffected
+    again = ri.run(b.module, args={"x": X}, lockstep=lockstep)
+    for tile in again.returns:
+        for v in tile:
+            np.testing.assert_array_equal(v, X.astype(np.float32))
