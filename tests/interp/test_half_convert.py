@@ -204,6 +204,7 @@ def test_a_returned_widened_load_is_the_callers_own_array(lockstep: bool | str) 
     for v in got:
         assert v.flags.writeable
         np.testing.assert_array_equal(v, X.astype(np.float32))
+    for v in got:
         v[...] = 99.0  # the caller may write them: the next run is unaffected
     again = ri.run(b.module, args={"x": X}, lockstep=lockstep)
     for tile in again.returns:
