@@ -282,8 +282,9 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
     # copies it (Allocation.own), so the view keeps the loaded contents, and values are never
     # written in place
     if alloc.shared:
-        if arr.dtype in NARROW_FLOATS:
-            ctx.machine.wide.note(arr, (alloc, desc.b0, desc.ext, desc.bstrides, arr.dtype))
+        wide = ctx.machine.wide
+        if wide is not None and arr.dtype in NARROW_FLOATS:
+            wide.note(arr, (alloc, desc.b0, desc.ext, desc.bstrides, arr.dtype))
         return arr
     return arr.copy()
 

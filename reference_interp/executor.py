@@ -23,6 +23,7 @@ from . import ops as _ops  # noqa: F401 - registers the op implementations
 from .compiler import CompiledFunc, Program, grid_of
 from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
 from .errors import KtirRuntimeError, fail
+from .half import WideCache
 from .memory import ALIGN, Allocation, MemoryView, align_up
 from .runtime import TARGETS, Machine, Options, TileContext
 from .trace import TileStats, TraceEvent
@@ -296,6 +297,8 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
     """One run from a fresh machine: per tile (`lane` None) or in lockstep."""
     machine = Machine(grid, options)
     machine.private_local = not program.shares_scratchpads()
+    if program.widens():
+        machine.wide = WideCache()
     if lane is not None and not machine.tracker.enabled:
         # lockstep interleaves the tiles differently: without the race check a race would give
         # another result, so lockstep always tracks races and gives up on one (the per-tile run

@@ -80,8 +80,9 @@ class Machine:
         self.private_local = False
         # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
         self.views: dict[tuple[Any, ...], Any] = {}
-        # f32 copies of narrow-float boxes loaded in place, for contractions (half.py)
-        self.wide = WideCache()
+        # f32 copies of narrow-float boxes loaded in place, for contractions and arith.extf
+        # (half.py); None when the program has neither (executor._attempt)
+        self.wide: WideCache | None = None
 
     def coords(self, tile: int) -> tuple[int, ...]:
         """The grid coordinates of linear tile id `tile`: dimension 0 varies fastest

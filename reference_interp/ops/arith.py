@@ -601,7 +601,11 @@ def cast(c: FuncCompiler, op: Operation) -> OpFn:
         # a box loaded in place is widened once per run (half.WideCache)
         def run_wide(fr: list[Any]) -> None:
             x = fr[a]
-            fr[r] = fr[0].machine.wide.widen(x) if type(x) is np.ndarray else fn(x)
+            if type(x) is not np.ndarray:
+                fr[r] = fn(x)
+                return
+            wide = fr[0].machine.wide
+            fr[r] = wide.widen(x) if wide is not None else fn(x)
 
         return run_wide
 
