@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import KtirRuntimeError, fail
+from .half import NARROW_FLOATS
 from .memory import Allocation, BoxDesc, DistributedView, IdxDesc, MemoryView
 from .races import RaceFound, UninitFound
 from .runtime import TileContext
@@ -280,7 +281,12 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
     # an array the run has not written yet is read in place (a read-only view): its first write
     # copies it (Allocation.own), so the view keeps the loaded contents, and values are never
     # written in place
-    return arr if alloc.shared else arr.copy()
+    if alloc.shared:
+        wide = ctx.machine.wide
+        if wide is not None and arr.dtype in NARROW_FLOATS:
+            wide.note(arr, (alloc, desc.b0, desc.ext, desc.bstrides, arr.dtype))
+        return arr
+    return arr.copy()
 
 
 def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:

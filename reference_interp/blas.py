@@ -6,8 +6,12 @@ millisecond, and on a machine shared with other processes they mostly wait for e
 (about 16x the CPU time of one thread for 512 x 256 x 256 blocks on a busy 2-core machine).
 So a run limits BLAS to `Options.blas_threads` (default 1) while it executes, through
 threadpoolctl, and restores the previous limits when it ends. The limit is applied at the
-run's first contraction only (finding the BLAS library costs milliseconds once per process,
-applying the limit tens of microseconds), so runs without matmuls pay nothing.
+run's first contraction only (finding the BLAS library costs milliseconds once per process),
+so runs without matmuls pay nothing. The limit is applied and restored through each BLAS
+library's own thread-count calls (threadpoolctl's LibController: a fraction of a microsecond
+each), and only for the libraries not already at the wanted count: threadpoolctl's limiter
+object (`ThreadpoolController.limit`) collects every library's description on each use, about
+140 us to apply and 30 us to restore on a loaded machine, 15% of a 1 ms run with a few matmuls.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from typing import Any
 _LOCK = threading.Lock()
 _controller: Any = None
 _wanted: list[int | None] = []  # the thread counts of the runs in progress (innermost last)
-_applied: Any = None  # the threadpoolctl limiter in force, restored when the last run ends
+# what the run in progress changed, restored when the last run ends: [(library, its thread count
+# before)], [] when nothing needed changing, a threadpoolctl limiter (libraries whose count is
+# unknown), None before the first contraction
+_applied: Any = None
 
 
 def begin(threads: int | None) -> None:
@@ -35,7 +42,11 @@ def end() -> None:
         if _wanted:
             _wanted.pop()
         if not _wanted and _applied is not None:
-            _applied.restore_original_limits()
+            if isinstance(_applied, list):
+                for lib, threads in _applied:
+                    lib.set_num_threads(threads)
+            else:
+                _applied.restore_original_limits()
             _applied = None
 
 
@@ -54,4 +65,15 @@ def before_contraction() -> None:
             return
         if _controller is None:
             _controller = ThreadpoolController()
-        _applied = _controller.limit(limits=_wanted[-1], user_api="blas")
+        want = _wanted[-1]
+        libs = [lib for lib in _controller.lib_controllers if lib.user_api == "blas"]
+        counts = [lib.get_num_threads() for lib in libs]
+        if any(not isinstance(n, int) for n in counts):
+            _applied = _controller.limit(limits=want, user_api="blas")
+            return
+        changed = []
+        for lib, n in zip(libs, counts, strict=True):
+            if n != want:
+                lib.set_num_threads(want)
+                changed.append((lib, n))
+        _applied = changed

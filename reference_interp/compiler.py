@@ -262,6 +262,7 @@ class Program:
         self._blocking: dict[str, bool] = {}
         self._shares: bool | None = None
         self._has_empty: bool | None = None
+        self._widens: bool | None = None
         self._has_calls: bool | None = None
         self._op_ids: dict[int, int] | None = None
 
@@ -297,6 +298,15 @@ class Program:
                         roots.extend(a.type for a in block.arguments)
             self._shares = any(_reaches_other_tiles(r, False) for r in roots)
         return self._shares
+
+    def widens(self) -> bool:
+        """Whether an op of the module may widen a loaded narrow float to f32 through the run's
+        cache (half.WideCache): a contraction, a linalg.generic (its body may be one) or an
+        arith.extf. Runs of other modules do not record their loads for it."""
+        if self._widens is None:
+            names = {*contractions(), "linalg.generic", "arith.extf"}
+            self._widens = any(op.name in names for op in self.module.walk())
+        return self._widens
 
     def has_empty(self) -> bool:
         """Whether any function of the module has a tensor.empty."""

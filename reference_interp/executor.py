@@ -23,6 +23,7 @@ from . import ops as _ops  # noqa: F401 - registers the op implementations
 from .compiler import CompiledFunc, Program, grid_of
 from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
 from .errors import KtirRuntimeError, fail
+from .half import WideCache
 from .memory import ALIGN, Allocation, MemoryView, align_up
 from .runtime import TARGETS, Machine, Options, TileContext
 from .trace import TileStats, TraceEvent
@@ -205,15 +206,19 @@ def run(
             lane = _lockstep().lane_function(program, name, options)
         if lane is not None:
             timing = _lockstep().memo(program, name).timing(_signature(args))
+            timed = timing.choice is None  # once the choice is made, runs are not timed
             if lockstep != "always" and not timing.pick():
-                start = time.process_time()
+                if not timed:
+                    return _attempt(program, fn, compiled, None, options, grid, args, memory)
+                start = _clock()
                 result = _attempt(program, fn, compiled, None, options, grid, args, memory)
-                timing.took(False, time.process_time() - start)
+                timing.took(False, _clock() - start)
                 return result
-            start = time.process_time()
+            start = _clock() if timed else 0.0
             try:
                 result = _attempt(program, fn, compiled, lane, options, grid, args, memory)
-                timing.took(True, time.process_time() - start)
+                if timed:
+                    timing.took(True, _clock() - start)
                 return result
             except KtirRuntimeError as e:
                 if e.kind == "argument":
@@ -229,6 +234,13 @@ def run(
         e.file = module.filename
         raise e.attach() from e.__cause__
 
+
+# The clock timing lockstep against the per-tile run (the first runs of a program only, until
+# lockstep.Timing has chosen): the calling thread's CPU time (the run is one thread; BLAS is
+# limited to it by default). Process CPU time sums every thread of the process (BLAS's idle
+# workers too) and cost 5-10% of a 1 ms run on a loaded 2-core machine; a CPU clock is a system
+# call either way (not served in user space as the wall clocks are).
+_clock = time.thread_time
 
 _GRIDS: dict[int, tuple[Operation, tuple[int, ...]]] = {}
 
@@ -285,6 +297,8 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
     """One run from a fresh machine: per tile (`lane` None) or in lockstep."""
     machine = Machine(grid, options)
     machine.private_local = not program.shares_scratchpads()
+    if program.widens():
+        machine.wide = WideCache()
     if lane is not None and not machine.tracker.enabled:
         # lockstep interleaves the tiles differently: without the race check a race would give
         # another result, so lockstep always tracks races and gives up on one (the per-tile run
@@ -319,11 +333,12 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
 def _detached(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A tile's returned values, none of them a view of a caller's array (a load from an array
     the run never wrote is a read-only view of it, access._load_box): copied, so that the
-    result does not change when the caller later writes the array."""
-    if not any(isinstance(v, np.ndarray) and not v.flags.owndata and not v.flags.writeable for v in values):
+    result does not change when the caller later writes the array. Every read-only array is
+    copied (the run's shared f32 copies of loaded boxes, half.WideCache, are read-only too):
+    the caller gets arrays of its own."""
+    if not any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
         return values
-    return tuple(v.copy() if isinstance(v, np.ndarray) and not v.flags.owndata and not v.flags.writeable else v
-                 for v in values)
+    return tuple(v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v for v in values)
 
 
 # ---------------------------------------------------------------------- execution

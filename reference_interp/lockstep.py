@@ -696,6 +696,8 @@ class Timing:
         return len(self.lock) <= len(self.tile)
 
     def took(self, lockstep: bool, seconds: float) -> None:
+        if self.choice is not None:
+            return
         (self.lock if lockstep else self.tile).append(seconds)
         if self.choice is None and len(self.lock) >= self.SAMPLES and len(self.tile) >= self.SAMPLES:
             self.choice = min(self.lock) <= min(self.tile)

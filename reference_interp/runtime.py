@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .errors import fail
+from .half import WideCache
 from .memory import SPACES, Allocation, GlobalMemory
 from .races import RaceTracker
 from .trace import TileStats, TraceEvent
@@ -79,6 +80,9 @@ class Machine:
         self.private_local = False
         # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
         self.views: dict[tuple[Any, ...], Any] = {}
+        # f32 copies of narrow-float boxes loaded in place, for contractions and arith.extf
+        # (half.py); None when the program has neither (executor._attempt)
+        self.wide: WideCache | None = None
 
     def coords(self, tile: int) -> tuple[int, ...]:
         """The grid coordinates of linear tile id `tile`: dimension 0 varies fastest

@@ -23,6 +23,7 @@ from ktir.ir.operation import Operation
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import int_normaliser, np_dtype, unsigned_dtype, width
 from ..errors import CompileError, fail
+from ..half import F16, F32, NARROW_FLOATS, narrow16, widen16
 from .common import array_mode, coercer, constant_value, element, is_int_like
 
 
@@ -496,6 +497,10 @@ def _cast_fn(kind: str, src: ty.Type, dst: ty.Type, arrays: bool) -> Callable[[A
     sco = coercer(sdt)
     i1 = sdt == np.bool_
     if kind in ("extf", "truncf"):
+        if sdt == F16 and ddt == F32:
+            return lambda x: widen16(x) if type(x) is np.ndarray else sco(x).astype(ddt)
+        if sdt == F32 and ddt == F16:
+            return lambda x: narrow16(x) if type(x) is np.ndarray else sco(x).astype(ddt)
         return lambda x: sco(x).astype(ddt)
     if kind == "extsi" or (kind == "index_cast" and is_int_like(dst) and i1):
         if i1:
@@ -590,7 +595,19 @@ def cast(c: FuncCompiler, op: Operation) -> OpFn:
     a = c.operand_slot(op, "in")
     (r,) = c.result_slots(op)
     src, dst = c.operand_type(op, "in"), c.rtype(op)
-    fn = _cast_fn(op.name.split(".")[1], element(src), element(dst), array_mode(c, dst))
+    arrays = array_mode(c, dst)
+    fn = _cast_fn(op.name.split(".")[1], element(src), element(dst), arrays)
+    if op.name == "arith.extf" and arrays and np_dtype(element(src)) in NARROW_FLOATS and np_dtype(element(dst)) == F32:
+        # a box loaded in place is widened once per run (half.WideCache)
+        def run_wide(fr: list[Any]) -> None:
+            x = fr[a]
+            if type(x) is not np.ndarray:
+                fr[r] = fn(x)
+                return
+            wide = fr[0].machine.wide
+            fr[r] = wide.widen(x) if wide is not None else fn(x)
+
+        return run_wide
 
     def run(fr: list[Any]) -> None:
         fr[r] = fn(fr[a])

@@ -38,6 +38,7 @@ from .. import blas
 from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
+from ..half import F16, F32, NARROW_FLOATS, WideCache, narrow16, widen, widen16
 from .arith import _array_int, _maximum, _maxnum, _minimum, _minnum
 from .common import element, int_array
 
@@ -65,7 +66,7 @@ def _acc_dtype(dt: np.dtype[Any]) -> np.dtype[Any]:
         return np.dtype(np.int64)
     if dt == np.float64:
         return dt
-    return np.dtype(np.float32)
+    return F32
 
 
 def _store_results(fr: list[Any], res: tuple[int, ...], values: list[Any]) -> None:
@@ -250,19 +251,27 @@ def broadcast(c: FuncCompiler, op: Operation) -> OpFn:
 # ---------------------------------------------------------------------- contractions
 
 
-def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: np.dtype[Any]) -> np.ndarray:
+def _widened(x: np.ndarray, wide: np.dtype[Any], cache: WideCache | None) -> np.ndarray:
+    """`x.astype(wide, copy=False)`: narrow floats to f32 through the run's cache of loaded boxes."""
+    if type(x) is np.ndarray and x.dtype in NARROW_FLOATS and wide == F32:
+        return cache.widen(x) if cache is not None else widen(x)
+    return x.astype(wide, copy=False)
+
+
+def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: np.dtype[Any],
+              cache: WideCache | None = None) -> np.ndarray:
     wide = _acc_dtype(out_dt if out_dt.kind not in "iub" else np.dtype(np.int64))
     if out_dt.kind not in "iub" and (a.dtype.kind in "iub" or b.dtype.kind in "iub"):
-        wide = np.dtype(np.float32) if out_dt != np.float64 else out_dt
-    a2 = a.astype(wide, copy=False)
-    b2 = b.astype(wide, copy=False)
+        wide = F32 if out_dt != np.float64 else out_dt
+    a2 = _widened(a, wide, cache)
+    b2 = _widened(b, wide, cache)
     blas.before_contraction()
     prod = np.matmul(a2, b2) if spec in _PLAIN_MATMULS else _einsum2(spec, a2, b2)
     prod = np.asarray(prod)
     if prod.dtype != wide:
         prod = prod.astype(wide)
-    prod += acc.astype(wide, copy=False)
-    return prod.astype(out_dt, copy=False)
+    prod += widen16(acc) if acc.dtype == F16 and wide == F32 else acc.astype(wide, copy=False)
+    return narrow16(prod) if out_dt == F16 and wide == F32 else prod.astype(out_dt, copy=False)
 
 
 # np.einsum(spec, a, b, optimize=True) plans its one contraction on every call (einsum_path,
@@ -332,7 +341,7 @@ def matmul(c: FuncCompiler, op: Operation) -> OpFn:
     def run(fr: list[Any]) -> None:
         x, y, acc = fr[a], fr[b], fr[o]
         try:
-            v = _contract(spec, x, y, acc, dt)
+            v = _contract(spec, x, y, acc, dt, fr[0].machine.wide)
         except ValueError as e:
             raise fail("type", f"operand shapes {x.shape}, {y.shape}, {acc.shape} do not fit {spec}: {e}") from None
         if v.shape != acc.shape:
@@ -364,7 +373,7 @@ def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[An
             return uf.reduce(x.astype(out_dt, copy=False), axis=axes, dtype=out_dt)
         wide = _acc_dtype(out_dt)
         uf = np.add if kind == "add" else np.multiply
-        return uf.reduce(x.astype(wide, copy=False), axis=axes)
+        return uf.reduce(widen16(x) if x.dtype == F16 and wide == F32 else x.astype(wide, copy=False), axis=axes)
     if kind in ("umax", "umin"):
         udt = unsigned_dtype(out_dt)
         uf = np.maximum if kind == "umax" else np.minimum
@@ -375,10 +384,13 @@ def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[An
         return np.asarray(uf.reduce(x, axis=axes, initial=_identity(kind, out_dt)))
     red = np.asarray(uf.reduce(x, axis=axes))
     if kind in ("maximum", "fmax", "minimum", "fmin") and x.dtype.kind not in "iub":
-        # numpy keeps whichever zero comes first; IEEE: max(-0, +0) = +0, min(-0, +0) = -0
-        low = kind in ("minimum", "fmin")
-        wanted = (x == 0) & (np.signbit(x) == low)
-        red = np.where((red == 0) & wanted.any(axis=axes), -np.abs(red) if low else np.abs(red), red)
+        # numpy keeps whichever zero comes first; IEEE: max(-0, +0) = +0, min(-0, +0) = -0 (only
+        # a zero result can have the wrong sign: the passes over x are made only when there is one)
+        zero = red == 0
+        if zero.any():
+            low = kind in ("minimum", "fmin")
+            wanted = (x == 0) & (np.signbit(x) == low)
+            red = np.where(zero & wanted.any(axis=axes), -np.abs(red) if low else np.abs(red), red)
     return red
 
 
@@ -395,8 +407,8 @@ def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]
     if kind in ("add", "mul") and out_dt.kind not in "iub":
         wide = _acc_dtype(out_dt)
         i = init.astype(wide, copy=False)
-        v = i + red if kind == "add" else i * red
-        return np.asarray(v).astype(out_dt, copy=False)
+        v = np.asarray(i + red if kind == "add" else i * red)
+        return narrow16(v) if out_dt == F16 and v.dtype == F32 else v.astype(out_dt, copy=False)
     if out_dt == np.bool_ and kind in ("add", "mul"):
         return np.asarray(init ^ red if kind == "add" else init & red)
     table: dict[str, Callable[[Any, Any], Any]] = {
@@ -655,6 +667,24 @@ def generic(c: FuncCompiler, op: Operation) -> OpFn:
         c.linalg_index_slot = saved
 
 
+_GRIDS: dict[tuple[int, ...], tuple[np.ndarray, ...]] = {}
+
+
+def _sparse_grids(ext: Any) -> tuple[np.ndarray, ...]:
+    """np.indices(ext, sparse=True) (what linalg.index reads in a vectorised body), made once per
+    extents and read-only: values are never written in place, and the arrays outlive the run."""
+    key = tuple(ext)
+    grids = _GRIDS.get(key)
+    if grids is None:
+        grids = tuple(np.indices(key, sparse=True))
+        for g in grids:
+            g.flags.writeable = False
+        if len(_GRIDS) > 256:
+            _GRIDS.clear()
+        _GRIDS[key] = grids
+    return grids
+
+
 def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],
                       n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
     machine_check = c.options.max_value_bytes
@@ -676,7 +706,7 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                  and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
-        plan = (ext, tuple(ext), args, outs)
+        plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else ())
         if len(plans) > 64:
             plans.clear()
         plans[key] = plan
@@ -691,9 +721,9 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         vals = [fr[s] for s in operands]
         key = tuple([v.shape if type(v) is ndarray else _shape(v) for v in vals])
         plan = plans.get(key) or prepare(key)
-        ext, ext_t, args, outs = plan
+        ext, ext_t, args, outs, grids = plan
         if uses_index:
-            fr[index_slot] = np.indices(ext, sparse=True) if ext else ()
+            fr[index_slot] = grids
         for slot, i, spec in args:
             v = vals[i]
             if spec is True and type(v) is ndarray:
@@ -805,14 +835,14 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
             ia, ib, spec = contraction
             for j in range(len(out_dts)):
                 acc = vals[n_in + j]
-                outs.append(_contract(spec, vals[ia], vals[ib], acc, out_dts[j]))
+                outs.append(_contract(spec, vals[ia], vals[ib], acc, out_dts[j], fr[0].machine.wide))
             _store_results(fr, res, outs)
             return
         volume = int(math.prod(ext)) if ext else 1
         if volume * 8 > (2 << 30):
             raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
         if uses_index:
-            fr[index_slot] = np.indices(ext, sparse=True)
+            fr[index_slot] = _sparse_grids(ext)
         for s, i, v in zip(body.arg_slots, range(len(vals)), vals, strict=True):
             fr[s] = loops.view(i, v, ext, views[i]) if i < n_in else None
         body.run(fr)
