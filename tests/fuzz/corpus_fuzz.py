@@ -555,9 +555,10 @@ class Report:
 
 
 # A worker is replaced by a fresh one after this many inputs, and its memory is judged then:
-# if its resident size grew in the median batch by more than GROWTH_PER_INPUT bytes per input,
-# the lane reports a `memory-growth` failure (the median, so that one large input's peak,
-# which the allocator keeps, is not taken for a leak). Such a leak once grew a worker by
+# if its anonymous resident memory (the heap, not the library code a fresh fork pages in) grew
+# in the median batch after its first quarter (a fresh worker's first inputs fill caches) by more
+# than GROWTH_PER_INPUT bytes per input, the lane reports a `memory-growth` failure (the median,
+# so that one large input's peak, which the allocator keeps, is not taken for a leak). Such a leak once grew a worker by
 # 30 KB per input until it died at its address-space limit after ~50,000 inputs (seed 41204):
 # a parse aged the caller's young garbage cycles into the oldest generation, where only rare
 # full collections look (fixed in ktir.syntax.parser.parse, tests/syntax/test_parse_gc.py).
@@ -566,8 +567,13 @@ GROWTH_PER_INPUT = 4_096
 
 
 def _rss() -> int:
-    """This process's resident size in bytes (0 where /proc is missing)."""
+    """This process's anonymous resident memory in bytes (its resident size where the kernel
+    does not say; 0 where /proc is missing)."""
     try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Anonymous:"):
+                    return int(line.split()[1]) * 1024
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
@@ -575,11 +581,12 @@ def _rss() -> int:
 
 
 def memory_growth(sizes: list[int], per_batch: list[int]) -> int | None:
-    """The median growth per input over a worker's batches (resident sizes before each
-    batch and after the last; the batches' sizes), None with fewer than 4 batches."""
+    """The median growth per input over a worker's batches after the first quarter (sizes
+    before each batch and after the last; the batches' sizes), None with fewer than 4 batches."""
     if len(per_batch) < 4:
         return None
-    steps = sorted((b - a) / n for a, b, n in zip(sizes, sizes[1:], per_batch, strict=False))
+    skip = len(per_batch) // 4
+    steps = sorted((b - a) / n for a, b, n in zip(sizes[skip:], sizes[skip + 1:], per_batch[skip:], strict=False))
     return int(steps[len(steps) // 2])
 
 
@@ -697,7 +704,8 @@ def _judge_memory(slot: _Slot, report: Report, seed: int) -> None:
         report.counts["memory-growth"] += 1
         report.failures.append((-1, "memory-growth", f"a worker grew by {growth} B per input in the median batch over "
                                 f"{slot.ran} inputs ({slot.sizes[0] >> 20} MB to {slot.sizes[-1] >> 20} MB)"))
-        print(f"failure: seed {seed}: memory-growth ({growth} B per input)", file=sys.stderr, flush=True)
+        print(f"failure: seed {seed}: memory-growth ({growth} B per input; MB after each batch: "
+              f"{[size >> 20 for size in slot.sizes]})", file=sys.stderr, flush=True)
 
 
 def _replace_dead(slots: list[_Slot], slot: _Slot, ctx: Any, seed: int, time_limit: float, memory_limit: int,
