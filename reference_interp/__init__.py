@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ktir.dialects.names import Builtin, Func
 from ktir.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def implemented_ops() -> frozenset[str]:
     from ktir.dialects.registry import OPS
     from reference_interp.compiler import FACTORIES, TERMINATORS
 
-    structural = {"builtin.module", "func.func"}  # run as the program's structure itself
+    structural = {Builtin.module, Func.func}  # run as the program's structure itself
     return frozenset(n for n in OPS if n in FACTORIES or n in TERMINATORS or n in structural)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import AccessError, OpView, named
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Memref, Scf, Tensor
 from ktir.dialects.registry import OPS, contractions
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -304,19 +305,19 @@ class Program:
         cache (half.WideCache): a contraction, a linalg.generic (its body may be one) or an
         arith.extf. Runs of other modules do not record their loads for it."""
         if self._widens is None:
-            names = {*contractions(), "linalg.generic", "arith.extf"}
+            names = {*contractions(), Linalg.generic, Arith.extf}
             self._widens = any(op.name in names for op in self.module.walk())
         return self._widens
 
     def has_empty(self) -> bool:
         """Whether any function of the module has a tensor.empty."""
         if self._has_empty is None:
-            self._has_empty = any(op.name == "tensor.empty" for op in self.module.walk())
+            self._has_empty = any(op.name == Tensor.empty for op in self.module.walk())
         return self._has_empty
 
     def has_calls(self) -> bool:
         if self._has_calls is None:
-            self._has_calls = any(op.name == "func.call" for op in self.module.walk())
+            self._has_calls = any(op.name == Func.call for op in self.module.walk())
         return self._has_calls
 
     def func_blocks(self, name: str) -> bool:
@@ -330,7 +331,7 @@ class Program:
     def op_blocks(self, op: Operation) -> bool:
         if op.name in BLOCKING_OPS:
             return True
-        if op.name == "func.call":
+        if op.name == Func.call:
             callee = op.attributes.get("callee")
             return isinstance(callee, at.SymbolRefAttr) and self.func_blocks(callee.root)
         return False
@@ -378,8 +379,8 @@ def _reaches_other_tiles(value: Any, in_future: bool) -> bool:
 
 
 BLOCKING_OPS = frozenset({
-    "ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_gather",
-    "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter",
+    Ktdp.inter_tile_consume, Ktdp.inter_tile_reduce, Ktdp.inter_tile_gather,
+    Ktdp.inter_tile_scatter, Ktdp.inter_tile_all_to_all, Ktdp.inter_tile_reduce_scatter,
 })
 
 
@@ -526,7 +527,7 @@ class FuncCompiler:
                     gens.append(False)
                 metas.append(op)
                 oslots.append(tuple(self.slots.get(n, 0) for n in op.operands))
-            if cb.term is not None and cb.term.name not in ("scf.reduce", "scf.forall.in_parallel"):
+            if cb.term is not None and cb.term.name not in (Scf.reduce, Scf.forall_in_parallel):
                 cb.term_slots = self.operand_slots(cb.term)
             cb.fns = tuple(fns)
             cb.metas = tuple(metas)
@@ -615,7 +616,7 @@ def _semantics_free(t: Type) -> Type | None:
 
 # Ops whose results are fully defined even when an operand they use only for its shape holds
 # tensor.empty's contents (the `outs` of linalg ops that do not read them, a dimension).
-_DEFINES_RESULTS = ("linalg.", "tensor.dim", "memref.dim")
+_DEFINES_RESULTS = ("linalg.", Tensor.dim, Memref.dim)
 
 
 def maybe_empty_values(program: Program, func: Operation) -> frozenset[str]:
@@ -650,7 +651,7 @@ def maybe_empty_values(program: Program, func: Operation) -> frozenset[str]:
         for op, parent in ops:
             if op is func:
                 continue
-            if op.name in ("tensor.empty", "func.call"):
+            if op.name in (Tensor.empty, Func.call):
                 tainted.update(op.results)
             hit = [i for i, name in enumerate(op.operands) if name in tainted]
             if not hit:
@@ -737,7 +738,7 @@ def _traced(compiled: OpFn | Blocking, op: Operation, c: FuncCompiler) -> OpFn |
     op_id = c.program.op_id(op)
     mac_slots = _mac_slots(c, op)
     # the access tile of a transfer: its byte span lets the timeline order only overlapping accesses
-    tile_slot = c.operand_slot(op, "access_tile") if name in ("ktdp.load", "ktdp.store") else None
+    tile_slot = c.operand_slot(op, "access_tile") if name in (Ktdp.load, Ktdp.store) else None
 
     def begin(fr: list[Any]) -> tuple[TraceEvent, list[int], list[int], dict[int, int]]:
         ctx: TileContext = fr[0]

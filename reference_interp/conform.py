@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Ktdp
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
@@ -121,7 +122,7 @@ def _pointer_views(fn: Operation, module: Module) -> dict[str, dict[str, Any]]:
             if len(sources) == 1:
                 for r in op.results:
                     origin[r] = next(iter(sources))
-        if op.name != "ktdp.construct_memory_view" or not op.result_types:
+        if op.name != Ktdp.construct_memory_view or not op.result_types:
             continue
         base = _view_base(op)
         t = ty.unaliased(op.result_types[0], module.type_aliases)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import AccessError, named
+from ktir.dialects.names import Affine, Arith, Func, Ktdp, Scf
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -49,8 +50,8 @@ from .errors import KtirRuntimeError, fail
 from .executor import Local
 from .runtime import Options
 
-_DERIVING = {"arith.addi", "arith.subi", "arith.muli", "arith.index_cast", "arith.index_castui", "affine.apply",
-             "affine.min", "affine.max", "arith.maxsi", "arith.minsi"}
+_DERIVING = {Arith.addi, Arith.subi, Arith.muli, Arith.index_cast, Arith.index_castui, Affine.apply,
+             Affine.min, Affine.max, Arith.maxsi, Arith.minsi}
 
 
 def load_npy(path: str | Path) -> np.ndarray:
@@ -132,7 +133,7 @@ def _scan(fn: Operation, origin: dict[str, str], aliases: dict[str, Any], types:
     offset: dict[str, int | None] = dict.fromkeys(origin, 0)  # a value's constant offset from its argument
     consts: dict[str, int] = {}
     for op in fn.walk():
-        value = op.attributes.get("value") if op.name == "arith.constant" else None
+        value = op.attributes.get("value") if op.name == Arith.constant else None
         if isinstance(value, at.IntegerAttr) and op.results:
             consts[op.results[0]] = int(value.value)
         if op.name in _DERIVING:
@@ -141,14 +142,14 @@ def _scan(fn: Operation, origin: dict[str, str], aliases: dict[str, Any], types:
                 for r in op.results:
                     origin[r] = next(iter(sources))
                     offset[r] = _shifted(op, origin, offset, consts)
-        if op.name == "func.call":
+        if op.name == Func.call:
             ref = op.attributes.get("callee")
             callee = functions.get(ref.root) if isinstance(ref, at.SymbolRefAttr) and not ref.nested else None
             if callee is not None and callee.regions and callee.regions[0].blocks:
                 params = callee.regions[0].blocks[0].arguments
                 inner = {p.name: origin[v] for p, v in zip(params, op.operands, strict=False) if v in origin}
                 _scan(callee, inner, aliases, types, functions, found, regions, active)
-        base = _view_base(op) if op.name == "ktdp.construct_memory_view" else None
+        base = _view_base(op) if op.name == Ktdp.construct_memory_view else None
         if base is None or base not in origin:
             continue
         arg = origin[base]
@@ -169,14 +170,14 @@ def _scan(fn: Operation, origin: dict[str, str], aliases: dict[str, Any], types:
 def _shifted(op: Operation, origin: dict[str, str], offset: dict[str, int | None], consts: dict[str, int]) -> int | None:
     """The constant offset from its argument of `op`'s result: `arg + c` keeps one, anything else
     (a product, an index computed from the tile id) does not."""
-    if op.name not in ("arith.addi", "arith.subi") or len(op.operands) != 2:
+    if op.name not in (Arith.addi, Arith.subi) or len(op.operands) != 2:
         return None
     a, b = op.operands
     if a in origin and b in consts and offset.get(a) is not None:
         base = offset[a]
         assert base is not None
-        return base + consts[b] if op.name == "arith.addi" else base - consts[b]
-    if b in origin and a in consts and op.name == "arith.addi" and offset.get(b) is not None:
+        return base + consts[b] if op.name == Arith.addi else base - consts[b]
+    if b in origin and a in consts and op.name == Arith.addi and offset.get(b) is not None:
         base = offset[b]
         assert base is not None
         return base + consts[a]
@@ -212,7 +213,7 @@ def infer_args(module: Module, func: str | None, given: dict[str, Any], seed: in
     args = dict(given)
     pointers: dict[str, np.dtype[Any]] = {}
     free: list[str] = []  # sizes no view or scratchpad region explains
-    functions = {str(getattr(f.attributes.get("sym_name"), "value", "")): f for f in module.walk() if f.name == "func.func"}
+    functions = {str(getattr(f.attributes.get("sym_name"), "value", "")): f for f in module.walk() if f.name == Func.func}
     dtypes, scratchpad = view_offsets(fn, module.attr_aliases, module.type_aliases, functions)
     for a in block.arguments:
         name = a.name[1:]
@@ -316,35 +317,35 @@ def size_hints(fn: Operation, free: list[str], types: dict[str, Any] | None = No
         found.setdefault(arg, {}).setdefault(kind, []).append((value, why))
 
     for op in fn.walk():
-        if op.name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci"):
+        if op.name in (Arith.index_cast, Arith.index_castui, Arith.extsi, Arith.extui, Arith.trunci):
             if op.operands and op.operands[0] in derived and op.results:
                 derived[op.results[0]] = derived[op.operands[0]]
             if op.operands and op.operands[0] in loops and op.results:
                 loops[op.results[0]] = loops[op.operands[0]]
-        elif op.name in ("arith.addi", "arith.subi", "arith.muli") and len(op.operands) == 2 and op.results:
+        elif op.name in (Arith.addi, Arith.subi, Arith.muli) and len(op.operands) == 2 and op.results:
             a, b = op.operands
             src = [derived[v] for v in (a, b) if v in derived]
             if len(src) == 1:
                 arg, how = src[0]
-                how = "*" if op.name == "arith.muli" or how == "*" else "+"
-                if op.name == "arith.subi" and b in derived:
+                how = "*" if op.name == Arith.muli or how == "*" else "+"
+                if op.name == Arith.subi and b in derived:
                     how = "-"
                 derived[op.results[0]] = (arg, how)
-            if op.name != "arith.muli":
+            if op.name != Arith.muli:
                 for v in (a, b):
                     if v in loops:
                         loops[op.results[0]] = loops[v]
-        elif op.name == "scf.for":
+        elif op.name == Scf.for_:
             _for_hints(op, derived, loops, note)
-        elif op.name == "ktdp.construct_memory_view":
+        elif op.name == Ktdp.construct_memory_view:
             _view_sizes(op, derived, sized)
-        elif op.name == "ktdp.construct_distributed_memory_view" and op.results:
+        elif op.name == Ktdp.construct_distributed_memory_view and op.results:
             parts = [x for v in op.operands for x in sized.get(v, [])]
             if parts:
                 sized[op.results[0]] = parts
-        elif op.name == "ktdp.construct_access_tile":
+        elif op.name == Ktdp.construct_access_tile:
             _tile_hints(op, derived, loops, sized, types or {}, aliases or {}, note)
-        elif op.name == "ktdp.construct_indirect_access_tile":
+        elif op.name == Ktdp.construct_indirect_access_tile:
             try:
                 captured = named(op).operands("captured_variables")
             except AccessError:

@@ -45,6 +45,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ktir.dialects.names import Func, Ktdp, Scf
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
 from ktir.ir.operation import Region as IRRegion
@@ -280,15 +281,15 @@ def stack(values: list[Any], shape: tuple[int, ...], kind: str, t: ty.Type) -> A
 # ops with effects on per-tile state (memory, statistics, communication, the tile's identity):
 # never computed once for all tiles by the per-tile implementation
 EFFECTS = frozenset({
-    "ktdp.load", "ktdp.store", "ktdp.get_compute_tile_id", "ktdp.construct_indirect_access_tile",
-    "ktdp.inter_tile_produce", "ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_gather",
-    "ktdp.inter_tile_scatter", "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter", "func.call",
+    Ktdp.load, Ktdp.store, Ktdp.get_compute_tile_id, Ktdp.construct_indirect_access_tile,
+    Ktdp.inter_tile_produce, Ktdp.inter_tile_consume, Ktdp.inter_tile_reduce, Ktdp.inter_tile_gather,
+    Ktdp.inter_tile_scatter, Ktdp.inter_tile_all_to_all, Ktdp.inter_tile_reduce_scatter, Func.call,
 })
-DELIVERY = frozenset(n for n in EFFECTS if n.startswith("ktdp.inter_tile_") and n != "ktdp.inter_tile_produce")
-INTERTILE = frozenset({"ktdp.inter_tile_produce", *DELIVERY})
+DELIVERY = frozenset(n for n in EFFECTS if n.startswith("ktdp.inter_tile_") and n != Ktdp.inter_tile_produce)
+INTERTILE = frozenset({Ktdp.inter_tile_produce, *DELIVERY})
 # ops that may never be vectorised over loop iterations; inter-tile ops only directly in the
 # loop's body (see Region)
-SEQUENTIAL = frozenset({"func.call", "scf.while"})
+SEQUENTIAL = frozenset({Func.call, Scf.while_})
 
 
 def effectful(op: Operation, c: FuncCompiler) -> bool:
@@ -297,7 +298,7 @@ def effectful(op: Operation, c: FuncCompiler) -> bool:
     if op.name.startswith("linalg.") and not op.result_types and any(
             isinstance(c.type(t), ty.MemRefType) for t in op.operand_types):
         return True  # buffer form: reads and writes memory
-    if op.name == "ktdp.construct_memory_view":
+    if op.name == Ktdp.construct_memory_view:
         from .ops.ktdp import _space
 
         space, ct_id = _space(c, op)
@@ -349,7 +350,7 @@ class Facts:
 
         def visit_op(op: Operation) -> None:
             uses = any(n in laned for n in op.operands) or any(n in laned for n in self.free[id(op)])
-            if op.name == "scf.for":
+            if op.name == Scf.for_:
                 body = op.regions[0].blocks[0]
                 args = [a.name for a in body.arguments]
                 if id(op) in vectorised or any(n in laned for n in op.operands[:3]):
@@ -357,14 +358,14 @@ class Facts:
                 inits = op.operands[3:]
                 visit(body)
                 term = body.operations[-1] if body.operations else None
-                yields = term.operands if term is not None and term.name == "scf.yield" else []
+                yields = term.operands if term is not None and term.name == Scf.yield_ else []
                 for k, (init, arg) in enumerate(zip(inits, args[1:], strict=False)):
                     if init in laned or (k < len(yields) and yields[k] in laned):
                         laned.add(arg)
                         if k < len(op.results):
                             laned.add(op.results[k])
                 return
-            if op.name == "scf.if":
+            if op.name == Scf.if_:
                 for region in op.regions:
                     for block in region.blocks:
                         visit(block)
@@ -374,15 +375,15 @@ class Facts:
                                 if y in laned and k < len(op.results):
                                     laned.add(op.results[k])
                 return
-            if op.name == "ktdp.inter_tile_produce":
+            if op.name == Ktdp.inter_tile_produce:
                 # the future is the same handle on every tile; its body runs per producer
                 for region in op.regions:
                     for block in region.blocks:
                         laned.update(a.name for a in block.arguments)
                         visit(block)
                 return
-            varying = uses or op.name in DELIVERY or op.name == "ktdp.get_compute_tile_id" or (
-                op.name == "ktdp.construct_memory_view" and self.effects[id(op)])
+            varying = uses or op.name in DELIVERY or op.name == Ktdp.get_compute_tile_id or (
+                op.name == Ktdp.construct_memory_view and self.effects[id(op)])
             if varying:
                 laned.update(op.results)
                 for region in op.regions:
@@ -420,7 +421,7 @@ def candidates(facts: Facts, func: Operation, no_vector: set[int]) -> set[int]:
     """The loops to try vectorising: scf.for without iter_args, nothing sequential inside."""
     out: set[int] = set()
     for op in func.walk():
-        if op.name == "scf.for" and not op.results and len(op.operands) == 3 and id(op) not in no_vector \
+        if op.name == Scf.for_ and not op.results and len(op.operands) == 3 and id(op) not in no_vector \
                 and not facts.sequential[id(op)] and not deep_sync(facts, op):
             out.add(id(op))
     return out
@@ -550,7 +551,7 @@ class LaneCompiler(FuncCompiler):
             term = ops[-1]
             ops = ops[:-1]
         lb.fns = tuple(self.compile_op(op) for op in ops)
-        if term is not None and term.name not in ("scf.reduce", "scf.forall.in_parallel"):
+        if term is not None and term.name not in (Scf.reduce, Scf.forall_in_parallel):
             lb.term_slots = self.operand_slots(term)
             lb.term_kinds = tuple((self.is_laned(n), self.kind(t)) for n, t in zip(term.operands, term.operand_types, strict=True))
         lb.n = len(block.operations)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Ktdp
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
@@ -80,7 +81,7 @@ def _scope(lanes: Lanes, R: int) -> Any:
     return sync
 
 
-@lane_impl("ktdp.inter_tile_produce")
+@lane_impl(Ktdp.inter_tile_produce)
 def produce(c: LaneCompiler, op: Operation) -> LaneFn:
     R = c.rank
     (r,) = c.result_slots(op)
@@ -157,7 +158,7 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
     R = c.rank
     fut = c.operand_slot(op, "future")
     kind = op.name
-    reduces = kind in ("ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter")
+    reduces = kind in (Ktdp.inter_tile_reduce, Ktdp.inter_tile_reduce_scatter)
     identity = c.operand_group(op, "identity") if reduces else ()
     id_laned = [c.is_laned(n) for n in op.operands[1:]] if reduces else []
     res = c.result_slots(op)
@@ -175,10 +176,10 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
         combiner = c.lane_region(op.regions[0])
         if len(identity) != len(res) or len(combiner.arg_slots) != 2 * len(res):
             raise CompileError("the combiner takes 2N arguments for N identity values and results", op)
-    gather_dims = it._dims(c, op, "gather_dimensions") if kind == "ktdp.inter_tile_gather" else []
-    scatter_dims = it._dims(c, op, "scatter_dimensions") if kind in ("ktdp.inter_tile_scatter", "ktdp.inter_tile_reduce_scatter") else []
-    split_dims = it._dims(c, op, "split_dimensions") if kind == "ktdp.inter_tile_all_to_all" else []
-    concat_dims = it._dims(c, op, "concat_dimensions") if kind == "ktdp.inter_tile_all_to_all" else []
+    gather_dims = it._dims(c, op, "gather_dimensions") if kind == Ktdp.inter_tile_gather else []
+    scatter_dims = it._dims(c, op, "scatter_dimensions") if kind in (Ktdp.inter_tile_scatter, Ktdp.inter_tile_reduce_scatter) else []
+    split_dims = it._dims(c, op, "split_dimensions") if kind == Ktdp.inter_tile_all_to_all else []
+    concat_dims = it._dims(c, op, "concat_dimensions") if kind == Ktdp.inter_tile_all_to_all else []
     key = id(op)
     value_types = None
 
@@ -232,12 +233,12 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
             lanes.contexts[t].received += m * sum(_nbytes(v, lan, tt, R) for p in d
                                                   for v, lan, tt in zip(f.values, f.laned, value_types, strict=True))
         equal = len({len(d) for d in deps}) == 1
-        if kind == "ktdp.inter_tile_consume":
+        if kind == Ktdp.inter_tile_consume:
             if not equal or len(deps[0]) != 1:
                 raise Diverged("consume from several producers")
             first = np.array(deps, dtype=I64)[:, 0]
             out = [_take(v, lan, first) if lan else _as_laned(v, R) for v, lan in zip(f.values, f.laned, strict=True)]
-        elif kind == "ktdp.inter_tile_reduce":
+        elif kind == Ktdp.inter_tile_reduce:
             if not equal:
                 raise Diverged("consumers fold different numbers of partials")
             out = fold(lf, f, np.array(deps, dtype=I64))
@@ -278,12 +279,12 @@ def _per_consumer(lanes: Lanes, f: LFuture, plan: Any, deps: list[list[int]], ki
         local = consumers.index(t)
         parts = [[np.asarray(lane_item(v, (p,), "tensor", tt)) if lan else np.asarray(v)
                   for v, lan, tt in zip(f.values, f.laned, out_types, strict=False)] for p in d]
-        if kind == "ktdp.inter_tile_reduce_scatter":
+        if kind == Ktdp.inter_tile_reduce_scatter:
             row = [it._flat_split(np.asarray(w[t] if w.shape[0] > 1 else w[0]), scatter_dims, len(consumers), local, s)
                    for w, s in zip(whole, out_shapes, strict=True)]
-        elif kind == "ktdp.inter_tile_gather":
+        elif kind == Ktdp.inter_tile_gather:
             row = [it._flat_concat([p[i] for p in parts], gather_dims, out_shapes[i]) for i in range(len(out_shapes))]
-        elif kind == "ktdp.inter_tile_scatter":
+        elif kind == Ktdp.inter_tile_scatter:
             row = [it._flat_split(v, scatter_dims, len(consumers), local, s) for v, s in zip(parts[0], out_shapes, strict=True)]
         else:
             row = []

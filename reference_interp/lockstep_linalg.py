@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Linalg, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -70,7 +71,7 @@ def _tail_shape(v: Any, R: int) -> tuple[int, ...]:
 # ---------------------------------------------------------------------- simple ops
 
 
-@lane_impl("linalg.fill")
+@lane_impl(Linalg.fill)
 def fill(c: LaneCompiler, op: Operation) -> LaneFn:
     ins, outs = L._split(c, op)
     (a,) = ins
@@ -101,7 +102,7 @@ def fill(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("linalg.broadcast")
+@lane_impl(Linalg.broadcast)
 def broadcast(c: LaneCompiler, op: Operation) -> LaneFn:
     ins, outs = L._split(c, op)
     (a,) = ins
@@ -128,7 +129,7 @@ def broadcast(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("linalg.transpose")
+@lane_impl(Linalg.transpose)
 def transpose(c: LaneCompiler, op: Operation) -> LaneFn:
     ins, outs = L._split(c, op)
     (a,) = ins
@@ -151,7 +152,7 @@ def transpose(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("linalg.copy")
+@lane_impl(Linalg.copy)
 def copy(c: LaneCompiler, op: Operation) -> LaneFn:
     ins, outs = L._split(c, op)
     (a,) = ins
@@ -241,7 +242,7 @@ def named_unary(c: LaneCompiler, op: Operation) -> LaneFn:
 # ---------------------------------------------------------------------- reductions
 
 
-@lane_impl("linalg.reduce")
+@lane_impl(Linalg.reduce)
 def reduce(c: LaneCompiler, op: Operation) -> LaneFn:
     ins, outs = L._split(c, op)
     block = op.regions[0].blocks[0]
@@ -311,7 +312,7 @@ class _Body:
         return self.cb.results(fr)  # type: ignore[no-any-return]
 
 
-@lane_impl("linalg.generic")
+@lane_impl(Linalg.generic)
 def generic(c: LaneCompiler, op: Operation) -> LaneFn:
     ins, outs = L._split(c, op)
     res = c.result_slots(op)
@@ -375,7 +376,7 @@ def generic(c: LaneCompiler, op: Operation) -> LaneFn:
     else:
         c.pertile -= 1
         c.linalg_index_slot = saved_index
-    uses_index = any(o.name == "linalg.index" for o in op.walk())
+    uses_index = any(o.name == Linalg.index for o in op.walk())
 
     def run(lf: list[Any]) -> None:
         shape = lf[1].shape
@@ -423,7 +424,7 @@ def matmul(c: LaneCompiler, op: Operation) -> LaneFn:
 # ---------------------------------------------------------------------- tensor ops
 
 
-@lane_impl("tensor.splat")
+@lane_impl(Tensor.splat)
 def splat(c: LaneCompiler, op: Operation) -> LaneFn:
     v = c.operand_slot(op, "input")
     if c.operand_group(op, "dynamic_sizes"):
@@ -444,7 +445,7 @@ def splat(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("tensor.extract")
+@lane_impl(Tensor.extract)
 def extract(c: LaneCompiler, op: Operation) -> LaneFn:
     src = c.operand_slot(op, "tensor")
     idx = c.operand_group(op, "indices")
@@ -475,7 +476,7 @@ def extract(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("tensor.extract_slice")
+@lane_impl(Tensor.extract_slice)
 def extract_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.tensor import _reduced_shape, _region
     from .ops.tensor import _Slice as Sl
@@ -503,7 +504,7 @@ def extract_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("tensor.insert_slice")
+@lane_impl(Tensor.insert_slice)
 def insert_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.tensor import _region
     from .ops.tensor import _Slice as Sl
@@ -548,7 +549,7 @@ def insert_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("tensor.collapse_shape")
+@lane_impl(Tensor.collapse_shape)
 def collapse_shape(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.tensor import _reassociation
 
@@ -569,7 +570,7 @@ def collapse_shape(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("tensor.expand_shape")
+@lane_impl(Tensor.expand_shape)
 def expand_shape(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.common import mixed, resolve_mixed
 

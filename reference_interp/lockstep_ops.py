@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import named
+from ktir.dialects.names import Arith, Ktdp, Scf
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
@@ -44,7 +45,7 @@ I64 = np.int64
 # ---------------------------------------------------------------------- tiles
 
 
-@lane_impl("ktdp.get_compute_tile_id")
+@lane_impl(Ktdp.get_compute_tile_id)
 def tile_id(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.ktdp import func_grid
 
@@ -77,7 +78,7 @@ def _register_elementwise() -> None:
 
     from .compiler import FACTORIES
 
-    names = [n for n in FACTORIES if n.startswith(("arith.", "math.")) and n not in ("arith.constant", "arith.select")]
+    names = [n for n in FACTORIES if n.startswith(("arith.", "math.")) and n not in (Arith.constant, Arith.select)]
     for n in names:
         if n in OPS:
             lane_impl(n)(_elementwise)
@@ -86,7 +87,7 @@ def _register_elementwise() -> None:
 _register_elementwise()
 
 
-@lane_impl("arith.select")
+@lane_impl(Arith.select)
 def select(c: LaneCompiler, op: Operation) -> LaneFn:
     k, a, b = (c.operand_slot(op, n) for n in ("condition", "true_value", "false_value"))
     (r,) = c.result_slots(op)
@@ -142,7 +143,7 @@ def _step_budget(lf: list[Any], trips: int, ops: int) -> None:
         raise Diverged("step limit")
 
 
-@lane_impl("scf.for")
+@lane_impl(Scf.for_)
 def scf_for(c: LaneCompiler, op: Operation) -> LaneFn:
     if id(op) in c.vectorised:
         return _vector_for(c, op)
@@ -249,7 +250,7 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("scf.if")
+@lane_impl(Scf.if_)
 def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
     k = c.operand_slot(op, "condition")
     res = c.result_slots(op)
@@ -284,7 +285,7 @@ def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
 # ---------------------------------------------------------------------- views and access tiles
 
 
-@lane_impl("ktdp.construct_memory_view", "ktdp.construct_distributed_memory_view")
+@lane_impl(Ktdp.construct_memory_view, Ktdp.construct_distributed_memory_view)
 def memory_view(c: LaneCompiler, op: Operation) -> LaneFn:
     """Views per tile (a tile's own scratchpad, or operands that differ between tiles)."""
     laned = [(s, c.type(t)) for s, n, t in zip(c.operand_slots(op), op.operands, op.operand_types, strict=True)
@@ -317,7 +318,7 @@ def memory_view(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("ktdp.construct_access_tile")
+@lane_impl(Ktdp.construct_access_tile)
 def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
 
@@ -386,7 +387,7 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
 # ---------------------------------------------------------------------- load / store
 
 
-@lane_impl("ktdp.load")
+@lane_impl(Ktdp.load)
 def load(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.common import shape_of
 
@@ -411,7 +412,7 @@ def load(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-@lane_impl("ktdp.store")
+@lane_impl(Ktdp.store)
 def store(c: LaneCompiler, op: Operation) -> LaneFn:
     d, a = c.operand_slot(op, "data"), c.operand_slot(op, "access_tile")
     data_laned = c.is_laned(named(op).operand("data"))
@@ -427,7 +428,7 @@ def store(c: LaneCompiler, op: Operation) -> LaneFn:
 from . import lockstep_intertile, lockstep_linalg  # noqa: E402, F401 - register their lane implementations
 
 
-@lane_impl("ktdp.construct_indirect_access_tile")
+@lane_impl(Ktdp.construct_indirect_access_tile)
 def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     """Coordinates with the lane dimensions in front; the index values are gathered for all
     lanes at once (lockstep_memory._gather: checks, tracker, statistics)."""

@@ -6,6 +6,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ktir.dialects.access import named
+from ktir.dialects.names import Affine, Func
 from ktir.ir import attributes as at
 from ktir.ir.operation import Operation
 
@@ -14,7 +15,7 @@ from ..compiler import Blocking, FuncCompiler, OpFn, impl
 from ..errors import CompileError, fail
 
 
-@impl("func.call", shape_only=lambda op: set(named(op).operand_positions("operands")))
+@impl(Func.call, shape_only=lambda op: set(named(op).operand_positions("operands")))
 def call(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     args = c.operand_group(op, "operands")
     res = c.result_slots(op)
@@ -65,7 +66,7 @@ def call(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl("affine.apply", "affine.min", "affine.max")
+@impl(Affine.apply, Affine.min, Affine.max)
 def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
     slots = c.operand_group(op, "map_operands")
     (r,) = c.result_slots(op)
@@ -76,7 +77,7 @@ def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
     if m.num_dims + m.num_symbols != len(slots):
         raise CompileError(f"the map takes {m.num_dims + m.num_symbols} operands, {len(slots)} given", op)
     fn = compile_map(m)
-    if op.name == "affine.apply":
+    if op.name == Affine.apply:
         if len(m.results) != 1:
             raise CompileError("affine.apply needs a single-result map", op)
         if len(slots) == 1:
@@ -89,7 +90,7 @@ def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
         def run(fr: list[Any]) -> None:
             fr[r] = fn(*[fr[s] for s in slots])[0]
         return run
-    pick = min if op.name == "affine.min" else max
+    pick = min if op.name == Affine.min else max
 
     def run_minmax(fr: list[Any]) -> None:
         fr[r] = pick(fn(*[fr[s] for s in slots]))

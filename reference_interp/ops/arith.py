@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Arith
 from ktir.dialects.registry import OPS
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
@@ -27,7 +28,7 @@ from ..half import F16, F32, NARROW_FLOATS, narrow16, widen16
 from .common import array_mode, coercer, constant_value, element, is_int_like
 
 
-@impl("arith.constant")
+@impl(Arith.constant)
 def constant(c: FuncCompiler, op: Operation) -> OpFn:
     (r,) = c.result_slots(op)
     value = constant_value(c, c.need_attr(op, "value"), c.rtype(op))
@@ -361,7 +362,7 @@ def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
         raise CompileError(f"{op.name} needs float operands, found {et}", op)
     fn = _FLOAT_BINARY[op.name.split(".")[1]]
     dt = np_dtype(et)
-    if op.name in ("arith.minimumf", "arith.maximumf", "arith.minnumf", "arith.maxnumf", "arith.remf"):
+    if op.name in (Arith.minimumf, Arith.maximumf, Arith.minnumf, Arith.maxnumf, Arith.remf):
         inner = fn
         typ = dt.type
 
@@ -375,7 +376,7 @@ def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("arith.negf")
+@impl(Arith.negf)
 def negf(c: FuncCompiler, op: Operation) -> OpFn:
     a = c.operand_slot(op, "operand")
     (r,) = c.result_slots(op)
@@ -441,7 +442,7 @@ def _cmpi(pred: str, t: ty.Type, arrays: bool) -> Callable[[Any, Any], Any]:
     return lambda a, b: cmp(co(a), co(b))
 
 
-@impl("arith.cmpi", "arith.cmpf")
+@impl(Arith.cmpi, Arith.cmpf)
 def compare(c: FuncCompiler, op: Operation) -> OpFn:
     a, b = c.operand_slot(op, "lhs"), c.operand_slot(op, "rhs")
     (r,) = c.result_slots(op)
@@ -454,7 +455,7 @@ def compare(c: FuncCompiler, op: Operation) -> OpFn:
         raise CompileError(f"bad predicate {index}", op)
     pred = preds[index]
     arrays = array_mode(c, t)
-    fn = _cmpf(pred) if op.name == "arith.cmpf" else _cmpi(pred, et, arrays)
+    fn = _cmpf(pred) if op.name == Arith.cmpf else _cmpi(pred, et, arrays)
     if arrays:
         def run_a(fr: list[Any]) -> None:
             fr[r] = np.asarray(fn(fr[a], fr[b]))
@@ -466,7 +467,7 @@ def compare(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("arith.select")
+@impl(Arith.select)
 def select(c: FuncCompiler, op: Operation) -> OpFn:
     k, a, b = (c.operand_slot(op, n) for n in ("condition", "true_value", "false_value"))
     (r,) = c.result_slots(op)
@@ -597,7 +598,7 @@ def cast(c: FuncCompiler, op: Operation) -> OpFn:
     src, dst = c.operand_type(op, "in"), c.rtype(op)
     arrays = array_mode(c, dst)
     fn = _cast_fn(op.name.split(".")[1], element(src), element(dst), arrays)
-    if op.name == "arith.extf" and arrays and np_dtype(element(src)) in NARROW_FLOATS and np_dtype(element(dst)) == F32:
+    if op.name == Arith.extf and arrays and np_dtype(element(src)) in NARROW_FLOATS and np_dtype(element(dst)) == F32:
         # a box loaded in place is widened once per run (half.WideCache)
         def run_wide(fr: list[Any]) -> None:
             x = fr[a]

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Ktdp
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
@@ -142,7 +143,7 @@ def _future_type(c: FuncCompiler, t: ty.Type, op: Operation) -> tuple[ty.TileFut
     return t, _set1(c, op, t.groups, "the future's groups", (0,))
 
 
-@impl("ktdp.inter_tile_produce")
+@impl(Ktdp.inter_tile_produce)
 def produce(c: FuncCompiler, op: Operation) -> OpFn:
     (r,) = c.result_slots(op)
     _, gset = _future_type(c, op.result_types[0], op)
@@ -214,7 +215,7 @@ def _plan(machine: Machine, key: tuple[int, int], info: ProduceInfo, cset: Compi
             if t in group_of:
                 raise fail("undefined", f"tile {t} consumes in groups {group_of[t]} and {g}")
             group_of[t] = g
-            if dset is None or kind == "ktdp.inter_tile_scatter":
+            if dset is None or kind == Ktdp.inter_tile_scatter:
                 mine = list(producers)
             else:
                 syms = (t,) if dset.ns == 1 else (t, g)
@@ -222,7 +223,7 @@ def _plan(machine: Machine, key: tuple[int, int], info: ProduceInfo, cset: Compi
                 stray = [p for p in mine if p not in producers]
                 if stray:
                     raise fail("undefined", f"consumer tile {t} depends on tile {stray[0]}, which is not a producer of group {g} (R3)")
-            if kind in ("ktdp.inter_tile_consume", "ktdp.inter_tile_scatter") and len(mine) != 1:
+            if kind in (Ktdp.inter_tile_consume, Ktdp.inter_tile_scatter) and len(mine) != 1:
                 raise fail(
                     "undefined",
                     f"consumer tile {t} of group {g} has {len(mine)} sources; {kind} delivers from exactly one "
@@ -281,14 +282,14 @@ def _dims(c: FuncCompiler, op: Operation, name: str) -> list[int]:
     return dims
 
 
-DELIVERY = ("ktdp.inter_tile_consume", "ktdp.inter_tile_reduce", "ktdp.inter_tile_gather", "ktdp.inter_tile_scatter",
-            "ktdp.inter_tile_all_to_all", "ktdp.inter_tile_reduce_scatter")
+DELIVERY = (Ktdp.inter_tile_consume, Ktdp.inter_tile_reduce, Ktdp.inter_tile_gather, Ktdp.inter_tile_scatter,
+            Ktdp.inter_tile_all_to_all, Ktdp.inter_tile_reduce_scatter)
 
 
 @impl(*DELIVERY)
 def deliver(c: FuncCompiler, op: Operation) -> Blocking:
     fut = c.operand_slot(op, "future")
-    reduces = op.name in ("ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter")
+    reduces = op.name in (Ktdp.inter_tile_reduce, Ktdp.inter_tile_reduce_scatter)
     identity = c.operand_group(op, "identity") if reduces else ()
     res = c.result_slots(op)
     kind = op.name
@@ -297,7 +298,7 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
     dset = _set1(c, op, dep_attr, "producer_dependency_per_consumer", (1, 2)) if dep_attr is not None else None
     out_shapes = [tuple(getattr(c.rtype(op, i), "shape", ())) for i in range(len(res))]
     combiner: CBlock | None = None
-    if kind in ("ktdp.inter_tile_reduce", "ktdp.inter_tile_reduce_scatter"):
+    if kind in (Ktdp.inter_tile_reduce, Ktdp.inter_tile_reduce_scatter):
         if not op.regions:
             raise CompileError(f"{kind} needs a combiner region", op)
         combiner = c.compile_region(op.regions[0])
@@ -305,10 +306,10 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
             raise CompileError("the combiner may not communicate", op)
         if len(identity) != len(res) or len(combiner.arg_slots) != 2 * len(res):
             raise CompileError("the combiner takes 2N arguments for N identity values and results", op)
-    gather_dims = _dims(c, op, "gather_dimensions") if kind == "ktdp.inter_tile_gather" else []
-    scatter_dims = _dims(c, op, "scatter_dimensions") if kind in ("ktdp.inter_tile_scatter", "ktdp.inter_tile_reduce_scatter") else []
-    split_dims = _dims(c, op, "split_dimensions") if kind == "ktdp.inter_tile_all_to_all" else []
-    concat_dims = _dims(c, op, "concat_dimensions") if kind == "ktdp.inter_tile_all_to_all" else []
+    gather_dims = _dims(c, op, "gather_dimensions") if kind == Ktdp.inter_tile_gather else []
+    scatter_dims = _dims(c, op, "scatter_dimensions") if kind in (Ktdp.inter_tile_scatter, Ktdp.inter_tile_reduce_scatter) else []
+    split_dims = _dims(c, op, "split_dimensions") if kind == Ktdp.inter_tile_all_to_all else []
+    concat_dims = _dims(c, op, "concat_dimensions") if kind == Ktdp.inter_tile_all_to_all else []
     key = id(op)
 
     def fold(fr: list[Any], parts: list[list[Any]]) -> list[Any]:
@@ -369,16 +370,16 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
             ctx.tracker.join(ctx.tile, snaps)
         consumers = plan.consumers[g]
         local = consumers.index(ctx.tile)
-        if kind == "ktdp.inter_tile_consume":
+        if kind == Ktdp.inter_tile_consume:
             out = list(parts[0])
-        elif kind == "ktdp.inter_tile_reduce":
+        elif kind == Ktdp.inter_tile_reduce:
             out = fold(fr, parts)
-        elif kind == "ktdp.inter_tile_reduce_scatter":
+        elif kind == Ktdp.inter_tile_reduce_scatter:
             out = [_flat_split(np.asarray(v), scatter_dims, len(consumers), local, s)
                    for v, s in zip(fold(fr, parts), out_shapes, strict=True)]
-        elif kind == "ktdp.inter_tile_gather":
+        elif kind == Ktdp.inter_tile_gather:
             out = [_flat_concat([np.asarray(p[i]) for p in parts], gather_dims, out_shapes[i]) for i in range(len(res))]
-        elif kind == "ktdp.inter_tile_scatter":
+        elif kind == Ktdp.inter_tile_scatter:
             out = [_flat_split(np.asarray(v), scatter_dims, len(consumers), local, s)
                    for v, s in zip(parts[0], out_shapes, strict=True)]
         else:  # all_to_all

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Ktdp
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
@@ -32,7 +33,7 @@ from ..runtime import TileContext
 from .common import check_shape, dims_text, element, int_array, mixed, resolve_mixed
 
 
-@impl("ktdp.get_compute_tile_id")
+@impl(Ktdp.get_compute_tile_id)
 def tile_id(c: FuncCompiler, op: Operation) -> OpFn:
     res = c.result_slots(op)
     grid = func_grid(c)
@@ -84,7 +85,7 @@ def _set(c: FuncCompiler, op: Operation, name: str, what: str) -> CompiledSet | 
     return CompiledSet(attr.value, what, c.options.max_set_points)
 
 
-@impl("ktdp.construct_memory_view")
+@impl(Ktdp.construct_memory_view)
 def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
     off = c.operand_slot(op, "offset")
     dyn_sizes = list(c.operand_group(op, "sizes"))
@@ -168,7 +169,7 @@ def _reach(view: MemoryView, alloc: Any) -> None:
     alloc.ensure(view.addr - alloc.base + (reach + 1) * view.itemsize)
 
 
-@impl("ktdp.construct_distributed_memory_view")
+@impl(Ktdp.construct_distributed_memory_view)
 def distributed_view(c: FuncCompiler, op: Operation) -> OpFn:
     slots = c.operand_group(op, "memrefs")
     (r,) = c.result_slots(op)
@@ -276,7 +277,7 @@ def _rank(view: Any) -> int:
     return int(np.ndim(view))
 
 
-@impl("ktdp.construct_access_tile")
+@impl(Ktdp.construct_access_tile)
 def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
     base = c.operand_slot(op, "base")
     idx = c.operand_group(op, "indices")
@@ -380,7 +381,7 @@ def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("ktdp.construct_indirect_access_tile")
+@impl(Ktdp.construct_indirect_access_tile)
 def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
     base = c.operand_slot(op, "base")
     views = c.operand_group(op, "indirect_memrefs")
@@ -522,7 +523,7 @@ def _index_box(ctx: TileContext, view: MemoryView, box: IndexBox, pts: SetPoints
 # ---------------------------------------------------------------------- load / store
 
 
-@impl("ktdp.load")
+@impl(Ktdp.load)
 def ktdp_load(c: FuncCompiler, op: Operation) -> OpFn:
     a = c.operand_slot(op, "access_tile")
     (r,) = c.result_slots(op)
@@ -545,7 +546,7 @@ def ktdp_load(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("ktdp.store")
+@impl(Ktdp.store)
 def ktdp_store(c: FuncCompiler, op: Operation) -> OpFn:
     d, a = c.operand_slot(op, "data"), c.operand_slot(op, "access_tile")
     name = op.name
@@ -556,7 +557,7 @@ def ktdp_store(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("ktdp.runtime_arg_extract")
+@impl(Ktdp.runtime_arg_extract)
 def runtime_arg_extract(c: FuncCompiler, op: Operation) -> OpFn:
     a = c.operand_slot(op, "input")
     (r,) = c.result_slots(op)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import named
+from ktir.dialects.names import Arith, Linalg
 from ktir.dialects.registry import contractions
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -159,7 +160,7 @@ def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("linalg.fill", shape_only=_outs_shape_only)
+@impl(Linalg.fill, shape_only=_outs_shape_only)
 def fill(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -182,7 +183,7 @@ def fill(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("linalg.copy", shape_only=_outs_shape_only)
+@impl(Linalg.copy, shape_only=_outs_shape_only)
 def copy(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -199,7 +200,7 @@ def copy(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("linalg.transpose", shape_only=_outs_shape_only)
+@impl(Linalg.transpose, shape_only=_outs_shape_only)
 def transpose(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -217,7 +218,7 @@ def transpose(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("linalg.broadcast", shape_only=_outs_shape_only)
+@impl(Linalg.broadcast, shape_only=_outs_shape_only)
 def broadcast(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -306,7 +307,7 @@ def _einsum2(spec: str, a: np.ndarray, b: np.ndarray) -> Any:
 # the named contractions' einsum letters, from their definitions
 _NAMED_SPECS = contractions()
 # the two that numpy's matmul computes as they are written (the others go through _einsum2)
-_PLAIN_MATMULS = frozenset({_NAMED_SPECS["linalg.matmul"], _NAMED_SPECS["linalg.batch_matmul"]})
+_PLAIN_MATMULS = frozenset({_NAMED_SPECS[Linalg.matmul], _NAMED_SPECS[Linalg.batch_matmul]})
 
 
 def _spec_from_maps(maps: list[af.AffineMap]) -> str:
@@ -354,10 +355,10 @@ def matmul(c: FuncCompiler, op: Operation) -> OpFn:
 # ---------------------------------------------------------------------- bodies
 
 _REDUCERS: dict[str, str] = {
-    "arith.addf": "add", "arith.mulf": "mul", "arith.maximumf": "maximum", "arith.minimumf": "minimum",
-    "arith.maxnumf": "fmax", "arith.minnumf": "fmin", "arith.addi": "add", "arith.muli": "mul",
-    "arith.maxsi": "maximum", "arith.minsi": "minimum", "arith.maxui": "umax", "arith.minui": "umin",
-    "arith.andi": "and", "arith.ori": "or", "arith.xori": "xor",
+    Arith.addf: "add", Arith.mulf: "mul", Arith.maximumf: "maximum", Arith.minimumf: "minimum",
+    Arith.maxnumf: "fmax", Arith.minnumf: "fmin", Arith.addi: "add", Arith.muli: "mul",
+    Arith.maxsi: "maximum", Arith.minsi: "minimum", Arith.maxui: "umax", Arith.minui: "umin",
+    Arith.andi: "and", Arith.ori: "or", Arith.xori: "xor",
 }
 
 
@@ -427,7 +428,7 @@ def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]
 def _single_combiner(block: Block) -> tuple[Operation, int, int] | None:
     """For a body `yield op(arg_i, arg_j)`: the op and the operand positions of (in, acc)."""
     ops = block.operations
-    if len(ops) != 2 or ops[0].name not in _REDUCERS or ops[1].name not in ("linalg.yield",):
+    if len(ops) != 2 or ops[0].name not in _REDUCERS or ops[1].name not in (Linalg.yield_,):
         return None
     inner, yld = ops
     if named(yld).operands("values") != inner.results[:1] or len(block.arguments) != 2:
@@ -450,7 +451,7 @@ def _other_operand(comb: Operation, acc: str) -> str:
     return rhs if lhs == acc else lhs
 
 
-@impl("linalg.reduce")
+@impl(Linalg.reduce)
 def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -495,7 +496,7 @@ def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("linalg.map", shape_only=_outs_shape_only)
+@impl(Linalg.map, shape_only=_outs_shape_only)
 def linalg_map(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -634,7 +635,7 @@ def _generic_shape_only(op: Operation) -> set[int]:
     return {i for i, a in enumerate(block.arguments) if a.name not in used}
 
 
-@impl("linalg.generic", shape_only=_generic_shape_only)
+@impl(Linalg.generic, shape_only=_generic_shape_only)
 def generic(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
@@ -689,7 +690,7 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                       n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
     machine_check = c.options.max_value_bytes
     allp = list(range(loops.n))
-    uses_index = any(o.name == "linalg.index" for o in op.walk())
+    uses_index = any(o.name == Linalg.index for o in op.walk())
     arg_slots = body.arg_slots
     ndarray = np.ndarray
     # per operand shapes: (ext, [(arg slot, operand index, view spec)], [(output index, dtype, fast)])
@@ -775,7 +776,7 @@ def _shape(v: Any) -> tuple[int, ...]:
 def _reduction_plan(block: Block, n_in: int) -> list[tuple[str, Operation, str]] | None:
     """If every output is `yield combine(value, out_arg)`, the combiner per output."""
     term = block.operations[-1] if block.operations else None
-    if term is None or term.name != "linalg.yield":
+    if term is None or term.name != Linalg.yield_:
         return None
     out_args = [a.name for a in block.arguments[n_in:]]
     uses: dict[str, int] = {}
@@ -819,7 +820,7 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
                     res: tuple[int, ...], out_dts: list[np.dtype[Any]], reduction: list[int], parallel: list[int],
                     plan: list[tuple[str, Operation, str]], index_slot: int, block: Block) -> OpFn:
     contraction = _contraction_form(block, n_in, plan, loops)
-    uses_index = any(o.name == "linalg.index" for o in op.walk())
+    uses_index = any(o.name == Linalg.index for o in op.walk())
     axes = tuple(reduction)
     ndarray = np.ndarray
     # outputs whose map lists the parallel loops in loop order: the reduced array is already laid out
@@ -871,18 +872,18 @@ def _contraction_form(block: Block, n_in: int, plan: list[tuple[str, Operation, 
     names = [a.name for a in block.arguments]
     value = _other_operand(comb, acc)
     mul = producers.get(value)
-    if mul is None or mul.name not in ("arith.mulf", "arith.muli"):
+    if mul is None or mul.name not in (Arith.mulf, Arith.muli):
         return None
     srcs = []
     for operand in mul.operands:
         o = producers.get(operand)
-        while o is not None and o.name in ("arith.extf", "arith.extsi", "arith.sitofp"):
+        while o is not None and o.name in (Arith.extf, Arith.extsi, Arith.sitofp):
             operand = named(o).operand("in")
             o = producers.get(operand)
         if operand not in names[:n_in]:
             return None
         srcs.append(names.index(operand))
-    if len(ops) != 1 + 1 + sum(1 for o in ops if o.name in ("arith.extf", "arith.extsi", "arith.sitofp")):
+    if len(ops) != 1 + 1 + sum(1 for o in ops if o.name in (Arith.extf, Arith.extsi, Arith.sitofp)):
         return None
     if sorted(srcs) != [0, 1] or not all(loops.projected):
         return None
@@ -938,7 +939,7 @@ def _at(v: Any, loops: list[int], point: tuple[int, ...]) -> Any:
     return v[tuple(index)]
 
 
-@impl("linalg.index")
+@impl(Linalg.index)
 def linalg_index(c: FuncCompiler, op: Operation) -> OpFn:
     (r,) = c.result_slots(op)
     dim = int(c.need_attr(op, "dim").value)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ktir.dialects.names import Memref
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
@@ -60,7 +61,7 @@ def _view(v: Any) -> MemoryView:
     return v
 
 
-@impl("memref.load")
+@impl(Memref.load)
 def memref_load(c: FuncCompiler, op: Operation) -> OpFn:
     m, idx = c.operand_slot(op, "memref"), c.operand_group(op, "indices")
     (r,) = c.result_slots(op)
@@ -78,7 +79,7 @@ def memref_load(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("memref.store")
+@impl(Memref.store)
 def memref_store(c: FuncCompiler, op: Operation) -> OpFn:
     v, m, idx = c.operand_slot(op, "value"), c.operand_slot(op, "memref"), c.operand_group(op, "indices")
     name = op.name
@@ -101,14 +102,14 @@ def _in_view(view: MemoryView, coord: list[int]) -> None:
                    coordinate=tuple(coord))
 
 
-@impl("memref.subview", "memref.reinterpret_cast")
+@impl(Memref.subview, Memref.reinterpret_cast)
 def subview(c: FuncCompiler, op: Operation) -> OpFn:
     src = c.operand_slot(op, "source")
     offs = mixed(c, int_array(c.need_attr(op, "static_offsets")), list(c.operand_group(op, "offsets")))
     sizes = mixed(c, int_array(c.need_attr(op, "static_sizes")), list(c.operand_group(op, "sizes")))
     strides = mixed(c, int_array(c.need_attr(op, "static_strides")), list(c.operand_group(op, "strides")))
     (r,) = c.result_slots(op)
-    reinterpret = op.name == "memref.reinterpret_cast"
+    reinterpret = op.name == Memref.reinterpret_cast
 
     target = _result_shape(c, op)
 
@@ -161,7 +162,7 @@ def _result_shape(c: FuncCompiler, op: Operation) -> tuple[Any, ...]:
     return tuple(getattr(t, "shape", ()))
 
 
-@impl("memref.cast")
+@impl(Memref.cast)
 def memref_cast(c: FuncCompiler, op: Operation) -> OpFn:
     src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)

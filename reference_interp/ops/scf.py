@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import named
+from ktir.dialects.names import Scf
 from ktir.ir import attributes as at
 from ktir.ir.operation import Operation
 
@@ -27,7 +28,7 @@ def _for_inits(op: Operation) -> set[int]:
     return set(named(op).operand_positions("init_args"))
 
 
-@impl("scf.for", shape_only=_for_inits)
+@impl(Scf.for_, shape_only=_for_inits)
 def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     lb, ub, st = (c.operand_slot(op, n) for n in ("lower_bound", "upper_bound", "step"))
     inits = c.operand_group(op, "init_args")
@@ -111,7 +112,7 @@ def _within_step_limit(ctx: Any, trips: int, ops: int) -> None:
                    "--step-limit, if the program is meant to run this long)")
 
 
-@impl("scf.if", shape_only=lambda op: set())
+@impl(Scf.if_, shape_only=lambda op: set())
 def scf_if(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     k = c.operand_slot(op, "condition")
     res = c.result_slots(op)
@@ -158,13 +159,13 @@ def scf_if(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl("scf.while", shape_only=lambda op: set(named(op).operand_positions("inits")))
+@impl(Scf.while_, shape_only=lambda op: set(named(op).operand_positions("inits")))
 def scf_while(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     inits = c.operand_group(op, "inits")
     res = c.result_slots(op)
     before = c.compile_region(op.regions[0], c.vector)
     after = c.compile_region(op.regions[1], c.vector)
-    if before.term is None or before.term.name != "scf.condition":
+    if before.term is None or before.term.name != Scf.condition:
         raise CompileError("scf.while: the before region must end in scf.condition", op)
     cond_slot, *passed = before.term_slots
 
@@ -205,7 +206,7 @@ def scf_while(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl("scf.execute_region")
+@impl(Scf.execute_region)
 def execute_region(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     res = c.result_slots(op)
     body = c.compile_region(op.regions[0], c.vector)
@@ -224,7 +225,7 @@ def execute_region(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl("scf.parallel", shape_only=lambda op: set())
+@impl(Scf.parallel, shape_only=lambda op: set())
 def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
     lbs, ubs, sts, inits = (c.operand_group(op, n) for n in ("lower_bounds", "upper_bounds", "steps", "init_vals"))
     res = c.result_slots(op)
@@ -234,7 +235,7 @@ def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
     red = body.term
     combiners: list[CBlock] = []
     red_slots: tuple[int, ...] = ()
-    if red is not None and red.name == "scf.reduce":
+    if red is not None and red.name == Scf.reduce:
         red_slots = c.operand_slots(red)
         combiners = [c.compile_region(r, c.vector) for r in red.regions]
     if len(red_slots) != len(inits) or len(combiners) != len(inits):
@@ -263,7 +264,7 @@ def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("scf.forall", shape_only=lambda op: set(range(len(op.operands))))
+@impl(Scf.forall, shape_only=lambda op: set(range(len(op.operands))))
 def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
     dyn = [s for n in ("dynamic_lower_bound", "dynamic_upper_bound", "dynamic_step") for s in c.operand_group(op, n)]
     outs = c.operand_group(op, "outputs")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ktir.dialects.access import named
+from ktir.dialects.names import Memref, Tensor
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
@@ -44,7 +45,7 @@ def _check_size(fr: list[Any], shape: tuple[int, ...], dt: np.dtype[Any]) -> Non
         fr[0].machine.check_bytes(n, f"a tensor of shape {dims_text(shape)}")
 
 
-@impl("tensor.empty", "memref.alloc", "memref.alloca")
+@impl(Tensor.empty, Memref.alloc, Memref.alloca)
 def empty(c: FuncCompiler, op: Operation) -> OpFn:
     if op.name.startswith("memref."):
         from .memref import alloc
@@ -73,7 +74,7 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.splat")
+@impl(Tensor.splat)
 def splat(c: FuncCompiler, op: Operation) -> OpFn:
     v, dyn = c.operand_slot(op, "input"), c.operand_group(op, "dynamic_sizes")
     (r,) = c.result_slots(op)
@@ -97,7 +98,7 @@ def _check_index(idx: list[int], shape: tuple[int, ...]) -> None:
                        coordinate=tuple(idx))
 
 
-@impl("tensor.extract")
+@impl(Tensor.extract)
 def extract(c: FuncCompiler, op: Operation) -> OpFn:
     src, idx = c.operand_slot(op, "tensor"), c.operand_group(op, "indices")
     (r,) = c.result_slots(op)
@@ -129,7 +130,7 @@ def _insert_into(dest: Any, region: Any, value: Any) -> Any:
     return out
 
 
-@impl("tensor.insert", shape_only=lambda op: {1})
+@impl(Tensor.insert, shape_only=lambda op: {1})
 def insert(c: FuncCompiler, op: Operation) -> OpFn:
     v, dest, idx = c.operand_slot(op, "scalar"), c.operand_slot(op, "dest"), c.operand_group(op, "indices")
     (r,) = c.result_slots(op)
@@ -193,7 +194,7 @@ def _reduced_shape(sizes: list[int], t: ty.Type) -> tuple[int, ...]:
     return tuple(found)
 
 
-@impl("tensor.extract_slice")
+@impl(Tensor.extract_slice)
 def extract_slice(c: FuncCompiler, op: Operation) -> OpFn:
     src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
@@ -209,7 +210,7 @@ def extract_slice(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.insert_slice", "tensor.parallel_insert_slice", shape_only=lambda op: {named(op).operand_position("dest")})
+@impl(Tensor.insert_slice, Tensor.parallel_insert_slice, shape_only=lambda op: {named(op).operand_position("dest")})
 def insert_slice(c: FuncCompiler, op: Operation) -> OpFn:
     src, dest = c.operand_slot(op, "source"), c.operand_slot(op, "dest")
     res = c.result_slots(op)
@@ -235,7 +236,7 @@ def _reassociation(c: FuncCompiler, op: Operation) -> list[list[int]]:
     return [[int(getattr(x, "value", 0)) for x in g.elements] for g in attr.elements]
 
 
-@impl("tensor.collapse_shape")
+@impl(Tensor.collapse_shape)
 def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
     src = c.operand_slot(op, "src")
     (r,) = c.result_slots(op)
@@ -251,7 +252,7 @@ def collapse_shape(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.expand_shape")
+@impl(Tensor.expand_shape)
 def expand_shape(c: FuncCompiler, op: Operation) -> OpFn:
     src, dyn = c.operand_slot(op, "src"), c.operand_group(op, "output_shape")
     (r,) = c.result_slots(op)
@@ -267,7 +268,7 @@ def expand_shape(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.reshape")
+@impl(Tensor.reshape)
 def reshape(c: FuncCompiler, op: Operation) -> OpFn:
     src, shp = c.operand_slot(op, "source"), c.operand_slot(op, "shape")
     (r,) = c.result_slots(op)
@@ -282,7 +283,7 @@ def reshape(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.concat")
+@impl(Tensor.concat)
 def concat(c: FuncCompiler, op: Operation) -> OpFn:
     slots = c.operand_group(op, "inputs")
     (r,) = c.result_slots(op)
@@ -297,7 +298,7 @@ def concat(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.pad")
+@impl(Tensor.pad)
 def pad(c: FuncCompiler, op: Operation) -> OpFn:
     src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
@@ -326,7 +327,7 @@ def pad(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.generate")
+@impl(Tensor.generate)
 def generate(c: FuncCompiler, op: Operation) -> OpFn:
     dyn = c.operand_group(op, "dynamic_extents")
     (r,) = c.result_slots(op)
@@ -347,7 +348,7 @@ def generate(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.dim", "memref.dim", shape_only=lambda op: {0})
+@impl(Tensor.dim, Memref.dim, shape_only=lambda op: {0})
 def dim(c: FuncCompiler, op: Operation) -> OpFn:
     src, i = c.operand_slot(op, "source"), c.operand_slot(op, "index")
     (r,) = c.result_slots(op)
@@ -363,7 +364,7 @@ def dim(c: FuncCompiler, op: Operation) -> OpFn:
     return run
 
 
-@impl("tensor.cast", shape_only=lambda op: {named(op).operand_position("source")})
+@impl(Tensor.cast, shape_only=lambda op: {named(op).operand_position("source")})
 def tensor_cast(c: FuncCompiler, op: Operation) -> OpFn:
     src = c.operand_slot(op, "source")
     (r,) = c.result_slots(op)
