@@ -209,6 +209,16 @@ class CompiledSet:
             return SetPoints(tuple(los), mask.shape, None, count)
         return SetPoints(tuple(los), mask.shape, mask, count)
 
+    def coordinates(self, pts: SetPoints) -> list[np.ndarray]:
+        """Each dimension's coordinates of the set's points `pts`, broadcastable against each
+        other (a box: sparse ranges) or one array of the points (a masked set). A set with
+        more points than the limit stops with runtime.memory-limit: its arrays would not fit."""
+        if pts.count > self.max_points:
+            raise fail("memory-limit", f"{self.what} has {pts.count} points (limit {self.max_points})")
+        if pts.mask is None:
+            return [lo + g for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
+        return [lo + i for lo, i in zip(pts.lo, np.nonzero(pts.mask), strict=True)]
+
     def _isl_bounds(
         self, syms: tuple[int, ...], lo: list[int | None], hi: list[int | None]
     ) -> tuple[list[int | None], list[int | None]]:

@@ -203,6 +203,7 @@ OPS: tuple[OpDef, ...] = (
         constraints=constraints(
             "low and high have one entry per source dimension.",
             "Result dimension i equals source dimension i plus low[i] plus high[i].",
+            "The region is one block with one index argument per dimension, ending in a yield of the element type.",
         ),
     ),
     OpDef(
@@ -213,7 +214,10 @@ OPS: tuple[OpDef, ...] = (
         operands=(Operand("dynamic_extents", INDEX, variadic=True),),
         results=(Result("result", RANKED_TENSOR),),
         regions=(RegionSpec("body", "The element at an index.", "one index per dimension", "tensor.yield"),),
-        constraints=constraints("There is one extent operand per dynamic dimension."),
+        constraints=constraints(
+            "There is one extent operand per dynamic dimension.",
+            "The body is one block with one index argument per dimension, ending in a yield of the element type.",
+        ),
     ),
     OpDef(
         name="tensor.yield",

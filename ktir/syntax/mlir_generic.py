@@ -187,7 +187,7 @@ def from_mlir(op: Operation) -> Operation:
     attrs = op.attributes
     for key, default in (("fastmath", _NONE_FASTMATH), ("overflowFlags", _NONE_OVERFLOW)):
         flag = attrs.get(key)
-        if isinstance(flag, at.DialectAttr) and flag.dialect == "arith" and flag.body is not None:
+        if isinstance(flag, at.DialectAttr) and flag.dialect == "arith" and flag.body and flag.body.strip():
             # `#arith.overflow<nsw, nuw>`: the custom form's `overflow<nsw,nuw>`
             flag = at.EnumAttr(dialect="arith", name=flag.name, value=flag.body.replace(" ", ""))
             attrs[key] = flag

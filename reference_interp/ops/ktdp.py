@@ -418,10 +418,7 @@ def indirect_access_tile(c: FuncCompiler, op: Operation) -> OpFn:
         if fixed:
             return fixed[0]  # type: ignore[no-any-return]
         pts = vset.points(tuple(int(fr[s]) for s in syms))
-        if pts.mask is None:
-            variables = [lo + g for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
-        else:
-            variables = [lo + i for lo, i in zip(pts.lo, np.nonzero(pts.mask), strict=True)]
+        variables = vset.coordinates(pts)
         for v in variables:
             v.flags.writeable = False  # shared by every execution of the op
         if not syms:

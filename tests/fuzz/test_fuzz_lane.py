@@ -238,7 +238,7 @@ def test_memory_growth_is_the_median_batch() -> None:
     """A steady leak is growth in every batch; one large input's kept peak is one step."""
     mb = 1 << 20
     assert cf.memory_growth([100 * mb + i * 8 * mb for i in range(9)], [250] * 8) == 8 * mb // 250
-    assert cf.memory_growth([100 * mb] * 3 + [400 * mb] * 6, [250] * 8) == 0
+    assert cf.memory_growth([100 * mb] * 6 + [400 * mb] * 3, [250] * 8) == 0  # one input's peak, late in the life
     assert cf.memory_growth([100 * mb, 300 * mb, 500 * mb] + [500 * mb] * 6, [250] * 8) == 0  # a fresh worker's start
     assert cf.memory_growth([100 * mb, 200 * mb, 300 * mb], [250] * 2) is None  # too few batches to judge
 

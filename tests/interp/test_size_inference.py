@@ -80,3 +80,20 @@ def test_a_view_too_large_for_memory_is_that_error() -> None:
     with pytest.raises(KtirRuntimeError) as e:
         infer_args(b.module, None, {}, 0, {})
     assert e.value.kind == "memory-limit"
+
+
+@pytest.mark.parametrize("bound", ["9223372036854775807", "100000000"])
+def test_an_indirect_variable_space_too_large_is_that_error(bound: str) -> None:
+    """An indirect tile's variables_space_set of 2^63 x 4 points: np.indices raised a bare
+    ValueError (`runtime.internal`, fuzz seed 55821, inputs 61331 and 120736); the run stops
+    with memory-limit, as for any set too large to enumerate. The kernel is the repository's
+    conformance case with its set's bound replaced."""
+    from reference_interp.errors import KtirRuntimeError
+
+    source = (Path(__file__).resolve().parents[2] / "conformance/cases/multi-tile/indirect.offset_subscripts.transposed.ktir")
+    text = source.read_text()
+    assert "-d0 + 7 >= 0, d1 >= 0, -d1 + 3 >= 0" in text
+    module = parse(text.replace("-d0 + 7 >= 0, d1 >= 0, -d1 + 3 >= 0", f"-d0 + {bound} >= 0, d1 >= 0, -d1 + 3 >= 0"), "k.ktir")
+    with pytest.raises(KtirRuntimeError) as e:
+        infer_args(module, None, {}, 0, {})
+    assert e.value.kind == "memory-limit"

@@ -73,3 +73,20 @@ def test_a_string_memory_space_round_trips_whatever_its_ct_id(ct_id: str) -> Non
     _, diagnostics = validate_text(text, "f.ktir")
     errors = [d.id for d in diagnostics if d.severity == "error"]
     assert errors == ([] if ct_id.lstrip("0") == "7" else ["type.memory_space"])
+
+
+@pytest.mark.parametrize("flags", ["#arith.fastmath<>", "#arith.fastmath< >", "#arith.overflow<>"])
+def test_an_empty_arith_flag_property_round_trips(flags: str) -> None:
+    """An empty flag list in MLIR's generic form was read as the enum value '' (the custom
+    form then printed `{fastmath = #arith.fastmath<>}`, which reads back as a dialect
+    attribute: fuzz seed 55821, input 159197); it stays the dialect attribute it is."""
+    from ktir.syntax.generic_printer import print_generic
+
+    key = "fastmath" if "fastmath" in flags else "overflowFlags"
+    op = "arith.mulf" if key == "fastmath" else "arith.muli"
+    ty = "f32" if key == "fastmath" else "i32"
+    text = (f"func.func @f(%a: {ty}) -> {ty} {{\n  %0 = \"{op}\"(%a, %a) <{{{key} = {flags}}}> : ({ty}, {ty}) -> {ty}\n"
+            f"  func.return %0 : {ty}\n}}\n")
+    module = ktir.parse(text)
+    assert ktir.parse(ktir.print_module(module)) == module
+    assert ktir.parse(print_generic(module)) == module

@@ -243,6 +243,7 @@ def pad(check: Check) -> None:
         if s + lo + hi != r:  # type: ignore[operator]
             check.fail("C2", f"dimension {i}: {s} + {lo} + {hi} != {r}")
             return
+    _index_body(check, "C3", check.result_type("result"))
 
 
 @rule(Tensor.generate)
@@ -250,6 +251,26 @@ def generate(check: Check) -> None:
     result = check.result_type("result")
     if len(check.operand_types_of("dynamic_extents")) != _dyn_count(shape(result)):
         check.fail("C1", f"{t(result)} needs {_dyn_count(shape(result))} extents")
+    _index_body(check, "C2", result)
+
+
+def _index_body(check: Check, cid: str, result: object) -> None:
+    """The region of tensor.pad / tensor.generate: one block, an index argument per dimension
+    of `result`, a yield of its element type (the interpreter calls it with the indices)."""
+    rank = len(shape(result) or ())  # type: ignore[arg-type]
+    region = check.op.regions[0] if check.op.regions else None
+    if region is None or len(region.blocks) != 1:
+        check.fail(cid, "the region must be one block")
+        return
+    block = region.blocks[0]
+    if [a.type for a in block.arguments] != [ty.INDEX] * rank:
+        check.fail(cid, f"the region needs {rank} index argument(s), one per dimension, found "
+                   f"({', '.join(t(a.type) for a in block.arguments)})")
+        return
+    last = block.operations[-1] if block.operations else None
+    want = elem(result)  # type: ignore[arg-type]
+    if last is not None and last.name == "tensor.yield" and (len(last.operand_types) != 1 or last.operand_types[0] != want):
+        check.fail(cid, f"the region must yield one {t(want)}, found ({', '.join(t(x) for x in last.operand_types)})")
 
 
 @rule(Tensor.dim, Memref.dim)
