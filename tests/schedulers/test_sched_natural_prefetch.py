@@ -12,6 +12,8 @@ trace.
 
 from __future__ import annotations
 
+import numpy as np
+
 import ktir
 import reference_interp as ri
 from ktir.syntax.printer import print_module
@@ -21,7 +23,6 @@ from ktir.targets.schema import Target
 from ktir.targets.timeline import simulate
 from reference_interp.inputs import infer_args
 from schedulers import single_tile as nat
-from schedulers.builtin import evaluate_point
 from schedulers.check import check_equivalent
 from schedulers.cost import figures
 from schedulers.emit_natural import emit_natural
@@ -71,6 +72,6 @@ def test_the_model_and_the_timeline_agree_on_the_double_buffered_loop(spyre: Tar
     run = ri.run(after, None, infer_args(after, None, {}, 0, {"shapes_only": True}, zeros=True), trace=True,
                  shapes_only=True)
     timeline = simulate(from_interp(after, run, None).trace, spyre)
-    model = evaluate_point(space, POINT)
+    model = space.evaluate({n: np.array([v]) for n, v in POINT.items()})
     assert abs(float(model.cycles[0]) / timeline.makespan - 1) <= 0.10, (float(model.cycles[0]), timeline.makespan)
     assert max(timeline.peak_local.values()) <= float(model.scratch[0])
