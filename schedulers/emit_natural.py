@@ -75,6 +75,7 @@ class Placer:
         # value -> classes it depends on (a looped contraction's result is whole after its loop)
         self.deps: dict[str, set[int]] = {v: set(d) for v, d in k.deps.items()}
         self.fresh = False  # place fresh copies (a partial block repeats the loop's code)
+        self.renamed: dict[str, str] = {}  # values read under another name (a double-buffered load's carried block)
 
     def op_deps(self, op: Operation) -> set[int]:
         d: set[int] = set()
@@ -133,8 +134,9 @@ class Placer:
         return op.model_copy(deep=True) if self.fresh else copy
 
     def place(self, op: Operation, copy: Operation, rename: dict[str, str] | None = None) -> None:
-        """Append the copy of `op`, resized; operands named in `rename` are replaced."""
+        """Append the copy of `op`, resized; operands named in `rename` (or in `renamed`) are replaced."""
         b, g = self.b, self.g
+        rename = {**self.renamed, **rename} if rename else (self.renamed or None)
         if op.name == "tensor.empty" or id(op) in self.tiles or op.name in ("ktdp.get_compute_tile_id", "func.return"):
             return
         a = self.access_of.get(id(op))
@@ -185,7 +187,7 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         if id(op) not in space.k.loops:
             copy = pl.copy_of(op, copy)  # place_loop copies the whole loop itself
         if id(op) in space.k.loops:
-            pl.place_loop(op, copy, place)
+            pl.place_loop(op, copy, place, pl.renamed or None)
             return
         owners = owner_axes(space, p, op, pl.op_deps(op))
         if not owners:
@@ -201,7 +203,15 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         with b.if_(cond):
             pl.place(op, copy)
 
-    def level(n: int) -> None:
+    def load_ahead(op: Operation) -> Value:
+        a = pl.access_of[id(op)]
+        made = _access(b, a, pl.retype(a.value, g.types[a.value]), pl.ivs, g, {}, pl.loop_ivs, b.fresh("ahead"))
+        assert made is not None
+        return made
+
+    early = prefetched(space, p, list(zip(pl.orig, levels, strict=True)))
+
+    def level(n: int, skip: set[int] | frozenset[int] = frozenset()) -> None:
         if kc is not None and n + 1 == looped.index(kc) and space.k.chunk is not None:
             _phase_loops(space, p, pl, levels, n, place)
             return
@@ -214,7 +224,7 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
                     _kloop(space, p, pl, levels, n + 1)
             return
         for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True):
-            if lv == n:
+            if lv == n and id(op) not in skip:
                 place(op, copy)
         if n + 1 >= len(looped):
             return
@@ -227,7 +237,38 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         else:
             lo = b.constant(0, INDEX)
         full = E // bb * bb
-        if full:
+        ahead = [(op, copy) for op, copy, lv in zip(pl.orig, pl.copies, levels, strict=True)
+                 if id(op) in early] if n + 2 == len(looped) else []
+        if full and ahead:
+            # double buffered: the loads of the first block before the loop, each iteration's loads of
+            # the next block (when there is one) at its start, carried to the next iteration
+            step_c, full_c = b.constant(gg * bb, INDEX), b.constant(full, INDEX)
+            # the blocks loaded ahead start at most at the last full block (`arith.minsi`): an index
+            # past it is never loaded (the `scf.if`), and the clamp keeps every access tile in its view
+            last_c = b.constant(full - bb, INDEX)
+            pl.ivs[c] = b.create("arith.minsi", [lo, last_c], [INDEX])[0]
+            if (gg - 1) * bb >= full:  # some tiles have no full block: they load none ahead
+                types = [pl.retype(pl.access_of[id(op)].value, g.types[pl.access_of[id(op)].value]) for op, _ in ahead]
+                firsts = b.if_values(b.cmp("arith.cmpi", "slt", lo, full_c), lambda: [load_ahead(op) for op, _ in ahead],
+                                     [b.create("tensor.empty", [], [t])[0] for t in types])
+            else:
+                firsts = [load_ahead(op) for op, _ in ahead]
+            names = [b.fresh("iv"), *(b.fresh("cur") for _ in ahead)]
+            with b.for_(lo, full_c, step_c, firsts, names=names) as (iv, *cur):
+                nxt = b.create("arith.addi", [iv, step_c], [INDEX])[0]
+                more = b.cmp("arith.cmpi", "slt", nxt, full_c)
+
+                def next_blocks(at: Value = nxt) -> list[Value]:
+                    pl.ivs[c] = b.create("arith.minsi", [at, last_c], [INDEX])[0]
+                    return [load_ahead(op) for op, _ in ahead]
+
+                nexts = b.if_values(more, next_blocks, list(cur))
+                pl.ivs[c] = iv
+                pl.renamed = {named(op).result("result"): v.name for (op, _), v in zip(ahead, cur, strict=True)}
+                level(n + 1, skip=early)
+                pl.renamed = {}
+                b.yield_(*nexts)
+        elif full:
             with b.for_(lo, b.constant(full, INDEX), b.constant(gg * bb, INDEX)) as (iv,):
                 pl.ivs[c] = iv
                 level(n + 1)
@@ -251,6 +292,27 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         level(-1)
         b.func_return()
     return pl.finish(grid)
+
+
+def prefetched(space: NaturalSpace, p: dict[str, int], placed: list[tuple[Operation, int]]) -> set[int]:
+    """The loads (their ops' ids) the innermost block loop issues one iteration ahead, double
+    buffered: `placed` gives each op's loop level; the loads placed in the innermost loop, when that
+    loop is a block loop (not a contraction's K loop or a chunked dimension's phases), that read a
+    plain box (no gather, no sequential loop) of an array the kernel never writes (so no store of
+    the tile can be moved after a read of the same elements)."""
+    looped = [space.cut[i] for i in space.loops(p)]
+    if not looped or looped[-1] == space.kclass:
+        return set()
+    inner = len(looped) - 1
+    accesses = {id(a.op): a for a in space.k.accesses}
+    written = {a.operand.arg for a in space.k.accesses if a.stored}
+    out = set()
+    for op, lv in placed:
+        a = accesses.get(id(op))
+        if (lv == inner and a is not None and not a.stored and a.gather is None and a.loop is None
+                and a.operand.arg not in written):
+            out.add(id(op))
+    return out
 
 
 def owner_axes(space: NaturalSpace, p: dict[str, int], op: Operation, deps: set[int] | frozenset[int]) -> list[int]:
@@ -338,7 +400,7 @@ def _phase_loops(space: NaturalSpace, p: dict[str, int], pl: Placer, levels: lis
 
 
 def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, rename: dict[str, str],
-            loop_ivs: dict[str, Value] | None = None) -> None:
+            loop_ivs: dict[str, Value] | None = None, name: str | None = None) -> Value | None:
     from .dependence import DimGraph
     from .natural import Access
 
@@ -347,8 +409,7 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
     classes = g.classes(a.value)
     if a.gather is not None:
         tile = _gather_tile(b, a, dims, [ivs.get(c) for c in classes])
-        b.create("ktdp.load", [tile], [t], result_names=[named(a.op).result("result")])
-        return
+        return b.create("ktdp.load", [tile], [t], result_names=[name or named(a.op).result("result")])[0]
     subs: list[af.AffineExpr] = []
     for d, (start, c) in enumerate(zip(a.starts, classes, strict=True)):
         e: af.AffineExpr = af.const(start)
@@ -363,8 +424,8 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
     if a.stored:
         data = named(a.op).operand("data")
         b.create("ktdp.store", [Value(rename.get(data, data), t), tile], [])
-    else:
-        b.create("ktdp.load", [tile], [t], result_names=[named(a.op).result("result")])
+        return None
+    return b.create("ktdp.load", [tile], [t], result_names=[name or named(a.op).result("result")])[0]
 
 
 def _shifted(e: af.AffineExpr, shift: dict[int, int]) -> af.AffineExpr:

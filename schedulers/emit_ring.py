@@ -27,7 +27,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, prologue
+from .emit_shared import arguments, block_loader, prologue, ring_chunk_k
 from .kernels import MatmulKernel
 from .sets import box, group_tiles, projection, scalar
 from .space_ring import chunk_rows
@@ -81,16 +81,10 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
         n0 = b.arith.muli(tj, c["nt"], name="sc_n0")
         n1 = b.arith.addi(n0, c["nfull"], name="sc_n1")
 
-        def load(dst: str, view: str, i: Value, j: Value, shape: tuple[int, int], el: ty.Type, blk: str) -> Value:
-            tile = b.access_tile(views[view], [i, j], A[blk], list(shape), A["id2"], name=f"{dst}_t")
-            return b.load(tile, el, name=dst)
+        load = block_loader(b, A, views)
 
         def chunk_k(r: Value, s: Value, tag: str) -> Value:
-            """K offset of the chunk tile j holds at step s of sub-ring r: (r g + (j - s) mod g) kp."""
-            held = b.arith.remui(b.arith.subi(b.arith.addi(tj, c["g"], name=f"sc_{tag}jg"), s, name=f"sc_{tag}js"),
-                                 c["g"], name=f"sc_{tag}held")
-            idx = b.arith.addi(b.arith.muli(r, c["g"], name=f"sc_{tag}rg"), held, name=f"sc_{tag}chunk")
-            return b.arith.muli(idx, c["kp"], name=f"sc_{tag}k")
+            return ring_chunk_k(b, c, tj, r, s, f"sc_{tag}")
 
         def column_block(n: Value, w: int, wt: str) -> None:
             """The columns [n, n + w) of the tile's rows: the ring over K, then the rounded stores."""

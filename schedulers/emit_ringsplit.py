@@ -28,7 +28,7 @@ from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, prologue, store_c_block, sum_on_first_tile
+from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, store_c_block, sum_on_first_tile
 from .kernels import MatmulKernel
 from .sets import box, group_first, group_tiles, projection, scalar
 from .space_ring import ROUNDED_CHUNK, chunk_rows
@@ -97,16 +97,10 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
         first = b.cmp("arith.cmpi", "eq", ts, c["0"], name="rs_first")
         zchunk = b.fill(zero, b.empty(chunk_t, "rs_ze"), "rs_zchunk")
 
-        def load(dst: str, view: str, i: Value, j: Value, shape: tuple[int, int], el: ty.Type, blk: str) -> Value:
-            tile = b.access_tile(views[view], [i, j], A[blk], list(shape), A["id2"], name=f"{dst}_t")
-            return b.load(tile, el, name=dst)
+        load = block_loader(b, A, views)
 
         def chunk_k(r: Value, s: Value, tag: str) -> Value:
-            """K offset of the chunk tile j holds at step s of sub-ring r: k0 + (r g + (j - s) mod g) kp."""
-            held = b.arith.remui(b.arith.subi(b.arith.addi(tj, c["g"], name=f"rs_{tag}jg"), s, name=f"rs_{tag}js"),
-                                 c["g"], name=f"rs_{tag}held")
-            idx = b.arith.addi(b.arith.muli(r, c["g"], name=f"rs_{tag}rg"), held, name=f"rs_{tag}chunk")
-            return b.arith.addi(k0, b.arith.muli(idx, c["kp"], name=f"rs_{tag}kk"), name=f"rs_{tag}k")
+            return ring_chunk_k(b, c, tj, r, s, f"rs_{tag}", k0)
 
         def step(acc: Value, cur: Value, r: Value, s: Value, n: Value, tag: str) -> Value:
             bblk = load(f"rs_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")

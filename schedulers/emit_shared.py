@@ -13,7 +13,7 @@ next part of the distributed view.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ktir.builder import Builder, Value, located
 from ktir.ir import attributes as at
@@ -74,6 +74,30 @@ def prologue(b: Builder, A: Aliases, k: MatmulKernel, params: Iterable[Value],
     views = {v: global_view(b, A, arg[o.arg], v, o, r, cols) for v, o, (r, cols) in
              (("a", k.a, (k.M, k.K)), ("b", k.b, (k.K, k.N)), ("c", k.c, (k.M, k.N)))}
     return c, zero, ti, tj, views
+
+
+def block_loader(b: Builder, A: Aliases, views: dict[str, Value]) -> Callable[..., Value]:
+    """`load(dst, view, i, j, shape, el, blk)`: the block `shape` of global view `views[view]` at
+    (`i`, `j`) (alias `#..._<blk>`), loaded as element type `el` into `%<dst>`."""
+
+    def load(dst: str, view: str, i: Value, j: Value, shape: tuple[int, int], el: ty.Type, blk: str) -> Value:
+        tile = b.access_tile(views[view], [i, j], A[blk], list(shape), A["id2"], name=f"{dst}_t")
+        return b.load(tile, el, name=dst)
+
+    return load
+
+
+def ring_chunk_k(b: Builder, c: dict[str, Value], tj: Value, r: Value, s: Value, prefix: str,
+                 k0: Value | None = None) -> Value:
+    """K offset of the chunk ring position `tj` holds at step `s` of sub-ring `r` (the ring matmuls,
+    `emit_ring` and `emit_ringsplit`): `k0 + (r g + (tj - s) mod g) kp` (`k0` 0 when None), from the
+    index constants `c["g"]` and `c["kp"]`; SSA names start with `prefix`."""
+    held = b.arith.remui(b.arith.subi(b.arith.addi(tj, c["g"], name=f"{prefix}jg"), s, name=f"{prefix}js"),
+                         c["g"], name=f"{prefix}held")
+    idx = b.arith.addi(b.arith.muli(r, c["g"], name=f"{prefix}rg"), held, name=f"{prefix}chunk")
+    if k0 is None:
+        return b.arith.muli(idx, c["kp"], name=f"{prefix}k")
+    return b.arith.addi(k0, b.arith.muli(idx, c["kp"], name=f"{prefix}kk"), name=f"{prefix}k")
 
 
 def arguments(b: Builder, fn: Operation) -> list[tuple[str, ty.Type]]:

@@ -46,6 +46,14 @@ class NaturalSpace:
             self.cut.append(self.kclass)
             self.perms = [(*p, n) for p in self.perms]
         self._live = _liveness(k)
+        # loads `emit_natural.prefetched` double buffers when they are in the innermost block loop
+        accesses = {id(a.op): a for a in k.accesses}
+        written = {a.operand.arg for a in k.accesses if a.stored}
+        early = {id(a.op) for a in k.accesses if not a.stored and a.gather is None and a.loop is None
+                 and a.operand.arg not in written}
+        self._early_steps = [s.kind == "load" and id(s.op) in early and s.repeat == 1 for s in k.steps]
+        self._early_values = [any(id(op) in early and name in op.results for op in k.ops() if id(op) in accesses)
+                              for name, _, _ in k.values]
         self._candidates: Columns | None = None
         self._evaluated: Evaluated | None = None
         per = max(2, int(BUDGET ** (1 / max(1, len(self.cut)))))
@@ -156,11 +164,16 @@ class NaturalSpace:
         dma = np.zeros(size)  # transfer cycles per tile
         compute = np.zeros(size)  # matrix and vector cycles per tile
         gbytes = np.zeros(size)
-        for step, deps in zip(k.steps, k.op_deps, strict=True):
+        levels = []
+        for deps in k.op_deps:
             lvl = np.full(size, -1, dtype=np.int64)
             for i, cls in enumerate(self.cut):
                 if cls in deps:
                     lvl = np.maximum(lvl, np.where(cutm[i], pos[i], -1))
+            levels.append(lvl)
+        ahead = self._double_buffered(c, cutm, pos, levels, size)
+        inner = self._innermost(cutm, pos, size)
+        for step, lvl, early_step in zip(k.steps, levels, self._early_steps, strict=True):
             execs = np.full(size, float(step.repeat))
             if step.phases != 1 and self.kclass is not None:  # run again in each phase loop that needs it
                 execs = execs * np.where(cutm[self.cut.index(self.kclass)], float(step.phases), 1.0)
@@ -169,7 +182,8 @@ class NaturalSpace:
             elems = np.ones(size)
             for cls in step.dims:
                 elems = elems * self._blk(c, cls)
-            cost, moved = self._step_cost(step, c, elems, active)
+            early = ahead & (lvl == inner) if early_step else None
+            cost, moved = self._step_cost(step, c, elems, active, early)
             if step.kind in ("load", "store"):
                 dma += execs * cost
             else:
@@ -236,9 +250,46 @@ class NaturalSpace:
             for first, last, blk, early, late in blocks:
                 live += np.where(((first <= p) | early) & ((p <= last) | late), blk, 0.0)
             peak = np.maximum(peak, live)
+        # a double-buffered loop holds the next block of each load it issues ahead, throughout
+        inner = self._innermost(cutm, pos, size)
+        ahead = self._double_buffered(c, cutm, pos, [self._level(d, cutm, pos, size) for d in self.k.op_deps], size)
+        for (first, _, blk, _, _), loaded in zip(blocks, self._early_values, strict=True):
+            if loaded:
+                peak = peak + np.where(ahead & (level[first] == inner), blk, 0.0)
         return peak
 
-    def _step_cost(self, s: Step, c: Columns, elems: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _innermost(self, cutm: list[np.ndarray], pos: list[np.ndarray], size: int) -> np.ndarray:
+        """The position of the innermost loop (-1: none)."""
+        inner = np.full(size, -1, dtype=np.int64)
+        for i in range(len(self.cut)):
+            inner = np.maximum(inner, np.where(cutm[i], pos[i], -1))
+        return inner
+
+    def _double_buffered(self, c: Columns, cutm: list[np.ndarray], pos: list[np.ndarray], levels: list[np.ndarray],
+                         size: int) -> np.ndarray:
+        """Per candidate, whether its innermost loop is a block loop that loads a block ahead
+        (`emit_natural.prefetched`): a load it may prefetch is placed in it, and the loop has more
+        than one block per tile (not a split reduction's one block per tile, emitted apart)."""
+        inner = self._innermost(cutm, pos, size)
+        out = np.zeros(size, dtype=bool)
+        if self.k.one_block is not None or self.k.whole_blocks:
+            # a split reduction's kernel (`emit_reduction.reduction_kernel`, the only one with whole
+            # blocks): emitted by `emit_split_reduction`, which loads nothing ahead
+            return out
+        trips = np.ones(size)
+        for i, cls in enumerate(self.cut):
+            n = np.ceil(self.k.extent[cls] / (c[f"g{i}"].astype(np.float64) * c[f"b{i}"].astype(np.float64)))
+            trips = np.where(cutm[i] & (pos[i] == inner), n, trips)
+        for early, lvl in zip(self._early_steps, levels, strict=True):
+            if early:
+                out |= (lvl == inner) & (inner >= 0) & (trips > 1)
+        if self.kclass is not None:
+            i = self.cut.index(self.kclass)
+            out &= ~(cutm[i] & (pos[i] == inner))
+        return out
+
+    def _step_cost(self, s: Step, c: Columns, elems: np.ndarray, active: np.ndarray,
+                   ahead: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         f = self.fig
         if s.kind in ("load", "store"):
             run = self._run(s, c)
@@ -247,7 +298,14 @@ class NaturalSpace:
             rounded = runs * np.ceil(run * s.itemsize / gran) * gran
             queue = f.transfer_fixed + rounded / f.dma_bw
             channel = f.transfer_fixed + active * rounded / f.global_bw
-            return np.maximum(queue, channel), elems * s.itemsize
+            cost = np.maximum(queue, channel)
+            if ahead is not None:
+                # a load issued an iteration ahead: its fixed latency passes while the tile's other
+                # engine moves the iteration's other transfers (one data phase at a time, the port);
+                # a store still waits for its data, latency and all
+                hidden = np.maximum(np.maximum(rounded / f.dma_bw, active * rounded / f.global_bw), queue / f.engines)
+                cost = np.where(ahead, hidden, cost)
+            return cost, elems * s.itemsize
         if s.kind == "matrix":
             return elems / f.mac_rate(s.dtype) + f.matrix_startup, np.zeros_like(elems)
         work = np.zeros_like(elems)
@@ -345,8 +403,20 @@ class NaturalSpace:
         return Schedule(
             grid=grid, splits={labels[self.cut[i]]: p[f"g{i}"] for i in range(len(self.cut))},
             tile_sizes={labels[self.cut[i]]: p[f"b{i}"] for i in range(len(self.cut))},
-            loop_order=", ".join(labels[self.cut[i]] for i in loops) or "none", double_buffered=False,
-            placements=placements)
+            loop_order=", ".join(labels[self.cut[i]] for i in loops) or "none",
+            double_buffered=self.double_buffered(p), placements=placements)
+
+    def double_buffered(self, p: dict[str, int]) -> bool:
+        """Whether the point's innermost loop loads its blocks an iteration ahead (`emit_natural.prefetched`)."""
+        if not self.cut:
+            return False
+        c = {n: np.array([v], dtype=np.int64) for n, v in p.items()}
+        E = [float(self.k.extent[cls]) for cls in self.cut]
+        perms = np.array(self.perms, dtype=np.int64).reshape(len(self.perms), len(self.cut))
+        pos = [perms[c["perm"], i] for i in range(len(self.cut))]
+        cutm = [(c[f"g{i}"] > 1) | (c[f"b{i}"] < E[i]) for i in range(len(self.cut))]
+        levels = [self._level(d, cutm, pos, 1) for d in self.k.op_deps]
+        return bool(self._double_buffered(c, cutm, pos, levels, 1)[0])
 
     def fit_message(self) -> str:
         """What does not fit: at the blocking that needs the least scratchpad, the largest tensor,

@@ -145,9 +145,17 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     rounding = chunks * (rc * bn / vrate + fig.vector_startup)
     store = chunks * fig.transfer_fixed + bm / share * bn * ec / mem_rate
     cycles = blocks * (ring + combine + rounding + store)
-    # the accumulator, two chunks of A and two B blocks in flight, the chunks a tile posts (one, or
-    # sk when scattered), one chunk of each other partial received, their sum and its rounding
-    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + (sk + share - 1) * rc * bn * 4 + rc * bn * ec
+    # the larger of two phases. The ring: the accumulator, two chunks of A and two B blocks in
+    # flight, the zero chunk the reduces start from. The combine: nothing orders a chunk's
+    # extract_slice after the previous chunk's reduce (the extracts read only the accumulator, and
+    # the tile's local-copy queue is otherwise idle), so on the timeline every chunk of the block is
+    # extracted while the reduces are still waiting for the other tiles: the accumulator and a
+    # whole copy of it in chunks, then the zero chunk, the chunks received and summed (one, or one
+    # per split when scattered) and a rounded chunk
+    acc = bm * bn * 4
+    ring_phase = acc + 2 * chunk + 2 * b_blk + rc * bn * 4
+    combine_phase = 2 * acc + (share + 1) * rc * bn * 4 + rc * bn * ec
+    scratch = np.maximum(ring_phase, combine_phase)
     gbytes = tiles * blocks * q * (moved_a + g * moved_b) + k.M * k.N * ec
     local = gbytes + tiles * blocks * q * (g - 1) * chunk + (sk - 1) * k.M * k.N * 4
     return cycles, scratch, gbytes, local

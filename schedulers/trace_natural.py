@@ -26,7 +26,7 @@ from ktir.targets.from_interp import TRANSCENDENTAL
 from ktir.targets.records import GLOBAL, KernelTrace, Kind, OpRecord
 
 from .dependence import CONTRACTIONS, shape
-from .emit_natural import owner_axes
+from .emit_natural import owner_axes, prefetched
 from .kernels import dtype_name, itemsize
 from .natural import Chunk, loop_classes
 from .space_natural import NaturalSpace
@@ -97,6 +97,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
 
     cache: dict[frozenset[tuple[int, int]], dict[int, dict[str, object]]] = {}
     records: list[OpRecord] = []
+    early = prefetched(space, p, placed)  # loads double buffered by the innermost block loop
     owned = {id(op): owner_axes(space, p, op, frozenset(c for c in deps_of[id(op)])) for op, _ in placed}
     for tile in range(n_tiles):
         coords = _coords(tile, grid)
@@ -111,7 +112,7 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         mine = [(op, lv) for op, lv in placed
                 if all(coords[axes.index(c)] == 0 for c in owned.get(id(op), []))]
         blocks = [(c, k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0) for c in looped]
-        _nest(-1, mine, counts, works, tile, [0], {}, records, kloop, {}, blocks, frozenset())
+        _nest(-1, mine, counts, works, tile, [0], {}, records, kloop, {}, blocks, frozenset(), early)
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 
@@ -120,13 +121,14 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
           tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord],
           kloop: tuple[int, Operation | Chunk, int] | None = None, it: dict[Any, int] | None = None,
           blocks: list[tuple[int, int, int, int, int]] | None = None,
-          part: frozenset[tuple[int, int]] = frozenset()) -> None:
+          part: frozenset[tuple[int, int]] = frozenset(), early: set[int] | None = None) -> None:
     """The records of one loop level's ops, then `counts[level + 1]` iterations of the next level.
 
     `kloop` = (its level, the contraction, trips): the contraction's K loop, run where the
     contraction is, its ops in program order, each step's product accumulated into the next.
     `it`: the iteration of each enclosing loop level; `blocks`: per level (class, extent, tiles,
-    block, this tile's coordinate); `part`: the classes in a partial last block, and its size."""
+    block, this tile's coordinate); `part`: the classes in a partial last block, and its size;
+    `early`: the loads the innermost block loop issues one iteration ahead (`emit_natural.prefetched`)."""
     it = {} if it is None else it
     work = works(part)
     if kloop is not None and level + 1 == kloop[0] and isinstance(kloop[1], Chunk):
@@ -153,6 +155,9 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
             _record(op, work[id(op)], tile, seq, made, records, it)
     if level + 1 >= len(counts):
         return
+    if early and blocks is not None and level + 2 == len(counts):
+        _ahead(level + 1, ops, counts[level + 1], works, tile, seq, made, records, it, blocks, part, early)
+        return
     for i in range(counts[level + 1]):
         now = part
         if blocks is not None:
@@ -160,7 +165,41 @@ def _nest(level: int, ops: list[tuple[Operation, int]], counts: list[int],
             start = coord * b + i * g * b
             if start + b > E:
                 now = part | {(c, E - start)}
-        _nest(level + 1, ops, counts, works, tile, seq, made, records, kloop, {**it, level + 1: i}, blocks, now)
+        _nest(level + 1, ops, counts, works, tile, seq, made, records, kloop, {**it, level + 1: i}, blocks, now, early)
+
+
+def _ahead(level: int, ops: list[tuple[Operation, int]], count: int,
+           works: Callable[[frozenset[tuple[int, int]]], dict[int, dict[str, object]]],
+           tile: int, seq: list[int], made: dict[str, Any], records: list[OpRecord], it: dict[Any, int],
+           blocks: list[tuple[int, int, int, int, int]], part: frozenset[tuple[int, int]], early: set[int]) -> None:
+    """The innermost block loop as `emit_natural` double buffers it: the `early` loads of its first
+    block before the loop, each full block's iteration loading the next full block's first, then its
+    other ops on the blocks loaded an iteration before; a partial last block after, as written."""
+    c, E, g, b, coord = blocks[level]
+    fulls = sum(1 for i in range(count) if coord * b + i * g * b + b <= E)
+    ahead = [(op, lv) for op, lv in ops if lv == level and id(op) in early]
+    rest = [(op, lv) for op, lv in ops if not (lv == level and id(op) in early)]
+    work = works(part)
+    if fulls and ahead:
+        for op, _ in ahead:
+            _record(op, work[id(op)], tile, seq, made, records, {**it, level: 0})
+    for i in range(fulls):
+        if not ahead:
+            break
+        current = {r: made[r] for op, _ in ahead for r in op.results}
+        if i + 1 < fulls:
+            for op, _ in ahead:
+                _record(op, work[id(op)], tile, seq, made, records, {**it, level: i + 1})
+        following = {r: made[r] for op, _ in ahead for r in op.results}
+        made.update(current)
+        _nest(level, rest, [0] * (level + 1), works, tile, seq, made, records, None, {**it, level: i}, blocks, part)
+        made.update(following)
+    for i in range(count):
+        if ahead and i < fulls:
+            continue
+        start = coord * b + i * g * b
+        now = part | {(c, E - start)} if start + b > E else part
+        _nest(level, ops, [0] * (level + 1), works, tile, seq, made, records, None, {**it, level: i}, blocks, now)
 
 
 def _phase_records(level: int, ops: list[tuple[Operation, int]], chunk: Chunk, trips: int,

@@ -4,9 +4,11 @@ model gives a point against the peak of the interpreter's trace on Spyre.
 Both count an accumulator once: a `linalg.matmul` that is the last user of its `outs` tensor
 writes over it (spec/ops/linalg.md, storage). Before the timeline followed that rule, it held
 the previous accumulator beside the new one for every matmul, and the K-split ring of a
-512 x 4096 x 14336 projection peaked at 2.82 MB (model 1.90 MB). What is left is one known gap:
-the ring's epilogue extracts every row chunk of the accumulator before the reduces that use them,
-and the timeline gives each extract its own storage (`test_the_ring_epilogue_gap`).
+512 x 4096 x 14336 projection peaked at 2.82 MB (model 1.90 MB). The ring's combine extracts
+every row chunk of the accumulator before the reduces that use them (nothing orders an extract
+after the previous chunk's reduce), and the timeline gives each extract its own storage: the
+model counts that phase as the timeline holds it
+(`test_the_ring_combine_is_counted_as_the_timeline_holds_it`).
 """
 
 from __future__ import annotations
@@ -66,12 +68,60 @@ def test_the_timeline_counts_the_accumulator_once_and_stays_within_the_model(poi
     assert peak <= model <= capacity, (peak, model, capacity)
 
 
-@pytest.mark.xfail(strict=True, reason="the ring's epilogue extracts all 8 row chunks of the accumulator ahead of "
-                   "their reduces (7 x 128 KiB live on the timeline; the model counts 4 partials + 1 rounded chunk)")
-def test_the_ring_epilogue_gap(spyre: Target) -> None:
-    """512 x 4096 x 14336 on the K-split ring (the point `exact` picks): 2,228,224 B on the timeline
-    (2,818,048 before the in-place rule), 1,900,544 in the model, 2,097,152 available."""
+def test_the_ring_combine_is_counted_as_the_timeline_holds_it(spyre: Target) -> None:
+    """512 x 4096 x 14336 on the K-split ring at the point `exact` used to pick (4 splits, 512
+    columns): nothing orders a chunk's extract after the previous chunk's reduce, so during the
+    combine the timeline holds the accumulator and most of a second copy of it in row chunks (7 of
+    the 8 rows of chunks; the model used to count 4 chunks and a rounded one: 1,556,480 B against
+    the timeline's 2,031,616). The model now counts the combine as the timeline holds it: never
+    below the timeline's peak, within 15 % of it, and beyond the scratchpad, so `exact` picks
+    another point, whose peak on the timeline is within the scratchpad and the model."""
+    capacity = spyre.local_memory.capacity_bytes.value
     point = {**RING_SPLIT, "bm": 512, "db": 0}
     trace, model = _trace(512, 4096, 14336, point, spyre)
     peak = _peak(trace, spyre)
-    assert peak <= model and peak <= spyre.local_memory.capacity_bytes.value, (peak, model)
+    acc = 512 * 512 * 4
+    assert peak > acc + acc * 3 // 4, peak  # the accumulator and most of a copy of it
+    assert peak <= model <= 1.15 * peak, (peak, model)
+    assert model > capacity
+
+    import reference_interp as ri
+    import schedulers
+    from ktir.targets.from_interp import from_interp
+    from reference_interp.inputs import infer_args
+
+    result = schedulers.schedule(ktir.parse(naive.matmul(512, 4096, 14336, "bf16"), "mm.ktir"), spyre, "exact")
+    report = result.report
+    assert report.schedule is not None and report.schedule.loop_order.startswith("ring with K split"), report
+    assert report.schedule.tile_sizes["N"] < point["bn"] or report.schedule.grid[0] != point["sk"]
+    args = infer_args(result.module, None, {}, 0, {"shapes_only": True}, zeros=True)
+    run = ri.run(result.module, None, args, trace=True, shapes_only=True)
+    peak = _peak(from_interp(result.module, run, None).trace, spyre)
+    assert report.scratchpad_peak_bytes is not None
+    assert peak <= report.scratchpad_peak_bytes <= capacity, (report.schedule, peak, report.scratchpad_peak_bytes)
+
+
+@pytest.mark.xfail(strict=True, reason="the ring's transfers run ahead of its compute on the timeline: a tile passes "
+                   "each A chunk on as soon as it arrives and loads its B blocks as soon as its DMA queue reaches "
+                   "them, nothing waits for the product that frees a buffer, so a compute-bound ring holds many "
+                   "chunks and blocks at once (the model counts two of each)")
+def test_a_compute_bound_ring_stays_within_the_scratchpad(spyre: Target) -> None:
+    """2048 x 4096 x 4096 (prefill, compute-bound), `exact`'s ring schedule (grid [2, 16], 1024 rows x
+    256 columns, chunks of 64): 3,506,176 B at the timeline's peak against 1,572,864 in the model and
+    2,097,152 available. Every ring schedule `exact` picks at 2048 tokens is in this case (3.5-7.6 MB
+    on the timeline, Llama and Granite projections); at 512 tokens the ports bound the ring and
+    little runs ahead."""
+    import reference_interp as ri
+    import schedulers
+    from ktir.targets.from_interp import from_interp
+    from reference_interp.inputs import infer_args
+
+    result = schedulers.schedule(ktir.parse(naive.matmul(2048, 4096, 4096, "bf16"), "mm.ktir"), spyre, "exact")
+    report = result.report
+    assert report.schedule is not None and report.schedule.loop_order.startswith("ring"), report
+    assert report.scratchpad_peak_bytes is not None
+    args = infer_args(result.module, None, {}, 0, {"shapes_only": True}, zeros=True)
+    run = ri.run(result.module, None, args, trace=True, shapes_only=True)
+    peak = _peak(from_interp(result.module, run, None).trace, spyre)
+    assert peak <= report.scratchpad_peak_bytes <= spyre.local_memory.capacity_bytes.value, (
+        report.schedule, peak, report.scratchpad_peak_bytes)
