@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ktir.dialects.names import Ktdp, Linalg
 from ktir.targets.machine import Machine
 from ktir.targets.records import GLOBAL, KernelTrace, Kind, OpRecord
 from ktir.targets.roofline import roofline
@@ -123,16 +124,16 @@ def roofline_bound(work: Work, fig: Figures) -> Bound:
     n = fig.tiles
     share: list[dict[str, object]] = []  # the records of one tile
     if work.macs:
-        share.append({"op": "linalg.matmul", "kind": Kind.MATRIX, "macs": int(np.ceil(work.macs / n)), "dtype": work.mac_dtype})
+        share.append({"op": Linalg.matmul, "kind": Kind.MATRIX, "macs": int(np.ceil(work.macs / n)), "dtype": work.mac_dtype})
     for dt, e in (work.vector or {}).items():
         share.append({"op": "vector", "kind": Kind.VECTOR, "elements": int(np.ceil(e / n)), "dtype": dt})
     for dt, e in (work.transcendental or {}).items():
         share.append({"op": "vector", "kind": Kind.VECTOR, "elements": int(np.ceil(e / n)), "dtype": dt,
                       "transcendental": True})
     if work.bytes_read:
-        share.append({"op": "ktdp.load", "kind": Kind.TRANSFER, "bytes_read": {GLOBAL: int(np.ceil(work.bytes_read / n))}})
+        share.append({"op": Ktdp.load, "kind": Kind.TRANSFER, "bytes_read": {GLOBAL: int(np.ceil(work.bytes_read / n))}})
     if work.bytes_written:
-        share.append({"op": "ktdp.store", "kind": Kind.TRANSFER,
+        share.append({"op": Ktdp.store, "kind": Kind.TRANSFER,
                       "bytes_written": {GLOBAL: int(np.ceil(work.bytes_written / n))}})
     records = [OpRecord(tile=t, seq=i, **kw) for t in range(n) for i, kw in enumerate(share)]  # type: ignore[arg-type]
     r = roofline(KernelTrace(records, grid=(n,), name="bound"), fig.machine)

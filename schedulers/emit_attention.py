@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ktir.builder import Builder, Value, located
+from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Math, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -59,9 +60,9 @@ class AttentionMatch:
 def _source_view(name: str, vals: _Values) -> Operand | None:
     """The global view a tensor was loaded from (through reshapes), or None."""
     op = vals.defs.get(name)
-    while op is not None and op.name in ("tensor.collapse_shape", "tensor.cast"):
+    while op is not None and op.name in (Tensor.collapse_shape, Tensor.cast):
         op = vals.defs.get(op.operands[0])
-    if op is None or op.name != "ktdp.load":
+    if op is None or op.name != Ktdp.load:
         return None
     view = _view_of_load(op, vals)
     return _operand(view, vals) if view is not None else None
@@ -71,14 +72,14 @@ def _scale(ops: list[Operation], vals: _Values) -> float | None:
     """The f32 constant the scores are multiplied by inside a linalg.generic (1.0 if none)."""
     found = []
     for op in ops:
-        if op.name != "linalg.generic":
+        if op.name != Linalg.generic:
             continue
         for inner in op.walk():
-            if inner.name != "arith.mulf":
+            if inner.name != Arith.mulf:
                 continue
             for o in inner.operands:
                 d = vals.defs.get(o)
-                value = d.attributes.get("value") if d is not None and d.name == "arith.constant" else None
+                value = d.attributes.get("value") if d is not None and d.name == Arith.constant else None
                 if isinstance(value, at.FloatAttr):
                     found.append(float(value.value))
     if len(set(found)) > 1:
@@ -90,17 +91,17 @@ def _scale(ops: list[Operation], vals: _Values) -> float | None:
 # max and sum (reductions of maximumf and addf), the rescale of l (linalg.mul) and of the
 # accumulator, the final division, the two products and their roundings. A kernel with
 # anything more (an epilogue, a bias) is not this form: its extra work would be dropped.
-_COMPUTE = {"math.exp": 2, "arith.divf": 1, "arith.mulf": 2, "arith.subf": 2, "arith.addf": 1, "arith.maximumf": 1,
-            "arith.truncf": 2, "linalg.reduce": 2, "linalg.generic": 5, "linalg.mul": 1, "linalg.matmul": 2}
-_FREE = {"arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.divui", "arith.remui", "arith.ceildivsi",
-         "arith.minsi", "linalg.fill", "linalg.yield", "linalg.index", "tensor.empty", "tensor.collapse_shape",
-         "tensor.expand_shape", "tensor.cast", "scf.for", "scf.yield", "func.return", "ktdp.get_compute_tile_id",
-         "ktdp.construct_memory_view", "ktdp.construct_access_tile", "ktdp.load", "ktdp.store"}
+_COMPUTE = {Math.exp: 2, Arith.divf: 1, Arith.mulf: 2, Arith.subf: 2, Arith.addf: 1, Arith.maximumf: 1,
+            Arith.truncf: 2, Linalg.reduce: 2, Linalg.generic: 5, Linalg.mul: 1, Linalg.matmul: 2}
+_FREE = {Arith.constant, Arith.addi, Arith.subi, Arith.muli, Arith.divui, Arith.remui, Arith.ceildivsi,
+         Arith.minsi, Linalg.fill, Linalg.yield_, Linalg.index, Tensor.empty, Tensor.collapse_shape,
+         Tensor.expand_shape, Tensor.cast, Scf.for_, Scf.yield_, Func.return_, Ktdp.get_compute_tile_id,
+         Ktdp.construct_memory_view, Ktdp.construct_access_tile, Ktdp.load, Ktdp.store}
 
 
 def _is_online_softmax(ops: list[Operation]) -> bool:
     counts = Counter(op.name for op in ops)
-    mask = counts.pop("arith.cmpi", 0), counts.pop("arith.select", 0)
+    mask = counts.pop(Arith.cmpi, 0), counts.pop(Arith.select, 0)
     if mask not in ((0, 0), (1, 1)):
         return False
     return all(counts.get(n, 0) == c for n, c in _COMPUTE.items()) and set(counts) <= set(_COMPUTE) | _FREE
@@ -129,16 +130,16 @@ def _future_mask(ops: list[Operation], vals: _Values) -> int | None:
     """The mask's form when its comparison is key position > query position: 0 when the query
     position is the row (linalg.index 0 plus offsets), T when it is the row modulo a constant T
     (`arith.remui`: rows that stack several query heads of T tokens each); None otherwise."""
-    cmp = next(op for op in ops if op.name == "arith.cmpi")
+    cmp = next(op for op in ops if op.name == Arith.cmpi)
 
     def dims(name: str) -> set[int]:
         op = vals.defs.get(name)
         if op is None:
             return set()
-        if op.name == "linalg.index":
+        if op.name == Linalg.index:
             d = op.attributes.get("dim")
             return {int(d.value)} if isinstance(d, at.IntegerAttr) else set()
-        if op.name in ("arith.addi", "arith.subi", "arith.muli"):
+        if op.name in (Arith.addi, Arith.subi, Arith.muli):
             return set().union(*(dims(o) for o in op.operands))
         return set()
 
@@ -146,7 +147,7 @@ def _future_mask(ops: list[Operation], vals: _Values) -> int | None:
         """(dims, modulus): the linalg.index dims of a position and the constant it is taken modulo
         (0 for none, None for a modulus that is not a positive constant)."""
         op = vals.defs.get(name)
-        if op is not None and op.name == "arith.remui":
+        if op is not None and op.name == Arith.remui:
             t = vals.const(op.operands[1])
             return dims(op.operands[0]), t if t is not None and t > 0 else None
         return dims(name), 0
@@ -176,13 +177,13 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     vals = _Values(fn, sizes or {})
     ops = list(fn.walk())[1:]
     names = {op.name for op in ops}
-    if any(n.startswith("ktdp.inter_tile") or n in ("ktdp.construct_indirect_access_tile",
-                                                    "ktdp.construct_distributed_memory_view") for n in names):
+    if any(n.startswith("ktdp.inter_tile") or n in (Ktdp.construct_indirect_access_tile,
+                                                    Ktdp.construct_distributed_memory_view) for n in names):
         return None
     if not _is_online_softmax(ops):
         return None
-    matmuls = [op for op in ops if op.name == "linalg.matmul"]
-    stores = [op for op in ops if op.name == "ktdp.store"]
+    matmuls = [op for op in ops if op.name == Linalg.matmul]
+    stores = [op for op in ops if op.name == Ktdp.store]
     if len(stores) != 1:
         return None
     qk, pv = (matmuls if "indexing_maps" in matmuls[0].attributes else matmuls[::-1])
@@ -196,7 +197,7 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     o = _operand(store_view, vals) if store_view is not None else None
     if q is None or k is None or v is None or o is None:
         return None
-    loaded = [_source_view(op.results[0], vals) for op in ops if op.name == "ktdp.load"]
+    loaded = [_source_view(op.results[0], vals) for op in ops if op.name == Ktdp.load]
     if any(x is None or x.arg not in (q.arg, k.arg, v.arg) for x in loaded):
         return None  # every load reads Q, K or V
     ops_views = (q, k, v, o)
@@ -214,7 +215,7 @@ def match_attention(module: Module, sizes: Mapping[str, int] | None = None,
     scale = _scale(ops, vals)
     if scale is None:
         return None
-    causal = any(op.name == "arith.cmpi" for op in ops)
+    causal = any(op.name == Arith.cmpi for op in ops)
     H, D = (k.shape[0] if len(k.shape) == 3 else 1), q.shape[-1]
     S = math.prod(q.shape[:-1]) // H  # query rows per KV head
     L = k.shape[-2]
@@ -342,7 +343,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             grp = b.arith.divui(tid, c["sk"], name="sa_grp")
             kstart = b.arith.muli(split, c["splitlen"], name="sa_kstart")
             kstop = b.arith.addi(kstart, c["splitlen"], name="sa_kstop")
-            first = b.cmp("arith.cmpi", "eq", split, c["c0"], name="sa_first")
+            first = b.cmp(Arith.cmpi, "eq", split, c["c0"], name="sa_first")
             pos, stride = grp, c["groups"]
         else:
             kstart, kstop = c["c0"], c["L"]
@@ -352,7 +353,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             query block of the loop (`block_of`)."""
             if snake:  # round r, position p (reversed in odd rounds), heaviest blocks first
                 rnd = b.arith.divui(u, stride, name=f"sa_round{sfx}")
-                odd = b.cmp("arith.cmpi", "eq", b.arith.remui(rnd, c["two"], name=f"sa_parity{sfx}"), c["one"],
+                odd = b.cmp(Arith.cmpi, "eq", b.arith.remui(rnd, c["two"], name=f"sa_parity{sfx}"), c["one"],
                             name=f"sa_odd{sfx}")
                 p_in = b.arith.remui(u, stride, name=f"sa_lane{sfx}")
                 back = b.arith.subi(c["lastp"], p_in, name=f"sa_back{sfx}")
@@ -437,7 +438,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     kend = b.arith.minsi(kend, kstop, name="sa_kend")
 
             def qk(kblk: Value, name: str) -> Value:
-                return b.dps("linalg.matmul", [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
+                return b.dps(Linalg.matmul, [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
                              name=name)
 
             def step(s_: Value, k0i: Value, m_: Value, l_: Value, acc_: Value, vblk: Value,
@@ -456,20 +457,20 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                         else:  # row i of the block is query head i // tb of the group at token t0 + i mod tb
                             qi = b.arith.addi(t0, b.arith.remui(i, c["tb"], name=f"sa_ti{sfx}"), name=f"sa_qi{sfx}")
                         kj = b.arith.addi(k0i, j, name=f"sa_kj{sfx}")
-                        future = b.cmp("arith.cmpi", "ugt", kj, qi, name=f"sa_future{sfx}")
+                        future = b.cmp(Arith.cmpi, "ugt", kj, qi, name=f"sa_future{sfx}")
                         xs = b.arith.select(future, ninf, xs, name=f"sa_r{sfx}")
-                    b.yield_(xs, op="linalg.yield")
+                    b.yield_(xs, op=Linalg.yield_)
                 (sm,) = b.last_results
 
                 def guard(v: str, e: Value, mx: Value) -> None:
                     """exp(x - max) as 0 where the max is -inf. A KV split may see a row's keys all masked
                     (causal rows before the split's first key): without it exp(-inf + inf) is NaN."""
                     if sk > 1:
-                        none = b.cmp("arith.cmpf", "oeq", mx, ninf, name=f"sa_{v}none{sfx}")
+                        none = b.cmp(Arith.cmpf, "oeq", mx, ninf, name=f"sa_{v}none{sfx}")
                         e = b.arith.select(none, zero, e, name=f"sa_{v}g{sfx}")
-                    b.yield_(e, op="linalg.yield")
+                    b.yield_(e, op=Linalg.yield_)
 
-                mnew = b.reduce("arith.maximumf", [sm], [m_], [1], name=f"sa_mnew{sfx}")
+                mnew = b.reduce(Arith.maximumf, [sm], [m_], [1], name=f"sa_mnew{sfx}")
                 with b.generic([sm, mnew], [e_mat], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
                                [f"sa_px{sfx}", f"sa_pm{sfx}", f"sa_po{sfx}"], f"sa_p{sfx}") as (px, pm, _):
                     pe = b.math.exp(b.arith.subf(px, pm, name=f"sa_pd{sfx}"), name=f"sa_pe{sfx}")
@@ -480,14 +481,14 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     ae = b.math.exp(b.arith.subf(old, new, name=f"sa_ad{sfx}"), name=f"sa_ae{sfx}")
                     guard("a", ae, new)
                 (alpha,) = b.last_results
-                ls = b.dps("linalg.mul", [l_, alpha], [e_vec], name=f"sa_ls{sfx}")
-                lnew = b.reduce("arith.addf", [p_], [ls], [1], name=f"sa_lnew{sfx}")
+                ls = b.dps(Linalg.mul, [l_, alpha], [e_vec], name=f"sa_ls{sfx}")
+                lnew = b.reduce(Arith.addf, [p_], [ls], [1], name=f"sa_lnew{sfx}")
                 with b.generic([acc_, alpha], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
                                [f"sa_aa{sfx}", f"sa_sa{sfx}", f"sa_so{sfx}"], f"sa_as{sfx}") as (aa, sa, _):
-                    b.yield_(b.arith.mulf(aa, sa, name=f"sa_ar{sfx}"), op="linalg.yield")
+                    b.yield_(b.arith.mulf(aa, sa, name=f"sa_ar{sfx}"), op=Linalg.yield_)
                 (as_,) = b.last_results
                 ph = b.arith.truncf(p_, result_types=[pt], name=f"sa_ph{sfx}")
-                anew = b.dps("linalg.matmul", [ph, vblk], [as_], name=f"sa_anew{sfx}")
+                anew = b.dps(Linalg.matmul, [ph, vblk], [as_], name=f"sa_anew{sfx}")
                 return mnew, lnew, anew
 
             state = [minit, linit, azero]
@@ -499,7 +500,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 k_first, v_first = qcur[1:3] if prefetch else (load("sa_k0", "k", kstart, bkv, "kvblk"),
                                                                load("sa_v0", "v", kstart, bkv, "kvblk"))
                 k1 = b.arith.addi(kstart, c["bkv"], name="sa_k1n")
-                second = b.cmp("arith.cmpi", "slt", kstart, klast, name="sa_second")  # a second key block
+                second = b.cmp(Arith.cmpi, "slt", kstart, klast, name="sa_second")  # a second key block
                 k1blk = b.if_values(second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
                 carry = [qk(k_first, "sa_s0"), *k1blk, v_first]
                 with b.for_(kstart, klast, c["bkv"], state + carry,
@@ -507,7 +508,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                             results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", "sa_kl", "sa_vl"]) as (
                         k0i, m_, l_, acc_, scur, knx, vcur):
                     k2 = b.arith.addi(k0i, c["bkv2"], name="sa_k2n")
-                    later = b.cmp("arith.cmpi", "sle", k2, klast, name="sa_later")  # a key block after the next
+                    later = b.cmp(Arith.cmpi, "sle", k2, klast, name="sa_later")  # a key block after the next
                     ahead = [*b.if_values(later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
                              load("sa_vnext", "v", b.arith.addi(k0i, c["bkv"], name="sa_v1r"), bkv, "kvblk")]
                     snext = qk(knx, "sa_snext")
@@ -536,7 +537,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
             nxt_unit: list[Value] = []
             if prefetch:  # the next query block of this tile, if there is one
                 nu = b.arith.addi(u, stride, name="sa_un")
-                more = b.cmp("arith.cmpi", "ult", nu, c["units"], name="sa_more")
+                more = b.cmp(Arith.cmpi, "ult", nu, c["units"], name="sa_more")
 
                 def next_unit() -> list[Value]:
                     wn = coords(nu, "_n")
@@ -549,7 +550,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 with b.if_(first):
                     _store(b, A, views["o"], _normalise(b, A, out, e_acc, qt), _at(where, G), c, heads_dim)
             elif defer:
-                started = b.cmp("arith.cmpi", "ne", u, pos, name="sa_started")
+                started = b.cmp(Arith.cmpi, "ne", u, pos, name="sa_started")
                 with b.if_(started):
                     pu = b.arith.subi(u, stride, name="sa_uprev")
                     _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
@@ -579,7 +580,7 @@ def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ..
     _, lsum, acc = state
     with b.generic([acc, lsum], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
                    ["sa_oa", "sa_od", "sa_oo"], "sa_out") as (oa, od, _):
-        b.yield_(b.arith.divf(oa, od, name="sa_or"), op="linalg.yield")
+        b.yield_(b.arith.divf(oa, od, name="sa_or"), op=Linalg.yield_)
     (out,) = b.last_results
     return b.arith.truncf(out, result_types=[qt], name="sa_oh")
 
@@ -617,7 +618,7 @@ def _combine(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...]
     vec, acc = state[0].type, state[2].type
     fut = ty.TileFutureType(partial_types=tuple(v.type for v in state), groups=A["groups"])
     with b.produce(A["split_group"], fut, "sa_gid", "sa_fut"):
-        b.yield_(*state, op="ktdp.yield_partial")
+        b.yield_(*state, op=Ktdp.yield_partial)
     (f,) = b.last_results
     with b.reduce_tiles(f, A["split_first"], identity, ["sa_m1", "sa_l1", "sa_a1", "sa_m2", "sa_l2", "sa_a2"],
                         ["sa_mt", "sa_lt", "sa_at"]) as (m1, l1, a1, m2, l2, a2):
@@ -631,8 +632,8 @@ def _combine(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...]
             with b.generic([mi, cm], [cv], [A["id1"]] * 3, ["parallel"], [f"sa_x{i}", f"sa_y{i}", f"sa_o{i}"],
                            f"sa_c{i}") as (x, y, _):
                 e = b.math.exp(b.arith.subf(x, y, name=f"sa_d{i}"), name=f"sa_e{i}")
-                none = b.cmp("arith.cmpf", "oeq", x, cninf, name=f"sa_none{i}")
-                b.yield_(b.arith.select(none, czero, e, name=f"sa_f{i}"), op="linalg.yield")
+                none = b.cmp(Arith.cmpf, "oeq", x, cninf, name=f"sa_none{i}")
+                b.yield_(b.arith.select(none, czero, e, name=f"sa_f{i}"), op=Linalg.yield_)
             return b.last_results[0]
 
         c1, c2 = factor(1, m1), factor(2, m2)
@@ -643,13 +644,13 @@ def _combine(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...]
                            [f"sa_{a}" for a in args.split()], name) as (x1, y1, x2, y2, _):
                 r1 = b.arith.mulf(x1, y1, name=f"sa_{r}1")
                 r2 = b.arith.mulf(x2, y2, name=f"sa_{r}2")
-                b.yield_(b.arith.addf(r1, r2, name=f"sa_{r}s"), op="linalg.yield")
+                b.yield_(b.arith.addf(r1, r2, name=f"sa_{r}s"), op=Linalg.yield_)
             return b.last_results[0]
 
         cl = weighted("sa_cl", [A["id1"]] * 5, [l1, c1, l2, c2], cv, "p1 q1 p2 q2 po", "r")
         cacc = weighted("sa_cacc", [A["id2"], A["row"], A["id2"], A["row"], A["id2"]], [a1, c1, a2, c2], ca,
                         "u1 v1 u2 v2 uo", "w")
-        b.yield_(cm, cl, cacc, op="ktdp.yield_reduced")
+        b.yield_(cm, cl, cacc, op=Ktdp.yield_reduced)
     return tuple(b.last_results)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 from ktir.builder import Builder, Value, ssa
 from ktir.dialects.access import named
+from ktir.dialects.names import Arith, Func, Ktdp, Scf, Tensor
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -63,7 +64,7 @@ class Placer:
         self.fn = next(f for f in self.module.functions() if func_name(f) == k.name)
         self.orig = k.fn.regions[0].blocks[0].operations
         self.copies = self.fn.regions[0].blocks[0].operations  # the same positions as `orig`
-        self.empties = {r for top in self.orig for op in top.walk() if op.name == "tensor.empty" for r in op.results}
+        self.empties = {r for top in self.orig for op in top.walk() if op.name == Tensor.empty for r in op.results}
         self.loop_ivs: dict[str, Value] = {}  # a sequential loop's index (input name) -> the emitted loop's
         self.access_of = {id(a.op): a for a in k.accesses}
         self.tiles = {id(a.tile) for a in k.accesses}
@@ -104,7 +105,7 @@ class Placer:
         with b.for_(lb, ub, step, inits, names=[a.name for a in body.arguments], results=list(op.results)) as made:
             self.loop_ivs[lp.iv] = made[0]
             for inner, icopy in zip(body.operations, cbody.operations, strict=True):
-                if inner.name == "scf.yield":
+                if inner.name == Scf.yield_:
                     b.yield_(*[Value(v, self.retype(v, self.g.types[v])) for v in inner.operands])
                 else:
                     place(inner, icopy)
@@ -137,7 +138,7 @@ class Placer:
         """Append the copy of `op`, resized; operands named in `rename` (or in `renamed`) are replaced."""
         b, g = self.b, self.g
         rename = {**self.renamed, **rename} if rename else (self.renamed or None)
-        if op.name == "tensor.empty" or id(op) in self.tiles or op.name in ("ktdp.get_compute_tile_id", "func.return"):
+        if op.name == Tensor.empty or id(op) in self.tiles or op.name in (Ktdp.get_compute_tile_id, Func.return_):
             return
         a = self.access_of.get(id(op))
         if a is not None:
@@ -153,12 +154,12 @@ class Placer:
             if v in self.empties:
                 j = i - outs.start if i in outs else -1
                 t = self.retype(op.results[j], op.result_types[j]) if 0 <= j < len(op.results) else g.types[v]
-                made = b.create("tensor.empty", [], [t])[0]
+                made = b.create(Tensor.empty, [], [t])[0]
                 copy.operands[i], types[i] = made.name, t
         copy.operands = [(rename or {}).get(v, v) for v in copy.operands]
         copy.operand_types = types
         copy.result_types = [self.retype(r, t) for r, t in zip(op.results, copy.result_types, strict=True)]
-        if copy.name == "arith.constant":
+        if copy.name == Arith.constant:
             value = copy.attributes.get("value")
             if isinstance(value, at.DenseAttr) and copy.result_types:
                 copy.attributes["value"] = value.model_copy(update={"type": named(copy).result_type("result")})
@@ -197,8 +198,8 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         zero = b.constant(0, INDEX)
         cond = None
         for a in owners:
-            eq = b.cmp("arith.cmpi", "eq", tids[axes.index(a)], zero)
-            cond = eq if cond is None else b.create("arith.andi", [cond, eq], [eq.type])[0]
+            eq = b.cmp(Arith.cmpi, "eq", tids[axes.index(a)], zero)
+            cond = eq if cond is None else b.create(Arith.andi, [cond, eq], [eq.type])[0]
         assert cond is not None
         with b.if_(cond):
             pl.place(op, copy)
@@ -233,7 +234,7 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
         E, bb, gg = g.extent[c], p[f"b{i}"], p[f"g{i}"]
         axis = [cc for cc in looped if grid_of[cc] > 1].index(c) if gg > 1 else None
         if axis is not None:
-            lo = b.create("arith.muli", [tids[axis], b.constant(bb, INDEX)], [INDEX])[0]
+            lo = b.create(Arith.muli, [tids[axis], b.constant(bb, INDEX)], [INDEX])[0]
         else:
             lo = b.constant(0, INDEX)
         full = E // bb * bb
@@ -246,20 +247,20 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
             # the blocks loaded ahead start at most at the last full block (`arith.minsi`): an index
             # past it is never loaded (the `scf.if`), and the clamp keeps every access tile in its view
             last_c = b.constant(full - bb, INDEX)
-            pl.ivs[c] = b.create("arith.minsi", [lo, last_c], [INDEX])[0]
+            pl.ivs[c] = b.create(Arith.minsi, [lo, last_c], [INDEX])[0]
             if (gg - 1) * bb >= full:  # some tiles have no full block: they load none ahead
                 types = [pl.retype(pl.access_of[id(op)].value, g.types[pl.access_of[id(op)].value]) for op, _ in ahead]
-                firsts = b.if_values(b.cmp("arith.cmpi", "slt", lo, full_c), lambda: [load_ahead(op) for op, _ in ahead],
-                                     [b.create("tensor.empty", [], [t])[0] for t in types])
+                firsts = b.if_values(b.cmp(Arith.cmpi, "slt", lo, full_c), lambda: [load_ahead(op) for op, _ in ahead],
+                                     [b.create(Tensor.empty, [], [t])[0] for t in types])
             else:
                 firsts = [load_ahead(op) for op, _ in ahead]
             names = [b.fresh("iv"), *(b.fresh("cur") for _ in ahead)]
             with b.for_(lo, full_c, step_c, firsts, names=names) as (iv, *cur):
-                nxt = b.create("arith.addi", [iv, step_c], [INDEX])[0]
-                more = b.cmp("arith.cmpi", "slt", nxt, full_c)
+                nxt = b.create(Arith.addi, [iv, step_c], [INDEX])[0]
+                more = b.cmp(Arith.cmpi, "slt", nxt, full_c)
 
                 def next_blocks(at: Value = nxt) -> list[Value]:
-                    pl.ivs[c] = b.create("arith.minsi", [at, last_c], [INDEX])[0]
+                    pl.ivs[c] = b.create(Arith.minsi, [at, last_c], [INDEX])[0]
                     return [load_ahead(op) for op, _ in ahead]
 
                 nexts = b.if_values(more, next_blocks, list(cur))
@@ -283,7 +284,7 @@ def emit_natural(space: NaturalSpace, p: dict[str, int]) -> Module:
             if axis is None:
                 last()
             else:
-                mine = b.cmp("arith.cmpi", "eq", tids[axis], b.constant((E // bb) % gg, INDEX))
+                mine = b.cmp(Arith.cmpi, "eq", tids[axis], b.constant((E // bb) % gg, INDEX))
                 with b.if_(mine):
                     last()
 
@@ -318,7 +319,7 @@ def prefetched(space: NaturalSpace, p: dict[str, int], placed: list[tuple[Operat
 def owner_axes(space: NaturalSpace, p: dict[str, int], op: Operation, deps: set[int] | frozenset[int]) -> list[int]:
     """The grid axes (their classes) along which a store's value does not vary: every tile on
     such an axis would store the same elements, so only the tiles at coordinate 0 store."""
-    if op.name != "ktdp.store":
+    if op.name != Ktdp.store:
         return []
     loops = space.loops(p)
     return [space.cut[i] for i in loops if p[f"g{i}"] > 1 and space.cut[i] not in deps]
@@ -409,7 +410,7 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
     classes = g.classes(a.value)
     if a.gather is not None:
         tile = _gather_tile(b, a, dims, [ivs.get(c) for c in classes])
-        return b.create("ktdp.load", [tile], [t], result_names=[name or named(a.op).result("result")])[0]
+        return b.create(Ktdp.load, [tile], [t], result_names=[name or named(a.op).result("result")])[0]
     subs: list[af.AffineExpr] = []
     for d, (start, c) in enumerate(zip(a.starts, classes, strict=True)):
         e: af.AffineExpr = af.const(start)
@@ -423,9 +424,9 @@ def _access(b: Builder, a: object, t: Type, ivs: dict[int, Value], g: object, re
     tile = b.access_tile(Value(a.view, view_t), subs, box(dims), dims)
     if a.stored:
         data = named(a.op).operand("data")
-        b.create("ktdp.store", [Value(rename.get(data, data), t), tile], [])
+        b.create(Ktdp.store, [Value(rename.get(data, data), t), tile], [])
         return None
-    return b.create("ktdp.load", [tile], [t], result_names=[name or named(a.op).result("result")])[0]
+    return b.create(Ktdp.load, [tile], [t], result_names=[name or named(a.op).result("result")])[0]
 
 
 def _shifted(e: af.AffineExpr, shift: dict[int, int]) -> af.AffineExpr:
@@ -464,10 +465,10 @@ def _gather_tile(b: Builder, a: object, dims: tuple[int, ...], starts: list[Valu
     seg = (1, len(index_views), len(captured) + len(extra), 0)
     attrs["operandSegmentSizes"] = at.DenseArrayAttr(element_type=ty.I32, values=seg)
     body = Block(arguments=[BlockArgument(name=b.fresh("var"), type=INDEX) for _ in range(n)],
-                 operations=[Operation(name="ktdp.region_terminator")])
+                 operations=[Operation(name=Ktdp.region_terminator)])
     types = list(tile.operand_types)
     operands = [Value(v.operand("base"), types[0]),
                 *(Value(x, t) for x, t in zip(index_views, types[1:1 + len(index_views)], strict=True)),
                 *(Value(x, INDEX) for x in captured), *(s for _, s in extra if s is not None)]
-    return b.create("ktdp.construct_indirect_access_tile", operands, [ty.AccessTileType(shape=dims)], attrs,
+    return b.create(Ktdp.construct_indirect_access_tile, operands, [ty.AccessTileType(shape=dims)], attrs,
                     [Region(blocks=[body])])[0]

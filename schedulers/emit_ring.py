@@ -22,6 +22,7 @@ which the matmul class's legality check (K reduced by the matmul only) allows.
 from __future__ import annotations
 
 from ktir.builder import Builder, Value, located
+from ktir.dialects.names import Ktdp, Linalg
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -91,7 +92,7 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
 
             def step(acc: Value, cur: Value, r: Value, s: Value, tag: str) -> Value:
                 bblk = load(f"sc_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, w), tb, f"bblk{wt}")
-                return b.dps("linalg.matmul", [cur, bblk], [acc], name=f"sc_{tag}prod")
+                return b.dps(Linalg.matmul, [cur, bblk], [acc], name=f"sc_{tag}prod")
 
             init = b.fill(zero, b.empty(ty.tensor((bm, w), ty.F32), f"sc_e{wt}"), f"sc_init{wt}")
             with b.for_(c["0"], c["q"], c["1"], [init], names=[f"sc_r{wt}", f"sc_racc{wt}"],
@@ -102,9 +103,9 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                 with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=[f"sc_s{wt}", f"sc_sum{wt}", f"sc_cur{wt}"],
                             results=[f"sc_ringacc{wt}", f"sc_last{wt}"]) as (s, acc, cur):
                     with b.produce(A["group"], fut_t, f"sc_gid{wt}", f"sc_fut{wt}"):
-                        b.yield_(cur, op="ktdp.yield_partial")
+                        b.yield_(cur, op=Ktdp.yield_partial)
                     (fut,) = b.last_results
-                    (nxt,) = b.create("ktdp.inter_tile_consume", [fut], [part_t],
+                    (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
                                       {"consumer_tiles_per_group": A["group"],
                                        "producer_dependency_per_consumer": A["left"]}, result_names=[f"sc_next{wt}"])
                     b.yield_(step(acc, cur, r, s, wt), nxt)

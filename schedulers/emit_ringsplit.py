@@ -24,6 +24,7 @@ the trade that relieves them (`space_ringsplit` prices it).
 from __future__ import annotations
 
 from ktir.builder import Builder, Value, located
+from ktir.dialects.names import Arith, Ktdp, Linalg
 from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -94,7 +95,7 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
         k0 = b.arith.muli(ts, c["ks"], name="rs_k0")
         n0 = b.arith.muli(tj, c["nt"], name="rs_n0")
         n1 = b.arith.addi(n0, c["nt"], name="rs_n1")
-        first = b.cmp("arith.cmpi", "eq", ts, c["0"], name="rs_first")
+        first = b.cmp(Arith.cmpi, "eq", ts, c["0"], name="rs_first")
         zchunk = b.fill(zero, b.empty(chunk_t, "rs_ze"), "rs_zchunk")
 
         load = block_loader(b, A, views)
@@ -104,7 +105,7 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
 
         def step(acc: Value, cur: Value, r: Value, s: Value, n: Value, tag: str) -> Value:
             bblk = load(f"rs_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
-            return b.dps("linalg.matmul", [cur, bblk], [acc], name=f"rs_{tag}prod")
+            return b.dps(Linalg.matmul, [cur, bblk], [acc], name=f"rs_{tag}prod")
 
         with b.for_(n0, n1, c["bn"], names=["rs_n"]) as (n,):
             init = b.fill(zero, b.empty(acc_t, "rs_e"), "rs_init")
@@ -116,9 +117,9 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
                 with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=["rs_s", "rs_sum", "rs_cur"],
                             results=["rs_ringacc", "rs_last"]) as (s, acc, cur):
                     with b.produce(A["ring"], chunk_fut, "rs_gid", "rs_fut"):
-                        b.yield_(cur, op="ktdp.yield_partial")
+                        b.yield_(cur, op=Ktdp.yield_partial)
                     (fut,) = b.last_results
-                    (nxt,) = b.create("ktdp.inter_tile_consume", [fut], [part_t],
+                    (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
                                       {"consumer_tiles_per_group": A["ring"],
                                        "producer_dependency_per_consumer": A["left"]}, result_names=["rs_next"])
                     b.yield_(step(acc, cur, r, s, n, ""), nxt)
@@ -134,17 +135,17 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
                     for o in range(sk):
                         part = b.extract_slice(acc, [rows[o], c["0"]], [rc, bn], name=f"rs_part{o}")
                         with b.produce(A["group"], acc_fut, f"rs_p{o}_gid", f"rs_p{o}_f"):
-                            b.yield_(part, op="ktdp.yield_partial")
+                            b.yield_(part, op=Ktdp.yield_partial)
                         futs.append(b.last_results[0])
                     totals = []
                     for o in range(sk):
                         with b.reduce_tiles(futs[o], A[f"own{o}"], [zchunk], [f"rs_p{o}_l", f"rs_p{o}_r"],
                                             [f"rs_p{o}_total"]) as (lhs, rhs):
-                            b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name=f"rs_p{o}_add"),
-                                     op="ktdp.yield_reduced")
+                            b.yield_(b.dps(Linalg.add, [lhs, rhs], [lhs], name=f"rs_p{o}_add"),
+                                     op=Ktdp.yield_reduced)
                         totals.append(b.last_results[0])
                     for o in range(sk):
-                        mine = first if o == 0 else b.cmp("arith.cmpi", "eq", ts, c["1"] if o == 1 else c[f"s{o}"],
+                        mine = first if o == 0 else b.cmp(Arith.cmpi, "eq", ts, c["1"] if o == 1 else c[f"s{o}"],
                                                           name=f"rs_is{o}")
                         with b.if_(mine):
                             store_c_block(b, A, views["c"], totals[o], rows[o], n, tc, "cchunk", f"rs_p{o}")

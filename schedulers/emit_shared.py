@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ktir.builder import Builder, Value, located
+from ktir.dialects.names import Ktdp, Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -46,10 +47,10 @@ def sum_on_first_tile(b: Builder, A: Aliases, part: Value, fut: ty.TileFutureTyp
     (`#sched_first`, `first` true there) adds them from `init` and stores the sum as the block
     of C at (`m`, `n`) (see store_c_block). SSA names start with `prefix`."""
     with b.produce(A["group"], fut, f"{prefix}_gid", f"{prefix}_f"):
-        b.yield_(part, op="ktdp.yield_partial")
+        b.yield_(part, op=Ktdp.yield_partial)
     (f,) = b.last_results
     with b.reduce_tiles(f, A["first"], [init], [f"{prefix}_l", f"{prefix}_r"], [f"{prefix}_total"]) as (lhs, rhs):
-        b.yield_(b.dps("linalg.add", [lhs, rhs], [lhs], name=f"{prefix}_add"), op="ktdp.yield_reduced")
+        b.yield_(b.dps(Linalg.add, [lhs, rhs], [lhs], name=f"{prefix}_add"), op=Ktdp.yield_reduced)
     (total,) = b.last_results
     with b.if_(first):
         store_c_block(b, A, c, total, m, n, tc, blk, prefix)
@@ -108,10 +109,10 @@ def arguments(b: Builder, fn: Operation) -> list[tuple[str, ty.Type]]:
 def _barrier(b: Builder, A: Aliases, tag: str, token: Value) -> None:
     fut = ty.TileFutureType(partial_types=(token.type,), groups=A["one"])
     with b.produce(A["all"], fut, f"sc_{tag}g", f"sc_{tag}f"):
-        b.yield_(token, op="ktdp.yield_partial")
+        b.yield_(token, op=Ktdp.yield_partial)
     (f,) = b.last_results
     with b.reduce_tiles(f, A["all"], [token], [f"sc_{tag}x", f"sc_{tag}y"], [f"sc_{tag}done"]) as (x, _):
-        b.yield_(x, op="ktdp.yield_reduced")
+        b.yield_(x, op=Ktdp.yield_reduced)
 
 
 def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
@@ -181,7 +182,7 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                 if a_now is None:  # A's rows are resident: its block is a slice
                     assert ares is not None
                     a_now = b.extract_slice(ares, [0, kv], [bm, kp], name="sc_ablk")
-                prod = b.dps("linalg.matmul", [a_now, b_now], [acc], name="sc_prod")
+                prod = b.dps(Linalg.matmul, [a_now, b_now], [acc], name="sc_prod")
                 b.yield_(prod, *nxt)
             store_c_block(b, A, views["c"], b.last_results[0], m, n, tc)
             _barrier(b, A, "out", token)

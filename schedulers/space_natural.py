@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from ktir.dialects.names import Tensor
+
 from .cost import Figures, Work
 from .dependence import shape
 from .natural import NaturalKernel, Step, loop_classes
@@ -446,7 +448,7 @@ def _liveness(k: NaturalKernel) -> tuple[list[frozenset[int]], list[tuple[int, i
     positions of its op and of its last use, its classes, its itemsize and its uses
     (position, and for the init of the looped contraction the classes its loop depends on)."""
     body = k.ops()
-    empties = {r for op in body if op.name == "tensor.empty" for r in op.results}
+    empties = {r for op in body if op.name == Tensor.empty for r in op.results}
     deps: dict[str, set[int]] = {}
     ops: list[frozenset[int]] = []
     first: dict[str, int] = {}

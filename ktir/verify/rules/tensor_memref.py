@@ -269,7 +269,7 @@ def _index_body(check: Check, cid: str, result: object) -> None:
         return
     last = block.operations[-1] if block.operations else None
     want = elem(result)  # type: ignore[arg-type]
-    if last is not None and last.name == "tensor.yield" and (len(last.operand_types) != 1 or last.operand_types[0] != want):
+    if last is not None and last.name == Tensor.yield_ and (len(last.operand_types) != 1 or last.operand_types[0] != want):
         check.fail(cid, f"the region must yield one {t(want)}, found ({', '.join(t(x) for x in last.operand_types)})")
 
 
