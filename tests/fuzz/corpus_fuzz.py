@@ -572,9 +572,9 @@ def _rss() -> int:
     """This process's anonymous resident memory in bytes (its resident size where the kernel
     does not say; 0 where /proc is missing)."""
     try:
-        with open("/proc/self/smaps_rollup") as f:
+        with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("Anonymous:"):
+                if line.startswith("RssAnon:"):
                     return int(line.split()[1]) * 1024
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -11,6 +11,7 @@ monkeypatches of the worker's pipeline.
 
 from __future__ import annotations
 
+import mmap
 import os
 import signal
 import sys
@@ -243,16 +244,20 @@ def test_memory_growth_is_the_median_batch() -> None:
     assert cf.memory_growth([100 * mb, 200 * mb, 300 * mb], [250] * 2) is None  # too few batches to judge
 
 
-_KEPT: list[bytes] = []
+_KEPT: list[mmap.mmap] = []
 
 
 def test_a_leaking_worker_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker whose resident size grows with every input (64 KiB kept per input here) is
-    reported when it is recycled, while every input is still run."""
+    """A worker whose heap grows with every input (256 KiB kept per input here) is reported
+    when it is recycled, while every input is still run."""
     monkeypatch.setattr(cf, "generate", lambda corpus, seed, index: "ok")
 
     def leaking(text: str, interpret: bool = True) -> str:
-        _KEPT.append(os.urandom(64 << 10))  # random bytes: pages the kernel must really back
+        # a fresh anonymous mapping, written: new resident pages even in a process (a pytest
+        # worker, forked) whose allocator already holds resident free memory it would reuse
+        block = mmap.mmap(-1, 256 << 10, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # not MAP_SHARED (shmem)
+        block.write(os.urandom(256 << 10))
+        _KEPT.append(block)
         return "valid"
 
     monkeypatch.setattr(cf, "check", leaking)
