@@ -38,6 +38,7 @@ from .lockstep import (
     to_laned,
 )
 from .ops.common import element
+from .ops.scf import trip_count
 
 I64 = np.int64
 
@@ -124,7 +125,7 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
         lo, hi, step = int(lo), int(hi), int(step)
         if step <= 0:
             raise Diverged("scf.for step is not positive")
-        return len(range(lo, hi, step))
+        return trip_count(lo, hi, step)
     lo_a, hi_a, st_a = (np.asarray(x, dtype=I64) for x in (lo, hi, step))
     if (st_a <= 0).any():
         raise Diverged("scf.for step is not positive")

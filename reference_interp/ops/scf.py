@@ -9,6 +9,7 @@ elementwise (bodies are pure).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -46,9 +47,8 @@ def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
         lo, hi, step = int(fr[lb]), int(fr[ub]), int(fr[st])
         if step <= 0:
             raise fail("undefined", f"scf.for step {step} is not positive")
-        trips = range(lo, hi, step)
-        _within_step_limit(fr[0], len(trips), body.n)
-        return trips
+        _within_step_limit(fr[0], trip_count(lo, hi, step), body.n)
+        return range(lo, hi, step)
 
     if body.blocking:
         def gen(fr: list[Any]) -> Generator[Any, None, None]:
@@ -99,6 +99,12 @@ def scf_for(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
             fr[r] = fr[s]
 
     return run
+
+
+def trip_count(lo: int, hi: int, step: int) -> int:
+    """len(range(lo, hi, step)) for a positive step, at any size (len raises OverflowError
+    past 2^63 trips: bounds near INT64_MIN and INT64_MAX)."""
+    return max(0, -((lo - hi) // step))
 
 
 def _within_step_limit(ctx: Any, trips: int, ops: int) -> None:
@@ -291,6 +297,7 @@ def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
             if st <= 0:
                 raise fail("undefined", f"scf.forall step {st} is not positive")
             ranges.append(range(lo, hi, st))
+        _within_step_limit(fr[0], math.prod(trip_count(r.start, r.stop, r.step) for r in ranges), max(body.n, 1))
         for s, o in zip(out_args, outs, strict=True):
             fr[s] = fr[o]
         for point in itertools.product(*ranges):

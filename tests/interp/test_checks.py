@@ -639,3 +639,22 @@ func.func @k() {
 """
     e = fails("unsupported", text)
     assert "mydialect.foo" in e.message
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(-(1 << 63), 2), (-(1 << 63), (1 << 63) - 1), (0, (1 << 63) - 1)])
+@pytest.mark.parametrize("grid", [1, 2])
+def test_a_loop_of_more_than_2_63_trips_is_the_step_limit(lo: int, hi: int, grid: int) -> None:
+    """Bounds near INT64_MIN and INT64_MAX: len(range(...)) raised OverflowError past 2^63
+    trips (runtime.internal, fuzz seed 80287, input 51489); the loop stops with the step
+    limit before it starts, per tile and in lockstep (grid 2)."""
+    from ktir.builder import Builder
+    from ktir.ir import types as ty
+
+    b = Builder()
+    with b.func("k", [], grid=[grid]):
+        start, stop, one = b.constant(lo, ty.INDEX), b.constant(hi, ty.INDEX), b.constant(1, ty.INDEX)
+        with b.for_(start, stop, one) as (iv,):
+            b.constant(0, ty.INDEX)
+        b.func_return()
+    e = fails("step-limit", b.module)
+    assert "iterations" in e.message
