@@ -125,11 +125,14 @@ class Printer:
             self.emit(0, comment)
         return "\n".join(self.lines) + "\n"
 
-    def operation(self, op: Operation, depth: int) -> None:
+    def operation(self, op: Operation, depth: int, generic: bool = False) -> None:
         for comment in op.comments:
             self.emit(depth, comment)
         start = len(self.lines)
-        self._operation(op, depth)
+        if generic:
+            self.generic(op, depth, _results_text(op.results))
+        else:
+            self._operation(op, depth)
         if op.trailing_comment is not None and len(self.lines) > start:
             self.lines[start] += f"  {op.trailing_comment}"
 
@@ -174,8 +177,10 @@ class Printer:
                 label = block.label or f"^bb{index}"
                 args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in block.arguments)
                 self.emit(depth, f"{label}({args}):" if block.arguments else f"{label}:")
-            for inner in ops:
-                self.operation(inner, depth + 1)
+            for position, inner in enumerate(ops):
+                # a bare terminator before another op would read that op's `%x` as its operand
+                bare = position < len(ops) - 1 and not inner.operands and _is_terminator(inner)
+                self.operation(inner, depth + 1, generic=bare)
         return "}"
 
     def open_region(self, depth: int, head: str, region: Region, entry_label: bool, tail: str = "", elide: str | None = None) -> None:

@@ -90,3 +90,22 @@ def test_an_empty_arith_flag_property_round_trips(flags: str) -> None:
     module = ktir.parse(text)
     assert ktir.parse(ktir.print_module(module)) == module
     assert ktir.parse(print_generic(module)) == module
+
+
+@pytest.mark.parametrize("terminator", ["scf.yield", "ktdp.region_terminator", "linalg.yield"])
+def test_a_bare_terminator_before_another_op_round_trips(terminator: str) -> None:
+    """A terminator without operands in the middle of a block (invalid, but printable): in
+    custom form the next line's `%x` read as its operand (fuzz CI seed 18, input 5206); it
+    prints generic there."""
+    from ktir.builder import Builder
+    from ktir.ir import types as ty
+
+    b = Builder()
+    with b.func("f", [("a", ty.INDEX)]):
+        b.create(terminator, [], [])
+        b.constant(1, ty.INDEX)
+        b.func_return()
+    module = b.module
+    again = ktir.parse(ktir.print_module(module))
+    assert ktir.print_module(again) == ktir.print_module(module)
+    assert [op.name for op in again.operations[0].regions[0].blocks[0].operations][:2] == [terminator, "arith.constant"]
