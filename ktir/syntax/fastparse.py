@@ -471,7 +471,7 @@ class _Parser:
         if self.whole_comments is not None:
             del self.tokens.comments[slice(*self.whole_comments)]
 
-    def raw_bracketed(self, adjacent: bool = True, word: bool = True) -> str:
+    def raw_bracketed(self, adjacent: bool = True, word: bool = True, le_opens: bool = True) -> str:
         """The text from the current token, a word followed by `<` (at once if `adjacent`,
         as the LALR lexer needs it for a dialect attribute or type) or not `word` the `<`
         itself, to the matching `>`,
@@ -479,7 +479,8 @@ class _Parser:
         _balanced_end counts the `<` of `<=` but not the `>` of `->` or `>=`, and skips
         strings); consumed. A comment in a text the lexer may read whole, which it keeps
         only if it reads the text token by token after all, is left to the caller
-        (`whole_comments`: its index range in tokens.comments)."""
+        (`whole_comments`: its index range in tokens.comments). Not `le_opens`: to the `>`
+        matching token by token, where `<=` opens nothing."""
         tokens = self.tokens
         V = self.V
         start = self.i
@@ -493,7 +494,7 @@ class _Parser:
             text = V[close]
             if depth == 0 and text[:1] == "<" and text != "<" and self.K[close] == "type":
                 break  # the whole `<4x8xindex>`, one token (the access-tile shape's)
-            if text == "<" or text == "<=":
+            if text == "<" or (text == "<=" and le_opens):
                 depth += 1
             elif text == ">":
                 depth -= 1
@@ -682,14 +683,22 @@ class _Parser:
         before the `<`), read whole by type_token: the LALR lexer reads it as one token
         (PARSED_TYPE) or token by token, to the same type (types have no location; a
         warning's is the same either way)."""
-        pos = self.tokens.position(self.i)
-        text = self.raw_bracketed(adjacent=False)
-        found = self.types.get(text)
-        if found is None:
-            n_warnings = len(self.b.warnings)
-            found = self.type_token(text, pos)
-            if len(self.b.warnings) != n_warnings:
-                return found  # read token by token by the lexer: the comments stay
+        start = self.i
+        pos = self.tokens.position(start)
+        n_warnings = len(self.b.warnings)
+        try:
+            text = self.raw_bracketed(adjacent=False)
+            found = self.types.get(text)
+            if found is None:
+                found = self.type_token(text, pos)
+        except Fallback:
+            # the lexer's scan counts the `<` of `<=` (`affine_set<... d0 <= 3>`): where it
+            # finds no type, the lexer reads the type token by token, comments and all
+            del self.b.warnings[n_warnings:]
+            self.i = start
+            return self.type_token(self.raw_bracketed(adjacent=False, le_opens=False), pos)
+        if len(self.b.warnings) != n_warnings:
+            return found  # read token by token by the lexer: the comments stay
         self.drop_whole_comments()  # read whole by the lexer (PARSED_TYPE)
         return found
 

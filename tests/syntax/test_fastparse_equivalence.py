@@ -313,3 +313,17 @@ def test_an_upstream_short_type_as_an_attribute_value(attribute: str) -> None:
     """A type is an attribute, upstream's short ktdp types (`<(T), groups = S>`) included (the fuzz
     lane's seed 74113, input 111937: the production parser refused them in an attribute dict)."""
     check(f"func.func @f() attributes {{t = {attribute}}} {{\n  return\n}}\n")
+
+
+@pytest.mark.parametrize("param", [
+    "memref<f32, affine_set<(d0) : (d0 <= 3)>>",
+    "memref<4xf32, affine_set<(d0) : (d0 <= 3, 2 <= d0)>, 1>",
+    "tensor<4xf32, affine_set<(d0) : (d0 <= 3)>>",
+    "memref<f32, affine_set<(d0) : (d0 <= 3)> // a comment <\n>",
+    "memref<f32, affine_set<(d0) : (d0 <= 3)>>, %b: memref<f32, #x.y<a>>",
+])
+def test_a_less_or_equal_in_a_spelled_type(param: str) -> None:
+    """The lexer's scan counts the `<` of `<=`, finds no type and reads the type token by token;
+    the production parser refused it (the fuzz lane's seed 91356: `affine_set<(d0) : (d0 <= 3)>`
+    as a memref layout)."""
+    check(f"func.func @f(%a: {param}) {{\n  return\n}}\n")
