@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.model import ArgSpec, Case
-from ktir.fileio import confined_file, write_atomic
+from ktir.fileio import confined_file, load_npy_checked, read_npz_checked, write_atomic
 
 DTYPES: dict[str, Any] = {
     "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,
@@ -48,7 +48,7 @@ def make_arg(spec: ArgSpec, root: Path, stored: Mapping[str, np.ndarray] | None 
             raise ValueError(f"argument {spec.name}: recipe npy needs `npy`")
         if stored is not None and spec.npy in stored:  # not yet written (regeneration)
             return np.asarray(stored[spec.npy]).astype(dt)
-        return np.load(confined_file(root, spec.npy), allow_pickle=False).astype(dt)
+        return load_npy_checked(confined_file(root, spec.npy)).astype(dt)
     if spec.recipe == "zeros":
         return np.zeros(shape, dt)
     if spec.recipe == "fill":
@@ -104,8 +104,7 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def read_npz(path: Path | IO[bytes]) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
-        raw = {k: z[k] for k in z.files}
+    raw = read_npz_checked(path)
     out: dict[str, np.ndarray] = {}
     for name, a in raw.items():
         if name.endswith(".__dtype__"):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
 import tempfile
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class InputError(Exception):
@@ -99,3 +103,51 @@ def toml_loads(text: str) -> dict[str, Any]:
     if deepest > MAX_TOML_DEPTH:
         raise RecursionError(f"TOML nested {deepest} deep (at most {MAX_TOML_DEPTH})")
     return tomllib.loads(text)
+
+
+def check_npy_header(fp: IO[bytes], size: int, where: str) -> None:
+    """Raise ValueError when the `.npy` header at the start of `fp` (`size` bytes in all)
+    claims more data than follows it: numpy would allocate the claimed array before reading
+    (a 30-byte file can ask for 200 GB). Headers numpy cannot read are left to np.load, which
+    reports them; `fp` is left where it was."""
+    import numpy as np  # not at import: the text commands never need it
+
+    start = fp.tell()
+    try:
+        version = np.lib.format.read_magic(fp)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(fp)
+        available = size - (fp.tell() - start)
+    except Exception:  # noqa: BLE001 - not .npy, or a damaged header: np.load says which
+        return
+    finally:
+        fp.seek(start)
+    need = math.prod(shape) * dtype.itemsize
+    if need > available:
+        raise ValueError(f"{where}: its header says {dtype} {tuple(shape)} ({need:,} bytes) but only "
+                         f"{available:,} bytes follow it (a truncated or damaged .npy)")
+
+
+def load_npy_checked(path: str | Path) -> Any:
+    """np.load(path, allow_pickle=False) once a `.npy` header's claimed size is checked
+    against the file's (check_npy_header); a `.npz` archive is returned unread, as np.load does."""
+    import numpy as np
+
+    with open(path, "rb") as f:
+        check_npy_header(f, os.fstat(f.fileno()).st_size, str(path))
+    return np.load(path, allow_pickle=False)
+
+
+def read_npz_checked(path: str | Path | IO[bytes]) -> dict[str, np.ndarray]:
+    """Every array of a `.npz` archive, each member's header checked against its size in the
+    archive before numpy allocates it (check_npy_header). ValueError for a damaged archive."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as z:
+        out = {}
+        for name in z.files:
+            member = name if name in z.zip.namelist() else name + ".npy"
+            with z.zip.open(member) as f:
+                check_npy_header(f, z.zip.getinfo(member).file_size, f"{path} [{name}]")
+            out[name] = z[name]
+        return out

@@ -37,6 +37,7 @@ import numpy as np
 
 from ktir.dialects.access import AccessError, named
 from ktir.dialects.names import Affine, Arith, Func, Ktdp, Scf
+from ktir.fileio import load_npy_checked
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -59,7 +60,7 @@ def load_npy(path: str | Path) -> np.ndarray:
     (`allow_pickle=False`: a pickled object array is refused, not run); any unreadable file
     (empty, truncated, not .npy, a .npz archive) raises ValueError naming it, or OSError."""
     try:
-        value = np.load(path, allow_pickle=False)
+        value = load_npy_checked(path)
     except OSError:
         raise
     except Exception as e:  # noqa: BLE001 - numpy raises EOFError, ValueError, BadZipFile, ... for bad files

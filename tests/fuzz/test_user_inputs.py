@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import json
 import pickle
 import random
@@ -283,6 +284,13 @@ class _Marker:
         return (Path.touch, (self.path,))
 
 
+def _huge_header() -> bytes:
+    """A .npy header claiming 10^11 float32 (400 GB): numpy allocates that before reading."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (10**11,)})
+    return header.getvalue()
+
+
 def _npy_files(tmp_path: Path) -> dict[str, Path]:
     files = {}
     good = tmp_path / "good.npy"
@@ -292,6 +300,8 @@ def _npy_files(tmp_path: Path) -> dict[str, Path]:
                        "header-garbage": raw[:10] + b"{'descr': 1}" + raw[22:]}.items():
         files[name] = tmp_path / f"{name}.npy"
         files[name].write_bytes(data)
+    files["huge-shape"] = tmp_path / "huge-shape.npy"
+    files["huge-shape"].write_bytes(_huge_header() + bytes(12))
     files["npz"] = tmp_path / "archive.npy"
     with files["npz"].open("wb") as f:
         np.savez(f, a=np.zeros(2))
@@ -307,6 +317,8 @@ def test_bad_npy_files_raise_value_errors_and_never_unpickle(tmp_path: Path) -> 
         with pytest.raises(ValueError, match=str(path.name)):
             load_npy(path)
         assert not (tmp_path / "UNPICKLED").exists(), name
+    with pytest.raises(ValueError, match=r"\(100000000000,\) \(400,000,000,000 bytes\) but only 12 bytes"):
+        load_npy(tmp_path / "huge-shape.npy")  # refused from its header, before any allocation
     pickle.loads(pickle.dumps(_Marker(tmp_path / "probe")))  # the probe is real: unpickling it creates its file
     assert (tmp_path / "probe").exists()
 
@@ -335,3 +347,27 @@ def test_a_suite_file_that_links_out_of_the_suite_is_refused_not_read(which: str
     got, _, err = run_cli(CliCase(["conformance", "run", "--suite", "suite", "-q", "-k", readers_gen.ONE_CASE], files))
     assert got == 1 and "Traceback" not in err
     assert f"{name} leads outside suite (to /dev/zero)" in " ".join(err.split()), err
+
+
+def test_an_npz_member_claiming_more_than_it_holds_is_refused(tmp_path: Path) -> None:
+    """Outputs an implementation writes and program weights are .npz archives: a member whose
+    header claims 400 GB is refused by its size in the archive before numpy allocates it."""
+    import zipfile
+
+    from conformance.values import read_npz
+
+    path = tmp_path / "outputs.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("ok.npy", _npy_bytes(np.arange(3)))
+        z.writestr("big.npy", _huge_header() + bytes(12))
+    with pytest.raises(ValueError, match=r"\[big\]: its header says float32"):
+        read_npz(path)
+    np.savez_compressed(path, a=np.arange(6).reshape(2, 3), b=np.float32(2))
+    got = read_npz(path)
+    assert got["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and got["b"] == np.float32(2)
+
+
+def _npy_bytes(a: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, a)
+    return out.getvalue()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import ValidationError
 
-from ktir.fileio import confined_file
+from ktir.fileio import confined_file, read_npz_checked
 from ktir.lower.torch.manifest import BufferEntry, KernelEntry, Manifest, StickLayout, TensorEntry
 from ktir.lower.torch.refs import STICK_BYTES, Buffer, Ref, element_bytes
 
@@ -356,10 +356,10 @@ class Program:
         weights: dict[str, np.ndarray] = {}
         if weights_file is not None:
             try:
-                with np.load(weights_file, allow_pickle=False) as data:
-                    for b in manifest.buffers:
-                        if b.kind in ("parameter", "constant") and b.name in data:
-                            weights[b.name] = _restore(data[b.name], b.dtype)
+                data = read_npz_checked(weights_file)
+                for b in manifest.buffers:
+                    if b.kind in ("parameter", "constant") and b.name in data:
+                        weights[b.name] = _restore(data[b.name], b.dtype)
             except OSError:
                 raise
             except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types for a damaged .npz
