@@ -264,11 +264,15 @@ class _Parser:
             items.append(item())
         return items
 
-    def comma_list_opt(self, item: Callable[[], Any], close: str) -> list[Any]:
-        """(item ("," item)*)? before `close`, which is left to the caller"""
+    def enclosed(self, open_: str, item: Callable[[], Any], close: str) -> list[Any]:
+        """open_ (item ("," item)*)? close"""
+        self.expect(open_)
         if self.V[self.i] == close:
+            self.i += 1
             return []
-        return self.comma_list(item)
+        items = self.comma_list(item)
+        self.expect(close)
+        return items
 
     def value_list(self) -> Any:
         """value ("," value)*"""
@@ -548,13 +552,17 @@ class _Parser:
         c = [self.tok("RUNTIME_ARG_KW")]
         self.expect("<")
         c.append(self.type())
+        self.runtime_arg_params(c)
+        self.expect(">")
+        return b.runtime_arg_type(c)
+
+    def runtime_arg_params(self, c: list[Any]) -> None:
+        """runtime_arg_param*: ("," BARE_ID "=" INT)*"""
         while self.V[self.i] == ",":
             self.i += 1
             name = self.word()
             self.expect("=")
-            c.append(b.runtime_arg_param([name, self.int_tok()]))
-        self.expect(">")
-        return b.runtime_arg_type(c)
+            c.append(self.b.runtime_arg_param([name, self.int_tok()]))
 
     def short_tile_future(self) -> Any:
         """"<" "(" type_list ")" "," "groups" "=" set_ref ">", upstream's short future (it warns);
@@ -582,11 +590,7 @@ class _Parser:
         if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
             c.append(self.tok("MORETHAN"))
             return b.short_access_tile(c)
-        while self.V[self.i] == ",":
-            self.i += 1
-            name = self.word()
-            self.expect("=")
-            c.append(b.runtime_arg_param([name, self.int_tok()]))
+        self.runtime_arg_params(c)
         if self.V[self.i] != ">":
             raise Fallback
         c.append(self.tok("MORETHAN"))
@@ -735,10 +739,7 @@ class _Parser:
         b = self.b
         if self.V[self.i] != "(":
             return b.single_result_type([self.type()])
-        self.i += 1
-        results = self.comma_list_opt(self.result_type, ")")
-        self.expect(")")
-        return b.paren_result_types(results)
+        return b.paren_result_types(self.enclosed("(", self.result_type, ")"))
 
     def result_type(self) -> Any:
         c = [self.type()]
@@ -760,10 +761,7 @@ class _Parser:
 
     def attr_dict(self) -> Any:
         """"{" (attr_entry ("," attr_entry)*)? "}" """
-        self.expect("{")
-        entries = self.comma_list_opt(self.attr_entry, "}")
-        self.expect("}")
-        return self.b.attr_dict(entries)
+        return self.b.attr_dict(self.enclosed("{", self.attr_entry, "}"))
 
     def attr_entry(self) -> Any:
         kind = self.K[self.i]
@@ -818,10 +816,7 @@ class _Parser:
             self.typed_suffix(c)
             return b.string_attr(c)
         if text == "[":
-            self.i += 1
-            elements = self.comma_list_opt(self.attribute, "]")
-            self.expect("]")
-            return b.array_attr(elements)
+            return b.array_attr(self.enclosed("[", self.attribute, "]"))
         if text == "{":
             return b.dict_attr([self.attr_dict()])
         if kind == "symbol":
@@ -873,9 +868,7 @@ class _Parser:
         """"strided" "<" "[" (stride_entry ("," stride_entry)*)? "]" ("," "offset" ":" stride_entry)? ">" """
         b = self.b
         self.i += 2
-        self.expect("[")
-        c = [b.stride_list(self.comma_list_opt(self.stride_entry, "]"))]
-        self.expect("]")
+        c = [b.stride_list(self.enclosed("[", self.stride_entry, "]"))]
         if self.V[self.i] == ",":
             self.i += 1
             self.expect("offset")
@@ -924,12 +917,8 @@ class _Parser:
         return b.dense_attr(c)
 
     def dense_element(self) -> Any:
-        b = self.b
         if self.V[self.i] == "[":
-            self.i += 1
-            items = self.comma_list_opt(self.dense_element, "]")
-            self.expect("]")
-            return b.dense_list(items)
+            return self.b.dense_list(self.enclosed("[", self.dense_element, "]"))
         return self.dense_scalar(hex_ok=True)
 
     def dense_scalar(self, hex_ok: bool) -> Any:
@@ -961,13 +950,9 @@ class _Parser:
         c = [self.type()]
         if self.V[self.i] == ":":
             self.i += 1
-            c.append(b.dense_array_values(self.comma_list(self.dense_array_value)))
+            c.append(b.dense_array_values(self.comma_list(lambda: self.dense_scalar(hex_ok=False))))
         self.expect(">")
         return b.dense_array_attr(c)
-
-    def dense_array_value(self) -> Any:
-        """signed_int | signed_float | BOOL -> dense_bool"""
-        return self.dense_scalar(hex_ok=False)
 
     def dense_resource(self) -> Any:
         """"dense_resource" "<" BARE_ID ">" ":" type"""
@@ -983,18 +968,10 @@ class _Parser:
     def aff_params(self) -> Any:
         """aff_dims aff_syms?"""
         b = self.b
-        self.expect("(")
-        dims = self.bare_ids(")")
-        c = [b.aff_dims(dims)]
+        c = [b.aff_dims(self.enclosed("(", self.word, ")"))]
         if self.V[self.i] == "[":
-            self.i += 1
-            c.append(b.aff_syms(self.bare_ids("]")))
+            c.append(b.aff_syms(self.enclosed("[", self.word, "]")))
         return b.aff_params(c)
-
-    def bare_ids(self, close: str) -> list[Tok]:
-        names = self.comma_list_opt(self.word, close)
-        self.expect(close)
-        return names
 
     def affine_map(self) -> Any:
         return self.kept_affine(self.affine_map_body)
@@ -1030,9 +1007,7 @@ class _Parser:
         self.expect("<")
         c = [self.aff_params()]
         self.expect("->")
-        self.expect("(")
-        c += self.comma_list_opt(self.aff_expr, ")")
-        self.expect(")")
+        c += self.enclosed("(", self.aff_expr, ")")
         self.expect(">")
         return self.b.affine_map_attr(c)
 
@@ -1042,9 +1017,7 @@ class _Parser:
         self.expect("<")
         c = [self.aff_params()]
         self.expect(":")
-        self.expect("(")
-        c += self.comma_list_opt(self.aff_constraint, ")")
-        self.expect(")")
+        c += self.enclosed("(", self.aff_constraint, ")")
         self.expect(">")
         return self.b.affine_set_attr(c)
 
@@ -1118,10 +1091,7 @@ class _Parser:
 
     def mixed_list(self) -> Any:
         """"[" (mixed_entry ("," mixed_entry)*)? "]" """
-        self.expect("[")
-        entries = self.comma_list_opt(self.mixed_entry, "]")
-        self.expect("]")
-        return self.b.mixed_list(entries)
+        return self.b.mixed_list(self.enclosed("[", self.mixed_entry, "]"))
 
     def mixed_entry(self) -> Any:
         if self.K[self.i] == "value":
@@ -1129,7 +1099,7 @@ class _Parser:
         return self.signed_int()
 
     def values_types(self, rule: Any) -> Any:
-        """"(" (value_list ":" type_list)? ")" for ins/outs"""
+        """"(" (value_list ":" type_list)? ")" (ins, outs, identity)"""
         self.expect("(")
         c = []
         if self.V[self.i] != ")":
@@ -1237,11 +1207,7 @@ class _Parser:
         if self.V[self.i] != "]":
             c.append(b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
-        if self.V[self.i] == "symbols":
-            self.i += 1
-            self.expect("(")
-            c.append(b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
-            self.expect(")")
+        self.symbols_clause_opt(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type())
@@ -1261,9 +1227,7 @@ class _Parser:
         c.append(self.value())
         if self.V[self.i] == "iter_args":
             self.i += 1
-            self.expect("(")
-            args = self.comma_list_opt(self.binding, ")")
-            self.expect(")")
+            args = self.enclosed("(", self.binding, ")")
             self.expect("->")
             args.append(self.result_type_list())
             c.append(b.iter_args(args))
@@ -1274,6 +1238,14 @@ class _Parser:
         self.attr_dict_opt(c)
         return b.for_op(c)
 
+    def symbols_clause_opt(self, c: list[Any]) -> None:
+        """("symbols" "(" value_list? ")")?"""
+        if self.V[self.i] == "symbols":
+            self.i += 1
+            self.expect("(")
+            c.append(self.b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
+            self.expect(")")
+
     def binding(self) -> Any:
         first = self.value()
         self.expect("=")
@@ -1283,9 +1255,7 @@ class _Parser:
         """OP_IF value results_arrow? region else_region? attr_dict?"""
         b = self.b
         c: list[Any] = [tok, self.value()]
-        if self.V[self.i] == "->":
-            self.i += 1
-            c.append(b.results_arrow([self.result_type_list()]))
+        self.results_arrow_opt(c)
         c.append(self.region())
         if self.V[self.i] == "else":
             self.i += 1
@@ -1304,10 +1274,7 @@ class _Parser:
                 raise Fallback
             c.append(b.indexing_maps([self.attribute()]))
         self.attr_dict_opt(c)
-        self.expect("ins")
-        c.append(self.values_types(b.ins_clause))
-        self.expect("outs")
-        c.append(self.values_types(b.outs_clause))
+        self.ins_outs(c)
         self.results_types_opt(c)
         return b.linalg_named_op(c)
 
@@ -1391,10 +1358,7 @@ class _Parser:
 
     def int_list(self) -> Any:
         """"[" (signed_int ("," signed_int)*)? "]" """
-        self.expect("[")
-        ints = self.comma_list_opt(self.signed_int, "]")
-        self.expect("]")
-        return self.b.int_list(ints)
+        return self.b.int_list(self.enclosed("[", self.signed_int, "]"))
 
     def linalg_map_op(self, tok: Tok) -> Any:
         """OP_LINALG_MAP short_body? ins_clause outs_clause attr_dict? explicit_body?"""
@@ -1443,11 +1407,7 @@ class _Parser:
         self.expect("[")
         c += self.comma_list(self.indirect_subscript)
         self.expect("]")
-        if self.V[self.i] == "symbols":
-            self.i += 1
-            self.expect("(")
-            c.append(b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
-            self.expect(")")
+        self.symbols_clause_opt(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type_list())
@@ -1605,10 +1565,7 @@ class _Parser:
 
     def while_op(self, tok: Tok) -> Any:
         """OP_WHILE "(" (binding ("," binding)*)? ")" ":" function_type region "do" region attr_dict?"""
-        c: list[Any] = [tok]
-        self.expect("(")
-        c += self.comma_list_opt(self.binding, ")")
-        self.expect(")")
+        c: list[Any] = [tok, *self.enclosed("(", self.binding, ")")]
         self.expect(":")
         c.append(self.function_type())
         c.append(self.region())
@@ -1671,10 +1628,7 @@ class _Parser:
             c.append(b.forall_range([lower, upper, b.mixed_parens(self.parens(self.mixed_entry))]))
         if self.V[self.i] == "shared_outs":
             self.i += 1
-            self.expect("(")
-            outs = self.comma_list_opt(self.binding, ")")
-            self.expect(")")
-            c.append(b.shared_outs(outs))
+            c.append(b.shared_outs(self.enclosed("(", self.binding, ")")))
         self.results_arrow_opt(c)
         c.append(self.region())
         self.attr_dict_opt(c)
@@ -1747,14 +1701,7 @@ class _Parser:
     def identity_clause(self) -> Any:
         """"identity" "(" (value_list ":" type_list)? ")" """
         self.expect("identity")
-        self.expect("(")
-        identity: list[Any] = []
-        if self.V[self.i] != ")":
-            identity.append(self.value_list())
-            self.expect(":")
-            identity.append(self.type_list())
-        self.expect(")")
-        return self.b.identity_clause(identity)
+        return self.values_types(self.b.identity_clause)
 
 
 # Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
@@ -1764,35 +1711,10 @@ _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
 )
 # The reader of each format: hand-written for the irregular ones (ktir.syntax.assembly.
-# HAND_WRITTEN), generated from the description for the declarative ones (see below).
+# HAND_WRITTEN), as the method named after the format's grammar rule; generated from the
+# description for the declarative ones (see below).
 _HANDLERS: dict[str, Callable[[_Parser, Tok], Any]] = {
-    "LINALG_GENERIC": _Parser.linalg_generic_op,
-    "LINALG_MAP": _Parser.linalg_map_op,
-    "LINALG_REDUCE": _Parser.linalg_reduce_op,
-    "LINALG_DIMS": _Parser.linalg_dims_op,
-    "INDIRECT_TILE": _Parser.indirect_tile_op,
-    "RUNTIME_ARG_EXTRACT": _Parser.runtime_arg_extract_op,
-    "PRODUCE": _Parser.produce_op,
-    "CONSUME": _Parser.consume_op,
-    "REDUCE": _Parser.reduce_op,
-    "COLLECTIVE": _Parser.collective_op,
-    "WHILE": _Parser.while_op,
-    "PARALLEL": _Parser.parallel_op,
-    "SCF_REDUCE": _Parser.scf_reduce_op,
-    "FORALL": _Parser.forall_op,
-    "IN_PARALLEL": _Parser.in_parallel_op,
-    "EXECUTE_REGION": _Parser.execute_region_op,
-    "GENERATE": _Parser.generate_op,
-    "PAD": _Parser.pad_op,
-    "FUNC": _Parser.func_op,
-    "MODULE": _Parser.module_op,
-    "TERMINATOR": _Parser.terminator_op,
-    "CONSTANT": _Parser.constant_op,
-    "ACCESS_TILE": _Parser.access_tile_op,
-    "FOR": _Parser.for_op,
-    "IF": _Parser.if_op,
-    "LINALG_NAMED": _Parser.linalg_named_op,
-    "AFFINE_APPLY": _Parser.affine_apply_op,
+    name: getattr(_Parser, f"{name.lower()}_op") for name in asm.HAND_WRITTEN
 }
 
 
@@ -1802,12 +1724,7 @@ _HANDLERS: dict[str, Callable[[_Parser, Tok], Any]] = {
 # (ktir.syntax.assembly) reads them.
 _CUSTOM_READS = {
     "DynamicIndexList": ["c.append(self.mixed_list())"],
-    "Reassociation": [
-        "self.expect('[')",
-        "lists = self.comma_list_opt(self.int_list, ']')",
-        "self.expect(']')",
-        "c.append(self.b.reassociation(lists))",
-    ],
+    "Reassociation": ["c.append(self.b.reassociation(self.enclosed('[', self.int_list, ']')))"],
     "ArithFlags": ["self.op_flags(c)"],
     "SelectTypes": ["c.append(self.type())", "if V[self.i] == ',':", "    self.i += 1", "    c.append(self.type())"],
 }
