@@ -51,8 +51,6 @@ from pathlib import Path
 from typing import Any
 
 from ktir.dialects.formats import FORMATS, AssemblyFormat
-from ktir.ir import types as ty
-from ktir.ir.base import Type
 
 # The irregular formats (see above), parsed and printed by hand-written code.
 HAND_WRITTEN = (
@@ -156,19 +154,13 @@ def _type_rule(rule: str) -> TypeRule:
     return head, ref.rstrip(")")
 
 
-def derive(rule: TypeRule, types: dict[str, Type]) -> Type:
-    """The type a format does not write, from the ones it does."""
-    kind, ref = rule
-    if kind == "index":
-        return ty.INDEX
-    if kind == "i1":
-        return ty.I1
-    t = types[ref]
-    if kind == "same":
-        return t
-    if kind == "i1_like":
-        return ty.i1_like(t)
-    return ty.element_type(t)
+_DERIVED_CODE = {"index": "ty.INDEX", "i1": "ty.I1", "same": "{}", "i1_like": "i1_like({})", "element_type": "ty.element_type({})"}
+
+
+def derived_code(rule: TypeRule, ref_code: str) -> str:
+    """Python code for the type a format does not write, `ref_code` being the code of the
+    written type it derives from (for the generated parser callbacks and printers)."""
+    return _DERIVED_CODE[rule[0]].format(ref_code)
 
 
 class FormatError(ValueError):

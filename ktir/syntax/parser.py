@@ -388,9 +388,6 @@ class _Builder:
         op.__pydantic_fields_set__.update(("results", "loc"))
         return op
 
-    def op_results(self, c: list[Any]) -> list[tuple[Tok, int | None]]:
-        return c
-
     def result_def(self, c: list[Any]) -> tuple[Tok, int | None]:
         """`%x` (count None) or `%x:N`; expanded by `operation`."""
         tok = c[0]
@@ -404,12 +401,6 @@ class _Builder:
         return tok, count
 
     # ------------------------------------------------------------ shared pieces
-
-    def value_list(self, c: list[Tok]) -> C:
-        return C("values", c)
-
-    def type_list(self, c: list[Type]) -> C:
-        return C("types", c)
 
     def attr_dict(self, c: list[tuple[str, Attribute]]) -> C:
         return C("attrs", {k: v for k, v in c if v is not NO_MEMORY_SPACE})
@@ -459,23 +450,11 @@ class _Builder:
     def block_param_list(self, c: list[Any]) -> C:
         return C("params", c[0].value if c else [])
 
-    def block_params(self, c: list[BlockArgument]) -> C:
-        return C("params", c)
-
     def block_param(self, c: list[Any]) -> BlockArgument:
         return trusted_argument(c[0].value, c[1], _loc(c[0]))
 
     def binding(self, c: list[Tok]) -> tuple[str, str]:
         return c[0].value, c[1].value
-
-    def mixed_list(self, c: list[Any]) -> list[Any]:
-        return c
-
-    def mixed_parens(self, c: list[Any]) -> list[Any]:
-        return c
-
-    def int_list(self, c: list[int]) -> list[int]:
-        return c
 
     def results_arrow(self, c: list[Any]) -> C:
         return C("results", _plain(c[0]))
@@ -486,9 +465,6 @@ class _Builder:
     # result type lists keep per-result attributes (func.func); other users drop them
     def single_result_type(self, c: list[Type]) -> list[tuple[Type, dict[str, Attribute]]]:
         return [(c[0], {})]
-
-    def paren_result_types(self, c: list[tuple[Type, dict[str, Attribute]]]) -> list[tuple[Type, dict[str, Attribute]]]:
-        return c
 
     def result_type(self, c: list[Any]) -> tuple[Type, dict[str, Attribute]]:
         return c[0], (c[1].value if len(c) > 1 else {})
@@ -611,9 +587,6 @@ class _Builder:
         # a unit attribute stands in until then (the verifier rejects it anywhere else)
         return C("legacy", ([c[0]], at.UnitAttr()))
 
-    def legacy_groups(self, c: list[Attribute]) -> C:
-        return C("legacy_groups", c[0])
-
     def _with_groups(self, tok: Tok, t: Type, groups: Attribute) -> Type:
         """ktir-cpu's oldest form: the op's `groups = S` completes its `!ktdp.tile_future<T>`."""
         self._warn(tok, "legacy 'groups = ...' on the op; the canonical form carries the groups in the future's type: "
@@ -665,9 +638,6 @@ class _Builder:
         t = self.types[c[0].value]
         assert t is not None
         return t
-
-    def type_only(self, c: list[Type]) -> Type:
-        return c[0]
 
     def type_alias_ref(self, c: list[Tok]) -> Type:
         name = c[0].value[1:]
@@ -747,9 +717,6 @@ class _Builder:
             body = _hex_to_float(body, element)
         return at.DenseAttr(type=t, values=body)
 
-    def dense_body(self, c: list[Any]) -> Any:
-        return c[0]
-
     def dense_hex(self, c: list[Tok]) -> C:
         text = _unq(c[0])
         if not _HEX_BLOB.fullmatch(text):
@@ -776,18 +743,9 @@ class _Builder:
             values = _dense_array_ints(element, values)
         return at.DenseArrayAttr(element_type=element, values=values)
 
-    def dense_array_values(self, c: list[Any]) -> list[Any]:
-        return c
-
     def strided_attr(self, c: list[Any]) -> Attribute:
         offset = c[1].value if len(c) > 1 else 0
         return at.StridedLayoutAttr(strides=tuple(c[0]), offset=offset)
-
-    def stride_list(self, c: list[int | None]) -> list[int | None]:
-        return c
-
-    def strided_offset(self, c: list[int | None]) -> C:
-        return C("offset", c[0])
 
     def dynamic_stride(self, c: list[Any]) -> None:
         return None
@@ -874,12 +832,6 @@ class _Builder:
 
     def aff_neg(self, c: list[af.AffineExpr]) -> af.AffineExpr:
         return _folded(af.mul(c[0], af.const(-1)))
-
-    def aff_dims(self, c: list[Tok]) -> list[Tok]:
-        return c
-
-    def aff_syms(self, c: list[Tok]) -> C:
-        return C("syms", c)
 
     def aff_params(self, c: list[Any]) -> tuple[int, int, dict[str, af.AffineExpr]]:
         dims: list[Tok] = c[0]
@@ -981,12 +933,6 @@ class _Builder:
     def successors(self, c: list[Tok]) -> C:
         return C("succ", _values(c))
 
-    def properties(self, c: list[C]) -> C:
-        return C("props", c[0].value)
-
-    def generic_regions(self, c: list[Region]) -> C:
-        return C("regions", c)
-
     # ------------------------------------------------------------ builtin, func
 
     def module_op(self, c: list[Any]) -> Operation:
@@ -997,9 +943,6 @@ class _Builder:
         if sym is not None:
             attrs["sym_name"] = at.StringAttr(value=_symbol_name(sym))
         return self._op(tok, attributes=attrs, regions=[c[-1]])
-
-    def module_attrs(self, c: list[C]) -> C:
-        return C("module_attrs", c[0].value)
 
     def func_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1039,24 +982,11 @@ class _Builder:
             op.regions[0].blocks = []  # a declaration has an empty body region
         return op
 
-    def visibility(self, c: list[Tok]) -> C:
-        return C("visibility", c[0].value)
-
-    def func_params(self, c: list[Any]) -> C:
-        return C("params", c)
-
     def named_param(self, c: list[Any]) -> tuple[str, Type, dict[str, Attribute]]:
         return c[0].value, c[1], (c[2].value if len(c) > 2 else {})
 
     def anonymous_param(self, c: list[Any]) -> tuple[None, Type, dict[str, Attribute]]:
         return None, c[0], (c[1].value if len(c) > 1 else {})
-
-    def func_results(self, c: list[Any]) -> C:
-        inner = c[0]
-        return C("func_results", inner)
-
-    def func_attrs(self, c: list[C]) -> C:
-        return C("func_attrs", c[0].value)
 
     def terminator_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1073,9 +1003,6 @@ class _Builder:
         if len(values) != len(types):
             raise _err(tok, f"{len(values)} value(s) but {len(types)} type(s)")
         return self._op(tok, _values(values), types, [], attrs)
-
-    def trailing_attrs(self, c: list[C]) -> C:
-        return C("trailing", c[0].value)
 
     # ------------------------------------------------------------ arith, math
 
@@ -1098,9 +1025,6 @@ class _Builder:
 
     # ------------------------------------------------------------ ktdp
 
-    def symbols_clause(self, c: list[C]) -> C:
-        return C("symbols", _values(c[0].value) if c else [])
-
     def access_tile_op(self, c: list[Any]) -> Operation:
         tok, base = c[0], c[1]
         cl = _clauses(c)
@@ -1112,9 +1036,6 @@ class _Builder:
         operands = [base.value, *sm.operands, *symbols]
         base_t, result_t = c[-2], c[-1]
         return self._op(tok, operands, [base_t] + [ty.INDEX] * (len(operands) - 1), [result_t], attrs)
-
-    def intermediate_vars(self, c: list[C]) -> C:
-        return C("variables", _values(c[0].value) if c else [])
 
     def indirect_dim(self, c: list[Any]) -> C:
         view = c[0]
@@ -1178,9 +1099,6 @@ class _Builder:
             arg_t = ty.RuntimeArgType(value_type=ty.INDEX)
         return self._op(tok, [val.value], [arg_t], [c[-1]], attrs)
 
-    def future_type(self, c: list[Type]) -> C:
-        return C("future", c[0])
-
     def legacy_future_type(self, c: list[Type]) -> C:
         return C("legacy_future", c[1])  # warned about at the op's keyword (types carry no position)
 
@@ -1195,9 +1113,6 @@ class _Builder:
         if "legacy_groups" in cl:
             future = self._with_groups(tok, future, cl["legacy_groups"])
         return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
-
-    def dependency(self, c: list[Attribute]) -> C:
-        return C("dependency", c[0])
 
     def identity_clause(self, c: list[C]) -> C:
         if not c:
@@ -1228,9 +1143,6 @@ class _Builder:
     def collective_dims(self, c: list[Any]) -> C:
         return C("dims", (c[0].value.value, c[1]))
 
-    def dims_key(self, c: list[Tok]) -> C:
-        return C("dims_key", c[0])
-
     # ------------------------------------------------------------ scf
 
     def _implicit_yield(self, region: Region, tok: Tok, terminator: str = Scf.yield_) -> Region:
@@ -1246,9 +1158,6 @@ class _Builder:
 
     def iter_args(self, c: list[Any]) -> C:
         return C("iter_args", (c[:-1], _plain(c[-1])))
-
-    def iv_type(self, c: list[Type]) -> C:
-        return C("iv_type", c[0])
 
     def for_op(self, c: list[Any]) -> Operation:
         tok, iv, lb, ub, step = c[0], c[1], c[2], c[3], c[4]
@@ -1267,9 +1176,6 @@ class _Builder:
             self._implicit_yield(region, tok)
         operands = [lb.value, ub.value, step.value, *(init for _, init in bindings)]
         return self._op(tok, operands, [iv_t] * 3 + list(result_types), list(result_types), dict(cl.get("attrs", {})), [region])
-
-    def else_region(self, c: list[Region]) -> C:
-        return C("else", c[0])
 
     def if_op(self, c: list[Any]) -> Operation:
         tok, cond = c[0], c[1]
@@ -1298,9 +1204,6 @@ class _Builder:
         entry = _entry(before)
         entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
         return self._op(tok, [v for _, v in bindings], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})), [before, after])
-
-    def init_clause(self, c: list[C]) -> C:
-        return C("init", _values(c[0].value))
 
     def parallel_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1337,9 +1240,6 @@ class _Builder:
 
     def forall_range(self, c: list[Any]) -> C:
         return C("bounds", (c[0], c[1], c[2]))
-
-    def shared_outs(self, c: list[tuple[str, str]]) -> C:
-        return C("shared_outs", c)
 
     def forall_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1384,9 +1284,6 @@ class _Builder:
 
     # ------------------------------------------------------------ affine
 
-    def affine_symbols(self, c: list[C]) -> C:
-        return C("affine_symbols", _values(c[0].value) if c else [])
-
     def affine_apply_op(self, c: list[Any]) -> Operation:
         tok, amap = c[0], c[1]
         cl = _clauses(c)
@@ -1407,12 +1304,6 @@ class _Builder:
 
     def outs_clause(self, c: list[C]) -> C:
         return C("outs", (_values(c[0].value), list(c[1].value)) if c else ([], []))
-
-    def indexing_maps(self, c: list[Attribute]) -> C:
-        return C("indexing_maps", c[0])
-
-    def extra_attrs(self, c: list[C]) -> C:
-        return C("extra_attrs", c[0].value)
 
     def _dps(self, tok: Tok, cl: dict[str, Any]) -> tuple[list[str], list[Type], dict[str, Attribute]]:
         ins, in_types = cl.get("ins", ([], []))
@@ -1492,33 +1383,24 @@ class _Builder:
         return Region(blocks=[Block(arguments=args, operations=[inner, yield_op])])
 
     def linalg_map_op(self, c: list[Any]) -> Operation:
+        """linalg.map, and linalg.reduce (the one with `dimensions`)."""
         tok = c[0]
         cl = _clauses(c)
         operands, types, attrs = self._dps(tok, cl)
+        dims = next((x for x in c if isinstance(x, list)), None)
+        if dims is not None:
+            attrs["dimensions"] = _dense_i64(dims)
         in_types, out_types = cl["ins"][1], cl["outs"][1]
         if "short" in cl:
-            # MLIR 22 gives the body one argument per input plus one for the init element
-            region = self._short_region(cl["short"], in_types, out_types, len(in_types))
+            # MLIR 22 gives a map's body one argument per input plus one for the init element
+            region = self._short_region(cl["short"], in_types, out_types, len(in_types) if dims is None else -1)
         elif "body" in cl:
             region = cl["body"]
         else:
-            raise _err(tok, "linalg.map needs a body: `{ op }` or `(args) { ... }`")
+            raise _err(tok, f"{SPELLINGS[tok.value].name} needs a body: `{{ op }}` or `(args) {{ ... }}`")
         return self._op(tok, operands, types, self._tensor_results(out_types), attrs, [region])
 
-    def linalg_reduce_op(self, c: list[Any]) -> Operation:
-        tok = c[0]
-        cl = _clauses(c)
-        operands, types, attrs = self._dps(tok, cl)
-        dims = next(x for x in c if isinstance(x, list))
-        attrs["dimensions"] = _dense_i64(dims)
-        in_types, out_types = cl["ins"][1], cl["outs"][1]
-        if "short" in cl:
-            region = self._short_region(cl["short"], in_types, out_types, -1)
-        elif "body" in cl:
-            region = cl["body"]
-        else:
-            raise _err(tok, "linalg.reduce needs a body: `{ op }` or `(args) { ... }`")
-        return self._op(tok, operands, types, self._tensor_results(out_types), attrs, [region])
+    linalg_reduce_op = linalg_map_op
 
     def linalg_dims_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1563,6 +1445,35 @@ class _Builder:
         vals = _values(cl.get("values", []))
         region = next(x for x in c if isinstance(x, Region))
         return self._op(c[0], vals, [ty.INDEX] * len(vals), [c[-1]], dict(cl.get("attrs", {})), [region])
+
+
+# The rules whose callback only passes its children on: as they are, the first alone, or
+# as a clause of the tag given, holding the children, the first child, the first child's
+# value (a token's text, a clause's content) or the names of an optional value_list.
+_PASS_CHILDREN = ("op_results", "mixed_list", "mixed_parens", "int_list", "paren_result_types", "aff_dims",
+                  "dense_array_values", "stride_list")
+_PASS_FIRST = ("type_only", "dense_body")
+_CLAUSE_OF_CHILDREN = {"value_list": "values", "type_list": "types", "block_params": "params", "func_params": "params",
+                       "aff_syms": "syms", "generic_regions": "regions", "shared_outs": "shared_outs"}
+_CLAUSE_OF_FIRST = {"legacy_groups": "legacy_groups", "strided_offset": "offset", "future_type": "future",
+                    "dependency": "dependency", "dims_key": "dims_key", "iv_type": "iv_type", "else_region": "else",
+                    "indexing_maps": "indexing_maps", "func_results": "func_results"}
+_CLAUSE_OF_VALUE = {"properties": "props", "module_attrs": "module_attrs", "visibility": "visibility",
+                    "func_attrs": "func_attrs", "trailing_attrs": "trailing", "extra_attrs": "extra_attrs"}
+_CLAUSE_OF_NAMES = {"symbols_clause": "symbols", "intermediate_vars": "variables", "affine_symbols": "affine_symbols",
+                    "init_clause": "init"}
+for _rule in _PASS_CHILDREN:
+    setattr(_Builder, _rule, lambda self, c: c)
+for _rule in _PASS_FIRST:
+    setattr(_Builder, _rule, lambda self, c: c[0])
+for _rule, _tag in _CLAUSE_OF_CHILDREN.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c))
+for _rule, _tag in _CLAUSE_OF_FIRST.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c[0]))
+for _rule, _tag in _CLAUSE_OF_VALUE.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c[0].value))
+for _rule, _tag in _CLAUSE_OF_NAMES.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, _values(c[0].value) if c else []))
 
 
 # ---------------------------------------------------------------- declarative formats
@@ -1683,16 +1594,7 @@ def _absent(elements: tuple[asm.Element, ...]) -> list[str]:
 
 
 def _derived_code(rule: asm.TypeRule) -> str:
-    kind, ref = rule
-    if kind == "index":
-        return "ty.INDEX"
-    if kind == "i1":
-        return "ty.I1"
-    if kind == "same":
-        return f"t_{ref}"
-    if kind == "i1_like":
-        return f"i1_like(t_{ref})"
-    return f"ty.element_type(t_{ref})"
+    return asm.derived_code(rule, f"t_{rule[1]}")
 
 
 def _callback_source(fmt: asm.Format) -> str:

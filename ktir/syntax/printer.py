@@ -354,19 +354,11 @@ def _is_empty_terminator(op: Operation, name: str) -> bool:
 
 # ---------------------------------------------------------------- format printers
 
+# Each irregular format's printer is the function named after it (`_scf_reduce` prints
+# SCF_REDUCE); the declarative formats' are generated (see the end of this module).
 FormatPrinter = Callable[[Printer, Operation, OpDef, int, str], None]
-_FORMATS: dict[str, FormatPrinter] = {}
 
 
-def _format(name: str) -> Callable[[FormatPrinter], FormatPrinter]:
-    def register(fn: FormatPrinter) -> FormatPrinter:
-        _FORMATS[name] = fn
-        return fn
-
-    return register
-
-
-@_format("MODULE")
 def _module(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     name = op.attributes.get("sym_name")
     _need(name is None or isinstance(name, at.StringAttr))
@@ -380,7 +372,6 @@ def _module(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, op.regions[0], entry_label=False)
 
 
-@_format("FUNC")
 def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     attrs = op.attributes
     name = attrs["sym_name"]
@@ -432,7 +423,6 @@ def _dict_list(attr: Attribute | None, n: int) -> list[dict[str, Attribute]]:
     return dicts
 
 
-@_format("TERMINATOR")
 def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     attrs = dict_text(op.attributes)
     text = f"{head}{op.name}"
@@ -444,7 +434,6 @@ def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     p.emit(depth, text)
 
 
-@_format("CONSTANT")
 def _constant(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     value = op.attributes["value"]
     _need(
@@ -486,7 +475,6 @@ def _subscripts(amap: af.AffineMap, operands: Sequence[str]) -> str:
     return ", ".join(format_expr(e, namer) for e in amap.results)
 
 
-@_format("ACCESS_TILE")
 def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _, n_idx, n_sym = _segments(op, 3)
     base, indices, symbols = _split(op.operands, [1, n_idx, n_sym])
@@ -502,7 +490,6 @@ def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> 
     )
 
 
-@_format("INDIRECT_TILE")
 def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _, n_views, n_captured, n_sym = _segments(op, 4)
     base, views, captured, symbols = _split(op.operands, [1, n_views, n_captured, n_sym])
@@ -530,7 +517,6 @@ def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     )
 
 
-@_format("RUNTIME_ARG_EXTRACT")
 def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     kind = op.attributes["kind"]
     _need(isinstance(kind, at.EnumAttr) and kind.dialect == "ktdp" and kind.name == "runtime_arg_kind")
@@ -544,7 +530,6 @@ def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: 
     )
 
 
-@_format("PRODUCE")
 def _produce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     group = op.attributes["producer_tiles_per_group"]
     _need(_is_set(group) and len(op.regions) == 1 and len(op.result_types) == 1)
@@ -572,13 +557,11 @@ def _identity(op: Operation) -> str:
     return f"identity({', '.join(ids)} : {_types(op.operand_types[1:])})"
 
 
-@_format("CONSUME")
 def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     text, elided = _inter_tile_head(op, head)
     p.emit(depth, f"{text}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}")
 
 
-@_format("REDUCE")
 def _reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     text, elided = _inter_tile_head(op, head)
     text += f", {_identity(op)}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}"
@@ -588,7 +571,6 @@ def _reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
 _COLLECTIVE_DIMS = ("gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions")
 
 
-@_format("COLLECTIVE")
 def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     text, elided = _inter_tile_head(op, head)
     for key in _COLLECTIVE_DIMS:
@@ -622,7 +604,6 @@ def _arrow(types: Sequence[Type]) -> str:
     return f" -> ({_types(types)})" if types else ""
 
 
-@_format("FOR")
 def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(len(op.regions) == 1 and op.regions[0].blocks and len(op.operands) >= 3)
     region = op.regions[0]
@@ -640,7 +621,6 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes), elide=None if inits else Scf.yield_)
 
 
-@_format("IF")
 def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     then, other = op.regions[0], op.regions[1] if len(op.regions) > 1 else Region()
     elide = None if op.result_types else Scf.yield_
@@ -656,7 +636,6 @@ def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.emit(depth, "}" + _opt_dict(op.attributes))
 
 
-@_format("WHILE")
 def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     before, after = op.regions
     # the before-region's arguments are the header's bindings, typed as the inputs
@@ -670,7 +649,6 @@ def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.emit(depth, "}" + _opt_dict(op.attributes))
 
 
-@_format("PARALLEL")
 def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_lb, n_ub, n_st, n_init = _segments(op, 4)
     lbs, ubs, steps, inits = _split(op.operands, [n_lb, n_ub, n_st, n_init])
@@ -687,7 +665,6 @@ def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes, ("operandSegmentSizes",)), elide=Scf.reduce)
 
 
-@_format("SCF_REDUCE")
 def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     if not op.operands:
         _need(not op.regions)
@@ -702,7 +679,6 @@ def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     p.emit(depth, "}" + _opt_dict(op.attributes))
 
 
-@_format("FORALL")
 def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_lb, n_ub, n_st, n_out = _segments(op, 4)
     d_lb, d_ub, d_st, outs = _split(op.operands, [n_lb, n_ub, n_st, n_out])
@@ -741,13 +717,11 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(a, elided))
 
 
-@_format("IN_PARALLEL")
 def _in_parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
 
 
-@_format("EXECUTE_REGION")
 def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}{_arrow(op.result_types)}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
@@ -756,7 +730,6 @@ def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) 
 # ------------------------------------------------------------------ affine
 
 
-@_format("AFFINE_APPLY")
 def _affine_apply(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     amap = op.attributes["map"]
     resolved = p.attr_aliases.get(amap.name) if isinstance(amap, at.AttrAliasRef) else amap
@@ -788,7 +761,6 @@ def _results_arrow(op: Operation) -> str:
     return _arrow(op.result_types) if len(op.result_types) > 1 else f" -> {_types(op.result_types)}" if op.result_types else ""
 
 
-@_format("LINALG_NAMED")
 def _linalg_named(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     maps = op.attributes.get("indexing_maps")
     _need(maps is None or isinstance(maps, at.ArrayAttr))
@@ -803,7 +775,6 @@ def _linalg_named(p: Printer, op: Operation, d: OpDef, depth: int, head: str) ->
 _GENERIC_TRAIT = ("indexing_maps", "iterator_types", "doc", "library_call")
 
 
-@_format("LINALG_GENERIC")
 def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     trait = {k: v for k, v in op.attributes.items() if k in _GENERIC_TRAIT}
     extra = {k: v for k, v in op.attributes.items() if k not in _GENERIC_TRAIT and k != "operandSegmentSizes"}
@@ -853,7 +824,6 @@ def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:
     p.open_region(depth, f"{text} ({params})", region, entry_label=False)
 
 
-@_format("LINALG_MAP")
 def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_in, _ = _segments(op)
     short = _short_body(op, n_in, init_first=False)
@@ -864,7 +834,6 @@ def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     _explicit_body(p, op, depth, f"{head}linalg.map {_ins_outs(op)}{attrs}")
 
 
-@_format("LINALG_REDUCE")
 def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_in, _ = _segments(op)
     dims = op.attributes["dimensions"]
@@ -878,7 +847,6 @@ def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     _explicit_body(p, op, depth, f"{head}linalg.reduce {_ins_outs(op)}{tail}")
 
 
-@_format("LINALG_DIMS")
 def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     key = "permutation" if op.name == Linalg.transpose else "dimensions"
     dims = op.attributes[key]
@@ -902,7 +870,6 @@ def _reassociation(attr: Attribute) -> str:
     return "[" + ", ".join(groups) + "]"
 
 
-@_format("PAD")
 def _pad(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     keys = ("static_low", "static_high")
     segs = _segments(op)
@@ -915,7 +882,6 @@ def _pad(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=tail)
 
 
-@_format("GENERATE")
 def _generate(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     extents = f" {', '.join(op.operands)}" if op.operands else ""
     tail = f"{_opt_dict(op.attributes)} : {type_text(op.result_types[0])}"
@@ -1041,17 +1007,8 @@ class _PrinterSource:
         """The types the syntax does not write must be the ones it implies. Compared as
         lists: list equality tries identity first (the parser gives derived types as the
         very objects they derive from, and pydantic's == is slow)."""
-        for name, (kind, ref) in self.fmt.type_rules.items():
-            if kind == "index":
-                expected = "_INDEX"
-            elif kind == "i1":
-                expected = "ty.I1"
-            elif kind == "same":
-                expected = self.first_type(ref)
-            elif kind == "i1_like":
-                expected = f"i1_like({self.first_type(ref)})"
-            else:
-                expected = f"ty.element_type({self.first_type(ref)})"
+        for name, rule in self.fmt.type_rules.items():
+            expected = asm.derived_code(rule, self.first_type(rule[1]))
             if name not in self.groups:
                 self.add(f"_need(not rtypes or rtypes == [{expected}])")
             elif self.fmt.is_variadic(name):
@@ -1187,6 +1144,7 @@ def _declarative(fmt: asm.Format) -> FormatPrinter:
     return printer
 
 
+_FORMATS: dict[str, FormatPrinter] = {name: globals()[f"_{name.lower()}"] for name in asm.HAND_WRITTEN}
 for _fmt in asm.formats().values():
     _FORMATS[_fmt.name] = _declarative(_fmt)
 
