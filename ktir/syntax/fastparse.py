@@ -808,7 +808,7 @@ class _Parser:
                 return b.dialect_attr([_LazyTok("DIALECT_ATTR", text + self.V[i + 1], self.tokens, i)])
             if "." in text and self.V[i + 1] == "<":
                 if text in MEMSPACE_KWS:
-                    return self.memory_space()
+                    return self.kept_affine(self.memory_space_body)
                 return b.dialect_attr([self.dialect("DIALECT_ATTR")])
             return self.attr_alias_ref()
         if kind == "string":
@@ -883,9 +883,6 @@ class _Parser:
             self.i += 1
             return self.b.dynamic_stride([])
         return self.signed_int()
-
-    def memory_space(self) -> Any:
-        return self.kept_affine(self.memory_space_body)
 
     def memory_space_body(self) -> Any:
         """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """
@@ -1361,25 +1358,21 @@ class _Parser:
         return self.b.int_list(self.enclosed("[", self.signed_int, "]"))
 
     def linalg_map_op(self, tok: Tok) -> Any:
-        """OP_LINALG_MAP short_body? ins_clause outs_clause attr_dict? explicit_body?"""
+        """OP_LINALG_MAP short_body? ins_clause outs_clause attr_dict? explicit_body?, and
+        OP_LINALG_REDUCE, the same with "dimensions" "=" int_list after outs_clause"""
         c: list[Any] = [tok]
         self.short_body_opt(c)
         self.ins_outs(c)
+        reduce = tok.type == "OP_LINALG_REDUCE"
+        if reduce:
+            self.expect("dimensions")
+            self.expect("=")
+            c.append(self.int_list())
         self.attr_dict_opt(c)
         self.explicit_body_opt(c)
-        return self.b.linalg_map_op(c)
+        return self.b.linalg_reduce_op(c) if reduce else self.b.linalg_map_op(c)
 
-    def linalg_reduce_op(self, tok: Tok) -> Any:
-        """OP_LINALG_REDUCE short_body? ins_clause outs_clause "dimensions" "=" int_list attr_dict? explicit_body?"""
-        c: list[Any] = [tok]
-        self.short_body_opt(c)
-        self.ins_outs(c)
-        self.expect("dimensions")
-        self.expect("=")
-        c.append(self.int_list())
-        self.attr_dict_opt(c)
-        self.explicit_body_opt(c)
-        return self.b.linalg_reduce_op(c)
+    linalg_reduce_op = linalg_map_op
 
     def linalg_dims_op(self, tok: Tok) -> Any:
         """OP_LINALG_DIMS ins_clause outs_clause dims_key "=" int_list attr_dict?"""
@@ -1524,10 +1517,7 @@ class _Parser:
         self.expect(")")
         if self.V[self.i] == "[":
             self.i += 1
-            blocks = [self.block_id()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                blocks.append(self.block_id())
+            blocks = self.comma_list(self.block_id)
             self.expect("]")
             c.append(b.successors(blocks))
         if self.V[self.i] == "<":

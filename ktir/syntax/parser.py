@@ -141,32 +141,23 @@ def _finite(tok: Tok) -> float:
     return value
 
 
+# MLIR's escapes: `\\n`, `\\t`, `\\"`, `\\\\`, or two hex digits; anything else after a `\\` is an error
+_ESCAPE = re.compile(r'\\(?:([nt"\\])|([0-9a-fA-F]{2})|(.?))', re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1):
+        return _SIMPLE_ESCAPES[m.group(1)]
+    if m.group(2):
+        return chr(int(m.group(2), 16))
+    raise BadEscape(f"invalid escape '\\{m.group(3)}' in string (use \\n, \\t, \\\", \\\\ or two hex digits)")
+
+
 def _unquote(s: str) -> str:
     """The contents of a quoted string with MLIR escapes (\\n, \\t, \\", \\\\, \\XX hex)."""
     body = s[1:-1]
-    if "\\" not in body:
-        return body
-    out = []
-    i = 0
-    simple = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt in simple:
-            out.append(simple[nxt])
-            i += 2
-            continue
-        pair = body[i + 1 : i + 3]
-        if len(pair) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in pair):
-            out.append(chr(int(pair, 16)))
-            i += 3
-            continue
-        raise BadEscape(f"invalid escape '\\{nxt}' in string (use \\n, \\t, \\\", \\\\ or two hex digits)")
-    return "".join(out)
+    return _ESCAPE.sub(_unescape, body) if "\\" in body else body
 
 
 def _unq(tok: Tok) -> str:
@@ -427,14 +418,15 @@ class _Builder:
             self.labelled_entries[id(region)] = region
         return region
 
-    def _check_header_args(self, region: Region, count: int, tok: Tok | None, message: str) -> None:
-        """The header of the op declares `count` entry-block arguments: the region may not
-        open with a block label of its own."""
-        if count and self.labelled_entries.get(id(region)) is region:
+    def _header_args(self, region: Region, args: list[BlockArgument], tok: Tok | None, message: str) -> None:
+        """`args`, which the op's header declares, as the arguments of the region's entry
+        block: the region may not open with a block label of its own (`message`)."""
+        if args and self.labelled_entries.get(id(region)) is region:
             loc = region.blocks[0].loc
             if loc is not None:
                 raise ParseError(message, loc.line, loc.column)
             raise _err(tok, message)
+        _entry(region).arguments = args
 
     def block(self, c: list[Any]) -> Block:
         label = c[0]
@@ -974,9 +966,8 @@ class _Builder:
             names = list(map(_FIRST, params))
             if None in names:
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
-            self._check_header_args(region, len(params), tok, "the entry block of a function takes its arguments from the signature; it has no label")
-            entry = _entry(region)
-            entry.arguments = list(map(trusted_argument, names, inputs))
+            args = list(map(trusted_argument, names, inputs))
+            self._header_args(region, args, tok, "the entry block of a function takes its arguments from the signature; it has no label")
         op = self._op(tok, attributes=attrs, regions=[region])
         if declaration:
             op.regions[0].blocks = []  # a declaration has an empty body region
@@ -1167,11 +1158,9 @@ class _Builder:
         if len(bindings) != len(result_types):
             raise _err(tok, f"{len(bindings)} iter_args but {len(result_types)} result type(s)")
         iv_t = cl.get("iv_type", ty.INDEX)
-        self._check_header_args(region, 1, tok, "the scf.for body takes its arguments from the loop header; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = [BlockArgument(name=iv.value, type=iv_t)] + [
-            BlockArgument(name=name, type=t) for (name, _), t in zip(bindings, result_types, strict=True)
-        ]
+        args = [BlockArgument(name=iv.value, type=iv_t)]
+        args += [BlockArgument(name=name, type=t) for (name, _), t in zip(bindings, result_types, strict=True)]
+        self._header_args(region, args, tok, "the scf.for body takes its arguments from the loop header; its entry block has no label")
         if not bindings:
             self._implicit_yield(region, tok)
         operands = [lb.value, ub.value, step.value, *(init for _, init in bindings)]
@@ -1200,9 +1189,8 @@ class _Builder:
         cl = _clauses(c)
         if len(bindings) != len(fn.inputs):
             raise _err(tok, f"{len(bindings)} initial value(s) but {len(fn.inputs)} input type(s)")
-        self._check_header_args(before, len(bindings), tok, "the scf.while before-region takes its arguments from the header; its entry block has no label")
-        entry = _entry(before)
-        entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
+        args = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
+        self._header_args(before, args, tok, "the scf.while before-region takes its arguments from the header; its entry block has no label")
         return self._op(tok, [v for _, v in bindings], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})), [before, after])
 
     def parallel_op(self, c: list[Any]) -> Operation:
@@ -1216,9 +1204,8 @@ class _Builder:
         if len(inits) != len(results):
             raise _err(tok, f"{len(inits)} init value(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
-        self._check_header_args(region, len(ivs), tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        args = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        self._header_args(region, args, tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
         self._implicit_yield(region, tok, Scf.reduce)
         n = len(ivs)
         attrs = dict(cl.get("attrs", {}))
@@ -1253,11 +1240,9 @@ class _Builder:
         if len(outs) != len(results):
             raise _err(tok, f"{len(outs)} shared output(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
-        self._check_header_args(region, len(ivs) + len(outs), tok, "the scf.forall body takes its arguments from the header; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
-            BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)
-        ]
+        args = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        args += [BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)]
+        self._header_args(region, args, tok, "the scf.forall body takes its arguments from the header; its entry block has no label")
         self._implicit_yield(region, tok, Scf.forall_in_parallel)
         terminator = region.blocks[-1].operations[-1]
         if not terminator.regions:
@@ -1352,9 +1337,7 @@ class _Builder:
     def explicit_body(self, c: list[Any]) -> C:
         params: list[BlockArgument] = c[0].value if len(c) > 1 else []
         region: Region = c[-1]
-        self._check_header_args(region, len(params), None, "the body takes its arguments from the parenthesised list; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = params
+        self._header_args(region, params, None, "the body takes its arguments from the parenthesised list; its entry block has no label")
         return C("body", region)
 
     def _tensor_results(self, out_types: list[Type]) -> list[Type]:

@@ -557,23 +557,14 @@ def _identity(op: Operation) -> str:
     return f"identity({', '.join(ids)} : {_types(op.operand_types[1:])})"
 
 
-def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    text, elided = _inter_tile_head(op, head)
-    p.emit(depth, f"{text}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}")
-
-
-def _reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    text, elided = _inter_tile_head(op, head)
-    text += f", {_identity(op)}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}"
-    p.open_region(depth, text, op.regions[0], entry_label=True)
-
-
 _COLLECTIVE_DIMS = ("gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions")
 
 
-def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    """CONSUME, REDUCE and COLLECTIVE: an identity clause where the op has identity values
+    or a combiner region (a reduce always has), the dimensions of a collective."""
     text, elided = _inter_tile_head(op, head)
-    for key in _COLLECTIVE_DIMS:
+    for key in _COLLECTIVE_DIMS if d.format == "COLLECTIVE" else ():
         dims = op.attributes.get(key)
         _need(dims is None or _is_i64_array(dims))
         if isinstance(dims, at.DenseArrayAttr):
@@ -586,6 +577,9 @@ def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
         p.open_region(depth, text, op.regions[0], entry_label=True)
     else:
         p.emit(depth, text)
+
+
+_reduce = _collective = _consume
 
 
 # ------------------------------------------------------------------ scf
