@@ -548,13 +548,12 @@ class _Parser:
 
     def runtime_arg(self) -> Any:
         """RUNTIME_ARG_KW "<" type ("," BARE_ID "=" INT)* ">" """
-        b = self.b
         c = [self.tok("RUNTIME_ARG_KW")]
         self.expect("<")
         c.append(self.type())
         self.runtime_arg_params(c)
         self.expect(">")
-        return b.runtime_arg_type(c)
+        return self.b.runtime_arg_type(c)
 
     def runtime_arg_params(self, c: list[Any]) -> None:
         """runtime_arg_param*: ("," BARE_ID "=" INT)*"""
@@ -580,7 +579,6 @@ class _Parser:
     def short_runtime_arg(self) -> Any:
         """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>`, or
         "<" shape_prefix? type ">", a short access tile (both warn)"""
-        b = self.b
         if self.K[self.i + 1] == "number" or self.V[self.i + 1] in ("?", "*"):
             # with blanks the scan's one token has not: its text read again, as the LALR
             # lexer reads it (token by token, the shape as one DIMS token)
@@ -589,12 +587,12 @@ class _Parser:
         c = [self.tok("LESSTHAN"), self.type()]
         if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
             c.append(self.tok("MORETHAN"))
-            return b.short_access_tile(c)
+            return self.b.short_access_tile(c)
         self.runtime_arg_params(c)
         if self.V[self.i] != ">":
             raise Fallback
         c.append(self.tok("MORETHAN"))
-        return b.short_runtime_arg(c)
+        return self.b.short_runtime_arg(c)
 
     def set_ref(self) -> Any:
         """affine_set_attr | attr_alias_ref"""
@@ -736,10 +734,9 @@ class _Parser:
 
     def result_type_list(self) -> Any:
         """type -> single_result_type | "(" (result_type ("," result_type)*)? ")" """
-        b = self.b
         if self.V[self.i] != "(":
-            return b.single_result_type([self.type()])
-        return b.paren_result_types(self.enclosed("(", self.result_type, ")"))
+            return self.b.single_result_type([self.type()])
+        return self.b.paren_result_types(self.enclosed("(", self.result_type, ")"))
 
     def result_type(self) -> Any:
         c = [self.type()]
@@ -942,14 +939,13 @@ class _Parser:
 
     def dense_array(self) -> Any:
         """"array" "<" type (":" dense_array_value ("," dense_array_value)*)? ">" """
-        b = self.b
         self.i += 2
         c = [self.type()]
         if self.V[self.i] == ":":
             self.i += 1
-            c.append(b.dense_array_values(self.comma_list(lambda: self.dense_scalar(hex_ok=False))))
+            c.append(self.b.dense_array_values(self.comma_list(lambda: self.dense_scalar(hex_ok=False))))
         self.expect(">")
-        return b.dense_array_attr(c)
+        return self.b.dense_array_attr(c)
 
     def dense_resource(self) -> Any:
         """"dense_resource" "<" BARE_ID ">" ":" type"""
@@ -1153,19 +1149,17 @@ class _Parser:
         return self.b.anonymous_param(c)
 
     def module_op(self, tok: Tok) -> Any:
-        b = self.b
         c: list[Any] = [tok]
         if self.K[self.i] == "symbol":
             c.append(self.tok("SYMBOL_REF"))
         if self.V[self.i] == "attributes":
             self.i += 1
-            c.append(b.module_attrs([self.attr_dict()]))
+            c.append(self.b.module_attrs([self.attr_dict()]))
         c.append(self.region())
-        return b.module_op(c)
+        return self.b.module_op(c)
 
     def terminator_op(self, tok: Tok) -> Any:
         """OP_TERMINATOR attr_dict? (value_list ":" type_list trailing_attrs?)?"""
-        b = self.b
         c: list[Any] = [tok]
         self.attr_dict_opt(c)
         if self.K[self.i] == "value":
@@ -1173,8 +1167,8 @@ class _Parser:
             self.expect(":")
             c.append(self.type_list())
             if self.V[self.i] == "{":
-                c.append(b.trailing_attrs([self.attr_dict()]))
-        return b.terminator_op(c)
+                c.append(self.b.trailing_attrs([self.attr_dict()]))
+        return self.b.terminator_op(c)
 
     def constant_op(self, tok: Tok) -> Any:
         """OP_CONSTANT attr_dict? constant_value"""
@@ -1198,11 +1192,10 @@ class _Parser:
 
     def access_tile_op(self, tok: Tok) -> Any:
         """OP_ACCESS_TILE value "[" subscripts? "]" symbols_clause? attr_dict? ":" type "->" type"""
-        b = self.b
         c: list[Any] = [tok, self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
-            c.append(b.subscripts(self.comma_list(self.aff_expr)))
+            c.append(self.b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
         self.symbols_clause_opt(c)
         self.attr_dict_opt(c)
@@ -1210,7 +1203,7 @@ class _Parser:
         c.append(self.type())
         self.expect("->")
         c.append(self.type())
-        return b.access_tile_op(c)
+        return self.b.access_tile_op(c)
 
     def for_op(self, tok: Tok) -> Any:
         """OP_FOR value "=" value "to" value "step" value iter_args? iv_type? region attr_dict?"""
@@ -1250,34 +1243,31 @@ class _Parser:
 
     def if_op(self, tok: Tok) -> Any:
         """OP_IF value results_arrow? region else_region? attr_dict?"""
-        b = self.b
         c: list[Any] = [tok, self.value()]
         self.results_arrow_opt(c)
         c.append(self.region())
         if self.V[self.i] == "else":
             self.i += 1
-            c.append(b.else_region([self.region()]))
+            c.append(self.b.else_region([self.region()]))
         self.attr_dict_opt(c)
-        return b.if_op(c)
+        return self.b.if_op(c)
 
     def linalg_named_op(self, tok: Tok) -> Any:
         """OP_LINALG_NAMED indexing_maps? attr_dict? ins_clause outs_clause results_types?"""
-        b = self.b
         c: list[Any] = [tok]
         if self.V[self.i] == "indexing_maps":
             self.i += 1
             self.expect("=")
             if self.V[self.i] != "[":
                 raise Fallback
-            c.append(b.indexing_maps([self.attribute()]))
+            c.append(self.b.indexing_maps([self.attribute()]))
         self.attr_dict_opt(c)
         self.ins_outs(c)
         self.results_types_opt(c)
-        return b.linalg_named_op(c)
+        return self.b.linalg_named_op(c)
 
     def affine_apply_op(self, tok: Tok) -> Any:
         """OP_AFFINE_APPLY map_ref "(" value_list? ")" affine_symbols? attr_dict?"""
-        b = self.b
         c: list[Any] = [tok]
         text = self.V[self.i]
         if text == "affine_map":
@@ -1292,10 +1282,10 @@ class _Parser:
         self.expect(")")
         if self.V[self.i] == "[":
             self.i += 1
-            c.append(b.affine_symbols([self.value_list()] if self.V[self.i] != "]" else []))
+            c.append(self.b.affine_symbols([self.value_list()] if self.V[self.i] != "]" else []))
             self.expect("]")
         self.attr_dict_opt(c)
-        return b.affine_apply_op(c)
+        return self.b.affine_apply_op(c)
 
     def linalg_generic_op(self, tok: Tok) -> Any:
         """OP_LINALG_GENERIC attr_dict ins_clause? outs_clause extra_attrs? region results_types?"""
@@ -1390,11 +1380,10 @@ class _Parser:
     def indirect_tile_op(self, tok: Tok) -> Any:
         """OP_INDIRECT_TILE intermediate_vars value "[" indirect_subscript ("," indirect_subscript)* "]"
         symbols_clause? attr_dict? ":" type_list "->" type"""
-        b = self.b
         c: list[Any] = [tok]
         self.expect("intermediate_variables")
         self.expect("(")
-        c.append(b.intermediate_vars([self.value_list()] if self.V[self.i] != ")" else []))
+        c.append(self.b.intermediate_vars([self.value_list()] if self.V[self.i] != ")" else []))
         self.expect(")")
         c.append(self.value())
         self.expect("[")
@@ -1406,7 +1395,7 @@ class _Parser:
         c.append(self.type_list())
         self.expect("->")
         c.append(self.type())
-        return b.indirect_tile_op(c)
+        return self.b.indirect_tile_op(c)
 
     def indirect_subscript(self) -> Any:
         """"ind" "(" value "[" subscripts? "]" ")" -> indirect_dim | "(" aff_expr ")" -> direct_dim"""
@@ -1493,7 +1482,6 @@ class _Parser:
 
     def reduce_op(self, tok: Tok) -> Any:
         """OP_REDUCE consumer head "," identity_clause attr_dict? ":" type "->" type_list region"""
-        b = self.b
         c = self.consumer_head(tok)
         self.expect(",")
         c.append(self.identity_clause())
@@ -1503,7 +1491,7 @@ class _Parser:
         self.expect("->")
         c.append(self.type_list())
         c.append(self.region())
-        return b.reduce_op(c)
+        return self.b.reduce_op(c)
 
     # ------------------------------------------------------------ irregular formats with regions
 
@@ -1587,7 +1575,6 @@ class _Parser:
 
     def scf_reduce_op(self, tok: Tok) -> Any:
         """OP_SCF_REDUCE ("(" value_list ":" type_list ")" region ("," region)*)? attr_dict?"""
-        b = self.b
         c: list[Any] = [tok]
         if self.V[self.i] == "(":
             self.i += 1
@@ -1596,9 +1583,9 @@ class _Parser:
             operands.append(self.type_list())
             self.expect(")")
             operands += self.comma_list(self.region)
-            c.append(b.reduce_operands(operands))
+            c.append(self.b.reduce_operands(operands))
         self.attr_dict_opt(c)
-        return b.scf_reduce_op(c)
+        return self.b.scf_reduce_op(c)
 
     def forall_op(self, tok: Tok) -> Any:
         """OP_FORALL "(" value_list ")" forall_bounds shared_outs? results_arrow? region attr_dict?"""

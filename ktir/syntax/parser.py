@@ -1067,14 +1067,8 @@ class _Builder:
         attrs["operandSegmentSizes"] = _segments(1, len(views), len(captured), len(symbols))
         operands = [base.value, *views, *captured, *symbols]
         operand_types = [*types, *([ty.INDEX] * (len(captured) + len(symbols)))]
-        region = Region(
-            blocks=[
-                Block(
-                    arguments=[BlockArgument(name=v, type=ty.INDEX) for v in variables],
-                    operations=[Operation(name=Ktdp.region_terminator)],
-                )
-            ]
-        )
+        args = [BlockArgument(name=v, type=ty.INDEX) for v in variables]
+        region = Region(blocks=[Block(arguments=args, operations=[Operation(name=Ktdp.region_terminator)])])
         return self._op(tok, operands, operand_types, [result_t], attrs, [region])
 
     def runtime_arg_extract_op(self, c: list[Any]) -> Operation:
@@ -1104,11 +1098,6 @@ class _Builder:
         if "legacy_groups" in cl:
             future = self._with_groups(tok, future, cl["legacy_groups"])
         return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
-
-    def identity_clause(self, c: list[C]) -> C:
-        if not c:
-            return C("identity", ([], []))
-        return C("identity", (_values(c[0].value), list(c[1].value)))
 
     def _inter_tile(self, c: list[Any]) -> Operation:
         tok, future, group_set = c[0], c[1], c[2]
@@ -1284,12 +1273,6 @@ class _Builder:
 
     # ------------------------------------------------------------ linalg
 
-    def ins_clause(self, c: list[C]) -> C:
-        return C("ins", (_values(c[0].value), list(c[1].value)) if c else ([], []))
-
-    def outs_clause(self, c: list[C]) -> C:
-        return C("outs", (_values(c[0].value), list(c[1].value)) if c else ([], []))
-
     def _dps(self, tok: Tok, cl: dict[str, Any]) -> tuple[list[str], list[Type], dict[str, Attribute]]:
         ins, in_types = cl.get("ins", ([], []))
         outs, out_types = cl["outs"]
@@ -1432,7 +1415,8 @@ class _Builder:
 
 # The rules whose callback only passes its children on: as they are, the first alone, or
 # as a clause of the tag given, holding the children, the first child, the first child's
-# value (a token's text, a clause's content) or the names of an optional value_list.
+# value (a token's text, a clause's content), the names of an optional value_list, or
+# the names and types of an optional `value_list ":" type_list`.
 _PASS_CHILDREN = ("op_results", "mixed_list", "mixed_parens", "int_list", "paren_result_types", "aff_dims",
                   "dense_array_values", "stride_list")
 _PASS_FIRST = ("type_only", "dense_body")
@@ -1445,6 +1429,7 @@ _CLAUSE_OF_VALUE = {"properties": "props", "module_attrs": "module_attrs", "visi
                     "func_attrs": "func_attrs", "trailing_attrs": "trailing", "extra_attrs": "extra_attrs"}
 _CLAUSE_OF_NAMES = {"symbols_clause": "symbols", "intermediate_vars": "variables", "affine_symbols": "affine_symbols",
                     "init_clause": "init"}
+_CLAUSE_OF_NAMES_TYPES = {"ins_clause": "ins", "outs_clause": "outs", "identity_clause": "identity"}
 for _rule in _PASS_CHILDREN:
     setattr(_Builder, _rule, lambda self, c: c)
 for _rule in _PASS_FIRST:
@@ -1457,6 +1442,8 @@ for _rule, _tag in _CLAUSE_OF_VALUE.items():
     setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c[0].value))
 for _rule, _tag in _CLAUSE_OF_NAMES.items():
     setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, _values(c[0].value) if c else []))
+for _rule, _tag in _CLAUSE_OF_NAMES_TYPES.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, (_values(c[0].value), list(c[1].value)) if c else ([], [])))
 
 
 # ---------------------------------------------------------------- declarative formats

@@ -683,26 +683,17 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(len(args) >= n_out)
     ivs = args[: len(args) - n_out]
     # one static entry per induction variable, index-typed, and outputs typed as results
-    statics = [a.get(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep")]
-    _need(all(isinstance(x, at.DenseArrayAttr) and _is_i64_array(x) and len(x.values) == len(ivs) for x in statics))
+    lb, ub, step = (a.get(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep"))
+    _need(all(isinstance(x, at.DenseArrayAttr) and _is_i64_array(x) and len(x.values) == len(ivs) for x in (lb, ub, step)))
     _need(all(v.type == ty.INDEX for v in ivs) and op.operand_types[: n_lb + n_ub + n_st] == [ty.INDEX] * (n_lb + n_ub + n_st))
     _need([v.type for v in args[len(ivs):]] == op.operand_types[n_lb + n_ub + n_st :] == op.result_types)
-    lbs = _static_list(a.get("staticLowerBound"), d_lb)
-    ubs = _static_list(a.get("staticUpperBound"), d_ub)
-    steps = _static_list(a.get("staticStep"), d_st)
+    assert isinstance(lb, at.DenseArrayAttr) and isinstance(step, at.DenseArrayAttr)
+    lbs, ubs, steps = (_static_list(x, dynamic)[1:-1] for x, dynamic in ((lb, d_lb), (ub, d_ub), (step, d_st)))
     text = f"{head}scf.forall ({', '.join(v.name for v in ivs)})"
-    lb_vals = a.get("staticLowerBound")
-    st_vals = a.get("staticStep")
-    simple = (
-        isinstance(lb_vals, at.DenseArrayAttr)
-        and isinstance(st_vals, at.DenseArrayAttr)
-        and all(v == 0 for v in lb_vals.values)
-        and all(v == 1 for v in st_vals.values)
-    )
-    if simple:
-        text += f" in ({ubs[1:-1]})"
+    if all(v == 0 for v in lb.values) and all(v == 1 for v in step.values):
+        text += f" in ({ubs})"
     else:
-        text += f" = ({lbs[1:-1]}) to ({ubs[1:-1]}) step ({steps[1:-1]})"
+        text += f" = ({lbs}) to ({ubs}) step ({steps})"
     if outs:
         shared = ", ".join(f"{b.name} = {v}" for b, v in zip(args[len(ivs):], outs, strict=True))
         text += f" shared_outs({shared})"
@@ -819,26 +810,23 @@ def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:
 
 
 def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    """LINALG_MAP, and LINALG_REDUCE (with its dimensions)."""
     n_in, _ = _segments(op)
-    short = _short_body(op, n_in, init_first=False)
-    attrs = _opt_dict(op.attributes, ("operandSegmentSizes",))
+    reduce = d.format == "LINALG_REDUCE"
+    tail = _opt_dict(op.attributes, ("operandSegmentSizes",))
+    if reduce:
+        dims = op.attributes["dimensions"]
+        _need(_is_i64_array(dims))
+        assert isinstance(dims, at.DenseArrayAttr)
+        tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
+    short = _short_body(op, n_in, init_first=reduce)
     if short is not None:
-        p.emit(depth, f"{head}linalg.map {{ {short} }} {_ins_outs(op)}{attrs}")
+        p.emit(depth, f"{head}{op.name} {{ {short} }} {_ins_outs(op)}{tail}")
         return
-    _explicit_body(p, op, depth, f"{head}linalg.map {_ins_outs(op)}{attrs}")
+    _explicit_body(p, op, depth, f"{head}{op.name} {_ins_outs(op)}{tail}")
 
 
-def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    n_in, _ = _segments(op)
-    dims = op.attributes["dimensions"]
-    _need(_is_i64_array(dims))
-    assert isinstance(dims, at.DenseArrayAttr)
-    tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
-    short = _short_body(op, n_in, init_first=True)
-    if short is not None:
-        p.emit(depth, f"{head}linalg.reduce {{ {short} }} {_ins_outs(op)}{tail}")
-        return
-    _explicit_body(p, op, depth, f"{head}linalg.reduce {_ins_outs(op)}{tail}")
+_linalg_reduce = _linalg_map
 
 
 def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
