@@ -10,10 +10,7 @@ a test checks the file agrees), its reader in the production parser
 (`ktir.syntax.fastparse`), its parse-tree -> Operation conversion (`ktir.syntax.parser`)
 and its printer (`ktir.syntax.printer`).
 
-Declarative (27): UNARY, BINARY, TERNARY, CAST, CMP, SELECT, CALL, TILE_ID, MEMORY_VIEW,
-DISTRIBUTED_VIEW, LOAD, STORE, CONDITION, LINALG_INDEX, EMPTY, SPLAT, EXTRACT, INSERT,
-MEMREF_STORE, SLICE, INSERT_SLICE, EXPAND_SHAPE, COLLAPSE_SHAPE, RESHAPE, CONCAT, DIM,
-REINTERPRET_CAST.
+Declarative (27): the keys of `ktir.dialects.formats.FORMATS` (listed in ktir.lark's generated section).
 
 Irregular, written by hand (27), and why:
 

@@ -153,7 +153,7 @@ def to_mlir(op: Operation, fresh: Callable[[str], str]) -> GenericFields:
         attrs["indexing_maps"] = at.ArrayAttr(elements=tuple(_map(n_dims, m) for m in operand_maps))
         attrs[NAMED_OP] = at.StringAttr(value=op.name)
     if opdef is not None and opdef.format in ("LINALG_NAMED", "LINALG_DIMS") and not regions:
-        maps = _default_maps(op)
+        maps = default_indexing_maps(op.name)
         if maps is not None:
             attrs.setdefault("indexing_maps", maps)
         body = named_body(op, fresh)
@@ -233,7 +233,7 @@ def from_mlir(op: Operation) -> Operation:
         # default maps are no maps, as in the custom form (MLIR materialises them; with
         # element types no body is built for, there is no body either)
         maps = attrs.get("indexing_maps")
-        if not op.regions and maps is not None and maps == _default_maps(op):
+        if not op.regions and maps is not None and maps == default_indexing_maps(op.name):
             del attrs["indexing_maps"]
     return op
 
@@ -408,10 +408,6 @@ def _map(num_dims: int, results: tuple[int, ...]) -> at.AffineMapAttr:
     from ktir.ir import affine as af
 
     return at.AffineMapAttr(value=af.AffineMap(num_dims=num_dims, num_symbols=0, results=tuple(af.Dim(position=i) for i in results)))
-
-
-def _default_maps(op: Operation) -> at.ArrayAttr | None:
-    return default_indexing_maps(op.name)
 
 
 def default_indexing_maps(name: str) -> at.ArrayAttr | None:

@@ -33,7 +33,6 @@ from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_na
 from ktir.ir.operation import (
     Block,
     BlockArgument,
-    Location,
     Module,
     Operation,
     Region,
@@ -87,10 +86,6 @@ class C(NamedTuple):
 
     tag: str
     value: Any
-
-
-def _loc(tok: Tok) -> Location:
-    return tok.location()
 
 
 def _err(tok: Tok | None, message: str) -> ParseError:
@@ -375,7 +370,7 @@ class _Builder:
         # set as trusted_operation sets fields (pydantic's __setattr__ is slow on the hot path)
         fields = op.__dict__
         fields["results"] = names
-        fields["loc"] = _loc(first)
+        fields["loc"] = first.location()
         op.__pydantic_fields_set__.update(("results", "loc"))
         return op
 
@@ -401,8 +396,7 @@ class _Builder:
         return (_unq(c[0]) if name.startswith('"') else name), c[1]
 
     def unit_entry(self, c: list[Any]) -> tuple[str, Attribute]:
-        name = c[0].value
-        return (_unq(c[0]) if name.startswith('"') else name), at.UnitAttr()
+        return self.attr_entry([c[0], at.UnitAttr()])
 
     def region(self, c: list[Any]) -> Region:
         ops = [x for x in c if isinstance(x, Operation)]
@@ -437,13 +431,13 @@ class _Builder:
                 args = x.value
             else:
                 ops.append(x)
-        return trusted_block(ops, args, label.value, _loc(label))
+        return trusted_block(ops, args, label.value, label.location())
 
     def block_param_list(self, c: list[Any]) -> C:
         return C("params", c[0].value if c else [])
 
     def block_param(self, c: list[Any]) -> BlockArgument:
-        return trusted_argument(c[0].value, c[1], _loc(c[0]))
+        return trusted_argument(c[0].value, c[1], c[0].location())
 
     def binding(self, c: list[Tok]) -> tuple[str, str]:
         return c[0].value, c[1].value
@@ -917,7 +911,7 @@ class _Builder:
             properties=props,
             regions=cl.get("regions", []),
             successors=cl.get("succ", []),
-            loc=_loc(name_tok),
+            loc=name_tok.location(),
         )
         # what MLIR's generic print spells out (named-op bodies, defaults) folds back
         return op if opdef is None else from_mlir(op)
@@ -956,8 +950,7 @@ class _Builder:
             attrs["arg_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(p[2].items())) for p in params))
         if any(map(_SECOND, results)):
             attrs["res_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(r[1].items())) for r in results))
-        for key, value in cl.get("func_attrs", {}).items():
-            attrs[key] = value
+        attrs.update(cl.get("func_attrs", {}))
         region = c[-1] if isinstance(c[-1], Region) else None
         declaration = region is None
         if region is None:
@@ -1266,10 +1259,7 @@ class _Builder:
         attrs = dict(cl.get("attrs", {}))
         attrs["map"] = amap
         operands = [*dims, *syms]
-        attrs_out = attrs
-        if syms or "affine_symbols" in cl:
-            attrs_out = dict(attrs)
-        return self._op(tok, operands, [ty.INDEX] * len(operands), [ty.INDEX], attrs_out)
+        return self._op(tok, operands, [ty.INDEX] * len(operands), [ty.INDEX], attrs)
 
     # ------------------------------------------------------------ linalg
 
@@ -1760,9 +1750,12 @@ def _expected_text(expected: set[str]) -> str:
 
 @functools.cache
 def _terminal_names() -> dict[str, str]:
+    type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
     names: dict[str, str] = {}
     for name, kind, value in _driver().terminals:
-        if kind == "str":
+        if name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW") or (kind == "str" and value in type_words):
+            names[name] = "a type"
+        elif kind == "str":
             names[name] = f"'{value}'"
     names.update(
         {
@@ -1787,14 +1780,6 @@ def _terminal_names() -> dict[str, str]:
             "$END": "end of input",
         }
     )
-    type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
-    for name, kind, value in _driver().terminals:
-        if name.startswith("OP_"):
-            names[name] = "an operation"
-        elif name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
-            kind == "str" and value in type_words
-        ):
-            names[name] = "a type"
     return names
 
 
@@ -1863,7 +1848,7 @@ def _parse_lalr(text: str, filename: str | None, b: _Builder) -> Module:
                 f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
             )
             raise ParseError(message, tok.line, tok.column, filename) from None
-        expected = _expected_text(_acceptable(e.state, fallback))
+        expected = _expected_text(_driver().acceptable(e.state) or fallback)  # what would really be shifted
         if tok.type == "$END":
             line, col = _end_position(text)
             raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
@@ -1885,13 +1870,6 @@ _LOOKALIKES = {
     "\u2212": "a Unicode minus sign; use the ASCII hyphen-minus -",
     "\u2013": "an en dash; use the ASCII hyphen-minus -",
 }
-
-
-def _acceptable(state: Any, fallback: set[str]) -> set[str]:
-    """Terminals that would really be shifted next (see Driver.acceptable)."""
-    if state is None:
-        return fallback
-    return _driver().acceptable(state) or fallback
 
 
 def _describe(tok: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 
 from ktir.dialects.base import OpDef
 from ktir.dialects.names import Linalg, Scf
@@ -78,12 +79,8 @@ def _segments(op: Operation, count: int | None = None) -> list[int]:
 
 
 def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
-    out: list[list[str]] = []
-    i = 0
-    for n in sizes:
-        out.append(list(items[i : i + n]))
-        i += n
-    return out
+    ends = accumulate(sizes)
+    return [list(items[end - n : end]) for n, end in zip(sizes, ends, strict=True)]
 
 
 # ---------------------------------------------------------------- printer
@@ -390,13 +387,8 @@ def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     region = op.regions[0]
     body = bool(region.blocks)
     _need(not body or [a.type for a in region.blocks[0].arguments] == list(ftype.inputs))
-    params = []
-    for i, t in enumerate(ftype.inputs):
-        extra = _opt_dict(arg_attrs[i])
-        if body:
-            params.append(f"{region.blocks[0].arguments[i].name}: {type_text(t)}{extra}")
-        else:
-            params.append(f"{type_text(t)}{extra}")
+    names = [f"{a.name}: " for a in region.blocks[0].arguments] if body else [""] * len(ftype.inputs)
+    params = [f"{n}{type_text(t)}{_opt_dict(x)}" for n, t, x in zip(names, ftype.inputs, arg_attrs, strict=True)]
     text += f"{_symbol_text(name.value)}({', '.join(params)})"
     if ftype.results:
         if len(ftype.results) == 1 and not res_attrs[0]:
@@ -975,15 +967,11 @@ class _PrinterSource:
         self.starts = [str(j) if j <= variadic else f"{j - 1} + k" for j in range(n_groups + 1)]
 
     def results(self) -> None:
+        """The result count the format allows (no result, one, at most one, one or more, any)."""
         mult = self.fmt.results[0][1] if self.fmt.results else None
-        if mult is None:
-            self.add("_need(not rtypes)")
-        elif mult == "":
-            self.add("_need(len(rtypes) == 1)")
-        elif mult == "?":
-            self.add("_need(len(rtypes) <= 1)")
-        elif mult == "+":
-            self.add("_need(rtypes)")
+        check = {None: "not rtypes", "": "len(rtypes) == 1", "?": "len(rtypes) <= 1", "+": "rtypes"}.get(mult)
+        if check is not None:
+            self.add(f"_need({check})")
 
     def type_checks(self) -> None:
         """The types the syntax does not write must be the ones it implies. Compared as
