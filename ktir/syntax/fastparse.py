@@ -248,6 +248,10 @@ class _Parser:
             raise Fallback
         self.i += 1
 
+    def expect_all(self, *texts: str) -> None:
+        for text in texts:
+            self.expect(text)
+
     def value(self) -> Tok:
         i = self.i
         if self.K[i] != "value":
@@ -539,9 +543,7 @@ class _Parser:
                 self.i += 1
                 return b.tile_future_type([keyword, b.groupless_future_body(c)])
             rule = b.legacy_future_body
-        self.expect(",")
-        self.expect("groups")
-        self.expect("=")
+        self.expect_all(",", "groups", "=")
         c.append(self.set_ref())
         self.expect(">")
         return b.tile_future_type([keyword, rule(c)])
@@ -667,14 +669,8 @@ class _Parser:
             inner.expect(">")
             if inner.K[inner.i] != "end":
                 raise Fallback
-        if keyword == "tensor":
-            found = b.tensor_type(children)
-        elif keyword == "memref":
-            found = b.memref_type(children)
-        elif keyword == "vector":
-            found = b.vector_type(children)
-        else:
-            found = b.access_tile_type(children)
+        rule = b.access_tile_type if keyword[0] == "!" else getattr(b, f"{keyword}_type")  # tensor_type, ...
+        found = rule(children)
         if len(b.warnings) == n_warnings:  # a type that warns is read again where it recurs
             self.types[text] = found
         return found
@@ -749,8 +745,7 @@ class _Parser:
         c = []
         if self.V[self.i] != ")":
             c.append(self.type_list())
-        self.expect(")")
-        self.expect("->")
+        self.expect_all(")", "->")
         c.append(self.result_type_list())
         return self.b.function_type(c)
 
@@ -867,9 +862,7 @@ class _Parser:
         self.i += 2
         c = [b.stride_list(self.enclosed("[", self.stride_entry, "]"))]
         if self.V[self.i] == ",":
-            self.i += 1
-            self.expect("offset")
-            self.expect(":")
+            self.expect_all(",", "offset", ":")
             c.append(b.strided_offset([self.stride_entry()]))
         self.expect(">")
         return b.strided_attr(c)
@@ -897,16 +890,14 @@ class _Parser:
     def dense(self) -> Any:
         """"dense" "<" dense_body? ">" ":" type"""
         b = self.b
-        self.i += 1
-        self.expect("<")
+        self.expect_all("dense", "<")
         c = []
         if self.V[self.i] != ">":
             if self.K[self.i] == "string":
                 c.append(b.dense_hex([self.tok("STRING")]))
             else:
                 c.append(b.dense_body([self.dense_element()]))
-        self.expect(">")
-        self.expect(":")
+        self.expect_all(">", ":")
         c.append(self.type())
         return b.dense_attr(c)
 
@@ -951,8 +942,7 @@ class _Parser:
         """"dense_resource" "<" BARE_ID ">" ":" type"""
         self.i += 2
         c = [self.word()]
-        self.expect(">")
-        self.expect(":")
+        self.expect_all(">", ":")
         c.append(self.type())
         return self.b.dense_resource_attr(c)
 
@@ -996,8 +986,7 @@ class _Parser:
 
     def affine_map_body(self) -> Any:
         """"affine_map" "<" aff_params "->" "(" (aff_expr ("," aff_expr)*)? ")" ">" """
-        self.i += 1
-        self.expect("<")
+        self.expect_all("affine_map", "<")
         c = [self.aff_params()]
         self.expect("->")
         c += self.enclosed("(", self.aff_expr, ")")
@@ -1006,8 +995,7 @@ class _Parser:
 
     def affine_set_body(self) -> Any:
         """"affine_set" "<" aff_params ":" "(" (aff_constraint ("," aff_constraint)*)? ")" ">" """
-        self.i += 1
-        self.expect("<")
+        self.expect_all("affine_set", "<")
         c = [self.aff_params()]
         self.expect(":")
         c += self.enclosed("(", self.aff_constraint, ")")
@@ -1065,8 +1053,7 @@ class _Parser:
             return b.aff_name([self.tok("VALUE_ID")])
         if kind == "word":
             if text == "symbol":
-                self.i += 1
-                self.expect("(")
+                self.expect_all("symbol", "(")
                 name = self.value()
                 self.expect(")")
                 return b.aff_symbol([name])
@@ -1231,8 +1218,7 @@ class _Parser:
     def symbols_clause_opt(self, c: list[Any]) -> None:
         """("symbols" "(" value_list? ")")?"""
         if self.V[self.i] == "symbols":
-            self.i += 1
-            self.expect("(")
+            self.expect_all("symbols", "(")
             c.append(self.b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
             self.expect(")")
 
@@ -1256,8 +1242,7 @@ class _Parser:
         """OP_LINALG_NAMED indexing_maps? attr_dict? ins_clause outs_clause results_types?"""
         c: list[Any] = [tok]
         if self.V[self.i] == "indexing_maps":
-            self.i += 1
-            self.expect("=")
+            self.expect_all("indexing_maps", "=")
             if self.V[self.i] != "[":
                 raise Fallback
             c.append(self.b.indexing_maps([self.attribute()]))
@@ -1297,8 +1282,7 @@ class _Parser:
         self.expect("outs")
         c.append(self.values_types(b.outs_clause))
         if self.V[self.i] == "attrs":
-            self.i += 1
-            self.expect("=")
+            self.expect_all("attrs", "=")
             c.append(b.extra_attrs([self.attr_dict()]))
         c.append(self.region())
         self.results_types_opt(c)
@@ -1355,8 +1339,7 @@ class _Parser:
         self.ins_outs(c)
         reduce = tok.type == "OP_LINALG_REDUCE"
         if reduce:
-            self.expect("dimensions")
-            self.expect("=")
+            self.expect_all("dimensions", "=")
             c.append(self.int_list())
         self.attr_dict_opt(c)
         self.explicit_body_opt(c)
@@ -1381,8 +1364,7 @@ class _Parser:
         """OP_INDIRECT_TILE intermediate_vars value "[" indirect_subscript ("," indirect_subscript)* "]"
         symbols_clause? attr_dict? ":" type_list "->" type"""
         c: list[Any] = [tok]
-        self.expect("intermediate_variables")
-        self.expect("(")
+        self.expect_all("intermediate_variables", "(")
         c.append(self.b.intermediate_vars([self.value_list()] if self.V[self.i] != ")" else []))
         self.expect(")")
         c.append(self.value())
@@ -1405,14 +1387,12 @@ class _Parser:
             expr = self.aff_expr()
             self.expect(")")
             return b.direct_dim([expr])
-        self.expect("ind")
-        self.expect("(")
+        self.expect_all("ind", "(")
         c: list[Any] = [self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
             c.append(b.subscripts(self.comma_list(self.aff_expr)))
-        self.expect("]")
-        self.expect(")")
+        self.expect_all("]", ")")
         return b.indirect_dim(c)
 
     def runtime_arg_extract_op(self, tok: Tok) -> Any:
@@ -1430,8 +1410,7 @@ class _Parser:
     def produce_op(self, tok: Tok) -> Any:
         """OP_PRODUCE "producer_tiles_per_group" "=" set_ref legacy_groups? attr_dict? produce_result region"""
         b = self.b
-        self.expect("producer_tiles_per_group")
-        self.expect("=")
+        self.expect_all("producer_tiles_per_group", "=")
         c: list[Any] = [tok, self.set_ref()]
         self.legacy_groups_opt(c)
         self.attr_dict_opt(c)
@@ -1458,9 +1437,7 @@ class _Parser:
         (a collective has no legacy_groups)"""
         self.expect("(")
         c: list[Any] = [tok, self.value()]
-        self.expect(")")
-        self.expect("consumer_tiles_per_group")
-        self.expect("=")
+        self.expect_all(")", "consumer_tiles_per_group", "=")
         c.append(self.set_ref())
         if legacy:
             self.legacy_groups_opt(c)
@@ -1564,8 +1541,7 @@ class _Parser:
             c.append(self.value_list())
             self.expect(")")
         if self.V[self.i] == "init":
-            self.i += 1
-            self.expect("(")
+            self.expect_all("init", "(")
             c.append(b.init_clause([self.value_list()]))
             self.expect(")")
         self.results_arrow_opt(c)
@@ -1611,19 +1587,16 @@ class _Parser:
         self.attr_dict_opt(c)
         return b.forall_op(c)
 
-    def in_parallel_op(self, tok: Tok) -> Any:
-        """OP_IN_PARALLEL region attr_dict?"""
-        c: list[Any] = [tok, self.region()]
-        self.attr_dict_opt(c)
-        return self.b.in_parallel_op(c)
-
     def execute_region_op(self, tok: Tok) -> Any:
-        """OP_EXECUTE_REGION results_arrow? region attr_dict?"""
+        """OP_EXECUTE_REGION results_arrow? region attr_dict?, and OP_IN_PARALLEL region attr_dict?"""
         c: list[Any] = [tok]
-        self.results_arrow_opt(c)
+        if tok.type == "OP_EXECUTE_REGION":
+            self.results_arrow_opt(c)
         c.append(self.region())
         self.attr_dict_opt(c)
         return self.b.execute_region_op(c)
+
+    in_parallel_op = execute_region_op
 
     def generate_op(self, tok: Tok) -> Any:
         """OP_GENERATE value_list? region attr_dict? ":" type"""

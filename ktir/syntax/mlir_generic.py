@@ -354,19 +354,14 @@ class _Body:
 
 
 def _cast_op(src: Type, dst: Type) -> str | None:
-    src_int, dst_int = isinstance(src, ty.IntegerType), isinstance(dst, ty.IntegerType)
-    src_float, dst_float = isinstance(src, ty.FloatType), isinstance(dst, ty.FloatType)
-    if src_float and dst_float:
-        assert isinstance(src, ty.FloatType) and isinstance(dst, ty.FloatType)
+    if isinstance(src, ty.FloatType) and isinstance(dst, ty.FloatType):
         return Arith.extf if dst.width > src.width else Arith.truncf if dst.width < src.width else None
-    if src_int and dst_float:
-        return Arith.sitofp
-    if src_float and dst_int:
-        return Arith.fptosi
-    if src_int and dst_int:
-        assert isinstance(src, ty.IntegerType) and isinstance(dst, ty.IntegerType)
+    if isinstance(src, ty.IntegerType) and isinstance(dst, ty.IntegerType):
         return Arith.extsi if dst.width > src.width else Arith.trunci
-    if isinstance(src, ty.IndexType) != isinstance(dst, ty.IndexType) and (src_int or dst_int):
+    if isinstance(src, ty.IntegerType | ty.FloatType) and isinstance(dst, ty.IntegerType | ty.FloatType):
+        return Arith.sitofp if isinstance(dst, ty.FloatType) else Arith.fptosi  # int -> float, float -> int
+    integer = isinstance(src, ty.IntegerType) or isinstance(dst, ty.IntegerType)
+    if isinstance(src, ty.IndexType) != isinstance(dst, ty.IndexType) and integer:
         return Arith.index_cast
     return None
 

@@ -1240,14 +1240,13 @@ class _Builder:
         dyn = [*d_lb, *d_ub, *d_st]
         return self._op(tok, [*dyn, *(v for _, v in outs)], [ty.INDEX] * len(dyn) + results, results, attrs, [region])
 
-    def in_parallel_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        return self._op(c[0], attributes=dict(cl.get("attrs", {})), regions=[c[1]])
-
     def execute_region_op(self, c: list[Any]) -> Operation:
+        """scf.execute_region, and scf.forall.in_parallel (no results)."""
         cl = _clauses(c)
         region = next(x for x in c if isinstance(x, Region))
         return self._op(c[0], result_types=list(cl.get("results", [])), attributes=dict(cl.get("attrs", {})), regions=[region])
+
+    in_parallel_op = execute_region_op
 
     # ------------------------------------------------------------ affine
 

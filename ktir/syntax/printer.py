@@ -694,14 +694,13 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(a, elided))
 
 
-def _in_parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
-    p.open_region(depth, f"{head}{op.name}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
-
-
 def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    """EXECUTE_REGION, and IN_PARALLEL (no results)."""
     _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}{_arrow(op.result_types)}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
+
+
+_in_parallel = _execute_region
 
 
 # ------------------------------------------------------------------ affine
