@@ -406,6 +406,17 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
+class Source:
+    """Lines of generated Python, each indented by `depth` levels as it is added."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def add(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+
 def load_generated(source: str, kind: str, fmt_name: str, env: dict[str, Any]) -> dict[str, Any]:
     """Run generated `source` (a `kind` of the declarative format `fmt_name`) and return the
     names it defines. Its text is registered with linecache under the file name the code

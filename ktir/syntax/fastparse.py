@@ -101,7 +101,7 @@ def parse_fast(text: str, builder: Any) -> Any:
     tokens = _Tokens(text, 0, starts)
     # every table the parse fills belongs to this parse: nothing one text defines or
     # spells can reach the parse of another (no module-level mutable state)
-    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
+    module = _Parser(tokens, builder, {}, {}, {}).module()
     for pos, comment in tokens.comments:
         builder.comments.append((*_line_column(starts, pos), comment))
     _age_new_objects()
@@ -218,7 +218,6 @@ class _Parser:
     def __init__(
         self,
         tokens: _Tokens,
-        starts: list[int],
         builder: Any,
         types: dict[str, Any],
         scalars: dict[str, Any],
@@ -228,7 +227,7 @@ class _Parser:
         self.K = tokens.kinds
         self.V = tokens.values
         self.i = 0
-        self.starts = starts
+        self.starts = tokens.starts  # where each line of the whole text starts
         self.b = builder
         self.types = types  # type text -> Type, for texts that parsed without warnings
         self.scalars = scalars  # `index`, `f32`, ... -> Type
@@ -722,7 +721,7 @@ class _Parser:
 
     def inner(self, text: str, pos: int) -> _Parser:
         """A parser of `text`, at `pos` of the whole text, sharing this parse's tables."""
-        return _Parser(_Tokens(text, pos, self.starts), self.starts, self.b, self.types, self.scalars, self.affine)
+        return _Parser(_Tokens(text, pos, self.starts), self.b, self.types, self.scalars, self.affine)
 
     def located(self, kind: str, value: str, pos: int) -> Tok:
         """A `kind` token at `pos` of the text."""
@@ -1491,10 +1490,7 @@ class _Parser:
             self.expect(">")
             c.append(b.properties([props]))
         if self.V[self.i] == "(":
-            self.i += 1
-            regions = self.comma_list(self.region)
-            self.expect(")")
-            c.append(b.generic_regions(regions))
+            c.append(b.generic_regions(self.parens(self.region)))
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.function_type())
@@ -1533,13 +1529,10 @@ class _Parser:
         """OP_PARALLEL "(" value_list ")" "=" "(" value_list ")" "to" "(" value_list ")" "step" "(" value_list ")"
         init_clause? results_arrow? region attr_dict?"""
         b = self.b
-        c: list[Any] = [tok]
-        for keyword in ("", "=", "to", "step"):
-            if keyword:
-                self.expect(keyword)
-            self.expect("(")
-            c.append(self.value_list())
-            self.expect(")")
+        c: list[Any] = [tok, b.value_list(self.parens(self.value))]
+        for keyword in ("=", "to", "step"):
+            self.expect(keyword)
+            c.append(b.value_list(self.parens(self.value)))
         if self.V[self.i] == "init":
             self.expect_all("init", "(")
             c.append(b.init_clause([self.value_list()]))
@@ -1566,9 +1559,7 @@ class _Parser:
     def forall_op(self, tok: Tok) -> Any:
         """OP_FORALL "(" value_list ")" forall_bounds shared_outs? results_arrow? region attr_dict?"""
         b = self.b
-        self.expect("(")
-        c: list[Any] = [tok, self.value_list()]
-        self.expect(")")
+        c: list[Any] = [tok, b.value_list(self.parens(self.value))]
         if self.V[self.i] == "in":
             self.i += 1
             c.append(b.forall_in(self.parens(self.mixed_entry)))

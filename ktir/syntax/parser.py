@@ -289,8 +289,7 @@ class _Builder:
         self.attr_aliases: set[str] = set()
         self.alias_values: dict[str, Attribute] = {}
         self.type_aliases: set[str] = set()
-        self.alias_lines: list[tuple[int, int, str]] = []
-        self.alias_order: list[str] = []
+        self.alias_lines: list[tuple[int, int, str]] = []  # (line, column, `#name` or `!name`), in written order
         self.comments: list[tuple[int, int, str]] = []
         # regions whose entry block was written with a `^label`: header-supplied block
         # arguments may not be declared there too (MLIR: "invalid block name in region
@@ -323,7 +322,7 @@ class _Builder:
             "filename": None,
             "warnings": self.warnings,
             "alias_comments": {},
-            "alias_order": list(self.alias_order),
+            "alias_order": [key for _, _, key in self.alias_lines],
             "trailing_comments": [],
         }
         return trusted(Module, fields)  # one per parse, from fields built here
@@ -336,7 +335,6 @@ class _Builder:
         self.attr_aliases.add(name)
         self.alias_values[name] = c[1]
         self.alias_lines.append((c[0].line, c[0].column, "#" + name))
-        self.alias_order.append("#" + name)
         return C("attr_alias", (name, c[1]))
 
     def type_alias_def(self, c: list[Any]) -> C:
@@ -345,7 +343,6 @@ class _Builder:
             raise _err(c[0], f"redefinition of type alias '!{name}'")
         self.type_aliases.add(name)
         self.alias_lines.append((c[0].line, c[0].column, "!" + name))
-        self.alias_order.append("!" + name)
         return C("type_alias", (name, c[1]))
 
     def operation(self, c: list[Any]) -> Operation:
@@ -803,16 +800,8 @@ class _Builder:
         return af.const(value)
 
     # constants fold as the expression is built: keep them int64-sized on the way (a
-    # chain of products would otherwise grow without bound), exact at the end (_bounded)
-    def aff_add(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return _folded(af.add(c[0], c[1]))
-
-    def aff_sub(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return _folded(af.sub(c[0], c[1]))
-
-    def aff_mul(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return _folded(af.mul(c[0], c[1]))
-
+    # chain of products would otherwise grow without bound), exact at the end (_bounded);
+    # aff_add, aff_sub and aff_mul are built from _AFFINE_BINARY below
     def aff_div(self, c: list[Any]) -> af.AffineExpr:
         return _folded(af.binary(c[1].value, c[0], c[2]))
 
@@ -1419,6 +1408,9 @@ _CLAUSE_OF_VALUE = {"properties": "props", "module_attrs": "module_attrs", "visi
 _CLAUSE_OF_NAMES = {"symbols_clause": "symbols", "intermediate_vars": "variables", "affine_symbols": "affine_symbols",
                     "init_clause": "init"}
 _CLAUSE_OF_NAMES_TYPES = {"ins_clause": "ins", "outs_clause": "outs", "identity_clause": "identity"}
+_AFFINE_BINARY = {"aff_add": af.add, "aff_sub": af.sub, "aff_mul": af.mul}
+for _rule, _combine in _AFFINE_BINARY.items():
+    setattr(_Builder, _rule, lambda self, c, combine=_combine: _folded(combine(c[0], c[1])))
 for _rule in _PASS_CHILDREN:
     setattr(_Builder, _rule, lambda self, c: c)
 for _rule in _PASS_FIRST:
@@ -1461,16 +1453,7 @@ def _type_mismatch(tok: Tok, opdef: Any, operands: int, types: int) -> ParseErro
     return _err(tok, f"'{opdef.name}' has {operands} operand(s) but its type lists {types}")
 
 
-class _Source:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.depth = 1
-
-    def add(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
-
-
-def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format, defaults: list[str]) -> None:
+def _read_code(src: asm.Source, elements: tuple[asm.Element, ...]) -> None:
     """Code that reads `elements` from the children `c` at index `i`."""
     present = "i < n and "
     for e in elements:
@@ -1508,13 +1491,13 @@ def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format,
             first = _first_read(e.elements)
             src.add(f"if {present}{first}:")
             src.depth += 1
-            _read_code(src, e.elements, fmt, defaults)
+            _read_code(src, e.elements)
             src.depth -= 1
             src.add("else:")
             src.add("    " + "; ".join(_absent(e.elements)) if _absent(e.elements) else "    pass")
 
 
-def _read_ref(src: _Source, e: asm.OperandRef | asm.TypeRef, var: str, one: str, many: str, tag: str) -> None:
+def _read_ref(src: asm.Source, e: asm.OperandRef | asm.TypeRef, var: str, one: str, many: str, tag: str) -> None:
     """Code that reads one operand or type reference into `var`: `one` is the child's value
     for a single one, `many` for a variadic list (a `tag` clause, absent when it may be empty)."""
     if not e.variadic:
@@ -1557,13 +1540,13 @@ def _derived_code(rule: asm.TypeRule) -> str:
 
 
 def _callback_source(fmt: asm.Format) -> str:
-    src = _Source()
+    src = asm.Source()
     src.lines.append(f"def {fmt.rule}(self, c):")
     src.add("tok = c[0]")
     src.add("n = len(c)")
     src.add("i = 1")
     src.add("attrs = {}")
-    _read_code(src, fmt.elements, fmt, [])
+    _read_code(src, fmt.elements)
     functional = any(isinstance(e, asm.FunctionalType) for e in fmt.elements)
     names = []
     for name, mult in fmt.operands:

@@ -58,14 +58,20 @@ def _is_set(a: Attribute | None) -> bool:
     return isinstance(a, at.IntegerSetAttr | at.AttrAliasRef)
 
 
+def _int_array(attr: Attribute) -> str:
+    """`[1, 2]` from an i64 array attribute."""
+    _need(_is_i64_array(attr))
+    assert isinstance(attr, at.DenseArrayAttr)
+    return f"[{', '.join(map(str, attr.values))}]"
+
+
 def _static_list(attr: Attribute | None, dynamic: list[str]) -> str:
     """`[0, %o]` from a static array with kDynamic holes and the dynamic operands."""
     _need(_is_i64_array(attr))
     assert isinstance(attr, at.DenseArrayAttr)
     _need(sum(1 for v in attr.values if v == KDYNAMIC) == len(dynamic))
-    values = attr.values
     it = iter(dynamic)
-    parts = [next(it) if v == KDYNAMIC else str(v) for v in values]
+    parts = [next(it) if v == KDYNAMIC else str(v) for v in attr.values]
     return "[" + ", ".join(parts) + "]"
 
 
@@ -557,10 +563,8 @@ def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None
     or a combiner region (a reduce always has), the dimensions of a collective."""
     text, elided = _inter_tile_head(op, head)
     for key in _COLLECTIVE_DIMS if d.format == "COLLECTIVE" else ():
-        dims = op.attributes.get(key)
-        _need(dims is None or _is_i64_array(dims))
-        if isinstance(dims, at.DenseArrayAttr):
-            text += f", {key} = [{', '.join(str(v) for v in dims.values)}]"
+        if key in op.attributes:
+            text += f", {key} = {_int_array(op.attributes[key])}"
             elided.append(key)
     if op.regions or len(op.operands) > 1:
         text += f", {_identity(op)}"
@@ -806,10 +810,8 @@ def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     reduce = d.format == "LINALG_REDUCE"
     tail = _opt_dict(op.attributes, ("operandSegmentSizes",))
     if reduce:
-        dims = op.attributes["dimensions"]
-        _need(_is_i64_array(dims))
-        assert isinstance(dims, at.DenseArrayAttr)
-        tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
+        dims = _int_array(op.attributes["dimensions"])
+        tail = f" dimensions = {dims}{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
     short = _short_body(op, n_in, init_first=reduce)
     if short is not None:
         p.emit(depth, f"{head}{op.name} {{ {short} }} {_ins_outs(op)}{tail}")
@@ -822,11 +824,8 @@ _linalg_reduce = _linalg_map
 
 def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     key = "permutation" if op.name == Linalg.transpose else "dimensions"
-    dims = op.attributes[key]
-    _need(_is_i64_array(dims))
-    assert isinstance(dims, at.DenseArrayAttr)
-    values = ", ".join(str(v) for v in dims.values)
-    p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = [{values}]{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
+    values = _int_array(op.attributes[key])
+    p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = {values}{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
 
 
 # ------------------------------------------------------------------ tensor, memref
@@ -919,16 +918,12 @@ def _select_types_text(condition: Type, result: Type) -> str:
     return f"{type_text(condition)}, {type_text(result)}"
 
 
-class _PrinterSource:
+class _PrinterSource(asm.Source):
     def __init__(self, fmt: asm.Format) -> None:
+        super().__init__()
         self.fmt = fmt
-        self.lines: list[str] = []
-        self.depth = 1
         self.groups = {name: j for j, (name, _) in enumerate(fmt.operands)}
         self.starts: list[str] = []
-
-    def add(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
 
     def operand_slice(self, name: str) -> str:
         j = self.groups[name]
