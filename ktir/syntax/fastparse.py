@@ -268,13 +268,18 @@ class _Parser:
         return items
 
     def enclosed(self, open_: str, item: Callable[[], Any], close: str) -> list[Any]:
-        """open_ (item ("," item)*)? close"""
-        self.expect(open_)
-        if self.V[self.i] == close:
+        """open_ (item ("," item)*)? close (its own token checks: attribute dicts are hot)"""
+        V = self.V
+        if V[self.i] != open_:
+            raise Fallback
+        self.i += 1
+        if V[self.i] == close:
             self.i += 1
             return []
         items = self.comma_list(item)
-        self.expect(close)
+        if V[self.i] != close:
+            raise Fallback
+        self.i += 1
         return items
 
     def value_list(self) -> Any:
