@@ -10,10 +10,7 @@ a test checks the file agrees), its reader in the production parser
 (`ktir.syntax.fastparse`), its parse-tree -> Operation conversion (`ktir.syntax.parser`)
 and its printer (`ktir.syntax.printer`).
 
-Declarative (27): UNARY, BINARY, TERNARY, CAST, CMP, SELECT, CALL, TILE_ID, MEMORY_VIEW,
-DISTRIBUTED_VIEW, LOAD, STORE, CONDITION, LINALG_INDEX, EMPTY, SPLAT, EXTRACT, INSERT,
-MEMREF_STORE, SLICE, INSERT_SLICE, EXPAND_SHAPE, COLLAPSE_SHAPE, RESHAPE, CONCAT, DIM,
-REINTERPRET_CAST.
+Declarative (27): the keys of `ktir.dialects.formats.FORMATS` (listed in ktir.lark's generated section).
 
 Irregular, written by hand (27), and why:
 
@@ -51,8 +48,6 @@ from pathlib import Path
 from typing import Any
 
 from ktir.dialects.formats import FORMATS, AssemblyFormat
-from ktir.ir import types as ty
-from ktir.ir.base import Type
 
 # The irregular formats (see above), parsed and printed by hand-written code.
 HAND_WRITTEN = (
@@ -156,19 +151,13 @@ def _type_rule(rule: str) -> TypeRule:
     return head, ref.rstrip(")")
 
 
-def derive(rule: TypeRule, types: dict[str, Type]) -> Type:
-    """The type a format does not write, from the ones it does."""
-    kind, ref = rule
-    if kind == "index":
-        return ty.INDEX
-    if kind == "i1":
-        return ty.I1
-    t = types[ref]
-    if kind == "same":
-        return t
-    if kind == "i1_like":
-        return ty.i1_like(t)
-    return ty.element_type(t)
+_DERIVED_CODE = {"index": "ty.INDEX", "i1": "ty.I1", "same": "{}", "i1_like": "i1_like({})", "element_type": "ty.element_type({})"}
+
+
+def derived_code(rule: TypeRule, ref_code: str) -> str:
+    """Python code for the type a format does not write, `ref_code` being the code of the
+    written type it derives from (for the generated parser callbacks and printers)."""
+    return _DERIVED_CODE[rule[0]].format(ref_code)
 
 
 class FormatError(ValueError):
@@ -415,6 +404,17 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class Source:
+    """Lines of generated Python, each indented by `depth` levels as it is added."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def add(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
 
 
 def load_generated(source: str, kind: str, fmt_name: str, env: dict[str, Any]) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def parse_fast(text: str, builder: Any) -> Any:
     tokens = _Tokens(text, 0, starts)
     # every table the parse fills belongs to this parse: nothing one text defines or
     # spells can reach the parse of another (no module-level mutable state)
-    module = _Parser(tokens, starts, builder, {}, {}, {}).module()
+    module = _Parser(tokens, builder, {}, {}, {}).module()
     for pos, comment in tokens.comments:
         builder.comments.append((*_line_column(starts, pos), comment))
     _age_new_objects()
@@ -218,7 +218,6 @@ class _Parser:
     def __init__(
         self,
         tokens: _Tokens,
-        starts: list[int],
         builder: Any,
         types: dict[str, Any],
         scalars: dict[str, Any],
@@ -228,7 +227,7 @@ class _Parser:
         self.K = tokens.kinds
         self.V = tokens.values
         self.i = 0
-        self.starts = starts
+        self.starts = tokens.starts  # where each line of the whole text starts
         self.b = builder
         self.types = types  # type text -> Type, for texts that parsed without warnings
         self.scalars = scalars  # `index`, `f32`, ... -> Type
@@ -248,6 +247,10 @@ class _Parser:
             raise Fallback
         self.i += 1
 
+    def expect_all(self, *texts: str) -> None:
+        for text in texts:
+            self.expect(text)
+
     def value(self) -> Tok:
         i = self.i
         if self.K[i] != "value":
@@ -264,11 +267,20 @@ class _Parser:
             items.append(item())
         return items
 
-    def comma_list_opt(self, item: Callable[[], Any], close: str) -> list[Any]:
-        """(item ("," item)*)? before `close`, which is left to the caller"""
-        if self.V[self.i] == close:
+    def enclosed(self, open_: str, item: Callable[[], Any], close: str) -> list[Any]:
+        """open_ (item ("," item)*)? close (its own token checks: attribute dicts are hot)"""
+        V = self.V
+        if V[self.i] != open_:
+            raise Fallback
+        self.i += 1
+        if V[self.i] == close:
+            self.i += 1
             return []
-        return self.comma_list(item)
+        items = self.comma_list(item)
+        if V[self.i] != close:
+            raise Fallback
+        self.i += 1
+        return items
 
     def value_list(self) -> Any:
         """value ("," value)*"""
@@ -535,26 +547,27 @@ class _Parser:
                 self.i += 1
                 return b.tile_future_type([keyword, b.groupless_future_body(c)])
             rule = b.legacy_future_body
-        self.expect(",")
-        self.expect("groups")
-        self.expect("=")
+        self.expect_all(",", "groups", "=")
         c.append(self.set_ref())
         self.expect(">")
         return b.tile_future_type([keyword, rule(c)])
 
     def runtime_arg(self) -> Any:
         """RUNTIME_ARG_KW "<" type ("," BARE_ID "=" INT)* ">" """
-        b = self.b
         c = [self.tok("RUNTIME_ARG_KW")]
         self.expect("<")
         c.append(self.type())
+        self.runtime_arg_params(c)
+        self.expect(">")
+        return self.b.runtime_arg_type(c)
+
+    def runtime_arg_params(self, c: list[Any]) -> None:
+        """runtime_arg_param*: ("," BARE_ID "=" INT)*"""
         while self.V[self.i] == ",":
             self.i += 1
             name = self.word()
             self.expect("=")
-            c.append(b.runtime_arg_param([name, self.int_tok()]))
-        self.expect(">")
-        return b.runtime_arg_type(c)
+            c.append(self.b.runtime_arg_param([name, self.int_tok()]))
 
     def short_tile_future(self) -> Any:
         """"<" "(" type_list ")" "," "groups" "=" set_ref ">", upstream's short future (it warns);
@@ -572,7 +585,6 @@ class _Parser:
     def short_runtime_arg(self) -> Any:
         """"<" type runtime_arg_param+ ">", upstream's short `<index, granularity=4>`, or
         "<" shape_prefix? type ">", a short access tile (both warn)"""
-        b = self.b
         if self.K[self.i + 1] == "number" or self.V[self.i + 1] in ("?", "*"):
             # with blanks the scan's one token has not: its text read again, as the LALR
             # lexer reads it (token by token, the shape as one DIMS token)
@@ -581,16 +593,12 @@ class _Parser:
         c = [self.tok("LESSTHAN"), self.type()]
         if self.V[self.i] == ">":  # `<T>`: a short access tile without a shape
             c.append(self.tok("MORETHAN"))
-            return b.short_access_tile(c)
-        while self.V[self.i] == ",":
-            self.i += 1
-            name = self.word()
-            self.expect("=")
-            c.append(b.runtime_arg_param([name, self.int_tok()]))
+            return self.b.short_access_tile(c)
+        self.runtime_arg_params(c)
         if self.V[self.i] != ">":
             raise Fallback
         c.append(self.tok("MORETHAN"))
-        return b.short_runtime_arg(c)
+        return self.b.short_runtime_arg(c)
 
     def set_ref(self) -> Any:
         """affine_set_attr | attr_alias_ref"""
@@ -665,14 +673,8 @@ class _Parser:
             inner.expect(">")
             if inner.K[inner.i] != "end":
                 raise Fallback
-        if keyword == "tensor":
-            found = b.tensor_type(children)
-        elif keyword == "memref":
-            found = b.memref_type(children)
-        elif keyword == "vector":
-            found = b.vector_type(children)
-        else:
-            found = b.access_tile_type(children)
+        rule = b.access_tile_type if keyword[0] == "!" else getattr(b, f"{keyword}_type")  # tensor_type, ...
+        found = rule(children)
         if len(b.warnings) == n_warnings:  # a type that warns is read again where it recurs
             self.types[text] = found
         return found
@@ -724,7 +726,7 @@ class _Parser:
 
     def inner(self, text: str, pos: int) -> _Parser:
         """A parser of `text`, at `pos` of the whole text, sharing this parse's tables."""
-        return _Parser(_Tokens(text, pos, self.starts), self.starts, self.b, self.types, self.scalars, self.affine)
+        return _Parser(_Tokens(text, pos, self.starts), self.b, self.types, self.scalars, self.affine)
 
     def located(self, kind: str, value: str, pos: int) -> Tok:
         """A `kind` token at `pos` of the text."""
@@ -732,13 +734,9 @@ class _Parser:
 
     def result_type_list(self) -> Any:
         """type -> single_result_type | "(" (result_type ("," result_type)*)? ")" """
-        b = self.b
         if self.V[self.i] != "(":
-            return b.single_result_type([self.type()])
-        self.i += 1
-        results = self.comma_list_opt(self.result_type, ")")
-        self.expect(")")
-        return b.paren_result_types(results)
+            return self.b.single_result_type([self.type()])
+        return self.b.paren_result_types(self.enclosed("(", self.result_type, ")"))
 
     def result_type(self) -> Any:
         c = [self.type()]
@@ -751,8 +749,7 @@ class _Parser:
         c = []
         if self.V[self.i] != ")":
             c.append(self.type_list())
-        self.expect(")")
-        self.expect("->")
+        self.expect_all(")", "->")
         c.append(self.result_type_list())
         return self.b.function_type(c)
 
@@ -760,10 +757,7 @@ class _Parser:
 
     def attr_dict(self) -> Any:
         """"{" (attr_entry ("," attr_entry)*)? "}" """
-        self.expect("{")
-        entries = self.comma_list_opt(self.attr_entry, "}")
-        self.expect("}")
-        return self.b.attr_dict(entries)
+        return self.b.attr_dict(self.enclosed("{", self.attr_entry, "}"))
 
     def attr_entry(self) -> Any:
         kind = self.K[self.i]
@@ -810,7 +804,7 @@ class _Parser:
                 return b.dialect_attr([_LazyTok("DIALECT_ATTR", text + self.V[i + 1], self.tokens, i)])
             if "." in text and self.V[i + 1] == "<":
                 if text in MEMSPACE_KWS:
-                    return self.memory_space()
+                    return self.kept_affine(self.memory_space_body)
                 return b.dialect_attr([self.dialect("DIALECT_ATTR")])
             return self.attr_alias_ref()
         if kind == "string":
@@ -818,10 +812,7 @@ class _Parser:
             self.typed_suffix(c)
             return b.string_attr(c)
         if text == "[":
-            self.i += 1
-            elements = self.comma_list_opt(self.attribute, "]")
-            self.expect("]")
-            return b.array_attr(elements)
+            return b.array_attr(self.enclosed("[", self.attribute, "]"))
         if text == "{":
             return b.dict_attr([self.attr_dict()])
         if kind == "symbol":
@@ -873,13 +864,9 @@ class _Parser:
         """"strided" "<" "[" (stride_entry ("," stride_entry)*)? "]" ("," "offset" ":" stride_entry)? ">" """
         b = self.b
         self.i += 2
-        self.expect("[")
-        c = [b.stride_list(self.comma_list_opt(self.stride_entry, "]"))]
-        self.expect("]")
+        c = [b.stride_list(self.enclosed("[", self.stride_entry, "]"))]
         if self.V[self.i] == ",":
-            self.i += 1
-            self.expect("offset")
-            self.expect(":")
+            self.expect_all(",", "offset", ":")
             c.append(b.strided_offset([self.stride_entry()]))
         self.expect(">")
         return b.strided_attr(c)
@@ -890,9 +877,6 @@ class _Parser:
             self.i += 1
             return self.b.dynamic_stride([])
         return self.signed_int()
-
-    def memory_space(self) -> Any:
-        return self.kept_affine(self.memory_space_body)
 
     def memory_space_body(self) -> Any:
         """MEMSPACE_KW "<" BARE_ID ("," BARE_ID "=" INT)? ">" """
@@ -910,26 +894,20 @@ class _Parser:
     def dense(self) -> Any:
         """"dense" "<" dense_body? ">" ":" type"""
         b = self.b
-        self.i += 1
-        self.expect("<")
+        self.expect_all("dense", "<")
         c = []
         if self.V[self.i] != ">":
             if self.K[self.i] == "string":
                 c.append(b.dense_hex([self.tok("STRING")]))
             else:
                 c.append(b.dense_body([self.dense_element()]))
-        self.expect(">")
-        self.expect(":")
+        self.expect_all(">", ":")
         c.append(self.type())
         return b.dense_attr(c)
 
     def dense_element(self) -> Any:
-        b = self.b
         if self.V[self.i] == "[":
-            self.i += 1
-            items = self.comma_list_opt(self.dense_element, "]")
-            self.expect("]")
-            return b.dense_list(items)
+            return self.b.dense_list(self.enclosed("[", self.dense_element, "]"))
         return self.dense_scalar(hex_ok=True)
 
     def dense_scalar(self, hex_ok: bool) -> Any:
@@ -956,25 +934,19 @@ class _Parser:
 
     def dense_array(self) -> Any:
         """"array" "<" type (":" dense_array_value ("," dense_array_value)*)? ">" """
-        b = self.b
         self.i += 2
         c = [self.type()]
         if self.V[self.i] == ":":
             self.i += 1
-            c.append(b.dense_array_values(self.comma_list(self.dense_array_value)))
+            c.append(self.b.dense_array_values(self.comma_list(lambda: self.dense_scalar(hex_ok=False))))
         self.expect(">")
-        return b.dense_array_attr(c)
-
-    def dense_array_value(self) -> Any:
-        """signed_int | signed_float | BOOL -> dense_bool"""
-        return self.dense_scalar(hex_ok=False)
+        return self.b.dense_array_attr(c)
 
     def dense_resource(self) -> Any:
         """"dense_resource" "<" BARE_ID ">" ":" type"""
         self.i += 2
         c = [self.word()]
-        self.expect(">")
-        self.expect(":")
+        self.expect_all(">", ":")
         c.append(self.type())
         return self.b.dense_resource_attr(c)
 
@@ -983,18 +955,10 @@ class _Parser:
     def aff_params(self) -> Any:
         """aff_dims aff_syms?"""
         b = self.b
-        self.expect("(")
-        dims = self.bare_ids(")")
-        c = [b.aff_dims(dims)]
+        c = [b.aff_dims(self.enclosed("(", self.word, ")"))]
         if self.V[self.i] == "[":
-            self.i += 1
-            c.append(b.aff_syms(self.bare_ids("]")))
+            c.append(b.aff_syms(self.enclosed("[", self.word, "]")))
         return b.aff_params(c)
-
-    def bare_ids(self, close: str) -> list[Tok]:
-        names = self.comma_list_opt(self.word, close)
-        self.expect(close)
-        return names
 
     def affine_map(self) -> Any:
         return self.kept_affine(self.affine_map_body)
@@ -1026,25 +990,19 @@ class _Parser:
 
     def affine_map_body(self) -> Any:
         """"affine_map" "<" aff_params "->" "(" (aff_expr ("," aff_expr)*)? ")" ">" """
-        self.i += 1
-        self.expect("<")
+        self.expect_all("affine_map", "<")
         c = [self.aff_params()]
         self.expect("->")
-        self.expect("(")
-        c += self.comma_list_opt(self.aff_expr, ")")
-        self.expect(")")
+        c += self.enclosed("(", self.aff_expr, ")")
         self.expect(">")
         return self.b.affine_map_attr(c)
 
     def affine_set_body(self) -> Any:
         """"affine_set" "<" aff_params ":" "(" (aff_constraint ("," aff_constraint)*)? ")" ">" """
-        self.i += 1
-        self.expect("<")
+        self.expect_all("affine_set", "<")
         c = [self.aff_params()]
         self.expect(":")
-        self.expect("(")
-        c += self.comma_list_opt(self.aff_constraint, ")")
-        self.expect(")")
+        c += self.enclosed("(", self.aff_constraint, ")")
         self.expect(">")
         return self.b.affine_set_attr(c)
 
@@ -1099,8 +1057,7 @@ class _Parser:
             return b.aff_name([self.tok("VALUE_ID")])
         if kind == "word":
             if text == "symbol":
-                self.i += 1
-                self.expect("(")
+                self.expect_all("symbol", "(")
                 name = self.value()
                 self.expect(")")
                 return b.aff_symbol([name])
@@ -1118,10 +1075,7 @@ class _Parser:
 
     def mixed_list(self) -> Any:
         """"[" (mixed_entry ("," mixed_entry)*)? "]" """
-        self.expect("[")
-        entries = self.comma_list_opt(self.mixed_entry, "]")
-        self.expect("]")
-        return self.b.mixed_list(entries)
+        return self.b.mixed_list(self.enclosed("[", self.mixed_entry, "]"))
 
     def mixed_entry(self) -> Any:
         if self.K[self.i] == "value":
@@ -1129,7 +1083,7 @@ class _Parser:
         return self.signed_int()
 
     def values_types(self, rule: Any) -> Any:
-        """"(" (value_list ":" type_list)? ")" for ins/outs"""
+        """"(" (value_list ":" type_list)? ")" (ins, outs, identity)"""
         self.expect("(")
         c = []
         if self.V[self.i] != ")":
@@ -1186,19 +1140,17 @@ class _Parser:
         return self.b.anonymous_param(c)
 
     def module_op(self, tok: Tok) -> Any:
-        b = self.b
         c: list[Any] = [tok]
         if self.K[self.i] == "symbol":
             c.append(self.tok("SYMBOL_REF"))
         if self.V[self.i] == "attributes":
             self.i += 1
-            c.append(b.module_attrs([self.attr_dict()]))
+            c.append(self.b.module_attrs([self.attr_dict()]))
         c.append(self.region())
-        return b.module_op(c)
+        return self.b.module_op(c)
 
     def terminator_op(self, tok: Tok) -> Any:
         """OP_TERMINATOR attr_dict? (value_list ":" type_list trailing_attrs?)?"""
-        b = self.b
         c: list[Any] = [tok]
         self.attr_dict_opt(c)
         if self.K[self.i] == "value":
@@ -1206,8 +1158,8 @@ class _Parser:
             self.expect(":")
             c.append(self.type_list())
             if self.V[self.i] == "{":
-                c.append(b.trailing_attrs([self.attr_dict()]))
-        return b.terminator_op(c)
+                c.append(self.b.trailing_attrs([self.attr_dict()]))
+        return self.b.terminator_op(c)
 
     def constant_op(self, tok: Tok) -> Any:
         """OP_CONSTANT attr_dict? constant_value"""
@@ -1231,23 +1183,18 @@ class _Parser:
 
     def access_tile_op(self, tok: Tok) -> Any:
         """OP_ACCESS_TILE value "[" subscripts? "]" symbols_clause? attr_dict? ":" type "->" type"""
-        b = self.b
         c: list[Any] = [tok, self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
-            c.append(b.subscripts(self.comma_list(self.aff_expr)))
+            c.append(self.b.subscripts(self.comma_list(self.aff_expr)))
         self.expect("]")
-        if self.V[self.i] == "symbols":
-            self.i += 1
-            self.expect("(")
-            c.append(b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
-            self.expect(")")
+        self.symbols_clause_opt(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type())
         self.expect("->")
         c.append(self.type())
-        return b.access_tile_op(c)
+        return self.b.access_tile_op(c)
 
     def for_op(self, tok: Tok) -> Any:
         """OP_FOR value "=" value "to" value "step" value iter_args? iv_type? region attr_dict?"""
@@ -1261,9 +1208,7 @@ class _Parser:
         c.append(self.value())
         if self.V[self.i] == "iter_args":
             self.i += 1
-            self.expect("(")
-            args = self.comma_list_opt(self.binding, ")")
-            self.expect(")")
+            args = self.enclosed("(", self.binding, ")")
             self.expect("->")
             args.append(self.result_type_list())
             c.append(b.iter_args(args))
@@ -1274,6 +1219,13 @@ class _Parser:
         self.attr_dict_opt(c)
         return b.for_op(c)
 
+    def symbols_clause_opt(self, c: list[Any]) -> None:
+        """("symbols" "(" value_list? ")")?"""
+        if self.V[self.i] == "symbols":
+            self.expect_all("symbols", "(")
+            c.append(self.b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
+            self.expect(")")
+
     def binding(self) -> Any:
         first = self.value()
         self.expect("=")
@@ -1281,39 +1233,30 @@ class _Parser:
 
     def if_op(self, tok: Tok) -> Any:
         """OP_IF value results_arrow? region else_region? attr_dict?"""
-        b = self.b
         c: list[Any] = [tok, self.value()]
-        if self.V[self.i] == "->":
-            self.i += 1
-            c.append(b.results_arrow([self.result_type_list()]))
+        self.results_arrow_opt(c)
         c.append(self.region())
         if self.V[self.i] == "else":
             self.i += 1
-            c.append(b.else_region([self.region()]))
+            c.append(self.b.else_region([self.region()]))
         self.attr_dict_opt(c)
-        return b.if_op(c)
+        return self.b.if_op(c)
 
     def linalg_named_op(self, tok: Tok) -> Any:
         """OP_LINALG_NAMED indexing_maps? attr_dict? ins_clause outs_clause results_types?"""
-        b = self.b
         c: list[Any] = [tok]
         if self.V[self.i] == "indexing_maps":
-            self.i += 1
-            self.expect("=")
+            self.expect_all("indexing_maps", "=")
             if self.V[self.i] != "[":
                 raise Fallback
-            c.append(b.indexing_maps([self.attribute()]))
+            c.append(self.b.indexing_maps([self.attribute()]))
         self.attr_dict_opt(c)
-        self.expect("ins")
-        c.append(self.values_types(b.ins_clause))
-        self.expect("outs")
-        c.append(self.values_types(b.outs_clause))
+        self.ins_outs(c)
         self.results_types_opt(c)
-        return b.linalg_named_op(c)
+        return self.b.linalg_named_op(c)
 
     def affine_apply_op(self, tok: Tok) -> Any:
         """OP_AFFINE_APPLY map_ref "(" value_list? ")" affine_symbols? attr_dict?"""
-        b = self.b
         c: list[Any] = [tok]
         text = self.V[self.i]
         if text == "affine_map":
@@ -1328,10 +1271,10 @@ class _Parser:
         self.expect(")")
         if self.V[self.i] == "[":
             self.i += 1
-            c.append(b.affine_symbols([self.value_list()] if self.V[self.i] != "]" else []))
+            c.append(self.b.affine_symbols([self.value_list()] if self.V[self.i] != "]" else []))
             self.expect("]")
         self.attr_dict_opt(c)
-        return b.affine_apply_op(c)
+        return self.b.affine_apply_op(c)
 
     def linalg_generic_op(self, tok: Tok) -> Any:
         """OP_LINALG_GENERIC attr_dict ins_clause? outs_clause extra_attrs? region results_types?"""
@@ -1343,8 +1286,7 @@ class _Parser:
         self.expect("outs")
         c.append(self.values_types(b.outs_clause))
         if self.V[self.i] == "attrs":
-            self.i += 1
-            self.expect("=")
+            self.expect_all("attrs", "=")
             c.append(b.extra_attrs([self.attr_dict()]))
         c.append(self.region())
         self.results_types_opt(c)
@@ -1391,31 +1333,23 @@ class _Parser:
 
     def int_list(self) -> Any:
         """"[" (signed_int ("," signed_int)*)? "]" """
-        self.expect("[")
-        ints = self.comma_list_opt(self.signed_int, "]")
-        self.expect("]")
-        return self.b.int_list(ints)
+        return self.b.int_list(self.enclosed("[", self.signed_int, "]"))
 
     def linalg_map_op(self, tok: Tok) -> Any:
-        """OP_LINALG_MAP short_body? ins_clause outs_clause attr_dict? explicit_body?"""
+        """OP_LINALG_MAP short_body? ins_clause outs_clause attr_dict? explicit_body?, and
+        OP_LINALG_REDUCE, the same with "dimensions" "=" int_list after outs_clause"""
         c: list[Any] = [tok]
         self.short_body_opt(c)
         self.ins_outs(c)
+        reduce = tok.type == "OP_LINALG_REDUCE"
+        if reduce:
+            self.expect_all("dimensions", "=")
+            c.append(self.int_list())
         self.attr_dict_opt(c)
         self.explicit_body_opt(c)
-        return self.b.linalg_map_op(c)
+        return self.b.linalg_reduce_op(c) if reduce else self.b.linalg_map_op(c)
 
-    def linalg_reduce_op(self, tok: Tok) -> Any:
-        """OP_LINALG_REDUCE short_body? ins_clause outs_clause "dimensions" "=" int_list attr_dict? explicit_body?"""
-        c: list[Any] = [tok]
-        self.short_body_opt(c)
-        self.ins_outs(c)
-        self.expect("dimensions")
-        self.expect("=")
-        c.append(self.int_list())
-        self.attr_dict_opt(c)
-        self.explicit_body_opt(c)
-        return self.b.linalg_reduce_op(c)
+    linalg_reduce_op = linalg_map_op
 
     def linalg_dims_op(self, tok: Tok) -> Any:
         """OP_LINALG_DIMS ins_clause outs_clause dims_key "=" int_list attr_dict?"""
@@ -1433,27 +1367,21 @@ class _Parser:
     def indirect_tile_op(self, tok: Tok) -> Any:
         """OP_INDIRECT_TILE intermediate_vars value "[" indirect_subscript ("," indirect_subscript)* "]"
         symbols_clause? attr_dict? ":" type_list "->" type"""
-        b = self.b
         c: list[Any] = [tok]
-        self.expect("intermediate_variables")
-        self.expect("(")
-        c.append(b.intermediate_vars([self.value_list()] if self.V[self.i] != ")" else []))
+        self.expect_all("intermediate_variables", "(")
+        c.append(self.b.intermediate_vars([self.value_list()] if self.V[self.i] != ")" else []))
         self.expect(")")
         c.append(self.value())
         self.expect("[")
         c += self.comma_list(self.indirect_subscript)
         self.expect("]")
-        if self.V[self.i] == "symbols":
-            self.i += 1
-            self.expect("(")
-            c.append(b.symbols_clause([self.value_list()] if self.V[self.i] != ")" else []))
-            self.expect(")")
+        self.symbols_clause_opt(c)
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.type_list())
         self.expect("->")
         c.append(self.type())
-        return b.indirect_tile_op(c)
+        return self.b.indirect_tile_op(c)
 
     def indirect_subscript(self) -> Any:
         """"ind" "(" value "[" subscripts? "]" ")" -> indirect_dim | "(" aff_expr ")" -> direct_dim"""
@@ -1463,14 +1391,12 @@ class _Parser:
             expr = self.aff_expr()
             self.expect(")")
             return b.direct_dim([expr])
-        self.expect("ind")
-        self.expect("(")
+        self.expect_all("ind", "(")
         c: list[Any] = [self.value()]
         self.expect("[")
         if self.V[self.i] != "]":
             c.append(b.subscripts(self.comma_list(self.aff_expr)))
-        self.expect("]")
-        self.expect(")")
+        self.expect_all("]", ")")
         return b.indirect_dim(c)
 
     def runtime_arg_extract_op(self, tok: Tok) -> Any:
@@ -1488,8 +1414,7 @@ class _Parser:
     def produce_op(self, tok: Tok) -> Any:
         """OP_PRODUCE "producer_tiles_per_group" "=" set_ref legacy_groups? attr_dict? produce_result region"""
         b = self.b
-        self.expect("producer_tiles_per_group")
-        self.expect("=")
+        self.expect_all("producer_tiles_per_group", "=")
         c: list[Any] = [tok, self.set_ref()]
         self.legacy_groups_opt(c)
         self.attr_dict_opt(c)
@@ -1516,9 +1441,7 @@ class _Parser:
         (a collective has no legacy_groups)"""
         self.expect("(")
         c: list[Any] = [tok, self.value()]
-        self.expect(")")
-        self.expect("consumer_tiles_per_group")
-        self.expect("=")
+        self.expect_all(")", "consumer_tiles_per_group", "=")
         c.append(self.set_ref())
         if legacy:
             self.legacy_groups_opt(c)
@@ -1540,7 +1463,6 @@ class _Parser:
 
     def reduce_op(self, tok: Tok) -> Any:
         """OP_REDUCE consumer head "," identity_clause attr_dict? ":" type "->" type_list region"""
-        b = self.b
         c = self.consumer_head(tok)
         self.expect(",")
         c.append(self.identity_clause())
@@ -1550,7 +1472,7 @@ class _Parser:
         self.expect("->")
         c.append(self.type_list())
         c.append(self.region())
-        return b.reduce_op(c)
+        return self.b.reduce_op(c)
 
     # ------------------------------------------------------------ irregular formats with regions
 
@@ -1564,10 +1486,7 @@ class _Parser:
         self.expect(")")
         if self.V[self.i] == "[":
             self.i += 1
-            blocks = [self.block_id()]
-            while self.V[self.i] == ",":
-                self.i += 1
-                blocks.append(self.block_id())
+            blocks = self.comma_list(self.block_id)
             self.expect("]")
             c.append(b.successors(blocks))
         if self.V[self.i] == "<":
@@ -1576,10 +1495,7 @@ class _Parser:
             self.expect(">")
             c.append(b.properties([props]))
         if self.V[self.i] == "(":
-            self.i += 1
-            regions = self.comma_list(self.region)
-            self.expect(")")
-            c.append(b.generic_regions(regions))
+            c.append(b.generic_regions(self.parens(self.region)))
         self.attr_dict_opt(c)
         self.expect(":")
         c.append(self.function_type())
@@ -1605,10 +1521,7 @@ class _Parser:
 
     def while_op(self, tok: Tok) -> Any:
         """OP_WHILE "(" (binding ("," binding)*)? ")" ":" function_type region "do" region attr_dict?"""
-        c: list[Any] = [tok]
-        self.expect("(")
-        c += self.comma_list_opt(self.binding, ")")
-        self.expect(")")
+        c: list[Any] = [tok, *self.enclosed("(", self.binding, ")")]
         self.expect(":")
         c.append(self.function_type())
         c.append(self.region())
@@ -1621,16 +1534,12 @@ class _Parser:
         """OP_PARALLEL "(" value_list ")" "=" "(" value_list ")" "to" "(" value_list ")" "step" "(" value_list ")"
         init_clause? results_arrow? region attr_dict?"""
         b = self.b
-        c: list[Any] = [tok]
-        for keyword in ("", "=", "to", "step"):
-            if keyword:
-                self.expect(keyword)
-            self.expect("(")
-            c.append(self.value_list())
-            self.expect(")")
+        c: list[Any] = [tok, b.value_list(self.parens(self.value))]
+        for keyword in ("=", "to", "step"):
+            self.expect(keyword)
+            c.append(b.value_list(self.parens(self.value)))
         if self.V[self.i] == "init":
-            self.i += 1
-            self.expect("(")
+            self.expect_all("init", "(")
             c.append(b.init_clause([self.value_list()]))
             self.expect(")")
         self.results_arrow_opt(c)
@@ -1640,7 +1549,6 @@ class _Parser:
 
     def scf_reduce_op(self, tok: Tok) -> Any:
         """OP_SCF_REDUCE ("(" value_list ":" type_list ")" region ("," region)*)? attr_dict?"""
-        b = self.b
         c: list[Any] = [tok]
         if self.V[self.i] == "(":
             self.i += 1
@@ -1649,16 +1557,14 @@ class _Parser:
             operands.append(self.type_list())
             self.expect(")")
             operands += self.comma_list(self.region)
-            c.append(b.reduce_operands(operands))
+            c.append(self.b.reduce_operands(operands))
         self.attr_dict_opt(c)
-        return b.scf_reduce_op(c)
+        return self.b.scf_reduce_op(c)
 
     def forall_op(self, tok: Tok) -> Any:
         """OP_FORALL "(" value_list ")" forall_bounds shared_outs? results_arrow? region attr_dict?"""
         b = self.b
-        self.expect("(")
-        c: list[Any] = [tok, self.value_list()]
-        self.expect(")")
+        c: list[Any] = [tok, b.value_list(self.parens(self.value))]
         if self.V[self.i] == "in":
             self.i += 1
             c.append(b.forall_in(self.parens(self.mixed_entry)))
@@ -1671,28 +1577,22 @@ class _Parser:
             c.append(b.forall_range([lower, upper, b.mixed_parens(self.parens(self.mixed_entry))]))
         if self.V[self.i] == "shared_outs":
             self.i += 1
-            self.expect("(")
-            outs = self.comma_list_opt(self.binding, ")")
-            self.expect(")")
-            c.append(b.shared_outs(outs))
+            c.append(b.shared_outs(self.enclosed("(", self.binding, ")")))
         self.results_arrow_opt(c)
         c.append(self.region())
         self.attr_dict_opt(c)
         return b.forall_op(c)
 
-    def in_parallel_op(self, tok: Tok) -> Any:
-        """OP_IN_PARALLEL region attr_dict?"""
-        c: list[Any] = [tok, self.region()]
-        self.attr_dict_opt(c)
-        return self.b.in_parallel_op(c)
-
     def execute_region_op(self, tok: Tok) -> Any:
-        """OP_EXECUTE_REGION results_arrow? region attr_dict?"""
+        """OP_EXECUTE_REGION results_arrow? region attr_dict?, and OP_IN_PARALLEL region attr_dict?"""
         c: list[Any] = [tok]
-        self.results_arrow_opt(c)
+        if tok.type == "OP_EXECUTE_REGION":
+            self.results_arrow_opt(c)
         c.append(self.region())
         self.attr_dict_opt(c)
         return self.b.execute_region_op(c)
+
+    in_parallel_op = execute_region_op
 
     def generate_op(self, tok: Tok) -> Any:
         """OP_GENERATE value_list? region attr_dict? ":" type"""
@@ -1747,14 +1647,7 @@ class _Parser:
     def identity_clause(self) -> Any:
         """"identity" "(" (value_list ":" type_list)? ")" """
         self.expect("identity")
-        self.expect("(")
-        identity: list[Any] = []
-        if self.V[self.i] != ")":
-            identity.append(self.value_list())
-            self.expect(":")
-            identity.append(self.type_list())
-        self.expect(")")
-        return self.b.identity_clause(identity)
+        return self.values_types(self.b.identity_clause)
 
 
 # Type keywords whose `<...>` body the scan may leave in pieces (see _Parser.spelled_type).
@@ -1764,35 +1657,10 @@ _DIMS_KEYS = frozenset(
     {"dimensions", "permutation", "gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions"}
 )
 # The reader of each format: hand-written for the irregular ones (ktir.syntax.assembly.
-# HAND_WRITTEN), generated from the description for the declarative ones (see below).
+# HAND_WRITTEN), as the method named after the format's grammar rule; generated from the
+# description for the declarative ones (see below).
 _HANDLERS: dict[str, Callable[[_Parser, Tok], Any]] = {
-    "LINALG_GENERIC": _Parser.linalg_generic_op,
-    "LINALG_MAP": _Parser.linalg_map_op,
-    "LINALG_REDUCE": _Parser.linalg_reduce_op,
-    "LINALG_DIMS": _Parser.linalg_dims_op,
-    "INDIRECT_TILE": _Parser.indirect_tile_op,
-    "RUNTIME_ARG_EXTRACT": _Parser.runtime_arg_extract_op,
-    "PRODUCE": _Parser.produce_op,
-    "CONSUME": _Parser.consume_op,
-    "REDUCE": _Parser.reduce_op,
-    "COLLECTIVE": _Parser.collective_op,
-    "WHILE": _Parser.while_op,
-    "PARALLEL": _Parser.parallel_op,
-    "SCF_REDUCE": _Parser.scf_reduce_op,
-    "FORALL": _Parser.forall_op,
-    "IN_PARALLEL": _Parser.in_parallel_op,
-    "EXECUTE_REGION": _Parser.execute_region_op,
-    "GENERATE": _Parser.generate_op,
-    "PAD": _Parser.pad_op,
-    "FUNC": _Parser.func_op,
-    "MODULE": _Parser.module_op,
-    "TERMINATOR": _Parser.terminator_op,
-    "CONSTANT": _Parser.constant_op,
-    "ACCESS_TILE": _Parser.access_tile_op,
-    "FOR": _Parser.for_op,
-    "IF": _Parser.if_op,
-    "LINALG_NAMED": _Parser.linalg_named_op,
-    "AFFINE_APPLY": _Parser.affine_apply_op,
+    name: getattr(_Parser, f"{name.lower()}_op") for name in asm.HAND_WRITTEN
 }
 
 
@@ -1802,12 +1670,7 @@ _HANDLERS: dict[str, Callable[[_Parser, Tok], Any]] = {
 # (ktir.syntax.assembly) reads them.
 _CUSTOM_READS = {
     "DynamicIndexList": ["c.append(self.mixed_list())"],
-    "Reassociation": [
-        "self.expect('[')",
-        "lists = self.comma_list_opt(self.int_list, ']')",
-        "self.expect(']')",
-        "c.append(self.b.reassociation(lists))",
-    ],
+    "Reassociation": ["c.append(self.b.reassociation(self.enclosed('[', self.int_list, ']')))"],
     "ArithFlags": ["self.op_flags(c)"],
     "SelectTypes": ["c.append(self.type())", "if V[self.i] == ',':", "    self.i += 1", "    c.append(self.type())"],
 }

@@ -16,6 +16,7 @@ import marshal
 import os
 import sys
 from collections.abc import Callable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +298,11 @@ class Driver:
         values: list[Any] = []
         view = ParserView(self._conf, stack)
         last: Tok | None = None
-        for tok in (lexer or self.lexer()).lex(text, view):
+
+        def end() -> Iterator[Tok]:  # placed at the last token, as errors show it
+            yield Tok("$END", "", len(text), last.line if last else 1, last.column if last else 1)
+
+        for tok in chain((lexer or self.lexer()).lex(text, view), end()):
             last = tok
             kind = tok.type
             while True:
@@ -320,26 +325,9 @@ class Driver:
                 except ParseError as e:
                     raise _located(e, children, tok) from None
                 stack.append(rows[stack[-1]][origin][1])
-        end = Tok("$END", "", len(text), last.line if last else 1, last.column if last else 1)
-        while True:
-            action = rows[stack[-1]].get("$END")
-            if action is None:
-                raise UnexpectedToken(end, view)
-            _, size, origin, rule = action
-            if size:
-                children = values[-size:]
-                del stack[-size:]
-                del values[-size:]
-            else:
-                children = []
-            try:
-                value = callbacks[rule](builder, children)
-            except ParseError as e:
-                raise _located(e, children, end) from None
-            stack.append(rows[stack[-1]][origin][1])
-            values.append(value)
-            if stack[-1] == end_state:
-                return value
+                if stack[-1] == end_state and kind == "$END":
+                    return values[-1]
+        raise AssertionError("the lexer ends every text with $END")
 
     def acceptable(self, view: ParserView) -> set[str]:
         """Terminals that would really be shifted next: LALR error states list lookaheads

@@ -153,7 +153,7 @@ def to_mlir(op: Operation, fresh: Callable[[str], str]) -> GenericFields:
         attrs["indexing_maps"] = at.ArrayAttr(elements=tuple(_map(n_dims, m) for m in operand_maps))
         attrs[NAMED_OP] = at.StringAttr(value=op.name)
     if opdef is not None and opdef.format in ("LINALG_NAMED", "LINALG_DIMS") and not regions:
-        maps = _default_maps(op)
+        maps = default_indexing_maps(op.name)
         if maps is not None:
             attrs.setdefault("indexing_maps", maps)
         body = named_body(op, fresh)
@@ -233,7 +233,7 @@ def from_mlir(op: Operation) -> Operation:
         # default maps are no maps, as in the custom form (MLIR materialises them; with
         # element types no body is built for, there is no body either)
         maps = attrs.get("indexing_maps")
-        if not op.regions and maps is not None and maps == _default_maps(op):
+        if not op.regions and maps is not None and maps == default_indexing_maps(op.name):
             del attrs["indexing_maps"]
     return op
 
@@ -354,19 +354,14 @@ class _Body:
 
 
 def _cast_op(src: Type, dst: Type) -> str | None:
-    src_int, dst_int = isinstance(src, ty.IntegerType), isinstance(dst, ty.IntegerType)
-    src_float, dst_float = isinstance(src, ty.FloatType), isinstance(dst, ty.FloatType)
-    if src_float and dst_float:
-        assert isinstance(src, ty.FloatType) and isinstance(dst, ty.FloatType)
+    if isinstance(src, ty.FloatType) and isinstance(dst, ty.FloatType):
         return Arith.extf if dst.width > src.width else Arith.truncf if dst.width < src.width else None
-    if src_int and dst_float:
-        return Arith.sitofp
-    if src_float and dst_int:
-        return Arith.fptosi
-    if src_int and dst_int:
-        assert isinstance(src, ty.IntegerType) and isinstance(dst, ty.IntegerType)
+    if isinstance(src, ty.IntegerType) and isinstance(dst, ty.IntegerType):
         return Arith.extsi if dst.width > src.width else Arith.trunci
-    if isinstance(src, ty.IndexType) != isinstance(dst, ty.IndexType) and (src_int or dst_int):
+    if isinstance(src, ty.IntegerType | ty.FloatType) and isinstance(dst, ty.IntegerType | ty.FloatType):
+        return Arith.sitofp if isinstance(dst, ty.FloatType) else Arith.fptosi  # int -> float, float -> int
+    integer = isinstance(src, ty.IntegerType) or isinstance(dst, ty.IntegerType)
+    if isinstance(src, ty.IndexType) != isinstance(dst, ty.IndexType) and integer:
         return Arith.index_cast
     return None
 
@@ -408,10 +403,6 @@ def _map(num_dims: int, results: tuple[int, ...]) -> at.AffineMapAttr:
     from ktir.ir import affine as af
 
     return at.AffineMapAttr(value=af.AffineMap(num_dims=num_dims, num_symbols=0, results=tuple(af.Dim(position=i) for i in results)))
-
-
-def _default_maps(op: Operation) -> at.ArrayAttr | None:
-    return default_indexing_maps(op.name)
 
 
 def default_indexing_maps(name: str) -> at.ArrayAttr | None:

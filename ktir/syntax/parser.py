@@ -33,7 +33,6 @@ from ktir.ir.named_affine import UndeclaredAffineName, collect_names, resolve_na
 from ktir.ir.operation import (
     Block,
     BlockArgument,
-    Location,
     Module,
     Operation,
     Region,
@@ -89,10 +88,6 @@ class C(NamedTuple):
     value: Any
 
 
-def _loc(tok: Tok) -> Location:
-    return tok.location()
-
-
 def _err(tok: Tok | None, message: str) -> ParseError:
     if tok is None:
         return ParseError(message, 0, 0)
@@ -141,32 +136,23 @@ def _finite(tok: Tok) -> float:
     return value
 
 
+# MLIR's escapes: `\\n`, `\\t`, `\\"`, `\\\\`, or two hex digits; anything else after a `\\` is an error
+_ESCAPE = re.compile(r'\\(?:([nt"\\])|([0-9a-fA-F]{2})|(.?))', re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1):
+        return _SIMPLE_ESCAPES[m.group(1)]
+    if m.group(2):
+        return chr(int(m.group(2), 16))
+    raise BadEscape(f"invalid escape '\\{m.group(3)}' in string (use \\n, \\t, \\\", \\\\ or two hex digits)")
+
+
 def _unquote(s: str) -> str:
     """The contents of a quoted string with MLIR escapes (\\n, \\t, \\", \\\\, \\XX hex)."""
     body = s[1:-1]
-    if "\\" not in body:
-        return body
-    out = []
-    i = 0
-    simple = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt in simple:
-            out.append(simple[nxt])
-            i += 2
-            continue
-        pair = body[i + 1 : i + 3]
-        if len(pair) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in pair):
-            out.append(chr(int(pair, 16)))
-            i += 3
-            continue
-        raise BadEscape(f"invalid escape '\\{nxt}' in string (use \\n, \\t, \\\", \\\\ or two hex digits)")
-    return "".join(out)
+    return _ESCAPE.sub(_unescape, body) if "\\" in body else body
 
 
 def _unq(tok: Tok) -> str:
@@ -303,8 +289,7 @@ class _Builder:
         self.attr_aliases: set[str] = set()
         self.alias_values: dict[str, Attribute] = {}
         self.type_aliases: set[str] = set()
-        self.alias_lines: list[tuple[int, int, str]] = []
-        self.alias_order: list[str] = []
+        self.alias_lines: list[tuple[int, int, str]] = []  # (line, column, `#name` or `!name`), in written order
         self.comments: list[tuple[int, int, str]] = []
         # regions whose entry block was written with a `^label`: header-supplied block
         # arguments may not be declared there too (MLIR: "invalid block name in region
@@ -337,7 +322,7 @@ class _Builder:
             "filename": None,
             "warnings": self.warnings,
             "alias_comments": {},
-            "alias_order": list(self.alias_order),
+            "alias_order": [key for _, _, key in self.alias_lines],
             "trailing_comments": [],
         }
         return trusted(Module, fields)  # one per parse, from fields built here
@@ -350,7 +335,6 @@ class _Builder:
         self.attr_aliases.add(name)
         self.alias_values[name] = c[1]
         self.alias_lines.append((c[0].line, c[0].column, "#" + name))
-        self.alias_order.append("#" + name)
         return C("attr_alias", (name, c[1]))
 
     def type_alias_def(self, c: list[Any]) -> C:
@@ -359,7 +343,6 @@ class _Builder:
             raise _err(c[0], f"redefinition of type alias '!{name}'")
         self.type_aliases.add(name)
         self.alias_lines.append((c[0].line, c[0].column, "!" + name))
-        self.alias_order.append("!" + name)
         return C("type_alias", (name, c[1]))
 
     def operation(self, c: list[Any]) -> Operation:
@@ -384,12 +367,9 @@ class _Builder:
         # set as trusted_operation sets fields (pydantic's __setattr__ is slow on the hot path)
         fields = op.__dict__
         fields["results"] = names
-        fields["loc"] = _loc(first)
+        fields["loc"] = first.location()
         op.__pydantic_fields_set__.update(("results", "loc"))
         return op
-
-    def op_results(self, c: list[Any]) -> list[tuple[Tok, int | None]]:
-        return c
 
     def result_def(self, c: list[Any]) -> tuple[Tok, int | None]:
         """`%x` (count None) or `%x:N`; expanded by `operation`."""
@@ -405,12 +385,6 @@ class _Builder:
 
     # ------------------------------------------------------------ shared pieces
 
-    def value_list(self, c: list[Tok]) -> C:
-        return C("values", c)
-
-    def type_list(self, c: list[Type]) -> C:
-        return C("types", c)
-
     def attr_dict(self, c: list[tuple[str, Attribute]]) -> C:
         return C("attrs", {k: v for k, v in c if v is not NO_MEMORY_SPACE})
 
@@ -419,8 +393,7 @@ class _Builder:
         return (_unq(c[0]) if name.startswith('"') else name), c[1]
 
     def unit_entry(self, c: list[Any]) -> tuple[str, Attribute]:
-        name = c[0].value
-        return (_unq(c[0]) if name.startswith('"') else name), at.UnitAttr()
+        return self.attr_entry([c[0], at.UnitAttr()])
 
     def region(self, c: list[Any]) -> Region:
         ops = [x for x in c if isinstance(x, Operation)]
@@ -436,14 +409,15 @@ class _Builder:
             self.labelled_entries[id(region)] = region
         return region
 
-    def _check_header_args(self, region: Region, count: int, tok: Tok | None, message: str) -> None:
-        """The header of the op declares `count` entry-block arguments: the region may not
-        open with a block label of its own."""
-        if count and self.labelled_entries.get(id(region)) is region:
+    def _header_args(self, region: Region, args: list[BlockArgument], tok: Tok | None, message: str) -> None:
+        """`args`, which the op's header declares, as the arguments of the region's entry
+        block: the region may not open with a block label of its own (`message`)."""
+        if args and self.labelled_entries.get(id(region)) is region:
             loc = region.blocks[0].loc
             if loc is not None:
                 raise ParseError(message, loc.line, loc.column)
             raise _err(tok, message)
+        _entry(region).arguments = args
 
     def block(self, c: list[Any]) -> Block:
         label = c[0]
@@ -454,28 +428,16 @@ class _Builder:
                 args = x.value
             else:
                 ops.append(x)
-        return trusted_block(ops, args, label.value, _loc(label))
+        return trusted_block(ops, args, label.value, label.location())
 
     def block_param_list(self, c: list[Any]) -> C:
         return C("params", c[0].value if c else [])
 
-    def block_params(self, c: list[BlockArgument]) -> C:
-        return C("params", c)
-
     def block_param(self, c: list[Any]) -> BlockArgument:
-        return trusted_argument(c[0].value, c[1], _loc(c[0]))
+        return trusted_argument(c[0].value, c[1], c[0].location())
 
     def binding(self, c: list[Tok]) -> tuple[str, str]:
         return c[0].value, c[1].value
-
-    def mixed_list(self, c: list[Any]) -> list[Any]:
-        return c
-
-    def mixed_parens(self, c: list[Any]) -> list[Any]:
-        return c
-
-    def int_list(self, c: list[int]) -> list[int]:
-        return c
 
     def results_arrow(self, c: list[Any]) -> C:
         return C("results", _plain(c[0]))
@@ -486,9 +448,6 @@ class _Builder:
     # result type lists keep per-result attributes (func.func); other users drop them
     def single_result_type(self, c: list[Type]) -> list[tuple[Type, dict[str, Attribute]]]:
         return [(c[0], {})]
-
-    def paren_result_types(self, c: list[tuple[Type, dict[str, Attribute]]]) -> list[tuple[Type, dict[str, Attribute]]]:
-        return c
 
     def result_type(self, c: list[Any]) -> tuple[Type, dict[str, Attribute]]:
         return c[0], (c[1].value if len(c) > 1 else {})
@@ -611,9 +570,6 @@ class _Builder:
         # a unit attribute stands in until then (the verifier rejects it anywhere else)
         return C("legacy", ([c[0]], at.UnitAttr()))
 
-    def legacy_groups(self, c: list[Attribute]) -> C:
-        return C("legacy_groups", c[0])
-
     def _with_groups(self, tok: Tok, t: Type, groups: Attribute) -> Type:
         """ktir-cpu's oldest form: the op's `groups = S` completes its `!ktdp.tile_future<T>`."""
         self._warn(tok, "legacy 'groups = ...' on the op; the canonical form carries the groups in the future's type: "
@@ -665,9 +621,6 @@ class _Builder:
         t = self.types[c[0].value]
         assert t is not None
         return t
-
-    def type_only(self, c: list[Type]) -> Type:
-        return c[0]
 
     def type_alias_ref(self, c: list[Tok]) -> Type:
         name = c[0].value[1:]
@@ -747,9 +700,6 @@ class _Builder:
             body = _hex_to_float(body, element)
         return at.DenseAttr(type=t, values=body)
 
-    def dense_body(self, c: list[Any]) -> Any:
-        return c[0]
-
     def dense_hex(self, c: list[Tok]) -> C:
         text = _unq(c[0])
         if not _HEX_BLOB.fullmatch(text):
@@ -776,18 +726,9 @@ class _Builder:
             values = _dense_array_ints(element, values)
         return at.DenseArrayAttr(element_type=element, values=values)
 
-    def dense_array_values(self, c: list[Any]) -> list[Any]:
-        return c
-
     def strided_attr(self, c: list[Any]) -> Attribute:
         offset = c[1].value if len(c) > 1 else 0
         return at.StridedLayoutAttr(strides=tuple(c[0]), offset=offset)
-
-    def stride_list(self, c: list[int | None]) -> list[int | None]:
-        return c
-
-    def strided_offset(self, c: list[int | None]) -> C:
-        return C("offset", c[0])
 
     def dynamic_stride(self, c: list[Any]) -> None:
         return None
@@ -859,27 +800,13 @@ class _Builder:
         return af.const(value)
 
     # constants fold as the expression is built: keep them int64-sized on the way (a
-    # chain of products would otherwise grow without bound), exact at the end (_bounded)
-    def aff_add(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return _folded(af.add(c[0], c[1]))
-
-    def aff_sub(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return _folded(af.sub(c[0], c[1]))
-
-    def aff_mul(self, c: list[af.AffineExpr]) -> af.AffineExpr:
-        return _folded(af.mul(c[0], c[1]))
-
+    # chain of products would otherwise grow without bound), exact at the end (_bounded);
+    # aff_add, aff_sub and aff_mul are built from _AFFINE_BINARY below
     def aff_div(self, c: list[Any]) -> af.AffineExpr:
         return _folded(af.binary(c[1].value, c[0], c[2]))
 
     def aff_neg(self, c: list[af.AffineExpr]) -> af.AffineExpr:
         return _folded(af.mul(c[0], af.const(-1)))
-
-    def aff_dims(self, c: list[Tok]) -> list[Tok]:
-        return c
-
-    def aff_syms(self, c: list[Tok]) -> C:
-        return C("syms", c)
 
     def aff_params(self, c: list[Any]) -> tuple[int, int, dict[str, af.AffineExpr]]:
         dims: list[Tok] = c[0]
@@ -973,19 +900,13 @@ class _Builder:
             properties=props,
             regions=cl.get("regions", []),
             successors=cl.get("succ", []),
-            loc=_loc(name_tok),
+            loc=name_tok.location(),
         )
         # what MLIR's generic print spells out (named-op bodies, defaults) folds back
         return op if opdef is None else from_mlir(op)
 
     def successors(self, c: list[Tok]) -> C:
         return C("succ", _values(c))
-
-    def properties(self, c: list[C]) -> C:
-        return C("props", c[0].value)
-
-    def generic_regions(self, c: list[Region]) -> C:
-        return C("regions", c)
 
     # ------------------------------------------------------------ builtin, func
 
@@ -997,9 +918,6 @@ class _Builder:
         if sym is not None:
             attrs["sym_name"] = at.StringAttr(value=_symbol_name(sym))
         return self._op(tok, attributes=attrs, regions=[c[-1]])
-
-    def module_attrs(self, c: list[C]) -> C:
-        return C("module_attrs", c[0].value)
 
     def func_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1021,8 +939,7 @@ class _Builder:
             attrs["arg_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(p[2].items())) for p in params))
         if any(map(_SECOND, results)):
             attrs["res_attrs"] = at.ArrayAttr(elements=tuple(at.DictAttr(entries=tuple(r[1].items())) for r in results))
-        for key, value in cl.get("func_attrs", {}).items():
-            attrs[key] = value
+        attrs.update(cl.get("func_attrs", {}))
         region = c[-1] if isinstance(c[-1], Region) else None
         declaration = region is None
         if region is None:
@@ -1031,32 +948,18 @@ class _Builder:
             names = list(map(_FIRST, params))
             if None in names:
                 raise _err(tok, "a function with a body must name every argument ('%name: type')")
-            self._check_header_args(region, len(params), tok, "the entry block of a function takes its arguments from the signature; it has no label")
-            entry = _entry(region)
-            entry.arguments = list(map(trusted_argument, names, inputs))
+            args = list(map(trusted_argument, names, inputs))
+            self._header_args(region, args, tok, "the entry block of a function takes its arguments from the signature; it has no label")
         op = self._op(tok, attributes=attrs, regions=[region])
         if declaration:
             op.regions[0].blocks = []  # a declaration has an empty body region
         return op
-
-    def visibility(self, c: list[Tok]) -> C:
-        return C("visibility", c[0].value)
-
-    def func_params(self, c: list[Any]) -> C:
-        return C("params", c)
 
     def named_param(self, c: list[Any]) -> tuple[str, Type, dict[str, Attribute]]:
         return c[0].value, c[1], (c[2].value if len(c) > 2 else {})
 
     def anonymous_param(self, c: list[Any]) -> tuple[None, Type, dict[str, Attribute]]:
         return None, c[0], (c[1].value if len(c) > 1 else {})
-
-    def func_results(self, c: list[Any]) -> C:
-        inner = c[0]
-        return C("func_results", inner)
-
-    def func_attrs(self, c: list[C]) -> C:
-        return C("func_attrs", c[0].value)
 
     def terminator_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1073,9 +976,6 @@ class _Builder:
         if len(values) != len(types):
             raise _err(tok, f"{len(values)} value(s) but {len(types)} type(s)")
         return self._op(tok, _values(values), types, [], attrs)
-
-    def trailing_attrs(self, c: list[C]) -> C:
-        return C("trailing", c[0].value)
 
     # ------------------------------------------------------------ arith, math
 
@@ -1098,9 +998,6 @@ class _Builder:
 
     # ------------------------------------------------------------ ktdp
 
-    def symbols_clause(self, c: list[C]) -> C:
-        return C("symbols", _values(c[0].value) if c else [])
-
     def access_tile_op(self, c: list[Any]) -> Operation:
         tok, base = c[0], c[1]
         cl = _clauses(c)
@@ -1112,9 +1009,6 @@ class _Builder:
         operands = [base.value, *sm.operands, *symbols]
         base_t, result_t = c[-2], c[-1]
         return self._op(tok, operands, [base_t] + [ty.INDEX] * (len(operands) - 1), [result_t], attrs)
-
-    def intermediate_vars(self, c: list[C]) -> C:
-        return C("variables", _values(c[0].value) if c else [])
 
     def indirect_dim(self, c: list[Any]) -> C:
         view = c[0]
@@ -1155,14 +1049,8 @@ class _Builder:
         attrs["operandSegmentSizes"] = _segments(1, len(views), len(captured), len(symbols))
         operands = [base.value, *views, *captured, *symbols]
         operand_types = [*types, *([ty.INDEX] * (len(captured) + len(symbols)))]
-        region = Region(
-            blocks=[
-                Block(
-                    arguments=[BlockArgument(name=v, type=ty.INDEX) for v in variables],
-                    operations=[Operation(name=Ktdp.region_terminator)],
-                )
-            ]
-        )
+        args = [BlockArgument(name=v, type=ty.INDEX) for v in variables]
+        region = Region(blocks=[Block(arguments=args, operations=[Operation(name=Ktdp.region_terminator)])])
         return self._op(tok, operands, operand_types, [result_t], attrs, [region])
 
     def runtime_arg_extract_op(self, c: list[Any]) -> Operation:
@@ -1178,9 +1066,6 @@ class _Builder:
             arg_t = ty.RuntimeArgType(value_type=ty.INDEX)
         return self._op(tok, [val.value], [arg_t], [c[-1]], attrs)
 
-    def future_type(self, c: list[Type]) -> C:
-        return C("future", c[0])
-
     def legacy_future_type(self, c: list[Type]) -> C:
         return C("legacy_future", c[1])  # warned about at the op's keyword (types carry no position)
 
@@ -1195,14 +1080,6 @@ class _Builder:
         if "legacy_groups" in cl:
             future = self._with_groups(tok, future, cl["legacy_groups"])
         return self._op(tok, result_types=[future], attributes=attrs, regions=[c[-1]])
-
-    def dependency(self, c: list[Attribute]) -> C:
-        return C("dependency", c[0])
-
-    def identity_clause(self, c: list[C]) -> C:
-        if not c:
-            return C("identity", ([], []))
-        return C("identity", (_values(c[0].value), list(c[1].value)))
 
     def _inter_tile(self, c: list[Any]) -> Operation:
         tok, future, group_set = c[0], c[1], c[2]
@@ -1228,9 +1105,6 @@ class _Builder:
     def collective_dims(self, c: list[Any]) -> C:
         return C("dims", (c[0].value.value, c[1]))
 
-    def dims_key(self, c: list[Tok]) -> C:
-        return C("dims_key", c[0])
-
     # ------------------------------------------------------------ scf
 
     def _implicit_yield(self, region: Region, tok: Tok, terminator: str = Scf.yield_) -> Region:
@@ -1247,9 +1121,6 @@ class _Builder:
     def iter_args(self, c: list[Any]) -> C:
         return C("iter_args", (c[:-1], _plain(c[-1])))
 
-    def iv_type(self, c: list[Type]) -> C:
-        return C("iv_type", c[0])
-
     def for_op(self, c: list[Any]) -> Operation:
         tok, iv, lb, ub, step = c[0], c[1], c[2], c[3], c[4]
         cl = _clauses(c)
@@ -1258,18 +1129,13 @@ class _Builder:
         if len(bindings) != len(result_types):
             raise _err(tok, f"{len(bindings)} iter_args but {len(result_types)} result type(s)")
         iv_t = cl.get("iv_type", ty.INDEX)
-        self._check_header_args(region, 1, tok, "the scf.for body takes its arguments from the loop header; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = [BlockArgument(name=iv.value, type=iv_t)] + [
-            BlockArgument(name=name, type=t) for (name, _), t in zip(bindings, result_types, strict=True)
-        ]
+        args = [BlockArgument(name=iv.value, type=iv_t)]
+        args += [BlockArgument(name=name, type=t) for (name, _), t in zip(bindings, result_types, strict=True)]
+        self._header_args(region, args, tok, "the scf.for body takes its arguments from the loop header; its entry block has no label")
         if not bindings:
             self._implicit_yield(region, tok)
         operands = [lb.value, ub.value, step.value, *(init for _, init in bindings)]
         return self._op(tok, operands, [iv_t] * 3 + list(result_types), list(result_types), dict(cl.get("attrs", {})), [region])
-
-    def else_region(self, c: list[Region]) -> C:
-        return C("else", c[0])
 
     def if_op(self, c: list[Any]) -> Operation:
         tok, cond = c[0], c[1]
@@ -1294,13 +1160,9 @@ class _Builder:
         cl = _clauses(c)
         if len(bindings) != len(fn.inputs):
             raise _err(tok, f"{len(bindings)} initial value(s) but {len(fn.inputs)} input type(s)")
-        self._check_header_args(before, len(bindings), tok, "the scf.while before-region takes its arguments from the header; its entry block has no label")
-        entry = _entry(before)
-        entry.arguments = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
+        args = [BlockArgument(name=n, type=t) for (n, _), t in zip(bindings, fn.inputs, strict=True)]
+        self._header_args(before, args, tok, "the scf.while before-region takes its arguments from the header; its entry block has no label")
         return self._op(tok, [v for _, v in bindings], list(fn.inputs), list(fn.results), dict(cl.get("attrs", {})), [before, after])
-
-    def init_clause(self, c: list[C]) -> C:
-        return C("init", _values(c[0].value))
 
     def parallel_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1313,9 +1175,8 @@ class _Builder:
         if len(inits) != len(results):
             raise _err(tok, f"{len(inits)} init value(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
-        self._check_header_args(region, len(ivs), tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        args = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        self._header_args(region, args, tok, "the scf.parallel body takes its arguments from the header; its entry block has no label")
         self._implicit_yield(region, tok, Scf.reduce)
         n = len(ivs)
         attrs = dict(cl.get("attrs", {}))
@@ -1338,9 +1199,6 @@ class _Builder:
     def forall_range(self, c: list[Any]) -> C:
         return C("bounds", (c[0], c[1], c[2]))
 
-    def shared_outs(self, c: list[tuple[str, str]]) -> C:
-        return C("shared_outs", c)
-
     def forall_op(self, c: list[Any]) -> Operation:
         tok = c[0]
         ivs = _values(c[1].value)
@@ -1353,11 +1211,9 @@ class _Builder:
         if len(outs) != len(results):
             raise _err(tok, f"{len(outs)} shared output(s) but {len(results)} result type(s)")
         region = next(x for x in c if isinstance(x, Region))
-        self._check_header_args(region, len(ivs) + len(outs), tok, "the scf.forall body takes its arguments from the header; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = [BlockArgument(name=v, type=ty.INDEX) for v in ivs] + [
-            BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)
-        ]
+        args = [BlockArgument(name=v, type=ty.INDEX) for v in ivs]
+        args += [BlockArgument(name=n, type=t) for (n, _), t in zip(outs, results, strict=True)]
+        self._header_args(region, args, tok, "the scf.forall body takes its arguments from the header; its entry block has no label")
         self._implicit_yield(region, tok, Scf.forall_in_parallel)
         terminator = region.blocks[-1].operations[-1]
         if not terminator.regions:
@@ -1373,19 +1229,15 @@ class _Builder:
         dyn = [*d_lb, *d_ub, *d_st]
         return self._op(tok, [*dyn, *(v for _, v in outs)], [ty.INDEX] * len(dyn) + results, results, attrs, [region])
 
-    def in_parallel_op(self, c: list[Any]) -> Operation:
-        cl = _clauses(c)
-        return self._op(c[0], attributes=dict(cl.get("attrs", {})), regions=[c[1]])
-
     def execute_region_op(self, c: list[Any]) -> Operation:
+        """scf.execute_region, and scf.forall.in_parallel (no results)."""
         cl = _clauses(c)
         region = next(x for x in c if isinstance(x, Region))
         return self._op(c[0], result_types=list(cl.get("results", [])), attributes=dict(cl.get("attrs", {})), regions=[region])
 
-    # ------------------------------------------------------------ affine
+    in_parallel_op = execute_region_op
 
-    def affine_symbols(self, c: list[C]) -> C:
-        return C("affine_symbols", _values(c[0].value) if c else [])
+    # ------------------------------------------------------------ affine
 
     def affine_apply_op(self, c: list[Any]) -> Operation:
         tok, amap = c[0], c[1]
@@ -1395,24 +1247,9 @@ class _Builder:
         attrs = dict(cl.get("attrs", {}))
         attrs["map"] = amap
         operands = [*dims, *syms]
-        attrs_out = attrs
-        if syms or "affine_symbols" in cl:
-            attrs_out = dict(attrs)
-        return self._op(tok, operands, [ty.INDEX] * len(operands), [ty.INDEX], attrs_out)
+        return self._op(tok, operands, [ty.INDEX] * len(operands), [ty.INDEX], attrs)
 
     # ------------------------------------------------------------ linalg
-
-    def ins_clause(self, c: list[C]) -> C:
-        return C("ins", (_values(c[0].value), list(c[1].value)) if c else ([], []))
-
-    def outs_clause(self, c: list[C]) -> C:
-        return C("outs", (_values(c[0].value), list(c[1].value)) if c else ([], []))
-
-    def indexing_maps(self, c: list[Attribute]) -> C:
-        return C("indexing_maps", c[0])
-
-    def extra_attrs(self, c: list[C]) -> C:
-        return C("extra_attrs", c[0].value)
 
     def _dps(self, tok: Tok, cl: dict[str, Any]) -> tuple[list[str], list[Type], dict[str, Attribute]]:
         ins, in_types = cl.get("ins", ([], []))
@@ -1461,9 +1298,7 @@ class _Builder:
     def explicit_body(self, c: list[Any]) -> C:
         params: list[BlockArgument] = c[0].value if len(c) > 1 else []
         region: Region = c[-1]
-        self._check_header_args(region, len(params), None, "the body takes its arguments from the parenthesised list; its entry block has no label")
-        entry = _entry(region)
-        entry.arguments = params
+        self._header_args(region, params, None, "the body takes its arguments from the parenthesised list; its entry block has no label")
         return C("body", region)
 
     def _tensor_results(self, out_types: list[Type]) -> list[Type]:
@@ -1492,33 +1327,24 @@ class _Builder:
         return Region(blocks=[Block(arguments=args, operations=[inner, yield_op])])
 
     def linalg_map_op(self, c: list[Any]) -> Operation:
+        """linalg.map, and linalg.reduce (the one with `dimensions`)."""
         tok = c[0]
         cl = _clauses(c)
         operands, types, attrs = self._dps(tok, cl)
+        dims = next((x for x in c if isinstance(x, list)), None)
+        if dims is not None:
+            attrs["dimensions"] = _dense_i64(dims)
         in_types, out_types = cl["ins"][1], cl["outs"][1]
         if "short" in cl:
-            # MLIR 22 gives the body one argument per input plus one for the init element
-            region = self._short_region(cl["short"], in_types, out_types, len(in_types))
+            # MLIR 22 gives a map's body one argument per input plus one for the init element
+            region = self._short_region(cl["short"], in_types, out_types, len(in_types) if dims is None else -1)
         elif "body" in cl:
             region = cl["body"]
         else:
-            raise _err(tok, "linalg.map needs a body: `{ op }` or `(args) { ... }`")
+            raise _err(tok, f"{SPELLINGS[tok.value].name} needs a body: `{{ op }}` or `(args) {{ ... }}`")
         return self._op(tok, operands, types, self._tensor_results(out_types), attrs, [region])
 
-    def linalg_reduce_op(self, c: list[Any]) -> Operation:
-        tok = c[0]
-        cl = _clauses(c)
-        operands, types, attrs = self._dps(tok, cl)
-        dims = next(x for x in c if isinstance(x, list))
-        attrs["dimensions"] = _dense_i64(dims)
-        in_types, out_types = cl["ins"][1], cl["outs"][1]
-        if "short" in cl:
-            region = self._short_region(cl["short"], in_types, out_types, -1)
-        elif "body" in cl:
-            region = cl["body"]
-        else:
-            raise _err(tok, "linalg.reduce needs a body: `{ op }` or `(args) { ... }`")
-        return self._op(tok, operands, types, self._tensor_results(out_types), attrs, [region])
+    linalg_reduce_op = linalg_map_op
 
     def linalg_dims_op(self, c: list[Any]) -> Operation:
         tok = c[0]
@@ -1565,6 +1391,42 @@ class _Builder:
         return self._op(c[0], vals, [ty.INDEX] * len(vals), [c[-1]], dict(cl.get("attrs", {})), [region])
 
 
+# The rules whose callback only passes its children on: as they are, the first alone, or
+# as a clause of the tag given, holding the children, the first child, the first child's
+# value (a token's text, a clause's content), the names of an optional value_list, or
+# the names and types of an optional `value_list ":" type_list`.
+_PASS_CHILDREN = ("op_results", "mixed_list", "mixed_parens", "int_list", "paren_result_types", "aff_dims",
+                  "dense_array_values", "stride_list")
+_PASS_FIRST = ("type_only", "dense_body")
+_CLAUSE_OF_CHILDREN = {"value_list": "values", "type_list": "types", "block_params": "params", "func_params": "params",
+                       "aff_syms": "syms", "generic_regions": "regions", "shared_outs": "shared_outs"}
+_CLAUSE_OF_FIRST = {"legacy_groups": "legacy_groups", "strided_offset": "offset", "future_type": "future",
+                    "dependency": "dependency", "dims_key": "dims_key", "iv_type": "iv_type", "else_region": "else",
+                    "indexing_maps": "indexing_maps", "func_results": "func_results"}
+_CLAUSE_OF_VALUE = {"properties": "props", "module_attrs": "module_attrs", "visibility": "visibility",
+                    "func_attrs": "func_attrs", "trailing_attrs": "trailing", "extra_attrs": "extra_attrs"}
+_CLAUSE_OF_NAMES = {"symbols_clause": "symbols", "intermediate_vars": "variables", "affine_symbols": "affine_symbols",
+                    "init_clause": "init"}
+_CLAUSE_OF_NAMES_TYPES = {"ins_clause": "ins", "outs_clause": "outs", "identity_clause": "identity"}
+_AFFINE_BINARY = {"aff_add": af.add, "aff_sub": af.sub, "aff_mul": af.mul}
+for _rule, _combine in _AFFINE_BINARY.items():
+    setattr(_Builder, _rule, lambda self, c, combine=_combine: _folded(combine(c[0], c[1])))
+for _rule in _PASS_CHILDREN:
+    setattr(_Builder, _rule, lambda self, c: c)
+for _rule in _PASS_FIRST:
+    setattr(_Builder, _rule, lambda self, c: c[0])
+for _rule, _tag in _CLAUSE_OF_CHILDREN.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c))
+for _rule, _tag in _CLAUSE_OF_FIRST.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c[0]))
+for _rule, _tag in _CLAUSE_OF_VALUE.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, c[0].value))
+for _rule, _tag in _CLAUSE_OF_NAMES.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, _values(c[0].value) if c else []))
+for _rule, _tag in _CLAUSE_OF_NAMES_TYPES.items():
+    setattr(_Builder, _rule, lambda self, c, tag=_tag: C(tag, (_values(c[0].value), list(c[1].value)) if c else ([], [])))
+
+
 # ---------------------------------------------------------------- declarative formats
 # The callbacks of the formats described in ktir.dialects.formats. Each description is
 # turned, once, into the Python source of its callback (as ODS generates C++), which reads
@@ -1591,16 +1453,7 @@ def _type_mismatch(tok: Tok, opdef: Any, operands: int, types: int) -> ParseErro
     return _err(tok, f"'{opdef.name}' has {operands} operand(s) but its type lists {types}")
 
 
-class _Source:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.depth = 1
-
-    def add(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
-
-
-def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format, defaults: list[str]) -> None:
+def _read_code(src: asm.Source, elements: tuple[asm.Element, ...]) -> None:
     """Code that reads `elements` from the children `c` at index `i`."""
     present = "i < n and "
     for e in elements:
@@ -1638,13 +1491,13 @@ def _read_code(src: _Source, elements: tuple[asm.Element, ...], fmt: asm.Format,
             first = _first_read(e.elements)
             src.add(f"if {present}{first}:")
             src.depth += 1
-            _read_code(src, e.elements, fmt, defaults)
+            _read_code(src, e.elements)
             src.depth -= 1
             src.add("else:")
             src.add("    " + "; ".join(_absent(e.elements)) if _absent(e.elements) else "    pass")
 
 
-def _read_ref(src: _Source, e: asm.OperandRef | asm.TypeRef, var: str, one: str, many: str, tag: str) -> None:
+def _read_ref(src: asm.Source, e: asm.OperandRef | asm.TypeRef, var: str, one: str, many: str, tag: str) -> None:
     """Code that reads one operand or type reference into `var`: `one` is the child's value
     for a single one, `many` for a variadic list (a `tag` clause, absent when it may be empty)."""
     if not e.variadic:
@@ -1683,26 +1536,17 @@ def _absent(elements: tuple[asm.Element, ...]) -> list[str]:
 
 
 def _derived_code(rule: asm.TypeRule) -> str:
-    kind, ref = rule
-    if kind == "index":
-        return "ty.INDEX"
-    if kind == "i1":
-        return "ty.I1"
-    if kind == "same":
-        return f"t_{ref}"
-    if kind == "i1_like":
-        return f"i1_like(t_{ref})"
-    return f"ty.element_type(t_{ref})"
+    return asm.derived_code(rule, f"t_{rule[1]}")
 
 
 def _callback_source(fmt: asm.Format) -> str:
-    src = _Source()
+    src = asm.Source()
     src.lines.append(f"def {fmt.rule}(self, c):")
     src.add("tok = c[0]")
     src.add("n = len(c)")
     src.add("i = 1")
     src.add("attrs = {}")
-    _read_code(src, fmt.elements, fmt, [])
+    _read_code(src, fmt.elements)
     functional = any(isinstance(e, asm.FunctionalType) for e in fmt.elements)
     names = []
     for name, mult in fmt.operands:
@@ -1888,9 +1732,12 @@ def _expected_text(expected: set[str]) -> str:
 
 @functools.cache
 def _terminal_names() -> dict[str, str]:
+    type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
     names: dict[str, str] = {}
     for name, kind, value in _driver().terminals:
-        if kind == "str":
+        if name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW") or (kind == "str" and value in type_words):
+            names[name] = "a type"
+        elif kind == "str":
             names[name] = f"'{value}'"
     names.update(
         {
@@ -1915,14 +1762,6 @@ def _terminal_names() -> dict[str, str]:
             "$END": "end of input",
         }
     )
-    type_words = {"tensor", "memref", "vector", "complex", "tuple", "none"}
-    for name, kind, value in _driver().terminals:
-        if name.startswith("OP_"):
-            names[name] = "an operation"
-        elif name in ("ACCESS_TILE_KW", "FUTURE_KW", "RUNTIME_ARG_KW", "DIALECT_TYPE") or (
-            kind == "str" and value in type_words
-        ):
-            names[name] = "a type"
     return names
 
 
@@ -1991,7 +1830,7 @@ def _parse_lalr(text: str, filename: str | None, b: _Builder) -> Module:
                 f' e.g. "{tok.value}"(%operands) : (operand types) -> (result types)'
             )
             raise ParseError(message, tok.line, tok.column, filename) from None
-        expected = _expected_text(_acceptable(e.state, fallback))
+        expected = _expected_text(_driver().acceptable(e.state) or fallback)  # what would really be shifted
         if tok.type == "$END":
             line, col = _end_position(text)
             raise ParseError(f"unexpected end of input; expected {expected}", line, col, filename) from None
@@ -2013,13 +1852,6 @@ _LOOKALIKES = {
     "\u2212": "a Unicode minus sign; use the ASCII hyphen-minus -",
     "\u2013": "an en dash; use the ASCII hyphen-minus -",
 }
-
-
-def _acceptable(state: Any, fallback: set[str]) -> set[str]:
-    """Terminals that would really be shifted next (see Driver.acceptable)."""
-    if state is None:
-        return fallback
-    return _driver().acceptable(state) or fallback
 
 
 def _describe(tok: Any) -> str:

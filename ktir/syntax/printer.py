@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 
 from ktir.dialects.base import OpDef
 from ktir.dialects.names import Linalg, Scf
@@ -57,14 +58,20 @@ def _is_set(a: Attribute | None) -> bool:
     return isinstance(a, at.IntegerSetAttr | at.AttrAliasRef)
 
 
+def _int_array(attr: Attribute) -> str:
+    """`[1, 2]` from an i64 array attribute."""
+    _need(_is_i64_array(attr))
+    assert isinstance(attr, at.DenseArrayAttr)
+    return f"[{', '.join(map(str, attr.values))}]"
+
+
 def _static_list(attr: Attribute | None, dynamic: list[str]) -> str:
     """`[0, %o]` from a static array with kDynamic holes and the dynamic operands."""
     _need(_is_i64_array(attr))
     assert isinstance(attr, at.DenseArrayAttr)
     _need(sum(1 for v in attr.values if v == KDYNAMIC) == len(dynamic))
-    values = attr.values
     it = iter(dynamic)
-    parts = [next(it) if v == KDYNAMIC else str(v) for v in values]
+    parts = [next(it) if v == KDYNAMIC else str(v) for v in attr.values]
     return "[" + ", ".join(parts) + "]"
 
 
@@ -78,12 +85,8 @@ def _segments(op: Operation, count: int | None = None) -> list[int]:
 
 
 def _split(items: Sequence[str], sizes: Sequence[int]) -> list[list[str]]:
-    out: list[list[str]] = []
-    i = 0
-    for n in sizes:
-        out.append(list(items[i : i + n]))
-        i += n
-    return out
+    ends = accumulate(sizes)
+    return [list(items[end - n : end]) for n, end in zip(sizes, ends, strict=True)]
 
 
 # ---------------------------------------------------------------- printer
@@ -354,19 +357,11 @@ def _is_empty_terminator(op: Operation, name: str) -> bool:
 
 # ---------------------------------------------------------------- format printers
 
+# Each irregular format's printer is the function named after it (`_scf_reduce` prints
+# SCF_REDUCE); the declarative formats' are generated (see the end of this module).
 FormatPrinter = Callable[[Printer, Operation, OpDef, int, str], None]
-_FORMATS: dict[str, FormatPrinter] = {}
 
 
-def _format(name: str) -> Callable[[FormatPrinter], FormatPrinter]:
-    def register(fn: FormatPrinter) -> FormatPrinter:
-        _FORMATS[name] = fn
-        return fn
-
-    return register
-
-
-@_format("MODULE")
 def _module(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     name = op.attributes.get("sym_name")
     _need(name is None or isinstance(name, at.StringAttr))
@@ -380,7 +375,6 @@ def _module(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, op.regions[0], entry_label=False)
 
 
-@_format("FUNC")
 def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     attrs = op.attributes
     name = attrs["sym_name"]
@@ -399,13 +393,8 @@ def _func(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     region = op.regions[0]
     body = bool(region.blocks)
     _need(not body or [a.type for a in region.blocks[0].arguments] == list(ftype.inputs))
-    params = []
-    for i, t in enumerate(ftype.inputs):
-        extra = _opt_dict(arg_attrs[i])
-        if body:
-            params.append(f"{region.blocks[0].arguments[i].name}: {type_text(t)}{extra}")
-        else:
-            params.append(f"{type_text(t)}{extra}")
+    names = [f"{a.name}: " for a in region.blocks[0].arguments] if body else [""] * len(ftype.inputs)
+    params = [f"{n}{type_text(t)}{_opt_dict(x)}" for n, t, x in zip(names, ftype.inputs, arg_attrs, strict=True)]
     text += f"{_symbol_text(name.value)}({', '.join(params)})"
     if ftype.results:
         if len(ftype.results) == 1 and not res_attrs[0]:
@@ -432,7 +421,6 @@ def _dict_list(attr: Attribute | None, n: int) -> list[dict[str, Attribute]]:
     return dicts
 
 
-@_format("TERMINATOR")
 def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     attrs = dict_text(op.attributes)
     text = f"{head}{op.name}"
@@ -444,7 +432,6 @@ def _terminator(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     p.emit(depth, text)
 
 
-@_format("CONSTANT")
 def _constant(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     value = op.attributes["value"]
     _need(
@@ -486,7 +473,6 @@ def _subscripts(amap: af.AffineMap, operands: Sequence[str]) -> str:
     return ", ".join(format_expr(e, namer) for e in amap.results)
 
 
-@_format("ACCESS_TILE")
 def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _, n_idx, n_sym = _segments(op, 3)
     base, indices, symbols = _split(op.operands, [1, n_idx, n_sym])
@@ -502,7 +488,6 @@ def _access_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> 
     )
 
 
-@_format("INDIRECT_TILE")
 def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _, n_views, n_captured, n_sym = _segments(op, 4)
     base, views, captured, symbols = _split(op.operands, [1, n_views, n_captured, n_sym])
@@ -530,7 +515,6 @@ def _indirect_tile(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -
     )
 
 
-@_format("RUNTIME_ARG_EXTRACT")
 def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     kind = op.attributes["kind"]
     _need(isinstance(kind, at.EnumAttr) and kind.dialect == "ktdp" and kind.name == "runtime_arg_kind")
@@ -544,7 +528,6 @@ def _runtime_arg_extract(p: Printer, op: Operation, d: OpDef, depth: int, head: 
     )
 
 
-@_format("PRODUCE")
 def _produce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     group = op.attributes["producer_tiles_per_group"]
     _need(_is_set(group) and len(op.regions) == 1 and len(op.result_types) == 1)
@@ -572,30 +555,16 @@ def _identity(op: Operation) -> str:
     return f"identity({', '.join(ids)} : {_types(op.operand_types[1:])})"
 
 
-@_format("CONSUME")
-def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    text, elided = _inter_tile_head(op, head)
-    p.emit(depth, f"{text}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}")
-
-
-@_format("REDUCE")
-def _reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    text, elided = _inter_tile_head(op, head)
-    text += f", {_identity(op)}{_opt_dict(op.attributes, elided)} : {type_text(op.operand_types[0])} -> {_types(op.result_types)}"
-    p.open_region(depth, text, op.regions[0], entry_label=True)
-
-
 _COLLECTIVE_DIMS = ("gather_dimensions", "scatter_dimensions", "split_dimensions", "concat_dimensions")
 
 
-@_format("COLLECTIVE")
-def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+def _consume(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    """CONSUME, REDUCE and COLLECTIVE: an identity clause where the op has identity values
+    or a combiner region (a reduce always has), the dimensions of a collective."""
     text, elided = _inter_tile_head(op, head)
-    for key in _COLLECTIVE_DIMS:
-        dims = op.attributes.get(key)
-        _need(dims is None or _is_i64_array(dims))
-        if isinstance(dims, at.DenseArrayAttr):
-            text += f", {key} = [{', '.join(str(v) for v in dims.values)}]"
+    for key in _COLLECTIVE_DIMS if d.format == "COLLECTIVE" else ():
+        if key in op.attributes:
+            text += f", {key} = {_int_array(op.attributes[key])}"
             elided.append(key)
     if op.regions or len(op.operands) > 1:
         text += f", {_identity(op)}"
@@ -604,6 +573,9 @@ def _collective(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
         p.open_region(depth, text, op.regions[0], entry_label=True)
     else:
         p.emit(depth, text)
+
+
+_reduce = _collective = _consume
 
 
 # ------------------------------------------------------------------ scf
@@ -622,7 +594,6 @@ def _arrow(types: Sequence[Type]) -> str:
     return f" -> ({_types(types)})" if types else ""
 
 
-@_format("FOR")
 def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(len(op.regions) == 1 and op.regions[0].blocks and len(op.operands) >= 3)
     region = op.regions[0]
@@ -640,7 +611,6 @@ def _for(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes), elide=None if inits else Scf.yield_)
 
 
-@_format("IF")
 def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     then, other = op.regions[0], op.regions[1] if len(op.regions) > 1 else Region()
     elide = None if op.result_types else Scf.yield_
@@ -656,7 +626,6 @@ def _if(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.emit(depth, "}" + _opt_dict(op.attributes))
 
 
-@_format("WHILE")
 def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     before, after = op.regions
     # the before-region's arguments are the header's bindings, typed as the inputs
@@ -670,7 +639,6 @@ def _while(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.emit(depth, "}" + _opt_dict(op.attributes))
 
 
-@_format("PARALLEL")
 def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_lb, n_ub, n_st, n_init = _segments(op, 4)
     lbs, ubs, steps, inits = _split(op.operands, [n_lb, n_ub, n_st, n_init])
@@ -687,7 +655,6 @@ def _parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> Non
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(op.attributes, ("operandSegmentSizes",)), elide=Scf.reduce)
 
 
-@_format("SCF_REDUCE")
 def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     if not op.operands:
         _need(not op.regions)
@@ -702,7 +669,6 @@ def _scf_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> N
     p.emit(depth, "}" + _opt_dict(op.attributes))
 
 
-@_format("FORALL")
 def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     n_lb, n_ub, n_st, n_out = _segments(op, 4)
     d_lb, d_ub, d_st, outs = _split(op.operands, [n_lb, n_ub, n_st, n_out])
@@ -713,26 +679,17 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     _need(len(args) >= n_out)
     ivs = args[: len(args) - n_out]
     # one static entry per induction variable, index-typed, and outputs typed as results
-    statics = [a.get(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep")]
-    _need(all(isinstance(x, at.DenseArrayAttr) and _is_i64_array(x) and len(x.values) == len(ivs) for x in statics))
+    lb, ub, step = (a.get(k) for k in ("staticLowerBound", "staticUpperBound", "staticStep"))
+    _need(all(isinstance(x, at.DenseArrayAttr) and _is_i64_array(x) and len(x.values) == len(ivs) for x in (lb, ub, step)))
     _need(all(v.type == ty.INDEX for v in ivs) and op.operand_types[: n_lb + n_ub + n_st] == [ty.INDEX] * (n_lb + n_ub + n_st))
     _need([v.type for v in args[len(ivs):]] == op.operand_types[n_lb + n_ub + n_st :] == op.result_types)
-    lbs = _static_list(a.get("staticLowerBound"), d_lb)
-    ubs = _static_list(a.get("staticUpperBound"), d_ub)
-    steps = _static_list(a.get("staticStep"), d_st)
+    assert isinstance(lb, at.DenseArrayAttr) and isinstance(step, at.DenseArrayAttr)
+    lbs, ubs, steps = (_static_list(x, dynamic)[1:-1] for x, dynamic in ((lb, d_lb), (ub, d_ub), (step, d_st)))
     text = f"{head}scf.forall ({', '.join(v.name for v in ivs)})"
-    lb_vals = a.get("staticLowerBound")
-    st_vals = a.get("staticStep")
-    simple = (
-        isinstance(lb_vals, at.DenseArrayAttr)
-        and isinstance(st_vals, at.DenseArrayAttr)
-        and all(v == 0 for v in lb_vals.values)
-        and all(v == 1 for v in st_vals.values)
-    )
-    if simple:
-        text += f" in ({ubs[1:-1]})"
+    if all(v == 0 for v in lb.values) and all(v == 1 for v in step.values):
+        text += f" in ({ubs})"
     else:
-        text += f" = ({lbs[1:-1]}) to ({ubs[1:-1]}) step ({steps[1:-1]})"
+        text += f" = ({lbs}) to ({ubs}) step ({steps})"
     if outs:
         shared = ", ".join(f"{b.name} = {v}" for b, v in zip(args[len(ivs):], outs, strict=True))
         text += f" shared_outs({shared})"
@@ -741,22 +698,18 @@ def _forall(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, region, entry_label=False, tail=_opt_dict(a, elided))
 
 
-@_format("IN_PARALLEL")
-def _in_parallel(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
-    p.open_region(depth, f"{head}{op.name}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
-
-
-@_format("EXECUTE_REGION")
 def _execute_region(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    """EXECUTE_REGION, and IN_PARALLEL (no results)."""
     _need(op.regions[0].blocks and not op.regions[0].blocks[0].arguments)
     p.open_region(depth, f"{head}{op.name}{_arrow(op.result_types)}", op.regions[0], entry_label=False, tail=_opt_dict(op.attributes))
+
+
+_in_parallel = _execute_region
 
 
 # ------------------------------------------------------------------ affine
 
 
-@_format("AFFINE_APPLY")
 def _affine_apply(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     amap = op.attributes["map"]
     resolved = p.attr_aliases.get(amap.name) if isinstance(amap, at.AttrAliasRef) else amap
@@ -788,7 +741,6 @@ def _results_arrow(op: Operation) -> str:
     return _arrow(op.result_types) if len(op.result_types) > 1 else f" -> {_types(op.result_types)}" if op.result_types else ""
 
 
-@_format("LINALG_NAMED")
 def _linalg_named(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     maps = op.attributes.get("indexing_maps")
     _need(maps is None or isinstance(maps, at.ArrayAttr))
@@ -803,7 +755,6 @@ def _linalg_named(p: Printer, op: Operation, d: OpDef, depth: int, head: str) ->
 _GENERIC_TRAIT = ("indexing_maps", "iterator_types", "doc", "library_call")
 
 
-@_format("LINALG_GENERIC")
 def _linalg_generic(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     trait = {k: v for k, v in op.attributes.items() if k in _GENERIC_TRAIT}
     extra = {k: v for k, v in op.attributes.items() if k not in _GENERIC_TRAIT and k != "operandSegmentSizes"}
@@ -853,39 +804,28 @@ def _explicit_body(p: Printer, op: Operation, depth: int, text: str) -> None:
     p.open_region(depth, f"{text} ({params})", region, entry_label=False)
 
 
-@_format("LINALG_MAP")
 def _linalg_map(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
+    """LINALG_MAP, and LINALG_REDUCE (with its dimensions)."""
     n_in, _ = _segments(op)
-    short = _short_body(op, n_in, init_first=False)
-    attrs = _opt_dict(op.attributes, ("operandSegmentSizes",))
+    reduce = d.format == "LINALG_REDUCE"
+    tail = _opt_dict(op.attributes, ("operandSegmentSizes",))
+    if reduce:
+        dims = _int_array(op.attributes["dimensions"])
+        tail = f" dimensions = {dims}{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
+    short = _short_body(op, n_in, init_first=reduce)
     if short is not None:
-        p.emit(depth, f"{head}linalg.map {{ {short} }} {_ins_outs(op)}{attrs}")
+        p.emit(depth, f"{head}{op.name} {{ {short} }} {_ins_outs(op)}{tail}")
         return
-    _explicit_body(p, op, depth, f"{head}linalg.map {_ins_outs(op)}{attrs}")
+    _explicit_body(p, op, depth, f"{head}{op.name} {_ins_outs(op)}{tail}")
 
 
-@_format("LINALG_REDUCE")
-def _linalg_reduce(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
-    n_in, _ = _segments(op)
-    dims = op.attributes["dimensions"]
-    _need(_is_i64_array(dims))
-    assert isinstance(dims, at.DenseArrayAttr)
-    tail = f" dimensions = [{', '.join(str(v) for v in dims.values)}]{_opt_dict(op.attributes, ('operandSegmentSizes', 'dimensions'))}"
-    short = _short_body(op, n_in, init_first=True)
-    if short is not None:
-        p.emit(depth, f"{head}linalg.reduce {{ {short} }} {_ins_outs(op)}{tail}")
-        return
-    _explicit_body(p, op, depth, f"{head}linalg.reduce {_ins_outs(op)}{tail}")
+_linalg_reduce = _linalg_map
 
 
-@_format("LINALG_DIMS")
 def _linalg_dims(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     key = "permutation" if op.name == Linalg.transpose else "dimensions"
-    dims = op.attributes[key]
-    _need(_is_i64_array(dims))
-    assert isinstance(dims, at.DenseArrayAttr)
-    values = ", ".join(str(v) for v in dims.values)
-    p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = [{values}]{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
+    values = _int_array(op.attributes[key])
+    p.emit(depth, f"{head}{op.name} {_ins_outs(op)} {key} = {values}{_opt_dict(op.attributes, ('operandSegmentSizes', key))}")
 
 
 # ------------------------------------------------------------------ tensor, memref
@@ -902,7 +842,6 @@ def _reassociation(attr: Attribute) -> str:
     return "[" + ", ".join(groups) + "]"
 
 
-@_format("PAD")
 def _pad(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     keys = ("static_low", "static_high")
     segs = _segments(op)
@@ -915,7 +854,6 @@ def _pad(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     p.open_region(depth, text, op.regions[0], entry_label=True, tail=tail)
 
 
-@_format("GENERATE")
 def _generate(p: Printer, op: Operation, d: OpDef, depth: int, head: str) -> None:
     extents = f" {', '.join(op.operands)}" if op.operands else ""
     tail = f"{_opt_dict(op.attributes)} : {type_text(op.result_types[0])}"
@@ -980,16 +918,12 @@ def _select_types_text(condition: Type, result: Type) -> str:
     return f"{type_text(condition)}, {type_text(result)}"
 
 
-class _PrinterSource:
+class _PrinterSource(asm.Source):
     def __init__(self, fmt: asm.Format) -> None:
+        super().__init__()
         self.fmt = fmt
-        self.lines: list[str] = []
-        self.depth = 1
         self.groups = {name: j for j, (name, _) in enumerate(fmt.operands)}
         self.starts: list[str] = []
-
-    def add(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
 
     def operand_slice(self, name: str) -> str:
         j = self.groups[name]
@@ -1027,31 +961,18 @@ class _PrinterSource:
         self.starts = [str(j) if j <= variadic else f"{j - 1} + k" for j in range(n_groups + 1)]
 
     def results(self) -> None:
+        """The result count the format allows (no result, one, at most one, one or more, any)."""
         mult = self.fmt.results[0][1] if self.fmt.results else None
-        if mult is None:
-            self.add("_need(not rtypes)")
-        elif mult == "":
-            self.add("_need(len(rtypes) == 1)")
-        elif mult == "?":
-            self.add("_need(len(rtypes) <= 1)")
-        elif mult == "+":
-            self.add("_need(rtypes)")
+        check = {None: "not rtypes", "": "len(rtypes) == 1", "?": "len(rtypes) <= 1", "+": "rtypes"}.get(mult)
+        if check is not None:
+            self.add(f"_need({check})")
 
     def type_checks(self) -> None:
         """The types the syntax does not write must be the ones it implies. Compared as
         lists: list equality tries identity first (the parser gives derived types as the
         very objects they derive from, and pydantic's == is slow)."""
-        for name, (kind, ref) in self.fmt.type_rules.items():
-            if kind == "index":
-                expected = "_INDEX"
-            elif kind == "i1":
-                expected = "ty.I1"
-            elif kind == "same":
-                expected = self.first_type(ref)
-            elif kind == "i1_like":
-                expected = f"i1_like({self.first_type(ref)})"
-            else:
-                expected = f"ty.element_type({self.first_type(ref)})"
+        for name, rule in self.fmt.type_rules.items():
+            expected = asm.derived_code(rule, self.first_type(rule[1]))
             if name not in self.groups:
                 self.add(f"_need(not rtypes or rtypes == [{expected}])")
             elif self.fmt.is_variadic(name):
@@ -1187,6 +1108,7 @@ def _declarative(fmt: asm.Format) -> FormatPrinter:
     return printer
 
 
+_FORMATS: dict[str, FormatPrinter] = {name: globals()[f"_{name.lower()}"] for name in asm.HAND_WRITTEN}
 for _fmt in asm.formats().values():
     _FORMATS[_fmt.name] = _declarative(_fmt)
 
