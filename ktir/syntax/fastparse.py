@@ -699,8 +699,8 @@ class _Parser:
             del self.b.warnings[n_warnings:]
             self.i = start
             return self.type_token(self.raw_bracketed(adjacent=False, le_opens=False), pos)
-        if len(self.b.warnings) != n_warnings:
-            return found  # read token by token by the lexer: the comments stay
+        if len(self.b.warnings) != n_warnings or self.V[start][0] == "!":
+            return found  # read token by token by the lexer (a `!ktdp.` one always is): comments stay
         self.drop_whole_comments()  # read whole by the lexer (PARSED_TYPE)
         return found
 
