@@ -70,6 +70,8 @@ ROOT = Path(__file__).resolve().parents[2]
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:  # the generators are modules beside this file
     sys.path.insert(0, _HERE)
+if str(ROOT / "tests") not in sys.path:  # helpers shared with the tests (observable)
+    sys.path.append(str(ROOT / "tests"))
 if __name__ == "__main__" and str(ROOT) not in sys.path:
     # run as a script, sys.path starts with this folder: fuzz this checkout's code, not
     # whichever copy of the package is installed
@@ -370,6 +372,8 @@ def _round_trip(module: Any, form: str) -> None:
 def check(text: str, interpret: bool = True) -> str:
     """Run one input through the pipeline; return its outcome ('parse-error', 'invalid',
     'valid', 'ran', 'runtime-error') or raise Failure."""
+    from observable import observable
+
     import ktir
     from ktir.syntax.diagnostics import KtirError
     from ktir.verify import verify
@@ -392,6 +396,12 @@ def check(text: str, interpret: bool = True) -> str:
         at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         raise Failure("parser-disagree", "the fast path and the grammar built different modules; at the first "
                       f"difference the fast path's has {a[max(0, at - 150):at + 150]!r}, the grammar's {b[max(0, at - 150):at + 150]!r}")
+    seen_fast, seen_slow = observable(module), observable(slow)
+    if seen_fast != seen_slow:  # same module, but locations, comments or warnings differ
+        at = next((i for i, (x, y) in enumerate(zip(seen_fast, seen_slow, strict=False)) if x != y),
+                  min(len(seen_fast), len(seen_slow)) - 1)
+        raise Failure("parser-disagree", f"the fast path and the grammar read the same module differently: "
+                      f"the fast path has {seen_fast[at]!r}, the grammar {seen_slow[at]!r}")
     diagnostics = verify(module, "fuzz.ktir")
     errors = [d for d in diagnostics if d.severity == "error"]
     _round_trip(module, "custom")

@@ -25,8 +25,10 @@ from ktir.syntax.diagnostics import ParseError
 from ktir.syntax.printer import print_module
 
 try:  # tests/ as a package, or as a rootdir-relative directory (pytest's default)
+    from ..observable import observable
     from ..strategies import Options, generate_module
 except ImportError:
+    from observable import observable  # type: ignore[no-redef]
     from strategies import Options, generate_module  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,18 +61,6 @@ def fast_only(text: str) -> Module | None:
                 return None
         p.attach_comments(module, b.comments + p.blank_lines(text), b.alias_lines)
     return module
-
-
-def observable(module: Module) -> list[Any]:
-    """Everything a parse result shows beyond AST equality: where each op, block and block
-    argument starts, the comments and blank lines kept, and the warnings."""
-    seen: list[Any] = [module.alias_order, module.alias_comments, module.trailing_comments, list(module.warnings)]
-    for op in module.walk():
-        seen.append((op.name, op.loc, op.results, op.comments, op.trailing_comment))
-        for region in op.regions:
-            for block in region.blocks:
-                seen.append((block.label, block.loc, [(a.name, a.loc) for a in block.arguments]))
-    return seen
 
 
 def check(text: str) -> bool:
