@@ -145,6 +145,13 @@ def reduction(g: Gen) -> None:
         finish(g, y)
     else:
         finish(g, r)
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.25):
+        # a second pass over the same elements whose init is the first pass's result (another
+        # op reducing the same dimensions): a split reduction must apply that init exactly once
+        g.features.add("init:the result of a reduction over the same dimensions")
+        combiner = g.choice(["addf", "maximumf", "minimumf"])
+        finish(g, ops.reduce(g, x, axes, combiner, r), "r2")
 
 
 # ---------------------------------------------------------------------- several results
@@ -267,6 +274,22 @@ def matmul(g: Gen) -> None:
         if g.chance(0.5):
             c = ops.with_scalar(g, "maximumf", c, 0.0) if g.chance(0.5) else ops.unary(g, "tanh", c)
     finish(g, c if g.chance(0.5) else g.cast(c, dt))
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.25):
+        # a second product consuming the first: the first's parallel n is the second's reduced k
+        g.features.add("two products in a chain")
+        P = g.choice([1, 16, 33, 64, 97])
+        while B * M * N * P > 1 << 20 or B * max(N * P, M * P) > 1 << 15:
+            P = max(1, P // 2)
+        c32 = g.cast(c, "f32")
+        w_labels = ("b" if batch else "") + "kn"
+        wdims = {"b": dims["b"], "k": c32.dims[-1], "n": g.dim(P)}
+        wsizes = {"b": B, "k": N, "n": P}
+        w = g.input([wsizes[ch] for ch in w_labels], "f32", dims=[wdims[ch] for ch in w_labels], hint="w2")
+        init2 = ops.init_tensor(g, g.choice(["fill", "constant", "loaded"]), [*out_shape[:-1], P],
+                                [*out_dims[:-1], wdims["n"]], "addf", identity=g.chance(0.7))
+        a2_labels = ("b" if batch else "") + "mk"
+        finish(g, ops.contract(g, c32, w, a2_labels, w_labels, init2, named=g.chance(0.6)), "d")
 
 
 # ---------------------------------------------------------------------- loops
@@ -498,6 +521,12 @@ def gather(g: Gen) -> None:
     if g.chance(0.3):
         t = _step(g, t, [t])
     finish(g, t)
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.3):
+        g.features.add("gathered rows reduced (an embedding bag)")
+        bag = g.cast(t, "f32")
+        over = [g.choice([0, 1])]  # the lookups, or the other dimension
+        finish(g, _reduction(g, bag, over), "bag")
 
 
 KINDS: dict[str, Callable[[Gen], None]] = {
