@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import ktir
 import schedulers
+from ktir.dialects.names import Arith
 from ktir.ir import attributes as at
 from ktir.ir.operation import Module
 from ktir.syntax.printer import print_module
@@ -97,13 +98,66 @@ def test_a_reduction_from_any_init_is_split_and_the_init_applied_once(init: str,
     assert result.check and result.check.ok
 
 
-def test_a_kernel_reading_and_writing_one_array_is_declined(spyre: Target) -> None:
-    r = schedulers.schedule(ktir.parse(_text(nat.swiglu(64, 256), "s"), "s.ktir"), spyre, "exact").report
-    assert r.applied
-    # y written where the input is read: the same argument for both views
+def test_a_kernel_updating_an_array_in_place_is_divided_block_by_block(spyre: Target) -> None:
+    """y written where the input `up` is read, through the same view: each tile reads and then
+    writes its own block, so dividing it is legal."""
     inplace = _text(nat.swiglu(64, 256), "s").replace("construct_memory_view %y,", "construct_memory_view %up,")
-    r = schedulers.schedule(ktir.parse(inplace, "s.ktir"), spyre, "exact").report
-    assert not r.applied and "read and written" in (r.reason or "")
+    result = schedulers.schedule(ktir.parse(inplace, "s.ktir"), spyre, "exact", schedulers.ScheduleOptions(check=True))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert result.check and result.check.ok
+
+
+def memory_scan(R: int, C: int, shift: int = 0, side: int = 0) -> Module:
+    """y[0] = x[0]; for r in 1..R: y[r, 0:C-shift] = y[r-1, shift:C] + x[r, 0:C-shift]: state carried
+    through memory (the row the previous iteration stored is loaded back). With `side` > 0 the
+    loop also computes z[r] = 2 u[r] over rows of `side` columns, independent of y."""
+    k = Kernel("memscan", ["x", "y", "u", "z"])
+    x, y = k.view("x", [R, C], "f32"), k.view("y", [R, C], "f32")
+    u, z = (k.view("u", [R, side], "f32"), k.view("z", [R, side], "f32")) if side else (None, None)
+    W = C - shift
+    row = nat._box((1, C))
+    first = k.b.load(k.b.access_tile(x, [k.c0, k.c0], row, (1, C)), nat.F32)
+    k.b.store(first, k.b.access_tile(y, [k.c0, k.c0], row, (1, C)))
+    c1, cs = k.b.constant(1, nat.INDEX), k.b.constant(shift, nat.INDEX)
+    part = nat._box((1, W))
+    with k.b.for_(c1, k.b.constant(R, nat.INDEX), c1) as (r,):
+        above = k.b.create(Arith.subi, [r, c1], [nat.INDEX])[0]
+        prev = k.b.load(k.b.access_tile(y, [above, cs], part, (1, W)), nat.F32)
+        cur = k.b.load(k.b.access_tile(x, [r, k.c0], part, (1, W)), nat.F32)
+        k.b.store(k.op(Arith.addf, prev, cur), k.b.access_tile(y, [r, k.c0], part, (1, W)))
+        if u is not None and z is not None:
+            urow = k.b.load(k.b.access_tile(u, [r, k.c0], nat._box((1, side)), (1, side)), nat.F32)
+            k.b.store(k.op(Arith.addf, urow, urow), k.b.access_tile(z, [r, k.c0], nat._box((1, side)), (1, side)))
+    return k.done()
+
+
+@pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
+def test_a_scan_carried_through_memory_is_divided_along_its_columns(scheduler: str, spyre: Target) -> None:
+    before = ktir.parse(_text(memory_scan(16, 256), "ms"), "ms.ktir")
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert result.check and result.check.ok
+
+
+def test_an_array_read_and_written_at_shifted_columns_is_declined(spyre: Target) -> None:
+    """Row r reads columns 1.. of row r - 1 and writes columns 0..: cut along the columns, a tile
+    would read the first column of the next tile's block, which that tile writes."""
+    before = ktir.parse(_text(memory_scan(16, 256, shift=1), "ms"), "ms.ktir")
+    for scheduler in ("baseline", "exact"):
+        r = schedulers.schedule(before, spyre, scheduler).report
+        assert not r.applied, scheduler
+        assert "read and written at different coordinates along its dimension 1" in (r.reason or ""), r.reason
+
+
+def test_in_place_accesses_placed_in_different_loops_are_declined(spyre: Target) -> None:
+    """The store of y's first row depends on y's columns only, the loop also on z's: cut along
+    both, the emitter could place the store and the loop at different loop levels, out of order."""
+    before = ktir.parse(_text(memory_scan(16, 256, side=128), "ms"), "ms.ktir")
+    r = schedulers.schedule(before, spyre, "exact").report
+    assert not r.applied
+    assert "read and written by ops that depend on different dimensions" in (r.reason or ""), r.reason
 
 
 # ---------------------------------------------------------------------- random natural kernels
