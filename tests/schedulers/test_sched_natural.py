@@ -307,3 +307,31 @@ def test_what_does_not_fit_is_named(spyre: Target) -> None:
     msg = str(info.value)
     assert f"{spyre_capacity(spyre)}-byte ct_local scratchpad" in msg and f"a 1x{n} block of 4-byte elements" in msg, msg
     assert "linalg.index" in msg, msg
+
+
+def captured_scalar_before_reduction(C: int) -> Module:
+    """y = x / (1 + |min_c (x + s)|) over one row, where s is a scalar constant defined after the
+    load and read only inside the body of the generic feeding the reduction (a captured value,
+    not an operand)."""
+    k = Kernel("captured", ["x", "y"])
+    x = k.load(k.view("x", [1, C], "f32"))
+    s = k.scalar(1.0)
+    (shifted,) = k.generic([x], [1, C], [amap(2, 0, 1)] * 2, ["parallel"] * 2,
+                           lambda kk, a: [kk.op(Arith.addf, a[0], s)])
+    m = k.reduce(shifted, [1], Arith.minimumf, math.inf)
+    (y,) = k.generic([x, m], [1, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
+                     lambda kk, a: [kk.op(Arith.divf, a[0], kk.op(Arith.addf, kk.op("math.absf", a[1]), kk.scalar(1.0)))])
+    k.store(y, k.view("y", [1, C], "f32"))
+    return k.done()
+
+
+@pytest.mark.parametrize("scheduler", ["baseline", "exact"])
+def test_a_value_captured_by_a_region_is_defined_before_it_in_a_split_reduction(scheduler: str, spyre: Target) -> None:
+    """Random kernel seed 873501553: the split reduction emitted the ops feeding it first, but
+    found them through operands only, so the constant read inside a generic's body came after it."""
+    before = ktir.parse(_text(captured_scalar_before_reduction(4096), "cap"), "cap.ktir")
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    _text(result.module, "cap")  # every value is defined before its use
+    assert result.check and result.check.ok
