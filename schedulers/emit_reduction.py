@@ -223,7 +223,7 @@ def _emit_all_reduce(pl: Placer, plan: ReductionPlan, parts: list[str], tiles: i
 def feeders(r: Operation, ops: list[Operation]) -> set[int]:
     """The ops (by id) R's operands are computed from, R included: emitted first, so that the
     loads the reduction waits for are issued before the ones only what follows it needs (the
-    natural form reads no array it writes, so loads may be reordered)."""
+    natural form splits no reduction of a kernel reading an array it writes, so loads may be reordered)."""
     defs = {v: op for op in ops for v in op.results}
     found = {id(r)}
     todo = read(r)
