@@ -103,6 +103,12 @@ def elementwise(g: Gen) -> None:
         g.features.add("stores an intermediate")
         g.store(seen[len(seen) // 2], "mid")
     finish(g, seen[-1])
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.2):
+        # the input array updated in place, after everything above read it: x = 2 x + c
+        g.features.add("updates its input in place")
+        upd = ops.with_scalar(g, "addf", ops.with_scalar(g, "mulf", x, 2.0), g.choice([0.0, 1.0]))
+        g.store_into(g.cast(upd, dt), "x")
 
 
 # ---------------------------------------------------------------------- reductions
