@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 import ktir
 import schedulers
-from ktir.dialects.names import Arith
+from ktir.builder import Value
+from ktir.dialects.names import Arith, Linalg
 from ktir.ir import attributes as at
+from ktir.ir import types as ty
 from ktir.ir.operation import Module
 from ktir.syntax.printer import print_module
 from ktir.targets.schema import Target
@@ -295,7 +297,7 @@ def test_what_does_not_fit_is_named(spyre: Target) -> None:
     x = k.load(k.view("x", [4, n], "f32"))
 
     def scaled(kk: nat.Kernel, v: list) -> list:  # type: ignore[type-arg]
-        i = kk.b.create("linalg.index", [], [ty.IndexType()], {"dim": at.IntegerAttr(value=1, type=ty.I64)})[0]
+        i = kk.b.create(Linalg.index, [], [ty.IndexType()], {"dim": at.IntegerAttr(value=1, type=ty.I64)})[0]
         f = kk.b.create("arith.uitofp", [kk.b.create("arith.index_cast", [i], [ty.i(32)])[0]], [nat.F32])[0]
         return [kk.op("arith.mulf", v[0], f)]
 
@@ -334,4 +336,36 @@ def test_a_value_captured_by_a_region_is_defined_before_it_in_a_split_reduction(
     r = result.report
     assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
     _text(result.module, "cap")  # every value is defined before its use
+    assert result.check and result.check.ok
+
+
+def one_block_from_tile_id(B: int, C: int) -> Module:
+    """The documented row-loop form on grid [1] with a single block (`for r = tid * B to B step
+    B`) whose body uses the row index as data: y[r + i, :] = x[r + i, :] * (r + i)."""
+    k = Kernel("oneblock", ["x", "y"])
+    x, y = k.view("x", [B, C], "f32"), k.view("y", [B, C], "f32")
+    cb = k.b.constant(B, nat.INDEX)
+    (tid,) = k.b.tile_id(1)
+    first = k.b.create(Arith.muli, [tid, cb], [nat.INDEX])[0]
+    with k.b.for_(first, cb, cb) as (r,):
+        block = k.b.load(k.b.access_tile(x, [r, k.c0], nat._box((B, C)), (B, C)), nat.F32)
+
+        def row_number(kk: Kernel, a: list[Value]) -> list[Value]:
+            i = kk.b.create(Linalg.index, [], [nat.INDEX], {"dim": at.IntegerAttr(value=0, type=None)})[0]
+            n = kk.b.create(Arith.index_cast, [kk.b.create(Arith.addi, [r, i], [nat.INDEX])[0]], [ty.I64])[0]
+            return [kk.b.create(Arith.sitofp, [n], [nat.F32])[0]]
+
+        (rows,) = k.generic([], [B, C], [amap(2, 0, 1)], ["parallel"] * 2, row_number)
+        k.b.store(k.op(Arith.mulf, block, rows), k.b.access_tile(y, [r, k.c0], nat._box((B, C)), (B, C)))
+    return k.done()
+
+
+@pytest.mark.parametrize("scheduler", ["baseline", "exact"])
+def test_a_single_row_block_from_the_tile_id_is_divided_along_its_columns(scheduler: str, spyre: Target) -> None:
+    """On grid [1] the tile id is 0, so the loop has constant bounds and the natural form keeps it
+    whole (random kernel seed 121 of row_loop: declined by both forms before)."""
+    before = ktir.parse(_text(one_block_from_tile_id(2, 1024), "ob"), "ob.ktir")
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
     assert result.check and result.check.ok
