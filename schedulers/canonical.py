@@ -110,6 +110,28 @@ def tile_id_as_zero(module: Module, fn: Operation) -> Module:
     return out
 
 
+def without_empty_loops(module: Module, fn: Operation) -> Module:
+    """`module` without `fn`'s top-level `scf.for` loops of constant bounds that run no iteration
+    and carry nothing (they do nothing: `for r = 1 to 1`, a scan over a single row); `module`
+    itself when there is none."""
+    body = fn.regions[0].blocks[0].operations
+    consts = {op.results[0]: _const(op) for op in body if op.name == Arith.constant and op.results}
+
+    def empty(op: Operation) -> bool:
+        if op.name != Scf.for_ or op.results or len(op.operands) != 3:
+            return False
+        lb, ub, step = (consts.get(o) for o in op.operands)
+        return lb is not None and ub is not None and step is not None and step > 0 and ub <= lb
+
+    if not any(empty(op) for op in body):
+        return module
+    out = module.model_copy(deep=True)
+    new_fn = next(f for f in out.functions() if func_name(f) == func_name(fn))
+    ops = new_fn.regions[0].blocks[0].operations
+    ops[:] = [op for op in ops if not empty(op)]
+    return out
+
+
 # ---------------------------------------------------------------------- transposes as views
 
 

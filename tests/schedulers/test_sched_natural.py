@@ -369,3 +369,13 @@ def test_a_single_row_block_from_the_tile_id_is_divided_along_its_columns(schedu
     r = result.report
     assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
     assert result.check and result.check.ok
+
+
+def test_a_loop_that_runs_no_iteration_does_not_stop_the_division(spyre: Target) -> None:
+    """A scan through memory over a single row: its loop `for r = 1 to 1` does nothing (random scan
+    kernel seed 351: declined before, `scf.for runs no iteration`)."""
+    before = ktir.parse(_text(memory_scan(1, 1024), "ms1"), "ms1.ktir")
+    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert result.check and result.check.ok
