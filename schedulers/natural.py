@@ -329,6 +329,8 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
     # the in-place arrays' accesses must stay in program order: no K loop or phases that re-run loads
     kloop = None if inplace else _kloop(g, top, empties)
     chunk = None if kloop is not None or loops or inplace else _chunk(g, top, empties, accesses, free, extent)
+    if chunk is not None and not _chunk_placeable(g, body, accesses, empties, chunk, cuttable):
+        chunk = None
     steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside, chunk)
     if inplace:
         # every access of an in-place array placed at one loop level, whatever is cut: the emitter
@@ -668,6 +670,22 @@ def _chunk(g: DimGraph, body: list[Operation], empties: set[str], accesses: list
         if found is not None:
             return found
     return None
+
+
+def _chunk_placeable(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str], chunk: Chunk,
+                     cuttable: set[int]) -> bool:
+    """Whether every op reading a chunked reduction's result (or a value computed from one) runs
+    in the innermost block loop whatever is cut: the emitter puts the phase loops there, so an op
+    depending on fewer cut dimensions would be placed in an outer loop, before the value it reads
+    is made (random kernel seed 770743980: two products in a chain, the first chunked along its K,
+    its result rounded and stored outside the loop over the second's columns)."""
+    steps, _, op_deps = _steps(g, body, accesses, empties)
+    after: set[str] = set()
+    for op in body:
+        if id(op) in chunk.reductions or any(v in after for x in op.walk() for v in x.operands):
+            after |= set(op.results)
+    return all(cuttable <= d for s, d in zip(steps, op_deps, strict=True)
+               if id(s.op) not in chunk.reductions and any(v in after for x in s.op.walk() for v in x.operands))
 
 
 def _phases(g: DimGraph, body: list[Operation], empties: set[str], c: int, gathers: set[int]) -> Chunk | None:

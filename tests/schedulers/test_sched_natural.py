@@ -379,3 +379,32 @@ def test_a_loop_that_runs_no_iteration_does_not_stop_the_division(spyre: Target)
     r = result.report
     assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
     assert result.check and result.check.ok
+
+
+def chained_products(M: int, K: int, N: int, P: int) -> Module:
+    """c = a^T b (a generic contraction of bf16 operands into f32, stored rounded to f16 as y), then
+    d = init + c w (linalg.matmul): the first product's n is the second's k."""
+    k = Kernel("chain", ["a", "b", "y", "w", "init", "d"])
+    a, b = k.load(k.view("a", [K, M], "bf16")), k.load(k.view("b", [K, N], "bf16"))  # A stored transposed
+
+    def widened_product(kk: Kernel, x: list[Value]) -> list[Value]:
+        lhs, rhs = (kk.b.create(Arith.extf, [v], [nat.F32])[0] for v in x[:2])
+        return [kk.op(Arith.addf, x[2], kk.op(Arith.mulf, lhs, rhs))]
+
+    (c,) = k.generic([a, b], [M, N], [amap(3, 2, 0), amap(3, 2, 1), amap(3, 0, 1)], ["parallel", "parallel", "reduction"],
+                     widened_product, init=k.fill(0.0, [M, N]))
+    k.store(k.cast(c, "f16"), k.view("y", [M, N], "f16"))
+    w, init = k.load(k.view("w", [N, P], "f32")), k.load(k.view("init", [M, P], "f32"))
+    k.store(k.named(Linalg.matmul, [c, w], init), k.view("d", [M, P], "f32"))
+    return k.done()
+
+
+def test_a_chunked_reduction_whose_result_is_used_outside_the_innermost_loop_is_not_chunked(spyre: Target) -> None:
+    """Random kernel seed 770743980: the first product's K was chunked in phase loops placed in the
+    loop over the second product's columns, while its result, rounded and stored as y, was placed
+    outside that loop, before it was made (declined as a module that does not verify)."""
+    before = ktir.parse(_text(chained_products(127, 96, 48, 97), "chain"), "chain.ktir")
+    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert result.check and result.check.ok
