@@ -103,7 +103,7 @@ def proven(module: Module, result: ScheduleResult, options: ScheduleOptions) -> 
     report = result.report
     if not report.applied:
         return result
-    why = prove(module, result.module, options.sizes, options.func)
+    why = malformed(result.module, module) or prove(module, result.module, options.sizes, options.func)
     if why is None:
         report.notes.append("legality proven exactly (isl): each output element is written by one tile, no tile "
                             "reads what another writes, and the input's outputs are all written")
@@ -111,6 +111,23 @@ def proven(module: Module, result: ScheduleResult, options: ScheduleOptions) -> 
     report.applied = False
     report.reason = f"the schedule could not be proven legal, so the input is returned unchanged: {why}"
     return ScheduleResult(module, report)
+
+
+def malformed(module: Module, given: Module | None = None) -> str | None:
+    """The first error of the verifier on a rewritten module (a value used before it is defined,
+    a type that does not match) that the module it was rewritten from (`given`) does not have:
+    the proof reads the module's memory effects, which mean nothing in a module that does not
+    verify. (The schedulers do not verify their input: its own errors are not the rewrite's.)"""
+    from ktir.verify import verify
+
+    errors = [d for d in verify(module) if d.severity == "error"]
+    if errors and given is not None:
+        known = {(d.id, d.message) for d in verify(given) if d.severity == "error"}
+        errors = [d for d in errors if (d.id, d.message) not in known]
+    if not errors:
+        return None
+    where = f" (line {errors[0].line})" if errors[0].line else ""
+    return f"the rewritten module does not verify{where}: {errors[0].message} [{errors[0].id}]"
 
 
 def supported_ops() -> Mapping[str, Iterable[str]]:

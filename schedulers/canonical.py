@@ -70,6 +70,68 @@ def with_tile_start(module: Module, fn: Operation) -> Module:
 
 
 
+_FOLD = {Arith.addi: lambda a, b: a + b, Arith.subi: lambda a, b: a - b, Arith.muli: lambda a, b: a * b}
+
+
+def tile_id_as_zero(module: Module, fn: Operation) -> Module:
+    """On grid [1] the tile id is 0: `module` with `fn`'s top-level `ktdp.get_compute_tile_id`
+    replaced by the constant 0 and the top-level `arith.addi` / `subi` / `muli` of constants
+    folded, so a loop written from `tid * B` has constant bounds (the natural form keeps it
+    whole); `module` itself when `fn` runs on more tiles or reads no tile id."""
+    if math.prod(grid_of(fn)) != 1:
+        return module
+    if not any(op.name == Ktdp.get_compute_tile_id for op in fn.regions[0].blocks[0].operations):
+        return module
+    out = module.model_copy(deep=True)
+    new_fn = next(f for f in out.functions() if func_name(f) == func_name(fn))
+    ops = new_fn.regions[0].blocks[0].operations
+    index = ty.IndexType()
+    known: dict[str, int] = {}
+    folded: list[Operation] = []
+
+    def constant(name: str, value: int) -> Operation:
+        known[name] = value
+        return Operation(name=Arith.constant, results=[name], result_types=[index],
+                         attributes={"value": at.IntegerAttr(value=value, type=index)})
+
+    for op in ops:
+        if op.name == Ktdp.get_compute_tile_id and all(isinstance(t, ty.IndexType) for t in op.result_types):
+            folded += [constant(r, 0) for r in op.results]
+            continue
+        value = _const(op) if op.result_types and isinstance(op.result_types[0], ty.IndexType) else None
+        if value is not None:
+            known[op.results[0]] = value
+        elif op.name in _FOLD and len(op.operands) == 2 and all(o in known for o in op.operands) and \
+                isinstance(op.result_types[0], ty.IndexType):
+            folded.append(constant(op.results[0], _FOLD[op.name](*(known[o] for o in op.operands))))
+            continue
+        folded.append(op)
+    ops[:] = folded
+    return out
+
+
+def without_empty_loops(module: Module, fn: Operation) -> Module:
+    """`module` without `fn`'s top-level `scf.for` loops of constant bounds that run no iteration
+    and carry nothing (they do nothing: `for r = 1 to 1`, a scan over a single row); `module`
+    itself when there is none."""
+    body = fn.regions[0].blocks[0].operations
+    consts = {op.results[0]: _const(op) for op in body if op.name == Arith.constant and op.results}
+
+    def empty(op: Operation) -> bool:
+        if op.name != Scf.for_ or op.results or len(op.operands) != 3:
+            return False
+        lb, ub, step = (consts.get(o) for o in op.operands)
+        return lb is not None and ub is not None and step is not None and step > 0 and ub <= lb
+
+    if not any(empty(op) for op in body):
+        return module
+    out = module.model_copy(deep=True)
+    new_fn = next(f for f in out.functions() if func_name(f) == func_name(fn))
+    ops = new_fn.regions[0].blocks[0].operations
+    ops[:] = [op for op in ops if not empty(op)]
+    return out
+
+
 # ---------------------------------------------------------------------- transposes as views
 
 

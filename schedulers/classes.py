@@ -184,10 +184,13 @@ class NaturalClass:
     name = "natural"
 
     def match(self, forms: Forms, options: ScheduleOptions, target: Target) -> Match | str:
+        from .canonical import tile_id_as_zero, without_empty_loops
         from .kernels import grid_of
         from .natural import NaturalKernel, natural_reason_or_kernel, prune
 
-        natural = natural_reason_or_kernel(*prune(forms.canon, forms.fn(forms.canon)), options.sizes)
+        zeroed = tile_id_as_zero(forms.canon, forms.fn(forms.canon))  # on grid [1], `tid * B` is 0
+        zeroed = without_empty_loops(zeroed, forms.fn(zeroed))
+        natural = natural_reason_or_kernel(*prune(zeroed, forms.fn(zeroed)), options.sizes)
         if isinstance(natural, NaturalKernel):
             return natural_match(natural, target)
         rec = forms.recognised

@@ -160,7 +160,7 @@ def emit_split_reduction(space: NaturalSpace, p: dict[str, int], plan: Reduction
     def part(op: Operation) -> str:
         if op is r:
             return "loop"
-        if any(v in later for v in [*op.operands, *op.results]):
+        if any(v in later for v in [*read(op), *op.results]):
             return "tail"
         deps = pl.op_deps(op)
         if op.name == Ktdp.store and c not in deps:
@@ -223,24 +223,30 @@ def _emit_all_reduce(pl: Placer, plan: ReductionPlan, parts: list[str], tiles: i
 def feeders(r: Operation, ops: list[Operation]) -> set[int]:
     """The ops (by id) R's operands are computed from, R included: emitted first, so that the
     loads the reduction waits for are issued before the ones only what follows it needs (the
-    natural form reads no array it writes, so loads may be reordered)."""
+    natural form splits no reduction of a kernel reading an array it writes, so loads may be reordered)."""
     defs = {v: op for op in ops for v in op.results}
     found = {id(r)}
-    todo = list(r.operands)
+    todo = read(r)
     while todo:
         op = defs.get(todo.pop())
         if op is not None and id(op) not in found:
             found.add(id(op))
-            todo += op.operands
+            todo += read(op)
     # the access tiles of loads are made by ops that feed them
     return found
+
+
+def read(op: Operation) -> list[str]:
+    """Every value `op` reads: its operands and the values its regions capture (a scalar defined
+    outside a linalg body and used in it is read by the op as much as an operand is)."""
+    return [v for inner in op.walk() for v in inner.operands]
 
 
 def _after_values(r: Operation, ops: list[Operation]) -> set[str]:
     """R's results and every value computed from them."""
     found = set(r.results)
     for op in ops[ops.index(r) + 1:]:
-        if any(v in found for v in op.operands):
+        if any(v in found for v in read(op)):
             found |= set(op.results)
     return found
 

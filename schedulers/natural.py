@@ -147,6 +147,7 @@ class NaturalKernel:
     loops: dict[int, SeqLoop] = field(default_factory=dict)  # id of a top-level scf.for -> how it runs
     whole_blocks: bool = False  # blocks must divide their extents (no partial last block)
     chunk: Chunk | None = None  # a reduced dimension that may be looped over in blocks, in phases
+    inplace: frozenset[str] = frozenset()  # arrays both read and written (their accesses stay in order)
 
     def result_deps(self, op: Operation, d: frozenset[int]) -> frozenset[int]:
         """The classes a result of `op` depends on when `op` depends on `d`: a looped contraction's
@@ -301,6 +302,7 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
                 if moved:
                     g.block(g.node(a.value, d), f"{a.op.name}{where(a.op)} is indexed along this dimension by "
                             f"{a.loop.iv}, the index of {a.loop.op.name}{where(a.loop.op)}, whose iterations run in order")
+    inplace, shifted = _tie_in_place(g, accesses)
     classes: list[int] = []
     for op in body:
         for v in [*op.operands, *op.results]:
@@ -314,9 +316,32 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
         if extent[c] == 0:  # nothing to divide, and a block of 0 elements has no legal shape
             return f"dimension d{i} has size 0: the kernel touches no elements"
     free = {c: g.reasons(c) for c in classes}
-    kloop = _kloop(g, top, empties)
-    chunk = None if kloop is not None or loops else _chunk(g, top, empties, accesses, free, extent)
+    cuttable = {c for c in classes if not free[c] and extent[c] > 1}
+    for arg, d, group in shifted:
+        cut = [a for a in group if g.cls(a.value, d) in cuttable]
+        if cut:
+            return (f"%{arg} is read and written at different coordinates along its dimension {d} "
+                    f"({', '.join(f'{a.op.name}{where(a.op)}' for a in group)}): cut into blocks, a block would read "
+                    "elements another block writes")
+    if inplace and not cuttable:
+        return (f"{', '.join(f'%{a}' for a in sorted(inplace))} is read and written and no dimension can be cut into "
+                "blocks: a reduction split over tiles would reorder its reads and writes")
+    # the in-place arrays' accesses must stay in program order: no K loop or phases that re-run loads
+    kloop = None if inplace else _kloop(g, top, empties)
+    chunk = None if kloop is not None or loops or inplace else _chunk(g, top, empties, accesses, free, extent)
+    if chunk is not None and not _chunk_placeable(g, body, accesses, empties, chunk, cuttable):
+        chunk = None
     steps, deps, op_deps = _steps(g, body, accesses, empties, kloop, loops, inside, chunk)
+    if inplace:
+        # every access of an in-place array placed at one loop level, whatever is cut: the emitter
+        # places each level's ops in program order, an op of an outer level before the inner loop
+        level = {id(s.op): frozenset(d) & cuttable for s, d in zip(steps, op_deps, strict=True)}
+        for arg in sorted(inplace):
+            group = [a for a in accesses if a.operand.arg == arg]
+            if len({level[id(a.op)] for a in group}) > 1:
+                return (f"%{arg} is read and written by ops that depend on different dimensions "
+                        f"({', '.join(f'{a.op.name}{where(a.op)}' for a in group)}): cut into blocks, they would "
+                        "run in different loops and out of program order")
     contiguous: dict[int, int] = {}
     for a in accesses:
         st = a.gather.strides if a.gather is not None else a.operand.layout
@@ -329,7 +354,35 @@ def natural_reason_or_kernel(module: Module, fn: Operation, sizes: Mapping[str, 
             if shape(t) and r not in empties and isinstance(t, ty.TensorType):
                 values.append((r, g.classes(r), itemsize(t.element_type)))
     return NaturalKernel(name, fn, g, classes, extent, free, steps, accesses, deps, op_deps, contiguous, values, kloop,
-                         loops=loops, chunk=chunk)
+                         loops=loops, chunk=chunk, inplace=frozenset(inplace))
+
+
+def _tie_in_place(g: DimGraph, accesses: list[Access]) -> tuple[set[str], list[tuple[str, int, list[Access]]]]:
+    """The arrays both read and written (`_memory_reason` let through only plain boxes of one
+    layout), with each dimension along which every access starts at one coordinate, spans one
+    extent and does not move with a loop tied into one class: cut, every access of the array
+    then touches the same block. The other dimensions (array, dimension, accesses) are returned:
+    no class of them may be cut."""
+    by_arg: dict[str, list[Access]] = {}
+    for a in accesses:
+        by_arg.setdefault(a.operand.arg, []).append(a)
+    inplace: set[str] = set()
+    moved: list[tuple[str, int, list[Access]]] = []
+    for arg, group in by_arg.items():
+        if all(a.stored for a in group) or not any(a.stored for a in group):
+            continue
+        inplace.add(arg)
+        rank = len(group[0].starts)
+        for d in range(rank):
+            extents = {(shape(g.types.get(a.value)) or ())[d] for a in group}
+            if len({a.starts[d] for a in group}) == 1 and len(extents) == 1 and \
+                    not any(a.seq and a.seq[d] for a in group):
+                first = g.node(group[0].value, d)
+                for a in group[1:]:
+                    g.tie(first, g.node(a.value, d), a.op)
+            else:
+                moved.append((arg, d, group))
+    return inplace, moved
 
 
 def _ins(op: Operation) -> list[str]:
@@ -445,12 +498,17 @@ def _access_of(module: Module, op: Operation, vals: _Values, loop: SeqLoop | Non
         return f"the access tile set of {op.name}{where(op)} is not the box of its shape"
     names = tv.operands("indices")
     indices = [vals.const(o) for o in names]
-    if any(i is None and (loop is None or o != loop.iv) for i, o in zip(indices, names, strict=True)):
-        return f"the access tile of {op.name}{where(op)} starts at a non-constant coordinate"
+    offsets: dict[int, int] = {}  # position -> c, for an index that is the loop's index + c
+    for pos, (i, o) in enumerate(zip(indices, names, strict=True)):
+        off = _iv_offset(o, loop, vals) if i is None and loop is not None else None
+        if i is None and off is None:
+            return f"the access tile of {op.name}{where(op)} starts at a non-constant coordinate"
+        if off is not None:
+            offsets[pos] = off
     base = resolve(module, tile.attributes.get("base_map"))
 
     def at_index(iv: int) -> tuple[int, ...]:
-        ints = [iv if i is None else int(i) for i in indices]
+        ints = [iv + offsets[p] if i is None else int(i) for p, i in enumerate(indices)]
         if isinstance(base, at.AffineMapAttr):
             nd = base.value.num_dims
             return tuple(af.evaluate(e, ints[:nd], ints[nd:]) for e in base.value.results)
@@ -458,13 +516,29 @@ def _access_of(module: Module, op: Operation, vals: _Values, loop: SeqLoop | Non
 
     starts = at_index(loop.lb if loop is not None else 0)
     value = named(op).operand("data") if stored else named(op).result("result")
-    if loop is None or loop.iv not in names:
+    if loop is None or not offsets:
         return Access(op, tile, named(view).result("result"), operand, value, starts, stored)
     moved = tuple(b - a for a, b in zip(starts, at_index(loop.lb + 1), strict=True))
     if any(m not in (0, 1) for m in moved):
         return f"the access tile of {op.name}{where(op)} moves by {list(moved)} per unit of {loop.iv}: only the index itself is followed"
     return Access(op, tile, named(view).result("result"), operand, value, starts, stored, loop,
                   tuple(m == 1 for m in moved))
+
+
+def _iv_offset(name: str, loop: SeqLoop, vals: _Values) -> int | None:
+    """c when `name` is the loop's index plus or minus a constant c (`arith.addi` / `arith.subi`)."""
+    if name == loop.iv:
+        return 0
+    op = vals.defs.get(name)
+    if op is None or op.name not in (Arith.addi, Arith.subi) or len(op.operands) != 2:
+        return None
+    lhs, rhs = op.operands
+    if op.name == Arith.addi and lhs != loop.iv:
+        lhs, rhs = rhs, lhs
+    c = vals.const(rhs)
+    if lhs != loop.iv or c is None:
+        return None
+    return c if op.name == Arith.addi else -c
 
 
 def span(a: Access, d: int, n: int) -> tuple[int, int]:
@@ -488,8 +562,10 @@ def _memory_reason(accesses: list[Access]) -> str | None:
         writes = [a for a in group if a.stored]
         if not writes:
             continue
-        if len(writes) < len(group):
-            return f"%{arg} is read and written: blocks on different tiles would race"
+        if len(writes) < len(group) and any(a.gather is not None for a in group):
+            return f"%{arg} is read through an indirect access tile and written: the elements it reads are data"
+        if len({(a.operand.offset, a.operand.layout) for a in group}) > 1 and len(writes) < len(group):
+            return f"%{arg} is read and written through views of different layouts"
         for a in writes:
             box = shape(named(a.op).operand_type("data")) or ()
             if aliased(box, a.operand.layout):
@@ -594,6 +670,22 @@ def _chunk(g: DimGraph, body: list[Operation], empties: set[str], accesses: list
         if found is not None:
             return found
     return None
+
+
+def _chunk_placeable(g: DimGraph, body: list[Operation], accesses: list[Access], empties: set[str], chunk: Chunk,
+                     cuttable: set[int]) -> bool:
+    """Whether every op reading a chunked reduction's result (or a value computed from one) runs
+    in the innermost block loop whatever is cut: the emitter puts the phase loops there, so an op
+    depending on fewer cut dimensions would be placed in an outer loop, before the value it reads
+    is made (random kernel seed 770743980: two products in a chain, the first chunked along its K,
+    its result rounded and stored outside the loop over the second's columns)."""
+    steps, _, op_deps = _steps(g, body, accesses, empties)
+    after: set[str] = set()
+    for op in body:
+        if id(op) in chunk.reductions or any(v in after for x in op.walk() for v in x.operands):
+            after |= set(op.results)
+    return all(cuttable <= d for s, d in zip(steps, op_deps, strict=True)
+               if id(s.op) not in chunk.reductions and any(v in after for x in s.op.walk() for v in x.operands))
 
 
 def _phases(g: DimGraph, body: list[Operation], empties: set[str], c: int, gathers: set[int]) -> Chunk | None:

@@ -13,11 +13,14 @@
 Every kernel is in the plain natural form: arguments are element addresses of whole arrays,
 views and access tiles cover whole tensors, compute is linalg (named, generic, reduce,
 broadcast, transpose, fill), arith and math ops on whole tensors, results are stored whole.
-The kinds (`KINDS`): elementwise chains with broadcasts; reductions over any axes with inits
-from a constant, `tensor.splat`, `linalg.fill`, a loaded tensor or another op (identity and
-not); several results of different shapes; permutations of odd sizes; matmuls with either
-operand transposed, batch dims and f16 accumulators; row loops (`scf.for`) using the row
-index as data; scans carrying state in iter_args; gathers through indirect access tiles.
+The kinds (`KINDS`): elementwise chains with broadcasts (sometimes updating their input in
+place afterwards); reductions over any axes with inits from a constant, `tensor.splat`,
+`linalg.fill`, a loaded tensor or another op (identity and not; sometimes a second pass whose
+init is the first's result); several results of different shapes; permutations of odd sizes;
+matmuls with either operand transposed, batch dims and f16 accumulators (sometimes a second
+product consuming the first); row loops (`scf.for`) using the row index as data; scans carrying
+state in iter_args or through memory (the previous row loaded back); gathers through indirect
+access tiles (sometimes reduced, an embedding bag).
 
 `benchmarks/bench_schedule.py --random N` and `tests/schedulers/test_random_kernels.py`
 use it; the scheduling guide's "Random kernels" section documents it.

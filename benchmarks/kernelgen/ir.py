@@ -238,6 +238,13 @@ class Gen:
         self.outputs[name] = Output(t.dtype, t.data.copy() if self.exact else t.data, 2 * t.err + TINY)
         return name
 
+    def store_into(self, t: T, name: str) -> None:
+        """Store `t` whole into the existing array argument `name` (an input: updated in place);
+        its final contents become an output."""
+        assert name in self._args and self.inputs[name].shape == t.shape, name
+        self.b.store(t.v, self.whole(self.view(Value(f"%{name}", INDEX), t.shape, t.dtype), t.shape))
+        self.outputs[name] = Output(t.dtype, t.data.copy() if self.exact else t.data, 2 * t.err + TINY)
+
     def done(self, kind: str, seed: int | None = None) -> Generated:
         self.b.func_return()
         self._stack.close()

@@ -103,6 +103,12 @@ def elementwise(g: Gen) -> None:
         g.features.add("stores an intermediate")
         g.store(seen[len(seen) // 2], "mid")
     finish(g, seen[-1])
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.2):
+        # the input array updated in place, after everything above read it: x = 2 x + c
+        g.features.add("updates its input in place")
+        upd = ops.with_scalar(g, "addf", ops.with_scalar(g, "mulf", x, 2.0), g.choice([0.0, 1.0]))
+        g.store_into(g.cast(upd, dt), "x")
 
 
 # ---------------------------------------------------------------------- reductions
@@ -145,6 +151,13 @@ def reduction(g: Gen) -> None:
         finish(g, y)
     else:
         finish(g, r)
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.25):
+        # a second pass over the same elements whose init is the first pass's result (another
+        # op reducing the same dimensions): a split reduction must apply that init exactly once
+        g.features.add("init:the result of a reduction over the same dimensions")
+        combiner = g.choice(["addf", "maximumf", "minimumf"])
+        finish(g, ops.reduce(g, x, axes, combiner, r), "r2")
 
 
 # ---------------------------------------------------------------------- several results
@@ -267,6 +280,22 @@ def matmul(g: Gen) -> None:
         if g.chance(0.5):
             c = ops.with_scalar(g, "maximumf", c, 0.0) if g.chance(0.5) else ops.unary(g, "tanh", c)
     finish(g, c if g.chance(0.5) else g.cast(c, dt))
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.25):
+        # a second product consuming the first: the first's parallel n is the second's reduced k
+        g.features.add("two products in a chain")
+        P = g.choice([1, 16, 33, 64, 97])
+        while B * M * N * P > 1 << 20 or B * max(N * P, M * P) > 1 << 15:
+            P = max(1, P // 2)
+        c32 = g.cast(c, "f32")
+        w_labels = ("b" if batch else "") + "kn"
+        wdims = {"b": dims["b"], "k": c32.dims[-1], "n": g.dim(P)}
+        wsizes = {"b": B, "k": N, "n": P}
+        w = g.input([wsizes[ch] for ch in w_labels], "f32", dims=[wdims[ch] for ch in w_labels], hint="w2")
+        init2 = ops.init_tensor(g, g.choice(["fill", "constant", "loaded"]), [*out_shape[:-1], P],
+                                [*out_dims[:-1], wdims["n"]], "addf", identity=g.chance(0.7))
+        a2_labels = ("b" if batch else "") + "mk"
+        finish(g, ops.contract(g, c32, w, a2_labels, w_labels, init2, named=g.chance(0.6)), "d")
 
 
 # ---------------------------------------------------------------------- loops
@@ -379,9 +408,63 @@ def row_loop(g: Gen) -> None:
     assert rdim.why is None and cdim.why is None  # every row is independent: both dimensions stay parallel
 
 
+def _memory_scan(g: Gen) -> None:
+    """A scan whose state is carried through memory, not iter_args: y[0] = x[0] before the loop,
+    then for r in 1..R: y[r] = d * y[r - 1] + x[r] (or max), reading the row the previous
+    iteration stored. Rows depend on each other through y; the columns stay independent."""
+    R = size(g, 0.6)
+    C = size(g, 0.5)
+    while R * C > 1 << 15:
+        C = max(1, C // 2)
+    rdim = g.dim(R)
+    g.dim(C)
+    rdim.mark("carried by the loop through memory")
+    dt = dtype(g)
+    x = g.data([R, C], dt)
+    xa, ya = g.arg("x"), g.arg("y")
+    g.inputs[xa.name[1:]] = x
+    g.inputs[ya.name[1:]] = np.full((R, C), np.nan, np.float32)
+    combine = g.choice(["sum", "decay", "max"])
+    decay = {"sum": 1.0, "decay": g.choice([0.5, 0.9]), "max": 1.0}[combine]
+    g.features.add(f"scan through memory:{combine}")
+    blk = [1, C]
+    xv, yv = g.view(xa, [R, C], dt), g.view(ya, [R, C], "f32")
+
+    def row_of_x(r: Value) -> Value:
+        xb = g.b.load(_block_tile(g, xv, r, blk), ktype(dt))
+        return xb if dt == "f32" else g.b.create("arith.extf", [xb], [tensor_type(blk, "f32")])[0]
+
+    g.b.store(row_of_x(g.c0), _block_tile(g, yv, g.c0, blk))
+    one = g.b.index(1)
+    with g.b.for_(one, g.b.index(R), one) as (r,):
+        prev_row = g.b.create("arith.subi", [r, one], [INDEX])[0]
+        prev = g.b.load(_block_tile(g, yv, prev_row, blk), ktype("f32"))
+        xb = row_of_x(r)
+        if combine == "max":
+            nxt = g.b.create("arith.maximumf", [prev, xb])[0]
+        else:
+            if combine == "decay":
+                prev = g.b.create("arith.mulf", [prev, g.splat_value(decay, blk, "f32", g.choice(["constant", "splat",
+                                                                                                   "fill"]))])[0]
+            nxt = g.b.create("arith.addf", [prev, xb])[0]
+        g.b.store(nxt, _block_tile(g, yv, r, blk))
+    xd = x.astype(np.float64)
+    want, spread = np.empty((R, C)), np.empty((R, C))
+    want[0], spread[0] = xd[0], np.abs(xd[0])
+    for i in range(1, R):
+        want[i] = np.maximum(want[i - 1], xd[i]) if combine == "max" else want[i - 1] * decay + xd[i]
+        spread[i] = spread[i - 1] * decay + np.abs(xd[i])
+    err = 0.0 if combine == "max" else gamma(2 * R + 1, UNIT["f32"]) * float(np.max(spread))
+    g.outputs[ya.name[1:]] = Output("f32", want, 2 * err + TINY)
+
+
 def scan(g: Gen) -> None:
     """`scf.for` over rows carrying state in iter_args: y[r] = s_r with s_r = d * s_{r-1} + x[r]
-    (a cumulative or decayed sum) or s_r = max(s_{r-1}, x[r]); the final state may be stored too."""
+    (a cumulative or decayed sum) or s_r = max(s_{r-1}, x[r]); the final state may be stored too.
+    A third of the scans carry it through memory instead (`_memory_scan`)."""
+    if g.chance(1 / 3):
+        _memory_scan(g)
+        return
     R = size(g, 0.6)
     C = size(g, 0.5)
     while R * C > 1 << 15:
@@ -498,6 +581,12 @@ def gather(g: Gen) -> None:
     if g.chance(0.3):
         t = _step(g, t, [t])
     finish(g, t)
+    # drawn last, so the kernels without it are those of the earlier version of this kind
+    if g.chance(0.3):
+        g.features.add("gathered rows reduced (an embedding bag)")
+        bag = g.cast(t, "f32")
+        over = [g.choice([0, 1])]  # the lookups, or the other dimension
+        finish(g, _reduction(g, bag, over), "bag")
 
 
 KINDS: dict[str, Callable[[Gen], None]] = {

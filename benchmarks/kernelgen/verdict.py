@@ -4,7 +4,7 @@
 must agree with the numpy oracle within each output's `atol`. `judge` checks a schedule: the
 scheduled module, run on the same inputs, must agree with the unscheduled kernel's outputs
 within the same `atol` (each is within half of it of the exact value), must not race and
-must run.
+must run, and must leave the arrays the kernel only reads as they were.
 """
 
 from __future__ import annotations
@@ -31,12 +31,26 @@ class Verdict:
     message: str
 
 
-def run_kernel(module: Module, kernel: Generated) -> dict[str, np.ndarray]:
-    """The kernel's output arrays after running `module` in the interpreter on the kernel's inputs."""
+def run_kernel(module: Module, kernel: Generated, everything: bool = False) -> dict[str, np.ndarray]:
+    """The kernel's output arrays (with `everything`, every array argument) after running `module`
+    in the interpreter on the kernel's inputs."""
     import reference_interp as ri
 
     result = ri.run(module, None, kernel.args())
-    return {name: np.asarray(result.outputs[name]) for name in kernel.outputs}
+    names = kernel.inputs if everything else kernel.outputs
+    return {name: np.asarray(result.outputs[name]) for name in names if name in result.outputs}
+
+
+def clobbered(got: dict[str, np.ndarray], kernel: Generated) -> str | None:
+    """The first array the kernel only reads that a run changed (a schedule must not write its inputs)."""
+    for name, before in kernel.inputs.items():
+        if name in kernel.outputs or name not in got:
+            continue
+        after = np.asarray(got[name])
+        if after.shape != before.shape or not np.array_equal(after, before, equal_nan=before.dtype.kind == "f"):
+            changed = int(np.sum(after != before)) if after.shape == before.shape else after.size
+            return f"{name}: an input of the kernel was written ({changed} of {before.size} elements changed)"
+    return None
 
 
 def compare(got: dict[str, Any], kernel: Generated, want: dict[str, Any] | None = None) -> str | None:
@@ -76,9 +90,9 @@ def judge(kernel: Generated, scheduled: Module, reference: dict[str, np.ndarray]
     if errors:
         return Verdict("wrong", f"the scheduled module does not verify: {errors[0].message}")
     try:
-        got = run_kernel(scheduled, kernel)
+        got = run_kernel(scheduled, kernel, everything=True)
     except ri.KtirRuntimeError as e:
         status = "racy" if e.kind in RACE_KINDS else "wrong"
         return Verdict(status, f"the interpreter stopped on the scheduled module ({e.kind}): {e.message}")
-    problem = compare(got, kernel, reference)
+    problem = compare(got, kernel, reference) or clobbered(got, kernel)
     return Verdict("ok", "") if problem is None else Verdict("wrong", problem)

@@ -108,3 +108,14 @@ def test_a_wrong_or_missing_element_is_wrong() -> None:
     unwritten = {k: v.astype(np.float64) for k, v in reference.items()}
     unwritten[name].flat[0] = np.nan
     assert "differ" in (kernelgen.compare(unwritten, kernel) or "")
+
+
+def test_a_schedule_that_writes_an_input_is_wrong() -> None:
+    """An input the kernel only reads must come out of the scheduled run as it went in."""
+    kernel = kernelgen.generate("elementwise", random.Random(4), 4)
+    got = kernelgen.run_kernel(kernel.module, kernel, everything=True)
+    assert kernelgen.verdict.clobbered(got, kernel) is None
+    name = next(n for n in kernel.inputs if n not in kernel.outputs)
+    got[name] = got[name].copy()
+    got[name].flat[-1] += 1
+    assert name in (kernelgen.verdict.clobbered(got, kernel) or "")
