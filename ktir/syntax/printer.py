@@ -122,8 +122,7 @@ class Printer:
             for comment in module.alias_comments.get(key, []):
                 self.emit(0, comment)
             self.lines.append(f"{key} = {text}")
-        for op in module.operations:
-            self.operation(op, 0)
+        self.operations(module.operations, 0)
         for comment in module.trailing_comments:
             self.emit(0, comment)
         return "\n".join(self.lines) + "\n"
@@ -180,11 +179,15 @@ class Printer:
                 label = block.label or f"^bb{index}"
                 args = ", ".join(f"{a.name}: {type_text(a.type)}" for a in block.arguments)
                 self.emit(depth, f"{label}({args}):" if block.arguments else f"{label}:")
-            for position, inner in enumerate(ops):
-                # a bare terminator before another op would read that op's `%x` as its operand
-                bare = position < len(ops) - 1 and not inner.operands and _is_terminator(inner)
-                self.operation(inner, depth + 1, generic=bare)
+            self.operations(ops, depth + 1)
         return "}"
+
+    def operations(self, ops: list[Operation], depth: int) -> None:
+        """A block's ops or the module's; a bare terminator before another op prints generic
+        (in custom form the next op's `%x` reads as its operand; at the top level an alias
+        line between them is printed above both)."""
+        for position, op in enumerate(ops):
+            self.operation(op, depth, generic=position < len(ops) - 1 and not op.operands and _is_terminator(op))
 
     def open_region(self, depth: int, head: str, region: Region, entry_label: bool, tail: str = "", elide: str | None = None) -> None:
         # custom forms give `{}` an entry block: a region without blocks needs generic form

@@ -109,3 +109,21 @@ def test_a_bare_terminator_before_another_op_round_trips(terminator: str) -> Non
     again = ktir.parse(ktir.print_module(module))
     assert ktir.print_module(again) == ktir.print_module(module)
     assert [op.name for op in again.operations[0].regions[0].blocks[0].operations][:2] == [terminator, "arith.constant"]
+
+
+def test_a_bare_terminator_before_another_top_level_op_round_trips() -> None:
+    """At the top level too (fuzz seed 146966, input 45204: `func.return`, an alias line, then
+    `%x0 = ktdp.load ...`; the printer puts the aliases first, so the load's `%x0` read as the
+    return's operand): the terminator prints generic."""
+    from ktir.builder import Builder
+    from ktir.ir import types as ty
+
+    b = Builder()
+    with b.func("f", []):
+        b.constant(1, ty.INDEX)
+        b.func_return()
+    ops = b.module.operations[0].regions[0].blocks[0].operations
+    module = b.module.model_copy(update={"operations": [ops[1], ops[0]]})
+    again = ktir.parse(ktir.print_module(module))
+    assert again == module
+    assert ktir.print_module(again) == ktir.print_module(module)
