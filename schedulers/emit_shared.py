@@ -190,3 +190,45 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                 b.yield_(ownnext)
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
+
+
+def ring_k_loop(b: Builder, c: dict[str, Value], q: int, init: Value, own_chunk: Callable[[Value, str], Value],
+                pass_on: Callable[[Value, str], Value], load_b: Callable[[Value, Value, str], Value],
+                prefix: str) -> Value:
+    """The K reduction of a ring matmul (`emit_ring`, `emit_ringsplit`): `q` sub-rings of g steps
+    (`c["g"]`, `c["gl"]` = g - 1), returning the accumulator that starts as `init`.
+
+    Sub-ring r starts from `own_chunk(r, tag)`; at each step but the last the chunk held is
+    passed on (`pass_on(chunk, tag)` returns the neighbour's), and it is multiplied by the B
+    block `load_b(r, s, tag)` of step s. B is double buffered in the program: each step loads
+    the next step's block (the last step of a sub-ring the next sub-ring's first) and multiplies
+    the one loaded a step earlier, carried in the loops' iter_args, so the block in use and the
+    one arriving are two buffers of one load and the transfer overlaps the product without
+    running further ahead (`ktir.targets.timeline`: a program's buffers are those its program
+    order holds at once). The last sub-ring is peeled so that no block past the end is loaded.
+    SSA names start with `prefix`."""
+
+    def sub_ring(r: Value, acc: Value, bcur: Value, following: Value | None, tag: str) -> tuple[Value, Value | None]:
+        own = own_chunk(r, tag)
+        with b.for_(c["0"], c["gl"], c["1"], [acc, own, bcur],
+                    names=[f"{prefix}s{tag}", f"{prefix}sum{tag}", f"{prefix}cur{tag}", f"{prefix}bcur{tag}"],
+                    results=[f"{prefix}ringacc{tag}", f"{prefix}last{tag}", f"{prefix}blast{tag}"]) as (s, sacc, cur, bc):
+            nxt = pass_on(cur, tag)
+            s1 = b.arith.addi(s, c["1"], name=f"{prefix}s1{tag}")
+            bnext = load_b(r, s1, tag)
+            b.yield_(b.dps(Linalg.matmul, [cur, bc], [sacc], name=f"{prefix}prod{tag}"), nxt, bnext)
+        ring_acc, last, blast = b.last_results
+        ahead = None if following is None else load_b(following, c["0"], f"next{tag}")
+        return b.dps(Linalg.matmul, [last, blast], [ring_acc], name=f"{prefix}lastprod{tag}"), ahead
+
+    first = load_b(c["0"], c["0"], "first")
+    if q == 1:
+        return sub_ring(c["0"], init, first, None, "l")[0]
+    with b.for_(c["0"], c["ql"], c["1"], [init, first], names=[f"{prefix}r", f"{prefix}racc", f"{prefix}rb"],
+                results=[f"{prefix}acc_r", f"{prefix}b_r"]) as (r, racc, rb):
+        r1 = b.arith.addi(r, c["1"], name=f"{prefix}r1")
+        prod, ahead = sub_ring(r, racc, rb, r1, "")
+        assert ahead is not None
+        b.yield_(prod, ahead)
+    acc, bcur = b.last_results
+    return sub_ring(c["ql"], acc, bcur, None, "l")[0]

@@ -155,11 +155,23 @@ def _blocks(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], bn: np.ndar
     hop = m.dma_setup + m.topology.hop_latency
     block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
     cycles = block + rounding + store
-    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + rc * bn * (4 + ec)
+    scratch = bm * bn * 4 + ring_buffers(chunk, b_blk, rc * bn * (4 + ec))
     active = gm * g
     gbytes = active * q * (moved_a + g * moved_b)
     local = gbytes + active * q * (g - 1) * chunk
     return cycles, scratch, gbytes, local
+
+
+def ring_buffers(chunk: np.ndarray, b_blk: np.ndarray, rounding: np.ndarray) -> np.ndarray:
+    """Scratchpad besides the accumulator of a ring's block of columns (`emit_shared.ring_k_loop`),
+    as the timeline holds it: each op owns the buffers its program order holds at once
+    (`ktir.targets.timeline`), and the last sub-ring is peeled, so its ops are other ops. During the
+    K loop: the chunk being multiplied and the one arriving (the consume's two buffers) and the next
+    sub-ring's own chunk, loaded once the DMA queue reaches it; B's two blocks of the loop and, at
+    the peeled sub-ring, the block carried into it and its own first prefetch: three chunks and four
+    B blocks. At the end: one chunk of the accumulator extracted and rounded (`rounding` bytes),
+    while the next block's own chunk and first B block may already arrive behind the last store."""
+    return np.maximum(3 * chunk + 4 * b_blk, rounding + chunk + b_blk)
 
 
 def describe_ring(p: dict[str, int], k: MatmulKernel) -> str:
