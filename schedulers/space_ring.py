@@ -21,6 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ktir.targets.timeline import BUFFERS
+
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
 
@@ -169,9 +171,10 @@ def ring_buffers(chunk: np.ndarray, b_blk: np.ndarray, rounding: np.ndarray) -> 
     K loop: the chunk being multiplied and the one arriving (the consume's two buffers) and the next
     sub-ring's own chunk, loaded once the DMA queue reaches it; B's two blocks of the loop and, at
     the peeled sub-ring, the block carried into it and its own first prefetch: three chunks and four
-    B blocks. At the end: one chunk of the accumulator extracted and rounded (`rounding` bytes),
-    while the next block's own chunk and first B block may already arrive behind the last store."""
-    return np.maximum(3 * chunk + 4 * b_blk, rounding + chunk + b_blk)
+    B blocks. At the end: the chunks of the accumulator extracted and rounded (`rounding` bytes
+    each) in the buffers their ops own (`BUFFERS`), while the next block's own chunk and first B
+    block may already arrive behind the last store."""
+    return np.maximum(3 * chunk + 4 * b_blk, BUFFERS * rounding + chunk + b_blk)
 
 
 def describe_ring(p: dict[str, int], k: MatmulKernel) -> str:

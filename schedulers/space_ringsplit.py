@@ -20,6 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ktir.targets.timeline import BUFFERS
+
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
 from .space_ring import RING, ROUNDED_CHUNK, chunk_rows, ring_buffers
@@ -148,11 +150,12 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     # the larger of two phases, as the timeline holds them (each op owns the buffers its program
     # order holds at once, `ktir.targets.timeline`). The ring: the accumulator, the zero chunk the
     # reduces start from and the ring's chunks and B blocks (`space_ring.ring_buffers`). The combine:
-    # the accumulator and, per split whose chunk the tile adds (one, or sk when scattered), a chunk
-    # extracted (held until the receivers have read it), received, summed and rounded, and the zero chunk
+    # the accumulator, the zero chunk, per split whose chunk the tile adds (one, or sk when
+    # scattered) the chunks extracted in the buffers their op owns (`BUFFERS`; each held until the
+    # receivers have read it) and the chunk received and summed, and a rounded chunk
     acc = bm * bn * 4
     ring_phase = acc + ring_buffers(chunk, b_blk, rc * bn * 4) + rc * bn * 4
-    combine_phase = acc + (3 * share + 1) * rc * bn * 4 + share * rc * bn * ec
+    combine_phase = acc + (BUFFERS * share + share + 1) * rc * bn * 4 + rc * bn * ec
     scratch = np.maximum(ring_phase, combine_phase)
     gbytes = tiles * blocks * q * (moved_a + g * moved_b) + k.M * k.N * ec
     local = gbytes + tiles * blocks * q * (g - 1) * chunk + (sk - 1) * k.M * k.N * 4
