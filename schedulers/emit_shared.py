@@ -205,7 +205,7 @@ def ring_k_loop(b: Builder, c: dict[str, Value], q: int, init: Value, own_chunk:
     the one loaded a step earlier, carried in the loops' iter_args, so the block in use and the
     one arriving are two buffers of one load and the transfer overlaps the product without
     running further ahead (`ktir.targets.timeline`: an op owns the buffers its program order
-    holds at once). The last sub-ring's look-ahead is clamped (`arith.minsi`): it
+    holds at once, at least two). The last sub-ring's look-ahead is clamped (`arith.minsi`): it
     loads its own first block again, so no access leaves the view and no op is duplicated (a
     peeled copy would own buffers of its own). SSA names start with `prefix`."""
     first = load_b(c["0"], c["0"], "first")

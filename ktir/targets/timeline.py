@@ -38,14 +38,12 @@ The model, in full:
   whose results take turns in a fixed set of buffers, and an execution starts only when the
   buffer it writes is free, that is when the result of the execution that many before it has
   been released (its last user finished; a posted value, its last receiver). A stream owns the
-  most of its results the tile's program order holds at once, and at least `buffers` (default
-  1). So double buffering is what the program writes: a block used in the iteration that
-  loads it owns one buffer, and its next load waits for that use; a block loaded one iteration
-  ahead and carried to the next (as the schedulers' double-buffered loops do) owns two, and its
-  load overlaps the compute on the other. A transfer never runs further ahead of the compute
-  than the program's buffers allow, and the ct_local peak is that of a fixed allocation.
-  Results updated in place (`reuses`) and records without a stream (neither `stream` nor
-  `line`) are not bounded.
+  most of its results the tile's program order holds at once (a value carried to the next
+  iteration, such as a block loaded one step ahead, makes two), and at least `buffers` (default
+  2: every stream double buffered, so a transfer may fill the next buffer while the compute
+  reads the current one). So a transfer never runs further ahead of the compute than the
+  program's buffers allow, and the ct_local peak is that of a fixed allocation. Results updated
+  in place (`reuses`) and records without a stream (neither `stream` nor `line`) are not bounded.
 """
 
 from __future__ import annotations
@@ -74,7 +72,7 @@ QUEUE_OF: dict[Kind, str | None] = {
 QUEUES = ("dma", "matrix", "vector", "local", "comm")
 
 _END, _READY, _DATA_END = 0, 1, 2  # event kinds
-BUFFERS = 1  # the fewest result buffers an op owns: what its program order holds (module docstring)
+BUFFERS = 2  # the fewest result buffers an op owns: double buffering (module docstring)
 
 
 @dataclass
@@ -203,8 +201,8 @@ class _Port:
 def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing = "static",
              buffers: int = BUFFERS) -> Timeline:
     """Run the timeline model of `trace` on `target`; raise TraceError on inconsistent records.
-    `buffers`: the fewest buffers each op owns for its results (1: those its program order holds at
-    once; 2: every op double buffered, as if a compiler added a buffer to each)."""
+    `buffers`: the fewest buffers each op owns for its results (2: double buffering; 1: only those
+    the program order holds at once)."""
     if sharing not in ("static", "fair"):
         raise ValueError(f"sharing must be 'static' or 'fair', not {sharing!r}")
     if buffers < 1:
@@ -214,7 +212,7 @@ def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing = "s
 
 
 class _Simulation:
-    def __init__(self, trace: KernelTrace, machine: Machine, sharing: Sharing, buffers: int = BUFFERS) -> None:
+    def __init__(self, trace: KernelTrace, machine: Machine, sharing: Sharing, buffers: int = 2) -> None:
         check_records(trace)
         self.buffers = buffers
         if trace.n_tiles > machine.n_tiles:
