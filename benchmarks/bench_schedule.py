@@ -460,20 +460,23 @@ def real_mode(args: argparse.Namespace, target: object, console: Console) -> dic
             rows.append(measure(k, target))
             progress.advance(task)
     clock = target.clock_hz  # type: ignore[attr-defined]
+    capacity = target.local_memory.capacity_bytes.value  # type: ignore[attr-defined]
     t = Table(title=f"exact at Llama-3.1-8B and Granite-3.1-8B shapes on {target.name} (seed {seed}; "  # type: ignore[attr-defined]
               "--seed repeats the run)")
-    for col in ("kernel", "class", "grid", "bound us", "binding", "timeline ratio", "model ratio", "sched bound", "s",
-                "cpu s"):
+    for col in ("kernel", "class", "grid", "bound us", "binding", "timeline ratio", "model ratio", "sched bound",
+                "peak MB", "s", "cpu s"):
         t.add_column(col, justify="left" if col in ("kernel", "class", "binding") else "right")
     for r in rows:
         model = f"{r['model'] / r['bound']:.3f}" if r["model"] else "-"
         own = f"{r['scheduler_bound'] / r['bound']:.2f}x" if r["scheduler_bound"] else "-"
         t.add_row(r["name"], r["class"] if r["applied"] else "declined", str(r["grid"]),
-                  f"{r['bound'] / clock * 1e6:,.1f}", r["binding"], f"{r['ratio']:.3f}", model, own, f"{r['seconds']:.2f}",
+                  f"{r['bound'] / clock * 1e6:,.1f}", r["binding"], f"{r['ratio']:.3f}", model, own,
+                  f"{r['peak'] / 1e6:.2f}" + (" OVER" if r["peak"] > capacity else ""), f"{r['seconds']:.2f}",
                   f"{r['cpu_seconds']:.2f}")
     console.print(t)
     console.print("bound: the roofline of the unscheduled kernel's work (its shapes-only trace) spread evenly over "
-                  "every tile; sched bound: the scheduler's own bound relative to it; a declined kernel is measured "
+                  "every tile; sched bound: the scheduler's own bound relative to it; peak MB: the busiest tile's "
+                  f"scratchpad on the timeline (OVER: beyond the {capacity:,} bytes of a tile); a declined kernel is measured "
                   "as written (one tile); s / cpu s: wall-clock / CPU seconds of scheduling (the CPU time is what "
                   "the kernel costs on an unloaded core; exact's search budget is wall-clock)")
     for r in rows:
@@ -481,6 +484,9 @@ def real_mode(args: argparse.Namespace, target: object, console: Console) -> dic
             console.print(f"  declined {r['name']}: {r['reason']}")
     if args.why is not None:
         why_table([k for k, r in zip(kernels, rows, strict=True) if r["ratio"] >= args.why], target, console)
+    over = [r["name"] for r in rows if r["peak"] > capacity]
+    console.print(f"schedules beyond the scratchpad on the timeline: {len(over)} of {len(rows)}"
+                  + (f" ({', '.join(over)})" if over else ""))
     overall = geomean([r["ratio"] for r in rows])
     console.print(f"exact on the timeline, geometric mean over {len(rows)} kernels: {overall:.3f} (target <= 1.3): "
                   f"{'met' if overall <= 1.3 else 'NOT met'}")

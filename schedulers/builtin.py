@@ -27,7 +27,7 @@ from .kernels import AttentionKernel, MatmulKernel, RowKernel, func_name
 from .natural import NaturalKernel, natural_reason_or_kernel
 from .one_trip import inline_one_trip
 from .report import ScheduleReport
-from .rerank import Ranked, rerank
+from .rerank import Ranked, Simulated, rerank, split_result
 from .space_choice import space_for
 from .spaces import Evaluated, Space, row
 
@@ -298,9 +298,15 @@ class StrategyScheduler:
             if type(self).rerank:
                 ranked = rerank(space, point, deadline, m.timeline)
             else:  # the baseline is what it is; the timeline only measures it
-                ranked = Ranked(point, m.timeline(point, deadline), 1, point, None)
-            if ranked.timeline is None and need_timeline:  # the strategy spent the budget: measure its choice all the same
-                ranked = Ranked(point, m.timeline(point, time.perf_counter() + 0.2), 1, point, None)
+                ranked = _measured(point, m.timeline(point, deadline), fig.local_capacity)
+            if ranked.timeline is None and need_timeline and not ranked.over:
+                # the strategy spent the budget: measure its choice all the same
+                ranked = _measured(point, m.timeline(point, time.perf_counter() + 0.2), fig.local_capacity)
+            if ranked.over and any(p == ranked.point for p, _ in ranked.over):
+                peak = max(b for _, b in ranked.over)
+                raise NoLegalSchedule(f"no {m.kernel_class} schedule fits the scratchpad on the timeline: the "
+                                      f"{len(ranked.over)} simulated hold up to {peak:,} bytes on a tile, beyond its "
+                                      f"{fig.local_capacity:,}, though the cost model fits them")
             point = ranked.point
         fill_report(report, space, point, count, bound)
         if ranked is not None and ranked.timeline is not None:
@@ -319,11 +325,23 @@ class StrategyScheduler:
                                 f"{ranked.timeline:,.0f}")
         elif ranked is not None and type(self).rerank:
             report.notes.append(f"the timeline confirms the model's choice ({ranked.simulated} schedules simulated)")
+        if ranked is not None and ranked.over:
+            peak = max(b for _, b in ranked.over)
+            report.notes.append(f"rejected {len(ranked.over)} schedule(s) the cost model fits: on the timeline their "
+                                f"scratchpad peaks beyond the {fig.local_capacity:,} bytes of a tile (up to {peak:,})")
         report.notes += m.notes
         out = m.emit(point)
         report.applied = True
         report.schedule_seconds = time.perf_counter() - start
         return ScheduleResult(out, report)
+
+
+def _measured(point: dict[str, int], found: Simulated | float | None, capacity: int) -> Ranked:
+    """A point measured on the timeline, not re-ranked (noted in `over` when beyond the scratchpad)."""
+    cycles, peak = split_result(found)
+    if cycles is not None and peak is not None and peak > capacity:
+        return Ranked(point, None, 1, point, None, [(point, peak)])
+    return Ranked(point, cycles, 1, point, None)
 
 
 class BaselineScheduler(StrategyScheduler):

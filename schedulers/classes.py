@@ -33,6 +33,7 @@ from .api import ScheduleError, ScheduleOptions
 
 if TYPE_CHECKING:
     from .kernels import Recognised
+    from .rerank import Simulated
 
 GROUP = "ktir.kernel_classes"
 
@@ -46,8 +47,9 @@ class Match:
     emit: Callable[[dict[str, int]], Module]  # the rewritten module for a point of the space
     dims: dict[str, int]
     notes: list[str] = field(default_factory=list)  # added to the report when applied
-    # cycles of a point on the timeline simulation, if it can be simulated before the deadline
-    timeline: Callable[[dict[str, int], float | None], float | None] | None = None
+    # a point on the timeline simulation (cycles, or `rerank.Simulated`: cycles and scratchpad peak),
+    # None if it cannot be simulated before the deadline
+    timeline: Callable[[dict[str, int], float | None], Simulated | float | None] | None = None
     detail: Callable[[dict[str, int]], list[str]] | None = None  # notes that depend on the chosen point
 
 

@@ -8,7 +8,8 @@ accumulator of bm x bn.
 K is cut into g q chunks of kp columns of A (rows of B): sub-ring r holds chunks r g .. r g + g - 1.
 For one block of columns, for each sub-ring r, tile j loads chunk r g + j of A (bm x kp) from
 global memory, then for g steps multiplies the chunk it holds by the matching kp x bn block of B
-(loaded from global memory) and, except at the last step, passes the chunk to its right
+(loaded from global memory one step ahead: `emit_shared.ring_k_loop` double buffers B in the
+program) and, except at the last step, passes the chunk to its right
 neighbour (`inter_tile_produce`) while receiving its left neighbour's
 (`inter_tile_consume`, producer = (j - 1) mod g in the group): at step s tile j holds chunk
 r g + (j - s) mod g. So each element of A crosses the memory channel once per block of columns
@@ -22,13 +23,13 @@ which the matmul class's legality check (K reduced by the matmul only) allows.
 from __future__ import annotations
 
 from ktir.builder import Builder, Value, located
-from ktir.dialects.names import Ktdp, Linalg
+from ktir.dialects.names import Ktdp
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, block_loader, prologue, ring_chunk_k
+from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, ring_k_loop
 from .kernels import MatmulKernel
 from .sets import box, group_tiles, projection, scalar
 from .space_ring import chunk_rows
@@ -76,7 +77,7 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
     # grid [g, gm]: the g tiles of a ring group differ in dimension 0, so their linear ids are consecutive
     with b.func(k.name, arguments(b, fn), grid=[g, gm]) as params:
         c, zero, tj, ti, views = prologue(b, A, k, params, (
-            ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm),
+            ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("ql", q - 1), ("kp", kp), ("bn", bn), ("bm", bm),
             *((f"rc{tag}", rc) for tag, rc in rcs.items()), ("nt", nt), ("nfull", nt - rest)))
         m = b.arith.muli(ti, c["bm"], name="sc_m")
         n0 = b.arith.muli(tj, c["nt"], name="sc_n0")
@@ -90,28 +91,26 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
         def column_block(n: Value, w: int, wt: str) -> None:
             """The columns [n, n + w) of the tile's rows: the ring over K, then the rounded stores."""
 
-            def step(acc: Value, cur: Value, r: Value, s: Value, tag: str) -> Value:
-                bblk = load(f"sc_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, w), tb, f"bblk{wt}")
-                return b.dps(Linalg.matmul, [cur, bblk], [acc], name=f"sc_{tag}prod")
+            def own_chunk(r: Value, tag: str) -> Value:
+                own_k = b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name=f"sc_rg0{tag}{wt}"), tj,
+                                                  name=f"sc_own{tag}{wt}"), c["kp"], name=f"sc_ownk{tag}{wt}")
+                return load(f"sc_mine{tag}{wt}", "a", m, own_k, (bm, kp), ta, "ablk")
+
+            def pass_on(cur: Value, tag: str) -> Value:
+                with b.produce(A["group"], fut_t, f"sc_gid{tag}{wt}", f"sc_fut{tag}{wt}"):
+                    b.yield_(cur, op=Ktdp.yield_partial)
+                (fut,) = b.last_results
+                (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
+                                  {"consumer_tiles_per_group": A["group"],
+                                   "producer_dependency_per_consumer": A["left"]}, result_names=[f"sc_next{tag}{wt}"])
+                return nxt
+
+            def load_b(r: Value, s: Value, tag: str) -> Value:
+                return load(f"sc_{tag}bblk{wt}", "b", chunk_k(r, s, f"{tag}{wt}"), n, (kp, w), tb, f"bblk{wt}")
 
             init = b.fill(zero, b.empty(ty.tensor((bm, w), ty.F32), f"sc_e{wt}"), f"sc_init{wt}")
-            with b.for_(c["0"], c["q"], c["1"], [init], names=[f"sc_r{wt}", f"sc_racc{wt}"],
-                        results=[f"sc_acc{wt}"]) as (r, racc):
-                own_k = b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name=f"sc_rg0{wt}"), tj, name=f"sc_own{wt}"),
-                                     c["kp"], name=f"sc_ownk{wt}")
-                own = load(f"sc_mine{wt}", "a", m, own_k, (bm, kp), ta, "ablk")
-                with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=[f"sc_s{wt}", f"sc_sum{wt}", f"sc_cur{wt}"],
-                            results=[f"sc_ringacc{wt}", f"sc_last{wt}"]) as (s, acc, cur):
-                    with b.produce(A["group"], fut_t, f"sc_gid{wt}", f"sc_fut{wt}"):
-                        b.yield_(cur, op=Ktdp.yield_partial)
-                    (fut,) = b.last_results
-                    (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
-                                      {"consumer_tiles_per_group": A["group"],
-                                       "producer_dependency_per_consumer": A["left"]}, result_names=[f"sc_next{wt}"])
-                    b.yield_(step(acc, cur, r, s, wt), nxt)
-                ring_acc, last = b.last_results
-                b.yield_(step(ring_acc, last, r, c["gl"], f"last{wt}"))
-            store_rows(b, A, views["c"], b.last_results[0], m, n, tc, rcs[wt], c, wt)
+            acc = ring_k_loop(b, c, q, init, own_chunk, pass_on, load_b, f"sc{wt}_")
+            store_rows(b, A, views["c"], acc, m, n, tc, rcs[wt], c, wt)
 
         with b.for_(n0, n1, c["bn"], names=["sc_n"]) as (n,):
             column_block(n, bn, "")

@@ -29,7 +29,7 @@ from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, store_c_block, sum_on_first_tile
+from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, ring_k_loop, store_c_block, sum_on_first_tile
 from .kernels import MatmulKernel
 from .sets import box, group_first, group_tiles, projection, scalar
 from .space_ring import ROUNDED_CHUNK, chunk_rows
@@ -89,7 +89,7 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
     acc_fut = ty.TileFutureType(partial_types=(chunk_t,), groups=A["positions"])
     with b.func(k.name, arguments(b, fn), grid=[sk, g]) as params:
         c, zero, ts, tj, views = prologue(b, A, k, params, (
-            ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("kp", kp), ("bn", bn), ("bm", bm), ("rc", rc),
+            ("0", 0), ("1", 1), ("g", g), ("gl", g - 1), ("q", q), ("ql", q - 1), ("kp", kp), ("bn", bn), ("bm", bm), ("rc", rc),
             ("nt", nt), ("ks", ks), ("rcs", rc * sk), *((f"o{o}", o * rc) for o in range(1, sk)),
             *((f"s{o}", o) for o in range(2, sk))))
         k0 = b.arith.muli(ts, c["ks"], name="rs_k0")
@@ -103,29 +103,28 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
         def chunk_k(r: Value, s: Value, tag: str) -> Value:
             return ring_chunk_k(b, c, tj, r, s, f"rs_{tag}", k0)
 
-        def step(acc: Value, cur: Value, r: Value, s: Value, n: Value, tag: str) -> Value:
-            bblk = load(f"rs_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
-            return b.dps(Linalg.matmul, [cur, bblk], [acc], name=f"rs_{tag}prod")
-
         with b.for_(n0, n1, c["bn"], names=["rs_n"]) as (n,):
+
+            def own_chunk(r: Value, tag: str) -> Value:
+                own_k = b.arith.addi(k0, b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name=f"rs_rg0{tag}"), tj,
+                                                                   name=f"rs_own{tag}"), c["kp"], name=f"rs_ownkk{tag}"),
+                                     name=f"rs_ownk{tag}")
+                return load(f"rs_mine{tag}", "a", c["0"], own_k, (bm, kp), ta, "ablk")
+
+            def pass_on(cur: Value, tag: str) -> Value:
+                with b.produce(A["ring"], chunk_fut, f"rs_gid{tag}", f"rs_fut{tag}"):
+                    b.yield_(cur, op=Ktdp.yield_partial)
+                (fut,) = b.last_results
+                (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
+                                  {"consumer_tiles_per_group": A["ring"],
+                                   "producer_dependency_per_consumer": A["left"]}, result_names=[f"rs_next{tag}"])
+                return nxt
+
+            def load_b(r: Value, s: Value, tag: str, n: Value = n) -> Value:
+                return load(f"rs_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
+
             init = b.fill(zero, b.empty(acc_t, "rs_e"), "rs_init")
-            with b.for_(c["0"], c["q"], c["1"], [init], names=["rs_r", "rs_racc"], results=["rs_acc"]) as (r, racc):
-                own_k = b.arith.addi(k0, b.arith.muli(b.arith.addi(b.arith.muli(r, c["g"], name="rs_rg0"), tj,
-                                                                   name="rs_own"), c["kp"], name="rs_ownkk"),
-                                     name="rs_ownk")
-                own = load("rs_mine", "a", c["0"], own_k, (bm, kp), ta, "ablk")
-                with b.for_(c["0"], c["gl"], c["1"], [racc, own], names=["rs_s", "rs_sum", "rs_cur"],
-                            results=["rs_ringacc", "rs_last"]) as (s, acc, cur):
-                    with b.produce(A["ring"], chunk_fut, "rs_gid", "rs_fut"):
-                        b.yield_(cur, op=Ktdp.yield_partial)
-                    (fut,) = b.last_results
-                    (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
-                                      {"consumer_tiles_per_group": A["ring"],
-                                       "producer_dependency_per_consumer": A["left"]}, result_names=["rs_next"])
-                    b.yield_(step(acc, cur, r, s, n, ""), nxt)
-                ring_acc, last = b.last_results
-                b.yield_(step(ring_acc, last, r, c["gl"], n, "last"))
-            acc = b.last_results[0]
+            acc = ring_k_loop(b, c, q, init, own_chunk, pass_on, load_b, "rs_")
             if scatter:
                 # chunk o of every sk is added, rounded and stored by tile s = o; every tile posts
                 # all sk of its chunks first, so no receive waits on another tile's receive

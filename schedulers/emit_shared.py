@@ -190,3 +190,37 @@ def emit_shared(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                 b.yield_(ownnext)
         b.func_return()
     return located(b.module, f"{k.name}.scheduled.ktir")
+
+
+def ring_k_loop(b: Builder, c: dict[str, Value], q: int, init: Value, own_chunk: Callable[[Value, str], Value],
+                pass_on: Callable[[Value, str], Value], load_b: Callable[[Value, Value, str], Value],
+                prefix: str) -> Value:
+    """The K reduction of a ring matmul (`emit_ring`, `emit_ringsplit`): `q` sub-rings of g steps
+    (`c["g"]`, `c["gl"]` = g - 1, `c["ql"]` = q - 1), returning the accumulator that starts as `init`.
+
+    Sub-ring r starts from `own_chunk(r, tag)`; at each step but the last the chunk held is
+    passed on (`pass_on(chunk, tag)` returns the neighbour's), and it is multiplied by the B
+    block `load_b(r, s, tag)` of step s. B is double buffered in the program: each step loads
+    the next step's block (the last step of a sub-ring the next sub-ring's first) and multiplies
+    the one loaded a step earlier, carried in the loops' iter_args, so the block in use and the
+    one arriving are two buffers of one load and the transfer overlaps the product without
+    running further ahead (`ktir.targets.timeline`: an op owns the buffers its program order
+    holds at once, at least two). The last sub-ring's look-ahead is clamped (`arith.minsi`): it
+    loads its own first block again, so no access leaves the view and no op is duplicated (a
+    peeled copy would own buffers of its own). SSA names start with `prefix`."""
+    first = load_b(c["0"], c["0"], "first")
+    with b.for_(c["0"], c["q"], c["1"], [init, first], names=[f"{prefix}r", f"{prefix}racc", f"{prefix}rb"],
+                results=[f"{prefix}acc_r", f"{prefix}b_r"]) as (r, racc, rb):
+        own = own_chunk(r, "")
+        with b.for_(c["0"], c["gl"], c["1"], [racc, own, rb],
+                    names=[f"{prefix}s", f"{prefix}sum", f"{prefix}cur", f"{prefix}bcur"],
+                    results=[f"{prefix}ringacc", f"{prefix}last", f"{prefix}blast"]) as (s, sacc, cur, bc):
+            nxt = pass_on(cur, "")
+            s1 = b.arith.addi(s, c["1"], name=f"{prefix}s1")
+            bnext = load_b(r, s1, "")
+            b.yield_(b.dps(Linalg.matmul, [cur, bc], [sacc], name=f"{prefix}prod"), nxt, bnext)
+        ring_acc, last, blast = b.last_results
+        following = b.arith.minsi(b.arith.addi(r, c["1"], name=f"{prefix}r1"), c["ql"], name=f"{prefix}rn")
+        ahead = load_b(following, c["0"], "next")
+        b.yield_(b.dps(Linalg.matmul, [last, blast], [ring_acc], name=f"{prefix}lastprod"), ahead)
+    return b.last_results[0]

@@ -27,6 +27,7 @@ from ktir.dialects.names import Arith, Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
+from ktir.targets.timeline import BUFFERS
 
 from . import space_ringsplit
 from .cost import Figures
@@ -110,7 +111,7 @@ class SplitKSpace(MatmulSpace):
                    + (sk - 1) * (bm * bn / vrate + f.vector_startup))
         epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([bm * bn * ec], groups)
         cycles = mb * nt * (kloop + combine + epilogue)
-        buffers = np.where(db, 2.0, 1.0)
+        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
         scratch = 3 * bm * bn * 4 + bm * bn * ec + buffers * (bm * bk * ea + bk * bn * eb)
         extra = np.where(db, mb * nb * sk, 0.0)  # each K loop's last prefetch is redundant
         gbytes = (k.M * k.K * ea * nb + k.K * k.N * eb * mb + k.M * k.N * ec

@@ -5,7 +5,9 @@ milliseconds but assumes no overlap and simplifies queues; the timeline simulati
 `ktir.targets` replays each op on the target's queues and channels and is the better
 judge, at about a millisecond per thousand records. So the model's `TOP` best schedules
 that fit (and the strategy's own choice) are simulated, cheapest first, while the time
-budget lasts, and the fastest on the timeline wins; the report keeps both figures.
+budget lasts, and the fastest on the timeline wins; the report keeps both figures. A schedule
+whose scratchpad peak on the timeline exceeds the target's capacity is rejected, whatever the
+model said of it: the timeline holds the buffers the emitted program owns.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,14 @@ TIE = 0.01  # schedules this close on the timeline are not told apart
 SMALL = 2000  # a trace this short (a decode kernel's) is simulated in milliseconds, whatever the time left
 
 
+@dataclass(frozen=True)
+class Simulated:
+    """A schedule on the timeline: its cycles and the busiest tile's scratchpad peak (bytes)."""
+
+    cycles: float
+    peak: int
+
+
 @dataclass
 class Ranked:
     point: dict[str, int]
@@ -36,16 +46,26 @@ class Ranked:
     simulated: int  # schedules simulated
     analytic_first: dict[str, int]  # the strategy's choice before re-ranking
     analytic_first_timeline: float | None
+    # schedules simulated whose scratchpad peak on the timeline exceeds the capacity: (point, peak)
+    over: list[tuple[dict[str, int], int]] = field(default_factory=list)
+
+
+def split_result(found: Simulated | float | None) -> tuple[float | None, int | None]:
+    """(cycles, peak) of what a timeline callable returned: a `Simulated`, or cycles alone (peak unknown)."""
+    if isinstance(found, Simulated):
+        return found.cycles, found.peak
+    return found, None
 
 
 def timeline_of(space: NaturalSpace, p: dict[str, int], split: object | None = None,
-                deadline: float | None = None) -> float | None:
-    """The schedule's cycles on the timeline; None when its trace would not be simulated before `deadline`."""
+                deadline: float | None = None) -> Simulated | None:
+    """The schedule on the timeline; None when its trace would not be simulated before `deadline`."""
     limit = MAX_RECORDS if deadline is None else max(SMALL, int(max(0.0, deadline - time.perf_counter()) * RATE))
     trace = natural_trace(space, p, split, limit)
     if trace is None:
         return None
-    return float(simulate(trace, space.fig.machine).makespan)
+    t = simulate(trace, space.fig.machine)
+    return Simulated(float(t.makespan), max(t.peak_local.values(), default=0))
 
 
 def tiles_used(space: object, p: dict[str, int]) -> int:
@@ -57,7 +77,7 @@ def tiles_used(space: object, p: dict[str, int]) -> int:
 
 
 def rerank(space: Any, chosen: dict[str, int], deadline: float,
-           timeline: Callable[[dict[str, int], float | None], float | None] | object | None = None,
+           timeline: Callable[[dict[str, int], float | None], Simulated | float | None] | object | None = None,
            top: int = TOP) -> Ranked:
     """The fastest on the timeline among `chosen` and the model's `top` best fitting schedules.
 
@@ -66,8 +86,19 @@ def rerank(space: Any, chosen: dict[str, int], deadline: float,
     if callable(timeline):
         sim = timeline
     else:
-        def sim(p: dict[str, int], d: float | None, split: object = timeline) -> float | None:
+        def sim(p: dict[str, int], d: float | None, split: object = timeline) -> Simulated | None:
             return timeline_of(space, p, split, d)
+    capacity = space.fig.local_capacity
+    over: list[tuple[dict[str, int], int]] = []
+
+    def run(p: dict[str, int], d: float | None) -> float | None:
+        """Cycles of `p` on the timeline; None when not simulated, or (noted in `over`) beyond the scratchpad."""
+        cycles, peak = split_result(sim(p, d))
+        if cycles is not None and peak is not None and peak > capacity:
+            over.append((p, peak))
+            return None
+        return cycles
+
     cols = space.candidates()
     ev = space.evaluate(cols)
     cost = np.where(ev.scratch <= space.fig.local_capacity, ev.cycles, np.inf)
@@ -87,21 +118,22 @@ def rerank(space: Any, chosen: dict[str, int], deadline: float,
     for p in points:
         if p not in seen:
             seen.append(p)
-    first = sim(chosen, deadline)
+    first = run(chosen, deadline)
     timed: list[tuple[dict[str, int], float]] = [] if first is None else [(chosen, first)]
     simulated = 1
     for p in seen[1:]:
-        if time.perf_counter() >= deadline:
+        # a chosen point beyond the scratchpad needs another, whatever the budget says
+        if time.perf_counter() >= deadline and (timed or not over):
             break
-        t = sim(p, deadline)
+        t = run(p, deadline)
         simulated += 1
         if t is not None:
             timed.append((p, t))
     if not timed:
-        return Ranked(chosen, None, simulated, chosen, first)
+        return Ranked(chosen, None, simulated, chosen, first, over)
     fastest = min(t for _, t in timed)
     # within the timeline's own resolution of the fastest, the schedule on the most tiles: it
     # leaves less of the machine idle for the same time (ties keep the earlier, the model's order)
     near = [(p, t) for p, t in timed if t <= fastest * (1 + TIE)]
     best, best_t = max(near, key=lambda pt: (tiles_used(space, pt[0]), -pt[1]))
-    return Ranked(best, best_t, simulated, chosen, first)
+    return Ranked(best, best_t, simulated, chosen, first, over)

@@ -21,6 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ktir.targets.timeline import BUFFERS
+
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
 
@@ -153,13 +155,26 @@ def _blocks(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], bn: np.ndar
     # still leaves one product to compute), whichever is slower
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
-    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
+    # (+ the last sub-ring's clamped look-ahead, which loads its first B block again)
+    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + moved_b / mem_rate + compute) + q * hop
     cycles = block + rounding + store
-    scratch = bm * bn * 4 + 2 * chunk + 2 * b_blk + rc * bn * (4 + ec)
+    scratch = bm * bn * 4 + ring_buffers(chunk, b_blk, rc * bn * (4 + ec))
     active = gm * g
-    gbytes = active * q * (moved_a + g * moved_b)
+    gbytes = active * (q * (moved_a + g * moved_b) + moved_b)
     local = gbytes + active * q * (g - 1) * chunk
     return cycles, scratch, gbytes, local
+
+
+def ring_buffers(chunk: np.ndarray, b_blk: np.ndarray, rounding: np.ndarray) -> np.ndarray:
+    """Scratchpad besides the accumulator of a ring's block of columns (`emit_shared.ring_k_loop`),
+    as the timeline holds it: each op owns the buffers its program order holds at once, at least
+    `BUFFERS` (`ktir.targets.timeline`). During the K loop: the chunk being multiplied and the one
+    arriving (the consume's two buffers) and the next sub-ring's own chunk, loaded once the DMA
+    queue reaches it; B's two blocks of the loop and the next sub-ring's first: three chunks and
+    three B blocks. At the end: the chunks of the accumulator extracted and rounded (`rounding`
+    bytes each) in the buffers their ops own, while the next block's own chunk and first B block
+    may already arrive behind the last store."""
+    return np.maximum(3 * chunk + 3 * b_blk, BUFFERS * rounding + chunk + b_blk)
 
 
 def describe_ring(p: dict[str, int], k: MatmulKernel) -> str:

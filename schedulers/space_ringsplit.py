@@ -20,9 +20,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from ktir.targets.timeline import BUFFERS
+
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
-from .space_ring import RING, ROUNDED_CHUNK, chunk_rows
+from .space_ring import RING, ROUNDED_CHUNK, chunk_rows, ring_buffers
 
 
 def scattered(M: int, sk: int) -> bool:
@@ -132,7 +134,8 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
         part_rate[rows] = slowest
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
-    ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
+    # (+ the last sub-ring's clamped look-ahead, which loads its first B block again)
+    ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + moved_b / mem_rate + compute) + q * hop
     vrate = fig.vector_rate("f32")
     # reduce-scattered (sk divides M): each tile adds, rounds and stores rows/sk of them
     share = np.where(scatter, sk, 1.0)
@@ -145,17 +148,16 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     rounding = chunks * (rc * bn / vrate + fig.vector_startup)
     store = chunks * fig.transfer_fixed + bm / share * bn * ec / mem_rate
     cycles = blocks * (ring + combine + rounding + store)
-    # the larger of two phases. The ring: the accumulator, two chunks of A and two B blocks in
-    # flight, the zero chunk the reduces start from. The combine: nothing orders a chunk's
-    # extract_slice after the previous chunk's reduce (the extracts read only the accumulator, and
-    # the tile's local-copy queue is otherwise idle), so on the timeline every chunk of the block is
-    # extracted while the reduces are still waiting for the other tiles: the accumulator and a
-    # whole copy of it in chunks, then the zero chunk, the chunks received and summed (one, or one
-    # per split when scattered) and a rounded chunk
+    # the larger of two phases, as the timeline holds them (each op owns the buffers its program
+    # order holds at once, `ktir.targets.timeline`). The ring: the accumulator, the zero chunk the
+    # reduces start from and the ring's chunks and B blocks (`space_ring.ring_buffers`). The combine:
+    # the accumulator, the zero chunk, per split whose chunk the tile adds (one, or sk when
+    # scattered) the chunks extracted in the buffers their op owns (`BUFFERS`; each held until the
+    # receivers have read it) and the chunk received and summed, and a rounded chunk
     acc = bm * bn * 4
-    ring_phase = acc + 2 * chunk + 2 * b_blk + rc * bn * 4
-    combine_phase = 2 * acc + (share + 1) * rc * bn * 4 + rc * bn * ec
+    ring_phase = acc + ring_buffers(chunk, b_blk, rc * bn * 4) + rc * bn * 4
+    combine_phase = acc + (BUFFERS * share + share + 1) * rc * bn * 4 + rc * bn * ec
     scratch = np.maximum(ring_phase, combine_phase)
-    gbytes = tiles * blocks * q * (moved_a + g * moved_b) + k.M * k.N * ec
+    gbytes = tiles * blocks * (q * (moved_a + g * moved_b) + moved_b) + k.M * k.N * ec
     local = gbytes + tiles * blocks * q * (g - 1) * chunk + (sk - 1) * k.M * k.N * 4
     return cycles, scratch, gbytes, local

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ktir.targets.timeline import BUFFERS
+
 from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
 from .report import Placement, Schedule
@@ -191,7 +193,7 @@ class MatmulSpace:
         per_panel = np.where(pp, keep_part + np.maximum(kloop, load_part), load_part + keep_part + kloop)
         cycles = (np.where(stream, 0.0, f.load_step([bm * k.K * ea], t)) + np.where(pp, load_part, 0.0)
                   + n_blocks * (per_panel + epilogue + 2 * barrier))
-        buffers = np.where(db, 2.0, 1.0)
+        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
         a_mem = np.where(stream, buffers * bm * kp * ea, bm * k.K * ea + bm * kp * ea)
         scratch = a_mem + np.where(pp, 2.0, 1.0) * part + buffers * part + bm * bn * 4 + bm * bn * ec
         a_bytes = np.where(stream, k.M * k.K * ea * n_blocks + np.where(db, n_blocks * t * bm * kp * ea, 0.0),
@@ -222,7 +224,7 @@ class MatmulSpace:
         resident = (np.where(a_res, mt * f.load_step([moved(k.a, (bm, np.full_like(bm, k.K)), f.granularity)], active), 0.0)
                     + np.where(b_res, nt * f.load_step([moved(k.b, (np.full_like(bn, k.K), bn), f.granularity)], active), 0.0))
         cycles = mt * nt * (kloop + epilogue) + resident
-        buffers = np.where(db, 2.0, 1.0)
+        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
         a_mem = np.where(a_res, bm * k.K * ea + bm * bk * ea, buffers * bm * bk * ea)
         b_mem = np.where(b_res, k.K * bn * eb + bk * bn * eb, buffers * bk * bn * eb)
         scratch = bm * bn * 4 + bm * bn * ec + a_mem + b_mem  # accumulator (updated in place), rounded result
@@ -374,7 +376,7 @@ class RowSpace:
         cycles = row_cycles(f, steps, active, ins, outs, [float(math.prod(o.shape) * o.itemsize) for o in k.resident],
                             np.asarray(compute, dtype=np.float64) + np.zeros_like(g), db)
         in_row = self._row_bytes(k.streamed)
-        scratch = rb * k.live_bytes_per_row + np.where(db, rb * in_row, 0.0) + k.resident_bytes
+        scratch = rb * k.live_bytes_per_row + np.where(db | (BUFFERS > 1), rb * in_row, 0.0) + k.resident_bytes
         res_bytes = sum(math.prod(o.shape) * o.itemsize for o in k.resident)
         gbytes = k.R * (in_row + self._row_bytes(k.outputs)) + active * res_bytes
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
@@ -521,7 +523,7 @@ class AttentionSpace:
         overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + background) \
             + np.where(s > 1, per_tile * (q_io + combine), q_io)
         cycles = np.where(db, overlapped, serial)
-        buffers = np.where(db, 2.0, 1.0)
+        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
         # with double buffering the next Q block is prefetched too; pipelined, the loop also carries
         # the next block's scores and a third K block
         scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4 \

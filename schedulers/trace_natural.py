@@ -202,6 +202,9 @@ def _ahead(level: int, ops: list[tuple[Operation, int]], count: int,
         _nest(level, ops, [0] * (level + 1), works, tile, seq, made, records, None, {**it, level: i}, blocks, now)
 
 
+_PHASES = 1 << 10  # more phase loops than any chunked dimension has (a stream id per op and phase)
+
+
 def _phase_records(level: int, ops: list[tuple[Operation, int]], chunk: Chunk, trips: int,
                    work: dict[int, dict[str, object]], tile: int, seq: list[int], made: dict[str, Any],
                    records: list[OpRecord], it: dict[Any, int]) -> None:
@@ -214,14 +217,18 @@ def _phase_records(level: int, ops: list[tuple[Operation, int]], chunk: Chunk, t
                 done.add(id(op))
                 _record(op, work[id(op)], tile, seq, made, records, it)
 
-    for ph, needed in zip(chunk.loop_phases, chunk.needed, strict=True):
+    for n, (ph, needed) in enumerate(zip(chunk.loop_phases, chunk.needed, strict=True)):
         before(ph)
+        # each phase loop runs its own copy of the ops (`emit_natural._phase_loops`): other ops, so
+        # other streams of buffers on the timeline than the same op's in another phase
+        made["@phase"] = n
         for i in range(trips):
             for op, lv in ops:
                 if lv == level + 1 and id(op) in needed:
                     _record(op, work[id(op)], tile, seq, made, records, {**it, level + 1: i})
                     if id(op) in chunk.reductions:  # the carried partial: the next block adds into it
                         made[op.operands[-1]] = made[op.results[0]]
+        del made["@phase"]
     before(None)
 
 
@@ -393,8 +400,11 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
         else:
             boxes.setdefault((view, box), (None, []))[1].append(seq[0])
     fields = {n: v for n, v in work.items() if n != "kind" and not n.startswith("@")}
+    line = op.loc.line if op.loc else 0
+    phase = made.get("@phase")
+    stream = line * _PHASES + phase if phase is not None and line else -1  # one op of one phase loop
     records.append(OpRecord(tile=tile, seq=seq[0], op=op.name, kind=work["kind"], deps=tuple(sorted(deps)),  # type: ignore[arg-type]
-                            line=op.loc.line if op.loc else 0, **fields))  # type: ignore[arg-type]
+                            line=line, stream=stream, **fields))  # type: ignore[arg-type]
     for r in op.results:
         made[r] = seq[0]
     seq[0] += 1

@@ -200,8 +200,9 @@ def measure(rk: RealKernel, target: Any, scheduler: str = "exact") -> dict[str, 
     r = result.report if result is not None else None
     applied = r is not None and r.applied
     final = result.module if result is not None and applied else module
-    timeline = float(simulate(shapes_only_trace(final, rk.kernel), target).makespan)
-    return {"name": rk.name, "group": rk.group, "applied": applied,
+    simulated = simulate(shapes_only_trace(final, rk.kernel), target)
+    timeline = float(simulated.makespan)
+    return {"name": rk.name, "group": rk.group, "applied": applied, "peak": max(simulated.peak_local.values(), default=0),
             "reason": (r.reason if r is not None else refusal), "class": r.kernel_class if r is not None else "-",
             "grid": grid_size(final), "bound": bound, "binding": binding,
             "scheduler_bound": r.roofline_cycles if r is not None else None, "timeline": timeline,

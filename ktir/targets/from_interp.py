@@ -553,7 +553,7 @@ class _TileConverter:
         seq = len(self.records)
         self.records.append(OpRecord(
             tile=self.tile, seq=seq, op=ev.op, kind=kind, deps=tuple(sorted(d for d in deps if d < seq)),
-            line=int(ev.line), **fields,
+            line=int(ev.line), stream=int(getattr(ev, "op_id", -1)), **fields,
         ))
         return seq
 

@@ -60,6 +60,10 @@ class OpRecord:
     # the seq of the record whose result this one's result may be written over (the `outs` operand of a
     # destination-style op, spec/ops/linalg.md): done when this record is that result's last user; -1: none
     reuses: int = -1
+    # the static op this record is one execution of (an id unique within the trace, e.g. the op's
+    # index in a walk of the module): its executions on a tile are one stream, whose results share
+    # the buffers the program owns for that op (`ktir.targets.timeline`); -1: the op's (name, line)
+    stream: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"tile": self.tile, "seq": self.seq, "op": self.op, "kind": self.kind.value}
@@ -77,6 +81,8 @@ class OpRecord:
             d["sources"] = [list(s) for s in self.sources]
         if self.reuses >= 0:
             d["reuses"] = self.reuses
+        if self.stream >= 0:
+            d["stream"] = self.stream
         return d
 
     @staticmethod
@@ -90,7 +96,7 @@ class OpRecord:
             transcendental=bool(d.get("transcendental", False)), sync=d.get("sync"),
             sources=tuple((int(a), int(b)) for a, b in d.get("sources", ())),
             result_bytes=int(d.get("result_bytes", 0)), line=int(d.get("line", 0)),
-            reuses=int(d.get("reuses", -1)),
+            reuses=int(d.get("reuses", -1)), stream=int(d.get("stream", -1)),
         )
 
 

@@ -31,7 +31,19 @@ The model, in full:
   the last record that depends on them finishes, on top of `resident_local_bytes`. A
   destination-style op (`reuses`: a linalg op and the tensor in its `outs`) that starts as the
   last unfinished user of that tensor writes its result over it (spec/ops/linalg.md, storage):
-  the two are counted once, as an accumulator updated in place.
+  the two are counted once, as an accumulator updated in place. A value a `post` record reads
+  stays until every receive of that post has finished: the receivers read it from this tile.
+- Buffers are finite, as in a compiled program with an explicitly managed scratchpad: the
+  executions of one op on a tile are a stream (`OpRecord.stream`, or the op's name and line)
+  whose results take turns in a fixed set of buffers, and an execution starts only when the
+  buffer it writes is free, that is when the result of the execution that many before it has
+  been released (its last user finished; a posted value, its last receiver). A stream owns the
+  most of its results the tile's program order holds at once (a value carried to the next
+  iteration, such as a block loaded one step ahead, makes two), and at least `buffers` (default
+  2: every stream double buffered, so a transfer may fill the next buffer while the compute
+  reads the current one). So a transfer never runs further ahead of the compute than the
+  program's buffers allow, and the ct_local peak is that of a fixed allocation. Results updated
+  in place (`reuses`) and records without a stream (neither `stream` nor `line`) are not bounded.
 """
 
 from __future__ import annotations
@@ -60,6 +72,7 @@ QUEUE_OF: dict[Kind, str | None] = {
 QUEUES = ("dma", "matrix", "vector", "local", "comm")
 
 _END, _READY, _DATA_END = 0, 1, 2  # event kinds
+BUFFERS = 2  # the fewest result buffers an op owns: double buffering (module docstring)
 
 
 @dataclass
@@ -125,7 +138,8 @@ def _series(changes: list[tuple[float, str, float]]) -> dict[str, list[tuple[flo
 
 class _Op:
     __slots__ = ("rec", "idx", "queue", "deps", "waiting", "dependents", "users_left", "start", "end", "lane",
-                 "flows", "flows_left", "data_start", "ready", "cause", "port_cause", "limit", "handed")
+                 "flows", "flows_left", "data_start", "ready", "cause", "port_cause", "limit", "handed",
+                 "gate", "freed", "freed_by", "heir_of", "remote_left")
 
     def __init__(self, rec: OpRecord, idx: int) -> None:
         self.rec = rec
@@ -146,6 +160,11 @@ class _Op:
         self.port_cause: int | None = None
         self.limit: str | None = None
         self.handed = False  # its result's storage was taken over by a user's result (`OpRecord.reuses`)
+        self.gate = -1  # the earlier execution of the same stream whose buffer this one writes (-1: none)
+        self.freed = False  # its result's buffer is free again (released, or released by whoever took it over)
+        self.freed_by: int | None = None  # the op whose end freed it
+        self.heir_of = -1  # the op whose storage this one's result took over
+        self.remote_left = 0  # POST: receives on other tiles that have not finished reading its value
 
 
 class _ActiveFlow:
@@ -179,17 +198,23 @@ class _Port:
         self.last: int | None = None  # the op of the last data phase
 
 
-def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing = "static") -> Timeline:
-    """Run the timeline model of `trace` on `target`; raise TraceError on inconsistent records."""
+def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing = "static",
+             buffers: int = BUFFERS) -> Timeline:
+    """Run the timeline model of `trace` on `target`; raise TraceError on inconsistent records.
+    `buffers`: the fewest buffers each op owns for its results (2: double buffering; 1: only those
+    the program order holds at once)."""
     if sharing not in ("static", "fair"):
         raise ValueError(f"sharing must be 'static' or 'fair', not {sharing!r}")
+    if buffers < 1:
+        raise ValueError(f"buffers must be at least 1, not {buffers}")
     machine = target if isinstance(target, Machine) else Machine(target)
-    return _Simulation(trace, machine, sharing).run()
+    return _Simulation(trace, machine, sharing, buffers).run()
 
 
 class _Simulation:
-    def __init__(self, trace: KernelTrace, machine: Machine, sharing: Sharing) -> None:
+    def __init__(self, trace: KernelTrace, machine: Machine, sharing: Sharing, buffers: int = 2) -> None:
         check_records(trace)
+        self.buffers = buffers
         if trace.n_tiles > machine.n_tiles:
             raise TraceError(f"the kernel's grid {list(trace.grid)} has {trace.n_tiles} tiles; {machine.name} has {machine.n_tiles}")
         self.m = machine
@@ -254,7 +279,42 @@ class _Simulation:
                 self.ops[d].dependents.append(op.idx)
         for op in self.ops:
             op.users_left = len(op.dependents)
+            if op.rec.kind is Kind.POST:
+                op.remote_left = sum(1 for u in op.dependents if self.ops[u].rec.tile != op.rec.tile)
         self.index = index
+        self.gated: dict[int, list[int]] = {}  # op -> the ops waiting for its buffer
+        self._windows()
+
+    def _windows(self) -> None:
+        """Give each execution of a stream the buffer of the execution `w` before it, `w` the most
+        executions of the stream live at once in the tile's program order (from each one's record
+        to its last user's on the tile)."""
+        streams: dict[tuple[object, ...], list[_Op]] = {}
+        for op in self.ops:
+            r = op.rec
+            if r.result_bytes <= 0 or r.reuses >= 0 or op.queue is None:
+                continue
+            if r.stream >= 0:
+                key: tuple[object, ...] = (r.tile, r.stream)
+            elif r.line > 0:
+                key = (r.tile, r.op, r.line)
+            else:
+                continue
+            streams.setdefault(key, []).append(op)
+        for members in streams.values():
+            live: list[int] = []  # last uses (seq) of the executions still live, a heap
+            window = self.buffers
+            for op in members:
+                seq = op.rec.seq
+                while live and live[0] < seq:
+                    heapq.heappop(live)
+                last = max((self.ops[u].rec.seq for u in op.dependents if self.ops[u].rec.tile == op.rec.tile),
+                           default=seq)
+                heapq.heappush(live, last)
+                window = max(window, len(live))
+            for before, op in zip(members, members[window:], strict=False):
+                op.gate = before.idx
+                self.gated.setdefault(before.idx, []).append(op.idx)
 
     # main loop -------------------------------------------------------------------
 
@@ -327,7 +387,7 @@ class _Simulation:
             q = self.queues[key]
             while q.items and q.free:
                 op = self.ops[q.items[0]]
-                if op.waiting:
+                if op.waiting or (op.gate >= 0 and not self.ops[op.gate].freed):
                     break
                 q.items.popleft()
                 op.lane = heapq.heappop(q.free)
@@ -359,6 +419,10 @@ class _Simulation:
             last = max(op.deps, key=lambda d: self.ops[d].end)
             if self.ops[last].end >= self.now - eps:
                 return last
+        if op.gate >= 0:  # its buffer was freed just now
+            by = self.ops[op.gate].freed_by
+            if by is not None and self.ops[by].end >= self.now - eps:
+                return by
         key = (op.rec.tile, op.queue or "")
         freed = self.released.get(key)
         if freed is not None and self.ops[freed].end >= self.now - eps:
@@ -467,11 +531,9 @@ class _Simulation:
             self.released[key] = op.idx
         if r.result_bytes and not op.dependents:
             self._occupy(r.tile, -r.result_bytes)
-        for d in op.deps:
-            dep = self.ops[d]
-            dep.users_left -= 1
-            if dep.users_left == 0 and dep.rec.result_bytes and not dep.handed:
-                self._occupy(dep.rec.tile, -dep.rec.result_bytes)
+            self._free(op, op)
+        if not op.remote_left:  # a post's value is read by its receivers until they finish
+            self._release(op)
         for u in op.dependents:
             user = self.ops[u]
             user.waiting -= 1
@@ -482,6 +544,32 @@ class _Simulation:
                     self._push(self.now, _END, user.idx)
                 else:
                     self.dirty.add((user.rec.tile, user.queue))
+
+    def _release(self, op: _Op) -> None:
+        """`op` no longer needs what it read: free each result whose last user it was."""
+        for d in op.deps:
+            dep = self.ops[d]
+            if dep.rec.tile != op.rec.tile and dep.rec.kind is Kind.POST:
+                dep.remote_left -= 1
+                if dep.remote_left == 0 and not math.isnan(dep.end):
+                    self._release(dep)
+                continue
+            dep.users_left -= 1
+            if dep.users_left == 0 and dep.rec.result_bytes and not dep.handed:
+                self._occupy(dep.rec.tile, -dep.rec.result_bytes)
+                self._free(dep, op)
+
+    def _free(self, op: _Op, by: _Op) -> None:
+        """`op`'s buffer (and that of every result whose storage it took over) is free: wake whoever waits for it."""
+        cur: _Op | None = op
+        while cur is not None and not cur.freed:
+            cur.freed = True
+            cur.freed_by = by.idx
+            for g in self.gated.get(cur.idx, ()):
+                waiter = self.ops[g]
+                if waiter.queue is not None:
+                    self.dirty.add((waiter.rec.tile, waiter.queue))
+            cur = self.ops[cur.heir_of] if cur.heir_of >= 0 else None
 
     def _take_over(self, op: _Op) -> int:
         """The bytes `op`'s result takes over from the result it overwrites (`OpRecord.reuses`): that
@@ -496,6 +584,7 @@ class _Simulation:
         if dep.users_left != 1 or dep.handed or dep.rec.result_bytes != r.result_bytes:
             return 0
         dep.handed = True
+        op.heir_of = dep.idx
         return r.result_bytes
 
     def _occupy(self, tile: int, delta: int) -> None:

@@ -58,32 +58,30 @@ def _peak(trace: KernelTrace, spyre: Target, in_place: bool = True) -> int:
 def test_the_timeline_counts_the_accumulator_once_and_stays_within_the_model(point: dict[str, int],
                                                                            spyre: Target) -> None:
     """64 x 4096 x 14336, at each emitter's fastest point of the model: the K loop holds one
-    accumulator (the timeline without the rule holds two: exactly one accumulator more), and the
-    peak is within the model's estimate and the 2 MiB scratchpad."""
+    accumulator (the timeline without the rule holds the previous one beside the next: up to one
+    accumulator more), and the peak is within the model's estimate and the 2 MiB scratchpad."""
     trace, model = _trace(64, 4096, 14336, point, spyre)
     peak = _peak(trace, spyre)
     acc = point["bm"] * point["bn"] * 4
-    assert _peak(trace, spyre, in_place=False) - peak == acc
+    assert acc // 2 < _peak(trace, spyre, in_place=False) - peak <= acc
     capacity = spyre.local_memory.capacity_bytes.value
     assert peak <= model <= capacity, (peak, model, capacity)
 
 
 def test_the_ring_combine_is_counted_as_the_timeline_holds_it(spyre: Target) -> None:
-    """512 x 4096 x 14336 on the K-split ring at the point `exact` used to pick (4 splits, 512
-    columns): nothing orders a chunk's extract after the previous chunk's reduce, so during the
-    combine the timeline holds the accumulator and most of a second copy of it in row chunks (7 of
-    the 8 rows of chunks; the model used to count 4 chunks and a rounded one: 1,556,480 B against
-    the timeline's 2,031,616). The model now counts the combine as the timeline holds it: never
-    below the timeline's peak, within 15 % of it, and beyond the scratchpad, so `exact` picks
-    another point, whose peak on the timeline is within the scratchpad and the model."""
+    """512 x 4096 x 14336 on the K-split ring (4 splits, 512 columns). Nothing in the program orders
+    a chunk's extract after the previous chunk's reduce, but each extract writes the one buffer its
+    op owns, so the next waits until the receivers have read the last (before finite buffers the
+    timeline extracted every chunk at once: the accumulator and most of a copy, 2,031,616 B). The
+    model counts the phases as the timeline holds them: never below the timeline's peak, within
+    15 % of it; `exact` picks a point whose peak on the timeline is within the scratchpad and the model."""
     capacity = spyre.local_memory.capacity_bytes.value
     point = {**RING_SPLIT, "bm": 512, "db": 0}
     trace, model = _trace(512, 4096, 14336, point, spyre)
     peak = _peak(trace, spyre)
     acc = 512 * 512 * 4
-    assert peak > acc + acc * 3 // 4, peak  # the accumulator and most of a copy of it
+    assert acc < peak < acc + acc // 2, peak  # the accumulator and a few chunks, not a copy of it
     assert peak <= model <= 1.15 * peak, (peak, model)
-    assert model > capacity
 
     import reference_interp as ri
     import schedulers
@@ -92,8 +90,7 @@ def test_the_ring_combine_is_counted_as_the_timeline_holds_it(spyre: Target) -> 
 
     result = schedulers.schedule(ktir.parse(naive.matmul(512, 4096, 14336, "bf16"), "mm.ktir"), spyre, "exact")
     report = result.report
-    assert report.schedule is not None and report.schedule.loop_order.startswith("ring with K split"), report
-    assert report.schedule.tile_sizes["N"] < point["bn"] or report.schedule.grid[0] != point["sk"]
+    assert report.schedule is not None and report.schedule.loop_order.startswith("ring"), report
     args = infer_args(result.module, None, {}, 0, {"shapes_only": True}, zeros=True)
     run = ri.run(result.module, None, args, trace=True, shapes_only=True)
     peak = _peak(from_interp(result.module, run, None).trace, spyre)
@@ -101,16 +98,15 @@ def test_the_ring_combine_is_counted_as_the_timeline_holds_it(spyre: Target) -> 
     assert peak <= report.scratchpad_peak_bytes <= capacity, (report.schedule, peak, report.scratchpad_peak_bytes)
 
 
-@pytest.mark.xfail(strict=True, reason="the ring's transfers run ahead of its compute on the timeline: a tile passes "
-                   "each A chunk on as soon as it arrives and loads its B blocks as soon as its DMA queue reaches "
-                   "them, nothing waits for the product that frees a buffer, so a compute-bound ring holds many "
-                   "chunks and blocks at once (the model counts two of each)")
 def test_a_compute_bound_ring_stays_within_the_scratchpad(spyre: Target) -> None:
-    """2048 x 4096 x 4096 (prefill, compute-bound), `exact`'s ring schedule (grid [2, 16], 1024 rows x
-    256 columns, chunks of 64): 3,506,176 B at the timeline's peak against 1,572,864 in the model and
-    2,097,152 available. Every ring schedule `exact` picks at 2048 tokens is in this case (3.5-7.6 MB
-    on the timeline, Llama and Granite projections); at 512 tokens the ports bound the ring and
-    little runs ahead."""
+    """2048 x 4096 x 4096 (prefill, compute-bound), `exact`'s ring schedule. Before buffers were
+    finite on the timeline, a tile passed each A chunk on as it arrived and loaded B blocks as its
+    DMA queue reached them, nothing waiting for the product that frees a buffer: `exact`'s ring
+    (grid [2, 16], 1024 rows x 256 columns, chunks of 64) peaked at 3,506,176 B against 1,572,864
+    in the model and 2,097,152 available (every ring `exact` picked at 2048 tokens: 3.5-7.6 MB).
+    Now each op owns the buffers its program order holds at once and the ring double buffers B in
+    the program: the peak is within the model and the scratchpad, and the time within 10 % of the
+    model (bounding the buffers did not serialise the ring)."""
     import reference_interp as ri
     import schedulers
     from ktir.targets.from_interp import from_interp
@@ -122,6 +118,32 @@ def test_a_compute_bound_ring_stays_within_the_scratchpad(spyre: Target) -> None
     assert report.scratchpad_peak_bytes is not None
     args = infer_args(result.module, None, {}, 0, {"shapes_only": True}, zeros=True)
     run = ri.run(result.module, None, args, trace=True, shapes_only=True)
-    peak = _peak(from_interp(result.module, run, None).trace, spyre)
+    timeline = simulate(from_interp(result.module, run, None).trace, spyre)
+    peak = max(timeline.peak_local.values())
     assert peak <= report.scratchpad_peak_bytes <= spyre.local_memory.capacity_bytes.value, (
         report.schedule, peak, report.scratchpad_peak_bytes)
+    assert report.estimate_cycles is not None
+    assert timeline.makespan <= 1.1 * report.estimate_cycles, (timeline.makespan, report.estimate_cycles)
+
+
+def test_a_single_buffered_stream_is_counted_twice_as_the_timeline_double_buffers_it(spyre: Target) -> None:
+    """Granite's mlp_down at decode with both operands transposed (1 x 4096 x 12800 bf16): `exact`
+    used to stream one B block of 1.6 MB without double buffering (model 1,646,336 B), which the
+    timeline, double buffering every stream, held twice (3,290,624 B). The model now counts two
+    buffers of every streamed block, so the schedule's peak on the timeline is within the model
+    and the scratchpad."""
+    import reference_interp as ri
+    import schedulers
+    from ktir.syntax.printer import print_module
+    from ktir.targets.from_interp import from_interp
+    from reference_interp.inputs import infer_args
+    from schedulers import single_tile
+
+    module = ktir.parse(print_module(single_tile.matmul_transposed(1, 4096, 12800, True, True)), "down.ktir")
+    result = schedulers.schedule(module, spyre, "exact")
+    report = result.report
+    assert report.applied and report.scratchpad_peak_bytes is not None, report.reason
+    args = infer_args(result.module, None, {}, 0, {"shapes_only": True}, zeros=True)
+    run = ri.run(result.module, None, args, trace=True, shapes_only=True)
+    peak = _peak(from_interp(result.module, run, None).trace, spyre)
+    assert peak <= report.scratchpad_peak_bytes <= spyre.local_memory.capacity_bytes.value, (report.schedule, peak)
