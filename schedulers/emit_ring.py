@@ -23,13 +23,12 @@ which the matmul class's legality check (K reduced by the matmul only) allows.
 from __future__ import annotations
 
 from ktir.builder import Builder, Value, located
-from ktir.dialects.names import Ktdp
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, ring_k_loop
+from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, ring_k_loop, ring_pass_on
 from .kernels import MatmulKernel
 from .sets import box, group_tiles, projection, scalar
 from .space_ring import chunk_rows
@@ -96,19 +95,11 @@ def emit_ring(k: MatmulKernel, fn: Operation, p: dict[str, int]) -> Module:
                                                   name=f"sc_own{tag}{wt}"), c["kp"], name=f"sc_ownk{tag}{wt}")
                 return load(f"sc_mine{tag}{wt}", "a", m, own_k, (bm, kp), ta, "ablk")
 
-            def pass_on(cur: Value, tag: str) -> Value:
-                with b.produce(A["group"], fut_t, f"sc_gid{tag}{wt}", f"sc_fut{tag}{wt}"):
-                    b.yield_(cur, op=Ktdp.yield_partial)
-                (fut,) = b.last_results
-                (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
-                                  {"consumer_tiles_per_group": A["group"],
-                                   "producer_dependency_per_consumer": A["left"]}, result_names=[f"sc_next{tag}{wt}"])
-                return nxt
-
             def load_b(r: Value, s: Value, tag: str) -> Value:
                 return load(f"sc_{tag}bblk{wt}", "b", chunk_k(r, s, f"{tag}{wt}"), n, (kp, w), tb, f"bblk{wt}")
 
             init = b.fill(zero, b.empty(ty.tensor((bm, w), ty.F32), f"sc_e{wt}"), f"sc_init{wt}")
+            pass_on = ring_pass_on(b, A, "group", fut_t, part_t, "sc_", wt)
             acc = ring_k_loop(b, c, q, init, own_chunk, pass_on, load_b, f"sc{wt}_")
             store_rows(b, A, views["c"], acc, m, n, tc, rcs[wt], c, wt)
 

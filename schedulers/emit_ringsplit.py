@@ -29,7 +29,16 @@ from ktir.ir import affine as af
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
 
-from .emit_shared import arguments, block_loader, prologue, ring_chunk_k, ring_k_loop, store_c_block, sum_on_first_tile
+from .emit_shared import (
+    arguments,
+    block_loader,
+    prologue,
+    ring_chunk_k,
+    ring_k_loop,
+    ring_pass_on,
+    store_c_block,
+    sum_on_first_tile,
+)
 from .kernels import MatmulKernel
 from .sets import box, group_first, group_tiles, projection, scalar
 from .space_ring import ROUNDED_CHUNK, chunk_rows
@@ -111,20 +120,11 @@ def emit_ringsplit(k: MatmulKernel, fn: Operation, p: dict[str, int], chunk: int
                                      name=f"rs_ownk{tag}")
                 return load(f"rs_mine{tag}", "a", c["0"], own_k, (bm, kp), ta, "ablk")
 
-            def pass_on(cur: Value, tag: str) -> Value:
-                with b.produce(A["ring"], chunk_fut, f"rs_gid{tag}", f"rs_fut{tag}"):
-                    b.yield_(cur, op=Ktdp.yield_partial)
-                (fut,) = b.last_results
-                (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
-                                  {"consumer_tiles_per_group": A["ring"],
-                                   "producer_dependency_per_consumer": A["left"]}, result_names=[f"rs_next{tag}"])
-                return nxt
-
             def load_b(r: Value, s: Value, tag: str, n: Value = n) -> Value:
                 return load(f"rs_{tag}bblk", "b", chunk_k(r, s, tag), n, (kp, bn), tb, "bblk")
 
             init = b.fill(zero, b.empty(acc_t, "rs_e"), "rs_init")
-            acc = ring_k_loop(b, c, q, init, own_chunk, pass_on, load_b, "rs_")
+            acc = ring_k_loop(b, c, q, init, own_chunk, ring_pass_on(b, A, "ring", chunk_fut, part_t, "rs_"), load_b, "rs_")
             if scatter:
                 # chunk o of every sk is added, rounded and stored by tile s = o; every tile posts
                 # all sk of its chunks first, so no receive waits on another tile's receive

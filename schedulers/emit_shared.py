@@ -101,6 +101,24 @@ def ring_chunk_k(b: Builder, c: dict[str, Value], tj: Value, r: Value, s: Value,
     return b.arith.addi(k0, b.arith.muli(idx, c["kp"], name=f"{prefix}kk"), name=f"{prefix}k")
 
 
+def ring_pass_on(b: Builder, A: Aliases, group: str, fut_t: ty.TileFutureType, part_t: ty.Type, prefix: str,
+                 suffix: str = "") -> Callable[[Value, str], Value]:
+    """`pass_on` of ring_k_loop (`emit_ring`, `emit_ringsplit`): post the chunk held to the tile's
+    ring (the alias `A[group]`) and receive the left neighbour's (`A["left"]`). SSA names are
+    `{prefix}<name>{tag}{suffix}`."""
+
+    def pass_on(cur: Value, tag: str) -> Value:
+        with b.produce(A[group], fut_t, f"{prefix}gid{tag}{suffix}", f"{prefix}fut{tag}{suffix}"):
+            b.yield_(cur, op=Ktdp.yield_partial)
+        (fut,) = b.last_results
+        (nxt,) = b.create(Ktdp.inter_tile_consume, [fut], [part_t],
+                          {"consumer_tiles_per_group": A[group], "producer_dependency_per_consumer": A["left"]},
+                          result_names=[f"{prefix}next{tag}{suffix}"])
+        return nxt
+
+    return pass_on
+
+
 def arguments(b: Builder, fn: Operation) -> list[tuple[str, ty.Type]]:
     """The input function's parameters, for `Builder.func`."""
     return [(a.name, a.type) for a in fn.regions[0].blocks[0].arguments]

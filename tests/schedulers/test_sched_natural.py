@@ -59,15 +59,20 @@ def _text(m: Module, name: str) -> str:
     return text
 
 
+def _divided_and_checked(before: Module, spyre: Target, scheduler: str) -> schedulers.ScheduleResult:
+    """`before` scheduled with the interpreter's check on: divided over several tiles, and equal."""
+    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
+    r = result.report
+    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    assert result.check and result.check.ok
+    return result
+
+
 @pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_natural_kernels_are_divided_and_equal(name: str, scheduler: str, spyre: Target) -> None:
     before = ktir.parse(_text(KERNELS[name](), name), f"{name}.ktir")
-    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
-    r = result.report
-    assert r.applied, r.reason
-    assert r.schedule is not None and math.prod(r.schedule.grid) > 1
-    assert result.check and result.check.ok
+    result = _divided_and_checked(before, spyre, scheduler)
     _text(result.module, name)  # the scheduled module verifies
 
 
@@ -137,10 +142,7 @@ def memory_scan(R: int, C: int, shift: int = 0, side: int = 0) -> Module:
 @pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
 def test_a_scan_carried_through_memory_is_divided_along_its_columns(scheduler: str, spyre: Target) -> None:
     before = ktir.parse(_text(memory_scan(16, 256), "ms"), "ms.ktir")
-    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
-    r = result.report
-    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
-    assert result.check and result.check.ok
+    _divided_and_checked(before, spyre, scheduler)
 
 
 def test_an_array_read_and_written_at_shifted_columns_is_declined(spyre: Target) -> None:
@@ -332,11 +334,8 @@ def test_a_value_captured_by_a_region_is_defined_before_it_in_a_split_reduction(
     """Random kernel seed 873501553: the split reduction emitted the ops feeding it first, but
     found them through operands only, so the constant read inside a generic's body came after it."""
     before = ktir.parse(_text(captured_scalar_before_reduction(4096), "cap"), "cap.ktir")
-    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
-    r = result.report
-    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
+    result = _divided_and_checked(before, spyre, scheduler)
     _text(result.module, "cap")  # every value is defined before its use
-    assert result.check and result.check.ok
 
 
 def one_block_from_tile_id(B: int, C: int) -> Module:
@@ -365,20 +364,14 @@ def test_a_single_row_block_from_the_tile_id_is_divided_along_its_columns(schedu
     """On grid [1] the tile id is 0, so the loop has constant bounds and the natural form keeps it
     whole (random kernel seed 121 of row_loop: declined by both forms before)."""
     before = ktir.parse(_text(one_block_from_tile_id(2, 1024), "ob"), "ob.ktir")
-    result = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(check=True, time_budget=0.3))
-    r = result.report
-    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
-    assert result.check and result.check.ok
+    _divided_and_checked(before, spyre, scheduler)
 
 
 def test_a_loop_that_runs_no_iteration_does_not_stop_the_division(spyre: Target) -> None:
     """A scan through memory over a single row: its loop `for r = 1 to 1` does nothing (random scan
     kernel seed 351: declined before, `scf.for runs no iteration`)."""
     before = ktir.parse(_text(memory_scan(1, 1024), "ms1"), "ms1.ktir")
-    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True, time_budget=0.3))
-    r = result.report
-    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
-    assert result.check and result.check.ok
+    _divided_and_checked(before, spyre, "exact")
 
 
 def chained_products(M: int, K: int, N: int, P: int) -> Module:
@@ -404,7 +397,4 @@ def test_a_chunked_reduction_whose_result_is_used_outside_the_innermost_loop_is_
     loop over the second product's columns, while its result, rounded and stored as y, was placed
     outside that loop, before it was made (declined as a module that does not verify)."""
     before = ktir.parse(_text(chained_products(127, 96, 48, 97), "chain"), "chain.ktir")
-    result = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(check=True, time_budget=0.3))
-    r = result.report
-    assert r.applied and r.schedule is not None and math.prod(r.schedule.grid) > 1, r.reason
-    assert result.check and result.check.ok
+    _divided_and_checked(before, spyre, "exact")
