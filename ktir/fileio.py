@@ -145,8 +145,9 @@ def read_npz_checked(path: str | Path | IO[bytes]) -> dict[str, np.ndarray]:
 
     with np.load(path, allow_pickle=False) as z:
         out = {}
+        members = set(z.zip.namelist())
         for name in z.files:
-            member = name if name in z.zip.namelist() else name + ".npy"
+            member = name if name in members else name + ".npy"
             with z.zip.open(member) as f:
                 check_npy_header(f, z.zip.getinfo(member).file_size, f"{path} [{name}]")
             out[name] = z[name]
