@@ -27,7 +27,6 @@ from ktir.dialects.names import Arith, Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
-from ktir.targets.timeline import BUFFERS
 
 from . import space_ringsplit
 from .cost import Figures
@@ -37,7 +36,7 @@ from .kernels import MatmulKernel, Operand
 from .report import Placement, Schedule
 from .sets import box, group_first, group_tiles, projection, scalar
 from .space_ring import RING, link_shares
-from .spaces import Columns, Evaluated, MatmulSpace, moved, take
+from .spaces import Columns, Evaluated, MatmulSpace, moved, stream_buffers, take
 from .spaces import product as _product
 
 SPLITS = (2, 4, 8, 16, 32, 64)
@@ -111,7 +110,7 @@ class SplitKSpace(MatmulSpace):
                    + (sk - 1) * (bm * bn / vrate + f.vector_startup))
         epilogue = 2 * (bm * bn / vrate + f.vector_startup) + f.load_step([bm * bn * ec], groups)
         cycles = mb * nt * (kloop + combine + epilogue)
-        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
+        buffers = stream_buffers(db)
         scratch = 3 * bm * bn * 4 + bm * bn * ec + buffers * (bm * bk * ea + bk * bn * eb)
         extra = np.where(db, mb * nb * sk, 0.0)  # each K loop's last prefetch is redundant
         gbytes = (k.M * k.K * ea * nb + k.K * k.N * eb * mb + k.M * k.N * ec

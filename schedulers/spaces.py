@@ -68,6 +68,12 @@ def _grids(tiles: int, max_m: int, max_n: int) -> list[tuple[int, int]]:
     return [(gm, gn) for gm in range(1, tiles + 1) for gn in range(1, tiles // gm + 1) if gm <= max_m and gn <= max_n]
 
 
+def stream_buffers(db: np.ndarray) -> np.ndarray:
+    """Buffers of each streamed block: two where the schedule double buffers, and never fewer than
+    the timeline gives every stream (`BUFFERS`: it double buffers them all)."""
+    return np.maximum(np.where(db, 2.0, 1.0), BUFFERS)
+
+
 def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> np.ndarray:
     """Bytes a transfer of a block of `operand` moves: each contiguous run of it rounded up to
     whole granules. A run is the block's extent along the stride-1 dimension, times the next
@@ -193,7 +199,7 @@ class MatmulSpace:
         per_panel = np.where(pp, keep_part + np.maximum(kloop, load_part), load_part + keep_part + kloop)
         cycles = (np.where(stream, 0.0, f.load_step([bm * k.K * ea], t)) + np.where(pp, load_part, 0.0)
                   + n_blocks * (per_panel + epilogue + 2 * barrier))
-        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
+        buffers = stream_buffers(db)
         a_mem = np.where(stream, buffers * bm * kp * ea, bm * k.K * ea + bm * kp * ea)
         scratch = a_mem + np.where(pp, 2.0, 1.0) * part + buffers * part + bm * bn * 4 + bm * bn * ec
         a_bytes = np.where(stream, k.M * k.K * ea * n_blocks + np.where(db, n_blocks * t * bm * kp * ea, 0.0),
@@ -224,7 +230,7 @@ class MatmulSpace:
         resident = (np.where(a_res, mt * f.load_step([moved(k.a, (bm, np.full_like(bm, k.K)), f.granularity)], active), 0.0)
                     + np.where(b_res, nt * f.load_step([moved(k.b, (np.full_like(bn, k.K), bn), f.granularity)], active), 0.0))
         cycles = mt * nt * (kloop + epilogue) + resident
-        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
+        buffers = stream_buffers(db)
         a_mem = np.where(a_res, bm * k.K * ea + bm * bk * ea, buffers * bm * bk * ea)
         b_mem = np.where(b_res, k.K * bn * eb + bk * bn * eb, buffers * bk * bn * eb)
         scratch = bm * bn * 4 + bm * bn * ec + a_mem + b_mem  # accumulator (updated in place), rounded result
@@ -523,7 +529,7 @@ class AttentionSpace:
         overlapped = q_io + kv + np.maximum(steps * compute + exposed, steps * kv + background) \
             + np.where(s > 1, per_tile * (q_io + combine), q_io)
         cycles = np.where(db, overlapped, serial)
-        buffers = np.maximum(np.where(db, 2.0, 1.0), BUFFERS)  # the timeline double buffers every stream
+        buffers = stream_buffers(db)
         # with double buffering the next Q block is prefetched too; pipelined, the loop also carries
         # the next block's scores and a third K block
         scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4 \

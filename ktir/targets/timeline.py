@@ -212,7 +212,7 @@ def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing = "s
 
 
 class _Simulation:
-    def __init__(self, trace: KernelTrace, machine: Machine, sharing: Sharing, buffers: int = 2) -> None:
+    def __init__(self, trace: KernelTrace, machine: Machine, sharing: Sharing, buffers: int = BUFFERS) -> None:
         check_records(trace)
         self.buffers = buffers
         if trace.n_tiles > machine.n_tiles:
