@@ -431,7 +431,17 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 
 
 _RESOLVED: dict[int, tuple[CompiledFunc, list[Type]]] = {}
+_ARG_NAMES: dict[int, tuple[Operation, list[str]]] = {}  # id(function) -> its argument names (modules are not changed once run)
 _NORMALISERS: dict[int, tuple[Type, Any]] = {}
+
+
+class _Same:
+    """A bound argument value that is the same on every tile."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class _Binder:
@@ -445,13 +455,21 @@ class _Binder:
         self._locals: dict[str, tuple[Any, int, np.dtype[Any], tuple[int, ...]]] = {}
 
     def names(self) -> list[str]:
-        block = self.fn.regions[0].blocks[0]
-        return [a.name[1:] for a in block.arguments]
+        found = _ARG_NAMES.get(id(self.fn))
+        if found is not None and found[0] is self.fn:
+            return found[1]
+        names = [a.name[1:] for a in self.fn.regions[0].blocks[0].arguments]
+        if len(_ARG_NAMES) > 64:
+            _ARG_NAMES.clear()
+        _ARG_NAMES[id(self.fn)] = (self.fn, names)
+        return names
 
     def place(self, memory: dict[str, Any]) -> None:
         """Arrays at fixed element addresses of global memory that no argument names (spec
         execution.md#kernels-and-launches), placed before the arguments so that arguments
         placed automatically go above them."""
+        if not memory:
+            return
         clash = sorted(set(memory) & set(self.names()))
         if clash:
             raise fail("argument", f"memory array(s) {', '.join(clash)} have the name of an argument; give them other names")
@@ -497,8 +515,13 @@ class _Binder:
         per_tile: list[list[Any]] = [[] for _ in range(self.machine.n_tiles)]
         for name, t in zip(names, self._resolved(types), strict=True):
             values = self._bind_one(name, t, args[name])
-            for tile in range(self.machine.n_tiles):
-                per_tile[tile].append(values(tile))
+            if type(values) is _Same:
+                v = values.value
+                for row in per_tile:
+                    row.append(v)
+            else:
+                for tile, row in enumerate(per_tile):
+                    row.append(values(tile))
         return per_tile
 
     def _resolved(self, types: list[Type]) -> list[Type]:
@@ -536,8 +559,7 @@ class _Binder:
             array = value.array if isinstance(value, At) else value
             address = value.address if isinstance(value, At) else None
             if isinstance(t, ty.TensorType):
-                v = self._tensor(name, t, array)
-                return lambda _tile: v
+                return _Same(self._tensor(name, t, array))
             if isinstance(t, ty.IndexType | ty.IntegerType | ty.MemRefType):
                 byte = None if address is None else address * array.dtype.itemsize
                 alloc = self.machine.memory.place(name, array, byte)
@@ -545,14 +567,11 @@ class _Binder:
                 elem = alloc.base // array.dtype.itemsize
                 self.addresses[name] = elem
                 if isinstance(t, ty.MemRefType):
-                    view = self._memref(name, t, array, "global", alloc, alloc.base)
-                    return lambda _tile: view
-                v = self._normaliser(t)(elem)
-                return lambda _tile: v
+                    return _Same(self._memref(name, t, array, "global", alloc, alloc.base))
+                return _Same(self._normaliser(t)(elem))
             raise fail("argument", f"argument {name} has type {type_text(t)}; an array binds to index, integer, memref or tensor")
         if isinstance(value, bool | int | float | np.generic):
-            v = self._scalar(name, t, value)
-            return lambda _tile: v
+            return _Same(self._scalar(name, t, value))
         raise fail("argument", f"argument {name}: cannot bind a {type(value).__name__}")
 
     def _scalar(self, name: str, t: Type, value: Any) -> Any:
@@ -657,7 +676,7 @@ class _Binder:
             views = {tile: self._memref(name, t, first, "ct_local", self.machine.local(tile), base) for tile in range(self.machine.n_tiles)}
             return lambda tile: views[tile]
         if isinstance(t, ty.IndexType | ty.IntegerType):
-            return lambda _tile: elem
+            return _Same(elem)
         raise fail("argument", f"argument {name} has type {type_text(t)}; a Local array binds to index, integer or memref")
 
     def outputs(self) -> dict[str, Any]:

@@ -174,6 +174,8 @@ class GlobalMemory:
         self.allocs: list[Allocation] = []
         self._bases: list[int] = []
         self.top = 0
+        self._placed = 0  # allocations placed by place() (others are appended by the input probe)
+        self._end = 0  # the end of the highest of them (base + max(nbytes, 1))
 
     def place(self, name: str, array: np.ndarray, address: int | None = None) -> Allocation:
         """Place `array`; returns its allocation (base address in bytes). The allocation reads
@@ -185,21 +187,27 @@ class GlobalMemory:
         base = self.top if address is None else address
         if base % ALIGN:
             raise fail("argument", f"array '{name}' placed at byte address {base}, which is not {ALIGN}-byte aligned")
-        raw = data.reshape(-1).view(np.uint8)
-        if raw.flags.writeable:
-            raw = raw.view()
-            raw.flags.writeable = False
+        raw = data.reshape(-1).view(np.uint8)  # a view object of its own: its flag is not the caller's
+        raw.flags.writeable = False
         alloc = Allocation(name, "global", base, raw, nbytes)
         alloc.shared = True
         alloc.dtype = data.dtype
         alloc.shape = data.shape
         alloc.peak = nbytes
-        for other in self.allocs:
-            if base < other.base + max(other.nbytes, 1) and other.base < base + max(nbytes, 1):
-                raise fail("argument", f"array '{name}' at byte {base} overlaps array '{other.name}'")
-        i = bisect.bisect(self._bases, base)
-        self.allocs.insert(i, alloc)
-        self._bases.insert(i, base)
+        end = base + max(nbytes, 1)
+        if len(self.allocs) == self._placed and base >= self._end:
+            # above every allocation so far (the usual case: placed at the top): no overlap, last in order
+            self.allocs.append(alloc)
+            self._bases.append(base)
+        else:
+            for other in self.allocs:
+                if base < other.base + max(other.nbytes, 1) and other.base < base + max(nbytes, 1):
+                    raise fail("argument", f"array '{name}' at byte {base} overlaps array '{other.name}'")
+            i = bisect.bisect(self._bases, base)
+            self.allocs.insert(i, alloc)
+            self._bases.insert(i, base)
+        self._placed += 1
+        self._end = max(self._end, end)
         self.top = max(self.top, align_up(base + max(nbytes, 1)))
         return alloc
 

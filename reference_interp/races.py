@@ -340,13 +340,24 @@ class RaceTracker:
         self._last_writer_op: dict[tuple[int, int], str] = {}
         self.version = 0  # bumped whenever a clock changes or an allocation gets a new writer epoch
         # indexed by a write-map value (1 + segment; 0: never written): the writer's tile (n for
-        # none) and epoch; grown by doubling
-        self._wt = np.full(max(2 * n_tiles + 2, 64), n_tiles, dtype=np.int64)
-        self._we = np.zeros(len(self._wt), dtype=np.int64)
-        self._wt[1 : n_tiles + 1] = np.arange(n_tiles)
+        # none) and epoch; grown by doubling. Made at the first post or check (_tables): a run
+        # whose tiles neither communicate nor race does not pay for them.
+        self._wt: np.ndarray | None = None
+        self._we: np.ndarray | None = None
         self._vcx: dict[int, tuple[int, np.ndarray]] = {}  # tile -> (version, its clock as a lookup table)
 
     # ------------------------------------------------------------------ clocks
+
+    def _tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(_wt, _we), made at the first use, covering every segment so far."""
+        if self._wt is None or self._we is None:
+            n = self.n
+            wt = np.full(max(2 * len(self.seg_tile) + 2, 64), n, dtype=np.int64)
+            we = np.zeros(len(wt), dtype=np.int64)
+            wt[1 : len(self.seg_tile) + 1] = self.seg_tile
+            we[1 : len(self.seg_tile) + 1] = self.seg_epoch
+            self._wt, self._we = wt, we
+        return self._wt, self._we
 
     def _clock(self, t: int) -> list[int]:
         c = self.vc[t]
@@ -378,11 +389,12 @@ class RaceTracker:
         seg = len(self.seg_tile)
         self.seg_tile.append(t)
         self.seg_epoch.append(mine[t])
-        if seg + 1 >= len(self._wt):
-            self._wt = np.concatenate([self._wt, np.full(len(self._wt), self.n, dtype=np.int64)])
-            self._we = np.concatenate([self._we, np.zeros(len(self._we), dtype=np.int64)])
-        self._wt[seg + 1] = t
-        self._we[seg + 1] = mine[t]
+        wt, we = self._tables()
+        if seg + 1 >= len(wt):
+            wt = self._wt = np.concatenate([wt, np.full(len(wt), self.n, dtype=np.int64)])
+            we = self._we = np.concatenate([we, np.zeros(len(we), dtype=np.int64)])
+        wt[seg + 1] = t
+        we[seg + 1] = mine[t]
         self.cur[t] = seg
         self.version += 1
         return snap
@@ -577,8 +589,9 @@ class RaceTracker:
     def _check(self, t: int, prev: np.ndarray, alloc: Allocation, kind: str, g: int) -> None:
         """Raise if a granule's last writer (prev: 1 + segment, per granule) is unordered with t."""
         flat = prev.reshape(-1)
-        wt = self._wt[flat]
-        bad = self._vc_table(t)[wt] <= self._we[flat]
+        wt_of, we_of = self._tables()
+        wt = wt_of[flat]
+        bad = self._vc_table(t)[wt] <= we_of[flat]
         if bad.any():
             k = int(np.argmax(bad))
             seg = int(flat[k]) - 1

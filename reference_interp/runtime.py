@@ -154,12 +154,13 @@ class TileContext:
 
     def stats(self) -> TileStats:
         local = self.machine.locals[self.tile]
+        rd, wr = self.rd, self.wr
         return TileStats(
             tile=self.tile,
             coords=self.coords,
             ops=self.steps,
-            bytes_read={s: v for s, v in zip(SPACES, self.rd, strict=True) if v},
-            bytes_written={s: v for s, v in zip(SPACES, self.wr, strict=True) if v},
+            bytes_read={SPACES[i]: v for i, v in enumerate(rd) if v} if any(rd) else {},
+            bytes_written={SPACES[i]: v for i, v in enumerate(wr) if v} if any(wr) else {},
             scratchpad_peak=local.peak if local is not None else 0,
             bytes_sent=self.sent,
             bytes_received=self.received,

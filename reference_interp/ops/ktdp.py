@@ -110,16 +110,30 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
 
     token = object()  # this op's key in the run's view cache
 
+    # sizes and strides all static (the common case): resolved once, not on every execution
+    static_geometry: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    if not sizes[1] and not strides[1]:  # then no entry is None
+        static_geometry = (tuple(v for v in sizes[0] if v is not None), tuple(v for v in strides[0] if v is not None))
+    per_tile_space = space != "global" and ct_id is None
+
     def run(fr: list[Any]) -> None:
         ctx: TileContext = fr[0]
         machine = ctx.machine
         offset = int(fr[off])
-        sz = tuple(resolve_mixed(*sizes, fr))
-        st = tuple(resolve_mixed(*strides, fr))
+        if static_geometry is not None:
+            made = machine.views.get((token, offset, ctx.tile if per_tile_space else None))
+            if made is not None:
+                fr[r] = made
+                return
+            sz, st = static_geometry
+        else:
+            sz = tuple(resolve_mixed(*sizes, fr))
+            st = tuple(resolve_mixed(*strides, fr))
         csyms = tuple(int(fr[s]) for s in set_syms)
         # a view depends only on these (and on the tile for a scratchpad of its own): made and
         # checked once per run, shared by the tiles and the iterations that make it again
-        ckey = (token, offset, sz, st, csyms, ctx.tile if space != "global" and ct_id is None else None)
+        ckey = ((token, offset, ctx.tile if per_tile_space else None) if static_geometry is not None
+                else (token, offset, sz, st, csyms, ctx.tile if per_tile_space else None))
         made = machine.views.get(ckey)
         if made is not None:
             fr[r] = made
