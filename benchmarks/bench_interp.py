@@ -453,6 +453,37 @@ def case_swiglu(scale: int) -> Case:
     return "SwiGLU 64x256 @ 256x128 f16, 2x2 tiles (fixed size)", interp_of(m, args), ref, check
 
 
+def blocked_swiglu(scale: int) -> Callable[[], Any]:
+    """swiglu.ktir's algorithm written directly in numpy: per tile of the 2 x 2 grid, four
+    32 x 64 @ 64 x 64 block products per matrix, each block widened to f32 (the floor of
+    the kernel as written, beside numpy's whole-matrix expression)."""
+    rng = np.random.default_rng(21)
+    X = (rng.standard_normal((64, 256)) * 0.25).astype(np.float16)
+    Wg = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
+    Wu = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
+    one = np.float32(1)
+
+    def run() -> np.ndarray:
+        H = np.zeros((64, 128), np.float16)
+        for i in range(2):
+            for j in range(2):
+                r, c = 32 * i, 64 * j
+                g = np.zeros((32, 64), np.float32)
+                u = np.zeros((32, 64), np.float32)
+                for k in range(0, 256, 64):
+                    x = X[r : r + 32, k : k + 64].astype(np.float32)
+                    p = x @ Wg[k : k + 64, c : c + 64].astype(np.float32)
+                    p += g
+                    g = p
+                    q = x @ Wu[k : k + 64, c : c + 64].astype(np.float32)
+                    q += u
+                    u = q
+                H[r : r + 32, c : c + 64] = (g / (one + np.exp(-g)) * u).astype(np.float16)
+        return H
+
+    return run
+
+
 def case_causal_attention(scale: int) -> Case:
     rng = np.random.default_rng(22)
     Q, K, V = (rng.standard_normal((256, 64)).astype(np.float16) for _ in range(3))
@@ -637,6 +668,11 @@ def main(argv: list[str] | None = None) -> int:
             if name == "matmul":
                 t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
                 np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
+                print(f"{'  numpy, the kernel blocked the same way':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                      f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
+            if name == "swiglu":
+                t_blk, blk, _, _ = best_pair(blocked_swiglu(scale), lambda: None, args.repeat)
+                np.testing.assert_allclose(blk.astype(np.float32), got.outputs["h_ptr"].astype(np.float32), rtol=1e-3, atol=1e-4)
                 print(f"{'  numpy, the kernel blocked the same way':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
                       f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
             if name == "embedding":

@@ -389,7 +389,7 @@ class RaceTracker:
         seg = len(self.seg_tile)
         self.seg_tile.append(t)
         self.seg_epoch.append(mine[t])
-        wt, we = self._tables()
+        wt, we = (self._wt, self._we) if self._wt is not None and self._we is not None else self._tables()
         if seg + 1 >= len(wt):
             wt = self._wt = np.concatenate([wt, np.full(len(wt), self.n, dtype=np.int64)])
             we = self._we = np.concatenate([we, np.zeros(len(we), dtype=np.int64)])
