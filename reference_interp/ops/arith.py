@@ -24,7 +24,7 @@ from ktir.ir.operation import Operation
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import int_normaliser, np_dtype, unsigned_dtype, width
 from ..errors import CompileError, fail
-from ..half import F16, F32, NARROW_FLOATS, narrow16, widen16
+from ..half import F16, F32, NARROW_FLOATS, narrow16, widen8, widen16
 from .common import array_mode, coercer, constant_value, element, is_int_like
 
 
@@ -500,6 +500,8 @@ def _cast_fn(kind: str, src: ty.Type, dst: ty.Type, arrays: bool) -> Callable[[A
     if kind in ("extf", "truncf"):
         if sdt == F16 and ddt == F32:
             return lambda x: widen16(x) if type(x) is np.ndarray else sco(x).astype(ddt)
+        if sdt in NARROW_FLOATS and sdt.itemsize == 1 and ddt == F32:
+            return lambda x: widen8(x) if type(x) is np.ndarray else sco(x).astype(ddt)
         if sdt == F32 and ddt == F16:
             return lambda x: narrow16(x) if type(x) is np.ndarray else sco(x).astype(ddt)
         return lambda x: sco(x).astype(ddt)

@@ -17,7 +17,7 @@ import pytest
 import reference_interp as ri
 from ktir.builder import Builder, box
 from ktir.ir import types as ty
-from reference_interp.half import SMALL_NARROW, SMALL_WIDEN, WideCache, narrow16, widen16
+from reference_interp.half import SMALL_NARROW, SMALL_WIDEN, SMALL_WIDEN8, WideCache, narrow16, widen, widen16
 
 ALL16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
 
@@ -228,3 +228,18 @@ def _all_f32() -> None:
 
 if __name__ == "__main__":
     _all_f32()
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3", "float8_e5m2fnuz", "float8_e4m3fnuz"])
+def test_widen8_gives_ml_dtypes_bits_for_every_fp8_value_and_its_layout(name: str) -> None:
+    import ml_dtypes
+
+    dt = np.dtype(getattr(ml_dtypes, name))
+    every = np.tile(np.arange(256, dtype=np.uint8), 8).view(dt)  # every bit pattern, NaNs included
+    assert every.size >= SMALL_WIDEN8  # the table path, not the fallback
+    for src in (every, every.reshape(32, 64), every.reshape(32, 64)[4:20, 8:40], every.reshape(32, 64).T,
+                every.reshape(32, 64)[::2], every[:100]):
+        want = src.astype(np.float32)
+        got = widen(src)
+        assert got.strides == want.strides and got.shape == want.shape
+        np.testing.assert_array_equal(_bits32(got), _bits32(want))
