@@ -337,7 +337,9 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                                      A[cset], name=f"sa_{v}v")
         e_vec, e_mat, e_acc = b.empty(vec, "sa_vec"), b.empty(mat, "sa_mat"), b.empty(acc, "sa_am")
         minit, linit = b.fill(ninf, e_vec, "sa_minit"), b.fill(zero, e_vec, "sa_linit")
-        szero, azero = b.fill(zero, e_mat, "sa_szero"), b.fill(zero, e_acc, "sa_azero")
+        # with a KV split the zero accumulator is also the combine's identity; otherwise each query
+        # block fills its own, which the first step then rescales in place (no zero block held all along)
+        azero = b.fill(zero, e_acc, "sa_azero") if sk > 1 else None
         if sk > 1:
             split = b.arith.remui(tid, c["sk"], name="sa_split")
             grp = b.arith.divui(tid, c["sk"], name="sa_grp")
@@ -438,14 +440,18 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     kend = b.arith.minsi(kend, kstop, name="sa_kend")
 
             def qk(kblk: Value, name: str) -> Value:
+                # the scores accumulate into a zero block filled for them (a fill shared by every step
+                # would hold a bq x bkv buffer for the whole kernel)
+                szero = b.fill(zero, e_mat, f"{name}_z")
                 return b.dps(Linalg.matmul, [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
                              name=name)
 
             def step(s_: Value, k0i: Value, m_: Value, l_: Value, acc_: Value, vblk: Value,
                      sfx: str) -> tuple[Value, Value, Value]:
                 """One online-softmax step on the scores of the key block at k0i: (m, l, acc) updated."""
-                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, [f"sa_x{sfx}", f"sa_o{sfx}"],
-                               f"sa_sm{sfx}") as (x, _):
+                # the softmax updates the scores in place (outs: the tensor it reads), as do the rescale of
+                # the accumulator and the normalisation: one buffer each instead of two
+                with b.generic([], [s_], [A["id2"]], ["parallel"] * 2, [f"sa_x{sfx}"], f"sa_sm{sfx}") as (x,):
                     xs = b.arith.mulf(x, scale, name=f"sa_xs{sfx}")
                     if k.causal:
                         i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name=f"sa_i{sfx}")
@@ -471,8 +477,8 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     b.yield_(e, op=Linalg.yield_)
 
                 mnew = b.reduce(Arith.maximumf, [sm], [m_], [1], name=f"sa_mnew{sfx}")
-                with b.generic([sm, mnew], [e_mat], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               [f"sa_px{sfx}", f"sa_pm{sfx}", f"sa_po{sfx}"], f"sa_p{sfx}") as (px, pm, _):
+                with b.generic([mnew], [sm], [A["row"], A["id2"]], ["parallel"] * 2,
+                               [f"sa_pm{sfx}", f"sa_px{sfx}"], f"sa_p{sfx}") as (pm, px):
                     pe = b.math.exp(b.arith.subf(px, pm, name=f"sa_pd{sfx}"), name=f"sa_pe{sfx}")
                     guard("p", pe, pm)
                 (p_,) = b.last_results
@@ -483,15 +489,15 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 (alpha,) = b.last_results
                 ls = b.dps(Linalg.mul, [l_, alpha], [e_vec], name=f"sa_ls{sfx}")
                 lnew = b.reduce(Arith.addf, [p_], [ls], [1], name=f"sa_lnew{sfx}")
-                with b.generic([acc_, alpha], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               [f"sa_aa{sfx}", f"sa_sa{sfx}", f"sa_so{sfx}"], f"sa_as{sfx}") as (aa, sa, _):
+                with b.generic([alpha], [acc_], [A["row"], A["id2"]], ["parallel"] * 2,
+                               [f"sa_sa{sfx}", f"sa_aa{sfx}"], f"sa_as{sfx}") as (sa, aa):
                     b.yield_(b.arith.mulf(aa, sa, name=f"sa_ar{sfx}"), op=Linalg.yield_)
                 (as_,) = b.last_results
                 ph = b.arith.truncf(p_, result_types=[pt], name=f"sa_ph{sfx}")
                 anew = b.dps(Linalg.matmul, [ph, vblk], [as_], name=f"sa_anew{sfx}")
                 return mnew, lnew, anew
 
-            state = [minit, linit, azero]
+            state = [minit, linit, azero if azero is not None else b.fill(zero, e_acc, "sa_azero")]
             if pipelined:
                 # Q K^T of the next key block runs (matrix unit) while the softmax of this one does
                 # (vector unit): the loop carries this block's scores, the next K block and this V
@@ -546,17 +552,18 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
 
                 nxt_unit = b.if_values(more, next_unit, [q, *qcur[1:3]], ["sa_qnx", "sa_knx0", "sa_vnx0"])
             if sk > 1:
+                assert azero is not None
                 out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
                 with b.if_(first):
-                    _store(b, A, views["o"], _normalise(b, A, out, e_acc, qt), _at(where, G), c, heads_dim)
+                    _store(b, A, views["o"], _normalise(b, A, out, qt), _at(where, G), c, heads_dim)
             elif defer:
                 started = b.cmp(Arith.cmpi, "ne", u, pos, name="sa_started")
                 with b.if_(started):
                     pu = b.arith.subi(u, stride, name="sa_uprev")
                     _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
-                nxt_unit.append(_normalise(b, A, (mf, lf, af_), e_acc, qt))
+                nxt_unit.append(_normalise(b, A, (mf, lf, af_), qt))
             else:
-                _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), e_acc, qt), _at(where, G), c, heads_dim)
+                _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), qt), _at(where, G), c, heads_dim)
             if prefetch:
                 b.yield_(*nxt_unit)
         if defer:  # the tile's last query block: u = pos + (units - 1 - pos) // stride * stride
@@ -574,12 +581,10 @@ def _at(where: tuple[Value, Value, Value, Value], group: int) -> tuple[Value, Va
     return (hq, t0, group) if group > 1 else (h, q0, 1)
 
 
-def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...], e_acc: Value,
-               qt: ty.TensorType) -> Value:
+def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...], qt: ty.TensorType) -> Value:
     """O = acc / l, rounded to the output type."""
     _, lsum, acc = state
-    with b.generic([acc, lsum], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                   ["sa_oa", "sa_od", "sa_oo"], "sa_out") as (oa, od, _):
+    with b.generic([lsum], [acc], [A["row"], A["id2"]], ["parallel"] * 2, ["sa_od", "sa_oa"], "sa_out") as (od, oa):
         b.yield_(b.arith.divf(oa, od, name="sa_or"), op=Linalg.yield_)
     (out,) = b.last_results
     return b.arith.truncf(out, result_types=[qt], name="sa_oh")
