@@ -288,11 +288,23 @@ def _aliases(b: Builder, H: int, S: int, L: int, D: int, bq: int, bkv: int, sk: 
     return {n: b.alias(f"sa_{n}", v) for n, v in sets.items()}
 
 
+DEPTH = 8  # key blocks the pipelined K/V stream runs ahead of the step using them
+
+
+def stream_depth(p: dict[str, int]) -> int:
+    """How many key blocks ahead of its step the pipelined loop (double buffering, one KV split) loads
+    K and V: one step's transfers take about 3/4 of its compute, so a stream only a block ahead
+    leaves the DMA idle, then exposes each Q load and O store (a query block's 16 steps of K/V);
+    `DEPTH` blocks ahead the stream absorbs them."""
+    return int(p.get("depth", DEPTH))
+
+
 def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: int, heads_dim: bool = False) -> Module:
     """The scheduled kernel; `heads_dim` reads `[H, S, D]` views (else flat `[H S, D]` ones)."""
     k = m.kernel
     H, S, L, D, dt = k.kv_heads, k.rows, k.kv_len, k.head_dim, ty.FloatType(kind=k.dtype)  # type: ignore[arg-type]
     bq, bkv, db, sk = p["bq"], p["bkv"], bool(p["db"]), p.get("s", 1)
+    depth = stream_depth(p)
     units = H * (S // bq)
     grid = attention_grid(k, bq, sk, tiles)
     vec, mat, acc = ty.tensor((bq,), ty.F32), ty.tensor((bq, bkv), ty.F32), ty.tensor((bq, D), ty.F32)
@@ -313,7 +325,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         arg = {a.name[1:]: a for a in args}
         c = {n: b.index(v, f"sa_{n}") for n, v in
              (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
-              ("ulast", units - 1), ("bkv2", 2 * bkv),
+              ("ulast", units - 1), ("kahead", (depth + 1) * bkv), ("vahead", depth * bkv),
               ("grid", grid))}
         if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
             c |= {n: b.index(v, f"sa_{n}") for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))}
@@ -505,21 +517,41 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
                 k_first, v_first = qcur[1:3] if prefetch else (load("sa_k0", "k", kstart, bkv, "kvblk"),
                                                                load("sa_v0", "v", kstart, bkv, "kvblk"))
-                k1 = b.arith.addi(kstart, c["bkv"], name="sa_k1n")
-                second = b.cmp(Arith.cmpi, "slt", kstart, klast, name="sa_second")  # a second key block
-                k1blk = b.if_values(second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
-                carry = [qk(k_first, "sa_s0"), *k1blk, v_first]
+
+                def ahead(v: str, at_: Value, held: Value, dst: str) -> Value:
+                    """The K or V block at key `at_`, or (past the last block) `held`, a block already loaded."""
+                    exists = b.cmp(Arith.cmpi, "sle", at_, klast, name=f"{dst}_in")
+                    return b.if_values(exists, lambda: [load(dst, v, at_, bkv, "kvblk")], [held], [f"{dst}_b"])[0]
+
+                # the K/V stream runs `depth` key blocks ahead of the step that uses them: the loop
+                # carries the next `depth` K blocks and this and the next depth - 1 V blocks
+                ks, vs = [], [v_first]
+                for j in range(1, depth + 1):  # in the order the steps use them: K j, then V j
+                    kj = b.arith.addi(kstart, b.index(j * bkv, f"sa_koff{j}"), name=f"sa_kat{j}")
+                    ks.append(ahead("k", kj, k_first, f"sa_k{j}"))
+                    if j < depth:
+                        vs.append(ahead("v", kj, v_first, f"sa_v{j}"))
+                if defer:
+                    # the previous query block's O, stored while this block computes (after the loads
+                    # its first steps need, before those of the loop)
+                    started = b.cmp(Arith.cmpi, "ne", u, pos, name="sa_started")
+                    with b.if_(started):
+                        pu = b.arith.subi(u, stride, name="sa_uprev")
+                        _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
+                carry = [qk(k_first, "sa_s0"), *ks, *vs]
                 with b.for_(kstart, klast, c["bkv"], state + carry,
-                            names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", "sa_knx", "sa_vcur"],
-                            results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", "sa_kl", "sa_vl"]) as (
-                        k0i, m_, l_, acc_, scur, knx, vcur):
-                    k2 = b.arith.addi(k0i, c["bkv2"], name="sa_k2n")
-                    later = b.cmp(Arith.cmpi, "sle", k2, klast, name="sa_later")  # a key block after the next
-                    ahead = [*b.if_values(later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
-                             load("sa_vnext", "v", b.arith.addi(k0i, c["bkv"], name="sa_v1r"), bkv, "kvblk")]
-                    snext = qk(knx, "sa_snext")
-                    b.yield_(*step(scur, k0i, m_, l_, acc_, vcur, ""), snext, *ahead)
-                m_l, l_l, a_l, s_l, _, v_l = b.last_results
+                            names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", *[f"sa_kn{j}" for j in range(depth)],
+                                   *[f"sa_vc{j}" for j in range(depth)]],
+                            results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", *[f"sa_kl{j}" for j in range(depth)],
+                                     *[f"sa_vl{j}" for j in range(depth)]]) as (k0i, m_, l_, acc_, scur, *held):
+                    kh, vh = held[:depth], held[depth:]
+                    kfar = b.arith.addi(k0i, c["kahead"], name="sa_kfar")
+                    vfar = b.arith.addi(k0i, c["vahead"], name="sa_vfar")
+                    knew, vnew = ahead("k", kfar, kh[-1], "sa_knext"), ahead("v", vfar, vh[-1], "sa_vnext")
+                    snext = qk(kh[0], "sa_snext")
+                    b.yield_(*step(scur, k0i, m_, l_, acc_, vh[0], ""), snext, *kh[1:], knew, *vh[1:], vnew)
+                m_l, l_l, a_l, s_l = b.last_results[:4]
+                v_l = b.last_results[4 + depth]
                 mf, lf, af_ = step(s_l, klast, m_l, l_l, a_l, v_l, "_e")
             else:
                 names, results = ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
@@ -557,10 +589,6 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 with b.if_(first):
                     _store(b, A, views["o"], _normalise(b, A, out, qt), _at(where, G), c, heads_dim)
             elif defer:
-                started = b.cmp(Arith.cmpi, "ne", u, pos, name="sa_started")
-                with b.if_(started):
-                    pu = b.arith.subi(u, stride, name="sa_uprev")
-                    _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
                 nxt_unit.append(_normalise(b, A, (mf, lf, af_), qt))
             else:
                 _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), qt), _at(where, G), c, heads_dim)
