@@ -19,6 +19,8 @@ with every scheduler, for every registered class.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -122,8 +124,23 @@ class AttentionClass:
         k = found.kernel
         fn = forms.fn(forms.rows)
         space = AttentionSpace(k, figures(target))
-        return Match("attention", space, lambda p: emit_attention(found, fn, p, space.fig.tiles),
-                     {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim})
+
+        def emit(p: dict[str, int]) -> Module:
+            return emit_attention(found, fn, p, space.fig.tiles)
+
+        def timeline(p: dict[str, int], deadline: float | None) -> Simulated | None:
+            """The rewrite of `p` on the timeline (the interpreter's shapes-only trace of it), with its
+            scratchpad peak; None when it would not be simulated before `deadline`."""
+            from .report import simulate_module
+            from .rerank import INTERP_IMPORT, MODULE_RATE, Simulated
+
+            need = space.records(p) / MODULE_RATE + (0.0 if "reference_interp" in sys.modules else INTERP_IMPORT)
+            if deadline is not None and time.perf_counter() + need > deadline:
+                return None
+            t = simulate_module(emit(p), target, k.name, options.sizes)
+            return Simulated(float(t.makespan), max(t.peak_local.values(), default=0))
+
+        return Match("attention", space, emit, {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim}, timeline=timeline)
 
     def examples(self) -> Sequence[Module]:
         from ktir.syntax.parser import parse

@@ -29,6 +29,10 @@ TOP = 8
 RATE = 4000  # records the timeline simulates per second, conservatively (a trace too long for the time left is skipped)
 TIE = 0.01  # schedules this close on the timeline are not told apart
 SMALL = 2000  # a trace this short (a decode kernel's) is simulated in milliseconds, whatever the time left
+# records per second when the rewritten module itself is traced (a shapes-only run in the interpreter,
+# then simulated; attention): about 5,000 measured, conservatively fewer
+MODULE_RATE = 3000
+INTERP_IMPORT = 2.0  # seconds to import the interpreter and the trace conversion the first time (1.9 measured)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,93 @@
+"""The attention rewrite on the timeline: its scratchpad peak within what the cost model reserves
+for it (so a schedule the model fits, fits), the model's cycles near the timeline's on the
+double-buffered schedules, and the schedulers re-ranking attention schedules on the timeline with
+its scratchpad check (`schedulers.rerank`)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+import ktir
+from ktir.targets.schema import Target
+from schedulers.api import ScheduleOptions
+from schedulers.builtin import ExactScheduler, evaluate_point
+from schedulers.classes import AttentionClass, Forms, Match
+from schedulers.cost import figures, roofline_bound
+from schedulers.emit_attention import attention_text
+from schedulers.rerank import Simulated
+
+
+def _match(text: str, spyre: Target) -> Match:
+    found = AttentionClass().match(Forms(ktir.parse(text, "attention.ktir"), ScheduleOptions()), ScheduleOptions(), spyre)
+    assert isinstance(found, Match), found
+    return found
+
+
+CAUSAL_GQA = attention_text(2, 256, 64, "bf16", causal=True, group=2)
+SPLIT = attention_text(2, 128, 64, "f16", causal=False, kv_len=512)
+# query blocks smaller and larger than the key blocks, with and without double buffering (the
+# pipelined loop streams K/V `DEPTH` blocks ahead; short causal blocks have fewer steps than that)
+PEAK_POINTS = [(CAUSAL_GQA, dict(bq=bq, bkv=bkv, db=db, s=1)) for bq, bkv, db in itertools.product((64, 256, 512), (64, 128), (0, 1))]
+PEAK_POINTS += [(SPLIT, dict(bq=bq, bkv=bkv, db=db, s=s)) for bq, bkv, db, s in itertools.product((32, 128), (64,), (0, 1), (2, 4))]
+
+
+@pytest.mark.parametrize(("text", "point"), PEAK_POINTS,
+                         ids=[f"{'causal' if t is CAUSAL_GQA else 'split'}-bq{p['bq']}-bkv{p['bkv']}-db{p['db']}-s{p['s']}"
+                              for t, p in PEAK_POINTS])
+def test_the_model_reserves_the_rewrites_scratchpad_peak(text: str, point: dict[str, int], spyre: Target) -> None:
+    """The model's scratchpad figure bounds what the emitted program holds on the timeline, so the
+    strategies' capacity filter never passes a schedule that overflows when it runs."""
+    m = _match(text, spyre)
+    assert m.timeline is not None
+    found = m.timeline(point, None)
+    assert isinstance(found, Simulated)
+    reserved = float(evaluate_point(m.space, point).scratch[0])
+    assert 0 < found.peak <= reserved, (found.peak, reserved)
+
+
+def test_the_model_is_near_the_timeline_when_double_buffered(spyre: Target) -> None:
+    """Causal grouped-query prefill (the benchmark's small self-attention): for the double-buffered
+    schedules the model ranks first, the model's cycles within 10% of the timeline's."""
+    m = _match(attention_text(8, 512, 64, "bf16", causal=True), spyre)
+    space = m.space
+    cols = space.candidates()
+    ev = space.evaluate(cols)
+    fits = (ev.scratch <= space.fig.local_capacity) & (cols["db"] == 1)
+    best = np.argsort(np.where(fits, ev.cycles, np.inf))[:3]
+    assert m.timeline is not None
+    for i in best:
+        p = {n: int(v[i]) for n, v in cols.items()}
+        found = m.timeline(p, None)
+        assert isinstance(found, Simulated)
+        assert abs(ev.cycles[i] / found.cycles - 1) <= 0.10, (p, ev.cycles[i], found.cycles)
+
+
+def test_attention_is_reranked_on_the_timeline(spyre: Target) -> None:
+    """With the time to simulate, the chosen attention schedule's figure is the timeline's, and its
+    scratchpad peak there is within the capacity."""
+    module = ktir.parse(CAUSAL_GQA, "attention.ktir")
+    r = ExactScheduler().schedule(module, spyre, ScheduleOptions(time_budget=60.0)).report
+    assert r.applied and r.kernel_class == "attention"
+    assert r.timeline_cycles is not None and r.ratio == r.timeline_ratio
+    m = _match(CAUSAL_GQA, spyre)
+    assert r.schedule is not None
+    point = {"bq": r.schedule.tile_sizes["rows"], "bkv": r.schedule.tile_sizes["kv"], "s": r.schedule.splits["kv"],
+             "db": int(r.schedule.double_buffered)}
+    assert m.timeline is not None
+    found = m.timeline(point, None)
+    assert isinstance(found, Simulated)
+    assert found.cycles == pytest.approx(r.timeline_cycles)
+    assert found.peak <= figures(spyre).local_capacity
+    bound = roofline_bound(m.space.work(), figures(spyre)).cycles
+    assert r.timeline_ratio == pytest.approx(found.cycles / bound)
+
+
+def test_the_timeline_is_skipped_when_it_would_overrun(spyre: Target) -> None:
+    """A deadline too close for the trace: no simulation (None), so the budget is kept."""
+    m = _match(CAUSAL_GQA, spyre)
+    assert m.timeline is not None
+    assert m.timeline({"bq": 64, "bkv": 64, "db": 1, "s": 1}, time.perf_counter()) is None
