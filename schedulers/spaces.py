@@ -528,7 +528,12 @@ class AttentionSpace:
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
+        # without double buffering in the program, the timeline still gives each load two buffers
+        # (`ktir.targets.timeline.BUFFERS`): the next step's K/V move during this step's compute. Each
+        # query block's O store waits for its compute, and the next block's Q and first K/V queue
+        # behind it on the tile's port; its first step's transfer and the last step's compute are not
+        # overlapped
+        serial = steps * np.maximum(compute, kv) + per_tile * (2 * q_io + np.minimum(compute, kv) + combine)
         # after the first block's Q and K/V loads, the tile's transfers (every K/V step, and the Q
         # loads and, one KV split, the O stores of the other blocks) move while it computes; the
         # last O store (with a KV split: every block's combine and store) follows
