@@ -32,7 +32,7 @@ SMALL = 2000  # a trace this short (a decode kernel's) is simulated in milliseco
 # records per second when the rewritten module itself is traced (a shapes-only run in the interpreter,
 # then simulated; attention): about 5,000 measured, conservatively fewer
 MODULE_RATE = 3000
-INTERP_IMPORT = 2.0  # seconds to import the interpreter and the trace conversion the first time (1.9 measured)
+INTERP_IMPORT = 2.0  # seconds to import the interpreter's input probing and the trace conversion the first time (1.4-1.9 measured)
 
 
 @dataclass(frozen=True)

@@ -359,6 +359,14 @@ class RowSpace:
                     bytes_read=k.R * self._row_bytes(k.streamed) + sum(math.prod(o.shape) * o.itemsize for o in k.resident),
                     bytes_written=k.R * self._row_bytes(k.outputs))
 
+    def records(self, p: dict[str, int]) -> int:
+        """About how many records the rewrite of `p` traces: per block, its loads, stores and vector
+        ops, and a few index computations; per tile, its resident loads."""
+        k = self.k
+        steps = -(-(k.R // p["rb"]) // p["g"])
+        per_block = len(k.streamed) + len(k.outputs) + k.vector_ops + 8
+        return int(p["g"] * (steps * per_block + len(k.resident) + 8))
+
     def candidates(self) -> Columns:
         cols = product(g=list(range(1, self.fig.tiles + 1)), rb=self.rb_all, db=[0, 1])
         keep = cols["g"] * cols["rb"] <= self.k.R

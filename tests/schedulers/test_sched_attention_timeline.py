@@ -91,3 +91,15 @@ def test_the_timeline_is_skipped_when_it_would_overrun(spyre: Target) -> None:
     m = _match(CAUSAL_GQA, spyre)
     assert m.timeline is not None
     assert m.timeline({"bq": 64, "bkv": 64, "db": 1, "s": 1}, time.perf_counter()) is None
+
+
+def test_row_loops_are_reranked_on_the_timeline_too(spyre: Target) -> None:
+    """The row-loop class simulates its rewrite the same way: the chosen schedule's figure is the
+    timeline's, and its peak there within the capacity."""
+    from schedulers import naive
+
+    module = ktir.parse(naive.softmax(256, 512, "f16"), "softmax.ktir")
+    r = ExactScheduler().schedule(module, spyre, ScheduleOptions(time_budget=60.0)).report
+    assert r.applied and r.kernel_class == "rowwise"
+    assert r.timeline_cycles is not None and r.ratio == r.timeline_ratio
+    assert r.notes and any("timeline" in n for n in r.notes)
