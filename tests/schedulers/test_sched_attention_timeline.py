@@ -103,3 +103,21 @@ def test_row_loops_are_reranked_on_the_timeline_too(spyre: Target) -> None:
     assert r.applied and r.kernel_class == "rowwise"
     assert r.timeline_cycles is not None and r.ratio == r.timeline_ratio
     assert r.notes and any("timeline" in n for n in r.notes)
+
+
+def test_a_choice_not_simulated_in_time_is_kept(spyre: Target) -> None:
+    """When the strategy's choice cannot be simulated before the deadline but smaller schedules can,
+    those are not compared with nothing: the choice stands, its figure the model's (the search
+    scheduler had taken the only simulated schedule, 2.33x the bound on the timeline, over its own
+    choice, 2.00x)."""
+    from schedulers.builtin import exact_strategy
+    from schedulers.rerank import rerank
+
+    m = _match(CAUSAL_GQA, spyre)
+    chosen, _ = exact_strategy(m.space, ScheduleOptions())
+
+    def timeline(p: dict[str, int], deadline: float | None) -> Simulated | None:
+        return None if p == chosen else Simulated(1.0, 0)
+
+    ranked = rerank(m.space, chosen, time.perf_counter() + 30, timeline)
+    assert ranked.point == chosen and ranked.timeline is None and not ranked.over
