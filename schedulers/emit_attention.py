@@ -21,8 +21,11 @@ tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (w
 128-byte sticks) up to the causal bound. With double buffering the next K and V blocks
 (and the next query block's Q and first K/V blocks) are loaded ahead, each O is stored
 during the next block, and with one KV split the next block's scores are computed while
-this block's softmax runs; prefetches are `scf.if`-guarded so no access leaves the view or
-loads what no step uses. Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory,
+this block's softmax runs and the K/V stream runs `DEPTH` key blocks ahead of its step;
+prefetches are `scf.if`-guarded so no access leaves the view or loads what no step uses.
+The softmax, the accumulator's rescale and the normalisation update their tensor in place
+(outs: the tensor they read), and zero blocks are filled where they are used, so the tile
+holds one buffer of each (what `spaces.AttentionSpace` reserves). Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory,
 row offset h S.
 """
 
