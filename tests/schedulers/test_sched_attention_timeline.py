@@ -121,3 +121,13 @@ def test_a_choice_not_simulated_in_time_is_kept(spyre: Target) -> None:
 
     ranked = rerank(m.space, chosen, time.perf_counter() + 30, timeline)
     assert ranked.point == chosen and ranked.timeline is None and not ranked.over
+
+
+def test_a_figure_from_the_model_is_not_said_to_be_confirmed(spyre: Target) -> None:
+    """No time to simulate: the report says the ratio is the model's, and not that the timeline
+    confirms the choice."""
+    module = ktir.parse(CAUSAL_GQA, "attention.ktir")
+    r = ExactScheduler().schedule(module, spyre, ScheduleOptions(time_budget=0.0)).report
+    assert r.applied and r.timeline_cycles is None
+    assert any("not simulated" in n for n in r.notes)
+    assert not any("confirms" in n for n in r.notes), r.notes
