@@ -131,3 +131,21 @@ def test_a_figure_from_the_model_is_not_said_to_be_confirmed(spyre: Target) -> N
     assert r.applied and r.timeline_cycles is None
     assert any("not simulated" in n for n in r.notes)
     assert not any("confirms" in n for n in r.notes), r.notes
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_stream_longer_than_its_depth_is_equivalent(causal: bool) -> None:
+    """Query blocks with more key blocks than the K/V stream runs ahead (16 against `DEPTH` 8), so
+    the loop's own loads run, several query blocks per tile (the next one's Q and first blocks
+    prefetched, each O stored during the next block): equal to the input in the interpreter."""
+    from schedulers.check import check_equivalent
+    from schedulers.emit_attention import DEPTH, emit_attention, match_attention
+    from schedulers.kernels import function_of
+
+    before = ktir.parse(attention_text(2, 1024, 64, "f16", causal=causal), "long.ktir")
+    found = match_attention(before)
+    assert found is not None
+    assert DEPTH + 1 < 1024 // 64
+    after = emit_attention(found, function_of(before, None), {"bq": 256, "bkv": 64, "db": 1, "s": 1}, 4)
+    verdict = check_equivalent(before, after, seed=7)
+    assert verdict.ok, verdict.message
