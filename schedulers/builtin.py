@@ -323,7 +323,7 @@ class StrategyScheduler:
             report.notes.append(f"re-ranked by the timeline ({ranked.simulated} schedules simulated): the model's first "
                                 f"choice simulates to {ranked.analytic_first_timeline:,.0f} cycles, this one to "
                                 f"{ranked.timeline:,.0f}")
-        elif ranked is not None and type(self).rerank:
+        elif ranked is not None and type(self).rerank and ranked.timeline is not None:
             report.notes.append(f"the timeline confirms the model's choice ({ranked.simulated} schedules simulated)")
         if ranked is not None and ranked.over:
             peak = max(b for _, b in ranked.over)

@@ -19,6 +19,8 @@ with every scheduler, for every registered class.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -122,8 +124,12 @@ class AttentionClass:
         k = found.kernel
         fn = forms.fn(forms.rows)
         space = AttentionSpace(k, figures(target))
-        return Match("attention", space, lambda p: emit_attention(found, fn, p, space.fig.tiles),
-                     {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim})
+
+        def emit(p: dict[str, int]) -> Module:
+            return emit_attention(found, fn, p, space.fig.tiles)
+
+        return Match("attention", space, emit, {"heads": k.kv_heads, "S": k.rows, "D": k.head_dim},
+                     timeline=module_timeline(space, emit, target, k.name, options))
 
     def examples(self) -> Sequence[Module]:
         from ktir.syntax.parser import parse
@@ -171,8 +177,13 @@ class RowClass:
         if not isinstance(k, RowKernel):
             return rec.reason or "not a row loop"
         module = forms.rows
-        return Match("rowwise", RowSpace(k, figures(target)), lambda p: rewrite_rows(module, k, p), {"R": k.R},
-                     [k.fixed_block] if k.fixed_block else [])
+        space = RowSpace(k, figures(target))
+
+        def emit(p: dict[str, int]) -> Module:
+            return rewrite_rows(module, k, p)
+
+        return Match("rowwise", space, emit, {"R": k.R}, [k.fixed_block] if k.fixed_block else [],
+                     timeline=module_timeline(space, emit, target, k.name, options))
 
     def examples(self) -> Sequence[Module]:
         from ktir.syntax.parser import parse
@@ -216,6 +227,26 @@ class NaturalClass:
 
         return [nat.rmsnorm(64, 256), nat.scan(8, 256, "f32"), nat.transpose(97, 131, dtype="f32"),
                 nat.reduce_sum(64, 128), nat.layernorm_stats(16, 256)]
+
+
+def module_timeline(space: Any, emit: Callable[[dict[str, int]], Module], target: Target, func: str,
+                    options: ScheduleOptions) -> Callable[[dict[str, int], float | None], Simulated | None]:
+    """A point on the timeline through its rewrite: the interpreter's shapes-only trace of the emitted
+    module, simulated, with its scratchpad peak; None when `space.records(point)` says it would not
+    be simulated before the deadline (the interpreter's first import counted)."""
+
+    def timeline(p: dict[str, int], deadline: float | None) -> Simulated | None:
+        from .report import simulate_module
+        from .rerank import INTERP_IMPORT, MODULE_RATE, Simulated
+
+        cold = any(name not in sys.modules for name in ("reference_interp.inputs", "ktir.targets.from_interp"))
+        need = space.records(p) / MODULE_RATE + (INTERP_IMPORT if cold else 0.0)
+        if deadline is not None and time.perf_counter() + need > deadline:
+            return None
+        t = simulate_module(emit(p), target, func, options.sizes)
+        return Simulated(float(t.makespan), max(t.peak_local.values(), default=0))
+
+    return timeline
 
 
 def natural_match(k: Any, target: Target) -> Match | str:

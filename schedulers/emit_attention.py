@@ -21,8 +21,11 @@ tile's scratchpad for the whole KV loop; the KV loop walks blocks of bkv keys (w
 128-byte sticks) up to the causal bound. With double buffering the next K and V blocks
 (and the next query block's Q and first K/V blocks) are loaded ahead, each O is stored
 during the next block, and with one KV split the next block's scores are computed while
-this block's softmax runs; prefetches are `scf.if`-guarded so no access leaves the view or
-loads what no step uses. Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory,
+this block's softmax runs and the K/V stream runs `DEPTH` key blocks ahead of its step;
+prefetches are `scf.if`-guarded so no access leaves the view or loads what no step uses.
+The softmax, the accumulator's rescale and the normalisation update their tensor in place
+(outs: the tensor they read), and zero blocks are filled where they are used, so the tile
+holds one buffer of each (what `spaces.AttentionSpace` reserves). Views of `[H, S, D]` arrays are read as `[H S, D]`: same memory,
 row offset h S.
 """
 
@@ -288,11 +291,23 @@ def _aliases(b: Builder, H: int, S: int, L: int, D: int, bq: int, bkv: int, sk: 
     return {n: b.alias(f"sa_{n}", v) for n, v in sets.items()}
 
 
+DEPTH = 8  # key blocks the pipelined K/V stream runs ahead of the step using them
+
+
+def stream_depth(p: dict[str, int]) -> int:
+    """How many key blocks ahead of its step the pipelined loop (double buffering, one KV split) loads
+    K and V: one step's transfers take about 3/4 of its compute, so a stream only a block ahead
+    leaves the DMA idle, then exposes each Q load and O store (a query block's 16 steps of K/V);
+    `DEPTH` blocks ahead the stream absorbs them."""
+    return int(p.get("depth", DEPTH))
+
+
 def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: int, heads_dim: bool = False) -> Module:
     """The scheduled kernel; `heads_dim` reads `[H, S, D]` views (else flat `[H S, D]` ones)."""
     k = m.kernel
     H, S, L, D, dt = k.kv_heads, k.rows, k.kv_len, k.head_dim, ty.FloatType(kind=k.dtype)  # type: ignore[arg-type]
     bq, bkv, db, sk = p["bq"], p["bkv"], bool(p["db"]), p.get("s", 1)
+    depth = stream_depth(p)
     units = H * (S // bq)
     grid = attention_grid(k, bq, sk, tiles)
     vec, mat, acc = ty.tensor((bq,), ty.F32), ty.tensor((bq, bkv), ty.F32), ty.tensor((bq, D), ty.F32)
@@ -313,7 +328,7 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
         arg = {a.name[1:]: a for a in args}
         c = {n: b.index(v, f"sa_{n}") for n, v in
              (("c0", 0), ("bq", bq), ("bkv", bkv), ("S", S), ("L", L), ("qblocks", S // bq), ("units", units),
-              ("ulast", units - 1), ("bkv2", 2 * bkv),
+              ("ulast", units - 1), ("kahead", (depth + 1) * bkv), ("vahead", depth * bkv),
               ("grid", grid))}
         if sk > 1:  # tile t works on KV split t mod sk of the query blocks of group t / sk
             c |= {n: b.index(v, f"sa_{n}") for n, v in (("sk", sk), ("splitlen", L // sk), ("groups", grid // sk))}
@@ -337,7 +352,9 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                                      A[cset], name=f"sa_{v}v")
         e_vec, e_mat, e_acc = b.empty(vec, "sa_vec"), b.empty(mat, "sa_mat"), b.empty(acc, "sa_am")
         minit, linit = b.fill(ninf, e_vec, "sa_minit"), b.fill(zero, e_vec, "sa_linit")
-        szero, azero = b.fill(zero, e_mat, "sa_szero"), b.fill(zero, e_acc, "sa_azero")
+        # with a KV split the zero accumulator is also the combine's identity; otherwise each query
+        # block fills its own, which the first step then rescales in place (no zero block held all along)
+        azero = b.fill(zero, e_acc, "sa_azero") if sk > 1 else None
         if sk > 1:
             split = b.arith.remui(tid, c["sk"], name="sa_split")
             grp = b.arith.divui(tid, c["sk"], name="sa_grp")
@@ -438,14 +455,18 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     kend = b.arith.minsi(kend, kstop, name="sa_kend")
 
             def qk(kblk: Value, name: str) -> Value:
+                # the scores accumulate into a zero block filled for them (a fill shared by every step
+                # would hold a bq x bkv buffer for the whole kernel)
+                szero = b.fill(zero, e_mat, f"{name}_z")
                 return b.dps(Linalg.matmul, [q, kblk], [szero], {"indexing_maps": [A["qk_q"], A["qk_k"], A["qk_s"]]},
                              name=name)
 
             def step(s_: Value, k0i: Value, m_: Value, l_: Value, acc_: Value, vblk: Value,
                      sfx: str) -> tuple[Value, Value, Value]:
                 """One online-softmax step on the scores of the key block at k0i: (m, l, acc) updated."""
-                with b.generic([s_], [e_mat], [A["id2"]] * 2, ["parallel"] * 2, [f"sa_x{sfx}", f"sa_o{sfx}"],
-                               f"sa_sm{sfx}") as (x, _):
+                # the softmax updates the scores in place (outs: the tensor it reads), as do the rescale of
+                # the accumulator and the normalisation: one buffer each instead of two
+                with b.generic([], [s_], [A["id2"]], ["parallel"] * 2, [f"sa_x{sfx}"], f"sa_sm{sfx}") as (x,):
                     xs = b.arith.mulf(x, scale, name=f"sa_xs{sfx}")
                     if k.causal:
                         i = b.linalg.index(dim=at.IntegerAttr(value=0, type=ty.I64), name=f"sa_i{sfx}")
@@ -471,8 +492,8 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                     b.yield_(e, op=Linalg.yield_)
 
                 mnew = b.reduce(Arith.maximumf, [sm], [m_], [1], name=f"sa_mnew{sfx}")
-                with b.generic([sm, mnew], [e_mat], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               [f"sa_px{sfx}", f"sa_pm{sfx}", f"sa_po{sfx}"], f"sa_p{sfx}") as (px, pm, _):
+                with b.generic([mnew], [sm], [A["row"], A["id2"]], ["parallel"] * 2,
+                               [f"sa_pm{sfx}", f"sa_px{sfx}"], f"sa_p{sfx}") as (pm, px):
                     pe = b.math.exp(b.arith.subf(px, pm, name=f"sa_pd{sfx}"), name=f"sa_pe{sfx}")
                     guard("p", pe, pm)
                 (p_,) = b.last_results
@@ -483,15 +504,15 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 (alpha,) = b.last_results
                 ls = b.dps(Linalg.mul, [l_, alpha], [e_vec], name=f"sa_ls{sfx}")
                 lnew = b.reduce(Arith.addf, [p_], [ls], [1], name=f"sa_lnew{sfx}")
-                with b.generic([acc_, alpha], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                               [f"sa_aa{sfx}", f"sa_sa{sfx}", f"sa_so{sfx}"], f"sa_as{sfx}") as (aa, sa, _):
+                with b.generic([alpha], [acc_], [A["row"], A["id2"]], ["parallel"] * 2,
+                               [f"sa_sa{sfx}", f"sa_aa{sfx}"], f"sa_as{sfx}") as (sa, aa):
                     b.yield_(b.arith.mulf(aa, sa, name=f"sa_ar{sfx}"), op=Linalg.yield_)
                 (as_,) = b.last_results
                 ph = b.arith.truncf(p_, result_types=[pt], name=f"sa_ph{sfx}")
                 anew = b.dps(Linalg.matmul, [ph, vblk], [as_], name=f"sa_anew{sfx}")
                 return mnew, lnew, anew
 
-            state = [minit, linit, azero]
+            state = [minit, linit, azero if azero is not None else b.fill(zero, e_acc, "sa_azero")]
             if pipelined:
                 # Q K^T of the next key block runs (matrix unit) while the softmax of this one does
                 # (vector unit): the loop carries this block's scores, the next K block and this V
@@ -499,21 +520,41 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
                 klast = b.arith.subi(kend, c["bkv"], name="sa_klast")
                 k_first, v_first = qcur[1:3] if prefetch else (load("sa_k0", "k", kstart, bkv, "kvblk"),
                                                                load("sa_v0", "v", kstart, bkv, "kvblk"))
-                k1 = b.arith.addi(kstart, c["bkv"], name="sa_k1n")
-                second = b.cmp(Arith.cmpi, "slt", kstart, klast, name="sa_second")  # a second key block
-                k1blk = b.if_values(second, lambda: [load("sa_k1", "k", k1, bkv, "kvblk")], [k_first], ["sa_k1b"])
-                carry = [qk(k_first, "sa_s0"), *k1blk, v_first]
+
+                def ahead(v: str, at_: Value, held: Value, dst: str) -> Value:
+                    """The K or V block at key `at_`, or (past the last block) `held`, a block already loaded."""
+                    exists = b.cmp(Arith.cmpi, "sle", at_, klast, name=f"{dst}_in")
+                    return b.if_values(exists, lambda: [load(dst, v, at_, bkv, "kvblk")], [held], [f"{dst}_b"])[0]
+
+                # the K/V stream runs `depth` key blocks ahead of the step that uses them: the loop
+                # carries the next `depth` K blocks and this and the next depth - 1 V blocks
+                ks, vs = [], [v_first]
+                for j in range(1, depth + 1):  # in the order the steps use them: K j, then V j
+                    kj = b.arith.addi(kstart, b.index(j * bkv, f"sa_koff{j}"), name=f"sa_kat{j}")
+                    ks.append(ahead("k", kj, k_first, f"sa_k{j}"))
+                    if j < depth:
+                        vs.append(ahead("v", kj, v_first, f"sa_v{j}"))
+                if defer:
+                    # the previous query block's O, stored while this block computes (after the loads
+                    # its first steps need, before those of the loop)
+                    started = b.cmp(Arith.cmpi, "ne", u, pos, name="sa_started")
+                    with b.if_(started):
+                        pu = b.arith.subi(u, stride, name="sa_uprev")
+                        _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
+                carry = [qk(k_first, "sa_s0"), *ks, *vs]
                 with b.for_(kstart, klast, c["bkv"], state + carry,
-                            names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", "sa_knx", "sa_vcur"],
-                            results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", "sa_kl", "sa_vl"]) as (
-                        k0i, m_, l_, acc_, scur, knx, vcur):
-                    k2 = b.arith.addi(k0i, c["bkv2"], name="sa_k2n")
-                    later = b.cmp(Arith.cmpi, "sle", k2, klast, name="sa_later")  # a key block after the next
-                    ahead = [*b.if_values(later, lambda: [load("sa_knext", "k", k2, bkv, "kvblk")], [knx], ["sa_k2b"]),
-                             load("sa_vnext", "v", b.arith.addi(k0i, c["bkv"], name="sa_v1r"), bkv, "kvblk")]
-                    snext = qk(knx, "sa_snext")
-                    b.yield_(*step(scur, k0i, m_, l_, acc_, vcur, ""), snext, *ahead)
-                m_l, l_l, a_l, s_l, _, v_l = b.last_results
+                            names=["sa_k0i", "sa_m", "sa_l", "sa_acc", "sa_scur", *[f"sa_kn{j}" for j in range(depth)],
+                                   *[f"sa_vc{j}" for j in range(depth)]],
+                            results=["sa_mp", "sa_lp", "sa_ap", "sa_sl", *[f"sa_kl{j}" for j in range(depth)],
+                                     *[f"sa_vl{j}" for j in range(depth)]]) as (k0i, m_, l_, acc_, scur, *held):
+                    kh, vh = held[:depth], held[depth:]
+                    kfar = b.arith.addi(k0i, c["kahead"], name="sa_kfar")
+                    vfar = b.arith.addi(k0i, c["vahead"], name="sa_vfar")
+                    knew, vnew = ahead("k", kfar, kh[-1], "sa_knext"), ahead("v", vfar, vh[-1], "sa_vnext")
+                    snext = qk(kh[0], "sa_snext")
+                    b.yield_(*step(scur, k0i, m_, l_, acc_, vh[0], ""), snext, *kh[1:], knew, *vh[1:], vnew)
+                m_l, l_l, a_l, s_l = b.last_results[:4]
+                v_l = b.last_results[4 + depth]
                 mf, lf, af_ = step(s_l, klast, m_l, l_l, a_l, v_l, "_e")
             else:
                 names, results = ["sa_k0i", "sa_m", "sa_l", "sa_acc"], ["sa_mf", "sa_lf", "sa_af"]
@@ -546,17 +587,14 @@ def emit_attention(m: AttentionMatch, fn: Operation, p: dict[str, int], tiles: i
 
                 nxt_unit = b.if_values(more, next_unit, [q, *qcur[1:3]], ["sa_qnx", "sa_knx0", "sa_vnx0"])
             if sk > 1:
+                assert azero is not None
                 out = _combine(b, A, (mf, lf, af_), (minit, linit, azero))
                 with b.if_(first):
-                    _store(b, A, views["o"], _normalise(b, A, out, e_acc, qt), _at(where, G), c, heads_dim)
+                    _store(b, A, views["o"], _normalise(b, A, out, qt), _at(where, G), c, heads_dim)
             elif defer:
-                started = b.cmp(Arith.cmpi, "ne", u, pos, name="sa_started")
-                with b.if_(started):
-                    pu = b.arith.subi(u, stride, name="sa_uprev")
-                    _store(b, A, views["o"], qcur[3], _at(coords(pu, "_p"), G), c, heads_dim, "_p")
-                nxt_unit.append(_normalise(b, A, (mf, lf, af_), e_acc, qt))
+                nxt_unit.append(_normalise(b, A, (mf, lf, af_), qt))
             else:
-                _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), e_acc, qt), _at(where, G), c, heads_dim)
+                _store(b, A, views["o"], _normalise(b, A, (mf, lf, af_), qt), _at(where, G), c, heads_dim)
             if prefetch:
                 b.yield_(*nxt_unit)
         if defer:  # the tile's last query block: u = pos + (units - 1 - pos) // stride * stride
@@ -574,12 +612,10 @@ def _at(where: tuple[Value, Value, Value, Value], group: int) -> tuple[Value, Va
     return (hq, t0, group) if group > 1 else (h, q0, 1)
 
 
-def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...], e_acc: Value,
-               qt: ty.TensorType) -> Value:
+def _normalise(b: Builder, A: dict[str, at.AttrAliasRef], state: tuple[Value, ...], qt: ty.TensorType) -> Value:
     """O = acc / l, rounded to the output type."""
     _, lsum, acc = state
-    with b.generic([acc, lsum], [e_acc], [A["id2"], A["row"], A["id2"]], ["parallel"] * 2,
-                   ["sa_oa", "sa_od", "sa_oo"], "sa_out") as (oa, od, _):
+    with b.generic([lsum], [acc], [A["row"], A["id2"]], ["parallel"] * 2, ["sa_od", "sa_oa"], "sa_out") as (od, oa):
         b.yield_(b.arith.divf(oa, od, name="sa_or"), op=Linalg.yield_)
     (out,) = b.last_results
     return b.arith.truncf(out, result_types=[qt], name="sa_oh")

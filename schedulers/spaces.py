@@ -359,6 +359,14 @@ class RowSpace:
                     bytes_read=k.R * self._row_bytes(k.streamed) + sum(math.prod(o.shape) * o.itemsize for o in k.resident),
                     bytes_written=k.R * self._row_bytes(k.outputs))
 
+    def records(self, p: dict[str, int]) -> int:
+        """About how many records the rewrite of `p` traces: per block, its loads, stores and vector
+        ops, and a few index computations; per tile, its resident loads."""
+        k = self.k
+        steps = -(-(k.R // p["rb"]) // p["g"])
+        per_block = len(k.streamed) + len(k.outputs) + k.vector_ops + 8
+        return int(p["g"] * (steps * per_block + len(k.resident) + 8))
+
     def candidates(self) -> Columns:
         cols = product(g=list(range(1, self.fig.tiles + 1)), rb=self.rb_all, db=[0, 1])
         keep = cols["g"] * cols["rb"] <= self.k.R
@@ -475,6 +483,13 @@ class AttentionSpace:
         found = self._loads[key] = (busiest, float(-(-n // stride)), total)
         return found
 
+    def records(self, p: dict[str, int]) -> int:
+        """About how many records the rewrite of `p` traces (to know whether its timeline can be
+        simulated in the time left): per tile, a dozen per KV step and a few dozen per query block."""
+        steps, per_tile, _ = self._tile_load(p["bq"], p["bkv"], p.get("s", 1))
+        units = self.k.kv_heads * (self.k.rows // p["bq"]) * p.get("s", 1)
+        return int(min(units, self.fig.tiles) * (14 * steps + 40 * per_tile))
+
     def work(self) -> Work:
         k = self.k
         pairs = self._pairs()
@@ -521,7 +536,12 @@ class AttentionSpace:
         link = f.machine.topology.capacity and min(f.machine.topology.capacity.values()) or f.dma_bw
         combine = np.where(s > 1, np.log2(s) * (f.machine.dma_setup + bq * (d + 2) * 4 / link
                                                  + bq * d * 3 / f.vector_rate("f32")), 0.0)
-        serial = steps * (compute + kv) + per_tile * (2 * q_io + combine)
+        # without double buffering in the program, the timeline still gives each load two buffers
+        # (`ktir.targets.timeline.BUFFERS`): the next step's K/V move during this step's compute. Each
+        # query block's O store waits for its compute, and the next block's Q and first K/V queue
+        # behind it on the tile's port; its first step's transfer and the last step's compute are not
+        # overlapped
+        serial = steps * np.maximum(compute, kv) + per_tile * (2 * q_io + np.minimum(compute, kv) + combine)
         # after the first block's Q and K/V loads, the tile's transfers (every K/V step, and the Q
         # loads and, one KV split, the O stores of the other blocks) move while it computes; the
         # last O store (with a KV split: every block's combine and store) follows
@@ -530,10 +550,19 @@ class AttentionSpace:
             + np.where(s > 1, per_tile * (q_io + combine), q_io)
         cycles = np.where(db, overlapped, serial)
         buffers = stream_buffers(db)
-        # with double buffering the next Q block is prefetched too; pipelined, the loop also carries
-        # the next block's scores and a third K block
-        scratch = buffers * bq * d * e + buffers * 2 * bkv * d * e + 3 * bq * bkv * 4 + 2 * bq * d * 4 + 4 * bq * 4 \
-            + np.where(pipelined, bq * bkv * 4 + bkv * d * e, 0.0)
+        # what the rewrite holds at once (its timeline peak, `test_sched_attention_timeline`): Q and the
+        # next query block's (prefetched, or loaded ahead into the stream's second buffer), one O,
+        # the accumulator and the product writing the next one, the scores of this key block and the
+        # next (the softmax updates them in place) and the zero block filled ahead for a third, P
+        # rounded, the m and l vectors; pipelined, the K/V stream `depth` blocks ahead (the loop
+        # carries them, one more of each is loading, and the next query block's first two), else
+        # a block of K and of V in each of the stream's buffers, and the next query block's first
+        # ones. A KV split adds the partner's partial accumulator and the combined one.
+        from .emit_attention import DEPTH
+
+        kv_blocks = np.where(pipelined, 2 * DEPTH + 4, 2 * buffers + 2)
+        scratch = (buffers * bq * d * e + bq * d * e + 2 * bq * d * 4 + 3 * bq * bkv * 4 + bq * bkv * e + 8 * bq * 4
+                   + kv_blocks * bkv * d * e + np.where(s > 1, 2 * bq * d * 4, 0.0))
         gbytes = all_steps * 2 * bkv * d * e + k.kv_heads * k.rows * d * e * (1 + s)
         return Evaluated(cycles, scratch, gbytes, gbytes.copy())
 
