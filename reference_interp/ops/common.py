@@ -103,6 +103,13 @@ def constant_value(c: FuncCompiler, attr: Attribute, t: Type) -> Any:
     return scalar_attr(attr, et, c.vector)
 
 
+def _rounded(value: Any, dt: np.dtype) -> Any:
+    """A float literal rounded to `dt`; beyond its range it is an infinity, as MLIR's parser
+    makes it (`arith.constant 1.0e10 : f16` is 0x7C00), without numpy's overflow warning."""
+    with np.errstate(over="ignore"):
+        return dt.type(np.float64(value).astype(dt))
+
+
 def scalar_attr(attr: Attribute | None, t: Type, as_numpy: bool = False) -> Any:
     if isinstance(attr, at.BoolAttr):
         v: Any = attr.value
@@ -114,13 +121,12 @@ def scalar_attr(attr: Attribute | None, t: Type, as_numpy: bool = False) -> Any:
             if attr.bits is not None:
                 u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
                 return np.array([attr.bits], dtype=u).view(dt)[0]
-            return dt.type(np.float64(attr.value).astype(dt))
+            return _rounded(attr.value, dt)
         v = attr.value
     else:
         raise CompileError(f"cannot use {type(attr).__name__} as a {t} constant")
     if isinstance(t, ty.FloatType):
-        dt = np_dtype(t)
-        return dt.type(np.float64(v).astype(dt))
+        return _rounded(v, np_dtype(t))
     if is_int_like(t):
         norm = int_normaliser(t)
         iv = norm(int(v))

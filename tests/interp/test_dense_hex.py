@@ -3,10 +3,14 @@ elements that way): element bytes little-endian, i1 bit-packed, one element for 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import reference_interp as ri
+from ktir.builder import Builder
+from ktir.ir import types as ty
 
 from .helpers import run
 
@@ -67,3 +71,16 @@ def test_the_interpreter_reports_a_bad_blob_built_in_python() -> None:
     assert isinstance(op.attributes["value"], at.DenseAttr)
     with pytest.raises(ri.KtirRuntimeError, match="not bytes of two hex digits"):
         ri.run(module)
+
+
+@pytest.mark.parametrize(("value", "want"), [(1.0e10, np.inf), (-1.0e10, -np.inf), (65504.0, 65504.0)])
+def test_a_float_literal_beyond_the_type_is_an_infinity_without_a_warning(value: float, want: float) -> None:
+    """As MLIR's parser rounds it (`arith.constant 1.0e10 : f16` prints as 0x7C00); numpy's
+    'overflow encountered in cast' warning reached the user's terminal."""
+    b = Builder()
+    with b.func("f", [], results=[ty.F16]):
+        b.func_return(b.constant(value, ty.F16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (got,) = ri.run(b.module).returns[0]
+    assert got.dtype == np.float16 and got == np.float16(want)
