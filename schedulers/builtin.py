@@ -209,6 +209,9 @@ class StrategyScheduler:
     name = ""
     strategy: Strategy
     rerank = True  # natural-form kernels: re-rank the model's best schedules on the timeline
+    # the re-rank also simulates the baseline's point and returns nothing slower on the timeline
+    # (a strategy seeded with it promises to be no worse than it)
+    keeps_baseline = False
 
     def supported_ops(self) -> tuple[str, ...]:
         return SUPPORTED_OPS
@@ -296,7 +299,8 @@ class StrategyScheduler:
         if m.timeline is not None:
             deadline = start + max(options.time_budget, 0.0) - REWRITE_MARGIN
             if type(self).rerank:
-                ranked = rerank(space, point, deadline, m.timeline)
+                floor = space.baseline() if type(self).keeps_baseline else None
+                ranked = rerank(space, point, deadline, m.timeline, floor=floor)
             else:  # the baseline is what it is; the timeline only measures it
                 ranked = _measured(point, m.timeline(point, deadline), fig.local_capacity)
             if ranked.timeline is None and need_timeline and not ranked.over:
@@ -364,3 +368,4 @@ class SearchScheduler(StrategyScheduler):
 
     name = "search"
     strategy = staticmethod(search_strategy)  # type: ignore[assignment]
+    keeps_baseline = True
