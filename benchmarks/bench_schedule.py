@@ -13,7 +13,8 @@ model's estimate, the roofline bound, their ratio and the wall time taken to sch
 the geometric means and the three targets of issue 7:
 
 - `exact` within 1.25x of the roofline bound in geometric mean;
-- `search` never worse than `baseline` (estimate per kernel);
+- `search` never worse than `baseline` per kernel, on the timeline where both schedulers
+  simulated their schedule (the figure a re-ranking strategy chooses by), else on the estimate;
 - under 2 s of scheduling per kernel.
 
 Two more tables cover the rewrites added for issue 7's gaps. Split-K: each decode matmul
@@ -123,9 +124,16 @@ def run_one(kernel: str, scheduler: str, target: object, budget: float, timeline
     r = result.report
     assert r.estimate_cycles is not None and r.roofline_cycles is not None, r.reason
     out = {"estimate": r.estimate_cycles, "bound": r.roofline_cycles, "seconds": elapsed}
+    if r.timeline_cycles is not None:  # the scheduler simulated its schedule (and ranked on it, if it re-ranks)
+        out["ranked"] = r.timeline_cycles
     if timeline:
         out["timeline"] = timeline_of(result.module, target)
     return out
+
+
+def same_figure(a: dict[str, float], b: dict[str, float]) -> str:
+    """The figure two schedules of one kernel are compared on: the timeline when both have it."""
+    return "ranked" if "ranked" in a and "ranked" in b else "estimate"
 
 
 # decode projections whose output has few column blocks (Llama's K/V projection: 8 KV heads x 128)
@@ -676,12 +684,21 @@ def main() -> int:
     console.print(f"exact on the timeline, geometric mean: {tl_mean:.3f} over {len(timed)} of the {len(rows)} kernels "
                   f"(the model: {same:.3f} over the same kernels) (target <= 1.25): "
                   f"{'met' if tl_mean <= 1.25 else 'NOT met'}")
-    worse = [n for n, per in rows.items() if per["search"]["estimate"] > per["baseline"]["estimate"] * (1 + 1e-9)]
+    # on the figure both schedules were measured on: the timeline when both schedulers simulated
+    # theirs (a re-ranking strategy chooses by it, and its model estimate may then exceed the
+    # baseline's), else the model's estimate
+    worse = [f"{n} ({fig}: {per['search'][fig]:,.0f} > {per['baseline'][fig]:,.0f} cycles)" for n, per in rows.items()
+             for fig in [same_figure(per["search"], per["baseline"])]
+             if per["search"][fig] > per["baseline"][fig] * (1 + 1e-9)]
+    above = [n for n, per in rows.items() if per["search"]["estimate"] > per["baseline"]["estimate"] * (1 + 1e-9)]
     slowest = max((per[s]["seconds"], n, s) for n, per in rows.items() for s in SCHEDULERS)
     speedup = geomean([per["baseline"]["estimate"] / per["exact"]["estimate"] for per in rows.values()])
     console.print(f"exact vs roofline, geometric mean: {means['exact']:.3f} (target <= 1.25): "
                   f"{'met' if means['exact'] <= 1.25 else 'NOT met'}")
-    console.print(f"search never worse than baseline: {'met' if not worse else 'NOT met: ' + ', '.join(worse)}")
+    console.print(f"search never worse than baseline (the timeline where both were simulated, else the estimate): "
+                  f"{'met' if not worse else 'NOT met: ' + ', '.join(worse)}")
+    if above:
+        console.print(f"  search's model estimate above baseline's (chosen on the timeline): {', '.join(above)}")
     console.print(f"slowest scheduling: {slowest[0]:.2f} s ({slowest[1]}, {slowest[2]}) (target < 2 s): "
                   f"{'met' if slowest[0] < 2 else 'NOT met'}")
     for s in SCHEDULERS:

@@ -102,13 +102,15 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
     A move changes one parameter to a neighbouring value; the walk accepts a worse schedule
     with probability exp(-relative loss / temperature). It keeps the best point seen, so it
     is never worse than its seeds, and stops when the time budget (which includes building
-    and costing the table) is spent.
+    and costing the table) is spent or the best point seen is the table's cheapest.
     """
     deadline = time.perf_counter() + max(0.0, options.time_budget)
     cols = space.candidates()
     ev = space.evaluate(cols)
     cap = space.fig.local_capacity
-    cost = np.where(ev.scratch <= cap, ev.cycles, np.inf)
+    # rounded as `best_index` ranks: a point cheaper only by the float sums' round-off is a tie,
+    # and the walk keeps the seed it has (exact's point, settled) rather than a stranger to it
+    cost = np.round(np.where(ev.scratch <= cap, ev.cycles, np.inf), 6)
     names = list(cols)
     values = [np.unique(cols[n]) for n in names]
     radix = np.cumprod([1] + [len(v) for v in values[:-1]])
@@ -137,7 +139,7 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
         i = lookup(pos) if inside else None
         if i is None:
             e = evaluate_point(space, seed)
-            c = float(e.cycles[0]) if e.scratch[0] <= cap else math.inf
+            c = round(float(e.cycles[0]), 6) if e.scratch[0] <= cap else math.inf
             if math.isfinite(c) and (outside is None or c < outside[1]):
                 outside = (dict(seed), c)
             continue
@@ -146,7 +148,10 @@ def search_strategy(space: Space, options: ScheduleOptions) -> tuple[dict[str, i
             best, best_cost = pos, c
     current, current_cost = best, best_cost
     temperature = 0.05
-    while current is not None and time.perf_counter() < deadline:
+    # the table is costed whole: once the best seen is its cheapest, no walk improves it, and the
+    # budget left goes to the timeline re-rank
+    lowest = float(cost.min()) if cost.size else math.inf
+    while current is not None and best_cost > lowest and time.perf_counter() < deadline:
         j = int(rng.integers(len(names)))
         p = current[j] + int(rng.choice((-1, 1)))
         if not 0 <= p < len(values[j]):
@@ -209,6 +214,9 @@ class StrategyScheduler:
     name = ""
     strategy: Strategy
     rerank = True  # natural-form kernels: re-rank the model's best schedules on the timeline
+    # the re-rank also simulates the baseline's point and returns nothing slower on the timeline
+    # (a strategy seeded with it promises to be no worse than it)
+    keeps_baseline = False
 
     def supported_ops(self) -> tuple[str, ...]:
         return SUPPORTED_OPS
@@ -296,7 +304,8 @@ class StrategyScheduler:
         if m.timeline is not None:
             deadline = start + max(options.time_budget, 0.0) - REWRITE_MARGIN
             if type(self).rerank:
-                ranked = rerank(space, point, deadline, m.timeline)
+                floor = space.baseline() if type(self).keeps_baseline else None
+                ranked = rerank(space, point, deadline, m.timeline, floor=floor)
             else:  # the baseline is what it is; the timeline only measures it
                 ranked = _measured(point, m.timeline(point, deadline), fig.local_capacity)
             if ranked.timeline is None and need_timeline and not ranked.over:
@@ -364,3 +373,4 @@ class SearchScheduler(StrategyScheduler):
 
     name = "search"
     strategy = staticmethod(search_strategy)  # type: ignore[assignment]
+    keeps_baseline = True

@@ -7,7 +7,10 @@ judge, at about a millisecond per thousand records. So the model's `TOP` best sc
 that fit (and the strategy's own choice) are simulated, cheapest first, while the time
 budget lasts, and the fastest on the timeline wins; the report keeps both figures. A schedule
 whose scratchpad peak on the timeline exceeds the target's capacity is rejected, whatever the
-model said of it: the timeline holds the buffers the emitted program owns.
+model said of it: the timeline holds the buffers the emitted program owns. A `floor` point (the
+baseline's, for `search`) is simulated right after the choice, whatever the model thinks of it,
+and nothing slower than it on the timeline is returned: a strategy that promises to be no worse
+than its seeds keeps the promise on the figure it is judged by.
 """
 
 from __future__ import annotations
@@ -80,13 +83,22 @@ def tiles_used(space: object, p: dict[str, int]) -> int:
     return math.prod(space.describe(p).grid)  # type: ignore[attr-defined]
 
 
+def _fits(space: Any, p: dict[str, int]) -> bool:
+    """Whether the model fits `p` in the scratchpad (a point from outside the candidate table too)."""
+    ev = space.evaluate({n: np.array([v]) for n, v in p.items()})
+    return bool(ev.scratch[0] <= space.fig.local_capacity)
+
+
 def rerank(space: Any, chosen: dict[str, int], deadline: float,
            timeline: Callable[[dict[str, int], float | None], Simulated | float | None] | object | None = None,
-           top: int = TOP) -> Ranked:
-    """The fastest on the timeline among `chosen` and the model's `top` best fitting schedules.
+           top: int = TOP, floor: dict[str, int] | None = None) -> Ranked:
+    """The fastest on the timeline among `chosen`, `floor` and the model's `top` best fitting schedules.
 
     `timeline(point, deadline)` simulates a point (None when it would not finish in time); for a
-    natural-form space it may be left out, or be the split reduction the space's kernel runs."""
+    natural-form space it may be left out, or be the split reduction the space's kernel runs.
+    `floor`, when it fits the scratchpad in the model, is simulated second under the same rule as
+    `chosen` (before the deadline check that ends the model's list) and bounds the result: the
+    re-rank returns no schedule slower than it on the timeline."""
     if callable(timeline):
         sim = timeline
     else:
@@ -130,7 +142,15 @@ def rerank(space: Any, chosen: dict[str, int], deadline: float,
         return Ranked(chosen, None, 1, chosen, None, over)
     timed: list[tuple[dict[str, int], float]] = [] if first is None else [(chosen, first)]
     simulated = 1
+    floor_t = None
+    if floor is not None and floor != chosen and _fits(space, floor):
+        floor_t = run(floor, deadline)
+        simulated += 1
+        if floor_t is not None:
+            timed.append((floor, floor_t))
     for p in seen[1:]:
+        if p == floor:
+            continue
         # a chosen point beyond the scratchpad needs another, whatever the budget says
         if time.perf_counter() >= deadline and (timed or not over):
             break
@@ -143,6 +163,8 @@ def rerank(space: Any, chosen: dict[str, int], deadline: float,
     fastest = min(t for _, t in timed)
     # within the timeline's own resolution of the fastest, the schedule on the most tiles: it
     # leaves less of the machine idle for the same time (ties keep the earlier, the model's order)
-    near = [(p, t) for p, t in timed if t <= fastest * (1 + TIE)]
+    # ... but never one slower than the floor: the tie is the timeline's resolution, not a licence
+    # to return less than the seed it was promised against
+    near = [(p, t) for p, t in timed if t <= fastest * (1 + TIE) and (floor_t is None or t <= floor_t)]
     best, best_t = max(near, key=lambda pt: (tiles_used(space, pt[0]), -pt[1]))
     return Ranked(best, best_t, simulated, chosen, first, over)
