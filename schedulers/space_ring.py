@@ -155,12 +155,11 @@ def _blocks(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], bn: np.ndar
     # still leaves one product to compute), whichever is slower
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
-    # (+ the last sub-ring's clamped look-ahead, which loads its first B block again)
-    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + moved_b / mem_rate + compute) + q * hop
+    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
     cycles = block + rounding + store
     scratch = bm * bn * 4 + ring_buffers(chunk, b_blk, rc * bn * (4 + ec))
     active = gm * g
-    gbytes = active * (q * (moved_a + g * moved_b) + moved_b)
+    gbytes = active * q * (moved_a + g * moved_b)
     local = gbytes + active * q * (g - 1) * chunk
     return cycles, scratch, gbytes, local
 

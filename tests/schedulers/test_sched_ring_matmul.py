@@ -210,3 +210,29 @@ def test_split_k_partials_are_charged_at_the_links_static_shares(spyre) -> None:
     point = {"gm": 1, "gn": 4, "bm": 256, "bn": 512, "bk": 64, "order": 0, "db": 1, "pp": 0, "sk": 4}
     simulated = _simulate(emit_splitk(rec.kernel, rec.fn, point), spyre)  # type: ignore[arg-type]
     assert 0.75 <= _evaluate(space, point) / simulated <= 1.25
+
+
+@pytest.mark.parametrize(("p", "sk"), [({"gm": 1, "gn": 4, "bn": 64, "bk": 64}, 1),
+                                       ({"gm": 2, "gn": 4, "bn": 64, "bk": 64}, 1),
+                                       ({"gn": 2, "bn": 128, "bk": 64, "rs": 1}, 2)])
+def test_the_ring_reads_each_byte_once_per_block_of_columns(p: dict[str, int], sk: int, spyre) -> None:  # type: ignore[no-untyped-def]
+    """Two sub-rings per block of columns, two blocks per tile: every B block and A chunk the
+    trace reads from memory is read once per block (the last sub-ring looks ahead to no next
+    one: before, it loaded its first B block again), and the model counts the same bytes."""
+    M, N, K = 32, 512, 512
+    before = ktir.parse(naive.matmul(M, N, K, "f16"), "mm.ktir")
+    rec = recognise(before)
+    point = {"gm": 1, "db": 1, "pp": 0, "order": RING, "sk": sk, "bm": M // p.get("gm", 1), **p}
+    g = point["gn"]
+    blocks = N // (g * point["bn"])  # blocks of columns per tile
+    assert K // (sk * g * point["bk"]) == 2 and blocks == 2  # two sub-rings, two blocks per tile
+    after = (emit_splitk if sk > 1 else emit_matmul)(rec.kernel, rec.fn, point)  # type: ignore[arg-type]
+    assert check_equivalent(before, after).ok
+    run = ri.run(after, None, infer_args(after, None, {}, 0, {"shapes_only": True}, zeros=True), trace=True,
+                 shapes_only=True)
+    read = sum(r.bytes_read.get("global", 0) for r in from_interp(after, run).trace.records)
+    # B read once per row group (gm of them), A once per block of columns (each ring group its rows)
+    expected = (point["gm"] * K * N + blocks * M * K) * 2
+    assert read == expected
+    ev = space_for(rec.kernel, figures(spyre)).evaluate({n: np.array([v]) for n, v in point.items()})  # type: ignore[arg-type]
+    assert ev.global_bytes[0] == expected + M * N * 2
