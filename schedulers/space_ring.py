@@ -41,6 +41,19 @@ def chunk_rows(bm: int, bn: int, itemsize: int, limit: int = ROUNDED_CHUNK) -> i
     return best
 
 
+EVEN_BLOCKS = 8  # the most blocks of columns per tile that `even_widths` proposes widths for
+
+
+@lru_cache(maxsize=4096)
+def even_widths(nt: int, step: int, most: int = EVEN_BLOCKS) -> frozenset[int]:
+    """Widths cutting a tile's nt columns into b = 1 .. `most` blocks as evenly as whole granules
+    of `step` columns allow: ceil(nt / (b step)) step, the last block taking the rest (none
+    when nt is not a whole number of granules: a block must end on a granule)."""
+    if nt % step:
+        return frozenset()
+    return frozenset(-(-nt // (b * step)) * step for b in range(1, most + 1) if b * step <= nt)
+
+
 def rates(fig: Figures, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     """Per tile of the ring form on grid [gm, g]: its memory and ring rates, bytes per cycle."""
     return _rates(fig.machine, gm, g)
