@@ -101,6 +101,7 @@ def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> 
 ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident",
           "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles",
           "ring: A chunks passed tile to neighbour tile")
+SUB_STICK = 32  # the ring's chunks of K below a stick are multiples of this many elements
 SHARED = 3  # the order whose B panels are spread over the tiles' scratchpads and read over the ring
 SHARED_STREAM = 4  # the same, with A streamed from memory instead of resident
 
@@ -157,6 +158,11 @@ class MatmulSpace:
         for g in shares:
             if k.K % g == 0 and not any((k.K // g) % d == 0 for d in self.bk_all):
                 bk |= {d for d in divisors(k.K // g) if d % 8 == 0 and d >= 32}
+        # chunks of less than a stick of K: smaller A chunks and B blocks in the ring's buffers leave
+        # room for a larger accumulator (Granite's MLP at 2048 tokens: 1024 x 400 on grid [2, 16]
+        # with chunks of 32, 1.115 of the bound on the timeline, against 1.209 for 512 x 576)
+        a_step = max(1, self.fig.granularity // max(k.a.itemsize, k.b.itemsize))
+        bk |= {d for d in divisors(k.K) if d % SUB_STICK == 0 and d < a_step}
         return sorted(bn), sorted(bk)
 
     def _shared_candidates(self) -> Columns:
