@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ktir.builder import Builder, Value, located
-from ktir.dialects.names import Ktdp, Linalg
+from ktir.dialects.names import Arith, Ktdp, Linalg
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Module, Operation
@@ -223,9 +223,10 @@ def ring_k_loop(b: Builder, c: dict[str, Value], q: int, init: Value, own_chunk:
     the one loaded a step earlier, carried in the loops' iter_args, so the block in use and the
     one arriving are two buffers of one load and the transfer overlaps the product without
     running further ahead (`ktir.targets.timeline`: an op owns the buffers its program order
-    holds at once, at least two). The last sub-ring's look-ahead is clamped (`arith.minsi`): it
-    loads its own first block again, so no access leaves the view and no op is duplicated (a
-    peeled copy would own buffers of its own). SSA names start with `prefix`."""
+    holds at once, at least two). The last sub-ring has no next one to look ahead to: its
+    look-ahead load is under `scf.if` (the else branch yields the block at hand), so no B block
+    is loaded twice and no op is duplicated (a peeled copy would own buffers of its own).
+    SSA names start with `prefix`."""
     first = load_b(c["0"], c["0"], "first")
     with b.for_(c["0"], c["q"], c["1"], [init, first], names=[f"{prefix}r", f"{prefix}racc", f"{prefix}rb"],
                 results=[f"{prefix}acc_r", f"{prefix}b_r"]) as (r, racc, rb):
@@ -238,7 +239,8 @@ def ring_k_loop(b: Builder, c: dict[str, Value], q: int, init: Value, own_chunk:
             bnext = load_b(r, s1, "")
             b.yield_(b.dps(Linalg.matmul, [cur, bc], [sacc], name=f"{prefix}prod"), nxt, bnext)
         ring_acc, last, blast = b.last_results
-        following = b.arith.minsi(b.arith.addi(r, c["1"], name=f"{prefix}r1"), c["ql"], name=f"{prefix}rn")
-        ahead = load_b(following, c["0"], "next")
+        following = b.arith.addi(r, c["1"], name=f"{prefix}r1")
+        more = b.cmp(Arith.cmpi, "slt", r, c["ql"], name=f"{prefix}more")
+        (ahead,) = b.if_values(more, lambda: [load_b(following, c["0"], "next")], [blast], [f"{prefix}ahead"])
         b.yield_(b.dps(Linalg.matmul, [last, blast], [ring_acc], name=f"{prefix}lastprod"), ahead)
     return b.last_results[0]

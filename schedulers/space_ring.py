@@ -41,6 +41,19 @@ def chunk_rows(bm: int, bn: int, itemsize: int, limit: int = ROUNDED_CHUNK) -> i
     return best
 
 
+EVEN_BLOCKS = 8  # the most blocks of columns per tile that `even_widths` proposes widths for
+
+
+@lru_cache(maxsize=4096)
+def even_widths(nt: int, step: int, most: int = EVEN_BLOCKS) -> frozenset[int]:
+    """Widths cutting a tile's nt columns into b = 1 .. `most` blocks as evenly as whole granules
+    of `step` columns allow: ceil(nt / (b step)) step, the last block taking the rest (none
+    when nt is not a whole number of granules: a block must end on a granule)."""
+    if nt % step:
+        return frozenset()
+    return frozenset(-(-nt // (b * step)) * step for b in range(1, most + 1) if b * step <= nt)
+
+
 def rates(fig: Figures, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     """Per tile of the ring form on grid [gm, g]: its memory and ring rates, bytes per cycle."""
     return _rates(fig.machine, gm, g)
@@ -155,12 +168,11 @@ def _blocks(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray], bn: np.ndar
     # still leaves one product to compute), whichever is slower
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
-    # (+ the last sub-ring's clamped look-ahead, which loads its first B block again)
-    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + moved_b / mem_rate + compute) + q * hop
+    block = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
     cycles = block + rounding + store
     scratch = bm * bn * 4 + ring_buffers(chunk, b_blk, rc * bn * (4 + ec))
     active = gm * g
-    gbytes = active * (q * (moved_a + g * moved_b) + moved_b)
+    gbytes = active * q * (moved_a + g * moved_b)
     local = gbytes + active * q * (g - 1) * chunk
     return cycles, scratch, gbytes, local
 

@@ -134,8 +134,7 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
         part_rate[rows] = slowest
     fill = fig.transfer_fixed + (moved_a + moved_b) / mem_rate
     hop = m.dma_setup + m.topology.hop_latency
-    # (+ the last sub-ring's clamped look-ahead, which loads its first B block again)
-    ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + moved_b / mem_rate + compute) + q * hop
+    ring = np.maximum(fill + q * g * compute, fig.transfer_fixed + q * port_sub + compute) + q * hop
     vrate = fig.vector_rate("f32")
     # reduce-scattered (sk divides M): each tile adds, rounds and stores rows/sk of them
     share = np.where(scatter, sk, 1.0)
@@ -158,6 +157,6 @@ def cost(k: MatmulKernel, fig: Figures, c: dict[str, np.ndarray],
     ring_phase = acc + ring_buffers(chunk, b_blk, rc * bn * 4) + rc * bn * 4
     combine_phase = acc + (BUFFERS * share + share + 1) * rc * bn * 4 + rc * bn * ec
     scratch = np.maximum(ring_phase, combine_phase)
-    gbytes = tiles * blocks * (q * (moved_a + g * moved_b) + moved_b) + k.M * k.N * ec
+    gbytes = tiles * blocks * q * (moved_a + g * moved_b) + k.M * k.N * ec
     local = gbytes + tiles * blocks * q * (g - 1) * chunk + (sk - 1) * k.M * k.N * 4
     return cycles, scratch, gbytes, local

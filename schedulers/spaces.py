@@ -20,7 +20,7 @@ from .cost import Figures, Work
 from .kernels import AttentionKernel, MatmulKernel, Operand, RowKernel
 from .report import Placement, Schedule
 from .row_pipeline import row_cycles
-from .space_ring import RING, describe_ring, ring_candidates, ring_cost
+from .space_ring import RING, describe_ring, even_widths, ring_candidates, ring_cost
 
 Columns = dict[str, np.ndarray]
 
@@ -101,6 +101,7 @@ def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> 
 ORDERS = ("m,n,k streaming A and B", "m,n,k with A resident", "n,m,k with B resident",
           "n,k with A resident and B panels shared by all tiles", "n,k with B panels shared by all tiles",
           "ring: A chunks passed tile to neighbour tile")
+SUB_STICK = 32  # the ring's chunks of K below a stick are multiples of this many elements
 SHARED = 3  # the order whose B panels are spread over the tiles' scratchpads and read over the ring
 SHARED_STREAM = 4  # the same, with A streamed from memory instead of resident
 
@@ -141,15 +142,27 @@ class MatmulSpace:
     def _ring_blocks(self) -> tuple[list[int], list[int]]:
         """Block sizes the ring form may use: the stick-aligned ones, and a ring group's whole
         share of N (a tile's columns, one block) or a divisor of its share of K (a chunk) when
-        that share is not a whole number of sticks (N = 12800 over 32 tiles: 400 columns each).
+        that share is not a whole number of sticks (N = 12800 over 32 tiles: 400 columns each),
+        and the widths that cut a tile's columns into a few blocks as evenly as whole sticks allow
+        (`space_ring.even_widths`: 896 columns in blocks of 320, 320 and 256, where the divisors
+        of N give four blocks of 256, 256, 256 and 128, and each block passes A round the ring).
         An unaligned block's transfers are priced as the whole sticks they touch (`moved`)."""
         k = self.k
         shares = range(2, self.fig.tiles + 1)  # the ring groups' sizes (`space_ring.ring_candidates`)
         bn = set(self.bn_all) | {k.N // g for g in shares if k.N % g == 0}
+        step = max(1, self.fig.granularity // max(k.b.itemsize, k.c.itemsize))
+        for g in shares:
+            if k.N % g == 0:
+                bn |= even_widths(k.N // g, step)
         bk = set(self.bk_all)
         for g in shares:
             if k.K % g == 0 and not any((k.K // g) % d == 0 for d in self.bk_all):
                 bk |= {d for d in divisors(k.K // g) if d % 8 == 0 and d >= 32}
+        # chunks of less than a stick of K: smaller A chunks and B blocks in the ring's buffers leave
+        # room for a larger accumulator (Granite's MLP at 2048 tokens: 1024 x 400 on grid [2, 16]
+        # with chunks of 32, 1.115 of the bound on the timeline, against 1.209 for 512 x 576)
+        a_step = max(1, self.fig.granularity // max(k.a.itemsize, k.b.itemsize))
+        bk |= {d for d in divisors(k.K) if d % SUB_STICK == 0 and d < a_step}
         return sorted(bn), sorted(bk)
 
     def _shared_candidates(self) -> Columns:
