@@ -102,7 +102,7 @@ def natural_from_results(results: Mapping[str, Mapping[str, Any]]) -> list[Natur
         bound = float(m["bound"] or 0)
         est = float(m["estimate"]) / bound if bound and m["estimate"] else None
         tl = float(m["timeline"]) / bound if bound and "timeline" in m else None
-        check = {True: "ok", False: "FAILED"}.get(m.get("check"), "-")  # type: ignore[call-overload]
+        check = {True: "ok", False: "FAILED"}.get(m["check"], "-") if "check" in m else "-"  # checked if applied
         out.append(NaturalRow(name, str(m["class"]), str(m["grid"]), est, tl, check, float(m["seconds"]),
                               float(m["cached_seconds"])))
     return out
