@@ -67,6 +67,7 @@ every transposition <= 1.25.
     python benchmarks/bench_schedule.py                 # the full suite
     python benchmarks/bench_schedule.py --only decode   # kernels whose name contains a word
     python benchmarks/bench_schedule.py --json out.json
+    python benchmarks/bench_schedule.py --write-table   # also rewrite the 28-kernel and natural-form tables of docs/guides/schedule.md
     python benchmarks/bench_schedule.py --random 5000 --seed 0 --save failures/
     python benchmarks/bench_schedule.py --real [--seed S] [--only WORD ...] [--why [RATIO]]
     python benchmarks/bench_schedule.py --proof 200 --seed 740000   # proof time, coordinates vs offsets
@@ -86,11 +87,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+import schedule_table  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import ktir  # noqa: E402
+from ktir.fileio import write_atomic  # noqa: E402
 from ktir.targets import load_target  # noqa: E402
 from schedulers import ScheduleOptions  # noqa: E402
 from schedulers.registry import get  # noqa: E402
@@ -607,6 +610,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=[], help="run kernels whose name contains any of these words")
     ap.add_argument("--budget", type=float, default=1.0, help="time budget of `search` per kernel, seconds")
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
+    ap.add_argument("--write-table", action="store_true", help="rewrite the 28-kernel and natural-form tables of "
+                    f"{schedule_table.GUIDE.relative_to(ROOT)} (needs the full default run: no other option but --json)")
     ap.add_argument("--natural", action="store_true", help="run the natural-form table only")
     ap.add_argument("--random", type=int, metavar="N", help="schedule N random natural kernels and check every schedule")
     ap.add_argument("--real", action="store_true", help="random kernels at Llama-3.1-8B and Granite-3.1-8B sizes, "
@@ -621,6 +626,9 @@ def main() -> int:
     ap.add_argument("--proof", type=int, metavar="N", help="time the legality proof on coordinates against the proof on "
                     "element offsets (the baseline, same run) on N random kernels (--kinds, default permute)")
     args = ap.parse_args()
+    partial = args.only or args.natural or args.random is not None or args.real or args.proof is not None
+    if args.write_table and (partial or args.budget != ap.get_default("budget")):
+        ap.error("--write-table needs the full default run (no --only, --natural, --random, --real, --proof or --budget)")
     import os
 
     os.environ["KTIR_SCHEDULE_CACHE"] = "off"  # every timing below schedules afresh
@@ -730,6 +738,11 @@ def main() -> int:
         console.print(t)
     if args.json:
         Path(args.json).write_text(json.dumps({**rows, **extra, "natural": nat_rows}, indent=2, default=str))
+    if args.write_table:  # last, so that a run that fails on the way leaves the guide as it was
+        guide = schedule_table.GUIDE
+        write_atomic(guide, schedule_table.replace_in(guide.read_text(), schedule_table.suite_from_results(rows, clock),
+                                                      schedule_table.natural_from_results(nat_rows)))
+        console.print(f"wrote the 28-kernel and natural-form tables of {guide.relative_to(ROOT)}")
     return 0
 
 
