@@ -51,7 +51,7 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
+        "w_seg", "w_boxes", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
         "private", "shared",
     )
 
@@ -75,6 +75,8 @@ class Allocation:
         self.capacity = capacity  # scratchpads grow on demand up to this
         self.growable = capacity is not None
         self.w_seg: np.ndarray | None = None  # per granule: 1 + segment of the last write, 0 none
+        # before w_seg is made: the writes as (box in granules, 1 + segment), in order (races.py)
+        self.w_boxes: list[tuple[Any, int]] = []
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
         self.private = False  # only its owner tile can reach it: no race bookkeeping
