@@ -133,6 +133,11 @@ MAX_WRITE_BOXES = 16  # box writes kept per allocation before they become the wr
 _MEET_BUDGET = 256  # search nodes boxes_meet spends before it answers "cannot tell"
 
 
+# (a's extents, strides, itemsize, b's, b.b0 - a.b0) -> boxes_meet's answer: a loop's stores
+# meet the same boxes at the same distances in every run
+_MEETS: dict[tuple[object, ...], bool | None] = {}
+
+
 def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
     """Whether boxes a and b share a cell (same units for both): exact when True or False, None
     when the search would take more than _MEET_BUDGET steps.
@@ -141,8 +146,19 @@ def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
     b's) = b.b0 - a.b0 with every index in its extent: a depth-first search over the terms by
     decreasing stride, each index limited to the values that leave a remainder the later terms
     can still reach (so boxes of one shape at different offsets take a step per dimension)."""
-    if 0 in a.ext or 0 in b.ext or a.hi < b.lo or b.hi < a.lo:
+    if a.hi < b.lo or b.hi < a.lo or 0 in a.ext or 0 in b.ext:
         return False
+    key = (a.ext, a.bstrides, a.itemsize, b.ext, b.bstrides, b.itemsize, b.b0 - a.b0)
+    if key in _MEETS:
+        return _MEETS[key]
+    found = _meet(a, b)
+    if len(_MEETS) > 4096:
+        _MEETS.clear()
+    _MEETS[key] = found
+    return found
+
+
+def _meet(a: BoxDesc, b: BoxDesc) -> bool | None:
     ranges: dict[int, list[int]] = {}  # stride -> [lowest, highest] coefficient
     for box, side in ((a, 1), (b, 0)):
         for e, st in (*zip(box.ext, box.bstrides, strict=True), (box.itemsize, 1)):
