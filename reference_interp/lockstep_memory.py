@@ -299,6 +299,12 @@ def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
     return win
 
 
+# (shape, strict, dtype, the offsets' bytes) -> _lattice's answer, for a few hundred lanes at
+# most: the offsets of an access are the same in every run of a kernel (and the check took
+# 5-17 us of Python per access, called once per tile and access)
+_LATTICES: dict[tuple[Any, ...], tuple[int, tuple[int, ...]] | None] = {}
+
+
 def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
     """(first offset, step per lane dimension) when the lanes' offsets are evenly spaced along
     each lane dimension with non-negative steps (positive where `strict` and the dimension has
@@ -308,6 +314,19 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
         return int(a), ()
     if not a.size:
         return None  # no lanes: nothing to lay out
+    if a.size > 256:
+        return _lattice_of(a, strict)
+    key = (a.shape, strict, a.dtype.char, a.tobytes())
+    if key in _LATTICES:
+        return _LATTICES[key]
+    found = _lattice_of(a, strict)
+    if len(_LATTICES) > 1024:
+        _LATTICES.clear()
+    _LATTICES[key] = found
+    return found
+
+
+def _lattice_of(a: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
     first = int(a[(0,) * a.ndim])
     steps = []
     for k, n in enumerate(a.shape):
