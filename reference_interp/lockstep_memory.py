@@ -570,8 +570,6 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
     shape = lanes.shape
     full = _bcast(data, shape + ext)
     for view, sel in groups:
-        if view.alloc is not None and view.alloc.shared:
-            view.alloc.own()
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         if sel is None:
@@ -582,6 +580,10 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
             part = full[sel]
         else:
             part = full[np.broadcast_to(sel, shape)]
+        if view.alloc is not None and view.alloc.shared:
+            # a store of every byte of the caller's array need not copy it first (an error
+            # before the store below gives up lockstep: this machine is then dropped)
+            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext))
         span = _span(ext, view.bstrides, view.itemsize)
         alloc = _bounds(lanes, view, off, span)
         if span < 0:
@@ -597,6 +599,23 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         else:
             _windows(alloc, view, ext)[off // view.itemsize] = part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
+
+
+def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...]) -> bool:
+    """Whether boxes `ext` of `view` at byte offsets `off` (one per lane) write each of bytes
+    [0, nbytes) exactly once: as many elements as the bytes hold, at distinct multiples of the
+    element size (the lanes' offsets a lattice, the whole box injective) from 0 to the last."""
+    isz = view.itemsize
+    if not nbytes or off.size * math.prod(ext) * isz != nbytes:
+        return False
+    lat = _lattice(off, True)
+    if lat is None or lat[0] != 0:
+        return False
+    shape = off.shape + ext
+    strides = lat[1] + view.bstrides
+    if any(s % isz for s in strides) or sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) != nbytes - isz:
+        return False
+    return box_injective(shape, tuple(s // isz for s in strides))
 
 
 def _per_lane_store(lanes: Lanes, lt: LTile, data: np.ndarray, rank: int, opname: str) -> None:

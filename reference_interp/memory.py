@@ -142,11 +142,14 @@ class Allocation:
         self._windows.clear()
         self.nbytes = len(self.raw)
 
-    def own(self) -> None:
-        """Before the first write: replace the view of the caller's array by a private copy."""
+    def own(self, copy: bool = True) -> None:
+        """Before the first write: replace the view of the caller's array by a private copy
+        (without `copy`, by a buffer whose bytes are those the write about to happen gives:
+        for a write of every byte, lockstep_memory._covers_all)."""
         if self.shared:
             raw = np.empty(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
-            raw[: self.nbytes] = self.raw
+            if copy:
+                raw[: self.nbytes] = self.raw
             raw[self.nbytes :] = 0
             self.raw = raw
             self._typed.clear()
