@@ -299,6 +299,12 @@ def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
     return win
 
 
+# (shape, strict, dtype, the offsets' bytes) -> _lattice's answer, for a few hundred lanes at
+# most: the offsets of an access are the same in every run of a kernel (and the check took
+# 5-17 us of Python per access, called once per tile and access)
+_LATTICES: dict[tuple[Any, ...], tuple[int, tuple[int, ...]] | None] = {}
+
+
 def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
     """(first offset, step per lane dimension) when the lanes' offsets are evenly spaced along
     each lane dimension with non-negative steps (positive where `strict` and the dimension has
@@ -308,6 +314,19 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
         return int(a), ()
     if not a.size:
         return None  # no lanes: nothing to lay out
+    if a.size > 256:
+        return _lattice_of(a, strict)
+    key = (a.shape, strict, a.dtype.char, a.tobytes())
+    if key in _LATTICES:
+        return _LATTICES[key]
+    found = _lattice_of(a, strict)
+    if len(_LATTICES) > 1024:
+        _LATTICES.clear()
+    _LATTICES[key] = found
+    return found
+
+
+def _lattice_of(a: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
     first = int(a[(0,) * a.ndim])
     steps = []
     for k, n in enumerate(a.shape):
@@ -551,8 +570,6 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
     shape = lanes.shape
     full = _bcast(data, shape + ext)
     for view, sel in groups:
-        if view.alloc is not None and view.alloc.shared:
-            view.alloc.own()
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         if sel is None:
@@ -563,6 +580,10 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
             part = full[sel]
         else:
             part = full[np.broadcast_to(sel, shape)]
+        if view.alloc is not None and view.alloc.shared:
+            # a store of every byte of the caller's array need not copy it first (an error
+            # before the store below gives up lockstep: this machine is then dropped)
+            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext))
         span = _span(ext, view.bstrides, view.itemsize)
         alloc = _bounds(lanes, view, off, span)
         if span < 0:
@@ -578,6 +599,23 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         else:
             _windows(alloc, view, ext)[off // view.itemsize] = part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
+
+
+def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...]) -> bool:
+    """Whether boxes `ext` of `view` at byte offsets `off` (one per lane) write each of bytes
+    [0, nbytes) exactly once: as many elements as the bytes hold, at distinct multiples of the
+    element size (the lanes' offsets a lattice, the whole box injective) from 0 to the last."""
+    isz = view.itemsize
+    if not nbytes or off.size * math.prod(ext) * isz != nbytes:
+        return False
+    lat = _lattice(off, True)
+    if lat is None or lat[0] != 0:
+        return False
+    shape = off.shape + ext
+    strides = lat[1] + view.bstrides
+    if any(s % isz for s in strides) or sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) != nbytes - isz:
+        return False
+    return box_injective(shape, tuple(s // isz for s in strides))
 
 
 def _per_lane_store(lanes: Lanes, lt: LTile, data: np.ndarray, rank: int, opname: str) -> None:

@@ -51,7 +51,7 @@ class Allocation:
 
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
-        "w_seg", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
+        "w_seg", "w_boxes", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
         "private", "shared",
     )
 
@@ -75,6 +75,8 @@ class Allocation:
         self.capacity = capacity  # scratchpads grow on demand up to this
         self.growable = capacity is not None
         self.w_seg: np.ndarray | None = None  # per granule: 1 + segment of the last write, 0 none
+        # before w_seg is made: the writes as (box in granules, 1 + segment), in order (races.py)
+        self.w_boxes: list[tuple[Any, int]] = []
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
         self.private = False  # only its owner tile can reach it: no race bookkeeping
@@ -140,11 +142,14 @@ class Allocation:
         self._windows.clear()
         self.nbytes = len(self.raw)
 
-    def own(self) -> None:
-        """Before the first write: replace the view of the caller's array by a private copy."""
+    def own(self, copy: bool = True) -> None:
+        """Before the first write: replace the view of the caller's array by a private copy
+        (without `copy`, by a buffer whose bytes are those the write about to happen gives:
+        for a write of every byte, lockstep_memory._covers_all)."""
         if self.shared:
             raw = np.empty(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
-            raw[: self.nbytes] = self.raw
+            if copy:
+                raw[: self.nbytes] = self.raw
             raw[self.nbytes :] = 0
             self.raw = raw
             self._typed.clear()

@@ -22,6 +22,14 @@ is the latest epoch at which tile u wrote the allocation; tile t must look at th
 only when some `w_last[u] >= vc[t][u]` (u != t), a test over the writer *tiles* (cached
 until a clock changes), never over the segments. The look itself is vectorised over the
 accessed granules: segment -> (tile, epoch) by two table lookups, compared with t's clock.
+Until the map is needed, writes of boxes are kept as boxes (`w_boxes`: up to MAX_WRITE_BOXES,
+with 1 + their segment, in order): an access then looks at the map only if a box written by
+a segment unordered with it may meet it (`boxes_meet`, an exact test of two strided boxes that
+may answer "cannot tell"); if none does, no granule it touches has an unordered last writer
+(the last writer wrote one of those boxes) and no map is made. Otherwise, or at a write that
+is not a box, the boxes become the map and the check is the one above, with the same report.
+So the stores of lockstep, one box per tile over all iterations of a loop (rows interleaved
+between tiles), cost a few integer steps each, not a pass over the stored elements.
 
 Reads. Per allocation and reading tile u, the reads are kept as access descriptors tagged
 with their epoch (cheap to record), and turned into a map "1 + latest epoch at which u
@@ -119,6 +127,71 @@ def _scaled(desc: Desc, g: int) -> Desc:
     found = scaled(desc, g)
     assert found is not None, "descriptors recorded at granule g are g-aligned"
     return found
+
+
+MAX_WRITE_BOXES = 16  # box writes kept per allocation before they become the write map
+_MEET_BUDGET = 256  # search nodes boxes_meet spends before it answers "cannot tell"
+
+
+# (a's extents, strides, itemsize, b's, b.b0 - a.b0) -> boxes_meet's answer: a loop's stores
+# meet the same boxes at the same distances in every run
+_MEETS: dict[tuple[object, ...], bool | None] = {}
+
+
+def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
+    """Whether boxes a and b share a cell (same units for both): exact when True or False, None
+    when the search would take more than _MEET_BUDGET steps.
+
+    A shared cell is a solution of sum(i * s over a's dims and its itemsize) - sum(i' * s' over
+    b's) = b.b0 - a.b0 with every index in its extent: a depth-first search over the terms by
+    decreasing stride, each index limited to the values that leave a remainder the later terms
+    can still reach (so boxes of one shape at different offsets take a step per dimension)."""
+    if a.hi < b.lo or b.hi < a.lo or 0 in a.ext or 0 in b.ext:
+        return False
+    key = (a.ext, a.bstrides, a.itemsize, b.ext, b.bstrides, b.itemsize, b.b0 - a.b0)
+    if key in _MEETS:
+        return _MEETS[key]
+    found = _meet(a, b)
+    if len(_MEETS) > 4096:
+        _MEETS.clear()
+    _MEETS[key] = found
+    return found
+
+
+def _meet(a: BoxDesc, b: BoxDesc) -> bool | None:
+    ranges: dict[int, list[int]] = {}  # stride -> [lowest, highest] coefficient
+    for box, side in ((a, 1), (b, 0)):
+        for e, st in (*zip(box.ext, box.bstrides, strict=True), (box.itemsize, 1)):
+            if e > 1:
+                ranges.setdefault(st, [0, 0])[side] += (e - 1) if side else 1 - e
+    terms = sorted(((st, lo, hi) for st, (lo, hi) in ranges.items()), reverse=True)
+    n = len(terms)
+    low = [0] * (n + 1)  # low[k], high[k]: the least and greatest sum of terms k.. (exact bounds)
+    high = [0] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        st, lo, hi = terms[k]
+        low[k] = low[k + 1] + lo * st
+        high[k] = high[k + 1] + hi * st
+    budget = [_MEET_BUDGET]
+
+    def search(k: int, rest: int) -> bool | None:
+        if k == n:
+            return rest == 0
+        st, lo, hi = terms[k]
+        first = max(lo, -((high[k + 1] - rest) // st))  # ceil((rest - high) / st)
+        last = min(hi, (rest - low[k + 1]) // st)
+        unknown = False
+        for c in range(first, last + 1):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            found = search(k + 1, rest - c * st)
+            if found:
+                return True
+            unknown = unknown or found is None
+        return None if unknown else False
+
+    return search(0, b.b0 - a.b0)
 
 
 class TileReads:
@@ -461,6 +534,8 @@ class RaceTracker:
 
     def _refine(self, alloc: Allocation) -> None:
         """An access that is not granule-aligned: track this allocation per byte from now on."""
+        if alloc.w_boxes:
+            self._write_map(alloc)
         if alloc.w_seg is not None:
             alloc.w_seg = np.repeat(alloc.w_seg, alloc.granule)
         alloc.granule = 1
@@ -539,9 +614,10 @@ class RaceTracker:
             # and offsets are multiples of the itemsize, so the itemsize and a box's start decide
             self._refine(alloc)
         if alloc.w_last and self._concurrent_writes(alloc, t):
-            assert alloc.w_seg is not None
             gdesc = self._granules(alloc, desc)
-            prev = gdesc.cells(alloc.w_seg)
+            if alloc.w_seg is None and self._boxes_clear(alloc, gdesc, t):
+                return True
+            prev = gdesc.cells(self._write_map(alloc))
             if not _unwritten(prev):
                 self._check(t, prev, alloc, "write-read", alloc.granule)
         return True
@@ -555,11 +631,12 @@ class RaceTracker:
             return
         if not alloc.granule:
             self._track(alloc)
-        if alloc.w_seg is not None and alloc.w_last and self._concurrent_writes(alloc, t):
+        if alloc.w_last and self._concurrent_writes(alloc, t):
             gdesc = self._granules(alloc, desc)
-            cells = gdesc.cells(alloc.w_seg)
-            if not _unwritten(cells):
-                self._check(t, cells, alloc, "write-write", alloc.granule)
+            if alloc.w_seg is not None or not self._boxes_clear(alloc, gdesc, t):
+                cells = gdesc.cells(self._write_map(alloc))
+                if not _unwritten(cells):
+                    self._check(t, cells, alloc, "write-write", alloc.granule)
         if alloc.readers:
             self._check_readers(alloc, desc, t)
         if alloc.init is not None:
@@ -604,10 +681,21 @@ class RaceTracker:
             return
         if not alloc.granule:
             self._track(alloc)
-        if alloc.w_seg is None:
-            # the narrowest type that holds 1 + every segment so far; widened below when needed
-            alloc.w_seg = np.zeros(len(alloc.raw) // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
         seg = self.cur[t]
+        if alloc.w_seg is None:
+            if type(desc) is BoxDesc and len(alloc.w_boxes) < MAX_WRITE_BOXES:
+                gbox = scaled(desc, alloc.granule)
+                if gbox is not None and (not alloc.w_last or not self._concurrent_writes(alloc, t)
+                                         or self._boxes_clear(alloc, gbox, t)):
+                    # no box written by a segment unordered with t meets this one: no
+                    # write-write race; kept as a box (a store of a block costs O(1) here)
+                    if alloc.readers:
+                        self._check_readers(alloc, desc, t)
+                    alloc.w_boxes.append((gbox, seg + 1))
+                    self._wrote(alloc, desc, t, seg, opname)
+                    return
+            self._write_map(alloc)
+        assert alloc.w_seg is not None
         if seg + 1 > _MAP_LIMIT[alloc.w_seg.dtype.itemsize]:
             alloc.w_seg = alloc.w_seg.astype(_map_dtype(seg + 1))
         g = alloc.granule
@@ -640,6 +728,10 @@ class RaceTracker:
             alloc.w_seg[gdesc.index()] = seg + 1  # cells of an index descriptor are a copy, not a view
         else:
             cells[...] = seg + 1
+        self._wrote(alloc, desc, t, seg, opname)
+
+    def _wrote(self, alloc: Allocation, desc: Desc, t: int, seg: int, opname: str) -> None:
+        """Bookkeeping after tile t's write of `desc` in segment `seg` is recorded."""
         epoch = self.epoch[t]
         if alloc.w_last.get(t, -1) != epoch:
             alloc.w_last[t] = epoch
@@ -647,6 +739,25 @@ class RaceTracker:
             self._last_writer_op[(id(alloc), seg)] = opname
         if alloc.init is not None:
             mark_init(alloc, desc)
+
+    def _write_map(self, alloc: Allocation) -> np.ndarray:
+        """alloc.w_seg, made at its first need: the box writes kept so far applied in order."""
+        if alloc.w_seg is None:
+            # the narrowest type that holds 1 + every segment so far; widened in write() when needed
+            w = np.zeros(len(alloc.raw) // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
+            for box, v in alloc.w_boxes:
+                box.cells(w)[...] = v
+            alloc.w_seg = w
+            alloc.w_boxes = []
+        return alloc.w_seg
+
+    def _boxes_clear(self, alloc: Allocation, gdesc: Desc, t: int) -> bool:
+        """Whether no box write kept for `alloc` (alloc.w_boxes) by a segment unordered with
+        tile t meets `gdesc` (in granules). Then no granule of `gdesc` has a last writer
+        unordered with t: its last writer wrote one of those boxes. False when unsure."""
+        if type(gdesc) is not BoxDesc:
+            return False
+        return all(self.hb(v - 1, t) or boxes_meet(box, gdesc) is False for box, v in alloc.w_boxes)
 
     def _writer_op(self, alloc: Allocation, seg: int) -> str:
         return self._last_writer_op.get((id(alloc), seg), "a store")

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reference_interp.lockstep import Diverged, _disjoint_per_tile
-from reference_interp.lockstep_memory import _lattice, tile_desc
-from reference_interp.memory import BoxDesc, IdxDesc
+from reference_interp.lockstep_memory import _covers_all, _lattice, tile_desc
+from reference_interp.memory import BoxDesc, IdxDesc, MemoryView
 from reference_interp.ops.linalg import _einsum2
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -73,6 +73,7 @@ def offsets(draw: st.DrawFn) -> np.ndarray:
 @given(offsets(), st.booleans())
 def test_lattice_is_the_definition(a: np.ndarray, strict: bool) -> None:
     assert _lattice(a, strict) == _is_lattice(a, strict)
+    assert _lattice(a.copy(), strict) == _is_lattice(a, strict)  # the answer kept for these offsets
 
 
 @SETTINGS
@@ -190,3 +191,46 @@ def test_reads_of_unwritten_bytes_are_found_whatever_the_initialised_prefix(seq:
             with pytest.raises(UninitFound):
                 tracker.read(alloc, d, 0, "ktdp.load")
         assert set(range(alloc.init_upto)) <= written
+
+
+@st.composite
+def lane_stores(draw: st.DrawFn) -> tuple[int, MemoryView, np.ndarray, tuple[int, ...]]:
+    """A store of every lane's box (extents and element strides of a view) at lattice offsets,
+    into an allocation of as many bytes as the lanes write (sometimes one element more)."""
+    dt = np.dtype(draw(st.sampled_from(["u1", "f2", "f4"])))
+    isz = dt.itemsize
+    ext = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
+    strides = tuple(draw(st.integers(1, 6)) for _ in ext)
+    lanes = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
+    steps = [draw(st.integers(0, 12)) * isz + draw(st.sampled_from([0, 0, 0, 1])) for _ in lanes]
+    first = draw(st.sampled_from([0, 0, 0, isz]))
+    off = first + sum(np.arange(n).reshape([-1 if j == k else 1 for j in range(len(lanes))]) * s
+                      for k, (n, s) in enumerate(zip(lanes, steps, strict=True)))
+    off = np.broadcast_to(np.asarray(off, dtype=np.int64), lanes)
+    nbytes = (int(np.prod(lanes)) * int(np.prod(ext)) + draw(st.sampled_from([0, 0, 0, 1]))) * isz
+    view = MemoryView("global", None, 0, tuple(64 for _ in ext), strides, dt)
+    return nbytes, view, off, ext
+
+
+@SETTINGS
+@given(lane_stores())
+def test_a_store_said_to_cover_the_array_writes_each_byte_once(store: tuple[int, MemoryView, np.ndarray, tuple[int, ...]]) -> None:
+    """lockstep_memory._covers_all (own() then skips copying the caller's bytes): when it says
+    so, the lanes' boxes write every byte of the allocation exactly once."""
+    nbytes, view, off, ext = store
+    if not _covers_all(nbytes, view, off, ext):
+        return
+    rel = [sum(i * s for i, s in zip(p, view.bstrides, strict=True)) for p in itertools.product(*(range(e) for e in ext))]
+    written = sorted(int(o) + r + j for o in off.reshape(-1) for r in rel for j in range(view.itemsize))
+    assert written == list(range(nbytes))
+
+
+def test_interleaved_row_blocks_cover_the_array_and_half_rows_do_not() -> None:
+    """The embedding's store in lockstep (4 tiles x 2 iterations of 3-row blocks of 8 f2 elements,
+    rows interleaved between tiles) covers its 24 x 8 array; the left halves of the rows (rope's
+    first store) do not, nor the blocks of 3 of the 4 tiles."""
+    view = MemoryView("global", None, 0, (24, 8), (8, 1), np.dtype("f2"))
+    off = (np.arange(4)[:, None] * 3 * 16 + np.arange(2)[None, :] * 12 * 16).astype(np.int64)
+    assert _covers_all(24 * 16, view, off, (3, 8))
+    assert not _covers_all(24 * 16, view, off, (3, 4))
+    assert not _covers_all(24 * 16, view, off[:3], (3, 8))

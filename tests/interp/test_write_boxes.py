@@ -1,0 +1,138 @@
+"""Box writes kept as boxes (races.py: alloc.w_boxes) instead of a per-granule write map.
+
+`boxes_meet` is compared with the sets of cells of random boxes (exact whenever it answers);
+the tracker with box writes is compared with the same tracker made to use the per-granule map
+from the first write (MAX_WRITE_BOXES = 0, the check as it was): on random schedules of
+multi-dimensional box accesses, posts and joins, both raise at the same access with the same
+report (kind, other tile, other op, cell), or both never raise.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_interp import races
+from reference_interp.memory import Allocation, BoxDesc
+from reference_interp.races import RaceFound, RaceTracker, UninitFound, boxes_meet
+
+NBYTES = 512
+
+
+def _cells(b: BoxDesc) -> set[int]:
+    return {b.b0 + sum(i * s for i, s in zip(idx, b.bstrides, strict=True)) + j
+            for idx in itertools.product(*(range(e) for e in b.ext)) for j in range(b.itemsize)}
+
+
+@st.composite
+def boxes(draw: st.DrawFn, top: int = 200) -> BoxDesc:
+    rank = draw(st.integers(1, 3))
+    ext = tuple(draw(st.integers(0, 4)) for _ in range(rank))
+    strides = tuple(draw(st.integers(1, 40)) for _ in range(rank))
+    return BoxDesc(draw(st.integers(0, top)), ext, strides, draw(st.sampled_from([1, 2, 4])))
+
+
+@settings(max_examples=400, deadline=None)
+@given(boxes(), boxes())
+def test_boxes_meet_is_exact_when_it_answers(a: BoxDesc, b: BoxDesc) -> None:
+    got = boxes_meet(a, b)
+    assert got is None or got == bool(_cells(a) & _cells(b))
+    assert boxes_meet(b, a) in (None, got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.integers(0, 600), st.sampled_from([1, 4]))
+def test_boxes_of_one_shape_always_get_an_answer(e0: int, e1: int, e2: int, shift: int, isz: int) -> None:
+    """Blocks of one array at different offsets (strides of a row-major layout): decided."""
+    ext, strides = (e0, e1, e2), (64 * isz, 8 * isz, isz)
+    a, b = BoxDesc(0, ext, strides, isz), BoxDesc(shift * isz, ext, strides, isz)
+    assert boxes_meet(a, b) == bool(_cells(a) & _cells(b))
+
+
+@st.composite
+def accesses(draw: st.DrawFn) -> BoxDesc:
+    """A box of 4-byte elements (sometimes 2-byte ones: the allocation turns to byte granules)."""
+    isz = draw(st.sampled_from([4, 4, 4, 2]))
+    rank = draw(st.integers(1, 3))
+    ext = tuple(draw(st.integers(1, 4)) for _ in range(rank))
+    strides = tuple(isz * draw(st.sampled_from([1, 2, 3, 4, 8, 16])) for _ in range(rank))
+    reach = sum((e - 1) * s for e, s in zip(ext, strides, strict=True)) + isz
+    start = draw(st.integers(0, max((NBYTES - reach) // isz, 0))) * isz
+    return BoxDesc(start, ext, strides, isz)
+
+
+@st.composite
+def schedules(draw: st.DrawFn) -> tuple[int, list[tuple]]:  # type: ignore[type-arg]
+    n = draw(st.integers(2, 4))
+    steps: list[tuple] = []  # type: ignore[type-arg]
+    posts = 0
+    for _ in range(draw(st.integers(1, 40))):
+        t = draw(st.integers(0, n - 1))
+        what = draw(st.sampled_from(["read", "write", "write", "write", "post", "join"]))
+        if what == "join" and posts:
+            steps.append(("join", t, draw(st.lists(st.integers(0, posts - 1), min_size=1, max_size=3))))
+        elif what == "post":
+            steps.append(("post", t))
+            posts += 1
+        elif what in ("read", "write"):
+            steps.append((what, t, draw(accesses())))
+    return n, steps
+
+
+def _replay(n: int, steps: list[tuple], boxes_kept: int) -> list[tuple | None]:  # type: ignore[type-arg]
+    """The outcome of each step (None, or the race reported), with `boxes_kept` as MAX_WRITE_BOXES."""
+    saved = races.MAX_WRITE_BOXES
+    races.MAX_WRITE_BOXES = boxes_kept
+    try:
+        tracker = RaceTracker(n)
+        alloc = Allocation("A", "global", 0, np.zeros(NBYTES, np.uint8), NBYTES)
+        alloc.dtype, alloc.shape = np.dtype(np.float32), (NBYTES // 4,)
+        snaps: list[list[int]] = []
+        out: list[tuple | None] = []  # type: ignore[type-arg]
+        for step in steps:
+            if step[0] == "post":
+                snaps.append(tracker.snapshot_and_advance(step[1]))
+            elif step[0] == "join":
+                tracker.join(step[1], [snaps[p] for p in step[2]])
+            else:
+                what, t, desc = step
+                try:
+                    (tracker.write if what == "write" else tracker.read)(alloc, desc, t, f"{what}{len(out)}")
+                except RaceFound as e:
+                    out.append((e.kind, e.other_tile, e.other_op, e.flat))
+                    return out
+                except UninitFound as e:  # not expected: global arrays are initialised
+                    out.append(("uninit", e.flat))
+                    return out
+                out.append(None)
+        return out
+    finally:
+        races.MAX_WRITE_BOXES = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(schedules())
+def test_box_writes_report_exactly_what_the_write_map_reports(schedule: tuple[int, list[tuple]]) -> None:  # type: ignore[type-arg]
+    n, steps = schedule
+    assert _replay(n, steps, races.MAX_WRITE_BOXES) == _replay(n, steps, 0)
+
+
+def test_interleaved_blocks_of_unsynchronised_tiles_stay_boxes() -> None:
+    """Four tiles writing interleaved row blocks (rope's and the embedding's stores in lockstep:
+    one box per tile over all iterations) keep boxes; a fifth box over a block of tile 0 written
+    by tile 1 is the write-write race, found once the boxes become the map."""
+    tracker = RaceTracker(4)
+    alloc = Allocation("Y", "global", 0, np.zeros(4096 * 4, np.uint8), 4096 * 4)
+    alloc.dtype, alloc.shape = np.dtype(np.float32), (4096,)
+    for t in range(4):  # rows of 16 floats; tile t: rows 2t, 2t + 8, ... (8 iterations of 2 rows)
+        tracker.write(alloc, BoxDesc(t * 128, (8, 2, 16), (512, 64, 4), 4), t, "store")
+    assert alloc.w_seg is None and len(alloc.w_boxes) == 4
+    try:
+        tracker.write(alloc, BoxDesc(512 + 64, (1, 16), (64, 4), 4), 1, "store")
+    except RaceFound as e:
+        assert (e.kind, e.other_tile, e.flat) == ("write-write", 0, 0)
+    else:
+        raise AssertionError("the overlapping write was not found")
