@@ -104,12 +104,9 @@ def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> 
         align = np.gcd(align, step.astype(np.int64))
         going &= whole
         expect *= operand.shape[d]
-    nbytes = (run * isz).astype(np.int64)
-    per_run = np.empty_like(elems)
-    pairs = np.stack([nbytes, align]).reshape(2, -1)
-    for rb, a in np.unique(pairs, axis=1).T:
-        starts = np.arange(0, g, int(a), dtype=np.int64)  # the run's possible offsets in its first granule
-        per_run[(nbytes == rb) & (align == a)] = float(np.mean((starts + rb - 1) // g + 1))
+    # a run of r bytes starting at offset o touches (o + r - 1) // g + 1 granules; over the offsets
+    # o = 0, a, 2a, .. (a divides g) that sums to (g / a) * (1 + ((r - 1) // a) * a / g)
+    per_run = 1 + np.floor((run * isz - 1) / align) * align / g
     return elems / run * per_run * g
 
 
