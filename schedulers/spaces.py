@@ -75,25 +75,39 @@ def stream_buffers(db: np.ndarray) -> np.ndarray:
 
 
 def moved(operand: Operand, block: tuple[np.ndarray, ...], granularity: int) -> np.ndarray:
-    """Bytes a transfer of a block of `operand` moves: each contiguous run of it rounded up to
-    whole granules. A run is the block's extent along the stride-1 dimension, times the next
+    """Bytes a transfer of a block of `operand` moves: the granules each contiguous run of it
+    touches. A run is the block's extent along the stride-1 dimension, times the next
     dimensions' extents while the block covers whole dimensions (a row-major block of whole
-    rows is one run; a block of a transposed operand is one short run per column)."""
+    rows is one run; a block of a transposed operand is one short run per column). A run that
+    does not start on a granule boundary may straddle one more granule: the runs' starts,
+    modulo the granularity, are the multiples of the gcd of the steps between them (and of the
+    view's offset), taken as equally frequent, as they are when the blocks tile the operand (the
+    timeline counts each run's granules exactly, `ktir.targets.machine.granules`)."""
     strides = operand.layout
     order = sorted(range(len(strides)), key=lambda d: strides[d])
     blk = [np.asarray(b, dtype=np.float64) for b in block]
     elems = np.prod(blk, axis=0)
+    isz = operand.itemsize
+    g = max(1, granularity)
     run = np.ones_like(elems)
     going = np.ones_like(elems, dtype=bool)
-    expect = 1
+    align = np.full(elems.shape, math.gcd(g, operand.offset * isz), dtype=np.int64)
+    contiguous, expect = True, 1
     for d in order:
-        if strides[d] != expect:
-            break
-        run = np.where(going, run * blk[d], run)
-        going &= blk[d] >= operand.shape[d]
+        contiguous = contiguous and strides[d] == expect
+        in_run = going if contiguous else np.zeros_like(going)
+        whole = blk[d] >= operand.shape[d]
+        run = np.where(in_run, run * blk[d], run)
+        # where a block extends the run, runs start a block apart along d (one block: no step);
+        # elsewhere every coordinate of d starts a run
+        step = np.where(in_run, np.where(whole, 0, blk[d] * strides[d] * isz), strides[d] * isz)
+        align = np.gcd(align, step.astype(np.int64))
+        going &= whole
         expect *= operand.shape[d]
-    isz = operand.itemsize
-    return elems / run * np.ceil(run * isz / granularity) * granularity
+    # a run of r bytes starting at offset o touches (o + r - 1) // g + 1 granules; over the offsets
+    # o = 0, a, 2a, .. (a divides g) that sums to (g / a) * (1 + ((r - 1) // a) * a / g)
+    per_run = 1 + np.floor((run * isz - 1) / align) * align / g
+    return elems / run * per_run * g
 
 
 # ---------------------------------------------------------------------- matmul

@@ -112,7 +112,9 @@ def natural_trace(space: NaturalSpace, p: dict[str, int], split: object | None =
         mine = [(op, lv) for op, lv in placed
                 if all(coords[axes.index(c)] == 0 for c in owned.get(id(op), []))]
         blocks = [(c, k.extent[c], grid_of[c], blk[c], coords[axes.index(c)] if c in axes else 0) for c in looped]
-        _nest(-1, mine, counts, works, tile, [0], {}, records, kloop, {}, blocks, frozenset(), early)
+        # the tile's first coordinate along each looped class: the boxes' addresses (`_global_box`)
+        shift = {lv: coord * b for lv, (_, _, _, b, coord) in enumerate(blocks)}
+        _nest(-1, mine, counts, works, tile, [0], {"@shift": shift}, records, kloop, {}, blocks, frozenset(), early)
     return KernelTrace(records, grid=tuple(grid), name=k.name)
 
 
@@ -326,10 +328,13 @@ def _work(op: Operation, space: NaturalSpace, blk: dict[int, int]) -> dict[str, 
         n = nbytes(access.value)
         classes = tuple(g.classes(access.value))
         box = (access.view, [(lo, blk.get(c, g.size(c)), c) for lo, c in zip(access.starts, classes, strict=True)])
+        o = access.operand
+        # a gather's elements are no box: from_interp charges them as one run
+        layout = {} if access.gather is not None else {"@layout": (o.itemsize, o.layout, o.offset)}
         if access.stored:
-            return {"kind": Kind.TRANSFER, "bytes_written": {GLOBAL: n}, "@write": access.operand.arg, "@box": box}
+            return {"kind": Kind.TRANSFER, "bytes_written": {GLOBAL: n}, "@write": o.arg, "@box": box, **layout}
         found: dict[str, object] = {"kind": Kind.TRANSFER, "bytes_read": {GLOBAL: n}, "result_bytes": n,
-                                    "@read": access.operand.arg, "@box": box}
+                                    "@read": o.arg, "@box": box, **layout}
         if access.gather is not None:  # the indirect tile reads its indices first, a transfer of its own
             found["@indices"] = sum(math.prod(blk.get(classes[d], g.size(classes[d])) for d in along) * isz
                                     for along, isz in access.gather.index_bytes)
@@ -377,6 +382,9 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
         deps.add(seq[0])
         seq[0] += 1
     arg = work.get("@write") or work.get("@read")
+    fields = {n: v for n, v in work.items() if n != "kind" and not n.startswith("@")}
+    if isinstance(arg, str) and "@layout" in work:
+        fields["global_box"] = _global_box(work, made.get("@shift", {}), it or {})
     if isinstance(arg, str):
         write = "@write" in work
         view, dims = cast(tuple[str, tuple[tuple[int, int, int | None, int], ...]], work["@box"])
@@ -399,7 +407,6 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
             boxes[(view, box)] = (seq[0], [])
         else:
             boxes.setdefault((view, box), (None, []))[1].append(seq[0])
-    fields = {n: v for n, v in work.items() if n != "kind" and not n.startswith("@")}
     line = op.loc.line if op.loc else 0
     phase = made.get("@phase")
     stream = line * _PHASES + phase if phase is not None and line else -1  # one op of one phase loop
@@ -408,6 +415,21 @@ def _record(op: Operation, work: dict[str, object], tile: int, seq: list[int], m
     for r in op.results:
         made[r] = seq[0]
     seq[0] += 1
+
+
+def _global_box(work: dict[str, object], shift: dict[Any, int], it: dict[Any, int]) -> tuple[int, int, tuple[tuple[int, int], ...]]:
+    """`OpRecord.global_box` of one execution of an access, as `from_interp` derives it from the
+    interpreter's span: the box's lowest byte address, element bytes, (byte stride, extent) per
+    view dimension. Addresses count from the array's start; the interpreter places arrays at
+    multiples of 128 bytes, so the granules counted are the interpreter's for any granularity
+    dividing 128."""
+    _, dims = cast(tuple[str, tuple[tuple[int, int, Any, int], ...]], work["@box"])
+    isz, strides, offset = cast(tuple[int, tuple[int, ...], int], work["@layout"])
+    low = offset
+    for (lo, n, lv, step), s in zip(dims, strides, strict=True):
+        first = lo + shift.get(lv, 0) + it.get(lv, 0) * step if lv is not None else lo
+        low += first * s + min(0, (n - 1) * s)
+    return low * isz, isz, tuple((abs(s) * isz, n) for (_, n, _, _), s in zip(dims, strides, strict=True))
 
 
 def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: list[tuple[Operation, int]],
@@ -440,10 +462,10 @@ def _split_trace(space: NaturalSpace, p: dict[str, int], split: object, placed: 
     acc_t = named(split.op).result_types("results")[0]
     acc_bytes = math.prod(int(d or 0) for d in acc_t.shape) * 4 if isinstance(acc_t, ty.TensorType) else 4
     if split.everyone:
-        return _all_reduce_trace(k, split, placed, tail, work, gg, acc_bytes)
+        return _all_reduce_trace(k, split, placed, tail, work, gg, bb, acc_bytes)
     init = split.init
     for tile in range(gg):
-        made: dict[str, Any] = {}
+        made: dict[str, Any] = {"@shift": {0: tile * bb}}
         seq = [0]
         for op in top:
             _record(op, work[id(op)], tile, seq, made, records)
@@ -485,7 +507,7 @@ def _synthetic(records: list[OpRecord], tile: int, seq: list[int], made: dict[st
 
 
 def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, int]], tail: list[Operation],
-                      work: dict[int, dict[str, object]], tiles: int, acc_bytes: int) -> KernelTrace:
+                      work: dict[int, dict[str, object]], tiles: int, block: int, acc_bytes: int) -> KernelTrace:
     """An all-reduced split (`emit_reduction._emit_all_reduce`): each tile runs the ops before the
     reduction on its block in program order, posts its partial, receives and combines every
     tile's, and runs what follows on its block."""
@@ -501,7 +523,7 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
     first = feeders(split.op, k.fn.regions[0].blocks[0].operations)
     before = [op for op, _ in placed if id(op) not in after]
     for tile in range(tiles):
-        made: dict[str, Any] = {}
+        made: dict[str, Any] = {"@shift": {0: tile * block}}
         seq = [0]
         given: int | None = None
         if not split.identity:  # the partial starts from a fill of the identity, made first

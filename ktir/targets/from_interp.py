@@ -365,6 +365,24 @@ def _within(a: Span | None, b: Span | None) -> bool:
     return _dense(b)
 
 
+def _global_box(ev: Any, op: Operation | None, rd: dict[str, int], wr: dict[str, int]) -> tuple[int, int, tuple[tuple[int, int], ...]] | None:
+    """`OpRecord.global_box` of a load or store of global memory: its box as (lowest byte address,
+    element bytes, ((byte stride, extent), ...)), when the box is exactly the bytes the access moved
+    (not for a masked tile, whose box is a superset); None otherwise."""
+    span: Span | None = getattr(ev, "span", None)
+    if op is None or op.name not in (Ktdp.load, Ktdp.store) or span is None or span[0] != GLOBAL:
+        return None
+    moved = rd.get(GLOBAL, 0) + wr.get(GLOBAL, 0)
+    if (GLOBAL in rd) == (GLOBAL in wr) or moved <= 0:
+        return None
+    origin, strides, lo, ext = span[3]
+    last = origin + sum(max(a * s, (a + n - 1) * s) for s, a, n in zip(strides, lo, ext, strict=True))
+    itemsize = span[2] - last
+    if itemsize <= 0 or math.prod(ext) * itemsize != moved:
+        return None
+    return span[1], itemsize, tuple((abs(s), n) for s, n in zip(strides, ext, strict=True))
+
+
 def _dense(s: Span) -> bool:
     """Whether a span's box covers every byte of its byte range (a row-major run of whole rows)."""
     _, strides, _, ext = s[3]
@@ -584,7 +602,7 @@ class _TileConverter:
             kind = Kind.TRANSFER if GLOBAL in rd or GLOBAL in wr or remote else Kind.LOCAL
             deps |= self._memory_deps(op, ev, len(self.records))
             last = self._emit(ev, kind, deps, bytes_read=rd, bytes_written=wr, result_bytes=self._result_bytes(op, ev),
-                              sources=remote)
+                              sources=remote, global_box=_global_box(ev, op, rd, wr))
             self._define(op, (last,))
             return
         assert compute is not None

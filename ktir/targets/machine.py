@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from .records import CT_LOCAL, GLOBAL, Kind, OpRecord
 from .schema import Crossbar, MatrixEngine, Mesh2D, Ring, SystolicArray, Target, VectorUnit
@@ -173,6 +176,21 @@ class Machine:
         g = self.global_granularity
         return -(-n // g) * g
 
+    def global_moved(self, r: OpRecord) -> tuple[int, int]:
+        """Bytes a record moves from and to global memory: whole granules. A record with a
+        `global_box` is charged the granules its runs touch (never less than its bytes rounded
+        up once); otherwise its bytes are one run, rounded up to the granularity."""
+        rd, wr = r.bytes_read.get(GLOBAL, 0), r.bytes_written.get(GLOBAL, 0)
+        moved_rd = self.global_bytes(rd) if rd > 0 else 0
+        moved_wr = self.global_bytes(wr) if wr > 0 else 0
+        if r.global_box is not None and (rd > 0) != (wr > 0):
+            touched = granules(r.global_box, self.global_granularity) * self.global_granularity
+            if rd > 0:
+                moved_rd = max(moved_rd, touched)
+            else:
+                moved_wr = max(moved_wr, touched)
+        return moved_rd, moved_wr
+
     def local_bytes(self, n: int) -> int:
         g = self.local_granularity
         return -(-n // g) * g
@@ -210,21 +228,22 @@ class Machine:
 
     def flows(self, r: OpRecord) -> list[Flow]:
         """The data movements of a transfer or receive record through the shared channels."""
-        key = (r.kind, r.tile, r.bytes_read.get(GLOBAL, 0), r.bytes_written.get(GLOBAL, 0), r.sources)
+        moved = self.global_moved(r) if r.kind is Kind.TRANSFER else (0, 0)
+        key = (r.kind, r.tile, moved, r.sources)
         found = self._flows.get(key)
         if found is None:
-            found = self._flows[key] = self._make_flows(r)
+            found = self._flows[key] = self._make_flows(r, moved)
         return found
 
-    def _make_flows(self, r: OpRecord) -> list[Flow]:
+    def _make_flows(self, r: OpRecord, moved: tuple[int, int]) -> list[Flow]:
         flows: list[Flow] = []
         if r.kind is Kind.TRANSFER:
-            for inbound, nbytes in ((True, r.bytes_read.get(GLOBAL, 0)), (False, r.bytes_written.get(GLOBAL, 0))):
+            for inbound, nbytes in ((True, moved[0]), (False, moved[1])):
                 if nbytes <= 0:
                     continue
                 route = self.memory_route(r.tile, inbound)
                 channels = (f"memory.{self.global_name}",) + tuple(f"link.{link}" for link in route.links)
-                flows.append(Flow(self.transfer_latency(route), float(self.global_bytes(nbytes)), channels))
+                flows.append(Flow(self.transfer_latency(route), float(nbytes), channels))
             for src, nbytes in r.sources:  # reads and writes of other tiles' scratchpads cross the links
                 if nbytes <= 0 or src == r.tile:
                     continue
@@ -259,6 +278,52 @@ class Flow:
     latency: float
     nbytes: float
     channels: tuple[str, ...]
+
+
+def granules(box: tuple[int, int, tuple[tuple[int, int], ...]], granularity: int) -> int:
+    """How many distinct granules (aligned blocks of `granularity` bytes) the elements of a box
+    touch: (byte address of the first element, element bytes, ((byte stride, extent), ...)).
+    Exact: a run of contiguous bytes that straddles a granule boundary touches both granules,
+    and runs that share a granule count it once."""
+    base, itemsize, dims = box
+    kept: list[tuple[int, int]] = []
+    for stride, n in dims:
+        if n <= 0:
+            return 0
+        if n == 1 or stride == 0:
+            continue  # one coordinate, or the same bytes again
+        if stride < 0:  # the same addresses, walked upwards from the lowest
+            base += (n - 1) * stride
+            stride = -stride
+        kept.append((stride, n))
+    kept.sort()
+    run = itemsize
+    while kept and kept[0][0] == run:  # dimensions that extend the contiguous run
+        run *= kept.pop(0)[1]
+    g = max(1, granularity)
+    # shifting every address by a multiple of g shifts every granule index alike
+    return _granules(base % g, run, tuple(kept), g)
+
+
+@lru_cache(maxsize=4096)
+def _granules(first: int, run: int, dims: tuple[tuple[int, int], ...], g: int) -> int:
+    """`granules` of runs of `run` bytes at `first + sum(i_k * stride_k)`, strides ascending."""
+    if not dims:
+        return (first % g + run - 1) // g + 1
+    *inner, (stride, n) = dims
+    width = sum((m - 1) * s for s, m in inner) + run
+    if stride >= width + g - 1:
+        # the outermost steps touch disjoint granules: count each distinct offset modulo g once
+        offsets, counts = np.unique((first + stride * np.arange(n, dtype=np.int64)) % g, return_counts=True)
+        return sum(int(c) * _granules(int(o), run, tuple(inner), g) for o, c in zip(offsets, counts, strict=True))
+    # interleaved or granule-sharing runs: list every run's granules and merge them
+    starts = np.array([first], dtype=np.int64)
+    for s, m in dims:
+        starts = (starts[:, None] + s * np.arange(m, dtype=np.int64)).ravel()
+    starts.sort()
+    lo, hi = starts // g, (starts + run - 1) // g
+    shared = np.maximum(hi[:-1] - lo[1:] + 1, 0)  # granules a run shares with the one before it
+    return int((hi - lo + 1).sum() - shared.sum())
 
 
 def _startup(u: SystolicArray | MatrixEngine | VectorUnit) -> float:

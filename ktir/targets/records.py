@@ -64,6 +64,11 @@ class OpRecord:
     # index in a walk of the module): its executions on a tile are one stream, whose results share
     # the buffers the program owns for that op (`ktir.targets.timeline`); -1: the op's (name, line)
     stream: int = -1
+    # TRANSFER: the box of its global access, so a strided transfer is charged the granules its
+    # contiguous runs touch (`ktir.targets.machine.granules`), not its bytes rounded up once:
+    # (byte address of the first element, element bytes, ((byte stride, extent), ...)); it applies
+    # to the record's one global direction (read or write). None: the bytes are one contiguous run.
+    global_box: tuple[int, int, tuple[tuple[int, int], ...]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"tile": self.tile, "seq": self.seq, "op": self.op, "kind": self.kind.value}
@@ -83,6 +88,8 @@ class OpRecord:
             d["reuses"] = self.reuses
         if self.stream >= 0:
             d["stream"] = self.stream
+        if self.global_box is not None:
+            d["global_box"] = [self.global_box[0], self.global_box[1], [list(x) for x in self.global_box[2]]]
         return d
 
     @staticmethod
@@ -97,7 +104,14 @@ class OpRecord:
             sources=tuple((int(a), int(b)) for a, b in d.get("sources", ())),
             result_bytes=int(d.get("result_bytes", 0)), line=int(d.get("line", 0)),
             reuses=int(d.get("reuses", -1)), stream=int(d.get("stream", -1)),
+            global_box=_box(d.get("global_box")),
         )
+
+
+def _box(b: Any) -> tuple[int, int, tuple[tuple[int, int], ...]] | None:
+    if b is None:
+        return None
+    return int(b[0]), int(b[1]), tuple((int(st), int(n)) for st, n in b[2])
 
 
 @dataclass

@@ -57,7 +57,7 @@ class MemoryTraffic(_Model):
     scope: Literal["global", "ct_local"] = Field(description="global or ct_local (per tile, summed over tiles here).")
     bytes_read: int = Field(description="global: bytes transfers read. ct_local: explicit reads plus data leaving the tile (stores to global).")
     bytes_written: int = Field(description="global: bytes transfers wrote. ct_local: explicit writes plus data arriving (loads, receives).")
-    bytes_moved: int = Field(description="bytes_read + bytes_written after rounding each transfer up to the level's granularity.")
+    bytes_moved: int = Field(description="bytes_read + bytes_written in whole granules: each contiguous run of a transfer rounded out to the level's granularity, a granule shared by runs counted once.")
 
 
 class ScratchpadUse(_Model):
@@ -182,7 +182,7 @@ def _traffic(trace: KernelTrace, m: Machine) -> list[MemoryTraffic]:
         received = sum(n for src, n in r.sources if src != r.tile) if r.kind is Kind.RECEIVE else 0
         g_rd += grd
         g_wr += gwr
-        g_moved += (m.global_bytes(grd) if grd else 0) + (m.global_bytes(gwr) if gwr else 0)
+        g_moved += sum(m.global_moved(r))
         l_rd += lrd + gwr
         l_wr += lwr + grd + received
         l_moved += sum(m.local_bytes(n) for n in (lrd + gwr, lwr + grd + received) if n)

@@ -4,7 +4,8 @@ Every resource can do at most its rate of work per cycle, so the kernel cannot f
 before the busiest resource has done its share. The terms:
 
 - compute, per tile: MACs / matrix rate and elements / vector rate (no rounding, no startup);
-- off-chip memory: global bytes (rounded to the granularity) / bandwidth, plus the smallest
+- off-chip memory: global bytes (the granules each transfer touches, as the timeline charges
+  them: `Machine.global_moved`) / bandwidth, plus the smallest
   latency before the first byte can move;
 - interconnect, per link: bytes routed over it / link bandwidth, plus the smallest latency of
   the flows that cross it;

@@ -221,7 +221,7 @@ class MemoryLevel(_Model):
     capacity_bytes: Count = Field(description="Capacity: in total for global, per tile for ct_local.")
     bandwidth: Bandwidth = Field(description="Peak bandwidth: in total for global, per tile for ct_local.")
     latency_cycles: Quantity = Field(description="Cycles from a request to its first byte.")
-    granularity_bytes: Count = Field(description="Transfer unit: every transfer is rounded up to a multiple of it.")
+    granularity_bytes: Count = Field(description="Transfer unit: the memory moves whole aligned granules of this size; a transfer costs every granule its contiguous runs touch.")
     alignment_bytes: Count | None = Field(
         default=None,
         description="Required alignment of a transfer's start address, in bytes (a power of two); absent: the "

@@ -15,7 +15,8 @@ The model, in full:
 - A global transfer first waits its fixed latency (`dma.setup + memory latency + hops x hop
   latency`); a receive waits `dma.setup + hops x hop latency` after its sources have posted,
   and so does a transfer's access to another tile's scratchpad (its `sources`).
-  Then its bytes (global transfers rounded up to the memory's granularity) move through the
+  Then its bytes (a global transfer: whole granules of the memory, counted over the contiguous
+  runs of its box, `OpRecord.global_box`, so a strided block pays a granule per short run) move through the
   tile's network port: one data phase at a time per tile, in program order, so several
   transfers in flight hide each other's latency but not each other's bytes. A data phase
   moves each flow (memory -> links -> tile, tile -> links -> memory, or source tile -> links
