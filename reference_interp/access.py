@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import KtirRuntimeError, fail
 from .half import NARROW_FLOATS
+from .memo import MISSING, Memo, ObjectMemo
 from .memory import Allocation, BoxDesc, DistributedView, IdxDesc, MemoryView
 from .races import RaceFound, UninitFound
 from .runtime import TileContext
@@ -351,7 +352,7 @@ def _coord_at(coords: Sequence[Any], k: int, shape: tuple[int, ...]) -> tuple[in
 # Facts about coordinate arrays that cannot change: read-only arrays owning their data (the
 # variable spaces of indirect tiles, shared by every execution). id -> (array, facts); the
 # entry keeps the array alive, so the id is not reused while it is cached.
-_FACTS: dict[int, tuple[np.ndarray, tuple[int, int], tuple[int, int] | None]] = {}
+_FACTS: ObjectMemo[tuple[tuple[int, int], tuple[int, int] | None]] = ObjectMemo(256)
 
 
 def coord_facts(c: np.ndarray) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
@@ -359,9 +360,9 @@ def coord_facts(c: np.ndarray) -> tuple[tuple[int, int], tuple[int, int] | None]
     ... along its last axis only, (start, length); cached for immutable arrays, None for others."""
     if type(c) is not np.ndarray or c.flags.writeable or c.base is not None or not c.size or c.dtype != np.int64:
         return None
-    hit = _FACTS.get(id(c))
-    if hit is not None and hit[0] is c:
-        return hit[1], hit[2]
+    hit = _FACTS.get(c)
+    if hit is not MISSING:
+        return hit
     flat = c.reshape(-1)
     bounds = (int(flat.min()), int(flat.max()))
     run = None
@@ -369,10 +370,7 @@ def coord_facts(c: np.ndarray) -> tuple[tuple[int, int], tuple[int, int] | None]
         start = int(flat[0])
         if (flat == np.arange(start, start + flat.size)).all():
             run = (start, flat.size)
-    if len(_FACTS) > 256:
-        _FACTS.clear()
-    _FACTS[id(c)] = (c, bounds, run)
-    return bounds, run
+    return _FACTS.put(c, (bounds, run))
 
 
 def _row_gather(ctx: TileContext, view: MemoryView, coords: Sequence[Any], opname: str) -> np.ndarray | None:
@@ -490,15 +488,12 @@ def box_injective(ext: tuple[int, ...], strides: tuple[int, ...]) -> bool:
         return True
     key = (ext, strides)
     found = _INJECTIVE.get(key)
-    if found is None:
-        found = _injective(ext, strides)
-        if len(_INJECTIVE) > 1024:
-            _INJECTIVE.clear()
-        _INJECTIVE[key] = found
+    if found is MISSING:
+        return _INJECTIVE.put(key, _injective(ext, strides))
     return found
 
 
-_INJECTIVE: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
+_INJECTIVE: Memo[tuple[tuple[int, ...], tuple[int, ...]], bool] = Memo(1024)
 
 
 def _injective(ext: tuple[int, ...], strides: tuple[int, ...]) -> bool:

@@ -24,6 +24,7 @@ from .compiler import CompiledFunc, Program, grid_of
 from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
 from .errors import KtirRuntimeError, fail
 from .half import WideCache
+from .memo import MISSING, ObjectMemo
 from .memory import ALIGN, Allocation, MemoryView, align_up
 from .runtime import TARGETS, Machine, Options, TileContext
 from .trace import TileStats, TraceEvent
@@ -75,20 +76,16 @@ class RunResult:
         return sum(s.ops for s in self.stats)
 
 
-_PROGRAMS: dict[int, tuple[Module, Program]] = {}
+_PROGRAMS: ObjectMemo[Program] = ObjectMemo(32)
 _LOCK = threading.Lock()
 
 
 def _program(module: Module) -> Program:
     with _LOCK:
-        found = _PROGRAMS.get(id(module))
-        if found is not None and found[0] is module:
-            return found[1]
-        program = Program(module)
-        if len(_PROGRAMS) > 32:
-            _PROGRAMS.clear()
-        _PROGRAMS[id(module)] = (module, program)
-        return program
+        found = _PROGRAMS.get(module)
+        if found is not MISSING:
+            return found
+        return _PROGRAMS.put(module, Program(module))
 
 
 def _names(fns: list[Operation]) -> str:
@@ -100,22 +97,19 @@ def _private(fn: Operation) -> bool:
     return getattr(vis, "value", None) == "private"
 
 
-_CHOSEN: dict[tuple[int, str | None], tuple[Module, Operation]] = {}
+_CHOSEN: ObjectMemo[Operation] = ObjectMemo(64)
 
 
 def choose_function(module: Module, func: str | None) -> Operation:
     """The function to run: `func` by name, else the one public function with a body
     (private functions are helpers and declarations have nothing to run)."""
     with _LOCK:
-        found = _CHOSEN.get((id(module), func))  # modules are not changed once run (see _program)
-    if found is not None and found[0] is module:
-        return found[1]
+        found = _CHOSEN.get(module, func)  # modules are not changed once run (see _program)
+    if found is not MISSING:
+        return found
     fn = _choose_function(module, func)
     with _LOCK:
-        if len(_CHOSEN) > 64:
-            _CHOSEN.clear()
-        _CHOSEN[(id(module), func)] = (module, fn)
-    return fn
+        return _CHOSEN.put(module, fn, func)
 
 
 def _choose_function(module: Module, func: str | None) -> Operation:
@@ -242,19 +236,15 @@ def run(
 # call either way (not served in user space as the wall clocks are).
 _clock = time.thread_time
 
-_GRIDS: dict[int, tuple[Operation, tuple[int, ...]]] = {}
+_GRIDS: ObjectMemo[tuple[int, ...]] = ObjectMemo(64)
 
 
 def _grid(program: Program, fn: Operation) -> tuple[int, ...]:
     """grid_of, once per function (modules are not changed once run, see _program)."""
-    found = _GRIDS.get(id(fn))
-    if found is not None and found[0] is fn:
-        return found[1]
-    grid = grid_of(program, fn)
-    if len(_GRIDS) > 64:
-        _GRIDS.clear()
-    _GRIDS[id(fn)] = (fn, grid)
-    return grid
+    found = _GRIDS.get(fn)
+    if found is not MISSING:
+        return found
+    return _GRIDS.put(fn, grid_of(program, fn))
 
 
 def _gave_up(program: Program, name: str, failed: BaseException | None) -> None:
@@ -430,9 +420,9 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 # ---------------------------------------------------------------------- arguments
 
 
-_RESOLVED: dict[int, tuple[CompiledFunc, list[Type]]] = {}
-_ARG_NAMES: dict[int, tuple[Operation, list[str]]] = {}  # id(function) -> its argument names (modules are not changed once run)
-_NORMALISERS: dict[int, tuple[Type, Any]] = {}
+_RESOLVED: ObjectMemo[list[Type]] = ObjectMemo(64)  # per compiled function
+_ARG_NAMES: ObjectMemo[list[str]] = ObjectMemo(64)  # per function (modules are not changed once run)
+_NORMALISERS: ObjectMemo[Any] = ObjectMemo(256)  # per type object
 
 
 class _Same:
@@ -455,14 +445,10 @@ class _Binder:
         self._locals: dict[str, tuple[Any, int, np.dtype[Any], tuple[int, ...]]] = {}
 
     def names(self) -> list[str]:
-        found = _ARG_NAMES.get(id(self.fn))
-        if found is not None and found[0] is self.fn:
-            return found[1]
-        names = [a.name[1:] for a in self.fn.regions[0].blocks[0].arguments]
-        if len(_ARG_NAMES) > 64:
-            _ARG_NAMES.clear()
-        _ARG_NAMES[id(self.fn)] = (self.fn, names)
-        return names
+        found = _ARG_NAMES.get(self.fn)
+        if found is not MISSING:
+            return found
+        return _ARG_NAMES.put(self.fn, [a.name[1:] for a in self.fn.regions[0].blocks[0].arguments])
 
     def place(self, memory: dict[str, Any]) -> None:
         """Arrays at fixed element addresses of global memory that no argument names (spec
@@ -526,25 +512,17 @@ class _Binder:
 
     def _resolved(self, types: list[Type]) -> list[Type]:
         """The argument types with aliases resolved, once per compiled function."""
-        found = _RESOLVED.get(id(self.compiled))
-        if found is not None and found[0] is self.compiled:
-            return found[1]
-        resolved = [self.program.type(t) for t in types]
-        if len(_RESOLVED) > 64:
-            _RESOLVED.clear()
-        _RESOLVED[id(self.compiled)] = (self.compiled, resolved)
-        return resolved
+        found = _RESOLVED.get(self.compiled)
+        if found is not MISSING:
+            return found
+        return _RESOLVED.put(self.compiled, [self.program.type(t) for t in types])
 
     def _normaliser(self, t: Type) -> Any:
         """int_normaliser(t), once per type object (the types' own hash is slow)."""
-        found = _NORMALISERS.get(id(t))
-        if found is not None and found[0] is t:
-            return found[1]
-        norm = int_normaliser(t)
-        if len(_NORMALISERS) > 256:
-            _NORMALISERS.clear()
-        _NORMALISERS[id(t)] = (t, norm)
-        return norm
+        found = _NORMALISERS.get(t)
+        if found is not MISSING:
+            return found
+        return _NORMALISERS.put(t, int_normaliser(t))
 
     def _bind_one(self, name: str, t: Type, value: Any) -> Any:
         try:

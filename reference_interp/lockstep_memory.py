@@ -27,6 +27,7 @@ import numpy as np
 from . import access
 from .access import AccessTile, box_injective
 from .lockstep import Diverged, Lanes, PerTile
+from .memo import MISSING, Memo, ObjectMemo
 from .memory import BoxDesc, Desc, DistributedView, IdxDesc, MemoryView
 from .races import RaceFound, UninitFound
 
@@ -278,31 +279,28 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
     return alloc
 
 
-_WINDOWS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+_WINDOWS: ObjectMemo[np.ndarray] = ObjectMemo(256)
 
 
 def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
     """One box-shaped window per element address of the allocation (a strided view of its
     buffer; the same buffer, dtype and box give the same windows)."""
     raw = alloc.raw
-    key = (id(raw), view.dtype, ext, view.bstrides)
-    found = _WINDOWS.get(key)
-    if found is not None and found[0] is raw:
-        return found[1]
+    key = (view.dtype, ext, view.bstrides)
+    found = _WINDOWS.get(raw, key)
+    if found is not MISSING:
+        return found
     isz = view.itemsize
     reach = sum((e - 1) * s for e, s in zip(ext, view.bstrides, strict=True)) if ext else 0
     n = max((len(raw) - reach) // isz, 0)
     win = np.ndarray(shape=(n, *ext), dtype=view.dtype, buffer=raw, offset=0, strides=(isz, *view.bstrides))
-    if len(_WINDOWS) > 256:
-        _WINDOWS.clear()
-    _WINDOWS[key] = (raw, win)
-    return win
+    return _WINDOWS.put(raw, win, key)
 
 
 # (shape, strict, dtype, the offsets' bytes) -> _lattice's answer, for a few hundred lanes at
 # most: the offsets of an access are the same in every run of a kernel (and the check took
 # 5-17 us of Python per access, called once per tile and access)
-_LATTICES: dict[tuple[Any, ...], tuple[int, tuple[int, ...]] | None] = {}
+_LATTICES: Memo[tuple[Any, ...], tuple[int, tuple[int, ...]] | None] = Memo(1024)
 
 
 def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
@@ -317,12 +315,9 @@ def _lattice(off: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | Non
     if a.size > 256:
         return _lattice_of(a, strict)
     key = (a.shape, strict, a.dtype.char, a.tobytes())
-    if key in _LATTICES:
-        return _LATTICES[key]
-    found = _lattice_of(a, strict)
-    if len(_LATTICES) > 1024:
-        _LATTICES.clear()
-    _LATTICES[key] = found
+    found = _LATTICES.get(key)
+    if found is MISSING:
+        return _LATTICES.put(key, _lattice_of(a, strict))
     return found
 
 

@@ -50,6 +50,7 @@ import bisect
 
 import numpy as np
 
+from .memo import MISSING, Memo
 from .memory import Allocation, BoxDesc, Desc, IdxDesc, assign_cells
 
 MAX_DESCS = 2048  # descriptors per (allocation, tile) before they become a map
@@ -135,7 +136,7 @@ _MEET_BUDGET = 256  # search nodes boxes_meet spends before it answers "cannot t
 
 # (a's extents, strides, itemsize, b's, b.b0 - a.b0) -> boxes_meet's answer: a loop's stores
 # meet the same boxes at the same distances in every run
-_MEETS: dict[tuple[object, ...], bool | None] = {}
+_MEETS: Memo[tuple[object, ...], bool | None] = Memo(4096)
 
 
 def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
@@ -149,12 +150,9 @@ def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
     if a.hi < b.lo or b.hi < a.lo or 0 in a.ext or 0 in b.ext:
         return False
     key = (a.ext, a.bstrides, a.itemsize, b.ext, b.bstrides, b.itemsize, b.b0 - a.b0)
-    if key in _MEETS:
-        return _MEETS[key]
-    found = _meet(a, b)
-    if len(_MEETS) > 4096:
-        _MEETS.clear()
-    _MEETS[key] = found
+    found = _MEETS.get(key)
+    if found is MISSING:
+        return _MEETS.put(key, _meet(a, b))
     return found
 
 

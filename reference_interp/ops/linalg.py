@@ -40,6 +40,7 @@ from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
 from ..half import F16, F32, NARROW_FLOATS, WideCache, narrow16, widen, widen16
+from ..memo import MISSING, Memo
 from .arith import _array_int, _maximum, _maxnum, _minimum, _minnum
 from .common import element, int_array
 
@@ -668,22 +669,20 @@ def generic(c: FuncCompiler, op: Operation) -> OpFn:
         c.linalg_index_slot = saved
 
 
-_GRIDS: dict[tuple[int, ...], tuple[np.ndarray, ...]] = {}
+_GRIDS: Memo[tuple[int, ...], tuple[np.ndarray, ...]] = Memo(256)
 
 
 def _sparse_grids(ext: Any) -> tuple[np.ndarray, ...]:
     """np.indices(ext, sparse=True) (what linalg.index reads in a vectorised body), made once per
     extents and read-only: values are never written in place, and the arrays outlive the run."""
     key = tuple(ext)
-    grids = _GRIDS.get(key)
-    if grids is None:
-        grids = tuple(np.indices(key, sparse=True))
-        for g in grids:
-            g.flags.writeable = False
-        if len(_GRIDS) > 256:
-            _GRIDS.clear()
-        _GRIDS[key] = grids
-    return grids
+    found = _GRIDS.get(key)
+    if found is not MISSING:
+        return found
+    grids = tuple(np.indices(key, sparse=True))
+    for g in grids:
+        g.flags.writeable = False
+    return _GRIDS.put(key, grids)
 
 
 def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from reference_interp.memory import Allocation, BoxDesc, Desc, IdxDesc
 from reference_interp.races import MAX_DESCS, RaceFound, RaceTracker
 
+from .race_schedules import schedules
+
 NBYTES = 64
 
 
@@ -75,25 +77,6 @@ def accesses(draw: st.DrawFn) -> tuple[str, int, int, int, int]:
     return kind, start, count, stride, itemsize
 
 
-@st.composite
-def schedules(draw: st.DrawFn) -> tuple[int, list[tuple]]:  # type: ignore[type-arg]
-    n = draw(st.integers(2, 4))
-    steps: list[tuple] = []  # type: ignore[type-arg]
-    posts = 0
-    for _ in range(draw(st.integers(1, 60))):
-        t = draw(st.integers(0, n - 1))
-        what = draw(st.sampled_from(["read", "write", "read", "write", "post", "join", "join"]))
-        if what == "join" and posts:
-            which = draw(st.lists(st.integers(0, posts - 1), min_size=1, max_size=3))
-            steps.append(("join", t, which))
-        elif what == "post":
-            steps.append(("post", t))
-            posts += 1
-        elif what in ("read", "write"):
-            steps.append((what, t, draw(accesses())))
-    return n, steps
-
-
 def _replay(n: int, steps: list[tuple]) -> None:  # type: ignore[type-arg]
     tracker = RaceTracker(n)
     oracle = Oracle(n)
@@ -121,7 +104,7 @@ def _replay(n: int, steps: list[tuple]) -> None:  # type: ignore[type-arg]
 
 
 @settings(max_examples=200, deadline=None)
-@given(schedules())
+@given(schedules(accesses(), max_steps=60, mix=("read", "write", "read", "write", "post", "join", "join")))
 def test_tracker_reports_exactly_the_races_of_the_oracle(schedule: tuple[int, list[tuple]]) -> None:  # type: ignore[type-arg]
     _replay(*schedule)
 

@@ -19,6 +19,8 @@ from reference_interp import races
 from reference_interp.memory import Allocation, BoxDesc
 from reference_interp.races import RaceFound, RaceTracker, UninitFound, boxes_meet
 
+from .race_schedules import schedules
+
 NBYTES = 512
 
 
@@ -64,24 +66,6 @@ def accesses(draw: st.DrawFn) -> BoxDesc:
     return BoxDesc(start, ext, strides, isz)
 
 
-@st.composite
-def schedules(draw: st.DrawFn) -> tuple[int, list[tuple]]:  # type: ignore[type-arg]
-    n = draw(st.integers(2, 4))
-    steps: list[tuple] = []  # type: ignore[type-arg]
-    posts = 0
-    for _ in range(draw(st.integers(1, 40))):
-        t = draw(st.integers(0, n - 1))
-        what = draw(st.sampled_from(["read", "write", "write", "write", "post", "join"]))
-        if what == "join" and posts:
-            steps.append(("join", t, draw(st.lists(st.integers(0, posts - 1), min_size=1, max_size=3))))
-        elif what == "post":
-            steps.append(("post", t))
-            posts += 1
-        elif what in ("read", "write"):
-            steps.append((what, t, draw(accesses())))
-    return n, steps
-
-
 def _replay(n: int, steps: list[tuple], boxes_kept: int) -> list[tuple | None]:  # type: ignore[type-arg]
     """The outcome of each step (None, or the race reported), with `boxes_kept` as MAX_WRITE_BOXES."""
     saved = races.MAX_WRITE_BOXES
@@ -114,7 +98,7 @@ def _replay(n: int, steps: list[tuple], boxes_kept: int) -> list[tuple | None]: 
 
 
 @settings(max_examples=300, deadline=None)
-@given(schedules())
+@given(schedules(accesses(), max_steps=40, mix=("read", "write", "write", "write", "post", "join")))
 def test_box_writes_report_exactly_what_the_write_map_reports(schedule: tuple[int, list[tuple]]) -> None:  # type: ignore[type-arg]
     n, steps = schedule
     assert _replay(n, steps, races.MAX_WRITE_BOXES) == _replay(n, steps, 0)
