@@ -16,6 +16,9 @@ GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "schedule.m
 SUITE = "suite28"
 NATURAL = "natural13"
 SCHEDULERS = ("baseline", "exact", "search")
+SUITE_TARGET = 1.25  # exact's geometric mean over the roofline bound, on the timeline
+NATURAL_TARGET = 1.3
+SECONDS_TARGET = 2.0  # scheduling one kernel
 
 
 def begin(name: str) -> str:
@@ -112,6 +115,48 @@ def _ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**NOT met**"
+
+
+def suite_summary(t: Suite) -> str:
+    """The sentence under the 28-kernel table: its means against the targets, its slowest
+    scheduling (the guide's prose refers to it instead of repeating the figures)."""
+    if t.means is None or not t.rows:
+        return "No kernels."
+    m = t.means
+    slow = max(t.rows, key=lambda r: r.seconds)
+    tl = round(m.timeline, 3)
+    return (f"Geometric means: `exact` {tl:.3f}x the roofline bound on the timeline over the {m.timed} kernels "
+            f"simulated (target <= {SUITE_TARGET}: {_verdict(tl <= SUITE_TARGET)}), {m.exact:.3f}x in the model over "
+            f"all {len(t.rows)}; `baseline` {m.baseline:.3f}x, `search` {m.search:.3f}x in the model. Slowest "
+            f"scheduling: {slow.seconds:.2f} s ({slow.kernel}; target < {SECONDS_TARGET:g} s: "
+            f"{_verdict(round(slow.seconds, 2) < SECONDS_TARGET)}).")
+
+
+def _tiles(grid: str) -> int:
+    return math.prod(int(x) for x in grid.strip("[]").split(",") if x.strip()) if grid.strip("[]").strip() else 0
+
+
+def natural_summary(rows: list[NaturalRow]) -> str:
+    """The sentence under the natural-form table, from the table's own (rounded) figures."""
+    if not rows:
+        return "No kernels."
+    tls = [round(r.timeline, 3) for r in rows if r.timeline is not None]
+    ests = [round(r.estimate, 3) for r in rows if r.estimate is not None]
+    tl = round(geomean(tls), 3) if tls else None
+    checked = [r for r in rows if r.check != "-"]
+    divided = sum(1 for r in rows if r.check != "-" and _tiles(r.grid) > 1)
+    slow = max(rows, key=lambda r: r.seconds)
+    on_timeline = ("no kernel simulated" if tl is None else
+                   f"{tl:.3f} on the timeline over {len(tls)} kernels (target <= {NATURAL_TARGET}: "
+                   f"{_verdict(tl <= NATURAL_TARGET)})")
+    return (f"Geometric means of the table's ratios: {on_timeline}, {geomean(ests):.3f} in the model over "
+            f"{len(ests)}. Divided over more than one tile: {divided} of {len(rows)}; checks passed: "
+            f"{sum(1 for r in checked if r.check == 'ok')} of {len(checked)} run. Slowest scheduling "
+            f"{slow.seconds:.2f} s ({slow.kernel}), slowest cached run {max(r.cached_seconds for r in rows):.3f} s.")
+
+
 def render_suite(t: Suite) -> str:
     lines = [begin(SUITE), "", HEADER]
     for r in t.rows:
@@ -121,7 +166,7 @@ def render_suite(t: Suite) -> str:
         m = t.means
         lines.append(f"| **geometric mean** | | **{m.baseline:.3f}** | **{m.exact:.3f}** | **{m.timeline:.3f}** "
                      f"({m.timed}) | **{m.search:.3f}** | |")
-    lines += ["", end(SUITE)]
+    lines += ["", suite_summary(t), "", end(SUITE)]
     return "\n".join(lines)
 
 
@@ -130,7 +175,7 @@ def render_natural(rows: list[NaturalRow]) -> str:
     for r in rows:
         lines.append(f"| {r.kernel} | {r.kernel_class} | {r.grid} | {_ratio(r.estimate)} | {_ratio(r.timeline)} "
                      f"| {r.check} | {r.seconds:.2f} | {r.cached_seconds:.3f} |")
-    lines += ["", end(NATURAL)]
+    lines += ["", natural_summary(rows), "", end(NATURAL)]
     return "\n".join(lines)
 
 
@@ -141,9 +186,10 @@ def _cells(line: str) -> list[str]:
 
 
 def _body(text: str, name: str) -> list[str]:
-    """The table rows between the markers of `name` (header and rule excluded)."""
+    """The table rows between the markers of `name` (header and rule excluded; the summary
+    under the table is derived from the rows, so re-rendering checks it)."""
     start, stop = text.index(begin(name)), text.index(end(name))
-    lines = [ln for ln in text[start:stop].splitlines()[1:] if ln.strip()]
+    lines = [ln for ln in text[start:stop].splitlines()[1:] if ln.startswith("|")]
     if "\n".join(lines[:2]) != (HEADER if name == SUITE else NATURAL_HEADER):
         raise ValueError(f"the {name} table's header is not the renderer's: {lines[:2]}")
     return lines[2:]
