@@ -13,8 +13,10 @@ row's norm), but only elementwise along it, the partials are all-reduced instead
 tile is a consumer of `ktdp.inter_tile_reduce`) and every tile runs what follows on its
 own block: each tile then holds exactly one block of the split dimension (`g * b` is the
 extent), so the values it computed before `R` are still there, and each store writes the
-tile's block. A store of a value that does not depend on the split dimension would be
-written by every tile: such kernels are declined.
+tile's block. A store of a value that does not depend on the split dimension (a layer norm's
+mean, computed from the all-reduced total) would be written by every tile: tile 0 alone
+stores it (`owner_stores`), and the proof (`schedulers.proof`) shows each element is then
+written once.
 """
 
 from __future__ import annotations
@@ -82,14 +84,15 @@ def find_split_reduction(k: NaturalKernel) -> ReductionPlan | str:
         if bad is None:
             return ReductionPlan(r, c, combiner, init, identity=identity)
         # every op but R is parallel along c (R alone blocks it): what follows R can run on each
-        # tile's own block once the total is everywhere, unless a store would not be split
-        whole = next((a.op for a in k.accesses if a.stored and c not in k.graph.classes(a.value)), None)
-        if whole is not None:
-            why = (f"{bad.name}{where(bad)} reads the reduced dimension beside the result of {r.name}{where(r)}, "
-                   f"and {whole.name}{where(whole)} stores a value every tile would hold")
-            continue
+        # tile's own block once the total is everywhere; a store of a value without c is tile 0's
         return ReductionPlan(r, c, combiner, init, everyone=True, identity=identity)
     return why
+
+
+def owner_stores(k: NaturalKernel, c: int) -> set[int]:
+    """The stores (by id) of values that do not vary along class c: under an all-reduced split
+    of c every tile would hold the same value, so tile 0 alone stores it."""
+    return {id(a.op) for a in k.accesses if a.stored and c not in k.graph.classes(a.value)}
 
 
 def _combiner(op: Operation) -> str | None:
@@ -213,8 +216,15 @@ def _emit_all_reduce(pl: Placer, plan: ReductionPlan, parts: list[str], tiles: i
         total = _combine(b, Value(r.results[0], acc_t), start or Value(plan.init, acc_t), tiles,
                          COMBINERS[plan.combiner][1], all_reduce=True)
         total = _apply_init(b, plan, total)
+        owned = owner_stores(pl.k, plan.cls)
         for op, copy, where_ in zip(pl.orig, pl.copies, parts, strict=True):
-            if where_ == "tail":
+            if where_ != "tail":
+                continue
+            if id(op) not in owned:
+                pl.place(op, copy, {r.results[0]: total.name})
+                continue
+            assert op.name == Ktdp.store  # only stores are owned
+            with b.if_(b.cmp(Arith.cmpi, "eq", tid, b.constant(0, INDEX))):
                 pl.place(op, copy, {r.results[0]: total.name})
         b.func_return()
     return pl.finish([tiles])
@@ -270,4 +280,4 @@ def _combine(b: Builder, partial: Value, identity: Value, tiles: int, named: str
     return total
 
 
-__all__ = ["ReductionPlan", "emit_split_reduction", "find_split_reduction", "reduction_kernel"]
+__all__ = ["ReductionPlan", "emit_split_reduction", "find_split_reduction", "owner_stores", "reduction_kernel"]

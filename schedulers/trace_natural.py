@@ -510,8 +510,9 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
                       work: dict[int, dict[str, object]], tiles: int, block: int, acc_bytes: int) -> KernelTrace:
     """An all-reduced split (`emit_reduction._emit_all_reduce`): each tile runs the ops before the
     reduction on its block in program order, posts its partial, receives and combines every
-    tile's, and runs what follows on its block."""
-    from .emit_reduction import ReductionPlan
+    tile's, and runs what follows on its block (a store of a value without the split dimension
+    on tile 0 only, `emit_reduction.owner_stores`)."""
+    from .emit_reduction import ReductionPlan, owner_stores
     from .natural import NaturalKernel
 
     assert isinstance(split, ReductionPlan) and isinstance(k, NaturalKernel)
@@ -519,6 +520,7 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
     from .emit_reduction import feeders
 
     records: list[OpRecord] = []
+    owned = owner_stores(k, split.cls)
     after = {id(op) for op in tail}
     first = feeders(split.op, k.fn.regions[0].blocks[0].operations)
     before = [op for op, _ in placed if id(op) not in after]
@@ -547,6 +549,8 @@ def _all_reduce_trace(k: object, split: object, placed: list[tuple[Operation, in
         if not split.identity:
             _synthetic(records, tile, seq, made, result, (recv + 1, *(() if given is None else (given,))), acc_bytes)
         for op in tail:
+            if tile and id(op) in owned:
+                continue
             _record(op, work[id(op)], tile, seq, made, records, {0: 0})
     return KernelTrace(records, grid=(tiles,), name=k.name)
 

@@ -174,24 +174,56 @@ def test_all_reduced_rmsnorm_stays_equal(C: int, tiles: int, dtype: str, spyre) 
     assert check_equivalent(module, out).ok
 
 
-def test_a_store_of_the_reduced_value_is_not_all_reduced(spyre) -> None:  # type: ignore[no-untyped-def]
-    """Every tile would hold the total and store it: declined, with the store named."""
-    from schedulers.emit_reduction import find_split_reduction
-    from schedulers.natural import NaturalKernel, natural_reason_or_kernel
+def _centred_with_total(C: int) -> ktir.Module:
+    """One row x of C columns: y = x - sum(x) stored, and the sum itself stored as s[1]."""
     from schedulers.single_tile import Kernel, amap
 
     k = Kernel("k", ["x", "y", "s"])
-    x = k.load(k.view("x", [1, 256], "f32"))
+    x = k.load(k.view("x", [1, C], "f32"))
     total = k.reduce(x, [1], "arith.addf", 0.0)
-    (y,) = k.generic([x, total], [1, 256], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
+    (y,) = k.generic([x, total], [1, C], [amap(2, 0, 1), amap(2, 0), amap(2, 0, 1)], ["parallel"] * 2,
                      lambda k, a: [k.op("arith.subf", a[0], a[1])])
-    k.store(y, k.view("y", [1, 256], "f32"))
+    k.store(y, k.view("y", [1, C], "f32"))
     k.store(total, k.view("s", [1], "f32"))
-    module = k.done()
+    return k.done()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(C=st.sampled_from([256, 1024, 4096]), tiles=st.sampled_from([2, 4, 8]))
+def test_a_store_of_the_reduced_value_is_tile_zeros(C: int, tiles: int, spyre) -> None:  # type: ignore[no-untyped-def]
+    """Every tile holds the all-reduced total; tile 0 alone stores it (under scf.if), each tile
+    its block of y: the interpreter gives what the input gives, the proof accepts the split,
+    and the trace model records the total's store on tile 0 only."""
+    from ktir.dialects.names import Ktdp, Scf
+    from schedulers.emit_reduction import ReductionPlan, emit_split_reduction, find_split_reduction, reduction_kernel
+    from schedulers.natural import NaturalKernel, natural_reason_or_kernel
+    from schedulers.proof import prove
+    from schedulers.trace_natural import natural_trace
+
+    module = _centred_with_total(C)
     nk = natural_reason_or_kernel(module, module.functions()[0], {})
     assert isinstance(nk, NaturalKernel)
-    why = find_split_reduction(nk)
-    assert isinstance(why, str) and "ktdp.store" in why and "every tile would hold" in why
+    split = find_split_reduction(nk)
+    assert isinstance(split, ReductionPlan) and split.everyone
+    space = space_for(reduction_kernel(nk, split), figures(spyre))
+    p = {"g0": tiles, "b0": C // tiles, "perm": 0}
+    out = emit_split_reduction(space, p, split)  # type: ignore[arg-type]
+    assert check_equivalent(module, out).ok
+    assert prove(module, out) is None
+    guarded = [op for top in out.functions()[0].walk() if top.name == Scf.if_ for op in top.walk() if op.name == Ktdp.store]
+    assert len(guarded) == 1
+    trace = natural_trace(space, p, split)  # type: ignore[arg-type]
+    assert trace is not None
+    stores = [r.tile for r in trace.records if r.op == Ktdp.store]
+    assert sorted(stores) == [0, *range(tiles)]  # y's block on every tile, s on tile 0
+
+
+def test_a_one_row_layernorm_storing_its_mean_is_split_and_checked(spyre) -> None:  # type: ignore[no-untyped-def]
+    """The kernel the real-size benchmark declined: one row's mean stored beside the centred row."""
+    module = _centred_with_total(4096)
+    result = schedulers.schedule(module, spyre, "exact", ScheduleOptions(time_budget=60))
+    assert result.report.schedule is not None and result.report.schedule.grid[0] > 1, result.report.notes
+    assert check_equivalent(module, result.module).ok
 
 
 def test_the_natural_model_prices_one_block_per_tile_in_engine_rounds(spyre) -> None:  # type: ignore[no-untyped-def]
