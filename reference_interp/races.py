@@ -640,10 +640,10 @@ class RaceTracker:
         if alloc.init is not None:
             mark_init(alloc, desc)
 
-    def _check_readers(self, alloc: Allocation, desc: Desc, t: int) -> Desc:
-        """Raise if another tile read a byte of `desc` at an epoch t has not passed; returns
-        `desc` in the allocation's granules."""
-        gdesc = None
+    def _check_readers(self, alloc: Allocation, desc: Desc, t: int, gdesc: Desc | None = None) -> Desc | None:
+        """Raise if another tile read a byte of `desc` at an epoch t has not passed. `gdesc` is
+        `desc` in the allocation's granules when the caller has it; returns it (made here if
+        a reader needed it, else None)."""
         span = (desc.lo, desc.hi)
         c = self.vc[t]
         for u, reads in alloc.readers.items():
@@ -659,7 +659,7 @@ class RaceTracker:
                 k = int(np.argmax(hit))
                 byte = int(desc_bytes(gdesc)[k]) * alloc.granule
                 raise RaceFound(k * alloc.granule, u, reads.op_covering(byte), "read-write")
-        return gdesc if gdesc is not None else desc
+        return gdesc
 
     def _check(self, t: int, prev: np.ndarray, alloc: Allocation, kind: str, g: int) -> None:
         """Raise if a granule's last writer (prev: 1 + segment, per granule) is unordered with t."""
@@ -705,23 +705,11 @@ class RaceTracker:
             cells = gdesc.cells(alloc.w_seg)
         if alloc.w_last and self._concurrent_writes(alloc, t) and not _unwritten(cells):
             self._check(t, cells, alloc, "write-write", g)
-        if alloc.readers:
-            span = (desc.lo, desc.hi)
-            c = self.vc[t]
-            for u, reads in alloc.readers.items():
-                if u == t:
-                    continue
-                since = 0 if c is None else c[u]
-                if reads.last < since:
-                    continue
-                if gdesc is None:
-                    gdesc = self._granules(alloc, desc)
-                    g = alloc.granule
-                hit = reads.hits(gdesc, span, since)
-                if hit is not None:
-                    k = int(np.argmax(hit))
-                    byte = int(desc_bytes(gdesc)[k]) * g
-                    raise RaceFound(k * g, u, reads.op_covering(byte), "read-write")
+        if alloc.readers and gdesc is None:
+            gdesc = self._check_readers(alloc, desc, t)
+            g = alloc.granule  # _granules may have refined the allocation to bytes
+        elif alloc.readers:
+            self._check_readers(alloc, desc, t, gdesc)
         if isinstance(gdesc, IdxDesc):
             alloc.w_seg[gdesc.index()] = seg + 1  # cells of an index descriptor are a copy, not a view
         else:

@@ -27,28 +27,24 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 def _is_lattice(a: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | None:
-    """The definition: the steps read off the neighbours of element 0, then every element
-    compared with first + sum(index * step)."""
+    """The definition, by differences: along every dimension, each offset minus the one before
+    it is the same number everywhere (that dimension's step), never negative, and not zero
+    where `strict` and the dimension has more than one lane."""
     if a.ndim == 0:
         return int(a), ()
     if a.size == 0:
         return None
-    first = int(a[(0,) * a.ndim])
+    x = a.astype(object)  # Python integers: no wrap-around in the differences
     steps = []
     for k, n in enumerate(a.shape):
-        if n == 1:
-            steps.append(0)
-            continue
-        idx = [0] * a.ndim
-        idx[k] = 1
-        s = int(a[tuple(idx)]) - first
-        if s < 0 or (strict and s == 0):
+        diffs = set(np.diff(x, axis=k).reshape(-1).tolist()) if n > 1 else {0}
+        if len(diffs) != 1:
             return None
-        steps.append(s)
-    for index in itertools.product(*(range(n) for n in a.shape)):
-        if int(a[index]) != first + sum(i * s for i, s in zip(index, steps, strict=True)):
+        (step,) = diffs
+        if step < 0 or (strict and n > 1 and step == 0):
             return None
-    return first, tuple(steps)
+        steps.append(int(step))
+    return int(a.reshape(-1)[0]), tuple(steps)
 
 
 @st.composite
