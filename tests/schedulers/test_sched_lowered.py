@@ -43,7 +43,9 @@ def test_every_decoder_kernel_schedules_and_checks(decoder, spyre: Target) -> No
         if result.report.applied:
             applied[kernel.name] = print_module(result.module)
         else:
-            assert result.report.reason and result.module == program.module
+            # issue 27: every kernel is scheduled or was already divided by the lowering
+            assert "is already divided over grid" in result.report.reason, (kernel.name, result.report.reason)
+            assert result.module == program.module
     kinds = {k.name: k.kind for k in program.manifest.kernels}
     # every projection (q, k, v, o, gate, up, down) is rewritten, transposed weights included
     assert sorted(kinds[n] for n in applied).count("matmul") == 7
