@@ -37,11 +37,12 @@ I64 = np.int64
 class LTile:
     """A laned access tile: `lo` (direct) or `coords` (indirect) carry the lane dimensions."""
 
-    __slots__ = ("view", "lo", "ext", "mask", "perm", "shape", "coords", "parts", "rank")
+    __slots__ = ("view", "lo", "ext", "mask", "perm", "shape", "coords", "parts", "rank", "cbounds")
 
     def __init__(self, view: Any, ext: tuple[int, ...], perm: tuple[int, ...] | None, shape: tuple[int, ...],
                  rank: int, lo: tuple[np.ndarray, ...] | None = None, mask: np.ndarray | None = None,
-                 coords: list[np.ndarray] | None = None, parts: np.ndarray | None = None) -> None:
+                 coords: list[np.ndarray] | None = None, parts: np.ndarray | None = None,
+                 cbounds: list[tuple[int, int]] | None = None) -> None:
         self.view = view
         self.ext = ext
         self.perm = perm
@@ -51,6 +52,7 @@ class LTile:
         self.mask = mask
         self.coords = coords
         self.parts = parts  # distributed base: the partition of each lane's box (-1: none checked)
+        self.cbounds = cbounds  # indirect: each coordinate's (min, max) over the lanes, when known
 
     def expand(self, rank: int) -> LTile:
         def ex(a: np.ndarray) -> np.ndarray:
@@ -59,7 +61,7 @@ class LTile:
         return LTile(self.view, self.ext, self.perm, self.shape, rank + 1,
                      lo=tuple(ex(a) for a in self.lo) if self.lo is not None else None, mask=self.mask,
                      coords=[ex(c) for c in self.coords] if self.coords is not None else None,
-                     parts=ex(self.parts) if self.parts is not None else None)
+                     parts=ex(self.parts) if self.parts is not None else None, cbounds=self.cbounds)
 
     def item(self, idx: tuple[int, ...]) -> AccessTile:
         view = self.view.items[idx[0]] if type(self.view) is PerTile else self.view
@@ -401,7 +403,7 @@ def load(lanes: Lanes, tile: Any, rank: int, opname: str) -> np.ndarray:
             if groups is not None:
                 return _perm(_load_boxes(lanes, lt, groups, opname), lt, rank)
         elif type(lt.view) is MemoryView:
-            return _perm(_gather(lanes, lt.view, lt.coords, lt.ext, rank, opname), lt, rank)
+            return _perm(_gather(lanes, lt.view, lt.coords, lt.ext, rank, opname, lt.cbounds), lt, rank)
     return _per_lane_load(lanes, lt, rank, opname)
 
 
@@ -445,9 +447,26 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     return out
 
 
+def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, view: MemoryView,
+                 const: int, n: int, isz: int, nbytes: int) -> bool:
+    """Whether every row (first element `rows`, `n` elements) lies in the allocation's `nbytes`.
+    With the coordinates' known bounds (`cbounds`, as the view check found them), the rows'
+    bounds by interval arithmetic decide when they lie inside (they enclose the exact ones);
+    else, or when they do not, the exact minimum and maximum decide."""
+    if cbounds is not None:
+        lo = hi = const
+        for (cmin, cmax), s in zip(cbounds, view.strides, strict=False):
+            lo += min(cmin * s, cmax * s)
+            hi += max(cmin * s, cmax * s)
+        if lo >= 0 and (hi + n) * isz <= nbytes:
+            return True
+    return int(rows.min()) >= 0 and (int(rows.max()) + n) * isz <= nbytes
+
+
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
-            opname: str) -> np.ndarray:
-    """A load through an indirect tile of a memory view: coordinates with lane dimensions."""
+            opname: str, cbounds: list[tuple[int, int]] | None = None) -> np.ndarray:
+    """A load through an indirect tile of a memory view: coordinates with lane dimensions
+    (`cbounds`: each coordinate's minimum and maximum over all lanes, when known)."""
     shape = lanes.shape
     if len(coords) != view.rank:
         raise Diverged("subscripts and view rank differ")
@@ -460,18 +479,23 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     base = (view.addr - alloc.base) // isz
     full_shape = shape + tuple(ext)
     run = _run_of(coords[-1], rank) if view.strides[-1] == 1 and len(coords) > 1 else None
-    rows: Any = base
-    for c, o, s in zip(coords[:-1] if run is not None else coords, view.origin, view.strides, strict=False):
-        rows = rows + (c - o) * s
+    used = coords[:-1] if run is not None else coords
+    # rows = const + sum(c * s): the constant terms folded in Python (one numpy call fewer per term)
+    const = base + (run[0] - view.origin[-1] if run is not None else 0)
+    rows: Any = None
+    for c, o, s in zip(used, view.origin, view.strides, strict=False):
+        const -= o * s
+        term = c if s == 1 else c * s
+        rows = term if rows is None else rows + term
+    rows = np.asarray(const if rows is None else rows + const, dtype=I64)
     if run is not None:
-        start, n = run
-        rows = np.asarray(rows + (start - view.origin[-1]), dtype=I64)
+        n = run[1]
         rows = np.broadcast_to(rows, full_shape[:-1] + (1,))[..., 0]  # the first element of each row
-        last = n - 1
     else:
-        n, last = 1, 0
-        rows = np.broadcast_to(np.asarray(rows, dtype=I64), full_shape)
-    if rows.size and (int(rows.min()) < 0 or (int(rows.max()) + last + 1) * isz > alloc.nbytes):
+        n = 1
+        rows = np.broadcast_to(rows, full_shape)
+    known = cbounds[: len(used)] if cbounds is not None else None
+    if rows.size and not _rows_inside(rows, known, view, const, n, isz, alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
     track = lanes.race_on or alloc.init is not None

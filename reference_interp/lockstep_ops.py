@@ -127,6 +127,9 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
             raise Diverged("scf.for step is not positive")
         return trip_count(lo, hi, step)
     lo_a, hi_a, st_a = (np.asarray(x, dtype=I64) for x in (lo, hi, step))
+    if lo_a.size <= 64 and hi_a.size <= 64 and st_a.size <= 64:
+        # a handful of lanes (the tiles): Python integers are quicker than eight numpy calls
+        return _trips_few(lo_a, hi_a, st_a)
     if (st_a <= 0).any():
         raise Diverged("scf.for step is not positive")
     if int(hi_a.max()) - int(lo_a.min()) >= 1 << 62:
@@ -136,6 +139,20 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
     if not (count == first).all():
         raise Diverged("lanes run a loop a different number of times")
     return first
+
+
+def _trips_few(lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> int:
+    """_trips over a few lanes, in Python integers (the same answers and failures)."""
+    shape = np.broadcast_shapes(lo.shape, hi.shape, step.shape)
+    los, his, sts = (np.broadcast_to(x, shape).reshape(-1).tolist() for x in (lo, hi, step))
+    if any(s <= 0 for s in sts):
+        raise Diverged("scf.for step is not positive")
+    if los and max(his) - min(los) >= 1 << 62:
+        raise Diverged("loop bounds too far apart")
+    counts = {trip_count(a, b, s) for a, b, s in zip(los, his, sts, strict=True)}
+    if len(counts) > 1:
+        raise Diverged("lanes run a loop a different number of times")
+    return counts.pop() if counts else 0
 
 
 def _step_budget(lf: list[Any], trips: int, ops: int) -> None:
@@ -492,23 +509,32 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
             vi += 1
             if type(index_view) is not lsm.MemoryView:
                 raise Diverged("an index view that is not a memory view")
-            _in_box(index_view, sub)
+            sub_bounds = _in_box(index_view, sub)
             ext = np.broadcast_shapes(*[x.shape[R:] for x in sub])
-            values = lsm._gather(lanes, index_view, sub, ext, R, name)
+            values = lsm._gather(lanes, index_view, sub, ext, R, name, sub_bounds)
             coords.append(np.asarray(values).astype(I64))
         first = view.items[0] if type(view) is PerTile else view
         if _rank(first) != len(coords) or type(view) is not lsm.MemoryView:
             raise Diverged("an indirect tile of a view this path does not take")
-        _in_box(view, coords)
-        lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords)
+        bounds = _in_box(view, coords)
+        lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
 
 
-def _in_box(view: Any, coords: list[np.ndarray]) -> None:
-    """Every coordinate lies in the view (a box view: min and max per dimension decide)."""
+def _in_box(view: Any, coords: list[np.ndarray]) -> list[tuple[int, int]] | None:
+    """Every coordinate lies in the view (a box view: min and max per dimension decide).
+    Returns each coordinate's (min, max) (None when some coordinate array is empty)."""
     if not view.is_box or len(coords) != len(view.box_lo):
         raise Diverged("coordinates of a view that is not a box")
+    bounds: list[tuple[int, int]] | None = []
     for x, lo, hi in zip(coords, view.box_lo, view.box_hi, strict=True):
-        if x.size and (int(x.min()) < lo or int(x.max()) > hi):
+        if not x.size:
+            bounds = None
+            continue
+        xmin, xmax = int(x.min()), int(x.max())
+        if xmin < lo or xmax > hi:
             raise Diverged("out of view")
+        if bounds is not None:
+            bounds.append((xmin, xmax))
+    return bounds

@@ -1,0 +1,118 @@
+"""Lockstep gathers (lockstep_memory._gather) decide their bounds check from the coordinates'
+known minimum and maximum when those prove every row inside the array, and from the exact
+rows otherwise. Whatever decides, a run in lockstep gives the per-tile run's outputs and
+statistics, or its error with the same message and coordinate: an index outside the view
+(out-of-view) or a row inside the view but past the array (out-of-bounds), in a loop that
+lockstep vectorises, as in the embedding example. Kernels are text, as in
+test_indirect_checks.py: the builder has no indirect access tiles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference_interp as ri
+
+from .helpers import FAST, module
+from .test_lockstep import _compare
+
+# Grid [2]; each tile gathers blocks of 2 rows of 8 f32 (rows 2t + 4i, i < B / 4) of a table
+# viewed as V rows (the array may hold fewer: `rows` of them), in a loop lockstep vectorises.
+GATHER = """
+#tab = affine_set<(d0, d1)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0, d1 >= 0, -d1 + 7 >= 0)>
+#ids = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>
+#vars = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 7 >= 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @k(%e_ptr: index, %ids_ptr: index, %y_ptr: index, %V: index, %B: index) attributes {grid = [2]} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %t = ktdp.get_compute_tile_id : index
+  %tab = ktdp.construct_memory_view %e_ptr, sizes: [%V, 8], strides: [8, 1] {coordinate_set = #tab, memory_space = #ktdp.memory_space<global>} : memref<?x8xf32>
+  %idv = ktdp.construct_memory_view %ids_ptr, sizes: [%B], strides: [1] {coordinate_set = #ids, memory_space = #ktdp.memory_space<global>} : memref<?xi32>
+  %yv = ktdp.construct_memory_view %y_ptr, sizes: [%B, 8], strides: [8, 1] {coordinate_set = #tab, memory_space = #ktdp.memory_space<global>} : memref<?x8xf32>
+  %first = arith.muli %t, %c2 : index
+  scf.for %r = %first to %B step %c4 {
+    %src = ktdp.construct_indirect_access_tile intermediate_variables(%m, %k) %tab[ind(%idv[%r + %m]), (%k)] {variables_space_order = #id2, variables_space_set = #vars} : memref<?x8xf32>, memref<?xi32> -> !ktdp.access_tile<2x8xindex>
+    %rows = ktdp.load %src : !ktdp.access_tile<2x8xindex> -> tensor<2x8xf32>
+    %dst = ktdp.construct_access_tile %yv[%r, %c0] {access_tile_order = #id2, access_tile_set = #vars} : memref<?x8xf32> -> !ktdp.access_tile<2x8xindex>
+    ktdp.store %rows, %dst : tensor<2x8xf32>, !ktdp.access_tile<2x8xindex>
+  }
+  return
+}
+"""
+
+
+def _args(ids: list[int], rows: int, view_rows: int) -> dict[str, Any]:
+    return {"e_ptr": np.arange(rows * 8, dtype=np.float32).reshape(rows, 8), "ids_ptr": np.asarray(ids, np.int32),
+            "y_ptr": np.zeros((len(ids), 8), np.float32), "V": view_rows, "B": len(ids)}
+
+
+def test_in_bounds_gather_runs_in_lockstep_and_is_exact() -> None:
+    ids = [3, 0, 9, 3, 7, 7, 1, 2]
+    got = _compare(module(GATHER), _args(ids, 10, 10))
+    assert isinstance(got, ri.RunResult) and got.lockstep
+    np.testing.assert_array_equal(got.outputs["y_ptr"], np.arange(80, dtype=np.float32).reshape(10, 8)[ids])
+
+
+@pytest.mark.parametrize(("bad", "kind"), [(10, "out-of-bounds"), (15, "out-of-bounds"), (16, "out-of-view"),
+                                           (-1, "out-of-view")])
+def test_a_bad_index_is_the_per_tile_error(bad: int, kind: str) -> None:
+    """The view has 16 rows, the array 10: index 10 or 15 is in the view but past the array."""
+    ids = [3, 0, 9, 3, 7, bad, 1, 2]
+    got = _compare(module(GATHER), _args(ids, 10, 16))
+    assert isinstance(got, tuple) and got[0] == kind, got
+
+
+@given(st.lists(st.integers(-2, 12), min_size=4, max_size=12).map(lambda x: x[: len(x) // 4 * 4]),
+       st.integers(1, 12), st.integers(1, 14))
+@FAST
+def test_random_gathers_match_the_per_tile_run(ids: list[int], rows: int, view_rows: int) -> None:
+    _compare(module(GATHER), _args(ids, rows, view_rows))
+
+
+# Two gathered coordinates whose bounds alone put the last row past the array although no
+# pair of them does: rows i * 8 + j of a 2 x 8 view over 9 elements, (i, j) = (0, 7) or
+# (1, 0) (the bounds say up to 1 * 8 + 7 = 15): the exact rows decide, and the run is in bounds.
+PAIRS = """
+#tab = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 7 >= 0)>
+#ids = affine_set<(d0) : (d0 >= 0, -d0 + 3 >= 0)>
+#one = affine_set<(d0) : (d0 == 0)>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @k(%e_ptr: index, %i_ptr: index, %j_ptr: index, %y_ptr: index) attributes {grid = [2]} {
+  %t = ktdp.get_compute_tile_id : index
+  %tab = ktdp.construct_memory_view %e_ptr, sizes: [2, 8], strides: [8, 1] {coordinate_set = #tab, memory_space = #ktdp.memory_space<global>} : memref<2x8xf32>
+  %iv = ktdp.construct_memory_view %i_ptr, sizes: [4], strides: [1] {coordinate_set = #ids, memory_space = #ktdp.memory_space<global>} : memref<4xi32>
+  %jv = ktdp.construct_memory_view %j_ptr, sizes: [4], strides: [1] {coordinate_set = #ids, memory_space = #ktdp.memory_space<global>} : memref<4xi32>
+  %yv = ktdp.construct_memory_view %y_ptr, sizes: [4], strides: [1] {coordinate_set = #ids, memory_space = #ktdp.memory_space<global>} : memref<4xf32>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.for %p = %t to %c4 step %c2 {
+    %src = ktdp.construct_indirect_access_tile intermediate_variables(%m) %tab[ind(%iv[%p + %m]), ind(%jv[%p + %m])] {variables_space_order = #id1, variables_space_set = #one} : memref<2x8xf32>, memref<4xi32>, memref<4xi32> -> !ktdp.access_tile<1xindex>
+    %v = ktdp.load %src : !ktdp.access_tile<1xindex> -> tensor<1xf32>
+    %dst = ktdp.construct_access_tile %yv[%p] {access_tile_order = #id1, access_tile_set = #one} : memref<4xf32> -> !ktdp.access_tile<1xindex>
+    ktdp.store %v, %dst : tensor<1xf32>, !ktdp.access_tile<1xindex>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(("i", "j", "kind"), [([0, 1, 0, 1], [7, 0, 7, 0], None),
+                                              ([0, 1, 1, 1], [7, 0, 1, 0], "out-of-bounds")])
+def test_loose_bounds_fall_back_to_the_exact_rows(i: list[int], j: list[int], kind: str | None) -> None:
+    args = {"e_ptr": np.arange(9, dtype=np.float32), "i_ptr": np.asarray(i, np.int32),
+            "j_ptr": np.asarray(j, np.int32), "y_ptr": np.zeros(4, np.float32)}
+    got = _compare(module(PAIRS), args)
+    if kind is None:
+        assert isinstance(got, ri.RunResult) and got.lockstep
+        np.testing.assert_array_equal(got.outputs["y_ptr"], [7.0, 8.0, 7.0, 8.0])
+    else:
+        assert isinstance(got, tuple) and got[0] == kind, got
