@@ -95,19 +95,38 @@ class Region:
     bytes. A loop with inter-tile ops in its body (`sync`) also keeps its posts and joins and
     its accesses, for the race tracker after the chunk (lockstep_intertile.py)."""
 
-    __slots__ = ("loop", "rank", "spans", "sync", "events", "deferred")
+    __slots__ = ("loop", "rank", "spans", "lazy", "sync", "events", "deferred")
 
     def __init__(self, loop: int, rank: int, sync: bool = False) -> None:
         self.loop = loop
         self.rank = rank  # lane dimensions of the loop's iterations (tile first)
-        self.spans: dict[int, list[Any]] = {}  # id(alloc) -> [lo, hi, written, alloc]
+        # id(alloc) -> [lo, hi, written, alloc]; lo and hi are None while only reads, whose
+        # spans `lazy` computes when first needed (a write of the allocation), touched it
+        self.spans: dict[int, list[Any]] = {}
+        self.lazy: dict[int, list[Callable[[], tuple[np.ndarray, np.ndarray]]]] = {}
         self.sync = sync
         self.events: list[tuple[Any, ...]] = []  # ("post", key, n0, producers) | ("join", key, n0, deps)
         self.deferred: list[tuple[Any, Any, int, str, bool]] = []  # (alloc, desc, tile, op, write)
 
+    def read_later(self, alloc: Any, spans: Callable[[], tuple[np.ndarray, np.ndarray]]) -> None:
+        """A read of `alloc` whose lanes' spans `spans()` gives (as `access` takes them): computed
+        only if a write of the allocation in this chunk must be compared with them (reads
+        alone never conflict)."""
+        key = id(alloc)
+        rec = self.spans.get(key)
+        if rec is None or not rec[2]:
+            self.lazy.setdefault(key, []).append(spans)
+            return
+        self.access(alloc, *spans(), False)
+
     def access(self, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
         """Lanes (this region's) accessed bytes [lo, hi] of `alloc` (arrays over the lanes,
         possibly with more trailing lane dimensions from inner loops: reduced here)."""
+        if write and self.lazy:
+            pending = self.lazy.pop(id(alloc), None)
+            if pending:
+                for spans in pending:
+                    self.access(alloc, *spans(), False)
         extra = tuple(range(self.rank, lo.ndim))
         if extra:
             lo = lo.min(axis=extra)

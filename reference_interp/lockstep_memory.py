@@ -175,14 +175,6 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
     return [(t, whole[t][sel[t]]) for t in range(n) if sel[t].any()], whole, sel
 
 
-def _spans(lanes: Lanes, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
-    if lanes.regions:
-        lo = _bcast(lo, lanes.shape)
-        hi = _bcast(hi, lanes.shape)
-        for region in lanes.regions:
-            region.access(alloc, lo, hi, write)
-
-
 def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool) -> None:
     """Report the byte spans of the lanes to the vectorised loops in progress (unselected
     lanes: an empty span that every merge ignores)."""
@@ -500,14 +492,12 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     per = rows.reshape(shape + (-1,))
     track = lanes.race_on or alloc.init is not None
     if per.size and (track or lanes.regions):
-        # first and last element of each lane (for the loops' spans), and of each tile (for
-        # the descriptors' spans): one reduction each over all lanes
-        pmin = per.min(axis=-1)
-        pmax = per.max(axis=-1)
         if track:
+            # first and last element of each tile (the descriptors' spans): one reduction each
             nt = lanes.n_tiles
-            tmin = pmin.reshape(nt, -1).min(axis=1).tolist()
-            tmax = pmax.reshape(nt, -1).max(axis=1).tolist()
+            flat = per.reshape(nt, -1)
+            tmin = flat.min(axis=1).tolist()
+            tmax = flat.max(axis=1).tolist()
 
             def make(t: int) -> IdxDesc:
                 # the element byte offsets are made only if a race check needs them
@@ -518,7 +508,17 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
 
                 return IdxDesc(None, isz, tmin[t] * isz, (tmax[t] + n) * isz - 1, make=elements)
             _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
-        _spans(lanes, alloc, pmin * isz, (pmax + n) * isz - 1, False)
+        if lanes.regions:
+            lane_shape = lanes.shape
+
+            def spans() -> tuple[np.ndarray, np.ndarray]:
+                # first and last byte of each lane, for the loops' spans (only if a write of
+                # this allocation in the loop needs them)
+                lo = _bcast(per.min(axis=-1) * isz, lane_shape)
+                return lo, _bcast((per.max(axis=-1) + n) * isz - 1, lane_shape)
+
+            for region in lanes.regions:
+                region.read_later(alloc, spans)
     typed = alloc.typed(view.dtype)
     if run is not None:
         windows = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz),
@@ -539,6 +539,22 @@ def _run_of(c: np.ndarray, rank: int) -> tuple[int, int] | None:
     n = row.size
     if not n:
         return None
+    if n > 1024:
+        return _run_in(row)
+    key = (row.dtype.char, row.tobytes())
+    found = _RUNS.get(key)
+    if found is MISSING:
+        return _RUNS.put(key, _run_in(row))
+    return found
+
+
+# (dtype, a coordinate row's bytes) -> _run_in's answer: the row (the contiguous subscript of
+# a gather, e.g. a table's columns) is the same in every run of a kernel
+_RUNS: Memo[tuple[str, bytes], tuple[int, int] | None] = Memo(256)
+
+
+def _run_in(row: np.ndarray) -> tuple[int, int] | None:
+    n = row.size
     start = int(row[0])
     if not np.array_equal(row, np.arange(start, start + n, dtype=row.dtype)):
         return None

@@ -116,3 +116,30 @@ def test_loose_bounds_fall_back_to_the_exact_rows(i: list[int], j: list[int], ki
         np.testing.assert_array_equal(got.outputs["y_ptr"], [7.0, 8.0, 7.0, 8.0])
     else:
         assert isinstance(got, tuple) and got[0] == kind, got
+
+
+# One tile gathers rows of a table and stores them back into the table, two rows per
+# iteration (rows r, r + 1 get rows ids[r], ids[r + 1] as they are then): iterations depend on
+# each other when an index names a row another iteration writes. The gather's spans reach the
+# vectorised loop only when the store of the same array needs them (Region.read_later): the
+# result must still be the sequential loop's.
+INPLACE = GATHER.replace("attributes {grid = [2]}", "attributes {grid = [1]}").replace(
+    "%first = arith.muli %t, %c2 : index", "%first = arith.muli %t, %c4 : index").replace(
+    "step %c4 {", "step %c2 {").replace("%dst = ktdp.construct_access_tile %yv[%r, %c0]", "%dst = ktdp.construct_access_tile %tab[%r, %c0]")
+
+
+@given(st.lists(st.integers(0, 7), min_size=8, max_size=8))
+@FAST
+def test_gathers_into_the_table_they_read_match_the_sequential_loop(ids: list[int]) -> None:
+    got = _compare(module(INPLACE), _args(ids, 8, 8))
+    assert isinstance(got, ri.RunResult)
+    want = np.arange(64, dtype=np.float32).reshape(8, 8)
+    for r in range(0, 8, 2):
+        want[r : r + 2] = want[ids[r : r + 2]].copy()
+    np.testing.assert_array_equal(got.outputs["e_ptr"], want)
+
+
+def test_a_gather_of_rows_no_other_iteration_writes_stays_vectorised() -> None:
+    ids = [0, 1, 2, 3, 4, 5, 6, 7]  # each iteration reads the rows it writes: no dependence
+    got = _compare(module(INPLACE), _args(ids, 8, 8))
+    assert isinstance(got, ri.RunResult) and got.lockstep
