@@ -45,6 +45,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ktir.dialects.access import named
 from ktir.dialects.names import Func, Ktdp, Scf
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
@@ -421,6 +422,47 @@ class Facts:
                 return laned
 
 
+# ops between a load and the store of its value that read memory but write none
+_READ_ONLY = frozenset({Ktdp.load, Ktdp.construct_indirect_access_tile, Ktdp.get_compute_tile_id})
+
+
+def fused_loads(func: Operation, facts: Facts) -> set[int]:
+    """The `ktdp.load`s (by id) whose value only a `ktdp.store` later in the same block stores,
+    with no op between them that may write memory: the memory the load read is unchanged when
+    the store runs, so the load may leave its values in memory until then
+    (lockstep_memory.Gathered). A value name defined more than once (in sibling regions) is
+    never fused."""
+    uses: dict[str, int] = {}
+    defs: dict[str, int] = {}
+    blocks: list[Block] = []
+    for op in func.walk():
+        for n in op.operands:
+            uses[n] = uses.get(n, 0) + 1
+        for n in op.results:
+            defs[n] = defs.get(n, 0) + 1
+        for region in op.regions:
+            for block in region.blocks:
+                blocks.append(block)
+                for a in block.arguments:
+                    defs[a.name] = defs.get(a.name, 0) + 1
+    found: set[int] = set()
+    for block in blocks:
+        ops = block.operations
+        for i, op in enumerate(ops):
+            if op.name != Ktdp.load or len(op.results) != 1:
+                continue
+            value = op.results[0]
+            if uses.get(value) != 1 or defs.get(value) != 1:
+                continue
+            for later in ops[i + 1:]:
+                if later.name == Ktdp.store and named(later).operand("data") == value:
+                    found.add(id(op))
+                    break
+                if value in later.operands or (facts.effects.get(id(later), True) and later.name not in _READ_ONLY):
+                    break
+    return found
+
+
 def largest_tensor(c: FuncCompiler, op: Operation) -> int:
     """Elements of the largest tensor value defined in `op` (dynamic dimensions count 1024)."""
     top = 1
@@ -524,6 +566,7 @@ class LaneCompiler(FuncCompiler):
         self.vectorised = candidates(probe, func, self.no_vector)
         self.facts = Facts(self, func, self.vectorised)
         self.sizes = {id(op): largest_tensor(self, op) for op in func.walk() if id(op) in self.vectorised}
+        self.fused_loads = fused_loads(func, self.facts)
 
     # --------------------------------------------------------------- slots
 

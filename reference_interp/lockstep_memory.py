@@ -386,8 +386,9 @@ def _lanes_per_tile(lanes: Lanes, sel: Any) -> list[int]:
 # ---------------------------------------------------------------------- loads
 
 
-def load(lanes: Lanes, tile: Any, rank: int, opname: str) -> np.ndarray:
-    """The laned tensor a `ktdp.load` of `tile` gives (lane dimensions first)."""
+def load(lanes: Lanes, tile: Any, rank: int, opname: str, defer: bool = False) -> Any:
+    """The laned tensor a `ktdp.load` of `tile` gives (lane dimensions first); with `defer`, a
+    gather's may be a `Gathered` (for the store that uses it)."""
     lt = as_ltile(tile, rank)
     if lt.mask is None:
         if lt.coords is None:
@@ -395,7 +396,8 @@ def load(lanes: Lanes, tile: Any, rank: int, opname: str) -> np.ndarray:
             if groups is not None:
                 return _perm(_load_boxes(lanes, lt, groups, opname), lt, rank)
         elif type(lt.view) is MemoryView:
-            return _perm(_gather(lanes, lt.view, lt.coords, lt.ext, rank, opname, lt.cbounds), lt, rank)
+            data = _gather(lanes, lt.view, lt.coords, lt.ext, rank, opname, lt.cbounds, defer and lt.perm is None)
+            return data if type(data) is Gathered else _perm(data, lt, rank)
     return _per_lane_load(lanes, lt, rank, opname)
 
 
@@ -456,9 +458,10 @@ def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, view: 
 
 
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
-            opname: str, cbounds: list[tuple[int, int]] | None = None) -> np.ndarray:
+            opname: str, cbounds: list[tuple[int, int]] | None = None, defer: bool = False) -> Any:
     """A load through an indirect tile of a memory view: coordinates with lane dimensions
-    (`cbounds`: each coordinate's minimum and maximum over all lanes, when known)."""
+    (`cbounds`: each coordinate's minimum and maximum over all lanes, when known). With
+    `defer`, the values are returned as a `Gathered`, not yet copied."""
     shape = lanes.shape
     if len(coords) != view.rank:
         raise Diverged("subscripts and view rank differ")
@@ -520,14 +523,59 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
             for region in lanes.regions:
                 region.read_later(alloc, spans)
     typed = alloc.typed(view.dtype)
-    if run is not None:
-        windows = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz),
-                                                  writeable=False)
-        data = windows[rows]
-    else:
-        data = typed[rows]
     _count(lanes, view, math.prod(ext) * isz, None, False)
-    return data
+    src: np.ndarray
+    if run is None:
+        src, idx = typed, rows
+    elif all(s % n == 0 for s in view.strides[: len(used)]):
+        # every row starts at the same offset modulo n (the strides are multiples of the run,
+        # as table rows are): the array seen as rows of n elements, indexed by row number
+        r0 = const % n
+        src = typed[r0 : r0 + (len(typed) - r0) // n * n].reshape(-1, n)
+        idx = (rows - r0) // n
+    else:
+        src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
+        idx = rows
+    if defer:
+        return Gathered(src, idx, full_shape, view.dtype)
+    return src[idx]
+
+
+class Gathered:
+    """A gather's result not yet copied out of memory (`src[idx]`): a load whose value only a
+    store right after it uses (no op in between writes memory; LaneCompiler.fused_loads) moves
+    the rows into the store's destination in one copy (`into`), instead of a copy into a new
+    array and one more into the destination. Everything else about the load (checks, race
+    tracking, statistics) happened when it ran."""
+
+    __slots__ = ("src", "idx", "shape", "dtype", "_value")
+
+    def __init__(self, src: np.ndarray, idx: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        self.src = src
+        self.idx = idx
+        self.shape = shape
+        self.dtype = dtype
+        self._value: np.ndarray | None = None
+
+    def value(self) -> np.ndarray:
+        if self._value is None:
+            self._value = self.src[self.idx]
+        return self._value
+
+    def into(self, dest: np.ndarray) -> None:
+        """dest[...] = the gathered values (dest shaped like them)."""
+        src, idx = self.src, self.idx
+        k = idx.ndim
+        if src.flags.c_contiguous and self._value is None:
+            # np.take writes straight into a C-contiguous `out` (the indices are in bounds: the
+            # load checked them, so mode="clip" changes none of them and skips a second check);
+            # the index axes are put in the order that makes the destination contiguous
+            order = sorted(range(k), key=lambda a: -dest.strides[a])
+            out = dest.transpose(*order, *range(k, dest.ndim))
+            if out.flags.c_contiguous:
+                np.take(src, idx.transpose(order), axis=0, out=out, mode="clip")
+                return
+        dest[...] = self.value()
 
 
 def _run_of(c: np.ndarray, rank: int) -> tuple[int, int] | None:
@@ -578,6 +626,18 @@ def _per_lane_load(lanes: Lanes, lt: LTile, rank: int, opname: str) -> np.ndarra
 
 def store(lanes: Lanes, tile: Any, data: Any, data_laned: bool, rank: int, opname: str) -> None:
     lt = as_ltile(tile, rank)
+    if type(data) is Gathered:
+        if not (data_laned and lt.perm is None and lt.mask is None and lt.coords is None
+                and data.shape == lanes.shape + tuple(lt.shape) and type(lt.view) is MemoryView):
+            data = data.value()  # not the box store of every lane that takes it as it is
+        elif data.dtype != access.view_dtype(lt.view):
+            raise Diverged("stored element type differs")
+        else:
+            groups = _groups(lt, lanes)
+            if groups is not None and all(box_injective(lt.ext, v.strides) for v, _ in groups):
+                _store_boxes(lanes, lt, groups, data, opname)
+                return
+            data = data.value()
     data = np.asarray(data)
     tail = data.shape[rank:] if data_laned else data.shape
     if tail != tuple(lt.shape):
@@ -599,11 +659,13 @@ def store(lanes: Lanes, tile: Any, data: Any, data_laned: bool, rank: int, opnam
     _per_lane_store(lanes, lt, data, rank, opname)
 
 
-def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], data: np.ndarray, opname: str) -> None:
+def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], data: np.ndarray | Gathered,
+                 opname: str) -> None:
     assert lt.lo is not None
     ext = lt.ext
     shape = lanes.shape
-    full = _bcast(data, shape + ext)
+    # a Gathered comes only for a MemoryView (one group, every lane: sel None); else as an array
+    full: Any = data if type(data) is Gathered else _bcast(np.asarray(data), shape + ext)
     for view, sel in groups:
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
@@ -630,9 +692,12 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
             _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
         box = _box_view(alloc, view, off, ext, True) if sel is None else None
         if box is not None:
-            box[...] = part
+            if type(part) is Gathered:
+                part.into(box)
+            else:
+                box[...] = part
         else:
-            _windows(alloc, view, ext)[off // view.itemsize] = part
+            _windows(alloc, view, ext)[off // view.itemsize] = part.value() if type(part) is Gathered else part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
 
 

@@ -417,9 +417,10 @@ def load(c: LaneCompiler, op: Operation) -> LaneFn:
     laned = c.is_laned(op.results[0])
     R = c.rank
     name = op.name
+    defer = laned and id(op) in c.fused_loads  # only a store right after uses the value
 
     def run(lf: list[Any]) -> None:
-        data = lsm.load(lf[1], lf[a], R, name)
+        data = lsm.load(lf[1], lf[a], R, name, defer)
         if data.dtype != dt:
             raise Diverged("loaded element type")
         tail = data.shape[R:]

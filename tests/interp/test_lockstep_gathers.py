@@ -17,6 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference_interp as ri
+from ktir.dialects.names import Func
+from reference_interp.compiler import FuncCompiler
 
 from .helpers import FAST, module
 from .test_lockstep import _compare
@@ -143,3 +145,78 @@ def test_a_gather_of_rows_no_other_iteration_writes_stays_vectorised() -> None:
     ids = [0, 1, 2, 3, 4, 5, 6, 7]  # each iteration reads the rows it writes: no dependence
     got = _compare(module(INPLACE), _args(ids, 8, 8))
     assert isinstance(got, ri.RunResult) and got.lockstep
+
+
+# The gather's values go straight into the store's destination (lockstep_memory.Gathered): a
+# table of W columns, runs of K columns from column C (W a multiple of K: the table as rows of
+# K; else windows of K elements), into rows of a Y of WY columns (WY = K: a contiguous
+# destination, np.take writes it; else the copy through an array).
+COLUMNS = """
+#tab = affine_set<(d0, d1)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0, d1 >= 0, -d1 + {W1} >= 0)>
+#ys = affine_set<(d0, d1)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0, d1 >= 0, -d1 + {WY1} >= 0)>
+#ids = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>
+#vars = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + {K1} >= 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @k(%e_ptr: index, %ids_ptr: index, %y_ptr: index, %V: index, %B: index) attributes {{grid = [2]}} {{
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %t = ktdp.get_compute_tile_id : index
+  %tab = ktdp.construct_memory_view %e_ptr, sizes: [%V, {W}], strides: [{W}, 1] {{coordinate_set = #tab, memory_space = #ktdp.memory_space<global>}} : memref<?x{W}xf32>
+  %idv = ktdp.construct_memory_view %ids_ptr, sizes: [%B], strides: [1] {{coordinate_set = #ids, memory_space = #ktdp.memory_space<global>}} : memref<?xi32>
+  %yv = ktdp.construct_memory_view %y_ptr, sizes: [%B, {WY}], strides: [{WY}, 1] {{coordinate_set = #ys, memory_space = #ktdp.memory_space<global>}} : memref<?x{WY}xf32>
+  %first = arith.muli %t, %c2 : index
+  scf.for %r = %first to %B step %c4 {{
+    %src = ktdp.construct_indirect_access_tile intermediate_variables(%m, %k) %tab[ind(%idv[%r + %m]), (%k + {C})] {{variables_space_order = #id2, variables_space_set = #vars}} : memref<?x{W}xf32>, memref<?xi32> -> !ktdp.access_tile<2x{K}xindex>
+    %rows = ktdp.load %src : !ktdp.access_tile<2x{K}xindex> -> tensor<2x{K}xf32>
+    %dst = ktdp.construct_access_tile %yv[%r, %c0] {{access_tile_order = #id2, access_tile_set = #vars}} : memref<?x{WY}xf32> -> !ktdp.access_tile<2x{K}xindex>
+    ktdp.store %rows, %dst : tensor<2x{K}xf32>, !ktdp.access_tile<2x{K}xindex>
+  }}
+  return
+}}
+"""
+
+
+def _columns(w: int, k: int, c: int, wy: int) -> str:
+    return COLUMNS.format(W=w, W1=w - 1, K=k, K1=k - 1, C=c, WY=wy, WY1=wy - 1)
+
+
+@pytest.mark.parametrize(("w", "k", "c", "wy"), [(8, 4, 4, 4), (8, 4, 1, 4), (8, 3, 2, 3), (8, 4, 0, 6), (6, 6, 0, 6)])
+def test_gathered_columns_stored_straight_into_the_destination(w: int, k: int, c: int, wy: int) -> None:
+    ids = [3, 0, 9, 3, 7, 7, 1, 2]
+    table = np.arange(10 * w, dtype=np.float32).reshape(10, w)
+    args = {"e_ptr": table, "ids_ptr": np.asarray(ids, np.int32), "y_ptr": np.full((8, wy), -1, np.float32),
+            "V": 10, "B": 8}
+    got = _compare(module(_columns(w, k, c, wy)), args)
+    assert isinstance(got, ri.RunResult) and got.lockstep
+    want = np.full((8, wy), -1, np.float32)
+    want[:, :k] = table[ids, c : c + k]
+    np.testing.assert_array_equal(got.outputs["y_ptr"], want)
+
+
+def test_a_write_between_the_load_and_its_store_keeps_the_loaded_values() -> None:
+    """A store into the table between the gather and the store of its rows: the gather's values
+    are those before it (the load is not left in memory: fused_loads)."""
+    text = GATHER.replace("    %dst = ktdp.construct_access_tile %yv[%r, %c0]",
+                          "    %z = arith.constant dense<5.0> : tensor<2x8xf32>\n"
+                          "    %tz = ktdp.construct_access_tile %tab[%r, %c0] {access_tile_order = #id2, access_tile_set = #vars} : memref<?x8xf32> -> !ktdp.access_tile<2x8xindex>\n"
+                          "    ktdp.store %z, %tz : tensor<2x8xf32>, !ktdp.access_tile<2x8xindex>\n"
+                          "    %dst = ktdp.construct_access_tile %yv[%r, %c0]")
+    m = module(text)
+    ids = [0, 1, 2, 3, 4, 5, 6, 7]  # each iteration reads the rows it then overwrites with 5
+    got = _compare(m, _args(ids, 8, 8))
+    assert isinstance(got, ri.RunResult)
+    np.testing.assert_array_equal(got.outputs["y_ptr"], np.arange(64, dtype=np.float32).reshape(8, 8))
+    np.testing.assert_array_equal(got.outputs["e_ptr"], np.full((8, 8), 5.0, np.float32))
+    func = next(op for op in m.walk() if op.name == Func.func)
+    assert _fused(func) == [] and _fused(next(op for op in module(GATHER).walk() if op.name == Func.func)) == ["%rows"]
+
+
+def _fused(func: Any) -> list[str]:
+    from reference_interp.executor import _program
+    from reference_interp.lockstep import Facts, fused_loads
+    from reference_interp.runtime import Options
+
+    c = FuncCompiler(_program(module(GATHER)), func, Options())
+    found = fused_loads(func, Facts(c, func, set()))
+    return [op.results[0] for op in func.walk() if id(op) in found]
