@@ -37,6 +37,7 @@ from .lockstep import (
     lane_item,
     to_laned,
 )
+from .memo import MISSING, Memo
 from .ops.common import element
 from .ops.scf import trip_count
 
@@ -492,8 +493,7 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         except Exception:  # noqa: BLE001 - the per-tile run reports it
             raise Diverged("access tile type") from None
         nv = len(pts.ext)
-        variables = [np.asarray(lo + g).reshape((1,) * R + g.shape)
-                     for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
+        variables = _variables(pts.lo, pts.ext, R)
         captured = []
         for s in caps:
             x = np.asarray(lf[s], dtype=I64)
@@ -511,7 +511,7 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
             if type(index_view) is not lsm.MemoryView:
                 raise Diverged("an index view that is not a memory view")
             sub_bounds = _in_box(index_view, sub)
-            ext = np.broadcast_shapes(*[x.shape[R:] for x in sub])
+            ext = _broadcast_shape([x.shape[R:] for x in sub])
             values = lsm._gather(lanes, index_view, sub, ext, R, name, sub_bounds)
             coords.append(np.asarray(values).astype(I64))
         first = view.items[0] if type(view) is PerTile else view
@@ -521,6 +521,40 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
+
+
+# (lower corner, extents, lane dimensions) -> an indirect tile's variables (read-only arrays):
+# the same variable space every time a kernel's tile is built
+_VARIABLES: Memo[tuple[tuple[int, ...], tuple[int, ...], int], list[np.ndarray]] = Memo(256)
+
+
+def _variables(lo: tuple[int, ...], ext: tuple[int, ...], R: int) -> list[np.ndarray]:
+    """The variables of a variable space with corner `lo` and extents `ext`: variable k varies
+    along axis R + k (after R lane axes of 1)."""
+    key = (tuple(lo), tuple(ext), R)
+    found = _VARIABLES.get(key)
+    if found is not MISSING:
+        return found
+    out = []
+    for a, g in zip(lo, np.indices(ext, sparse=True), strict=True):
+        v = np.asarray(a + g).reshape((1,) * R + g.shape)
+        v.flags.writeable = False
+        out.append(v)
+    return _VARIABLES.put(key, out)
+
+
+def _broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """np.broadcast_shapes in Python (it costs microseconds of numpy per call); Diverged when
+    the shapes do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for k, n in enumerate(s, rank - len(s)):
+            if n != 1:
+                if out[k] not in (1, n):
+                    raise Diverged("subscripts of shapes that do not broadcast")
+                out[k] = n
+    return tuple(out)
 
 
 def _in_box(view: Any, coords: list[np.ndarray]) -> list[tuple[int, int]] | None:
