@@ -128,9 +128,11 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
             raise Diverged("scf.for step is not positive")
         return trip_count(lo, hi, step)
     lo_a, hi_a, st_a = (np.asarray(x, dtype=I64) for x in (lo, hi, step))
-    if lo_a.size <= 64 and hi_a.size <= 64 and st_a.size <= 64:
-        # a handful of lanes (the tiles): Python integers are quicker than eight numpy calls
-        return _trips_few(lo_a, hi_a, st_a)
+    shaped = [a for a in (lo_a, hi_a, st_a) if a.size != 1]
+    if all(a.size <= 64 and a.shape == shaped[0].shape for a in shaped):
+        # a handful of lanes (the tiles) of one shape: Python integers are quicker than eight
+        # numpy calls
+        return _trips_few(lo_a, hi_a, st_a, shaped[0].size if shaped else 1)
     if (st_a <= 0).any():
         raise Diverged("scf.for step is not positive")
     if int(hi_a.max()) - int(lo_a.min()) >= 1 << 62:
@@ -142,10 +144,10 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
     return first
 
 
-def _trips_few(lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> int:
-    """_trips over a few lanes, in Python integers (the same answers and failures)."""
-    shape = np.broadcast_shapes(lo.shape, hi.shape, step.shape)
-    los, his, sts = (np.broadcast_to(x, shape).reshape(-1).tolist() for x in (lo, hi, step))
+def _trips_few(lo: np.ndarray, hi: np.ndarray, step: np.ndarray, n: int) -> int:
+    """_trips over `n` lanes, in Python integers (the same answers and failures): each array
+    has the n lanes' values (in one shape) or one value for all."""
+    los, his, sts = (x.reshape(-1).tolist() if x.size != 1 else [int(x.reshape(-1)[0])] * n for x in (lo, hi, step))
     if any(s <= 0 for s in sts):
         raise Diverged("scf.for step is not positive")
     if los and max(his) - min(los) >= 1 << 62:
