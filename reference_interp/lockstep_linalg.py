@@ -61,6 +61,15 @@ def _full_lanes(v: Any, lanes: tuple[int, ...], rank: int, R: int) -> Any:
     return np.broadcast_to(v, lanes + v.shape[R:])
 
 
+def _read_only(v: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """np.broadcast_to(v, shape) (a read-only view), without its cost when v has the shape."""
+    if v.shape != shape:
+        return np.broadcast_to(v, shape)
+    w = v.view()
+    w.flags.writeable = False
+    return w
+
+
 def _trank(c: FuncCompiler, t: ty.Type) -> int:
     t = c.type(t)
     return len(t.shape) if isinstance(t, ty.TensorType) else 0
@@ -390,7 +399,7 @@ def generic(c: LaneCompiler, op: Operation) -> LaneFn:
                 if i >= n_in:
                     lf[s] = _full_lanes(v, shape, ranks[i], R) if laned[i] else _full_lanes(v, shape, ranks[i], 0)
                 elif laned[i]:
-                    lf[s] = np.broadcast_to(v, shape + v.shape[R:])
+                    lf[s] = _read_only(v, shape + v.shape[R:])
             for s, v, fr_rank in zip(free_slots, saved_free, free_ranks, strict=True):
                 a = np.asarray(v)
                 lf[s] = a.reshape(a.shape[:R] + (1,) * n + a.shape[R:]) if fr_rank == 0 else a

@@ -485,10 +485,10 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     rows = np.asarray(const if rows is None else rows + const, dtype=I64)
     if run is not None:
         n = run[1]
-        rows = np.broadcast_to(rows, full_shape[:-1] + (1,))[..., 0]  # the first element of each row
+        rows = _bcast(rows, full_shape[:-1] + (1,))[..., 0]  # the first element of each row
     else:
         n = 1
-        rows = np.broadcast_to(rows, full_shape)
+        rows = _bcast(rows, full_shape)
     known = cbounds[: len(used)] if cbounds is not None else None
     if rows.size and not _rows_inside(rows, known, view, const, n, isz, alloc.nbytes):
         raise Diverged("out of bounds")
