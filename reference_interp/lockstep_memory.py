@@ -441,20 +441,21 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     return out
 
 
-def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, view: MemoryView,
-                 const: int, n: int, isz: int, nbytes: int) -> bool:
-    """Whether every row (first element `rows`, `n` elements) lies in the allocation's `nbytes`.
+def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, strides: tuple[int, ...], const: int,
+                 unit: int, shift: int, n: int, isz: int, nbytes: int) -> bool:
+    """Whether every row (first element shift + unit * `rows`, `n` elements; equal to
+    const + sum(c * s) over the coordinates c and `strides`) lies in the allocation's `nbytes`.
     With the coordinates' known bounds (`cbounds`, as the view check found them), the rows'
     bounds by interval arithmetic decide when they lie inside (they enclose the exact ones);
     else, or when they do not, the exact minimum and maximum decide."""
     if cbounds is not None:
         lo = hi = const
-        for (cmin, cmax), s in zip(cbounds, view.strides, strict=False):
+        for (cmin, cmax), s in zip(cbounds, strides, strict=False):
             lo += min(cmin * s, cmax * s)
             hi += max(cmin * s, cmax * s)
         if lo >= 0 and (hi + n) * isz <= nbytes:
             return True
-    return int(rows.min()) >= 0 and (int(rows.max()) + n) * isz <= nbytes
+    return int(rows.min()) * unit + shift >= 0 and (int(rows.max()) * unit + shift + n) * isz <= nbytes
 
 
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
@@ -475,22 +476,27 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     full_shape = shape + tuple(ext)
     run = _run_of(coords[-1], rank) if view.strides[-1] == 1 and len(coords) > 1 else None
     used = coords[:-1] if run is not None else coords
-    # rows = const + sum(c * s): the constant terms folded in Python (one numpy call fewer per term)
+    strides = view.strides[: len(used)]
+    n = run[1] if run is not None else 1
+    # the first element of each row (of n elements) is const + sum(c * s), the constant terms
+    # folded in Python; when every stride is a multiple of n (table rows), it is
+    # shift + unit * k with k = q0 + sum(c * (s // n)) the row's number in the array seen as
+    # rows of n elements (from element shift): k is computed instead (for a table, the ids)
     const = base + (run[0] - view.origin[-1] if run is not None else 0)
-    rows: Any = None
-    for c, o, s in zip(used, view.origin, view.strides, strict=False):
+    for o, s in zip(view.origin, strides, strict=False):
         const -= o * s
-        term = c if s == 1 else c * s
+    unit = n if run is not None and all(s % n == 0 for s in strides) else 1
+    shift = const % unit
+    q0 = (const - shift) // unit
+    rows: Any = None
+    for c, s in zip(used, strides, strict=False):
+        term = c if s == unit else c * (s // unit)
         rows = term if rows is None else rows + term
-    rows = np.asarray(const if rows is None else rows + const, dtype=I64)
-    if run is not None:
-        n = run[1]
-        rows = _bcast(rows, full_shape[:-1] + (1,))[..., 0]  # the first element of each row
-    else:
-        n = 1
-        rows = _bcast(rows, full_shape)
+    rows = np.asarray(q0 if rows is None else (rows + q0 if q0 else rows), dtype=I64)
+    # the first element of each row (a run: the lanes and every axis but the last)
+    rows = _bcast(rows, full_shape[:-1] + (1,))[..., 0] if run is not None else _bcast(rows, full_shape)
     known = cbounds[: len(used)] if cbounds is not None else None
-    if rows.size and not _rows_inside(rows, known, view, const, n, isz, alloc.nbytes):
+    if rows.size and not _rows_inside(rows, known, strides, const, unit, shift, n, isz, alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
     track = lanes.race_on or alloc.init is not None
@@ -507,9 +513,11 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
                 o = per[t].reshape(-1)
 
                 def elements(o: np.ndarray = o) -> np.ndarray:
-                    return o * isz if n == 1 else (o[:, None] + np.arange(n)).reshape(-1) * isz
+                    first = o * unit + shift if unit > 1 or shift else o
+                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
 
-                return IdxDesc(None, isz, tmin[t] * isz, (tmax[t] + n) * isz - 1, make=elements)
+                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
+                               make=elements)
             _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
         if lanes.regions:
             lane_shape = lanes.shape
@@ -517,8 +525,8 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
             def spans() -> tuple[np.ndarray, np.ndarray]:
                 # first and last byte of each lane, for the loops' spans (only if a write of
                 # this allocation in the loop needs them)
-                lo = _bcast(per.min(axis=-1) * isz, lane_shape)
-                return lo, _bcast((per.max(axis=-1) + n) * isz - 1, lane_shape)
+                lo = _bcast((per.min(axis=-1) * unit + shift) * isz, lane_shape)
+                return lo, _bcast((per.max(axis=-1) * unit + shift + n) * isz - 1, lane_shape)
 
             for region in lanes.regions:
                 region.read_later(alloc, spans)
@@ -526,19 +534,15 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     _count(lanes, view, math.prod(ext) * isz, None, False)
     src: np.ndarray
     if run is None:
-        src, idx = typed, rows
-    elif all(s % n == 0 for s in view.strides[: len(used)]):
-        # every row starts at the same offset modulo n (the strides are multiples of the run,
-        # as table rows are): the array seen as rows of n elements, indexed by row number
-        r0 = const % n
-        src = typed[r0 : r0 + (len(typed) - r0) // n * n].reshape(-1, n)
-        idx = (rows - r0) // n
+        src = typed
+    elif unit > 1 or n == 1:
+        # the array seen as rows of n elements from element `shift` (contiguous, as np.take needs)
+        src = typed[shift : shift + (len(typed) - shift) // n * n].reshape(-1, n)
     else:
         src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
-        idx = rows
     if defer:
-        return Gathered(src, idx, full_shape, view.dtype)
-    return src[idx]
+        return Gathered(src, rows, full_shape, view.dtype)
+    return src[rows]
 
 
 class Gathered:

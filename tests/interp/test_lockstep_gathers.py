@@ -220,3 +220,47 @@ def _fused(func: Any) -> list[str]:
     c = FuncCompiler(_program(module(GATHER)), func, Options())
     found = fused_loads(func, Facts(c, func, set()))
     return [op.results[0] for op in func.walk() if id(op) in found]
+
+
+# The same with runs of 4 elements of a 2 x 2 x 4 view over 12 elements (3 runs): run
+# i * 2 + j for (i, j) = (0, 1) or (1, 0) (the bounds say up to run 3, past the array): the
+# exact rows, counted in runs of 4 (the strides 8 and 4 are multiples of the run), decide.
+RUNS = """
+#tab = affine_set<(d0, d1, d2) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 1 >= 0, d2 >= 0, -d2 + 3 >= 0)>
+#ids = affine_set<(d0) : (d0 >= 0, -d0 + 3 >= 0)>
+#vars = affine_set<(d0, d1) : (d0 == 0, d1 >= 0, -d1 + 3 >= 0)>
+#ys = affine_set<(d0, d1) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 3 >= 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @k(%e_ptr: index, %i_ptr: index, %j_ptr: index, %y_ptr: index) attributes {grid = [2]} {
+  %t = ktdp.get_compute_tile_id : index
+  %tab = ktdp.construct_memory_view %e_ptr, sizes: [2, 2, 4], strides: [8, 4, 1] {coordinate_set = #tab, memory_space = #ktdp.memory_space<global>} : memref<2x2x4xf32>
+  %iv = ktdp.construct_memory_view %i_ptr, sizes: [4], strides: [1] {coordinate_set = #ids, memory_space = #ktdp.memory_space<global>} : memref<4xi32>
+  %jv = ktdp.construct_memory_view %j_ptr, sizes: [4], strides: [1] {coordinate_set = #ids, memory_space = #ktdp.memory_space<global>} : memref<4xi32>
+  %yv = ktdp.construct_memory_view %y_ptr, sizes: [4, 4], strides: [4, 1] {coordinate_set = #ys, memory_space = #ktdp.memory_space<global>} : memref<4x4xf32>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  scf.for %p = %t to %c4 step %c2 {
+    %src = ktdp.construct_indirect_access_tile intermediate_variables(%m, %k) %tab[ind(%iv[%p + %m]), ind(%jv[%p + %m]), (%k)] {variables_space_order = #id2, variables_space_set = #vars} : memref<2x2x4xf32>, memref<4xi32>, memref<4xi32> -> !ktdp.access_tile<1x4xindex>
+    %v = ktdp.load %src : !ktdp.access_tile<1x4xindex> -> tensor<1x4xf32>
+    %dst = ktdp.construct_access_tile %yv[%p, %c0] {access_tile_order = #id2, access_tile_set = #vars} : memref<4x4xf32> -> !ktdp.access_tile<1x4xindex>
+    ktdp.store %v, %dst : tensor<1x4xf32>, !ktdp.access_tile<1x4xindex>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(("i", "j", "kind"), [([0, 1, 0, 1], [1, 0, 1, 0], None),
+                                              ([0, 1, 1, 1], [1, 0, 1, 0], "out-of-bounds")])
+def test_loose_bounds_of_runs_fall_back_to_the_exact_rows(i: list[int], j: list[int], kind: str | None) -> None:
+    table = np.arange(12, dtype=np.float32)
+    args = {"e_ptr": table, "i_ptr": np.asarray(i, np.int32), "j_ptr": np.asarray(j, np.int32),
+            "y_ptr": np.zeros((4, 4), np.float32)}
+    got = _compare(module(RUNS), args)
+    if kind is None:
+        assert isinstance(got, ri.RunResult) and got.lockstep
+        runs = [a * 2 + b for a, b in zip(i, j, strict=True)]
+        np.testing.assert_array_equal(got.outputs["y_ptr"], table.reshape(3, 4)[runs])
+    else:
+        assert isinstance(got, tuple) and got[0] == kind, got
