@@ -118,6 +118,19 @@ def tile_desc(offs: np.ndarray, ext: tuple[int, ...], bstrides: tuple[int, ...],
     return IdxDesc((offs.reshape(-1, 1) + rel.reshape(1, -1)).reshape(-1), isz)
 
 
+def lattice_descs(lat: tuple[int, tuple[int, ...]], shape: tuple[int, ...], ext: tuple[int, ...],
+                  bstrides: tuple[int, ...], isz: int) -> list[tuple[int, Desc]]:
+    """Each tile's descriptor, as tile_desc makes it from the tile's offsets, for lanes (`shape`,
+    tiles first) whose offsets are the strict lattice `lat`: tile t's offsets are the lattice
+    from first + t * step0 over the other lane dimensions, those of one lane dropped."""
+    first, steps = lat
+    dims = [(n, st) for n, st in zip(shape[1:], steps[1:], strict=True) if n > 1]
+    lane_ext = tuple(n for n, _ in dims)
+    lane_steps = tuple(st for _, st in dims)
+    return [(t, BoxDesc(first + t * steps[0], (*lane_ext, *ext), (*lane_steps, *bstrides), isz))
+            for t in range(shape[0])]
+
+
 def _box_rel(ext: tuple[int, ...], bstrides: tuple[int, ...]) -> np.ndarray:
     rel = np.zeros(ext, dtype=I64)
     for d, (e, s) in enumerate(zip(ext, bstrides, strict=True)):
@@ -148,6 +161,10 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
                 tracker.read(alloc, desc, t, opname)
         except (RaceFound, UninitFound) as e:
             raise Diverged(f"the race tracker: {type(e).__name__}") from None
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def _bcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -244,15 +261,24 @@ def _span(ext: tuple[int, ...], bstrides: tuple[int, ...], isz: int) -> int:
     return sum((e - 1) * s for e, s in zip(ext, bstrides, strict=True)) + isz - 1
 
 
-def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
-    """The allocation, after checking (and for scratchpads, growing to) every lane's bytes."""
+def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int,
+            lat: tuple[int, tuple[int, ...]] | None = None) -> Any:
+    """The allocation, after checking (and for scratchpads, growing to) every lane's bytes
+    (`lat`: the offsets' lattice, when known: their bounds and alignment without a pass)."""
     alloc = view.alloc
     if alloc is None:
         raise Diverged("a view outside every array")
     if span < 0 or not off.size:
         return alloc
     isz = view.itemsize
-    if off.size <= 64:  # a handful of lanes: Python is quicker than three numpy reductions
+    if lat is not None:
+        # offsets first + sum(i * step), steps >= 0: all aligned iff the first and every step
+        # of a dimension with several lanes are
+        first, steps = lat
+        lo = first
+        hi = first + sum((n - 1) * st for n, st in zip(off.shape, steps, strict=True)) + span
+        unaligned = bool(first % isz) or any(st % isz for n, st in zip(off.shape, steps, strict=True) if n > 1)
+    elif off.size <= 64:  # a handful of lanes: Python is quicker than three numpy reductions
         vals = off.reshape(-1).tolist()
         lo, hi = min(vals), max(vals) + span
         unaligned = any(v % isz for v in vals)
@@ -346,9 +372,12 @@ def _lattice_of(a: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | No
     return first, tuple(steps)
 
 
-def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...], strict: bool) -> np.ndarray | None:
-    """All lanes' boxes as one strided view of the allocation, when the lanes are evenly spaced."""
-    lat = _lattice(off, strict)
+def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...], strict: bool,
+              lat: tuple[int, tuple[int, ...]] | None = None) -> np.ndarray | None:
+    """All lanes' boxes as one strided view of the allocation, when the lanes are evenly spaced
+    (`lat`: their strict lattice, when known: also the answer of the non-strict test)."""
+    if lat is None:
+        lat = _lattice(off, strict)
     if lat is None:
         return None
     first, steps = lat
@@ -418,12 +447,18 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         span = _span(ext, view.bstrides, view.itemsize)
-        alloc = _bounds(lanes, view, off, span)
+        # every lane's offset, evenly spaced (strictly): bounds, descriptors and the boxes' view
+        # follow from the lattice (the same answers as from the offsets)
+        lat = _lattice(off, True) if sel is None and off.shape == shape and span >= 0 else None
+        alloc = _bounds(lanes, view, off, span, lat)
         if span >= 0:
             per_tile, whole, mask = _split(off, sel, shape)
             _regions(lanes, alloc, whole, mask, span, False)
-            _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
-            box = _box_view(alloc, view, off, ext, False) if sel is None else None
+            if lat is not None:
+                _track(lanes, alloc, lattice_descs(lat, shape, ext, view.bstrides, view.itemsize), _same, False, opname)
+            else:
+                _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
+            box = _box_view(alloc, view, off, ext, False, lat) if sel is None else None
             if box is not None:
                 data = box if alloc.shared else box.copy()  # access._load_box: unwritten arrays are read in place
             else:
@@ -681,20 +716,24 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
             part = full[sel]
         else:
             part = full[np.broadcast_to(sel, shape)]
+        span = _span(ext, view.bstrides, view.itemsize)
+        lat = _lattice(off, True) if sel is None and off.size and span >= 0 else None  # as in _load_boxes
         if view.alloc is not None and view.alloc.shared:
             # a store of every byte of the caller's array need not copy it first (an error
             # before the store below gives up lockstep: this machine is then dropped)
-            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext))
-        span = _span(ext, view.bstrides, view.itemsize)
-        alloc = _bounds(lanes, view, off, span)
+            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext, lat))
+        alloc = _bounds(lanes, view, off, span, lat)
         if span < 0:
             continue
         per_tile, whole, mask = _split(off, sel, shape)
         _regions(lanes, alloc, whole, mask, span, True)
-        _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
+        if lat is not None:
+            _track(lanes, alloc, lattice_descs(lat, shape, ext, view.bstrides, view.itemsize), _same, True, opname)
+        else:
+            _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
         if not (lanes.race_on and not alloc.private) and not isinstance(sel, int):
             _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
-        box = _box_view(alloc, view, off, ext, True) if sel is None else None
+        box = _box_view(alloc, view, off, ext, True, lat) if sel is None else None
         if box is not None:
             if type(part) is Gathered:
                 part.into(box)
@@ -705,14 +744,17 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
 
 
-def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...]) -> bool:
+def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...],
+                lat: tuple[int, tuple[int, ...]] | None = None) -> bool:
     """Whether boxes `ext` of `view` at byte offsets `off` (one per lane) write each of bytes
     [0, nbytes) exactly once: as many elements as the bytes hold, at distinct multiples of the
-    element size (the lanes' offsets a lattice, the whole box injective) from 0 to the last."""
+    element size (the lanes' offsets a lattice, the whole box injective) from 0 to the last.
+    `lat`: the offsets' strict lattice, when known."""
     isz = view.itemsize
     if not nbytes or off.size * math.prod(ext) * isz != nbytes:
         return False
-    lat = _lattice(off, True)
+    if lat is None:
+        lat = _lattice(off, True)
     if lat is None or lat[0] != 0:
         return False
     shape = off.shape + ext
