@@ -101,9 +101,9 @@ class Region:
     def __init__(self, loop: int, rank: int, sync: bool = False) -> None:
         self.loop = loop
         self.rank = rank  # lane dimensions of the loop's iterations (tile first)
-        # id(alloc) -> [lo, hi, written, alloc]; lo and hi are None while only reads, whose
-        # spans `lazy` computes when first needed (a write of the allocation), touched it
-        self.spans: dict[int, list[Any]] = {}
+        self.spans: dict[int, list[Any]] = {}  # id(alloc) -> [lo, hi, written, alloc]
+        # id(alloc) -> reads whose spans are not computed yet (read_later): made part of `spans`
+        # at the chunk's first write of the allocation
         self.lazy: dict[int, list[Callable[[], tuple[np.ndarray, np.ndarray]]]] = {}
         self.sync = sync
         self.events: list[tuple[Any, ...]] = []  # ("post", key, n0, producers) | ("join", key, n0, deps)
