@@ -45,6 +45,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ktir.dialects.access import named
 from ktir.dialects.names import Func, Ktdp, Scf
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
@@ -95,19 +96,38 @@ class Region:
     bytes. A loop with inter-tile ops in its body (`sync`) also keeps its posts and joins and
     its accesses, for the race tracker after the chunk (lockstep_intertile.py)."""
 
-    __slots__ = ("loop", "rank", "spans", "sync", "events", "deferred")
+    __slots__ = ("loop", "rank", "spans", "lazy", "sync", "events", "deferred")
 
     def __init__(self, loop: int, rank: int, sync: bool = False) -> None:
         self.loop = loop
         self.rank = rank  # lane dimensions of the loop's iterations (tile first)
         self.spans: dict[int, list[Any]] = {}  # id(alloc) -> [lo, hi, written, alloc]
+        # id(alloc) -> reads whose spans are not computed yet (read_later): made part of `spans`
+        # at the chunk's first write of the allocation
+        self.lazy: dict[int, list[Callable[[], tuple[np.ndarray, np.ndarray]]]] = {}
         self.sync = sync
         self.events: list[tuple[Any, ...]] = []  # ("post", key, n0, producers) | ("join", key, n0, deps)
         self.deferred: list[tuple[Any, Any, int, str, bool]] = []  # (alloc, desc, tile, op, write)
 
+    def read_later(self, alloc: Any, spans: Callable[[], tuple[np.ndarray, np.ndarray]]) -> None:
+        """A read of `alloc` whose lanes' spans `spans()` gives (as `access` takes them): computed
+        only if a write of the allocation in this chunk must be compared with them (reads
+        alone never conflict)."""
+        key = id(alloc)
+        rec = self.spans.get(key)
+        if rec is None or not rec[2]:
+            self.lazy.setdefault(key, []).append(spans)
+            return
+        self.access(alloc, *spans(), False)
+
     def access(self, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
         """Lanes (this region's) accessed bytes [lo, hi] of `alloc` (arrays over the lanes,
         possibly with more trailing lane dimensions from inner loops: reduced here)."""
+        if write and self.lazy:
+            pending = self.lazy.pop(id(alloc), None)
+            if pending:
+                for spans in pending:
+                    self.access(alloc, *spans(), False)
         extra = tuple(range(self.rank, lo.ndim))
         if extra:
             lo = lo.min(axis=extra)
@@ -402,6 +422,47 @@ class Facts:
                 return laned
 
 
+# ops between a load and the store of its value that read memory but write none
+_READ_ONLY = frozenset({Ktdp.load, Ktdp.construct_indirect_access_tile, Ktdp.get_compute_tile_id})
+
+
+def fused_loads(func: Operation, facts: Facts) -> set[int]:
+    """The `ktdp.load`s (by id) whose value only a `ktdp.store` later in the same block stores,
+    with no op between them that may write memory: the memory the load read is unchanged when
+    the store runs, so the load may leave its values in memory until then
+    (lockstep_memory.Gathered). A value name defined more than once (in sibling regions) is
+    never fused."""
+    uses: dict[str, int] = {}
+    defs: dict[str, int] = {}
+    blocks: list[Block] = []
+    for op in func.walk():
+        for n in op.operands:
+            uses[n] = uses.get(n, 0) + 1
+        for n in op.results:
+            defs[n] = defs.get(n, 0) + 1
+        for region in op.regions:
+            for block in region.blocks:
+                blocks.append(block)
+                for a in block.arguments:
+                    defs[a.name] = defs.get(a.name, 0) + 1
+    found: set[int] = set()
+    for block in blocks:
+        ops = block.operations
+        for i, op in enumerate(ops):
+            if op.name != Ktdp.load or len(op.results) != 1:
+                continue
+            value = op.results[0]
+            if uses.get(value) != 1 or defs.get(value) != 1:
+                continue
+            for later in ops[i + 1:]:
+                if later.name == Ktdp.store and named(later).operand("data") == value:
+                    found.add(id(op))
+                    break
+                if value in later.operands or (facts.effects.get(id(later), True) and later.name not in _READ_ONLY):
+                    break
+    return found
+
+
 def largest_tensor(c: FuncCompiler, op: Operation) -> int:
     """Elements of the largest tensor value defined in `op` (dynamic dimensions count 1024)."""
     top = 1
@@ -505,6 +566,7 @@ class LaneCompiler(FuncCompiler):
         self.vectorised = candidates(probe, func, self.no_vector)
         self.facts = Facts(self, func, self.vectorised)
         self.sizes = {id(op): largest_tensor(self, op) for op in func.walk() if id(op) in self.vectorised}
+        self.fused_loads = fused_loads(func, self.facts)
 
     # --------------------------------------------------------------- slots
 

@@ -37,11 +37,12 @@ I64 = np.int64
 class LTile:
     """A laned access tile: `lo` (direct) or `coords` (indirect) carry the lane dimensions."""
 
-    __slots__ = ("view", "lo", "ext", "mask", "perm", "shape", "coords", "parts", "rank")
+    __slots__ = ("view", "lo", "ext", "mask", "perm", "shape", "coords", "parts", "rank", "cbounds")
 
     def __init__(self, view: Any, ext: tuple[int, ...], perm: tuple[int, ...] | None, shape: tuple[int, ...],
                  rank: int, lo: tuple[np.ndarray, ...] | None = None, mask: np.ndarray | None = None,
-                 coords: list[np.ndarray] | None = None, parts: np.ndarray | None = None) -> None:
+                 coords: list[np.ndarray] | None = None, parts: np.ndarray | None = None,
+                 cbounds: list[tuple[int, int]] | None = None) -> None:
         self.view = view
         self.ext = ext
         self.perm = perm
@@ -51,6 +52,7 @@ class LTile:
         self.mask = mask
         self.coords = coords
         self.parts = parts  # distributed base: the partition of each lane's box (-1: none checked)
+        self.cbounds = cbounds  # indirect: each coordinate's (min, max) over the lanes, when known
 
     def expand(self, rank: int) -> LTile:
         def ex(a: np.ndarray) -> np.ndarray:
@@ -59,7 +61,7 @@ class LTile:
         return LTile(self.view, self.ext, self.perm, self.shape, rank + 1,
                      lo=tuple(ex(a) for a in self.lo) if self.lo is not None else None, mask=self.mask,
                      coords=[ex(c) for c in self.coords] if self.coords is not None else None,
-                     parts=ex(self.parts) if self.parts is not None else None)
+                     parts=ex(self.parts) if self.parts is not None else None, cbounds=self.cbounds)
 
     def item(self, idx: tuple[int, ...]) -> AccessTile:
         view = self.view.items[idx[0]] if type(self.view) is PerTile else self.view
@@ -116,6 +118,19 @@ def tile_desc(offs: np.ndarray, ext: tuple[int, ...], bstrides: tuple[int, ...],
     return IdxDesc((offs.reshape(-1, 1) + rel.reshape(1, -1)).reshape(-1), isz)
 
 
+def lattice_descs(lat: tuple[int, tuple[int, ...]], shape: tuple[int, ...], ext: tuple[int, ...],
+                  bstrides: tuple[int, ...], isz: int) -> list[tuple[int, Desc]]:
+    """Each tile's descriptor, as tile_desc makes it from the tile's offsets, for lanes (`shape`,
+    tiles first) whose offsets are the strict lattice `lat`: tile t's offsets are the lattice
+    from first + t * step0 over the other lane dimensions, those of one lane dropped."""
+    first, steps = lat
+    dims = [(n, st) for n, st in zip(shape[1:], steps[1:], strict=True) if n > 1]
+    lane_ext = tuple(n for n, _ in dims)
+    lane_steps = tuple(st for _, st in dims)
+    return [(t, BoxDesc(first + t * steps[0], (*lane_ext, *ext), (*lane_steps, *bstrides), isz))
+            for t in range(shape[0])]
+
+
 def _box_rel(ext: tuple[int, ...], bstrides: tuple[int, ...]) -> np.ndarray:
     rel = np.zeros(ext, dtype=I64)
     for d, (e, s) in enumerate(zip(ext, bstrides, strict=True)):
@@ -148,6 +163,10 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
             raise Diverged(f"the race tracker: {type(e).__name__}") from None
 
 
+def _same(x: Any) -> Any:
+    return x
+
+
 def _bcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """np.broadcast_to, without its cost when `a` has the shape already (read-only use)."""
     return a if a.shape == shape else np.broadcast_to(a, shape)
@@ -171,14 +190,6 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
     whole = np.zeros(shape, dtype=I64)
     whole[sel] = off
     return [(t, whole[t][sel[t]]) for t in range(n) if sel[t].any()], whole, sel
-
-
-def _spans(lanes: Lanes, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
-    if lanes.regions:
-        lo = _bcast(lo, lanes.shape)
-        hi = _bcast(hi, lanes.shape)
-        for region in lanes.regions:
-            region.access(alloc, lo, hi, write)
 
 
 def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool) -> None:
@@ -250,15 +261,24 @@ def _span(ext: tuple[int, ...], bstrides: tuple[int, ...], isz: int) -> int:
     return sum((e - 1) * s for e, s in zip(ext, bstrides, strict=True)) + isz - 1
 
 
-def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int) -> Any:
-    """The allocation, after checking (and for scratchpads, growing to) every lane's bytes."""
+def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int,
+            lat: tuple[int, tuple[int, ...]] | None = None) -> Any:
+    """The allocation, after checking (and for scratchpads, growing to) every lane's bytes
+    (`lat`: the offsets' lattice, when known: their bounds and alignment without a pass)."""
     alloc = view.alloc
     if alloc is None:
         raise Diverged("a view outside every array")
     if span < 0 or not off.size:
         return alloc
     isz = view.itemsize
-    if off.size <= 64:  # a handful of lanes: Python is quicker than three numpy reductions
+    if lat is not None:
+        # offsets first + sum(i * step), steps >= 0: all aligned iff the first and every step
+        # of a dimension with several lanes are
+        first, steps = lat
+        lo = first
+        hi = first + sum((n - 1) * st for n, st in zip(off.shape, steps, strict=True)) + span
+        unaligned = bool(first % isz) or any(st % isz for n, st in zip(off.shape, steps, strict=True) if n > 1)
+    elif off.size <= 64:  # a handful of lanes: Python is quicker than three numpy reductions
         vals = off.reshape(-1).tolist()
         lo, hi = min(vals), max(vals) + span
         unaligned = any(v % isz for v in vals)
@@ -352,9 +372,12 @@ def _lattice_of(a: np.ndarray, strict: bool) -> tuple[int, tuple[int, ...]] | No
     return first, tuple(steps)
 
 
-def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...], strict: bool) -> np.ndarray | None:
-    """All lanes' boxes as one strided view of the allocation, when the lanes are evenly spaced."""
-    lat = _lattice(off, strict)
+def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...], strict: bool,
+              lat: tuple[int, tuple[int, ...]] | None = None) -> np.ndarray | None:
+    """All lanes' boxes as one strided view of the allocation, when the lanes are evenly spaced
+    (`lat`: their strict lattice, when known: also the answer of the non-strict test)."""
+    if lat is None:
+        lat = _lattice(off, strict)
     if lat is None:
         return None
     first, steps = lat
@@ -392,8 +415,9 @@ def _lanes_per_tile(lanes: Lanes, sel: Any) -> list[int]:
 # ---------------------------------------------------------------------- loads
 
 
-def load(lanes: Lanes, tile: Any, rank: int, opname: str) -> np.ndarray:
-    """The laned tensor a `ktdp.load` of `tile` gives (lane dimensions first)."""
+def load(lanes: Lanes, tile: Any, rank: int, opname: str, defer: bool = False) -> Any:
+    """The laned tensor a `ktdp.load` of `tile` gives (lane dimensions first); with `defer`, a
+    gather's may be a `Gathered` (for the store that uses it)."""
     lt = as_ltile(tile, rank)
     if lt.mask is None:
         if lt.coords is None:
@@ -401,7 +425,8 @@ def load(lanes: Lanes, tile: Any, rank: int, opname: str) -> np.ndarray:
             if groups is not None:
                 return _perm(_load_boxes(lanes, lt, groups, opname), lt, rank)
         elif type(lt.view) is MemoryView:
-            return _perm(_gather(lanes, lt.view, lt.coords, lt.ext, rank, opname), lt, rank)
+            data = _gather(lanes, lt.view, lt.coords, lt.ext, rank, opname, lt.cbounds, defer and lt.perm is None)
+            return data if type(data) is Gathered else _perm(data, lt, rank)
     return _per_lane_load(lanes, lt, rank, opname)
 
 
@@ -422,12 +447,18 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         span = _span(ext, view.bstrides, view.itemsize)
-        alloc = _bounds(lanes, view, off, span)
+        # every lane's offset, evenly spaced (strictly): bounds, descriptors and the boxes' view
+        # follow from the lattice (the same answers as from the offsets)
+        lat = _lattice(off, True) if sel is None and off.shape == shape and span >= 0 else None
+        alloc = _bounds(lanes, view, off, span, lat)
         if span >= 0:
             per_tile, whole, mask = _split(off, sel, shape)
             _regions(lanes, alloc, whole, mask, span, False)
-            _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
-            box = _box_view(alloc, view, off, ext, False) if sel is None else None
+            if lat is not None:
+                _track(lanes, alloc, lattice_descs(lat, shape, ext, view.bstrides, view.itemsize), _same, False, opname)
+            else:
+                _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), False, opname)
+            box = _box_view(alloc, view, off, ext, False, lat) if sel is None else None
             if box is not None:
                 data = box if alloc.shared else box.copy()  # access._load_box: unwritten arrays are read in place
             else:
@@ -445,9 +476,28 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     return out
 
 
+def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, strides: tuple[int, ...], const: int,
+                 unit: int, shift: int, n: int, isz: int, nbytes: int) -> bool:
+    """Whether every row (first element shift + unit * `rows`, `n` elements; equal to
+    const + sum(c * s) over the coordinates c and `strides`) lies in the allocation's `nbytes`.
+    With the coordinates' known bounds (`cbounds`, as the view check found them), the rows'
+    bounds by interval arithmetic decide when they lie inside (they enclose the exact ones);
+    else, or when they do not, the exact minimum and maximum decide."""
+    if cbounds is not None:
+        lo = hi = const
+        for (cmin, cmax), s in zip(cbounds, strides, strict=False):
+            lo += min(cmin * s, cmax * s)
+            hi += max(cmin * s, cmax * s)
+        if lo >= 0 and (hi + n) * isz <= nbytes:
+            return True
+    return int(rows.min()) * unit + shift >= 0 and (int(rows.max()) * unit + shift + n) * isz <= nbytes
+
+
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
-            opname: str) -> np.ndarray:
-    """A load through an indirect tile of a memory view: coordinates with lane dimensions."""
+            opname: str, cbounds: list[tuple[int, int]] | None = None, defer: bool = False) -> Any:
+    """A load through an indirect tile of a memory view: coordinates with lane dimensions
+    (`cbounds`: each coordinate's minimum and maximum over all lanes, when known). With
+    `defer`, the values are returned as a `Gathered`, not yet copied."""
     shape = lanes.shape
     if len(coords) != view.rank:
         raise Diverged("subscripts and view rank differ")
@@ -460,50 +510,111 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     base = (view.addr - alloc.base) // isz
     full_shape = shape + tuple(ext)
     run = _run_of(coords[-1], rank) if view.strides[-1] == 1 and len(coords) > 1 else None
-    rows: Any = base
-    for c, o, s in zip(coords[:-1] if run is not None else coords, view.origin, view.strides, strict=False):
-        rows = rows + (c - o) * s
-    if run is not None:
-        start, n = run
-        rows = np.asarray(rows + (start - view.origin[-1]), dtype=I64)
-        rows = np.broadcast_to(rows, full_shape[:-1] + (1,))[..., 0]  # the first element of each row
-        last = n - 1
-    else:
-        n, last = 1, 0
-        rows = np.broadcast_to(np.asarray(rows, dtype=I64), full_shape)
-    if rows.size and (int(rows.min()) < 0 or (int(rows.max()) + last + 1) * isz > alloc.nbytes):
+    used = coords[:-1] if run is not None else coords
+    strides = view.strides[: len(used)]
+    n = run[1] if run is not None else 1
+    # the first element of each row (of n elements) is const + sum(c * s), the constant terms
+    # folded in Python; when every stride is a multiple of n (table rows), it is
+    # shift + unit * k with k = q0 + sum(c * (s // n)) the row's number in the array seen as
+    # rows of n elements (from element shift): k is computed instead (for a table, the ids)
+    const = base + (run[0] - view.origin[-1] if run is not None else 0)
+    for o, s in zip(view.origin, strides, strict=False):
+        const -= o * s
+    unit = n if run is not None and all(s % n == 0 for s in strides) else 1
+    shift = const % unit
+    q0 = (const - shift) // unit
+    rows: Any = None
+    for c, s in zip(used, strides, strict=False):
+        term = c if s == unit else c * (s // unit)
+        rows = term if rows is None else rows + term
+    rows = np.asarray(q0 if rows is None else (rows + q0 if q0 else rows), dtype=I64)
+    # the first element of each row (a run: the lanes and every axis but the last)
+    rows = _bcast(rows, full_shape[:-1] + (1,))[..., 0] if run is not None else _bcast(rows, full_shape)
+    known = cbounds[: len(used)] if cbounds is not None else None
+    if rows.size and not _rows_inside(rows, known, strides, const, unit, shift, n, isz, alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
     track = lanes.race_on or alloc.init is not None
     if per.size and (track or lanes.regions):
-        # first and last element of each lane (for the loops' spans), and of each tile (for
-        # the descriptors' spans): one reduction each over all lanes
-        pmin = per.min(axis=-1)
-        pmax = per.max(axis=-1)
         if track:
+            # first and last element of each tile (the descriptors' spans): one reduction each
             nt = lanes.n_tiles
-            tmin = pmin.reshape(nt, -1).min(axis=1).tolist()
-            tmax = pmax.reshape(nt, -1).max(axis=1).tolist()
+            flat = per.reshape(nt, -1)
+            tmin = flat.min(axis=1).tolist()
+            tmax = flat.max(axis=1).tolist()
 
             def make(t: int) -> IdxDesc:
                 # the element byte offsets are made only if a race check needs them
                 o = per[t].reshape(-1)
 
                 def elements(o: np.ndarray = o) -> np.ndarray:
-                    return o * isz if n == 1 else (o[:, None] + np.arange(n)).reshape(-1) * isz
+                    first = o * unit + shift if unit > 1 or shift else o
+                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
 
-                return IdxDesc(None, isz, tmin[t] * isz, (tmax[t] + n) * isz - 1, make=elements)
+                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
+                               make=elements)
             _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
-        _spans(lanes, alloc, pmin * isz, (pmax + n) * isz - 1, False)
+        if lanes.regions:
+            lane_shape = lanes.shape
+
+            def spans() -> tuple[np.ndarray, np.ndarray]:
+                # first and last byte of each lane, for the loops' spans (only if a write of
+                # this allocation in the loop needs them)
+                lo = _bcast((per.min(axis=-1) * unit + shift) * isz, lane_shape)
+                return lo, _bcast((per.max(axis=-1) * unit + shift + n) * isz - 1, lane_shape)
+
+            for region in lanes.regions:
+                region.read_later(alloc, spans)
     typed = alloc.typed(view.dtype)
-    if run is not None:
-        windows = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz),
-                                                  writeable=False)
-        data = windows[rows]
-    else:
-        data = typed[rows]
     _count(lanes, view, math.prod(ext) * isz, None, False)
-    return data
+    src: np.ndarray
+    if run is None:
+        src = typed
+    elif unit > 1 or n == 1:
+        # the array seen as rows of n elements from element `shift` (contiguous, as np.take needs)
+        src = typed[shift : shift + (len(typed) - shift) // n * n].reshape(-1, n)
+    else:
+        src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
+    if defer:
+        return Gathered(src, rows, full_shape, view.dtype)
+    return src[rows]
+
+
+class Gathered:
+    """A gather's result not yet copied out of memory (`src[idx]`): a load whose value only a
+    store right after it uses (no op in between writes memory; LaneCompiler.fused_loads) moves
+    the rows into the store's destination in one copy (`into`), instead of a copy into a new
+    array and one more into the destination. Everything else about the load (checks, race
+    tracking, statistics) happened when it ran."""
+
+    __slots__ = ("src", "idx", "shape", "dtype", "_value")
+
+    def __init__(self, src: np.ndarray, idx: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        self.src = src
+        self.idx = idx
+        self.shape = shape
+        self.dtype = dtype
+        self._value: np.ndarray | None = None
+
+    def value(self) -> np.ndarray:
+        if self._value is None:
+            self._value = self.src[self.idx]
+        return self._value
+
+    def into(self, dest: np.ndarray) -> None:
+        """dest[...] = the gathered values (dest shaped like them)."""
+        src, idx = self.src, self.idx
+        k = idx.ndim
+        if src.flags.c_contiguous and self._value is None:
+            # np.take writes straight into a C-contiguous `out` (the indices are in bounds: the
+            # load checked them, so mode="clip" changes none of them and skips a second check);
+            # the index axes are put in the order that makes the destination contiguous
+            order = sorted(range(k), key=lambda a: -dest.strides[a])
+            out = dest.transpose(*order, *range(k, dest.ndim))
+            if out.flags.c_contiguous:
+                np.take(src, idx.transpose(order), axis=0, out=out, mode="clip")
+                return
+        dest[...] = self.value()
 
 
 def _run_of(c: np.ndarray, rank: int) -> tuple[int, int] | None:
@@ -515,6 +626,22 @@ def _run_of(c: np.ndarray, rank: int) -> tuple[int, int] | None:
     n = row.size
     if not n:
         return None
+    if n > 1024:
+        return _run_in(row)
+    key = (row.dtype.char, row.tobytes())
+    found = _RUNS.get(key)
+    if found is MISSING:
+        return _RUNS.put(key, _run_in(row))
+    return found
+
+
+# (dtype, a coordinate row's bytes) -> _run_in's answer: the row (the contiguous subscript of
+# a gather, e.g. a table's columns) is the same in every run of a kernel
+_RUNS: Memo[tuple[str, bytes], tuple[int, int] | None] = Memo(256)
+
+
+def _run_in(row: np.ndarray) -> tuple[int, int] | None:
+    n = row.size
     start = int(row[0])
     if not np.array_equal(row, np.arange(start, start + n, dtype=row.dtype)):
         return None
@@ -538,6 +665,18 @@ def _per_lane_load(lanes: Lanes, lt: LTile, rank: int, opname: str) -> np.ndarra
 
 def store(lanes: Lanes, tile: Any, data: Any, data_laned: bool, rank: int, opname: str) -> None:
     lt = as_ltile(tile, rank)
+    if type(data) is Gathered:
+        if not (data_laned and lt.perm is None and lt.mask is None and lt.coords is None
+                and data.shape == lanes.shape + tuple(lt.shape) and type(lt.view) is MemoryView):
+            data = data.value()  # not the box store of every lane that takes it as it is
+        elif data.dtype != access.view_dtype(lt.view):
+            raise Diverged("stored element type differs")
+        else:
+            groups = _groups(lt, lanes)
+            if groups is not None and all(box_injective(lt.ext, v.strides) for v, _ in groups):
+                _store_boxes(lanes, lt, groups, data, opname)
+                return
+            data = data.value()
     data = np.asarray(data)
     tail = data.shape[rank:] if data_laned else data.shape
     if tail != tuple(lt.shape):
@@ -559,11 +698,13 @@ def store(lanes: Lanes, tile: Any, data: Any, data_laned: bool, rank: int, opnam
     _per_lane_store(lanes, lt, data, rank, opname)
 
 
-def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], data: np.ndarray, opname: str) -> None:
+def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], data: np.ndarray | Gathered,
+                 opname: str) -> None:
     assert lt.lo is not None
     ext = lt.ext
     shape = lanes.shape
-    full = _bcast(data, shape + ext)
+    # a Gathered comes only for a MemoryView (one group, every lane: sel None); else as an array
+    full: Any = data if type(data) is Gathered else _bcast(np.asarray(data), shape + ext)
     for view, sel in groups:
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
@@ -575,35 +716,45 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
             part = full[sel]
         else:
             part = full[np.broadcast_to(sel, shape)]
+        span = _span(ext, view.bstrides, view.itemsize)
+        lat = _lattice(off, True) if sel is None and off.size and span >= 0 else None  # as in _load_boxes
         if view.alloc is not None and view.alloc.shared:
             # a store of every byte of the caller's array need not copy it first (an error
             # before the store below gives up lockstep: this machine is then dropped)
-            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext))
-        span = _span(ext, view.bstrides, view.itemsize)
-        alloc = _bounds(lanes, view, off, span)
+            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext, lat))
+        alloc = _bounds(lanes, view, off, span, lat)
         if span < 0:
             continue
         per_tile, whole, mask = _split(off, sel, shape)
         _regions(lanes, alloc, whole, mask, span, True)
-        _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
+        if lat is not None:
+            _track(lanes, alloc, lattice_descs(lat, shape, ext, view.bstrides, view.itemsize), _same, True, opname)
+        else:
+            _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
         if not (lanes.race_on and not alloc.private) and not isinstance(sel, int):
             _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
-        box = _box_view(alloc, view, off, ext, True) if sel is None else None
+        box = _box_view(alloc, view, off, ext, True, lat) if sel is None else None
         if box is not None:
-            box[...] = part
+            if type(part) is Gathered:
+                part.into(box)
+            else:
+                box[...] = part
         else:
-            _windows(alloc, view, ext)[off // view.itemsize] = part
+            _windows(alloc, view, ext)[off // view.itemsize] = part.value() if type(part) is Gathered else part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
 
 
-def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...]) -> bool:
+def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...],
+                lat: tuple[int, tuple[int, ...]] | None = None) -> bool:
     """Whether boxes `ext` of `view` at byte offsets `off` (one per lane) write each of bytes
     [0, nbytes) exactly once: as many elements as the bytes hold, at distinct multiples of the
-    element size (the lanes' offsets a lattice, the whole box injective) from 0 to the last."""
+    element size (the lanes' offsets a lattice, the whole box injective) from 0 to the last.
+    `lat`: the offsets' strict lattice, when known."""
     isz = view.itemsize
     if not nbytes or off.size * math.prod(ext) * isz != nbytes:
         return False
-    lat = _lattice(off, True)
+    if lat is None:
+        lat = _lattice(off, True)
     if lat is None or lat[0] != 0:
         return False
     shape = off.shape + ext

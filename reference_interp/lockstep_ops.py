@@ -37,6 +37,7 @@ from .lockstep import (
     lane_item,
     to_laned,
 )
+from .memo import MISSING, Memo
 from .ops.common import element
 from .ops.scf import trip_count
 
@@ -127,6 +128,11 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
             raise Diverged("scf.for step is not positive")
         return trip_count(lo, hi, step)
     lo_a, hi_a, st_a = (np.asarray(x, dtype=I64) for x in (lo, hi, step))
+    shaped = [a for a in (lo_a, hi_a, st_a) if a.size != 1]
+    if all(a.size <= 64 and a.shape == shaped[0].shape for a in shaped):
+        # a handful of lanes (the tiles) of one shape: Python integers are quicker than eight
+        # numpy calls
+        return _trips_few(lo_a, hi_a, st_a, shaped[0].size if shaped else 1)
     if (st_a <= 0).any():
         raise Diverged("scf.for step is not positive")
     if int(hi_a.max()) - int(lo_a.min()) >= 1 << 62:
@@ -136,6 +142,20 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
     if not (count == first).all():
         raise Diverged("lanes run a loop a different number of times")
     return first
+
+
+def _trips_few(lo: np.ndarray, hi: np.ndarray, step: np.ndarray, n: int) -> int:
+    """_trips over `n` lanes, in Python integers (the same answers and failures): each array
+    has the n lanes' values (in one shape) or one value for all."""
+    los, his, sts = (x.reshape(-1).tolist() if x.size != 1 else [int(x.reshape(-1)[0])] * n for x in (lo, hi, step))
+    if any(s <= 0 for s in sts):
+        raise Diverged("scf.for step is not positive")
+    if los and max(his) - min(los) >= 1 << 62:
+        raise Diverged("loop bounds too far apart")
+    counts = {trip_count(a, b, s) for a, b, s in zip(los, his, sts, strict=True)}
+    if len(counts) > 1:
+        raise Diverged("lanes run a loop a different number of times")
+    return counts.pop() if counts else 0
 
 
 def _step_budget(lf: list[Any], trips: int, ops: int) -> None:
@@ -400,9 +420,10 @@ def load(c: LaneCompiler, op: Operation) -> LaneFn:
     laned = c.is_laned(op.results[0])
     R = c.rank
     name = op.name
+    defer = laned and id(op) in c.fused_loads  # only a store right after uses the value
 
     def run(lf: list[Any]) -> None:
-        data = lsm.load(lf[1], lf[a], R, name)
+        data = lsm.load(lf[1], lf[a], R, name, defer)
         if data.dtype != dt:
             raise Diverged("loaded element type")
         tail = data.shape[R:]
@@ -474,8 +495,7 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         except Exception:  # noqa: BLE001 - the per-tile run reports it
             raise Diverged("access tile type") from None
         nv = len(pts.ext)
-        variables = [np.asarray(lo + g).reshape((1,) * R + g.shape)
-                     for lo, g in zip(pts.lo, np.indices(pts.ext, sparse=True), strict=True)]
+        variables = _variables(pts.lo, pts.ext, R)
         captured = []
         for s in caps:
             x = np.asarray(lf[s], dtype=I64)
@@ -492,23 +512,66 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
             vi += 1
             if type(index_view) is not lsm.MemoryView:
                 raise Diverged("an index view that is not a memory view")
-            _in_box(index_view, sub)
-            ext = np.broadcast_shapes(*[x.shape[R:] for x in sub])
-            values = lsm._gather(lanes, index_view, sub, ext, R, name)
+            sub_bounds = _in_box(index_view, sub)
+            ext = _broadcast_shape([x.shape[R:] for x in sub])
+            values = lsm._gather(lanes, index_view, sub, ext, R, name, sub_bounds)
             coords.append(np.asarray(values).astype(I64))
         first = view.items[0] if type(view) is PerTile else view
         if _rank(first) != len(coords) or type(view) is not lsm.MemoryView:
             raise Diverged("an indirect tile of a view this path does not take")
-        _in_box(view, coords)
-        lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords)
+        bounds = _in_box(view, coords)
+        lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
 
 
-def _in_box(view: Any, coords: list[np.ndarray]) -> None:
-    """Every coordinate lies in the view (a box view: min and max per dimension decide)."""
+# (lower corner, extents, lane dimensions) -> an indirect tile's variables (read-only arrays):
+# the same variable space every time a kernel's tile is built
+_VARIABLES: Memo[tuple[tuple[int, ...], tuple[int, ...], int], list[np.ndarray]] = Memo(256)
+
+
+def _variables(lo: tuple[int, ...], ext: tuple[int, ...], R: int) -> list[np.ndarray]:
+    """The variables of a variable space with corner `lo` and extents `ext`: variable k varies
+    along axis R + k (after R lane axes of 1)."""
+    key = (tuple(lo), tuple(ext), R)
+    found = _VARIABLES.get(key)
+    if found is not MISSING:
+        return found
+    out = []
+    for a, g in zip(lo, np.indices(ext, sparse=True), strict=True):
+        v = np.asarray(a + g).reshape((1,) * R + g.shape)
+        v.flags.writeable = False
+        out.append(v)
+    return _VARIABLES.put(key, out)
+
+
+def _broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """np.broadcast_shapes in Python (it costs microseconds of numpy per call); Diverged when
+    the shapes do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for k, n in enumerate(s, rank - len(s)):
+            if n != 1:
+                if out[k] not in (1, n):
+                    raise Diverged("subscripts of shapes that do not broadcast")
+                out[k] = n
+    return tuple(out)
+
+
+def _in_box(view: Any, coords: list[np.ndarray]) -> list[tuple[int, int]] | None:
+    """Every coordinate lies in the view (a box view: min and max per dimension decide).
+    Returns each coordinate's (min, max) (None when some coordinate array is empty)."""
     if not view.is_box or len(coords) != len(view.box_lo):
         raise Diverged("coordinates of a view that is not a box")
+    bounds: list[tuple[int, int]] | None = []
     for x, lo, hi in zip(coords, view.box_lo, view.box_hi, strict=True):
-        if x.size and (int(x.min()) < lo or int(x.max()) > hi):
+        if not x.size:
+            bounds = None
+            continue
+        xmin, xmax = int(x.min()), int(x.max())
+        if xmin < lo or xmax > hi:
             raise Diverged("out of view")
+        if bounds is not None:
+            bounds.append((xmin, xmax))
+    return bounds

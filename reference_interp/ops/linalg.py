@@ -260,11 +260,17 @@ def _widened(x: np.ndarray, wide: np.dtype[Any], cache: WideCache | None) -> np.
     return x.astype(wide, copy=False)
 
 
+def contraction_dtype(a_dt: np.dtype[Any], b_dt: np.dtype[Any], out_dt: np.dtype[Any]) -> np.dtype[Any]:
+    """The type a contraction's operands are widened to (and its products summed in)."""
+    wide = _acc_dtype(out_dt if out_dt.kind not in "iub" else np.dtype(np.int64))
+    if out_dt.kind not in "iub" and (a_dt.kind in "iub" or b_dt.kind in "iub"):
+        wide = F32 if out_dt != np.float64 else out_dt
+    return wide
+
+
 def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: np.dtype[Any],
               cache: WideCache | None = None) -> np.ndarray:
-    wide = _acc_dtype(out_dt if out_dt.kind not in "iub" else np.dtype(np.int64))
-    if out_dt.kind not in "iub" and (a.dtype.kind in "iub" or b.dtype.kind in "iub"):
-        wide = F32 if out_dt != np.float64 else out_dt
+    wide = contraction_dtype(a.dtype, b.dtype, out_dt)
     a2 = _widened(a, wide, cache)
     b2 = _widened(b, wide, cache)
     blas.before_contraction()
@@ -324,8 +330,8 @@ def _spec_from_maps(maps: list[af.AffineMap]) -> str:
     return f"{parts[0]},{parts[1]}->{parts[2]}"
 
 
-@impl(*_NAMED_SPECS)
-def matmul(c: FuncCompiler, op: Operation) -> OpFn:
+def matmul_plan(c: FuncCompiler, op: Operation) -> tuple[int, int, int, tuple[int, ...], str, np.dtype[Any]]:
+    """A contraction's input, output and result slots, its einsum spec and result type."""
     ins, outs = _split(c, op)
     res = c.result_slots(op)
     if len(ins) != 2 or len(outs) != 1:
@@ -338,7 +344,12 @@ def matmul(c: FuncCompiler, op: Operation) -> OpFn:
         spec = _spec_from_maps([m.value for m in maps if isinstance(m, at.AffineMapAttr)])
     else:
         spec = _NAMED_SPECS[op.name]
-    dt = np_dtype(element(_out_types(c, op, outs)[0]))
+    return a, b, o, res, spec, np_dtype(element(_out_types(c, op, outs)[0]))
+
+
+@impl(*_NAMED_SPECS)
+def matmul(c: FuncCompiler, op: Operation) -> OpFn:
+    a, b, o, res, spec, dt = matmul_plan(c, op)
 
     def run(fr: list[Any]) -> None:
         x, y, acc = fr[a], fr[b], fr[o]

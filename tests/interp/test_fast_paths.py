@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reference_interp.lockstep import Diverged, _disjoint_per_tile
-from reference_interp.lockstep_memory import _covers_all, _lattice, tile_desc
+from reference_interp.lockstep_memory import _bounds, _covers_all, _lattice, lattice_descs, tile_desc
 from reference_interp.memory import BoxDesc, IdxDesc, MemoryView
 from reference_interp.ops.linalg import _einsum2
 
@@ -230,3 +230,52 @@ def test_interleaved_row_blocks_cover_the_array_and_half_rows_do_not() -> None:
     assert _covers_all(24 * 16, view, off, (3, 8))
     assert not _covers_all(24 * 16, view, off, (3, 4))
     assert not _covers_all(24 * 16, view, off[:3], (3, 8))
+
+
+def _desc_key(d: object) -> tuple[object, ...]:
+    if isinstance(d, BoxDesc):
+        return ("box", d.b0, d.ext, d.bstrides, d.itemsize, d.lo, d.hi)
+    assert isinstance(d, IdxDesc)
+    return ("idx", tuple(d.offs.tolist()), d.itemsize, d.lo, d.hi)
+
+
+@SETTINGS
+@given(offsets())
+def test_lattice_descs_are_tile_desc_of_each_tile(a: np.ndarray) -> None:
+    """lockstep_memory.lattice_descs (descriptors from the lanes' strict lattice) against
+    tile_desc of each tile's own offsets, for every strict lattice of the strategy."""
+    lat = _lattice(a, True)
+    if lat is None:
+        return
+    ext, bstrides, isz = (2, 3), (64, 4), 4
+    got = lattice_descs(lat, a.shape, ext, bstrides, isz)
+    want = [(t, tile_desc(a[t], ext, bstrides, isz)) for t in range(a.shape[0])]
+    assert [(t, _desc_key(d)) for t, d in got] == [(t, _desc_key(d)) for t, d in want]
+
+
+class _Alloc:
+    growable = False
+    capacity = None
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+def _bounds_outcome(a: np.ndarray, span: int, isz: int, nbytes: int, lat: object) -> str:
+    view = MemoryView.__new__(MemoryView)
+    view.alloc = _Alloc(nbytes)  # type: ignore[assignment]  # _bounds reads nbytes, growable, capacity
+    view.itemsize = isz
+    try:
+        _bounds(None, view, a, span, lat)  # type: ignore[arg-type]
+    except Diverged as e:
+        return e.why
+    return "ok"
+
+
+@SETTINGS
+@given(offsets(), st.integers(0, 300), st.sampled_from([1, 2, 4, 8]), st.integers(0, 1 << 21))
+def test_bounds_from_the_lattice_are_the_bounds_from_the_offsets(a: np.ndarray, span: int, isz: int, nbytes: int) -> None:
+    lat = _lattice(a, True)
+    if lat is None:
+        return
+    assert _bounds_outcome(a, span, isz, nbytes, lat) == _bounds_outcome(a, span, isz, nbytes, None)
