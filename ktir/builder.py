@@ -324,6 +324,61 @@ class Builder:
         return self.create(Ktdp.construct_access_tile, [base, *indices, *symbols], [result], attrs,
                            result_names=_names(name))[0]
 
+    def indirect_access_tile(
+        self,
+        base: Value,
+        shape: Sequence[int],
+        subscripts: Callable[..., Sequence[Indirect | af.AffineExpr | Value | int]],
+        tile_set: Attribute | af.IntegerSet | None = None,
+        order: Attribute | af.AffineMap | None = None,
+        symbols: Sequence[Value] = (),
+        variables: Sequence[str] = (),
+        name: str | None = None,
+    ) -> Value:
+        """`ktdp.construct_indirect_access_tile` (a gather or scatter tile): `subscripts` gets one
+        index Value per dimension of `shape` (the intermediate variables, named `variables`
+        when given, else fresh names) and returns one subscript per dimension of `base`: `ind(view,
+        ...)` for an element read from an index view, else an affine expression. Expressions may
+        use the variables and any index Value defined outside (captured, in order of first use);
+        `tile_set` (default the box `shape`) may have symbols, bound to `symbols`."""
+        if variables and len(variables) != len(shape):
+            raise BuildError(f"{Ktdp.construct_indirect_access_tile}: {len(variables)} variable names for {len(shape)} dimensions")
+        names = ([_ssa_name(v) for v in variables] if variables
+                 else [self.fresh("m" if i == 0 else "k" if i == 1 else "v") for i in range(len(shape))])
+        made = list(subscripts(*[Value(n, ty.INDEX) for n in names]))
+        exprs: list[af.AffineExpr] = []
+        counts: list[int] = []
+        views: list[Value] = []
+        for s in made:
+            found = [_subscript(x) for x in s.indices] if isinstance(s, Indirect) else [_subscript(s)]
+            if isinstance(s, Indirect):
+                views.append(s.view)
+            exprs += found
+            counts.append(len(found))
+        sm = ssa_map(exprs, fixed_dims=names)
+        if sm.map.num_symbols:
+            raise BuildError(f"{Ktdp.construct_indirect_access_tile}: subscripts take no symbols (pass them as captured values)")
+        maps, at_ = [], 0
+        for n in counts:
+            maps.append(af.AffineMap(num_dims=sm.map.num_dims, num_symbols=0, results=sm.map.results[at_:at_ + n]))
+            at_ += n
+        attrs: dict[str, Any] = {
+            "variables_space_order": order if order is not None else af.AffineMap.identity(len(shape)),
+            "variables_space_set": tile_set if tile_set is not None else box(*shape),
+            "per_dim_subscript_kinds": at.DenseArrayAttr(element_type=ty.I1,
+                                                         values=tuple(int(isinstance(s, Indirect)) for s in made)),
+            "per_dim_subscript_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=m) for m in maps)),
+            "operandSegmentSizes": _named_segments(Ktdp.construct_indirect_access_tile, base=1,
+                                                   indirect_memrefs=len(views), captured_variables=len(sm.operands) - len(names),
+                                                   symbol_operands=len(symbols)),
+        }
+        captured = [Value(n, ty.INDEX) for n in sm.operands[len(names):]]
+        body = Block(arguments=[BlockArgument(name=n, type=ty.INDEX) for n in names],
+                     operations=[Operation(name=Ktdp.region_terminator)])
+        return self.create(Ktdp.construct_indirect_access_tile, [base, *views, *captured, *symbols],
+                           [ty.AccessTileType(shape=tuple(shape))], attrs, [Region(blocks=[body])],
+                           result_names=_names(name))[0]
+
     def load(self, tile: Value, element_type: Type | None = None, name: str | None = None) -> Value:
         """Load through an access tile; the element type defaults to the tile's view's."""
         assert isinstance(tile.type, ty.AccessTileType)
@@ -581,6 +636,20 @@ def _heads(op: Operation) -> tuple[str, ...]:
 def _between_ops(line: str) -> bool:
     head = line.lstrip()
     return not head or head.startswith(("//", "#", "!", "^", "}"))
+
+
+@dataclass(frozen=True)
+class Indirect:
+    """An indirect subscript of `Builder.indirect_access_tile`: the element of the index view
+    `view` at `indices` (one per dimension of the view; affine expressions, Values or ints)."""
+
+    view: Value
+    indices: tuple[af.AffineExpr | Value | int, ...]
+
+
+def ind(view: Value, *indices: af.AffineExpr | Value | int) -> Indirect:
+    """`ind(%ids[...])`: the subscript read from `view` at `indices`."""
+    return Indirect(view, indices)
 
 
 def ssa(value: Value) -> af.AffineExpr:

@@ -13,11 +13,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ktir.builder import Value, box, ssa
-from ktir.ir import affine as af
+from ktir.builder import Value, box, ind, ssa
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
-from ktir.ir.operation import Block, BlockArgument, Operation, Region
 
 from . import ops
 from .ir import INDEX, NUMPY, TINY, UNIT, Dim, Gen, Output, T, amap, gamma, ktype, tensor_type
@@ -529,22 +527,9 @@ def scan(g: Gen) -> None:
 
 def _indirect_tile(g: Gen, table: Value, ids: Value, shp: Sequence[int], axis: int) -> Value:
     """Elements (m, k) of the box `shp`: table[ids[m], k] (axis 0) or table[m, ids[k]] (axis 1)."""
-    names = [g.b.fresh("m"), g.b.fresh("k")]
-    body = Block(arguments=[BlockArgument(name=n, type=INDEX) for n in names],
-                 operations=[Operation(name="ktdp.region_terminator")])
-    d0, d1, d2 = af.dim(0), af.dim(1), af.dim(2)  # m, k, the captured start
-    direct = af.AffineMap(num_dims=3, num_symbols=0, results=(d1 if axis == 0 else d0,))
-    indirect = af.AffineMap(num_dims=3, num_symbols=0, results=(d2 + (d0 if axis == 0 else d1),))
-    maps = [indirect, direct] if axis == 0 else [direct, indirect]
-    attrs = {
-        "variables_space_order": at.AffineMapAttr(value=af.AffineMap.identity(2)),
-        "variables_space_set": at.IntegerSetAttr(value=box(*shp)),
-        "per_dim_subscript_kinds": at.DenseArrayAttr(element_type=ty.I1, values=(1, 0) if axis == 0 else (0, 1)),
-        "per_dim_subscript_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=m) for m in maps)),
-        "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 1, 1, 0)),
-    }
-    return g.b.create("ktdp.construct_indirect_access_tile", [table, ids, g.c0], [ty.AccessTileType(shape=tuple(shp))],
-                      attrs, [Region(blocks=[body])])[0]
+    start = ssa(g.c0)  # captured: the lookups start at element 0 of the index vector
+    return g.b.indirect_access_tile(
+        table, shp, lambda m, k: [ind(ids, start + ssa(m)), k] if axis == 0 else [m, ind(ids, start + ssa(k))])
 
 
 def gather(g: Gen) -> None:

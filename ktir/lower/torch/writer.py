@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from ktir.builder import Builder
+from ktir.builder import Builder, ind, ssa
 from ktir.builder import Value as Handle
 from ktir.builder import box as box_set
 from ktir.dialects.names import Arith, Func, Ktdp, Linalg, Scf, Tensor
@@ -302,21 +302,11 @@ class Kernel:
                     ktype: str) -> str:
         """Rows `ids[start + m]` of `table`, columns k, for (m, k) in the box `shape`: a
         `ktdp.construct_indirect_access_tile` named `out`, then its load."""
-        m, k = variables
-        body = Block(arguments=[BlockArgument(name=m, type=INDEX), BlockArgument(name=k, type=INDEX)],
-                     operations=[Operation(name=Ktdp.region_terminator)])
-        d0, d1, d2 = af.dim(0), af.dim(1), af.dim(2)  # m, k, start
-        maps = [af.AffineMap(num_dims=3, num_symbols=0, results=(d2 + d0,)),
-                af.AffineMap(num_dims=3, num_symbols=0, results=(d1,))]
-        attrs = {
-            "variables_space_order": self.aliases.identity(2),
-            "variables_space_set": self.aliases.box(shape),
-            "per_dim_subscript_kinds": at.DenseArrayAttr(element_type=ty.I1, values=(1, 0)),
-            "per_dim_subscript_maps": at.ArrayAttr(elements=tuple(at.AffineMapAttr(value=x) for x in maps)),
-            "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 1, 1, 0)),
-        }
-        (tile,) = self.b.create(Ktdp.construct_indirect_access_tile, [self.v(table), self.v(ids), self.v(start)],
-                                [ty.AccessTileType(shape=tuple(shape))], attrs, [Region(blocks=[body])], result_names=[out])
+        first = ssa(self.v(start))
+        order = self.aliases.identity(2)  # aliased before the set: the numbering of #map and #box aliases
+        tile = self.b.indirect_access_tile(
+            self.v(table), shape, lambda m, k: [ind(self.v(ids), first + ssa(m)), k], self.aliases.box(shape),
+            order, variables=variables, name=out)
         self.keep(tile)
         loaded = self.b.load(tile, element(ktype), name=self.fresh("rows"))
         self.keep(loaded)
