@@ -305,3 +305,22 @@ def test_any_figure_is_refused_or_gives_finite_times(trace, path, value, sharing
     est = simulate(trace, target, sharing)
     assert math.isfinite(est.makespan) and est.makespan >= 0
     assert math.isfinite(roofline(trace, target).bound)
+
+
+def test_max_min_shares_can_drop_when_a_link_gets_faster():
+    """Why bandwidth monotonicity is not claimed for max-min static sharing (docs/guides/hardware-model.md,
+    found by hypothesis as a makespan of 30.25 cycles becoming 30.30): on a one-way ring, memory of
+    20 B/cycle at tile 0, tiles 0 and 1 read memory and tile 2 receives from tile 0. With links of
+    16 the link 0->1 fills first (8 each for tiles 1 and 2) and tile 0 takes the memory channel's
+    other 12; with links of 20 the memory channel fills first (10 each) and tile 0 gets 10."""
+    def tile0_rate(link: float) -> float:
+        machine = Machine(toy(**{"interconnect": {"topology": "ring", "bidirectional": False, "link_bandwidth": bw(link),
+                                                   "hop_latency_cycles": q(0)},
+                                 "memory.0.bandwidth": bw(20), "dma.engine_bandwidth": bw(20)}))
+        memory = ("memory.dram",)
+        reads = {t: memory + tuple(f"link.{x}" for x in machine.memory_route(t, True).links) for t in (0, 1)}
+        ring = tuple(f"link.{x}" for x in machine.tile_route(0, 2).links)
+        shares = maxmin_shares({0: {reads[0]}, 1: {reads[1]}, 2: {ring}}, machine.channel_capacity(), machine.dma_bw)
+        return shares.rate[(0, reads[0])]
+
+    assert tile0_rate(16) == 12 and tile0_rate(20) == 10
