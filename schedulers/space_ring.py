@@ -7,10 +7,11 @@ hop per step, while each tile streams its own kp x bn blocks of B from global me
 Per tile, the timeline runs the transfers of a step through the tile's network port one at a
 time (the B block from memory, then the chunk from the left neighbour) while the matrix unit
 multiplies the chunk it holds; a step costs the larger of the two. The rates are the
-timeline's static shares: the memory channel split evenly over the tiles that use it, each
-ring link split over every tile whose memory traffic or ring chunk crosses it (so a link next
-to a memory attach point, which carries the memory traffic of up to eight tiles, is the slow
-one and the whole ring waits for it). B crosses the memory channel gm times and A N / bn / g
+timeline's fixed rates in its default sharing mode (`link_shares`). Static shares: the memory
+channel split evenly over the tiles that use it, each ring link split over every tile whose
+memory traffic or ring chunk crosses it (so a link next to a memory attach point, which
+carries the memory traffic of up to eight tiles, is the slow one and the whole ring waits for
+it). Max-min static shares give the ring what the memory readers cannot use of those links. B crosses the memory channel gm times and A N / bn / g
 times in total; every other transfer of A is one ring hop.
 """
 
