@@ -31,8 +31,10 @@ The model, in full:
   moment. Static sharing makes the estimate a monotone function of every size and every
   bandwidth (more work never finishes earlier, more bandwidth never later). Max-min static
   rates depend only on the kernel's routes, not on timing, so more work still never finishes
-  earlier, and every rate is at least the static share; but a faster channel can move the
-  split of another channel away from a tile that is then slower. Fair sharing follows phases
+  earlier, and every route's rate is at least its static share (an op whose flows cross one
+  channel together, a copy from memory to memory, splits its tile's use there and may get
+  less); but a faster channel can move the split of another channel away from a tile that is
+  then slower. Fair sharing follows phases
   more closely but, like real networks, can occasionally get slower when a bandwidth grows.
   Under both static modes an op whose several flows cross one channel splits its tile's
   rate there between them.
