@@ -232,8 +232,8 @@ def test_max_min_gives_a_ring_flow_the_link_share_memory_readers_cannot_use():
 @given(trace=traces(), changes=targets(), which=st.sampled_from(["memory", "link", "dma", "local"]),
        factor=st.sampled_from([1.25, 2.0, 8.0]))
 def test_more_bandwidth_never_makes_a_kernel_slower(trace, changes, which, factor):
-    slow = simulate(trace, toy(**changes)).makespan
-    fast = simulate(trace, toy(**faster(changes, which, factor))).makespan
+    slow = simulate(trace, toy(**changes), "static").makespan
+    fast = simulate(trace, toy(**faster(changes, which, factor)), "static").makespan
     assert fast <= slow * (1 + TOLERANCE)
 
 
@@ -255,13 +255,14 @@ def families(draw: Any) -> tuple[Any, list[int | bool], int]:
 
 
 @SETTINGS
-@given(family=families(), changes=targets(), grow=st.integers(1, 1000))
-def test_kernel_families_are_monotone_in_problem_size(family, changes, grow):
+@given(family=families(), changes=targets(), grow=st.integers(1, 1000), sharing=st.sampled_from(["static", "maxmin"]))
+def test_kernel_families_are_monotone_in_problem_size(family, changes, grow, sharing):
     make, args, index = family
     target = toy(**changes)
     bigger = list(args)
     bigger[index] = int(bigger[index]) + grow
-    assert simulate(make(*bigger), target).makespan >= simulate(make(*args), target).makespan * (1 - TOLERANCE)
+    assert (simulate(make(*bigger), target, sharing).makespan
+            >= simulate(make(*args), target, sharing).makespan * (1 - TOLERANCE))
 
 
 @SETTINGS
@@ -270,8 +271,8 @@ def test_kernel_families_are_monotone_in_problem_size(family, changes, grow):
 def test_kernel_families_never_slow_down_with_more_bandwidth(family, changes, which, factor):
     make, args, _ = family
     trace = make(*args)
-    slow = simulate(trace, toy(**changes)).makespan
-    fast = simulate(trace, toy(**faster(changes, which, factor))).makespan
+    slow = simulate(trace, toy(**changes), "static").makespan
+    fast = simulate(trace, toy(**faster(changes, which, factor)), "static").makespan
     assert fast <= slow * (1 + TOLERANCE)
 
 
