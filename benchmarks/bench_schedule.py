@@ -532,8 +532,8 @@ def spread(xs: list[float], digits: int = 2) -> list[str]:
 
 def why(rk: Any, target: Any) -> dict[str, Any]:
     """What bounds one real-size kernel's schedule on the timeline: the kernel scheduled again by
-    `exact`, its shapes-only trace simulated with the timeline's default (static) channel sharing
-    and with fair sharing (the same trace), and per tile the bytes its network port moved from
+    `exact`, its shapes-only trace simulated with static channel sharing, with max-min static
+    sharing and with fair sharing (the same trace), and per tile the bytes its network port moved from
     global memory and from other tiles' scratchpads against the time the port was held."""
     from kernelgen.real import shapes_only_trace, spread_bound
 
@@ -546,7 +546,8 @@ def why(rk: Any, target: Any) -> dict[str, Any]:
     bound, _ = spread_bound(shapes_only_trace(_ktir.parse(text, "kernel.ktir"), rk.kernel), target)
     result = schedulers.schedule(_ktir.parse(text, "kernel.ktir"), target, "exact")
     trace = shapes_only_trace(result.module, rk.kernel)
-    static = simulate(trace, target)
+    static = simulate(trace, target, sharing="static")
+    maxmin = simulate(trace, target, sharing="maxmin")
     fair = simulate(trace, target, sharing="fair")
     tiles: dict[int, dict[str, float]] = {}
     for op in static.ops:
@@ -561,7 +562,8 @@ def why(rk: Any, target: Any) -> dict[str, Any]:
     worst = max(tiles, key=lambda t: tiles[t]["port"])
     memory = next(v for k, v in static.busy.items() if k.startswith("memory."))
     schedule = result.report.schedule
-    return {"name": rk.name, "bound": bound, "static": static.makespan / bound, "fair": fair.makespan / bound,
+    return {"name": rk.name, "bound": bound, "static": static.makespan / bound,
+            "maxmin": maxmin.makespan / bound, "fair": fair.makespan / bound,
             "memory_busy": memory / static.makespan, "tile": worst, **tiles[worst],
             "global_total": sum(t["global"] for t in tiles.values()),
             "order": schedule.loop_order.split(":")[0].split(",")[0] if schedule else "-",
@@ -572,14 +574,14 @@ def why_table(kernels: list[Any], target: Any, console: Console) -> None:
     """`--why`: the breakdown of `why` for every kernel at or above the ratio asked for."""
     if not kernels:
         return
-    t = Table(title="what bounds them (the tile whose port was held longest; static: the timeline's default sharing, "
-              "fair: the same trace with fair sharing; glob/compulsory: all tiles' global bytes over the unscheduled kernel's)")
-    for col in ("kernel", "schedule", "grid", "static", "fair", "mem busy", "tile", "glob MB", "remote MB",
+    t = Table(title="what bounds them (the tile whose port was held longest; static: static sharing, "
+              "maxmin / fair: the same trace with max-min static or fair sharing; glob/compulsory: all tiles' global bytes over the unscheduled kernel's)")
+    for col in ("kernel", "schedule", "grid", "static", "maxmin", "fair", "mem busy", "tile", "glob MB", "remote MB",
                 "port/bound", "matrix/bound", "glob/compulsory"):
         t.add_column(col, justify="left" if col in ("kernel", "schedule") else "right", no_wrap=col == "kernel")
     for rk in kernels:
         w = why(rk, target)
-        t.add_row(w["name"], w["order"], str(w["grid"]), f"{w['static']:.3f}", f"{w['fair']:.3f}",
+        t.add_row(w["name"], w["order"], str(w["grid"]), f"{w['static']:.3f}", f"{w['maxmin']:.3f}", f"{w['fair']:.3f}",
                   f"{w['memory_busy']:.0%}", str(w["tile"]), f"{w['global'] / 1e6:.2f}", f"{w['remote'] / 1e6:.2f}",
                   f"{w['port'] / w['bound']:.2f}", f"{w['matrix'] / w['bound']:.2f}",
                   f"{w['global_total'] / compulsory(rk, target):.2f}")

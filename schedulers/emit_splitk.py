@@ -12,8 +12,8 @@ same loops, so each iteration's future has all its producers.
 
 `SplitKSpace` adds these schedules (column `sk` > 1) to the matmul space under the same cost
 model: the K loop as in the matmul space, plus, per output block, the first tile's receipt of the
-other partials (at the timeline's static share of the links each crosses,
-`space_ring.link_shares`) and their sum, and the partial-sum buffers in the scratchpad.
+other partials (at the timeline's fixed share of the links each crosses in its default sharing
+mode, `space_ring.link_shares`) and their sum, and the partial-sum buffers in the scratchpad.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class SplitKSpace(MatmulSpace):
         kloop = np.where(db, load + steps * np.maximum(compute, load), steps * (compute + load))
         vrate = f.vector_rate("f32")
         # the group's first tile receives the other sk - 1 partials in one data phase (each over its
-        # own route, at the timeline's static share of the links it crosses), then adds them
+        # own route, at the timeline's fixed share of the links it crosses), then adds them
         pairs, where = np.unique(np.stack([groups, sk]), axis=1, return_inverse=True)
         rate = np.array([_partial_rate(f, int(a), int(b)) for a, b in pairs.T])[where.reshape(-1)]
         combine = (m.dma_setup + m.topology.hop_latency * (sk - 1) + bm * bn * 4 / rate

@@ -7,10 +7,11 @@ hop per step, while each tile streams its own kp x bn blocks of B from global me
 Per tile, the timeline runs the transfers of a step through the tile's network port one at a
 time (the B block from memory, then the chunk from the left neighbour) while the matrix unit
 multiplies the chunk it holds; a step costs the larger of the two. The rates are the
-timeline's static shares: the memory channel split evenly over the tiles that use it, each
-ring link split over every tile whose memory traffic or ring chunk crosses it (so a link next
-to a memory attach point, which carries the memory traffic of up to eight tiles, is the slow
-one and the whole ring waits for it). B crosses the memory channel gm times and A N / bn / g
+timeline's fixed rates in its default sharing mode (`link_shares`). Static shares: the memory
+channel split evenly over the tiles that use it, each ring link split over every tile whose
+memory traffic or ring chunk crosses it (so a link next to a memory attach point, which
+carries the memory traffic of up to eight tiles, is the slow one and the whole ring waits for
+it). Max-min static shares give the ring what the memory readers cannot use of those links. B crosses the memory channel gm times and A N / bn / g
 times in total; every other transfer of A is one ring hop.
 """
 
@@ -21,7 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ktir.targets.timeline import BUFFERS
+from ktir.targets import timeline
+from ktir.targets.timeline import BUFFERS, Sharing, maxmin_shares
 
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
@@ -56,23 +58,48 @@ def even_widths(nt: int, step: int, most: int = EVEN_BLOCKS) -> frozenset[int]:
 
 def rates(fig: Figures, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     """Per tile of the ring form on grid [gm, g]: its memory and ring rates, bytes per cycle."""
-    return _rates(fig.machine, gm, g)
+    return _rates(fig.machine, gm, g, timeline.default_sharing())
 
 
 @lru_cache(maxsize=256)
-def _rates(machine: object, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+def _rates(machine: object, gm: int, g: int, sharing: Sharing) -> tuple[np.ndarray, np.ndarray]:
     flows = tuple(((t // g) * g + (t % g - 1) % g, t) for t in range(gm * g))  # from the left neighbour in the group
-    mem, ring = link_shares(machine, gm * g, flows)
+    mem, ring = link_shares(machine, gm * g, flows, sharing)
     return mem, np.array(ring)
 
 
+def link_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...],
+                sharing: Sharing | None = None) -> tuple[np.ndarray, tuple[float, ...]]:
+    """The timeline's fixed rates (`ktir.targets.timeline`; `sharing` None: its default mode) when
+    tiles 0 .. active - 1 each read and write global memory and each (source, destination) flow
+    moves data between two tiles' scratchpads, charged to the destination. "static": every
+    channel split evenly over the tiles whose traffic crosses it; "maxmin": the timeline's
+    `maxmin_shares` of those routes. Returns each tile's memory rate (the lower of its reads'
+    and its writes') and each flow's rate, bytes per cycle (never above one DMA engine's)."""
+    mode = sharing or timeline.default_sharing()
+    if mode == "maxmin":
+        return _maxmin_shares(machine, active, flows)
+    return _static_shares(machine, active, flows)
+
+
 @lru_cache(maxsize=512)
-def link_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, tuple[float, ...]]:
-    """The timeline's static shares (`ktir.targets.timeline`, sharing="static") when tiles
-    0 .. active - 1 each read and write global memory and each (source, destination) flow
-    moves data between two tiles' scratchpads, charged to the destination: every channel is
-    split evenly over the tiles whose traffic crosses it. Returns each tile's memory rate
-    and each flow's rate, bytes per cycle (never above one DMA engine's)."""
+def _maxmin_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, tuple[float, ...]]:
+    m = machine
+    memory = f"memory.{m.global_name}"  # type: ignore[attr-defined]
+    own = [[(memory, *(f"link.{x}" for x in m.memory_route(t, inbound).links)) for inbound in (True, False)]  # type: ignore[attr-defined]
+           for t in range(active)]
+    ring = [tuple(f"link.{x}" for x in m.topology.route(src, dst)) for src, dst in flows]  # type: ignore[attr-defined]
+    routes: dict[int, set[tuple[str, ...]]] = {t: set(own[t]) for t in range(active)}
+    for (_, dst), r in zip(flows, ring, strict=True):
+        if r:  # a flow between a tile and itself moves nothing over the links (the timeline drops it)
+            routes.setdefault(dst, set()).add(r)
+    shares = maxmin_shares(routes, m.channel_capacity(), m.dma_bw)  # type: ignore[attr-defined]
+    mem = np.array([min(shares.rate[(t, r)] for r in own[t]) for t in range(active)])
+    return mem, tuple(shares.rate[(dst, r)] if r else float(m.dma_bw) for (_, dst), r in zip(flows, ring, strict=True))  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=512)
+def _static_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, tuple[float, ...]]:
     m = machine
     topo = m.topology  # type: ignore[attr-defined]
     users: dict[str, set[int]] = {}

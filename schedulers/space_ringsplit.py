@@ -4,8 +4,8 @@ Grid [sk, g], tile t = s + sk j. Per block of bn columns each tile runs the ring
 `space_ring` over K's share s (q = K / (sk g kp) sub-rings of g steps: its own A chunk and
 each step's B block from memory, g - 1 chunks from tile t - sk), then the sk tiles of ring
 position j send their f32 partials to the first (s = 0) in one receive, which adds, rounds
-and stores them. Rates are the timeline's static shares (`space_ring.link_shares`) for the
-kernel's flows: the ring's (t - sk -> t) and the partials' (t -> its group's first); the
+and stores them. Rates are the timeline's fixed rates in its default sharing mode (static
+shares, or max-min static shares: `_rates`) for the kernel's flows: the ring's (t - sk -> t) and the partials' (t -> its group's first); the
 partials of one receive that cross the same link split its share between them. When sk
 divides M the partials may also be reduce-scattered (column `rs`, `emit_ringsplit`): every
 tile receives the other splits' chunks of its own 1 / sk of the rows and stores them, so every
@@ -20,7 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ktir.targets.timeline import BUFFERS
+from ktir.targets import timeline
+from ktir.targets.timeline import BUFFERS, maxmin_shares
 
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
@@ -63,12 +64,57 @@ def scatters(k: MatmulKernel, c: dict[str, np.ndarray]) -> np.ndarray:
     return default if rs is None else (rs.astype(bool) & default)
 
 
-@lru_cache(maxsize=64)
 def _rates(machine: object, sk: int, g: int, scatter: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """Per tile of grid [sk, g]: its memory rate and its ring receive's rate; and the slowest
-    partial's rate into a group's first tile (bytes per cycle). The timeline's static shares:
-    each channel split over the tiles whose bytes cross it anywhere in the kernel (every tile
-    reads memory, only the first tile of each group writes it), a link's share split again
+    partial's rate into a group's first tile (bytes per cycle), in the timeline's default
+    sharing mode (`ktir.targets.timeline`)."""
+    if timeline.default_sharing() == "maxmin":
+        return _maxmin_rates(machine, sk, g, scatter)
+    return _static_rates(machine, sk, g, scatter)
+
+
+@lru_cache(maxsize=64)
+def _maxmin_rates(machine: object, sk: int, g: int, scatter: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """`_rates` under max-min static sharing: the timeline's `maxmin_shares` of the routes below
+    (`_static_rates`), the partials of one receive splitting their tile's use of a link they
+    all cross."""
+    m = machine
+    tiles = sk * g
+    topo = m.topology  # type: ignore[attr-defined]
+    memory = f"memory.{m.global_name}"  # type: ignore[attr-defined]
+
+    def channels(links: tuple[str, ...], through: str | None = None) -> tuple[str, ...]:
+        return ((through,) if through else ()) + tuple(f"link.{x}" for x in links)
+
+    reads = [channels(m.memory_route(t, True).links, memory) for t in range(tiles)]  # type: ignore[attr-defined]
+    ring = [channels(topo.route((t - sk) % tiles, t)) for t in range(tiles)]
+    receivers = range(tiles) if scatter else range(0, tiles, sk)
+    partials = {t: [channels(topo.route(t - t % sk + x, t)) for x in range(sk) if x != t % sk] for t in receivers}
+    routes: dict[int, set[tuple[str, ...]]] = {t: {reads[t]} for t in range(tiles)}
+    for t in range(tiles):
+        if scatter or t % sk == 0:
+            routes[t].add(channels(m.memory_route(t, False).links, memory))  # type: ignore[attr-defined]
+        routes[t].add(ring[t])
+    for t, rs in partials.items():
+        routes[t].update(rs)
+    shares = maxmin_shares(routes, m.channel_capacity(), m.dma_bw)  # type: ignore[attr-defined]
+    slowest = float(m.dma_bw)  # type: ignore[attr-defined]
+    for t, rs in partials.items():
+        crossing: dict[str, int] = {}
+        for r in rs:
+            for c in r:
+                crossing[c] = crossing.get(c, 0) + 1
+        for r in rs:
+            slowest = min([slowest, shares.rate[(t, r)]] + [shares.use[(t, c)] / crossing[c] for c in r])
+    return (np.array([shares.rate[(t, reads[t])] for t in range(tiles)]),
+            np.array([shares.rate[(t, ring[t])] for t in range(tiles)]), slowest)
+
+
+@lru_cache(maxsize=64)
+def _static_rates(machine: object, sk: int, g: int, scatter: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """`_rates` under static sharing: each channel split over the tiles whose bytes cross it
+    anywhere in the kernel (every tile reads memory, only the first tile of each group writes
+    it, or every tile when the partials are reduce-scattered), a link's share split again
     between the partials of the one receive that cross it, never above one DMA engine."""
     m = machine
     tiles = sk * g

@@ -75,7 +75,7 @@ class CostReport(_Model):
     target: str = Field(description="Name of the target description.")
     grid: list[int] = Field(description="The kernel's tile grid.")
     clock_hz: float = Field(description="The target's clock (cycles below are of this clock).")
-    sharing: Literal["static", "fair"] = Field(description="How shared channels were divided between tiles (see ktir.targets.timeline).")
+    sharing: Literal["static", "maxmin", "fair"] = Field(description="How shared channels were divided between tiles (see ktir.targets.timeline).")
     estimate_cycles: float = Field(description="Timeline estimate, cycles of the target's clock.")
     estimate_seconds: float = Field(description="estimate_cycles / clock_hz.")
     roofline_cycles: float = Field(description="Lower bound: the busiest resource's work alone.")
@@ -116,8 +116,8 @@ class Estimate:
 
 
 def estimate(trace: KernelTrace, target: Target | Machine, warnings: list[str] | None = None,
-             sharing: Sharing = "static") -> Estimate:
-    """Simulate `trace` on `target`, bound it, and build the report."""
+             sharing: Sharing | None = None) -> Estimate:
+    """Simulate `trace` on `target` (`sharing`: None for the timeline's default), bound it, and build the report."""
     machine = target if isinstance(target, Machine) else Machine(target)
     timeline = simulate(trace, machine, sharing)
     bound = roofline(trace, machine)

@@ -23,11 +23,21 @@ The model, in full:
   -> tile) at most at one DMA engine's bandwidth.
 - Shared channels (the global memory, each interconnect link) are divided between tiles:
   `sharing="static"` (the default) gives each tile that routes bytes over a channel anywhere
-  in the kernel an equal fixed share of it; `sharing="fair"` shares each channel max-min
-  fairly among the data phases active at each moment. Static sharing makes the estimate a
-  monotone function of every size and every bandwidth (more work never finishes earlier,
-  more bandwidth never later); fair sharing follows phases more closely but, like real
-  networks, can occasionally get slower when a bandwidth grows.
+  in the kernel an equal fixed share of it; `sharing="maxmin"` gives each tile fixed rates
+  too, but divides the channels max-min fairly over the routes the tiles use anywhere in the
+  kernel (`maxmin_shares`), so a share one tile cannot use (a tile reading memory is held to
+  its part of the memory channel on the links next to it) goes to the tiles that can;
+  `sharing="fair"` shares each channel max-min fairly among the data phases active at each
+  moment. Static sharing makes the estimate a monotone function of every size and every
+  bandwidth (more work never finishes earlier, more bandwidth never later). Max-min static
+  rates depend only on the kernel's routes, not on timing, so more work still never finishes
+  earlier, and every route's rate is at least its static share (an op whose flows cross one
+  channel together, a copy from memory to memory, splits its tile's use there and may get
+  less); but a faster channel can move the split of another channel away from a tile that is
+  then slower. Fair sharing follows phases
+  more closely but, like real networks, can occasionally get slower when a bandwidth grows.
+  Under both static modes an op whose several flows cross one channel splits its tile's
+  rate there between them.
 - Tensor results (`result_bytes`) occupy the tile's ct_local memory from the op's start until
   the last record that depends on them finishes, on top of `resident_local_bytes`. A
   destination-style op (`reuses`: a linalg op and the tensor in its `outs`) that starts as the
@@ -59,7 +69,16 @@ from .machine import Flow, Machine
 from .records import KernelTrace, Kind, OpRecord, TraceError, check_records
 from .schema import Target
 
-Sharing = Literal["static", "fair"]
+Sharing = Literal["static", "maxmin", "fair"]
+SHARINGS: tuple[Sharing, ...] = ("static", "maxmin", "fair")
+
+DEFAULT_SHARING: Sharing = "static"  # what `simulate` and the schedulers' cost models use unless told
+
+
+def default_sharing() -> Sharing:
+    """The sharing mode `simulate` uses when given none (read at each call)."""
+    return DEFAULT_SHARING
+
 
 QUEUE_OF: dict[Kind, str | None] = {
     Kind.SCALAR: None,
@@ -137,6 +156,56 @@ def _series(changes: list[tuple[float, str, float]]) -> dict[str, list[tuple[flo
     return out
 
 
+@dataclass(frozen=True)
+class Shares:
+    """Fixed rates from `maxmin_shares`, in bytes per cycle."""
+
+    rate: dict[tuple[int, tuple[str, ...]], float]  # (tile, route) -> the route's rate
+    limit: dict[tuple[int, tuple[str, ...]], str | None]  # (tile, route) -> the full channel that set it (None: the engine)
+    use: dict[tuple[int, str], float]  # (tile, channel) -> the tile's use of it: its routes' largest rate there
+
+
+def maxmin_shares(routes: dict[int, set[tuple[str, ...]]], capacity: dict[str, float], engine: float) -> Shares:
+    """Max-min fair fixed rates (`sharing="maxmin"`) for the routes (tuples of channels) each tile
+    uses anywhere in a kernel: progressive filling, every route's rate rising at one level until
+    it reaches one DMA engine's bandwidth (`engine`) or a channel it crosses is full. A tile's use
+    of a channel is the largest rate of its routes through it, not their sum (as under static
+    sharing, a tile's routes are not assumed to move at once), and a channel is full when its
+    tiles' uses add up to its capacity. Depends on the routes only, not on timing."""
+    keys = sorted({(t, r) for t, rs in routes.items() for r in rs})
+    rate: dict[tuple[int, tuple[str, ...]], float] = {}
+    limit: dict[tuple[int, tuple[str, ...]], str | None] = {}
+    unfrozen = set(keys)
+    level = 0.0
+    while unfrozen:
+        live: dict[str, set[int]] = {}  # channel -> tiles with a route through it still rising
+        for t, r in unfrozen:
+            for c in r:
+                live.setdefault(c, set()).add(t)
+        held: dict[tuple[int, str], float] = {}  # (tile, channel) -> the use of a tile no longer rising there
+        for (t, r), v in rate.items():
+            for c in r:
+                if c in live and t not in live[c]:
+                    held[(t, c)] = max(held.get((t, c), 0.0), v)
+        residual = {c: capacity[c] for c in live}
+        for (_, c), v in held.items():
+            residual[c] -= v
+        fill = {c: residual[c] / len(tiles) for c, tiles in live.items()}
+        level = max(level, min([engine, *fill.values()]))  # levels only rise (rounding aside)
+        tight = level * (1 + 1e-12)
+        for key in sorted(unfrozen):
+            full = [c for c in key[1] if fill[c] <= tight]
+            if engine <= tight or full:
+                rate[key] = level
+                limit[key] = min(full, key=lambda c: fill[c]) if full else None
+                unfrozen.discard(key)
+    use: dict[tuple[int, str], float] = {}
+    for (t, r), v in rate.items():
+        for c in r:
+            use[(t, c)] = max(use.get((t, c), 0.0), v)
+    return Shares(rate, limit, use)
+
+
 class _Op:
     __slots__ = ("rec", "idx", "queue", "deps", "waiting", "dependents", "users_left", "start", "end", "lane",
                  "flows", "flows_left", "data_start", "ready", "cause", "port_cause", "limit", "handed",
@@ -199,13 +268,16 @@ class _Port:
         self.last: int | None = None  # the op of the last data phase
 
 
-def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing = "static",
+def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing | None = None,
              buffers: int = BUFFERS) -> Timeline:
     """Run the timeline model of `trace` on `target`; raise TraceError on inconsistent records.
+    `sharing`: how shared channels are divided (module docstring; None: `DEFAULT_SHARING`).
     `buffers`: the fewest buffers each op owns for its results (2: double buffering; 1: only those
     the program order holds at once)."""
-    if sharing not in ("static", "fair"):
-        raise ValueError(f"sharing must be 'static' or 'fair', not {sharing!r}")
+    if sharing is None:
+        sharing = default_sharing()
+    if sharing not in SHARINGS:
+        raise ValueError(f"sharing must be one of {', '.join(map(repr, SHARINGS))}, not {sharing!r}")
     if buffers < 1:
         raise ValueError(f"buffers must be at least 1, not {buffers}")
     machine = target if isinstance(target, Machine) else Machine(target)
@@ -229,6 +301,7 @@ class _Simulation:
         self.capacity = machine.channel_capacity()
         self.channel_bytes: dict[str, float] = {}
         users: dict[str, set[int]] = {}
+        routes: dict[int, set[tuple[str, ...]]] = {}
         for op in self.ops:
             if op.queue is not None:
                 key = (op.rec.tile, op.queue)
@@ -240,10 +313,12 @@ class _Simulation:
                 if op.flows:
                     self.ports.setdefault(op.rec.tile, _Port()).order.append(op.idx)
                 for f in op.flows:
+                    routes.setdefault(op.rec.tile, set()).add(f.channels)
                     for c in f.channels:
                         users.setdefault(c, set()).add(op.rec.tile)
                         self.channel_bytes[c] = self.channel_bytes.get(c, 0.0) + f.nbytes
         self.users = {c: len(tiles) for c, tiles in users.items()}
+        self.shares = maxmin_shares(routes, self.capacity, machine.dma_bw) if sharing == "maxmin" else None
         self.now = 0.0
         self.events: list[tuple[float, int, int, int]] = []  # (time, tiebreak, kind, op index)
         self.counter = 0
@@ -255,7 +330,7 @@ class _Simulation:
         self.occupancy: dict[int, list[tuple[float, int]]] = {t: [(0.0, v)] for t, v in self.live.items()}
         self.peak: dict[int, int] = dict(self.live)
         self._rates: dict[tuple[str, str | None, bool], tuple[float, float]] = {}
-        self._static_rates: dict[tuple[tuple[str, ...], tuple[int, ...]], float] = {}
+        self._static_rates: dict[tuple[int, tuple[str, ...], tuple[int, ...]], tuple[float, str | None]] = {}
         self.started: dict[tuple[int, str], int] = {}  # queue -> the op it started last
         self.released: dict[tuple[int, str], int] = {}  # queue -> the op that freed a server last
 
@@ -470,7 +545,7 @@ class _Simulation:
             op.port_cause = port.last
         port.last = op.idx
         op.limit = self._limit(op)
-        if self.sharing == "static":
+        if self.sharing != "fair":
             duration = 0.0
             for f in op.flows:
                 rate = self.static_rate(op, f)
@@ -486,30 +561,42 @@ class _Simulation:
         self._allocate()
 
     def static_rate(self, op: _Op, f: Flow) -> float:
-        """A flow's fixed rate: one DMA engine, and the tile's share of each channel it crosses."""
+        """A flow's fixed rate (static or max-min static sharing): one DMA engine, and the tile's
+        share of each channel it crosses, split between the op's flows that cross it."""
+        return self._fixed(op, f)[0]
+
+    def _fixed(self, op: _Op, f: Flow, split: bool = True) -> tuple[float, str | None]:
+        """A flow's fixed rate and what sets it (a channel; None: the DMA engine). `split`: with
+        the op's flows splitting a channel they both cross."""
         shared: tuple[int, ...] = ()
-        if len(op.flows) > 1:  # the op's own flows split its share of a channel they both cross
+        if split and len(op.flows) > 1:  # the op's own flows split its share of a channel they both cross
             shared = tuple(sum(1 for g in op.flows if c in g.channels) for c in f.channels)
-        key = (f.channels, shared)
-        rate = self._static_rates.get(key)
-        if rate is None:
-            rate = self.m.dma_bw
-            for i, c in enumerate(f.channels):
-                rate = min(rate, self.capacity[c] / (self.users[c] * (shared[i] if shared else 1)))
-            self._static_rates[key] = rate
-        return rate
+        tile = op.rec.tile if self.shares is not None else -1  # static shares do not depend on the tile
+        key = (tile, f.channels, shared)
+        found = self._static_rates.get(key)
+        if found is not None:
+            return found
+        rate, which = self.m.dma_bw, None
+        if self.shares is not None:
+            rate, which = self.shares.rate[(tile, f.channels)], self.shares.limit[(tile, f.channels)]
+        for i, c in enumerate(f.channels):
+            n = shared[i] if shared else 1
+            # max-min: the tile's use of the channel; static: its equal share
+            share = (self.shares.use[(tile, c)] / n if self.shares is not None
+                     else self.capacity[c] / (self.users[c] * n))
+            if share < rate:
+                rate, which = share, c
+        self._static_rates[key] = (rate, which)
+        return rate, which
 
     def _limit(self, op: _Op) -> str:
-        """The resource that sets the rate of the op's slowest flow under static sharing."""
+        """The resource that sets the rate of the op's slowest flow under static sharing (either mode)."""
         best_time, best = -1.0, f"tile{op.rec.tile}.port"
         for f in op.flows:
-            rate, which = self.m.dma_bw, f"tile{op.rec.tile}.port"
-            for c in f.channels:
-                share = self.capacity[c] / self.users[c]
-                if share < rate:
-                    rate, which = share, c
+            # static: the channel's share before the op's own split, as the limit was always reported
+            rate, which = self._fixed(op, f, split=self.shares is not None)
             if f.nbytes / rate > best_time:
-                best_time, best = f.nbytes / rate, which
+                best_time, best = f.nbytes / rate, which or f"tile{op.rec.tile}.port"
         return best
 
     def _data_done(self, op: _Op) -> None:
