@@ -7,7 +7,8 @@ hop per step, while each tile streams its own kp x bn blocks of B from global me
 Per tile, the timeline runs the transfers of a step through the tile's network port one at a
 time (the B block from memory, then the chunk from the left neighbour) while the matrix unit
 multiplies the chunk it holds; a step costs the larger of the two. The rates are the
-timeline's fixed rates in its default sharing mode (`link_shares`). Static shares: the memory
+timeline's fixed rates in static sharing (`link_shares`, `MODEL_SHARING`; the timeline's own
+default, max-min shares, gives every route at least as much). Static shares: the memory
 channel split evenly over the tiles that use it, each ring link split over every tile whose
 memory traffic or ring chunk crosses it (so a link next to a memory attach point, which
 carries the memory traffic of up to eight tiles, is the slow one and the whole ring waits for
@@ -22,7 +23,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from ktir.targets import timeline
 from ktir.targets.timeline import BUFFERS, Sharing, maxmin_shares
 
 from .cost import Figures
@@ -56,9 +56,17 @@ def even_widths(nt: int, step: int, most: int = EVEN_BLOCKS) -> frozenset[int]:
     return frozenset(-(-nt // (b * step)) * step for b in range(1, most + 1) if b * step <= nt)
 
 
+# The analytic models charge each channel at its static (equal) share: the floor of what the
+# timeline's work-conserving default ("maxmin") gives every route but an op whose own flows cross
+# one channel together. A model that assumed the max-min rates picked ring schedules whose
+# stalls between sub-rings it does not see (28-kernel table 1.123 on the timeline against 1.103);
+# the timeline re-rank (`schedulers.rerank`) decides between the model's best points.
+MODEL_SHARING: Sharing = "static"
+
+
 def rates(fig: Figures, gm: int, g: int) -> tuple[np.ndarray, np.ndarray]:
     """Per tile of the ring form on grid [gm, g]: its memory and ring rates, bytes per cycle."""
-    return _rates(fig.machine, gm, g, timeline.default_sharing())
+    return _rates(fig.machine, gm, g, MODEL_SHARING)
 
 
 @lru_cache(maxsize=256)
@@ -70,13 +78,13 @@ def _rates(machine: object, gm: int, g: int, sharing: Sharing) -> tuple[np.ndarr
 
 def link_shares(machine: object, active: int, flows: tuple[tuple[int, int], ...],
                 sharing: Sharing | None = None) -> tuple[np.ndarray, tuple[float, ...]]:
-    """The timeline's fixed rates (`ktir.targets.timeline`; `sharing` None: its default mode) when
+    """The timeline's fixed rates (`ktir.targets.timeline`; `sharing` None: `MODEL_SHARING`) when
     tiles 0 .. active - 1 each read and write global memory and each (source, destination) flow
     moves data between two tiles' scratchpads, charged to the destination. "static": every
     channel split evenly over the tiles whose traffic crosses it; "maxmin": the timeline's
     `maxmin_shares` of those routes. Returns each tile's memory rate (the lower of its reads'
     and its writes') and each flow's rate, bytes per cycle (never above one DMA engine's)."""
-    mode = sharing or timeline.default_sharing()
+    mode = sharing or MODEL_SHARING
     if mode == "maxmin":
         return _maxmin_shares(machine, active, flows)
     return _static_shares(machine, active, flows)

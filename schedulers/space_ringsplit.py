@@ -20,12 +20,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ktir.targets import timeline
-from ktir.targets.timeline import BUFFERS, maxmin_shares
+from ktir.targets.timeline import BUFFERS, Sharing, maxmin_shares
 
 from .cost import Figures
 from .kernels import MatmulKernel, Operand
-from .space_ring import RING, ROUNDED_CHUNK, chunk_rows, ring_buffers
+from .space_ring import MODEL_SHARING, RING, ROUNDED_CHUNK, chunk_rows, ring_buffers
 
 
 def scattered(M: int, sk: int) -> bool:
@@ -64,11 +63,12 @@ def scatters(k: MatmulKernel, c: dict[str, np.ndarray]) -> np.ndarray:
     return default if rs is None else (rs.astype(bool) & default)
 
 
-def _rates(machine: object, sk: int, g: int, scatter: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+def _rates(machine: object, sk: int, g: int, scatter: bool = False,
+           sharing: Sharing = MODEL_SHARING) -> tuple[np.ndarray, np.ndarray, float]:
     """Per tile of grid [sk, g]: its memory rate and its ring receive's rate; and the slowest
-    partial's rate into a group's first tile (bytes per cycle), in the timeline's default
-    sharing mode (`ktir.targets.timeline`)."""
-    if timeline.default_sharing() == "maxmin":
+    partial's rate into a group's first tile (bytes per cycle), in `sharing` (the models':
+    `space_ring.MODEL_SHARING`)."""
+    if sharing == "maxmin":
         return _maxmin_rates(machine, sk, g, scatter)
     return _static_rates(machine, sk, g, scatter)
 

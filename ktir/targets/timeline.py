@@ -22,9 +22,9 @@ The model, in full:
   moves each flow (memory -> links -> tile, tile -> links -> memory, or source tile -> links
   -> tile) at most at one DMA engine's bandwidth.
 - Shared channels (the global memory, each interconnect link) are divided between tiles:
-  `sharing="static"` (the default) gives each tile that routes bytes over a channel anywhere
-  in the kernel an equal fixed share of it; `sharing="maxmin"` gives each tile fixed rates
-  too, but divides the channels max-min fairly over the routes the tiles use anywhere in the
+  `sharing="static"` gives each tile that routes bytes over a channel anywhere in the kernel
+  an equal fixed share of it; `sharing="maxmin"` (the default: a network's arbiter hands an
+  idle share to whoever can use it) gives each tile fixed rates too, but divides the channels max-min fairly over the routes the tiles use anywhere in the
   kernel (`maxmin_shares`), so a share one tile cannot use (a tile reading memory is held to
   its part of the memory channel on the links next to it) goes to the tiles that can;
   `sharing="fair"` shares each channel max-min fairly among the data phases active at each
@@ -72,7 +72,7 @@ from .schema import Target
 Sharing = Literal["static", "maxmin", "fair"]
 SHARINGS: tuple[Sharing, ...] = ("static", "maxmin", "fair")
 
-DEFAULT_SHARING: Sharing = "static"  # what `simulate` and the schedulers' cost models use unless told
+DEFAULT_SHARING: Sharing = "maxmin"  # what `simulate` uses unless told (the schedulers' models: space_ring.MODEL_SHARING)
 
 
 def default_sharing() -> Sharing:
@@ -197,7 +197,8 @@ def maxmin_shares(routes: dict[int, set[tuple[str, ...]]], capacity: dict[str, f
             full = [c for c in key[1] if fill[c] <= tight]
             if engine <= tight or full:
                 rate[key] = level
-                limit[key] = min(full, key=lambda c: fill[c]) if full else None
+                # the engine when it holds the route as much as a channel (as static sharing says)
+                limit[key] = min(full, key=lambda c: fill[c]) if full and engine > tight else None
                 unfrozen.discard(key)
     use: dict[tuple[int, str], float] = {}
     for (t, r), v in rate.items():

@@ -56,19 +56,17 @@ def test_link_shares_are_the_timelines_rates_on_spyre(active: int, flows: tuple[
 
 @pytest.mark.parametrize("sharing", ["static", "maxmin"])
 @pytest.mark.parametrize(("sk", "g", "scatter"), [(2, 16, False), (4, 8, False), (4, 8, True), (2, 4, True)])
-def test_the_split_rings_rates_are_the_timelines_on_spyre(sk: int, g: int, scatter: bool, sharing: str, spyre,
-                                                          monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_split_rings_rates_are_the_timelines_on_spyre(sk: int, g: int, scatter: bool, sharing: str,
+                                                          spyre) -> None:  # type: ignore[no-untyped-def]
     """`space_ringsplit._rates` against the timeline on the split ring's routes: every tile reads
     memory and receives from tile t - sk; the receivers of partials (each group's first tile, or
     every tile when reduce-scattered) write memory and receive their group's other partials in one
     receive, whose flows split a link they cross."""
-    from ktir.targets import timeline
     from schedulers import space_ringsplit
 
-    monkeypatch.setattr(timeline, "DEFAULT_SHARING", sharing)
     machine = Machine(spyre)
     tiles = sk * g
-    mem, ring, slowest = space_ringsplit._rates(machine, sk, g, scatter)
+    mem, ring, slowest = space_ringsplit._rates(machine, sk, g, scatter, sharing)  # type: ignore[arg-type]
     receivers = range(tiles) if scatter else range(0, tiles, sk)
     records = []
     for t in range(tiles):

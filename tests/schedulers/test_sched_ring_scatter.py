@@ -24,7 +24,7 @@ from schedulers.emit_ringsplit import emit_ringsplit
 from schedulers.kernels import MatmulKernel, recognise
 from schedulers.proof import prove
 from schedulers.space_choice import space_for
-from schedulers.space_ring import RING
+from schedulers.space_ring import MODEL_SHARING, RING
 
 
 def _kernel(module: ktir.Module) -> tuple[MatmulKernel, object]:
@@ -90,7 +90,7 @@ def test_the_model_prices_the_scattered_ring_as_the_timeline_does(spyre, monkeyp
 
     def both() -> tuple[float, float]:
         est = float(space.evaluate({n: np.array([v]) for n, v in p.items()}).cycles[0])
-        sim = float(simulate(_trace(emit_ringsplit(k, fn, p)), spyre).makespan)  # type: ignore[arg-type]
+        sim = float(simulate(_trace(emit_ringsplit(k, fn, p)), spyre, MODEL_SHARING).makespan)  # type: ignore[arg-type]
         assert 0.95 <= est / sim <= 1.05, (est, sim)
         return est, sim
 

@@ -1,12 +1,12 @@
 """Properties of the cost model over generated traces and targets.
 
 - The timeline estimate is never below the roofline bound (every sharing mode).
-- With static sharing (the default), the estimate is monotone: more work never finishes
+- With static sharing, the estimate is monotone: more work never finishes
   earlier, more bandwidth never later. (Fair sharing is exempt: like a real network it can
   slow down when one flow gets faster and takes link share from another; see timeline.py.)
-- With max-min static sharing, more work never finishes earlier; no channel ever carries
+- With max-min static sharing (the default), more work never finishes earlier; no channel ever carries
   more than its capacity; every data phase is at most as long as under static sharing (but
-  an op's whose flows cross one channel together); and
+  an op whose flows cross one channel together); and
   the rates are max-min fair: each route is held by its engine or by a full channel on which
   its tile uses as much as any tile. More bandwidth can make it slower (a faster channel moves
   another channel's split), so it is not tested for that.
