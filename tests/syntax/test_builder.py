@@ -282,3 +282,22 @@ def test_indirect_access_tile_names_its_variables_and_refuses_a_wrong_count() ->
             b.indirect_access_tile(table, [4, 4], lambda m, k: [ind(ids, m), k], variables=["row"])
         b.func_return()
     assert "%g0 = ktdp.construct_indirect_access_tile intermediate_variables(%row, %col)" in ktir.print_module(b.module)
+
+
+def test_box_with_a_symbolic_extent_prints_as_mlir_and_bounds_a_dynamic_view() -> None:
+    """`box(af.sym(0), 8)`: the coordinate set of a view whose first size is dynamic, written as
+    the parser reads it; an extent naming a dim is refused."""
+    from ktir.builder import box
+
+    iset = box(af.sym(0), 8)
+    assert iset.num_symbols == 1
+    b = Builder()
+    with b.func("f", [("p", ty.INDEX), ("n", ty.INDEX)]) as (p, n):
+        b.memory_view(p, [n, 8], [8, 1], ty.F32, coordinate_set=b.alias("rows", iset))
+        b.func_return()
+    text = ktir.print_module(b.module)
+    assert "#rows = affine_set<(d0, d1)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0, d1 >= 0, -d1 + 7 >= 0)>" in text
+    assert ktir.parse(text) == b.module
+    assert not [d for d in verify(b.module) if d.severity == "error"]
+    with pytest.raises(BuildError, match="box extent 0 is not a linear expression of symbols"):
+        box(af.dim(0) + 1, 8)
