@@ -439,6 +439,18 @@ class Builder:
             if not (then.operations and then.operations[-1].name == Scf.yield_):
                 self.create(Scf.yield_, [], [])
 
+    def if_else(self, condition: Value, then: Callable[[], object], otherwise: Callable[[], object]) -> None:
+        """`scf.if %condition { ... } else { ... }` without results: `then` and `otherwise` build
+        their branches (each gets its `scf.yield` unless it ends with one)."""
+        blocks = Block(), Block()
+        self.append(Operation(name=Scf.if_, operands=[condition.name], operand_types=[condition.type],
+                              regions=[Region(blocks=[blocks[0]]), Region(blocks=[blocks[1]])]))
+        for block, make in zip(blocks, (then, otherwise), strict=True):
+            with self.insert_into(block):
+                make()
+                if not (block.operations and block.operations[-1].name == Scf.yield_):
+                    self.create(Scf.yield_, [], [])
+
     def if_values(self, condition: Value, make: Callable[[], Sequence[Value]], otherwise: Sequence[Value],
                   names: Sequence[str] | None = None) -> list[Value]:
         """`scf.if %condition -> (...)` with results: the values `make` builds in the then-branch
