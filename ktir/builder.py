@@ -707,7 +707,7 @@ def box(*extents: int | af.AffineExpr, fixed: Sequence[int] = ()) -> af.IntegerS
         if i in fixed:
             cons.append(af.Constraint(expr=d, is_equality=True))
         else:
-            upper = -d + (e - 1) if isinstance(e, int) else -d + e - 1
+            upper = -d + e - 1 if isinstance(e, af.AffineExpr) else -d + (e - 1)
             cons += [af.Constraint(expr=d, is_equality=False), af.Constraint(expr=upper, is_equality=False)]
     return af.IntegerSet(num_dims=len(extents), num_symbols=symbols, constraints=tuple(cons))
 
