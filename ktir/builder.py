@@ -439,6 +439,18 @@ class Builder:
             if not (then.operations and then.operations[-1].name == Scf.yield_):
                 self.create(Scf.yield_, [], [])
 
+    def if_else(self, condition: Value, then: Callable[[], object], otherwise: Callable[[], object]) -> None:
+        """`scf.if %condition { ... } else { ... }` without results: `then` and `otherwise` build
+        their branches (each gets its `scf.yield` unless it ends with one)."""
+        blocks = Block(), Block()
+        self.append(Operation(name=Scf.if_, operands=[condition.name], operand_types=[condition.type],
+                              regions=[Region(blocks=[blocks[0]]), Region(blocks=[blocks[1]])]))
+        for block, make in zip(blocks, (then, otherwise), strict=True):
+            with self.insert_into(block):
+                make()
+                if not (block.operations and block.operations[-1].name == Scf.yield_):
+                    self.create(Scf.yield_, [], [])
+
     def if_values(self, condition: Value, make: Callable[[], Sequence[Value]], otherwise: Sequence[Value],
                   names: Sequence[str] | None = None) -> list[Value]:
         """`scf.if %condition -> (...)` with results: the values `make` builds in the then-branch
@@ -678,17 +690,26 @@ def _reassociation(groups: Sequence[Sequence[int]]) -> at.ArrayAttr:
         at.ArrayAttr(elements=tuple(at.IntegerAttr(value=i, type=ty.I64) for i in g)) for g in groups))
 
 
-def box(*extents: int, fixed: Sequence[int] = ()) -> af.IntegerSet:
+def box(*extents: int | af.AffineExpr, fixed: Sequence[int] = ()) -> af.IntegerSet:
     """The box 0 <= d_i < extents[i] as an integer set (`d_i == 0` for the dims in `fixed`),
-    with the constraints written the way MLIR prints them (`d0 >= 0, -d0 + 31 >= 0`)."""
+    with the constraints written the way MLIR prints them (`d0 >= 0, -d0 + 31 >= 0`). An
+    extent may be an affine expression of symbols (`af.sym(0)`: a dynamic size, bound by the
+    view's size operands): `-d0 + s0 - 1 >= 0`, the set taking as many symbols as it names."""
     cons: list[af.Constraint] = []
+    symbols = 0
     for i, e in enumerate(extents):
         d = af.dim(i)
+        if isinstance(e, af.AffineExpr):
+            form = af.linear(e)
+            if form is None or form[0]:
+                raise BuildError(f"box extent {i} is not a linear expression of symbols")
+            symbols = max([symbols, *(s + 1 for s in form[1])])
         if i in fixed:
             cons.append(af.Constraint(expr=d, is_equality=True))
         else:
-            cons += [af.Constraint(expr=d, is_equality=False), af.Constraint(expr=-d + (e - 1), is_equality=False)]
-    return af.IntegerSet(num_dims=len(extents), num_symbols=0, constraints=tuple(cons))
+            upper = -d + e - 1 if isinstance(e, af.AffineExpr) else -d + (e - 1)
+            cons += [af.Constraint(expr=d, is_equality=False), af.Constraint(expr=upper, is_equality=False)]
+    return af.IntegerSet(num_dims=len(extents), num_symbols=symbols, constraints=tuple(cons))
 
 
 def _mixed(entries: Sequence[int | Value]) -> tuple[list[int], list[Value]]:

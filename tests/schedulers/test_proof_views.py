@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 import ktir
 import reference_interp as ri
-from ktir.builder import Builder, box
+from ktir.builder import Builder, box, ind, ssa
+from ktir.dialects.names import Arith
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
@@ -561,8 +562,6 @@ def test_a_store_inside_an_scf_while_is_declined() -> None:
 def gather_after_writing_ids(grid: int) -> Module:
     """ids = src (two i32, written by tile 0 alone), then tile t gathers row ids[t] of the 4 x 8 table
     into row t of out (with one tile: both rows). The gather reads ids where its tile is built."""
-    from ktir.ir.operation import Block, BlockArgument, Region
-
     i32 = ty.i(32)
     b = Builder()
     with b.func("k", [("src", INDEX), ("ids", INDEX), ("table", INDEX), ("out", INDEX)], grid=[grid]) as (s, i, t, o):
@@ -572,24 +571,11 @@ def gather_after_writing_ids(grid: int) -> Module:
         iv = b.memory_view(i, [2], [1], i32, coordinate_set=box(2))
         tv = b.memory_view(t, [4, 8], [8, 1], F32, coordinate_set=box(4, 8))
         ov = b.memory_view(o, [2, 8], [8, 1], F32, coordinate_set=box(2, 8))
-        with b.if_(b.cmp("arith.cmpi", "eq", tid, c0)):
+        with b.if_(b.cmp(Arith.cmpi, "eq", tid, c0)):
             b.store(b.load(b.access_tile(sv, [c0], box(2), (2,)), i32), b.access_tile(iv, [c0], box(2), (2,)))
         rows = 2 // grid
         first = b.arith.muli(tid, b.constant(rows, INDEX))
-        d0, d1, d2 = af.dim(0), af.dim(1), af.dim(2)
-        body = Block(arguments=[BlockArgument(name=b.fresh("m"), type=INDEX), BlockArgument(name=b.fresh("c"), type=INDEX)])
-        with b.insert_into(body):
-            b.create("ktdp.region_terminator", [], [])
-        tile_t = ty.AccessTileType(shape=(rows, 8))
-        gather = b.create("ktdp.construct_indirect_access_tile", [tv, iv, first], [tile_t], {
-            "variables_space_order": af.AffineMap.identity(2),
-            "variables_space_set": box(rows, 8),
-            "per_dim_subscript_kinds": at.DenseArrayAttr(element_type=ty.i(1), values=(1, 0)),
-            "per_dim_subscript_maps": at.ArrayAttr(elements=(
-                at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=(d2 + d0,))),
-                at.AffineMapAttr(value=af.AffineMap(num_dims=3, num_symbols=0, results=(d1,))))),
-            "operandSegmentSizes": at.DenseArrayAttr(element_type=ty.I32, values=(1, 1, 1, 0)),
-        }, [Region(blocks=[body])])[0]
+        gather = b.indirect_access_tile(tv, [rows, 8], lambda m, k: [ind(iv, ssa(first) + ssa(m)), k])
         b.store(b.load(gather, F32), b.access_tile(ov, [first, c0], box(rows, 8), (rows, 8)))
         b.func_return()
     return _parse(b.module)

@@ -282,3 +282,52 @@ def test_indirect_access_tile_names_its_variables_and_refuses_a_wrong_count() ->
             b.indirect_access_tile(table, [4, 4], lambda m, k: [ind(ids, m), k], variables=["row"])
         b.func_return()
     assert "%g0 = ktdp.construct_indirect_access_tile intermediate_variables(%row, %col)" in ktir.print_module(b.module)
+
+
+def test_box_with_a_symbolic_extent_prints_as_mlir_and_bounds_a_dynamic_view() -> None:
+    """`box(af.sym(0), 8)`: the coordinate set of a view whose first size is dynamic, written as
+    the parser reads it; an extent naming a dim is refused."""
+    from ktir.builder import box
+
+    iset = box(af.sym(0), 8)
+    assert iset.num_symbols == 1
+    b = Builder()
+    with b.func("f", [("p", ty.INDEX), ("n", ty.INDEX)]) as (p, n):
+        b.memory_view(p, [n, 8], [8, 1], ty.F32, coordinate_set=b.alias("rows", iset))
+        b.func_return()
+    text = ktir.print_module(b.module)
+    assert "#rows = affine_set<(d0, d1)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0, d1 >= 0, -d1 + 7 >= 0)>" in text
+    assert ktir.parse(text) == b.module
+    assert not [d for d in verify(b.module) if d.severity == "error"]
+    with pytest.raises(BuildError, match="box extent 0 is not a linear expression of symbols"):
+        box(af.dim(0) + 1, 8)
+
+
+def test_if_else_builds_both_branches_and_runs() -> None:
+    """`if_else`: an scf.if without results whose branches each store; it prints, parses back,
+    verifies and runs the branch the condition picks."""
+    import numpy as np
+
+    import reference_interp as ri
+    from ktir.builder import box
+    from ktir.dialects.names import Arith
+
+    b = Builder()
+    with b.func("pick", [("n", ty.INDEX), ("out", ty.INDEX)]) as (n_arg, out_arg):
+        c0, c4 = b.index(0, "c0"), b.index(4, "c4")
+        view = b.memory_view(out_arg, [4], [1], ty.F32, coordinate_set=box(4), name="v")
+        tile = b.access_tile(view, [c0], box(4), [4], name="t")
+
+        def fill(value: float, name: str) -> None:
+            b.store(b.constant(at.DenseAttr(type=ty.tensor((4,), ty.F32), values=value), name=name), tile)
+
+        b.if_else(b.cmp(Arith.cmpi, "sgt", n_arg, c4, name="big"), lambda: fill(2.0, "twos"), lambda: fill(1.0, "ones"))
+        b.func_return()
+    text = ktir.print_module(b.module)
+    assert "scf.if %big {\n    %twos = " in text and "} else {\n    %ones = " in text
+    again = ktir.parse(text)
+    assert again == b.module
+    assert not [d for d in verify(again) if d.severity == "error"]
+    for n, want in ((9, 2.0), (1, 1.0)):
+        got = ri.run(again, None, {"n": n, "out": np.zeros(4, np.float32)}).outputs["out"]
+        np.testing.assert_array_equal(got, np.full(4, want, np.float32))
