@@ -124,6 +124,7 @@ OPS: tuple[OpDef, ...] = (
             "The body yields one value per output, of the output's element type.",
             "The loop bounds implied by the maps and operand shapes agree.",
             "There is one result per tensor output and each result has its output's type.",
+            "Each iterator type is `parallel` or `reduction`.",
         ),
         accuracy="reduction",
     ),

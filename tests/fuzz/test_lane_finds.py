@@ -32,6 +32,23 @@ def test_an_op_with_successors_prints_in_generic_form() -> None:
     assert '"func.return"()[^x, ^bb0]' in ktir.print_module(module)
 
 
+def test_a_misspelt_iterator_type_is_a_verifier_error() -> None:
+    # corpus mutation: iterator_types = ["parallel", "redu^ction"] verified, and the interpreter
+    # took the reduction for a parallel loop (a ValueError inside linalg.generic); mlir-opt-22
+    # rejects it ("unexpected iterator_type")
+    from ktir.verify import validate_text
+
+    text = ("#a = affine_map<(d0, d1) -> (d0, d1)>\n#r = affine_map<(d0, d1) -> (d0)>\n"
+            "func.func @f(%x: tensor<4x8xf32>, %i: tensor<4xf32>) -> tensor<4xf32> {\n"
+            '  %0 = linalg.generic {indexing_maps = [#a, #r], iterator_types = ["parallel", "redu^ction"]} '
+            "ins(%x : tensor<4x8xf32>) outs(%i : tensor<4xf32>) {\n"
+            "  ^bb0(%v: f32, %o: f32):\n    %s = arith.addf %v, %o : f32\n    linalg.yield %s : f32\n"
+            "  } -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    _, found = validate_text(text, "f.ktir")
+    diags = [d for d in found if d.severity == "error"]
+    assert [d.id for d in diags] == ["linalg.generic.C7"], diags
+
+
 def test_an_iterator_type_that_is_no_word_stays_a_string_in_generic_form() -> None:
     # corpus mutation: iterator_types = ["p%arallel"] became #linalg.iterator_type<p%arallel>,
     # which reads back as another attribute
@@ -154,6 +171,15 @@ def test_an_inconsistent_program_manifest_is_a_named_error(change, message: str)
     change(manifest)
     code, _, err = run_cli(CliCase(["run-program", "p.manifest.json", "--input", "x=x.npy"], _program_files(manifest)))
     assert code == 1 and message in err and "Traceback" not in err, err
+
+
+def test_an_output_of_no_elements_prints_without_statistics() -> None:
+    # readers generator: an output view of shape [0, 8] made `ktir run-program` take the minimum
+    # of an empty array (a traceback)
+    manifest = _manifest()
+    manifest["outputs"][0].update(shape=[0, 8])  # type: ignore[index]
+    code, out, err = run_cli(CliCase(["run-program", "p.manifest.json", "--input", "x=x.npy"], _program_files(manifest)))
+    assert code == 0 and "y: f16 [0, 8]  no elements" in out and "Traceback" not in err, err
 
 
 def test_a_huge_buffer_is_a_program_error() -> None:

@@ -298,7 +298,8 @@ def cmd_run_program(args: argparse.Namespace) -> int:
         print(f"ktir run-program: {e}", file=sys.stderr)
         return EXIT_INVALID
     for spec, value in zip(program.manifest.outputs, outputs, strict=True):
-        print(f"{spec.name}: {spec.dtype} {list(value.shape)}  min {float(value.min()):.6g}  max {float(value.max()):.6g}")
+        stats = f"min {float(value.min()):.6g}  max {float(value.max()):.6g}" if value.size else "no elements"
+        print(f"{spec.name}: {spec.dtype} {list(value.shape)}  {stats}")
     if args.out:
         import io
 

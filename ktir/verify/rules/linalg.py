@@ -141,6 +141,12 @@ def generic(check: Check) -> None:
         return
     ins, outs = split
     operands = ins + outs
+    if isinstance(iterators, at.ArrayAttr):
+        for i, e in enumerate(iterators.elements):
+            kind = getattr(check.v.rattr(e), "value", None)
+            if kind not in ("parallel", "reduction"):
+                check.fail("C7", f"iterator type {i} is {kind!r}: it must be \"parallel\" or \"reduction\"")
+                return
     if not isinstance(maps, at.ArrayAttr) or len(maps.elements) != len(operands):
         check.fail("C1", f"indexing_maps needs one map per input and output ({len(operands)})")
         return
