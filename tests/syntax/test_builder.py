@@ -189,12 +189,25 @@ def test_inferred_linalg_results_are_the_destination_group() -> None:
         b.create("linalg.exp", [x, y], attributes={"operandSegmentSizes": bad})
 
 
-def test_if_values_yields_from_both_branches_and_runs() -> None:
-    """`if_values`: an scf.if with results, the then-branch built by the callback, the
-    else-branch yielding values at hand; it prints, parses back, verifies and runs."""
+def _parses_verifies_and_picks(text: str, module: ktir.Module) -> None:
+    """`text` (the printed `module`, a kernel @pick(n, out) writing 2.0 to out[0:4] when n > 4,
+    else 1.0) parses back to the same module, verifies, and runs either branch."""
     import numpy as np
 
     import reference_interp as ri
+
+    again = ktir.parse(text)
+    assert again == module
+    assert not [d for d in verify(again) if d.severity == "error"]
+    for n, want in ((9, 2.0), (1, 1.0)):
+        got = ri.run(again, None, {"n": n, "out": np.zeros(4, np.float32)}).outputs["out"]
+        np.testing.assert_array_equal(got, np.full(4, want, np.float32))
+
+
+def test_if_values_yields_from_both_branches_and_runs() -> None:
+    """`if_values`: an scf.if with results, the then-branch built by the callback, the
+    else-branch yielding values at hand; it prints, parses back, verifies and runs."""
+
 
     b = Builder()
     with b.func("pick", [("n", ty.INDEX), ("out", ty.INDEX)]) as (n_arg, out_arg):
@@ -210,13 +223,7 @@ def test_if_values_yields_from_both_branches_and_runs() -> None:
         b.func_return()
     text = ktir.print_module(b.module)
     assert "%picked = scf.if %big -> (tensor<4xf32>) {" in text and "} else {" in text
-    again = ktir.parse(text)
-    assert again == b.module
-    assert not [d for d in verify(again) if d.severity == "error"]
-    for n, want in ((9, 2.0), (1, 1.0)):
-        out = np.zeros(4, np.float32)
-        got = ri.run(again, None, {"n": n, "out": out}).outputs["out"]
-        np.testing.assert_array_equal(got, np.full(4, want, np.float32))
+    _parses_verifies_and_picks(text, b.module)
 
 
 def _gather_kernel(rows: int, cols: int, lookups: int, per_row: int, start: int, two_d: bool) -> ktir.Module:
@@ -306,9 +313,7 @@ def test_box_with_a_symbolic_extent_prints_as_mlir_and_bounds_a_dynamic_view() -
 def test_if_else_builds_both_branches_and_runs() -> None:
     """`if_else`: an scf.if without results whose branches each store; it prints, parses back,
     verifies and runs the branch the condition picks."""
-    import numpy as np
 
-    import reference_interp as ri
     from ktir.builder import box
     from ktir.dialects.names import Arith
 
@@ -325,9 +330,4 @@ def test_if_else_builds_both_branches_and_runs() -> None:
         b.func_return()
     text = ktir.print_module(b.module)
     assert "scf.if %big {\n    %twos = " in text and "} else {\n    %ones = " in text
-    again = ktir.parse(text)
-    assert again == b.module
-    assert not [d for d in verify(again) if d.severity == "error"]
-    for n, want in ((9, 2.0), (1, 1.0)):
-        got = ri.run(again, None, {"n": n, "out": np.zeros(4, np.float32)}).outputs["out"]
-        np.testing.assert_array_equal(got, np.full(4, want, np.float32))
+    _parses_verifies_and_picks(text, b.module)
