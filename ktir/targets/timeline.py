@@ -75,11 +75,6 @@ SHARINGS: tuple[Sharing, ...] = ("static", "maxmin", "fair")
 DEFAULT_SHARING: Sharing = "maxmin"  # what `simulate` uses unless told (the schedulers' models: space_ring.MODEL_SHARING)
 
 
-def default_sharing() -> Sharing:
-    """The sharing mode `simulate` uses when given none (read at each call)."""
-    return DEFAULT_SHARING
-
-
 QUEUE_OF: dict[Kind, str | None] = {
     Kind.SCALAR: None,
     Kind.TRANSFER: "dma",
@@ -276,7 +271,7 @@ def simulate(trace: KernelTrace, target: Target | Machine, sharing: Sharing | No
     `buffers`: the fewest buffers each op owns for its results (2: double buffering; 1: only those
     the program order holds at once)."""
     if sharing is None:
-        sharing = default_sharing()
+        sharing = DEFAULT_SHARING
     if sharing not in SHARINGS:
         raise ValueError(f"sharing must be one of {', '.join(map(repr, SHARINGS))}, not {sharing!r}")
     if buffers < 1:
