@@ -429,6 +429,22 @@ class Builder:
         self.last_results = results_
 
     @contextlib.contextmanager
+    def parallel(self, lbs: Sequence[Value], ubs: Sequence[Value], steps: Sequence[Value],
+                 names: Sequence[str] | None = None) -> Iterator[tuple[Value, ...]]:
+        """`scf.parallel` without init values; yields the induction variables. The body's
+        `scf.reduce` terminator is added for you."""
+        if not len(lbs) == len(ubs) == len(steps):
+            raise BuildError(f"scf.parallel: {len(lbs)} lower bounds, {len(ubs)} upper bounds, {len(steps)} steps")
+        body = self._region_block([v.type for v in lbs], names, "iv")
+        seg = _named_segments(Scf.parallel, lower_bounds=len(lbs), upper_bounds=len(ubs), steps=len(steps), init_vals=0)
+        self.create(Scf.parallel, [*lbs, *ubs, *steps], [], attributes={"operandSegmentSizes": seg},
+                    regions=[Region(blocks=[body])])
+        with self.insert_into(body):
+            yield tuple(Value(a.name, a.type) for a in body.arguments)
+            if not (body.operations and body.operations[-1].name == Scf.reduce):
+                self.create(Scf.reduce, [], [])
+
+    @contextlib.contextmanager
     def if_(self, condition: Value) -> Iterator[None]:
         """`scf.if` without results or else branch; the then-branch is the insertion point."""
         then = Block()

@@ -107,13 +107,13 @@ def trip_count(lo: int, hi: int, step: int) -> int:
     return max(0, -((lo - hi) // step))
 
 
-def _within_step_limit(ctx: Any, trips: int, ops: int) -> None:
+def _within_step_limit(ctx: Any, trips: int, ops: int, what: str = "scf.for") -> None:
     """A loop whose trips alone would pass the step limit fails at once, not after running
     until the limit (at ~1 µs an op, minutes for the default limit): every trip executes at
     least the body's `ops` ops, so it would certainly fail there."""
     left = ctx.step_limit - ctx.steps
     if trips * ops > left:
-        raise fail("step-limit", f"this scf.for would run {trips:,} iterations of at least {ops} ops, more than the "
+        raise fail("step-limit", f"this {what} would run {trips:,} iterations of at least {ops} ops, more than the "
                    f"{max(left, 0):,} ops left of the step limit {ctx.step_limit:,} (raise it, step_limit= or "
                    "--step-limit, if the program is meant to run this long)")
 
@@ -254,6 +254,9 @@ def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
             if step <= 0:
                 raise fail("undefined", f"scf.parallel step {step} is not positive")
             ranges.append(range(int(fr[lo]), int(fr[hi]), step))
+        # Before itertools.product, which makes a tuple of each range (OverflowError past 2^63 points).
+        _within_step_limit(fr[0], math.prod(trip_count(r.start, r.stop, r.step) for r in ranges), max(body.n, 1),
+                           "scf.parallel")
         acc = [fr[i] for i in inits]
         for point in itertools.product(*ranges):
             for s, v in zip(body.arg_slots, point, strict=True):
@@ -297,7 +300,8 @@ def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
             if st <= 0:
                 raise fail("undefined", f"scf.forall step {st} is not positive")
             ranges.append(range(lo, hi, st))
-        _within_step_limit(fr[0], math.prod(trip_count(r.start, r.stop, r.step) for r in ranges), max(body.n, 1))
+        _within_step_limit(fr[0], math.prod(trip_count(r.start, r.stop, r.step) for r in ranges), max(body.n, 1),
+                           "scf.forall")
         for s, o in zip(out_args, outs, strict=True):
             fr[s] = fr[o]
         for point in itertools.product(*ranges):

@@ -246,3 +246,33 @@ def test_markup_in_a_target_or_results_file_prints_as_text() -> None:
     results["levels"][2]["why"] = "[/oops]"
     code, out, err = run_cli(CliCase(["conformance", "report", "r.json"], {"r.json": json.dumps(results).encode()}))
     assert code in (0, 1) and "Traceback" not in out + err and "a[/b]: bad [/x] thing" in out + err, err
+
+
+@pytest.mark.parametrize("lower", [-(2**63), 0])
+def test_a_parallel_loop_past_the_step_limit_is_a_located_error(lower: int) -> None:
+    # corpus mutation: scf.parallel from -2^63 to 8 made itertools.product list the range
+    # (OverflowError: runtime.internal); it must fail the way scf.for does, before running
+    from ktir.builder import Builder
+    from ktir.dialects.names import Memref
+    from ktir.ir import types as ty
+    from ktir.verify import verify
+
+    np = pytest.importorskip("numpy")
+    b = Builder()
+    memref = ty.memref((8,), ty.F32)
+    with b.func("f", [("m", memref)]) as (m,):
+        lo, hi, one = b.index(lower), b.index(8), b.index(1)
+        with b.parallel([lo], [hi], [one]) as (i,):
+            v = b.create(Memref.load, [m, i], [memref.element_type])[0]
+            b.create(Memref.store, [v, m, i], [])
+        b.func_return()
+    module = ktir.parse(ktir.print_module(b.module))
+    assert [d for d in verify(module, "p.ktir") if d.severity == "error"] == []
+    data = np.arange(8, dtype=np.float32)
+    if lower == 0:  # the loop itself is fine: it runs
+        reference_interp.run(module, args={"m": data}, step_limit=10_000)
+        return
+    with pytest.raises(reference_interp.KtirRuntimeError) as info:
+        reference_interp.run(module, args={"m": data}, step_limit=10_000)
+    assert info.value.kind == "step-limit" and "this scf.parallel would run 9,223,372,036,854,775,816 iterations" in str(info.value)
+    assert info.value.op is not None and info.value.op.loc is not None and info.value.op.loc.line == 5

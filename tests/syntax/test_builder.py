@@ -6,6 +6,7 @@ import pytest
 
 import ktir
 from ktir.builder import Builder, BuildError, ssa
+from ktir.dialects.names import Memref
 from ktir.dialects.registry import OPS
 from ktir.ir import affine as af
 from ktir.ir import attributes as at
@@ -331,3 +332,26 @@ def test_if_else_builds_both_branches_and_runs() -> None:
     text = ktir.print_module(b.module)
     assert "scf.if %big {\n    %twos = " in text and "} else {\n    %ones = " in text
     _parses_verifies_and_picks(text, b.module)
+
+
+def test_parallel_builds_a_two_dimensional_loop_that_round_trips_and_runs() -> None:
+    np = pytest.importorskip("numpy")
+    import reference_interp
+
+    b = Builder()
+    mt = ty.memref((3, 5), ty.F32)
+    with b.func("f", [("m", mt)]) as (m,):
+        zero, one, rows, cols = b.index(0), b.index(1), b.index(3), b.index(5)
+        with b.parallel([zero, zero], [rows, cols], [one, one], names=["i", "j"]) as (i, j):
+            v = b.create(Memref.load, [m, i, j], [ty.F32])[0]
+            b.create(Memref.store, [b.arith.addf(v, v), m, i, j], [])
+        b.func_return()
+    text = ktir.print_module(b.module)
+    assert "scf.parallel (%i, %j) = (%0, %0) to (%2, %3) step (%1, %1)" in text
+    again = ktir.parse(text)
+    assert again == b.module and [d for d in verify(again) if d.severity == "error"] == []
+    data = np.arange(15, dtype=np.float32).reshape(3, 5)
+    out = reference_interp.run(again, args={"m": data.copy()}).outputs["m"]
+    np.testing.assert_array_equal(out, data * 2)
+    with pytest.raises(BuildError, match="2 lower bounds, 1 upper bounds"), b.parallel([zero, zero], [rows], [one, one]):
+        pass
