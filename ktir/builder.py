@@ -588,6 +588,20 @@ class Builder:
         result = ty.TensorType(shape=tuple(sizes), element_type=ty.element_type(source.type))
         return self.create(Tensor.extract_slice, [source, *dyn_offsets], [result], attrs, result_names=_names(name))[0]
 
+    def insert_slice(self, source: Value, dest: Value, offsets: Sequence[int | Value], sizes: Sequence[int],
+                     strides: Sequence[int] | None = None, name: str | None = None) -> Value:
+        """`tensor.insert_slice` of static `sizes` (offsets static or SSA values); the result has
+        `dest`'s type."""
+        static_offsets, dyn_offsets = _mixed(offsets)
+        attrs = {
+            "static_offsets": at.i64_array(static_offsets),
+            "static_sizes": at.i64_array(list(sizes)),
+            "static_strides": at.i64_array(list(strides) if strides is not None else [1] * len(sizes)),
+            "operandSegmentSizes": _named_segments(Tensor.insert_slice, source=1, dest=1, offsets=len(dyn_offsets),
+                                                   sizes=0, strides=0),
+        }
+        return self.create(Tensor.insert_slice, [source, dest, *dyn_offsets], [dest.type], attrs, result_names=_names(name))[0]
+
     # ------------------------------------------------------------ inter-tile
 
     @contextlib.contextmanager

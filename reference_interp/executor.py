@@ -389,6 +389,7 @@ def _lockstep() -> Any:
         from . import (
             lockstep,
             lockstep_ops,  # noqa: F401 - registers the lane implementations
+            lockstep_tensor,  # noqa: F401
         )
 
         _LOCKSTEP = lockstep

@@ -17,6 +17,7 @@ and all-to-all).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,7 @@ def _nbytes(v: Any, laned: bool, t: ty.Type, rank: int) -> int:
     if isinstance(t_, ty.TensorType):
         a = np.asarray(v)
         shape = a.shape[rank:] if laned else a.shape
-        return int(np.prod(shape, dtype=np.int64)) * a.dtype.itemsize
+        return math.prod(shape) * a.dtype.itemsize
     if isinstance(t_, ty.FloatType):
         return int(np_dtype(t_).itemsize)
     return 0
@@ -142,11 +143,12 @@ def produce(c: LaneCompiler, op: Operation) -> LaneFn:
         snaps: dict[int, Any] = {}
         if region is not None:
             region.events.append(("post", key, n, producers))  # the snapshots, after the chunk
+        sent = m * sum(_nbytes(v, lan, ty_, R) for v, lan, ty_ in zip(values, laned, types, strict=True))  # per producer
         for t in producers:
             ctx = lanes.contexts[t]
             if lanes.race_on and region is None:
                 snaps[t] = lanes.tracker.snapshot_and_advance(t)
-            ctx.sent += m * sum(_nbytes(v, lan, ty_, R) for v, lan, ty_ in zip(values, laned, types, strict=True))
+            ctx.sent += sent
         machine.posts += len(producers) * m
         lf[r] = LFuture(key, n, info, values, laned, snaps, set(producers), region)
 
@@ -229,9 +231,9 @@ def deliver(c: LaneCompiler, op: Operation) -> LaneFn:
                     lanes.tracker.join(t, snaps)
         if value_types is None:
             value_types = _future_types(c, op)
+        per_partial = m * sum(_nbytes(v, lan, tt, R) for v, lan, tt in zip(f.values, f.laned, value_types, strict=True))
         for t, d in enumerate(deps):
-            lanes.contexts[t].received += m * sum(_nbytes(v, lan, tt, R) for p in d
-                                                  for v, lan, tt in zip(f.values, f.laned, value_types, strict=True))
+            lanes.contexts[t].received += per_partial * len(d)
         equal = len({len(d) for d in deps}) == 1
         if kind == Ktdp.inter_tile_consume:
             if not equal or len(deps[0]) != 1:
