@@ -374,6 +374,21 @@ _REDUCERS: dict[str, str] = {
 }
 
 
+def _c_order(x: np.ndarray, dt: np.dtype[Any]) -> np.ndarray:
+    """`x` in `dt`, C-contiguous (copied only when it is not already).
+
+    numpy's float sum (and product) follows the memory layout: pairwise along the fastest
+    axis, one element after another along the others, in an order its iterator picks from
+    the strides. On a C-contiguous operand that order depends on the shape alone, and a
+    C-contiguous lockstep lane array (lanes in front) holds each lane as a C-contiguous
+    array of the tile's shape: every lane is reduced exactly as the per-tile run reduces
+    that tile's array (lockstep.py's contract). Reduced as laid out, a lane array whose
+    tiles interleave in memory (a load split over a middle dimension) differed in the last
+    bit; tests/interp/test_reduce_order.py checks lanes against tiles over shapes, axes and
+    layouts."""
+    return np.ascontiguousarray(x, dtype=dt)
+
+
 def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[Any]) -> np.ndarray:
     """Reduce `x` over `axes` with an associative combiner; floats sum in >= f32."""
     uf: Any
@@ -386,7 +401,8 @@ def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[An
             return uf.reduce(x.astype(out_dt, copy=False), axis=axes, dtype=out_dt)
         wide = _acc_dtype(out_dt)
         uf = np.add if kind == "add" else np.multiply
-        return uf.reduce(widen16(x) if x.dtype == F16 and wide == F32 else x.astype(wide, copy=False), axis=axes)
+        x = widen16(x) if x.dtype == F16 and wide == F32 else x
+        return uf.reduce(_c_order(x, wide), axis=axes)
     if kind in ("umax", "umin"):
         udt = unsigned_dtype(out_dt)
         uf = np.maximum if kind == "umax" else np.minimum
