@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+import reference_interp as ri
 from ktir.ir import attributes as at
 from ktir.syntax.printer import print_module
 from ktir.targets.schema import Target
@@ -66,6 +67,47 @@ def test_every_schedule_of_a_random_kernel_is_right(kernel: kernelgen.Generated,
     bad = [f"{o.scheduler}: {o.status}: {o.reason}" for o in outcomes
            if o.status in ("wrong", "racy", "error") and _known(kernel, o.scheduler) is None]
     assert not bad, f"{kernel.kind} kernel {kernel.features}:\n" + "\n".join(bad) + "\n" + kernel.text()
+
+
+@settings(max_examples=16, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(kernel=kernelgen.kernels())
+def test_lockstep_runs_a_scheduled_kernel_as_the_per_tile_run(kernel: kernelgen.Generated, spyre: Target) -> None:
+    """The interpreter's lockstep mode on kernels nobody wrote for it: the exact schedule of a
+    random kernel gives, in lockstep and per tile, the same bytes, statistics and errors
+    (benchmarks/lockstep_campaign.py is the large version; it found reductions summed in
+    another order)."""
+    from lockstep_campaign import difference, outcome
+
+    import ktir
+    import schedulers
+
+    result = schedulers.schedule(ktir.parse(kernel.text()), spyre, "exact",
+                                 schedulers.ScheduleOptions(time_budget=0.05, seed=kernel.seed or 0, sizes=kernel.sizes))
+    if not result.report.applied:
+        return
+    args = kernel.args()
+    assert difference(outcome(result.module, args, False), outcome(result.module, args, "always")) is None, kernel.text()
+
+
+@pytest.mark.parametrize("seed", [7700306, 7700690])
+def test_the_campaign_finds_stay_fixed(seed: int, spyre: Target) -> None:
+    """The two kernels of the campaign's first run that differed (a reduction over the middle
+    dimension, split over the tiles, summed in another order in lockstep)."""
+    from lockstep_campaign import difference, outcome
+
+    import ktir
+    import schedulers
+
+    kernel = kernelgen.random_kernel(seed)
+    assert kernel.kind == "multi_output"
+    result = schedulers.schedule(ktir.parse(kernel.text()), spyre, "exact",
+                                 schedulers.ScheduleOptions(time_budget=2.0, seed=seed, sizes=kernel.sizes))
+    assert result.report.applied
+    args = kernel.args()
+    locked = outcome(result.module, args, "always")
+    assert isinstance(locked, ri.RunResult) and locked.lockstep
+    assert difference(outcome(result.module, args, False), locked) is None
 
 
 @pytest.mark.parametrize("kind", kernelgen.KIND_NAMES)
