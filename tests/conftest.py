@@ -25,6 +25,7 @@ SLOW = (
     "tests/cli/test_bad_cli_corpus.py::test_bad_command_line_gives_a_clean_error",  # a process per case
     "tests/cli/test_progress.py::test_lower_torch_shows_its_stages_with_the_elapsed_time",
     "tests/compat/test_validate_then_run.py::test_every_valid_program_compiles_in_the_interpreter",
+    "tests/conformance/test_conformance_lockstep.py",
     "tests/conformance/test_conformance_persistent.py::test_the_example_server_passes_a_mixed_sample",
     "tests/conformance/test_conformance_runner.py::test_flipped_sign_is_caught_by_the_subf_cases",
     "tests/conformance/test_conformance_runner.py::test_parallel_run_keeps_suite_order_and_reports_timeouts",
