@@ -162,7 +162,7 @@ def run(
     time (`Options.shapes_only`); its outputs are meaningless. `blas_threads` limits BLAS
     while the run executes (default 1: see `reference_interp/blas.py`; None leaves it as is).
     `lockstep` runs all tiles (and the iterations of independent loops) at once where the
-    results are provably those of the tile-by-tile run (reference_interp/lockstep.py), else
+    results are those of the tile-by-tile run (reference_interp/lockstep.py), else
     tile by tile; with True, repeated runs of a program settle on the faster of the two (the
     results are the same); "always" tries lockstep on every run; False always runs tile by tile.
     """
