@@ -29,12 +29,10 @@ import numpy as np
 
 from ktir.dialects.access import named
 from ktir.dialects.names import Affine, Tensor
-from ktir.ir import attributes as at
 from ktir.ir.operation import Operation
 
-from .affine_eval import compile_map
-from .errors import CompileError
-from .lockstep import Diverged, LaneCompiler, LaneFn, NotVectorisable, lane_impl, per_lane
+from .lockstep import Diverged, LaneCompiler, LaneFn, lane_impl, per_lane
+from .ops.affine_func import compiled_map
 from .ops.tensor import _reduced_shape, _region, _Slice
 
 I64 = np.dtype(np.int64)
@@ -56,17 +54,7 @@ def _per_lane(c: LaneCompiler, op: Operation) -> LaneFn:
 
 @lane_impl(Affine.apply, Affine.min, Affine.max)
 def affine_apply(c: LaneCompiler, op: Operation) -> LaneFn:
-    slots = c.operand_group(op, "map_operands")
-    (r,) = c.result_slots(op)
-    attr = c.need_attr(op, "map")
-    if not isinstance(attr, at.AffineMapAttr):
-        raise CompileError("map must be an affine_map", op)
-    m = attr.value
-    if m.num_dims + m.num_symbols != len(slots) or (op.name == Affine.apply and len(m.results) != 1):
-        if c.rank > 1 and c.vector_stack:
-            raise NotVectorisable(c.vector_stack[-1], f"{op.name} with a malformed map")
-        return per_lane(c, op)  # the per-tile factory reports it
-    fn = compile_map(m)
+    slots, r, fn = compiled_map(c, op)
     pick = None if op.name == Affine.apply else (np.minimum if op.name == Affine.min else np.maximum)
     R = c.rank
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from ktir.dialects.access import named
@@ -66,8 +66,9 @@ def call(c: FuncCompiler, op: Operation) -> OpFn | Blocking:
     return run
 
 
-@impl(Affine.apply, Affine.min, Affine.max)
-def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
+def compiled_map(c: FuncCompiler, op: Operation) -> tuple[tuple[int, ...], int, Callable[..., tuple[Any, ...]]]:
+    """An `affine.apply`/`min`/`max`'s operand slots, result slot and compiled map (the lockstep
+    form, lockstep_tensor.py, compiles the same)."""
     slots = c.operand_group(op, "map_operands")
     (r,) = c.result_slots(op)
     attr = c.need_attr(op, "map")
@@ -76,10 +77,15 @@ def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
     m = attr.value
     if m.num_dims + m.num_symbols != len(slots):
         raise CompileError(f"the map takes {m.num_dims + m.num_symbols} operands, {len(slots)} given", op)
-    fn = compile_map(m)
+    if op.name == Affine.apply and len(m.results) != 1:
+        raise CompileError("affine.apply needs a single-result map", op)
+    return slots, r, compile_map(m)
+
+
+@impl(Affine.apply, Affine.min, Affine.max)
+def affine_apply(c: FuncCompiler, op: Operation) -> OpFn:
+    slots, r, fn = compiled_map(c, op)
     if op.name == Affine.apply:
-        if len(m.results) != 1:
-            raise CompileError("affine.apply needs a single-result map", op)
         if len(slots) == 1:
             (a,) = slots
 
