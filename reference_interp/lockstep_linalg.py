@@ -535,7 +535,9 @@ def extract_slice(c: LaneCompiler, op: Operation) -> LaneFn:
 
     src = c.operand_slot(op, "source")
     if any(c.is_laned(n) for n in op.operands[1:]):
-        return _by_lane(c, op, "slice offsets that differ between lanes")
+        from .lockstep_tensor import extract_slice_at_lanes
+
+        return extract_slice_at_lanes(c, op)
     (r,) = c.result_slots(op)
     sl = Sl(c, op)
     t = c.rtype(op)
@@ -563,7 +565,9 @@ def insert_slice(c: LaneCompiler, op: Operation) -> LaneFn:
 
     src, dest = c.operand_slot(op, "source"), c.operand_slot(op, "dest")
     if any(c.is_laned(n) for n in op.operands[2:]):
-        return _by_lane(c, op, "slice offsets that differ between lanes")
+        from .lockstep_tensor import insert_slice_at_lanes
+
+        return insert_slice_at_lanes(c, op)
     res = c.result_slots(op)
     if not res:
         raise CompileError("parallel_insert_slice", op)

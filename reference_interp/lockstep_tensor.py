@@ -12,8 +12,10 @@ Each computes exactly what the per-tile closure computes lane by lane:
   the per-tile one) on numpy *object* arrays of the lanes' values: numpy applies Python's
   own int operators element by element, so every lane gets the per-tile result (Python ints
   do not wrap; a result outside the index range gives up, as `stack` does).
-- slices index with the lanes' offsets (advanced indexing: lane `l` reads or writes
-  `offset[l] + i * stride`), after the per-tile bounds checks in every lane.
+- slices at offsets that differ between lanes (lockstep_linalg's lane forms of
+  extract_slice/insert_slice call these; they handle uniform offsets themselves) index with
+  the lanes' offsets (advanced indexing: lane `l` reads or writes `offset[l] + i * stride`),
+  after the per-tile bounds checks in every lane.
 
 Anything else (laned sizes or strides, an empty slice, a tensor.empty operand, an operand
 that is not an array) goes to `per_lane`, and a failed check gives up (`Diverged`), so the
@@ -23,17 +25,17 @@ per-tile run reports the error with its usual diagnostic.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
-from ktir.dialects.access import named
-from ktir.dialects.names import Affine, Tensor
+from ktir.dialects.names import Affine
 from ktir.ir.operation import Operation
 
 from .lockstep import Diverged, LaneCompiler, LaneFn, lane_impl, per_lane
 from .ops.affine_func import compiled_map
-from .ops.tensor import _reduced_shape, _region, _Slice
+from .ops.tensor import _reduced_shape, _Slice
 
 I64 = np.dtype(np.int64)
 
@@ -76,10 +78,6 @@ def affine_apply(c: LaneCompiler, op: Operation) -> LaneFn:
         lf[r] = out if out.ndim == R else out.reshape((1,) * R)
 
     return run
-
-
-def _lanes_of(v: Any, laned: bool, R: int) -> tuple[int, ...]:
-    return tuple(v.shape[:R]) if laned else (1,) * R
 
 
 def _offsets(sl: _Slice, lf: list[Any]) -> tuple[list[Any], list[int], list[int]] | None:
@@ -133,79 +131,75 @@ def _index(offsets: list[Any], sizes: list[int], strides: list[int], shape: tupl
     return tuple(idx)
 
 
-@lane_impl(Tensor.extract_slice)
-def extract_slice(c: LaneCompiler, op: Operation) -> LaneFn:
+def extract_slice_at_lanes(c: LaneCompiler, op: Operation) -> LaneFn:
+    """`tensor.extract_slice` whose offsets differ between lanes (lockstep_linalg's lane form
+    handles the others): every lane's slice gathered at once."""
     fallback = _per_lane(c, op)
     src = c.operand_slot(op, "source")
-    src_laned = c.is_laned(named(op).operand("source"))
     (r,) = c.result_slots(op)
     sl = _Slice(c, op)
     t = c.rtype(op)
     R = c.rank
+    rank = _rank(c, op.operand_types[0])
 
     def run(lf: list[Any]) -> None:
         arr = lf[src]
         parts = _offsets(sl, lf) if type(arr) is np.ndarray else None
-        if parts is None:
-            fallback(lf)
+        if parts is None or not any(type(x) is np.ndarray for x in parts[0]):
+            fallback(lf)  # a tensor.empty source, laned sizes or strides: lane by lane
             return
         o, s, st = parts
-        shape = arr.shape[R:] if src_laned else arr.shape
-        reduced = _reduced_shape(s, t)
-        if not any(type(x) is np.ndarray for x in o):
-            if not src_laned:
-                fallback(lf)  # nothing laned at all: not met in practice
-                return
-            part = arr[(slice(None),) * R + _region(o, s, st, shape)]  # as every lane's run checks it
-            lf[r] = part.reshape(part.shape[:R] + reduced)
-            return
-        src_lanes = _lanes_of(arr, src_laned, R)
+        laned = arr.ndim == rank + R
+        src_lanes = arr.shape[:R] if laned else (1,) * R
         lanes = np.broadcast_shapes(src_lanes, *(x.shape for x in o if type(x) is np.ndarray))
-        idx = _index(o, s, st, shape, lanes, src_lanes if src_laned else None)
+        idx = _index(o, s, st, arr.shape[R:] if laned else arr.shape, lanes, src_lanes if laned else None)
         if idx is None:
             fallback(lf)
             return
         part = arr[idx]
-        lf[r] = part.reshape(part.shape[:R] + reduced)
+        lf[r] = part.reshape(part.shape[:R] + _reduced_shape(s, t))
 
     return run
 
 
-@lane_impl(Tensor.insert_slice)
-def insert_slice(c: LaneCompiler, op: Operation) -> LaneFn:
+def insert_slice_at_lanes(c: LaneCompiler, op: Operation) -> LaneFn:
+    """`tensor.insert_slice` whose offsets differ between lanes: every lane's slice written
+    into a copy of the destination with its lanes (lockstep_linalg handles the others)."""
     fallback = _per_lane(c, op)
     src, dest = c.operand_slot(op, "source"), c.operand_slot(op, "dest")
-    src_laned = c.is_laned(named(op).operand("source"))
-    dest_laned = c.is_laned(named(op).operand("dest"))
     (r,) = c.result_slots(op)
     sl = _Slice(c, op)
     R = c.rank
+    src_rank, dest_rank = _rank(c, op.operand_types[0]), _rank(c, op.operand_types[1])
 
     def run(lf: list[Any]) -> None:
         d, value = lf[dest], lf[src]
         parts = _offsets(sl, lf) if type(d) is np.ndarray and type(value) is np.ndarray else None
-        if parts is None:
-            fallback(lf)  # a tensor.empty dest or source among them: the per-tile closure's cases
+        if parts is None or not any(type(x) is np.ndarray for x in parts[0]):
+            fallback(lf)  # a tensor.empty among them (its definedness), laned sizes: lane by lane
             return
         o, s, st = parts
-        shape = d.shape[R:] if dest_laned else d.shape
-        v_lanes = _lanes_of(value, src_laned, R)
-        if value.size != int(np.prod(v_lanes)) * int(np.prod(s)):
+        d_laned = d.ndim == dest_rank + R
+        shape = d.shape[R:] if d_laned else d.shape
+        v_lanes = value.shape[:R] if value.ndim == src_rank + R else (1,) * R
+        if value.size != math.prod(v_lanes) * math.prod(s):
             fallback(lf)  # the per-tile reshape fails there, with its message
             return
         value = value.reshape(v_lanes + tuple(s))
-        laned_o = [x.shape for x in o if type(x) is np.ndarray]
-        lanes = np.broadcast_shapes(_lanes_of(d, dest_laned, R), v_lanes, *laned_o)
-        if laned_o:
-            idx = _index(o, s, st, shape, lanes, lanes)
-            if idx is None:
-                fallback(lf)
-                return
-        else:
-            idx = (slice(None),) * R + _region(o, s, st, shape)  # as every lane's run checks it
+        lanes = np.broadcast_shapes(d.shape[:R] if d_laned else (1,) * R, v_lanes,
+                                    *(x.shape for x in o if type(x) is np.ndarray))
+        idx = _index(o, s, st, shape, lanes, lanes)
+        if idx is None:
+            fallback(lf)
+            return
         out = np.empty(lanes + shape, dtype=d.dtype)
-        out[...] = d if dest_laned else d.reshape((1,) * R + shape)
+        out[...] = d if d_laned else d.reshape((1,) * R + shape)
         out[idx] = value
         lf[r] = out
 
     return run
+
+
+def _rank(c: LaneCompiler, t: Any) -> int:
+    """A tensor type's rank (a laned value has R more dimensions)."""
+    return len(getattr(c.type(t), "shape", ()))

@@ -107,7 +107,7 @@ def trip_count(lo: int, hi: int, step: int) -> int:
     return max(0, -((lo - hi) // step))
 
 
-def _within_step_limit(ctx: Any, trips: int, ops: int, what: str = "scf.for") -> None:
+def _within_step_limit(ctx: Any, trips: int, ops: int, what: str = Scf.for_) -> None:
     """A loop whose trips alone would pass the step limit fails at once, not after running
     until the limit (at ~1 µs an op, minutes for the default limit): every trip executes at
     least the body's `ops` ops, so it would certainly fail there."""
@@ -256,7 +256,7 @@ def scf_parallel(c: FuncCompiler, op: Operation) -> OpFn:
             ranges.append(range(int(fr[lo]), int(fr[hi]), step))
         # Before itertools.product, which makes a tuple of each range (OverflowError past 2^63 points).
         _within_step_limit(fr[0], math.prod(trip_count(r.start, r.stop, r.step) for r in ranges), max(body.n, 1),
-                           "scf.parallel")
+                           Scf.parallel)
         acc = [fr[i] for i in inits]
         for point in itertools.product(*ranges):
             for s, v in zip(body.arg_slots, point, strict=True):
@@ -301,7 +301,7 @@ def scf_forall(c: FuncCompiler, op: Operation) -> OpFn:
                 raise fail("undefined", f"scf.forall step {st} is not positive")
             ranges.append(range(lo, hi, st))
         _within_step_limit(fr[0], math.prod(trip_count(r.start, r.stop, r.step) for r in ranges), max(body.n, 1),
-                           "scf.forall")
+                           Scf.forall)
         for s, o in zip(out_args, outs, strict=True):
             fr[s] = fr[o]
         for point in itertools.product(*ranges):
