@@ -429,7 +429,7 @@ def _type_of(op: Operation, name: str) -> ty.Type:
 
 @lane_impl(*L._NAMED_SPECS)
 def matmul(c: LaneCompiler, op: Operation) -> LaneFn:
-    """Lane by lane, each lane the per-tile contraction (L._contract: the same calls, so the same
+    """Lane by lane, each lane the per-tile contraction (L.contractor: the same calls, so the same
     bits), with each narrow-float operand widened to f32 once for all lanes (the conversion is
     exact and elementwise: the same values as a lane's own widening, in fewer numpy calls)."""
     general = _by_lane(c, op, "a contraction")
@@ -443,6 +443,7 @@ def matmul(c: LaneCompiler, op: Operation) -> LaneFn:
     acc_laned = c.is_laned(outs[0])
     R = c.rank
     (r,) = res
+    contract = L.contractor(spec, dt)
 
     def lane(v: np.ndarray, idx: tuple[int, ...], is_laned: bool) -> np.ndarray:
         return v[tuple(i if n > 1 else 0 for i, n in zip(idx, v.shape[:R], strict=True))] if is_laned else v
@@ -462,7 +463,7 @@ def matmul(c: LaneCompiler, op: Operation) -> LaneFn:
             xi, yi = lane(x, idx, laned[0]), lane(y, idx, laned[1])
             ci = lane(acc, idx, acc_laned)
             try:
-                v = L._contract(spec, xi, yi, ci, dt, cache)
+                v = contract(xi, yi, ci, cache)
             except ValueError:
                 raise Diverged("contraction operand shapes") from None
             if v.shape != ci.shape:

@@ -82,19 +82,24 @@ def test_the_lane_contraction_is_the_one_that_runs(dtype: str) -> None:
 
     et, npt = TYPES[dtype]
     calls = []
-    real = lockstep_linalg.L._contract
+    real = lockstep_linalg.L.contractor
 
     def spy(*a, **kw):  # type: ignore[no-untyped-def]
-        calls.append(a[1].dtype)
-        return real(*a, **kw)
+        contract = real(*a, **kw)
 
-    lockstep_linalg.L._contract = spy
+        def lane(*b, **kw):  # type: ignore[no-untyped-def]
+            calls.append(b[0].dtype)
+            return contract(*b, **kw)
+
+        return lane
+
+    lockstep_linalg.L.contractor = spy
     try:
         A = np.ones((TILES * 2, 64), npt)
         r = ri.run(_kernel(et, 2, 64, 3, False, False), args={"a": A, "b": np.ones((64, 3), npt), "c": np.zeros((8, 3), np.float32)},
                    lockstep="always")
     finally:
-        lockstep_linalg.L._contract = real
+        lockstep_linalg.L.contractor = real
     assert r.lockstep and len(calls) == TILES
     assert all(d == np.float32 for d in calls)  # widened before the lanes
     np.testing.assert_array_equal(r.outputs["c"], np.full((8, 3), 64, np.float32))
