@@ -308,14 +308,14 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
         # _widened: a narrow float goes through the run's cache (or widen), f32 stays as it is
         wa, wb = a_dt != F32, b_dt != F32
         acc16, out16 = acc_dt == F16, out_dt == F16
-        matmul = np.matmul
+        matmul = np.matmul if plain else _einsum_f32(spec)
         before = blas.before_contraction
 
         def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
             a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
             b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
             before()
-            prod = matmul(a2, b2) if plain else _einsum2(spec, a2, b2)
+            prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
                 prod = np.asarray(prod)
                 if prod.dtype != F32:
@@ -352,6 +352,17 @@ _EINSUM_PLANS: dict[tuple[Any, ...], tuple[tuple[int, ...], str] | None] = {}
 
 
 def _einsum2(spec: str, a: np.ndarray, b: np.ndarray) -> Any:
+    found = _einsum_plan(spec, a, b)
+    if found is None:
+        return np.einsum(spec, a, b, optimize=True)
+    inds, einsum_str = found
+    operands = [a, b]
+    return _bmm_einsum(einsum_str, *[operands.pop(x) for x in inds])
+
+
+def _einsum_plan(spec: str, a: np.ndarray, b: np.ndarray) -> tuple[tuple[int, ...], str] | None:
+    """einsum's plan for `spec` on operands of these shapes and types (made once): the order it
+    pops the operands in and the equation it hands bmm_einsum; None: einsum itself."""
     key = (spec, a.shape, b.shape, a.dtype, b.dtype)
     if key not in _EINSUM_PLANS:
         plan: tuple[tuple[int, ...], str] | None = None
@@ -363,12 +374,36 @@ def _einsum2(spec: str, a: np.ndarray, b: np.ndarray) -> Any:
         if len(_EINSUM_PLANS) > 1024:
             _EINSUM_PLANS.clear()
         _EINSUM_PLANS[key] = plan
-    found = _EINSUM_PLANS[key]
-    if found is None:
-        return np.einsum(spec, a, b, optimize=True)
-    inds, einsum_str = found
-    operands = [a, b]
-    return _bmm_einsum(einsum_str, *[operands.pop(x) for x in inds])
+    return _EINSUM_PLANS[key]
+
+
+def _einsum_f32(spec: str) -> Callable[[np.ndarray, np.ndarray], Any]:
+    """`_einsum2(spec, ., .)` for one contraction's f32 operands: the plan looked up again only
+    when the operands' shapes change (the same bmm_einsum call, without building the key)."""
+    last: list[Any] = [None, None, None]  # a's shape, b's shape, (equation, swapped) or None
+
+    def run(a: np.ndarray, b: np.ndarray) -> Any:
+        if a.shape != last[0] or b.shape != last[1] or a.dtype != F32 or b.dtype != F32:
+            if a.dtype != F32 or b.dtype != F32:
+                return _einsum2(spec, a, b)
+            found = _einsum_plan(spec, a, b)
+            call = None
+            if found is not None:
+                inds, einsum_str = found
+                order = [0, 1]
+                try:
+                    popped = [order.pop(x) for x in inds]
+                except IndexError:
+                    popped = []
+                if popped in ([0, 1], [1, 0]):
+                    call = (einsum_str, popped == [1, 0])
+            last[:] = [a.shape, b.shape, call]
+        call = last[2]
+        if call is None:
+            return _einsum2(spec, a, b)
+        return _bmm_einsum(call[0], b, a) if call[1] else _bmm_einsum(call[0], a, b)
+
+    return run
 
 
 # the named contractions' einsum letters, from their definitions
@@ -766,6 +801,12 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
     ndarray = np.ndarray
     # per operand shapes: (ext, [(arg slot, operand index, view spec)], [(output index, dtype, fast)])
     plans: dict[tuple[tuple[int, ...], ...], Any] = {}
+    # block arguments the body never reads (typically the outputs: their values are only
+    # shapes) are not bound: nothing could see them (a strict run's empty tensor would
+    # otherwise be viewed over the loops on every call)
+    block = op.regions[0].blocks[0]
+    read = {n for o in block.operations for inner in o.walk() for n in inner.operands}
+    bound = [i for i, a in enumerate(block.arguments) if a.name in read]
 
     def prepare(key: tuple[tuple[int, ...], ...]) -> Any:
         ext, views, layouts = loops.plan(key)
@@ -775,7 +816,7 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         # per operand: its view spec, or True when the operand is already laid out over the
         # loops (a plain reshape to its own shape) and binds as it is
         args = [(arg_slots[i], i, True if views[i] is not None and views[i][0] is None and views[i][1] is None
-                 and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))]
+                 and tuple(views[i][2]) == key[i] else views[i]) for i in bound]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
         plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else ())

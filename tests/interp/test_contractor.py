@@ -16,6 +16,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,7 +25,7 @@ from ktir.builder import Builder, box
 from ktir.dialects.names import Linalg
 from ktir.ir import types as ty
 from reference_interp.half import WideCache
-from reference_interp.ops.linalg import _NAMED_SPECS, _contract, contractor
+from reference_interp.ops.linalg import _NAMED_SPECS, _contract, _einsum2, _einsum_f32, contractor
 
 from .helpers import FAST
 
@@ -158,3 +159,31 @@ def test_a_box_stored_to_and_loaded_again_is_contracted_with_its_new_values(et_n
     f = np.float32
     want = np.concatenate([a.astype(f) @ b.astype(f), d.astype(f) @ b.astype(f)])
     assert np.array_equal(got, want)
+
+
+EINSUM_CASES = [
+    ("ac,bc->ab", [((1, 64), (128, 64)), ((7, 5), (3, 5))]),
+    ("mk,nk->mn", [((37, 32), (48, 32)), ((2, 2), (2, 2))]),
+    ("km,kn->mn", [((32, 64), (32, 48)), ((1, 1), (1, 9))]),
+    ("mk,k->m", [((64, 32), (32,)), ((3, 4), (4,))]),
+    ("k,k->", [((100,), (100,)), ((1,), (1,))]),
+    ("bmk,bnk->bmn", [((3, 16, 8), (3, 24, 8)), ((1, 2, 3), (1, 4, 3))]),
+    ("abc,acd->abd", [((2, 3, 4), (2, 4, 5)), ((1, 1, 1), (1, 1, 1))]),
+    ("ab,ab->ab", [((5, 6), (5, 6)), ((1, 6), (1, 6))]),
+]
+
+
+@pytest.mark.parametrize(("spec", "shapes"), EINSUM_CASES)
+def test_the_f32_einsum_replays_einsum2(spec: str, shapes: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> None:
+    """_einsum_f32 (its plan kept while the shapes stay): _einsum2's bits, shapes alternating,
+    and a non-f32 operand handed to _einsum2 itself."""
+    run = _einsum_f32(spec)
+    rng = np.random.default_rng(len(spec))
+    for sa, sb in [*shapes, *shapes, shapes[0]]:
+        for dt in (np.float32, np.float32, np.float64):
+            a = (rng.standard_normal(sa) * 8).astype(dt)
+            b = (rng.standard_normal(sb) * 8).astype(np.float32)
+            got = np.asarray(run(a, b))
+            want = np.asarray(_einsum2(spec, a, b))
+            assert got.shape == want.shape and got.dtype == want.dtype and got.strides == want.strides
+            assert got.tobytes() == want.tobytes()
