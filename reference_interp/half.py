@@ -6,7 +6,8 @@ f32 and rounds f32 results to f16 many times per run:
 
 - `widen16(x)`: f16 -> f32 through a 65,536-entry table made by numpy's own conversion
   (the same bits as `x.astype(np.float32)` by construction: a gather instead of a
-  per-element conversion);
+  per-element conversion), from SMALL_WIDEN elements on (below, and for tile-sized blocks
+  inside a run, where the table has left the caches, numpy's astype is faster);
 - `narrow16(x)`: f32 -> f16 rounded to nearest, ties to even, with integer operations on
   the bits (after Giesen's float_to_half_fast3_rtne): overflow to infinity, and NaNs as
   numpy converts them (the top 10 significand bits kept; one that would keep none becomes

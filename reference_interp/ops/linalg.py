@@ -802,11 +802,11 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
     # per operand shapes: (ext, [(arg slot, operand index, view spec)], [(output index, dtype, fast)])
     plans: dict[tuple[tuple[int, ...], ...], Any] = {}
     # block arguments the body never reads (typically the outputs: their values are only
-    # shapes) are not bound: nothing could see them (a strict run's empty tensor would
-    # otherwise be viewed over the loops on every call)
+    # shapes) are not bound when binding is a plain transpose and reshape (which cannot fail):
+    # nothing could see them (a strict run's empty tensor was viewed over the loops on every call)
     block = op.regions[0].blocks[0]
     read = {n for o in block.operations for inner in o.walk() for n in inner.operands}
-    bound = [i for i, a in enumerate(block.arguments) if a.name in read]
+    unread = {i for i, a in enumerate(block.arguments) if a.name not in read}
 
     def prepare(key: tuple[tuple[int, ...], ...]) -> Any:
         ext, views, layouts = loops.plan(key)
@@ -816,7 +816,8 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         # per operand: its view spec, or True when the operand is already laid out over the
         # loops (a plain reshape to its own shape) and binds as it is
         args = [(arg_slots[i], i, True if views[i] is not None and views[i][0] is None and views[i][1] is None
-                 and tuple(views[i][2]) == key[i] else views[i]) for i in bound]
+                 and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))
+                if not (i in unread and views[i] is not None and views[i][0] is None)]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
         plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else ())
