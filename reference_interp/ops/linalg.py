@@ -270,6 +270,7 @@ def contraction_dtype(a_dt: np.dtype[Any], b_dt: np.dtype[Any], out_dt: np.dtype
 
 def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: np.dtype[Any],
               cache: WideCache | None = None) -> np.ndarray:
+    """`round(acc + a @ b)` in the contraction type (module docstring): the general path."""
     wide = contraction_dtype(a.dtype, b.dtype, out_dt)
     a2 = _widened(a, wide, cache)
     b2 = _widened(b, wide, cache)
@@ -282,6 +283,65 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
     return narrow16(prod) if out_dt == F16 and wide == F32 else prod.astype(out_dt, copy=False)
 
 
+Contractor = Callable[[Any, Any, Any, "WideCache | None"], np.ndarray]
+
+
+def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
+    """`_contract(spec, ., ., ., out_dt, .)` for one op: the same numpy calls in the same order
+    (so the same bits and the same errors), without re-deciding per call what depends only on
+    the operands' types. Specialised per (a, b, acc) dtypes seen (the last one is checked first:
+    one op sees the same types on every call); any other operand (a scalar, an Uninit) takes
+    `_contract` itself."""
+    ndarray = np.ndarray
+    plain = spec in _PLAIN_MATMULS
+    fns: dict[tuple[Any, ...], Any] = {}
+    last: list[Any] = [None, None, None, None]
+
+    def general(x: Any, y: Any, acc: Any, cache: WideCache | None) -> np.ndarray:
+        return _contract(spec, x, y, acc, out_dt, cache)
+
+    def specialise(a_dt: np.dtype[Any], b_dt: np.dtype[Any], acc_dt: np.dtype[Any]) -> Any:
+        wide = contraction_dtype(a_dt, b_dt, out_dt)
+        if wide != F32 or any(d != F32 and d not in NARROW_FLOATS for d in (a_dt, b_dt)) \
+                or acc_dt not in (F16, F32) or out_dt not in (F16, F32):
+            return general
+        # _widened: a narrow float goes through the run's cache (or widen), f32 stays as it is
+        wa, wb = a_dt != F32, b_dt != F32
+        acc16, out16 = acc_dt == F16, out_dt == F16
+        matmul = np.matmul if plain else _einsum_f32(spec)
+        before = blas.before_contraction
+
+        def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
+            a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
+            b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
+            before()
+            prod = matmul(a2, b2)
+            if type(prod) is not ndarray or prod.dtype != F32:
+                prod = np.asarray(prod)
+                if prod.dtype != F32:
+                    prod = prod.astype(F32)
+            prod += widen16(acc) if acc16 else acc
+            return narrow16(prod) if out16 else prod
+
+        return fast
+
+    def contract(x: Any, y: Any, acc: Any, cache: WideCache | None) -> np.ndarray:
+        if type(x) is not ndarray or type(y) is not ndarray or type(acc) is not ndarray:
+            return _contract(spec, x, y, acc, out_dt, cache)
+        xd, yd, cd = x.dtype, y.dtype, acc.dtype
+        if xd is last[0] and yd is last[1] and cd is last[2]:
+            fn = last[3]
+        else:
+            key = (xd, yd, cd)
+            fn = fns.get(key)
+            if fn is None:
+                fn = fns[key] = specialise(xd, yd, cd)
+            last[:] = [xd, yd, cd, fn]
+        return fn(x, y, acc, cache)  # type: ignore[no-any-return]
+
+    return contract
+
+
 # np.einsum(spec, a, b, optimize=True) plans its one contraction on every call (einsum_path,
 # tens of microseconds of Python, more than a block's arithmetic); the plan depends only on
 # the spec, shapes and dtypes, so it is made once and replayed with the very calls einsum
@@ -292,6 +352,17 @@ _EINSUM_PLANS: dict[tuple[Any, ...], tuple[tuple[int, ...], str] | None] = {}
 
 
 def _einsum2(spec: str, a: np.ndarray, b: np.ndarray) -> Any:
+    found = _einsum_plan(spec, a, b)
+    if found is None:
+        return np.einsum(spec, a, b, optimize=True)
+    inds, einsum_str = found
+    operands = [a, b]
+    return _bmm_einsum(einsum_str, *[operands.pop(x) for x in inds])
+
+
+def _einsum_plan(spec: str, a: np.ndarray, b: np.ndarray) -> tuple[tuple[int, ...], str] | None:
+    """einsum's plan for `spec` on operands of these shapes and types (made once): the order it
+    pops the operands in and the equation it hands bmm_einsum; None: einsum itself."""
     key = (spec, a.shape, b.shape, a.dtype, b.dtype)
     if key not in _EINSUM_PLANS:
         plan: tuple[tuple[int, ...], str] | None = None
@@ -303,12 +374,36 @@ def _einsum2(spec: str, a: np.ndarray, b: np.ndarray) -> Any:
         if len(_EINSUM_PLANS) > 1024:
             _EINSUM_PLANS.clear()
         _EINSUM_PLANS[key] = plan
-    found = _EINSUM_PLANS[key]
-    if found is None:
-        return np.einsum(spec, a, b, optimize=True)
-    inds, einsum_str = found
-    operands = [a, b]
-    return _bmm_einsum(einsum_str, *[operands.pop(x) for x in inds])
+    return _EINSUM_PLANS[key]
+
+
+def _einsum_f32(spec: str) -> Callable[[np.ndarray, np.ndarray], Any]:
+    """`_einsum2(spec, ., .)` for one contraction's f32 operands: the plan looked up again only
+    when the operands' shapes change (the same bmm_einsum call, without building the key)."""
+    last: list[Any] = [None, None, None]  # a's shape, b's shape, (equation, swapped) or None
+
+    def run(a: np.ndarray, b: np.ndarray) -> Any:
+        if a.shape != last[0] or b.shape != last[1] or a.dtype != F32 or b.dtype != F32:
+            if a.dtype != F32 or b.dtype != F32:
+                return _einsum2(spec, a, b)
+            found = _einsum_plan(spec, a, b)
+            call = None
+            if found is not None:
+                inds, einsum_str = found
+                order = [0, 1]
+                try:
+                    popped = [order.pop(x) for x in inds]
+                except IndexError:
+                    popped = []
+                if popped in ([0, 1], [1, 0]):
+                    call = (einsum_str, popped == [1, 0])
+            last[:] = [a.shape, b.shape, call]
+        call = last[2]
+        if call is None:
+            return _einsum2(spec, a, b)
+        return _bmm_einsum(call[0], b, a) if call[1] else _bmm_einsum(call[0], a, b)
+
+    return run
 
 
 # the named contractions' einsum letters, from their definitions
@@ -350,11 +445,12 @@ def matmul_plan(c: FuncCompiler, op: Operation) -> tuple[int, int, int, tuple[in
 @impl(*_NAMED_SPECS)
 def matmul(c: FuncCompiler, op: Operation) -> OpFn:
     a, b, o, res, spec, dt = matmul_plan(c, op)
+    contract = contractor(spec, dt)
 
     def run(fr: list[Any]) -> None:
         x, y, acc = fr[a], fr[b], fr[o]
         try:
-            v = _contract(spec, x, y, acc, dt, fr[0].machine.wide)
+            v = contract(x, y, acc, fr[0].machine.wide)
         except ValueError as e:
             raise fail("type", f"operand shapes {x.shape}, {y.shape}, {acc.shape} do not fit {spec}: {e}") from None
         if v.shape != acc.shape:
@@ -721,6 +817,12 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
     ndarray = np.ndarray
     # per operand shapes: (ext, [(arg slot, operand index, view spec)], [(output index, dtype, fast)])
     plans: dict[tuple[tuple[int, ...], ...], Any] = {}
+    # block arguments the body never reads (typically the outputs: their values are only
+    # shapes) are not bound when binding is a plain transpose and reshape (which cannot fail):
+    # nothing could see them (a strict run's empty tensor was viewed over the loops on every call)
+    block = op.regions[0].blocks[0]
+    read = {n for o in block.operations for inner in o.walk() for n in inner.operands}
+    unread = {i for i, a in enumerate(block.arguments) if a.name not in read}
 
     def prepare(key: tuple[tuple[int, ...], ...]) -> Any:
         ext, views, layouts = loops.plan(key)
@@ -730,7 +832,8 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         # per operand: its view spec, or True when the operand is already laid out over the
         # loops (a plain reshape to its own shape) and binds as it is
         args = [(arg_slots[i], i, True if views[i] is not None and views[i][0] is None and views[i][1] is None
-                 and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))]
+                 and tuple(views[i][2]) == key[i] else views[i]) for i in range(len(operands))
+                if not (i in unread and views[i] is not None and views[i][0] is None)]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
         plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else ())
@@ -846,6 +949,7 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
                     res: tuple[int, ...], out_dts: list[np.dtype[Any]], reduction: list[int], parallel: list[int],
                     plan: list[tuple[str, Operation, str]], index_slot: int, block: Block) -> OpFn:
     contraction = _contraction_form(block, n_in, plan, loops)
+    contracts = [contractor(contraction[2], dt) for dt in out_dts] if contraction is not None else []
     uses_index = any(o.name == Linalg.index for o in op.walk())
     axes = tuple(reduction)
     ndarray = np.ndarray
@@ -859,10 +963,10 @@ def _generic_reduce(op: Operation, body: CBlock, loops: _Loops, operands: tuple[
         ext, views, _layouts = loops.plan(key)  # cached per operand shapes; checks the extents agree
         outs = []
         if contraction is not None:
-            ia, ib, spec = contraction
+            ia, ib, _spec = contraction
             for j in range(len(out_dts)):
                 acc = vals[n_in + j]
-                outs.append(_contract(spec, vals[ia], vals[ib], acc, out_dts[j], fr[0].machine.wide))
+                outs.append(contracts[j](vals[ia], vals[ib], acc, fr[0].machine.wide))
             _store_results(fr, res, outs)
             return
         volume = int(math.prod(ext)) if ext else 1
