@@ -272,8 +272,8 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
               cache: WideCache | None = None) -> np.ndarray:
     """`round(acc + a @ b)` in the contraction type (module docstring): the general path."""
     wide = contraction_dtype(a.dtype, b.dtype, out_dt)
-    a2 = _widened(a, wide, cache)
-    b2 = _widened(b, wide, cache)
+    a2 = _c_order(_widened(a, wide, cache))
+    b2 = _c_order(_widened(b, wide, cache))
     blas.before_contraction()
     prod = np.matmul(a2, b2) if spec in _PLAIN_MATMULS else _einsum2(spec, a2, b2)
     prod = np.asarray(prod)
@@ -314,6 +314,10 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
         def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
             a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
             b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
+            if not a2.flags.c_contiguous:
+                a2 = np.ascontiguousarray(a2)
+            if not b2.flags.c_contiguous:
+                b2 = np.ascontiguousarray(b2)
             before()
             prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
@@ -470,8 +474,8 @@ _REDUCERS: dict[str, str] = {
 }
 
 
-def _c_order(x: np.ndarray, dt: np.dtype[Any]) -> np.ndarray:
-    """`x` in `dt`, C-contiguous (copied only when it is not already).
+def _c_order(x: np.ndarray, dt: np.dtype[Any] | None = None) -> np.ndarray:
+    """`x` (in `dt`), C-contiguous (copied only when it is not already).
 
     numpy's float sum (and product) follows the memory layout: pairwise along the fastest
     axis, one element after another along the others, in an order its iterator picks from
@@ -481,7 +485,12 @@ def _c_order(x: np.ndarray, dt: np.dtype[Any]) -> np.ndarray:
     that tile's array (lockstep.py's contract). Reduced as laid out, a lane array whose
     tiles interleave in memory (a load split over a middle dimension) differed in the last
     bit; tests/interp/test_reduce_order.py checks lanes against tiles over shapes, axes and
-    layouts."""
+    layouts. BLAS likewise: a matrix-vector product of rows `lda` apart, or a transposed
+    operand, rounds differently from the same values C-contiguous (numpy picks gemv/gemm/syrk
+    and their transpose flags from the layout), so contractions multiply C-contiguous
+    operands too (tests/interp/test_contraction_layout.py)."""
+    if dt is None:
+        return x if type(x) is not np.ndarray or x.flags.c_contiguous else np.ascontiguousarray(x)
     return np.ascontiguousarray(x, dtype=dt)
 
 
