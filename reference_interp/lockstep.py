@@ -534,10 +534,6 @@ class LBlock:
 # Lane implementations: op name -> factory(compiler, op) -> closure over a lane frame. A
 # factory may raise NotVectorisable (inside a vectorised loop) or CompileError (no lockstep).
 LANE: dict[str, Callable[[LaneCompiler, Operation], LaneFn]] = {}
-# Uniform ops (computed once for all tiles by their per-tile closure) that may still have to
-# give up: op name -> wrapper(compiler, op, closure) (lockstep_linalg: contractions whose
-# operands a tile may have read from one widened copy)
-UNIFORM: dict[str, Callable[[LaneCompiler, Operation, LaneFn], LaneFn]] = {}
 
 
 def lane_impl(*names: str) -> Callable[[Callable[[LaneCompiler, Operation], LaneFn]], Callable[[LaneCompiler, Operation], LaneFn]]:
@@ -646,9 +642,6 @@ class LaneCompiler(FuncCompiler):
             f = self.pertile_op(op)
             if not callable(f):
                 raise CompileError(f"{op.name} blocks in a uniform position", op)
-            wrap = UNIFORM.get(op.name)
-            if wrap is not None:
-                f = wrap(self, op, f)
             if op.regions and self.rank > 1:
                 return _scaled_steps(f)
             return f  # type: ignore[no-any-return]

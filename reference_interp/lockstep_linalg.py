@@ -28,7 +28,7 @@ from .compiler import FuncCompiler, Uninit
 from .dtypes import np_dtype
 from .errors import CompileError
 from .half import F32, NARROW_FLOATS
-from .lockstep import UNIFORM, Diverged, LaneCompiler, LaneFn, NotVectorisable, lane_impl, per_lane
+from .lockstep import Diverged, LaneCompiler, LaneFn, NotVectorisable, lane_impl, per_lane
 from .ops import linalg as L
 from .ops.common import element, int_array
 
@@ -383,7 +383,7 @@ def generic(c: LaneCompiler, op: Operation) -> LaneFn:
     except _Contraction:
         c.pertile -= 1
         c.linalg_index_slot = saved_index
-        return _guarded(c, op, _by_lane(c, op, "a contraction"))
+        return _by_lane(c, op, "a contraction")
     else:
         c.pertile -= 1
         c.linalg_index_slot = saved_index
@@ -419,63 +419,6 @@ class _Contraction(Exception):
     pass
 
 
-def _transposed_contraction(c: LaneCompiler, op: Operation) -> tuple[int, int] | None:
-    """The input slots of a contraction that reads an operand transposed (a named one with such
-    indexing maps or spec, or a linalg.generic `out + a * b`); None for other ops and plain
-    matmuls (whose operands, even one array twice, are contracted by gemm)."""
-    if op.name != Linalg.generic:
-        a, b, _o, _res, spec, _dt = L.matmul_plan(c, op)
-        return None if spec in L._PLAIN_MATMULS else (a, b)
-    ins, _outs = L._split(c, op)
-    maps = [c.program.attr(e) for e in c.need_attr(op, "indexing_maps").elements]
-    if not all(isinstance(m, at.AffineMapAttr) for m in maps) or not op.regions or not op.regions[0].blocks:
-        return None
-    amaps = [m.value for m in maps]  # type: ignore[union-attr]
-    block = op.regions[0].blocks[0]
-    plan = L._reduction_plan(block, len(ins))
-    form = L._contraction_form(block, len(ins), plan, L._Loops(amaps, len(L._iterators(c, op)))) if plan else None
-    if form is None or form[2] in L._PLAIN_MATMULS:
-        return None
-    return ins[form[0]], ins[form[1]]
-
-
-def _guarded(c: LaneCompiler, op: Operation, f: LaneFn) -> LaneFn:
-    """`f` (the op lane by lane, or once for all tiles when uniform), giving up first where a
-    tile may have contracted one widened copy with itself (_own_widening)."""
-    slots = _transposed_contraction(c, op)
-    if slots is None:
-        return f
-    ia, ib = slots
-    la, lb = c.is_laned(op.operands[0]), c.is_laned(op.operands[1])
-    R = c.rank
-
-    def run(lf: list[Any]) -> None:
-        _own_widening(lf[ia], lf[ib], la, lb, R)
-        f(lf)
-
-    return run
-
-
-for _name in (*L._NAMED_SPECS, Linalg.generic):
-    UNIFORM[_name] = _guarded
-
-
-def _own_widening(x: Any, y: Any, x_laned: bool, y_laned: bool, R: int) -> None:
-    """Gives up where a tile's contraction may have read both operands from one widened copy.
-
-    Per tile, two loads of one box (or one loaded value used twice) are widened once per run
-    (half.WideCache), so both operands can be the very same f32 array; a contraction that reads
-    one of them transposed is then `x @ x.T` on one buffer, which numpy computes with BLAS's
-    syrk, not gemm, and the two do not round alike (32 x 64 f16 blocks: most elements differ).
-    Lanes widen each operand separately (gemm), so such a contraction is left to the per-tile
-    run: narrow operands of one type and one shape per tile (the only ones that can share a
-    copy; f32 operands are the tiles' own arrays, aliased in lockstep as per tile)."""
-    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype or x.dtype not in NARROW_FLOATS:
-        return
-    if (x.shape[R:] if x_laned else x.shape) == (y.shape[R:] if y_laned else y.shape):
-        raise Diverged("a transposed contraction of two narrow operands that may share one widened copy per tile")
-
-
 def _type_of(op: Operation, name: str) -> ty.Type:
     for inner in op.walk():
         for n, t in zip(inner.operands, inner.operand_types, strict=False):
@@ -489,7 +432,7 @@ def matmul(c: LaneCompiler, op: Operation) -> LaneFn:
     """Lane by lane, each lane the per-tile contraction (L.contractor: the same calls, so the same
     bits), with each narrow-float operand widened to f32 once for all lanes (the conversion is
     exact and elementwise: the same values as a lane's own widening, in fewer numpy calls)."""
-    general = _guarded(c, op, _by_lane(c, op, "a contraction"))
+    general = _by_lane(c, op, "a contraction")
     a, b, o, res, spec, dt = L.matmul_plan(c, op)
     v = named(op)
     in_groups, out_group = L._dps_groups(op)
@@ -528,7 +471,7 @@ def matmul(c: LaneCompiler, op: Operation) -> LaneFn:
             out.append(v)
         lf[r] = np.stack(out).reshape(lf[1].shape + out[0].shape)
 
-    return _guarded(c, op, run)
+    return run
 
 
 # ---------------------------------------------------------------------- tensor ops

@@ -272,8 +272,7 @@ def _contract(spec: str, a: np.ndarray, b: np.ndarray, acc: np.ndarray, out_dt: 
               cache: WideCache | None = None) -> np.ndarray:
     """`round(acc + a @ b)` in the contraction type (module docstring): the general path."""
     wide = contraction_dtype(a.dtype, b.dtype, out_dt)
-    a2 = _c_order(_widened(a, wide, cache))
-    b2 = _c_order(_widened(b, wide, cache))
+    a2, b2 = _apart(_c_order(_widened(a, wide, cache)), _c_order(_widened(b, wide, cache)))
     blas.before_contraction()
     prod = np.matmul(a2, b2) if spec in _PLAIN_MATMULS else _einsum2(spec, a2, b2)
     prod = np.asarray(prod)
@@ -318,6 +317,7 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
                 a2 = np.ascontiguousarray(a2)
             if not b2.flags.c_contiguous:
                 b2 = np.ascontiguousarray(b2)
+            a2, b2 = _apart(a2, b2)
             before()
             prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
@@ -492,6 +492,16 @@ def _c_order(x: np.ndarray, dt: np.dtype[Any] | None = None) -> np.ndarray:
     if dt is None:
         return x if type(x) is not np.ndarray or x.flags.c_contiguous else np.ascontiguousarray(x)
     return np.ascontiguousarray(x, dtype=dt)
+
+
+def _apart(a: Any, b: Any) -> tuple[Any, Any]:
+    """A contraction's operands in buffers of their own: numpy multiplies an array by its own
+    transpose (one buffer, as when a tile contracts a loaded box with itself, or einsum
+    transposes one operand of two that alias) with BLAS's syrk, which rounds otherwise than the
+    gemm a lockstep lane, holding its own copies, gets."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and (a is b or np.may_share_memory(a, b)):
+        return a, b.copy()
+    return a, b
 
 
 def _reduce(kind: str, x: np.ndarray, axes: tuple[int, ...], out_dt: np.dtype[Any]) -> np.ndarray:

@@ -67,10 +67,7 @@ def test_lockstep_contractions_match_the_per_tile_run(dtype: str, m: int, k: int
     A = rng.integers(-3, 4, (TILES * m, k)).astype(npt)
     B = rng.integers(-3, 4, (n, k) if transposed else (k, n)).astype(npt)
     got = _compare(_kernel(et, m, k, n, transposed, shared_a), {"a": A, "b": B, "c": np.zeros((TILES * m, n), np.float32)})
-    # A_t and B of one narrow type and one shape, B read transposed: a tile may contract one
-    # widened copy with itself (syrk), so lockstep leaves it to the per-tile run
-    # (test_lockstep_shared_widening.py)
-    assert isinstance(got, ri.RunResult) and got.lockstep == (not (transposed and dtype != "f32" and m == n))
+    assert isinstance(got, ri.RunResult) and got.lockstep
     a = A.astype(np.float64)
     if shared_a:
         a = np.tile(a[:m], (TILES, 1))

@@ -1,12 +1,13 @@
-"""Lockstep against the per-tile run for `x @ x^T`-shaped contractions (lockstep_linalg._own_widening).
+"""Lockstep against the per-tile run for `x @ x^T`-shaped contractions.
 
 Per tile, a narrow-float box loaded twice (or one loaded value used as both operands) is
-widened once per run, so both operands of the contraction are one f32 array, and numpy
-computes a contraction reading it transposed with BLAS's syrk instead of gemm (different
-roundings). Lanes widen each operand on its own, so lockstep must leave such contractions to
-the per-tile run: the same bits (test_lockstep._compare: outputs, statistics, returns) and
-lockstep given up for f16/bf16/f8 operands of one shape, kept for f32 (the tiles' own arrays).
-Named matmuls with transposed indexing maps and `linalg.generic` contractions.
+widened once per run, so both operands of the contraction are one f32 array (an f32 box is
+the tile's own array, one buffer too), and numpy computes a contraction reading it transposed
+with BLAS's syrk instead of gemm (different roundings), where lanes, widening each operand on
+their own, got gemm. Contractions now multiply operands in buffers of their own
+(ops/linalg._apart), so both runs use gemm: lockstep runs these forms and gives the per-tile
+bits (test_lockstep._compare: outputs, statistics, returns). Named matmuls with transposed
+indexing maps and `linalg.generic` contractions, f16/bf16/f8/f32.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def test_a_box_contracted_with_its_own_transpose_gives_the_per_tile_bits(dtype: 
     A = rng.standard_normal((TILES * m, k)).astype(npt)
     got = _compare(_kernel(et, m, k, twice, generic, shared), {"a": A, "c": np.zeros((TILES * m, m), np.float32)})
     assert isinstance(got, ri.RunResult)
-    assert got.lockstep == (dtype == "f32")
+    assert got.lockstep
     a = A.astype(np.float64).reshape(TILES, m, k)
     if shared:
         a = np.broadcast_to(a[0], a.shape)
@@ -90,9 +91,9 @@ def test_a_box_contracted_with_its_own_transpose_gives_the_per_tile_bits(dtype: 
 @pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("generic", [False, True])
 @pytest.mark.parametrize("twice", [False, True])
-def test_each_form_gives_up_and_matches(twice: bool, generic: bool, shared: bool) -> None:
+def test_each_form_runs_in_lockstep_and_matches(twice: bool, generic: bool, shared: bool) -> None:
     """Every form (lane by lane and uniform; named and generic; one value or two loads) at a size
     where syrk and gemm round differently on this data, f16."""
     A = np.random.default_rng(1).standard_normal((TILES * 32, 64)).astype(np.float16)
     got = _compare(_kernel(ty.F16, 32, 64, twice, generic, shared), {"a": A, "c": np.zeros((TILES * 32, 32), np.float32)})
-    assert isinstance(got, ri.RunResult) and not got.lockstep
+    assert isinstance(got, ri.RunResult) and got.lockstep
