@@ -60,13 +60,15 @@ def difference(tiled: ri.RunResult | tuple[str, str], locked: ri.RunResult | tup
     return None
 
 
-def campaign(seed: int, kernels: int, names: list[str], budget: float) -> dict[str, Any]:
+def campaign(seed: int, kernels: int, names: list[str], budget: float, log_every: int = 0) -> dict[str, Any]:
     target = load_target("spyre")
     tally = {"kernels": 0, "scheduled": 0, "lockstep": 0, "mismatches": 0}
     with working("lockstep vs per tile", total=kernels) as step:
         for s in range(seed, seed + kernels):
             kernel = kernelgen.random_kernel(s)
             tally["kernels"] += 1
+            if log_every and tally["kernels"] % log_every == 0:
+                print(f"{tally['kernels']} kernels: {tally}", flush=True)
             step(description=f"seed {s} ({kernel.kind})", advance=1)
             for name in names:
                 module = ktir.parse(kernel.text(), f"{kernel.kind}-{s}.ktir")
@@ -96,9 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", type=int, default=200, help="how many kernels (seeds seed .. seed + N - 1)")
     ap.add_argument("--schedulers", nargs="+", default=["exact"], help="schedulers to apply (default exact)")
     ap.add_argument("--budget", type=float, default=2.0, help="each scheduler's time budget in seconds")
+    ap.add_argument("--log-every", type=int, default=0, help="print the counts every N kernels (for logs)")
     a = ap.parse_args(argv)
     start = time.perf_counter()
-    t = campaign(a.seed, a.kernels, a.schedulers, a.budget)
+    t = campaign(a.seed, a.kernels, a.schedulers, a.budget, a.log_every)
     print(f"{t['kernels']} kernels (seeds {a.seed}..{a.seed + a.kernels - 1}), {t['scheduled']} applied schedules, "
           f"{t['lockstep']} ran in lockstep (the rest gave up and ran per tile), {t['mismatches']} mismatches; "
           f"{time.perf_counter() - start:.0f} s")
