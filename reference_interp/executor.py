@@ -211,9 +211,10 @@ def run(
         compiled = program.function(name, options)
         lane = None
         if lockstep and not trace and not shapes_only:
-            lane = _lockstep().lane_function(program, name, options)
+            ls = _lockstep()
+            lane = ls.lane_function(program, name, options)
         if lane is not None:
-            timing = _lockstep().memo(program, name).timing(_signature(args))
+            timing = ls.memo(program, name).timing(_signature(args))
             timed = timing.choice is None  # once the choice is made, runs are not timed
             if lockstep != "always" and not timing.pick():
                 if not timed:
@@ -282,7 +283,7 @@ def _signature(args: Mapping[str, Any] | None) -> tuple[Any, ...]:
     out: list[Any] = []
     for k, v in sorted(args.items()):
         if type(v) is np.ndarray or isinstance(v, np.ndarray):
-            out.append((k, v.shape, v.dtype.str))
+            out.append((k, v.shape, v.dtype))
         elif isinstance(v, bool | int | float | np.generic):
             out.append((k, v))
         elif isinstance(v, At):
@@ -326,14 +327,14 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
                 returns = _execute(compiled, machine, contexts, per_tile)
     finally:
         blas.end()
-    return RunResult(
-        grid=grid,
-        outputs=binder.outputs(),
-        returns=[_detached(r) for r in returns],
-        stats=[ctx.stats() for ctx in contexts],
-        addresses=binder.addresses,
-        trace=[ctx.trace or [] for ctx in contexts] if options.trace else None,
-        lockstep=lane is not None,
+    return RunResult(  # positional (in the fields' order): keywords cost twice as much
+        grid,
+        binder.outputs(),
+        [_detached(r) for r in returns],
+        [ctx.stats() for ctx in contexts],
+        binder.addresses,
+        [ctx.trace or [] for ctx in contexts] if options.trace else None,
+        lane is not None,
     )
 
 

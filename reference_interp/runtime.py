@@ -71,6 +71,7 @@ class Machine:
     def __init__(self, grid: tuple[int, ...], options: Options) -> None:
         self.grid = grid
         self.n_tiles = int(math.prod(grid)) if grid else 1
+        self.strides, self.tile_coords = _layout(grid)
         self.options = options
         self.memory = GlobalMemory()
         self.tracker = RaceTracker(self.n_tiles, enabled=options.check_races)
@@ -78,7 +79,6 @@ class Machine:
         self.local_top = 0  # bytes of every scratchpad reserved for Local() arguments
         self.futures: Any = None  # intertile.FutureStore, created on demand
         self.posts = 0  # number of posted partials (progress detection)
-        self.strides, self.tile_coords = _layout(grid)
         # no tile can reach another's scratchpad or memref.alloc memory (Program.shares_scratchpads)
         self.private_local = False
         # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
@@ -175,13 +175,15 @@ class TileContext:
     def stats(self) -> TileStats:
         local = self.machine.locals[self.tile]
         rd, wr = self.rd, self.wr
+        # positional: half the cost of keywords per tile and run (tests/interp/test_binding_plan
+        # checks the field order)
         return TileStats(
-            tile=self.tile,
-            coords=self.coords,
-            ops=self.steps,
-            bytes_read={SPACES[i]: v for i, v in enumerate(rd) if v} if any(rd) else {},
-            bytes_written={SPACES[i]: v for i, v in enumerate(wr) if v} if any(wr) else {},
-            scratchpad_peak=local.peak if local is not None else 0,
-            bytes_sent=self.sent,
-            bytes_received=self.received,
+            self.tile,  # tile
+            self.coords,  # coords
+            self.steps,  # ops
+            {SPACES[i]: v for i, v in enumerate(rd) if v} if any(rd) else {},  # bytes_read
+            {SPACES[i]: v for i, v in enumerate(wr) if v} if any(wr) else {},  # bytes_written
+            local.peak if local is not None else 0,  # scratchpad_peak
+            self.sent,  # bytes_sent
+            self.received,  # bytes_received
         )

@@ -7,6 +7,7 @@ whose view differs per tile, scalars)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -150,3 +151,17 @@ def test_local_and_at_arguments_per_run() -> None:
         np.testing.assert_array_equal(got.outputs["c"], want.reshape(-1))
     addresses = ri.run(m, args=runs[2]).addresses
     assert addresses["a"] == 64 and addresses["c"] == 256 and addresses["w"] >= 256 + 8  # w placed above c
+
+
+def test_the_fields_in_the_order_the_interpreter_fills_them() -> None:
+    """TileContext.stats and executor._attempt build TileStats and RunResult positionally."""
+    assert [f.name for f in dataclasses.fields(ri.TileStats)] == [
+        "tile", "coords", "ops", "bytes_read", "bytes_written", "scratchpad_peak", "bytes_sent", "bytes_received"]
+    assert [f.name for f in dataclasses.fields(ri.RunResult)] == [
+        "grid", "outputs", "returns", "stats", "addresses", "trace", "lockstep"]
+    r = ri.run(_fresh(), args={**_good(), "w": ri.Local(np.ones((2, 4), np.float32))}, trace=True)
+    assert r.grid == (2,) and r.returns == [(0.5,), (0.5,)] and r.trace is not None and not r.lockstep
+    s = r.stats[1]
+    assert s.tile == 1 and s.coords == (1,) and s.ops > 0 and s.bytes_read["global"] == 16
+    assert s.bytes_read["ct_local"] == 16 and s.bytes_written == {"global": 16} and s.scratchpad_peak >= 16
+    assert s.bytes_sent == s.bytes_received == 0
