@@ -104,9 +104,9 @@ _ENTRIES: ObjectMemo[tuple[Program, Operation, str]] = ObjectMemo(64)
 
 def _entry(module: Module, func: str | None) -> tuple[Program, Operation, str]:
     """_program(module), choose_function(module, func) and the chosen function's name, in one
-    look-up per run (modules are not changed once run, see _program)."""
-    with _LOCK:
-        found = _ENTRIES.get(module, func)
+    look-up per run (modules are not changed once run, see _program). Read without the lock:
+    a look-up is one dict read, and the lock only keeps the puts from racing."""
+    found = _ENTRIES.get(module, func)
     if found is not MISSING:
         return found
     program = _program(module)
@@ -449,6 +449,7 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 _PLANS: ObjectMemo[_Plan] = ObjectMemo(64)  # per compiled function
 _ARG_NAMES: ObjectMemo[list[str]] = ObjectMemo(64)  # per function (modules are not changed once run)
 _NORMALISERS: ObjectMemo[Any] = ObjectMemo(256)  # per type object
+_INDEX_NORMALISER = int_normaliser(ty.IndexType())  # index has no parameters: one for all
 
 
 class _Same:
@@ -586,13 +587,15 @@ class _Binder:
         return _NORMALISERS.put(t, int_normaliser(t))
 
     def _bind(self, name: str, t: Type, value: Any) -> Any:
-        if type(value) is np.ndarray and type(t) is ty.IndexType:
-            # the usual pointer argument: the index case of the array branch below
-            alloc = self.machine.memory.place(name, value)
-            self._globals[name] = alloc
-            elem = alloc.base // value.dtype.itemsize
-            self.addresses[name] = elem
-            return _Same(self._normaliser(t)(elem))
+        if type(t) is ty.IndexType:  # the usual kernel argument: shortcuts of the cases below
+            if type(value) is np.ndarray:  # a pointer: the index case of the array branch
+                alloc = self.machine.memory.place(name, value)
+                self._globals[name] = alloc
+                elem = alloc.base // value.dtype.itemsize
+                self.addresses[name] = elem
+                return _Same(_INDEX_NORMALISER(elem))
+            if type(value) is int:  # a number: _scalar's index case
+                return _Same(_INDEX_NORMALISER(value))
         if isinstance(value, Local):
             return self._bind_local(name, t, value)
         if isinstance(value, At | np.ndarray):

@@ -163,8 +163,8 @@ class TileContext:
         self.sent = 0
         self.received = 0
         self.returns: tuple[Any, ...] = ()
-        self.tracker = machine.tracker
-        self.race_on = machine.tracker.enabled
+        self.tracker = tracker = machine.tracker
+        self.race_on = tracker.enabled
         self.sync: tuple[tuple[int, int], tuple[int, ...]] | None = None  # for the tracer
         # bytes read (+) and written (-tile - 1 keys) in other tiles' scratchpads, by owner: the ring traffic
         self.remote: dict[int, int] = {}

@@ -165,3 +165,19 @@ def test_the_fields_in_the_order_the_interpreter_fills_them() -> None:
     assert s.tile == 1 and s.coords == (1,) and s.ops > 0 and s.bytes_read["global"] == 16
     assert s.bytes_read["ct_local"] == 16 and s.bytes_written == {"global": 16} and s.scratchpad_peak >= 16
     assert s.bytes_sent == s.bytes_received == 0
+
+
+def test_numbers_bound_to_index_wrap_to_64_bits() -> None:
+    b = Builder()
+    with b.func("n", [("x", ty.INDEX), ("n", ty.INDEX)], results=[ty.INDEX], grid=[2]) as (_, n):
+        b.func_return(n)
+    m = ktir.parse(print_module(located(b.module, "n.ktir")), "n.ktir")
+    x = np.zeros(4, np.float32)
+    for given, want in [(0, 0), (5, 5), (-3, -3), (2**63, -(2**63)), (2**64 + 5, 5), (True, 1), (np.int64(7), 7),
+                        (np.uint8(3), 3)]:
+        got = ri.run(m, args={"x": x, "n": given}).returns
+        assert got == [(want,), (want,)] and all(type(r[0]) is int for r in got), (given, got)
+    for bad in (1.5, np.float32(2.0)):
+        with pytest.raises(ri.KtirRuntimeError) as info:
+            ri.run(m, args={"x": x, "n": bad})
+        assert info.value.kind == "argument" and "argument n has type index but a float" in info.value.message
