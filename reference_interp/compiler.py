@@ -241,9 +241,22 @@ class CompiledFunc:
         return str(getattr(sym, "value", "?"))
 
     def frame(self, ctx: TileContext, args: list[Any]) -> list[Any]:
-        fr: list[Any] = [None] * self.nslots
+        """A call's frame: the context in slot 0, the arguments in the entry block's slots."""
+        slots = self.body.arg_slots
+        # (whether the entry block's arguments have slots 1, 2, ... in order, as the compiler
+        # numbers them: the frame is then [ctx, *args] and Nones, built in one go; the Nones)
+        layout: tuple[bool, list[None]] | None = self.__dict__.get("_frame_layout")
+        if layout is None:
+            n = len(slots)
+            in_order = slots == tuple(range(1, n + 1))
+            layout = self.__dict__["_frame_layout"] = (in_order, [None] * (self.nslots - 1 - n) if in_order else [])
+        if layout[0] and len(args) == len(slots):
+            fr = [ctx, *args]
+            fr += layout[1]
+            return fr
+        fr = [None] * self.nslots
         fr[0] = ctx
-        for s, v in zip(self.body.arg_slots, args, strict=True):
+        for s, v in zip(slots, args, strict=True):
             fr[s] = v
         return fr
 

@@ -98,6 +98,22 @@ def _private(fn: Operation) -> bool:
 
 
 _CHOSEN: ObjectMemo[Operation] = ObjectMemo(64)
+# per module and function name: (its Program, the function chosen, the function's name)
+_ENTRIES: ObjectMemo[tuple[Program, Operation, str]] = ObjectMemo(64)
+
+
+def _entry(module: Module, func: str | None) -> tuple[Program, Operation, str]:
+    """_program(module), choose_function(module, func) and the chosen function's name, in one
+    look-up per run (modules are not changed once run, see _program). Read without the lock:
+    a look-up is one dict read, and the lock only keeps the puts from racing."""
+    found = _ENTRIES.get(module, func)
+    if found is not MISSING:
+        return found
+    program = _program(module)
+    fn = choose_function(module, func)
+    name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
+    with _LOCK:
+        return _ENTRIES.put(module, (program, fn, name), func)
 
 
 def choose_function(module: Module, func: str | None) -> Operation:
@@ -166,8 +182,7 @@ def run(
     tile by tile; with True, repeated runs of a program settle on the faster of the two (the
     results are the same); "always" tries lockstep on every run; False always runs tile by tile.
     """
-    program = _program(module)
-    fn = choose_function(module, func)
+    program, fn, name = _entry(module, func)
     options = Options(trace=trace, strict=strict, check_races=check_races, target=target, shapes_only=shapes_only,
                       blas_threads=blas_threads)
     if target is not None:
@@ -187,7 +202,6 @@ def run(
         options.step_limit = step_limit
     if max_value_bytes is not None:
         options.max_value_bytes = max_value_bytes
-    name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
     try:
         grid = _grid(program, fn)
         tiles = math.prod(grid)
@@ -197,9 +211,10 @@ def run(
         compiled = program.function(name, options)
         lane = None
         if lockstep and not trace and not shapes_only:
-            lane = _lockstep().lane_function(program, name, options)
+            ls = _lockstep()
+            lane = ls.lane_function(program, name, options)
         if lane is not None:
-            timing = _lockstep().memo(program, name).timing(_signature(args))
+            timing = ls.memo(program, name).timing(_signature(args))
             timed = timing.choice is None  # once the choice is made, runs are not timed
             if lockstep != "always" and not timing.pick():
                 if not timed:
@@ -263,10 +278,12 @@ def _gave_up(program: Program, name: str, failed: BaseException | None) -> None:
 
 def _signature(args: Mapping[str, Any] | None) -> tuple[Any, ...]:
     """What the speed of a run depends on besides the program: the arguments' shapes and sizes."""
+    if not args:
+        return ()
     out: list[Any] = []
-    for k, v in sorted((args or {}).items()):
-        if isinstance(v, np.ndarray):
-            out.append((k, v.shape, v.dtype.str))
+    for k, v in sorted(args.items()):
+        if type(v) is np.ndarray or isinstance(v, np.ndarray):
+            out.append((k, v.shape, v.dtype))
         elif isinstance(v, bool | int | float | np.generic):
             out.append((k, v))
         elif isinstance(v, At):
@@ -297,8 +314,9 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
 
         machine.tracker = RaceTracker(machine.n_tiles, True)
     binder = _Binder(program, machine, fn, compiled)
-    binder.place(dict(memory or {}))
-    per_tile = binder.bind(dict(args or {}))
+    if memory:
+        binder.place(dict(memory))
+    per_tile = binder.bind(dict(args) if args else {})
     contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
     blas.begin(options.blas_threads)
     try:
@@ -309,14 +327,14 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
                 returns = _execute(compiled, machine, contexts, per_tile)
     finally:
         blas.end()
-    return RunResult(
-        grid=grid,
-        outputs=binder.outputs(),
-        returns=[_detached(r) for r in returns],
-        stats=[ctx.stats() for ctx in contexts],
-        addresses=binder.addresses,
-        trace=[ctx.trace or [] for ctx in contexts] if options.trace else None,
-        lockstep=lane is not None,
+    return RunResult(  # positional (in the fields' order): keywords cost twice as much
+        grid,
+        binder.outputs(),
+        [_detached(r) for r in returns],
+        [ctx.stats() for ctx in contexts],
+        binder.addresses,
+        [ctx.trace or [] for ctx in contexts] if options.trace else None,
+        lane is not None,
     )
 
 
@@ -326,7 +344,7 @@ def _detached(values: tuple[Any, ...]) -> tuple[Any, ...]:
     result does not change when the caller later writes the array. Every read-only array is
     copied (the run's shared f32 copies of loaded boxes, half.WideCache, are read-only too):
     the caller gets arrays of its own."""
-    if not any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
+    if not values or not any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
         return values
     return tuple(v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v for v in values)
 
@@ -336,15 +354,20 @@ def _detached(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _execute(compiled: CompiledFunc, machine: Machine, contexts: list[TileContext],
              per_tile: list[list[Any]]) -> list[tuple[Any, ...]]:
-    frames = [compiled.frame(ctx, args) for ctx, args in zip(contexts, per_tile, strict=True)]
     returns: list[tuple[Any, ...]] = [()] * machine.n_tiles
+    body = compiled.body
     if not compiled.blocking:
-        for ctx, fr in zip(contexts, frames, strict=True):
-            compiled.body.run(fr)
-            returns[ctx.tile] = tuple(compiled.body.results(fr))
-            machine.tracker.finish(ctx.tile)
+        # each tile runs to its end in turn: one frame at a time
+        frame, finish = compiled.frame, machine.tracker.finish
+        for ctx, args in zip(contexts, per_tile, strict=True):
+            fr = frame(ctx, args)
+            body.run(fr)
+            if body.term_slots:
+                returns[ctx.tile] = tuple(body.results(fr))
+            finish(ctx.tile)
         check_counts(machine, contexts)
         return returns
+    frames = [compiled.frame(ctx, args) for ctx, args in zip(contexts, per_tile, strict=True)]
     gens: dict[int, Generator[Any, None, None]] = {ctx.tile: compiled.body.gen(fr) for ctx, fr in zip(contexts, frames, strict=True)}
     waiting: dict[int, Any] = {}
     live = list(gens)
@@ -370,6 +393,8 @@ def _execute(compiled: CompiledFunc, machine: Machine, contexts: list[TileContex
 
 def check_counts(machine: Machine, contexts: list[TileContext]) -> None:
     global _CHECK_COUNTS
+    if machine.futures is None:
+        return  # no inter-tile op ran (intertile.check_counts: nothing to count)
     if _CHECK_COUNTS is None:
         from .ops.intertile import check_counts as check
 
@@ -421,9 +446,10 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 # ---------------------------------------------------------------------- arguments
 
 
-_RESOLVED: ObjectMemo[list[Type]] = ObjectMemo(64)  # per compiled function
+_PLANS: ObjectMemo[_Plan] = ObjectMemo(64)  # per compiled function
 _ARG_NAMES: ObjectMemo[list[str]] = ObjectMemo(64)  # per function (modules are not changed once run)
 _NORMALISERS: ObjectMemo[Any] = ObjectMemo(256)  # per type object
+_INDEX_NORMALISER = int_normaliser(ty.IndexType())  # index has no parameters: one for all
 
 
 class _Same:
@@ -433,6 +459,28 @@ class _Same:
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+class _Varying:
+    """A bound argument whose value depends on the tile: `of(tile)`."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, of: Any) -> None:
+        self.of = of
+
+
+class _Plan:
+    """What binding takes from a compiled function, the same on every run: its argument names
+    (in order, and as a set, to check the given names in one comparison) and their types with
+    aliases resolved (once the names were found right, as before there was a plan)."""
+
+    __slots__ = ("names", "name_set", "types")
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.name_set = frozenset(names)
+        self.types: list[Type] | None = None
 
 
 class _Binder:
@@ -491,32 +539,45 @@ class _Binder:
         self.addresses[name] = value.address
 
     def bind(self, args: dict[str, Any]) -> list[list[Any]]:
-        names = self.names()
-        types = self.compiled.arg_types
+        """Each tile's argument values, in argument order. Tiles whose values are all the same
+        share one list (the callers only read them)."""
+        plan = self._plan()
+        if args.keys() != plan.name_set:
+            self._check_names(plan.names, args)
+        types = plan.types
+        if types is None:
+            types = plan.types = [self.program.type(t) for t in self.compiled.arg_types]
+        # per argument: its value on every tile, or (_Varying) a function of the tile
+        row: list[Any] = []
+        varying = False
+        for name, t in zip(plan.names, types, strict=True):
+            try:
+                values = self._bind(name, t, args[name])
+            except UnsupportedType as e:
+                raise fail("argument", f"argument {name}: {e}") from None
+            if type(values) is _Same:
+                row.append(values.value)
+            else:
+                row.append(_Varying(values))
+                varying = True
+        if not varying:
+            return [row] * self.machine.n_tiles
+        return [[v.of(tile) if type(v) is _Varying else v for v in row] for tile in range(self.machine.n_tiles)]
+
+    def _check_names(self, names: list[str], args: dict[str, Any]) -> None:
         unknown = sorted(set(args) - set(names))
         if unknown:
             raise fail("argument", f"unknown argument(s) {', '.join(unknown)}; the function takes {', '.join(names) or 'none'}")
         missing = [n for n in names if n not in args]
         if missing:
             raise fail("argument", f"missing argument(s) {', '.join(missing)}")
-        per_tile: list[list[Any]] = [[] for _ in range(self.machine.n_tiles)]
-        for name, t in zip(names, self._resolved(types), strict=True):
-            values = self._bind_one(name, t, args[name])
-            if type(values) is _Same:
-                v = values.value
-                for row in per_tile:
-                    row.append(v)
-            else:
-                for tile, row in enumerate(per_tile):
-                    row.append(values(tile))
-        return per_tile
 
-    def _resolved(self, types: list[Type]) -> list[Type]:
-        """The argument types with aliases resolved, once per compiled function."""
-        found = _RESOLVED.get(self.compiled)
+    def _plan(self) -> _Plan:
+        """The compiled function's _Plan, made once."""
+        found = _PLANS.get(self.compiled)
         if found is not MISSING:
             return found
-        return _RESOLVED.put(self.compiled, [self.program.type(t) for t in types])
+        return _PLANS.put(self.compiled, _Plan(self.names()))
 
     def _normaliser(self, t: Type) -> Any:
         """int_normaliser(t), once per type object (the types' own hash is slow)."""
@@ -525,13 +586,16 @@ class _Binder:
             return found
         return _NORMALISERS.put(t, int_normaliser(t))
 
-    def _bind_one(self, name: str, t: Type, value: Any) -> Any:
-        try:
-            return self._bind(name, t, value)
-        except UnsupportedType as e:
-            raise fail("argument", f"argument {name}: {e}") from None
-
     def _bind(self, name: str, t: Type, value: Any) -> Any:
+        if type(t) is ty.IndexType:  # the usual kernel argument: shortcuts of the cases below
+            if type(value) is np.ndarray:  # a pointer: the index case of the array branch
+                alloc = self.machine.memory.place(name, value)
+                self._globals[name] = alloc
+                elem = alloc.base // value.dtype.itemsize
+                self.addresses[name] = elem
+                return _Same(_INDEX_NORMALISER(elem))
+            if type(value) is int:  # a number: _scalar's index case
+                return _Same(_INDEX_NORMALISER(value))
         if isinstance(value, Local):
             return self._bind_local(name, t, value)
         if isinstance(value, At | np.ndarray):

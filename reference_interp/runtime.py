@@ -10,9 +10,12 @@ import numpy as np
 
 from .errors import fail
 from .half import WideCache
+from .memo import MISSING, Memo
 from .memory import SPACES, Allocation, GlobalMemory
 from .races import RaceTracker
 from .trace import TileStats, TraceEvent
+
+_N_SPACES = len(SPACES)
 
 SPYRE_SCRATCHPAD = 2 * 1024 * 1024
 
@@ -68,6 +71,7 @@ class Machine:
     def __init__(self, grid: tuple[int, ...], options: Options) -> None:
         self.grid = grid
         self.n_tiles = int(math.prod(grid)) if grid else 1
+        self.strides, self.tile_coords = _layout(grid)
         self.options = options
         self.memory = GlobalMemory()
         self.tracker = RaceTracker(self.n_tiles, enabled=options.check_races)
@@ -75,7 +79,6 @@ class Machine:
         self.local_top = 0  # bytes of every scratchpad reserved for Local() arguments
         self.futures: Any = None  # intertile.FutureStore, created on demand
         self.posts = 0  # number of posted partials (progress detection)
-        self.strides = _tile_strides(grid)
         # no tile can reach another's scratchpad or memref.alloc memory (Program.shares_scratchpads)
         self.private_local = False
         # memory views made by construct_memory_view, by op and operands (ops/ktdp.py)
@@ -89,11 +92,7 @@ class Machine:
         (spec execution.md#the-grid, as ktir-cpu numbers tiles)."""
         if not 0 <= tile < self.n_tiles:
             raise ValueError(f"tile {tile} is not in the grid {list(self.grid)}")
-        out = []
-        for g in self.grid:
-            tile, c = divmod(tile, g)
-            out.append(c)
-        return tuple(out)
+        return self.tile_coords[tile]
 
     def local(self, tile: int) -> Allocation:
         alloc = self.locals[tile]
@@ -108,6 +107,26 @@ class Machine:
     def check_bytes(self, n: int, what: str) -> None:
         if n > self.options.max_value_bytes:
             raise fail("memory-limit", f"{what} needs {n} bytes (limit {self.options.max_value_bytes})")
+
+
+# the grid's strides and every tile's coordinates, by grid: a kernel's runs share its grid
+_LAYOUTS: Memo[tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = Memo(64)
+
+
+def _layout(grid: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """(_tile_strides(grid), the coordinates of each linear tile id), once per grid."""
+    found = _LAYOUTS.get(grid)
+    if found is not MISSING:
+        return found
+    n = int(math.prod(grid)) if grid else 1
+    coords = []
+    for tile in range(n):
+        out = []
+        for g in grid:
+            tile, c = divmod(tile, g)
+            out.append(c)
+        coords.append(tuple(out))
+    return _LAYOUTS.put(grid, (_tile_strides(grid), tuple(coords)))
 
 
 def _tile_strides(grid: tuple[int, ...]) -> tuple[int, ...]:
@@ -133,18 +152,19 @@ class TileContext:
         self.coords = machine.coords(tile)
         self.machine = machine
         self.steps = 0
-        self.step_limit = machine.options.step_limit
-        self.rd = [0] * len(SPACES)
-        self.wr = [0] * len(SPACES)
+        options = machine.options
+        self.step_limit = options.step_limit
+        self.rd = [0] * _N_SPACES
+        self.wr = [0] * _N_SPACES
         self.counters: dict[int, int] = {}
-        self.trace: list[TraceEvent] | None = [] if machine.options.trace else None
+        self.trace: list[TraceEvent] | None = [] if options.trace else None
         self.seq = 0
         self.depth = 0
         self.sent = 0
         self.received = 0
         self.returns: tuple[Any, ...] = ()
-        self.tracker = machine.tracker
-        self.race_on = machine.tracker.enabled
+        self.tracker = tracker = machine.tracker
+        self.race_on = tracker.enabled
         self.sync: tuple[tuple[int, int], tuple[int, ...]] | None = None  # for the tracer
         # bytes read (+) and written (-tile - 1 keys) in other tiles' scratchpads, by owner: the ring traffic
         self.remote: dict[int, int] = {}
@@ -155,13 +175,15 @@ class TileContext:
     def stats(self) -> TileStats:
         local = self.machine.locals[self.tile]
         rd, wr = self.rd, self.wr
+        # positional: half the cost of keywords per tile and run (tests/interp/test_binding_plan
+        # checks the field order)
         return TileStats(
-            tile=self.tile,
-            coords=self.coords,
-            ops=self.steps,
-            bytes_read={SPACES[i]: v for i, v in enumerate(rd) if v} if any(rd) else {},
-            bytes_written={SPACES[i]: v for i, v in enumerate(wr) if v} if any(wr) else {},
-            scratchpad_peak=local.peak if local is not None else 0,
-            bytes_sent=self.sent,
-            bytes_received=self.received,
+            self.tile,  # tile
+            self.coords,  # coords
+            self.steps,  # ops
+            {SPACES[i]: v for i, v in enumerate(rd) if v} if any(rd) else {},  # bytes_read
+            {SPACES[i]: v for i, v in enumerate(wr) if v} if any(wr) else {},  # bytes_written
+            local.peak if local is not None else 0,  # scratchpad_peak
+            self.sent,  # bytes_sent
+            self.received,  # bytes_received
         )
