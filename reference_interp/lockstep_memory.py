@@ -146,6 +146,12 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
         return
     tracker = lanes.tracker
     sync = lanes.sync
+    if sync is None and write:
+        try:
+            tracker.write_all(alloc, [(t, make(offs)) for t, offs in per_tile], opname)
+        except (RaceFound, UninitFound) as e:
+            raise Diverged(f"the race tracker: {type(e).__name__}") from None
+        return
     for t, offs in per_tile:
         desc = make(offs)
         try:
@@ -165,6 +171,18 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
 
 def _same(x: Any) -> Any:
     return x
+
+
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
+def minmax(a: np.ndarray) -> tuple[int, int]:
+    """The least and greatest entry of a non-empty integer array, as Python ints (a handful of
+    entries: in Python, quicker than two numpy reductions)."""
+    if a.size <= 32:
+        vals = a.reshape(-1).tolist()
+        return min(vals), max(vals)
+    return int(_MIN(a, axis=None)), int(_MAX(a, axis=None))
 
 
 def _bcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -490,7 +508,8 @@ def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, stride
             hi += max(cmin * s, cmax * s)
         if lo >= 0 and (hi + n) * isz <= nbytes:
             return True
-    return int(rows.min()) * unit + shift >= 0 and (int(rows.max()) * unit + shift + n) * isz <= nbytes
+    rmin, rmax = minmax(rows)
+    return rmin * unit + shift >= 0 and (rmax * unit + shift + n) * isz <= nbytes
 
 
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
@@ -540,8 +559,8 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
             # first and last element of each tile (the descriptors' spans): one reduction each
             nt = lanes.n_tiles
             flat = per.reshape(nt, -1)
-            tmin = flat.min(axis=1).tolist()
-            tmax = flat.max(axis=1).tolist()
+            tmin = _MIN(flat, axis=1).tolist()
+            tmax = _MAX(flat, axis=1).tolist()
 
             def make(t: int) -> IdxDesc:
                 # the element byte offsets are made only if a race check needs them
@@ -788,8 +807,10 @@ def check_box_tile(lanes: Lanes, view: Any, lo: tuple[np.ndarray, ...], ext: tup
         if len(lo) != len(view.box_lo):
             raise Diverged("subscripts and view rank differ")
         for a, e, b, h in zip(lo, ext, view.box_lo, view.box_hi, strict=True):
-            if a.size and (int(a.min()) < b or int(a.max()) + e - 1 > h):
-                raise Diverged("out of view")
+            if a.size:
+                amin, amax = minmax(a)
+                if amin < b or amax + e - 1 > h:
+                    raise Diverged("out of view")
         return None
     if type(view) is DistributedView and mask is None and all(p.is_box and len(p.box_lo) == len(lo) for p in view.parts):
         inside = []

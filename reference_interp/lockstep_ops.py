@@ -341,7 +341,7 @@ def memory_view(c: LaneCompiler, op: Operation) -> LaneFn:
 
 @lane_impl(Ktdp.construct_access_tile)
 def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
-    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+    from .ops.ktdp import _order, _rank, _set
 
     base = c.operand_slot(op, "base")
     idx = c.operand_group(op, "indices")
@@ -364,17 +364,13 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     rank = len(bmap.results)
     R = c.rank
     ones = (1,) * R
+    shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]] = {}  # symbols -> (points, shape): shape checked
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
         view = lf[base]
         b = fn(*[lf[s] for s in idx])
-        pts = cset.points(tuple(int(lf[s]) for s in syms))
-        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
-        try:
-            _check_tile_type_shape(shape, t)
-        except Exception:  # noqa: BLE001 - the per-tile run reports it
-            raise Diverged("access tile type") from None
+        pts, shape = _tile_shape(shapes, cset, tuple(int(lf[s]) for s in syms) if syms else (), perm, t)
         lo = []
         for x, a in zip(b, pts.lo, strict=True):
             v = np.asarray(x + a if a else x, dtype=I64)
@@ -455,7 +451,7 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     """Coordinates with the lane dimensions in front; the index values are gathered for all
     lanes at once (lockstep_memory._gather: checks, tracker, statistics)."""
     from .affine_eval import compile_exprs
-    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+    from .ops.ktdp import _order, _rank, _set
 
     base = c.operand_slot(op, "base")
     views = c.operand_group(op, "indirect_memrefs")
@@ -483,17 +479,14 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     R = c.rank
     name = op.name
 
+    shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]] = {}  # symbols -> (points, shape): shape checked
+
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
         view = lf[base]
-        pts = vset.points(tuple(int(lf[s]) for s in syms))
+        pts, shape = _tile_shape(shapes, vset, tuple(int(lf[s]) for s in syms) if syms else (), perm, t)
         if pts.mask is not None or not pts.count:
             raise Diverged("a masked or empty variable space")
-        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
-        try:
-            _check_tile_type_shape(shape, t)
-        except Exception:  # noqa: BLE001 - the per-tile run reports it
-            raise Diverged("access tile type") from None
         nv = len(pts.ext)
         variables = _variables(pts.lo, pts.ext, R)
         captured = []
@@ -523,6 +516,28 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
+
+
+def _tile_shape(shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]], cset: Any, syms: tuple[int, ...],
+                perm: tuple[int, ...] | None, t: Any) -> tuple[Any, tuple[int, ...]]:
+    """The set's points for `syms` and the tile's shape (its extents in `perm` order), checked
+    against the tile type `t` (Diverged when they differ: the per-tile run reports it). The
+    answer depends only on the symbols: remembered in `shapes` (the op's own)."""
+    found = shapes.get(syms)
+    if found is not None:
+        return found
+    from .ops.ktdp import _check_tile_type_shape
+
+    pts = cset.points(syms)
+    shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
+    try:
+        _check_tile_type_shape(shape, t)
+    except Exception:  # noqa: BLE001 - the per-tile run reports it
+        raise Diverged("access tile type") from None
+    if len(shapes) > 64:
+        shapes.clear()
+    shapes[syms] = (pts, shape)
+    return pts, shape
 
 
 # (lower corner, extents, lane dimensions) -> an indirect tile's variables (read-only arrays):
@@ -569,7 +584,7 @@ def _in_box(view: Any, coords: list[np.ndarray]) -> list[tuple[int, int]] | None
         if not x.size:
             bounds = None
             continue
-        xmin, xmax = int(x.min()), int(x.max())
+        xmin, xmax = lsm.minmax(x)
         if xmin < lo or xmax > hi:
             raise Diverged("out of view")
         if bounds is not None:

@@ -716,6 +716,48 @@ class RaceTracker:
             cells[...] = seg + 1
         self._wrote(alloc, desc, t, seg, opname)
 
+    def write_all(self, alloc: Allocation, items: list[tuple[int, Desc]], opname: str) -> None:
+        """write(alloc, desc, t, opname) for each (t, desc) of `items`, in order: the same
+        records and the same first failure. Boxes of one shape (a lattice of tiles' boxes, as
+        lockstep stores them, are translates of each other) are compared once per distance
+        between them, not once per pair: whether two translates meet depends on nothing else."""
+        meets: dict[int, bool | None] = {}
+        for t, desc in items:
+            if not self._write_box(alloc, desc, t, opname, meets):
+                self.write(alloc, desc, t, opname)
+
+    def _write_box(self, alloc: Allocation, desc: Desc, t: int, opname: str, meets: dict[int, bool | None]) -> bool:
+        """write()'s path of a box kept as a box (True: done), with boxes_meet's answers for
+        boxes of desc's shape by distance in `meets`; False, having recorded nothing, when
+        write() must take another path."""
+        if not self.enabled or alloc.private or alloc.w_seg is not None or type(desc) is not BoxDesc \
+                or len(alloc.w_boxes) >= MAX_WRITE_BOXES:
+            return False
+        if not alloc.granule:
+            self._track(alloc)
+        gbox = scaled(desc, alloc.granule)
+        if gbox is None:
+            return False
+        if alloc.w_last and self._concurrent_writes(alloc, t):
+            assert type(gbox) is BoxDesc
+            for box, v in alloc.w_boxes:
+                if self.hb(v - 1, t):
+                    continue
+                if box.ext == gbox.ext and box.bstrides == gbox.bstrides and box.itemsize == gbox.itemsize:
+                    d = gbox.b0 - box.b0
+                    met = meets.get(d, MISSING)
+                    if met is MISSING:
+                        met = meets[d] = boxes_meet(box, gbox)
+                else:
+                    met = boxes_meet(box, gbox)
+                if met is not False:
+                    return False
+        if alloc.readers:
+            self._check_readers(alloc, desc, t)
+        alloc.w_boxes.append((gbox, self.cur[t] + 1))
+        self._wrote(alloc, desc, t, self.cur[t], opname)
+        return True
+
     def _wrote(self, alloc: Allocation, desc: Desc, t: int, seg: int, opname: str) -> None:
         """Bookkeeping after tile t's write of `desc` in segment `seg` is recorded."""
         epoch = self.epoch[t]
