@@ -565,8 +565,27 @@ class RaceTracker:
         return found
 
     def read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
-        if not self.check_read(alloc, desc, t):
+        if self.check_read(alloc, desc, t):
+            self._record_read(alloc, desc, t, opname)
+
+    def read_all(self, alloc: Allocation, items: list[tuple[int, Desc]], opname: str) -> None:
+        """read(alloc, desc, t, opname) for each (t, desc) of `items`, in order: the same records
+        and the same first failure. While nothing has written the allocation (and it has no
+        init map) a read has nothing to check; that holds for all of them (reads write nothing)."""
+        if alloc.init is not None or not self.enabled or alloc.private or alloc.w_last:
+            for t, desc in items:
+                self.read(alloc, desc, t, opname)
             return
+        if not alloc.granule:
+            self._track(alloc)
+        for t, desc in items:
+            g = alloc.granule
+            if g > 1 and (desc.itemsize % g or (type(desc) is BoxDesc and desc.b0 % g)):
+                self._refine(alloc)  # as check_read does
+            self._record_read(alloc, desc, t, opname)
+
+    def _record_read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
+        """Record a read that passed check_read."""
         reads = alloc.readers.get(t)
         if reads is None:
             reads = alloc.readers[t] = TileReads(alloc.granule)
