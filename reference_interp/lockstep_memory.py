@@ -405,8 +405,14 @@ def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...
 
 def _count(lanes: Lanes, view: MemoryView, per_lane: int, sel: Any, write: bool) -> None:
     """Statistics: each tile moved `per_lane` bytes per lane of it (selected by `sel`)."""
-    counts = _lanes_per_tile(lanes, sel)
     sid = view.space_id
+    if sel is None and view.ct_id is None:  # every lane, no remote scratchpad: the same count for each tile
+        nbytes = per_lane * lanes.per_tile
+        if nbytes:
+            for ctx in lanes.contexts:
+                (ctx.wr if write else ctx.rd)[sid] += nbytes
+        return
+    counts = _lanes_per_tile(lanes, sel)
     for t, ctx in enumerate(lanes.contexts):
         k = counts[t]
         if not k:
@@ -513,11 +519,86 @@ def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, stride
 
 
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
-            opname: str, cbounds: list[tuple[int, int]] | None = None, defer: bool = False) -> Any:
+            opname: str, cbounds: list[tuple[int, int]] | None = None, defer: bool = False,
+            plan: GatherPlan | None = None) -> Any:
     """A load through an indirect tile of a memory view: coordinates with lane dimensions
     (`cbounds`: each coordinate's minimum and maximum over all lanes, when known). With
-    `defer`, the values are returned as a `Gathered`, not yet copied."""
-    shape = lanes.shape
+    `defer`, the values are returned as a `Gathered`, not yet copied. `plan`: gather_plan's
+    answer for these arguments, when the caller has it."""
+    if plan is None:
+        plan = gather_plan(lanes.shape, lanes.n_tiles, view, coords, ext, rank, cbounds)
+    alloc = view.alloc
+    assert alloc is not None
+    per, unit, shift, n, isz = plan.per, plan.unit, plan.shift, plan.n, plan.isz
+    track = lanes.race_on or alloc.init is not None
+    if per.size and (track or lanes.regions):
+        if track:
+            tmin, tmax = plan.tmin, plan.tmax
+
+            def make(t: int) -> IdxDesc:
+                # the element byte offsets are made only if a race check needs them
+                o = per[t].reshape(-1)
+
+                def elements(o: np.ndarray = o) -> np.ndarray:
+                    first = o * unit + shift if unit > 1 or shift else o
+                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
+
+                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
+                               make=elements)
+            _track(lanes, alloc, [(t, t) for t in range(lanes.n_tiles)], make, False, opname)
+        if lanes.regions:
+            lane_shape = lanes.shape
+
+            def spans() -> tuple[np.ndarray, np.ndarray]:
+                # first and last byte of each lane, for the loops' spans (only if a write of
+                # this allocation in the loop needs them)
+                lo = _bcast((per.min(axis=-1) * unit + shift) * isz, lane_shape)
+                return lo, _bcast((per.max(axis=-1) * unit + shift + n) * isz - 1, lane_shape)
+
+            for region in lanes.regions:
+                region.read_later(alloc, spans)
+    typed = alloc.typed(view.dtype)
+    _count(lanes, view, plan.nbytes, None, False)
+    src: np.ndarray
+    if plan.run is None:
+        src = typed
+    elif unit > 1 or n == 1:
+        # the array seen as rows of n elements from element `shift` (contiguous, as np.take needs)
+        src = typed[shift : shift + (len(typed) - shift) // n * n].reshape(-1, n)
+    else:
+        src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
+    if defer:
+        return Gathered(src, plan.rows, plan.full_shape, view.dtype)
+    return src[plan.rows]
+
+
+class GatherPlan:
+    """What a gather computes from its coordinates and the view's geometry alone (not from
+    memory): the rows it reads and their checks (gather_plan)."""
+
+    __slots__ = ("rows", "per", "run", "unit", "shift", "n", "isz", "tmin", "tmax", "full_shape", "nbytes")
+
+    def __init__(self, rows: np.ndarray, per: np.ndarray, run: tuple[int, int] | None, unit: int, shift: int, n: int,
+                 isz: int, tmin: list[int], tmax: list[int], full_shape: tuple[int, ...], nbytes: int) -> None:
+        self.rows = rows
+        self.per = per
+        self.run = run
+        self.unit = unit
+        self.shift = shift
+        self.n = n
+        self.isz = isz
+        self.tmin = tmin
+        self.tmax = tmax
+        self.full_shape = full_shape
+        self.nbytes = nbytes  # bytes per lane
+
+
+def gather_plan(shape: tuple[int, ...], n_tiles: int, view: MemoryView, coords: list[np.ndarray],
+                ext: tuple[int, ...], rank: int, cbounds: list[tuple[int, int]] | None) -> GatherPlan:
+    """The rows a gather of `coords` (lanes `shape`) reads from `view`, checked in its array
+    (Diverged when some row leaves it, or when the view is one this path does not take). It
+    depends only on the arguments and on the view's address, strides, origin, element type
+    and the size of its array."""
     if len(coords) != view.rank:
         raise Diverged("subscripts and view rank differ")
     alloc = view.alloc
@@ -553,50 +634,14 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     if rows.size and not _rows_inside(rows, known, strides, const, unit, shift, n, isz, alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
-    track = lanes.race_on or alloc.init is not None
-    if per.size and (track or lanes.regions):
-        if track:
-            # first and last element of each tile (the descriptors' spans): one reduction each
-            nt = lanes.n_tiles
-            flat = per.reshape(nt, -1)
-            tmin = _MIN(flat, axis=1).tolist()
-            tmax = _MAX(flat, axis=1).tolist()
-
-            def make(t: int) -> IdxDesc:
-                # the element byte offsets are made only if a race check needs them
-                o = per[t].reshape(-1)
-
-                def elements(o: np.ndarray = o) -> np.ndarray:
-                    first = o * unit + shift if unit > 1 or shift else o
-                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
-
-                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
-                               make=elements)
-            _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
-        if lanes.regions:
-            lane_shape = lanes.shape
-
-            def spans() -> tuple[np.ndarray, np.ndarray]:
-                # first and last byte of each lane, for the loops' spans (only if a write of
-                # this allocation in the loop needs them)
-                lo = _bcast((per.min(axis=-1) * unit + shift) * isz, lane_shape)
-                return lo, _bcast((per.max(axis=-1) * unit + shift + n) * isz - 1, lane_shape)
-
-            for region in lanes.regions:
-                region.read_later(alloc, spans)
-    typed = alloc.typed(view.dtype)
-    _count(lanes, view, math.prod(ext) * isz, None, False)
-    src: np.ndarray
-    if run is None:
-        src = typed
-    elif unit > 1 or n == 1:
-        # the array seen as rows of n elements from element `shift` (contiguous, as np.take needs)
-        src = typed[shift : shift + (len(typed) - shift) // n * n].reshape(-1, n)
-    else:
-        src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
-    if defer:
-        return Gathered(src, rows, full_shape, view.dtype)
-    return src[rows]
+    tmin: list[int] = []
+    tmax: list[int] = []
+    if per.size:
+        # first and last element of each tile (the descriptors' spans): one reduction each
+        flat = per.reshape(n_tiles, -1)
+        tmin = _MIN(flat, axis=1).tolist()
+        tmax = _MAX(flat, axis=1).tolist()
+    return GatherPlan(rows, per, run, unit, shift, n, isz, tmin, tmax, full_shape, math.prod(ext) * isz)
 
 
 class Gathered:

@@ -480,6 +480,8 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     name = op.name
 
     shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]] = {}  # symbols -> (points, shape): shape checked
+    # (symbols, lanes, captured values, index views' geometry) -> what _subscripts computes from them
+    memo: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
@@ -487,35 +489,74 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         pts, shape = _tile_shape(shapes, vset, tuple(int(lf[s]) for s in syms) if syms else (), perm, t)
         if pts.mask is not None or not pts.count:
             raise Diverged("a masked or empty variable space")
-        nv = len(pts.ext)
-        variables = _variables(pts.lo, pts.ext, R)
-        captured = []
-        for s in caps:
-            x = np.asarray(lf[s], dtype=I64)
-            captured.append(x.reshape(x.shape + (1,) * nv) if x.ndim == R else x.reshape((1,) * (R + nv)))
+        captured = [np.asarray(lf[s], dtype=I64) for s in caps]
+        index_views = [lf[s] for s in views]
+        if any(type(v) is not lsm.MemoryView for v in index_views):
+            raise Diverged("an index view that is not a memory view")
+        # the subscripts, their checks and the index gathers' rows depend only on these: the same
+        # values give the same answers (a loop's lanes are the same in every run of a kernel)
+        key = (pts.lo, pts.ext, lanes.shape, *[(x.shape, x.tobytes()) for x in captured], *[_geometry(v) for v in index_views])
+        steps = memo.get(key)
+        if steps is None:
+            steps = _subscripts(lanes, pts, captured, index_views, kinds, fns, R)
+            if len(memo) >= 16:
+                memo.clear()
+            memo[key] = steps
         coords: list[np.ndarray] = []
-        vi = 0
-        for is_ind, fn in zip(kinds, fns, strict=True):
-            sub = [np.asarray(x, dtype=I64) for x in fn(*variables, *captured)]
-            sub = [x if x.ndim == R + nv else x.reshape((1,) * (R + nv)) for x in sub]
-            if not is_ind:
-                coords.append(sub[0])
+        known: list[tuple[int, int] | None] = []
+        for step in steps:
+            if step[0] is None:  # a direct subscript: (None, coordinates, their (min, max) or None when empty)
+                coords.append(step[1])
+                known.append(step[2])
                 continue
-            index_view = lf[views[vi]]
-            vi += 1
-            if type(index_view) is not lsm.MemoryView:
-                raise Diverged("an index view that is not a memory view")
-            sub_bounds = _in_box(index_view, sub)
-            ext = _broadcast_shape([x.shape[R:] for x in sub])
-            values = lsm._gather(lanes, index_view, sub, ext, R, name, sub_bounds)
+            vi, sub, sub_bounds, ext, plan = step
+            values = lsm._gather(lanes, index_views[vi], sub, ext, R, name, sub_bounds, plan=plan)
             coords.append(np.asarray(values).astype(I64))
+            known.append(None)
         first = view.items[0] if type(view) is PerTile else view
         if _rank(first) != len(coords) or type(view) is not lsm.MemoryView:
             raise Diverged("an indirect tile of a view this path does not take")
-        bounds = _in_box(view, coords)
+        bounds = _in_box(view, coords, known)
         lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
+
+
+def _geometry(view: lsm.MemoryView) -> tuple[Any, ...]:
+    """What gather_plan and _in_box read of an index view (its array's size, not the array)."""
+    alloc = view.alloc
+    return (view.addr - alloc.base if alloc is not None else None, alloc is None or alloc.growable,
+            alloc.nbytes if alloc is not None else 0, view.strides, view.origin, view.dtype, view.is_box, view.box_lo,
+            view.box_hi)
+
+
+def _subscripts(lanes: Lanes, pts: Any, captured: list[np.ndarray], index_views: list[Any], kinds: list[bool],
+                fns: list[Any], R: int) -> list[tuple[Any, ...]]:
+    """Per subscript of an indirect tile: (None, coordinates, their (min, max) or None when
+    empty) for a direct one; (the index view's position in `index_views`, subscripts, their
+    bounds, extents, gather plan) for an indirect one, every check done (Diverged when one
+    fails). Nothing in it refers to this run's views or arrays."""
+    nv = len(pts.ext)
+    variables = _variables(pts.lo, pts.ext, R)
+    shaped = [x.reshape(x.shape + (1,) * nv) if x.ndim == R else x.reshape((1,) * (R + nv)) for x in captured]
+    steps: list[tuple[Any, ...]] = []
+    vi = 0
+    for is_ind, fn in zip(kinds, fns, strict=True):
+        sub = [np.asarray(x, dtype=I64) for x in fn(*variables, *shaped)]
+        sub = [x if x.ndim == R + nv else x.reshape((1,) * (R + nv)) for x in sub]
+        for x in sub:
+            x.flags.writeable = False  # shared by the runs that find them in the memo
+        if not is_ind:
+            steps.append((None, sub[0], lsm.minmax(sub[0]) if sub[0].size else None))
+            continue
+        index_view = index_views[vi]
+        vi += 1
+        sub_bounds = _in_box(index_view, sub)
+        ext = _broadcast_shape([x.shape[R:] for x in sub])
+        plan = lsm.gather_plan(lanes.shape, lanes.n_tiles, index_view, sub, ext, R, sub_bounds)
+        plan.rows.flags.writeable = False
+        steps.append((vi - 1, sub, sub_bounds, ext, plan))
+    return steps
 
 
 def _tile_shape(shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]], cset: Any, syms: tuple[int, ...],
@@ -574,17 +615,19 @@ def _broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _in_box(view: Any, coords: list[np.ndarray]) -> list[tuple[int, int]] | None:
+def _in_box(view: Any, coords: list[np.ndarray], known: list[tuple[int, int] | None] | None = None) -> list[tuple[int, int]] | None:
     """Every coordinate lies in the view (a box view: min and max per dimension decide).
-    Returns each coordinate's (min, max) (None when some coordinate array is empty)."""
+    Returns each coordinate's (min, max) (None when some coordinate array is empty). `known`:
+    per coordinate its (min, max) when the caller has it (None: computed here)."""
     if not view.is_box or len(coords) != len(view.box_lo):
         raise Diverged("coordinates of a view that is not a box")
     bounds: list[tuple[int, int]] | None = []
-    for x, lo, hi in zip(coords, view.box_lo, view.box_hi, strict=True):
+    for k, (x, lo, hi) in enumerate(zip(coords, view.box_lo, view.box_hi, strict=True)):
         if not x.size:
             bounds = None
             continue
-        xmin, xmax = lsm.minmax(x)
+        mm = known[k] if known is not None else None
+        xmin, xmax = mm if mm is not None else lsm.minmax(x)
         if xmin < lo or xmax > hi:
             raise Diverged("out of view")
         if bounds is not None:
