@@ -286,3 +286,25 @@ def test_an_access_tile_of_another_shape_fails_after_runs_that_passed() -> None:
         assert isinstance(ok, ri.RunResult) and ok.lockstep
         np.testing.assert_array_equal(ok.outputs["y_ptr"], x)
         assert _outcome(m, {**good, "n": 3}, lockstep="always") == want
+
+
+def test_one_program_run_on_arrays_of_other_sizes_and_contents_checks_each_run() -> None:
+    """An indirect tile remembers its subscripts and index rows by the values they depend on,
+    among them the size of the index array: a shorter ids array under the same view is
+    out-of-bounds, other ids are gathered anew, each run as the per-tile run of a fresh program."""
+    m = gather_kernel(4, 8, 8, 32, 16, F16)
+    table = np.arange(20 * 16, dtype=np.float16).reshape(20, 16)
+    ids = np.arange(64, dtype=np.int32) % 20
+    good = {"e_ptr": table, "ids_ptr": ids, "y_ptr": np.zeros((64, 16), np.float16), "V": 20, "B": 64}
+    runs = [good, {**good, "ids_ptr": ids[:60].copy()}, {**good, "ids_ptr": ids[::-1].copy()},
+            {**good, "e_ptr": table[:10].copy(), "V": 20}, good]
+    for args in runs:
+        want = _outcome(gather_kernel(4, 8, 8, 32, 16, F16), args, lockstep=False)
+        got = _outcome(m, args, lockstep="always")
+        if isinstance(want, tuple):
+            assert got == want
+        else:
+            assert isinstance(got, ri.RunResult) and got.lockstep
+            np.testing.assert_array_equal(got.outputs["y_ptr"], want.outputs["y_ptr"])
+            assert got.stats == want.stats
+    assert isinstance(_outcome(m, runs[1], lockstep=False), tuple)
