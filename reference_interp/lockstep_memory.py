@@ -468,6 +468,8 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     for view, sel in groups:
         if view.dtype != groups[0][0].dtype:
             raise Diverged("partitions of different element types")
+        if sel is None:
+            return _load_all(lanes, view, box_plan(lanes, view, lt.lo, ext, False), ext, opname)
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         span = _span(ext, view.bstrides, view.itemsize)
@@ -498,6 +500,84 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     if out is None:
         raise Diverged("a distributed tile reaches no partition")
     return out
+
+
+def _load_all(lanes: Lanes, view: MemoryView, plan: BoxPlan, ext: tuple[int, ...], opname: str) -> np.ndarray:
+    """_load_boxes for every lane of one memory view (`plan`: box_plan's)."""
+    alloc = view.alloc
+    assert alloc is not None
+    if plan.span >= 0:
+        _regions(lanes, alloc, plan.whole, None, plan.span, False)
+        _track(lanes, alloc, plan.descs, _same, False, opname)
+        box = _box_view(alloc, view, plan.off, ext, False, plan.lat)
+        if box is not None:
+            data = box if alloc.shared else box.copy()  # access._load_box: unwritten arrays are read in place
+        else:
+            data = _windows(alloc, view, ext)[plan.off // view.itemsize]
+    else:
+        data = np.zeros(plan.off.shape + ext, view.dtype)
+    _count(lanes, view, plan.nbytes, None, False)
+    return data
+
+
+class BoxPlan:
+    """What a load or store of boxes of every lane of one memory view computes from the view's
+    geometry and the lanes' corners alone (box_plan): the lanes' byte offsets, the box's span,
+    the offsets' lattice, the descriptors per tile, whether the store writes every byte of the
+    array; the bounds were checked."""
+
+    __slots__ = ("off", "span", "lat", "whole", "descs", "covers", "nbytes")
+
+    def __init__(self, off: np.ndarray, span: int, lat: tuple[int, tuple[int, ...]] | None, whole: np.ndarray,
+                 descs: list[tuple[int, Desc]], covers: bool, nbytes: int) -> None:
+        self.off = off
+        self.span = span
+        self.lat = lat
+        self.whole = whole
+        self.descs = descs
+        self.covers = covers
+        self.nbytes = nbytes  # bytes per lane
+
+
+# (store, the view's byte offset of coordinate 0, byte strides, item size, the array's size,
+# extents, lanes, the corners) -> box_plan's answer: a loop's boxes are the same in every run
+_BOX_PLANS: Memo[tuple[Any, ...], BoxPlan] = Memo(256)
+
+
+def box_plan(lanes: Lanes, view: MemoryView, lo: tuple[np.ndarray, ...], ext: tuple[int, ...], store: bool) -> BoxPlan:
+    """The plan of a load (`store` False) or store of boxes `ext` at the lanes' corners `lo` in
+    `view`, every lane's bytes checked in the array (Diverged otherwise; a scratchpad grows to
+    them). Remembered by the values it depends on, but for a scratchpad (which grows)."""
+    alloc = view.alloc
+    key: tuple[Any, ...] | None = None
+    if alloc is not None and not alloc.growable:
+        key = (store, view.boff, view.bstrides, view.itemsize, alloc.nbytes, ext, lanes.shape,
+               *[(a.shape, a.dtype.char, a.tobytes()) for a in lo])
+        found = _BOX_PLANS.get(key)
+        if found is not MISSING:
+            return found
+    shape = lanes.shape
+    off = _offsets(view, lo)
+    if store:
+        off = _bcast(off, shape)
+    span = _span(ext, view.bstrides, view.itemsize)
+    # every lane's offset, evenly spaced (strictly): bounds, descriptors and the boxes' view
+    # follow from the lattice (the same answers as from the offsets)
+    lat = _lattice(off, True) if off.shape == shape and off.size and span >= 0 else None
+    covers = store and alloc is not None and _covers_all(alloc.nbytes, view, off, ext, lat)
+    _bounds(lanes, view, off, span, lat)
+    per_tile, whole, _mask = _split(off, None, shape)
+    if span < 0:
+        descs: list[tuple[int, Desc]] = []
+    elif lat is not None:
+        descs = lattice_descs(lat, shape, ext, view.bstrides, view.itemsize)
+    else:
+        descs = [(t, tile_desc(o, ext, view.bstrides, view.itemsize)) for t, o in per_tile]
+    plan = BoxPlan(off, span, lat, whole, descs, covers, math.prod(ext) * view.itemsize)
+    if key is not None:
+        off.flags.writeable = False
+        return _BOX_PLANS.put(key, plan)
+    return plan
 
 
 def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, strides: tuple[int, ...], const: int,
@@ -770,6 +850,9 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
     # a Gathered comes only for a MemoryView (one group, every lane: sel None); else as an array
     full: Any = data if type(data) is Gathered else _bcast(np.asarray(data), shape + ext)
     for view, sel in groups:
+        if sel is None:
+            _store_all(lanes, view, box_plan(lanes, view, lt.lo, ext, True), full, ext, opname)
+            continue
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         if sel is None:
@@ -806,6 +889,32 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         else:
             _windows(alloc, view, ext)[off // view.itemsize] = part.value() if type(part) is Gathered else part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
+
+
+def _store_all(lanes: Lanes, view: MemoryView, plan: BoxPlan, data: Any, ext: tuple[int, ...], opname: str) -> None:
+    """_store_boxes for every lane of one memory view (`plan`: box_plan's)."""
+    alloc = view.alloc
+    assert alloc is not None
+    if alloc.shared:
+        # a store of every byte of the caller's array need not copy it first
+        alloc.own(copy=not plan.covers)
+    span = plan.span
+    if span < 0:
+        return
+    off = plan.off
+    _regions(lanes, alloc, plan.whole, None, span, True)
+    _track(lanes, alloc, plan.descs, _same, True, opname)
+    if not (lanes.race_on and not alloc.private):
+        _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
+    box = _box_view(alloc, view, off, ext, True, plan.lat)
+    if box is not None:
+        if type(data) is Gathered:
+            data.into(box)
+        else:
+            box[...] = data
+    else:
+        _windows(alloc, view, ext)[off // view.itemsize] = data.value() if type(data) is Gathered else data
+    _count(lanes, view, plan.nbytes, None, True)
 
 
 def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...],

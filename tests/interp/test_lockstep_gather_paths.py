@@ -289,15 +289,18 @@ def test_an_access_tile_of_another_shape_fails_after_runs_that_passed() -> None:
 
 
 def test_one_program_run_on_arrays_of_other_sizes_and_contents_checks_each_run() -> None:
-    """An indirect tile remembers its subscripts and index rows by the values they depend on,
-    among them the size of the index array: a shorter ids array under the same view is
-    out-of-bounds, other ids are gathered anew, each run as the per-tile run of a fresh program."""
+    """An indirect tile remembers its subscripts and index rows, a store its boxes, by the values
+    they depend on, among them the size of the array: a shorter ids array under the same view
+    is out-of-bounds, other ids are gathered anew, each run as the per-tile run of a fresh program."""
     m = gather_kernel(4, 8, 8, 32, 16, F16)
     table = np.arange(20 * 16, dtype=np.float16).reshape(20, 16)
     ids = np.arange(64, dtype=np.int32) % 20
     good = {"e_ptr": table, "ids_ptr": ids, "y_ptr": np.zeros((64, 16), np.float16), "V": 20, "B": 64}
+    # and the store's boxes by the size of Y's array among others: a longer Y keeps its rows past
+    # the stored ones (the store writes only part of it), a shorter one is out-of-bounds
     runs = [good, {**good, "ids_ptr": ids[:60].copy()}, {**good, "ids_ptr": ids[::-1].copy()},
-            {**good, "e_ptr": table[:10].copy(), "V": 20}, good]
+            {**good, "e_ptr": table[:10].copy(), "V": 20}, {**good, "y_ptr": np.full((80, 16), 7, np.float16)},
+            {**good, "y_ptr": np.zeros((60, 16), np.float16)}, good]
     for args in runs:
         want = _outcome(gather_kernel(4, 8, 8, 32, 16, F16), args, lockstep=False)
         got = _outcome(m, args, lockstep="always")
@@ -307,4 +310,4 @@ def test_one_program_run_on_arrays_of_other_sizes_and_contents_checks_each_run()
             assert isinstance(got, ri.RunResult) and got.lockstep
             np.testing.assert_array_equal(got.outputs["y_ptr"], want.outputs["y_ptr"])
             assert got.stats == want.stats
-    assert isinstance(_outcome(m, runs[1], lockstep=False), tuple)
+    assert isinstance(_outcome(m, runs[1], lockstep=False), tuple) and isinstance(_outcome(m, runs[5], lockstep=False), tuple)
