@@ -613,19 +613,7 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     track = lanes.race_on or alloc.init is not None
     if per.size and (track or lanes.regions):
         if track:
-            tmin, tmax = plan.tmin, plan.tmax
-
-            def make(t: int) -> IdxDesc:
-                # the element byte offsets are made only if a race check needs them
-                o = per[t].reshape(-1)
-
-                def elements(o: np.ndarray = o) -> np.ndarray:
-                    first = o * unit + shift if unit > 1 or shift else o
-                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
-
-                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
-                               make=elements)
-            _track(lanes, alloc, [(t, t) for t in range(lanes.n_tiles)], make, False, opname)
+            _track(lanes, alloc, plan.descs(), _same, False, opname)
         if lanes.regions:
             lane_shape = lanes.shape
 
@@ -656,7 +644,7 @@ class GatherPlan:
     """What a gather computes from its coordinates and the view's geometry alone (not from
     memory): the rows it reads and their checks (gather_plan)."""
 
-    __slots__ = ("rows", "per", "run", "unit", "shift", "n", "isz", "tmin", "tmax", "full_shape", "nbytes")
+    __slots__ = ("rows", "per", "run", "unit", "shift", "n", "isz", "tmin", "tmax", "full_shape", "nbytes", "_descs")
 
     def __init__(self, rows: np.ndarray, per: np.ndarray, run: tuple[int, int] | None, unit: int, shift: int, n: int,
                  isz: int, tmin: list[int], tmax: list[int], full_shape: tuple[int, ...], nbytes: int) -> None:
@@ -671,6 +659,26 @@ class GatherPlan:
         self.tmax = tmax
         self.full_shape = full_shape
         self.nbytes = nbytes  # bytes per lane
+        self._descs: list[tuple[int, IdxDesc]] | None = None
+
+    def descs(self) -> list[tuple[int, IdxDesc]]:
+        """(tile, the bytes the tile reads) for every tile (made once per plan: a plan found in a
+        memo gives the same descriptors, whose offsets are made only if a race check needs them)."""
+        if self._descs is None:
+            per, unit, shift, n, isz = self.per, self.unit, self.shift, self.n, self.isz
+            tmin, tmax = self.tmin, self.tmax
+
+            def make(t: int) -> IdxDesc:
+                o = per[t].reshape(-1)
+
+                def elements(o: np.ndarray = o) -> np.ndarray:
+                    first = o * unit + shift if unit > 1 or shift else o
+                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
+
+                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
+                               make=elements)
+            self._descs = [(t, make(t)) for t in range(len(tmin))]
+        return self._descs
 
 
 def gather_plan(shape: tuple[int, ...], n_tiles: int, view: MemoryView, coords: list[np.ndarray],

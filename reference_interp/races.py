@@ -754,13 +754,21 @@ class RaceTracker:
             return False
         if not alloc.granule:
             self._track(alloc)
-        gbox = scaled(desc, alloc.granule)
-        if gbox is None:
-            return False
+        g = alloc.granule
+        if g == 1:
+            gbox = desc
+        else:  # scaled(desc, g)
+            if desc.b0 % g or desc.itemsize % g:
+                return False
+            gbs = _granule_strides(desc.bstrides, g)
+            if gbs is None:
+                return False
+            gbox = BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
         if alloc.w_last and self._concurrent_writes(alloc, t):
-            assert type(gbox) is BoxDesc
+            seg_tile, seg_epoch, c = self.seg_tile, self.seg_epoch, self.vc[t]
             for box, v in alloc.w_boxes:
-                if self.hb(v - 1, t):
+                st = seg_tile[v - 1]  # hb(v - 1, t)
+                if st == t or (c is not None and c[st] > seg_epoch[v - 1]):
                     continue
                 if box.ext == gbox.ext and box.bstrides == gbox.bstrides and box.itemsize == gbox.itemsize:
                     d = gbox.b0 - box.b0
