@@ -578,10 +578,20 @@ class RaceTracker:
             return
         if not alloc.granule:
             self._track(alloc)
+        readers = alloc.readers
         for t, desc in items:
             g = alloc.granule
             if g > 1 and (desc.itemsize % g or (type(desc) is BoxDesc and desc.b0 % g)):
                 self._refine(alloc)  # as check_read does
+            if t not in readers and desc.hi >= desc.lo:
+                # the tile's first read of the allocation: what _record_read records then
+                reads = readers[t] = TileReads(alloc.granule)
+                epoch = self.epoch[t]
+                reads.lo, reads.hi, reads.last = desc.lo, desc.hi, epoch
+                reads.last_b0 = desc.b0 if type(desc) is BoxDesc else -1
+                reads.descs.append((desc, opname))
+                reads.epochs.append(epoch)
+                continue
             self._record_read(alloc, desc, t, opname)
 
     def _record_read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:

@@ -47,7 +47,7 @@ def _alloc(nbytes: int, itemsize: int, scratch: bool) -> Allocation:
 
 def _state(tr: RaceTracker, a: Allocation) -> Any:
     reads = {t: ([(type(d).__name__, d.lo, d.hi, desc_bytes(d).tobytes(), n) for d, n in r.descs], r.epochs,
-                 r.lo, r.hi, r.last, None if r.emap is None else r.emap.tobytes())
+                 r.lo, r.hi, r.last, r.last_b0, r.g, None if r.emap is None else r.emap.tobytes())
              for t, r in a.readers.items()}
     return ([(b.b0, b.ext, b.bstrides, b.itemsize, v) for b, v in a.w_boxes],
             None if a.w_seg is None else (a.w_seg.dtype.str, a.w_seg.tobytes()), dict(a.w_last), a.granule,
