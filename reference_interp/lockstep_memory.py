@@ -147,8 +147,9 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
     tracker = lanes.tracker
     sync = lanes.sync
     if sync is None:
+        items = per_tile if make is _same else [(t, make(offs)) for t, offs in per_tile]
         try:
-            (tracker.write_all if write else tracker.read_all)(alloc, [(t, make(offs)) for t, offs in per_tile], opname)
+            (tracker.write_all if write else tracker.read_all)(alloc, items, opname)
         except (RaceFound, UninitFound) as e:
             raise Diverged(f"the race tracker: {type(e).__name__}") from None
         return
