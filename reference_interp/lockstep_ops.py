@@ -365,12 +365,26 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     R = c.rank
     ones = (1,) * R
     shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]] = {}  # symbols -> (points, shape): shape checked
+    # (symbols, the box of a box view, the index values) -> (points, shape, corners) of a tile
+    # whose every lane passed the view check (check_box_tile's, which depends on nothing else)
+    memo: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[np.ndarray, ...]]] = {}
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
         view = lf[base]
-        b = fn(*[lf[s] for s in idx])
-        pts, shape = _tile_shape(shapes, cset, tuple(int(lf[s]) for s in syms) if syms else (), perm, t)
+        values = [lf[s] for s in idx]
+        sym_values = tuple(int(lf[s]) for s in syms) if syms else ()
+        key = None
+        if type(view) is lsm.MemoryView and view.is_box:
+            key = (sym_values, view.box_lo, view.box_hi,
+                   *[(x.shape, x.dtype.char, x.tobytes()) if type(x) is np.ndarray else x for x in values])
+            hit = memo.get(key)
+            if hit is not None:
+                pts, shape, corners = hit
+                lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, lo=corners, mask=pts.mask)
+                return
+        b = fn(*values)
+        pts, shape = _tile_shape(shapes, cset, sym_values, perm, t)
         lo = []
         for x, a in zip(b, pts.lo, strict=True):
             v = np.asarray(x + a if a else x, dtype=I64)
@@ -396,6 +410,13 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
                         _check_in_view(item.view, item)
             else:
                 lt.parts = lsm.check_box_tile(lanes, view, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
+        if key is not None and pts.mask is None:  # a box view, every lane checked by its box alone
+            corners = tuple(np.array(v) for v in lo)  # copies (a corner may be an operand's array), read-only:
+            for v in corners:  # shared by the runs that find them
+                v.flags.writeable = False
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = (pts, shape, corners)
         lf[r] = lt
 
     return run

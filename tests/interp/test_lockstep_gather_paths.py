@@ -242,11 +242,12 @@ def offset_view(rows: int) -> ktir.Module:
 
 @pytest.mark.parametrize("lockstep", [True, False])
 def test_a_view_that_failed_its_checks_fails_after_runs_that_passed(lockstep: bool) -> None:
-    """The view checks are remembered for the values that passed: an offset reaching past the
-    64-bit range, a negative size, still fail (as on a fresh program) between runs that pass."""
+    """The view checks, and an access tile's check in its view, are remembered for the values
+    that passed: an offset reaching past the 64-bit range, a negative size, a row outside a view
+    of fewer rows still fail (as on a fresh program) between runs that pass."""
     m = offset_view(2)
     good = {"x_ptr": np.arange(8, dtype=np.float32), "y_ptr": np.zeros((2, 4), np.float32), "off": 0, "R": 2}
-    bad = [{**good, "off": 1 << 61}, {**good, "R": -1}]
+    bad = [{**good, "off": 1 << 61}, {**good, "R": -1}, {**good, "R": 1}]  # R = 1: tile 1's row is out of view
     want = [_outcome(offset_view(2), b, lockstep=False) for b in bad]
     assert all(isinstance(w, tuple) for w in want), want
     for _ in range(2):
