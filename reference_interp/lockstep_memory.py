@@ -211,10 +211,16 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
     return [(t, whole[t][sel[t]]) for t in range(n) if sel[t].any()], whole, sel
 
 
-def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool) -> None:
+def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool,
+             plan: BoxPlan | None = None) -> None:
     """Report the byte spans of the lanes to the vectorised loops in progress (unselected
-    lanes: an empty span that every merge ignores)."""
+    lanes: an empty span that every merge ignores). `plan`: the box plan of every lane, whose
+    spans' ends it holds."""
     if not lanes.regions:
+        return
+    if plan is not None:
+        for region in lanes.regions:
+            region.access(alloc, plan.whole, plan.ends, write, plan.ordered)
         return
     lo = _bcast(whole, lanes.shape)
     if mask is None:
@@ -508,7 +514,7 @@ def _load_all(lanes: Lanes, view: MemoryView, plan: BoxPlan, ext: tuple[int, ...
     alloc = view.alloc
     assert alloc is not None
     if plan.span >= 0:
-        _regions(lanes, alloc, plan.whole, None, plan.span, False)
+        _regions(lanes, alloc, plan.whole, None, plan.span, False, plan)
         _track(lanes, alloc, plan.descs, _same, False, opname)
         box = _box_view(alloc, view, plan.off, ext, False, plan.lat)
         if box is not None:
@@ -527,14 +533,20 @@ class BoxPlan:
     the offsets' lattice, the descriptors per tile, whether the store writes every byte of the
     array; the bounds were checked."""
 
-    __slots__ = ("off", "span", "lat", "whole", "descs", "covers", "nbytes")
+    __slots__ = ("off", "span", "lat", "whole", "ends", "ordered", "descs", "covers", "nbytes")
 
     def __init__(self, off: np.ndarray, span: int, lat: tuple[int, tuple[int, ...]] | None, whole: np.ndarray,
                  descs: list[tuple[int, Desc]], covers: bool, nbytes: int) -> None:
         self.off = off
         self.span = span
         self.lat = lat
-        self.whole = whole
+        self.whole = whole  # every lane's first byte (the lane shape)
+        self.ends = whole + span  # and last
+        self.ends.flags.writeable = False
+        # two lane dimensions (tiles, a loop's iterations) whose spans each tile's iterations
+        # walk in ascending order without overlap: the lattice's step along the iterations
+        # exceeds a span (Region.access need not compare them)
+        self.ordered = lat is not None and span >= 0 and len(whole.shape) == 2 and lat[1][1] > span
         self.descs = descs
         self.covers = covers
         self.nbytes = nbytes  # bytes per lane
@@ -911,7 +923,7 @@ def _store_all(lanes: Lanes, view: MemoryView, plan: BoxPlan, data: Any, ext: tu
     if span < 0:
         return
     off = plan.off
-    _regions(lanes, alloc, plan.whole, None, span, True)
+    _regions(lanes, alloc, plan.whole, None, span, True, plan)
     _track(lanes, alloc, plan.descs, _same, True, opname)
     if not (lanes.race_on and not alloc.private):
         _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
