@@ -650,7 +650,7 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
         src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
     if defer:
         return Gathered(src, plan.rows, plan.full_shape, view.dtype)
-    return src[plan.rows]
+    return src.take(plan.rows, axis=0)  # as src[rows], faster (the rows are checked inside src)
 
 
 class GatherPlan:
@@ -763,7 +763,7 @@ class Gathered:
 
     def value(self) -> np.ndarray:
         if self._value is None:
-            self._value = self.src[self.idx]
+            self._value = self.src.take(self.idx, axis=0)  # src[idx]
         return self._value
 
     def into(self, dest: np.ndarray) -> None:
