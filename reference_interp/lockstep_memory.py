@@ -11,6 +11,13 @@ the race tracker (which also checks reads of unwritten scratchpad bytes) as one 
 per tile (a box with the iterations as extra dimensions when they are evenly spaced, else
 the list of bytes). Any failure gives up lockstep (`Diverged`): the per-tile run reports it.
 
+What an access computes from the lanes' coordinates and the view's geometry alone (byte
+offsets, the bounds checks, the descriptors per tile: `box_plan`, and through the indirect
+tile's memo in lockstep_ops `gather_plan` of the index gathers) is remembered by exactly those
+values, as a loop's accesses repeat in every run of a kernel; a check that failed is never
+remembered. What depends on memory (gathered indices, the data, the race tracker's records,
+statistics) is done in every run.
+
 What has no vectorised form here (masked tiles, tensor bases, scatters through indirect
 tiles, aliasing strides) runs lane by lane through the per-tile functions themselves, with
 each lane's own tile context; inside a vectorised loop it gives up instead, as the byte
