@@ -225,32 +225,54 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     per_iteration = c.sizes[loop] * 8  # bytes of the body's largest tensor, per lane
     sync = direct_sync(op)
 
-    def run(lf: list[Any]) -> None:
-        lanes: Lanes = lf[1]
-        lo, hi, step = lf[lb], lf[ub], lf[st]
+    # (bounds, step, lanes) -> (trip count, each chunk's induction variable, read-only): the same
+    # bounds give the same iterations in every run (kept for loops of at most ITERATIONS_KEPT lanes)
+    seen: dict[tuple[Any, ...], tuple[int, list[np.ndarray]]] = {}
+
+    def iterations(lanes: Lanes, lo: Any, hi: Any, step: Any) -> tuple[int, list[np.ndarray]]:
         n = _trips(lo, hi, step)
         if n == 0:
-            return
+            return 0, []
         count = 1
         for x in lanes.shape:
             count *= x
         # iterations per chunk: chunks run one after another, in order, so only the
         # iterations of one chunk must touch disjoint bytes
         chunk = max(1, min(n, CHUNK_BYTES // max(count * per_iteration, 1), MAX_LANES // count))
-        _step_budget(lf, n, body.n)
         lo_a = np.asarray(lo, dtype=I64)
         st_a = np.asarray(step, dtype=I64)
         if lo_a.ndim < R:
             lo_a = lo_a.reshape(ones)
         if st_a.ndim < R:
             st_a = st_a.reshape(ones)
+        ivs = [lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + min(chunk, n - k0), dtype=I64)
+               for k0 in range(0, n, chunk)]
+        return n, ivs
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        lo, hi, step = lf[lb], lf[ub], lf[st]
+        key = (_value_key(lo), _value_key(hi), _value_key(step), lanes.shape)
+        found = seen.get(key)
+        if found is None:
+            found = iterations(lanes, lo, hi, step)
+            if sum(x.size for x in found[1]) <= ITERATIONS_KEPT:
+                for x in found[1]:
+                    x.flags.writeable = False
+                if len(seen) >= 16:
+                    seen.clear()
+                seen[key] = found
+        n, ivs = found
+        if n == 0:
+            return
+        _step_budget(lf, n, body.n)
         for dst, src in pairs:
             lf[dst] = expand(lf[src], R)
         shape, per_tile = lanes.shape, lanes.per_tile
         try:
-            for k0 in range(0, n, chunk):
-                m = min(chunk, n - k0)
-                lf[iv] = lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + m, dtype=I64)
+            for ivv in ivs:
+                m = ivv.shape[-1]
+                lf[iv] = ivv
                 lanes.shape = shape + (m,)
                 lanes.per_tile = per_tile * m
                 region = Region(loop, R + 1, sync)
@@ -269,6 +291,16 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
             lanes.shape, lanes.per_tile = shape, per_tile
 
     return run
+
+
+ITERATIONS_KEPT = 1 << 16  # lanes of a vectorised loop whose induction variables _vector_for keeps
+
+
+def _value_key(x: Any) -> Any:
+    """A uniform (Python) or laned (array) value as a memo key part (equal keys: equal values)."""
+    if type(x) is np.ndarray:
+        return (x.shape, x.dtype.char, x.tobytes())
+    return x
 
 
 @lane_impl(Scf.if_)

@@ -330,3 +330,39 @@ def test_a_box_plan_orders_its_lanes_spans_only_when_they_ascend_without_overlap
     hi = lo + span
     assert plan.ordered == bool((hi[:, :-1] < lo[:, 1:]).all() and (hi >= lo).all())
     assert not BoxPlan(lo, span, None, lo, [], False, 0).ordered  # no lattice: compared
+
+
+def bounded_copy() -> ktir.Module:
+    """Grid [2]: tile t copies rows r, r + 1 of X into Y for r = lo + 2t, lo + 2t + 4, ... < hi
+    (lo and hi arguments), in a loop lockstep vectorises."""
+    b = Builder()
+    two = b.alias("two", box(2, 4))
+    id2 = b.alias("id2", af.AffineMap.identity(2))
+    params = [("x_ptr", INDEX), ("y_ptr", INDEX), ("lo", INDEX), ("hi", INDEX)]
+    with b.func("k", params, grid=[2]) as (x, y, lo, hi):
+        (t,) = b.tile_id(names=["t"])
+        c0, c2, c4 = b.index(0, "c0"), b.index(2, "c2"), b.index(4, "c4")
+        xv = b.memory_view(x, [16, 4], [4, 1], F32, coordinate_set=b.alias("xs", box(16, 4)), name="xv")
+        yv = b.memory_view(y, [16, 4], [4, 1], F32, coordinate_set=b.alias("ys", box(16, 4)), name="yv")
+        first = b.arith.addi(lo, b.arith.muli(t, c2, name="t2"), name="first")
+        with b.for_(first, hi, c4, names=["r"]) as (r,):
+            got = b.load(b.access_tile(xv, [r, c0], two, [2, 4], id2, name="src"), F32, name="got")
+            b.store(got, b.access_tile(yv, [r, c0], two, [2, 4], id2, name="dst"))
+        b.func_return()
+    return b.module
+
+
+def test_a_vectorised_loop_with_other_bounds_runs_its_own_iterations() -> None:
+    """A vectorised loop's iterations are remembered by its bounds: other bounds on the same
+    program copy other rows, each run as the per-tile run."""
+    m = bounded_copy()
+    x = np.arange(64, dtype=np.float32).reshape(16, 4)
+    # the last: the tiles' trip counts differ (1 and 0), lockstep gives up (for good)
+    for lo, hi in [(0, 16), (4, 16), (0, 8), (4, 16), (0, 16), (8, 9)]:
+        args = {"x_ptr": x, "y_ptr": np.full((16, 4), -1, np.float32), "lo": lo, "hi": hi}
+        got = _compare(m, args)
+        assert isinstance(got, ri.RunResult) and got.lockstep == (hi != 9)
+        want = np.full((16, 4), -1, np.float32)
+        for r in range(lo, hi, 2):
+            want[r : r + 2] = x[r : r + 2]
+        np.testing.assert_array_equal(got.outputs["y_ptr"], want)
