@@ -562,6 +562,9 @@ class BoxPlan:
 # (store, the view's byte offset of coordinate 0, byte strides, item size, the array's size,
 # extents, lanes, the corners) -> box_plan's answer: a loop's boxes are the same in every run
 _BOX_PLANS: Memo[tuple[Any, ...], BoxPlan] = Memo(256)
+# the most lanes a plan, or an indirect tile's remembered subscripts (lockstep_ops), is kept for
+# (the memos hold arrays over the lanes)
+PLAN_LANES = 1 << 14
 
 
 def box_plan(lanes: Lanes, view: MemoryView, lo: tuple[np.ndarray, ...], ext: tuple[int, ...], store: bool) -> BoxPlan:
@@ -570,7 +573,7 @@ def box_plan(lanes: Lanes, view: MemoryView, lo: tuple[np.ndarray, ...], ext: tu
     them). Remembered by the values it depends on, but for a scratchpad (which grows)."""
     alloc = view.alloc
     key: tuple[Any, ...] | None = None
-    if alloc is not None and not alloc.growable:
+    if alloc is not None and not alloc.growable and lanes.per_tile * lanes.n_tiles <= PLAN_LANES:
         key = (store, view.boff, view.bstrides, view.itemsize, alloc.nbytes, ext, lanes.shape,
                *[(a.shape, a.dtype.char, a.tobytes()) for a in lo])
         found = _BOX_PLANS.get(key)

@@ -442,7 +442,8 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
                         _check_in_view(item.view, item)
             else:
                 lt.parts = lsm.check_box_tile(lanes, view, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
-        if key is not None and pts.mask is None:  # a box view, every lane checked by its box alone
+        if key is not None and pts.mask is None and lanes.per_tile * lanes.n_tiles <= lsm.PLAN_LANES:
+            # a box view, every lane checked by its box alone
             corners = tuple(np.array(v) for v in lo)  # copies (a corner may be an operand's array), read-only:
             for v in corners:  # shared by the runs that find them
                 v.flags.writeable = False
@@ -552,9 +553,10 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         steps = memo.get(key)
         if steps is None:
             steps = _subscripts(lanes, pts, captured, index_views, kinds, fns, R)
-            if len(memo) >= 16:
-                memo.clear()
-            memo[key] = steps
+            if _kept(steps) <= lsm.PLAN_LANES * 64:  # elements kept (else recomputed every run)
+                if len(memo) >= 16:
+                    memo.clear()
+                memo[key] = steps
         coords: list[np.ndarray] = []
         known: list[tuple[int, int] | None] = []
         for step in steps:
@@ -573,6 +575,17 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
         lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
+
+
+def _kept(steps: list[tuple[Any, ...]]) -> int:
+    """The elements of the arrays _subscripts' answer holds."""
+    total = 0
+    for step in steps:
+        if step[0] is None:
+            total += step[1].size
+        else:
+            total += sum(x.size for x in step[1]) + step[4].rows.size
+    return total
 
 
 def _geometry(view: lsm.MemoryView) -> tuple[Any, ...]:
