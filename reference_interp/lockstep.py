@@ -120,9 +120,11 @@ class Region:
             return
         self.access(alloc, *spans(), False)
 
-    def access(self, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool) -> None:
+    def access(self, alloc: Any, lo: np.ndarray, hi: np.ndarray, write: bool, ordered: bool = False) -> None:
         """Lanes (this region's) accessed bytes [lo, hi] of `alloc` (arrays over the lanes,
-        possibly with more trailing lane dimensions from inner loops: reduced here)."""
+        possibly with more trailing lane dimensions from inner loops: reduced here). `ordered`:
+        the caller knows that lo and hi have two dimensions and that along the second every span
+        is non-empty and ends before the next begins (what _disjoint_per_tile tests first)."""
         if write and self.lazy:
             pending = self.lazy.pop(id(alloc), None)
             if pending:
@@ -136,6 +138,8 @@ class Region:
         rec = self.spans.get(key)
         if rec is None:
             rec = self.spans[key] = [lo, hi, write, alloc]
+            if ordered and not self.sync and not extra and lo.ndim == 2:
+                return  # these spans alone: disjoint per tile
         else:
             rec[0] = np.minimum(rec[0], lo)
             rec[1] = np.maximum(rec[1], hi)

@@ -11,6 +11,13 @@ the race tracker (which also checks reads of unwritten scratchpad bytes) as one 
 per tile (a box with the iterations as extra dimensions when they are evenly spaced, else
 the list of bytes). Any failure gives up lockstep (`Diverged`): the per-tile run reports it.
 
+What an access computes from the lanes' coordinates and the view's geometry alone (byte
+offsets, the bounds checks, the descriptors per tile: `box_plan`, and through the indirect
+tile's memo in lockstep_ops `gather_plan` of the index gathers) is remembered by exactly those
+values, as a loop's accesses repeat in every run of a kernel; a check that failed is never
+remembered. What depends on memory (gathered indices, the data, the race tracker's records,
+statistics) is done in every run.
+
 What has no vectorised form here (masked tiles, tensor bases, scatters through indirect
 tiles, aliasing strides) runs lane by lane through the per-tile functions themselves, with
 each lane's own tile context; inside a vectorised loop it gives up instead, as the byte
@@ -146,6 +153,13 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
         return
     tracker = lanes.tracker
     sync = lanes.sync
+    if sync is None:
+        items = per_tile if make is _same else [(t, make(offs)) for t, offs in per_tile]
+        try:
+            (tracker.write_all if write else tracker.read_all)(alloc, items, opname)
+        except (RaceFound, UninitFound) as e:
+            raise Diverged(f"the race tracker: {type(e).__name__}") from None
+        return
     for t, offs in per_tile:
         desc = make(offs)
         try:
@@ -165,6 +179,18 @@ def _track(lanes: Lanes, alloc: Any, per_tile: list[tuple[int, Any]], make: Any,
 
 def _same(x: Any) -> Any:
     return x
+
+
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
+def minmax(a: np.ndarray) -> tuple[int, int]:
+    """The least and greatest entry of a non-empty integer array, as Python ints (a handful of
+    entries: in Python, quicker than two numpy reductions)."""
+    if a.size <= 32:
+        vals = a.reshape(-1).tolist()
+        return min(vals), max(vals)
+    return int(_MIN(a, axis=None)), int(_MAX(a, axis=None))
 
 
 def _bcast(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -192,10 +218,16 @@ def _split(off: np.ndarray, sel: Any, shape: tuple[int, ...]) -> tuple[list[tupl
     return [(t, whole[t][sel[t]]) for t in range(n) if sel[t].any()], whole, sel
 
 
-def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool) -> None:
+def _regions(lanes: Lanes, alloc: Any, whole: np.ndarray, mask: np.ndarray | None, span: int, write: bool,
+             plan: BoxPlan | None = None) -> None:
     """Report the byte spans of the lanes to the vectorised loops in progress (unselected
-    lanes: an empty span that every merge ignores)."""
+    lanes: an empty span that every merge ignores). `plan`: the box plan of every lane, whose
+    spans' ends it holds."""
     if not lanes.regions:
+        return
+    if plan is not None:
+        for region in lanes.regions:
+            region.access(alloc, plan.whole, plan.ends, write, plan.ordered)
         return
     lo = _bcast(whole, lanes.shape)
     if mask is None:
@@ -387,8 +419,14 @@ def _box_view(alloc: Any, view: MemoryView, off: np.ndarray, ext: tuple[int, ...
 
 def _count(lanes: Lanes, view: MemoryView, per_lane: int, sel: Any, write: bool) -> None:
     """Statistics: each tile moved `per_lane` bytes per lane of it (selected by `sel`)."""
-    counts = _lanes_per_tile(lanes, sel)
     sid = view.space_id
+    if sel is None and view.ct_id is None:  # every lane, no remote scratchpad: the same count for each tile
+        nbytes = per_lane * lanes.per_tile
+        if nbytes:
+            for ctx in lanes.contexts:
+                (ctx.wr if write else ctx.rd)[sid] += nbytes
+        return
+    counts = _lanes_per_tile(lanes, sel)
     for t, ctx in enumerate(lanes.contexts):
         k = counts[t]
         if not k:
@@ -444,6 +482,8 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     for view, sel in groups:
         if view.dtype != groups[0][0].dtype:
             raise Diverged("partitions of different element types")
+        if sel is None:
+            return _load_all(lanes, view, box_plan(lanes, view, lt.lo, ext, False), ext, opname)
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         span = _span(ext, view.bstrides, view.itemsize)
@@ -476,6 +516,93 @@ def _load_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], o
     return out
 
 
+def _load_all(lanes: Lanes, view: MemoryView, plan: BoxPlan, ext: tuple[int, ...], opname: str) -> np.ndarray:
+    """_load_boxes for every lane of one memory view (`plan`: box_plan's)."""
+    alloc = view.alloc
+    assert alloc is not None
+    if plan.span >= 0:
+        _regions(lanes, alloc, plan.whole, None, plan.span, False, plan)
+        _track(lanes, alloc, plan.descs, _same, False, opname)
+        box = _box_view(alloc, view, plan.off, ext, False, plan.lat)
+        if box is not None:
+            data = box if alloc.shared else box.copy()  # access._load_box: unwritten arrays are read in place
+        else:
+            data = _windows(alloc, view, ext)[plan.off // view.itemsize]
+    else:
+        data = np.zeros(plan.off.shape + ext, view.dtype)
+    _count(lanes, view, plan.nbytes, None, False)
+    return data
+
+
+class BoxPlan:
+    """What a load or store of boxes of every lane of one memory view computes from the view's
+    geometry and the lanes' corners alone (box_plan): the lanes' byte offsets, the box's span,
+    the offsets' lattice, the descriptors per tile, whether the store writes every byte of the
+    array; the bounds were checked."""
+
+    __slots__ = ("off", "span", "lat", "whole", "ends", "ordered", "descs", "covers", "nbytes")
+
+    def __init__(self, off: np.ndarray, span: int, lat: tuple[int, tuple[int, ...]] | None, whole: np.ndarray,
+                 descs: list[tuple[int, Desc]], covers: bool, nbytes: int) -> None:
+        self.off = off
+        self.span = span
+        self.lat = lat
+        self.whole = whole  # every lane's first byte (the lane shape)
+        self.ends = whole + span  # and last
+        self.ends.flags.writeable = False
+        # two lane dimensions (tiles, a loop's iterations) whose spans each tile's iterations
+        # walk in ascending order without overlap: the lattice's step along the iterations
+        # exceeds a span (Region.access need not compare them)
+        self.ordered = lat is not None and span >= 0 and len(whole.shape) == 2 and lat[1][1] > span
+        self.descs = descs
+        self.covers = covers
+        self.nbytes = nbytes  # bytes per lane
+
+
+# (store, the view's byte offset of coordinate 0, byte strides, item size, the array's size,
+# extents, lanes, the corners) -> box_plan's answer: a loop's boxes are the same in every run
+_BOX_PLANS: Memo[tuple[Any, ...], BoxPlan] = Memo(256)
+# the most lanes a plan, or an indirect tile's remembered subscripts (lockstep_ops), is kept for
+# (the memos hold arrays over the lanes)
+PLAN_LANES = 1 << 14
+
+
+def box_plan(lanes: Lanes, view: MemoryView, lo: tuple[np.ndarray, ...], ext: tuple[int, ...], store: bool) -> BoxPlan:
+    """The plan of a load (`store` False) or store of boxes `ext` at the lanes' corners `lo` in
+    `view`, every lane's bytes checked in the array (Diverged otherwise; a scratchpad grows to
+    them). Remembered by the values it depends on, but for a scratchpad (which grows)."""
+    alloc = view.alloc
+    key: tuple[Any, ...] | None = None
+    if alloc is not None and not alloc.growable and lanes.per_tile * lanes.n_tiles <= PLAN_LANES:
+        key = (store, view.boff, view.bstrides, view.itemsize, alloc.nbytes, ext, lanes.shape,
+               *[(a.shape, a.dtype.char, a.tobytes()) for a in lo])
+        found = _BOX_PLANS.get(key)
+        if found is not MISSING:
+            return found
+    shape = lanes.shape
+    off = _offsets(view, lo)
+    if store:
+        off = _bcast(off, shape)
+    span = _span(ext, view.bstrides, view.itemsize)
+    # every lane's offset, evenly spaced (strictly): bounds, descriptors and the boxes' view
+    # follow from the lattice (the same answers as from the offsets)
+    lat = _lattice(off, True) if off.shape == shape and off.size and span >= 0 else None
+    covers = store and alloc is not None and _covers_all(alloc.nbytes, view, off, ext, lat)
+    _bounds(lanes, view, off, span, lat)
+    per_tile, whole, _mask = _split(off, None, shape)
+    if span < 0:
+        descs: list[tuple[int, Desc]] = []
+    elif lat is not None:
+        descs = lattice_descs(lat, shape, ext, view.bstrides, view.itemsize)
+    else:
+        descs = [(t, tile_desc(o, ext, view.bstrides, view.itemsize)) for t, o in per_tile]
+    plan = BoxPlan(off, span, lat, whole, descs, covers, math.prod(ext) * view.itemsize)
+    if key is not None:
+        off.flags.writeable = False
+        return _BOX_PLANS.put(key, plan)
+    return plan
+
+
 def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, strides: tuple[int, ...], const: int,
                  unit: int, shift: int, n: int, isz: int, nbytes: int) -> bool:
     """Whether every row (first element shift + unit * `rows`, `n` elements; equal to
@@ -490,15 +617,99 @@ def _rows_inside(rows: np.ndarray, cbounds: list[tuple[int, int]] | None, stride
             hi += max(cmin * s, cmax * s)
         if lo >= 0 and (hi + n) * isz <= nbytes:
             return True
-    return int(rows.min()) * unit + shift >= 0 and (int(rows.max()) * unit + shift + n) * isz <= nbytes
+    rmin, rmax = minmax(rows)
+    return rmin * unit + shift >= 0 and (rmax * unit + shift + n) * isz <= nbytes
 
 
 def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple[int, ...], rank: int,
-            opname: str, cbounds: list[tuple[int, int]] | None = None, defer: bool = False) -> Any:
+            opname: str, cbounds: list[tuple[int, int]] | None = None, defer: bool = False,
+            plan: GatherPlan | None = None) -> Any:
     """A load through an indirect tile of a memory view: coordinates with lane dimensions
     (`cbounds`: each coordinate's minimum and maximum over all lanes, when known). With
-    `defer`, the values are returned as a `Gathered`, not yet copied."""
-    shape = lanes.shape
+    `defer`, the values are returned as a `Gathered`, not yet copied. `plan`: gather_plan's
+    answer for these arguments, when the caller has it."""
+    if plan is None:
+        plan = gather_plan(lanes.shape, lanes.n_tiles, view, coords, ext, rank, cbounds)
+    alloc = view.alloc
+    assert alloc is not None
+    per, unit, shift, n, isz = plan.per, plan.unit, plan.shift, plan.n, plan.isz
+    track = lanes.race_on or alloc.init is not None
+    if per.size and (track or lanes.regions):
+        if track:
+            _track(lanes, alloc, plan.descs(), _same, False, opname)
+        if lanes.regions:
+            lane_shape = lanes.shape
+
+            def spans() -> tuple[np.ndarray, np.ndarray]:
+                # first and last byte of each lane, for the loops' spans (only if a write of
+                # this allocation in the loop needs them)
+                lo = _bcast((per.min(axis=-1) * unit + shift) * isz, lane_shape)
+                return lo, _bcast((per.max(axis=-1) * unit + shift + n) * isz - 1, lane_shape)
+
+            for region in lanes.regions:
+                region.read_later(alloc, spans)
+    typed = alloc.typed(view.dtype)
+    _count(lanes, view, plan.nbytes, None, False)
+    src: np.ndarray
+    if plan.run is None:
+        src = typed
+    elif unit > 1 or n == 1:
+        # the array seen as rows of n elements from element `shift` (contiguous, as np.take needs)
+        src = typed[shift : shift + (len(typed) - shift) // n * n].reshape(-1, n)
+    else:
+        src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
+    if defer:
+        return Gathered(src, plan.rows, plan.full_shape, view.dtype)
+    return src.take(plan.rows, axis=0)  # as src[rows], faster (the rows are checked inside src)
+
+
+class GatherPlan:
+    """What a gather computes from its coordinates and the view's geometry alone (not from
+    memory): the rows it reads and their checks (gather_plan)."""
+
+    __slots__ = ("rows", "per", "run", "unit", "shift", "n", "isz", "tmin", "tmax", "full_shape", "nbytes", "_descs")
+
+    def __init__(self, rows: np.ndarray, per: np.ndarray, run: tuple[int, int] | None, unit: int, shift: int, n: int,
+                 isz: int, tmin: list[int], tmax: list[int], full_shape: tuple[int, ...], nbytes: int) -> None:
+        self.rows = rows
+        self.per = per
+        self.run = run
+        self.unit = unit
+        self.shift = shift
+        self.n = n
+        self.isz = isz
+        self.tmin = tmin
+        self.tmax = tmax
+        self.full_shape = full_shape
+        self.nbytes = nbytes  # bytes per lane
+        self._descs: list[tuple[int, IdxDesc]] | None = None
+
+    def descs(self) -> list[tuple[int, IdxDesc]]:
+        """(tile, the bytes the tile reads) for every tile (made once per plan: a plan found in a
+        memo gives the same descriptors, whose offsets are made only if a race check needs them)."""
+        if self._descs is None:
+            per, unit, shift, n, isz = self.per, self.unit, self.shift, self.n, self.isz
+            tmin, tmax = self.tmin, self.tmax
+
+            def make(t: int) -> IdxDesc:
+                o = per[t].reshape(-1)
+
+                def elements(o: np.ndarray = o) -> np.ndarray:
+                    first = o * unit + shift if unit > 1 or shift else o
+                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
+
+                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
+                               make=elements)
+            self._descs = [(t, make(t)) for t in range(len(tmin))]
+        return self._descs
+
+
+def gather_plan(shape: tuple[int, ...], n_tiles: int, view: MemoryView, coords: list[np.ndarray],
+                ext: tuple[int, ...], rank: int, cbounds: list[tuple[int, int]] | None) -> GatherPlan:
+    """The rows a gather of `coords` (lanes `shape`) reads from `view`, checked in its array
+    (Diverged when some row leaves it, or when the view is one this path does not take). It
+    depends only on the arguments and on the view's address, strides, origin, element type
+    and the size of its array."""
     if len(coords) != view.rank:
         raise Diverged("subscripts and view rank differ")
     alloc = view.alloc
@@ -534,50 +745,14 @@ def _gather(lanes: Lanes, view: MemoryView, coords: list[np.ndarray], ext: tuple
     if rows.size and not _rows_inside(rows, known, strides, const, unit, shift, n, isz, alloc.nbytes):
         raise Diverged("out of bounds")
     per = rows.reshape(shape + (-1,))
-    track = lanes.race_on or alloc.init is not None
-    if per.size and (track or lanes.regions):
-        if track:
-            # first and last element of each tile (the descriptors' spans): one reduction each
-            nt = lanes.n_tiles
-            flat = per.reshape(nt, -1)
-            tmin = flat.min(axis=1).tolist()
-            tmax = flat.max(axis=1).tolist()
-
-            def make(t: int) -> IdxDesc:
-                # the element byte offsets are made only if a race check needs them
-                o = per[t].reshape(-1)
-
-                def elements(o: np.ndarray = o) -> np.ndarray:
-                    first = o * unit + shift if unit > 1 or shift else o
-                    return first * isz if n == 1 else (first[:, None] + np.arange(n)).reshape(-1) * isz
-
-                return IdxDesc(None, isz, (tmin[t] * unit + shift) * isz, (tmax[t] * unit + shift + n) * isz - 1,
-                               make=elements)
-            _track(lanes, alloc, [(t, t) for t in range(nt)], make, False, opname)
-        if lanes.regions:
-            lane_shape = lanes.shape
-
-            def spans() -> tuple[np.ndarray, np.ndarray]:
-                # first and last byte of each lane, for the loops' spans (only if a write of
-                # this allocation in the loop needs them)
-                lo = _bcast((per.min(axis=-1) * unit + shift) * isz, lane_shape)
-                return lo, _bcast((per.max(axis=-1) * unit + shift + n) * isz - 1, lane_shape)
-
-            for region in lanes.regions:
-                region.read_later(alloc, spans)
-    typed = alloc.typed(view.dtype)
-    _count(lanes, view, math.prod(ext) * isz, None, False)
-    src: np.ndarray
-    if run is None:
-        src = typed
-    elif unit > 1 or n == 1:
-        # the array seen as rows of n elements from element `shift` (contiguous, as np.take needs)
-        src = typed[shift : shift + (len(typed) - shift) // n * n].reshape(-1, n)
-    else:
-        src = np.lib.stride_tricks.as_strided(typed, shape=(len(typed) - n + 1, n), strides=(isz, isz), writeable=False)
-    if defer:
-        return Gathered(src, rows, full_shape, view.dtype)
-    return src[rows]
+    tmin: list[int] = []
+    tmax: list[int] = []
+    if per.size:
+        # first and last element of each tile (the descriptors' spans): one reduction each
+        flat = per.reshape(n_tiles, -1)
+        tmin = _MIN(flat, axis=1).tolist()
+        tmax = _MAX(flat, axis=1).tolist()
+    return GatherPlan(rows, per, run, unit, shift, n, isz, tmin, tmax, full_shape, math.prod(ext) * isz)
 
 
 class Gathered:
@@ -598,7 +773,7 @@ class Gathered:
 
     def value(self) -> np.ndarray:
         if self._value is None:
-            self._value = self.src[self.idx]
+            self._value = self.src.take(self.idx, axis=0)  # src[idx]
         return self._value
 
     def into(self, dest: np.ndarray) -> None:
@@ -706,6 +881,9 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
     # a Gathered comes only for a MemoryView (one group, every lane: sel None); else as an array
     full: Any = data if type(data) is Gathered else _bcast(np.asarray(data), shape + ext)
     for view, sel in groups:
+        if sel is None:
+            _store_all(lanes, view, box_plan(lanes, view, lt.lo, ext, True), full, ext, opname)
+            continue
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
         if sel is None:
@@ -742,6 +920,32 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         else:
             _windows(alloc, view, ext)[off // view.itemsize] = part.value() if type(part) is Gathered else part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
+
+
+def _store_all(lanes: Lanes, view: MemoryView, plan: BoxPlan, data: Any, ext: tuple[int, ...], opname: str) -> None:
+    """_store_boxes for every lane of one memory view (`plan`: box_plan's)."""
+    alloc = view.alloc
+    assert alloc is not None
+    if alloc.shared:
+        # a store of every byte of the caller's array need not copy it first
+        alloc.own(copy=not plan.covers)
+    span = plan.span
+    if span < 0:
+        return
+    off = plan.off
+    _regions(lanes, alloc, plan.whole, None, span, True, plan)
+    _track(lanes, alloc, plan.descs, _same, True, opname)
+    if not (lanes.race_on and not alloc.private):
+        _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
+    box = _box_view(alloc, view, off, ext, True, plan.lat)
+    if box is not None:
+        if type(data) is Gathered:
+            data.into(box)
+        else:
+            box[...] = data
+    else:
+        _windows(alloc, view, ext)[off // view.itemsize] = data.value() if type(data) is Gathered else data
+    _count(lanes, view, plan.nbytes, None, True)
 
 
 def _covers_all(nbytes: int, view: MemoryView, off: np.ndarray, ext: tuple[int, ...],
@@ -788,8 +992,10 @@ def check_box_tile(lanes: Lanes, view: Any, lo: tuple[np.ndarray, ...], ext: tup
         if len(lo) != len(view.box_lo):
             raise Diverged("subscripts and view rank differ")
         for a, e, b, h in zip(lo, ext, view.box_lo, view.box_hi, strict=True):
-            if a.size and (int(a.min()) < b or int(a.max()) + e - 1 > h):
-                raise Diverged("out of view")
+            if a.size:
+                amin, amax = minmax(a)
+                if amin < b or amax + e - 1 > h:
+                    raise Diverged("out of view")
         return None
     if type(view) is DistributedView and mask is None and all(p.is_box and len(p.box_lo) == len(lo) for p in view.parts):
         inside = []

@@ -225,32 +225,54 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     per_iteration = c.sizes[loop] * 8  # bytes of the body's largest tensor, per lane
     sync = direct_sync(op)
 
-    def run(lf: list[Any]) -> None:
-        lanes: Lanes = lf[1]
-        lo, hi, step = lf[lb], lf[ub], lf[st]
+    # (bounds, step, lanes) -> (trip count, each chunk's induction variable, read-only): the same
+    # bounds give the same iterations in every run (kept for loops of at most ITERATIONS_KEPT lanes)
+    seen: dict[tuple[Any, ...], tuple[int, list[np.ndarray]]] = {}
+
+    def iterations(lanes: Lanes, lo: Any, hi: Any, step: Any) -> tuple[int, list[np.ndarray]]:
         n = _trips(lo, hi, step)
         if n == 0:
-            return
+            return 0, []
         count = 1
         for x in lanes.shape:
             count *= x
         # iterations per chunk: chunks run one after another, in order, so only the
         # iterations of one chunk must touch disjoint bytes
         chunk = max(1, min(n, CHUNK_BYTES // max(count * per_iteration, 1), MAX_LANES // count))
-        _step_budget(lf, n, body.n)
         lo_a = np.asarray(lo, dtype=I64)
         st_a = np.asarray(step, dtype=I64)
         if lo_a.ndim < R:
             lo_a = lo_a.reshape(ones)
         if st_a.ndim < R:
             st_a = st_a.reshape(ones)
+        ivs = [lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + min(chunk, n - k0), dtype=I64)
+               for k0 in range(0, n, chunk)]
+        return n, ivs
+
+    def run(lf: list[Any]) -> None:
+        lanes: Lanes = lf[1]
+        lo, hi, step = lf[lb], lf[ub], lf[st]
+        key = (_value_key(lo), _value_key(hi), _value_key(step), lanes.shape)
+        found = seen.get(key)
+        if found is None:
+            found = iterations(lanes, lo, hi, step)
+            if sum(x.size for x in found[1]) <= ITERATIONS_KEPT:
+                for x in found[1]:
+                    x.flags.writeable = False
+                if len(seen) >= 16:
+                    seen.clear()
+                seen[key] = found
+        n, ivs = found
+        if n == 0:
+            return
+        _step_budget(lf, n, body.n)
         for dst, src in pairs:
             lf[dst] = expand(lf[src], R)
         shape, per_tile = lanes.shape, lanes.per_tile
         try:
-            for k0 in range(0, n, chunk):
-                m = min(chunk, n - k0)
-                lf[iv] = lo_a[..., None] + st_a[..., None] * np.arange(k0, k0 + m, dtype=I64)
+            for ivv in ivs:
+                m = ivv.shape[-1]
+                lf[iv] = ivv
                 lanes.shape = shape + (m,)
                 lanes.per_tile = per_tile * m
                 region = Region(loop, R + 1, sync)
@@ -269,6 +291,16 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
             lanes.shape, lanes.per_tile = shape, per_tile
 
     return run
+
+
+ITERATIONS_KEPT = 1 << 16  # lanes of a vectorised loop whose induction variables _vector_for keeps
+
+
+def _value_key(x: Any) -> Any:
+    """A uniform (Python) or laned (array) value as a memo key part (equal keys: equal values)."""
+    if type(x) is np.ndarray:
+        return (x.shape, x.dtype.char, x.tobytes())
+    return x
 
 
 @lane_impl(Scf.if_)
@@ -341,7 +373,7 @@ def memory_view(c: LaneCompiler, op: Operation) -> LaneFn:
 
 @lane_impl(Ktdp.construct_access_tile)
 def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
-    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+    from .ops.ktdp import _order, _rank, _set
 
     base = c.operand_slot(op, "base")
     idx = c.operand_group(op, "indices")
@@ -364,17 +396,27 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     rank = len(bmap.results)
     R = c.rank
     ones = (1,) * R
+    shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]] = {}  # symbols -> (points, shape): shape checked
+    # (symbols, the box of a box view, the index values) -> (points, shape, corners) of a tile
+    # whose every lane passed the view check (check_box_tile's, which depends on nothing else)
+    memo: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], tuple[np.ndarray, ...]]] = {}
 
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
         view = lf[base]
-        b = fn(*[lf[s] for s in idx])
-        pts = cset.points(tuple(int(lf[s]) for s in syms))
-        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
-        try:
-            _check_tile_type_shape(shape, t)
-        except Exception:  # noqa: BLE001 - the per-tile run reports it
-            raise Diverged("access tile type") from None
+        values = [lf[s] for s in idx]
+        sym_values = tuple(int(lf[s]) for s in syms) if syms else ()
+        key = None
+        if type(view) is lsm.MemoryView and view.is_box:
+            key = (sym_values, view.box_lo, view.box_hi,
+                   *[(x.shape, x.dtype.char, x.tobytes()) if type(x) is np.ndarray else x for x in values])
+            hit = memo.get(key)
+            if hit is not None:
+                pts, shape, corners = hit
+                lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, lo=corners, mask=pts.mask)
+                return
+        b = fn(*values)
+        pts, shape = _tile_shape(shapes, cset, sym_values, perm, t)
         lo = []
         for x, a in zip(b, pts.lo, strict=True):
             v = np.asarray(x + a if a else x, dtype=I64)
@@ -400,6 +442,14 @@ def access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
                         _check_in_view(item.view, item)
             else:
                 lt.parts = lsm.check_box_tile(lanes, view, lt.lo, pts.ext, pts.mask, R, lt.item)  # type: ignore[arg-type]
+        if key is not None and pts.mask is None and lanes.per_tile * lanes.n_tiles <= lsm.PLAN_LANES:
+            # a box view, every lane checked by its box alone
+            corners = tuple(np.array(v) for v in lo)  # copies (a corner may be an operand's array), read-only:
+            for v in corners:  # shared by the runs that find them
+                v.flags.writeable = False
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = (pts, shape, corners)
         lf[r] = lt
 
     return run
@@ -455,7 +505,7 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     """Coordinates with the lane dimensions in front; the index values are gathered for all
     lanes at once (lockstep_memory._gather: checks, tracker, statistics)."""
     from .affine_eval import compile_exprs
-    from .ops.ktdp import _check_tile_type_shape, _order, _rank, _set
+    from .ops.ktdp import _order, _rank, _set
 
     base = c.operand_slot(op, "base")
     views = c.operand_group(op, "indirect_memrefs")
@@ -483,46 +533,118 @@ def indirect_access_tile(c: LaneCompiler, op: Operation) -> LaneFn:
     R = c.rank
     name = op.name
 
+    shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]] = {}  # symbols -> (points, shape): shape checked
+    # (symbols, lanes, captured values, index views' geometry) -> what _subscripts computes from them
+    memo: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+
     def run(lf: list[Any]) -> None:
         lanes: Lanes = lf[1]
         view = lf[base]
-        pts = vset.points(tuple(int(lf[s]) for s in syms))
+        pts, shape = _tile_shape(shapes, vset, tuple(int(lf[s]) for s in syms) if syms else (), perm, t)
         if pts.mask is not None or not pts.count:
             raise Diverged("a masked or empty variable space")
-        shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
-        try:
-            _check_tile_type_shape(shape, t)
-        except Exception:  # noqa: BLE001 - the per-tile run reports it
-            raise Diverged("access tile type") from None
-        nv = len(pts.ext)
-        variables = _variables(pts.lo, pts.ext, R)
-        captured = []
-        for s in caps:
-            x = np.asarray(lf[s], dtype=I64)
-            captured.append(x.reshape(x.shape + (1,) * nv) if x.ndim == R else x.reshape((1,) * (R + nv)))
+        captured = [np.asarray(lf[s], dtype=I64) for s in caps]
+        index_views = [lf[s] for s in views]
+        if any(type(v) is not lsm.MemoryView for v in index_views):
+            raise Diverged("an index view that is not a memory view")
+        # the subscripts, their checks and the index gathers' rows depend only on these: the same
+        # values give the same answers (a loop's lanes are the same in every run of a kernel)
+        key = (pts.lo, pts.ext, lanes.shape, *[(x.shape, x.tobytes()) for x in captured], *[_geometry(v) for v in index_views])
+        steps = memo.get(key)
+        if steps is None:
+            steps = _subscripts(lanes, pts, captured, index_views, kinds, fns, R)
+            if _kept(steps) <= lsm.PLAN_LANES * 64:  # elements kept (else recomputed every run)
+                if len(memo) >= 16:
+                    memo.clear()
+                memo[key] = steps
         coords: list[np.ndarray] = []
-        vi = 0
-        for is_ind, fn in zip(kinds, fns, strict=True):
-            sub = [np.asarray(x, dtype=I64) for x in fn(*variables, *captured)]
-            sub = [x if x.ndim == R + nv else x.reshape((1,) * (R + nv)) for x in sub]
-            if not is_ind:
-                coords.append(sub[0])
+        known: list[tuple[int, int] | None] = []
+        for step in steps:
+            if step[0] is None:  # a direct subscript: (None, coordinates, their (min, max) or None when empty)
+                coords.append(step[1])
+                known.append(step[2])
                 continue
-            index_view = lf[views[vi]]
-            vi += 1
-            if type(index_view) is not lsm.MemoryView:
-                raise Diverged("an index view that is not a memory view")
-            sub_bounds = _in_box(index_view, sub)
-            ext = _broadcast_shape([x.shape[R:] for x in sub])
-            values = lsm._gather(lanes, index_view, sub, ext, R, name, sub_bounds)
+            vi, sub, sub_bounds, ext, plan = step
+            values = lsm._gather(lanes, index_views[vi], sub, ext, R, name, sub_bounds, plan=plan)
             coords.append(np.asarray(values).astype(I64))
+            known.append(None)
         first = view.items[0] if type(view) is PerTile else view
         if _rank(first) != len(coords) or type(view) is not lsm.MemoryView:
             raise Diverged("an indirect tile of a view this path does not take")
-        bounds = _in_box(view, coords)
+        bounds = _in_box(view, coords, known)
         lf[r] = lsm.LTile(view, pts.ext, perm, shape, R, coords=coords, cbounds=bounds)
 
     return run
+
+
+def _kept(steps: list[tuple[Any, ...]]) -> int:
+    """The elements of the arrays _subscripts' answer holds."""
+    total = 0
+    for step in steps:
+        if step[0] is None:
+            total += step[1].size
+        else:
+            total += sum(x.size for x in step[1]) + step[4].rows.size
+    return total
+
+
+def _geometry(view: lsm.MemoryView) -> tuple[Any, ...]:
+    """What gather_plan and _in_box read of an index view (its array's size, not the array)."""
+    alloc = view.alloc
+    return (view.addr - alloc.base if alloc is not None else None, alloc is None or alloc.growable,
+            alloc.nbytes if alloc is not None else 0, view.strides, view.origin, view.dtype, view.is_box, view.box_lo,
+            view.box_hi)
+
+
+def _subscripts(lanes: Lanes, pts: Any, captured: list[np.ndarray], index_views: list[Any], kinds: list[bool],
+                fns: list[Any], R: int) -> list[tuple[Any, ...]]:
+    """Per subscript of an indirect tile: (None, coordinates, their (min, max) or None when
+    empty) for a direct one; (the index view's position in `index_views`, subscripts, their
+    bounds, extents, gather plan) for an indirect one, every check done (Diverged when one
+    fails). Nothing in it refers to this run's views or arrays."""
+    nv = len(pts.ext)
+    variables = _variables(pts.lo, pts.ext, R)
+    shaped = [x.reshape(x.shape + (1,) * nv) if x.ndim == R else x.reshape((1,) * (R + nv)) for x in captured]
+    steps: list[tuple[Any, ...]] = []
+    vi = 0
+    for is_ind, fn in zip(kinds, fns, strict=True):
+        sub = [np.asarray(x, dtype=I64) for x in fn(*variables, *shaped)]
+        sub = [x if x.ndim == R + nv else x.reshape((1,) * (R + nv)) for x in sub]
+        for x in sub:
+            x.flags.writeable = False  # shared by the runs that find them in the memo
+        if not is_ind:
+            steps.append((None, sub[0], lsm.minmax(sub[0]) if sub[0].size else None))
+            continue
+        index_view = index_views[vi]
+        vi += 1
+        sub_bounds = _in_box(index_view, sub)
+        ext = _broadcast_shape([x.shape[R:] for x in sub])
+        plan = lsm.gather_plan(lanes.shape, lanes.n_tiles, index_view, sub, ext, R, sub_bounds)
+        plan.rows.flags.writeable = False
+        steps.append((vi - 1, sub, sub_bounds, ext, plan))
+    return steps
+
+
+def _tile_shape(shapes: dict[tuple[int, ...], tuple[Any, tuple[int, ...]]], cset: Any, syms: tuple[int, ...],
+                perm: tuple[int, ...] | None, t: Any) -> tuple[Any, tuple[int, ...]]:
+    """The set's points for `syms` and the tile's shape (its extents in `perm` order), checked
+    against the tile type `t` (Diverged when they differ: the per-tile run reports it). The
+    answer depends only on the symbols: remembered in `shapes` (the op's own)."""
+    found = shapes.get(syms)
+    if found is not None:
+        return found
+    from .ops.ktdp import _check_tile_type_shape
+
+    pts = cset.points(syms)
+    shape = pts.ext if perm is None else tuple(pts.ext[p] for p in perm)
+    try:
+        _check_tile_type_shape(shape, t)
+    except Exception:  # noqa: BLE001 - the per-tile run reports it
+        raise Diverged("access tile type") from None
+    if len(shapes) > 64:
+        shapes.clear()
+    shapes[syms] = (pts, shape)
+    return pts, shape
 
 
 # (lower corner, extents, lane dimensions) -> an indirect tile's variables (read-only arrays):
@@ -559,17 +681,19 @@ def _broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _in_box(view: Any, coords: list[np.ndarray]) -> list[tuple[int, int]] | None:
+def _in_box(view: Any, coords: list[np.ndarray], known: list[tuple[int, int] | None] | None = None) -> list[tuple[int, int]] | None:
     """Every coordinate lies in the view (a box view: min and max per dimension decide).
-    Returns each coordinate's (min, max) (None when some coordinate array is empty)."""
+    Returns each coordinate's (min, max) (None when some coordinate array is empty). `known`:
+    per coordinate its (min, max) when the caller has it (None: computed here)."""
     if not view.is_box or len(coords) != len(view.box_lo):
         raise Diverged("coordinates of a view that is not a box")
     bounds: list[tuple[int, int]] | None = []
-    for x, lo, hi in zip(coords, view.box_lo, view.box_hi, strict=True):
+    for k, (x, lo, hi) in enumerate(zip(coords, view.box_lo, view.box_hi, strict=True)):
         if not x.size:
             bounds = None
             continue
-        xmin, xmax = int(x.min()), int(x.max())
+        mm = known[k] if known is not None else None
+        xmin, xmax = mm if mm is not None else lsm.minmax(x)
         if xmin < lo or xmax > hi:
             raise Diverged("out of view")
         if bounds is not None:

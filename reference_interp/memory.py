@@ -266,9 +266,8 @@ class MemoryView:
         self.resolver: Any = None
         # the valid coordinates: the box [box_lo, box_hi] (inclusive), plus the set's mask
         if geometry is not None:  # what geometry() returned for a view of the same set, sizes and strides
-            self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides = geometry
-            self.boff = addr - (alloc.base if alloc is not None else 0) - sum(
-                o * st for o, st in zip(self.origin, self.bstrides, strict=True))
+            self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides, origin_off = geometry
+            self.boff = addr - (alloc.base if alloc is not None else 0) - origin_off
             self.space_id = SPACE_ID[space]
             return
         if cset is not None:
@@ -293,8 +292,10 @@ class MemoryView:
         self.space_id = SPACE_ID[space]
 
     def geometry(self) -> tuple[Any, ...]:
-        """What depends only on the coordinate set, its symbols, the sizes, strides and dtype."""
-        return self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides
+        """What depends only on the coordinate set, its symbols, the sizes, strides and dtype
+        (the last entry: the origin's byte offset from coordinate 0)."""
+        return self.origin, self.box_lo, self.box_hi, self.is_box, self.bstrides, sum(
+            o * st for o, st in zip(self.origin, self.bstrides, strict=True))
 
     @property
     def elem0(self) -> int:

@@ -565,8 +565,37 @@ class RaceTracker:
         return found
 
     def read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
-        if not self.check_read(alloc, desc, t):
+        if self.check_read(alloc, desc, t):
+            self._record_read(alloc, desc, t, opname)
+
+    def read_all(self, alloc: Allocation, items: list[tuple[int, Desc]], opname: str) -> None:
+        """read(alloc, desc, t, opname) for each (t, desc) of `items`, in order: the same records
+        and the same first failure. While nothing has written the allocation (and it has no
+        init map) a read has nothing to check; that holds for all of them (reads write nothing)."""
+        if alloc.init is not None or not self.enabled or alloc.private or alloc.w_last:
+            for t, desc in items:
+                self.read(alloc, desc, t, opname)
             return
+        if not alloc.granule:
+            self._track(alloc)
+        readers = alloc.readers
+        for t, desc in items:
+            g = alloc.granule
+            if g > 1 and (desc.itemsize % g or (type(desc) is BoxDesc and desc.b0 % g)):
+                self._refine(alloc)  # as check_read does
+            if t not in readers and desc.hi >= desc.lo:
+                # the tile's first read of the allocation: what _record_read records then
+                reads = readers[t] = TileReads(alloc.granule)
+                epoch = self.epoch[t]
+                reads.lo, reads.hi, reads.last = desc.lo, desc.hi, epoch
+                reads.last_b0 = desc.b0 if type(desc) is BoxDesc else -1
+                reads.descs.append((desc, opname))
+                reads.epochs.append(epoch)
+                continue
+            self._record_read(alloc, desc, t, opname)
+
+    def _record_read(self, alloc: Allocation, desc: Desc, t: int, opname: str) -> None:
+        """Record a read that passed check_read."""
         reads = alloc.readers.get(t)
         if reads is None:
             reads = alloc.readers[t] = TileReads(alloc.granule)
@@ -715,6 +744,56 @@ class RaceTracker:
         else:
             cells[...] = seg + 1
         self._wrote(alloc, desc, t, seg, opname)
+
+    def write_all(self, alloc: Allocation, items: list[tuple[int, Desc]], opname: str) -> None:
+        """write(alloc, desc, t, opname) for each (t, desc) of `items`, in order: the same
+        records and the same first failure. Boxes of one shape (a lattice of tiles' boxes, as
+        lockstep stores them, are translates of each other) are compared once per distance
+        between them, not once per pair: whether two translates meet depends on nothing else."""
+        meets: dict[int, bool | None] = {}
+        for t, desc in items:
+            if not self._write_box(alloc, desc, t, opname, meets):
+                self.write(alloc, desc, t, opname)
+
+    def _write_box(self, alloc: Allocation, desc: Desc, t: int, opname: str, meets: dict[int, bool | None]) -> bool:
+        """write()'s path of a box kept as a box (True: done), with boxes_meet's answers for
+        boxes of desc's shape by distance in `meets`; False, having recorded nothing, when
+        write() must take another path."""
+        if not self.enabled or alloc.private or alloc.w_seg is not None or type(desc) is not BoxDesc \
+                or len(alloc.w_boxes) >= MAX_WRITE_BOXES:
+            return False
+        if not alloc.granule:
+            self._track(alloc)
+        g = alloc.granule
+        if g == 1:
+            gbox = desc
+        else:  # scaled(desc, g)
+            if desc.b0 % g or desc.itemsize % g:
+                return False
+            gbs = _granule_strides(desc.bstrides, g)
+            if gbs is None:
+                return False
+            gbox = BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
+        if alloc.w_last and self._concurrent_writes(alloc, t):
+            seg_tile, seg_epoch, c = self.seg_tile, self.seg_epoch, self.vc[t]
+            for box, v in alloc.w_boxes:
+                st = seg_tile[v - 1]  # hb(v - 1, t)
+                if st == t or (c is not None and c[st] > seg_epoch[v - 1]):
+                    continue
+                if box.ext == gbox.ext and box.bstrides == gbox.bstrides and box.itemsize == gbox.itemsize:
+                    d = gbox.b0 - box.b0
+                    met = meets.get(d, MISSING)
+                    if met is MISSING:
+                        met = meets[d] = boxes_meet(box, gbox)
+                else:
+                    met = boxes_meet(box, gbox)
+                if met is not False:
+                    return False
+        if alloc.readers:
+            self._check_readers(alloc, desc, t)
+        alloc.w_boxes.append((gbox, self.cur[t] + 1))
+        self._wrote(alloc, desc, t, self.cur[t], opname)
+        return True
 
     def _wrote(self, alloc: Allocation, desc: Desc, t: int, seg: int, opname: str) -> None:
         """Bookkeeping after tile t's write of `desc` in segment `seg` is recorded."""

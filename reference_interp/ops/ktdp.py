@@ -107,6 +107,9 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
     set_syms = dyn_sizes[: cset.ns] if cset is not None else []
     type_shape = t.shape
     geometries: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (sizes, strides, set symbols) -> view geometry
+    # (offset, sizes, strides) that passed the view checks, which depend on nothing else: they
+    # pass again (in this run or a later one)
+    checked: set[tuple[Any, ...]] = set()
 
     token = object()  # this op's key in the run's view cache
 
@@ -138,16 +141,11 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
         if made is not None:
             fr[r] = made
             return
-        if any(s < 0 for s in sz) or any(s <= 0 for s in st):
-            raise fail("type", f"view sizes {list(sz)} must be non-negative and strides {list(st)} positive")
-        if any(e is not None and e != s for e, s in zip(type_shape, sz, strict=True)):
-            raise fail("type", f"view sizes {list(sz)} do not match the result type {dims_text(tuple(type_shape))}")
-        # addresses are 64-bit: a view reaching past them, or a stride beyond them in bytes
-        # (a stride near 2**63), is no view
-        last = offset + sum((n - 1) * step for n, step in zip(sz, st, strict=True) if n > 0)
-        if (max(last, offset) + 1) * dt.itemsize > 1 << 63 or any(step * dt.itemsize >= 1 << 63 for step in st):
-            raise fail("out-of-bounds", f"view of sizes {list(sz)} and strides {list(st)} at offset {offset} reaches past "
-                       "the 64-bit address range")
+        if (offset, sz, st) not in checked:
+            _check_view(offset, sz, st)
+            if len(checked) > 64:
+                checked.clear()
+            checked.add((offset, sz, st))
         addr = offset * dt.itemsize
         if space == "global":
             alloc = machine.memory.find(addr)
@@ -169,6 +167,18 @@ def memory_view(c: FuncCompiler, op: Operation) -> OpFn:
             machine.views.clear()
         machine.views[ckey] = view
         fr[r] = view
+
+    def _check_view(offset: int, sz: tuple[int, ...], st: tuple[int, ...]) -> None:
+        if any(s < 0 for s in sz) or any(s <= 0 for s in st):
+            raise fail("type", f"view sizes {list(sz)} must be non-negative and strides {list(st)} positive")
+        if any(e is not None and e != s for e, s in zip(type_shape, sz, strict=True)):
+            raise fail("type", f"view sizes {list(sz)} do not match the result type {dims_text(tuple(type_shape))}")
+        # addresses are 64-bit: a view reaching past them, or a stride beyond them in bytes
+        # (a stride near 2**63), is no view
+        last = offset + sum((n - 1) * step for n, step in zip(sz, st, strict=True) if n > 0)
+        if (max(last, offset) + 1) * dt.itemsize > 1 << 63 or any(step * dt.itemsize >= 1 << 63 for step in st):
+            raise fail("out-of-bounds", f"view of sizes {list(sz)} and strides {list(st)} at offset {offset} reaches past "
+                       "the 64-bit address range")
 
     return run
 
