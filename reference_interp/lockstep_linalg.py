@@ -535,15 +535,15 @@ def extract_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.tensor import _Slice as Sl
 
     src = c.operand_slot(op, "source")
-    if any(c.is_laned(n) for n in op.operands[1:]):
-        from .lockstep_tensor import extract_slice_at_lanes
-
-        return extract_slice_at_lanes(c, op)
     (r,) = c.result_slots(op)
     sl = Sl(c, op)
     t = c.rtype(op)
     R = c.rank
     rank = _trank(c, op.operand_types[0])
+    if any(c.is_laned(n) for n in op.operands[1:]):
+        from .lockstep_tensor import extract_slice_at_lanes
+
+        return extract_slice_at_lanes(c, op, src, r, sl, rank)
 
     def run(lf: list[Any]) -> None:
         arr = _lanes_of(lf[src], rank, R)
@@ -565,10 +565,6 @@ def insert_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     from .ops.tensor import _Slice as Sl
 
     src, dest = c.operand_slot(op, "source"), c.operand_slot(op, "dest")
-    if any(c.is_laned(n) for n in op.operands[2:]):
-        from .lockstep_tensor import insert_slice_at_lanes
-
-        return insert_slice_at_lanes(c, op)
     res = c.result_slots(op)
     if not res:
         raise CompileError("parallel_insert_slice", op)
@@ -576,6 +572,10 @@ def insert_slice(c: LaneCompiler, op: Operation) -> LaneFn:
     R = c.rank
     src_rank = _trank(c, op.operand_types[0])
     dest_rank = _trank(c, op.operand_types[1])
+    if any(c.is_laned(n) for n in op.operands[2:]):
+        from .lockstep_tensor import insert_slice_at_lanes
+
+        return insert_slice_at_lanes(c, op, (src, dest, res[0]), sl, (src_rank, dest_rank))
 
     def run(lf: list[Any]) -> None:
         value = lf[src]

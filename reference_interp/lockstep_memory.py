@@ -884,41 +884,26 @@ def _store_boxes(lanes: Lanes, lt: LTile, groups: list[tuple[MemoryView, Any]], 
         if sel is None:
             _store_all(lanes, view, box_plan(lanes, view, lt.lo, ext, True), full, ext, opname)
             continue
+        # some tiles' lanes (a distributed view's piece): full is an array here
         lo = tuple(_select(a, sel, shape) for a in lt.lo)
         off = _offsets(view, lo)
-        if sel is None:
-            off = _bcast(off, shape)
-            part = full
-        elif isinstance(sel, int):
+        if isinstance(sel, int):
             off = np.broadcast_to(off, shape[1:])
             part = full[sel]
         else:
             part = full[np.broadcast_to(sel, shape)]
         span = _span(ext, view.bstrides, view.itemsize)
-        lat = _lattice(off, True) if sel is None and off.size and span >= 0 else None  # as in _load_boxes
         if view.alloc is not None and view.alloc.shared:
-            # a store of every byte of the caller's array need not copy it first (an error
-            # before the store below gives up lockstep: this machine is then dropped)
-            view.alloc.own(copy=sel is not None or not _covers_all(view.alloc.nbytes, view, off, ext, lat))
-        alloc = _bounds(lanes, view, off, span, lat)
+            view.alloc.own()  # copied before the first write (an error below gives up lockstep)
+        alloc = _bounds(lanes, view, off, span, None)
         if span < 0:
             continue
         per_tile, whole, mask = _split(off, sel, shape)
         _regions(lanes, alloc, whole, mask, span, True)
-        if lat is not None:
-            _track(lanes, alloc, lattice_descs(lat, shape, ext, view.bstrides, view.itemsize), _same, True, opname)
-        else:
-            _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
+        _track(lanes, alloc, per_tile, lambda o, v=view: tile_desc(o, ext, v.bstrides, v.itemsize), True, opname)
         if not (lanes.race_on and not alloc.private) and not isinstance(sel, int):
             _no_overlap(off, off + span)  # no tracker sees two tiles' lanes of this store
-        box = _box_view(alloc, view, off, ext, True, lat) if sel is None else None
-        if box is not None:
-            if type(part) is Gathered:
-                part.into(box)
-            else:
-                box[...] = part
-        else:
-            _windows(alloc, view, ext)[off // view.itemsize] = part.value() if type(part) is Gathered else part
+        _windows(alloc, view, ext)[off // view.itemsize] = part
         _count(lanes, view, math.prod(ext) * view.itemsize, sel, True)
 
 

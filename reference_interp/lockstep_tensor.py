@@ -131,16 +131,13 @@ def _index(offsets: list[Any], sizes: list[int], strides: list[int], shape: tupl
     return tuple(idx)
 
 
-def extract_slice_at_lanes(c: LaneCompiler, op: Operation) -> LaneFn:
-    """`tensor.extract_slice` whose offsets differ between lanes (lockstep_linalg's lane form
-    handles the others): every lane's slice gathered at once."""
+def extract_slice_at_lanes(c: LaneCompiler, op: Operation, src: int, r: int, sl: _Slice, rank: int) -> LaneFn:
+    """`tensor.extract_slice` whose offsets differ between lanes, every lane's slice gathered at
+    once (lockstep_linalg's lane form handles the others and passes its source slot, result
+    slot, slice and the source's tensor rank)."""
     fallback = _per_lane(c, op)
-    src = c.operand_slot(op, "source")
-    (r,) = c.result_slots(op)
-    sl = _Slice(c, op)
     t = c.rtype(op)
     R = c.rank
-    rank = _rank(c, op.operand_types[0])
 
     def run(lf: list[Any]) -> None:
         arr = lf[src]
@@ -162,15 +159,15 @@ def extract_slice_at_lanes(c: LaneCompiler, op: Operation) -> LaneFn:
     return run
 
 
-def insert_slice_at_lanes(c: LaneCompiler, op: Operation) -> LaneFn:
-    """`tensor.insert_slice` whose offsets differ between lanes: every lane's slice written
-    into a copy of the destination with its lanes (lockstep_linalg handles the others)."""
+def insert_slice_at_lanes(c: LaneCompiler, op: Operation, slots: tuple[int, int, int], sl: _Slice,
+                          ranks: tuple[int, int]) -> LaneFn:
+    """`tensor.insert_slice` whose offsets differ between lanes: every lane's slice written into
+    a copy of the destination with its lanes (lockstep_linalg handles the others and passes the
+    source, destination and result slots, the slice and the tensor ranks of source and dest)."""
     fallback = _per_lane(c, op)
-    src, dest = c.operand_slot(op, "source"), c.operand_slot(op, "dest")
-    (r,) = c.result_slots(op)
-    sl = _Slice(c, op)
+    src, dest, r = slots
+    src_rank, dest_rank = ranks
     R = c.rank
-    src_rank, dest_rank = _rank(c, op.operand_types[0]), _rank(c, op.operand_types[1])
 
     def run(lf: list[Any]) -> None:
         d, value = lf[dest], lf[src]
@@ -199,7 +196,3 @@ def insert_slice_at_lanes(c: LaneCompiler, op: Operation) -> LaneFn:
 
     return run
 
-
-def _rank(c: LaneCompiler, t: Any) -> int:
-    """A tensor type's rank (a laned value has R more dimensions)."""
-    return len(getattr(c.type(t), "shape", ()))
