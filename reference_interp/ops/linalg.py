@@ -313,11 +313,7 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
         def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
             a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
             b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
-            if not a2.flags.c_contiguous:
-                a2 = np.ascontiguousarray(a2)
-            if not b2.flags.c_contiguous:
-                b2 = np.ascontiguousarray(b2)
-            a2, b2 = _apart(a2, b2)
+            a2, b2 = _apart(_c_order(a2), _c_order(b2))
             before()
             prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
