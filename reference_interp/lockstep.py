@@ -220,8 +220,72 @@ class Lanes:
         self.regions: list[Region] = []
         self.tracker = machine.tracker
         self.race_on = machine.tracker.enabled
-        self.extra = [0] * machine.n_tiles  # ops only some tiles execute (inter_tile_produce bodies)
+        self.extra = [0] * machine.n_tiles  # ops only some tiles execute (inter_tile_produce bodies, masked loops)
         self.sync: Region | None = None  # the vectorised loop with inter-tile ops in progress
+
+    def subset(self, active: list[int]) -> Lanes:
+        """The lanes of the tiles at positions `active` (ascending) of these lanes, at tile rank:
+        a masked loop's or branch's sub-frame (see `masked`). Its own `rep` counts the ops
+        the active tiles execute (steps from the most any of them has executed, so that the
+        step limit is checked for that one) and its own `extra`; `merge_steps` adds both to
+        these lanes' `extra` afterwards. The race tracker hears the tiles' own ids."""
+        sub = Lanes.__new__(Lanes)
+        sub.machine = self.machine
+        sub.contexts = [self.contexts[i] for i in active]
+        rep = TileContext(self.machine, 0)
+        rep.steps = self.rep.steps + max(self.extra[i] for i in active)
+        rep.step_limit = self.rep.step_limit
+        sub.rep = rep
+        sub.n_tiles = len(active)
+        sub.shape = (len(active),)
+        sub.per_tile = 1
+        sub.regions = []
+        tracker = self.tracker
+        if type(tracker) is SubTracker:
+            sub.tracker = SubTracker(tracker.base, [tracker.ids[i] for i in active])
+        else:
+            sub.tracker = SubTracker(tracker, [self.contexts[i].tile for i in active])
+        sub.race_on = self.race_on
+        sub.extra = [0] * len(active)
+        sub.sync = None
+        return sub
+
+    def merge_steps(self, sub: Lanes, active: list[int], start: int) -> None:
+        """After a sub-frame of `subset(active)` whose rep began at `start` steps: the ops it
+        counted, for exactly its tiles."""
+        ran = sub.rep.steps - start
+        for j, i in enumerate(active):
+            self.extra[i] += ran + sub.extra[j]
+
+
+class SubTracker:
+    """The race tracker as the lanes of a sub-frame call it: tile positions (0.. of the
+    sub-frame's tiles) mapped to the tiles' ids."""
+
+    __slots__ = ("base", "ids", "enabled")
+
+    def __init__(self, base: Any, ids: list[int]) -> None:
+        self.base = base
+        self.ids = ids
+        self.enabled = base.enabled
+
+    def read(self, alloc: Any, desc: Any, t: int, opname: str) -> None:
+        self.base.read(alloc, desc, self.ids[t], opname)
+
+    def write(self, alloc: Any, desc: Any, t: int, opname: str) -> None:
+        self.base.write(alloc, desc, self.ids[t], opname)
+
+    def read_all(self, alloc: Any, items: list[tuple[int, Any]], opname: str) -> None:
+        self.base.read_all(alloc, [(self.ids[t], d) for t, d in items], opname)
+
+    def write_all(self, alloc: Any, items: list[tuple[int, Any]], opname: str) -> None:
+        self.base.write_all(alloc, [(self.ids[t], d) for t, d in items], opname)
+
+    def check_read(self, alloc: Any, desc: Any, t: int) -> bool:
+        return bool(self.base.check_read(alloc, desc, self.ids[t]))
+
+    def check_write(self, alloc: Any, desc: Any, t: int) -> None:
+        self.base.check_write(alloc, desc, self.ids[t])
 
 
 # ---------------------------------------------------------------------- laned values
@@ -270,6 +334,46 @@ def expand(v: Any, rank: int) -> Any:
     if type(v) is PerTile:
         return v
     raise Diverged(f"cannot carry a {type(v).__name__} into a vectorised loop")
+
+
+def subset(v: Any, idx: np.ndarray, n: int) -> Any:
+    """A laned value (tile rank: one lane dimension, of `n` lanes) restricted to the lanes at
+    positions `idx` (a sub-frame's, see `masked`); a value the same for every lane as it is."""
+    if type(v) is np.ndarray:
+        if v.ndim == 0 or v.shape[0] == 1:
+            return v
+        if v.shape[0] != n:
+            raise Diverged("a laned value of another lane shape")
+        return v[idx]
+    if type(v) is PerTile:
+        return PerTile([v.items[i] for i in idx])
+    fn = getattr(v, "subset", None)
+    if fn is not None:
+        return fn(idx, n)
+    if isinstance(v, int | float | np.generic):
+        return v  # a laned scalar that came out the same for every lane
+    raise Diverged(f"cannot restrict a {type(v).__name__} to some lanes")
+
+
+def scatter(full: Any, part: Any, idx: np.ndarray, n: int) -> Any:
+    """`full` (a laned value of `n` lanes, at tile rank) with the lanes at positions `idx`
+    replaced by `part`'s (a value of the sub-frame of those lanes): a new value."""
+    if type(full) is PerTile or type(part) is PerTile:
+        if type(full) is not PerTile or type(part) is not PerTile:
+            raise Diverged("a per-tile value merged with another kind")
+        items = list(full.items)
+        for j, i in enumerate(idx.tolist()):
+            items[i] = part.items[j]
+        return PerTile(items)
+    if type(full) is not np.ndarray or type(part) is not np.ndarray:
+        raise Diverged(f"cannot merge a {type(part).__name__} into a {type(full).__name__} of lanes")
+    if full.ndim == 0 or part.ndim == 0 or full.dtype != part.dtype or full.shape[1:] != part.shape[1:] \
+            or full.shape[0] not in (1, n) or part.shape[0] not in (1, len(idx)):
+        raise Diverged("lanes' values of different shapes or kinds")
+    out = np.empty((n,) + full.shape[1:], dtype=full.dtype)
+    out[...] = full
+    out[idx] = part
+    return out
 
 
 def lane_item(v: Any, idx: tuple[int, ...], kind: str, t: ty.Type) -> Any:

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import access
 from .access import AccessTile, box_injective
-from .lockstep import Diverged, Lanes, PerTile
+from .lockstep import Diverged, Lanes, PerTile, subset
 from .memo import MISSING, Memo, ObjectMemo
 from .memory import BoxDesc, Desc, DistributedView, IdxDesc, MemoryView
 from .races import RaceFound, UninitFound
@@ -69,6 +69,17 @@ class LTile:
                      lo=tuple(ex(a) for a in self.lo) if self.lo is not None else None, mask=self.mask,
                      coords=[ex(c) for c in self.coords] if self.coords is not None else None,
                      parts=ex(self.parts) if self.parts is not None else None, cbounds=self.cbounds)
+
+    def subset(self, idx: np.ndarray, n: int) -> LTile:
+        """The tile of the lanes at positions `idx` of its `n` (tile rank: lockstep.subset).
+        The coordinates' bounds stay those over every lane: they enclose the selected lanes'."""
+        if self.rank != 1:
+            raise Diverged("a tile of vectorised iterations restricted to some tiles")
+        view = subset(self.view, idx, n) if type(self.view) is PerTile else self.view  # else the same for every lane
+        return LTile(view, self.ext, self.perm, self.shape, 1,
+                     lo=tuple(subset(a, idx, n) for a in self.lo) if self.lo is not None else None, mask=self.mask,
+                     coords=[subset(c, idx, n) for c in self.coords] if self.coords is not None else None,
+                     parts=subset(self.parts, idx, n) if self.parts is not None else None, cbounds=self.cbounds)
 
     def item(self, idx: tuple[int, ...]) -> AccessTile:
         view = self.view.items[idx[0]] if type(self.view) is PerTile else self.view
@@ -436,7 +447,7 @@ def _count(lanes: Lanes, view: MemoryView, per_lane: int, sel: Any, write: bool)
             ctx.wr[sid] += nbytes
         else:
             ctx.rd[sid] += nbytes
-        if view.ct_id is not None and view.ct_id != t:
+        if view.ct_id is not None and view.ct_id != ctx.tile:  # the tile's id (t: its lane, in a sub-frame)
             key = -view.ct_id - 1 if write else view.ct_id
             ctx.remote[key] = ctx.remote.get(key, 0) + nbytes
 

@@ -35,6 +35,8 @@ from .lockstep import (
     expand,
     lane_impl,
     lane_item,
+    scatter,
+    subset,
     to_laned,
 )
 from .memo import MISSING, Memo
@@ -140,8 +142,34 @@ def _trips(lo: Any, hi: Any, step: Any) -> int:
     count = np.where(hi_a > lo_a, (hi_a - lo_a + st_a - 1) // st_a, 0)
     first = int(count.reshape(-1)[0])
     if not (count == first).all():
-        raise Diverged("lanes run a loop a different number of times")
+        raise Diverged(_DIFFER)
     return first
+
+
+_DIFFER = "lanes run a loop a different number of times"
+
+
+def _lane_trips(lo: Any, hi: Any, step: Any, n: int) -> list[int]:
+    """Each of the `n` lanes' trip count (tile rank: each bound a number or an array of n
+    lanes or one); Diverged as _trips when a step is not positive or the bounds are too far
+    apart."""
+    vals = []
+    for x in (lo, hi, step):
+        if type(x) is np.ndarray:
+            if x.size == 1:
+                vals.append([int(x.reshape(-1)[0])] * n)
+            elif x.shape != (n,):
+                raise Diverged("loop bounds of another lane shape")
+            else:
+                vals.append([int(v) for v in x.tolist()])
+        else:
+            vals.append([int(x)] * n)
+    los, his, sts = vals
+    if any(s <= 0 for s in sts):
+        raise Diverged("scf.for step is not positive")
+    if los and max(his) - min(los) >= 1 << 62:
+        raise Diverged("loop bounds too far apart")
+    return [trip_count(a, b, s) for a, b, s in zip(los, his, sts, strict=True)]
 
 
 def _trips_few(lo: np.ndarray, hi: np.ndarray, step: np.ndarray, n: int) -> int:
@@ -154,7 +182,7 @@ def _trips_few(lo: np.ndarray, hi: np.ndarray, step: np.ndarray, n: int) -> int:
         raise Diverged("loop bounds too far apart")
     counts = {trip_count(a, b, s) for a, b, s in zip(los, his, sts, strict=True)}
     if len(counts) > 1:
-        raise Diverged("lanes run a loop a different number of times")
+        raise Diverged(_DIFFER)
     return counts.pop() if counts else 0
 
 
@@ -184,23 +212,113 @@ def _seq_for(c: LaneCompiler, op: Operation) -> LaneFn:
     kinds = [c.kind(a.type) for a in block.arguments[1:]]
     conv = [(s, i, w and not c.is_laned(n), k) for s, i, w, n, k in zip(carried, inits, want, init_names, kinds, strict=True)]
     R = c.rank
+    # a masked run (lanes whose trip counts differ) restricts the laned values the body reads
+    # from outside it to the active lanes
+    outside = sorted({c.value_slot(n) for n in c.facts.free[id(op)] if c.is_laned(n)})
+    why_not = _why_not_masked(c, op, want)
 
     def run(lf: list[Any]) -> None:
         lo, hi, step = lf[lb], lf[ub], lf[st]
-        n = _trips(lo, hi, step)
+        counts = None
+        if R == 1 and (type(lo) is np.ndarray or type(hi) is np.ndarray or type(step) is np.ndarray):
+            counts = _lane_trips(lo, hi, step, lf[1].n_tiles)
+            n = counts[0]
+            if all(x == n for x in counts):
+                counts = None
+        else:
+            try:
+                n = _trips(lo, hi, step)
+            except Diverged as e:
+                lanes: Lanes = lf[1]
+                if e.why == _DIFFER and lanes.regions:
+                    # lanes of an enclosing vectorised loop's iterations differ: a run that does
+                    # not vectorise that loop may mask this one (at tile rank)
+                    raise Diverged(e.why, lanes.regions[-1].loop) from None
+                raise
+        if counts is not None:
+            if why_not:
+                raise Diverged(f"lanes run a loop a different number of times and {why_not}")
+            n = max(counts)
         _step_budget(lf, n, body.n)
         for s, i, to_lane, kind in conv:
             lf[s] = to_laned(lf[i], kind, R) if to_lane else lf[i]
-        for k in range(n):
-            lf[iv] = lo + k * step
-            body.run(lf)
-            vals = body.results(lf, R, want)
-            for s, v in zip(carried, vals, strict=True):
-                lf[s] = v
+        if counts is not None:
+            _masked_loop(lf, counts, lo, step, iv, carried, outside, body, want)
+        else:
+            for k in range(n):
+                lf[iv] = lo + k * step
+                body.run(lf)
+                vals = body.results(lf, R, want)
+                for s, v in zip(carried, vals, strict=True):
+                    lf[s] = v
         for r, s in zip(res, carried, strict=True):
             lf[r] = lf[s]
 
     return run
+
+
+def _why_not_masked(c: LaneCompiler, op: Operation, want: tuple[bool, ...]) -> str:
+    """Why a loop or branch (`op`) cannot run on some lanes only ('' when it can): `want`, per
+    value it yields, whether the value is laned."""
+    if c.rank != 1:
+        return "the op is in a vectorised loop"
+    if c.facts.sync[id(op)]:
+        return "the body has inter-tile ops"  # every tile takes part in those
+    if not all(want):
+        return "a value it yields is the same for every lane"  # but would differ between them
+    return ""
+
+
+def _sub_frame(lf: list[Any], active: list[int], outside: list[int]) -> tuple[list[Any], Lanes, int, np.ndarray]:
+    """A frame for the tiles at positions `active` of lf's lanes (tile rank): `outside`'s slots
+    (laned values defined outside the masked region) restricted to them, its own Lanes.
+    Returns (frame, its lanes, the step count its rep starts from, the positions as an array)."""
+    lanes: Lanes = lf[1]
+    idx = np.asarray(active, dtype=I64)
+    n = lanes.n_tiles
+    sub_lanes = lanes.subset(active)
+    sub = list(lf)
+    sub[0] = sub_lanes.rep
+    sub[1] = sub_lanes
+    for s in outside:
+        sub[s] = subset(lf[s], idx, n)
+    return sub, sub_lanes, sub_lanes.rep.steps, idx
+
+
+def _masked_loop(lf: list[Any], counts: list[int], lo: Any, step: Any, iv: int, carried: tuple[int, ...],
+                 outside: list[int], body: Any, want: tuple[bool, ...]) -> None:
+    """A loop whose lanes (tiles) run it different numbers of times (`counts`): iteration k
+    runs for the lanes with k < counts[lane] only. The iterations run in phases of one set of
+    active lanes: all of them first, then, each time some lanes have run all their iterations,
+    the rest on a sub-frame of their own (_sub_frame), whose carried values are merged back
+    into every lane's after the phase. The ops a phase executes count for its tiles only."""
+    lanes: Lanes = lf[1]
+    n = lanes.n_tiles
+    done = 0
+    for level in sorted(set(counts)):
+        if level == done:
+            continue
+        active = [i for i, x in enumerate(counts) if x >= level]
+        if len(active) == n:
+            for k in range(done, level):
+                lf[iv] = lo + k * step
+                body.run(lf)
+                for s, v in zip(carried, body.results(lf, 1, want), strict=True):
+                    lf[s] = v
+            done = level
+            continue
+        sub, sub_lanes, start, idx = _sub_frame(lf, active, list(carried) + outside)
+        lo_s = subset(lo, idx, n) if type(lo) is np.ndarray else lo
+        step_s = subset(step, idx, n) if type(step) is np.ndarray else step
+        for k in range(done, level):
+            sub[iv] = lo_s + k * step_s
+            body.run(sub)
+            for s, v in zip(carried, body.results(sub, 1, want), strict=True):
+                sub[s] = v
+        lanes.merge_steps(sub_lanes, active, start)
+        for s in carried:
+            lf[s] = scatter(lf[s], sub[s], idx, n)
+        done = level
 
 
 def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
