@@ -348,7 +348,14 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     seen: dict[tuple[Any, ...], tuple[int, list[np.ndarray]]] = {}
 
     def iterations(lanes: Lanes, lo: Any, hi: Any, step: Any) -> tuple[int, list[np.ndarray]]:
-        n = _trips(lo, hi, step)
+        try:
+            n = _trips(lo, hi, step)
+        except Diverged as e:
+            if e.why != _DIFFER:
+                raise
+            # later runs do not vectorise the enclosing vectorised loop (the counts may differ
+            # along its iterations), else this one: run sequentially at tile rank, it is masked
+            raise Diverged(e.why, lanes.regions[-1].loop if lanes.regions else loop) from None
         if n == 0:
             return 0, []
         count = 1

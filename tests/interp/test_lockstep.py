@@ -237,7 +237,7 @@ def test_lockstep_runs_on_spmd_kernels(kw: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("kw, lockstep", [
-    ({"diverge": 2}, False),  # trip counts differ between tiles
+    ({"diverge": 2}, True),  # trip counts differ between tiles: not vectorised, masked
     ({"branch": 1}, False),  # one tile takes the branch
     ({"stage": 2}, True),  # iterations share a scratchpad block: not vectorised, still lockstep
     ({"store": (40, 0, 0)}, True),  # iterations overwrite one block: not vectorised
