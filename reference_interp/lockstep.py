@@ -365,8 +365,7 @@ def scatter(full: Any, part: Any, idx: np.ndarray, n: int) -> Any:
         for j, i in enumerate(idx.tolist()):
             items[i] = part.items[j]
         return PerTile(items)
-    if type(full) is not np.ndarray or type(part) is not np.ndarray:
-        raise Diverged(f"cannot merge a {type(part).__name__} into a {type(full).__name__} of lanes")
+    full, part = _lane_array(full), _lane_array(part)
     if full.ndim == 0 or part.ndim == 0 or full.dtype != part.dtype or full.shape[1:] != part.shape[1:] \
             or full.shape[0] not in (1, n) or part.shape[0] not in (1, len(idx)):
         raise Diverged("lanes' values of different shapes or kinds")
@@ -374,6 +373,16 @@ def scatter(full: Any, part: Any, idx: np.ndarray, n: int) -> Any:
     out[...] = full
     out[idx] = part
     return out
+
+
+def _lane_array(v: Any) -> np.ndarray:
+    """A laned value as scatter merges it: an array, or a number (a laned scalar that came out
+    the same for every lane) as an array of one lane."""
+    if type(v) is np.ndarray:
+        return v
+    if isinstance(v, int | float | np.generic) and not isinstance(v, bool):
+        return np.asarray(v).reshape(1)
+    raise Diverged(f"cannot merge a {type(v).__name__} of lanes")
 
 
 def lane_item(v: Any, idx: tuple[int, ...], kind: str, t: ty.Type) -> Any:

@@ -216,9 +216,14 @@ def _seq_for(c: LaneCompiler, op: Operation) -> LaneFn:
     # from outside it to the active lanes
     outside = sorted({c.value_slot(n) for n in c.facts.free[id(op)] if c.is_laned(n)})
     why_not = _why_not_masked(c, op, want)
+    # a laned induction variable is an array even when only the upper bound is laned (an
+    # inner vectorised loop, a sub-frame carry laned values as arrays)
+    iv_laned = c.is_laned(block.arguments[0].name)
 
     def run(lf: list[Any]) -> None:
         lo, hi, step = lf[lb], lf[ub], lf[st]
+        if iv_laned and type(lo) is not np.ndarray and type(step) is not np.ndarray:
+            lo = np.full((1,) * R, lo, dtype=I64)
         counts = None
         if R == 1 and (type(lo) is np.ndarray or type(hi) is np.ndarray or type(step) is np.ndarray):
             counts = _lane_trips(lo, hi, step, lf[1].n_tiles)
