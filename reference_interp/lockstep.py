@@ -11,13 +11,27 @@ other value is the per-tile interpreter's own value, computed once. A loop witho
 iter_args whose iterations touch disjoint memory runs *vectorised*: its iterations become
 one more lane dimension, so its body runs once for the whole loop.
 
+A sequential loop (at tile rank) whose trip count differs between tiles runs *masked*
+(lockstep_ops._masked_loop): iteration k runs for the tiles with k < their trip count only.
+The iterations every tile runs run as usual; the rest run in phases, each on a *sub-frame* of
+the tiles still active: every laned value the body reads restricted to those tiles (`subset`:
+arrays indexed along the tile axis, `PerTile` items, laned access tiles), a `Lanes` of its
+own (those tiles' contexts; its step count, added afterwards to exactly those tiles' `extra`;
+the race tracker told the tiles' own ids, `SubTracker`). After a phase the carried values are
+merged back into every tile's (`scatter`): the others keep theirs. A loop inside the body
+whose trip counts differ among the active tiles runs masked in turn, on a sub-frame of the
+sub-frame.
+
 It is an optimisation with one rule: a lockstep run either produces exactly what the
 per-tile run would (outputs, returns, statistics) or gives up (`Diverged`), and the run is
 then redone tile by tile from scratch (arguments are only read, so nothing is lost), which
 also reports any error with its usual diagnostic. Lockstep gives up when:
 
-- lanes would take different paths: an `scf.if` whose condition differs between lanes, a
-  loop whose trip count differs (no masking is attempted);
+- lanes would take different paths that it does not mask: an `scf.if` whose condition
+  differs between lanes; a loop whose trip count differs between lanes inside a vectorised
+  loop, or whose body has inter-tile ops, or that carries a value the analysis finds the same
+  for every lane (it would differ); a vectorised loop whose trip count differs (later runs do
+  not vectorise it);
 - a runtime check fails in any lane (out-of-view, bounds, a race, an unwritten read, a limit,
   an undefined value): every check of the per-tile path runs here too, vectorised;
 - two iterations of a vectorised loop (of one tile) touch the same byte and one of them
@@ -28,9 +42,11 @@ also reports any error with its usual diagnostic. Lockstep gives up when:
 Data races between tiles are found by the same tracker as the per-tile path (races.py):
 each laned memory op reports every tile's accesses to it. The tracker's verdict depends only
 on happens-before, not on the interleaving, and lockstep executes every inter-tile op for all
-tiles at once, which respects it.
+tiles at once, which respects it (a masked loop has none in its body, so running some tiles'
+iterations after the others' changes no happens-before).
 
-When lockstep gives up because of a loop (its iterations overlap), that loop is not
+When lockstep gives up because of a loop (its iterations overlap, or its trip count differs
+between lanes), that loop (or the vectorised loop around it) is not
 vectorised in later runs of the program; for any other reason the function runs per tile in
 later runs (`_MEMO`). `run(..., lockstep=False)` always runs per tile; `trace=True` and
 `shapes_only=True` do too (the trace is per tile and per op).
