@@ -373,7 +373,14 @@ def subset(v: Any, idx: np.ndarray, n: int) -> Any:
 
 def scatter(full: Any, part: Any, idx: np.ndarray, n: int) -> Any:
     """`full` (a laned value of `n` lanes, at tile rank) with the lanes at positions `idx`
-    replaced by `part`'s (a value of the sub-frame of those lanes): a new value."""
+    replaced by `part`'s (a value of the sub-frame of those lanes): a new value. `full` None:
+    the other lanes' values are to be filled in by another scatter."""
+    if full is None:
+        if type(part) is PerTile:
+            full = PerTile([None] * n)
+        else:
+            a = _lane_array(part)
+            full = np.zeros((1,) + a.shape[1:], dtype=a.dtype)
     if type(full) is PerTile or type(part) is PerTile:
         if type(full) is not PerTile or type(part) is not PerTile:
             raise Diverged("a per-tile value merged with another kind")

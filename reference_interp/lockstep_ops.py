@@ -443,6 +443,8 @@ def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
         raise CompileError("scf.if with results needs an else region", op)
     want = tuple(c.is_laned(r) for r in op.results)
     R = c.rank
+    why_not = _why_not_masked(c, op, want)
+    outside = sorted({c.value_slot(n) for n in c.facts.free[id(op)] if c.is_laned(n)})
 
     def run(lf: list[Any]) -> None:
         cond = lf[k]
@@ -452,7 +454,13 @@ def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
             elif not cond.any():
                 take = False
             else:
-                raise Diverged("lanes take different branches of an scf.if")
+                if why_not:
+                    lanes: Lanes = lf[1]
+                    # in a vectorised loop: later runs do not vectorise it (the branch may be masked then)
+                    raise Diverged(f"lanes take different branches of an scf.if and {why_not}",
+                                   lanes.regions[-1].loop if R > 1 and lanes.regions else None)
+                _masked_if(lf, cond, (then, other), res, outside, want)
+                return
         else:
             take = bool(cond)
         block = then if take else other
@@ -463,6 +471,30 @@ def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
             lf[r] = v
 
     return run
+
+
+def _masked_if(lf: list[Any], cond: np.ndarray, blocks: tuple[Any, Any], res: tuple[int, ...], outside: list[int],
+               want: tuple[bool, ...]) -> None:
+    """An scf.if whose condition differs between the lanes (tiles): each branch runs on a
+    sub-frame of its lanes (_sub_frame), the ops it executes counted for those tiles; the
+    results are merged (each lane the value of its branch)."""
+    lanes: Lanes = lf[1]
+    n = lanes.n_tiles
+    flags = np.broadcast_to(cond, (n,)).tolist()
+    parts: list[tuple[np.ndarray, list[Any]]] = []
+    for block, on in zip(blocks, (True, False), strict=True):
+        active = [i for i, x in enumerate(flags) if bool(x) is on]
+        if block is None or not active:
+            continue
+        sub, sub_lanes, start, idx = _sub_frame(lf, active, outside)
+        block.run(sub)
+        parts.append((idx, block.results(sub, 1, want)))
+        lanes.merge_steps(sub_lanes, active, start)
+    if not res:
+        return
+    (idx_a, vals_a), (idx_b, vals_b) = parts  # with results, both branches exist and have lanes
+    for r, a, b in zip(res, vals_a, vals_b, strict=True):
+        lf[r] = scatter(scatter(None, a, idx_a, n), b, idx_b, n)
 
 
 # ---------------------------------------------------------------------- views and access tiles

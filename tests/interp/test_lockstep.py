@@ -238,7 +238,7 @@ def test_lockstep_runs_on_spmd_kernels(kw: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("kw, lockstep", [
     ({"diverge": 2}, True),  # trip counts differ between tiles: not vectorised, masked
-    ({"branch": 1}, False),  # one tile takes the branch
+    ({"branch": 1}, True),  # one tile takes the branch: not vectorised, masked
     ({"stage": 2}, True),  # iterations share a scratchpad block: not vectorised, still lockstep
     ({"store": (40, 0, 0)}, True),  # iterations overwrite one block: not vectorised
 ])

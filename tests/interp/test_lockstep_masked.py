@@ -44,6 +44,7 @@ class Spec:
     inner: str = "none"  # "none" | "masked" (trips t % 3) | "uniform" (2 trips) | "vector" (no iter_args)
     scalar: bool = True  # carry an f32 scalar (the blocks' sums) too
     x_size: int | None = None  # elements of x (None: enough for every access)
+    branch: bool = False  # an scf.if on (t + k) % 3 == 0: a value from either branch, a store in one
 
 
 def _select_chain(b: Builder, t: Value, values: list[int]) -> Value:
@@ -121,6 +122,12 @@ def build(s: Spec) -> ktir.Module:
                 with b.for_(c0, b.index(2), c1) as inner:
                     j = inner[0]
                     b.store(v, b.access_tile(z, [((ssa(t) * 2 * span + ssa(k)) * 2 + ssa(j)) * B], box(B), [B]))
+            if s.branch:
+                tk = b.create(Arith.remui, [b.create(Arith.addi, [t, k], [ty.INDEX])[0], b.index(3)], [ty.INDEX])[0]
+                hit = b.cmp(Arith.cmpi, "eq", tk, c0)
+                acc2 = b.if_values(hit, lambda: [b.create(Arith.mulf, [acc2, v], [vec])[0]], [acc2])[0]
+                with b.if_(hit):
+                    b.store(v, b.access_tile(z, [((ssa(t) * 2 * span + ssa(k)) * 2 + 1) * B], box(B), [B]))
             where = ssa(k) * B if s.store_shared else (ssa(t) * 2 * span + ssa(k)) * B
             b.store(acc2, b.access_tile(y, [where], box(B), [B]))
             yields = [acc2]
@@ -182,7 +189,8 @@ def specs(draw: st.DrawFn) -> Spec:
     load = draw(st.sampled_from([(0, 1, 0), (2, 1, 0), (1, 0, 1), (3, 2, 1)]))
     return Spec(grid=grid, trips=trips, block=draw(st.sampled_from([1, 4])), lo_odd=draw(st.booleans()),
                 step2=draw(st.booleans()), load=load, store_shared=draw(st.sampled_from([False, False, False, True])),
-                inner=draw(st.sampled_from(["none", "none", "masked", "uniform", "vector"])), scalar=draw(st.booleans()))
+                inner=draw(st.sampled_from(["none", "none", "masked", "uniform", "vector"])), scalar=draw(st.booleans()),
+                branch=draw(st.booleans()))
 
 
 @given(specs(), st.integers(0, 2**32 - 1), st.booleans())
@@ -231,8 +239,9 @@ CASES = [
 
 @pytest.mark.parametrize("trips, why", CASES)
 @pytest.mark.parametrize("inner", ["none", "masked", "uniform", "vector"])
-def test_lockstep_runs_masked_loops(trips: list[int], why: str, inner: str) -> None:
-    s = Spec(grid=[4], trips=trips, inner=inner, load=(2, 1, 0))
+@pytest.mark.parametrize("branch", [False, True])
+def test_lockstep_runs_masked_loops(trips: list[int], why: str, inner: str, branch: bool) -> None:
+    s = Spec(grid=[4], trips=trips, inner=inner, load=(2, 1, 0), branch=branch)
     m = build(s)
     tiled, modes = compare(m, args_for(s))
     assert isinstance(tiled, ri.RunResult), tiled
