@@ -20,7 +20,7 @@ from ktir.ir.operation import Operation
 from . import lockstep_memory as lsm
 from .affine_eval import compile_map
 from .dtypes import np_dtype
-from .errors import CompileError
+from .errors import CompileError, KtirRuntimeError
 from .lockstep import (
     CHUNK_BYTES,
     MAX_LANES,
@@ -347,6 +347,14 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
     ones = (1,) * R
     per_iteration = c.sizes[loop] * 8  # bytes of the body's largest tensor, per lane
     sync = direct_sync(op)
+    # at tile rank, bounds that differ between tiles may give them different trip counts: the
+    # loop then runs sequentially, masked (the body compiled a second time, for that)
+    masked: LaneFn | None = None
+    if R == 1 and any(c.is_laned(n) for n in op.operands[:3]):
+        try:
+            masked = _seq_for(c, op)
+        except (CompileError, Diverged, KtirRuntimeError):
+            masked = None
 
     # (bounds, step, lanes) -> (trip count, each chunk's induction variable, read-only): the same
     # bounds give the same iterations in every run (kept for loops of at most ITERATIONS_KEPT lanes)
@@ -385,7 +393,13 @@ def _vector_for(c: LaneCompiler, op: Operation) -> LaneFn:
         key = (_value_key(lo), _value_key(hi), _value_key(step), lanes.shape)
         found = seen.get(key)
         if found is None:
-            found = iterations(lanes, lo, hi, step)
+            try:
+                found = iterations(lanes, lo, hi, step)
+            except Diverged as e:
+                if masked is not None and e.why == _DIFFER:
+                    masked(lf)
+                    return
+                raise
             if sum(x.size for x in found[1]) <= ITERATIONS_KEPT:
                 for x in found[1]:
                     x.flags.writeable = False

@@ -45,6 +45,7 @@ class Spec:
     scalar: bool = True  # carry an f32 scalar (the blocks' sums) too
     x_size: int | None = None  # elements of x (None: enough for every access)
     branch: bool = False  # an scf.if on (t + k) % 3 == 0: a value from either branch, a store in one
+    carry: bool = True  # iter_args (else none: the loop may be vectorised, and is masked when trips differ)
 
 
 def _select_chain(b: Builder, t: Value, values: list[int]) -> Value:
@@ -102,15 +103,15 @@ def build(s: Spec) -> ktir.Module:
         trips = _select_chain(b, t, s.trips)
         hi = b.create(Arith.addi, [lo, b.create(Arith.muli, [trips, step], [ty.INDEX])[0]], [ty.INDEX])[0]
         zero = b.constant(0.0, et)
-        inits = [b.fill(zero, b.empty(vec))]
-        if s.scalar:
+        inits = [b.fill(zero, b.empty(vec))] if s.carry else []
+        if s.scalar and s.carry:
             inits.append(zero)
         span = _span(s)
         with b.for_(lo, hi, step, inits) as loop:
-            k, acc = loop[0], loop[1]
+            k = loop[0]
             a, bb, c = s.load
             v = b.load(b.access_tile(x, [(ssa(t) * a + ssa(k) * bb + c) * B], box(B), [B]), et)
-            acc2 = b.create(Arith.addf, [acc, v], [vec])[0]
+            acc2 = b.create(Arith.addf, [loop[1], v], [vec])[0] if s.carry else v
             if s.inner in ("masked", "uniform"):
                 inner_hi = b.create(Arith.remui, [t, b.index(3)], [ty.INDEX])[0] if s.inner == "masked" else b.index(2)
                 with b.for_(c0, inner_hi, c1, [acc2]) as inner:
@@ -130,12 +131,16 @@ def build(s: Spec) -> ktir.Module:
                     b.store(v, b.access_tile(z, [((ssa(t) * 2 * span + ssa(k)) * 2 + 1) * B], box(B), [B]))
             where = ssa(k) * B if s.store_shared else (ssa(t) * 2 * span + ssa(k)) * B
             b.store(acc2, b.access_tile(y, [where], box(B), [B]))
-            yields = [acc2]
-            if s.scalar:
-                part = b.reduce(Arith.addf, [v], [b.fill(zero, b.empty(one))], [0])
-                total = b.create(Tensor.extract, [part], [et])[0]
-                yields.append(b.create(Arith.addf, [loop[2], total], [et])[0])
-            b.yield_(*yields)
+            if s.carry:
+                yields = [acc2]
+                if s.scalar:
+                    part = b.reduce(Arith.addf, [v], [b.fill(zero, b.empty(one))], [0])
+                    total = b.create(Tensor.extract, [part], [et])[0]
+                    yields.append(b.create(Arith.addf, [loop[2], total], [et])[0])
+                b.yield_(*yields)
+        if not s.carry:
+            b.func_return(b.fill(zero, b.empty(vec)))
+            return b.module
         results = b.last_results
         tail = n * 2 * span * B
         b.store(results[0], b.access_tile(y, [ssa(t) * B + tail], box(B), [B]))
@@ -190,7 +195,7 @@ def specs(draw: st.DrawFn) -> Spec:
     return Spec(grid=grid, trips=trips, block=draw(st.sampled_from([1, 4])), lo_odd=draw(st.booleans()),
                 step2=draw(st.booleans()), load=load, store_shared=draw(st.sampled_from([False, False, False, True])),
                 inner=draw(st.sampled_from(["none", "none", "masked", "uniform", "vector"])), scalar=draw(st.booleans()),
-                branch=draw(st.booleans()))
+                branch=draw(st.booleans()), carry=draw(st.sampled_from([True, True, False])))
 
 
 @given(specs(), st.integers(0, 2**32 - 1), st.booleans())
@@ -246,6 +251,22 @@ def test_lockstep_runs_masked_loops(trips: list[int], why: str, inner: str, bran
     tiled, modes = compare(m, args_for(s))
     assert isinstance(tiled, ri.RunResult), tiled
     assert modes[-1], why
+
+
+@pytest.mark.parametrize("trips", [[1, 2, 3, 4], [0, 3, 0, 1], [2, 2, 2, 2]])
+@pytest.mark.parametrize("inner", ["none", "masked", "vector"])
+def test_a_loop_without_iter_args_runs_masked_in_the_first_run(trips: list[int], inner: str) -> None:
+    """A loop without iter_args whose iterations touch disjoint bytes is vectorised; when its
+    trip count differs between tiles it runs sequentially, masked, in the same run. (When
+    it is vectorised, an inner loop whose trip count differs between the tiles gives up the
+    first run, which teaches the next not to vectorise the outer loop.)"""
+    s = Spec(grid=[4], trips=trips, inner=inner, load=(2, 1, 0), carry=False)
+    tiled, modes = compare(build(s), args_for(s))
+    assert isinstance(tiled, ri.RunResult), tiled
+    if inner == "masked" and len(set(trips)) == 1:
+        assert modes == [False, True, True]
+    else:
+        assert all(modes)
 
 
 def _rotating_stores(trips: list[int], shift: int) -> ktir.Module:
