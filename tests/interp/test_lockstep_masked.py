@@ -24,6 +24,7 @@ import ktir
 import reference_interp as ri
 from ktir.builder import Builder, Value, box, ssa
 from ktir.dialects.names import Arith, Tensor
+from ktir.ir import attributes as at
 from ktir.ir import types as ty
 
 from .helpers import example
@@ -46,6 +47,7 @@ class Spec:
     x_size: int | None = None  # elements of x (None: enough for every access)
     branch: bool = False  # an scf.if on (t + k) % 3 == 0: a value from either branch, a store in one
     carry: bool = True  # iter_args (else none: the loop may be vectorised, and is masked when trips differ)
+    stage: bool = False  # the value through the tile's scratchpad (at block k) before it is stored
 
 
 def _select_chain(b: Builder, t: Value, values: list[int]) -> Value:
@@ -97,6 +99,11 @@ def build(s: Spec) -> ktir.Module:
         x = b.memory_view(xp, [_x_size(s)], [1], et, coordinate_set=box(_x_size(s)))
         y = b.memory_view(yp, [_y_size(s)], [1], et, coordinate_set=box(_y_size(s)))
         z = b.memory_view(zp, [_z_size(s)], [1], et, coordinate_set=box(_z_size(s)))
+        local = None
+        if s.stage:
+            words = 2 * _span(s) * B
+            local = b.memory_view(c0, [words], [1], et, memory_space=at.MemorySpaceAttr(kind="ct_local"),
+                                  coordinate_set=box(words))
         odd = b.create(Arith.remui, [t, b.index(2)], [ty.INDEX])[0]
         lo = odd if s.lo_odd else c0
         step = b.create(Arith.addi, [c1, odd], [ty.INDEX])[0] if s.step2 else c1
@@ -129,6 +136,10 @@ def build(s: Spec) -> ktir.Module:
                 acc2 = b.if_values(hit, lambda: [b.create(Arith.mulf, [acc2, v], [vec])[0]], [acc2])[0]
                 with b.if_(hit):
                     b.store(v, b.access_tile(z, [((ssa(t) * 2 * span + ssa(k)) * 2 + 1) * B], box(B), [B]))
+            if local is not None:
+                staged = b.access_tile(local, [ssa(k) * B], box(B), [B])
+                b.store(acc2, staged)
+                acc2 = b.load(staged, et)
             where = ssa(k) * B if s.store_shared else (ssa(t) * 2 * span + ssa(k)) * B
             b.store(acc2, b.access_tile(y, [where], box(B), [B]))
             if s.carry:
@@ -195,7 +206,7 @@ def specs(draw: st.DrawFn) -> Spec:
     return Spec(grid=grid, trips=trips, block=draw(st.sampled_from([1, 4])), lo_odd=draw(st.booleans()),
                 step2=draw(st.booleans()), load=load, store_shared=draw(st.sampled_from([False, False, False, True])),
                 inner=draw(st.sampled_from(["none", "none", "masked", "uniform", "vector"])), scalar=draw(st.booleans()),
-                branch=draw(st.booleans()), carry=draw(st.sampled_from([True, True, False])))
+                branch=draw(st.booleans()), carry=draw(st.sampled_from([True, True, False])), stage=draw(st.booleans()))
 
 
 @given(specs(), st.integers(0, 2**32 - 1), st.booleans())
@@ -245,8 +256,9 @@ CASES = [
 @pytest.mark.parametrize("trips, why", CASES)
 @pytest.mark.parametrize("inner", ["none", "masked", "uniform", "vector"])
 @pytest.mark.parametrize("branch", [False, True])
-def test_lockstep_runs_masked_loops(trips: list[int], why: str, inner: str, branch: bool) -> None:
-    s = Spec(grid=[4], trips=trips, inner=inner, load=(2, 1, 0), branch=branch)
+@pytest.mark.parametrize("stage", [False, True])
+def test_lockstep_runs_masked_loops(trips: list[int], why: str, inner: str, branch: bool, stage: bool) -> None:
+    s = Spec(grid=[4], trips=trips, inner=inner, load=(2, 1, 0), branch=branch, stage=stage)
     m = build(s)
     tiled, modes = compare(m, args_for(s))
     assert isinstance(tiled, ri.RunResult), tiled
