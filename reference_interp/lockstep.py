@@ -234,7 +234,7 @@ class Lanes:
         self.shape: tuple[int, ...] = (machine.n_tiles,)
         self.per_tile = 1  # lanes per tile: executions of the current block per tile
         self.regions: list[Region] = []
-        self.tracker = machine.tracker
+        self.tracker: Any = machine.tracker  # a SubTracker in a sub-frame
         self.race_on = machine.tracker.enabled
         self.extra = [0] * machine.n_tiles  # ops only some tiles execute (inter_tile_produce bodies, masked loops)
         self.sync: Region | None = None  # the vectorised loop with inter-tile ops in progress
