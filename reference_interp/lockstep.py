@@ -733,6 +733,10 @@ class LaneCompiler(FuncCompiler):
     def kind(self, t: ty.Type) -> str:
         return kind_of(self.type(t))
 
+    def _reads_laned(self, op: Operation) -> bool:
+        laned = self.facts.laned
+        return any(n in laned for n in op.operands) or any(n in laned for n in self.facts.free[id(op)])
+
     def needs_lanes(self, op: Operation) -> bool:
         if self.facts.effects[id(op)]:
             return True
@@ -785,6 +789,17 @@ class LaneCompiler(FuncCompiler):
             if op.regions and self.rank > 1:
                 return _scaled_steps(f)
             return f  # type: ignore[no-any-return]
+        if not self.facts.effects[id(op)] and not self._reads_laned(op):
+            # its results are laned only by name (a value of the same name is defined laned in a
+            # sibling region): computed once, as for every tile, and put in laned form
+            f = self.pertile_op(op)
+            if not callable(f):
+                raise CompileError(f"{op.name} blocks in a uniform position", op)
+            if op.regions and self.rank > 1:
+                f = _scaled_steps(f)
+            return _laned_results(f, [(s, self.kind(t)) for s, n, t in
+                                      zip(self.result_slots(op), op.results, op.result_types, strict=True)
+                                      if self.is_laned(n)], self.rank)
         factory = LANE.get(op.name)
         if factory is not None:
             f = factory(self, op)
@@ -797,6 +812,17 @@ class LaneCompiler(FuncCompiler):
         if self.maybe_empty:
             f = _strict(f, op, self)
         return f
+
+
+def _laned_results(f: LaneFn, outs: list[tuple[int, str]], rank: int) -> LaneFn:
+    """A uniform op whose results `outs` (slot, kind) must be laned values: made so after it."""
+
+    def run(lf: list[Any]) -> None:
+        f(lf)
+        for s, kind in outs:
+            lf[s] = to_laned(lf[s], kind, rank)
+
+    return run
 
 
 def _scaled_steps(f: LaneFn) -> LaneFn:
