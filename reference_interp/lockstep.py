@@ -352,6 +352,52 @@ def expand(v: Any, rank: int) -> Any:
     raise Diverged(f"cannot carry a {type(v).__name__} into a vectorised loop")
 
 
+class Partial:
+    """A laned value (tile rank) whose lanes are kept one by one because some hold a value
+    that is not an array: a strict-mode `Uninit` (tensor.empty's contents) yielded by the
+    branch of a masked scf.if that some tiles took (a pipelined loop's prologue: the tiles
+    without rows yield an empty tensor, and never read it). Restricted (`subset`) to lanes
+    that all hold arrays it is a laned array again; any other use gives up: every attribute
+    and conversion raises Diverged (the per-tile run decides what reading it means)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items  # per lane: an array (without lane dimensions) or an Uninit
+
+    def __getattr__(self, name: str) -> Any:
+        raise Diverged(f"a value some tiles left undefined is used ({name})")
+
+    def __array__(self, *args: Any, **kw: Any) -> Any:
+        raise Diverged("a value some tiles left undefined is used")
+
+    def restricted(self, lanes: list[int]) -> Any:
+        """The lanes' values: a laned array when all are arrays of one shape and type."""
+        items = [self.items[i] for i in lanes]
+        first = items[0]
+        if all(type(x) is np.ndarray and x.shape == first.shape and x.dtype == first.dtype for x in items):
+            return np.stack(items)
+        return Partial(items)
+
+
+def partial(parts: list[tuple[np.ndarray, Any]], n: int) -> Any:
+    """One laned value of `n` lanes from (positions, value) pairs that cover them: each value
+    laned over its positions (an array or Partial) or an Uninit every lane of it holds."""
+    items: list[Any] = [None] * n
+    for idx, v in parts:
+        pos = idx.tolist()
+        for j, i in enumerate(pos):
+            if type(v) is Partial:
+                items[i] = v.items[j]
+            elif type(v) is np.ndarray and v.ndim and v.shape[0] in (1, len(pos)):
+                items[i] = v[j if v.shape[0] > 1 else 0]
+            elif type(v) is Uninit:
+                items[i] = v
+            else:
+                raise Diverged(f"cannot merge a {type(v).__name__} of lanes")
+    return Partial(items).restricted(list(range(n)))
+
+
 def subset(v: Any, idx: np.ndarray, n: int) -> Any:
     """A laned value (tile rank: one lane dimension, of `n` lanes) restricted to the lanes at
     positions `idx` (a sub-frame's, see `masked`); a value the same for every lane as it is."""
@@ -363,6 +409,8 @@ def subset(v: Any, idx: np.ndarray, n: int) -> Any:
         return v[idx]
     if type(v) is PerTile:
         return PerTile([v.items[i] for i in idx])
+    if type(v) is Partial:
+        return v.restricted(idx.tolist())
     fn = getattr(v, "subset", None)
     if fn is not None:
         return fn(idx, n)
@@ -375,6 +423,9 @@ def scatter(full: Any, part: Any, idx: np.ndarray, n: int) -> Any:
     """`full` (a laned value of `n` lanes, at tile rank) with the lanes at positions `idx`
     replaced by `part`'s (a value of the sub-frame of those lanes): a new value. `full` None:
     the other lanes' values are to be filled in by another scatter."""
+    if type(full) is Partial or type(part) is Partial:
+        others = np.setdiff1d(np.arange(n), idx)
+        return partial([(others, subset(full, others, n)), (idx, part)] if others.size else [(idx, part)], n)
     if full is None:
         if type(part) is PerTile:
             full = PerTile([None] * n)

@@ -19,6 +19,7 @@ from ktir.ir.operation import Operation
 
 from . import lockstep_memory as lsm
 from .affine_eval import compile_map
+from .compiler import Uninit
 from .dtypes import np_dtype
 from .errors import CompileError, KtirRuntimeError
 from .lockstep import (
@@ -35,6 +36,7 @@ from .lockstep import (
     expand,
     lane_impl,
     lane_item,
+    partial,
     scatter,
     subset,
     to_laned,
@@ -502,13 +504,19 @@ def _masked_if(lf: list[Any], cond: np.ndarray, blocks: tuple[Any, Any], res: tu
             continue
         sub, sub_lanes, start, idx = _sub_frame(lf, active, outside)
         block.run(sub)
-        parts.append((idx, block.results(sub, 1, want)))
+        # a tensor.empty's value (strict mode) stays as it is: the lanes that yield it hold it
+        vals = [sub[s] if laned or type(sub[s]) is Uninit else to_laned(sub[s], kind, 1)
+                for s, (laned, kind) in zip(block.term_slots, block.term_kinds, strict=True)]
+        parts.append((idx, vals))
         lanes.merge_steps(sub_lanes, active, start)
     if not res:
         return
     (idx_a, vals_a), (idx_b, vals_b) = parts  # with results, both branches exist and have lanes
     for r, a, b in zip(res, vals_a, vals_b, strict=True):
-        lf[r] = scatter(scatter(None, a, idx_a, n), b, idx_b, n)
+        if type(a) is Uninit or type(b) is Uninit:
+            lf[r] = partial([(idx_a, a), (idx_b, b)], n)
+        else:
+            lf[r] = scatter(scatter(None, a, idx_a, n), b, idx_b, n)
 
 
 # ---------------------------------------------------------------------- views and access tiles

@@ -346,3 +346,61 @@ def test_a_counter_the_same_in_every_lane_gives_up() -> None:
     assert isinstance(tiled, ri.RunResult)
     assert [r[0] for r in tiled.returns] == [0, 1, 2]
     assert not any(modes)
+
+
+def _pipelined(trips: list[int], rows: list[bool], after: bool) -> ktir.Module:
+    """A software-pipelined row loop: tiles with rows (rows[t]) load their first block before
+    the loop, the others yield tensor.empty; iteration k stores the block in hand, then loads
+    the next (or keeps the one in hand in the last). `after`: every tile stores the loop's
+    result after it (an undefined value for a tile without rows that runs no iteration)."""
+    B = 4
+    et = ty.F32
+    vec = ty.TensorType(shape=(B,), element_type=et)
+    n = len(trips)
+    size = n * (max(trips) + 2) * B
+    b = Builder()
+    with b.func("k", [("x", ty.INDEX), ("y", ty.INDEX)], grid=[n]) as (xp, yp):
+        t = b.tile_id()[0]
+        x = b.memory_view(xp, [size], [1], et, coordinate_set=box(size))
+        y = b.memory_view(yp, [size + n * B], [1], et, coordinate_set=box(size + n * B))
+        c0, c1 = b.index(0), b.index(1)
+        hi = _select_chain(b, t, trips)
+        has = b.cmp(Arith.cmpi, "ne", _select_chain(b, t, [int(r) for r in rows]), c0)
+        row = max(trips) + 1
+
+        def block(k: Any) -> Value:
+            return b.load(b.access_tile(x, [(ssa(t) * row + ssa(k)) * B], box(B), [B]), et)
+
+        first = b.if_values(has, lambda: [block(c0)], [b.empty(vec)])[0]
+        with b.for_(c0, hi, c1, [first]) as (k, cur):
+            b.store(cur, b.access_tile(y, [(ssa(t) * row + ssa(k)) * B], box(B), [B]))
+            k1 = b.create(Arith.addi, [k, c1], [ty.INDEX])[0]
+            more = b.cmp(Arith.cmpi, "slt", k1, hi)
+            b.yield_(b.if_values(more, lambda: [block(k1)], [cur])[0])
+        if after:
+            b.store(b.last_results[0], b.access_tile(y, [ssa(t) * B + size], box(B), [B]))
+        b.func_return()
+    return b.module
+
+
+@pytest.mark.parametrize("trips, rows, after, ok", [
+    ([2, 3, 0, 1], [True, True, False, True], False, True),  # tile 2 has no rows, runs nothing
+    ([0, 0, 2, 0], [False, False, True, False], False, True),
+    ([2, 3, 1, 1], [True, True, False, True], False, False),  # tile 2 reads its undefined block
+    ([2, 3, 0, 1], [True, True, False, True], True, False),  # tile 2 stores its undefined result
+    ([2, 3, 1, 1], [True, True, True, True], True, True),  # every tile has rows
+])
+def test_a_pipelined_loop_whose_prologue_some_tiles_skip(trips: list[int], rows: list[bool], after: bool,
+                                                         ok: bool) -> None:
+    """The tiles without rows hold tensor.empty's value (lockstep_ops._masked_if keeps it per
+    lane, lockstep.Partial) and never read it: lockstep runs; a tile that reads it fails in
+    the per-tile run (strict mode), and lockstep gives the same error."""
+    m = _pipelined(trips, rows, after)
+    size = len(trips) * (max(trips) + 2) * 4
+    args = {"x": np.arange(size, dtype=np.float32), "y": np.zeros(size + len(trips) * 4, np.float32)}
+    tiled, modes = compare(m, args)
+    if ok:
+        assert isinstance(tiled, ri.RunResult), tiled
+        assert all(modes)
+    else:
+        assert isinstance(tiled, tuple) and tiled[0] == "undefined", tiled
