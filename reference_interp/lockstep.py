@@ -840,17 +840,18 @@ class LaneCompiler(FuncCompiler):
             if op.regions and self.rank > 1:
                 return _scaled_steps(f)
             return f  # type: ignore[no-any-return]
-        if not self.facts.effects[id(op)] and not self._reads_laned(op):
+        outs = [(s, self.kind(t)) for s, n, t in zip(self.result_slots(op), op.results, op.result_types, strict=True)
+                if self.is_laned(n)]
+        if not self.facts.effects[id(op)] and not self._reads_laned(op) and all(k in ("scalar", "tensor") for _s, k in outs):
             # its results are laned only by name (a value of the same name is defined laned in a
-            # sibling region): computed once, as for every tile, and put in laned form
+            # sibling region): computed once, as for every tile, and put in laned form (the lane
+            # implementations would leave them as they are, without lane dimensions)
             f = self.pertile_op(op)
             if not callable(f):
                 raise CompileError(f"{op.name} blocks in a uniform position", op)
             if op.regions and self.rank > 1:
                 f = _scaled_steps(f)
-            return _laned_results(f, [(s, self.kind(t)) for s, n, t in
-                                      zip(self.result_slots(op), op.results, op.result_types, strict=True)
-                                      if self.is_laned(n)], self.rank)
+            return _laned_results(f, outs, self.rank)
         factory = LANE.get(op.name)
         if factory is not None:
             f = factory(self, op)

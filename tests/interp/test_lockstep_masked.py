@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import ktir
 import reference_interp as ri
 from ktir.builder import Builder, Value, box, ssa
-from ktir.dialects.names import Arith, Tensor
+from ktir.dialects.names import Arith, Linalg, Tensor
+from ktir.ir import affine as af
 from ktir.ir import attributes as at
 from ktir.ir import types as ty
 
@@ -404,3 +405,40 @@ def test_a_pipelined_loop_whose_prologue_some_tiles_skip(trips: list[int], rows:
         assert all(modes)
     else:
         assert isinstance(tiled, tuple) and tiled[0] == "undefined", tiled
+
+
+def test_a_name_defined_laned_in_one_region_and_uniform_in_another() -> None:
+    """Scheduled kernels reuse value names in sibling regions: %v is a tile's load in the first
+    branch (laned) and a sum of constants in the second (the same for every tile), whose tiles differ
+    (a masked branch: the second runs on tiles 1-3 only). The constant must reach the
+    linalg.generic as a laned value, each tile the whole tensor."""
+    B = 4
+    et = ty.F32
+    vec = ty.TensorType(shape=(B,), element_type=et)
+    ident = af.AffineMap.identity(1)
+    b = Builder()
+    with b.func("k", [("x", ty.INDEX), ("y", ty.INDEX)], grid=[4]) as (xp, yp):
+        t = b.tile_id()[0]
+        x = b.memory_view(xp, [4 * B], [1], et, coordinate_set=box(4 * B))
+        y = b.memory_view(yp, [8 * B], [1], et, coordinate_set=box(8 * B))
+        first = b.cmp(Arith.cmpi, "eq", t, b.index(0))
+
+        def laned() -> None:
+            v = b.load(b.access_tile(x, [ssa(t) * B], box(B), [B]), et, name="v")
+            b.store(v, b.access_tile(y, [ssa(t) * B], box(B), [B]))
+
+        def uniform() -> None:
+            c = b.create(Arith.constant, [], [vec], {"value": at.DenseAttr(type=vec, values=(0.5, 1.0, 1.5, 2.0))})[0]
+            v = b.create(Arith.addf, [c, c], [vec], result_names=["v"])[0]  # an elementwise lane implementation
+            with b.generic([v], [b.empty(vec)], [ident, ident], ["parallel"]) as (a, _o):
+                b.yield_(b.create(Arith.addf, [a, a], [et])[0], op=Linalg.yield_)
+            b.store(b.last_results[0], b.access_tile(y, [ssa(t) * B + 4 * B], box(B), [B]))
+
+        b.if_else(first, laned, uniform)
+        b.func_return()
+    m = b.module
+    args = {"x": np.arange(4 * B, dtype=np.float32), "y": np.zeros(8 * B, np.float32)}
+    tiled, modes = compare(m, args)
+    assert isinstance(tiled, ri.RunResult), tiled
+    assert tiled.outputs["y"][4 * B + 4 : 4 * B + 8].tolist() == [2.0, 4.0, 6.0, 8.0]
+    assert all(modes)
