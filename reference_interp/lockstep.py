@@ -20,18 +20,22 @@ own (those tiles' contexts; its step count, added afterwards to exactly those ti
 the race tracker told the tiles' own ids, `SubTracker`). After a phase the carried values are
 merged back into every tile's (`scatter`): the others keep theirs. A loop inside the body
 whose trip counts differ among the active tiles runs masked in turn, on a sub-frame of the
-sub-frame.
+sub-frame. A vectorised loop (at tile rank) whose trip count turns out to differ runs so too
+(its body is compiled a second time, sequentially). An `scf.if` whose condition differs
+between tiles runs each branch on a sub-frame of its tiles, the results merged; a branch
+that yields tensor.empty's value (a pipelined loop's prologue that tiles without rows skip)
+leaves it per lane (`Partial`: any use gives up; restricted to lanes that hold arrays, it is
+a laned array again).
 
 It is an optimisation with one rule: a lockstep run either produces exactly what the
 per-tile run would (outputs, returns, statistics) or gives up (`Diverged`), and the run is
 then redone tile by tile from scratch (arguments are only read, so nothing is lost), which
 also reports any error with its usual diagnostic. Lockstep gives up when:
 
-- lanes would take different paths that it does not mask: an `scf.if` whose condition
-  differs between lanes; a loop whose trip count differs between lanes inside a vectorised
-  loop, or whose body has inter-tile ops, or that carries a value the analysis finds the same
-  for every lane (it would differ); a vectorised loop whose trip count differs (later runs do
-  not vectorise it);
+- lanes would take different paths that it does not mask: a loop whose trip count, or an
+  `scf.if` whose condition, differs between lanes inside a vectorised loop (later runs do
+  not vectorise that loop), or whose body has inter-tile ops, or that yields a value the
+  analysis finds the same for every lane (it would differ);
 - a runtime check fails in any lane (out-of-view, bounds, a race, an unwritten read, a limit,
   an undefined value): every check of the per-tile path runs here too, vectorised;
 - two iterations of a vectorised loop (of one tile) touch the same byte and one of them
