@@ -309,11 +309,18 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
         acc16, out16 = acc_dt == F16, out_dt == F16
         matmul = np.matmul if plain else _einsum_f32(spec)
         before = blas.before_contraction
+        contiguous, may_share = np.ascontiguousarray, np.may_share_memory
 
         def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
             a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
             b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
-            a2, b2 = _apart(_c_order(a2), _c_order(b2))
+            # _apart(_c_order(a2), _c_order(b2)), inline (both are plain arrays here)
+            if not a2.flags.c_contiguous:
+                a2 = contiguous(a2)
+            if not b2.flags.c_contiguous:
+                b2 = contiguous(b2)
+            if a2 is b2 or may_share(a2, b2):
+                b2 = b2.copy()
             before()
             prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
@@ -551,17 +558,20 @@ def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]
         return narrow16(v) if out_dt == F16 and v.dtype == F32 else v.astype(out_dt, copy=False)
     if out_dt == np.bool_ and kind in ("add", "mul"):
         return np.asarray(init ^ red if kind == "add" else init & red)
-    table: dict[str, Callable[[Any, Any], Any]] = {
-        "add": np.add, "mul": np.multiply, "maximum": _maximum, "minimum": _minimum,
-        "fmax": _maxnum, "fmin": _minnum, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    }
     if kind in ("umax", "umin"):
         udt = unsigned_dtype(out_dt)
         uf = np.maximum if kind == "umax" else np.minimum
         return np.asarray(uf(init.view(udt), np.asarray(red).astype(out_dt).view(udt))).view(out_dt)
-    if out_dt.kind in "iu" and kind in ("maximum", "minimum"):
-        table[kind] = np.maximum if kind == "maximum" else np.minimum
-    return np.asarray(table[kind](init, np.asarray(red).astype(out_dt, copy=False))).astype(out_dt, copy=False)
+    fn = (_INT_COMBINERS if out_dt.kind in "iu" else _COMBINERS)[kind]
+    return np.asarray(fn(init, np.asarray(red).astype(out_dt, copy=False))).astype(out_dt, copy=False)
+
+
+_COMBINERS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add, "mul": np.multiply, "maximum": _maximum, "minimum": _minimum,
+    "fmax": _maxnum, "fmin": _minnum, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+# integers have no signed zeros to order
+_INT_COMBINERS: dict[str, Callable[[Any, Any], Any]] = {**_COMBINERS, "maximum": np.maximum, "minimum": np.minimum}
 
 
 def _single_combiner(block: Block) -> tuple[Operation, int, int] | None:
