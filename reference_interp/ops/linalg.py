@@ -76,6 +76,12 @@ def _store_results(fr: list[Any], res: tuple[int, ...], values: list[Any]) -> No
         fr[r] = v
 
 
+def _single(res: tuple[int, ...]) -> int | None:
+    """The slot of an op's one result (stored directly: `_store_results(fr, res, [v])` is a
+    call, a list and a zip per execution); None when the op has none or several."""
+    return res[0] if len(res) == 1 else None
+
+
 def _out_types(c: FuncCompiler, op: Operation, outs: tuple[int, ...]) -> list[ty.Type]:
     return [c.type(t) for t in named(op).operand_types(_dps_groups(op)[1])]
 
@@ -110,6 +116,7 @@ def _binary_fn(name: str, dt: np.dtype[Any]) -> Callable[[Any, Any], Any]:
 def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     if len(ins) != 2 or len(outs) != 1:
         raise CompileError(f"{op.name} takes two inputs and one output", op)
     a, b = ins
@@ -122,7 +129,11 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
         if x.shape != out.shape or y.shape != out.shape:
             raise fail("type", f"operand shapes {x.shape}, {y.shape} and output {out.shape} differ")
         v = np.asarray(fn(x if x.dtype == dt else x.astype(dt), y if y.dtype == dt else y.astype(dt)))
-        _store_results(fr, res, [v if v.dtype == dt else v.astype(dt)])
+        v = v if v.dtype == dt else v.astype(dt)
+        if r0 is not None:
+            fr[r0] = v
+        else:
+            _store_results(fr, res, [v])
 
     return run
 
@@ -131,6 +142,7 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
 def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     if len(ins) != 1 or len(outs) != 1:
         raise CompileError(f"{op.name} takes one input and one output", op)
     (a,) = ins
@@ -156,7 +168,11 @@ def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
         if x.shape != out.shape:
             raise fail("type", f"operand shape {x.shape} and output {out.shape} differ")
         v = np.asarray(fn(x.astype(dt, copy=False)))
-        _store_results(fr, res, [v.astype(dt, copy=False)])
+        v = v.astype(dt, copy=False)
+        if r0 is not None:
+            fr[r0] = v
+        else:
+            _store_results(fr, res, [v])
 
     return run
 
@@ -165,6 +181,7 @@ def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
 def fill(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     (a,) = ins
     (o,) = outs
     dt = np_dtype(element(_out_types(c, op, outs)[0]))
@@ -179,7 +196,10 @@ def fill(c: FuncCompiler, op: Operation) -> OpFn:
             filled = np.full(shape, value, dtype=dt)
             filled.flags.writeable = False
             last[0], last[1], last[2] = shape, key, filled
-        _store_results(fr, res, [last[2]])
+        if r0 is not None:
+            fr[r0] = last[2]
+        else:
+            _store_results(fr, res, [last[2]])
 
     return run
 
@@ -453,6 +473,7 @@ def matmul_plan(c: FuncCompiler, op: Operation) -> tuple[int, int, int, tuple[in
 def matmul(c: FuncCompiler, op: Operation) -> OpFn:
     a, b, o, res, spec, dt = matmul_plan(c, op)
     contract = contractor(spec, dt)
+    r0 = _single(res)
 
     def run(fr: list[Any]) -> None:
         x, y, acc = fr[a], fr[b], fr[o]
@@ -462,7 +483,10 @@ def matmul(c: FuncCompiler, op: Operation) -> OpFn:
             raise fail("type", f"operand shapes {x.shape}, {y.shape}, {acc.shape} do not fit {spec}: {e}") from None
         if v.shape != acc.shape:
             raise fail("type", f"result shape {v.shape} differs from the output {acc.shape}")
-        _store_results(fr, res, [v])
+        if r0 is not None:
+            fr[r0] = v
+        else:
+            _store_results(fr, res, [v])
 
     return run
 
@@ -604,6 +628,7 @@ def _other_operand(comb: Operation, acc: str) -> str:
 def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     dims = tuple(int_array(c.need_attr(op, "dimensions")))
     block = op.regions[0].blocks[0]
     out_dts = [np_dtype(element(t)) for t in _out_types(c, op, outs)]
@@ -619,7 +644,11 @@ def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
             red = _reduce(kind, x, dims, dt)
             if np.shape(red) != init.shape:
                 raise fail("type", f"reducing {x.shape} over {list(dims)} gives {np.shape(red)}, the init is {init.shape}")
-            _store_results(fr, res, [_combine(kind, init, np.asarray(red), dt)])
+            v = _combine(kind, init, np.asarray(red), dt)
+            if r0 is not None:
+                fr[r0] = v
+            else:
+                _store_results(fr, res, [v])
 
         return fast
     body = c.compile_block(block, vector=True)
@@ -836,6 +865,7 @@ def _sparse_grids(ext: Any) -> tuple[np.ndarray, ...]:
 def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],
                       n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
     machine_check = c.options.max_value_bytes
+    r0 = _single(res)
     allp = list(range(loops.n))
     uses_index = any(o.name == Linalg.index for o in op.walk())
     arg_slots = body.arg_slots
@@ -900,7 +930,10 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                 values.append(a if shape == ext_t else a.reshape(shape))  # the common case: already in the output's layout
             else:
                 values.append(loops.to_out(k, a, ext, allp, shape))
-        _store_results(fr, res, values)
+        if r0 is not None and len(values) == 1:
+            fr[r0] = values[0]
+        else:
+            _store_results(fr, res, values)
         for s in dead:  # the body's operand views and temporaries, each as large as the iteration space
             fr[s] = None
 
