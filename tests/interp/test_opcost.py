@@ -18,6 +18,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ktir
+import reference_interp as ri
+from ktir.builder import Builder, box
+from ktir.ir import affine as af
+from ktir.ir import types as ty
 from reference_interp.dtypes import unsigned_dtype
 from reference_interp.half import SMALL_WIDEN, SMALL_WIDEN8, widen8, widen16
 from reference_interp.ops import arith, linalg
@@ -217,3 +222,62 @@ def test_table_widening_gives_astypes_bits_and_layout(seed: int, t: Any, layout:
     want = x.astype(np.float32)
     assert got.flags.c_contiguous == want.flags.c_contiguous and got.strides == want.strides
     assert got.tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------- rank-2 access tiles
+
+
+def _shifted_box(lo: tuple[int, ...], ext: tuple[int, ...]) -> af.IntegerSet:
+    """lo_i <= d_i <= lo_i + ext_i - 1."""
+    cons: list[af.Constraint] = []
+    for i, (low, e) in enumerate(zip(lo, ext, strict=True)):
+        d = af.dim(i)
+        cons += [af.Constraint(expr=d - low, is_equality=False), af.Constraint(expr=-d + (low + e - 1), is_equality=False)]
+    return af.IntegerSet(num_dims=len(lo), num_symbols=0, constraints=tuple(cons))
+
+
+def _tile_copy(rows: int, cols: int, ext: tuple[int, int], shift: tuple[int, int], lead: bool) -> ktir.Module:
+    """Y = the tile of X at the (dynamic) subscripts (o0, o1) whose set is the box `ext` moved by
+    `shift`; with `lead`, X is viewed as 1 x rows x cols and the tile as 1 x e0 x e1 (a rank-3
+    access tile: the general path, beside the rank-2 one)."""
+    f32 = ty.F32
+    b = Builder()
+    with b.func("k", [("x", ty.INDEX), ("y", ty.INDEX), ("o0", ty.INDEX), ("o1", ty.INDEX)], grid=[1]) as (xp, yp, o0, o1):
+        if lead:
+            vx = b.memory_view(xp, [1, rows, cols], [rows * cols, cols, 1], f32, coordinate_set=box(1, rows, cols))
+            t = b.access_tile(vx, [0, o0, o1], _shifted_box((0, *shift), (1, *ext)), [1, *ext])
+        else:
+            vx = b.memory_view(xp, [rows, cols], [cols, 1], f32, coordinate_set=box(rows, cols))
+            t = b.access_tile(vx, [o0, o1], _shifted_box(shift, ext), list(ext))
+        data = b.load(t, f32)
+        full = [1, *ext] if lead else list(ext)
+        vy = b.memory_view(yp, full, [ext[0] * ext[1], ext[1], 1][-len(full):], f32, coordinate_set=box(*full))
+        b.store(data, b.access_tile(vy, [0] * len(full), box(*full), full))
+        b.func_return()
+    return b.module
+
+
+@FAST
+@given(st.integers(1, 9), st.integers(1, 9), st.tuples(st.integers(1, 4), st.integers(1, 4)),
+       st.tuples(st.integers(0, 2), st.integers(0, 2)), st.tuples(st.integers(-2, 9), st.integers(-2, 9)))
+def test_rank2_access_tiles_read_what_the_general_path_reads(rows: int, cols: int, ext: tuple[int, int],
+                                                            shift: tuple[int, int], off: tuple[int, int]) -> None:
+    """ktdp.construct_access_tile's unrolled rank-2 form: the data numpy slicing gives, and the
+    same outcome (value or error kind) as the same tile written with a leading unit dimension
+    (rank 3, the general form), in bounds or not, with and without a shifted set."""
+    x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    outcomes = []
+    for lead in (False, True):
+        y = np.zeros((1, *ext) if lead else ext, np.float32)
+        try:
+            got = ri.run(_tile_copy(rows, cols, ext, shift, lead), args={"x": x, "y": y, "o0": off[0], "o1": off[1]},
+                         lockstep=False).outputs["y"]
+            outcomes.append(("value", got.reshape(ext).tobytes()))
+        except ri.KtirRuntimeError as e:
+            outcomes.append(("error", e.kind))
+    assert outcomes[0] == outcomes[1]
+    r0, c0 = off[0] + shift[0], off[1] + shift[1]
+    inside = r0 >= 0 and r0 + ext[0] <= rows and c0 >= 0 and c0 + ext[1] <= cols
+    assert outcomes[0][0] == ("value" if inside else "error")
+    if inside:
+        assert outcomes[0][1] == x[r0:r0 + ext[0], c0:c0 + ext[1]].tobytes()
