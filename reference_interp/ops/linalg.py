@@ -186,16 +186,23 @@ def fill(c: FuncCompiler, op: Operation) -> OpFn:
     (o,) = outs
     dt = np_dtype(element(_out_types(c, op, outs)[0]))
 
-    last: list[Any] = [None, None, None]  # values are immutable: reuse the last fill of the same value
+    # values are immutable: reuse the last fill of the same value. [shape, value's bytes, the
+    # fill, the scalar object filled with]: the very same scalar object (a constant's, on every
+    # execution) needs no conversion to compare (scalars only: an array could be the caller's)
+    last: list[Any] = [None, None, None, None]
+    ndarray = np.ndarray
 
     def run(fr: list[Any]) -> None:
-        value = np.asarray(fr[a]).astype(dt)
+        v = fr[a]
         shape = fr[o].shape
-        key = value.tobytes()
-        if last[0] != shape or last[1] != key:
-            filled = np.full(shape, value, dtype=dt)
-            filled.flags.writeable = False
-            last[0], last[1], last[2] = shape, key, filled
+        if v is not last[3] or type(v) is ndarray or last[0] != shape:
+            value = np.asarray(v).astype(dt)
+            key = value.tobytes()
+            if last[0] != shape or last[1] != key:
+                filled = np.full(shape, value, dtype=dt)
+                filled.flags.writeable = False
+                last[0], last[1], last[2] = shape, key, filled
+            last[3] = v
         if r0 is not None:
             fr[r0] = last[2]
         else:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import ktir
 import reference_interp as ri
-from ktir.builder import Builder, box
+from ktir.builder import Builder, box, ssa
 from ktir.ir import affine as af
 from ktir.ir import types as ty
 from reference_interp.dtypes import unsigned_dtype
@@ -281,3 +281,32 @@ def test_rank2_access_tiles_read_what_the_general_path_reads(rows: int, cols: in
     assert outcomes[0][0] == ("value" if inside else "error")
     if inside:
         assert outcomes[0][1] == x[r0:r0 + ext[0], c0:c0 + ext[1]].tobytes()
+
+
+# ---------------------------------------------------------------------- linalg.fill
+
+
+def _fill_kernel() -> ktir.Module:
+    """Each of 2 tiles fills a 2 x 3 tensor with the scalar argument v and stores it at rows 2t, 2t + 1."""
+    f32 = ty.F32
+    b = Builder()
+    with b.func("k", [("v", f32), ("y", ty.INDEX)], grid=[2]) as (v, yp):
+        (t,) = b.tile_id()
+        filled = b.fill(v, b.empty(ty.TensorType(shape=(2, 3), element_type=f32)))
+        vy = b.memory_view(yp, [4, 3], [3, 1], f32, coordinate_set=box(4, 3))
+        b.store(filled, b.access_tile(vy, [ssa(t) * 2, 0], box(2, 3), [2, 3]))
+        b.func_return()
+    return b.module
+
+
+def test_fill_gives_the_bits_of_each_value_in_turn() -> None:
+    """The fill reuses its last array for the same scalar object (both tiles of a run) and
+    refills for a new one, also when the values compare equal but differ in bits (0.0 and
+    -0.0) or are NaNs (which compare unequal to themselves): each run's output is np.full's."""
+    m = _fill_kernel()
+    nan = np.array([0x7FC01234], np.uint32).view(np.float32)[0]
+    for v in [0.0, -0.0, -0.0, 1.5, nan, nan, np.float32(-np.inf), 0.0, 1.5]:
+        y = np.zeros((4, 3), np.float32)
+        got = ri.run(m, args={"v": v, "y": y}, lockstep=False).outputs["y"]
+        want = np.full((4, 3), np.float32(v), np.float32)
+        assert got.tobytes() == want.tobytes(), v
