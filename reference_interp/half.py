@@ -21,6 +21,10 @@ f32 and rounds f32 results to f16 many times per run:
   copy is made once per run and shared by every contraction that reads the box (several
   tiles, several iterations, several matmuls of one tile).
 
+The gathers take mode="clip": every 16-bit (8-bit) pattern indexes the 2^16 (256) entry
+table, so clipping never changes an index, and it spares numpy's per-index bounds check
+(a (4, 64, 64) fp8 array: 12.7 against 21.3 us).
+
 Both conversions return arrays laid out as `astype` lays them out (C order for the arrays
 they take; others go to `astype`), so a later BLAS call sees the same operands. Small arrays
 keep numpy's conversions (the fixed cost of the table gather and of the bit operations is
@@ -70,7 +74,7 @@ def widen16(x: np.ndarray) -> np.ndarray:
     """`x.astype(np.float32)` for a float16 array, faster."""
     if x.size < SMALL_WIDEN or not _c_order(x):
         return x.astype(F32)
-    return np.take(_TABLE, x.view(np.uint16))
+    return np.take(_TABLE, x.view(np.uint16), mode="clip")
 
 
 def narrow16(x: np.ndarray) -> np.ndarray:
@@ -134,7 +138,7 @@ def widen8(x: np.ndarray) -> np.ndarray:
         table = np.arange(256, dtype=np.uint8).view(x.dtype).astype(F32)
         table.flags.writeable = False
         _TABLES8[x.dtype] = table
-    return np.take(table, x.view(np.uint8))
+    return np.take(table, x.view(np.uint8), mode="clip")
 
 
 def widen(x: np.ndarray) -> np.ndarray:

@@ -301,8 +301,21 @@ def _fast_scalar(kind: str, et: ty.Type, a: int, b: int, r: int) -> OpFn:
 # ---------------------------------------------------------------------- floats
 
 
+# numpy's minimum/maximum return whichever zero comes first; IEEE: min(-0, +0) = -0,
+# max(-0, +0) = +0. Only a zero result can come from two zero operands, so one comparison of
+# the result rules the fix out (most calls: (r == 0).any() is about a third of the cost of
+# finding the pairs of zeros and np.any on them).
+
+
+def _has_zero(r: Any) -> bool:
+    z = r == 0
+    return bool(z.any() if type(z) is np.ndarray else np.any(z))
+
+
 def _minimum(a: Any, b: Any) -> Any:
     r = np.minimum(a, b)
+    if not _has_zero(r):
+        return r
     both_zero = (a == b) & (a == 0)
     if np.any(both_zero):
         r = np.where(both_zero, np.where(np.signbit(a), a, b), r)
@@ -311,17 +324,22 @@ def _minimum(a: Any, b: Any) -> Any:
 
 def _maximum(a: Any, b: Any) -> Any:
     r = np.maximum(a, b)
+    if not _has_zero(r):
+        return r
     both_zero = (a == b) & (a == 0)
     if np.any(both_zero):
         r = np.where(both_zero, np.where(np.signbit(a), b, a), r)
     return r
 
 
-def _zeros_signed(r: Any, a: Any, b: Any, negative: Any) -> Any:
-    """`r` with the pairs of zero operands given the sign `negative` says (an IEEE min/max of
-    -0 and +0 is not whichever numpy returns)."""
+def _zeros_signed(r: Any, a: Any, b: Any, low: bool) -> Any:
+    """`r` with the pairs of zero operands signed as IEEE's minimumNumber (`low`: negative if
+    either is) or maximumNumber (negative if both are) signs them (not whichever numpy returns)."""
+    if not _has_zero(r):  # (as _minimum: a pair of zeros gives a zero)
+        return r
     both_zero = (a == 0) & (b == 0)
     if np.any(both_zero):
+        negative = (np.signbit(a) | np.signbit(b)) if low else (np.signbit(a) & np.signbit(b))
         zero = np.where(negative, -np.zeros_like(r), np.zeros_like(r))
         r = np.where(both_zero, zero, r)
         if np.ndim(r) == 0 and not isinstance(a, np.ndarray):
@@ -331,12 +349,12 @@ def _zeros_signed(r: Any, a: Any, b: Any, negative: Any) -> Any:
 
 def _minnum(a: Any, b: Any) -> Any:
     """IEEE 754-2019 minimumNumber: a NaN operand gives the other; -0 < +0."""
-    return _zeros_signed(np.fmin(a, b), a, b, np.signbit(a) | np.signbit(b))
+    return _zeros_signed(np.fmin(a, b), a, b, True)
 
 
 def _maxnum(a: Any, b: Any) -> Any:
     """IEEE 754-2019 maximumNumber: a NaN operand gives the other; +0 > -0."""
-    return _zeros_signed(np.fmax(a, b), a, b, np.signbit(a) & np.signbit(b))
+    return _zeros_signed(np.fmax(a, b), a, b, False)
 
 
 _FLOAT_BINARY: dict[str, Callable[[Any, Any], Any]] = {

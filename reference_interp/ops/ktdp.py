@@ -372,6 +372,37 @@ def access_tile(c: FuncCompiler, op: Operation) -> OpFn:
 
         return run1
 
+    if rank == 2 and len(idx) == 2:
+        i0, i1 = idx
+
+        def run2(fr: list[Any]) -> None:
+            """The rank-2 case of run() below, unrolled (blocks of matrices)."""
+            view = fr[base]
+            b0, b1 = fn(fr[i0], fr[i1])
+            pts, shape, shifted = fixed[0] if fixed else points(fr)
+            if shifted:
+                b0 += pts.lo[0]
+                b1 += pts.lo[1]
+            tile = new_tile(AccessTile)
+            tile.view = view
+            tile.lo = (b0, b1)
+            ext = tile.ext = pts.ext
+            tile.mask = pts.mask
+            tile.perm = perm
+            tile.shape = shape
+            tile.coords = None
+            if type(view) is MemoryView and view.is_box and pts.mask is None and len(view.sizes) == 2:
+                lo, hi = view.box_lo, view.box_hi
+                if lo[0] <= b0 and b0 + ext[0] - 1 <= hi[0] and lo[1] <= b1 and b1 + ext[1] - 1 <= hi[1]:
+                    fr[r] = tile
+                    return
+            elif type(view) is DistributedView and pts.mask is None and len(view.shape) == 2 and box_parts(view, tile.lo, ext):
+                fr[r] = tile
+                return
+            slow(fr, view, tile, pts)
+
+        return run2
+
     def run(fr: list[Any]) -> None:
         view = fr[base]
         if len(idx) == 1:

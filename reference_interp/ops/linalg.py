@@ -76,6 +76,12 @@ def _store_results(fr: list[Any], res: tuple[int, ...], values: list[Any]) -> No
         fr[r] = v
 
 
+def _single(res: tuple[int, ...]) -> int | None:
+    """The slot of an op's one result (stored directly: `_store_results(fr, res, [v])` is a
+    call, a list and a zip per execution); None when the op has none or several."""
+    return res[0] if len(res) == 1 else None
+
+
 def _out_types(c: FuncCompiler, op: Operation, outs: tuple[int, ...]) -> list[ty.Type]:
     return [c.type(t) for t in named(op).operand_types(_dps_groups(op)[1])]
 
@@ -110,6 +116,7 @@ def _binary_fn(name: str, dt: np.dtype[Any]) -> Callable[[Any, Any], Any]:
 def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     if len(ins) != 2 or len(outs) != 1:
         raise CompileError(f"{op.name} takes two inputs and one output", op)
     a, b = ins
@@ -122,7 +129,11 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
         if x.shape != out.shape or y.shape != out.shape:
             raise fail("type", f"operand shapes {x.shape}, {y.shape} and output {out.shape} differ")
         v = np.asarray(fn(x if x.dtype == dt else x.astype(dt), y if y.dtype == dt else y.astype(dt)))
-        _store_results(fr, res, [v if v.dtype == dt else v.astype(dt)])
+        v = v if v.dtype == dt else v.astype(dt)
+        if r0 is not None:
+            fr[r0] = v
+        else:
+            _store_results(fr, res, [v])
 
     return run
 
@@ -131,6 +142,7 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
 def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     if len(ins) != 1 or len(outs) != 1:
         raise CompileError(f"{op.name} takes one input and one output", op)
     (a,) = ins
@@ -156,7 +168,11 @@ def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
         if x.shape != out.shape:
             raise fail("type", f"operand shape {x.shape} and output {out.shape} differ")
         v = np.asarray(fn(x.astype(dt, copy=False)))
-        _store_results(fr, res, [v.astype(dt, copy=False)])
+        v = v.astype(dt, copy=False)
+        if r0 is not None:
+            fr[r0] = v
+        else:
+            _store_results(fr, res, [v])
 
     return run
 
@@ -165,21 +181,32 @@ def named_unary(c: FuncCompiler, op: Operation) -> OpFn:
 def fill(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     (a,) = ins
     (o,) = outs
     dt = np_dtype(element(_out_types(c, op, outs)[0]))
 
-    last: list[Any] = [None, None, None]  # values are immutable: reuse the last fill of the same value
+    # values are immutable: reuse the last fill of the same value. [shape, value's bytes, the
+    # fill, the scalar object filled with]: the very same scalar object (a constant's, on every
+    # execution) needs no conversion to compare (scalars only: an array could be the caller's)
+    last: list[Any] = [None, None, None, None]
+    ndarray = np.ndarray
 
     def run(fr: list[Any]) -> None:
-        value = np.asarray(fr[a]).astype(dt)
+        v = fr[a]
         shape = fr[o].shape
-        key = value.tobytes()
-        if last[0] != shape or last[1] != key:
-            filled = np.full(shape, value, dtype=dt)
-            filled.flags.writeable = False
-            last[0], last[1], last[2] = shape, key, filled
-        _store_results(fr, res, [last[2]])
+        if v is not last[3] or type(v) is ndarray or last[0] != shape:
+            value = np.asarray(v).astype(dt)
+            key = value.tobytes()
+            if last[0] != shape or last[1] != key:
+                filled = np.full(shape, value, dtype=dt)
+                filled.flags.writeable = False
+                last[0], last[1], last[2] = shape, key, filled
+            last[3] = v
+        if r0 is not None:
+            fr[r0] = last[2]
+        else:
+            _store_results(fr, res, [last[2]])
 
     return run
 
@@ -309,11 +336,18 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
         acc16, out16 = acc_dt == F16, out_dt == F16
         matmul = np.matmul if plain else _einsum_f32(spec)
         before = blas.before_contraction
+        contiguous, may_share = np.ascontiguousarray, np.may_share_memory
 
         def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
             a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
             b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
-            a2, b2 = _apart(_c_order(a2), _c_order(b2))
+            # _apart(_c_order(a2), _c_order(b2)), inline (both are plain arrays here)
+            if not a2.flags.c_contiguous:
+                a2 = contiguous(a2)
+            if not b2.flags.c_contiguous:
+                b2 = contiguous(b2)
+            if a2 is b2 or may_share(a2, b2):
+                b2 = b2.copy()
             before()
             prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
@@ -446,6 +480,7 @@ def matmul_plan(c: FuncCompiler, op: Operation) -> tuple[int, int, int, tuple[in
 def matmul(c: FuncCompiler, op: Operation) -> OpFn:
     a, b, o, res, spec, dt = matmul_plan(c, op)
     contract = contractor(spec, dt)
+    r0 = _single(res)
 
     def run(fr: list[Any]) -> None:
         x, y, acc = fr[a], fr[b], fr[o]
@@ -455,7 +490,10 @@ def matmul(c: FuncCompiler, op: Operation) -> OpFn:
             raise fail("type", f"operand shapes {x.shape}, {y.shape}, {acc.shape} do not fit {spec}: {e}") from None
         if v.shape != acc.shape:
             raise fail("type", f"result shape {v.shape} differs from the output {acc.shape}")
-        _store_results(fr, res, [v])
+        if r0 is not None:
+            fr[r0] = v
+        else:
+            _store_results(fr, res, [v])
 
     return run
 
@@ -551,17 +589,20 @@ def _combine(kind: str, init: np.ndarray, red: np.ndarray, out_dt: np.dtype[Any]
         return narrow16(v) if out_dt == F16 and v.dtype == F32 else v.astype(out_dt, copy=False)
     if out_dt == np.bool_ and kind in ("add", "mul"):
         return np.asarray(init ^ red if kind == "add" else init & red)
-    table: dict[str, Callable[[Any, Any], Any]] = {
-        "add": np.add, "mul": np.multiply, "maximum": _maximum, "minimum": _minimum,
-        "fmax": _maxnum, "fmin": _minnum, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    }
     if kind in ("umax", "umin"):
         udt = unsigned_dtype(out_dt)
         uf = np.maximum if kind == "umax" else np.minimum
         return np.asarray(uf(init.view(udt), np.asarray(red).astype(out_dt).view(udt))).view(out_dt)
-    if out_dt.kind in "iu" and kind in ("maximum", "minimum"):
-        table[kind] = np.maximum if kind == "maximum" else np.minimum
-    return np.asarray(table[kind](init, np.asarray(red).astype(out_dt, copy=False))).astype(out_dt, copy=False)
+    fn = (_INT_COMBINERS if out_dt.kind in "iu" else _COMBINERS)[kind]
+    return np.asarray(fn(init, np.asarray(red).astype(out_dt, copy=False))).astype(out_dt, copy=False)
+
+
+_COMBINERS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add, "mul": np.multiply, "maximum": _maximum, "minimum": _minimum,
+    "fmax": _maxnum, "fmin": _minnum, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+# integers have no signed zeros to order
+_INT_COMBINERS: dict[str, Callable[[Any, Any], Any]] = {**_COMBINERS, "maximum": np.maximum, "minimum": np.minimum}
 
 
 def _single_combiner(block: Block) -> tuple[Operation, int, int] | None:
@@ -594,6 +635,7 @@ def _other_operand(comb: Operation, acc: str) -> str:
 def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
     ins, outs = _split(c, op)
     res = c.result_slots(op)
+    r0 = _single(res)
     dims = tuple(int_array(c.need_attr(op, "dimensions")))
     block = op.regions[0].blocks[0]
     out_dts = [np_dtype(element(t)) for t in _out_types(c, op, outs)]
@@ -609,7 +651,11 @@ def linalg_reduce(c: FuncCompiler, op: Operation) -> OpFn:
             red = _reduce(kind, x, dims, dt)
             if np.shape(red) != init.shape:
                 raise fail("type", f"reducing {x.shape} over {list(dims)} gives {np.shape(red)}, the init is {init.shape}")
-            _store_results(fr, res, [_combine(kind, init, np.asarray(red), dt)])
+            v = _combine(kind, init, np.asarray(red), dt)
+            if r0 is not None:
+                fr[r0] = v
+            else:
+                _store_results(fr, res, [v])
 
         return fast
     body = c.compile_block(block, vector=True)
@@ -826,6 +872,7 @@ def _sparse_grids(ext: Any) -> tuple[np.ndarray, ...]:
 def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],
                       n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
     machine_check = c.options.max_value_bytes
+    r0 = _single(res)
     allp = list(range(loops.n))
     uses_index = any(o.name == Linalg.index for o in op.walk())
     arg_slots = body.arg_slots
@@ -890,7 +937,10 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                 values.append(a if shape == ext_t else a.reshape(shape))  # the common case: already in the output's layout
             else:
                 values.append(loops.to_out(k, a, ext, allp, shape))
-        _store_results(fr, res, values)
+        if r0 is not None and len(values) == 1:
+            fr[r0] = values[0]
+        else:
+            _store_results(fr, res, values)
         for s in dead:  # the body's operand views and temporaries, each as large as the iteration space
             fr[s] = None
 

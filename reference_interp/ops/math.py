@@ -42,9 +42,15 @@ def _wide(dt: np.dtype[Any]) -> np.dtype[Any]:
 
 def _via_wide(fn: Callable[..., Any], dt: np.dtype[Any]) -> Callable[..., Any]:
     wide = _wide(dt)
+    asarray = np.asarray
+
+    def run1(x: Any) -> Any:  # run() for one operand (most functions), without the generator
+        return asarray(fn(asarray(x, dtype=wide))).astype(dt)
 
     def run(*xs: Any) -> Any:
-        return np.asarray(fn(*(np.asarray(x, dtype=wide) for x in xs))).astype(dt)
+        if len(xs) == 1:
+            return run1(xs[0])
+        return asarray(fn(*(asarray(x, dtype=wide) for x in xs))).astype(dt)
 
     return run
 
