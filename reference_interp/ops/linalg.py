@@ -336,18 +336,11 @@ def contractor(spec: str, out_dt: np.dtype[Any]) -> Contractor:
         acc16, out16 = acc_dt == F16, out_dt == F16
         matmul = np.matmul if plain else _einsum_f32(spec)
         before = blas.before_contraction
-        contiguous, may_share = np.ascontiguousarray, np.may_share_memory
 
         def fast(x: np.ndarray, y: np.ndarray, acc: np.ndarray, cache: WideCache | None) -> np.ndarray:
             a2 = (cache.widen(x) if cache is not None else widen(x)) if wa else x
             b2 = (cache.widen(y) if cache is not None else widen(y)) if wb else y
-            # _apart(_c_order(a2), _c_order(b2)), inline (both are plain arrays here)
-            if not a2.flags.c_contiguous:
-                a2 = contiguous(a2)
-            if not b2.flags.c_contiguous:
-                b2 = contiguous(b2)
-            if a2 is b2 or may_share(a2, b2):
-                b2 = b2.copy()
+            a2, b2 = _apart(_c_order(a2), _c_order(b2))
             before()
             prod = matmul(a2, b2)
             if type(prod) is not ndarray or prod.dtype != F32:
