@@ -393,6 +393,10 @@ def _map_dtype(top: int) -> type[np.generic]:
     return np.uint8 if top <= 255 else np.int16 if top <= 32767 else np.int32
 
 
+# 0, 1, 2, ... up to the largest grid so far: its slices are lists of tile ids (cheaper than list(range(n)))
+_RANGE: list[int] = []
+
+
 class RaceTracker:
     """Vector clocks and per-allocation access records for all tiles of one run."""
 
@@ -401,10 +405,12 @@ class RaceTracker:
         self.enabled = enabled and n_tiles > 1
         # clocks, allocated at a tile's first post or join (None reads as all zeros)
         self.vc: list[list[int] | None] = [None] * n_tiles
-        self.seg_tile: list[int] = list(range(n_tiles))
+        if len(_RANGE) < n_tiles:
+            _RANGE[:] = range(n_tiles)
+        self.seg_tile: list[int] = _RANGE[:n_tiles]
         self.seg_epoch: list[int] = [0] * n_tiles
         self.epoch: list[int] = [0] * n_tiles  # each tile's current epoch
-        self.cur: list[int] = list(range(n_tiles))
+        self.cur: list[int] = _RANGE[:n_tiles]
         self.finished: set[int] = set()
         self.tracked: list[Allocation] = []
         self._syncs = 0
