@@ -477,11 +477,13 @@ class RaceTracker:
         return snap
 
     def join(self, t: int, snaps: list[list[int]]) -> None:
+        """Tile t has waited for the producers that posted `snaps`: its clock becomes the
+        entrywise maximum of its own and theirs, except its own entry (its epoch)."""
         mine = self._clock(t)
-        for snap in snaps:
-            for u, v in enumerate(snap):
-                if v > mine[u] and u != t:
-                    mine[u] = v
+        if snaps:
+            own = mine[t]
+            mine[:] = map(max, mine, *snaps)  # (the loop over entries in C: tiles x producers of them per join)
+            mine[t] = own
         self._syncs += 1
         self.version += 1
         if self._syncs % max(self.n, 8) == 0:
@@ -493,17 +495,18 @@ class RaceTracker:
     def collect(self) -> None:
         """Drop the reads of epochs that every other running tile has passed. O(tiles^2 +
         allocations * tiles), once every max(tiles, 8) synchronisations."""
-        running = [u for u in range(self.n) if u not in self.finished]
-        passed = []
-        for u in range(self.n):
-            low = _NEVER
-            for t in running:
-                if t != u:
-                    c = self.vc[t]
-                    low = min(low, 0 if c is None else c[u])
-                    if not low:
-                        break
-            passed.append(low)
+        n = self.n
+        # per running tile t, its clock with "ordered" at t itself: passed[u] is the least entry
+        # for u over the running tiles other than u (_NEVER when there is none)
+        rows = []
+        for t in range(n):
+            if t in self.finished:
+                continue
+            c = self.vc[t]
+            row = [0] * n if c is None else c[:]
+            row[t] = _NEVER
+            rows.append(row)
+        passed = list(map(min, *rows)) if len(rows) > 1 else rows[0] if rows else [_NEVER] * n
         for alloc in self.tracked:
             for u, reads in alloc.readers.items():
                 if passed[u]:
@@ -782,12 +785,13 @@ class RaceTracker:
             gbox = BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
         if alloc.w_last and self._concurrent_writes(alloc, t):
             seg_tile, seg_epoch, c = self.seg_tile, self.seg_epoch, self.vc[t]
+            ext, bstrides, itemsize, b0 = gbox.ext, gbox.bstrides, gbox.itemsize, gbox.b0
             for box, v in alloc.w_boxes:
                 st = seg_tile[v - 1]  # hb(v - 1, t)
                 if st == t or (c is not None and c[st] > seg_epoch[v - 1]):
                     continue
-                if box.ext == gbox.ext and box.bstrides == gbox.bstrides and box.itemsize == gbox.itemsize:
-                    d = gbox.b0 - box.b0
+                if box.ext == ext and box.bstrides == bstrides and box.itemsize == itemsize:
+                    d = b0 - box.b0
                     met = meets.get(d, MISSING)
                     if met is MISSING:
                         met = meets[d] = boxes_meet(box, gbox)
