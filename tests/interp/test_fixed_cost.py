@@ -1,0 +1,222 @@
+"""What a run keeps from earlier runs to cut its fixed cost (executor._Entry per module and
+function: the grid, the compiled function and binding plan per compile key; executor._options:
+one Options per set of run() arguments) never changes a result: a sequence of runs of one
+parsed module that changes, between runs, the function (and so the grid), the arguments
+(shapes, dtypes, values, placement, Local and At arguments, memory=) and every run() option
+gives, run for run, the outputs, returns, statistics, addresses, trace and error of the same
+run of a freshly parsed copy, tile by tile and in lockstep. Also: the race tracker's clock
+joins and collection are those of the plain loops they replaced."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ktir
+import reference_interp as ri
+from ktir.builder import Builder, box, located, ssa
+from ktir.dialects.names import Memref
+from ktir.ir import types as ty
+from ktir.syntax.printer import print_module
+from reference_interp import blas, races
+
+_F32 = ty.F32
+_TEXT: str | None = None
+_BIG = 600_000  # f32 elements per tile: more than a spyre scratchpad (2 MiB) holds
+
+
+def _text() -> str:
+    """Functions of one signature (a: index, c: index, w: memref<4xf32>, s: f32) -> f32, each
+    returning s: @k2 (grid [2]) and @k4 (grid [4]) store a[4t : 4t+4] + w + s to c[4t : 4t+4];
+    @racy (grid [2]) stores it to c[0 : 4] on every tile; @lenient (grid [2]) adds the contents
+    of a tensor.empty instead of s. Each first allocates a memref<4xf32> (memref.alloc checks
+    its size against max_value_bytes on every run; tensor.empty checks a shape once per compiled
+    op, so a later run with a lower limit is not checked there: reported, ops/tensor.py)."""
+    global _TEXT
+    if _TEXT is None:
+        b = Builder()
+        mem = ty.MemRefType(shape=(4,), element_type=_F32)
+        tensor = ty.TensorType(shape=(4,), element_type=_F32)
+        signature = [("a", ty.INDEX), ("c", ty.INDEX), ("w", mem), ("s", _F32)]
+        for name, grid, racy, empty in (("k2", 2, False, False), ("k4", 4, False, False), ("racy", 2, True, False),
+                                        ("lenient", 2, False, True)):
+            with b.func(name, signature, results=[_F32], grid=[grid]) as (a, c, w, s):
+                b.create(Memref.alloc, [], [mem])
+                (t,) = b.tile_id(1)
+                n = 4 * grid
+                va = b.memory_view(a, [n], [1], _F32, coordinate_set=box(n))
+                vc = b.memory_view(c, [n], [1], _F32, coordinate_set=box(n))
+                x = b.load(b.access_tile(va, [ssa(t) * 4], box(4), [4]), _F32)
+                y = b.load(b.access_tile(w, [0], box(4), [4]), _F32)
+                z = b.empty(tensor) if empty else b.fill(s, b.empty(tensor))
+                b.store(b.arith.addf(b.arith.addf(x, y), z), b.access_tile(vc, [0 if racy else ssa(t) * 4], box(4), [4]))
+                b.func_return(s)
+        _TEXT = print_module(located(b.module, "fixed.ktir"))
+    return _TEXT
+
+
+def _fresh() -> ktir.Module:
+    return ktir.parse(_text(), "fixed.ktir")
+
+
+def _args(n: int, seed: int, dtype: Any = np.float32) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    return {"a": rng.standard_normal(n).astype(dtype), "c": np.zeros(n, dtype),
+            "w": rng.standard_normal(4).astype(np.float32), "s": float(seed) / 4}
+
+
+def _runs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(function, arguments, other run() arguments): each differs from its neighbours in what
+    the kept state depends on."""
+    a8, a16 = _args(8, 1), _args(16, 2)
+    pieces = np.stack([np.full(4, 1.0, np.float32), np.full(4, -2.0, np.float32)])
+    return [
+        ("k2", a8, {}),
+        ("k4", a16, {}),  # another function: another grid
+        ("k2", _args(8, 3), {}),  # other values
+        ("k2", a16, {}),  # longer arrays than the views (fine: the views read the first 8)
+        ("k4", a8, {}),  # shorter arrays than the views: out of bounds
+        ("k2", _args(8, 4, np.float64), {}),  # another dtype (bytes read as f32)
+        ("k2", {**a8, "w": a8["w"].astype(np.float64)}, {}),  # a memref argument of the wrong dtype
+        ("k2", {**a8, "w": np.zeros(5, np.float32)}, {}),  # ... of the wrong shape
+        ("k2", {**a8, "a": ri.At(a8["a"], 64), "c": ri.At(a8["c"], 256)}, {}),  # placed at given addresses
+        ("k2", {**a8, "c": ri.At(a8["c"], 0)}, {}),  # overlapping a
+        ("k2", a8, {"memory": {"m": ri.At(np.ones(64, np.float32), 0)}}),  # arguments placed above m
+        ("k2", {**a8, "w": ri.Local(pieces)}, {}),  # one piece per tile
+        ("k2", {**a8, "w": ri.Local(pieces)}, {"scratchpad_bytes": 8}),  # beyond the scratchpad
+        ("k2", {**a8, "w": ri.Local(np.zeros((2, _BIG), np.float32))}, {}),  # the wrong shape (no limit)
+        ("k2", {**a8, "w": ri.Local(np.zeros((2, _BIG), np.float32))}, {"target": "spyre"}),  # beyond spyre's
+        ("k2", a8, {"step_limit": 3}),
+        ("k2", a8, {"max_value_bytes": 8}),
+        ("racy", a8, {}),
+        ("racy", a8, {"check_races": False}),
+        ("lenient", a8, {}),
+        ("lenient", a8, {"strict": False}),
+        ("k2", a8, {"trace": True}),
+        ("k2", a8, {"trace": True, "shapes_only": True}),
+        ("k4", {k: v for k, v in a16.items() if k != "s"}, {}),  # missing
+        ("k4", {**a16, "z": 1}, {}),  # unknown
+        ("k2", {**a8, "s": 2}, {"blas_threads": None}),
+    ]
+
+
+def _bytes(v: Any) -> Any:
+    return v.dtype.str, v.shape, v.tobytes()
+
+
+def _outcome(m: ktir.Module, func: str, args: dict[str, Any], kw: dict[str, Any], lockstep: bool | str) -> tuple[Any, ...]:
+    """Everything a run reports but whether it ran in lockstep (timing may choose either: the
+    results are the same)."""
+    try:
+        r = ri.run(m, func, args=args, lockstep=lockstep, **kw)
+    except ri.KtirRuntimeError as e:
+        return "error", e.kind, e.message, e.tile, str(e)
+    return ("ok", {k: _bytes(v) for k, v in r.outputs.items()}, r.returns, [s.to_dict() for s in r.stats],
+            r.addresses, r.grid, r.trace)
+
+
+@pytest.mark.parametrize("lockstep", [False, True, "always"])
+def test_runs_of_one_module_are_first_runs(lockstep: bool | str) -> None:
+    runs = _runs()
+    m = _fresh()
+    outcomes = []
+    for order in (runs, runs[::-1], runs[::2] + runs[1::2]):
+        for func, args, kw in order:
+            got = _outcome(m, func, args, kw, lockstep)
+            assert got == _outcome(_fresh(), func, args, kw, lockstep), (func, kw)
+            outcomes.append(got[:2])
+    # the sequence exercises every kind of outcome it claims to
+    kinds = {o[1] if o[0] == "error" else "ok" for o in outcomes}
+    assert kinds == {"ok", "argument", "capacity", "out-of-bounds", "step-limit", "memory-limit", "race", "undefined"}
+
+
+def test_the_threads_asked_of_blas_follow_each_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int | None] = []
+    begin = blas.begin
+    monkeypatch.setattr(blas, "begin", lambda threads: (asked.append(threads), begin(threads))[1])
+    m = _fresh()
+    for threads in (1, None, 2, 1):
+        ri.run(m, "k2", args=_args(8, 0), blas_threads=threads)
+    assert asked == [1, None, 2, 1]
+
+
+def test_an_unwritten_output_is_the_given_array_read_only() -> None:
+    """README: an array the run never wrote is a read-only view of the array given; a written
+    one is the run's own copy (the caller's array unchanged)."""
+    args = _args(8, 5)
+    r = ri.run(_fresh(), "k2", args=args)
+    a, c = r.outputs["a"], r.outputs["c"]
+    assert np.shares_memory(a, args["a"]) and not a.flags.writeable and a.shape == (8,) and a.dtype == np.float32
+    assert not np.shares_memory(c, args["c"]) and not args["c"].any()
+    with pytest.raises(ValueError):
+        a[0] = 1.0
+    matrix = np.arange(12, dtype=np.float32).reshape(3, 4)  # an N-d array bound to an index argument
+    r = ri.run(_fresh(), "k2", args={**args, "a": matrix})
+    assert r.outputs["a"].shape == (3, 4) and np.shares_memory(r.outputs["a"], matrix)
+    np.testing.assert_array_equal(r.outputs["a"], matrix)
+    strided = np.arange(16, dtype=np.float32)[::2]  # not contiguous: placed as a contiguous copy
+    r = ri.run(_fresh(), "k2", args={**args, "a": strided})
+    np.testing.assert_array_equal(r.outputs["a"], strided)
+    assert not np.shares_memory(r.outputs["a"], strided) and not r.outputs["a"].flags.writeable
+
+
+# ---------------------------------------------------------------------- the race tracker's clocks
+
+
+def _join(mine: list[int], t: int, snaps: list[list[int]]) -> None:
+    """The clock join as a loop: every entry but t's own takes the largest of the snapshots'."""
+    for snap in snaps:
+        for u, v in enumerate(snap):
+            if v > mine[u] and u != t:
+                mine[u] = v
+
+
+def _passed(n: int, vc: list[list[int] | None], finished: set[int]) -> list[int]:
+    """collect()'s bound as a loop: per tile u, the least entry for u in the clocks of the
+    running tiles other than u (a missing clock reads as zeros; none: never)."""
+    out = []
+    for u in range(n):
+        low = races._NEVER
+        for t in range(n):
+            if t != u and t not in finished:
+                c = vc[t]
+                low = min(low, 0 if c is None else c[u])
+        out.append(low)
+    return out
+
+
+class _Reads:
+    def __init__(self, u: int, dropped: list[tuple[int, int]]) -> None:
+        self.u, self.dropped = u, dropped
+
+    def drop_before(self, epoch: int) -> None:
+        self.dropped.append((self.u, epoch))
+
+
+class _Alloc:
+    def __init__(self, readers: dict[int, _Reads]) -> None:
+        self.readers = readers
+
+
+def test_clock_joins_and_collection_are_the_loops() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        n = rng.randint(1, 9)
+        tracker = races.RaceTracker(n)
+        tracker.vc = [None if rng.random() < 0.3 else [rng.randint(0, 5) for _ in range(n)] for _ in range(n)]
+        tracker.finished = {u for u in range(n) if rng.random() < 0.4}
+        dropped: list[tuple[int, int]] = []
+        tracker.tracked = [_Alloc({u: _Reads(u, dropped) for u in range(n)})]  # type: ignore[list-item]
+        tracker.collect()
+        assert dropped == [(u, p) for u, p in enumerate(_passed(n, tracker.vc, tracker.finished)) if p]
+        t = rng.randrange(n)
+        mine = [rng.randint(0, 5) for _ in range(n)]
+        snaps = [[rng.randint(0, 5) for _ in range(n)] for _ in range(rng.randint(0, 4))]
+        tracker.vc[t] = list(mine)
+        tracker._syncs = 1  # no collection inside this join
+        _join(mine, t, snaps)
+        tracker.join(t, snaps)
+        assert tracker.vc[t] == mine
