@@ -136,7 +136,12 @@ def test_runs_of_one_module_are_first_runs(lockstep: bool | str) -> None:
 def test_the_threads_asked_of_blas_follow_each_run(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[int | None] = []
     begin = blas.begin
-    monkeypatch.setattr(blas, "begin", lambda threads: (asked.append(threads), begin(threads))[1])
+
+    def recorded(threads: int | None) -> None:
+        asked.append(threads)
+        begin(threads)
+
+    monkeypatch.setattr(blas, "begin", recorded)
     m = _fresh()
     for threads in (1, None, 2, 1):
         ri.run(m, "k2", args=_args(8, 0), blas_threads=threads)
