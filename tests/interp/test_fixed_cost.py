@@ -62,45 +62,69 @@ def _fresh() -> ktir.Module:
     return ktir.parse(_text(), "fixed.ktir")
 
 
-def _args(n: int, seed: int, dtype: Any = np.float32) -> dict[str, Any]:
+def _args(n: int, seed: int, dtype: type[np.generic] = np.float32) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     return {"a": rng.standard_normal(n).astype(dtype), "c": np.zeros(n, dtype),
             "w": rng.standard_normal(4).astype(np.float32), "s": float(seed) / 4}
 
 
-def _runs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(function, arguments, other run() arguments): each differs from its neighbours in what
-    the kept state depends on."""
+def _runs() -> list[tuple[str, dict[str, Any], dict[str, Any], str]]:
+    """(function, arguments, other run() arguments, the outcome: "ok" or the error's kind): each
+    differs from its neighbours in what the kept state depends on."""
     a8, a16 = _args(8, 1), _args(16, 2)
     pieces = np.stack([np.full(4, 1.0, np.float32), np.full(4, -2.0, np.float32)])
     return [
-        ("k2", a8, {}),
-        ("k4", a16, {}),  # another function: another grid
-        ("k2", _args(8, 3), {}),  # other values
-        ("k2", a16, {}),  # longer arrays than the views (fine: the views read the first 8)
-        ("k4", a8, {}),  # shorter arrays than the views: out of bounds
-        ("k2", _args(8, 4, np.float64), {}),  # another dtype (bytes read as f32)
-        ("k2", {**a8, "w": a8["w"].astype(np.float64)}, {}),  # a memref argument of the wrong dtype
-        ("k2", {**a8, "w": np.zeros(5, np.float32)}, {}),  # ... of the wrong shape
-        ("k2", {**a8, "a": ri.At(a8["a"], 64), "c": ri.At(a8["c"], 256)}, {}),  # placed at given addresses
-        ("k2", {**a8, "c": ri.At(a8["c"], 0)}, {}),  # overlapping a
-        ("k2", a8, {"memory": {"m": ri.At(np.ones(64, np.float32), 0)}}),  # arguments placed above m
-        ("k2", {**a8, "w": ri.Local(pieces)}, {}),  # one piece per tile
-        ("k2", {**a8, "w": ri.Local(pieces)}, {"scratchpad_bytes": 8}),  # beyond the scratchpad
-        ("k2", {**a8, "w": ri.Local(np.zeros((2, _BIG), np.float32))}, {}),  # the wrong shape (no limit)
-        ("k2", {**a8, "w": ri.Local(np.zeros((2, _BIG), np.float32))}, {"target": "spyre"}),  # beyond spyre's
-        ("k2", a8, {"step_limit": 3}),
-        ("k2", a8, {"max_value_bytes": 8}),
-        ("racy", a8, {}),
-        ("racy", a8, {"check_races": False}),
-        ("lenient", a8, {}),
-        ("lenient", a8, {"strict": False}),
-        ("k2", a8, {"trace": True}),
-        ("k2", a8, {"trace": True, "shapes_only": True}),
-        ("k4", {k: v for k, v in a16.items() if k != "s"}, {}),  # missing
-        ("k4", {**a16, "z": 1}, {}),  # unknown
-        ("k2", {**a8, "s": 2}, {"blas_threads": None}),
+        ("k2", a8, {}, "ok"),
+        ("k4", a16, {}, "ok"),  # another function: another grid
+        ("k2", _args(8, 3), {}, "ok"),  # other values
+        ("k2", a16, {}, "ok"),  # longer arrays than the views (the views read the first 8)
+        ("k4", a8, {}, "out-of-bounds"),  # shorter arrays than the views
+        ("k2", {**a8, "a": a8["a"].astype(np.float64)}, {}, "ok"),  # another dtype (its bytes read as f32)
+        ("k2", _args(8, 4, np.float64), {}, "out-of-bounds"),  # c's element address counts f64s: 2x too far
+        ("k2", {**a8, "w": a8["w"].astype(np.float64)}, {}, "argument"),  # a memref argument of the wrong dtype
+        ("k2", {**a8, "w": np.zeros(5, np.float32)}, {}, "argument"),  # ... of the wrong shape
+        ("k2", {**a8, "a": ri.At(a8["a"], 64), "c": ri.At(a8["c"], 256)}, {}, "ok"),  # placed at given addresses
+        ("k2", {**a8, "c": ri.At(a8["c"], 0)}, {}, "argument"),  # overlapping a
+        ("k2", a8, {"memory": {"m": ri.At(np.ones(64, np.float32), 0)}}, "ok"),  # arguments placed above m
+        ("k2", {**a8, "w": ri.Local(pieces)}, {}, "ok"),  # one piece per tile
+        ("k2", {**a8, "w": ri.Local(pieces)}, {"scratchpad_bytes": 8}, "capacity"),
+        ("k2", {**a8, "w": ri.Local(np.zeros((2, _BIG), np.float32))}, {}, "argument"),  # the wrong shape
+        ("k2", {**a8, "w": ri.Local(np.zeros((2, _BIG), np.float32))}, {"target": "spyre"}, "capacity"),
+        ("k2", a8, {"step_limit": 3}, "step-limit"),
+        ("k2", a8, {"max_value_bytes": 8}, "memory-limit"),
+        ("racy", a8, {}, "race"),
+        ("racy", a8, {"check_races": False}, "ok"),
+        ("lenient", a8, {}, "undefined"),
+        ("lenient", a8, {"strict": False}, "ok"),
+        ("k2", a8, {"trace": True}, "ok"),
+        ("k2", {**a8, "c": np.ones(8, np.float32)}, {"trace": True, "shapes_only": True}, "ok"),  # c: zeros stored
+        ("k4", {k: v for k, v in a16.items() if k != "s"}, {}, "argument"),  # missing
+        ("k4", {**a16, "z": 1}, {}, "argument"),  # unknown
+        ("k2", {**a8, "s": 2}, {"blas_threads": None}, "ok"),
     ]
+
+
+def _given(v: Any) -> np.ndarray:
+    return v.array if isinstance(v, ri.At) else v
+
+
+def _reference(func: str, args: dict[str, Any], kw: dict[str, Any]) -> np.ndarray:
+    """c after the run, computed with numpy on the arrays' bytes as f32 (the views' type); with
+    shapes_only, the zeros that the tensor ops give instead of their results (Options.shapes_only)."""
+    grid = 4 if func == "k4" else 2
+    a = np.ascontiguousarray(_given(args["a"])).view(np.float32)
+    c = np.array(_given(args["c"]))
+    out = c.view(np.float32).reshape(-1)
+    if kw.get("shapes_only"):
+        out[: 4 * grid] = 0
+        return c
+    w = args["w"]
+    s = np.float32(0.0 if func == "lenient" else args["s"])
+    for t in range(grid):
+        piece = w.arrays[t] if isinstance(w, ri.Local) else w
+        at = 0 if func == "racy" else 4 * t  # racy: the last tile's store is the one left
+        out[at: at + 4] = a[4 * t: 4 * t + 4] + piece + s
+    return c
 
 
 def _bytes(v: Any) -> Any:
@@ -120,17 +144,19 @@ def _outcome(m: ktir.Module, func: str, args: dict[str, Any], kw: dict[str, Any]
 
 @pytest.mark.parametrize("lockstep", [False, True, "always"])
 def test_runs_of_one_module_are_first_runs(lockstep: bool | str) -> None:
+    """Each run against a fresh module's, and against what it must give: the kind of error, or
+    c as numpy computes it and a trace exactly when asked (a stale memo shared by both modules
+    would pass the first comparison, not the second)."""
     runs = _runs()
     m = _fresh()
-    outcomes = []
     for order in (runs, runs[::-1], runs[::2] + runs[1::2]):
-        for func, args, kw in order:
+        for func, args, kw, expect in order:
             got = _outcome(m, func, args, kw, lockstep)
             assert got == _outcome(_fresh(), func, args, kw, lockstep), (func, kw)
-            outcomes.append(got[:2])
-    # the sequence exercises every kind of outcome it claims to
-    kinds = {o[1] if o[0] == "error" else "ok" for o in outcomes}
-    assert kinds == {"ok", "argument", "capacity", "out-of-bounds", "step-limit", "memory-limit", "race", "undefined"}
+            assert (got[1] if got[0] == "error" else "ok") == expect, (func, kw, got[:3])
+            if got[0] == "ok":
+                assert (got[-1] is not None) == bool(kw.get("trace")), (func, kw)
+                assert got[1]["c"] == _bytes(_reference(func, args, kw)), (func, kw)
 
 
 def test_the_threads_asked_of_blas_follow_each_run(monkeypatch: pytest.MonkeyPatch) -> None:
