@@ -251,3 +251,35 @@ def test_clock_joins_and_collection_are_the_loops() -> None:
         _join(mine, t, snaps)
         tracker.join(t, snaps)
         assert tracker.vc[t] == mine
+
+
+# ---------------------------------------------------------------------- floating-point errors
+
+
+def _divide_text() -> str:
+    """x / 0 (infinities and a NaN) stored at p[far]: with far beyond p, an error after
+    the division."""
+    b = Builder()
+    t4 = ty.TensorType(shape=(4,), element_type=_F32)
+    with b.func("d", [("x", t4), ("p", ty.INDEX), ("far", ty.INDEX)], results=[t4], grid=[1]) as (x, p, far):
+        q = b.arith.divf(x, b.fill(b.constant(0.0, _F32), b.empty(t4)))
+        view = b.memory_view(p, [1 << 20], [1], _F32, coordinate_set=box(1 << 20))
+        b.store(q, b.access_tile(view, [ssa(far)], box(4), [4]))
+        b.func_return(q)
+    return print_module(located(b.module, "divide.ktir"))
+
+
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_a_run_ignores_floating_point_errors_and_restores_the_callers_state(lockstep: bool) -> None:
+    m = ktir.parse(_divide_text(), "divide.ktir")
+    x, p = np.array([1, 0, -1, 2], np.float32), np.zeros(8, np.float32)
+    for outer in ({"all": "raise"}, {"divide": "warn", "invalid": "ignore"}, {"all": "ignore"}):
+        with np.errstate(**outer):  # type: ignore[arg-type]
+            state = np.geterr()
+            for _ in range(2):
+                r = ri.run(m, args={"x": x, "p": p, "far": 0}, lockstep=lockstep)
+                assert r.returns[0][0].tolist()[::2] == [np.inf, -np.inf] and np.isnan(r.returns[0][0][1])
+                assert np.geterr() == state
+                with pytest.raises(ri.KtirRuntimeError, match="out-of-bounds|reaches byte"):
+                    ri.run(m, args={"x": x, "p": p, "far": 1 << 19}, lockstep=lockstep)
+                assert np.geterr() == state
