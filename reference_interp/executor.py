@@ -530,6 +530,7 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 _ARG_NAMES: ObjectMemo[list[str]] = ObjectMemo(64)  # per function (modules are not changed once run)
 _NORMALISERS: ObjectMemo[Any] = ObjectMemo(256)  # per type object
 _INDEX_NORMALISER = int_normaliser(ty.IndexType())  # index has no parameters: one for all
+_INDEX_WRAPS = 1 << 63  # the least address _INDEX_NORMALISER changes (addresses are not negative)
 
 
 class _Same:
@@ -672,7 +673,7 @@ class _Binder:
                 self._globals[name] = alloc
                 elem = alloc.base // value.dtype.itemsize
                 self.addresses[name] = elem
-                return _Same(_INDEX_NORMALISER(elem))
+                return _Same(elem if elem < _INDEX_WRAPS else _INDEX_NORMALISER(elem))
             if type(value) is int:  # a number: _scalar's index case
                 return _Same(_INDEX_NORMALISER(value))
         if isinstance(value, Local):
