@@ -503,9 +503,15 @@ def _lockstep() -> Any:
 
 
 def _fingerprint(machine: Machine, contexts: list[TileContext]) -> tuple[int, int, int]:
-    from .ops.intertile import store_of
+    global _STORE_OF
+    if _STORE_OF is None:
+        from .ops.intertile import store_of
 
-    return machine.posts, store_of(machine).takes, sum(c.steps for c in contexts)
+        _STORE_OF = store_of
+    return machine.posts, _STORE_OF(machine).takes, sum(c.steps for c in contexts)
+
+
+_STORE_OF: Any = None  # ops.intertile.store_of, imported once (not by an import statement per call)
 
 
 def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> KtirRuntimeError:
