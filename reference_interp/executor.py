@@ -26,7 +26,7 @@ from .errors import KtirRuntimeError, fail
 from .half import WideCache
 from .memo import MISSING, Memo, ObjectMemo
 from .memory import ALIGN, Allocation, MemoryView, align_up
-from .runtime import TARGETS, Machine, Options, TileContext
+from .runtime import TARGETS, Machine, Options, TileContext, tile_stats
 from .trace import TileStats, TraceEvent
 
 
@@ -379,7 +379,7 @@ def _attempt(entry: _Entry, compiled: CompiledFunc, plan: _Plan, lane: Any, opti
         grid,
         binder.outputs(),
         [_detached(r) if r else r for r in returns],
-        [ctx.stats() for ctx in contexts],
+        tile_stats(contexts),
         binder.addresses,
         [ctx.trace or [] for ctx in contexts] if options.trace else None,
         lane is not None,

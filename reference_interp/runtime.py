@@ -176,20 +176,33 @@ class TileContext:
         return self.machine.local(self.tile)
 
     def stats(self) -> TileStats:
-        local = self.machine.locals[self.tile]
-        rd, wr = self.rd, self.wr
-        # positional: half the cost of keywords per tile and run (tests/interp/test_binding_plan
-        # checks the field order)
-        return TileStats(
-            self.tile,  # tile
-            self.coords,  # coords
-            self.steps,  # ops
-            _by_space(rd) if any(rd) else {},  # bytes_read
-            _by_space(wr) if any(wr) else {},  # bytes_written
+        return tile_stats([self])[0]
+
+
+_NO_BYTES = [0] * _N_SPACES
+
+
+def tile_stats(contexts: list[TileContext]) -> list[TileStats]:
+    """Each context's TileStats, built positionally: half the cost of keywords per tile and run
+    (tests/interp/test_binding_plan checks the field order)."""
+    if not contexts:
+        return []
+    scratchpads = contexts[0].machine.locals
+    out = []
+    for ctx in contexts:
+        local = scratchpads[ctx.tile]
+        rd, wr = ctx.rd, ctx.wr
+        out.append(TileStats(
+            ctx.tile,  # tile
+            ctx.coords,  # coords
+            ctx.steps,  # ops
+            _by_space(rd) if rd != _NO_BYTES else {},  # bytes_read
+            _by_space(wr) if wr != _NO_BYTES else {},  # bytes_written
             local.peak if local is not None else 0,  # scratchpad_peak
-            self.sent,  # bytes_sent
-            self.received,  # bytes_received
-        )
+            ctx.sent,  # bytes_sent
+            ctx.received,  # bytes_received
+        ))
+    return out
 
 
 def _by_space(counts: list[int]) -> dict[str, int]:
