@@ -266,15 +266,21 @@ def run(
 _clock = time.thread_time
 
 # Options by everything run() fills them from: the same object for the runs that ask the same
-# (nothing changes an Options once made). Not for targets described by a file, which may change.
+# (nothing changes an Options once made). The numbers with their types (3 and 3.0 are one key,
+# and a message may spell the limit). Not for targets described by a file, which may change.
 _OPTIONS: Memo[tuple[Any, ...], Options] = Memo(64)
 
 
 def _options(trace: bool, strict: bool, check_races: bool, target: str | None, shapes_only: bool,
              blas_threads: int | None, scratchpad_bytes: int | None, step_limit: int | None,
              max_value_bytes: int | None) -> Options:
-    key = (trace, strict, check_races, target, shapes_only, blas_threads, scratchpad_bytes, step_limit, max_value_bytes)
-    found = _OPTIONS.get(key)
+    key = (trace, strict, check_races, target, shapes_only, blas_threads, type(blas_threads),
+           scratchpad_bytes, type(scratchpad_bytes), step_limit, type(step_limit), max_value_bytes, type(max_value_bytes))
+    kept = target is None or target in TARGETS
+    try:
+        found = _OPTIONS.get(key)
+    except TypeError:  # an argument that is no hashable value: made afresh, and used as before
+        found, kept = MISSING, False
     if found is not MISSING:
         return found
     options = Options(trace=trace, strict=strict, check_races=check_races, target=target, shapes_only=shapes_only,
@@ -296,7 +302,7 @@ def _options(trace: bool, strict: bool, check_races: bool, target: str | None, s
         options.step_limit = step_limit
     if max_value_bytes is not None:
         options.max_value_bytes = max_value_bytes
-    if target is None or target in TARGETS:
+    if kept:
         with _LOCK:
             _OPTIONS.put(key, options)
     return options

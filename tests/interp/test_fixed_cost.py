@@ -283,3 +283,14 @@ def test_a_run_ignores_floating_point_errors_and_restores_the_callers_state(lock
                 with pytest.raises(ri.KtirRuntimeError, match="out-of-bounds|reaches byte"):
                     ri.run(m, args={"x": x, "p": p, "far": 1 << 19}, lockstep=lockstep)
                 assert np.geterr() == state
+
+
+def test_limits_equal_in_value_but_not_in_type_are_kept_apart() -> None:
+    """Options are kept per set of run() arguments: 3 and 3.0 are one dict key, but a message
+    spells the limit it was given."""
+    m = _fresh()
+    for limit in (3, 3.0, 3, np.int64(3)):
+        with pytest.raises(ri.KtirRuntimeError) as info:
+            ri.run(m, "k2", args=_args(8, 0), step_limit=limit)  # type: ignore[arg-type]
+        assert f"executed more than {limit} ops" in info.value.message
+        assert info.value.message == _outcome(_fresh(), "k2", _args(8, 0), {"step_limit": limit}, False)[2]
