@@ -42,6 +42,9 @@ SPACES = ("global", "ct_local", "alloc")
 SPACE_ID = {name: i for i, name in enumerate(SPACES)}
 
 
+_BYTE = np.dtype(np.uint8)  # (a view to a dtype object skips the conversion of np.uint8)
+
+
 def align_up(n: int, a: int = ALIGN) -> int:
     return (n + a - 1) // a * a
 
@@ -205,7 +208,7 @@ class GlobalMemory:
         # view of it (read-only too)
         given = data.view()
         given.setflags(write=False)
-        raw = given.view(np.uint8) if given.ndim == 1 else given.reshape(-1).view(np.uint8)
+        raw = (given if given.ndim == 1 else given.ravel()).view(_BYTE)
         alloc = Allocation(name, "global", base, raw, nbytes)
         alloc.shared = True
         alloc.given = given
