@@ -786,8 +786,10 @@ class RaceTracker:
             gbox = BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
         if alloc.w_last and self._concurrent_writes(alloc, t):
             seg_tile, seg_epoch, c = self.seg_tile, self.seg_epoch, self.vc[t]
-            ext, bstrides, itemsize, b0 = gbox.ext, gbox.bstrides, gbox.itemsize, gbox.b0
+            ext, bstrides, itemsize, b0, lo, hi = gbox.ext, gbox.bstrides, gbox.itemsize, gbox.b0, gbox.lo, gbox.hi
             for box, v in alloc.w_boxes:
+                if box.hi < lo or hi < box.lo:
+                    continue  # byte spans apart: they do not meet (boxes_meet's first test)
                 st = seg_tile[v - 1]  # hb(v - 1, t)
                 if st == t or (c is not None and c[st] > seg_epoch[v - 1]):
                     continue
