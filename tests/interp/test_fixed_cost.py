@@ -294,3 +294,26 @@ def test_limits_equal_in_value_but_not_in_type_are_kept_apart() -> None:
             ri.run(m, "k2", args=_args(8, 0), step_limit=limit)  # type: ignore[arg-type]
         assert f"executed more than {limit} ops" in info.value.message
         assert info.value.message == _outcome(_fresh(), "k2", _args(8, 0), {"step_limit": limit}, False)[2]
+
+
+@pytest.mark.parametrize("lockstep", [False, "always"])
+@pytest.mark.parametrize("step", [3, 4])
+def test_stores_of_tiles_sharing_one_element_race(lockstep: bool | str, step: int) -> None:
+    """Tile t stores 4 elements at 3t (the last element of tile t's box is the first of tile
+    t + 1's: the byte spans touch in one element) or at 4t (apart): the race tracker's box path
+    (races.RaceTracker._write_box skips boxes whose spans are apart) reports the first, not the
+    second."""
+    b = Builder()
+    tensor = ty.TensorType(shape=(4,), element_type=_F32)
+    with b.func("touch", [("c", ty.INDEX)], grid=[4]) as (c,):
+        (t,) = b.tile_id(1)
+        view = b.memory_view(c, [16], [1], _F32, coordinate_set=box(16))
+        b.store(b.fill(b.constant(1.0, _F32), b.empty(tensor)), b.access_tile(view, [ssa(t) * step], box(4), [4]))
+        b.func_return()
+    m = ktir.parse(print_module(located(b.module, "touch.ktir")), "touch.ktir")
+    if step == 4:
+        assert ri.run(m, args={"c": np.zeros(16, np.float32)}, lockstep=lockstep).outputs["c"].tolist() == [1.0] * 16
+        return
+    with pytest.raises(ri.KtirRuntimeError) as info:
+        ri.run(m, args={"c": np.zeros(16, np.float32)}, lockstep=lockstep)
+    assert info.value.kind == "race" and "coordinate (3,)" in info.value.message and info.value.tile == 1
