@@ -372,14 +372,16 @@ def _attempt(entry: _Entry, compiled: CompiledFunc, plan: _Plan, lane: Any, opti
     per_tile = binder.bind(args if type(args) is dict else dict(args) if args else {})
     contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
     blas.begin(options.blas_threads)
-    quiet = _ignore_fp_errors()
     try:
-        if lane is not None:
-            returns = _lockstep().execute(lane, machine, contexts, per_tile)
-        else:
-            returns = _execute(compiled, machine, contexts, per_tile)
+        quiet = _ignore_fp_errors()
+        try:
+            if lane is not None:
+                returns = _lockstep().execute(lane, machine, contexts, per_tile)
+            else:
+                returns = _execute(compiled, machine, contexts, per_tile)
+        finally:
+            _restore_fp_errors(quiet)
     finally:
-        _restore_fp_errors(quiet)
         blas.end()
     return RunResult(  # positional (in the fields' order): keywords cost twice as much
         grid,
