@@ -825,12 +825,13 @@ class _Binder:
 
             def piece(tile: int, base: int = base, nbytes: int = nbytes, dt: Any = dt, shape: Any = shape) -> np.ndarray:
                 alloc = self.machine.local(tile)
-                return alloc.raw[base : base + nbytes].view(dt).reshape(shape).copy()
+                return alloc.raw[base : base + nbytes].view(dt).reshape(shape)
 
+            # copies: a view would keep the tile's whole scratchpad (np.stack copies anyway)
             if given is None:
                 out[name] = np.stack([piece(t) for t in range(self.machine.n_tiles)])
             else:
-                out[name] = {t: piece(t) for t in given}
+                out[name] = {t: piece(t).copy() for t in given}
         return out
 
 

@@ -317,3 +317,19 @@ def test_stores_of_tiles_sharing_one_element_race(lockstep: bool | str, step: in
     with pytest.raises(ri.KtirRuntimeError) as info:
         ri.run(m, args={"c": np.zeros(16, np.float32)}, lockstep=lockstep)
     assert info.value.kind == "race" and "coordinate (3,)" in info.value.message and info.value.tile == 1
+
+
+def test_local_outputs_are_arrays_of_their_own() -> None:
+    """A Local argument's output: the pieces stacked (or by tile), writable, sharing memory with
+    neither the caller's pieces nor each other."""
+    pieces = np.stack([np.full(4, 1.0, np.float32), np.full(4, -2.0, np.float32)])
+    m = _fresh()
+    for w in (ri.Local(pieces), ri.Local({0: pieces[0], 1: pieces[1]})):
+        out = ri.run(m, "k2", args={**_args(8, 6), "w": w}).outputs["w"]
+        got = [out[0], out[1]]
+        for t in (0, 1):
+            np.testing.assert_array_equal(got[t], pieces[t])
+            assert got[t].flags.writeable and not np.shares_memory(got[t], pieces)
+        assert not np.shares_memory(got[0], got[1])
+        got[0][:] = 7.0  # the caller's to change
+        np.testing.assert_array_equal(pieces[0], np.full(4, 1.0, np.float32))
