@@ -24,9 +24,9 @@ from .compiler import CompiledFunc, Program, grid_of
 from .dtypes import UnsupportedType, int_normaliser, np_dtype, to_scalar
 from .errors import KtirRuntimeError, fail
 from .half import WideCache
-from .memo import MISSING, ObjectMemo
+from .memo import MISSING, Memo, ObjectMemo
 from .memory import ALIGN, Allocation, MemoryView, align_up
-from .runtime import TARGETS, Machine, Options, TileContext
+from .runtime import TARGETS, Machine, Options, TileContext, tile_stats
 from .trace import TileStats, TraceEvent
 
 
@@ -98,22 +98,50 @@ def _private(fn: Operation) -> bool:
 
 
 _CHOSEN: ObjectMemo[Operation] = ObjectMemo(64)
-# per module and function name: (its Program, the function chosen, the function's name)
-_ENTRIES: ObjectMemo[tuple[Program, Operation, str]] = ObjectMemo(64)
 
 
-def _entry(module: Module, func: str | None) -> tuple[Program, Operation, str]:
-    """_program(module), choose_function(module, func) and the chosen function's name, in one
-    look-up per run (modules are not changed once run, see _program). Read without the lock:
-    a look-up is one dict read, and the lock only keeps the puts from racing."""
+class _Entry:
+    """What every run of one function of a module starts from, found once (modules are not
+    changed once run, see _program): its Program, the function and its name, whether a tile can
+    reach another's scratchpad (Program.shares_scratchpads) and whether the module widens narrow
+    floats (Program.widens); once a run found them, the grid (grid_of: a failure is not kept) and,
+    per compile key (Program.function's: trace, strict, shapes_only), the compiled function
+    with its binding plan."""
+
+    __slots__ = ("program", "fn", "name", "private_local", "widens", "grid", "compiled")
+
+    def __init__(self, program: Program, fn: Operation) -> None:
+        self.program = program
+        self.fn = fn
+        self.name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
+        self.private_local = not program.shares_scratchpads()
+        self.widens = program.widens()
+        self.grid: tuple[int, ...] | None = None
+        self.compiled: dict[tuple[bool, bool, bool], tuple[CompiledFunc, _Plan]] = {}
+
+    def function(self, options: Options) -> tuple[CompiledFunc, _Plan]:
+        """program.function(name, options) and its _Plan."""
+        key = (options.trace, options.strict, options.shapes_only)
+        found = self.compiled.get(key)
+        if found is None:
+            compiled = self.program.function(self.name, options)
+            found = self.compiled[key] = (compiled, _Plan(_arg_names(self.fn)))
+        return found
+
+
+# per module and function name
+_ENTRIES: ObjectMemo[_Entry] = ObjectMemo(64)
+
+
+def _entry(module: Module, func: str | None) -> _Entry:
+    """The _Entry of `func` (choose_function) of `module`, in one look-up per run. Read without
+    the lock: a look-up is one dict read, and the lock only keeps the puts from racing."""
     found = _ENTRIES.get(module, func)
     if found is not MISSING:
         return found
-    program = _program(module)
-    fn = choose_function(module, func)
-    name = str(getattr(fn.attributes.get("sym_name"), "value", ""))
+    entry = _Entry(_program(module), choose_function(module, func))
     with _LOCK:
-        return _ENTRIES.put(module, (program, fn, name), func)
+        return _ENTRIES.put(module, entry, func)
 
 
 def choose_function(module: Module, func: str | None) -> Operation:
@@ -182,7 +210,79 @@ def run(
     tile by tile; with True, repeated runs of a program settle on the faster of the two (the
     results are the same); "always" tries lockstep on every run; False always runs tile by tile.
     """
-    program, fn, name = _entry(module, func)
+    entry = _entry(module, func)
+    program, fn, name = entry.program, entry.fn, entry.name
+    options = _options(trace, strict, check_races, target, shapes_only, blas_threads, scratchpad_bytes, step_limit,
+                       max_value_bytes)
+    try:
+        grid = entry.grid
+        if grid is None:
+            grid = entry.grid = grid_of(program, fn)
+        tiles = math.prod(grid)
+        if tiles > options.max_tiles:
+            raise KtirRuntimeError("memory-limit", f"the grid {list(grid)} has {tiles} tiles; the interpreter runs "
+                                   f"at most {options.max_tiles}", op=fn)
+        compiled, plan = entry.function(options)
+        lane = None
+        if lockstep and not trace and not shapes_only:
+            ls = _lockstep()
+            lane = ls.lane_function(program, name, options)
+        if lane is not None:
+            timing = ls.memo(program, name).timing(_signature(args))
+            timed = timing.choice is None  # once the choice is made, runs are not timed
+            if lockstep != "always" and not timing.pick():
+                if not timed:
+                    return _attempt(entry, compiled, plan, None, options, grid, args, memory)
+                start = _clock()
+                result = _attempt(entry, compiled, plan, None, options, grid, args, memory)
+                timing.took(False, _clock() - start)
+                return result
+            start = _clock() if timed else 0.0
+            try:
+                result = _attempt(entry, compiled, plan, lane, options, grid, args, memory)
+                if timed:
+                    timing.took(True, _clock() - start)
+                return result
+            except KtirRuntimeError as e:
+                if e.kind == "argument":
+                    raise  # the arguments are bound as in the per-tile run: the same error
+                failed: BaseException | None = e
+            except Exception as e:  # noqa: BLE001 - lockstep gives up; the per-tile run decides
+                failed = e
+            result = _attempt(entry, compiled, plan, None, options, grid, args, memory)
+            _gave_up(program, name, failed)
+            return result
+        return _attempt(entry, compiled, plan, None, options, grid, args, memory)
+    except KtirRuntimeError as e:
+        e.file = module.filename
+        raise e.attach() from e.__cause__
+
+
+# The clock timing lockstep against the per-tile run (the first runs of a program only, until
+# lockstep.Timing has chosen): the calling thread's CPU time (the run is one thread; BLAS is
+# limited to it by default). Process CPU time sums every thread of the process (BLAS's idle
+# workers too) and cost 5-10% of a 1 ms run on a loaded 2-core machine; a CPU clock is a system
+# call either way (not served in user space as the wall clocks are).
+_clock = time.thread_time
+
+# Options by everything run() fills them from: the same object for the runs that ask the same
+# (nothing changes an Options once made). The numbers with their types (3 and 3.0 are one key,
+# and a message may spell the limit). Not for targets described by a file, which may change.
+_OPTIONS: Memo[tuple[Any, ...], Options] = Memo(64)
+
+
+def _options(trace: bool, strict: bool, check_races: bool, target: str | None, shapes_only: bool,
+             blas_threads: int | None, scratchpad_bytes: int | None, step_limit: int | None,
+             max_value_bytes: int | None) -> Options:
+    key = (trace, strict, check_races, target, shapes_only, blas_threads, type(blas_threads),
+           scratchpad_bytes, type(scratchpad_bytes), step_limit, type(step_limit), max_value_bytes, type(max_value_bytes))
+    kept = target is None or target in TARGETS
+    try:
+        found = _OPTIONS.get(key)
+    except TypeError:  # an argument that is no hashable value: made afresh, and used as before
+        found, kept = MISSING, False
+    if found is not MISSING:
+        return found
     options = Options(trace=trace, strict=strict, check_races=check_races, target=target, shapes_only=shapes_only,
                       blas_threads=blas_threads)
     if target is not None:
@@ -202,64 +302,10 @@ def run(
         options.step_limit = step_limit
     if max_value_bytes is not None:
         options.max_value_bytes = max_value_bytes
-    try:
-        grid = _grid(program, fn)
-        tiles = math.prod(grid)
-        if tiles > options.max_tiles:
-            raise KtirRuntimeError("memory-limit", f"the grid {list(grid)} has {tiles} tiles; the interpreter runs "
-                                   f"at most {options.max_tiles}", op=fn)
-        compiled = program.function(name, options)
-        lane = None
-        if lockstep and not trace and not shapes_only:
-            ls = _lockstep()
-            lane = ls.lane_function(program, name, options)
-        if lane is not None:
-            timing = ls.memo(program, name).timing(_signature(args))
-            timed = timing.choice is None  # once the choice is made, runs are not timed
-            if lockstep != "always" and not timing.pick():
-                if not timed:
-                    return _attempt(program, fn, compiled, None, options, grid, args, memory)
-                start = _clock()
-                result = _attempt(program, fn, compiled, None, options, grid, args, memory)
-                timing.took(False, _clock() - start)
-                return result
-            start = _clock() if timed else 0.0
-            try:
-                result = _attempt(program, fn, compiled, lane, options, grid, args, memory)
-                if timed:
-                    timing.took(True, _clock() - start)
-                return result
-            except KtirRuntimeError as e:
-                if e.kind == "argument":
-                    raise  # the arguments are bound as in the per-tile run: the same error
-                failed: BaseException | None = e
-            except Exception as e:  # noqa: BLE001 - lockstep gives up; the per-tile run decides
-                failed = e
-            result = _attempt(program, fn, compiled, None, options, grid, args, memory)
-            _gave_up(program, name, failed)
-            return result
-        return _attempt(program, fn, compiled, None, options, grid, args, memory)
-    except KtirRuntimeError as e:
-        e.file = module.filename
-        raise e.attach() from e.__cause__
-
-
-# The clock timing lockstep against the per-tile run (the first runs of a program only, until
-# lockstep.Timing has chosen): the calling thread's CPU time (the run is one thread; BLAS is
-# limited to it by default). Process CPU time sums every thread of the process (BLAS's idle
-# workers too) and cost 5-10% of a 1 ms run on a loaded 2-core machine; a CPU clock is a system
-# call either way (not served in user space as the wall clocks are).
-_clock = time.thread_time
-
-_GRIDS: ObjectMemo[tuple[int, ...]] = ObjectMemo(64)
-
-
-def _grid(program: Program, fn: Operation) -> tuple[int, ...]:
-    """grid_of, once per function (modules are not changed once run, see _program)."""
-    found = _GRIDS.get(fn)
-    if found is not MISSING:
-        return found
-    return _GRIDS.put(fn, grid_of(program, fn))
+    if kept:
+        with _LOCK:
+            _OPTIONS.put(key, options)
+    return options
 
 
 def _gave_up(program: Program, name: str, failed: BaseException | None) -> None:
@@ -281,8 +327,14 @@ def _signature(args: Mapping[str, Any] | None) -> tuple[Any, ...]:
     if not args:
         return ()
     out: list[Any] = []
-    for k, v in sorted(args.items()):
-        if type(v) is np.ndarray or isinstance(v, np.ndarray):
+    for k in sorted(args):
+        v = args[k]
+        kind = type(v)
+        if kind is np.ndarray:  # the usual arguments first: the tests below, without the isinstance calls
+            out.append((k, v.shape, v.dtype))
+        elif kind is int:
+            out.append((k, v))
+        elif isinstance(v, np.ndarray):
             out.append((k, v.shape, v.dtype))
         elif isinstance(v, bool | int | float | np.generic):
             out.append((k, v))
@@ -299,12 +351,12 @@ def _signature(args: Mapping[str, Any] | None) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any, options: Options,
+def _attempt(entry: _Entry, compiled: CompiledFunc, plan: _Plan, lane: Any, options: Options,
              grid: tuple[int, ...], args: Mapping[str, Any] | None, memory: Mapping[str, At] | None) -> RunResult:
     """One run from a fresh machine: per tile (`lane` None) or in lockstep."""
     machine = Machine(grid, options)
-    machine.private_local = not program.shares_scratchpads()
-    if program.widens():
+    machine.private_local = entry.private_local
+    if entry.widens:
         machine.wide = WideCache()
     if lane is not None and not machine.tracker.enabled:
         # lockstep interleaves the tiles differently: without the race check a race would give
@@ -313,29 +365,66 @@ def _attempt(program: Program, fn: Operation, compiled: CompiledFunc, lane: Any,
         from .races import RaceTracker
 
         machine.tracker = RaceTracker(machine.n_tiles, True)
-    binder = _Binder(program, machine, fn, compiled)
+    binder = _Binder(entry.program, machine, entry.fn, compiled, plan)
     if memory:
         binder.place(dict(memory))
-    per_tile = binder.bind(dict(args) if args else {})
+    # a copy only of mappings that are not dicts (the binder reads the arguments, never changes them)
+    per_tile = binder.bind(args if type(args) is dict else dict(args) if args else {})
     contexts = [TileContext(machine, t) for t in range(machine.n_tiles)]
     blas.begin(options.blas_threads)
     try:
-        with np.errstate(all="ignore"):
+        quiet = _ignore_fp_errors()
+        try:
             if lane is not None:
                 returns = _lockstep().execute(lane, machine, contexts, per_tile)
             else:
                 returns = _execute(compiled, machine, contexts, per_tile)
+        finally:
+            _restore_fp_errors(quiet)
     finally:
         blas.end()
     return RunResult(  # positional (in the fields' order): keywords cost twice as much
         grid,
         binder.outputs(),
-        [_detached(r) for r in returns],
-        [ctx.stats() for ctx in contexts],
+        [_detached(r) if r else r for r in returns],
+        tile_stats(contexts),
         binder.addresses,
         [ctx.trace or [] for ctx in contexts] if options.trace else None,
         lane is not None,
     )
+
+
+# numpy 2 keeps the floating-point error state in a context variable, which np.errstate sets
+# from a state it makes anew on each entry (2 us, 5% of a tiny kernel's run): the state with
+# every error ignored is made once per state it replaces (numpy 1 has only np.errstate)
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE  # type: ignore[attr-defined]
+    from numpy._core.umath import _make_extobj
+except ImportError:  # pragma: no cover - numpy 1
+    _FP_STATE = None
+_IGNORING: dict[Any, Any] = {}  # the state a run replaces -> the same with every error ignored
+
+
+def _ignore_fp_errors() -> Any:
+    """np.errstate(all="ignore") entered: what _restore_fp_errors takes to leave it."""
+    if _FP_STATE is None:  # pragma: no cover - numpy 1
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+    outer = _FP_STATE.get()
+    ignoring = _IGNORING.get(outer)
+    if ignoring is None:
+        if len(_IGNORING) >= 16:
+            _IGNORING.clear()
+        ignoring = _IGNORING[outer] = _make_extobj(all="ignore")  # (its other settings: outer's)
+    return _FP_STATE.set(ignoring)
+
+
+def _restore_fp_errors(token: Any) -> None:
+    if _FP_STATE is None:  # pragma: no cover - numpy 1
+        token.__exit__(None, None, None)
+    else:
+        _FP_STATE.reset(token)
 
 
 def _detached(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -422,9 +511,15 @@ def _lockstep() -> Any:
 
 
 def _fingerprint(machine: Machine, contexts: list[TileContext]) -> tuple[int, int, int]:
-    from .ops.intertile import store_of
+    global _STORE_OF
+    if _STORE_OF is None:
+        from .ops.intertile import store_of
 
-    return machine.posts, store_of(machine).takes, sum(c.steps for c in contexts)
+        _STORE_OF = store_of
+    return machine.posts, _STORE_OF(machine).takes, sum(c.steps for c in contexts)
+
+
+_STORE_OF: Any = None  # ops.intertile.store_of, imported once (not by an import statement per call)
 
 
 def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> KtirRuntimeError:
@@ -446,10 +541,10 @@ def _deadlock(machine: Machine, waiting: dict[int, Any], live: list[int]) -> Kti
 # ---------------------------------------------------------------------- arguments
 
 
-_PLANS: ObjectMemo[_Plan] = ObjectMemo(64)  # per compiled function
 _ARG_NAMES: ObjectMemo[list[str]] = ObjectMemo(64)  # per function (modules are not changed once run)
 _NORMALISERS: ObjectMemo[Any] = ObjectMemo(256)  # per type object
 _INDEX_NORMALISER = int_normaliser(ty.IndexType())  # index has no parameters: one for all
+_INDEX_WRAPS = 1 << 63  # the least address _INDEX_NORMALISER changes (addresses are not negative)
 
 
 class _Same:
@@ -483,21 +578,27 @@ class _Plan:
         self.types: list[Type] | None = None
 
 
+def _arg_names(fn: Operation) -> list[str]:
+    """The function's argument names (without `%`), once per function."""
+    found = _ARG_NAMES.get(fn)
+    if found is not MISSING:
+        return found
+    return _ARG_NAMES.put(fn, [a.name[1:] for a in fn.regions[0].blocks[0].arguments])
+
+
 class _Binder:
-    def __init__(self, program: Program, machine: Machine, fn: Operation, compiled: CompiledFunc) -> None:
+    def __init__(self, program: Program, machine: Machine, fn: Operation, compiled: CompiledFunc, plan: _Plan) -> None:
         self.program = program
         self.machine = machine
         self.fn = fn
         self.compiled = compiled
+        self.plan = plan
         self.addresses: dict[str, int] = {}
         self._globals: dict[str, Allocation] = {}
         self._locals: dict[str, tuple[Any, int, np.dtype[Any], tuple[int, ...]]] = {}
 
     def names(self) -> list[str]:
-        found = _ARG_NAMES.get(self.fn)
-        if found is not MISSING:
-            return found
-        return _ARG_NAMES.put(self.fn, [a.name[1:] for a in self.fn.regions[0].blocks[0].arguments])
+        return self.plan.names
 
     def place(self, memory: dict[str, Any]) -> None:
         """Arrays at fixed element addresses of global memory that no argument names (spec
@@ -541,7 +642,7 @@ class _Binder:
     def bind(self, args: dict[str, Any]) -> list[list[Any]]:
         """Each tile's argument values, in argument order. Tiles whose values are all the same
         share one list (the callers only read them)."""
-        plan = self._plan()
+        plan = self.plan
         if args.keys() != plan.name_set:
             self._check_names(plan.names, args)
         types = plan.types
@@ -572,13 +673,6 @@ class _Binder:
         if missing:
             raise fail("argument", f"missing argument(s) {', '.join(missing)}")
 
-    def _plan(self) -> _Plan:
-        """The compiled function's _Plan, made once."""
-        found = _PLANS.get(self.compiled)
-        if found is not MISSING:
-            return found
-        return _PLANS.put(self.compiled, _Plan(self.names()))
-
     def _normaliser(self, t: Type) -> Any:
         """int_normaliser(t), once per type object (the types' own hash is slow)."""
         found = _NORMALISERS.get(t)
@@ -593,7 +687,7 @@ class _Binder:
                 self._globals[name] = alloc
                 elem = alloc.base // value.dtype.itemsize
                 self.addresses[name] = elem
-                return _Same(_INDEX_NORMALISER(elem))
+                return _Same(elem if elem < _INDEX_WRAPS else _INDEX_NORMALISER(elem))
             if type(value) is int:  # a number: _scalar's index case
                 return _Same(_INDEX_NORMALISER(value))
         if isinstance(value, Local):
@@ -731,12 +825,13 @@ class _Binder:
 
             def piece(tile: int, base: int = base, nbytes: int = nbytes, dt: Any = dt, shape: Any = shape) -> np.ndarray:
                 alloc = self.machine.local(tile)
-                return alloc.raw[base : base + nbytes].view(dt).reshape(shape).copy()
+                return alloc.raw[base : base + nbytes].view(dt).reshape(shape)
 
+            # copies: a view would keep the tile's whole scratchpad (np.stack copies anyway)
             if given is None:
                 out[name] = np.stack([piece(t) for t in range(self.machine.n_tiles)])
             else:
-                out[name] = {t: piece(t) for t in given}
+                out[name] = {t: piece(t).copy() for t in given}
         return out
 
 

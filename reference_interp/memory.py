@@ -42,6 +42,9 @@ SPACES = ("global", "ct_local", "alloc")
 SPACE_ID = {name: i for i, name in enumerate(SPACES)}
 
 
+_BYTE = np.dtype(np.uint8)  # (a view to a dtype object skips the conversion of np.uint8)
+
+
 def align_up(n: int, a: int = ALIGN) -> int:
     return (n + a - 1) // a * a
 
@@ -52,7 +55,7 @@ class Allocation:
     __slots__ = (
         "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
         "w_seg", "w_boxes", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
-        "private", "shared",
+        "private", "shared", "given",
     )
 
     def __init__(
@@ -82,6 +85,9 @@ class Allocation:
         self.private = False  # only its owner tile can reach it: no race bookkeeping
         # raw is a read-only view of the caller's array, copied at the first write (own())
         self.shared = False
+        # while shared: the caller's array as a read-only view in its own dtype and shape (what
+        # contents(copy=False) returns; GlobalMemory.place)
+        self.given: np.ndarray | None = None
         # races._box_cells: (box extents, strides) -> (the write map, its box-shaped windows)
         self.w_windows: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.w_last: dict[int, int] = {}  # tile -> the latest epoch at which it wrote (races.py)
@@ -133,11 +139,11 @@ class Allocation:
         new_len = align_up(max(end, 2 * len(self.raw), 4096), 4096)
         if self.capacity is not None:
             new_len = min(new_len, align_up(self.capacity))
-        self.raw = _grow(self.raw, new_len, 0)
+        self.raw = _grow(self.raw, new_len)
         if self.init is not None:
-            self.init = _grow(self.init, new_len, False)
+            self.init = _grow(self.init, new_len)
         if self.w_seg is not None:
-            self.w_seg = _grow(self.w_seg, new_len, 0)
+            self.w_seg = _grow(self.w_seg, new_len)
         self._typed.clear()
         self._windows.clear()
         self.nbytes = len(self.raw)
@@ -155,10 +161,13 @@ class Allocation:
             self._typed.clear()
             self._windows.clear()
             self.shared = False
+            self.given = None
 
     def contents(self, copy: bool = True) -> np.ndarray:
         """The array's current contents, in its own dtype and shape (without `copy`, for an
         array the run never wrote: a read-only view of the array it was given)."""
+        if self.shared and self.given is not None:
+            return self.given.copy() if copy else self.given
         assert self.dtype is not None and self.shape is not None
         count = int(math.prod(self.shape)) if self.shape else 1
         flat = self.raw[: count * self.dtype.itemsize].view(self.dtype)
@@ -166,9 +175,12 @@ class Allocation:
         return out.copy() if copy else out
 
 
-def _grow(arr: np.ndarray, n: int, fill: Any) -> np.ndarray:
-    out = np.full(n, fill, dtype=arr.dtype)
-    out[: len(arr)] = arr
+def _grow(arr: np.ndarray, n: int) -> np.ndarray:
+    """`arr` followed by zeros (False, never written), n entries in all (np.zeros, not np.full:
+    a fifth of the cost for a first scratchpad page)."""
+    out = np.zeros(n, dtype=arr.dtype)
+    if len(arr):
+        out[: len(arr)] = arr
     return out
 
 
@@ -192,28 +204,35 @@ class GlobalMemory:
         base = self.top if address is None else address
         if base % ALIGN:
             raise fail("argument", f"array '{name}' placed at byte address {base}, which is not {ALIGN}-byte aligned")
-        raw = data.reshape(-1).view(np.uint8)  # a view object of its own: its flag is not the caller's
-        raw.flags.writeable = False
+        # a view object of its own, read-only (its flag is not the caller's), and the bytes as a
+        # view of it (read-only too)
+        given = data.view()
+        given.setflags(write=False)
+        raw = (given if given.ndim == 1 else given.ravel()).view(_BYTE)
         alloc = Allocation(name, "global", base, raw, nbytes)
         alloc.shared = True
+        alloc.given = given
         alloc.dtype = data.dtype
         alloc.shape = data.shape
         alloc.peak = nbytes
-        end = base + max(nbytes, 1)
+        end = base + (nbytes or 1)
         if len(self.allocs) == self._placed and base >= self._end:
             # above every allocation so far (the usual case: placed at the top): no overlap, last in order
             self.allocs.append(alloc)
             self._bases.append(base)
         else:
             for other in self.allocs:
-                if base < other.base + max(other.nbytes, 1) and other.base < base + max(nbytes, 1):
+                if base < other.base + max(other.nbytes, 1) and other.base < end:
                     raise fail("argument", f"array '{name}' at byte {base} overlaps array '{other.name}'")
             i = bisect.bisect(self._bases, base)
             self.allocs.insert(i, alloc)
             self._bases.insert(i, base)
         self._placed += 1
-        self._end = max(self._end, end)
-        self.top = max(self.top, align_up(base + max(nbytes, 1)))
+        if end > self._end:
+            self._end = end
+        top = (end + ALIGN - 1) // ALIGN * ALIGN  # align_up(end)
+        if top > self.top:
+            self.top = top
         return alloc
 
     def find(self, byte_address: int) -> Allocation | None:

@@ -393,6 +393,10 @@ def _map_dtype(top: int) -> type[np.generic]:
     return np.uint8 if top <= 255 else np.int16 if top <= 32767 else np.int32
 
 
+# 0, 1, 2, ... up to the largest grid so far: its slices are lists of tile ids (cheaper than list(range(n)))
+_RANGE: list[int] = []
+
+
 class RaceTracker:
     """Vector clocks and per-allocation access records for all tiles of one run."""
 
@@ -401,10 +405,12 @@ class RaceTracker:
         self.enabled = enabled and n_tiles > 1
         # clocks, allocated at a tile's first post or join (None reads as all zeros)
         self.vc: list[list[int] | None] = [None] * n_tiles
-        self.seg_tile: list[int] = list(range(n_tiles))
+        if len(_RANGE) < n_tiles:
+            _RANGE[:] = range(n_tiles)
+        self.seg_tile: list[int] = _RANGE[:n_tiles]
         self.seg_epoch: list[int] = [0] * n_tiles
         self.epoch: list[int] = [0] * n_tiles  # each tile's current epoch
-        self.cur: list[int] = list(range(n_tiles))
+        self.cur: list[int] = _RANGE[:n_tiles]
         self.finished: set[int] = set()
         self.tracked: list[Allocation] = []
         self._syncs = 0
@@ -423,7 +429,8 @@ class RaceTracker:
         """(_wt, _we), made at the first use, covering every segment so far."""
         if self._wt is None or self._we is None:
             n = self.n
-            wt = np.full(max(2 * len(self.seg_tile) + 2, 64), n, dtype=np.int64)
+            wt = np.empty(max(2 * len(self.seg_tile) + 2, 64), dtype=np.int64)
+            wt.fill(n)  # (np.full costs twice as much)
             we = np.zeros(len(wt), dtype=np.int64)
             wt[1 : len(self.seg_tile) + 1] = self.seg_tile
             we[1 : len(self.seg_tile) + 1] = self.seg_epoch
@@ -471,11 +478,18 @@ class RaceTracker:
         return snap
 
     def join(self, t: int, snaps: list[list[int]]) -> None:
+        """Tile t has waited for the producers that posted `snaps`: its clock becomes the
+        entrywise maximum of its own and theirs, except its own entry (its epoch)."""
         mine = self._clock(t)
-        for snap in snaps:
-            for u, v in enumerate(snap):
-                if v > mine[u] and u != t:
-                    mine[u] = v
+        if len(snaps) > 8:  # many producers: a max call per entry over all of them beats the loop
+            own = mine[t]
+            mine[:] = map(max, mine, *snaps)
+            mine[t] = own
+        else:
+            for snap in snaps:
+                for u, v in enumerate(snap):
+                    if v > mine[u] and u != t:
+                        mine[u] = v
         self._syncs += 1
         self.version += 1
         if self._syncs % max(self.n, 8) == 0:
@@ -487,17 +501,18 @@ class RaceTracker:
     def collect(self) -> None:
         """Drop the reads of epochs that every other running tile has passed. O(tiles^2 +
         allocations * tiles), once every max(tiles, 8) synchronisations."""
-        running = [u for u in range(self.n) if u not in self.finished]
-        passed = []
-        for u in range(self.n):
-            low = _NEVER
-            for t in running:
-                if t != u:
-                    c = self.vc[t]
-                    low = min(low, 0 if c is None else c[u])
-                    if not low:
-                        break
-            passed.append(low)
+        n = self.n
+        # per running tile t, its clock with "ordered" at t itself: passed[u] is the least entry
+        # for u over the running tiles other than u (_NEVER when there is none)
+        rows = []
+        for t in range(n):
+            if t in self.finished:
+                continue
+            c = self.vc[t]
+            row = [0] * n if c is None else c[:]
+            row[t] = _NEVER
+            rows.append(row)
+        passed = list(map(min, *rows)) if len(rows) > 1 else rows[0] if rows else [_NEVER] * n
         for alloc in self.tracked:
             for u, reads in alloc.readers.items():
                 if passed[u]:
@@ -508,14 +523,9 @@ class RaceTracker:
         hit = self._vcx.get(t)
         if hit is not None and hit[0] == self.version:
             return hit[1]
-        table = np.full(self.n + 1, _NEVER, dtype=np.int64)
         c = self.vc[t]
-        if c is not None:
-            table[: self.n] = c
-            table[t] = _NEVER
-        else:
-            table[: self.n] = 0
-            table[t] = _NEVER
+        table = np.zeros(self.n + 1, dtype=np.int64) if c is None else np.array([*c, _NEVER], dtype=np.int64)
+        table[t] = table[self.n] = _NEVER
         self._vcx[t] = (self.version, table)
         return table
 
@@ -776,12 +786,15 @@ class RaceTracker:
             gbox = BoxDesc(desc.b0 // g, desc.ext, gbs, desc.itemsize // g, (desc.hi + 1) // g - 1)
         if alloc.w_last and self._concurrent_writes(alloc, t):
             seg_tile, seg_epoch, c = self.seg_tile, self.seg_epoch, self.vc[t]
+            ext, bstrides, itemsize, b0, lo, hi = gbox.ext, gbox.bstrides, gbox.itemsize, gbox.b0, gbox.lo, gbox.hi
             for box, v in alloc.w_boxes:
+                if box.hi < lo or hi < box.lo:
+                    continue  # byte spans apart: they do not meet (boxes_meet's first test)
                 st = seg_tile[v - 1]  # hb(v - 1, t)
                 if st == t or (c is not None and c[st] > seg_epoch[v - 1]):
                     continue
-                if box.ext == gbox.ext and box.bstrides == gbox.bstrides and box.itemsize == gbox.itemsize:
-                    d = gbox.b0 - box.b0
+                if box.ext == ext and box.bstrides == bstrides and box.itemsize == itemsize:
+                    d = b0 - box.b0
                     met = meets.get(d, MISSING)
                     if met is MISSING:
                         met = meets[d] = boxes_meet(box, gbox)

@@ -70,8 +70,7 @@ class Machine:
 
     def __init__(self, grid: tuple[int, ...], options: Options) -> None:
         self.grid = grid
-        self.n_tiles = int(math.prod(grid)) if grid else 1
-        self.strides, self.tile_coords = _layout(grid)
+        self.strides, self.tile_coords, self.n_tiles = _layout(grid)
         self.options = options
         self.memory = GlobalMemory()
         self.tracker = RaceTracker(self.n_tiles, enabled=options.check_races)
@@ -109,12 +108,14 @@ class Machine:
             raise fail("memory-limit", f"{what} needs {n} bytes (limit {self.options.max_value_bytes})")
 
 
-# the grid's strides and every tile's coordinates, by grid: a kernel's runs share its grid
-_LAYOUTS: Memo[tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = Memo(64)
+# the grid's strides, every tile's coordinates and the number of tiles, by grid: a kernel's
+# runs share its grid
+_LAYOUTS: Memo[tuple[int, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...], int]] = Memo(64)
 
 
-def _layout(grid: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-    """(_tile_strides(grid), the coordinates of each linear tile id), once per grid."""
+def _layout(grid: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...], int]:
+    """(_tile_strides(grid), the coordinates of each linear tile id, the number of tiles), once
+    per grid."""
     found = _LAYOUTS.get(grid)
     if found is not MISSING:
         return found
@@ -126,7 +127,7 @@ def _layout(grid: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[tuple[int, ..
             tile, c = divmod(tile, g)
             out.append(c)
         coords.append(tuple(out))
-    return _LAYOUTS.put(grid, (_tile_strides(grid), tuple(coords)))
+    return _LAYOUTS.put(grid, (_tile_strides(grid), tuple(coords), n))
 
 
 def _tile_strides(grid: tuple[int, ...]) -> tuple[int, ...]:
@@ -148,8 +149,10 @@ class TileContext:
     )
 
     def __init__(self, machine: Machine, tile: int) -> None:
+        if not 0 <= tile < machine.n_tiles:
+            machine.coords(tile)  # its error
         self.tile = tile
-        self.coords = machine.coords(tile)
+        self.coords = machine.tile_coords[tile]
         self.machine = machine
         self.steps = 0
         options = machine.options
@@ -173,17 +176,35 @@ class TileContext:
         return self.machine.local(self.tile)
 
     def stats(self) -> TileStats:
-        local = self.machine.locals[self.tile]
-        rd, wr = self.rd, self.wr
-        # positional: half the cost of keywords per tile and run (tests/interp/test_binding_plan
-        # checks the field order)
-        return TileStats(
-            self.tile,  # tile
-            self.coords,  # coords
-            self.steps,  # ops
-            {SPACES[i]: v for i, v in enumerate(rd) if v} if any(rd) else {},  # bytes_read
-            {SPACES[i]: v for i, v in enumerate(wr) if v} if any(wr) else {},  # bytes_written
+        return tile_stats([self])[0]
+
+
+_NO_BYTES = [0] * _N_SPACES
+
+
+def tile_stats(contexts: list[TileContext]) -> list[TileStats]:
+    """Each context's TileStats, built positionally: half the cost of keywords per tile and run
+    (tests/interp/test_binding_plan checks the field order)."""
+    if not contexts:
+        return []
+    scratchpads = contexts[0].machine.locals
+    out = []
+    for ctx in contexts:
+        local = scratchpads[ctx.tile]
+        rd, wr = ctx.rd, ctx.wr
+        out.append(TileStats(
+            ctx.tile,  # tile
+            ctx.coords,  # coords
+            ctx.steps,  # ops
+            _by_space(rd) if rd != _NO_BYTES else {},  # bytes_read
+            _by_space(wr) if wr != _NO_BYTES else {},  # bytes_written
             local.peak if local is not None else 0,  # scratchpad_peak
-            self.sent,  # bytes_sent
-            self.received,  # bytes_received
-        )
+            ctx.sent,  # bytes_sent
+            ctx.received,  # bytes_received
+        ))
+    return out
+
+
+def _by_space(counts: list[int]) -> dict[str, int]:
+    """Byte counts indexed by memory space id, by space name (the nonzero ones)."""
+    return {SPACES[i]: v for i, v in enumerate(counts) if v}
