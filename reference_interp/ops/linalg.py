@@ -864,7 +864,6 @@ def _sparse_grids(ext: Any) -> tuple[np.ndarray, ...]:
 
 def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loops, operands: tuple[int, ...],
                       n_in: int, res: tuple[int, ...], out_dts: list[np.dtype[Any]], index_slot: int) -> OpFn:
-    machine_check = c.options.max_value_bytes
     r0 = _single(res)
     allp = list(range(loops.n))
     uses_index = any(o.name == Linalg.index for o in op.walk())
@@ -882,8 +881,6 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
     def prepare(key: tuple[tuple[int, ...], ...]) -> Any:
         ext, views, layouts = loops.plan(key)
         volume = math.prod(ext) if ext else 1
-        if volume * 8 > machine_check:
-            raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
         # per operand: its view spec, or True when the operand is already laid out over the
         # loops (a plain reshape to its own shape) and binds as it is
         args = [(arg_slots[i], i, True if views[i] is not None and views[i][0] is None and views[i][1] is None
@@ -891,7 +888,7 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
                 if not (i in unread and views[i] is not None and views[i][0] is None)]
         outs = [(n_in + j, dt, views[n_in + j] is not None and layouts[n_in + j] is None)
                 for j, dt in enumerate(out_dts)]
-        plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else ())
+        plan = (ext, tuple(ext), args, outs, _sparse_grids(ext) if uses_index and ext else (), volume)
         if len(plans) > 64:
             plans.clear()
         plans[key] = plan
@@ -906,7 +903,10 @@ def _generic_parallel(c: FuncCompiler, op: Operation, body: CBlock, loops: _Loop
         vals = [fr[s] for s in operands]
         key = tuple([v.shape if type(v) is ndarray else _shape(v) for v in vals])
         plan = plans.get(key) or prepare(key)
-        ext, ext_t, args, outs, grids = plan
+        ext, ext_t, args, outs, grids, volume = plan
+        # checked on every run: the limit is a run's option (a plan outlives the run that made it)
+        if volume * 8 > fr[0].machine.options.max_value_bytes:
+            raise fail("memory-limit", f"linalg.generic iteration space of {volume} points")
         if uses_index:
             fr[index_slot] = grids
         for slot, i, spec in args:

@@ -57,7 +57,9 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
     dt = np_dtype(element(t))
     strict = c.options.strict
 
-    last: list[Any] = [None, None, None]  # values are immutable: the zeros of one shape are shared
+    # values are immutable: the zeros of one shape are shared. [shape, zeros, nothing defined,
+    # bytes]: the size is checked on every run (the limit is a run's option)
+    last: list[Any] = [None, None, None, 0]
 
     def run(fr: list[Any]) -> None:
         shape = _static_shape_with(t, [fr[s] for s in dyn]) if dyn or last[0] is None else last[0]
@@ -67,7 +69,9 @@ def empty(c: FuncCompiler, op: Operation) -> OpFn:
             data.flags.writeable = False
             nothing = np.zeros(shape, dtype=bool)
             nothing.flags.writeable = False
-            last[0], last[1], last[2] = shape, data, nothing
+            last[0], last[1], last[2], last[3] = shape, data, nothing, data.nbytes
+        elif last[3] > fr[0].machine.options.max_value_bytes:
+            _check_size(fr, shape, dt)
         # strict: the shared zeros marked undefined (inserting into it copies both arrays)
         fr[r] = Uninit(last[1], last[2]) if strict else last[1]
 

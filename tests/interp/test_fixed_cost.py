@@ -32,9 +32,8 @@ def _text() -> str:
     """Functions of one signature (a: index, c: index, w: memref<4xf32>, s: f32) -> f32, each
     returning s: @k2 (grid [2]) and @k4 (grid [4]) store a[4t : 4t+4] + w + s to c[4t : 4t+4];
     @racy (grid [2]) stores it to c[0 : 4] on every tile; @lenient (grid [2]) adds the contents
-    of a tensor.empty instead of s. Each first allocates a memref<4xf32> (memref.alloc checks
-    its size against max_value_bytes on every run; tensor.empty checks a shape once per compiled
-    op, so a later run with a lower limit is not checked there: reported, ops/tensor.py)."""
+    of a tensor.empty instead of s. Each first allocates a memref<4xf32> (checked against
+    max_value_bytes on every run; test_limits_every_run checks tensor.empty and linalg.generic)."""
     global _TEXT
     if _TEXT is None:
         b = Builder()
