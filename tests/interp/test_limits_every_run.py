@@ -52,9 +52,8 @@ def _args(generic: bool) -> dict[str, Any]:
 
 
 def _outcome(m: ktir.Module, generic: bool, lockstep: bool | str, limit: int | None) -> tuple[str, str]:
-    kw = {} if limit is None else {"max_value_bytes": limit}
     try:
-        r = ri.run(m, args=_args(generic), lockstep=lockstep, **kw)
+        r = ri.run(m, args=_args(generic), lockstep=lockstep, max_value_bytes=limit)
     except ri.KtirRuntimeError as e:
         return e.kind, str(e)
     return "ok", r.outputs["y"].tobytes().hex()
