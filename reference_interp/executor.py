@@ -794,6 +794,9 @@ class _Binder:
                 raise fail("argument", f"Local argument {name}: tile {tile} is not in the grid")
             if p.dtype != first.dtype or p.shape != first.shape:
                 raise fail("argument", f"Local argument {name}: every piece needs the same dtype and shape")
+        if first.dtype.hasobject:
+            raise fail("argument", f"Local argument {name} holds Python objects (dtype {first.dtype}): only an array "
+                       "of numbers has bytes to place in memory")
         base = self.machine.local_top
         nbytes = first.nbytes
         self.machine.local_top = align_up(base + max(nbytes, 1), ALIGN)

@@ -200,6 +200,9 @@ class GlobalMemory:
         (Allocation.own): arrays a run only reads are never copied, and the caller's arrays
         are never changed."""
         data = np.ascontiguousarray(array)
+        if data.dtype.hasobject:
+            raise fail("argument", f"array '{name}' holds Python objects (dtype {data.dtype}): only an array of "
+                       "numbers has bytes to place in memory")
         nbytes = data.nbytes
         base = self.top if address is None else address
         if base % ALIGN:

@@ -181,3 +181,15 @@ def test_numbers_bound_to_index_wrap_to_64_bits() -> None:
         with pytest.raises(ri.KtirRuntimeError) as info:
             ri.run(m, args={"x": x, "n": bad})
         assert info.value.kind == "argument" and "argument n has type index but a float" in info.value.message
+
+
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_arrays_of_python_objects_are_argument_errors(lockstep: bool) -> None:
+    """An object array has no bytes to place: bound as a pointer, a memref, At() or Local(), the
+    run reports an argument error (numpy's TypeError from viewing it as bytes escaped before)."""
+    objects = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], dtype=object)
+    for name, value in [("a", objects), ("a", ri.At(objects, 1024)), ("w", objects[:4]),
+                        ("w", ri.Local(np.zeros((2, 4), dtype=object)))]:
+        with pytest.raises(ri.KtirRuntimeError) as info:
+            ri.run(_fresh(), args={**_good(), name: value}, lockstep=lockstep)
+        assert info.value.kind == "argument" and "Python objects" in info.value.message, (name, info.value.message)
