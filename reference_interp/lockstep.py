@@ -833,29 +833,30 @@ class LaneCompiler(FuncCompiler):
             self.vector = saved
             self.pertile -= 1
 
+    def _uniform(self, op: Operation) -> LaneFn:
+        """`op` computed once for all tiles by its per-tile closure (in a vectorised loop, its
+        blocks' ops counted once per lane)."""
+        f = self.pertile_op(op)
+        if not callable(f):
+            raise CompileError(f"{op.name} blocks in a uniform position", op)
+        if op.regions and self.rank > 1:
+            return _scaled_steps(f)
+        return f  # type: ignore[no-any-return]
+
     def compile_op(self, op: Operation) -> Any:
         if self.pertile:
             return super().compile_op(op)
         self.check_types(op, [*op.operand_types, *op.result_types])
         if not self.needs_lanes(op):
-            f = self.pertile_op(op)
-            if not callable(f):
-                raise CompileError(f"{op.name} blocks in a uniform position", op)
-            if op.regions and self.rank > 1:
-                return _scaled_steps(f)
-            return f  # type: ignore[no-any-return]
+            return self._uniform(op)
         outs = [(s, self.kind(t)) for s, n, t in zip(self.result_slots(op), op.results, op.result_types, strict=True)
                 if self.is_laned(n)]
         if not self.facts.effects[id(op)] and not self._reads_laned(op) and all(k in ("scalar", "tensor") for _s, k in outs):
             # its results are laned only by name (a value of the same name is defined laned in a
             # sibling region): computed once, as for every tile, and put in laned form (the lane
             # implementations would leave them as they are, without lane dimensions)
-            f = self.pertile_op(op)
-            if not callable(f):
-                raise CompileError(f"{op.name} blocks in a uniform position", op)
-            if op.regions and self.rank > 1:
-                f = _scaled_steps(f)
-            return _laned_results(f, outs, self.rank)
+            return _laned_results(self._uniform(op), outs, self.rank)
+        f: Any  # a lane closure, or what _strict makes of it
         factory = LANE.get(op.name)
         if factory is not None:
             f = factory(self, op)

@@ -252,16 +252,22 @@ def _seq_for(c: LaneCompiler, op: Operation) -> LaneFn:
         if counts is not None:
             _masked_loop(lf, counts, lo, step, iv, carried, outside, body, want)
         else:
-            for k in range(n):
-                lf[iv] = lo + k * step
-                body.run(lf)
-                vals = body.results(lf, R, want)
-                for s, v in zip(carried, vals, strict=True):
-                    lf[s] = v
+            _iterate(lf, 0, n, lo, step, iv, carried, body, want, R)
         for r, s in zip(res, carried, strict=True):
             lf[r] = lf[s]
 
     return run
+
+
+def _iterate(lf: list[Any], k0: int, k1: int, lo: Any, step: Any, iv: int, carried: tuple[int, ...], body: Any,
+             want: tuple[bool, ...], R: int) -> None:
+    """Iterations k0 .. k1 - 1 of a sequential loop on frame `lf`: the induction variable set,
+    the body run, its yielded values carried to the next iteration."""
+    for k in range(k0, k1):
+        lf[iv] = lo + k * step
+        body.run(lf)
+        for s, v in zip(carried, body.results(lf, R, want), strict=True):
+            lf[s] = v
 
 
 def _why_not_masked(c: LaneCompiler, op: Operation, want: tuple[bool, ...]) -> str:
@@ -307,21 +313,13 @@ def _masked_loop(lf: list[Any], counts: list[int], lo: Any, step: Any, iv: int, 
             continue
         active = [i for i, x in enumerate(counts) if x >= level]
         if len(active) == n:
-            for k in range(done, level):
-                lf[iv] = lo + k * step
-                body.run(lf)
-                for s, v in zip(carried, body.results(lf, 1, want), strict=True):
-                    lf[s] = v
+            _iterate(lf, done, level, lo, step, iv, carried, body, want, 1)
             done = level
             continue
         sub, sub_lanes, start, idx = _sub_frame(lf, active, list(carried) + outside)
         lo_s = subset(lo, idx, n) if type(lo) is np.ndarray else lo
         step_s = subset(step, idx, n) if type(step) is np.ndarray else step
-        for k in range(done, level):
-            sub[iv] = lo_s + k * step_s
-            body.run(sub)
-            for s, v in zip(carried, body.results(sub, 1, want), strict=True):
-                sub[s] = v
+        _iterate(sub, done, level, lo_s, step_s, iv, carried, body, want, 1)
         lanes.merge_steps(sub_lanes, active, start)
         for s in carried:
             lf[s] = scatter(lf[s], sub[s], idx, n)
