@@ -233,7 +233,7 @@ class GlobalMemory:
         self._placed += 1
         if end > self._end:
             self._end = end
-        top = (end + ALIGN - 1) // ALIGN * ALIGN  # align_up(end)
+        top = align_up(end)
         if top > self.top:
             self.top = top
         return alloc
