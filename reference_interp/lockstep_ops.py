@@ -214,9 +214,7 @@ def _seq_for(c: LaneCompiler, op: Operation) -> LaneFn:
     kinds = [c.kind(a.type) for a in block.arguments[1:]]
     conv = [(s, i, w and not c.is_laned(n), k) for s, i, w, n, k in zip(carried, inits, want, init_names, kinds, strict=True)]
     R = c.rank
-    # a masked run (lanes whose trip counts differ) restricts the laned values the body reads
-    # from outside it to the active lanes
-    outside = sorted({c.value_slot(n) for n in c.facts.free[id(op)] if c.is_laned(n)})
+    outside = _outside(c, op)  # for a masked run (lanes whose trip counts differ)
     why_not = _why_not_masked(c, op, want)
     # a laned induction variable is an array even when only the upper bound is laned (an
     # inner vectorised loop, a sub-frame carry laned values as arrays)
@@ -268,6 +266,12 @@ def _iterate(lf: list[Any], k0: int, k1: int, lo: Any, step: Any, iv: int, carri
         body.run(lf)
         for s, v in zip(carried, body.results(lf, R, want), strict=True):
             lf[s] = v
+
+
+def _outside(c: LaneCompiler, op: Operation) -> list[int]:
+    """The slots of the laned values `op`'s regions read from outside them: what a sub-frame of
+    some lanes restricts to those lanes (_sub_frame)."""
+    return sorted({c.value_slot(n) for n in c.facts.free[id(op)] if c.is_laned(n)})
 
 
 def _why_not_masked(c: LaneCompiler, op: Operation, want: tuple[bool, ...]) -> str:
@@ -458,7 +462,7 @@ def scf_if(c: LaneCompiler, op: Operation) -> LaneFn:
     want = tuple(c.is_laned(r) for r in op.results)
     R = c.rank
     why_not = _why_not_masked(c, op, want)
-    outside = sorted({c.value_slot(n) for n in c.facts.free[id(op)] if c.is_laned(n)})
+    outside = _outside(c, op)
 
     def run(lf: list[Any]) -> None:
         cond = lf[k]
