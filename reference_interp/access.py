@@ -373,6 +373,17 @@ def coord_facts(c: np.ndarray) -> tuple[tuple[int, int], tuple[int, int] | None]
     return _FACTS.put(c, (bounds, run))
 
 
+def _run_of(c: Any) -> tuple[int, int] | None:
+    """(start, length) when `c`, an int64 array not cached by coord_facts (computed afresh
+    at each execution, e.g. a column offset plus a variable), is start, start + 1, ... along
+    its last axis only; else None."""
+    if type(c) is not np.ndarray or c.dtype != np.int64 or not c.size or any(d != 1 for d in c.shape[:-1]):
+        return None
+    flat = c.reshape(-1)
+    start = int(flat[0])
+    return (start, flat.size) if (flat == np.arange(start, start + flat.size)).all() else None
+
+
 def _row_gather(ctx: TileContext, view: MemoryView, coords: Sequence[Any], opname: str) -> np.ndarray | None:
     """A gather whose last coordinate is one contiguous run shared by every point of the other
     coordinates (a table's rows, as in an embedding lookup): copies whole rows through a
@@ -381,11 +392,12 @@ def _row_gather(ctx: TileContext, view: MemoryView, coords: Sequence[Any], opnam
     alloc = view.alloc
     if alloc is None or alloc.growable or len(coords) < 2 or view.strides[-1] != 1:
         return None
-    facts = coord_facts(coords[-1])
-    if facts is None or facts[1] is None:
-        return None
-    start, n = facts[1]
     last = coords[-1]
+    facts = coord_facts(last)
+    run = facts[1] if facts is not None else _run_of(last)
+    if run is None:
+        return None
+    start, n = run
     isz = view.itemsize
     base = (view.addr - alloc.base) // isz + start - view.origin[-1]
     rows: Any = None
