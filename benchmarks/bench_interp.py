@@ -284,55 +284,63 @@ def case_rope(scale: int) -> Case:
     return f"rope {T}x4x64 f32, 4 tiles", interp_of(m, args), ref, check
 
 
-def case_embedding(scale: int) -> Case:
-    V, B = 32000 // scale, 4096 // scale
+def embedding_inputs(scale: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """A 32,000-token vocabulary of hidden size 1,024 (f16) and a batch of 16,384 token ids."""
+    V, B, H = 32000 // scale, 16384 // scale, 1024
     rng = np.random.default_rng(5)
-    E = rng.standard_normal((V, 128)).astype(np.float16)
+    E = rng.standard_normal((V, H), dtype=np.float32).astype(np.float16)
     ids = rng.integers(0, V, B).astype(np.int32)
+    return E, ids, V, B, H
+
+
+def case_embedding(scale: int) -> Case:
+    E, ids, V, B, H = embedding_inputs(scale)
     m = example("embedding_gather.ktir")
-    args = {"e_ptr": E, "ids_ptr": ids, "y_ptr": np.zeros((B, 128), np.float16), "V": V, "B": B}
+    args = {"e_ptr": E, "ids_ptr": ids, "y_ptr": np.zeros((B, H), np.float16), "V": V, "B": B, "H": H}
 
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["y_ptr"], want)
 
-    return f"embedding gather {B} of {V}x128 f16, 4 tiles", interp_of(m, args), lambda: E[ids], check
+    return f"embedding gather {B} of {V}x{H} f16, 32 tiles", interp_of(m, args), lambda: E[ids], check
 
 
 def blocked_embedding(scale: int) -> Callable[[], Any]:
-    """embedding_gather.ktir's algorithm in numpy: one fancy-indexed gather per 32-row block."""
-    V, B = 32000 // scale, 4096 // scale
-    rng = np.random.default_rng(5)
-    E = rng.standard_normal((V, 128)).astype(np.float16)
-    ids = rng.integers(0, V, B).astype(np.int32)
+    """embedding_gather.ktir's algorithm in numpy: one fancy-indexed gather per 128 x 1024 block."""
+    E, ids, _, B, H = embedding_inputs(scale)
 
     def run() -> np.ndarray:
-        Y = np.zeros((B, 128), np.float16)
-        for t in range(4):
-            for r in range(32 * t, B, 128):
-                Y[r : r + 32] = E[ids[r : r + 32]]
+        Y = np.zeros((B, H), np.float16)
+        for t in range(32):
+            for r in range(128 * t, B, 4096):
+                for c in range(0, H, 1024):
+                    Y[r : r + 128, c : c + 1024] = E[ids[r : r + 128], c : c + 1024]
         return Y
 
     return run
 
 
 def case_paged_attention(scale: int) -> Case:
-    # the kernel's sequences are fixed (4 of up to 128 tokens, head dim 64); the pool size varies
-    NP = 1024 // scale
+    # decode for 32 sequences of up to 2,048 tokens (128 pages of 16), head dim 128, from an
+    # 8,192-page pool; lengths between half and all of the block table (one of each extreme)
+    S, W, NP = 32, 128 // scale, 8192 // scale
+    T = 16 * W
     rng = np.random.default_rng(8)
-    Q = rng.standard_normal((4, 64)).astype(np.float16)
-    Kc = rng.standard_normal((NP, 16, 64)).astype(np.float16)
-    Vc = rng.standard_normal((NP, 16, 64)).astype(np.float16)
-    BT = rng.permutation(NP)[:32].reshape(4, 8).astype(np.int32)
-    lens = np.array([128, 97, 40, 1], np.int32)
+    Q = rng.standard_normal((S, 128), dtype=np.float32).astype(np.float16)
+    Kc = rng.standard_normal((NP, 16, 128), dtype=np.float32).astype(np.float16)
+    Vc = rng.standard_normal((NP, 16, 128), dtype=np.float32).astype(np.float16)
+    BT = rng.permutation(NP)[: S * W].reshape(S, W).astype(np.int32)
+    lens = rng.integers(T // 2, T + 1, S).astype(np.int32)
+    lens[0], lens[-1] = T, 1
     m = example("paged_attention.ktir")
     args = {"q_ptr": Q, "kc_ptr": Kc, "vc_ptr": Vc, "bt_ptr": BT, "lens_ptr": lens,
-            "o_ptr": np.zeros((4, 64), np.float16), "NP": NP}
-    t = np.arange(128)
+            "o_ptr": np.zeros((S, 128), np.float16), "NP": NP, "S": S, "W": W}
+    t = np.arange(T)
+    scale_f = np.float32(0.0883883461)  # the kernel's 1 / sqrt(128) in f32
 
     def ref() -> np.ndarray:
-        pages = BT[:, t // 16]  # (4, 128): each token's page, gathered by fancy indexing
-        K, V = Kc[pages, t % 16], Vc[pages, t % 16]  # (4, 128, 64)
-        s = np.einsum("bd,btd->bt", Q.astype(np.float32), K.astype(np.float32)) * np.float32(0.125)
+        pages = BT[:, t // 16]  # (S, T): each token's page, gathered by fancy indexing
+        K, V = Kc[pages, t % 16], Vc[pages, t % 16]  # (S, T, 128)
+        s = np.einsum("bd,btd->bt", Q.astype(np.float32), K.astype(np.float32)) * scale_f
         s[t[None, :] >= lens[:, None]] = -np.inf
         p = np.exp(s - s.max(1, keepdims=True))
         o = np.einsum("bt,btd->bd", p, V.astype(np.float32)) / p.sum(1, keepdims=True)
@@ -341,7 +349,7 @@ def case_paged_attention(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["o_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=2e-3)
 
-    return f"paged attention 4 x 128 tokens, {NP}-page pool", interp_of(m, args), ref, check
+    return f"paged attention {S} x {T} tokens, head dim 128, {NP}-page pool", interp_of(m, args), ref, check
 
 
 SMALL = """
@@ -678,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
             if name == "embedding":
                 t_blk, blk, _, _ = best_pair(blocked_embedding(scale), lambda: None, args.repeat)
                 np.testing.assert_array_equal(blk, got.outputs["y_ptr"])
-                print(f"{'  numpy, one gather per 32-row block':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                print(f"{'  numpy, one gather per 128 x 1024 block':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
                       f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
         if "races" in wanted:
             print(f"\nrace check per tile and loop iteration (2x2 RMSNorm, hidden 256, 4 tiles; medians of {max(args.repeat, 3)} "
