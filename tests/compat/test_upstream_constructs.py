@@ -197,12 +197,13 @@ def test_groups_on_the_op_read_as_legacy_and_run() -> None:
 
 def test_random_inputs_size_a_gathered_table_by_its_view(tmp_path: Path) -> None:
     """The probe run that sizes pointer arguments binds the index array as zeros, so it reads
-    row 0 of the table only; the table is sized by its view ([V, 128]) instead, and the random
+    row 0 of the table only; the table is sized by its view ([V, H]) instead, and the random
     indices (in [0, 8)) reach rows that exist (issue 27, point 6)."""
     example = Path(__file__).resolve().parents[2] / "examples" / "embedding_gather.ktir"
     out = tmp_path / "r.npz"
-    assert main(["run", str(example), "--random-inputs", "2", "--arg", "V=64", "--arg", "B=256", "--out", str(out)]) == 0
+    assert main(["run", str(example), "--random-inputs", "2", "--arg", "V=64", "--arg", "B=256", "--arg", "H=1024",
+                 "--out", str(out)]) == 0
     got = np.load(out)
-    assert got["e_ptr"].size == 64 * 128
-    table, ids = got["e_ptr"].reshape(64, 128), got["ids_ptr"]
-    np.testing.assert_array_equal(got["y_ptr"].reshape(256, 128), table[ids])
+    assert got["e_ptr"].size == 64 * 1024
+    table, ids = got["e_ptr"].reshape(64, 1024), got["ids_ptr"]
+    np.testing.assert_array_equal(got["y_ptr"].reshape(256, 1024), table[ids])

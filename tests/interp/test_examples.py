@@ -117,27 +117,29 @@ def test_ring_allreduce(func: str) -> None:
 
 
 def test_embedding_gather() -> None:
-    E = normal(1000, 128)
+    E = normal(1000, 2048)
     ids = RNG.integers(0, 1000, 256).astype(np.int32)
-    r = ri.run(example("embedding_gather.ktir"), args={"e_ptr": E, "ids_ptr": ids, "y_ptr": np.zeros((256, 128), np.float16),
-                                                        "V": 1000, "B": 256})
+    r = ri.run(example("embedding_gather.ktir"), args={"e_ptr": E, "ids_ptr": ids, "y_ptr": np.zeros((256, 2048), np.float16),
+                                                        "V": 1000, "B": 256, "H": 2048})
     np.testing.assert_array_equal(r.outputs["y_ptr"], E[ids])
-    # the ids are read through the index view: 128 bytes per 32-row block on each tile
-    assert all(s.bytes_read["global"] == 2 * (32 * 128 * 2 + 32 * 4) for s in r.stats)
+    # tiles 0 and 1 each gather one 128-row block in two 1,024-column halves, reading the
+    # block's 128 ids (4 bytes each) once per half; the other 30 tiles have no block
+    per_block = 2 * (128 * 1024 * 2 + 128 * 4)
+    assert [s.bytes_read.get("global", 0) for s in r.stats] == [per_block] * 2 + [0] * 30
 
 
 def test_paged_attention() -> None:
-    NP = 40
-    Q, Kc, Vc = normal(4, 64), normal(NP, 16, 64), normal(NP, 16, 64)
-    BT = RNG.permutation(NP)[:32].reshape(4, 8).astype(np.int32)
-    lens = np.array([128, 77, 16, 1], np.int32)
+    NP, S, W = 80, 4, 16
+    Q, Kc, Vc = normal(S, 128), normal(NP, 16, 128), normal(NP, 16, 128)
+    BT = RNG.permutation(NP)[:S * W].reshape(S, W).astype(np.int32)
+    lens = np.array([256, 77, 16, 1], np.int32)
     r = ri.run(example("paged_attention.ktir"), args={"q_ptr": Q, "kc_ptr": Kc, "vc_ptr": Vc, "bt_ptr": BT,
-                                                       "lens_ptr": lens, "o_ptr": np.zeros_like(Q), "NP": NP})
-    want = np.zeros((4, 64), np.float32)
-    for b in range(4):
-        k = f32(Kc[BT[b]].reshape(128, 64)[: lens[b]])
-        v = f32(Vc[BT[b]].reshape(128, 64)[: lens[b]])
-        s = k @ f32(Q[b]) / 8
+                                                       "lens_ptr": lens, "o_ptr": np.zeros_like(Q), "NP": NP, "S": S, "W": W})
+    want = np.zeros((S, 128), np.float32)
+    for b in range(S):
+        k = f32(Kc[BT[b]].reshape(16 * W, 128)[: lens[b]])
+        v = f32(Vc[BT[b]].reshape(16 * W, 128)[: lens[b]])
+        s = k @ f32(Q[b]) / np.sqrt(128)
         p = np.exp(s - s.max())
         want[b] = p @ v / p.sum()
     close(r.outputs["o_ptr"], want, rtol=3e-3, atol=3e-3)

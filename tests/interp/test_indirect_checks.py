@@ -227,33 +227,33 @@ def test_gather_of_scratchpad_rows_never_written() -> None:
 
 
 def test_embedding_example_id_out_of_range() -> None:
-    V, B = 300, 256
+    V, B, H = 300, 512, 1024
     ids = np.arange(B, dtype=np.int32) % V
     ids[200] = V
-    a = {"e_ptr": np.zeros((V, 128), np.float16), "ids_ptr": ids, "y_ptr": np.zeros((B, 128), np.float16), "V": V, "B": B}
+    a = {"e_ptr": np.zeros((V, H), np.float16), "ids_ptr": ids, "y_ptr": np.zeros((B, H), np.float16), "V": V, "B": B, "H": H}
     with pytest.raises(ri.KtirRuntimeError) as info:
         ri.run(example("embedding_gather.ktir"), args=a)
     e = info.value
-    # row 200 is in tile (200 // 32) % 4 = 2's block at r = 192
-    assert e.kind == "out-of-view" and e.tile == 2 and e.coordinate == (V, 0)
-    assert e.message.endswith(f": coordinate ({V}, 0) is outside the view's sizes [{V}, 128]")
+    # row 200 is in tile 200 // 128 = 1's block at r = 128, read first for columns 0..1023
+    assert e.kind == "out-of-view" and e.tile == 1 and e.coordinate == (V, 0)
+    assert e.message.endswith(f": coordinate ({V}, 0) is outside the view's sizes [{V}, {H}]")
 
 
 def test_paged_attention_block_table_entry_outside_the_pool() -> None:
-    NP = 32
+    NP, S, W = 64, 4, 16
     rng = np.random.default_rng(0)
-    bt = rng.permutation(NP)[:32].reshape(4, 8).astype(np.int32)
+    bt = rng.permutation(NP).reshape(S, W).astype(np.int32)
     bt[2, 5] = NP
-    a = {"q_ptr": rng.standard_normal((4, 64)).astype(np.float16),
-         "kc_ptr": rng.standard_normal((NP, 16, 64)).astype(np.float16),
-         "vc_ptr": rng.standard_normal((NP, 16, 64)).astype(np.float16),
-         "bt_ptr": bt, "lens_ptr": np.array([128, 100, 64, 1], np.int32),
-         "o_ptr": np.zeros((4, 64), np.float16), "NP": NP}
+    a = {"q_ptr": rng.standard_normal((S, 128)).astype(np.float16),
+         "kc_ptr": rng.standard_normal((NP, 16, 128)).astype(np.float16),
+         "vc_ptr": rng.standard_normal((NP, 16, 128)).astype(np.float16),
+         "bt_ptr": bt, "lens_ptr": np.array([256, 100, 64, 1], np.int32),
+         "o_ptr": np.zeros((S, 128), np.float16), "NP": NP, "S": S, "W": W}
     with pytest.raises(ri.KtirRuntimeError) as info:
         ri.run(example("paged_attention.ktir"), args=a)
     e = info.value
     assert e.kind == "out-of-view" and e.tile == 2 and e.coordinate == (NP, 0, 0)
-    assert e.message.endswith(f": coordinate ({NP}, 0, 0) is outside the view's sizes [{NP}, 16, 64]")
+    assert e.message.endswith(f": coordinate ({NP}, 0, 0) is outside the view's sizes [{NP}, 16, 128]")
 
 
 def _general_paths_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,10 +290,10 @@ def test_fast_paths_report_what_the_general_paths_report(make: Callable[[], ktir
 
 
 def test_fast_paths_give_the_general_paths_results_and_stats(monkeypatch: pytest.MonkeyPatch) -> None:
-    V, B = 300, 256
+    V, B, H = 300, 256, 2048  # two column blocks: the second's columns are a captured offset plus a variable
     rng = np.random.default_rng(1)
-    table, ids = rng.standard_normal((V, 128)).astype(np.float16), rng.integers(0, V, B).astype(np.int32)
-    a = {"e_ptr": table, "ids_ptr": ids, "y_ptr": np.zeros((B, 128), np.float16), "V": V, "B": B}
+    table, ids = rng.standard_normal((V, H)).astype(np.float16), rng.integers(0, V, B).astype(np.int32)
+    a = {"e_ptr": table, "ids_ptr": ids, "y_ptr": np.zeros((B, H), np.float16), "V": V, "B": B, "H": H}
     m = example("embedding_gather.ktir")
     fast = ri.run(m, args=a)
     np.testing.assert_array_equal(fast.outputs["y_ptr"], table[ids])

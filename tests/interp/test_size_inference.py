@@ -34,9 +34,10 @@ def test_softmax_rows_take_the_smallest_size_that_runs(capsys: pytest.CaptureFix
 
 
 def test_page_count_covers_the_random_block_table() -> None:
-    # the block table's random page ids are below 8: fewer pages would make its gathers leave the pool
+    # the block table's random page ids are below 8: fewer pages would make its gathers leave the
+    # pool; the sizes searched together stop at 16, the fewest block-table columns a chunk reads
     args = infer_args(_load("paged_attention.ktir"), None, {}, 0, {})
-    assert args["NP"] == 8 and int(np.max(args["bt_ptr"])) < 8
+    assert args["W"] == 16 and args["NP"] == 16 and int(np.max(args["bt_ptr"])) < 8
 
 
 def test_a_given_size_is_kept() -> None:

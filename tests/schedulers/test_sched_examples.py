@@ -23,8 +23,8 @@ SIZES: dict[str, dict[str, int]] = {
     "layernorm.ktir": {"R": 128},
     "rope.ktir": {"T": 128},
     "tiled_matmul.ktir": {"M": 2048, "N": 2048, "K": 256},
-    "embedding_gather.ktir": {"V": 1000, "B": 256},
-    "paged_attention.ktir": {"NP": 40},
+    "embedding_gather.ktir": {"V": 1000, "B": 256, "H": 1024},
+    "paged_attention.ktir": {"NP": 64, "S": 4, "W": 16},
 }
 REWRITTEN = {"softmax.ktir", "rmsnorm.ktir", "layernorm.ktir", "rope.ktir", "tiled_matmul.ktir",
              "causal_attention.ktir"}
@@ -87,8 +87,8 @@ def test_single_tile_kernel(name: str, scheduler: str, spyre) -> None:  # type: 
 DECLINED = {
     "vector_add.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line 7", None),
     "swiglu.ktir": ("grid [2, 2]", "`ktdp.get_compute_tile_id` at line", "`linalg.matmul` at line 35"),
-    "paged_attention.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line",
-                             "indirect access (`ktdp.construct_indirect_access_tile` at line 40)"),
+    "paged_attention.ktir": ("grid [32]", "`ktdp.get_compute_tile_id` at line",
+                             "indirect access (`ktdp.construct_indirect_access_tile` at line 59)"),
     "distributed_copy.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line",
                               "inter-tile communication (`ktdp.inter_tile_produce` at line"),
 }

@@ -264,7 +264,7 @@ def test_a_gather_reads_any_row_of_its_table() -> None:
     from schedulers.proof import footprint
 
     m = ktir.parse((Path(__file__).resolve().parents[2] / "examples" / "embedding_gather.ktir").read_text(), "g.ktir")
-    fp = footprint(m, function_of(m, None), {"B": 512, "V": 1000})
+    fp = footprint(m, function_of(m, None), {"B": 512, "V": 1000, "H": 1024})
     assert not fp.problems and fp.writes and fp.reads
     assert footprint(m, function_of(m, None)).problems  # B unknown: where the rows are stored is not known
 
