@@ -48,11 +48,11 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
                                 "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {}),
     "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {}),
     "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("exact", 1)}, {}),
-    "embedding_gather": (None, {"e_ptr": ((1000, 128), "f16", {"recipe": "normal"}), "ids_ptr": ((256,), "i32", {"recipe": "int", "low": 0, "high": 1000})},
-                         {"y_ptr": ("exact", 1)}, {"V": 1000, "B": 256}),
-    "paged_attention": (None, {"q_ptr": ((4, 64), "f16", {"recipe": "normal"}), "kc_ptr": ((40, 16, 64), "f16", {"recipe": "normal"}),
-                               "vc_ptr": ((40, 16, 64), "f16", {"recipe": "normal"}), "bt_ptr": ((4, 8), "i32", {"recipe": "int", "low": 0, "high": 40}),
-                               "lens_ptr": ((4,), "i32", {"recipe": "int", "low": 1, "high": 129})}, {"o_ptr": ("derived", 128)}, {"NP": 40}),
+    "embedding_gather": (None, {"e_ptr": ((300, 1024), "f16", {"recipe": "normal"}), "ids_ptr": ((256,), "i32", {"recipe": "int", "low": 0, "high": 300})},
+                         {"y_ptr": ("exact", 1)}, {"V": 300, "B": 256, "H": 1024}),
+    "paged_attention": (None, {"q_ptr": ((4, 128), "f16", {"recipe": "normal"}), "kc_ptr": ((64, 16, 128), "f16", {"recipe": "normal"}),
+                               "vc_ptr": ((64, 16, 128), "f16", {"recipe": "normal"}), "bt_ptr": ((4, 32), "i32", {"recipe": "int", "low": 0, "high": 64}),
+                               "lens_ptr": ((4,), "i32", {"recipe": "int", "low": 1, "high": 513})}, {"o_ptr": ("derived", 512)}, {"NP": 64, "S": 4, "W": 32}),
     "fp8_dequant_matmul": (None, {"x_ptr": ((64, 256), "f16", {"recipe": "normal"}), "w_ptr": ((256, 128), "f8E4M3FN", _n(4.0)),
                                   "s_ptr": ((128,), "f32", {"recipe": "uniform", "low": 0.0, "high": 0.0625})}, {"y_ptr": ("derived", 256)}, {}),
 }
@@ -60,7 +60,7 @@ OUT_SHAPES: dict[str, tuple[tuple[int, ...], str]] = {
     "vector_add": ((1024,), "f16"), "tiled_matmul": ((512, 1024), "f16"), "softmax": ((1024, 1024), "f16"),
     "rmsnorm": ((256, 512), "f16"), "layernorm": ((128, 256), "bf16"), "rope": ((128, 4, 64), "f32"),
     "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 128), "f32"),
-    "ring_allreduce_steps": ((8, 128), "f32"), "embedding_gather": ((256, 128), "f16"), "paged_attention": ((4, 64), "f16"),
+    "ring_allreduce_steps": ((8, 128), "f32"), "embedding_gather": ((256, 1024), "f16"), "paged_attention": ((4, 128), "f16"),
     "fp8_dequant_matmul": ((64, 128), "f16"),
 }
 

@@ -145,20 +145,29 @@ def causal_attention(a: Inputs) -> dict[str, Expected]:
 
 
 def paged_attention(a: Inputs) -> dict[str, Expected]:
-    """Sequence b attends to its lens[b] tokens, gathered page by page through the block table."""
+    """Sequence b attends to its lens[b] tokens, gathered page by page through the block table,
+    256 tokens (16 pages) a chunk, carrying the online-softmax state (maximum m, denominator
+    l, unnormalised output acc, f32) from chunk to chunk as the kernel does."""
     q, kc, vc = (_f64(a[n]) for n in ("q_ptr", "kc_ptr", "vc_ptr"))
     bt, lens = a["bt_ptr"].astype(np.int64), a["lens_ptr"].astype(np.int64)
-    t = np.arange(128)
+    scale = ax.exact(np.float64(np.float32(0.0883883461)))  # the kernel's f32 constant
+    j = np.arange(256)
     outs: list[Approx] = []
-    for b in range(4):
-        keys = kc[bt[b, t // 16], t % 16]
-        vals = vc[bt[b, t // 16], t % 16]
-        s = ax.matmul(ax.exact(q[b:b + 1]), ax.exact(keys.T), F32)
-        sm = _mask(ax.mul(s, ax.exact(np.float64(0.125)), F32), (t >= lens[b])[None, :])
-        mx = ax.maximum(sm, 1)
-        p = ax.exp(ax.sub(sm, _bcast(mx, (slice(None), None)), F32), F32)
-        lsum = ax.total(p, 1, F32)
-        acc = ax.matmul(p, ax.exact(vals), F32)
+    for b in range(q.shape[0]):
+        m = ax.exact(np.full(1, -np.inf))
+        lsum = ax.exact(np.zeros(1))
+        acc = ax.exact(np.zeros((1, 128)))
+        for c in range(0, -(-int(lens[b]) // 16), 16):  # the chunk's first page
+            pages = bt[b, c + j // 16]
+            keys, vals = kc[pages, j % 16], vc[pages, j % 16]
+            s = ax.matmul(ax.exact(q[b:b + 1]), ax.exact(keys.T), F32)
+            sm = _mask(ax.mul(s, scale, F32), (16 * c + j >= lens[b])[None, :])
+            m_new = ax.maximum(sm, 1, init=m)
+            p = ax.exp(ax.sub(sm, _bcast(m_new, (slice(None), None)), F32), F32)
+            alpha = ax.exp(ax.sub(m, m_new, F32), F32)
+            lsum = ax.total(p, 1, F32, init=ax.mul(lsum, alpha, F32))
+            acc = ax.matmul(p, ax.exact(vals), F32, init=ax.mul(acc, _bcast(alpha, (slice(None), None)), F32))
+            m = m_new
         outs.append(ax.div(acc, _bcast(lsum, (slice(None), None)), F32))
     out = Approx(np.concatenate([o.v for o in outs]), np.concatenate([o.e for o in outs]))
     return {"o_ptr": _derived(out, np.float16)}
