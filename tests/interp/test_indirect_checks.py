@@ -295,8 +295,20 @@ def test_fast_paths_give_the_general_paths_results_and_stats(monkeypatch: pytest
     table, ids = rng.standard_normal((V, H)).astype(np.float16), rng.integers(0, V, B).astype(np.int32)
     a = {"e_ptr": table, "ids_ptr": ids, "y_ptr": np.zeros((B, H), np.float16), "V": V, "B": B, "H": H}
     m = example("embedding_gather.ktir")
+    import reference_interp.access as access
+
+    rows = access._row_gather
+    taken: list[bool] = []
+
+    def counted(*args: Any) -> Any:
+        got = rows(*args)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(access, "_row_gather", counted)
     fast = ri.run(m, args=a)
     np.testing.assert_array_equal(fast.outputs["y_ptr"], table[ids])
+    assert taken == [True] * 4  # both column blocks of both 128-row blocks copy whole rows
     _general_paths_only(monkeypatch)
     slow = ri.run(m, args=a)
     np.testing.assert_array_equal(fast.outputs["y_ptr"], slow.outputs["y_ptr"])
