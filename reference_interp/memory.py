@@ -38,6 +38,18 @@ from .affine_eval import CompiledSet
 from .errors import fail
 
 ALIGN = 128
+_ZERO_SCAN = 1 << 20  # arrays at least this large are scanned for zeros before a copy
+
+
+def _all_zero(b: np.ndarray) -> bool:
+    """Whether the bytes `b` (a large contiguous uint8 array) are all zero: an output array
+    given as zeros is then owned as fresh zero pages, not copied (a scan reads it once; a copy
+    reads it, writes it and faults the new pages in first). Smaller arrays are simply copied."""
+    n = b.size
+    if n < _ZERO_SCAN or b[:4096].any():
+        return False
+    k = n - n % 8
+    return not np.count_nonzero(b[:k].view(np.uint64)) and not b[k:].any()
 SPACES = ("global", "ct_local", "alloc")
 SPACE_ID = {name: i for i, name in enumerate(SPACES)}
 
@@ -153,10 +165,14 @@ class Allocation:
         (without `copy`, by a buffer whose bytes are those the write about to happen gives:
         for a write of every byte, lockstep_memory._covers_all)."""
         if self.shared:
-            raw = np.empty(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
-            if copy:
-                raw[: self.nbytes] = self.raw
-            raw[self.nbytes :] = 0
+            size = max(align_up(self.nbytes), ALIGN)
+            if copy and _all_zero(self.raw[: self.nbytes]):
+                raw = np.zeros(size, dtype=np.uint8)  # fresh pages are zeros already: nothing to copy
+            else:
+                raw = np.empty(size, dtype=np.uint8)
+                if copy:
+                    raw[: self.nbytes] = self.raw
+                raw[self.nbytes :] = 0
             self.raw = raw
             self._typed.clear()
             self._windows.clear()

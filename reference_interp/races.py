@@ -139,6 +139,22 @@ _MEET_BUDGET = 256  # search nodes boxes_meet spends before it answers "cannot t
 _MEETS: Memo[tuple[object, ...], bool | None] = Memo(4096)
 
 
+def _keep_box(alloc: Allocation, gbox: BoxDesc, v: int) -> None:
+    """Keep a box write (1 + its segment `v`) in alloc.w_boxes. A box that continues the last
+    one kept (the same segment, strides and extents but the first, starting where the last
+    one's first dimension ends) extends it instead: their union is exactly the longer box, and
+    nothing was kept between them, so a tile storing consecutive blocks keeps one box."""
+    boxes = alloc.w_boxes
+    if boxes and gbox.ext:
+        last, lv = boxes[-1]
+        if lv == v and last.bstrides == gbox.bstrides and last.itemsize == gbox.itemsize \
+                and last.ext[1:] == gbox.ext[1:] and 0 not in last.ext and 0 not in gbox.ext \
+                and gbox.b0 == last.b0 + last.ext[0] * last.bstrides[0]:
+            boxes[-1] = (BoxDesc(last.b0, (last.ext[0] + gbox.ext[0], *last.ext[1:]), last.bstrides, last.itemsize), v)
+            return
+    boxes.append((gbox, v))
+
+
 def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
     """Whether boxes a and b share a cell (same units for both): exact when True or False, None
     when the search would take more than _MEET_BUDGET steps.
@@ -728,7 +744,7 @@ class RaceTracker:
                     # write-write race; kept as a box (a store of a block costs O(1) here)
                     if alloc.readers:
                         self._check_readers(alloc, desc, t)
-                    alloc.w_boxes.append((gbox, seg + 1))
+                    _keep_box(alloc, gbox, seg + 1)
                     self._wrote(alloc, desc, t, seg, opname)
                     return
             self._write_map(alloc)
@@ -804,7 +820,7 @@ class RaceTracker:
                     return False
         if alloc.readers:
             self._check_readers(alloc, desc, t)
-        alloc.w_boxes.append((gbox, self.cur[t] + 1))
+        _keep_box(alloc, gbox, self.cur[t] + 1)
         self._wrote(alloc, desc, t, self.cur[t], opname)
         return True
 

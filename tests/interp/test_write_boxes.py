@@ -121,3 +121,51 @@ def test_interleaved_blocks_of_unsynchronised_tiles_stay_boxes() -> None:
         assert (e.kind, e.other_tile, e.flat) == ("write-write", 0, 0)
     else:
         raise AssertionError("the overlapping write was not found")
+
+
+@st.composite
+def with_continued_blocks(draw: st.DrawFn) -> tuple[int, list[tuple]]:  # type: ignore[type-arg]
+    """A random schedule in which some writes are followed by the same tile's writes of the
+    next blocks along the first dimension (as a tile storing consecutive row blocks does):
+    the boxes the tracker extends instead of keeping one per write."""
+    n, steps = draw(schedules(accesses(), max_steps=30, mix=("read", "write", "write", "post", "join")))
+    out: list[tuple] = []  # type: ignore[type-arg]
+    for step in steps:
+        out.append(step)
+        if step[0] != "write":
+            continue
+        _, t, b = step
+        for _ in range(draw(st.integers(0, 3))):
+            nxt = BoxDesc(b.b0 + b.ext[0] * b.bstrides[0], b.ext, b.bstrides, b.itemsize)
+            if nxt.hi >= NBYTES:
+                break
+            out.append(("write", t, nxt))
+            b = nxt
+    return n, out
+
+
+@settings(max_examples=300, deadline=None)
+@given(with_continued_blocks())
+def test_extended_boxes_report_exactly_what_the_write_map_reports(schedule: tuple[int, list[tuple]]) -> None:  # type: ignore[type-arg]
+    n, steps = schedule
+    assert _replay(n, steps, races.MAX_WRITE_BOXES) == _replay(n, steps, 0)
+
+
+def test_consecutive_blocks_of_a_tile_keep_one_box() -> None:
+    """Eight tiles each storing 4 consecutive row blocks (a band of rows per tile) keep one box
+    per tile; a block of tile 3 stored again by tile 4 is the race."""
+    tracker = RaceTracker(8)
+    rows, width = 8 * 4 * 2, 16
+    alloc = Allocation("Y", "global", 0, np.zeros(rows * width * 4, np.uint8), rows * width * 4)
+    alloc.dtype, alloc.shape = np.dtype(np.float32), (rows, width)
+    for t in range(8):
+        for i in range(4):  # rows [8t + 2i, 8t + 2i + 2)
+            tracker.write(alloc, BoxDesc(((8 * t + 2 * i) * width) * 4, (2, width), (width * 4, 4), 4), t, "store")
+    assert alloc.w_seg is None and len(alloc.w_boxes) == 8
+    assert [b.ext for b, _ in alloc.w_boxes] == [(8, width)] * 8
+    try:
+        tracker.write(alloc, BoxDesc((8 * 3 + 5) * width * 4, (1, width), (width * 4, 4), 4), 4, "store")
+    except RaceFound as e:
+        assert (e.kind, e.other_tile) == ("write-write", 3)
+    else:
+        raise AssertionError("the overlapping write was not found")
