@@ -493,11 +493,12 @@ def blocked_swiglu(scale: int) -> Callable[[], Any]:
 
 
 def case_causal_attention(scale: int) -> Case:
+    S = 4096 // scale
     rng = np.random.default_rng(22)
-    Q, K, V = (rng.standard_normal((256, 64)).astype(np.float16) for _ in range(3))
+    Q, K, V = (rng.standard_normal((S, 64)).astype(np.float16) for _ in range(3))
     m = example("causal_attention.ktir")
-    args = {"q_ptr": Q, "k_ptr": K, "v_ptr": V, "o_ptr": np.zeros_like(Q)}
-    mask = np.triu(np.ones((256, 256), bool), 1)
+    args = {"q_ptr": Q, "k_ptr": K, "v_ptr": V, "o_ptr": np.zeros_like(Q), "S": S}
+    mask = np.triu(np.ones((S, S), bool), 1)
 
     def ref() -> np.ndarray:
         s = Q.astype(np.float32) @ K.astype(np.float32).T / np.float32(8)
@@ -508,7 +509,7 @@ def case_causal_attention(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["o_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
 
-    return "causal attention 256x64 f16, 4 tiles (fixed size)", interp_of(m, args), ref, check
+    return f"causal attention {S}x64 f16, 32 tiles", interp_of(m, args), ref, check
 
 
 def _ring(func: str, label: str) -> Callable[[int], Case]:

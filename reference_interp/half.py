@@ -49,7 +49,8 @@ NARROW_FLOATS = frozenset(np.dtype(t) for t in (
 # f16 -> f32: the table (256 KiB) gathers fast only while it sits in the caches; inside a run,
 # between other ops, it mostly does not, and numpy 2.4's astype is then faster on tile-sized
 # blocks (64 x 64: 5.4 against 10.7 us with the caches flushed in between, 4.2 against 4.4 us
-# hot; swiglu and causal_attention ran 4-7% faster with astype for blocks of 2,048 and 4,096)
+# hot; swiglu and causal_attention ran 4-7% faster with astype for their blocks of 2,048 and
+# 4,096 elements at the time)
 SMALL_WIDEN = 16384
 SMALL_NARROW = 8192
 SMALL_WIDEN8 = 1024  # fp8: the table gathers faster from here on (8.6 against 4.7 us at 4,096 elements)

@@ -45,7 +45,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
     "swiglu": (None, {"x_ptr": ((64, 256), "f16", _n(0.25)), "wg_ptr": ((256, 128), "f16", _n(0.06)),
                       "wu_ptr": ((256, 128), "f16", _n(0.06))}, {"h_ptr": ("derived", 256)}, {}),
     "causal_attention": (None, {"q_ptr": ((256, 64), "f16", {"recipe": "normal"}), "k_ptr": ((256, 64), "f16", {"recipe": "normal"}),
-                                "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {}),
+                                "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {"S": 256}),
     "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {}),
     "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("exact", 1)}, {}),
     "embedding_gather": (None, {"e_ptr": ((300, 1024), "f16", {"recipe": "normal"}), "ids_ptr": ((256,), "i32", {"recipe": "int", "low": 0, "high": 300})},

@@ -118,26 +118,28 @@ def swiglu(a: Inputs) -> dict[str, Expected]:
 
 
 def causal_attention(a: Inputs) -> dict[str, Expected]:
-    """Flash-style: tile t owns queries [64 t, 64 t + 64) and walks key blocks 0..t, carrying
-    the running maximum m, denominator l and unnormalised output acc in f32."""
+    """Flash-style over query and key blocks of 128 rows: the query block at rows [q0, q0 + 128)
+    walks the key blocks up to its own, carrying the running maximum m, denominator l and
+    unnormalised output acc in f32. (Which tile owns a block does not change its result.)"""
     q, k, v = (_f64(a[n]) for n in ("q_ptr", "k_ptr", "v_ptr"))
+    B, S = 128, q.shape[0]
     scale = ax.exact(np.float64(0.125))
     rows: list[Approx] = []
-    for t in range(4):
-        qb = ax.exact(q[64 * t:64 * t + 64])
-        m = ax.exact(np.full(64, -np.inf))
-        lsum = ax.exact(np.zeros(64))
-        acc = ax.exact(np.zeros((64, 64)))
-        for kb in range(t + 1):
-            s = ax.matmul(qb, ax.exact(k[64 * kb:64 * kb + 64].T), F32)
-            future = (64 * kb + np.arange(64))[None, :] > (64 * t + np.arange(64))[:, None]
+    for q0 in range(0, S, B):
+        qb = ax.exact(q[q0:q0 + B])
+        m = ax.exact(np.full(B, -np.inf))
+        lsum = ax.exact(np.zeros(B))
+        acc = ax.exact(np.zeros((B, 64)))
+        for k0 in range(0, q0 + B, B):
+            s = ax.matmul(qb, ax.exact(k[k0:k0 + B].T), F32)
+            future = (k0 + np.arange(B))[None, :] > (q0 + np.arange(B))[:, None]
             sm = _mask(ax.mul(s, scale, F32), future)
             m_new = ax.maximum(sm, 1, init=m)
             p = ax.exp(ax.sub(sm, _bcast(m_new, (slice(None), None)), F32), F32)
             alpha = ax.exp(ax.sub(m, m_new, F32), F32)
             lsum = ax.total(p, 1, F32, init=ax.mul(lsum, alpha, F32))
             acc_scaled = ax.mul(acc, _bcast(alpha, (slice(None), None)), F32)
-            acc = ax.matmul(ax.rnd(p, "f16"), ax.exact(v[64 * kb:64 * kb + 64]), F32, init=acc_scaled)
+            acc = ax.matmul(ax.rnd(p, "f16"), ax.exact(v[k0:k0 + B]), F32, init=acc_scaled)
             m = m_new
         rows.append(ax.div(acc, _bcast(lsum, (slice(None), None)), F32))
     out = Approx(np.concatenate([r.v for r in rows]), np.concatenate([r.e for r in rows]))

@@ -323,8 +323,8 @@ def test_races_only_the_extra_iterations_make(trips: list[int], shift: int, race
 def test_causal_attention_runs_in_lockstep() -> None:
     m = example("causal_attention.ktir")
     rng = np.random.default_rng(3)
-    args = {k: rng.standard_normal((256, 64)).astype(np.float16) for k in ("q_ptr", "k_ptr", "v_ptr")}
-    args["o_ptr"] = np.zeros((256, 64), np.float16)
+    args: dict[str, Any] = {k: rng.standard_normal((512, 64)).astype(np.float16) for k in ("q_ptr", "k_ptr", "v_ptr")}
+    args["o_ptr"], args["S"] = np.zeros((512, 64), np.float16), 512  # tiles 0..3 walk 4..1 key blocks, the rest none
     tiled = ri.run(m, args=args, lockstep=False)
     got = ri.run(m, args=args, lockstep="always")
     assert got.lockstep

@@ -24,11 +24,15 @@ def _valid(module: ktir.Module) -> None:
     assert not [d for d in diags if d.severity == "error"], [str(d) for d in diags]
 
 
+# the example's sequence length (an argument): two query blocks of 128 rows
+SIZES = {"S": 256}
+
+
 def test_the_example_is_recognised() -> None:
-    found = match_attention(example("causal_attention.ktir"))
+    found = match_attention(example("causal_attention.ktir"), {"S": 4096})
     assert found is not None
     k = found.kernel
-    assert (k.kv_heads, k.rows, k.kv_len, k.head_dim, k.dtype, k.causal) == (1, 256, 256, 64, "f16", True)
+    assert (k.kv_heads, k.rows, k.kv_len, k.head_dim, k.dtype, k.causal) == (1, 4096, 4096, 64, "f16", True)
     assert found.scale == 0.125
     assert [o.arg for o in (found.q, found.k, found.v, found.o)] == ["q_ptr", "k_ptr", "v_ptr", "o_ptr"]
 
@@ -41,12 +45,12 @@ def test_other_kernels_are_not_attention(text: str) -> None:
 def test_an_epilogue_is_not_dropped(spyre) -> None:  # type: ignore[no-untyped-def]
     """One more multiply after the normalisation: not the recognised form, so the kernel comes back unchanged."""
     text = (EXAMPLES / "causal_attention.ktir").read_text()
-    old = "    %r = arith.divf %a, %d : f32\n    linalg.yield %r : f32"
-    assert old in text
-    before = ktir.parse(text.replace(old, "    %r0 = arith.divf %a, %d : f32\n    %r = arith.mulf %r0, %scale : f32\n"
-                                               "    linalg.yield %r : f32"), "epilogue.ktir")
-    assert match_attention(before) is None
-    r = schedulers.schedule(before, spyre, "exact")
+    old = "%r = arith.divf %a, %d : f32\n"
+    assert text.count(old) == 1
+    before = ktir.parse(text.replace(old, "%r0 = arith.divf %a, %d : f32\n      %r = arith.mulf %r0, %scale : f32\n"),
+                        "epilogue.ktir")
+    assert match_attention(before, SIZES) is None
+    r = schedulers.schedule(before, spyre, "exact", schedulers.ScheduleOptions(sizes=SIZES))
     assert not r.report.applied and r.module == before
 
 
@@ -57,7 +61,7 @@ def test_an_epilogue_is_not_dropped(spyre) -> None:  # type: ignore[no-untyped-d
 def test_other_masks_and_products_are_not_recognised(old: str, new: str) -> None:
     text = (EXAMPLES / "causal_attention.ktir").read_text()
     assert old in text
-    assert match_attention(ktir.parse(text.replace(old, new), "variant.ktir")) is None
+    assert match_attention(ktir.parse(text.replace(old, new), "variant.ktir"), SIZES) is None
 
 
 def test_paged_attention_is_not_rewritten(spyre) -> None:  # type: ignore[no-untyped-def]
@@ -68,14 +72,14 @@ def test_paged_attention_is_not_rewritten(spyre) -> None:  # type: ignore[no-unt
 @pytest.mark.parametrize("scheduler", ["baseline", "exact", "search"])
 def test_example_through_each_scheduler(scheduler: str, spyre) -> None:  # type: ignore[no-untyped-def]
     before = example("causal_attention.ktir")
-    r = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(time_budget=0.2))
+    r = schedulers.schedule(before, spyre, scheduler, schedulers.ScheduleOptions(sizes=SIZES, time_budget=0.2))
     assert r.report.applied and r.report.kernel_class == "attention"
     assert r.report.dims == {"heads": 1, "S": 256, "D": 64}
     assert r.report.ratio is not None and r.report.ratio >= 1.0 - 1e-9
     assert r.report.schedule is not None
     assert r.module != before
     _valid(r.module)
-    verdict = check_equivalent(before, r.module, seed=5)
+    verdict = check_equivalent(before, r.module, SIZES, seed=5)
     assert verdict.ok, verdict.message
 
 
@@ -129,10 +133,10 @@ def test_a_dropped_mask_is_caught() -> None:
     """The check can fail: the same schedule without the causal mask differs from the input."""
     before = example("causal_attention.ktir")
     fn = function_of(before, None)
-    found = match_attention(before)
+    found = match_attention(before, SIZES)
     assert found is not None
     wrong = replace(found, kernel=replace(found.kernel, causal=False))
-    verdict = check_equivalent(before, emit_attention(wrong, fn, {"bq": 64, "bkv": 64, "db": 1}, 32), seed=5)
+    verdict = check_equivalent(before, emit_attention(wrong, fn, {"bq": 64, "bkv": 64, "db": 1}, 32), SIZES, seed=5)
     assert not verdict.ok
 
 
@@ -142,7 +146,7 @@ def test_the_cost_model_sees_the_double_buffering(spyre) -> None:  # type: ignor
     from schedulers.cost import figures
     from schedulers.space_choice import space_for
 
-    found = match_attention(example("causal_attention.ktir"))
+    found = match_attention(example("causal_attention.ktir"), SIZES)
     assert found is not None
     space = space_for(found.kernel, figures(spyre))
     plain = evaluate_point(space, {"bq": 64, "bkv": 64, "s": 1, "db": 0}).cycles[0]
@@ -206,7 +210,7 @@ def test_dropping_the_combine_of_the_kv_splits_is_caught() -> None:
 
 def test_the_command_line_checks_the_rewrite(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     out, rep = tmp_path / "attention.ktir", tmp_path / "report.json"
-    code = ktir_schedule([str(EXAMPLES / "causal_attention.ktir"), "--target", "spyre", "--check", "-o", str(out),
+    code = ktir_schedule([str(EXAMPLES / "causal_attention.ktir"), "--size", "S=256", "--target", "spyre", "--check", "-o", str(out),
                           "--report-json", str(rep)])
     err = capsys.readouterr().err
     assert code == 0, err

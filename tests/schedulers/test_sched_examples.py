@@ -22,6 +22,7 @@ SIZES: dict[str, dict[str, int]] = {
     "rmsnorm.ktir": {"R": 256},
     "layernorm.ktir": {"R": 128},
     "rope.ktir": {"T": 128},
+    "causal_attention.ktir": {"S": 256},
     "tiled_matmul.ktir": {"M": 2048, "N": 2048, "K": 256},
     "embedding_gather.ktir": {"V": 1000, "B": 256, "H": 1024},
     "paged_attention.ktir": {"NP": 64, "S": 4, "W": 16},
