@@ -85,7 +85,7 @@ MAX_LANES = 1 << 16
 # only when its largest tensor times the tiles fits LOCKSTEP_BYTES (8 bytes an element: a
 # float64 intermediate), and a vectorised loop runs in chunks of iterations whose largest
 # tensor times the lanes fits CHUNK_BYTES.
-LOCKSTEP_BYTES = 8 << 20
+LOCKSTEP_BYTES = 64 << 20
 CHUNK_BYTES = 8 << 20
 
 
