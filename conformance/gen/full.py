@@ -46,7 +46,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
                       "wu_ptr": ((256, 128), "f16", _n(0.06))}, {"h_ptr": ("derived", 256)}, {}),
     "causal_attention": (None, {"q_ptr": ((256, 64), "f16", {"recipe": "normal"}), "k_ptr": ((256, 64), "f16", {"recipe": "normal"}),
                                 "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {}),
-    "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 16384), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {"L": 16384}),
+    "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 65536), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {"L": 65536}),
     "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 524288), "f32", {"recipe": "normal"})}, {"out_ptr": ("exact", 1)},
                              {"L": 524288}),
     "embedding_gather": (None, {"e_ptr": ((1000, 128), "f16", {"recipe": "normal"}), "ids_ptr": ((256,), "i32", {"recipe": "int", "low": 0, "high": 1000})},
@@ -60,7 +60,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
 OUT_SHAPES: dict[str, tuple[tuple[int, ...], str]] = {
     "vector_add": ((1024,), "f16"), "tiled_matmul": ((512, 1024), "f16"), "softmax": ((1024, 1024), "f16"),
     "rmsnorm": ((256, 512), "f16"), "layernorm": ((128, 256), "bf16"), "rope": ((128, 4, 64), "f32"),
-    "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 16384), "f32"),
+    "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 65536), "f32"),
     "ring_allreduce_steps": ((8, 524288), "f32"), "embedding_gather": ((256, 128), "f16"), "paged_attention": ((4, 64), "f16"),
     "fp8_dequant_matmul": ((64, 128), "f16"),
 }

@@ -170,9 +170,13 @@ def fp8_dequant_matmul(a: Inputs) -> dict[str, Expected]:
 
 def ring_allreduce(a: Inputs) -> dict[str, Expected]:
     # every tile's row of OUT is the sum of the eight rows of X: one order-free sum of 8 terms
+    # (the row's bounds computed once, then repeated for every tile)
     s, m = exact_sum(a["x_ptr"], 0)
     rows = a["x_ptr"].shape[0]
-    return {"out_ptr": summed(np.tile(s, (rows, 1)), np.tile(m, (rows, 1)), np.float32, rows, products=False)}
+    row = summed(s, m, np.float32, rows, products=False)
+    assert row.lo is not None and row.hi is not None
+    return {"out_ptr": Expected(golden=np.tile(row.golden, (rows, 1)), lo=np.tile(row.lo, (rows, 1)),
+                                hi=np.tile(row.hi, (rows, 1)), method=row.method)}
 
 
 RING_CHUNK = 65536  # elements per message of examples/ring_allreduce.ktir's ring; a block is one chunk per tile

@@ -109,7 +109,7 @@ def test_causal_attention() -> None:
 
 @pytest.mark.parametrize("func", ["ring_allreduce", "ring_allreduce_steps"])
 def test_ring_allreduce(func: str) -> None:
-    L = 524288  # one block of the ring's (8 chunks of 65536), 32 of the collective's
+    L = 524288  # one block of the ring's (8 chunks of 65536), 8 of the collective's
     X = normal(8, L, dtype=np.float32)
     r = ri.run(example("ring_allreduce.ktir"), func, args={"x_ptr": X, "out_ptr": np.zeros_like(X), "L": L})
     close(r.outputs["out_ptr"], np.broadcast_to(X.sum(0), (8, L)), rtol=1e-5, atol=1e-5)
