@@ -609,7 +609,7 @@ CASES: dict[str, Callable[[int], Case]] = {
     "rope": case_rope,
     "swiglu": case_swiglu,
     "causal_attention": case_causal_attention,
-    "ring_allreduce": _ring("ring_allreduce", "ring all-reduce 8x{L:,} f32, 8 tiles, collective, 64 KiB blocks"),
+    "ring_allreduce": _ring("ring_allreduce", "ring all-reduce 8x{L:,} f32, 8 tiles, collective, 256 KiB blocks"),
     "ring_allreduce_steps": _ring("ring_allreduce_steps", "ring all-reduce 8x{L:,} f32, 8 tiles, 14 ring steps of 256 KiB chunks per block"),
     "embedding": case_embedding,
     "paged_attention": case_paged_attention,
