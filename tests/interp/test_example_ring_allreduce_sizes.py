@@ -82,6 +82,14 @@ def test_collective_within_the_reduction_bound(blocks: int, seed: int, lockstep:
     assert (out == out[0]).all()  # every tile holds the same sum
 
 
+@pytest.mark.parametrize(("func", "L"), [("ring_allreduce", 2 * BLOCK), ("ring_allreduce_steps", TILES * CHUNK)])
+def test_lockstep_equals_the_per_tile_run(func: str, L: int) -> None:
+    """Lockstep folds an all-reduce's partials once for all tiles (every consumer takes the
+    same producers): the same additions in the same order as each tile's own fold."""
+    X = inputs(L, 9)
+    np.testing.assert_array_equal(run(func, X, "always").outputs["out_ptr"], run(func, X, False).outputs["out_ptr"])
+
+
 def test_the_ring_order_matters() -> None:
     """The exact comparison above can fail: another order (numpy's row by row sum) differs."""
     X = inputs(TILES * CHUNK, 5)
