@@ -66,9 +66,12 @@ def _nbytes(v: Any, laned: bool, t: ty.Type, rank: int) -> int:
 
 def _take(v: Any, laned: bool, tiles: np.ndarray) -> Any:
     """The values of the given tiles (one per lane), laned."""
-    if not laned:
+    if not laned or v.shape[0] == 1:
         return v
-    return v[tiles if v.shape[0] > 1 else np.zeros_like(tiles)]
+    first = int(tiles[0])
+    if (tiles == first).all():
+        return v[first : first + 1]  # one lane for all (an all-reduce's fold then runs once, broadcast)
+    return v[tiles]
 
 
 def _scope(lanes: Lanes, R: int) -> Any:

@@ -22,7 +22,7 @@ from conformance.oracle.kernels import METHOD, MODELS
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-HEAVY = {"softmax", "tiled_matmul", "embedding_gather"}  # large outputs: one seed keeps the goldens small
+HEAVY = {"softmax", "tiled_matmul", "embedding_gather", "ring_allreduce", "ring_allreduce_steps"}  # large outputs: one seed keeps the goldens small
 
 
 def _n(scale: float) -> dict[str, Any]:
@@ -46,8 +46,9 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
                       "wu_ptr": ((256, 128), "f16", _n(0.06))}, {"h_ptr": ("derived", 256)}, {}),
     "causal_attention": (None, {"q_ptr": ((256, 64), "f16", {"recipe": "normal"}), "k_ptr": ((256, 64), "f16", {"recipe": "normal"}),
                                 "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {"S": 256}),
-    "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {}),
-    "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 128), "f32", {"recipe": "normal"})}, {"out_ptr": ("exact", 1)}, {}),
+    "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 65536), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {"L": 65536}),
+    "ring_allreduce_steps": ("ring_allreduce_steps", {"x_ptr": ((8, 524288), "f32", {"recipe": "normal"})}, {"out_ptr": ("exact", 1)},
+                             {"L": 524288}),
     "embedding_gather": (None, {"e_ptr": ((300, 1024), "f16", {"recipe": "normal"}), "ids_ptr": ((256,), "i32", {"recipe": "int", "low": 0, "high": 300})},
                          {"y_ptr": ("exact", 1)}, {"V": 300, "B": 256, "H": 1024}),
     "paged_attention": (None, {"q_ptr": ((4, 128), "f16", {"recipe": "normal"}), "kc_ptr": ((64, 16, 128), "f16", {"recipe": "normal"}),
@@ -59,8 +60,8 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
 OUT_SHAPES: dict[str, tuple[tuple[int, ...], str]] = {
     "vector_add": ((1024,), "f16"), "tiled_matmul": ((512, 1024), "f16"), "softmax": ((1024, 1024), "f16"),
     "rmsnorm": ((256, 512), "f16"), "layernorm": ((128, 256), "bf16"), "rope": ((128, 4, 64), "f32"),
-    "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 128), "f32"),
-    "ring_allreduce_steps": ((8, 128), "f32"), "embedding_gather": ((256, 1024), "f16"), "paged_attention": ((4, 128), "f16"),
+    "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 65536), "f32"),
+    "ring_allreduce_steps": ((8, 524288), "f32"), "embedding_gather": ((256, 1024), "f16"), "paged_attention": ((4, 128), "f16"),
     "fp8_dequant_matmul": ((64, 128), "f16"),
 }
 

@@ -111,11 +111,12 @@ def test_causal_attention() -> None:
 
 @pytest.mark.parametrize("func", ["ring_allreduce", "ring_allreduce_steps"])
 def test_ring_allreduce(func: str) -> None:
-    X = normal(8, 128, dtype=np.float32)
-    r = ri.run(example("ring_allreduce.ktir"), func, args={"x_ptr": X, "out_ptr": np.zeros_like(X)})
-    close(r.outputs["out_ptr"], np.broadcast_to(X.sum(0), (8, 128)), rtol=1e-5, atol=1e-5)
+    L = 524288  # one block of the ring's (8 chunks of 65536), 8 of the collective's
+    X = normal(8, L, dtype=np.float32)
+    r = ri.run(example("ring_allreduce.ktir"), func, args={"x_ptr": X, "out_ptr": np.zeros_like(X), "L": L})
+    close(r.outputs["out_ptr"], np.broadcast_to(X.sum(0), (8, L)), rtol=1e-5, atol=1e-5)
     sent = [s.bytes_sent for s in r.stats]
-    assert sent == [512] * 8 if func == "ring_allreduce" else sent == [14 * 16 * 4] * 8
+    assert sent == [4 * L] * 8 if func == "ring_allreduce" else sent == [14 * L // 8 * 4] * 8
 
 
 def test_embedding_gather() -> None:

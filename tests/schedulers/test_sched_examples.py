@@ -26,6 +26,7 @@ SIZES: dict[str, dict[str, int]] = {
     "tiled_matmul.ktir": {"M": 2048, "N": 2048, "K": 256},
     "embedding_gather.ktir": {"V": 1000, "B": 256, "H": 1024},
     "paged_attention.ktir": {"NP": 64, "S": 4, "W": 16},
+    "ring_allreduce.ktir": {"L": 65536},
 }
 REWRITTEN = {"softmax.ktir", "rmsnorm.ktir", "layernorm.ktir", "rope.ktir", "tiled_matmul.ktir",
              "causal_attention.ktir"}
