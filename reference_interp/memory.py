@@ -49,7 +49,7 @@ def _all_zero(b: np.ndarray) -> bool:
     if n < _ZERO_SCAN or b[:4096].any():
         return False
     k = n - n % 8
-    return not np.count_nonzero(b[:k].view(np.uint64)) and not b[k:].any()
+    return not b[:k].view(np.uint64).max(initial=0) and not b[k:].any()
 SPACES = ("global", "ct_local", "alloc")
 SPACE_ID = {name: i for i, name in enumerate(SPACES)}
 
@@ -59,6 +59,50 @@ _BYTE = np.dtype(np.uint8)  # (a view to a dtype object skips the conversion of 
 
 def align_up(n: int, a: int = ALIGN) -> int:
     return (n + a - 1) // a * a
+
+
+class KeptBoxes:
+    """An allocation's box writes kept as boxes (races.py), in order, with their byte spans
+    sorted by start: the boxes whose spans meet a given span are found by bisection, not by a
+    pass over every box (a tile's stores interleaved with other tiles' in one output array
+    are many boxes, each meeting few)."""
+
+    __slots__ = ("items", "starts", "widest")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Any, int]] = []  # (box, 1 + segment), in the order written
+        self.starts: list[tuple[int, int]] = []  # (box.lo, position in items), sorted
+        self.widest = 0  # the largest box.hi - box.lo so far
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def append(self, box: Any, v: int) -> None:
+        bisect.insort(self.starts, (box.lo, len(self.items)))
+        self.items.append((box, v))
+        if box.hi - box.lo > self.widest:
+            self.widest = box.hi - box.lo
+
+    def replace_last(self, box: Any, v: int) -> None:
+        """The last box, grown with its start unchanged."""
+        assert box.lo == self.items[-1][0].lo
+        self.items[-1] = (box, v)
+        if box.hi - box.lo > self.widest:
+            self.widest = box.hi - box.lo
+
+    def near(self, lo: int, hi: int, limit: int) -> list[tuple[Any, int]] | None:
+        """The kept (box, v) whose byte spans meet [lo, hi] (any order); None when more than
+        `limit` boxes start close enough to be looked at."""
+        starts = self.starts
+        a = bisect.bisect_left(starts, (lo - self.widest, -1))
+        b = bisect.bisect_right(starts, (hi, len(self.items)))
+        if b - a > limit:
+            return None
+        items = self.items
+        return [items[k] for _, k in starts[a:b] if items[k][0].hi >= lo]
 
 
 class Allocation:
@@ -91,7 +135,7 @@ class Allocation:
         self.growable = capacity is not None
         self.w_seg: np.ndarray | None = None  # per granule: 1 + segment of the last write, 0 none
         # before w_seg is made: the writes as (box in granules, 1 + segment), in order (races.py)
-        self.w_boxes: list[tuple[Any, int]] = []
+        self.w_boxes = KeptBoxes()
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
         self.private = False  # only its owner tile can reach it: no race bookkeeping

@@ -23,9 +23,12 @@ only when some `w_last[u] >= vc[t][u]` (u != t), a test over the writer *tiles* 
 until a clock changes), never over the segments. The look itself is vectorised over the
 accessed granules: segment -> (tile, epoch) by two table lookups, compared with t's clock.
 Until the map is needed, writes of boxes are kept as boxes (`w_boxes`: up to MAX_WRITE_BOXES,
-with 1 + their segment, in order): an access then looks at the map only if a box written by
-a segment unordered with it may meet it (`boxes_meet`, an exact test of two strided boxes that
-may answer "cannot tell"); if none does, no granule it touches has an unordered last writer
+with 1 + their segment, in order; a box continuing the same segment's last one extends it):
+an access then looks at the map only if a box written by a segment unordered with it may
+meet it (`boxes_meet`, an exact test of two strided boxes that may answer "cannot tell"; only
+the boxes whose byte spans meet the access's are looked at, found by bisection in
+`memory.KeptBoxes`, and when more than _NEAR_LIMIT start near it the map is taken instead);
+if none does, no granule it touches has an unordered last writer
 (the last writer wrote one of those boxes) and no map is made. Otherwise, or at a write that
 is not a box, the boxes become the map and the check is the one above, with the same report.
 So the stores of lockstep, one box per tile over all iterations of a loop (rows interleaved
@@ -51,7 +54,7 @@ import bisect
 import numpy as np
 
 from .memo import MISSING, Memo
-from .memory import Allocation, BoxDesc, Desc, IdxDesc, assign_cells
+from .memory import Allocation, BoxDesc, Desc, IdxDesc, KeptBoxes, assign_cells
 
 MAX_DESCS = 2048  # descriptors per (allocation, tile) before they become a map
 _ONES = b"\x01" * 4096
@@ -130,7 +133,9 @@ def _scaled(desc: Desc, g: int) -> Desc:
     return found
 
 
-MAX_WRITE_BOXES = 16  # box writes kept per allocation before they become the write map
+MAX_WRITE_BOXES = 1024  # box writes kept per allocation before they become the write map
+# boxes starting near an access that it looks at before it takes the write map instead
+_NEAR_LIMIT = 32
 _MEET_BUDGET = 256  # search nodes boxes_meet spends before it answers "cannot tell"
 
 
@@ -146,13 +151,13 @@ def _keep_box(alloc: Allocation, gbox: BoxDesc, v: int) -> None:
     nothing was kept between them, so a tile storing consecutive blocks keeps one box."""
     boxes = alloc.w_boxes
     if boxes and gbox.ext:
-        last, lv = boxes[-1]
+        last, lv = boxes.items[-1]
         if lv == v and last.bstrides == gbox.bstrides and last.itemsize == gbox.itemsize \
                 and last.ext[1:] == gbox.ext[1:] and 0 not in last.ext and 0 not in gbox.ext \
                 and gbox.b0 == last.b0 + last.ext[0] * last.bstrides[0]:
-            boxes[-1] = (BoxDesc(last.b0, (last.ext[0] + gbox.ext[0], *last.ext[1:]), last.bstrides, last.itemsize), v)
+            boxes.replace_last(BoxDesc(last.b0, (last.ext[0] + gbox.ext[0], *last.ext[1:]), last.bstrides, last.itemsize), v)
             return
-    boxes.append((gbox, v))
+    boxes.append(gbox, v)
 
 
 def boxes_meet(a: BoxDesc, b: BoxDesc) -> bool | None:
@@ -803,9 +808,10 @@ class RaceTracker:
         if alloc.w_last and self._concurrent_writes(alloc, t):
             seg_tile, seg_epoch, c = self.seg_tile, self.seg_epoch, self.vc[t]
             ext, bstrides, itemsize, b0, lo, hi = gbox.ext, gbox.bstrides, gbox.itemsize, gbox.b0, gbox.lo, gbox.hi
-            for box, v in alloc.w_boxes:
-                if box.hi < lo or hi < box.lo:
-                    continue  # byte spans apart: they do not meet (boxes_meet's first test)
+            near = alloc.w_boxes.near(lo, hi, _NEAR_LIMIT)
+            if near is None:
+                return False
+            for box, v in near:  # the others' byte spans are apart: they do not meet
                 st = seg_tile[v - 1]  # hb(v - 1, t)
                 if st == t or (c is not None and c[st] > seg_epoch[v - 1]):
                     continue
@@ -842,7 +848,7 @@ class RaceTracker:
             for box, v in alloc.w_boxes:
                 box.cells(w)[...] = v
             alloc.w_seg = w
-            alloc.w_boxes = []
+            alloc.w_boxes = KeptBoxes()
         return alloc.w_seg
 
     def _boxes_clear(self, alloc: Allocation, gdesc: Desc, t: int) -> bool:
@@ -851,7 +857,8 @@ class RaceTracker:
         unordered with t: its last writer wrote one of those boxes. False when unsure."""
         if type(gdesc) is not BoxDesc:
             return False
-        return all(self.hb(v - 1, t) or boxes_meet(box, gdesc) is False for box, v in alloc.w_boxes)
+        near = alloc.w_boxes.near(gdesc.lo, gdesc.hi, _NEAR_LIMIT)
+        return near is not None and all(self.hb(v - 1, t) or boxes_meet(box, gdesc) is False for box, v in near)
 
     def _writer_op(self, alloc: Allocation, seg: int) -> str:
         return self._last_writer_op.get((id(alloc), seg), "a store")

@@ -16,7 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from reference_interp import races
-from reference_interp.memory import Allocation, BoxDesc
+from reference_interp.memory import Allocation, BoxDesc, KeptBoxes
 from reference_interp.races import RaceFound, RaceTracker, UninitFound, boxes_meet
 
 from .race_schedules import schedules
@@ -67,10 +67,12 @@ def accesses(draw: st.DrawFn) -> BoxDesc:
     return BoxDesc(start, ext, strides, isz)
 
 
-def _replay(n: int, steps: list[tuple], boxes_kept: int) -> list[tuple | None]:  # type: ignore[type-arg]
-    """The outcome of each step (None, or the race reported), with `boxes_kept` as MAX_WRITE_BOXES."""
-    saved = races.MAX_WRITE_BOXES
+def _replay(n: int, steps: list[tuple], boxes_kept: int, near: int | None = None) -> list[tuple | None]:  # type: ignore[type-arg]
+    """The outcome of each step (None, or the race reported), with `boxes_kept` as MAX_WRITE_BOXES
+    (and `near` as _NEAR_LIMIT)."""
+    saved, saved_near = races.MAX_WRITE_BOXES, races._NEAR_LIMIT
     races.MAX_WRITE_BOXES = boxes_kept
+    races._NEAR_LIMIT = saved_near if near is None else near
     try:
         tracker = RaceTracker(n)
         alloc = Allocation("A", "global", 0, np.zeros(NBYTES, np.uint8), NBYTES)
@@ -95,7 +97,7 @@ def _replay(n: int, steps: list[tuple], boxes_kept: int) -> list[tuple | None]: 
                 out.append(None)
         return out
     finally:
-        races.MAX_WRITE_BOXES = saved
+        races.MAX_WRITE_BOXES, races._NEAR_LIMIT = saved, saved_near
 
 
 @settings(max_examples=300, deadline=None)
@@ -148,7 +150,30 @@ def with_continued_blocks(draw: st.DrawFn) -> tuple[int, list[tuple]]:  # type: 
 @given(with_continued_blocks())
 def test_extended_boxes_report_exactly_what_the_write_map_reports(schedule: tuple[int, list[tuple]]) -> None:  # type: ignore[type-arg]
     n, steps = schedule
-    assert _replay(n, steps, races.MAX_WRITE_BOXES) == _replay(n, steps, 0)
+    want = _replay(n, steps, 0)
+    assert _replay(n, steps, races.MAX_WRITE_BOXES) == want
+    # the boxes becoming the map part way, and an access giving up on the boxes near it
+    assert _replay(n, steps, 3) == want
+    assert _replay(n, steps, races.MAX_WRITE_BOXES, near=1) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(-1, 60)), max_size=40), st.integers(0, 400),
+       st.integers(0, 80), st.integers(1, 50))
+def test_kept_boxes_find_exactly_the_spans_that_meet(spans: list[tuple[int, int]], lo: int, width: int, limit: int) -> None:
+    """KeptBoxes.near against a pass over every box: the same boxes whose byte spans meet
+    [lo, hi], or None only when more than `limit` start near it."""
+    kept = KeptBoxes()
+    for k, (b0, w) in enumerate(spans):
+        kept.append(BoxDesc(b0, (w + 1,), (1,), 1), k + 1)  # w = -1: an empty box
+    hi = lo + width
+    want = sorted(v for box, v in kept if box.hi >= lo and box.lo <= hi)
+    got = kept.near(lo, hi, limit)
+    if got is None:
+        assert len(kept) > limit
+    else:
+        assert sorted(v for _, v in got) == want
+    assert sorted(v for _, v in kept.near(lo, hi, len(spans)) or []) == want
 
 
 def test_consecutive_blocks_of_a_tile_keep_one_box() -> None:
