@@ -144,13 +144,13 @@ _MEET_BUDGET = 256  # search nodes boxes_meet spends before it answers "cannot t
 _MEETS: Memo[tuple[object, ...], bool | None] = Memo(4096)
 
 
-def _keep_box(alloc: Allocation, gbox: BoxDesc, v: int) -> None:
+def _keep_box(alloc: Allocation, gbox: Desc, v: int) -> None:
     """Keep a box write (1 + its segment `v`) in alloc.w_boxes. A box that continues the last
     one kept (the same segment, strides and extents but the first, starting where the last
     one's first dimension ends) extends it instead: their union is exactly the longer box, and
     nothing was kept between them, so a tile storing consecutive blocks keeps one box."""
     boxes = alloc.w_boxes
-    if boxes and gbox.ext:
+    if boxes and type(gbox) is BoxDesc and gbox.ext:
         last, lv = boxes.items[-1]
         if lv == v and last.bstrides == gbox.bstrides and last.itemsize == gbox.itemsize \
                 and last.ext[1:] == gbox.ext[1:] and 0 not in last.ext and 0 not in gbox.ext \
