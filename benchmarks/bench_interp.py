@@ -423,15 +423,16 @@ def small_tiles(n: int, repeat: int, staged: bool = False) -> dict[str, float]:
 
 
 def case_vector_add(scale: int) -> Case:
+    N = 2**24 // scale  # a multiple of the kernel's 65,536-element block
     rng = np.random.default_rng(20)
-    a, b = rng.standard_normal(1024).astype(np.float16), rng.standard_normal(1024).astype(np.float16)
+    a, b = rng.standard_normal(N).astype(np.float16), rng.standard_normal(N).astype(np.float16)
     m = example("vector_add.ktir")
-    args = {"A": a, "B": b, "C": np.zeros(1024, np.float16)}
+    args = {"A": a, "B": b, "C": np.zeros(N, np.float16), "N": N}
 
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["C"], want)
 
-    return "vector add 1024 f16, 4 tiles (fixed size)", interp_of(m, args), lambda: a + b, check
+    return f"vector add {N} f16, 4 tiles", interp_of(m, args), lambda: a + b, check
 
 
 def case_swiglu(scale: int) -> Case:
