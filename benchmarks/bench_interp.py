@@ -519,14 +519,15 @@ def _ring(func: str, label: str) -> Callable[[int], Case]:
 
 
 def case_distributed_copy(scale: int) -> Case:
-    X = np.random.default_rng(24).standard_normal((64, 64)).astype(np.float32)
+    M, N = 2048 // scale, 4096  # M a multiple of the kernel's 256-row panels, N of its 1,024 columns
+    X = np.random.default_rng(24).standard_normal((M, N)).astype(np.float32)
     m = example("distributed_copy.ktir")
-    args = {"x_ptr": X, "y_ptr": np.zeros_like(X), "scratch": 0}
+    args = {"x_ptr": X, "y_ptr": np.zeros((N, M), np.float32), "scratch": 0, "M": M, "N": N}
 
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["y_ptr"], want)
 
-    return ("transpose 64x64 f32 through a distributed view, 4 tiles (fixed size)",
+    return (f"transpose {M}x{N} f32 through a distributed view, 4 tiles",
             interp_of(m, args, target="spyre"), lambda: X.T.copy(), check)
 
 
