@@ -268,8 +268,8 @@ def test_errors_are_the_per_tile_errors(kw: dict[str, Any], kind: str) -> None:
     ("embedding_gather.ktir", lambda: {"e_ptr": np.random.default_rng(4).standard_normal((300, 128)).astype(np.float16),
                                        "ids_ptr": np.random.default_rng(5).integers(0, 300, 256).astype(np.int32),
                                        "y_ptr": np.zeros((256, 128), np.float16), "V": 300, "B": 256}),
-    ("vector_add.ktir", lambda: {"A": np.arange(1024, dtype=np.float16), "B": np.ones(1024, np.float16),
-                                 "C": np.zeros(1024, np.float16)}),
+    ("vector_add.ktir", lambda: {"A": (np.arange(3 * 65536) % 2048).astype(np.float16), "B": np.ones(3 * 65536, np.float16),
+                                 "C": np.zeros(3 * 65536, np.float16), "N": 3 * 65536}),
 ])
 def test_examples_in_lockstep(name: str, args: Any) -> None:
     m = example(name)
