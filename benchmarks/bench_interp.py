@@ -431,15 +431,16 @@ def small_tiles(n: int, repeat: int, staged: bool = False) -> dict[str, float]:
 
 
 def case_vector_add(scale: int) -> Case:
+    N = 2**24 // scale  # a multiple of the kernel's 65,536-element block
     rng = np.random.default_rng(20)
-    a, b = rng.standard_normal(1024).astype(np.float16), rng.standard_normal(1024).astype(np.float16)
+    a, b = rng.standard_normal(N).astype(np.float16), rng.standard_normal(N).astype(np.float16)
     m = example("vector_add.ktir")
-    args = {"A": a, "B": b, "C": np.zeros(1024, np.float16)}
+    args = {"A": a, "B": b, "C": np.zeros(N, np.float16), "N": N}
 
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["C"], want)
 
-    return "vector add 1024 f16, 4 tiles (fixed size)", interp_of(m, args), lambda: a + b, check
+    return f"vector add {N} f16, 4 tiles", interp_of(m, args), lambda: a + b, check
 
 
 def case_swiglu(scale: int) -> Case:
@@ -532,14 +533,15 @@ def _ring(func: str, label: str) -> Callable[[int], Case]:
 
 
 def case_distributed_copy(scale: int) -> Case:
-    X = np.random.default_rng(24).standard_normal((64, 64)).astype(np.float32)
+    M, N = 2048 // scale, 4096  # M a multiple of the kernel's 256-row panels, N of its 1,024 columns
+    X = np.random.default_rng(24).standard_normal((M, N)).astype(np.float32)
     m = example("distributed_copy.ktir")
-    args = {"x_ptr": X, "y_ptr": np.zeros_like(X), "scratch": 0}
+    args = {"x_ptr": X, "y_ptr": np.zeros((N, M), np.float32), "scratch": 0, "M": M, "N": N}
 
     def check(got: Any, want: Any) -> None:
         np.testing.assert_array_equal(got.outputs["y_ptr"], want)
 
-    return ("transpose 64x64 f32 through a distributed view, 4 tiles (fixed size)",
+    return (f"transpose {M}x{N} f32 through a distributed view, 4 tiles",
             interp_of(m, args, target="spyre"), lambda: X.T.copy(), check)
 
 

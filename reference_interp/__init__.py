@@ -2,8 +2,9 @@
 
     >>> import numpy as np, ktir, reference_interp
     >>> m = ktir.parse(open("examples/vector_add.ktir").read(), "vector_add.ktir")
-    >>> a = np.arange(1024, dtype=np.float16); b = np.ones(1024, np.float16)
-    >>> r = reference_interp.run(m, args={"A": a, "B": b, "C": np.zeros(1024, np.float16)})
+    >>> n = 65536  # the kernel adds blocks of 65,536 elements: N is a multiple of that
+    >>> a = np.ones(n, np.float16); b = np.full(n, 0.5, np.float16)
+    >>> r = reference_interp.run(m, args={"A": a, "B": b, "C": np.zeros(n, np.float16), "N": n})
     >>> bool((r.outputs["C"] == a + b).all())
     True
 

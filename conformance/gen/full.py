@@ -31,8 +31,8 @@ def _n(scale: float) -> dict[str, Any]:
 
 # example -> (function, arrays {name: (shape, dtype, recipe)}, outputs {name: (tolerance, n)}, scalars)
 SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[str, Any]]], dict[str, tuple[str, int]], dict[str, int]]] = {
-    "vector_add": (None, {"A": ((1024,), "f16", {"recipe": "normal"}), "B": ((1024,), "f16", {"recipe": "normal"})},
-                   {"C": ("correctly-rounded", 1)}, {}),
+    "vector_add": (None, {"A": ((65536,), "f16", {"recipe": "normal"}), "B": ((65536,), "f16", {"recipe": "normal"})},
+                   {"C": ("correctly-rounded", 1)}, {"N": 65536}),
     "tiled_matmul": (None, {"a_ptr": ((512, 256), "f16", _n(0.5)), "b_ptr": ((256, 1024), "f16", _n(0.5))},
                      {"c_ptr": ("derived", 256)}, {"M": 512, "N": 1024, "K": 256}),
     "softmax": (None, {"x_ptr": ((1024, 1024), "f16", _n(3.0))}, {"y_ptr": ("derived", 1)}, {"R": 1024}),
@@ -58,7 +58,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
                                   "s_ptr": ((128,), "f32", {"recipe": "uniform", "low": 0.0, "high": 0.0625})}, {"y_ptr": ("derived", 256)}, {}),
 }
 OUT_SHAPES: dict[str, tuple[tuple[int, ...], str]] = {
-    "vector_add": ((1024,), "f16"), "tiled_matmul": ((512, 1024), "f16"), "softmax": ((1024, 1024), "f16"),
+    "vector_add": ((65536,), "f16"), "tiled_matmul": ((512, 1024), "f16"), "softmax": ((1024, 1024), "f16"),
     "rmsnorm": ((256, 512), "f16"), "layernorm": ((128, 256), "bf16"), "rope": ((128, 4, 64), "f32"),
     "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 65536), "f32"),
     "ring_allreduce_steps": ((8, 524288), "f32"), "embedding_gather": ((256, 1024), "f16"), "paged_attention": ((4, 128), "f16"),
@@ -87,11 +87,11 @@ def cases() -> Iterator[Draft]:
                       model=MODELS[name])
             d.scalars = {s: ("index", v) for s, v in scalars.items()}
             yield d
-    # distributed_copy needs its scratch address as a scalar and global + ct_local memory
+    # distributed_copy needs its scratch address as a scalar and global + ct_local memory (one 256 x 1024 panel)
     for k in range(2):
         text = (EXAMPLES / "distributed_copy.ktir").read_text(encoding="utf-8")
         d = Draft(id=f"full.distributed_copy.seed{k}", level="full", text=text, description="examples/distributed_copy.ktir end to end",
-                  arrays=[Arr("x_ptr", (64, 64), "f32", {"recipe": "normal"}), Arr("y_ptr", (64, 64), "f32", {"recipe": "zeros"})],
+                  arrays=[Arr("x_ptr", (256, 1024), "f32", {"recipe": "normal"}), Arr("y_ptr", (1024, 256), "f32", {"recipe": "zeros"})],
                   outputs=[("y_ptr", "exact", 1)], model=MODELS["distributed_copy"])
-        d.scalars = {"scratch": ("index", 0)}
+        d.scalars = {"scratch": ("index", 0), "M": ("index", 256), "N": ("index", 1024)}
         yield d

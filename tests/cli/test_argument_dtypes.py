@@ -22,7 +22,10 @@ from ktir.lower.torch.manifest import BufferEntry, KernelEntry, Manifest, StickL
 from reference_interp.conform import ArgumentTypeError, conform
 
 ROOT = Path(__file__).resolve().parents[2]
-VECTOR_ADD = ROOT / "examples" / "vector_add.ktir"  # A, B, C: index pointers to f16[1024] views
+VECTOR_ADD = ROOT / "examples" / "vector_add.ktir"  # A, B, C: index pointers to f16[N] views; N a multiple of 65,536
+# a program binds buffers only, no sizes: its kernel is the corpus's fixed-size vector add (f16[4096])
+FIXED_ADD = ROOT / "tests" / "corpus" / "kernels" / "vector_add.ktir"
+SIZE = {"run": 65536, "run-program": 4096}
 
 # significand bits (with the implicit one), smallest normal exponent, largest finite value
 FLOATS = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
@@ -101,25 +104,27 @@ def test_big_endian_and_strings() -> None:
 
 def _vector_add_files(tmp: Path, a: np.ndarray) -> list[str]:
     np.save(tmp / "a.npy", a)
-    np.save(tmp / "b.npy", np.ones(1024, np.float16))
-    np.save(tmp / "c.npy", np.zeros(1024, np.float16))
-    return ["--arg", f"A={tmp / 'a.npy'}", "--arg", f"B={tmp / 'b.npy'}", "--arg", f"C={tmp / 'c.npy'}"]
+    np.save(tmp / "b.npy", np.ones(len(a), np.float16))
+    np.save(tmp / "c.npy", np.zeros(len(a), np.float16))
+    return ["--arg", f"A={tmp / 'a.npy'}", "--arg", f"B={tmp / 'b.npy'}", "--arg", f"C={tmp / 'c.npy'}", "--arg", f"N={len(a)}"]
 
 
 def _vector_add_program(tmp: Path) -> Path:
-    """A one-kernel program (vector_add) with inputs A and B, written by hand."""
-    (tmp / "p.ktir").write_text(VECTOR_ADD.read_text())
-    layout = StickLayout(dim_order=[0], stick_dim=0, stick_elements=64, sticks=16)
-    buffers = [BufferEntry(name=n, kind="input" if n != "C" else "intermediate", dtype="f16", shape=[1024], elements=1024,
-                           source=n, layout=layout, writers=["vector_add"] if n == "C" else []) for n in "ABC"]
-    kernel = KernelEntry(name="vector_add", kind="elementwise", grid=[4], args=["A", "B", "C"], reads=["A", "B"], writes=["C"],
-                         nodes=["add"], description="C = A + B")
-    io = [TensorEntry(name=n.lower(), buffer=n, dtype="f16", offset=0, shape=[1024], strides=[1]) for n in "AB"]
-    out = [TensorEntry(name="c", buffer="C", dtype="f16", offset=0, shape=[1024], strides=[1])]
+    """A one-kernel program (vector_add) with inputs a and b, written by hand."""
+    n = SIZE["run-program"]
+    (tmp / "p.ktir").write_text(FIXED_ADD.read_text())
+    x, y, z = "x_ptr", "y_ptr", "out_ptr"  # the kernel's arguments, bound by name to the buffers
+    layout = StickLayout(dim_order=[0], stick_dim=0, stick_elements=64, sticks=n // 64)
+    buffers = [BufferEntry(name=v, kind="input" if v != z else "intermediate", dtype="f16", shape=[n], elements=n,
+                           source=v, layout=layout, writers=["vector_add"] if v == z else []) for v in (x, y, z)]
+    kernel = KernelEntry(name="vector_add", kind="elementwise", grid=[4], args=[x, y, z], reads=[x, y], writes=[z],
+                         nodes=["add"], description="out = x + y")
+    io = [TensorEntry(name=name, buffer=v, dtype="f16", offset=0, shape=[n], strides=[1]) for name, v in (("a", x), ("b", y))]
+    out = [TensorEntry(name="c", buffer=z, dtype="f16", offset=0, shape=[n], strides=[1])]
     manifest = Manifest(program="p", target="spyre", cores=32, ktir="p.ktir", weights=None, buffers=buffers,
                         kernels=[kernel], inputs=io, outputs=out)
     (tmp / "p.manifest.json").write_text(manifest.to_json())
-    np.save(tmp / "b.npy", np.ones(1024, np.float16))
+    np.save(tmp / "b.npy", np.ones(n, np.float16))
     return tmp / "p.manifest.json"
 
 
@@ -137,14 +142,16 @@ def test_a_wrong_dtype_is_converted_when_exact_and_refused_otherwise(command: st
                      f"b={tmp_path / 'b.npy'}", "--out", str(out)]), out
 
     key = "C" if command == "run" else "c"
-    for exact in (np.arange(1024, dtype=np.float32), np.arange(1024, dtype=">f2"), np.arange(1024, dtype=np.int32) - 512):
+    n = SIZE[command]
+    ramp = np.arange(n) % 1024  # every value exact in f16
+    for exact in (ramp.astype(np.float32), ramp.astype(">f2"), ramp.astype(np.int32) - 512):
         code, out = invoke(exact)
         err = capsys.readouterr().err
         assert code == 0, err
         assert "note: argument" in err and "converted" in err, err
         with np.load(out) as data:
             np.testing.assert_array_equal(data[key], exact.astype(np.float64) + 1)
-    for lossy in ((np.arange(1024, dtype=np.float32) + 0.1), np.full(1024, 70000.0), np.full(1024, 2049, np.int32)):
+    for lossy in ((ramp.astype(np.float32) + 0.1), np.full(n, 70000.0), np.full(n, 2049, np.int32)):
         code, out = invoke(lossy)
         err = capsys.readouterr().err
         assert code == 2 and "would change" in err and "Traceback" not in err, err

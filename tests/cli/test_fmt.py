@@ -16,9 +16,9 @@ def test_fmt_prints_canonical_text(capsys) -> None:  # type: ignore[no-untyped-d
     assert main(["fmt", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("// Vector add over a grid of 4 compute tiles")  # comments are kept
-    assert "\n#vec = affine_set<(d0) : (d0 >= 0, -d0 + 1023 >= 0)>\n" in out
-    assert "\n  // this tile's slice starts at tile * 256\n  %ta = " in out
-    assert "func.func @vector_add(%A: index, %B: index, %C: index) attributes {grid = [4]} {" in out
+    assert "\n#vec = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>\n" in out
+    assert "\n  // this tile's first block starts at tile * 65536; the next is 4 blocks further\n  %first = " in out
+    assert "func.func @vector_add(%A: index, %B: index, %C: index, %N: index) attributes {grid = [4]} {" in out
 
 
 def test_fmt_output_file_and_check(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ NAME = b"\xff\xfe-kernel.ktir"  # not UTF-8: Python sees it as the surrogates \u
 
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
 @pytest.mark.parametrize("argv", [["validate"], ["run", "--random-inputs", "3"], ["fmt"],
-                                  ["schedule", "--target", "spyre", "--check"]])
+                                  ["schedule", "--target", "spyre", "--size", "N=65536", "--check"]])
 def test_a_name_that_is_not_utf8(tmp_path: Path, argv: list[str], locale: str) -> None:
     path = os.path.join(os.fsencode(tmp_path), NAME)
     shutil.copyfile(ROOT / "examples" / "vector_add.ktir", path)

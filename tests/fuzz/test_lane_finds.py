@@ -225,8 +225,8 @@ VECTOR_ADD = (ROOT / "examples" / "vector_add.ktir").read_bytes()
     "argv",
     [
         ["run", "k.ktir", "--random-inputs", "0", "--report"],
-        ["schedule", "k.ktir", "--target", "spyre", "-q"],
-        ["schedule", "k.ktir", "--target", "spyre"],
+        ["schedule", "k.ktir", "--target", "spyre", "--size", "N=65536", "-q"],
+        ["schedule", "k.ktir", "--target", "spyre", "--size", "N=65536"],
     ],
 )
 def test_a_name_that_is_rich_markup_prints_as_text(argv: list[str]) -> None:

@@ -28,16 +28,15 @@ def test_every_example_is_canonical_and_has_a_test() -> None:
     tested = {n.split("test_", 1)[1] for n in globals() if n.startswith("test_")}
     for name in names:
         assert name[: -len(".ktir")] in tested, f"no oracle test for examples/{name}"
-        if name == "vector_add.ktir":
-            continue  # the README's example, kept byte-for-byte as written
         assert main(["fmt", str(EXAMPLES / name), "--check"]) == 0, f"examples/{name} is not canonical"
 
 
 def test_vector_add() -> None:
-    a, b = normal(1024), normal(1024)
-    r = ri.run(example("vector_add.ktir"), args={"A": a, "B": b, "C": np.zeros(1024, np.float16)})
+    N = 5 * 65536  # five blocks: tile 0 adds two, the others one each
+    a, b = normal(N), normal(N)
+    r = ri.run(example("vector_add.ktir"), args={"A": a, "B": b, "C": np.zeros(N, np.float16), "N": N})
     np.testing.assert_array_equal(r.outputs["C"], a + b)
-    assert [s.bytes_written["global"] for s in r.stats] == [512] * 4
+    assert [s.bytes_written["global"] for s in r.stats] == [2 * 131072, 131072, 131072, 131072]
 
 
 def test_tiled_matmul() -> None:
@@ -149,25 +148,27 @@ def test_paged_attention() -> None:
 
 
 def test_distributed_copy() -> None:
-    X = normal(64, 64, dtype=np.float32)
-    r = ri.run(example("distributed_copy.ktir"), args={"x_ptr": X, "y_ptr": np.zeros_like(X), "scratch": 0}, target="spyre")
+    M, N = 512, 2048  # four 256 x 1024 panels
+    X = normal(M, N, dtype=np.float32)
+    r = ri.run(example("distributed_copy.ktir"), args={"x_ptr": X, "y_ptr": np.zeros((N, M), np.float32), "scratch": 0,
+                                                        "M": M, "N": N}, target="spyre")
     np.testing.assert_array_equal(r.outputs["y_ptr"], X.T)
     for s in r.stats:
-        assert s.scratchpad_peak == 16 * 64 * 4
-        assert s.bytes_read["ct_local"] == 64 * 16 * 4  # a column block spans all four scratchpads
+        assert s.scratchpad_peak == 64 * 1024 * 4
+        assert s.bytes_read["ct_local"] == 4 * 256 * 256 * 4  # per panel a column block spans all four scratchpads
 
 
 def test_distributed_copy_without_barrier_is_a_race() -> None:
     text = (EXAMPLES / "distributed_copy.ktir").read_text()
     # route the reads around the barrier: replace the reduce's result by a fresh value
-    start = text.index("  %f = ktdp.inter_tile_produce")
-    end = text.index("  // 3. the distributed view")
+    start = text.index("      %f = ktdp.inter_tile_produce")
+    end = text.index("      // 3. my column block")
     import ktir
 
     m = ktir.parse(text[:start] + text[end:], "no_barrier.ktir")
-    X = normal(64, 64, dtype=np.float32)
+    X = normal(256, 1024, dtype=np.float32)
     with pytest.raises(ri.KtirRuntimeError) as info:
-        ri.run(m, args={"x_ptr": X, "y_ptr": np.zeros_like(X), "scratch": 0})
+        ri.run(m, args={"x_ptr": X, "y_ptr": np.zeros((1024, 256), np.float32), "scratch": 0, "M": 256, "N": 1024})
     # tile 0 runs first and reads tile 1's scratchpad, which tile 1 has not written yet
     assert info.value.kind in ("race", "uninitialised")
 

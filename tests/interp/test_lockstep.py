@@ -265,15 +265,17 @@ def test_errors_are_the_per_tile_errors(kw: dict[str, Any], kind: str) -> None:
                            "cos_ptr": np.random.default_rng(2).standard_normal((128, 32)).astype(np.float32),
                            "sin_ptr": np.random.default_rng(3).standard_normal((128, 32)).astype(np.float32),
                            "y_ptr": np.zeros((128, 4, 64), np.float32), "T": 128}),
-    # (embedding_gather.ktir's 128 x 1024 blocks on 32 tiles exceed LOCKSTEP_BYTES: it runs tile by tile)
+    ("embedding_gather.ktir", lambda: {"e_ptr": np.random.default_rng(4).standard_normal((300, 1024)).astype(np.float16),
+                                       "ids_ptr": np.random.default_rng(5).integers(0, 300, 256).astype(np.int32),
+                                       "y_ptr": np.zeros((256, 1024), np.float16), "V": 300, "B": 256, "H": 1024}),
     ("paged_attention.ktir", lambda: {"q_ptr": np.random.default_rng(4).standard_normal((4, 128)).astype(np.float16),
                                       "kc_ptr": np.random.default_rng(5).standard_normal((64, 16, 128)).astype(np.float16),
                                       "vc_ptr": np.random.default_rng(6).standard_normal((64, 16, 128)).astype(np.float16),
                                       "bt_ptr": np.random.default_rng(7).permutation(64).reshape(4, 16).astype(np.int32),
                                       "lens_ptr": np.array([256, 100, 17, 1], np.int32),
                                       "o_ptr": np.zeros((4, 128), np.float16), "NP": 64, "S": 4, "W": 16}),
-    ("vector_add.ktir", lambda: {"A": np.arange(1024, dtype=np.float16), "B": np.ones(1024, np.float16),
-                                 "C": np.zeros(1024, np.float16)}),
+    ("vector_add.ktir", lambda: {"A": (np.arange(3 * 65536) % 2048).astype(np.float16), "B": np.ones(3 * 65536, np.float16),
+                                 "C": np.zeros(3 * 65536, np.float16), "N": 3 * 65536}),
 ])
 def test_examples_in_lockstep(name: str, args: Any) -> None:
     m = example(name)

@@ -27,9 +27,11 @@ SIZES: dict[str, dict[str, int]] = {
     "embedding_gather.ktir": {"V": 1000, "B": 256, "H": 1024},
     "paged_attention.ktir": {"NP": 64, "S": 4, "W": 16},
     "ring_allreduce.ktir": {"L": 65536},
+    "vector_add.ktir": {"N": 65536},
+    "distributed_copy.ktir": {"M": 256, "N": 1024},
 }
 REWRITTEN = {"softmax.ktir", "rmsnorm.ktir", "layernorm.ktir", "rope.ktir", "tiled_matmul.ktir",
-             "causal_attention.ktir"}
+             "causal_attention.ktir", "vector_add.ktir"}
 FUNCS = {"ring_allreduce.ktir": "ring_allreduce"}
 SCHEDULERS = ("baseline", "exact", "search")
 
@@ -87,12 +89,11 @@ def test_single_tile_kernel(name: str, scheduler: str, spyre) -> None:  # type: 
 # examples left alone, and what the reason must name: the grid they are divided over already,
 # the tile-id op that divides them, and the op of a form the schedulers do not take
 DECLINED = {
-    "vector_add.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line 7", None),
     "swiglu.ktir": ("grid [2, 2]", "`ktdp.get_compute_tile_id` at line", "`linalg.matmul` at line 35"),
     "paged_attention.ktir": ("grid [32]", "`ktdp.get_compute_tile_id` at line",
                              "indirect access (`ktdp.construct_indirect_access_tile` at line 59)"),
     "distributed_copy.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line",
-                              "inter-tile communication (`ktdp.inter_tile_produce` at line"),
+                              "a distributed memory view (`ktdp.construct_distributed_memory_view` at line"),
 }
 
 
