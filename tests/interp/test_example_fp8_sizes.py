@@ -58,14 +58,18 @@ def inputs(M: int, N: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray, n
 # up to 5 row blocks of 512 (tiles (0, j) take two when M > 2048) and 9 column blocks of 256
 # (tiles (i, 0) take two when N > 2048)
 @settings(FAST, max_examples=5)
-@given(mb=st.sampled_from([1, 2, 5]), nb=st.sampled_from([1, 3, 9]), kb=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+@given(
+    mb=st.sampled_from([1, 2, 5]), nb=st.sampled_from([1, 3, 9]), kb=st.integers(1, 3), seed=st.integers(0, 2**32 - 1)
+)
 def test_fp8_matmul_matches_numpy_at_every_allowed_size(mb: int, nb: int, kb: int, seed: int) -> None:
     M, N, K = 512 * mb, 256 * nb, 256 * kb
     X, W, S = inputs(M, N, K, seed)
     got = run(X, W, S, M, N, K).astype(np.float64)
     want, tol = oracle(X, W, S)
     err = np.abs(got - want)
-    assert (err <= tol).all(), f"M={M} N={N} K={K}: worst error {err.max()} at {np.unravel_index((err - tol).argmax(), err.shape)}"
+    assert (err <= tol).all(), (
+        f"M={M} N={N} K={K}: worst error {err.max()} at {np.unravel_index((err - tol).argmax(), err.shape)}"
+    )
 
 
 def test_the_oracle_catches_scales_on_the_wrong_axis() -> None:
