@@ -167,10 +167,11 @@ def paged_attention(a: Inputs) -> dict[str, Expected]:
 def _scaled_columns_matmul(x: np.ndarray, wd: np.ndarray) -> Approx:
     """x @ wd in f32 (an order-free sum of K products) for exact x and exact wd whose columns
     are f8 weights times one f32 scale each: too many binades for one limb_matmul. Each column
-    is divided by a power of two near its scale (exact), the matrix split by magnitude into
-    two parts of at most 36 bits each (exact); both products are limb products, added once
-    in float64 and scaled back (exact). Raises ValueError when a part still spans more than
-    40 bits (the caller then takes the general bound)."""
+    is divided by the power of two just above its largest magnitude (exact) and the matrix
+    split at 2^-12 (exact): the large part's f32 values in [2^-12, 1) span at most 35 bits,
+    the small part's span is that of the small weights. Both products are limb products,
+    added once in float64 and scaled back (exact). Raises ValueError when a part spans more
+    than 40 bits (the caller then takes the general bound)."""
     _, ex = np.frexp(np.abs(wd).max(axis=0))
     shift = np.where(wd.any(axis=0), ex, 0)  # column n divided by 2^shift[n]
     b = np.ldexp(wd, -shift[None, :])
