@@ -240,6 +240,6 @@ def test_examples_are_clean_in_strict_mode(name: str) -> None:
     elif name == "causal_attention.ktir":
         args = {"q_ptr": normal(256, 64), "k_ptr": normal(256, 64), "v_ptr": normal(256, 64), "o_ptr": np.zeros((256, 64), np.float16)}
     else:
-        args = {"x_ptr": normal(256, 256), "wg_ptr": normal(256, 256), "wu_ptr": normal(256, 256), "h_ptr": np.zeros((256, 256), np.float16),
-                "M": 256, "N": 256, "K": 256}
+        args = {"x_ptr": normal(256, 512), "wg_ptr": normal(512, 256), "wu_ptr": normal(512, 256), "h_ptr": np.zeros((256, 256), np.float16),
+                "M": 256, "N": 256, "K": 512}
     ri.run(m, args=args, strict=True)
