@@ -443,13 +443,26 @@ def case_vector_add(scale: int) -> Case:
     return f"vector add {N} f16, 4 tiles", interp_of(m, args), lambda: a + b, check
 
 
-def case_swiglu(scale: int) -> Case:
+def swiglu_sizes(scale: int) -> tuple[int, int, int]:
+    # a transformer FFN's gate over 2048 tokens, hidden 1024, FFN width 4096 (M and N multiples
+    # of 256, K of 512); --quick shortens M only
+    return 2048 // scale, 4096, 1024
+
+
+def _swiglu_inputs(scale: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    M, N, K = swiglu_sizes(scale)
     rng = np.random.default_rng(21)
-    X = (rng.standard_normal((64, 256)) * 0.25).astype(np.float16)
-    Wg = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
-    Wu = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
+    X = (rng.standard_normal((M, K)) * 0.25).astype(np.float16)
+    Wg = (rng.standard_normal((K, N)) * 0.03).astype(np.float16)
+    Wu = (rng.standard_normal((K, N)) * 0.03).astype(np.float16)
+    return X, Wg, Wu
+
+
+def case_swiglu(scale: int) -> Case:
+    M, N, K = swiglu_sizes(scale)
+    X, Wg, Wu = _swiglu_inputs(scale)
     m = example("swiglu.ktir")
-    args = {"x_ptr": X, "wg_ptr": Wg, "wu_ptr": Wu, "h_ptr": np.zeros((64, 128), np.float16)}
+    args = {"x_ptr": X, "wg_ptr": Wg, "wu_ptr": Wu, "h_ptr": np.zeros((M, N), np.float16), "M": M, "N": N, "K": K}
 
     def ref() -> np.ndarray:
         x = X.astype(np.float32)
@@ -459,35 +472,32 @@ def case_swiglu(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["h_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-3)
 
-    return "SwiGLU 64x256 @ 256x128 f16, 2x2 tiles (fixed size)", interp_of(m, args), ref, check
+    return f"SwiGLU {M}x{K} @ {K}x{N} f16, 32 tiles", interp_of(m, args), ref, check
 
 
 def blocked_swiglu(scale: int) -> Callable[[], Any]:
-    """swiglu.ktir's algorithm written directly in numpy: per tile of the 2 x 2 grid, four
-    32 x 64 @ 64 x 64 block products per matrix, each block widened to f32 (the floor of
-    the kernel as written, beside numpy's whole-matrix expression)."""
-    rng = np.random.default_rng(21)
-    X = (rng.standard_normal((64, 256)) * 0.25).astype(np.float16)
-    Wg = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
-    Wu = (rng.standard_normal((256, 128)) * 0.06).astype(np.float16)
+    """swiglu.ktir's algorithm written directly in numpy: per 256 x 256 block of H, a K loop
+    of 256 x 512 @ 512 x 256 block products per matrix, each block widened to f32 (the floor
+    of the kernel as written, beside numpy's whole-matrix expression)."""
+    M, N, K = swiglu_sizes(scale)
+    X, Wg, Wu = _swiglu_inputs(scale)
     one = np.float32(1)
 
     def run() -> np.ndarray:
-        H = np.zeros((64, 128), np.float16)
-        for i in range(2):
-            for j in range(2):
-                r, c = 32 * i, 64 * j
-                g = np.zeros((32, 64), np.float32)
-                u = np.zeros((32, 64), np.float32)
-                for k in range(0, 256, 64):
-                    x = X[r : r + 32, k : k + 64].astype(np.float32)
-                    p = x @ Wg[k : k + 64, c : c + 64].astype(np.float32)
+        H = np.zeros((M, N), np.float16)
+        for r in range(0, M, 256):
+            for c in range(0, N, 256):
+                g = np.zeros((256, 256), np.float32)
+                u = np.zeros((256, 256), np.float32)
+                for k in range(0, K, 512):
+                    x = X[r : r + 256, k : k + 512].astype(np.float32)
+                    p = x @ Wg[k : k + 512, c : c + 256].astype(np.float32)
                     p += g
                     g = p
-                    q = x @ Wu[k : k + 64, c : c + 64].astype(np.float32)
+                    q = x @ Wu[k : k + 512, c : c + 256].astype(np.float32)
                     q += u
                     u = q
-                H[r : r + 32, c : c + 64] = (g / (one + np.exp(-g)) * u).astype(np.float16)
+                H[r : r + 256, c : c + 256] = (g / (one + np.exp(-g)) * u).astype(np.float16)
         return H
 
     return run
@@ -546,12 +556,15 @@ def case_distributed_copy(scale: int) -> Case:
 
 
 def case_fp8(scale: int) -> Case:
+    # a 4096 x 4096 projection over 1024 tokens (M a multiple of 512, N and K of 256); --quick
+    # shortens K only
+    M, N, K = 1024, 4096, 4096 // scale
     rng = np.random.default_rng(25)
-    X = rng.standard_normal((64, 256)).astype(np.float16)
-    W = (rng.standard_normal((256, 128)) * 4).astype(ml_dtypes.float8_e4m3fn)
-    S = (rng.random(128) / 16).astype(np.float32)
+    X = rng.standard_normal((M, K)).astype(np.float16)
+    W = (rng.standard_normal((K, N)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    S = (rng.random(N) / 256).astype(np.float32)
     m = example("fp8_dequant_matmul.ktir")
-    args = {"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((64, 128), np.float16)}
+    args = {"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((M, N), np.float16), "M": M, "N": N, "K": K}
 
     def ref() -> np.ndarray:
         return (X.astype(np.float32) @ (W.astype(np.float32) * S)).astype(np.float16)
@@ -559,7 +572,7 @@ def case_fp8(scale: int) -> Case:
     def check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(got.outputs["y_ptr"].astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
 
-    return "fp8 dequantise + matmul 64x256 @ 256x128, 2x2 tiles (fixed size)", interp_of(m, args), ref, check
+    return f"fp8 dequantise + matmul {M}x{K} @ {K}x{N}, 32 tiles", interp_of(m, args), ref, check
 
 
 def rmsnorm_2x2_sizes(scale: int) -> tuple[int, int]:

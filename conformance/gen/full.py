@@ -42,8 +42,8 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
                          "b_ptr": ((256,), "bf16", {"recipe": "normal"})}, {"y_ptr": ("derived", 1)}, {"R": 128}),
     "rope": (None, {"q_ptr": ((128, 4, 64), "f32", {"recipe": "normal"}), "cos_ptr": ((128, 32), "f32", {"recipe": "uniform", "low": -1, "high": 1}),
                     "sin_ptr": ((128, 32), "f32", {"recipe": "uniform", "low": -1, "high": 1})}, {"y_ptr": ("exact", 1)}, {"T": 128}),
-    "swiglu": (None, {"x_ptr": ((64, 256), "f16", _n(0.25)), "wg_ptr": ((256, 128), "f16", _n(0.06)),
-                      "wu_ptr": ((256, 128), "f16", _n(0.06))}, {"h_ptr": ("derived", 256)}, {}),
+    "swiglu": (None, {"x_ptr": ((256, 512), "f16", _n(0.25)), "wg_ptr": ((512, 256), "f16", _n(0.04)),
+                      "wu_ptr": ((512, 256), "f16", _n(0.04))}, {"h_ptr": ("derived", 512)}, {"M": 256, "N": 256, "K": 512}),
     "causal_attention": (None, {"q_ptr": ((256, 64), "f16", {"recipe": "normal"}), "k_ptr": ((256, 64), "f16", {"recipe": "normal"}),
                                 "v_ptr": ((256, 64), "f16", {"recipe": "normal"})}, {"o_ptr": ("derived", 256)}, {"S": 256}),
     "ring_allreduce": ("ring_allreduce", {"x_ptr": ((8, 65536), "f32", {"recipe": "normal"})}, {"out_ptr": ("reduction", 8)}, {"L": 65536}),
@@ -54,15 +54,16 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[tuple[int, ...], str, dict[st
     "paged_attention": (None, {"q_ptr": ((4, 128), "f16", {"recipe": "normal"}), "kc_ptr": ((64, 16, 128), "f16", {"recipe": "normal"}),
                                "vc_ptr": ((64, 16, 128), "f16", {"recipe": "normal"}), "bt_ptr": ((4, 32), "i32", {"recipe": "int", "low": 0, "high": 64}),
                                "lens_ptr": ((4,), "i32", {"recipe": "int", "low": 1, "high": 513})}, {"o_ptr": ("derived", 512)}, {"NP": 64, "S": 4, "W": 32}),
-    "fp8_dequant_matmul": (None, {"x_ptr": ((64, 256), "f16", {"recipe": "normal"}), "w_ptr": ((256, 128), "f8E4M3FN", _n(4.0)),
-                                  "s_ptr": ((128,), "f32", {"recipe": "uniform", "low": 0.0, "high": 0.0625})}, {"y_ptr": ("derived", 256)}, {}),
+    "fp8_dequant_matmul": (None, {"x_ptr": ((512, 512), "f16", {"recipe": "normal"}), "w_ptr": ((512, 256), "f8E4M3FN", _n(4.0)),
+                                  "s_ptr": ((256,), "f32", {"recipe": "uniform", "low": 0.0, "high": 0.0625})}, {"y_ptr": ("derived", 512)},
+                           {"M": 512, "N": 256, "K": 512}),
 }
 OUT_SHAPES: dict[str, tuple[tuple[int, ...], str]] = {
     "vector_add": ((65536,), "f16"), "tiled_matmul": ((512, 1024), "f16"), "softmax": ((1024, 1024), "f16"),
     "rmsnorm": ((256, 512), "f16"), "layernorm": ((128, 256), "bf16"), "rope": ((128, 4, 64), "f32"),
-    "swiglu": ((64, 128), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 65536), "f32"),
+    "swiglu": ((256, 256), "f16"), "causal_attention": ((256, 64), "f16"), "ring_allreduce": ((8, 65536), "f32"),
     "ring_allreduce_steps": ((8, 524288), "f32"), "embedding_gather": ((256, 1024), "f16"), "paged_attention": ((4, 128), "f16"),
-    "fp8_dequant_matmul": ((64, 128), "f16"),
+    "fp8_dequant_matmul": ((512, 256), "f16"),
 }
 
 

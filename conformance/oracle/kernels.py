@@ -173,9 +173,38 @@ def paged_attention(a: Inputs) -> dict[str, Expected]:
     return {"o_ptr": _derived(out, np.float16)}
 
 
+def _scaled_columns_matmul(x: np.ndarray, wd: np.ndarray) -> Approx:
+    """x @ wd in f32 (an order-free sum of K products) for exact x and exact wd whose columns
+    are f8 weights times one f32 scale each: too many binades for one limb_matmul. Each column
+    is divided by the power of two just above its largest magnitude (exact) and the matrix
+    split at 2^-12 (exact): the large part's f32 values in [2^-12, 1) span at most 35 bits,
+    the small part's span is that of the small weights. Both products are limb products,
+    added once in float64 and scaled back (exact). Raises ValueError when a part spans more
+    than 40 bits (the caller then takes the general bound)."""
+    _, ex = np.frexp(np.abs(wd).max(axis=0))
+    shift = np.where(wd.any(axis=0), ex, 0)  # column n divided by 2^shift[n]
+    b = np.ldexp(wd, -shift[None, :])
+    big = np.where(np.abs(b) >= 2.0**-12, b, 0.0)
+    parts = [ax.limb_matmul(x, part) for part in (big, b - big)]
+    v = np.ldexp(parts[0][0] + parts[1][0], shift[None, :])
+    m = np.ldexp((parts[0][1] + parts[1][1]) * (1 + 2 * ax.U64), shift[None, :])
+    s_err = np.ldexp(parts[0][2] + parts[1][2], shift[None, :]) + ax.U64 * ax.mag(v)
+    k = x.shape[-1]
+    return Approx(v, (ax.gamma_f(k, F32) * m + k * ax.tiny(F32) + s_err) * ax._UP)
+
+
 def fp8_dequant_matmul(a: Inputs) -> dict[str, Expected]:
-    wd = ax.mul(ax.exact(_f64(a["w_ptr"])), ax.exact(_f64(a["s_ptr"])[None, :]), F32)  # w * s, rounded to f32
-    y = ax.matmul(ax.exact(_f64(a["x_ptr"])), wd, F32)
+    w, s = _f64(a["w_ptr"]), _f64(a["s_ptr"])[None, :]
+    x = _f64(a["x_ptr"])
+    # w * s is exact in float64 (a 4-bit f8 significand times a 24-bit f32 one), so numpy's one
+    # rounding of it to f32 is the correctly rounded arith.mulf: the scaled weights are exact
+    wd = _f64((w * s).astype(np.float32))
+    try:
+        if not np.isfinite(wd).all():
+            raise ValueError("non-finite scaled weights")
+        y = _scaled_columns_matmul(x, wd)
+    except ValueError:
+        y = ax.matmul(ax.exact(x), ax.mul(ax.exact(w), ax.exact(s), F32), F32)  # w * s, rounded to f32
     return {"y_ptr": _derived(y, np.float16)}
 
 

@@ -32,10 +32,10 @@ def test_contractions_run_with_the_chosen_threads_and_the_limit_is_restored(want
 
     monkeypatch.setattr(blas, "before_contraction", spy)
     rng = np.random.default_rng(0)
-    args: dict[str, Any] = {"x_ptr": rng.standard_normal((64, 256)).astype(np.float16),
-                            "wg_ptr": rng.standard_normal((256, 128)).astype(np.float16),
-                            "wu_ptr": rng.standard_normal((256, 128)).astype(np.float16),
-                            "h_ptr": np.zeros((64, 128), np.float16)}
+    args: dict[str, Any] = {"x_ptr": rng.standard_normal((256, 512)).astype(np.float16),
+                            "wg_ptr": rng.standard_normal((512, 256)).astype(np.float16),
+                            "wu_ptr": rng.standard_normal((512, 256)).astype(np.float16),
+                            "h_ptr": np.zeros((256, 256), np.float16), "M": 256, "N": 256, "K": 512}
     with threadpool_limits(limits=2, user_api="blas"):
         ri.run(example("swiglu.ktir"), args=args, blas_threads=wanted)
         after = _blas_threads()

@@ -87,8 +87,9 @@ def test_rope() -> None:
 
 
 def test_swiglu() -> None:
-    X, Wg, Wu = normal(64, 256, scale=0.25), normal(256, 128, scale=0.06), normal(256, 128, scale=0.06)
-    r = ri.run(example("swiglu.ktir"), args={"x_ptr": X, "wg_ptr": Wg, "wu_ptr": Wu, "h_ptr": np.zeros((64, 128), np.float16)})
+    X, Wg, Wu = normal(256, 512, scale=0.25), normal(512, 256, scale=0.04), normal(512, 256, scale=0.04)
+    r = ri.run(example("swiglu.ktir"), args={"x_ptr": X, "wg_ptr": Wg, "wu_ptr": Wu, "h_ptr": np.zeros((256, 256), np.float16),
+                                             "M": 256, "N": 256, "K": 512})
     g, u = f32(X) @ f32(Wg), f32(X) @ f32(Wu)
     close(r.outputs["h_ptr"], g / (1 + np.exp(-g)) * u, rtol=2e-3, atol=1e-4)
 
@@ -175,11 +176,14 @@ def test_distributed_copy_without_barrier_is_a_race() -> None:
 
 def test_fp8_dequant_matmul() -> None:
     f8 = ml_dtypes.float8_e4m3fn
-    X, W = normal(64, 256), normal(256, 128, dtype=f8, scale=4.0)
-    S = (RNG.random(128) / 16).astype(np.float32)
-    r = ri.run(example("fp8_dequant_matmul.ktir"), args={"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((64, 128), np.float16)})
+    X, W = normal(512, 512), normal(512, 256, dtype=f8, scale=4.0)
+    S = (RNG.random(256) / 16).astype(np.float32)
+    r = ri.run(example("fp8_dequant_matmul.ktir"), args={"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((512, 256), np.float16),
+                                                         "M": 512, "N": 256, "K": 512})
     close(r.outputs["y_ptr"], f32(X) @ (f32(W) * S), rtol=2e-3, atol=2e-3)
-    assert r.stats[0].bytes_read["global"] == 4 * (32 * 64 * 2 + 64 * 64) + 64 * 4
+    # tile (0, 0) computes the one 512 x 256 block: two K steps of X (f16) and W (f8), its scales once
+    assert r.stats[0].bytes_read["global"] == 2 * (512 * 256 * 2 + 256 * 256) + 256 * 4
+    assert r.stats[1].bytes_read.get("global", 0) == 0
 
 
 # ---------------------------------------------------------------------- the corpus kernels
@@ -243,5 +247,6 @@ def test_examples_are_clean_in_strict_mode(name: str) -> None:
         args = {"q_ptr": normal(256, 64), "k_ptr": normal(256, 64), "v_ptr": normal(256, 64), "o_ptr": np.zeros((256, 64), np.float16),
                 "S": 256}
     else:
-        args = {"x_ptr": normal(64, 256), "wg_ptr": normal(256, 128), "wu_ptr": normal(256, 128), "h_ptr": np.zeros((64, 128), np.float16)}
+        args = {"x_ptr": normal(256, 512), "wg_ptr": normal(512, 256), "wu_ptr": normal(512, 256), "h_ptr": np.zeros((256, 256), np.float16),
+                "M": 256, "N": 256, "K": 512}
     ri.run(m, args=args, strict=True)

@@ -29,6 +29,8 @@ SIZES: dict[str, dict[str, int]] = {
     "ring_allreduce.ktir": {"L": 65536},
     "vector_add.ktir": {"N": 65536},
     "distributed_copy.ktir": {"M": 256, "N": 1024},
+    "swiglu.ktir": {"M": 256, "N": 256, "K": 512},
+    "fp8_dequant_matmul.ktir": {"M": 512, "N": 256, "K": 256},
 }
 REWRITTEN = {"softmax.ktir", "rmsnorm.ktir", "layernorm.ktir", "rope.ktir", "tiled_matmul.ktir",
              "causal_attention.ktir", "vector_add.ktir"}
@@ -89,9 +91,10 @@ def test_single_tile_kernel(name: str, scheduler: str, spyre) -> None:  # type: 
 # examples left alone, and what the reason must name: the grid they are divided over already,
 # the tile-id op that divides them, and the op of a form the schedulers do not take
 DECLINED = {
-    "swiglu.ktir": ("grid [2, 2]", "`ktdp.get_compute_tile_id` at line", "`linalg.matmul` at line 35"),
     "paged_attention.ktir": ("grid [32]", "`ktdp.get_compute_tile_id` at line",
                              "indirect access (`ktdp.construct_indirect_access_tile` at line 59)"),
+    "swiglu.ktir": ("grid [4, 8]", "`ktdp.get_compute_tile_id` at line", "`linalg.matmul` at line 40"),
+    "fp8_dequant_matmul.ktir": ("grid [4, 8]", "`ktdp.get_compute_tile_id` at line", "`linalg.generic` at line 46"),
     "distributed_copy.ktir": ("grid [4]", "`ktdp.get_compute_tile_id` at line",
                               "a distributed memory view (`ktdp.construct_distributed_memory_view` at line"),
 }
