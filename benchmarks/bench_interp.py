@@ -2,16 +2,16 @@
 
 For each kernel the script times the interpreter (all checks on, as users run it) and numpy
 computing the same result with the same element types, in the same process, and prints
-their ratio. The kernels: every file of examples/ (at realistic sizes where the kernel takes
-its sizes as arguments; several examples fix small sizes in their text) and, from
+their ratio. The kernels: every file of examples/ (each takes its sizes as index arguments
+and runs here at a size a model would use) and, from
 cpu_style.py, a 2 x 2-grid RMSNorm written the way ktir-cpu's examples are (one row per loop
 iteration, column-sharded distributed views, an all-reduce per row, f16 throughout).
 
 Beside each ratio it prints the interpreter's fixed cost per run for that kernel's arguments
 (the same run of a function with the kernel's signature and grid and an empty body: binding
 and placing the arguments, a context per tile, the race tracker, the outputs), the executed
-ops, and (interpreter - fixed cost) / numpy: for the kernels whose sizes are fixed small in
-their text, how much of the gap is the fixed cost and how much the ops.
+ops, and (interpreter - fixed cost) / numpy: how much of the gap is the fixed cost and how
+much the ops (at small sizes, `--quick`, the fixed cost weighs more).
 
 It also prints:
 - the race check's cost per loop iteration at 128, 1,024 and 8,192 rows per tile (the
