@@ -526,10 +526,41 @@ def case_causal_attention(scale: int) -> Case:
 RING_BLOCK = 8 * 65536  # L is a multiple of the ring steps' block (8 chunks of 65536)
 
 
+def ring_inputs(scale: int) -> tuple[int, np.ndarray]:
+    L = max(RING_BLOCK, (1 << 20) // scale // RING_BLOCK * RING_BLOCK)  # 4 MiB of f32 per tile
+    return L, np.random.default_rng(23).standard_normal((8, L)).astype(np.float32)
+
+
+def blocked_ring_steps(scale: int) -> Callable[[], Any]:
+    """ring_allreduce_steps' algorithm written directly in numpy: per block of 8 chunks, 7
+    reduce-scatter steps in which every tile adds its own piece of a chunk to the partial its
+    left neighbour sent (a fresh array per add, as each message is), then the finished chunks
+    passed around the ring, each tile storing each one (the floor of the ring as written,
+    beside numpy's one sum over the rows)."""
+    L, X = ring_inputs(scale)
+    C = RING_BLOCK // 8
+
+    def run() -> np.ndarray:
+        out = np.zeros((8, L), np.float32)
+        for b in range(0, L, RING_BLOCK):
+            def piece(t: int, k: int, b: int = b) -> np.ndarray:
+                return X[t, b + k * C : b + (k + 1) * C]
+            held = [piece(t, t) for t in range(8)]  # chunk k starts on tile k
+            for j in range(1, 8):  # tile t gets chunk (t - j) mod 8 from tile t - 1 and adds its piece
+                held = [piece(t, (t - j) % 8) + held[(t - 1) % 8] for t in range(8)]
+            for j in range(8):  # tile t holds finished chunk (t + 1 - j) mod 8; then passes it right
+                for t in range(8):
+                    k = (t + 1 - j) % 8
+                    out[t, b + k * C : b + (k + 1) * C] = held[t]
+                held = [held[(t - 1) % 8] for t in range(8)]
+        return out
+
+    return run
+
+
 def _ring(func: str, label: str) -> Callable[[int], Case]:
     def case(scale: int) -> Case:
-        L = max(RING_BLOCK, (1 << 20) // scale // RING_BLOCK * RING_BLOCK)  # 4 MiB of f32 per tile
-        X = np.random.default_rng(23).standard_normal((8, L)).astype(np.float32)
+        L, X = ring_inputs(scale)
         m = example("ring_allreduce.ktir")
         args = {"x_ptr": X, "out_ptr": np.zeros_like(X), "L": L}
 
@@ -704,6 +735,11 @@ def main(argv: list[str] | None = None) -> int:
                 np.testing.assert_allclose(blk.astype(np.float32), got.outputs["h_ptr"].astype(np.float32), rtol=1e-3, atol=1e-4)
                 print(f"{'  numpy, the kernel blocked the same way':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
                       f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
+            if name == "ring_allreduce_steps":
+                t_blk, blk, _, _ = best_pair(blocked_ring_steps(scale), lambda: None, args.repeat)
+                np.testing.assert_array_equal(blk, got.outputs["out_ptr"])  # the same additions in the same order
+                print(f"{'  numpy, the ring algorithm step by step':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                      f"{t_blk / t_np:7.2f}   (interpreter / ring in numpy {t_in / t_blk:.2f})")
             if name == "embedding":
                 t_blk, blk, _, _ = best_pair(blocked_embedding(scale), lambda: None, args.repeat)
                 np.testing.assert_array_equal(blk, got.outputs["y_ptr"])
