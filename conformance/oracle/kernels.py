@@ -230,15 +230,22 @@ def ring_allreduce_steps(a: Inputs) -> dict[str, Expected]:
     # (indices mod T), each addition one correctly rounded f32 arith.addf (numpy's f32 add
     # rounds once, IEEE). The all-gather then copies the finished chunks to every tile unchanged.
     x = np.asarray(a["x_ptr"])
+    return {"out_ptr": same(np.tile(ring_order_sum(x), (x.shape[0], 1)))}
+
+
+def ring_order_sum(x: np.ndarray, chunk: int = RING_CHUNK) -> np.ndarray:
+    """The sum of the rows of x (tiles x width, f32) in the ring's order: in each block of one
+    chunk per tile, chunk k starts on tile k and travels right, each tile adding its own piece
+    to the partial it receives (tests/interp/test_example_ring_allreduce_sizes.py uses it too)."""
     tiles, width = x.shape
-    blocks = x.reshape(tiles, width // (tiles * RING_CHUNK), tiles, RING_CHUNK)
+    blocks = x.reshape(tiles, width // (tiles * chunk), tiles, chunk)
     row = np.empty(blocks.shape[1:], dtype=np.float32)
     for k in range(tiles):
         acc = blocks[k, :, k]
         for j in range(1, tiles):
             acc = blocks[(k + j) % tiles, :, k] + acc
         row[:, k] = acc
-    return {"out_ptr": same(np.tile(row.reshape(width), (tiles, 1)))}
+    return row.reshape(width)
 
 
 def embedding_gather(a: Inputs) -> dict[str, Expected]:
