@@ -365,18 +365,15 @@ def coord_facts(c: np.ndarray) -> tuple[tuple[int, int], tuple[int, int] | None]
         return hit
     flat = c.reshape(-1)
     bounds = (int(flat.min()), int(flat.max()))
-    run = None
-    if all(d == 1 for d in c.shape[:-1]) and bounds[1] - bounds[0] + 1 == flat.size:
-        start = int(flat[0])
-        if (flat == np.arange(start, start + flat.size)).all():
-            run = (start, flat.size)
+    # a run spans exactly its length: the bounds rule most arrays out without the comparison
+    run = _run_of(c) if bounds[1] - bounds[0] + 1 == flat.size else None
     return _FACTS.put(c, (bounds, run))
 
 
 def _run_of(c: Any) -> tuple[int, int] | None:
-    """(start, length) when `c`, an int64 array not cached by coord_facts (computed afresh
-    at each execution, e.g. a column offset plus a variable), is start, start + 1, ... along
-    its last axis only; else None."""
+    """(start, length) when `c`, a non-empty int64 array, is start, start + 1, ... along its
+    last axis only; else None (coord_facts caches it for immutable arrays; _row_gather asks
+    afresh of the others, computed at each execution, e.g. a column offset plus a variable)."""
     if type(c) is not np.ndarray or c.dtype != np.int64 or not c.size or any(d != 1 for d in c.shape[:-1]):
         return None
     flat = c.reshape(-1)
