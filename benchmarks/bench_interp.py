@@ -673,6 +673,22 @@ CASES: dict[str, Callable[[int], Case]] = {
     "rmsnorm_2x2": case_rmsnorm_2x2,
 }
 
+# per case: numpy running the kernel's own algorithm (its floor, printed under the case's
+# row), what that line and its ratio say, and how its result must agree with the interpreter's
+FLOORS: dict[str, tuple[Callable[[int], Callable[[], Any]], str, str, Callable[[Any, Any], None]]] = {
+    # the same sums, the same order of rounding
+    "matmul": (blocked_matmul, "numpy, the kernel blocked the same way", "blocked numpy",
+               lambda blk, got: np.testing.assert_array_equal(blk, got.outputs["c_ptr"])),
+    "swiglu": (blocked_swiglu, "numpy, the kernel blocked the same way", "blocked numpy",
+               lambda blk, got: np.testing.assert_allclose(blk.astype(np.float32), got.outputs["h_ptr"].astype(np.float32),
+                                                           rtol=1e-3, atol=1e-4)),
+    # the same additions in the same order
+    "ring_allreduce_steps": (blocked_ring_steps, "numpy, the ring algorithm step by step", "ring in numpy",
+                             lambda blk, got: np.testing.assert_array_equal(blk, got.outputs["out_ptr"])),
+    "embedding": (blocked_embedding, "numpy, one gather per 128 x 1024 block", "blocked numpy",
+                  lambda blk, got: np.testing.assert_array_equal(blk, got.outputs["y_ptr"])),
+}
+
 # the example each case runs (the docs test checks every file of examples/ has one)
 EXAMPLE_OF = {
     "vector_add": "vector_add.ktir", "matmul": "tiled_matmul.ktir", "softmax": "softmax.ktir",
@@ -725,26 +741,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"{t_tiled / t_np:7.2f}   ({t_tiled / got.total_ops * 1e6:.2f} us per executed op)")
                 tables.per_op.append(("the 2x2 RMSNorm above, all checks on, tile by tile", got.total_ops,
                                       t_tiled / got.total_ops * 1e6))
-            if name == "matmul":
-                t_blk, blk, _, _ = best_pair(blocked_matmul(scale), lambda: None, args.repeat)
-                np.testing.assert_array_equal(blk, got.outputs["c_ptr"])  # the same sums, the same order of rounding
-                print(f"{'  numpy, the kernel blocked the same way':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
-                      f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
-            if name == "swiglu":
-                t_blk, blk, _, _ = best_pair(blocked_swiglu(scale), lambda: None, args.repeat)
-                np.testing.assert_allclose(blk.astype(np.float32), got.outputs["h_ptr"].astype(np.float32), rtol=1e-3, atol=1e-4)
-                print(f"{'  numpy, the kernel blocked the same way':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
-                      f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
-            if name == "ring_allreduce_steps":
-                t_blk, blk, _, _ = best_pair(blocked_ring_steps(scale), lambda: None, args.repeat)
-                np.testing.assert_array_equal(blk, got.outputs["out_ptr"])  # the same additions in the same order
-                print(f"{'  numpy, the ring algorithm step by step':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
-                      f"{t_blk / t_np:7.2f}   (interpreter / ring in numpy {t_in / t_blk:.2f})")
-            if name == "embedding":
-                t_blk, blk, _, _ = best_pair(blocked_embedding(scale), lambda: None, args.repeat)
-                np.testing.assert_array_equal(blk, got.outputs["y_ptr"])
-                print(f"{'  numpy, one gather per 128 x 1024 block':84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
-                      f"{t_blk / t_np:7.2f}   (interpreter / blocked numpy {t_in / t_blk:.2f})")
+            floor = FLOORS.get(name)
+            if floor is not None:
+                make, label, of, agree = floor
+                t_blk, blk, _, _ = best_pair(make(scale), lambda: None, args.repeat)
+                agree(blk, got)
+                print(f"{'  ' + label:84} {t_blk * 1e3:10.3f} {t_np * 1e3:10.3f} "
+                      f"{t_blk / t_np:7.2f}   (interpreter / {of} {t_in / t_blk:.2f})")
         if "races" in wanted:
             print(f"\nrace check per tile and loop iteration (2x2 RMSNorm, hidden 256, 4 tiles; medians of {max(args.repeat, 3)} "
                   "pairs of runs, checks on and race check off):")
