@@ -24,6 +24,12 @@ def example(name: str) -> ktir.Module:
     return ktir.parse(path.read_text(), str(path))
 
 
+def assert_within(got: np.ndarray, want: np.ndarray, tol: np.ndarray, what: str) -> None:
+    """|got - want| <= tol elementwise (got as float64); the message names the worst element."""
+    err = np.abs(got.astype(np.float64) - want)
+    assert (err <= tol).all(), f"{what}: worst error {err.max()} at {np.unravel_index((err - tol).argmax(), err.shape)}"
+
+
 def module(text: str) -> ktir.Module:
     return ktir.parse(text, "test.ktir")
 
