@@ -234,7 +234,8 @@ def _fast_1d(view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tup
     if off < 0 or hi >= alloc.nbytes or n == 0 or off % isz or (alloc.growable and hi >= alloc.peak):
         return None
     start = off // isz
-    return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), alloc.typed(view.dtype)[start : start + n]
+    # (not settled: the load or store settles its own span)
+    return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), alloc.typed(view.dtype, False)[start : start + n]
 
 
 def _box_array(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...]) -> tuple[Any, BoxDesc, np.ndarray]:
@@ -253,7 +254,7 @@ def _box_array(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tup
         else:
             hi += off
             if off >= 0 and hi < alloc.nbytes and not off % isz:
-                arr = alloc.windows(view.dtype, ext, view.bstrides)[off // isz]  # the box, as a view
+                arr = alloc.windows(view.dtype, ext, view.bstrides, False)[off // isz]  # the box, as a view (not settled)
                 return alloc, BoxDesc(off, ext, view.bstrides, isz, hi), arr
     fast = _fast_1d(view, lo, ext)
     if fast is not None:
@@ -276,6 +277,8 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
             raise _raise_race(e, ctx, view, _box_coord(lo, desc, e.flat), False) from None
         except UninitFound as e:
             raise _raise_uninit(view, _box_coord(lo, desc, e.flat)) from None
+    if alloc.pending is not None:
+        alloc.settle(desc.lo, desc.hi, False)
     ctx.rd[view.space_id] += arr.size * desc.itemsize
     if view.ct_id is not None and view.ct_id != ctx.tile:
         _remote(ctx, view.ct_id, arr.size * desc.itemsize)
@@ -292,13 +295,15 @@ def _load_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tupl
 
 def _store_box(ctx: TileContext, view: MemoryView, lo: tuple[int, ...], ext: tuple[int, ...], data: np.ndarray, opname: str) -> None:
     if view.alloc is not None and view.alloc.shared:
-        view.alloc.own()
+        view.alloc.own_lazy()
     alloc, desc, arr = _box_array(ctx, view, lo, ext)
     if ctx.race_on or alloc.init is not None:
         try:
             ctx.tracker.write(alloc, desc, ctx.tile, opname)
         except RaceFound as e:
             raise _raise_race(e, ctx, view, _box_coord(lo, desc, e.flat), True) from None
+    if alloc.pending is not None:  # after the checks: a store that fails leaves the chunks pending
+        alloc.settle(desc.lo, desc.hi, desc.dense())
     arr[...] = data
     ctx.wr[view.space_id] += arr.size * desc.itemsize
     if view.ct_id is not None and view.ct_id != ctx.tile:

@@ -48,8 +48,16 @@ def _all_zero(b: np.ndarray) -> bool:
     n = b.size
     if n < _ZERO_SCAN or b[:4096].any():
         return False
-    k = n - n % 8
+    return _zero_bytes(b)
+
+
+def _zero_bytes(b: np.ndarray) -> bool:
+    """Whether every byte of `b` (contiguous uint8) is zero: eight bytes at a time."""
+    k = b.size - b.size % 8
     return not b[:k].view(np.uint64).max(initial=0) and not b[k:].any()
+
+
+LAZY_CHUNK = 1 << 16  # the unit of a lazily owned array's copy from the caller's array
 SPACES = ("global", "ct_local", "alloc")
 SPACE_ID = {name: i for i, name in enumerate(SPACES)}
 
@@ -109,9 +117,9 @@ class Allocation:
     """A contiguous byte range of one memory: an argument array, a scratchpad, an alloc."""
 
     __slots__ = (
-        "name", "space", "base", "raw", "nbytes", "owner", "capacity", "growable",
+        "name", "space", "base", "nbytes", "owner", "capacity", "growable",
         "w_seg", "w_boxes", "w_windows", "w_last", "readers", "init", "init_upto", "_typed", "_windows", "peak", "dtype", "shape", "tables", "granule",
-        "private", "shared", "given",
+        "private", "shared", "given", "pending", "npending", "src", "_raw",
     )
 
     def __init__(
@@ -139,11 +147,17 @@ class Allocation:
         # bytes per w_seg entry (races.py: the element size while accesses are aligned); 0 until tracked
         self.granule = 0
         self.private = False  # only its owner tile can reach it: no race bookkeeping
-        # raw is a read-only view of the caller's array, copied at the first write (own())
+        # raw is a read-only view of the caller's array, copied at the first write (own(), or
+        # chunk by chunk as accesses reach it: own_lazy())
         self.shared = False
         # while shared: the caller's array as a read-only view in its own dtype and shape (what
         # contents(copy=False) returns; GlobalMemory.place)
         self.given: np.ndarray | None = None
+        # lazily owned (own_lazy): per LAZY_CHUNK of raw, whether its bytes are still those of
+        # `src` (the caller's bytes, read-only) and not yet in raw; None once every chunk is
+        self.pending: bytearray | None = None
+        self.npending = 0
+        self.src: np.ndarray | None = None
         # races._box_cells: (box extents, strides) -> (the write map, its box-shaped windows)
         self.w_windows: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.w_last: dict[int, int] = {}  # tile -> the latest epoch at which it wrote (races.py)
@@ -159,26 +173,49 @@ class Allocation:
         self.dtype: np.dtype[Any] | None = None
         self.shape: tuple[int, ...] | None = None
 
-    def typed(self, dt: np.dtype[Any]) -> np.ndarray:
+    @property
+    def raw(self) -> np.ndarray:
+        """The uint8 buffer, every byte current (a lazily owned array settles its pending chunks)."""
+        if self.pending is not None:
+            self.settle_all()
+        return self._raw
+
+    @raw.setter
+    def raw(self, buf: np.ndarray) -> None:
+        self._raw = buf
+
+    @property
+    def raw_len(self) -> int:
+        """len(raw), without settling."""
+        return len(self._raw)
+
+    def typed(self, dt: np.dtype[Any], settle: bool = True) -> np.ndarray:
+        """raw as elements of `dt`; without `settle`, for an access that settles the chunks of
+        its own span (access._load_box, _store_box: the bytes of a pending chunk are not
+        there yet)."""
+        if settle and self.pending is not None:
+            self.settle_all()
         arr = self._typed.get(dt)
         if arr is None:
-            arr = self.raw.view(dt)
+            arr = self._raw.view(dt)
             self._typed[dt] = arr
         return arr
 
-    def windows(self, dt: np.dtype[Any], ext: tuple[int, ...], bstrides: tuple[int, ...]) -> np.ndarray:
+    def windows(self, dt: np.dtype[Any], ext: tuple[int, ...], bstrides: tuple[int, ...], settle: bool = True) -> np.ndarray:
         """One box of extents `ext` and byte strides `bstrides` per element address: indexing it
         with a box's first element address gives the box as a view of the buffer, the same as
         np.ndarray(ext, dt, buffer, offset, bstrides) at a tenth of the cost. Kept with the
         typed views (made again once the buffer changes); boxes whose extents include 0 or that
         leave the buffer are not addressed through it."""
+        if settle and self.pending is not None:
+            self.settle_all()
         key = (dt, ext, bstrides)
         arr = self._windows.get(key)
         if arr is None:
             isz = dt.itemsize
             reach = sum((e - 1) * st for e, st in zip(ext, bstrides, strict=True))
-            n = max((len(self.raw) - reach) // isz, 0)
-            arr = np.ndarray(shape=(n, *ext), dtype=dt, buffer=self.raw, offset=0, strides=(isz, *bstrides))
+            n = max((len(self._raw) - reach) // isz, 0)
+            arr = np.ndarray(shape=(n, *ext), dtype=dt, buffer=self._raw, offset=0, strides=(isz, *bstrides))
             if len(self._windows) > 64:
                 self._windows.clear()
             self._windows[key] = arr
@@ -188,7 +225,7 @@ class Allocation:
         """Make bytes [0, end) addressable (scratchpads grow; others are fixed)."""
         if end > self.peak:
             self.peak = end
-        if end <= len(self.raw):
+        if end <= len(self._raw):
             return
         if not self.growable:
             return
@@ -222,6 +259,65 @@ class Allocation:
             self._windows.clear()
             self.shared = False
             self.given = None
+
+    def own_lazy(self) -> None:
+        """own() for a large array written box by box (access._store_box): a buffer of fresh
+        zero pages now, each LAZY_CHUNK of the caller's bytes copied into it only when an
+        access reaches it (settle), and not at all when a write covers it whole. An output
+        array the kernel writes entirely is then neither scanned nor copied; any access that
+        does not settle its own span (every other path, through raw, typed() or windows())
+        settles every chunk first."""
+        if not self.shared:
+            return
+        if self.nbytes < _ZERO_SCAN:
+            self.own()
+            return
+        src = self._raw[: self.nbytes]
+        self._raw = np.zeros(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
+        self.src = src
+        self.npending = -(-self.nbytes // LAZY_CHUNK)
+        self.pending = bytearray(b"\x01") * self.npending
+        self._typed.clear()
+        self._windows.clear()
+        self.shared = False
+        self.given = None
+
+    def settle(self, lo: int, hi: int, covered: bool) -> None:
+        """Bring the pending chunks that bytes [lo, hi] meet into raw: a copy of the caller's
+        bytes, or nothing for a chunk of zeros (raw starts as zeros) or, when `covered` (a
+        write about to replace every byte of [lo, hi]), for a chunk inside [lo, hi]."""
+        pending = self.pending
+        if pending is None:
+            return
+        c0, c1 = lo // LAZY_CHUNK, hi // LAZY_CHUNK + 1
+        n = pending.count(1, c0, c1)
+        if not n:
+            return
+        if covered:  # only the chunks at the two ends can stick out of [lo, hi]
+            for c in {c0, c1 - 1}:
+                a = c * LAZY_CHUNK
+                b = min(a + LAZY_CHUNK, self.nbytes)
+                if pending[c] and (a < lo or b - 1 > hi):
+                    self._fill(a, b)
+        else:
+            for c in range(c0, c1):
+                if pending[c]:
+                    a = c * LAZY_CHUNK
+                    self._fill(a, min(a + LAZY_CHUNK, self.nbytes))
+        pending[c0:c1] = bytes(c1 - c0)
+        self.npending -= n
+        if not self.npending:
+            self.pending = self.src = None
+
+    def settle_all(self) -> None:
+        if self.pending is not None:
+            self.settle(0, self.nbytes - 1, False)
+
+    def _fill(self, a: int, b: int) -> None:
+        assert self.src is not None
+        part = self.src[a:b]
+        if not _zero_bytes(part):
+            self._raw[a:b] = part
 
     def contents(self, copy: bool = True) -> np.ndarray:
         """The array's current contents, in its own dtype and shape (without `copy`, for an
@@ -257,7 +353,8 @@ class GlobalMemory:
     def place(self, name: str, array: np.ndarray, address: int | None = None) -> Allocation:
         """Place `array`; returns its allocation (base address in bytes). The allocation reads
         the caller's array through a read-only view until its first write, which copies it
-        (Allocation.own): arrays a run only reads are never copied, and the caller's arrays
+        (Allocation.own; a large array written by box stores, chunk by chunk as accesses reach
+        it: own_lazy): arrays a run only reads are never copied, and the caller's arrays
         are never changed."""
         data = np.ascontiguousarray(array)
         if data.dtype.hasobject:
@@ -461,6 +558,20 @@ class BoxDesc:
 
     def span(self) -> tuple[int, int]:
         return self.lo, self.hi
+
+    def dense(self) -> bool:
+        """Whether the box covers every byte from its first to its last: its dimensions of
+        extent above 1, by increasing stride, each step over exactly the ones before it (a
+        contiguous row, a block of whole rows, a one-row slice of a matrix)."""
+        size = self.itemsize
+        for st, e in sorted(zip(self.bstrides, self.ext, strict=True)):
+            if e == 0:
+                return False
+            if e > 1:
+                if st != size:
+                    return False
+                size *= e
+        return True
 
     def count(self) -> int:
         n = 1

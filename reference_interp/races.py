@@ -556,7 +556,7 @@ class RaceTracker:
         """First access to `alloc`: choose its granule (the write map waits for a first write:
         arrays that are only read never pay for one)."""
         g = alloc.dtype.itemsize if alloc.dtype is not None and not alloc.growable else 1
-        if g < 1 or alloc.base % g or len(alloc.raw) % g:
+        if g < 1 or alloc.base % g or alloc.raw_len % g:
             g = 1
         alloc.granule = g
         self.tracked.append(alloc)
@@ -844,7 +844,7 @@ class RaceTracker:
         """alloc.w_seg, made at its first need: the box writes kept so far applied in order."""
         if alloc.w_seg is None:
             # the narrowest type that holds 1 + every segment so far; widened in write() when needed
-            w = np.zeros(len(alloc.raw) // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
+            w = np.zeros(alloc.raw_len // alloc.granule, dtype=_map_dtype(len(self.seg_tile)))
             for box, v in alloc.w_boxes:
                 box.cells(w)[...] = v
             alloc.w_seg = w
@@ -882,11 +882,5 @@ def mark_init(alloc: Allocation, desc: Desc) -> None:
 
 
 def _dense(desc: Desc) -> bool:
-    """Whether `desc` covers every byte from its first to its last (a contiguous row or a
-    block of whole contiguous rows)."""
-    if type(desc) is not BoxDesc:
-        return False
-    ext, bs, isz = desc.ext, desc.bstrides, desc.itemsize
-    if len(ext) == 1:
-        return bs[0] == isz
-    return len(ext) == 2 and bs[1] == isz and bs[0] == ext[1] * isz
+    """Whether `desc` covers every byte from its first to its last (BoxDesc.dense)."""
+    return type(desc) is BoxDesc and desc.dense()
