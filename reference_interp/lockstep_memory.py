@@ -34,7 +34,7 @@ import numpy as np
 from . import access
 from .access import AccessTile, box_injective
 from .lockstep import Diverged, Lanes, PerTile, subset
-from .memo import MISSING, Memo, ObjectMemo
+from .memo import MISSING, Memo
 from .memory import BoxDesc, Desc, DistributedView, IdxDesc, MemoryView
 from .races import RaceFound, UninitFound
 
@@ -342,22 +342,11 @@ def _bounds(lanes: Lanes, view: MemoryView, off: np.ndarray, span: int,
     return alloc
 
 
-_WINDOWS: ObjectMemo[np.ndarray] = ObjectMemo(256)
-
-
 def _windows(alloc: Any, view: MemoryView, ext: tuple[int, ...]) -> np.ndarray:
     """One box-shaped window per element address of the allocation (a strided view of its
-    buffer; the same buffer, dtype and box give the same windows)."""
-    raw = alloc.raw
-    key = (view.dtype, ext, view.bstrides)
-    found = _WINDOWS.get(raw, key)
-    if found is not MISSING:
-        return found
-    isz = view.itemsize
-    reach = sum((e - 1) * s for e, s in zip(ext, view.bstrides, strict=True)) if ext else 0
-    n = max((len(raw) - reach) // isz, 0)
-    win = np.ndarray(shape=(n, *ext), dtype=view.dtype, buffer=raw, offset=0, strides=(isz, *view.bstrides))
-    return _WINDOWS.put(raw, win, key)
+    buffer, kept with the allocation: Allocation.windows; a memo of its own kept every run's
+    buffers alive)."""
+    return alloc.windows(view.dtype, ext, view.bstrides)  # type: ignore[no-any-return]
 
 
 # (shape, strict, dtype, the offsets' bytes) -> _lattice's answer, for a few hundred lanes at

@@ -48,12 +48,7 @@ def _all_zero(b: np.ndarray) -> bool:
     n = b.size
     if n < _ZERO_SCAN or b[:4096].any():
         return False
-    return _zero_bytes(b)
-
-
-def _zero_bytes(b: np.ndarray) -> bool:
-    """Whether every byte of `b` (contiguous uint8) is zero: eight bytes at a time."""
-    k = b.size - b.size % 8
+    k = n - n % 8
     return not b[:k].view(np.uint64).max(initial=0) and not b[k:].any()
 
 
@@ -261,9 +256,9 @@ class Allocation:
             self.given = None
 
     def own_lazy(self) -> None:
-        """own() for a large array written box by box (access._store_box): a buffer of fresh
-        zero pages now, each LAZY_CHUNK of the caller's bytes copied into it only when an
-        access reaches it (settle), and not at all when a write covers it whole. An output
+        """own() for a large array written box by box (access._store_box): a new buffer now,
+        each LAZY_CHUNK of the caller's bytes copied into it only when an access reaches it
+        (settle), and not at all when a write covers it whole. An output
         array the kernel writes entirely is then neither scanned nor copied; any access that
         does not settle its own span (every other path, through raw, typed() or windows())
         settles every chunk first."""
@@ -273,7 +268,10 @@ class Allocation:
             self.own()
             return
         src = self._raw[: self.nbytes]
-        self._raw = np.zeros(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
+        # np.empty: every chunk is written whole or copied before it is read (np.zeros costs a
+        # memset or fresh pages' faults when the allocator reuses memory or not)
+        self._raw = np.empty(max(align_up(self.nbytes), ALIGN), dtype=np.uint8)
+        self._raw[self.nbytes :] = 0
         self.src = src
         self.npending = -(-self.nbytes // LAZY_CHUNK)
         self.pending = bytearray(b"\x01") * self.npending
@@ -284,8 +282,8 @@ class Allocation:
 
     def settle(self, lo: int, hi: int, covered: bool) -> None:
         """Bring the pending chunks that bytes [lo, hi] meet into raw: a copy of the caller's
-        bytes, or nothing for a chunk of zeros (raw starts as zeros) or, when `covered` (a
-        write about to replace every byte of [lo, hi]), for a chunk inside [lo, hi]."""
+        bytes, or nothing, when `covered` (a write about to replace every byte of [lo, hi]),
+        for a chunk inside [lo, hi]."""
         pending = self.pending
         if pending is None:
             return
@@ -315,9 +313,7 @@ class Allocation:
 
     def _fill(self, a: int, b: int) -> None:
         assert self.src is not None
-        part = self.src[a:b]
-        if not _zero_bytes(part):
-            self._raw[a:b] = part
+        self._raw[a:b] = self.src[a:b]
 
     def contents(self, copy: bool = True) -> np.ndarray:
         """The array's current contents, in its own dtype and shape (without `copy`, for an

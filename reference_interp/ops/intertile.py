@@ -66,11 +66,25 @@ class DeliveryPlan:
     refcount: dict[int, int]  # producer tile -> number of consumers that take its partial
 
 
-@dataclass
 class Entry:
-    values: list[Any]
-    snap: list[int] | None
-    remaining: int | None = None
+    """One producer's post of one future instance: its values and clock (None without the race check)."""
+
+    __slots__ = ("values", "snap", "remaining")
+
+    def __init__(self, values: list[Any], snap: list[int] | None) -> None:
+        self.values = values
+        self.snap = snap
+        self.remaining: int | None = None
+
+
+def _nbytes(values: list[Any]) -> int:
+    n = 0
+    for v in values:
+        if type(v) is np.ndarray:
+            n += v.nbytes
+        else:
+            n += int(getattr(v, "nbytes", 0))
+    return n
 
 
 @dataclass
@@ -177,21 +191,30 @@ def produce(c: FuncCompiler, op: Operation) -> OpFn:
     def run(fr: list[Any]) -> None:
         ctx: TileContext = fr[0]
         machine = ctx.machine
-        info = info_for(machine)
-        n = ctx.counters.get(key, 0)
-        ctx.counters[key] = n + 1
+        futures = store_of(machine)
+        info = futures.produce.get(key)
+        if info is None:
+            info = info_for(machine)
+        counters = ctx.counters
+        n = counters.get(key, 0)
+        counters[key] = n + 1
         if not n:
-            store_of(machine).ops[key] = op
-        g = info.group_of.get(ctx.tile)
+            futures.ops[key] = op
+        tile = ctx.tile
+        g = info.group_of.get(tile)
         if g is not None:
             fr[gid] = g
             body.run(fr)
             values = body.results(fr)
-            snap = ctx.tracker.snapshot_and_advance(ctx.tile) if ctx.race_on else None
-            store_of(machine).posted.setdefault((key, n), {})[ctx.tile] = Entry(values, snap)
+            snap = ctx.tracker.snapshot_and_advance(tile) if ctx.race_on else None
+            fkey = (key, n)
+            posts = futures.posted.get(fkey)
+            if posts is None:
+                posts = futures.posted[fkey] = {}
+            posts[tile] = Entry(values, snap)
             machine.posts += 1
-            ctx.sent += sum(int(getattr(v, "nbytes", 0)) for v in values)
-            ctx.sync = ((key, n), (ctx.tile,))
+            ctx.sent += _nbytes(values)
+            ctx.sync = (fkey, (tile,))
         fr[r] = FutureHandle(key, n, info)
 
     return run
@@ -346,11 +369,10 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
         futures = store_of(machine)
         fkey = (handle.key, handle.n)
         while True:
-            posted = futures.posted.get(fkey, {})
-            missing = [p for p in deps if p not in posted]
-            if not missing:
+            posted = futures.posted.get(fkey)
+            if posted is not None and (deps[0] in posted if len(deps) == 1 else all(p in posted for p in deps)):
                 break
-            yield Wait(op, missing, fkey)
+            yield Wait(op, [p for p in deps if posted is None or p not in posted], fkey)
         parts = []
         snaps = []
         for p in deps:
@@ -389,7 +411,8 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
                 out.append(_flat_concat(pieces, concat_dims, out_shapes[i]))
         for r, v in zip(res, out, strict=True):
             fr[r] = v
-        ctx.received += sum(int(getattr(v, "nbytes", 0)) for p in parts for v in p)
+        for p in parts:
+            ctx.received += _nbytes(p)
         ctx.sync = (fkey, tuple(deps))
 
     return Blocking(gen)
