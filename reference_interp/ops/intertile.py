@@ -411,8 +411,8 @@ def deliver(c: FuncCompiler, op: Operation) -> Blocking:
                 out.append(_flat_concat(pieces, concat_dims, out_shapes[i]))
         for r, v in zip(res, out, strict=True):
             fr[r] = v
-        for p in parts:
-            ctx.received += _nbytes(p)
+        for values in parts:
+            ctx.received += _nbytes(values)
         ctx.sync = (fkey, tuple(deps))
 
     return Blocking(gen)
