@@ -21,6 +21,7 @@ from ktir.dialects.registry import OPS
 from ktir.ir import types as ty
 from ktir.ir.operation import Operation
 
+from .. import recycle
 from ..compiler import FuncCompiler, OpFn, impl
 from ..dtypes import int_normaliser, np_dtype, unsigned_dtype, width
 from ..errors import CompileError, fail
@@ -388,10 +389,27 @@ def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
             v = inner(x, y)
             return v if isinstance(v, np.ndarray) else typ(v)
 
-    def run(fr: list[Any]) -> None:
-        fr[r] = fn(fr[a], fr[b])
+    ufunc = _RECYCLED.get(op.name)
+    if ufunc is None:
+        def run(fr: list[Any]) -> None:
+            fr[r] = fn(fr[a], fr[b])
 
-    return run
+        return run
+    nd = np.ndarray
+
+    def run_recycled(fr: list[Any]) -> None:
+        x, y = fr[a], fr[b]
+        if type(x) is nd and type(y) is nd and x.nbytes >= recycle.MIN_BYTES and x.shape == y.shape \
+                and x.dtype == dt and y.dtype == dt:
+            fr[r] = ufunc(x, y, out=recycle.empty(x.shape, dt))  # the same values as x + y: one type
+            return
+        fr[r] = fn(x, y)
+
+    return run_recycled
+
+
+# ops whose large results go into recycled buffers (recycle.py): the ufunc of the same arithmetic
+_RECYCLED = {Arith.addf: np.add, Arith.subf: np.subtract, Arith.mulf: np.multiply, Arith.divf: np.true_divide}
 
 
 @impl(Arith.negf)
