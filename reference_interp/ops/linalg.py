@@ -35,7 +35,7 @@ from ktir.ir import attributes as at
 from ktir.ir import types as ty
 from ktir.ir.operation import Block, Operation
 
-from .. import blas
+from .. import blas, recycle
 from ..compiler import CBlock, FuncCompiler, OpFn, Uninit, impl
 from ..dtypes import np_dtype, unsigned_dtype
 from ..errors import CompileError, fail
@@ -123,12 +123,20 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
     (o,) = outs
     dt = np_dtype(element(_out_types(c, op, outs)[0]))
     fn = _binary_fn(op.name.split(".")[1], dt)
+    # large float results of the four arithmetic ops go into recycled buffers (recycle.py)
+    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}.get(op.name.split(".")[1]) \
+        if dt.kind == "f" else None
+    nd = np.ndarray
 
     def run(fr: list[Any]) -> None:
         x, y, out = fr[a], fr[b], fr[o]
         if x.shape != out.shape or y.shape != out.shape:
             raise fail("type", f"operand shapes {x.shape}, {y.shape} and output {out.shape} differ")
-        v = np.asarray(fn(x if x.dtype == dt else x.astype(dt), y if y.dtype == dt else y.astype(dt)))
+        if ufunc is not None and type(x) is nd and type(y) is nd and x.dtype == dt and y.dtype == dt \
+                and x.nbytes >= recycle.MIN_BYTES:
+            v = ufunc(x, y, out=recycle.empty(x.shape, dt))
+        else:
+            v = np.asarray(fn(x if x.dtype == dt else x.astype(dt), y if y.dtype == dt else y.astype(dt)))
         v = v if v.dtype == dt else v.astype(dt)
         if r0 is not None:
             fr[r0] = v
