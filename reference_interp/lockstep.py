@@ -965,9 +965,12 @@ class Timing:
     Both give the same results, so the choice is only about speed: lockstep's gain depends on
     how much of the function it vectorises against what it runs lane by lane, which is easier
     measured than predicted. The first runs alternate (lockstep first) until each way has run
-    twice; later runs take the one whose faster run used less CPU time."""
+    three times; later runs take the one whose fastest run used less CPU time. (Two samples
+    were too few: a process's first runs can stall in the kernel for hundreds of milliseconds
+    while its heap grows, and the ring all-reduce's per-tile runs, 17 ms, lost to lockstep's 30
+    when both of their samples came right after a lockstep run.)"""
 
-    SAMPLES = 2
+    SAMPLES = 3
     __slots__ = ("lock", "tile", "choice")
 
     def __init__(self) -> None:
