@@ -284,19 +284,22 @@ def test_examples_in_lockstep(name: str, args: Any) -> None:
 
 
 def test_repeated_runs_settle_on_the_faster_way() -> None:
-    """lockstep=True alternates lockstep and per-tile runs until both have run twice, then
-    keeps one of them; every run gives the same results."""
+    """lockstep=True alternates lockstep and per-tile runs until both have run
+    Timing.SAMPLES (3) times, then keeps one of them; every run gives the same results."""
+    from reference_interp.lockstep import Timing
+
     s = _spec()
     m = _build(s)
     args = _args(s)
     first = ri.run(m, args=args, lockstep=False)
     modes = []
-    for _ in range(6):
+    trials = 2 * Timing.SAMPLES
+    for _ in range(trials + 3):
         r = ri.run(m, args=args)
         _same(first, r)
         modes.append(r.lockstep)
-    assert modes[:4] == [True, False, True, False]
-    assert len(set(modes[4:])) == 1
+    assert modes[:trials] == [True, False] * Timing.SAMPLES
+    assert len(set(modes[trials:])) == 1
 
 
 
