@@ -502,10 +502,15 @@ class RaceTracker:
         """Tile t has waited for the producers that posted `snaps`: its clock becomes the
         entrywise maximum of its own and theirs, except its own entry (its epoch)."""
         mine = self._clock(t)
-        if snaps:
+        if len(snaps) > 8:  # many producers: a max call per entry over all of them beats the loop
             own = mine[t]
-            mine[:] = map(max, mine, *snaps)  # (one C-level pass, even for one producer)
+            mine[:] = map(max, mine, *snaps)
             mine[t] = own
+        else:
+            for snap in snaps:
+                for u, v in enumerate(snap):
+                    if v > mine[u] and u != t:
+                        mine[u] = v
         self._syncs += 1
         self.version += 1
         if self._syncs % max(self.n, 8) == 0:
