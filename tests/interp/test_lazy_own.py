@@ -1,5 +1,5 @@
-"""A large array's first box store owns it lazily (memory.Allocation.own_lazy): fresh zero
-pages, each chunk of the caller's bytes copied in only when an access reaches it, and not at
+"""A large array's first box store owns it lazily (memory.Allocation.own_lazy): a new
+buffer, each chunk of the caller's bytes copied in only when an access reaches it, and not at
 all when a store covers it whole. Checked against the eager copy it replaces (own()), which
 the interpreter still uses below memory._ZERO_SCAN bytes:
 
