@@ -90,7 +90,6 @@ def _nbytes(values: list[Any]) -> int:
 @dataclass
 class FutureStore:
     posted: dict[tuple[int, int], dict[int, Entry]] = field(default_factory=dict)
-    produce: dict[int, ProduceInfo] = field(default_factory=dict)
     plans: dict[tuple[int, int], DeliveryPlan] = field(default_factory=dict)
     takes: int = 0
     ops: dict[int, Operation] = field(default_factory=dict)  # id -> every inter-tile op executed
@@ -169,36 +168,27 @@ def produce(c: FuncCompiler, op: Operation) -> OpFn:
         raise CompileError("the produce body takes one argument (the group id)", op)
     (gid,) = body.arg_slots
     key = id(op)
-    known: dict[int, ProduceInfo] = {}  # grid size -> the info, the same for every run
+    known: dict[int, ProduceInfo] = {}  # grid size -> the info, the same for every run (read only)
 
     def info_for(machine: Machine) -> ProduceInfo:
-        futures = store_of(machine)
-        info = futures.produce.get(key)
-        if info is None:
-            info = known.get(machine.n_tiles)
-            if info is not None:
-                futures.produce[key] = info
-                return info
-            groups = _groups(machine, gset)
-            producers: dict[int, list[int]] = {}
-            group_of: dict[int, int] = {}
-            for g in groups:
-                tiles = _members(pset, (g,), machine.n_tiles, "producer_tiles_per_group")
-                producers[g] = tiles
-                for t in tiles:
-                    if t in group_of:
-                        raise fail("undefined", f"tile {t} produces for groups {group_of[t]} and {g}: producer groups must be disjoint (R1)")
-                    group_of[t] = g
-            info = ProduceInfo(groups, producers, group_of, op)
-            futures.produce[key] = info
-            known[machine.n_tiles] = info  # (read only: runs share it)
+        groups = _groups(machine, gset)
+        producers: dict[int, list[int]] = {}
+        group_of: dict[int, int] = {}
+        for g in groups:
+            tiles = _members(pset, (g,), machine.n_tiles, "producer_tiles_per_group")
+            producers[g] = tiles
+            for t in tiles:
+                if t in group_of:
+                    raise fail("undefined", f"tile {t} produces for groups {group_of[t]} and {g}: producer groups must be disjoint (R1)")
+                group_of[t] = g
+        info = known[machine.n_tiles] = ProduceInfo(groups, producers, group_of, op)
         return info
 
     def run(fr: list[Any]) -> None:
         ctx: TileContext = fr[0]
         machine = ctx.machine
         futures = store_of(machine)
-        info = futures.produce.get(key)
+        info = known.get(machine.n_tiles)
         if info is None:
             info = info_for(machine)
         counters = ctx.counters
