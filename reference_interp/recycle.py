@@ -47,6 +47,16 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return buf
 
 
+def binary(ufunc: Any, x: Any, y: Any, dtype: Any) -> np.ndarray | None:
+    """ufunc(x, y) into a recycled buffer when x and y are arrays of `dtype` and one shape
+    and large enough to pool (the values x + y etc. give: one type, no casting); None
+    otherwise (the caller computes it its usual way)."""
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.nbytes < MIN_BYTES or x.shape != y.shape \
+            or x.dtype != dtype or y.dtype != dtype:
+        return None
+    return ufunc(x, y, out=empty(x.shape, dtype))  # type: ignore[no-any-return]
+
+
 def clear() -> None:
     """Forget this thread's buffers (the memory returns once nothing else refers to them)."""
     _pool().clear()

@@ -395,15 +395,10 @@ def float_binary(c: FuncCompiler, op: Operation) -> OpFn:
             fr[r] = fn(fr[a], fr[b])
 
         return run
-    nd = np.ndarray
-
     def run_recycled(fr: list[Any]) -> None:
         x, y = fr[a], fr[b]
-        if type(x) is nd and type(y) is nd and x.nbytes >= recycle.MIN_BYTES and x.shape == y.shape \
-                and x.dtype == dt and y.dtype == dt:
-            fr[r] = ufunc(x, y, out=recycle.empty(x.shape, dt))  # the same values as x + y: one type
-            return
-        fr[r] = fn(x, y)
+        v = recycle.binary(ufunc, x, y, dt)
+        fr[r] = fn(x, y) if v is None else v
 
     return run_recycled
 

@@ -126,16 +126,12 @@ def named_binary(c: FuncCompiler, op: Operation) -> OpFn:
     # large float results of the four arithmetic ops go into recycled buffers (recycle.py)
     ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}.get(op.name.split(".")[1]) \
         if dt.kind == "f" else None
-    nd = np.ndarray
-
     def run(fr: list[Any]) -> None:
         x, y, out = fr[a], fr[b], fr[o]
         if x.shape != out.shape or y.shape != out.shape:
             raise fail("type", f"operand shapes {x.shape}, {y.shape} and output {out.shape} differ")
-        if ufunc is not None and type(x) is nd and type(y) is nd and x.dtype == dt and y.dtype == dt \
-                and x.nbytes >= recycle.MIN_BYTES:
-            v = ufunc(x, y, out=recycle.empty(x.shape, dt))
-        else:
+        v = None if ufunc is None else recycle.binary(ufunc, x, y, dt)
+        if v is None:
             v = np.asarray(fn(x if x.dtype == dt else x.astype(dt), y if y.dtype == dt else y.astype(dt)))
         v = v if v.dtype == dt else v.astype(dt)
         if r0 is not None:
