@@ -14,14 +14,17 @@ from hypothesis import strategies as st
 
 import reference_interp as ri
 
-from .helpers import example
+from .helpers import example, fails
 
 KERNEL = example("distributed_copy.ktir")
 
 
+def args_for(x: np.ndarray, m: int, n: int) -> dict[str, object]:
+    return {"x_ptr": x, "y_ptr": np.zeros(x.shape[::-1], np.float32), "scratch": 0, "M": m, "N": n}
+
+
 def run(x: np.ndarray, m: int, n: int, **kw: object) -> ri.RunResult:
-    y = np.zeros(x.shape[::-1], np.float32)
-    return ri.run(KERNEL, args={"x_ptr": x, "y_ptr": y, "scratch": 0, "M": m, "N": n}, target="spyre", **kw)
+    return ri.run(KERNEL, args=args_for(x, m, n), target="spyre", **kw)
 
 
 @settings(max_examples=4, deadline=None)
@@ -44,14 +47,8 @@ def test_y_is_x_transposed_at_every_size_it_takes(panel_rows: int, panel_cols: i
     (128, 1024, "out-of-view"),  # less than one panel
 ])
 def test_a_size_it_does_not_take_is_an_error(m: int, n: int, kind: str) -> None:
-    with pytest.raises(ri.KtirRuntimeError) as info:
-        run(np.zeros((m, n), np.float32), m, n)
-    assert info.value.kind == kind, info.value.message
+    fails(kind, KERNEL, args=args_for(np.zeros((m, n), np.float32), m, n), target="spyre")
 
 
 def test_arrays_smaller_than_the_sizes_are_an_error() -> None:
-    x = np.zeros((256, 1024), np.float32)
-    with pytest.raises(ri.KtirRuntimeError) as info:
-        ri.run(KERNEL, args={"x_ptr": x, "y_ptr": np.zeros((1024, 256), np.float32), "scratch": 0, "M": 512, "N": 1024},
-               target="spyre")
-    assert info.value.kind == "out-of-bounds", info.value.message
+    fails("out-of-bounds", KERNEL, args=args_for(np.zeros((256, 1024), np.float32), 512, 1024), target="spyre")

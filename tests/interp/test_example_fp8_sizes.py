@@ -25,15 +25,18 @@ from hypothesis import strategies as st
 
 import reference_interp as ri
 
-from .helpers import FAST, assert_within, example
+from .helpers import FAST, assert_within, example, fails
 
 FP8 = example("fp8_dequant_matmul.ktir")
 U32 = 2.0**-24
 
 
+def args_for(X: np.ndarray, W: np.ndarray, S: np.ndarray, M: int, N: int, K: int) -> dict[str, object]:
+    return {"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((M, N), np.float16), "M": M, "N": N, "K": K}
+
+
 def run(X: np.ndarray, W: np.ndarray, S: np.ndarray, M: int, N: int, K: int) -> np.ndarray:
-    args = {"x_ptr": X, "w_ptr": W, "s_ptr": S, "y_ptr": np.zeros((M, N), np.float16), "M": M, "N": N, "K": K}
-    return ri.run(FP8, args=args).outputs["y_ptr"]
+    return ri.run(FP8, args=args_for(X, W, S, M, N, K)).outputs["y_ptr"]
 
 
 def oracle(X: np.ndarray, W: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,13 +82,9 @@ def test_the_oracle_catches_scales_on_the_wrong_axis() -> None:
 @pytest.mark.parametrize(("M", "N", "K"), [(256, 256, 256), (512, 320, 256), (512, 256, 384)])
 def test_a_size_that_is_not_a_multiple_of_the_block_is_an_error(M: int, N: int, K: int) -> None:
     X, W, S = inputs(M, N, K, 1)
-    with pytest.raises(ri.KtirRuntimeError) as info:
-        run(X, W, S, M, N, K)
-    assert info.value.kind == "out-of-view" and "outside the view's sizes" in info.value.message
+    assert "outside the view's sizes" in fails("out-of-view", FP8, args=args_for(X, W, S, M, N, K)).message
 
 
 def test_sizes_larger_than_the_arrays_are_an_error() -> None:
     X, W, S = inputs(512, 256, 256, 2)
-    with pytest.raises(ri.KtirRuntimeError) as info:
-        run(X, W, S, 512, 512, 256)
-    assert info.value.kind == "out-of-bounds"
+    fails("out-of-bounds", FP8, args=args_for(X, W, S, 512, 512, 256))
