@@ -38,7 +38,7 @@ from .affine_eval import CompiledSet
 from .errors import fail
 
 ALIGN = 128
-_ZERO_SCAN = 1 << 20  # arrays at least this large are scanned for zeros before a copy
+_ZERO_SCAN = 1 << 20  # arrays at least this large are scanned for zeros before a copy (own), or owned lazily (own_lazy)
 
 
 def _all_zero(b: np.ndarray) -> bool:
